@@ -1,0 +1,110 @@
+//! [`Handlers`]: a handler group built from typed closures, no macros needed.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use super::{HandlerContext, HandlerGroup, PacketKind};
+use crate::wire::{Message, Request};
+use crate::{Error, Result};
+
+type BoxFuture = Pin<Box<dyn Future<Output = Result<Bytes>> + Send>>;
+type Erased = Arc<dyn Fn(HandlerContext, Bytes) -> BoxFuture + Send + Sync>;
+
+/// A handler group assembled from closures, one per message type.
+///
+/// ```
+/// use zlink::{Handlers, Message, Request};
+/// # #[derive(serde::Serialize, serde::Deserialize)] struct Ping(u32);
+/// # #[derive(serde::Serialize, serde::Deserialize)] struct Pong(u32);
+/// # zlink::cbor_message!(Ping, "Ping");
+/// # zlink::cbor_message!(Pong, "Pong");
+/// # impl Request for Ping { type Reply = Pong; }
+/// let handlers = Handlers::new().on_request(|_ctx, ping: Ping| async move { Ok(Pong(ping.0)) });
+/// ```
+#[derive(Clone, Default)]
+pub struct Handlers {
+    table: HashMap<String, (PacketKind, Erased)>,
+    duplicates: Vec<String>,
+}
+
+impl Handlers {
+    /// An empty group.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Handles requests of type `R`, replying with `R::Reply`.
+    pub fn on_request<R, F, Fut>(mut self, handler: F) -> Self
+    where
+        R: Request,
+        F: Fn(HandlerContext, R) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R::Reply>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let erased: Erased = Arc::new(move |ctx, payload: Bytes| {
+            let handler = handler.clone();
+            Box::pin(async move {
+                let request = R::decode(&payload)?;
+                let reply = handler(ctx, request).await?;
+                reply.encode()
+            })
+        });
+        self.add(R::PACKET_NAME, PacketKind::Request, erased);
+        self
+    }
+
+    /// Handles one-way sends of type `M`.
+    pub fn on_send<M, F, Fut>(mut self, handler: F) -> Self
+    where
+        M: Message,
+        F: Fn(HandlerContext, M) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<()>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let erased: Erased = Arc::new(move |ctx, payload: Bytes| {
+            let handler = handler.clone();
+            Box::pin(async move {
+                let message = M::decode(&payload)?;
+                handler(ctx, message).await?;
+                Ok(Bytes::new())
+            })
+        });
+        self.add(M::PACKET_NAME, PacketKind::Send, erased);
+        self
+    }
+
+    fn add(&mut self, packet: &str, kind: PacketKind, handler: Erased) {
+        if self.table.insert(packet.to_string(), (kind, handler)).is_some() {
+            self.duplicates.push(packet.to_string());
+        }
+    }
+}
+
+#[async_trait]
+impl HandlerGroup for Handlers {
+    fn packets(&self) -> Vec<(String, PacketKind)> {
+        let mut out: Vec<_> = self
+            .table
+            .iter()
+            .map(|(name, (kind, _))| (name.clone(), *kind))
+            .collect();
+        // A name registered twice is reported twice so validation sees the duplicate.
+        out.extend(self.duplicates.iter().map(|d| (d.clone(), PacketKind::Request)));
+        out
+    }
+
+    async fn handle(&self, ctx: HandlerContext, packet: &str, payload: Bytes) -> Result<Bytes> {
+        match self.table.get(packet) {
+            Some((_, handler)) => handler(ctx, payload).await,
+            None => Err(Error::new(
+                crate::ErrorKind::NotFound,
+                format!("no handler for packet {packet}"),
+            )),
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Channels: handler groups that serve a ChannelName, and the per-process channel registry
+//! (one ChannelName, one send path).
+
+mod context;
+mod handler;
+mod handlers;
+mod registry;
+
+pub use context::HandlerContext;
+pub use handler::{HandlerGroup, PacketKind};
+pub use handlers::Handlers;
+pub use registry::{ChannelRole, ChannelRegistry};

@@ -1,0 +1,237 @@
+//! [`RuntimeBuilder`]: how an application describes one node.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::settings::{PeerSpec, Settings};
+use super::validate::Validator;
+use super::DEFAULT_WEIGHT;
+use crate::channel::{ChannelRole, HandlerGroup};
+use crate::host::Runtime;
+use crate::link::{LivenessTimings, Transport, ZmqTransport};
+use crate::mesh::generate_rid;
+use crate::Result;
+
+/// Describes one node. Nothing is checked until [`build`](Self::build), which reports every
+/// problem at once; nothing is bound until [`RuntimeConfig::start`].
+///
+/// ```no_run
+/// # async fn run() -> zlink::Result<()> {
+/// let runtime = zlink::Runtime::builder()
+///     .mesh_name("shop")
+///     .listen("tcp://127.0.0.1:0")
+///     .channel_client("billing")
+///     .build()?
+///     .start()
+///     .await?;
+/// # Ok(()) }
+/// ```
+pub struct RuntimeBuilder {
+    mesh_name: Option<String>,
+    rid: Option<String>,
+    listen: Option<String>,
+    peers: Vec<PeerSpec>,
+    channels: Vec<(String, ChannelRole)>,
+    node_handlers: Option<Arc<dyn HandlerGroup>>,
+    send_timeout: Duration,
+    request_timeout: Duration,
+    shutdown_grace: Duration,
+    liveness: LivenessTimings,
+    transport: Arc<dyn Transport>,
+}
+
+impl Default for RuntimeBuilder {
+    fn default() -> Self {
+        RuntimeBuilder {
+            mesh_name: None,
+            rid: None,
+            listen: None,
+            peers: Vec::new(),
+            channels: Vec::new(),
+            node_handlers: None,
+            send_timeout: Duration::from_secs(1),
+            request_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(10),
+            liveness: LivenessTimings::default(),
+            transport: Arc::new(ZmqTransport::new()),
+        }
+    }
+}
+
+impl RuntimeBuilder {
+    /// The MeshName this node joins (required, 1..=255 bytes).
+    pub fn mesh_name(mut self, name: impl Into<String>) -> Self {
+        self.mesh_name = Some(name.into());
+        self
+    }
+
+    /// A fixed routing id for manual topologies (1..=255 bytes). Default: a fresh
+    /// `node-<uuid-v4>` for every start.
+    pub fn rid(mut self, rid: impl Into<String>) -> Self {
+        self.rid = Some(rid.into());
+        self
+    }
+
+    /// The endpoint the node's ROUTER listens on (required), e.g. `tcp://127.0.0.1:0`
+    /// (port 0 picks a free port; [`Runtime::endpoint`] tells which).
+    pub fn listen(mut self, endpoint: impl Into<String>) -> Self {
+        self.listen = Some(endpoint.into());
+        self
+    }
+
+    /// Adds a manual peer this node connects to. List a pair on one side only; when both
+    /// sides list each other, one connection is kept.
+    pub fn peer(mut self, peer: PeerSpec) -> Self {
+        self.peers.push(peer);
+        self
+    }
+
+    /// Registers the Server role for `channel` with weight 100.
+    pub fn channel_server(self, channel: impl Into<String>, handlers: impl HandlerGroup) -> Self {
+        self.channel_server_weighted(channel, handlers, DEFAULT_WEIGHT)
+    }
+
+    /// Registers the Server role for `channel` with `weight` (0..=10000; 0 receives no new
+    /// selections).
+    pub fn channel_server_weighted(
+        mut self,
+        channel: impl Into<String>,
+        handlers: impl HandlerGroup,
+        weight: u32,
+    ) -> Self {
+        self.channels.push((
+            channel.into(),
+            ChannelRole::Server { handlers: Arc::new(handlers), weight },
+        ));
+        self
+    }
+
+    /// Registers the Client role for `channel`: this node may call it but does not serve it.
+    pub fn channel_client(mut self, channel: impl Into<String>) -> Self {
+        self.channels.push((channel.into(), ChannelRole::Client));
+        self
+    }
+
+    /// Handlers for node-direct messages addressed to this node's RID.
+    pub fn node_handlers(mut self, handlers: impl HandlerGroup) -> Self {
+        self.node_handlers = Some(Arc::new(handlers));
+        self
+    }
+
+    /// How long a send (or a request's submission) may wait for the local queue (default
+    /// 1 s; must be > 0).
+    pub fn send_timeout(mut self, timeout: Duration) -> Self {
+        self.send_timeout = timeout;
+        self
+    }
+
+    /// Default request deadline (default 30 s; must be > 0).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// How long shutdown lets accepted work finish (default 10 s).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Replaces the transport (the default is ZMTP over TCP). The testkit's in-memory
+    /// network plugs in here.
+    pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
+        self.transport = transport;
+        self
+    }
+
+    /// Test-only: shortens the liveness probe interval and deadline (fixed at 5 s / 15 s
+    /// for applications). Only available with the `test-timing` feature.
+    #[cfg(feature = "test-timing")]
+    pub fn test_liveness(mut self, probe_interval: Duration, deadline: Duration) -> Self {
+        self.liveness = LivenessTimings { probe_interval, deadline };
+        self
+    }
+
+    /// Validates everything and reports all violations together as
+    /// [`Error::Config`](crate::Error::Config).
+    pub fn build(self) -> Result<RuntimeConfig> {
+        let mut v = Validator::default();
+        let mesh_name = v.text("mesh_name", self.mesh_name.as_deref(), true);
+        let rid = self.rid.clone();
+        if let Some(rid) = &rid {
+            v.text("rid", Some(rid), true);
+        }
+        let listen = v.endpoint("listen", self.listen.as_deref());
+        for (i, peer) in self.peers.iter().enumerate() {
+            v.endpoint(&format!("peer[{i}] endpoint"), Some(&peer.endpoint));
+            if let Some(expected) = &peer.expected_rid {
+                v.text(&format!("peer[{i}] expected rid"), Some(expected), true);
+                if Some(expected) == rid.as_ref() {
+                    v.violation(format!("peer[{i}] expected rid"), "equals this node's own rid");
+                }
+            }
+            if Some(&peer.endpoint) == self.listen.as_ref() {
+                v.violation(format!("peer[{i}] endpoint"), "is this node's own listen endpoint");
+            }
+        }
+        let mut channels = BTreeMap::new();
+        for (name, role) in self.channels {
+            v.text(&format!("channel {name:?} name"), Some(&name), true);
+            if let ChannelRole::Server { handlers, weight } = &role {
+                v.weight(&name, *weight);
+                v.handler_packets(&format!("channel {name:?}"), handlers.as_ref());
+            }
+            if channels.insert(name.clone(), role).is_some() {
+                v.violation(
+                    format!("channel {name:?}"),
+                    "registered twice: one ChannelName must have exactly one send path",
+                );
+            }
+        }
+        let node_handlers = self.node_handlers.map(|h| {
+            let kinds = v.handler_packets("node handlers", h.as_ref());
+            (h, kinds)
+        });
+        v.positive("send_timeout", self.send_timeout);
+        v.positive("request_timeout", self.request_timeout);
+        v.positive("liveness probe interval", self.liveness.probe_interval);
+        if self.liveness.deadline <= self.liveness.probe_interval {
+            v.violation("liveness deadline", "must exceed the probe interval");
+        }
+        v.finish()?;
+        Ok(RuntimeConfig {
+            settings: Settings {
+                mesh_name: mesh_name.unwrap_or_default(),
+                rid: rid.unwrap_or_else(|| generate_rid("node")),
+                generation: crate::mesh::generate_generation(),
+                listen: listen.unwrap_or_default(),
+                peers: self.peers,
+                channels,
+                node_handlers,
+                send_timeout: self.send_timeout,
+                request_timeout: self.request_timeout,
+                shutdown_grace: self.shutdown_grace,
+                liveness: self.liveness,
+                transport: self.transport,
+            },
+        })
+    }
+}
+
+/// A validated configuration, ready to [`start`](Self::start).
+pub struct RuntimeConfig {
+    pub(crate) settings: Settings,
+}
+
+impl RuntimeConfig {
+    /// The RID this node will use.
+    pub fn rid(&self) -> &str {
+        &self.settings.rid
+    }
+
+    /// Binds the listener, starts liveness and dials the manual peers.
+    pub async fn start(self) -> Result<Runtime> {
+        Runtime::start(self.settings).await
+    }
+}

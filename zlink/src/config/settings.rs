@@ -1,0 +1,49 @@
+//! Validated settings of one runtime.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::channel::{ChannelRole, HandlerGroup, PacketKind};
+use crate::link::{LivenessTimings, Transport};
+
+/// A manually configured peer: its endpoint and, optionally, the RID expected there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerSpec {
+    /// Where the peer listens, e.g. `tcp://127.0.0.1:5600`.
+    pub endpoint: String,
+    /// When set, a peer at the endpoint with another RID is refused.
+    pub expected_rid: Option<String>,
+}
+
+impl PeerSpec {
+    /// A peer at `endpoint`; the handshake decides its identity.
+    pub fn new(endpoint: impl Into<String>) -> Self {
+        PeerSpec { endpoint: endpoint.into(), expected_rid: None }
+    }
+
+    /// Requires the peer at the endpoint to have this RID.
+    pub fn expect_rid(mut self, rid: impl Into<String>) -> Self {
+        self.expected_rid = Some(rid.into());
+        self
+    }
+}
+
+pub(crate) type NodeHandlers = (Arc<dyn HandlerGroup>, HashMap<String, PacketKind>);
+
+/// Everything a started runtime needs, already validated.
+#[derive(Clone)]
+pub(crate) struct Settings {
+    pub(crate) mesh_name: String,
+    pub(crate) rid: String,
+    pub(crate) generation: u64,
+    pub(crate) listen: String,
+    pub(crate) peers: Vec<PeerSpec>,
+    pub(crate) channels: BTreeMap<String, ChannelRole>,
+    pub(crate) node_handlers: Option<NodeHandlers>,
+    pub(crate) send_timeout: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) liveness: LivenessTimings,
+    pub(crate) transport: Arc<dyn Transport>,
+}

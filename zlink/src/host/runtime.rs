@@ -1,0 +1,166 @@
+//! [`Runtime`]: the handle applications hold.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::call::CallOptions;
+use crate::config::{RuntimeBuilder, Settings};
+use crate::mesh::outbound::Target;
+use crate::mesh::{MeshNode, PeerStatus};
+use crate::wire::{Message, Request};
+use crate::{Error, ErrorKind, Result};
+
+/// A started node. Cheap to clone; every clone is the same node.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) node: Arc<MeshNode>,
+}
+
+impl Runtime {
+    /// Starts describing a node.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    pub(crate) fn from_node(node: Arc<MeshNode>) -> Self {
+        Runtime { node }
+    }
+
+    pub(crate) async fn start(settings: Settings) -> Result<Runtime> {
+        let node = MeshNode::new(settings);
+        let events = Arc::new(crate::mesh::inbound::NodeEvents(Arc::downgrade(&node)));
+        let listener = node
+            .settings
+            .transport
+            .listen(&node.settings.listen, events)
+            .await
+            .map_err(|e| Error::new(ErrorKind::Unavailable, format!("cannot listen on {}: {e}", node.settings.listen)))?;
+        *crate::mesh::node::lock(&node.endpoint) = listener.endpoint();
+        *crate::mesh::node::lock(&node.listener) = Some(listener);
+        node.spawn_liveness();
+        for peer in node.settings.peers.clone() {
+            node.spawn_dialer(peer);
+        }
+        tracing::info!(mesh = %node.settings.mesh_name, rid = %node.settings.rid, endpoint = %node.endpoint(), "node started");
+        Ok(Runtime { node })
+    }
+
+    /// This node's RID.
+    pub fn rid(&self) -> &str {
+        self.node.rid()
+    }
+
+    /// This node's lifecycle generation (new for every start).
+    pub fn generation(&self) -> u64 {
+        self.node.settings.generation
+    }
+
+    /// The MeshName.
+    pub fn mesh_name(&self) -> &str {
+        &self.node.settings.mesh_name
+    }
+
+    /// The endpoint actually bound (port 0 resolved).
+    pub fn endpoint(&self) -> String {
+        self.node.endpoint()
+    }
+
+    /// Ready peers, sorted by RID.
+    pub fn peers(&self) -> Vec<PeerStatus> {
+        self.node.peer_statuses()
+    }
+
+    /// Waits until `condition` holds for the ready-peer list, or fails `DeadlineExceeded`.
+    pub async fn wait_for_peers(
+        &self,
+        timeout: Duration,
+        condition: impl Fn(&[PeerStatus]) -> bool,
+    ) -> Result<Vec<PeerStatus>> {
+        let until = Instant::now() + timeout;
+        loop {
+            let changed = self.node.peers_changed.notified();
+            let peers = self.peers();
+            if condition(&peers) {
+                return Ok(peers);
+            }
+            // Weight updates do not notify; poll at a short interval as well.
+            let poll = Instant::now() + Duration::from_millis(20);
+            if Instant::now() >= until {
+                return Err(Error::new(ErrorKind::DeadlineExceeded, "peer condition not met in time"));
+            }
+            let _ = tokio::time::timeout_at(poll.min(until), changed).await;
+        }
+    }
+
+    /// Request on a channel: select-one among remote servers, then exactly one terminal
+    /// result (reply, error reply, `DeadlineExceeded`, `Unavailable`, `ShuttingDown`).
+    pub async fn request_to_channel<R: Request>(&self, channel: &str, request: &R) -> Result<R::Reply> {
+        self.request_to_channel_with(channel, request, CallOptions::default()).await
+    }
+
+    /// [`request_to_channel`](Self::request_to_channel) with timeout and metadata.
+    pub async fn request_to_channel_with<R: Request>(
+        &self,
+        channel: &str,
+        request: &R,
+        options: CallOptions,
+    ) -> Result<R::Reply> {
+        let payload = request.encode()?;
+        let reply = self.node.request(Target::Channel(channel), R::PACKET_NAME, payload, options).await?;
+        R::Reply::decode(&reply)
+    }
+
+    /// One-way send on a channel: completes when the local queue accepts it.
+    pub async fn send_to_channel<M: Message>(&self, channel: &str, message: &M) -> Result<()> {
+        self.send_to_channel_with(channel, message, CallOptions::default()).await
+    }
+
+    /// [`send_to_channel`](Self::send_to_channel) with timeout and metadata.
+    pub async fn send_to_channel_with<M: Message>(&self, channel: &str, message: &M, options: CallOptions) -> Result<()> {
+        let payload = message.encode()?;
+        self.node.send(Target::Channel(channel), M::PACKET_NAME, payload, options).await
+    }
+
+    /// Request to one node by RID; never redirected to another node.
+    pub async fn request_to_node<R: Request>(&self, rid: &str, request: &R) -> Result<R::Reply> {
+        self.request_to_node_with(rid, request, CallOptions::default()).await
+    }
+
+    /// [`request_to_node`](Self::request_to_node) with timeout and metadata.
+    pub async fn request_to_node_with<R: Request>(&self, rid: &str, request: &R, options: CallOptions) -> Result<R::Reply> {
+        let payload = request.encode()?;
+        let reply = self.node.request(Target::Node(rid), R::PACKET_NAME, payload, options).await?;
+        R::Reply::decode(&reply)
+    }
+
+    /// One-way send to one node by RID.
+    pub async fn send_to_node<M: Message>(&self, rid: &str, message: &M) -> Result<()> {
+        self.send_to_node_with(rid, message, CallOptions::default()).await
+    }
+
+    /// [`send_to_node`](Self::send_to_node) with timeout and metadata.
+    pub async fn send_to_node_with<M: Message>(&self, rid: &str, message: &M, options: CallOptions) -> Result<()> {
+        let payload = message.encode()?;
+        self.node.send(Target::Node(rid), M::PACKET_NAME, payload, options).await
+    }
+
+    /// Changes this node's weight for one server channel (0..=10000) and propagates it to
+    /// connected peers. Weight 0 drains: no new selections, in-flight work completes, and
+    /// node-direct calls are unaffected.
+    pub fn set_weight(&self, channel: &str, weight: u32) -> Result<()> {
+        self.node.set_weight(channel, weight)
+    }
+
+    /// This node's current weight for a server channel.
+    pub fn weight(&self, channel: &str) -> Option<u32> {
+        self.node.registry.servers.get(channel).map(|e| e.weight.load(Ordering::Acquire))
+    }
+
+    /// Whether the runtime still admits new calls.
+    pub fn is_running(&self) -> bool {
+        self.node.is_running()
+    }
+}

@@ -1,0 +1,51 @@
+//! Orderly shutdown.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::Runtime;
+use crate::mesh::node::{lock, SHUTTING_DOWN, STOPPED};
+
+impl Runtime {
+    /// Stops the node: new calls fail `ShuttingDown`; accepted inbound work may finish for
+    /// the configured grace; outstanding outbound requests end `ShuttingDown`; connections
+    /// and the listener close; every task of the node has ended when this returns.
+    pub async fn shutdown(&self) {
+        self.shutdown_within(self.node.settings.shutdown_grace).await
+    }
+
+    /// [`shutdown`](Self::shutdown) with an explicit grace for accepted work.
+    pub async fn shutdown_within(&self, grace: Duration) {
+        let node = &self.node;
+        if node
+            .state
+            .compare_exchange(0, SHUTTING_DOWN, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // Someone else is (or was) shutting down: wait for them.
+            node.background.wait().await;
+            return;
+        }
+        tracing::info!(rid = %node.settings.rid, "shutdown started");
+        node.work.close();
+        if tokio::time::timeout(grace, node.work.wait()).await.is_err() {
+            tracing::warn!(rid = %node.settings.rid, "shutdown grace ended with handlers still running");
+        }
+        node.pending.fail_all_shutdown();
+        // Give queued replies of finished handlers a moment to leave before closing.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        node.cancel.cancel();
+        let conns: Vec<u64> = lock(&node.conns).keys().copied().collect();
+        for id in conns {
+            node.connection_lost(id, "shutdown");
+        }
+        if let Some(listener) = lock(&node.listener).take() {
+            listener.close();
+        }
+        node.work.wait().await;
+        node.background.close();
+        node.background.wait().await;
+        node.state.store(STOPPED, Ordering::Release);
+        tracing::info!(rid = %node.settings.rid, "shutdown complete");
+    }
+}

@@ -1,0 +1,83 @@
+//! The transport trait boundary.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+/// One multipart message.
+pub type Frames = Vec<Bytes>;
+
+/// Identifies one physical connection for its whole life; never reused.
+pub type ConnId = u64;
+
+static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh connection id, unique within the process.
+pub fn next_conn_id() -> ConnId {
+    NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Transport failures. They never cross the public API as such: the mesh maps them to
+/// `Unavailable` or `DeadlineExceeded`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkError {
+    /// The endpoint string is not valid for this transport.
+    #[error("bad endpoint {0}")]
+    BadEndpoint(String),
+    /// Connecting or binding failed.
+    #[error("connect/bind failed: {0}")]
+    Io(String),
+    /// The connection is closed.
+    #[error("connection closed")]
+    Closed,
+}
+
+/// Where a transport delivers what arrives. Calls must not block: the mesh only decodes and
+/// hands work to tasks.
+pub trait LinkEvents: Send + Sync + 'static {
+    /// A message arrived on `conn`.
+    fn on_frames(&self, conn: &Arc<dyn Connection>, frames: Frames);
+    /// `conn` ended (orderly close, transport error, or [`Connection::close`]). Called at
+    /// most once per connection.
+    fn on_closed(&self, conn: ConnId);
+}
+
+/// One physical, bidirectional connection.
+#[async_trait]
+pub trait Connection: Send + Sync + 'static {
+    /// This connection's id.
+    fn id(&self) -> ConnId;
+    /// Queues a message for sending. `Ok` means the local queue accepted it; waiting for
+    /// queue space is bounded by the caller.
+    async fn send(&self, frames: Frames) -> Result<(), LinkError>;
+    /// Closes the connection; [`LinkEvents::on_closed`] follows.
+    fn close(&self);
+}
+
+/// A bound listener.
+pub trait Listener: Send + Sync + 'static {
+    /// The actual endpoint (port 0 resolved).
+    fn endpoint(&self) -> String;
+    /// Stops accepting and closes every accepted connection.
+    fn close(&self);
+}
+
+/// Opens listeners and outbound connections.
+#[async_trait]
+pub trait Transport: Send + Sync + 'static {
+    /// Binds `endpoint`; every accepted connection reports to `events`.
+    async fn listen(
+        &self,
+        endpoint: &str,
+        events: Arc<dyn LinkEvents>,
+    ) -> Result<Box<dyn Listener>, LinkError>;
+
+    /// Connects to `endpoint` once (no retry); the connection reports to `events`.
+    async fn connect(
+        &self,
+        endpoint: &str,
+        events: Arc<dyn LinkEvents>,
+    ) -> Result<Arc<dyn Connection>, LinkError>;
+}

@@ -1,0 +1,95 @@
+//! Outbound connections to manual peers: connect, handshake, wait for the end, back off,
+//! repeat. Each attempt is a new connection with a new handshake; nothing is reused.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::inbound::NodeEvents;
+use super::node::{lock, ConnState, HandshakeOutcome, MeshNode, Phase};
+use crate::config::PeerSpec;
+use crate::link::reconnect_delay;
+use crate::wire::{Command, Header};
+
+/// How long an initiator waits for admit or reject.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl MeshNode {
+    pub(crate) fn spawn_dialer(self: &Arc<Self>, peer: PeerSpec) {
+        let me = Arc::downgrade(self);
+        let cancel = self.cancel.clone();
+        self.background.spawn(async move {
+            let mut known_rid = peer.expected_rid.clone();
+            loop {
+                let Some(node) = me.upgrade() else { return };
+                let round = node.dial_once(&peer, &mut known_rid);
+                let keep_going = tokio::select! {
+                    _ = cancel.cancelled() => false,
+                    _ = round => true,
+                };
+                drop(node);
+                if !keep_going {
+                    return;
+                }
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tokio::time::sleep(reconnect_delay()) => {}
+                }
+            }
+        });
+    }
+
+    /// One connection lifetime: returns when it could not be made or has ended.
+    async fn dial_once(&self, peer: &PeerSpec, known_rid: &mut Option<String>) {
+        // Both sides may list each other: while the peer is admitted over its own
+        // connection, there is nothing to dial.
+        while let Some(rid) = known_rid.as_deref() {
+            let changed = self.peers_changed.notified();
+            if !self.peers_read().contains_key(rid) {
+                break;
+            }
+            changed.await;
+        }
+        let events = Arc::new(NodeEvents(self.me.clone()));
+        let conn = match self.settings.transport.connect(&peer.endpoint, events).await {
+            Ok(conn) => conn,
+            Err(e) => {
+                tracing::debug!(endpoint = %peer.endpoint, error = %e, "connect failed");
+                return;
+            }
+        };
+        let (outcome_tx, outcome_rx) = oneshot::channel();
+        let (closed_tx, closed_rx) = oneshot::channel();
+        lock(&self.conns).insert(
+            conn.id(),
+            ConnState {
+                conn: conn.clone(),
+                phase: Phase::AwaitAdmit {
+                    expected_rid: peer.expected_rid.clone(),
+                    outcome: Some(outcome_tx),
+                },
+                liveness: None,
+                on_close: Some(closed_tx),
+            },
+        );
+        let hello = Header { admission: Some(self.admission()), ..Header::default() };
+        self.send_control(&conn, Command::Hello, hello);
+        match tokio::time::timeout(HANDSHAKE_TIMEOUT, outcome_rx).await {
+            Ok(Ok(HandshakeOutcome::Admitted { rid })) => {
+                *known_rid = Some(rid);
+                let _ = closed_rx.await;
+            }
+            Ok(Ok(HandshakeOutcome::Refused { peer_rid })) => {
+                if peer_rid.is_some() {
+                    *known_rid = peer_rid;
+                }
+                self.connection_lost(conn.id(), "handshake refused");
+            }
+            _ => {
+                tracing::warn!(endpoint = %peer.endpoint, "handshake did not complete in time");
+                self.connection_lost(conn.id(), "handshake timeout");
+            }
+        }
+    }
+}

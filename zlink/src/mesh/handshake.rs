@@ -1,0 +1,199 @@
+//! Admission: hello, admit, reject and update.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::node::{lock, HandshakeOutcome, MeshNode, Phase};
+use super::peers::Peer;
+use crate::link::{Connection, Liveness};
+use crate::wire::{Admission, Command, Header, RejectReason, PROTOCOL_MAJOR};
+
+impl MeshNode {
+    /// Checks a peer's admission record against ours.
+    fn check_admission(&self, adm: &Admission) -> Result<(), RejectReason> {
+        if adm.protocol != PROTOCOL_MAJOR {
+            return Err(RejectReason::ProtocolVersionUnsupported);
+        }
+        if adm.mesh_name != self.settings.mesh_name {
+            return Err(RejectReason::TopologyMismatch);
+        }
+        if adm.rid.is_empty() || adm.rid.len() > 255 || adm.rid == self.settings.rid {
+            return Err(RejectReason::IdentityMismatch);
+        }
+        if adm.generation == 0 || adm.revision == 0 {
+            return Err(RejectReason::InvalidDescriptor);
+        }
+        Ok(())
+    }
+
+    /// Whether `rid` is admitted on a connection other than `conn_id`.
+    fn admitted_elsewhere(&self, rid: &str, conn_id: u64) -> bool {
+        self.peers_read()
+            .get(rid)
+            .is_some_and(|p| p.conn_id() != conn_id)
+    }
+
+    pub(crate) fn reject(&self, conn: &Arc<dyn Connection>, reason: RejectReason, detail: &str) {
+        tracing::warn!(conn = conn.id(), ?reason, detail, "admission rejected");
+        let header = Header {
+            reject: Some(reason),
+            admission: Some(self.admission()),
+            ..Header::default()
+        };
+        self.send_control(conn, Command::Reject, header);
+        // Close after the reject has been queued.
+        let conn = conn.clone();
+        let me = self.me.clone();
+        self.background.spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            if let Some(node) = me.upgrade() {
+                node.connection_lost(conn.id(), "rejected");
+            }
+        });
+    }
+
+    /// Acceptor side: a hello arrived.
+    pub(crate) fn on_hello(&self, conn: &Arc<dyn Connection>, adm: Admission) {
+        if !self.is_running() {
+            return self.reject(conn, RejectReason::RuntimeNotServing, "shutting down");
+        }
+        if let Err(reason) = self.check_admission(&adm) {
+            let detail = format!("peer {} mesh {:?}", adm.rid, adm.mesh_name);
+            return self.reject(conn, reason, &detail);
+        }
+        if self.admitted_elsewhere(&adm.rid, conn.id()) {
+            let detail = format!("rid {} already has a live connection", adm.rid);
+            return self.reject(conn, RejectReason::DuplicateConnection, &detail);
+        }
+        let header = Header {
+            admission: Some(self.admission()),
+            ..Header::default()
+        };
+        self.send_control(conn, Command::Admit, header);
+        self.mark_ready(conn, adm);
+    }
+
+    /// Initiator side: admit arrived.
+    pub(crate) fn on_admit(&self, conn: &Arc<dyn Connection>, adm: Admission) {
+        let expected = match &lock(&self.conns).get(&conn.id()).map(|s| &s.phase) {
+            Some(Phase::AwaitAdmit { expected_rid, .. }) => expected_rid.clone(),
+            _ => {
+                tracing::warn!(conn = conn.id(), "admit on a connection not awaiting one");
+                return;
+            }
+        };
+        let refused = if let Err(reason) = self.check_admission(&adm) {
+            Some(format!("{reason:?}"))
+        } else if expected.as_ref().is_some_and(|e| e != &adm.rid) {
+            Some(format!("expected rid {expected:?}, peer is {}", adm.rid))
+        } else if self.admitted_elsewhere(&adm.rid, conn.id()) {
+            Some(format!("rid {} already has a live connection", adm.rid))
+        } else {
+            None
+        };
+        if let Some(detail) = refused {
+            tracing::warn!(conn = conn.id(), peer = %adm.rid, detail, "admit refused locally");
+            self.finish_dial(conn.id(), HandshakeOutcome::Refused { peer_rid: Some(adm.rid) });
+            return self.connection_lost(conn.id(), "identity mismatch");
+        }
+        // mark_ready also reports the admission to the waiting dialer.
+        self.mark_ready(conn, adm);
+    }
+
+    pub(crate) fn on_reject(&self, conn: &Arc<dyn Connection>, header: Header) {
+        let peer_rid = header.admission.map(|a| a.rid);
+        tracing::warn!(conn = conn.id(), reason = ?header.reject, peer = ?peer_rid, "peer rejected our hello");
+        self.finish_dial(conn.id(), HandshakeOutcome::Refused { peer_rid });
+        self.connection_lost(conn.id(), "rejected by peer");
+    }
+
+    fn finish_dial(&self, conn_id: u64, outcome: HandshakeOutcome) {
+        let tx = match lock(&self.conns).get_mut(&conn_id).map(|s| &mut s.phase) {
+            Some(Phase::AwaitAdmit { outcome, .. }) => outcome.take(),
+            _ => None,
+        };
+        if let Some(tx) = tx {
+            let _ = tx.send(outcome);
+        }
+    }
+
+    fn mark_ready(&self, conn: &Arc<dyn Connection>, adm: Admission) {
+        {
+            let mut conns = lock(&self.conns);
+            let Some(state) = conns.get_mut(&conn.id()) else { return };
+            if let Phase::AwaitAdmit { outcome, .. } = &mut state.phase {
+                let dialer = outcome.take();
+                state.phase = Phase::Ready { rid: adm.rid.clone() };
+                if let Some(tx) = dialer {
+                    let _ = tx.send(HandshakeOutcome::Admitted { rid: adm.rid.clone() });
+                }
+            } else {
+                state.phase = Phase::Ready { rid: adm.rid.clone() };
+            }
+            state.liveness = Some(Liveness::new(self.settings.liveness, Instant::now()));
+        }
+        let channels: HashMap<String, u32> = adm.channels.into_iter().collect();
+        tracing::info!(peer = %adm.rid, generation = adm.generation, conn = conn.id(), "peer ready");
+        lock(&self.known_rids).insert(adm.rid.clone());
+        self.peers_write().insert(
+            adm.rid,
+            Peer {
+                conn: conn.clone(),
+                generation: adm.generation,
+                revision: adm.revision,
+                endpoint: adm.endpoint,
+                channels,
+            },
+        );
+        self.peers_changed.notify_waiters();
+    }
+
+    /// A newer admission snapshot (weights) from an admitted peer.
+    pub(crate) fn on_update(&self, conn_id: u64, rid: &str, adm: Admission) {
+        let mut peers = self.peers_write();
+        let Some(peer) = peers.get_mut(rid).filter(|p| p.conn_id() == conn_id) else { return };
+        if adm.rid != rid || adm.generation != peer.generation {
+            drop(peers);
+            tracing::warn!(peer = %rid, "update changed identity or generation: protocol error");
+            return self.connection_lost(conn_id, "protocol error in update");
+        }
+        if adm.revision <= peer.revision {
+            tracing::debug!(peer = %rid, revision = adm.revision, "stale update ignored");
+            return;
+        }
+        peer.revision = adm.revision;
+        peer.channels = adm.channels.into_iter().collect();
+        tracing::info!(peer = %rid, revision = adm.revision, "peer weights updated");
+    }
+
+    /// Sets a server channel's weight and tells every ready peer.
+    pub(crate) fn set_weight(&self, channel: &str, weight: u32) -> crate::Result<()> {
+        if weight > crate::config::MAX_WEIGHT {
+            return Err(crate::Error::InvalidArgument(format!(
+                "weight {weight} is outside 0..={}",
+                crate::config::MAX_WEIGHT
+            )));
+        }
+        let Some(entry) = self.registry.servers.get(channel) else {
+            return Err(crate::Error::new(
+                crate::ErrorKind::NotConfigured,
+                format!("channel {channel} has no Server role on this node"),
+            ));
+        };
+        entry.weight.store(weight, Ordering::Release);
+        self.revision.fetch_add(1, Ordering::AcqRel);
+        let header = Header {
+            admission: Some(self.admission()),
+            ..Header::default()
+        };
+        let conns: Vec<_> = self.peers_read().values().map(|p| p.conn.clone()).collect();
+        for conn in conns {
+            self.send_control(&conn, Command::Update, header.clone());
+        }
+        tracing::info!(channel, weight, "channel weight changed");
+        Ok(())
+    }
+}

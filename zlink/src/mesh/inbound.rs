@@ -1,0 +1,264 @@
+//! Inbound dispatch: decode, admission checks, then handler work or infrastructure.
+
+use std::sync::{Arc, Weak};
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::node::{lock, ConnState, MeshNode, Phase};
+use crate::channel::{HandlerContext, HandlerGroup, PacketKind};
+use crate::host::Runtime;
+use crate::link::{ConnId, Connection, Frames, LinkEvents};
+use crate::wire::{Command, Envelope, Header, ReplyStatus, WireError};
+use crate::{Error, ErrorKind};
+
+/// The node's [`LinkEvents`], holding it weakly so transports never keep a node alive.
+pub(crate) struct NodeEvents(pub(crate) Weak<MeshNode>);
+
+impl LinkEvents for NodeEvents {
+    fn on_frames(&self, conn: &Arc<dyn Connection>, frames: Frames) {
+        if let Some(node) = self.0.upgrade() {
+            node.on_frames(conn, frames);
+        }
+    }
+
+    fn on_closed(&self, conn: ConnId) {
+        if let Some(node) = self.0.upgrade() {
+            node.connection_lost(conn, "transport closed");
+        }
+    }
+}
+
+/// The handler target of one application message.
+struct Dispatch {
+    handlers: Arc<dyn HandlerGroup>,
+    kind: Option<PacketKind>,
+    channel: Option<String>,
+    source_rid: Option<String>,
+}
+
+impl MeshNode {
+    fn on_frames(&self, conn: &Arc<dyn Connection>, frames: Frames) {
+        let envelope = match Envelope::decode(&frames) {
+            Ok(e) => e,
+            Err(e) => return self.on_malformed(conn, e),
+        };
+        let ready_rid = {
+            let mut conns = lock(&self.conns);
+            let state = conns.entry(conn.id()).or_insert_with(|| ConnState {
+                conn: conn.clone(),
+                phase: Phase::AwaitHello,
+                liveness: None,
+                on_close: None,
+            });
+            match &state.phase {
+                Phase::Ready { rid } => Some(rid.clone()),
+                _ => None,
+            }
+        };
+        let Some(rid) = ready_rid else {
+            return self.on_unadmitted(conn, envelope);
+        };
+        let Envelope { command, header, metadata, payload } = envelope;
+        match command {
+            Command::LivenessProbe => {
+                let ack = Header { probe: header.probe, ..Header::default() };
+                self.send_control(conn, Command::LivenessAck, ack);
+            }
+            Command::LivenessAck => {
+                if let Some(l) = lock(&self.conns).get_mut(&conn.id()).and_then(|s| s.liveness.as_mut()) {
+                    l.ack(header.probe, Instant::now());
+                }
+            }
+            Command::Reply => self.on_reply(conn.id(), header, payload),
+            Command::Update => {
+                if let Some(adm) = header.admission {
+                    self.on_update(conn.id(), &rid, adm);
+                }
+            }
+            Command::Hello | Command::Admit | Command::Reject => {
+                tracing::warn!(peer = %rid, ?command, "handshake command on a ready connection ignored");
+            }
+            Command::NodeSend | Command::NodeRequest | Command::ChannelSend | Command::ChannelRequest => {
+                let payload = payload.unwrap_or_default();
+                self.on_application(conn, &rid, command, header, metadata.unwrap_or_default(), payload);
+            }
+        }
+    }
+
+    fn on_unadmitted(&self, conn: &Arc<dyn Connection>, envelope: Envelope) {
+        match envelope.command {
+            Command::Hello => match envelope.header.admission {
+                Some(adm) => self.on_hello(conn, adm),
+                None => self.reject(conn, crate::wire::RejectReason::InvalidDescriptor, "hello without admission"),
+            },
+            Command::Admit => {
+                if let Some(adm) = envelope.header.admission {
+                    self.on_admit(conn, adm);
+                }
+            }
+            Command::Reject => self.on_reject(conn, envelope.header),
+            other => {
+                tracing::warn!(conn = conn.id(), command = ?other, "message before admission dropped");
+                if matches!(lock(&self.conns).get(&conn.id()).map(|s| &s.phase), Some(Phase::AwaitHello)) {
+                    self.reject(conn, crate::wire::RejectReason::InvalidDescriptor, "expected hello");
+                }
+            }
+        }
+    }
+
+    fn on_malformed(&self, conn: &Arc<dyn Connection>, error: WireError) {
+        tracing::warn!(conn = conn.id(), reason = %error.reason, "protocol_error");
+        let admitted = matches!(
+            lock(&self.conns).get(&conn.id()).map(|s| &s.phase),
+            Some(Phase::Ready { .. })
+        );
+        let is_request = matches!(error.command, Some(Command::NodeRequest | Command::ChannelRequest));
+        match (admitted, error.correlation) {
+            (true, Some(correlation)) if is_request => {
+                let err = Error::new(ErrorKind::ProtocolError, error.reason);
+                self.send_reply(conn, correlation, Err(err));
+            }
+            (true, _) => {}
+            (false, _) => {
+                lock(&self.conns).entry(conn.id()).or_insert_with(|| ConnState {
+                    conn: conn.clone(),
+                    phase: Phase::AwaitHello,
+                    liveness: None,
+                    on_close: None,
+                });
+                self.reject(conn, crate::wire::RejectReason::InvalidDescriptor, &error.reason);
+            }
+        }
+    }
+
+    fn on_reply(&self, conn_id: ConnId, header: Header, payload: Option<Bytes>) {
+        let status = header.status.unwrap_or(ReplyStatus { error_kind: None, detail: String::new() });
+        let result = match status.error_kind.and_then(ErrorKind::from_code) {
+            None => Ok(payload.unwrap_or_default()),
+            Some(kind) => Err(Error::new(kind, status.detail)),
+        };
+        if !self.pending.complete(header.correlation, conn_id, result) {
+            tracing::debug!(correlation = header.correlation, conn = conn_id, "late reply discarded");
+        }
+    }
+
+    fn dispatch_for(&self, rid: &str, command: Command, header: &Header) -> Option<Dispatch> {
+        let packet = header.packet.as_deref().unwrap_or_default();
+        match command {
+            Command::ChannelSend | Command::ChannelRequest => {
+                let channel = header.channel.clone()?;
+                let entry = self.registry.servers.get(&channel)?;
+                Some(Dispatch {
+                    handlers: entry.handlers.clone(),
+                    kind: entry.kinds.get(packet).copied(),
+                    channel: Some(channel),
+                    source_rid: None,
+                })
+            }
+            _ => {
+                let (handlers, kinds) = self.settings.node_handlers.as_ref()?;
+                Some(Dispatch {
+                    handlers: handlers.clone(),
+                    kind: kinds.get(packet).copied(),
+                    channel: None,
+                    source_rid: Some(rid.to_string()),
+                })
+            }
+        }
+    }
+
+    fn on_application(
+        &self,
+        conn: &Arc<dyn Connection>,
+        rid: &str,
+        command: Command,
+        header: Header,
+        metadata: crate::wire::Metadata,
+        payload: Bytes,
+    ) {
+        let is_request = matches!(command, Command::NodeRequest | Command::ChannelRequest);
+        let wanted = if is_request { PacketKind::Request } else { PacketKind::Send };
+        let packet = header.packet.clone().unwrap_or_default();
+        let dispatch = self.dispatch_for(rid, command, &header).filter(|d| d.kind == Some(wanted));
+        let Some(dispatch) = dispatch else {
+            let target = header.channel.as_deref().unwrap_or("node-direct");
+            tracing::warn!(peer = %rid, channel = target, packet = %packet, request = is_request, "no_handler");
+            if is_request {
+                let err = Error::new(ErrorKind::NotFound, format!("no handler for {packet} on {target}"));
+                self.send_reply(conn, header.correlation, Err(err));
+            }
+            return;
+        };
+        if !self.is_running() {
+            if is_request {
+                let err = Error::new(ErrorKind::ShuttingDown, "the target node is shutting down");
+                self.send_reply(conn, header.correlation, Err(err));
+            } else {
+                tracing::warn!(peer = %rid, packet = %packet, "drop: send arrived during shutdown");
+            }
+            return;
+        }
+        let Some(node) = self.me.upgrade() else { return };
+        let ctx = HandlerContext {
+            runtime: Runtime::from_node(node.clone()),
+            channel: dispatch.channel,
+            source_rid: dispatch.source_rid,
+            metadata,
+            deadline: header
+                .deadline_ms
+                .map(|ms| Instant::now() + std::time::Duration::from_millis(ms)),
+        };
+        let conn = conn.clone();
+        let correlation = header.correlation;
+        let cancel = self.cancel.clone();
+        self.work.spawn(async move {
+            let work = dispatch.handlers.handle(ctx, &packet, payload);
+            let result = tokio::select! {
+                r = work => r,
+                _ = cancel.cancelled() => Err(Error::new(ErrorKind::ShuttingDown, "handler stopped by shutdown")),
+            };
+            if is_request {
+                if conn.send(reply_frames(correlation, result)).await.is_err() {
+                    tracing::debug!(conn = conn.id(), correlation, "reply dropped: connection closed");
+                }
+            } else if let Err(e) = result {
+                tracing::warn!(packet = %packet, error = %e, "reply_error: send handler failed");
+            }
+        });
+    }
+
+    /// Sends the terminal reply for a request on the connection it came from, without
+    /// waiting (used where no task is at hand).
+    pub(crate) fn send_reply(&self, conn: &Arc<dyn Connection>, correlation: u64, result: crate::Result<Bytes>) {
+        let frames = reply_frames(correlation, result);
+        let conn = conn.clone();
+        self.background.spawn(async move {
+            if conn.send(frames).await.is_err() {
+                tracing::debug!(conn = conn.id(), correlation, "reply dropped: connection closed");
+            }
+        });
+    }
+}
+
+/// The frames of a terminal reply. A reply never carries the request's metadata.
+fn reply_frames(correlation: u64, result: crate::Result<Bytes>) -> Frames {
+        let (status, payload) = match result {
+            Ok(bytes) => (ReplyStatus { error_kind: None, detail: String::new() }, Some(bytes)),
+            Err(e) => {
+                let kind = e.kind().unwrap_or(ErrorKind::InternalFailure);
+                let detail = match &e {
+                    Error::Failed { detail, .. } => detail.clone(),
+                    other => other.to_string(),
+                };
+                (ReplyStatus { error_kind: Some(kind.code()), detail }, None)
+            }
+        };
+        let envelope = Envelope {
+            command: Command::Reply,
+            header: Header { correlation, status: Some(status), ..Header::default() },
+            metadata: None,
+            payload,
+        };
+        envelope.encode()
+}

@@ -1,0 +1,18 @@
+//! MeshNode: one RouteMesh member. Identity (RID, lifecycle generation), admitted peers,
+//! handshake, liveness, reconnect, channel roles and weights, select-one and node-direct.
+
+mod dialer;
+mod handshake;
+mod identity;
+pub(crate) mod inbound;
+mod liveness_task;
+pub(crate) mod node;
+pub(crate) mod outbound;
+mod peers;
+mod select;
+
+pub(crate) use node::MeshNode;
+pub use identity::generate_rid;
+pub(crate) use identity::generate_generation;
+pub use peers::PeerStatus;
+pub use select::{Candidate, SmoothWeighted};

@@ -1,0 +1,184 @@
+//! The MeshNode state shared by its tasks.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+
+use tokio::sync::{oneshot, Notify};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::peers::{Peer, PeerStatus};
+use super::SmoothWeighted;
+use crate::call::PendingTable;
+use crate::channel::ChannelRegistry;
+use crate::config::Settings;
+use crate::link::{ConnId, Connection, Liveness, Listener};
+use crate::wire::{Admission, Command, Envelope, Header, PROTOCOL_MAJOR};
+
+pub(crate) const RUNNING: u8 = 0;
+pub(crate) const SHUTTING_DOWN: u8 = 1;
+pub(crate) const STOPPED: u8 = 2;
+
+/// Where a connection is in its life.
+pub(crate) enum Phase {
+    /// Accepted; waiting for the initiator's hello.
+    AwaitHello,
+    /// We initiated and sent hello; waiting for admit or reject.
+    AwaitAdmit {
+        expected_rid: Option<String>,
+        outcome: Option<oneshot::Sender<HandshakeOutcome>>,
+    },
+    /// Admitted: identity proven.
+    Ready { rid: String },
+}
+
+/// What the dialer learns from its handshake.
+pub(crate) enum HandshakeOutcome {
+    Admitted { rid: String },
+    Refused { peer_rid: Option<String> },
+}
+
+pub(crate) struct ConnState {
+    pub(crate) conn: Arc<dyn Connection>,
+    pub(crate) phase: Phase,
+    pub(crate) liveness: Option<Liveness>,
+    pub(crate) on_close: Option<oneshot::Sender<()>>,
+}
+
+/// One RouteMesh member.
+pub(crate) struct MeshNode {
+    pub(crate) me: Weak<MeshNode>,
+    pub(crate) settings: Settings,
+    pub(crate) registry: ChannelRegistry,
+    pub(crate) revision: AtomicU64,
+    pub(crate) endpoint: Mutex<String>,
+    pub(crate) state: AtomicU8,
+    pub(crate) conns: Mutex<HashMap<ConnId, ConnState>>,
+    pub(crate) peers: RwLock<HashMap<String, Peer>>,
+    /// RIDs this node was configured to reach or has seen: node-direct to them waits for
+    /// readiness instead of failing `NotFound` at once.
+    pub(crate) known_rids: Mutex<std::collections::HashSet<String>>,
+    pub(crate) selectors: Mutex<HashMap<String, SmoothWeighted>>,
+    pub(crate) pending: Arc<PendingTable>,
+    pub(crate) peers_changed: Notify,
+    pub(crate) listener: Mutex<Option<Box<dyn Listener>>>,
+    /// Inbound handler work (drained on shutdown up to the grace deadline).
+    pub(crate) work: TaskTracker,
+    /// Background tasks: dialers, liveness, sends of control messages.
+    pub(crate) background: TaskTracker,
+    pub(crate) cancel: CancellationToken,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl MeshNode {
+    pub(crate) fn new(settings: Settings) -> Arc<MeshNode> {
+        let registry = ChannelRegistry::new(&settings.channels);
+        let known = settings
+            .peers
+            .iter()
+            .filter_map(|p| p.expected_rid.clone())
+            .collect();
+        Arc::new_cyclic(|me| MeshNode {
+            me: me.clone(),
+            registry,
+            revision: AtomicU64::new(1),
+            endpoint: Mutex::new(String::new()),
+            state: AtomicU8::new(RUNNING),
+            conns: Mutex::new(HashMap::new()),
+            peers: RwLock::new(HashMap::new()),
+            known_rids: Mutex::new(known),
+            selectors: Mutex::new(HashMap::new()),
+            pending: Arc::new(PendingTable::default()),
+            peers_changed: Notify::new(),
+            listener: Mutex::new(None),
+            work: TaskTracker::new(),
+            background: TaskTracker::new(),
+            cancel: CancellationToken::new(),
+            settings,
+        })
+    }
+
+    pub(crate) fn is_running(&self) -> bool {
+        self.state.load(Ordering::Acquire) == RUNNING
+    }
+
+    pub(crate) fn endpoint(&self) -> String {
+        lock(&self.endpoint).clone()
+    }
+
+    pub(crate) fn rid(&self) -> &str {
+        &self.settings.rid
+    }
+
+    /// This node's admission record as of now.
+    pub(crate) fn admission(&self) -> Admission {
+        Admission {
+            mesh_name: self.settings.mesh_name.clone(),
+            rid: self.settings.rid.clone(),
+            generation: self.settings.generation,
+            revision: self.revision.load(Ordering::Acquire),
+            protocol: PROTOCOL_MAJOR,
+            endpoint: lock(&self.endpoint).clone(),
+            channels: self.registry.server_weights(),
+        }
+    }
+
+    pub(crate) fn peers_read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Peer>> {
+        self.peers.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn peers_write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Peer>> {
+        self.peers.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn peer_statuses(&self) -> Vec<PeerStatus> {
+        let mut out: Vec<_> = self
+            .peers_read()
+            .iter()
+            .map(|(rid, p)| PeerStatus::of(rid, p))
+            .collect();
+        out.sort_by(|a, b| a.rid.cmp(&b.rid));
+        out
+    }
+
+    /// Sends a control message without blocking the caller (infrastructure traffic never
+    /// waits behind application work).
+    pub(crate) fn send_control(&self, conn: &Arc<dyn Connection>, command: Command, header: Header) {
+        let conn = conn.clone();
+        let frames = Envelope::control(command, header).encode();
+        self.background.spawn(async move {
+            if conn.send(frames).await.is_err() {
+                tracing::debug!(conn = conn.id(), ?command, "control send failed: connection closed");
+            }
+        });
+    }
+
+    /// Everything that must happen when a connection ends, whatever the cause. Idempotent.
+    pub(crate) fn connection_lost(&self, conn_id: ConnId, reason: &'static str) {
+        let state = lock(&self.conns).remove(&conn_id);
+        let Some(mut state) = state else { return };
+        if let Phase::Ready { rid } = &state.phase {
+            let mut peers = self.peers_write();
+            if peers.get(rid).is_some_and(|p| p.conn_id() == conn_id) {
+                peers.remove(rid);
+                drop(peers);
+                tracing::info!(peer = %rid, conn = conn_id, reason, "peer not ready");
+            }
+        }
+        if let Phase::AwaitAdmit { outcome, .. } = &mut state.phase {
+            if let Some(tx) = outcome.take() {
+                let _ = tx.send(HandshakeOutcome::Refused { peer_rid: None });
+            }
+        }
+        self.pending.fail_connection(conn_id);
+        if let Some(tx) = state.on_close.take() {
+            let _ = tx.send(());
+        }
+        state.conn.close();
+        self.peers_changed.notify_waiters();
+    }
+}

@@ -1,0 +1,68 @@
+//! Command numbers. They follow the reference service wire so the specification reads
+//! against ours; unused numbers stay reserved.
+
+/// One envelope command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Command {
+    /// Initiator's admission record.
+    Hello = 1,
+    /// Acceptor's admission record: the connection is ready.
+    Admit = 2,
+    /// Admission refused, with a reason.
+    Reject = 3,
+    /// A newer admission snapshot (weights) on an admitted connection.
+    Update = 4,
+    /// Liveness probe carrying a probe id.
+    LivenessProbe = 5,
+    /// Echo of a probe id.
+    LivenessAck = 6,
+    /// One-way message to a node.
+    NodeSend = 16,
+    /// Request to a node.
+    NodeRequest = 17,
+    /// One-way message on a channel.
+    ChannelSend = 18,
+    /// Request on a channel.
+    ChannelRequest = 19,
+    /// Terminal reply to a request.
+    Reply = 20,
+}
+
+impl Command {
+    /// The command for a wire number, if it is one we speak.
+    pub fn from_code(code: u8) -> Option<Command> {
+        Some(match code {
+            1 => Command::Hello,
+            2 => Command::Admit,
+            3 => Command::Reject,
+            4 => Command::Update,
+            5 => Command::LivenessProbe,
+            6 => Command::LivenessAck,
+            16 => Command::NodeSend,
+            17 => Command::NodeRequest,
+            18 => Command::ChannelSend,
+            19 => Command::ChannelRequest,
+            20 => Command::Reply,
+            _ => return None,
+        })
+    }
+
+    /// Whether the command carries application data (and so may carry metadata).
+    pub fn is_application(self) -> bool {
+        matches!(
+            self,
+            Command::NodeSend | Command::NodeRequest | Command::ChannelSend | Command::ChannelRequest
+        )
+    }
+
+    /// Whether a payload frame is required (`Some(true)`), optional (`None`) or forbidden
+    /// (`Some(false)`).
+    pub fn payload_rule(self) -> Option<bool> {
+        match self {
+            c if c.is_application() => Some(true),
+            Command::Reply => None,
+            _ => Some(false),
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! The CBOR-encoded part of frame 0.
+
+use serde::{Deserialize, Serialize};
+
+/// Envelope header fields. Which fields a command needs is checked by
+/// [`Envelope::decode`](super::Envelope::decode); absent fields are omitted on the wire.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// Request/reply correlation (non-zero on requests and replies).
+    #[serde(rename = "c", default, skip_serializing_if = "is_zero")]
+    pub correlation: u64,
+    /// ChannelName for channel commands.
+    #[serde(rename = "ch", default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// Packet name of the payload.
+    #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
+    pub packet: Option<String>,
+    /// Remaining request budget in milliseconds when the request was sent.
+    #[serde(rename = "dl", default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+    /// Reply outcome.
+    #[serde(rename = "st", default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ReplyStatus>,
+    /// Liveness probe id (probe and ack).
+    #[serde(rename = "pr", default, skip_serializing_if = "is_zero")]
+    pub probe: u64,
+    /// Admission record (hello, admit, update).
+    #[serde(rename = "ad", default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<Admission>,
+    /// Reject reason.
+    #[serde(rename = "rj", default, skip_serializing_if = "Option::is_none")]
+    pub reject: Option<RejectReason>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// The outcome a reply carries: `ok`, or an [`ErrorKind`](crate::ErrorKind) code with detail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplyStatus {
+    /// `None` for success, else the error kind number (0..=12).
+    #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<u8>,
+    /// Error detail text (empty on success).
+    #[serde(rename = "m", default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+/// A node's admission record, exchanged in hello/admit and re-sent in update.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Admission {
+    /// The MeshName; a mismatch is rejected.
+    #[serde(rename = "mesh")]
+    pub mesh_name: String,
+    /// Routing id of the sender.
+    #[serde(rename = "rid")]
+    pub rid: String,
+    /// Lifecycle generation: a random non-zero token, new for every start.
+    #[serde(rename = "gen")]
+    pub generation: u64,
+    /// Descriptor revision; rises with each weight change within one generation.
+    #[serde(rename = "rev")]
+    pub revision: u64,
+    /// Protocol major version.
+    #[serde(rename = "ver")]
+    pub protocol: u8,
+    /// The endpoint the sender listens on.
+    #[serde(rename = "ep")]
+    pub endpoint: String,
+    /// Server ChannelNames with their weights, sorted by name.
+    #[serde(rename = "chs")]
+    pub channels: Vec<(String, u32)>,
+}
+
+/// Why an admission was refused (numbers follow the reference).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "u32", try_from = "u32")]
+pub enum RejectReason {
+    /// Protocol major version not supported.
+    ProtocolVersionUnsupported = 1,
+    /// A different MeshName.
+    TopologyMismatch = 2,
+    /// The RID is not the one expected.
+    IdentityMismatch = 3,
+    /// The RID is already admitted on a live connection.
+    DuplicateConnection = 10,
+    /// The admission record or the first frame could not be processed.
+    InvalidDescriptor = 11,
+    /// The node is shutting down.
+    RuntimeNotServing = 9,
+}
+
+impl From<RejectReason> for u32 {
+    fn from(r: RejectReason) -> u32 {
+        r as u32
+    }
+}
+
+impl TryFrom<u32> for RejectReason {
+    type Error = String;
+    fn try_from(v: u32) -> Result<Self, String> {
+        Ok(match v {
+            1 => RejectReason::ProtocolVersionUnsupported,
+            2 => RejectReason::TopologyMismatch,
+            3 => RejectReason::IdentityMismatch,
+            9 => RejectReason::RuntimeNotServing,
+            10 => RejectReason::DuplicateConnection,
+            11 => RejectReason::InvalidDescriptor,
+            other => return Err(format!("unknown reject reason {other}")),
+        })
+    }
+}
