@@ -84,10 +84,11 @@ pub fn node(rid: &str) -> RuntimeBuilder {
     Runtime::builder().mesh_name(MESH).rid(rid).listen("tcp://127.0.0.1:0")
 }
 
-/// A server node for [`CHANNEL`] with `weight`.
+/// A server node for [`CHANNEL`] with `weight`; it also answers node-direct echoes.
 pub async fn server(rid: &str, weight: u32) -> Runtime {
     node(rid)
         .channel_server_weighted(CHANNEL, echo_handlers(rid, Default::default()), weight)
+        .node_handlers(echo_handlers(rid, Default::default()))
         .build()
         .expect("valid config")
         .start()
