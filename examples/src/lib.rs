@@ -1,0 +1,15 @@
+//! Runnable zlink examples.
+//!
+//! The `mesh-demo` binary (`src/main.rs`) is built from the pieces in this library, which
+//! the book includes region by region (look for the `ANCHOR:` comments):
+//!
+//! - [`messages`]: the typed messages of the `greet` channel;
+//! - [`greeter`]: the server side, a handler group built from closures;
+//! - [`nodes`]: starting server and client nodes and waiting for what they see;
+//! - [`cli`]: the hand-written flag parser of `mesh-demo`.
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod greeter;
+pub mod messages;
+pub mod nodes;

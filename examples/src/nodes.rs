@@ -1,0 +1,103 @@
+//! Starting the demo's nodes and waiting for what a client sees.
+//!
+//! Every node joins the mesh [`MESH`]. Servers register the Server role for [`CHANNEL`];
+//! the client registers the Client role and lists the servers as manual peers.
+
+use std::time::Duration;
+
+use zlink::{PeerSpec, PeerStatus, Runtime};
+
+use crate::greeter::Greeter;
+use crate::messages::{Greet, Greeting};
+
+/// The MeshName every demo node joins.
+pub const MESH: &str = "mesh-demo";
+
+/// The channel the servers serve and the client calls.
+pub const CHANNEL: &str = "greet";
+
+/// The weight a server starts with unless told otherwise.
+pub const DEFAULT_WEIGHT: u32 = 100;
+
+/// Listen on the loopback interface with a port the system picks.
+pub const ANY_LOCAL_PORT: &str = "tcp://127.0.0.1:0";
+
+// ANCHOR: server
+/// Starts a server node `rid` listening on `listen`, serving [`CHANNEL`] with `greeter`'s
+/// handlers and the given weight (0..=10000).
+pub async fn start_server(
+    rid: &str,
+    listen: &str,
+    weight: u32,
+    greeter: &Greeter,
+) -> zlink::Result<Runtime> {
+    Runtime::builder()
+        .mesh_name(MESH)
+        .rid(rid)
+        .listen(listen)
+        .channel_server_weighted(CHANNEL, greeter.handlers(), weight)
+        .build()?
+        .start()
+        .await
+}
+// ANCHOR_END: server
+
+// ANCHOR: client
+/// Starts a client node `rid` listening on `listen` that may call [`CHANNEL`] and connects
+/// to `servers`.
+pub async fn start_client(
+    rid: &str,
+    listen: &str,
+    servers: impl IntoIterator<Item = PeerSpec>,
+) -> zlink::Result<Runtime> {
+    let mut builder = Runtime::builder()
+        .mesh_name(MESH)
+        .rid(rid)
+        .listen(listen)
+        .channel_client(CHANNEL);
+    for server in servers {
+        builder = builder.peer(server);
+    }
+    builder.build()?.start().await
+}
+// ANCHOR_END: client
+
+// ANCHOR: wait
+/// Waits until `client` has at least `count` ready peers serving [`CHANNEL`], and returns
+/// the ready peers. Fails with `DeadlineExceeded` after `timeout`.
+pub async fn wait_for_servers(
+    client: &Runtime,
+    count: usize,
+    timeout: Duration,
+) -> zlink::Result<Vec<PeerStatus>> {
+    client
+        .wait_for_peers(timeout, |peers| {
+            peers.iter().filter(|p| p.weight(CHANNEL).is_some()).count() >= count
+        })
+        .await
+}
+
+/// Waits until `client` uses `weight` for server `rid` on [`CHANNEL`]. A weight change
+/// made with `set_weight` on the server reaches its peers shortly after the call.
+pub async fn wait_for_weight(
+    client: &Runtime,
+    rid: &str,
+    weight: u32,
+    timeout: Duration,
+) -> zlink::Result<()> {
+    client
+        .wait_for_peers(timeout, |peers| {
+            peers.iter().any(|p| p.rid == rid && p.weight(CHANNEL) == Some(weight))
+        })
+        .await
+        .map(|_| ())
+}
+// ANCHOR_END: wait
+
+// ANCHOR: greet
+/// Sends one [`Greet`] on [`CHANNEL`]: the client's runtime picks one server by weight,
+/// and the reply says which one answered.
+pub async fn greet(client: &Runtime, name: &str) -> zlink::Result<Greeting> {
+    client.request_to_channel(CHANNEL, &Greet { name: name.to_string() }).await
+}
+// ANCHOR_END: greet

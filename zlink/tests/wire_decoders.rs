@@ -1,0 +1,138 @@
+//! Decoder robustness: random and mutated input never panics and is reported as a
+//! protocol error; valid envelopes round-trip. Runs as a bounded property test in CI.
+
+use bytes::Bytes;
+use proptest::prelude::*;
+use zlink::wire::{Admission, Command, Envelope, Header, Metadata, ReplyStatus};
+
+fn request_envelope(payload: Vec<u8>, with_metadata: bool) -> Envelope {
+    let mut metadata = Metadata::new();
+    if with_metadata {
+        metadata.insert("trace", "abc").unwrap();
+    }
+    Envelope {
+        command: Command::ChannelRequest,
+        header: Header {
+            correlation: 42,
+            channel: Some("echo".into()),
+            packet: Some("Echo".into()),
+            deadline_ms: Some(30_000),
+            ..Header::default()
+        },
+        metadata: Some(metadata),
+        payload: Some(Bytes::from(payload)),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_frames_never_panic(frames in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..256), 0..4)) {
+        let frames: Vec<Bytes> = frames.into_iter().map(Bytes::from).collect();
+        let _ = Envelope::decode(&frames);
+    }
+
+    #[test]
+    fn random_header_after_valid_prefix_never_panics(cmd in prop::sample::select(vec![1u8, 2, 3, 4, 5, 6, 16, 17, 18, 19, 20]), flags in 0u8..2, body in prop::collection::vec(any::<u8>(), 0..512)) {
+        let mut head = vec![0x5A, 0x4D, 0x01, cmd, flags];
+        head.extend(body);
+        let _ = Envelope::decode(&[Bytes::from(head), Bytes::from_static(b"\xa0"), Bytes::from_static(b"x")]);
+    }
+
+    #[test]
+    fn mutated_valid_envelopes_never_panic(payload in prop::collection::vec(any::<u8>(), 0..64), flip in any::<prop::sample::Index>(), byte in any::<u8>(), frame in 0usize..3) {
+        let mut frames = request_envelope(payload, true).encode();
+        let target = frame.min(frames.len() - 1);
+        let mut bytes = frames[target].to_vec();
+        if !bytes.is_empty() {
+            let i = flip.index(bytes.len());
+            bytes[i] = byte;
+        }
+        frames[target] = Bytes::from(bytes);
+        let _ = Envelope::decode(&frames);
+    }
+
+    #[test]
+    fn valid_requests_roundtrip(payload in prop::collection::vec(any::<u8>(), 0..1024), md in any::<bool>()) {
+        let env = request_envelope(payload, md);
+        let decoded = Envelope::decode(&env.encode()).unwrap();
+        prop_assert_eq!(decoded.header, env.header);
+        prop_assert_eq!(decoded.payload, env.payload);
+        prop_assert_eq!(decoded.metadata.unwrap_or_default(), env.metadata.unwrap_or_default());
+    }
+}
+
+#[test]
+fn huge_declared_lengths_are_refused_without_allocating_them() {
+    // A CBOR text string declaring 2^32 bytes inside a tiny frame.
+    let mut head = vec![0x5A, 0x4D, 0x01, 19, 0x00];
+    head.extend([0xA1, 0x61, b'p', 0x7B, 0, 0, 0, 1, 0, 0, 0, 0]);
+    let err = Envelope::decode(&[Bytes::from(head), Bytes::from_static(b"x")]).unwrap_err();
+    assert!(err.reason.contains("header"), "{err}");
+    // An oversized metadata frame is refused by its length alone.
+    let env = request_envelope(vec![1], true);
+    let mut frames = env.encode();
+    frames[1] = Bytes::from(vec![0xA0; 2000]);
+    assert!(Envelope::decode(&frames).unwrap_err().reason.contains("exceeds"));
+}
+
+#[test]
+fn decoder_rejects_bad_prefix_flags_and_frame_counts() {
+    let good = request_envelope(vec![1, 2, 3], false).encode();
+    let mut bad_magic = good.clone();
+    bad_magic[0] = Bytes::from([&[0u8, 0][..], &good[0][2..]].concat());
+    assert!(Envelope::decode(&bad_magic).unwrap_err().reason.contains("magic"));
+    let mut bad_version = good.to_vec();
+    bad_version[0] = Bytes::from([&good[0][..2], &[9u8][..], &good[0][3..]].concat());
+    assert!(Envelope::decode(&bad_version).unwrap_err().reason.contains("version"));
+    let mut bad_flag = good.to_vec();
+    bad_flag[0] = Bytes::from([&good[0][..4], &[0x80u8][..], &good[0][5..]].concat());
+    assert!(Envelope::decode(&bad_flag).unwrap_err().reason.contains("flags"));
+    let missing_payload = &good[..1];
+    let err = Envelope::decode(missing_payload).unwrap_err();
+    assert_eq!(err.correlation, Some(42), "the correlation is kept so the receiver can reply");
+    let extra = [good.clone(), vec![Bytes::from_static(b"x")]].concat();
+    assert!(Envelope::decode(&extra).is_err());
+}
+
+#[test]
+fn reply_envelopes_carry_no_metadata_frame() {
+    let reply = Envelope {
+        command: Command::Reply,
+        header: Header {
+            correlation: 7,
+            status: Some(ReplyStatus { error_kind: None, detail: String::new() }),
+            ..Header::default()
+        },
+        metadata: None,
+        payload: Some(Bytes::from_static(b"ok")),
+    };
+    let frames = reply.encode();
+    assert_eq!(frames.len(), 2);
+    assert_eq!(frames[0][4] & 0x01, 0, "metadata flag clear");
+    // A reply claiming metadata is malformed.
+    let mut with_flag = frames.clone();
+    with_flag[0] = Bytes::from([&frames[0][..4], &[0x01u8][..], &frames[0][5..]].concat());
+    assert!(Envelope::decode(&with_flag).is_err());
+}
+
+#[test]
+fn admission_roundtrips() {
+    let env = Envelope::control(
+        Command::Hello,
+        Header {
+            admission: Some(Admission {
+                mesh_name: "m".into(),
+                rid: "a".into(),
+                generation: 5,
+                revision: 1,
+                protocol: 1,
+                endpoint: "tcp://127.0.0.1:1".into(),
+                channels: vec![("echo".into(), 100)],
+            }),
+            ..Header::default()
+        },
+    );
+    assert_eq!(Envelope::decode(&env.encode()).unwrap(), env);
+}
