@@ -41,9 +41,15 @@ fn pricing_handlers(node_name: &'static str) -> zlink::Handlers {
     zlink::Handlers::new()
         .on_request(move |_ctx, q: GetQuote| async move {
             if q.quantity == 0 {
-                return Err(zlink::Error::new(zlink::ErrorKind::Rejected, "quantity must be positive"));
+                return Err(zlink::Error::new(
+                    zlink::ErrorKind::Rejected,
+                    "quantity must be positive",
+                ));
             }
-            Ok(Quote { cents: 250 * u64::from(q.quantity), priced_by: node_name.into() })
+            Ok(Quote {
+                cents: 250 * u64::from(q.quantity),
+                priced_by: node_name.into(),
+            })
         })
         .on_send(|_ctx, change: PriceChanged| async move {
             tracing::info!(sku = %change.sku, "price changed");
@@ -72,9 +78,16 @@ impl zlink::HandlerGroup for PricingByHand {
         match packet {
             "GetQuote" => {
                 let q = GetQuote::decode(&payload)?;
-                Quote { cents: 250 * u64::from(q.quantity), priced_by: "by-hand".into() }.encode()
+                Quote {
+                    cents: 250 * u64::from(q.quantity),
+                    priced_by: "by-hand".into(),
+                }
+                .encode()
             }
-            other => Err(zlink::Error::new(zlink::ErrorKind::NotFound, format!("no handler for {other}"))),
+            other => Err(zlink::Error::new(
+                zlink::ErrorKind::NotFound,
+                format!("no handler for {other}"),
+            )),
         }
     }
 }
@@ -114,10 +127,18 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
         .build()?
         .start()
         .await?;
-    checkout.wait_for_peers(Duration::from_secs(5), |peers| peers.len() == 2).await?;
+    checkout
+        .wait_for_peers(Duration::from_secs(5), |peers| peers.len() == 2)
+        .await?;
 
     let quote = checkout
-        .request_to_channel("pricing", &GetQuote { sku: "tea".into(), quantity: 2 })
+        .request_to_channel(
+            "pricing",
+            &GetQuote {
+                sku: "tea".into(),
+                quantity: 2,
+            },
+        )
         .await?;
     assert_eq!(quote.cents, 500);
     // ANCHOR_END: client
@@ -127,15 +148,30 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
         .timeout(Duration::from_secs(2))
         .metadata("request-id", "r-17")?;
     let quote = checkout
-        .request_to_channel_with("pricing", &GetQuote { sku: "tea".into(), quantity: 1 }, options)
+        .request_to_channel_with(
+            "pricing",
+            &GetQuote {
+                sku: "tea".into(),
+                quantity: 1,
+            },
+            options,
+        )
         .await?;
-    checkout.send_to_channel("pricing", &PriceChanged { sku: "tea".into() }).await?;
+    checkout
+        .send_to_channel("pricing", &PriceChanged { sku: "tea".into() })
+        .await?;
     // ANCHOR_END: options
     assert_eq!(quote.cents, 250);
 
     // ANCHOR: errors
     let refused = checkout
-        .request_to_channel("pricing", &GetQuote { sku: "tea".into(), quantity: 0 })
+        .request_to_channel(
+            "pricing",
+            &GetQuote {
+                sku: "tea".into(),
+                quantity: 0,
+            },
+        )
         .await;
     match refused {
         Err(e) if e.is(zlink::ErrorKind::Rejected) => { /* the handler said no */ }
@@ -147,15 +183,25 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
     pricing_a.set_weight("pricing", 0)?; // drain: no new selections, in-flight work finishes
     checkout
         .wait_for_peers(Duration::from_secs(5), |peers| {
-            peers.iter().any(|p| p.rid == "pricing-a" && p.weight("pricing") == Some(0))
+            peers
+                .iter()
+                .any(|p| p.rid == "pricing-a" && p.weight("pricing") == Some(0))
         })
         .await?;
     for _ in 0..4 {
-        let q = checkout.request_to_channel("pricing", &GetQuote { sku: "tea".into(), quantity: 1 }).await?;
+        let q = checkout
+            .request_to_channel(
+                "pricing",
+                &GetQuote {
+                    sku: "tea".into(),
+                    quantity: 1,
+                },
+            )
+            .await?;
         assert_eq!(q.priced_by, "pricing-b");
     }
     pricing_a.set_weight("pricing", 100)?; // restore
-    // ANCHOR_END: drain
+                                           // ANCHOR_END: drain
 
     // ANCHOR: shutdown
     checkout.shutdown().await;
@@ -183,8 +229,19 @@ async fn hand_written_group_serves_like_the_closure_group() -> zlink::Result<()>
         .build()?
         .start()
         .await?;
-    wait_until(Duration::from_secs(5), "peer ready", || async { client.peers().len() == 1 }).await;
-    let q = client.request_to_channel("pricing", &GetQuote { sku: "x".into(), quantity: 3 }).await?;
+    wait_until(Duration::from_secs(5), "peer ready", || async {
+        client.peers().len() == 1
+    })
+    .await;
+    let q = client
+        .request_to_channel(
+            "pricing",
+            &GetQuote {
+                sku: "x".into(),
+                quantity: 3,
+            },
+        )
+        .await?;
     assert_eq!((q.cents, q.priced_by.as_str()), (750, "by-hand"));
     client.shutdown().await;
     server.shutdown().await;

@@ -28,7 +28,8 @@ fn every_book_include_resolves_to_a_file_and_anchor() {
                 .unwrap_or_else(|e| panic!("{}: include {file}: {e}", path.display()));
             if let Some(anchor) = anchor {
                 assert!(
-                    source.contains(&format!("ANCHOR: {anchor}")) && source.contains(&format!("ANCHOR_END: {anchor}")),
+                    source.contains(&format!("ANCHOR: {anchor}"))
+                        && source.contains(&format!("ANCHOR_END: {anchor}")),
                     "{}: anchor {anchor} missing in {file}",
                     path.display()
                 );
@@ -36,5 +37,8 @@ fn every_book_include_resolves_to_a_file_and_anchor() {
             checked += 1;
         }
     }
-    assert!(checked >= 5, "expected the book to include compiled code, found {checked} includes");
+    assert!(
+        checked >= 5,
+        "expected the book to include compiled code, found {checked} includes"
+    );
 }

@@ -6,9 +6,23 @@ use zlink_tests::*;
 
 #[test]
 fn all_configuration_errors_of_one_builder_are_reported_together() {
-    let dup = || Handlers::new()
-        .on_request(|_c, e: Echo| async move { Ok(Echoed { text: e.text, by: String::new(), trace: None }) })
-        .on_request(|_c, e: Echo| async move { Ok(Echoed { text: e.text, by: String::new(), trace: None }) });
+    let dup = || {
+        Handlers::new()
+            .on_request(|_c, e: Echo| async move {
+                Ok(Echoed {
+                    text: e.text,
+                    by: String::new(),
+                    trace: None,
+                })
+            })
+            .on_request(|_c, e: Echo| async move {
+                Ok(Echoed {
+                    text: e.text,
+                    by: String::new(),
+                    trace: None,
+                })
+            })
+    };
     let err = Runtime::builder()
         // no mesh_name
         .rid("")
@@ -21,7 +35,9 @@ fn all_configuration_errors_of_one_builder_are_reported_together() {
         .build()
         .err()
         .expect("invalid");
-    let Error::Config(violations) = err else { panic!("expected a configuration error") };
+    let Error::Config(violations) = err else {
+        panic!("expected a configuration error")
+    };
     let settings: Vec<&str> = violations.iter().map(|v| v.setting.as_str()).collect();
     for expected in [
         "mesh_name",
@@ -33,7 +49,10 @@ fn all_configuration_errors_of_one_builder_are_reported_together() {
         "channel \"dup\" packet \"Echo\"",
         "send_timeout",
     ] {
-        assert!(settings.contains(&expected), "missing {expected:?} in {settings:?}");
+        assert!(
+            settings.contains(&expected),
+            "missing {expected:?} in {settings:?}"
+        );
     }
 }
 
@@ -51,7 +70,15 @@ fn a_valid_builder_builds_and_generates_a_rid() {
 #[tokio::test]
 async fn start_fails_cleanly_when_the_endpoint_is_taken() {
     let a = server("a", 100).await;
-    let err = node("b").listen(a.endpoint()).channel_client("echo").build().unwrap().start().await;
-    assert!(err.err().is_some_and(|e| e.is(zlink::ErrorKind::Unavailable)));
+    let err = node("b")
+        .listen(a.endpoint())
+        .channel_client("echo")
+        .build()
+        .unwrap()
+        .start()
+        .await;
+    assert!(err
+        .err()
+        .is_some_and(|e| e.is(zlink::ErrorKind::Unavailable)));
     a.shutdown().await;
 }

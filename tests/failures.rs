@@ -18,7 +18,11 @@ fn counting(name: &str, count: Arc<AtomicUsize>, hold: Duration) -> Handlers {
         async move {
             count.fetch_add(1, Ordering::SeqCst);
             tokio::time::sleep(hold).await;
-            Ok(Echoed { text: e.text, by: name, trace: None })
+            Ok(Echoed {
+                text: e.text,
+                by: name,
+                trace: None,
+            })
         }
     })
 }
@@ -43,10 +47,14 @@ async fn peer_killed_mid_request_gives_one_terminal_result_and_no_execution_else
         let c = c.clone();
         tokio::spawn(async move {
             let opts = zlink::CallOptions::new().timeout(Duration::from_secs(10));
-            c.request_to_channel_with(CHANNEL, &Echo { text: "x".into() }, opts).await
+            c.request_to_channel_with(CHANNEL, &Echo { text: "x".into() }, opts)
+                .await
         })
     };
-    wait_until(WAIT, "a executes the request", || async { count_a.load(Ordering::SeqCst) == 1 }).await;
+    wait_until(WAIT, "a executes the request", || async {
+        count_a.load(Ordering::SeqCst) == 1
+    })
+    .await;
     let killed_at = tokio::time::Instant::now();
     a.shutdown_within(Duration::ZERO).await;
     let err = call.await.unwrap().unwrap_err();
@@ -54,9 +62,18 @@ async fn peer_killed_mid_request_gives_one_terminal_result_and_no_execution_else
         err.is(ErrorKind::Unavailable) || err.is(ErrorKind::ShuttingDown),
         "one terminal failure, got {err}"
     );
-    assert!(killed_at.elapsed() < Duration::from_secs(5), "ends well within the deadline");
-    assert_eq!(count_b.load(Ordering::SeqCst), 0, "an accepted request is never re-run elsewhere");
-    c.wait_for_peers(WAIT, |p| p.iter().all(|s| s.rid != "a")).await.unwrap();
+    assert!(
+        killed_at.elapsed() < Duration::from_secs(5),
+        "ends well within the deadline"
+    );
+    assert_eq!(
+        count_b.load(Ordering::SeqCst),
+        0,
+        "an accepted request is never re-run elsewhere"
+    );
+    c.wait_for_peers(WAIT, |p| p.iter().all(|s| s.rid != "a"))
+        .await
+        .unwrap();
     c.shutdown().await;
     b.shutdown().await;
 }
@@ -70,8 +87,14 @@ async fn restarted_peer_is_reconnected_with_a_new_handshake() {
     assert_eq!(c.peers()[0].generation, gen1);
     a1.shutdown().await;
     c.wait_for_peers(WAIT, |p| p.is_empty()).await.unwrap();
-    let err = c.request_to_channel(CHANNEL, &Echo { text: "x".into() }).await.unwrap_err();
-    assert!(err.is(ErrorKind::NotFound), "no server while it is down: {err}");
+    let err = c
+        .request_to_channel(CHANNEL, &Echo { text: "x".into() })
+        .await
+        .unwrap_err();
+    assert!(
+        err.is(ErrorKind::NotFound),
+        "no server while it is down: {err}"
+    );
     let a2 = node("a")
         .listen(endpoint.clone())
         .channel_server(CHANNEL, echo_handlers("a2", Default::default()))
@@ -82,8 +105,18 @@ async fn restarted_peer_is_reconnected_with_a_new_handshake() {
         .unwrap();
     assert_ne!(a2.generation(), gen1, "a restart is a new lifecycle");
     let peers = c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
-    assert_eq!(peers[0].generation, a2.generation(), "admitted through a fresh handshake");
-    assert_eq!(c.request_to_channel(CHANNEL, &Echo { text: "x".into() }).await.unwrap().by, "a2");
+    assert_eq!(
+        peers[0].generation,
+        a2.generation(),
+        "admitted through a fresh handshake"
+    );
+    assert_eq!(
+        c.request_to_channel(CHANNEL, &Echo { text: "x".into() })
+            .await
+            .unwrap()
+            .by,
+        "a2"
+    );
     c.shutdown().await;
     a2.shutdown().await;
 }
@@ -127,14 +160,23 @@ async fn half_open_peer_becomes_not_ready_after_the_liveness_deadline() {
     let lost_at = tokio::time::Instant::now();
     c.wait_for_peers(WAIT, |p| p.is_empty()).await.unwrap();
     let took = lost_at.elapsed();
-    assert!(took >= Duration::from_millis(200), "not before the deadline: {took:?}");
+    assert!(
+        took >= Duration::from_millis(200),
+        "not before the deadline: {took:?}"
+    );
     a.wait_for_peers(WAIT, |p| p.is_empty()).await.unwrap();
     // Heal the link: the client reconnects with a new handshake to the same lifecycle.
     net.clear_fault("a", "c");
     net.clear_fault("c", "a");
     let peers = c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
     assert_eq!(peers[0].generation, generation);
-    assert_eq!(c.request_to_channel(CHANNEL, &Echo { text: "x".into() }).await.unwrap().by, "a");
+    assert_eq!(
+        c.request_to_channel(CHANNEL, &Echo { text: "x".into() })
+            .await
+            .unwrap()
+            .by,
+        "a"
+    );
     c.shutdown().await;
     a.shutdown().await;
 }
@@ -160,7 +202,10 @@ async fn one_direction_blackhole_fails_requests_by_deadline_not_by_guessing() {
     c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
     net.set_fault("a", "c", zlink_testkit::LinkFault::Drop);
     let opts = zlink::CallOptions::new().timeout(Duration::from_secs(5));
-    let err = c.request_to_channel_with(CHANNEL, &Echo { text: "x".into() }, opts).await.unwrap_err();
+    let err = c
+        .request_to_channel_with(CHANNEL, &Echo { text: "x".into() }, opts)
+        .await
+        .unwrap_err();
     // Replies and acks are lost: liveness closes the link and the request ends once.
     assert!(err.is(ErrorKind::Unavailable), "{err}");
     c.shutdown().await;
@@ -172,7 +217,10 @@ async fn killed_host_on_the_network_ends_its_requests_unavailable() {
     let net = MemNetwork::new();
     let count = Arc::new(AtomicUsize::new(0));
     let a = mem_node(&net, "a")
-        .channel_server(CHANNEL, counting("a", count.clone(), Duration::from_secs(30)))
+        .channel_server(
+            CHANNEL,
+            counting("a", count.clone(), Duration::from_secs(30)),
+        )
         .build()
         .unwrap()
         .start()
@@ -189,9 +237,15 @@ async fn killed_host_on_the_network_ends_its_requests_unavailable() {
     c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
     let call = {
         let c = c.clone();
-        tokio::spawn(async move { c.request_to_channel(CHANNEL, &Echo { text: "x".into() }).await })
+        tokio::spawn(async move {
+            c.request_to_channel(CHANNEL, &Echo { text: "x".into() })
+                .await
+        })
     };
-    wait_until(WAIT, "a executes", || async { count.load(Ordering::SeqCst) == 1 }).await;
+    wait_until(WAIT, "a executes", || async {
+        count.load(Ordering::SeqCst) == 1
+    })
+    .await;
     net.kill("a");
     let err = call.await.unwrap().unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");
@@ -206,8 +260,13 @@ async fn malformed_frames_are_protocol_errors_and_the_node_keeps_serving() {
     // An unadmitted raw ZMTP peer sends garbage: it gets a reject, the node stays up.
     let mut raw = zeromq::DealerSocket::new();
     raw.connect(&a.endpoint()).await.unwrap();
-    raw.send(zeromq::ZmqMessage::from(vec![0xFFu8, 0x00, 0x13])).await.unwrap();
-    let answer = tokio::time::timeout(WAIT, raw.recv()).await.unwrap().unwrap();
+    raw.send(zeromq::ZmqMessage::from(vec![0xFFu8, 0x00, 0x13]))
+        .await
+        .unwrap();
+    let answer = tokio::time::timeout(WAIT, raw.recv())
+        .await
+        .unwrap()
+        .unwrap();
     let head = answer.get(0).unwrap();
     assert_eq!(&head[..4], &[0x5A, 0x4D, 0x01, 3], "reject command");
     // An admitted peer's request with a payload the handler cannot decode: ProtocolError.
@@ -217,10 +276,19 @@ async fn malformed_frames_are_protocol_errors_and_the_node_keeps_serving() {
     impl zlink::Request for NotAnEcho {
         type Reply = Echoed;
     }
-    let err = c.request_to_channel(CHANNEL, &NotAnEcho(7)).await.unwrap_err();
+    let err = c
+        .request_to_channel(CHANNEL, &NotAnEcho(7))
+        .await
+        .unwrap_err();
     assert!(err.is(ErrorKind::ProtocolError), "{err}");
     // Others are still served.
-    assert_eq!(c.request_to_channel(CHANNEL, &Echo { text: "ok".into() }).await.unwrap().by, "a");
+    assert_eq!(
+        c.request_to_channel(CHANNEL, &Echo { text: "ok".into() })
+            .await
+            .unwrap()
+            .by,
+        "a"
+    );
     c.shutdown().await;
     a.shutdown().await;
 }
@@ -239,10 +307,18 @@ async fn mesh_name_mismatch_is_rejected() {
         .start()
         .await
         .unwrap();
-    let waited = other.wait_for_peers(Duration::from_millis(700), |p| !p.is_empty()).await;
-    assert!(waited.is_err(), "a node of another mesh never becomes ready");
+    let waited = other
+        .wait_for_peers(Duration::from_millis(700), |p| !p.is_empty())
+        .await;
+    assert!(
+        waited.is_err(),
+        "a node of another mesh never becomes ready"
+    );
     assert!(a.peers().is_empty());
-    let err = other.request_to_channel(CHANNEL, &Echo { text: "x".into() }).await.unwrap_err();
+    let err = other
+        .request_to_channel(CHANNEL, &Echo { text: "x".into() })
+        .await
+        .unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
     other.shutdown().await;
     a.shutdown().await;
@@ -259,9 +335,15 @@ async fn expected_rid_mismatch_is_refused() {
         .start()
         .await
         .unwrap();
-    assert!(c.wait_for_peers(Duration::from_millis(700), |p| !p.is_empty()).await.is_err());
+    assert!(c
+        .wait_for_peers(Duration::from_millis(700), |p| !p.is_empty())
+        .await
+        .is_err());
     // Node-direct to the expected (known) RID waits for readiness, then Unavailable.
-    let err = c.request_to_node("not-a", &Echo { text: "x".into() }).await.unwrap_err();
+    let err = c
+        .request_to_node("not-a", &Echo { text: "x".into() })
+        .await
+        .unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");
     c.shutdown().await;
     a.shutdown().await;
@@ -271,7 +353,10 @@ async fn expected_rid_mismatch_is_refused() {
 async fn shutdown_finishes_accepted_work_and_refuses_new_calls() {
     let count = Arc::new(AtomicUsize::new(0));
     let a = node("a")
-        .channel_server(CHANNEL, counting("a", count.clone(), Duration::from_millis(500)))
+        .channel_server(
+            CHANNEL,
+            counting("a", count.clone(), Duration::from_millis(500)),
+        )
         .build()
         .unwrap()
         .start()
@@ -280,17 +365,38 @@ async fn shutdown_finishes_accepted_work_and_refuses_new_calls() {
     let c = client("c", &[&a]).await;
     let slow = {
         let c = c.clone();
-        tokio::spawn(async move { c.request_to_channel(CHANNEL, &Echo { text: "slow".into() }).await })
+        tokio::spawn(async move {
+            c.request_to_channel(
+                CHANNEL,
+                &Echo {
+                    text: "slow".into(),
+                },
+            )
+            .await
+        })
     };
-    wait_until(WAIT, "a accepted the request", || async { count.load(Ordering::SeqCst) == 1 }).await;
+    wait_until(WAIT, "a accepted the request", || async {
+        count.load(Ordering::SeqCst) == 1
+    })
+    .await;
     let a2 = a.clone();
     let shutting = tokio::spawn(async move { a2.shutdown().await });
     wait_until(WAIT, "a stops admitting", || async { !a.is_running() }).await;
-    let err = a.request_to_channel(CHANNEL, &Echo { text: "x".into() }).await.unwrap_err();
+    let err = a
+        .request_to_channel(CHANNEL, &Echo { text: "x".into() })
+        .await
+        .unwrap_err();
     assert!(err.is(ErrorKind::ShuttingDown), "{err}");
-    assert_eq!(slow.await.unwrap().unwrap().text, "slow", "accepted work completes");
+    assert_eq!(
+        slow.await.unwrap().unwrap().text,
+        "slow",
+        "accepted work completes"
+    );
     shutting.await.unwrap();
     c.shutdown().await;
-    let err = c.send_to_channel(CHANNEL, &Note("late".into())).await.unwrap_err();
+    let err = c
+        .send_to_channel(CHANNEL, &Note("late".into()))
+        .await
+        .unwrap_err();
     assert!(err.is(ErrorKind::ShuttingDown), "{err}");
 }

@@ -11,7 +11,15 @@ use zlink_tests::*;
 async fn answered_by(c: &zlink::Runtime, n: usize) -> Vec<String> {
     let mut out = Vec::new();
     for i in 0..n {
-        let r = c.request_to_channel(CHANNEL, &Echo { text: i.to_string() }).await.unwrap();
+        let r = c
+            .request_to_channel(
+                CHANNEL,
+                &Echo {
+                    text: i.to_string(),
+                },
+            )
+            .await
+            .unwrap();
         out.push(r.by);
     }
     out
@@ -23,8 +31,18 @@ async fn request_reply_roundtrip_carries_metadata_to_the_handler() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
     let opts = CallOptions::new().metadata("trace", "t-1").unwrap();
-    let reply = c.request_to_channel_with(CHANNEL, &Echo { text: "hi".into() }, opts).await.unwrap();
-    assert_eq!(reply, Echoed { text: "hi".into(), by: "a".into(), trace: Some("t-1".into()) });
+    let reply = c
+        .request_to_channel_with(CHANNEL, &Echo { text: "hi".into() }, opts)
+        .await
+        .unwrap();
+    assert_eq!(
+        reply,
+        Echoed {
+            text: "hi".into(),
+            by: "a".into(),
+            trace: Some("t-1".into())
+        }
+    );
     c.shutdown().await;
     a.shutdown().await;
 }
@@ -34,7 +52,10 @@ async fn weights_100_300_select_b_a_b_b() {
     let a = server("a", 100).await;
     let b = server("b", 300).await;
     let c = client("c", &[&a, &b]).await;
-    assert_eq!(answered_by(&c, 8).await, ["b", "a", "b", "b", "b", "a", "b", "b"]);
+    assert_eq!(
+        answered_by(&c, 8).await,
+        ["b", "a", "b", "b", "b", "a", "b", "b"]
+    );
     for rt in [c, a, b] {
         rt.shutdown().await;
     }
@@ -62,15 +83,32 @@ async fn weight_zero_drains_new_requests_while_in_flight_request_completes() {
         tokio::spawn(async move { c.request_to_channel(CHANNEL, &Slow { millis: 800 }).await })
     };
     a.set_weight(CHANNEL, 0).unwrap();
-    c.wait_for_peers(WAIT, |p| p.iter().any(|s| s.rid == "a" && s.weight(CHANNEL) == Some(0)))
-        .await
-        .unwrap();
-    assert!(!slow.is_finished(), "the slow request must still be in flight during the drain");
+    c.wait_for_peers(WAIT, |p| {
+        p.iter()
+            .any(|s| s.rid == "a" && s.weight(CHANNEL) == Some(0))
+    })
+    .await
+    .unwrap();
+    assert!(
+        !slow.is_finished(),
+        "the slow request must still be in flight during the drain"
+    );
     assert_eq!(answered_by(&c, 5).await, ["b"; 5]);
     let slow_reply = slow.await.unwrap().unwrap();
-    assert_eq!(slow_reply.by, "a", "in-flight work on the drained node completes");
+    assert_eq!(
+        slow_reply.by, "a",
+        "in-flight work on the drained node completes"
+    );
     // Node-direct to the drained node is unaffected.
-    let direct = c.request_to_node("a", &Echo { text: "direct".into() }).await.unwrap();
+    let direct = c
+        .request_to_node(
+            "a",
+            &Echo {
+                text: "direct".into(),
+            },
+        )
+        .await
+        .unwrap();
     assert_eq!(direct.by, "a");
     for rt in [c, a, b] {
         rt.shutdown().await;
@@ -88,7 +126,10 @@ async fn weight_change_propagates_with_a_higher_revision() {
         .await
         .unwrap();
     assert!(peers[0].revision > before);
-    assert!(a.set_weight(CHANNEL, 10_001).is_err(), "weights above 10000 are refused");
+    assert!(
+        a.set_weight(CHANNEL, 10_001).is_err(),
+        "weights above 10000 are refused"
+    );
     assert_eq!(a.weight(CHANNEL), Some(250));
     c.shutdown().await;
     a.shutdown().await;
@@ -108,14 +149,28 @@ async fn route_mesh_never_selects_itself_not_found() {
         .unwrap();
     b.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
     // From b, the only candidate is a.
-    assert_eq!(b.request_to_channel(CHANNEL, &Echo { text: "x".into() }).await.unwrap().by, "a");
+    assert_eq!(
+        b.request_to_channel(CHANNEL, &Echo { text: "x".into() })
+            .await
+            .unwrap()
+            .by,
+        "a"
+    );
     a.set_weight(CHANNEL, 0).unwrap();
-    b.wait_for_peers(WAIT, |p| p[0].weight(CHANNEL) == Some(0)).await.unwrap();
+    b.wait_for_peers(WAIT, |p| p[0].weight(CHANNEL) == Some(0))
+        .await
+        .unwrap();
     // Now b itself is the only server with weight > 0: it must not select itself.
     let started = tokio::time::Instant::now();
-    let err = b.request_to_channel(CHANNEL, &Echo { text: "x".into() }).await.unwrap_err();
+    let err = b
+        .request_to_channel(CHANNEL, &Echo { text: "x".into() })
+        .await
+        .unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(1), "no candidate fails at once");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "no candidate fails at once"
+    );
     b.shutdown().await;
     a.shutdown().await;
 }
@@ -124,11 +179,23 @@ async fn route_mesh_never_selects_itself_not_found() {
 async fn node_direct_to_non_member_is_not_found() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
-    let err = c.request_to_node("nobody", &Echo { text: "x".into() }).await.unwrap_err();
+    let err = c
+        .request_to_node("nobody", &Echo { text: "x".into() })
+        .await
+        .unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
-    let err = c.send_to_node("nobody", &Note("x".into())).await.unwrap_err();
+    let err = c
+        .send_to_node("nobody", &Note("x".into()))
+        .await
+        .unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
-    assert_eq!(c.request_to_node("a", &Echo { text: "x".into() }).await.unwrap().by, "a");
+    assert_eq!(
+        c.request_to_node("a", &Echo { text: "x".into() })
+            .await
+            .unwrap()
+            .by,
+        "a"
+    );
     c.shutdown().await;
     a.shutdown().await;
 }
@@ -137,7 +204,10 @@ async fn node_direct_to_non_member_is_not_found() {
 async fn unregistered_channel_is_not_found() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
-    let err = c.request_to_channel("other", &Echo { text: "x".into() }).await.unwrap_err();
+    let err = c
+        .request_to_channel("other", &Echo { text: "x".into() })
+        .await
+        .unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
     c.shutdown().await;
     a.shutdown().await;
@@ -148,11 +218,17 @@ async fn request_timeout_is_deadline_exceeded_and_late_reply_is_discarded() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
     let opts = CallOptions::new().timeout(Duration::from_millis(100));
-    let err = c.request_to_channel_with(CHANNEL, &Slow { millis: 400 }, opts).await.unwrap_err();
+    let err = c
+        .request_to_channel_with(CHANNEL, &Slow { millis: 400 }, opts)
+        .await
+        .unwrap_err();
     assert!(err.is(ErrorKind::DeadlineExceeded), "{err}");
     // The late reply of the slow request arrives while this request waits; it must not be
     // taken for this one.
-    let reply = c.request_to_channel(CHANNEL, &Slow { millis: 600 }).await.unwrap();
+    let reply = c
+        .request_to_channel(CHANNEL, &Slow { millis: 600 })
+        .await
+        .unwrap();
     assert_eq!(reply.text, "slept 600");
     c.shutdown().await;
     a.shutdown().await;
@@ -173,11 +249,24 @@ async fn request_without_handler_gets_not_found_and_send_without_handler_is_drop
     assert!(err.is(ErrorKind::NotFound), "{err}");
     // A send for a packet registered as a request has no send handler: dropped, no error
     // for the sender (completion is local admission).
-    c.send_to_channel(CHANNEL, &Echo { text: "x".into() }).await.unwrap();
-    c.send_to_channel(CHANNEL, &Note("counted".into())).await.unwrap();
-    wait_until(WAIT, "the note is handled", || async { notes.load(Ordering::SeqCst) == 1 }).await;
+    c.send_to_channel(CHANNEL, &Echo { text: "x".into() })
+        .await
+        .unwrap();
+    c.send_to_channel(CHANNEL, &Note("counted".into()))
+        .await
+        .unwrap();
+    wait_until(WAIT, "the note is handled", || async {
+        notes.load(Ordering::SeqCst) == 1
+    })
+    .await;
     // The connection still serves requests.
-    assert_eq!(c.request_to_channel(CHANNEL, &Echo { text: "x".into() }).await.unwrap().by, "a");
+    assert_eq!(
+        c.request_to_channel(CHANNEL, &Echo { text: "x".into() })
+            .await
+            .unwrap()
+            .by,
+        "a"
+    );
     c.shutdown().await;
     a.shutdown().await;
 }
@@ -187,9 +276,18 @@ async fn handler_error_becomes_error_reply_with_its_kind() {
     let group = Handlers::new().on_request(|_ctx, _e: Echo| async move {
         Err::<Echoed, _>(zlink::Error::new(ErrorKind::Rejected, "not today"))
     });
-    let a = node("a").channel_server(CHANNEL, group).build().unwrap().start().await.unwrap();
+    let a = node("a")
+        .channel_server(CHANNEL, group)
+        .build()
+        .unwrap()
+        .start()
+        .await
+        .unwrap();
     let c = client("c", &[&a]).await;
-    let err = c.request_to_channel(CHANNEL, &Echo { text: "x".into() }).await.unwrap_err();
+    let err = c
+        .request_to_channel(CHANNEL, &Echo { text: "x".into() })
+        .await
+        .unwrap_err();
     assert!(err.is(ErrorKind::Rejected), "{err}");
     assert!(err.to_string().contains("not today"));
     c.shutdown().await;
@@ -204,8 +302,14 @@ async fn reply_never_carries_request_metadata() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
     let opts = CallOptions::new().metadata("trace", "first").unwrap();
-    let r1 = c.request_to_channel_with(CHANNEL, &Echo { text: "1".into() }, opts).await.unwrap();
-    let r2 = c.request_to_channel(CHANNEL, &Echo { text: "2".into() }).await.unwrap();
+    let r1 = c
+        .request_to_channel_with(CHANNEL, &Echo { text: "1".into() }, opts)
+        .await
+        .unwrap();
+    let r2 = c
+        .request_to_channel(CHANNEL, &Echo { text: "2".into() })
+        .await
+        .unwrap();
     assert_eq!(r1.trace.as_deref(), Some("first"));
     assert_eq!(r2.trace, None);
     c.shutdown().await;
@@ -225,8 +329,20 @@ async fn both_sides_listing_each_other_keep_one_connection() {
         .unwrap();
     b.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
     a.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
-    assert_eq!(b.request_to_channel(CHANNEL, &Echo { text: "x".into() }).await.unwrap().by, "a");
-    assert_eq!(a.request_to_channel(CHANNEL, &Echo { text: "x".into() }).await.unwrap().by, "b");
+    assert_eq!(
+        b.request_to_channel(CHANNEL, &Echo { text: "x".into() })
+            .await
+            .unwrap()
+            .by,
+        "a"
+    );
+    assert_eq!(
+        a.request_to_channel(CHANNEL, &Echo { text: "x".into() })
+            .await
+            .unwrap()
+            .by,
+        "b"
+    );
     b.shutdown().await;
     a.shutdown().await;
 }

@@ -52,7 +52,10 @@ pub const CHANNEL: &str = "echo";
 pub const WAIT: Duration = Duration::from_secs(10);
 
 /// Handlers answering [`Echo`] and [`Slow`] with this node's name, and counting [`Note`]s.
-pub fn echo_handlers(name: &str, notes: std::sync::Arc<std::sync::atomic::AtomicUsize>) -> Handlers {
+pub fn echo_handlers(
+    name: &str,
+    notes: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> Handlers {
     let n1 = name.to_string();
     let n2 = name.to_string();
     Handlers::new()
@@ -60,14 +63,22 @@ pub fn echo_handlers(name: &str, notes: std::sync::Arc<std::sync::atomic::Atomic
             let by = n1.clone();
             async move {
                 let trace = ctx.metadata().get("trace").map(str::to_string);
-                Ok(Echoed { text: e.text, by, trace })
+                Ok(Echoed {
+                    text: e.text,
+                    by,
+                    trace,
+                })
             }
         })
         .on_request(move |_ctx, s: Slow| {
             let by = n2.clone();
             async move {
                 tokio::time::sleep(Duration::from_millis(s.millis)).await;
-                Ok(Echoed { text: format!("slept {}", s.millis), by, trace: None })
+                Ok(Echoed {
+                    text: format!("slept {}", s.millis),
+                    by,
+                    trace: None,
+                })
             }
         })
         .on_send(move |_ctx, _n: Note| {
@@ -81,7 +92,10 @@ pub fn echo_handlers(name: &str, notes: std::sync::Arc<std::sync::atomic::Atomic
 
 /// A builder for a node on 127.0.0.1 with a free port.
 pub fn node(rid: &str) -> RuntimeBuilder {
-    Runtime::builder().mesh_name(MESH).rid(rid).listen("tcp://127.0.0.1:0")
+    Runtime::builder()
+        .mesh_name(MESH)
+        .rid(rid)
+        .listen("tcp://127.0.0.1:0")
 }
 
 /// A server node for [`CHANNEL`] with `weight`; it also answers node-direct echoes.
@@ -102,8 +116,15 @@ pub async fn client(rid: &str, servers: &[&Runtime]) -> Runtime {
     for s in servers {
         b = b.peer(PeerSpec::new(s.endpoint()).expect_rid(s.rid()));
     }
-    let rt = b.build().expect("valid config").start().await.expect("start");
+    let rt = b
+        .build()
+        .expect("valid config")
+        .start()
+        .await
+        .expect("start");
     let want = servers.len();
-    rt.wait_for_peers(WAIT, |p| p.len() == want).await.expect("peers ready");
+    rt.wait_for_peers(WAIT, |p| p.len() == want)
+        .await
+        .expect("peers ready");
     rt
 }

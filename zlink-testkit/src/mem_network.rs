@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use zlink::link::{next_conn_id, ConnId, Connection, Frames, LinkError, LinkEvents, Listener, Transport};
+use zlink::link::{
+    next_conn_id, ConnId, Connection, Frames, LinkError, LinkEvents, Listener, Transport,
+};
 
 /// What happens to traffic from one host to another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,17 +46,24 @@ impl MemNetwork {
 
     /// The transport a node on `host` uses.
     pub fn host(&self, host: &str) -> Arc<MemTransport> {
-        Arc::new(MemTransport { host: host.to_string(), net: self.clone() })
+        Arc::new(MemTransport {
+            host: host.to_string(),
+            net: self.clone(),
+        })
     }
 
     /// Applies `fault` to traffic from `from` to `to` (one direction only).
     pub fn set_fault(&self, from: &str, to: &str, fault: LinkFault) {
-        lock(&self.state).faults.insert((from.into(), to.into()), fault);
+        lock(&self.state)
+            .faults
+            .insert((from.into(), to.into()), fault);
     }
 
     /// Removes the fault from `from` to `to`.
     pub fn clear_fault(&self, from: &str, to: &str) {
-        lock(&self.state).faults.remove(&(from.to_string(), to.to_string()));
+        lock(&self.state)
+            .faults
+            .remove(&(from.to_string(), to.to_string()));
     }
 
     /// Makes the link between `a` and `b` half-open: both directions swallow traffic while
@@ -73,8 +82,8 @@ impl MemNetwork {
             st.listeners.retain(|_, (h, _)| h != host);
             st.conns
                 .iter()
-                .cloned()
                 .filter(|c| c.local == host || c.remote == host)
+                .cloned()
                 .collect()
         };
         for conn in victims {
@@ -88,7 +97,10 @@ impl MemNetwork {
     }
 
     fn fault(&self, from: &str, to: &str) -> Option<LinkFault> {
-        lock(&self.state).faults.get(&(from.to_string(), to.to_string())).copied()
+        lock(&self.state)
+            .faults
+            .get(&(from.to_string(), to.to_string()))
+            .copied()
     }
 }
 
@@ -146,8 +158,14 @@ impl Connection for MemConn {
         if self.closed.load(Ordering::Acquire) {
             return Err(LinkError::Closed);
         }
-        let peer = self.peer.lock().unwrap_or_else(|p| p.into_inner()).upgrade();
-        let Some(peer) = peer else { return Err(LinkError::Closed) };
+        let peer = self
+            .peer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .upgrade();
+        let Some(peer) = peer else {
+            return Err(LinkError::Closed);
+        };
         match self.net.fault(&self.local, &self.remote) {
             Some(LinkFault::Drop) => {}
             Some(LinkFault::Delay(d)) => {
@@ -167,7 +185,11 @@ impl Connection for MemConn {
         }
         lock(&self.net.state).conns.retain(|c| c.id != self.id);
         self.events.on_closed(self.id);
-        let peer = self.peer.lock().unwrap_or_else(|p| p.into_inner()).upgrade();
+        let peer = self
+            .peer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .upgrade();
         if let Some(peer) = peer {
             peer.close();
         }
@@ -176,16 +198,28 @@ impl Connection for MemConn {
 
 #[async_trait]
 impl Transport for MemTransport {
-    async fn listen(&self, endpoint: &str, events: Arc<dyn LinkEvents>) -> Result<Box<dyn Listener>, LinkError> {
+    async fn listen(
+        &self,
+        endpoint: &str,
+        events: Arc<dyn LinkEvents>,
+    ) -> Result<Box<dyn Listener>, LinkError> {
         let mut st = lock(&self.net.state);
         if st.listeners.contains_key(endpoint) {
             return Err(LinkError::Io(format!("{endpoint} already bound")));
         }
-        st.listeners.insert(endpoint.to_string(), (self.host.clone(), events));
-        Ok(Box::new(MemListener { endpoint: endpoint.to_string(), net: self.net.clone() }))
+        st.listeners
+            .insert(endpoint.to_string(), (self.host.clone(), events));
+        Ok(Box::new(MemListener {
+            endpoint: endpoint.to_string(),
+            net: self.net.clone(),
+        }))
     }
 
-    async fn connect(&self, endpoint: &str, events: Arc<dyn LinkEvents>) -> Result<Arc<dyn Connection>, LinkError> {
+    async fn connect(
+        &self,
+        endpoint: &str,
+        events: Arc<dyn LinkEvents>,
+    ) -> Result<Arc<dyn Connection>, LinkError> {
         let mut st = lock(&self.net.state);
         if st.dead_hosts.contains(&self.host) {
             return Err(LinkError::Io("host is down".into()));

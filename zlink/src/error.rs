@@ -159,11 +159,19 @@ mod tests {
     #[test]
     fn config_error_lists_every_violation() {
         let err = Error::Config(vec![
-            ConfigViolation { setting: "a".into(), problem: "bad".into() },
-            ConfigViolation { setting: "b".into(), problem: "worse".into() },
+            ConfigViolation {
+                setting: "a".into(),
+                problem: "bad".into(),
+            },
+            ConfigViolation {
+                setting: "b".into(),
+                problem: "worse".into(),
+            },
         ]);
         let text = err.to_string();
-        assert!(text.contains("2 problem(s)") && text.contains("a: bad") && text.contains("b: worse"));
+        assert!(
+            text.contains("2 problem(s)") && text.contains("a: bad") && text.contains("b: worse")
+        );
         assert_eq!(err.kind(), None);
     }
 }

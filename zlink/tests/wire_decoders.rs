@@ -74,7 +74,10 @@ fn huge_declared_lengths_are_refused_without_allocating_them() {
     let env = request_envelope(vec![1], true);
     let mut frames = env.encode();
     frames[1] = Bytes::from(vec![0xA0; 2000]);
-    assert!(Envelope::decode(&frames).unwrap_err().reason.contains("exceeds"));
+    assert!(Envelope::decode(&frames)
+        .unwrap_err()
+        .reason
+        .contains("exceeds"));
 }
 
 #[test]
@@ -82,16 +85,29 @@ fn decoder_rejects_bad_prefix_flags_and_frame_counts() {
     let good = request_envelope(vec![1, 2, 3], false).encode();
     let mut bad_magic = good.clone();
     bad_magic[0] = Bytes::from([&[0u8, 0][..], &good[0][2..]].concat());
-    assert!(Envelope::decode(&bad_magic).unwrap_err().reason.contains("magic"));
+    assert!(Envelope::decode(&bad_magic)
+        .unwrap_err()
+        .reason
+        .contains("magic"));
     let mut bad_version = good.to_vec();
     bad_version[0] = Bytes::from([&good[0][..2], &[9u8][..], &good[0][3..]].concat());
-    assert!(Envelope::decode(&bad_version).unwrap_err().reason.contains("version"));
+    assert!(Envelope::decode(&bad_version)
+        .unwrap_err()
+        .reason
+        .contains("version"));
     let mut bad_flag = good.to_vec();
     bad_flag[0] = Bytes::from([&good[0][..4], &[0x80u8][..], &good[0][5..]].concat());
-    assert!(Envelope::decode(&bad_flag).unwrap_err().reason.contains("flags"));
+    assert!(Envelope::decode(&bad_flag)
+        .unwrap_err()
+        .reason
+        .contains("flags"));
     let missing_payload = &good[..1];
     let err = Envelope::decode(missing_payload).unwrap_err();
-    assert_eq!(err.correlation, Some(42), "the correlation is kept so the receiver can reply");
+    assert_eq!(
+        err.correlation,
+        Some(42),
+        "the correlation is kept so the receiver can reply"
+    );
     let extra = [good.clone(), vec![Bytes::from_static(b"x")]].concat();
     assert!(Envelope::decode(&extra).is_err());
 }
@@ -102,7 +118,10 @@ fn reply_envelopes_carry_no_metadata_frame() {
         command: Command::Reply,
         header: Header {
             correlation: 7,
-            status: Some(ReplyStatus { error_kind: None, detail: String::new() }),
+            status: Some(ReplyStatus {
+                error_kind: None,
+                detail: String::new(),
+            }),
             ..Header::default()
         },
         metadata: None,

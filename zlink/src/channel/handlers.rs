@@ -79,7 +79,11 @@ impl Handlers {
     }
 
     fn add(&mut self, packet: &str, kind: PacketKind, handler: Erased) {
-        if self.table.insert(packet.to_string(), (kind, handler)).is_some() {
+        if self
+            .table
+            .insert(packet.to_string(), (kind, handler))
+            .is_some()
+        {
             self.duplicates.push(packet.to_string());
         }
     }
@@ -94,7 +98,11 @@ impl HandlerGroup for Handlers {
             .map(|(name, (kind, _))| (name.clone(), *kind))
             .collect();
         // A name registered twice is reported twice so validation sees the duplicate.
-        out.extend(self.duplicates.iter().map(|d| (d.clone(), PacketKind::Request)));
+        out.extend(
+            self.duplicates
+                .iter()
+                .map(|d| (d.clone(), PacketKind::Request)),
+        );
         out
     }
 

@@ -9,4 +9,4 @@ mod registry;
 pub use context::HandlerContext;
 pub use handler::{HandlerGroup, PacketKind};
 pub use handlers::Handlers;
-pub use registry::{ChannelRole, ChannelRegistry};
+pub use registry::{ChannelRegistry, ChannelRole};

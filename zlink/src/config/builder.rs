@@ -102,7 +102,10 @@ impl RuntimeBuilder {
     ) -> Self {
         self.channels.push((
             channel.into(),
-            ChannelRole::Server { handlers: Arc::new(handlers), weight },
+            ChannelRole::Server {
+                handlers: Arc::new(handlers),
+                weight,
+            },
         ));
         self
     }
@@ -149,7 +152,10 @@ impl RuntimeBuilder {
     /// for applications). Only available with the `test-timing` feature.
     #[cfg(feature = "test-timing")]
     pub fn test_liveness(mut self, probe_interval: Duration, deadline: Duration) -> Self {
-        self.liveness = LivenessTimings { probe_interval, deadline };
+        self.liveness = LivenessTimings {
+            probe_interval,
+            deadline,
+        };
         self
     }
 
@@ -168,11 +174,17 @@ impl RuntimeBuilder {
             if let Some(expected) = &peer.expected_rid {
                 v.text(&format!("peer[{i}] expected rid"), Some(expected), true);
                 if Some(expected) == rid.as_ref() {
-                    v.violation(format!("peer[{i}] expected rid"), "equals this node's own rid");
+                    v.violation(
+                        format!("peer[{i}] expected rid"),
+                        "equals this node's own rid",
+                    );
                 }
             }
             if Some(&peer.endpoint) == self.listen.as_ref() {
-                v.violation(format!("peer[{i}] endpoint"), "is this node's own listen endpoint");
+                v.violation(
+                    format!("peer[{i}] endpoint"),
+                    "is this node's own listen endpoint",
+                );
             }
         }
         let mut channels = BTreeMap::new();

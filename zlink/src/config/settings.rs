@@ -19,7 +19,10 @@ pub struct PeerSpec {
 impl PeerSpec {
     /// A peer at `endpoint`; the handshake decides its identity.
     pub fn new(endpoint: impl Into<String>) -> Self {
-        PeerSpec { endpoint: endpoint.into(), expected_rid: None }
+        PeerSpec {
+            endpoint: endpoint.into(),
+            expected_rid: None,
+        }
     }
 
     /// Requires the peer at the endpoint to have this RID.

@@ -16,11 +16,19 @@ pub(crate) struct Validator {
 
 impl Validator {
     pub(crate) fn violation(&mut self, setting: impl Into<String>, problem: impl Into<String>) {
-        self.violations.push(ConfigViolation { setting: setting.into(), problem: problem.into() });
+        self.violations.push(ConfigViolation {
+            setting: setting.into(),
+            problem: problem.into(),
+        });
     }
 
     /// A required or optional name: 1..=255 UTF-8 bytes.
-    pub(crate) fn text(&mut self, setting: &str, value: Option<&str>, required: bool) -> Option<String> {
+    pub(crate) fn text(
+        &mut self,
+        setting: &str,
+        value: Option<&str>,
+        required: bool,
+    ) -> Option<String> {
         match value {
             None if required => {
                 self.violation(setting, "is required");
@@ -28,7 +36,10 @@ impl Validator {
             }
             None => None,
             Some(v) if v.is_empty() || v.len() > MAX_NAME_BYTES => {
-                self.violation(setting, format!("must be 1..={MAX_NAME_BYTES} bytes, got {}", v.len()));
+                self.violation(
+                    setting,
+                    format!("must be 1..={MAX_NAME_BYTES} bytes, got {}", v.len()),
+                );
                 None
             }
             Some(v) => Some(v.to_string()),
@@ -57,7 +68,10 @@ impl Validator {
 
     pub(crate) fn weight(&mut self, channel: &str, weight: u32) {
         if weight > MAX_WEIGHT {
-            self.violation(format!("channel {channel:?} weight"), format!("{weight} is outside 0..={MAX_WEIGHT}"));
+            self.violation(
+                format!("channel {channel:?} weight"),
+                format!("{weight} is outside 0..={MAX_WEIGHT}"),
+            );
         }
     }
 
@@ -68,11 +82,18 @@ impl Validator {
     }
 
     /// Packet names of a handler group: valid names, each at most once.
-    pub(crate) fn handler_packets(&mut self, owner: &str, handlers: &dyn HandlerGroup) -> HashMap<String, PacketKind> {
+    pub(crate) fn handler_packets(
+        &mut self,
+        owner: &str,
+        handlers: &dyn HandlerGroup,
+    ) -> HashMap<String, PacketKind> {
         let mut kinds = HashMap::new();
         for (packet, kind) in handlers.packets() {
             if packet.is_empty() || packet.len() > MAX_NAME_BYTES {
-                self.violation(format!("{owner} packet {packet:?}"), "name must be 1..=255 bytes");
+                self.violation(
+                    format!("{owner} packet {packet:?}"),
+                    "name must be 1..=255 bytes",
+                );
             }
             if kinds.insert(packet.clone(), kind).is_some() {
                 self.violation(format!("{owner} packet {packet:?}"), "has two handlers");

@@ -37,7 +37,12 @@ impl Runtime {
             .transport
             .listen(&node.settings.listen, events)
             .await
-            .map_err(|e| Error::new(ErrorKind::Unavailable, format!("cannot listen on {}: {e}", node.settings.listen)))?;
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!("cannot listen on {}: {e}", node.settings.listen),
+                )
+            })?;
         *crate::mesh::node::lock(&node.endpoint) = listener.endpoint();
         *crate::mesh::node::lock(&node.listener) = Some(listener);
         node.spawn_liveness();
@@ -89,7 +94,10 @@ impl Runtime {
             // Weight updates do not notify; poll at a short interval as well.
             let poll = Instant::now() + Duration::from_millis(20);
             if Instant::now() >= until {
-                return Err(Error::new(ErrorKind::DeadlineExceeded, "peer condition not met in time"));
+                return Err(Error::new(
+                    ErrorKind::DeadlineExceeded,
+                    "peer condition not met in time",
+                ));
             }
             let _ = tokio::time::timeout_at(poll.min(until), changed).await;
         }
@@ -97,8 +105,13 @@ impl Runtime {
 
     /// Request on a channel: select-one among remote servers, then exactly one terminal
     /// result (reply, error reply, `DeadlineExceeded`, `Unavailable`, `ShuttingDown`).
-    pub async fn request_to_channel<R: Request>(&self, channel: &str, request: &R) -> Result<R::Reply> {
-        self.request_to_channel_with(channel, request, CallOptions::default()).await
+    pub async fn request_to_channel<R: Request>(
+        &self,
+        channel: &str,
+        request: &R,
+    ) -> Result<R::Reply> {
+        self.request_to_channel_with(channel, request, CallOptions::default())
+            .await
     }
 
     /// [`request_to_channel`](Self::request_to_channel) with timeout and metadata.
@@ -109,42 +122,70 @@ impl Runtime {
         options: CallOptions,
     ) -> Result<R::Reply> {
         let payload = request.encode()?;
-        let reply = self.node.request(Target::Channel(channel), R::PACKET_NAME, payload, options).await?;
+        let reply = self
+            .node
+            .request(Target::Channel(channel), R::PACKET_NAME, payload, options)
+            .await?;
         R::Reply::decode(&reply)
     }
 
     /// One-way send on a channel: completes when the local queue accepts it.
     pub async fn send_to_channel<M: Message>(&self, channel: &str, message: &M) -> Result<()> {
-        self.send_to_channel_with(channel, message, CallOptions::default()).await
+        self.send_to_channel_with(channel, message, CallOptions::default())
+            .await
     }
 
     /// [`send_to_channel`](Self::send_to_channel) with timeout and metadata.
-    pub async fn send_to_channel_with<M: Message>(&self, channel: &str, message: &M, options: CallOptions) -> Result<()> {
+    pub async fn send_to_channel_with<M: Message>(
+        &self,
+        channel: &str,
+        message: &M,
+        options: CallOptions,
+    ) -> Result<()> {
         let payload = message.encode()?;
-        self.node.send(Target::Channel(channel), M::PACKET_NAME, payload, options).await
+        self.node
+            .send(Target::Channel(channel), M::PACKET_NAME, payload, options)
+            .await
     }
 
     /// Request to one node by RID; never redirected to another node.
     pub async fn request_to_node<R: Request>(&self, rid: &str, request: &R) -> Result<R::Reply> {
-        self.request_to_node_with(rid, request, CallOptions::default()).await
+        self.request_to_node_with(rid, request, CallOptions::default())
+            .await
     }
 
     /// [`request_to_node`](Self::request_to_node) with timeout and metadata.
-    pub async fn request_to_node_with<R: Request>(&self, rid: &str, request: &R, options: CallOptions) -> Result<R::Reply> {
+    pub async fn request_to_node_with<R: Request>(
+        &self,
+        rid: &str,
+        request: &R,
+        options: CallOptions,
+    ) -> Result<R::Reply> {
         let payload = request.encode()?;
-        let reply = self.node.request(Target::Node(rid), R::PACKET_NAME, payload, options).await?;
+        let reply = self
+            .node
+            .request(Target::Node(rid), R::PACKET_NAME, payload, options)
+            .await?;
         R::Reply::decode(&reply)
     }
 
     /// One-way send to one node by RID.
     pub async fn send_to_node<M: Message>(&self, rid: &str, message: &M) -> Result<()> {
-        self.send_to_node_with(rid, message, CallOptions::default()).await
+        self.send_to_node_with(rid, message, CallOptions::default())
+            .await
     }
 
     /// [`send_to_node`](Self::send_to_node) with timeout and metadata.
-    pub async fn send_to_node_with<M: Message>(&self, rid: &str, message: &M, options: CallOptions) -> Result<()> {
+    pub async fn send_to_node_with<M: Message>(
+        &self,
+        rid: &str,
+        message: &M,
+        options: CallOptions,
+    ) -> Result<()> {
         let payload = message.encode()?;
-        self.node.send(Target::Node(rid), M::PACKET_NAME, payload, options).await
+        self.node
+            .send(Target::Node(rid), M::PACKET_NAME, payload, options)
+            .await
     }
 
     /// Changes this node's weight for one server channel (0..=10000) and propagates it to
@@ -156,7 +197,11 @@ impl Runtime {
 
     /// This node's current weight for a server channel.
     pub fn weight(&self, channel: &str) -> Option<u32> {
-        self.node.registry.servers.get(channel).map(|e| e.weight.load(Ordering::Acquire))
+        self.node
+            .registry
+            .servers
+            .get(channel)
+            .map(|e| e.weight.load(Ordering::Acquire))
     }
 
     /// Whether the runtime still admits new calls.

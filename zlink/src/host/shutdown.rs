@@ -11,7 +11,8 @@ impl Runtime {
     /// the configured grace; outstanding outbound requests end `ShuttingDown`; connections
     /// and the listener close; every task of the node has ended when this returns.
     pub async fn shutdown(&self) {
-        self.shutdown_within(self.node.settings.shutdown_grace).await
+        self.shutdown_within(self.node.settings.shutdown_grace)
+            .await
     }
 
     /// [`shutdown`](Self::shutdown) with an explicit grace for accepted work.

@@ -107,7 +107,10 @@ mod tests {
         let mut l = Liveness::new(timings(), t0);
         l.tick(t0);
         assert!(l.ack(1, t0 + Duration::from_secs(10)));
-        assert!(!l.ack(1, t0 + Duration::from_secs(11)), "duplicate ack has no effect");
+        assert!(
+            !l.ack(1, t0 + Duration::from_secs(11)),
+            "duplicate ack has no effect"
+        );
         assert_eq!(l.tick(t0 + Duration::from_secs(20)), ProbeAction::Send(2));
         assert_eq!(l.tick(t0 + Duration::from_secs(25)), ProbeAction::Expired);
     }

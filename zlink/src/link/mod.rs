@@ -13,5 +13,7 @@ mod zmq;
 
 pub use backoff::reconnect_delay;
 pub use liveness::{Liveness, LivenessTimings, ProbeAction};
-pub use transport::{next_conn_id, ConnId, Connection, Frames, LinkError, LinkEvents, Listener, Transport};
+pub use transport::{
+    next_conn_id, ConnId, Connection, Frames, LinkError, LinkEvents, Listener, Transport,
+};
 pub use zmq::ZmqTransport;

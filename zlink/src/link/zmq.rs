@@ -21,7 +21,9 @@ use zeromq::{
     SocketEvent, SocketOptions, ZmqMessage,
 };
 
-use super::transport::{next_conn_id, ConnId, Connection, Frames, LinkError, LinkEvents, Listener, Transport};
+use super::transport::{
+    next_conn_id, ConnId, Connection, Frames, LinkError, LinkEvents, Listener, Transport,
+};
 
 /// How long one TCP connect + ZMTP greeting may take before the attempt counts as failed.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -78,7 +80,9 @@ impl Transport for ZmqTransport {
                     Ok(m) => m,
                     Err(_) => break,
                 };
-                let Some(shared) = recv_shared.upgrade() else { break };
+                let Some(shared) = recv_shared.upgrade() else {
+                    break;
+                };
                 let mut frames = message.into_vec();
                 if frames.is_empty() {
                     continue;
@@ -107,7 +111,9 @@ impl Transport for ZmqTransport {
         let mut options = SocketOptions::default();
         let peer_id = PeerIdentity::try_from(identity.into_bytes())
             .map_err(|e| LinkError::Io(e.to_string()))?;
-        options.peer_identity(peer_id).connect_timeout(CONNECT_TIMEOUT);
+        options
+            .peer_identity(peer_id)
+            .connect_timeout(CONNECT_TIMEOUT);
         let mut socket = DealerSocket::with_options(options);
         let monitor = socket.monitor();
         match tokio::time::timeout(CONNECT_TIMEOUT, socket.connect(endpoint)).await {
@@ -169,7 +175,9 @@ fn spawn_router_monitor(
     tokio::spawn(async move {
         while let Some(event) = monitor.next().await {
             if let SocketEvent::Disconnected(peer) = event {
-                let Some(shared) = shared.upgrade() else { break };
+                let Some(shared) = shared.upgrade() else {
+                    break;
+                };
                 shared.closed(peer.as_ref());
             }
         }

@@ -52,7 +52,12 @@ impl MeshNode {
             changed.await;
         }
         let events = Arc::new(NodeEvents(self.me.clone()));
-        let conn = match self.settings.transport.connect(&peer.endpoint, events).await {
+        let conn = match self
+            .settings
+            .transport
+            .connect(&peer.endpoint, events)
+            .await
+        {
             Ok(conn) => conn,
             Err(e) => {
                 tracing::debug!(endpoint = %peer.endpoint, error = %e, "connect failed");
@@ -73,7 +78,10 @@ impl MeshNode {
                 on_close: Some(closed_tx),
             },
         );
-        let hello = Header { admission: Some(self.admission()), ..Header::default() };
+        let hello = Header {
+            admission: Some(self.admission()),
+            ..Header::default()
+        };
         self.send_control(&conn, Command::Hello, hello);
         match tokio::time::timeout(HANDSHAKE_TIMEOUT, outcome_rx).await {
             Ok(Ok(HandshakeOutcome::Admitted { rid })) => {

@@ -96,7 +96,12 @@ impl MeshNode {
         };
         if let Some(detail) = refused {
             tracing::warn!(conn = conn.id(), peer = %adm.rid, detail, "admit refused locally");
-            self.finish_dial(conn.id(), HandshakeOutcome::Refused { peer_rid: Some(adm.rid) });
+            self.finish_dial(
+                conn.id(),
+                HandshakeOutcome::Refused {
+                    peer_rid: Some(adm.rid),
+                },
+            );
             return self.connection_lost(conn.id(), "identity mismatch");
         }
         // mark_ready also reports the admission to the waiting dialer.
@@ -123,15 +128,23 @@ impl MeshNode {
     fn mark_ready(&self, conn: &Arc<dyn Connection>, adm: Admission) {
         {
             let mut conns = lock(&self.conns);
-            let Some(state) = conns.get_mut(&conn.id()) else { return };
+            let Some(state) = conns.get_mut(&conn.id()) else {
+                return;
+            };
             if let Phase::AwaitAdmit { outcome, .. } = &mut state.phase {
                 let dialer = outcome.take();
-                state.phase = Phase::Ready { rid: adm.rid.clone() };
+                state.phase = Phase::Ready {
+                    rid: adm.rid.clone(),
+                };
                 if let Some(tx) = dialer {
-                    let _ = tx.send(HandshakeOutcome::Admitted { rid: adm.rid.clone() });
+                    let _ = tx.send(HandshakeOutcome::Admitted {
+                        rid: adm.rid.clone(),
+                    });
                 }
             } else {
-                state.phase = Phase::Ready { rid: adm.rid.clone() };
+                state.phase = Phase::Ready {
+                    rid: adm.rid.clone(),
+                };
             }
             state.liveness = Some(Liveness::new(self.settings.liveness, Instant::now()));
         }
@@ -154,7 +167,9 @@ impl MeshNode {
     /// A newer admission snapshot (weights) from an admitted peer.
     pub(crate) fn on_update(&self, conn_id: u64, rid: &str, adm: Admission) {
         let mut peers = self.peers_write();
-        let Some(peer) = peers.get_mut(rid).filter(|p| p.conn_id() == conn_id) else { return };
+        let Some(peer) = peers.get_mut(rid).filter(|p| p.conn_id() == conn_id) else {
+            return;
+        };
         if adm.rid != rid || adm.generation != peer.generation {
             drop(peers);
             tracing::warn!(peer = %rid, "update changed identity or generation: protocol error");

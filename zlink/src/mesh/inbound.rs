@@ -59,14 +59,25 @@ impl MeshNode {
         let Some(rid) = ready_rid else {
             return self.on_unadmitted(conn, envelope);
         };
-        let Envelope { command, header, metadata, payload } = envelope;
+        let Envelope {
+            command,
+            header,
+            metadata,
+            payload,
+        } = envelope;
         match command {
             Command::LivenessProbe => {
-                let ack = Header { probe: header.probe, ..Header::default() };
+                let ack = Header {
+                    probe: header.probe,
+                    ..Header::default()
+                };
                 self.send_control(conn, Command::LivenessAck, ack);
             }
             Command::LivenessAck => {
-                if let Some(l) = lock(&self.conns).get_mut(&conn.id()).and_then(|s| s.liveness.as_mut()) {
+                if let Some(l) = lock(&self.conns)
+                    .get_mut(&conn.id())
+                    .and_then(|s| s.liveness.as_mut())
+                {
                     l.ack(header.probe, Instant::now());
                 }
             }
@@ -79,9 +90,19 @@ impl MeshNode {
             Command::Hello | Command::Admit | Command::Reject => {
                 tracing::warn!(peer = %rid, ?command, "handshake command on a ready connection ignored");
             }
-            Command::NodeSend | Command::NodeRequest | Command::ChannelSend | Command::ChannelRequest => {
+            Command::NodeSend
+            | Command::NodeRequest
+            | Command::ChannelSend
+            | Command::ChannelRequest => {
                 let payload = payload.unwrap_or_default();
-                self.on_application(conn, &rid, command, header, metadata.unwrap_or_default(), payload);
+                self.on_application(
+                    conn,
+                    &rid,
+                    command,
+                    header,
+                    metadata.unwrap_or_default(),
+                    payload,
+                );
             }
         }
     }
@@ -90,7 +111,11 @@ impl MeshNode {
         match envelope.command {
             Command::Hello => match envelope.header.admission {
                 Some(adm) => self.on_hello(conn, adm),
-                None => self.reject(conn, crate::wire::RejectReason::InvalidDescriptor, "hello without admission"),
+                None => self.reject(
+                    conn,
+                    crate::wire::RejectReason::InvalidDescriptor,
+                    "hello without admission",
+                ),
             },
             Command::Admit => {
                 if let Some(adm) = envelope.header.admission {
@@ -100,8 +125,15 @@ impl MeshNode {
             Command::Reject => self.on_reject(conn, envelope.header),
             other => {
                 tracing::warn!(conn = conn.id(), command = ?other, "message before admission dropped");
-                if matches!(lock(&self.conns).get(&conn.id()).map(|s| &s.phase), Some(Phase::AwaitHello)) {
-                    self.reject(conn, crate::wire::RejectReason::InvalidDescriptor, "expected hello");
+                if matches!(
+                    lock(&self.conns).get(&conn.id()).map(|s| &s.phase),
+                    Some(Phase::AwaitHello)
+                ) {
+                    self.reject(
+                        conn,
+                        crate::wire::RejectReason::InvalidDescriptor,
+                        "expected hello",
+                    );
                 }
             }
         }
@@ -113,7 +145,10 @@ impl MeshNode {
             lock(&self.conns).get(&conn.id()).map(|s| &s.phase),
             Some(Phase::Ready { .. })
         );
-        let is_request = matches!(error.command, Some(Command::NodeRequest | Command::ChannelRequest));
+        let is_request = matches!(
+            error.command,
+            Some(Command::NodeRequest | Command::ChannelRequest)
+        );
         match (admitted, error.correlation) {
             (true, Some(correlation)) if is_request => {
                 let err = Error::new(ErrorKind::ProtocolError, error.reason);
@@ -121,25 +156,38 @@ impl MeshNode {
             }
             (true, _) => {}
             (false, _) => {
-                lock(&self.conns).entry(conn.id()).or_insert_with(|| ConnState {
-                    conn: conn.clone(),
-                    phase: Phase::AwaitHello,
-                    liveness: None,
-                    on_close: None,
-                });
-                self.reject(conn, crate::wire::RejectReason::InvalidDescriptor, &error.reason);
+                lock(&self.conns)
+                    .entry(conn.id())
+                    .or_insert_with(|| ConnState {
+                        conn: conn.clone(),
+                        phase: Phase::AwaitHello,
+                        liveness: None,
+                        on_close: None,
+                    });
+                self.reject(
+                    conn,
+                    crate::wire::RejectReason::InvalidDescriptor,
+                    &error.reason,
+                );
             }
         }
     }
 
     fn on_reply(&self, conn_id: ConnId, header: Header, payload: Option<Bytes>) {
-        let status = header.status.unwrap_or(ReplyStatus { error_kind: None, detail: String::new() });
+        let status = header.status.unwrap_or(ReplyStatus {
+            error_kind: None,
+            detail: String::new(),
+        });
         let result = match status.error_kind.and_then(ErrorKind::from_code) {
             None => Ok(payload.unwrap_or_default()),
             Some(kind) => Err(Error::new(kind, status.detail)),
         };
         if !self.pending.complete(header.correlation, conn_id, result) {
-            tracing::debug!(correlation = header.correlation, conn = conn_id, "late reply discarded");
+            tracing::debug!(
+                correlation = header.correlation,
+                conn = conn_id,
+                "late reply discarded"
+            );
         }
     }
 
@@ -178,14 +226,23 @@ impl MeshNode {
         payload: Bytes,
     ) {
         let is_request = matches!(command, Command::NodeRequest | Command::ChannelRequest);
-        let wanted = if is_request { PacketKind::Request } else { PacketKind::Send };
+        let wanted = if is_request {
+            PacketKind::Request
+        } else {
+            PacketKind::Send
+        };
         let packet = header.packet.clone().unwrap_or_default();
-        let dispatch = self.dispatch_for(rid, command, &header).filter(|d| d.kind == Some(wanted));
+        let dispatch = self
+            .dispatch_for(rid, command, &header)
+            .filter(|d| d.kind == Some(wanted));
         let Some(dispatch) = dispatch else {
             let target = header.channel.as_deref().unwrap_or("node-direct");
             tracing::warn!(peer = %rid, channel = target, packet = %packet, request = is_request, "no_handler");
             if is_request {
-                let err = Error::new(ErrorKind::NotFound, format!("no handler for {packet} on {target}"));
+                let err = Error::new(
+                    ErrorKind::NotFound,
+                    format!("no handler for {packet} on {target}"),
+                );
                 self.send_reply(conn, header.correlation, Err(err));
             }
             return;
@@ -199,7 +256,9 @@ impl MeshNode {
             }
             return;
         }
-        let Some(node) = self.me.upgrade() else { return };
+        let Some(node) = self.me.upgrade() else {
+            return;
+        };
         let ctx = HandlerContext {
             runtime: Runtime::from_node(node.clone()),
             channel: dispatch.channel,
@@ -230,12 +289,21 @@ impl MeshNode {
 
     /// Sends the terminal reply for a request on the connection it came from, without
     /// waiting (used where no task is at hand).
-    pub(crate) fn send_reply(&self, conn: &Arc<dyn Connection>, correlation: u64, result: crate::Result<Bytes>) {
+    pub(crate) fn send_reply(
+        &self,
+        conn: &Arc<dyn Connection>,
+        correlation: u64,
+        result: crate::Result<Bytes>,
+    ) {
         let frames = reply_frames(correlation, result);
         let conn = conn.clone();
         self.background.spawn(async move {
             if conn.send(frames).await.is_err() {
-                tracing::debug!(conn = conn.id(), correlation, "reply dropped: connection closed");
+                tracing::debug!(
+                    conn = conn.id(),
+                    correlation,
+                    "reply dropped: connection closed"
+                );
             }
         });
     }
@@ -243,22 +311,38 @@ impl MeshNode {
 
 /// The frames of a terminal reply. A reply never carries the request's metadata.
 fn reply_frames(correlation: u64, result: crate::Result<Bytes>) -> Frames {
-        let (status, payload) = match result {
-            Ok(bytes) => (ReplyStatus { error_kind: None, detail: String::new() }, Some(bytes)),
-            Err(e) => {
-                let kind = e.kind().unwrap_or(ErrorKind::InternalFailure);
-                let detail = match &e {
-                    Error::Failed { detail, .. } => detail.clone(),
-                    other => other.to_string(),
-                };
-                (ReplyStatus { error_kind: Some(kind.code()), detail }, None)
-            }
-        };
-        let envelope = Envelope {
-            command: Command::Reply,
-            header: Header { correlation, status: Some(status), ..Header::default() },
-            metadata: None,
-            payload,
-        };
-        envelope.encode()
+    let (status, payload) = match result {
+        Ok(bytes) => (
+            ReplyStatus {
+                error_kind: None,
+                detail: String::new(),
+            },
+            Some(bytes),
+        ),
+        Err(e) => {
+            let kind = e.kind().unwrap_or(ErrorKind::InternalFailure);
+            let detail = match &e {
+                Error::Failed { detail, .. } => detail.clone(),
+                other => other.to_string(),
+            };
+            (
+                ReplyStatus {
+                    error_kind: Some(kind.code()),
+                    detail,
+                },
+                None,
+            )
+        }
+    };
+    let envelope = Envelope {
+        command: Command::Reply,
+        header: Header {
+            correlation,
+            status: Some(status),
+            ..Header::default()
+        },
+        metadata: None,
+        payload,
+    };
+    envelope.encode()
 }

@@ -31,14 +31,23 @@ impl MeshNode {
         let mut probes = Vec::new();
         let mut expired = Vec::new();
         for (id, state) in lock(&self.conns).iter_mut() {
-            let Some(liveness) = state.liveness.as_mut() else { continue };
+            let Some(liveness) = state.liveness.as_mut() else {
+                continue;
+            };
             match liveness.tick(now) {
                 ProbeAction::Send(probe) => probes.push((state.conn.clone(), probe)),
                 ProbeAction::Expired => expired.push(*id),
             }
         }
         for (conn, probe) in probes {
-            self.send_control(&conn, Command::LivenessProbe, Header { probe, ..Header::default() });
+            self.send_control(
+                &conn,
+                Command::LivenessProbe,
+                Header {
+                    probe,
+                    ..Header::default()
+                },
+            );
         }
         for id in expired {
             tracing::warn!(conn = id, "peer_deadline_expired: no liveness ack in time");

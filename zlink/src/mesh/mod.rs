@@ -11,8 +11,8 @@ pub(crate) mod outbound;
 mod peers;
 mod select;
 
-pub(crate) use node::MeshNode;
-pub use identity::generate_rid;
 pub(crate) use identity::generate_generation;
+pub use identity::generate_rid;
+pub(crate) use node::MeshNode;
 pub use peers::PeerStatus;
 pub use select::{Candidate, SmoothWeighted};

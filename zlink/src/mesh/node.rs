@@ -13,7 +13,7 @@ use super::SmoothWeighted;
 use crate::call::PendingTable;
 use crate::channel::ChannelRegistry;
 use crate::config::Settings;
-use crate::link::{ConnId, Connection, Liveness, Listener};
+use crate::link::{ConnId, Connection, Listener, Liveness};
 use crate::wire::{Admission, Command, Envelope, Header, PROTOCOL_MAJOR};
 
 pub(crate) const RUNNING: u8 = 0;
@@ -147,12 +147,21 @@ impl MeshNode {
 
     /// Sends a control message without blocking the caller (infrastructure traffic never
     /// waits behind application work).
-    pub(crate) fn send_control(&self, conn: &Arc<dyn Connection>, command: Command, header: Header) {
+    pub(crate) fn send_control(
+        &self,
+        conn: &Arc<dyn Connection>,
+        command: Command,
+        header: Header,
+    ) {
         let conn = conn.clone();
         let frames = Envelope::control(command, header).encode();
         self.background.spawn(async move {
             if conn.send(frames).await.is_err() {
-                tracing::debug!(conn = conn.id(), ?command, "control send failed: connection closed");
+                tracing::debug!(
+                    conn = conn.id(),
+                    ?command,
+                    "control send failed: connection closed"
+                );
             }
         });
     }

@@ -28,7 +28,10 @@ impl MeshNode {
         if self.is_running() {
             Ok(())
         } else {
-            Err(Error::new(ErrorKind::ShuttingDown, "the runtime is shutting down"))
+            Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the runtime is shutting down",
+            ))
         }
     }
 
@@ -40,7 +43,10 @@ impl MeshNode {
             .filter(|(rid, _)| !excluded.contains(rid))
             .filter_map(|(rid, p)| {
                 let weight = *p.channels.get(channel)?;
-                Some(Candidate { rid: rid.clone(), weight })
+                Some(Candidate {
+                    rid: rid.clone(),
+                    weight,
+                })
             })
             .collect();
         let rid = lock(&self.selectors)
@@ -59,10 +65,16 @@ impl MeshNode {
                 return Ok(p.conn.clone());
             }
             if !lock(&self.known_rids).contains(rid) {
-                return Err(Error::new(ErrorKind::NotFound, format!("node {rid} is not a member of this mesh")));
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!("node {rid} is not a member of this mesh"),
+                ));
             }
             if tokio::time::timeout_at(until, changed).await.is_err() {
-                return Err(Error::new(ErrorKind::Unavailable, format!("node {rid} is not connected")));
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("node {rid} is not connected"),
+                ));
             }
             self.ensure_running()?;
         }
@@ -84,7 +96,11 @@ impl MeshNode {
         };
         Envelope {
             command,
-            header: Header { channel, packet: Some(packet.to_string()), ..Header::default() },
+            header: Header {
+                channel,
+                packet: Some(packet.to_string()),
+                ..Header::default()
+            },
             metadata: Some(options.metadata.clone()),
             payload: Some(payload),
         }
@@ -114,22 +130,36 @@ impl MeshNode {
         loop {
             let conn = match target {
                 Target::Channel(channel) => self.select(channel, &excluded).ok_or_else(|| {
-                    Error::new(ErrorKind::NotFound, format!("no ready server with weight > 0 for channel {channel}"))
+                    Error::new(
+                        ErrorKind::NotFound,
+                        format!("no ready server with weight > 0 for channel {channel}"),
+                    )
                 })?,
                 Target::Node(rid) => self.node_conn(rid, admit_by).await?,
             };
             let frames = frames_for(&conn);
             match tokio::time::timeout_at(admit_by, conn.send(frames)).await {
                 Ok(Ok(())) => return Ok(conn),
-                Err(_) => return Err(deadline_exceeded("the local send queue did not accept in time")),
+                Err(_) => {
+                    return Err(deadline_exceeded(
+                        "the local send queue did not accept in time",
+                    ))
+                }
                 Ok(Err(_)) => match target {
                     Target::Channel(_) => {
-                        let rid = self.peers_read().iter().find(|(_, p)| p.conn_id() == conn.id()).map(|(r, _)| r.clone());
+                        let rid = self
+                            .peers_read()
+                            .iter()
+                            .find(|(_, p)| p.conn_id() == conn.id())
+                            .map(|(r, _)| r.clone());
                         excluded.extend(rid);
                         self.connection_lost(conn.id(), "send failed");
                     }
                     Target::Node(rid) => {
-                        return Err(Error::new(ErrorKind::Unavailable, format!("connection to node {rid} closed")));
+                        return Err(Error::new(
+                            ErrorKind::Unavailable,
+                            format!("connection to node {rid} closed"),
+                        ));
                     }
                 },
             }
@@ -137,16 +167,32 @@ impl MeshNode {
     }
 
     /// One-way send: completes when the local queue accepts.
-    pub(crate) async fn send(&self, target: Target<'_>, packet: &str, payload: Bytes, options: CallOptions) -> Result<()> {
+    pub(crate) async fn send(
+        &self,
+        target: Target<'_>,
+        packet: &str,
+        payload: Bytes,
+        options: CallOptions,
+    ) -> Result<()> {
         self.ensure_running()?;
         self.check_channel(&target)?;
         let admit_by = Instant::now() + options.timeout.unwrap_or(self.settings.send_timeout);
-        let frames = self.envelope(&target, false, packet, payload, &options).encode();
-        self.submit(&target, admit_by, |_| frames.clone()).await.map(|_| ())
+        let frames = self
+            .envelope(&target, false, packet, payload, &options)
+            .encode();
+        self.submit(&target, admit_by, |_| frames.clone())
+            .await
+            .map(|_| ())
     }
 
     /// Request: exactly one terminal result by the one deadline.
-    pub(crate) async fn request(&self, target: Target<'_>, packet: &str, payload: Bytes, options: CallOptions) -> Result<Bytes> {
+    pub(crate) async fn request(
+        &self,
+        target: Target<'_>,
+        packet: &str,
+        payload: Bytes,
+        options: CallOptions,
+    ) -> Result<Bytes> {
         self.ensure_running()?;
         self.check_channel(&target)?;
         let timeout = options.timeout.unwrap_or(self.settings.request_timeout);
@@ -158,20 +204,24 @@ impl MeshNode {
             .submit(&target, admit_by, |conn| {
                 let (guard, rx) = self.pending.register(conn.id());
                 envelope.header.correlation = guard.correlation;
-                envelope.header.deadline_ms = Some(timeout.as_millis().min(u128::from(u64::MAX)) as u64);
+                envelope.header.deadline_ms =
+                    Some(timeout.as_millis().min(u128::from(u64::MAX)) as u64);
                 registered = Some((guard, rx));
                 envelope.encode()
             })
             .await;
         conn?;
-        let (guard, rx) = registered.ok_or_else(|| Error::new(ErrorKind::InternalFailure, "request not registered"))?;
+        let (guard, rx) = registered
+            .ok_or_else(|| Error::new(ErrorKind::InternalFailure, "request not registered"))?;
         let outcome = tokio::time::timeout_at(deadline, rx).await;
         drop(guard);
         match outcome {
             Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(Error::new(ErrorKind::ShuttingDown, "the runtime stopped before the reply")),
+            Ok(Err(_)) => Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the runtime stopped before the reply",
+            )),
             Err(_) => Err(deadline_exceeded(&format!("no reply within {timeout:?}"))),
         }
     }
 }
-

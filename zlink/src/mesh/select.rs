@@ -61,7 +61,10 @@ mod tests {
     use super::*;
 
     fn c(rid: &str, weight: u32) -> Candidate {
-        Candidate { rid: rid.into(), weight }
+        Candidate {
+            rid: rid.into(),
+            weight,
+        }
     }
 
     fn sequence(sw: &mut SmoothWeighted, cands: &[Candidate], n: usize) -> Vec<String> {
@@ -72,7 +75,10 @@ mod tests {
     fn weights_100_300_give_b_a_b_b() {
         let mut sw = SmoothWeighted::new();
         let cands = [c("a", 100), c("b", 300)];
-        assert_eq!(sequence(&mut sw, &cands, 8), ["b", "a", "b", "b", "b", "a", "b", "b"]);
+        assert_eq!(
+            sequence(&mut sw, &cands, 8),
+            ["b", "a", "b", "b", "b", "a", "b", "b"]
+        );
     }
 
     #[test]

@@ -52,7 +52,10 @@ impl Command {
     pub fn is_application(self) -> bool {
         matches!(
             self,
-            Command::NodeSend | Command::NodeRequest | Command::ChannelSend | Command::ChannelRequest
+            Command::NodeSend
+                | Command::NodeRequest
+                | Command::ChannelSend
+                | Command::ChannelRequest
         )
     }
 

@@ -67,8 +67,13 @@ impl Envelope {
         let metadata = self.metadata.as_ref().filter(|m| !m.is_empty());
         let flags = if metadata.is_some() { FLAG_METADATA } else { 0 };
         let mut head = BytesMut::with_capacity(64).writer();
-        head.get_mut()
-            .put_slice(&[MAGIC[0], MAGIC[1], PROTOCOL_MAJOR, self.command as u8, flags]);
+        head.get_mut().put_slice(&[
+            MAGIC[0],
+            MAGIC[1],
+            PROTOCOL_MAJOR,
+            self.command as u8,
+            flags,
+        ]);
         // Serialising a plain struct into memory cannot fail.
         let _ = ciborium::into_writer(&self.header, &mut head);
         let mut frames = Vec::with_capacity(3);
@@ -116,7 +121,10 @@ impl Envelope {
         let correlation = (header.correlation != 0).then_some(header.correlation);
         let has_metadata = flags & FLAG_METADATA != 0;
         if has_metadata && !command.is_application() {
-            return Err(fail("metadata flag on a control command".into(), correlation));
+            return Err(fail(
+                "metadata flag on a control command".into(),
+                correlation,
+            ));
         }
         let mut rest = &frames[1..];
         let metadata = if has_metadata {

@@ -84,7 +84,10 @@ impl Metadata {
         }
         let entries: BTreeMap<String, String> =
             super::cbor_decode_bounded(frame).map_err(|e| format!("metadata: {e}"))?;
-        if entries.keys().any(|k| k.is_empty() || k.len() > MAX_KEY_BYTES) {
+        if entries
+            .keys()
+            .any(|k| k.is_empty() || k.len() > MAX_KEY_BYTES)
+        {
             return Err("metadata key out of bounds".into());
         }
         Ok(Metadata { entries })
