@@ -1,1 +1,209 @@
-fn main() {}
+//! `zlink-bench`: how much zlink's request/reply costs over raw zeromq.
+//!
+//! `zlink-bench rpc` measures, on 127.0.0.1 with 64-byte payloads, (a) a raw zeromq
+//! DEALER -> ROUTER echo and (b) zlink `request_to_channel` between two nodes: sequential
+//! round-trip latency (p50/p99) and pipelined throughput with 64 requests in flight. It
+//! prints readable lines, then one JSON object as the last line.
+
+mod raw;
+mod stats;
+mod zlink_rpc;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use stats::{Latency, Throughput};
+
+/// Errors of the benchmark steps.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+const USAGE: &str = "\
+usage: zlink-bench rpc [--seconds S] [--requests N]
+
+  rpc            raw zeromq DEALER->ROUTER echo vs zlink request_to_channel on
+                 127.0.0.1, 64-byte payloads: sequential latency and pipelined
+                 throughput (64 in flight); the last output line is JSON
+  --seconds S    how long each pipelined run sends, 1..=60 (default 3)
+  --requests N   measured sequential round trips, 100..=1000000 (default 5000)";
+
+/// What one `rpc` run does.
+#[derive(Debug, Clone, Copy)]
+struct RpcPlan {
+    payload_bytes: usize,
+    warmup: usize,
+    requests: usize,
+    window: usize,
+    duration: Duration,
+}
+
+impl Default for RpcPlan {
+    fn default() -> Self {
+        RpcPlan {
+            payload_bytes: 64,
+            warmup: 1_000,
+            requests: 5_000,
+            window: 64,
+            duration: Duration::from_secs(3),
+        }
+    }
+}
+
+fn parse_args(args: &[String]) -> Result<RpcPlan, String> {
+    let (command, flags) = args.split_first().ok_or("missing command")?;
+    if command != "rpc" {
+        return Err(format!("unknown command {command:?}"));
+    }
+    let mut plan = RpcPlan::default();
+    let mut flags = flags.iter();
+    while let Some(flag) = flags.next() {
+        let mut value = |min: u64, max: u64| -> Result<u64, String> {
+            let text = flags.next().ok_or(format!("{flag} needs a value"))?;
+            match text.parse::<u64>() {
+                Ok(n) if (min..=max).contains(&n) => Ok(n),
+                _ => Err(format!(
+                    "{flag} must be a whole number from {min} to {max}, not {text:?}"
+                )),
+            }
+        };
+        match flag.as_str() {
+            "--seconds" => plan.duration = Duration::from_secs(value(1, 60)?),
+            "--requests" => {
+                plan.requests =
+                    usize::try_from(value(100, 1_000_000)?).map_err(|e| e.to_string())?
+            }
+            other => return Err(format!("unknown flag {other:?}")),
+        }
+    }
+    Ok(plan)
+}
+
+/// Latency and throughput of one system.
+struct Figures {
+    latency: Latency,
+    throughput: Throughput,
+}
+
+fn report(name: &str, plan: &RpcPlan, f: &Figures) {
+    println!("{name}:");
+    println!(
+        "  sequential: {} round trips after {} warm-up: p50 {:.1} us, p99 {:.1} us, mean {:.1} us",
+        f.latency.count, plan.warmup, f.latency.p50_us, f.latency.p99_us, f.latency.mean_us
+    );
+    println!(
+        "  pipelined:  {} in flight: {} round trips in {:.2} s = {:.0} msgs/s",
+        plan.window,
+        f.throughput.messages,
+        f.throughput.elapsed.as_secs_f64(),
+        f.throughput.per_second()
+    );
+}
+
+fn latency(samples: Vec<Duration>) -> Result<Latency, BoxError> {
+    Latency::of(samples).ok_or_else(|| "no latency samples".into())
+}
+
+async fn bench_raw(plan: &RpcPlan, payload: &[u8]) -> Result<Figures, BoxError> {
+    let server = raw::EchoServer::start().await?;
+    let outcome = async {
+        let mut socket = raw::connect(server.endpoint()).await?;
+        let samples = raw::sequential(&mut socket, payload, plan.warmup, plan.requests).await?;
+        let throughput = raw::pipelined(&mut socket, payload, plan.window, plan.duration).await?;
+        Ok::<_, BoxError>(Figures {
+            latency: latency(samples)?,
+            throughput,
+        })
+    }
+    .await;
+    server.stop();
+    outcome
+}
+
+async fn bench_zlink(plan: &RpcPlan, payload: &[u8]) -> Result<Figures, BoxError> {
+    let pair = zlink_rpc::Pair::start().await?;
+    let outcome = async {
+        let samples =
+            zlink_rpc::sequential(&pair.client, payload, plan.warmup, plan.requests).await?;
+        let throughput =
+            zlink_rpc::pipelined(&pair.client, payload, plan.window, plan.duration).await?;
+        Ok::<_, BoxError>(Figures {
+            latency: latency(samples)?,
+            throughput,
+        })
+    }
+    .await;
+    pair.shutdown().await;
+    outcome
+}
+
+async fn rpc(plan: RpcPlan) -> Result<(), BoxError> {
+    let payload: Vec<u8> = (0..plan.payload_bytes).map(|i| (i % 251) as u8).collect();
+    println!(
+        "rpc benchmark: 127.0.0.1, {}-byte payloads, {} tokio worker threads",
+        plan.payload_bytes,
+        tokio::runtime::Handle::current().metrics().num_workers()
+    );
+    let raw = bench_raw(&plan, &payload).await?;
+    report("raw zeromq (DEALER -> ROUTER echo)", &plan, &raw);
+    let zlink = bench_zlink(&plan, &payload).await?;
+    report("zlink (request_to_channel, echo handler)", &plan, &zlink);
+
+    let throughput_ratio = zlink.throughput.per_second() / raw.throughput.per_second();
+    let latency_ratio = zlink.latency.p50_us / raw.latency.p50_us;
+    println!(
+        "zlink / raw: throughput {throughput_ratio:.2} (target >= 0.6), \
+         p50 latency {latency_ratio:.2} (target <= 1.5)"
+    );
+    let summary = serde_json::json!({
+        "payload_bytes": plan.payload_bytes,
+        "sequential_requests": plan.requests,
+        "pipelined_window": plan.window,
+        "pipelined_seconds": plan.duration.as_secs_f64(),
+        "raw_pipelined_msgs_per_s": raw.throughput.per_second().round(),
+        "zlink_pipelined_msgs_per_s": zlink.throughput.per_second().round(),
+        "throughput_ratio": round3(throughput_ratio),
+        "raw_p50_us": round3(raw.latency.p50_us),
+        "raw_p99_us": round3(raw.latency.p99_us),
+        "zlink_p50_us": round3(zlink.latency.p50_us),
+        "zlink_p99_us": round3(zlink.latency.p99_us),
+        "latency_ratio": round3(latency_ratio),
+        "p99_latency_ratio": round3(zlink.latency.p99_us / raw.latency.p99_us),
+    });
+    println!("{summary}");
+    Ok(())
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if matches!(args.first().map(String::as_str), Some("-h" | "--help")) {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    let plan = match parse_args(&args) {
+        Ok(plan) => plan,
+        Err(e) => {
+            eprintln!("zlink-bench: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("zlink-bench: cannot start the tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(rpc(plan)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("zlink-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

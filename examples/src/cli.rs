@@ -120,7 +120,9 @@ where
             return Ok(Command::Help);
         }
         let (name, inline) = match arg.split_once('=') {
-            Some((name, value)) if name.starts_with("--") => (name.to_string(), Some(value.to_string())),
+            Some((name, value)) if name.starts_with("--") => {
+                (name.to_string(), Some(value.to_string()))
+            }
             _ => (arg, None),
         };
         let slot = match name.as_str() {
@@ -134,7 +136,9 @@ where
                 flags.peers.push(value);
                 continue;
             }
-            other if other.starts_with('-') => return Err(usage_error(format!("unknown flag {other}"))),
+            other if other.starts_with('-') => {
+                return Err(usage_error(format!("unknown flag {other}")))
+            }
             other => return Err(usage_error(format!("unexpected argument {other:?}"))),
         };
         if slot.is_some() {
@@ -148,8 +152,12 @@ where
     match flags.role.as_deref() {
         Some("server") => server_args(flags).map(Command::Server),
         Some("client") => client_args(flags).map(Command::Client),
-        Some(other) => Err(usage_error(format!("--role must be server or client, not {other:?}"))),
-        None => Err(usage_error("--role server|client is required when flags are given")),
+        Some(other) => Err(usage_error(format!(
+            "--role must be server or client, not {other:?}"
+        ))),
+        None => Err(usage_error(
+            "--role server|client is required when flags are given",
+        )),
     }
 }
 
@@ -172,17 +180,26 @@ fn value_of(
 }
 
 fn endpoint(name: &str, value: String) -> Result<String, UsageError> {
-    if value.starts_with("tcp://") && value.len() > "tcp://".len() {
+    let host_port = value
+        .strip_prefix("tcp://")
+        .and_then(|rest| rest.rsplit_once(':'));
+    let valid =
+        host_port.is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+    if valid {
         Ok(value)
     } else {
-        Err(usage_error(format!("{name} must be a tcp:// endpoint such as tcp://127.0.0.1:5601, not {value:?}")))
+        Err(usage_error(format!(
+            "{name} must be a tcp:// endpoint such as tcp://127.0.0.1:5601, not {value:?}"
+        )))
     }
 }
 
 fn number(name: &str, value: &str, min: u32, max: u32) -> Result<u32, UsageError> {
     match value.parse::<u32>() {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ => Err(usage_error(format!("{name} must be a whole number from {min} to {max}, not {value:?}"))),
+        _ => Err(usage_error(format!(
+            "{name} must be a whole number from {min} to {max}, not {value:?}"
+        ))),
     }
 }
 
@@ -193,13 +210,22 @@ fn server_args(flags: Flags) -> Result<ServerArgs, UsageError> {
     if flags.requests.is_some() {
         return Err(usage_error("--requests is for --role client"));
     }
-    let rid = flags.rid.ok_or_else(|| usage_error("--role server needs --rid"))?;
-    let listen = endpoint("--listen", flags.listen.unwrap_or_else(|| ANY_LOCAL_PORT.to_string()))?;
+    let rid = flags
+        .rid
+        .ok_or_else(|| usage_error("--role server needs --rid"))?;
+    let listen = endpoint(
+        "--listen",
+        flags.listen.unwrap_or_else(|| ANY_LOCAL_PORT.to_string()),
+    )?;
     let weight = match flags.weight {
         Some(w) => number("--weight", &w, 0, 10_000)?,
         None => DEFAULT_WEIGHT,
     };
-    Ok(ServerArgs { rid, listen, weight })
+    Ok(ServerArgs {
+        rid,
+        listen,
+        weight,
+    })
 }
 
 fn client_args(flags: Flags) -> Result<ClientArgs, UsageError> {
@@ -214,12 +240,20 @@ fn client_args(flags: Flags) -> Result<ClientArgs, UsageError> {
         .into_iter()
         .map(|p| endpoint("--peer", p))
         .collect::<Result<Vec<_>, _>>()?;
-    let listen = endpoint("--listen", flags.listen.unwrap_or_else(|| ANY_LOCAL_PORT.to_string()))?;
+    let listen = endpoint(
+        "--listen",
+        flags.listen.unwrap_or_else(|| ANY_LOCAL_PORT.to_string()),
+    )?;
     let requests = match flags.requests {
         Some(n) => number("--requests", &n, 1, 1_000_000)?,
         None => 10,
     };
-    Ok(ClientArgs { rid: flags.rid.unwrap_or_else(|| "client".to_string()), listen, peers, requests })
+    Ok(ClientArgs {
+        rid: flags.rid.unwrap_or_else(|| "client".to_string()),
+        listen,
+        peers,
+        requests,
+    })
 }
 
 #[cfg(test)]
@@ -248,7 +282,10 @@ mod tests {
             }))
         );
         let cmd = parse_str("--role=server --rid=b --weight=0");
-        assert!(matches!(cmd, Ok(Command::Server(ServerArgs { weight: 0, .. }))));
+        assert!(matches!(
+            cmd,
+            Ok(Command::Server(ServerArgs { weight: 0, .. }))
+        ));
     }
 
     #[test]
@@ -279,6 +316,8 @@ mod tests {
             "--role server --rid a --rid b",
             "--role client",
             "--role client --peer 127.0.0.1:5601",
+            "--role client --peer tcp://127.0.0.1",
+            "--role client --peer tcp://127.0.0.1:99999",
             "--role client --peer tcp://127.0.0.1:1 --requests 0",
             "--role client --peer tcp://127.0.0.1:1 --requests many",
             "--role client --peer",

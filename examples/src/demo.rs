@@ -7,8 +7,8 @@ use zlink::{PeerSpec, Runtime};
 use zlink_examples::greeter::Greeter;
 use zlink_examples::messages::{Greeting, SlowGreet};
 use zlink_examples::nodes::{
-    greet, start_client, start_server, wait_for_servers, wait_for_weight, ANY_LOCAL_PORT,
-    CHANNEL, DEFAULT_WEIGHT,
+    greet, start_client, start_server, wait_for_servers, wait_for_weight, ANY_LOCAL_PORT, CHANNEL,
+    DEFAULT_WEIGHT,
 };
 
 /// How long the demo waits for connections and weight changes before giving up.
@@ -51,7 +51,8 @@ async fn start() -> Result<Mesh, String> {
     let server_a = start_server("server-a", ANY_LOCAL_PORT, DEFAULT_WEIGHT, &greeter_a)
         .await
         .map_err(|e| format!("starting server-a: {e}"))?;
-    let server_b = match start_server("server-b", ANY_LOCAL_PORT, DEFAULT_WEIGHT, &greeter_b).await {
+    let server_b = match start_server("server-b", ANY_LOCAL_PORT, DEFAULT_WEIGHT, &greeter_b).await
+    {
         Ok(node) => node,
         Err(e) => {
             server_a.shutdown().await;
@@ -74,10 +75,25 @@ async fn start() -> Result<Mesh, String> {
         }
     };
     println!("Nodes:");
-    println!("  server-a  serves {CHANNEL:?}  listening on {}", server_a.endpoint());
-    println!("  server-b  serves {CHANNEL:?}  listening on {}", server_b.endpoint());
-    println!("  client    calls  {CHANNEL:?}  listening on {}", client.endpoint());
-    Ok(Mesh { client, server_a, server_b, greeter_a, greeter_b })
+    println!(
+        "  server-a  serves {CHANNEL:?}  listening on {}",
+        server_a.endpoint()
+    );
+    println!(
+        "  server-b  serves {CHANNEL:?}  listening on {}",
+        server_b.endpoint()
+    );
+    println!(
+        "  client    calls  {CHANNEL:?}  listening on {}",
+        client.endpoint()
+    );
+    Ok(Mesh {
+        client,
+        server_a,
+        server_b,
+        greeter_a,
+        greeter_b,
+    })
 }
 
 async fn steps(mesh: &Mesh) -> Result<(), String> {
@@ -121,7 +137,10 @@ fn print_reply(i: usize, reply: &Greeting, took: Duration) {
 }
 
 fn print_counts(answered: &BTreeMap<String, usize>) {
-    let counts: Vec<String> = answered.iter().map(|(rid, n)| format!("{rid} {n}")).collect();
+    let counts: Vec<String> = answered
+        .iter()
+        .map(|(rid, n)| format!("{rid} {n}"))
+        .collect();
     println!("  answered: {}", counts.join(", "));
 }
 
@@ -130,7 +149,9 @@ async fn change_weight(mesh: &Mesh, server: &Runtime, weight: u32) -> Result<(),
     let rid = server.rid();
     let started = Instant::now();
     // ANCHOR: set_weight
-    server.set_weight(CHANNEL, weight).map_err(|e| format!("{rid}.set_weight: {e}"))?;
+    server
+        .set_weight(CHANNEL, weight)
+        .map_err(|e| format!("{rid}.set_weight: {e}"))?;
     wait_for_weight(&mesh.client, rid, weight, WAIT)
         .await
         .map_err(|e| format!("the client never saw weight {weight} for {rid}: {e}"))?;
@@ -171,12 +192,18 @@ async fn drain(mesh: &Mesh) -> Result<(), String> {
     let client = mesh.client.clone();
     let started = Instant::now();
     let slow = tokio::spawn(async move {
-        let request = SlowGreet { name: "slow request".to_string(), millis: SLOW_MILLIS };
+        let request = SlowGreet {
+            name: "slow request".to_string(),
+            millis: SLOW_MILLIS,
+        };
         client.request_to_channel(CHANNEL, &request).await
     });
     // ANCHOR_END: drain
     let busy = wait_until_busy(mesh).await?;
-    println!("  slow request ({SLOW_MILLIS} ms of work) is in flight on {}", busy.rid());
+    println!(
+        "  slow request ({SLOW_MILLIS} ms of work) is in flight on {}",
+        busy.rid()
+    );
     let (drained, other) = if busy.rid() == mesh.server_a.rid() {
         (&mesh.server_a, mesh.server_b.rid())
     } else {

@@ -47,7 +47,10 @@ pub struct Greeter {
 impl Greeter {
     /// A greeter for the server node `rid`; replies name it in [`Greeting::by`].
     pub fn new(rid: impl Into<String>) -> Self {
-        Greeter { rid: rid.into(), counters: Arc::default() }
+        Greeter {
+            rid: rid.into(),
+            counters: Arc::default(),
+        }
     }
 
     // ANCHOR: handlers
@@ -61,7 +64,10 @@ impl Greeter {
         Handlers::new()
             .on_request(move |_ctx, greet: Greet| {
                 let working = Working::start(&counters);
-                let reply = Greeting { text: format!("Hello, {}!", greet.name), by: rid.clone() };
+                let reply = Greeting {
+                    text: format!("Hello, {}!", greet.name),
+                    by: rid.clone(),
+                };
                 async move {
                     drop(working);
                     Ok(reply)

@@ -15,7 +15,10 @@ use zlink_examples::cli::{self, Command, USAGE};
 async fn main() -> ExitCode {
     // Quiet by default so the demo's own lines stay readable; RUST_LOG=info shows more.
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 
     let command = match cli::parse(std::env::args().skip(1)) {
         Ok(command) => command,

@@ -87,7 +87,9 @@ pub async fn wait_for_weight(
 ) -> zlink::Result<()> {
     client
         .wait_for_peers(timeout, |peers| {
-            peers.iter().any(|p| p.rid == rid && p.weight(CHANNEL) == Some(weight))
+            peers
+                .iter()
+                .any(|p| p.rid == rid && p.weight(CHANNEL) == Some(weight))
         })
         .await
         .map(|_| ())
@@ -98,6 +100,13 @@ pub async fn wait_for_weight(
 /// Sends one [`Greet`] on [`CHANNEL`]: the client's runtime picks one server by weight,
 /// and the reply says which one answered.
 pub async fn greet(client: &Runtime, name: &str) -> zlink::Result<Greeting> {
-    client.request_to_channel(CHANNEL, &Greet { name: name.to_string() }).await
+    client
+        .request_to_channel(
+            CHANNEL,
+            &Greet {
+                name: name.to_string(),
+            },
+        )
+        .await
 }
 // ANCHOR_END: greet

@@ -27,7 +27,11 @@ pub async fn run_server(args: ServerArgs) -> Result<(), String> {
     let waited = tokio::signal::ctrl_c().await;
     println!("stopping...");
     node.shutdown().await;
-    println!("server {} stopped after answering {} request(s)", args.rid, greeter.answered());
+    println!(
+        "server {} stopped after answering {} request(s)",
+        args.rid,
+        greeter.answered()
+    );
     waited.map_err(|e| format!("cannot wait for Ctrl-C: {e}"))
 }
 
@@ -54,7 +58,8 @@ async fn send_requests(node: &zlink::Runtime, args: &ClientArgs) -> Result<(), S
         Err(_) => {
             let ready: Vec<String> = node.peers().into_iter().map(|p| p.rid).collect();
             return Err(format!(
-                "only {} of {wanted} server(s) ready after {} s (ready: [{}]); are they running at {}?",
+                "only {} of {wanted} server(s) ready after {} s (ready: [{}]); \
+                 are they running at {}?",
                 ready.len(),
                 PEER_WAIT.as_secs(),
                 ready.join(", "),
@@ -63,8 +68,13 @@ async fn send_requests(node: &zlink::Runtime, args: &ClientArgs) -> Result<(), S
         }
     };
     for peer in &ready {
-        let weight = peer.weight(CHANNEL).map_or("-".to_string(), |w| w.to_string());
-        println!("  ready: {:<10} weight {:<5} at {}", peer.rid, weight, peer.endpoint);
+        let weight = peer
+            .weight(CHANNEL)
+            .map_or("-".to_string(), |w| w.to_string());
+        println!(
+            "  ready: {:<10} weight {:<5} at {}",
+            peer.rid, weight, peer.endpoint
+        );
     }
     let mut answered: BTreeMap<String, usize> = BTreeMap::new();
     for i in 1..=args.requests {
@@ -80,7 +90,10 @@ async fn send_requests(node: &zlink::Runtime, args: &ClientArgs) -> Result<(), S
         );
         *answered.entry(reply.by).or_insert(0) += 1;
     }
-    let counts: Vec<String> = answered.iter().map(|(rid, n)| format!("{rid} {n}")).collect();
+    let counts: Vec<String> = answered
+        .iter()
+        .map(|(rid, n)| format!("{rid} {n}"))
+        .collect();
     println!("answered: {}", counts.join(", "));
     Ok(())
 }

@@ -2,18 +2,14 @@
 //! repeat. Each attempt is a new connection with a new handshake; nothing is reused.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::oneshot;
 
 use super::inbound::NodeEvents;
-use super::node::{lock, ConnState, HandshakeOutcome, MeshNode, Phase};
+use super::node::{lock, ConnState, HandshakeOutcome, MeshNode, Phase, HANDSHAKE_TIMEOUT};
 use crate::config::PeerSpec;
 use crate::link::reconnect_delay;
 use crate::wire::{Command, Header};
-
-/// How long an initiator waits for admit or reject.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl MeshNode {
     pub(crate) fn spawn_dialer(self: &Arc<Self>, peer: PeerSpec) {
@@ -76,6 +72,7 @@ impl MeshNode {
                 },
                 liveness: None,
                 on_close: Some(closed_tx),
+                opened: tokio::time::Instant::now(),
             },
         );
         let hello = Header {

@@ -50,6 +50,7 @@ impl MeshNode {
                 phase: Phase::AwaitHello,
                 liveness: None,
                 on_close: None,
+                opened: Instant::now(),
             });
             match &state.phase {
                 Phase::Ready { rid } => Some(rid.clone()),
@@ -163,6 +164,7 @@ impl MeshNode {
                         phase: Phase::AwaitHello,
                         liveness: None,
                         on_close: None,
+                        opened: Instant::now(),
                     });
                 self.reject(
                     conn,
@@ -268,23 +270,40 @@ impl MeshNode {
                 .deadline_ms
                 .map(|ms| Instant::now() + std::time::Duration::from_millis(ms)),
         };
-        let conn = conn.clone();
         let correlation = header.correlation;
+        let handlers = dispatch.handlers;
+        let mut work: BoxedWork =
+            Box::pin(async move { handlers.handle(ctx, &packet, payload).await });
+        // Fast path: a handler that completes without waiting is answered right here, so a
+        // burst of requests read together leaves as a burst of replies (one socket write
+        // instead of one per reply). Anything that waits continues on its own task.
+        if let Some(result) = poll_once(&mut work) {
+            return self.finish(conn, is_request, correlation, result);
+        }
+        let conn = conn.clone();
         let cancel = self.cancel.clone();
         self.work.spawn(async move {
-            let work = dispatch.handlers.handle(ctx, &packet, payload);
             let result = tokio::select! {
                 r = work => r,
                 _ = cancel.cancelled() => Err(Error::new(ErrorKind::ShuttingDown, "handler stopped by shutdown")),
             };
-            if is_request {
-                if conn.send(reply_frames(correlation, result)).await.is_err() {
-                    tracing::debug!(conn = conn.id(), correlation, "reply dropped: connection closed");
-                }
-            } else if let Err(e) = result {
-                tracing::warn!(packet = %packet, error = %e, "reply_error: send handler failed");
-            }
+            node.finish(&conn, is_request, correlation, result);
         });
+    }
+
+    /// Replies to a request (or logs a send handler's failure).
+    fn finish(
+        &self,
+        conn: &Arc<dyn Connection>,
+        is_request: bool,
+        correlation: u64,
+        result: crate::Result<Bytes>,
+    ) {
+        if is_request {
+            self.send_reply(conn, correlation, result);
+        } else if let Err(e) = result {
+            tracing::warn!(error = %e, "reply_error: send handler failed");
+        }
     }
 
     /// Sends the terminal reply for a request on the connection it came from, without
@@ -296,9 +315,24 @@ impl MeshNode {
         result: crate::Result<Bytes>,
     ) {
         let frames = reply_frames(correlation, result);
+        let mut queued = {
+            let conn = conn.clone();
+            Box::pin(async move { conn.send(frames).await })
+        };
+        match poll_once(&mut queued) {
+            Some(Ok(())) => return,
+            Some(Err(_)) => {
+                return tracing::debug!(
+                    conn = conn.id(),
+                    correlation,
+                    "reply dropped: connection closed"
+                )
+            }
+            None => {}
+        }
         let conn = conn.clone();
         self.background.spawn(async move {
-            if conn.send(frames).await.is_err() {
+            if queued.await.is_err() {
                 tracing::debug!(
                     conn = conn.id(),
                     correlation,
@@ -306,6 +340,18 @@ impl MeshNode {
                 );
             }
         });
+    }
+}
+
+type BoxedWork = std::pin::Pin<Box<dyn std::future::Future<Output = crate::Result<Bytes>> + Send>>;
+
+/// Polls a future once without a task; `None` when it has to wait. A future that returns
+/// pending re-registers its real waker when its task polls it again.
+pub(crate) fn poll_once<F: std::future::Future + Unpin>(future: &mut F) -> Option<F::Output> {
+    let mut cx = std::task::Context::from_waker(futures::task::noop_waker_ref());
+    match std::pin::Pin::new(future).poll(&mut cx) {
+        std::task::Poll::Ready(output) => Some(output),
+        std::task::Poll::Pending => None,
     }
 }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::node::{lock, MeshNode};
+use super::node::{lock, MeshNode, HANDSHAKE_TIMEOUT};
 use crate::link::ProbeAction;
 use crate::wire::{Command, Header};
 
@@ -32,6 +32,9 @@ impl MeshNode {
         let mut expired = Vec::new();
         for (id, state) in lock(&self.conns).iter_mut() {
             let Some(liveness) = state.liveness.as_mut() else {
+                if now.duration_since(state.opened) >= HANDSHAKE_TIMEOUT {
+                    expired.push(*id);
+                }
                 continue;
             };
             match liveness.tick(now) {
@@ -50,8 +53,11 @@ impl MeshNode {
             );
         }
         for id in expired {
-            tracing::warn!(conn = id, "peer_deadline_expired: no liveness ack in time");
-            self.connection_lost(id, "liveness deadline expired");
+            tracing::warn!(
+                conn = id,
+                "peer_deadline_expired: no liveness ack or handshake in time"
+            );
+            self.connection_lost(id, "liveness or handshake deadline expired");
         }
     }
 }

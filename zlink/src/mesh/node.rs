@@ -44,7 +44,13 @@ pub(crate) struct ConnState {
     pub(crate) phase: Phase,
     pub(crate) liveness: Option<Liveness>,
     pub(crate) on_close: Option<oneshot::Sender<()>>,
+    /// When the connection was first seen; an accepted connection that never completes
+    /// its handshake is closed after [`HANDSHAKE_TIMEOUT`].
+    pub(crate) opened: tokio::time::Instant,
 }
+
+/// How long a connection may stay unadmitted.
+pub(crate) const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One RouteMesh member.
 pub(crate) struct MeshNode {

@@ -138,7 +138,15 @@ impl MeshNode {
                 Target::Node(rid) => self.node_conn(rid, admit_by).await?,
             };
             let frames = frames_for(&conn);
-            match tokio::time::timeout_at(admit_by, conn.send(frames)).await {
+            // Usually the queue has room: only arm the admission timer when it has not.
+            let admitted = {
+                let mut queued = conn.send(frames);
+                match super::inbound::poll_once(&mut queued) {
+                    Some(done) => Ok(done),
+                    None => tokio::time::timeout_at(admit_by, queued).await,
+                }
+            };
+            match admitted {
                 Ok(Ok(())) => return Ok(conn),
                 Err(_) => {
                     return Err(deadline_exceeded(

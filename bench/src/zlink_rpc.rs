@@ -1,0 +1,145 @@
+//! zlink request/reply: a client node calls `request_to_channel` on a server node whose
+//! channel handler echoes the payload.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use zlink::{Handlers, PeerSpec, Runtime};
+
+use crate::stats::Throughput;
+use crate::BoxError;
+
+const MESH: &str = "bench";
+const CHANNEL: &str = "echo";
+const SERVER_RID: &str = "bench-server";
+
+/// The request: opaque bytes, encoded as one CBOR byte string.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Echo(#[serde(with = "serde_bytes")] pub Vec<u8>);
+zlink::cbor_message!(Echo, "Echo");
+impl zlink::Request for Echo {
+    type Reply = Echoed;
+}
+
+/// The reply: the same bytes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Echoed(#[serde(with = "serde_bytes")] pub Vec<u8>);
+zlink::cbor_message!(Echoed, "Echoed");
+
+/// A server node and a client node on 127.0.0.1, connected and ready.
+pub struct Pair {
+    /// Serves [`CHANNEL`] with an echo handler.
+    pub server: Runtime,
+    /// Calls [`CHANNEL`].
+    pub client: Runtime,
+}
+
+impl Pair {
+    /// Starts both nodes and waits until the client sees the server.
+    pub async fn start() -> Result<Pair, BoxError> {
+        let handlers = Handlers::new().on_request(|_ctx, e: Echo| async move { Ok(Echoed(e.0)) });
+        let server = Runtime::builder()
+            .mesh_name(MESH)
+            .rid(SERVER_RID)
+            .listen("tcp://127.0.0.1:0")
+            .channel_server(CHANNEL, handlers)
+            .build()?
+            .start()
+            .await?;
+        let client = Runtime::builder()
+            .mesh_name(MESH)
+            .rid("bench-client")
+            .listen("tcp://127.0.0.1:0")
+            .peer(PeerSpec::new(server.endpoint()).expect_rid(SERVER_RID))
+            .channel_client(CHANNEL)
+            .build()?
+            .start()
+            .await?;
+        client
+            .wait_for_peers(Duration::from_secs(10), |peers| {
+                peers
+                    .iter()
+                    .any(|p| p.rid == SERVER_RID && p.weight(CHANNEL).is_some())
+            })
+            .await?;
+        Ok(Pair { server, client })
+    }
+
+    /// Shuts both nodes down.
+    pub async fn shutdown(self) {
+        self.client.shutdown().await;
+        self.server.shutdown().await;
+    }
+}
+
+async fn round_trip(client: &Runtime, payload: &[u8]) -> Result<(), BoxError> {
+    let reply = client
+        .request_to_channel(CHANNEL, &Echo(payload.to_vec()))
+        .await?;
+    if reply.0.len() == payload.len() {
+        Ok(())
+    } else {
+        Err(format!(
+            "echo of {} bytes came back as {}",
+            payload.len(),
+            reply.0.len()
+        )
+        .into())
+    }
+}
+
+/// `warmup` unmeasured requests, then the time of each of `count` requests, one at a time.
+pub async fn sequential(
+    client: &Runtime,
+    payload: &[u8],
+    warmup: usize,
+    count: usize,
+) -> Result<Vec<Duration>, BoxError> {
+    for _ in 0..warmup {
+        round_trip(client, payload).await?;
+    }
+    let mut samples = Vec::with_capacity(count);
+    for _ in 0..count {
+        let started = Instant::now();
+        round_trip(client, payload).await?;
+        samples.push(started.elapsed());
+    }
+    Ok(samples)
+}
+
+/// `window` tasks, each sending its next request as soon as the previous one is answered,
+/// for `duration`; then waits for the last requests to finish.
+pub async fn pipelined(
+    client: &Runtime,
+    payload: &[u8],
+    window: usize,
+    duration: Duration,
+) -> Result<Throughput, BoxError> {
+    let payload: Arc<[u8]> = payload.into();
+    let started = Instant::now();
+    let stop_sending = started + duration;
+    let tasks: Vec<_> = (0..window)
+        .map(|_| {
+            let client = client.clone();
+            let payload = payload.clone();
+            tokio::spawn(async move {
+                let mut done = 0u64;
+                while Instant::now() < stop_sending {
+                    round_trip(&client, &payload).await?;
+                    done += 1;
+                }
+                Ok::<u64, BoxError>(done)
+            })
+        })
+        .collect();
+    let mut messages = 0;
+    for task in tasks {
+        messages += task.await??;
+    }
+    Ok(Throughput {
+        messages,
+        elapsed: started.elapsed(),
+    })
+}
