@@ -130,25 +130,25 @@ fn mem_node(net: &MemNetwork, host: &str) -> zlink::RuntimeBuilder {
         .test_liveness(Duration::from_millis(50), Duration::from_millis(300))
 }
 
+/// Client "c" on the in-memory network, ready with server "a".
+async fn mem_client(net: &MemNetwork) -> Runtime {
+    let c = start(
+        mem_node(net, "c")
+            .channel_client(CHANNEL)
+            .peer(PeerSpec::new("mem://a:1")),
+    )
+    .await;
+    c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
+    c
+}
+
 #[tokio::test]
 async fn half_open_peer_becomes_not_ready_after_the_liveness_deadline() {
     let net = MemNetwork::new();
-    let a = mem_node(&net, "a")
-        .channel_server(CHANNEL, echo_handlers("a", Default::default()))
-        .build()
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
-    let c = mem_node(&net, "c")
-        .channel_client(CHANNEL)
-        .peer(PeerSpec::new("mem://a:1"))
-        .build()
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
-    c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
+    let a =
+        start(mem_node(&net, "a").channel_server(CHANNEL, echo_handlers("a", Default::default())))
+            .await;
+    let c = mem_client(&net).await;
     let generation = c.peers()[0].generation;
     // Acked probes keep an idle connection ready across several deadlines.
     let idle_until = tokio::time::Instant::now() + Duration::from_millis(900);
@@ -184,22 +184,10 @@ async fn half_open_peer_becomes_not_ready_after_the_liveness_deadline() {
 #[tokio::test]
 async fn one_direction_blackhole_fails_requests_by_deadline_not_by_guessing() {
     let net = MemNetwork::new();
-    let a = mem_node(&net, "a")
-        .channel_server(CHANNEL, echo_handlers("a", Default::default()))
-        .build()
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
-    let c = mem_node(&net, "c")
-        .channel_client(CHANNEL)
-        .peer(PeerSpec::new("mem://a:1"))
-        .build()
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
-    c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
+    let a =
+        start(mem_node(&net, "a").channel_server(CHANNEL, echo_handlers("a", Default::default())))
+            .await;
+    let c = mem_client(&net).await;
     net.set_fault("a", "c", zlink_testkit::LinkFault::Drop);
     let opts = zlink::CallOptions::new().timeout(Duration::from_secs(5));
     let err = c
@@ -226,15 +214,7 @@ async fn killed_host_on_the_network_ends_its_requests_unavailable() {
         .start()
         .await
         .unwrap();
-    let c = mem_node(&net, "c")
-        .channel_client(CHANNEL)
-        .peer(PeerSpec::new("mem://a:1"))
-        .build()
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
-    c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
+    let c = mem_client(&net).await;
     let call = {
         let c = c.clone();
         tokio::spawn(async move {

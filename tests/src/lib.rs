@@ -98,6 +98,16 @@ pub fn node(rid: &str) -> RuntimeBuilder {
         .listen("tcp://127.0.0.1:0")
 }
 
+/// Builds and starts a node whose configuration the test knows to be valid.
+pub async fn start(builder: RuntimeBuilder) -> Runtime {
+    builder
+        .build()
+        .expect("valid config")
+        .start()
+        .await
+        .expect("start")
+}
+
 /// A server node for [`CHANNEL`] with `weight`; it also answers node-direct echoes.
 pub async fn server(rid: &str, weight: u32) -> Runtime {
     node(rid)

@@ -121,12 +121,8 @@ impl Runtime {
         request: &R,
         options: CallOptions,
     ) -> Result<R::Reply> {
-        let payload = request.encode()?;
-        let reply = self
-            .node
-            .request(Target::Channel(channel), R::PACKET_NAME, payload, options)
-            .await?;
-        R::Reply::decode(&reply)
+        self.typed_request(Target::Channel(channel), request, options)
+            .await
     }
 
     /// One-way send on a channel: completes when the local queue accepts it.
@@ -142,9 +138,7 @@ impl Runtime {
         message: &M,
         options: CallOptions,
     ) -> Result<()> {
-        let payload = message.encode()?;
-        self.node
-            .send(Target::Channel(channel), M::PACKET_NAME, payload, options)
+        self.typed_send(Target::Channel(channel), message, options)
             .await
     }
 
@@ -161,12 +155,8 @@ impl Runtime {
         request: &R,
         options: CallOptions,
     ) -> Result<R::Reply> {
-        let payload = request.encode()?;
-        let reply = self
-            .node
-            .request(Target::Node(rid), R::PACKET_NAME, payload, options)
-            .await?;
-        R::Reply::decode(&reply)
+        self.typed_request(Target::Node(rid), request, options)
+            .await
     }
 
     /// One-way send to one node by RID.
@@ -182,9 +172,32 @@ impl Runtime {
         message: &M,
         options: CallOptions,
     ) -> Result<()> {
+        self.typed_send(Target::Node(rid), message, options).await
+    }
+
+    async fn typed_request<R: Request>(
+        &self,
+        target: Target<'_>,
+        request: &R,
+        options: CallOptions,
+    ) -> Result<R::Reply> {
+        let payload = request.encode()?;
+        let reply = self
+            .node
+            .request(target, R::PACKET_NAME, payload, options)
+            .await?;
+        R::Reply::decode(&reply)
+    }
+
+    async fn typed_send<M: Message>(
+        &self,
+        target: Target<'_>,
+        message: &M,
+        options: CallOptions,
+    ) -> Result<()> {
         let payload = message.encode()?;
         self.node
-            .send(Target::Node(rid), M::PACKET_NAME, payload, options)
+            .send(target, M::PACKET_NAME, payload, options)
             .await
     }
 
