@@ -276,7 +276,9 @@ impl MeshNode {
             Box::pin(async move { handlers.handle(ctx, &packet, payload).await });
         // Fast path: a handler that completes without waiting is answered right here, so a
         // burst of requests read together leaves as a burst of replies (one socket write
-        // instead of one per reply). Anything that waits continues on its own task.
+        // instead of one per reply). Anything that waits continues on its own task. A handler
+        // that computes for long before its first await delays this connection's reads (and
+        // liveness acks) by that long, as any blocking code on a tokio worker would.
         if let Some(result) = poll_once(&mut work) {
             return self.finish(conn, is_request, correlation, result);
         }
