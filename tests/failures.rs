@@ -74,8 +74,7 @@ async fn peer_killed_mid_request_gives_one_terminal_result_and_no_execution_else
     c.wait_for_peers(WAIT, |p| p.iter().all(|s| s.rid != "a"))
         .await
         .unwrap();
-    c.shutdown().await;
-    b.shutdown().await;
+    stop([c, b]).await;
 }
 
 #[tokio::test]
@@ -95,14 +94,12 @@ async fn restarted_peer_is_reconnected_with_a_new_handshake() {
         err.is(ErrorKind::NotFound),
         "no server while it is down: {err}"
     );
-    let a2 = node("a")
-        .listen(endpoint.clone())
-        .channel_server(CHANNEL, echo_handlers("a2", Default::default()))
-        .build()
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
+    let a2 = start(
+        node("a")
+            .listen(endpoint.clone())
+            .channel_server(CHANNEL, echo_handlers("a2", Default::default())),
+    )
+    .await;
     assert_ne!(a2.generation(), gen1, "a restart is a new lifecycle");
     let peers = c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
     assert_eq!(
@@ -110,15 +107,8 @@ async fn restarted_peer_is_reconnected_with_a_new_handshake() {
         a2.generation(),
         "admitted through a fresh handshake"
     );
-    assert_eq!(
-        c.request_to_channel(CHANNEL, &Echo { text: "x".into() })
-            .await
-            .unwrap()
-            .by,
-        "a2"
-    );
-    c.shutdown().await;
-    a2.shutdown().await;
+    assert_eq!(echo_by(&c).await, "a2");
+    stop([c, a2]).await;
 }
 
 fn mem_node(net: &MemNetwork, host: &str) -> zlink::RuntimeBuilder {
@@ -170,15 +160,8 @@ async fn half_open_peer_becomes_not_ready_after_the_liveness_deadline() {
     net.clear_fault("c", "a");
     let peers = c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
     assert_eq!(peers[0].generation, generation);
-    assert_eq!(
-        c.request_to_channel(CHANNEL, &Echo { text: "x".into() })
-            .await
-            .unwrap()
-            .by,
-        "a"
-    );
-    c.shutdown().await;
-    a.shutdown().await;
+    assert_eq!(echo_by(&c).await, "a");
+    stop([c, a]).await;
 }
 
 #[tokio::test]
@@ -196,24 +179,18 @@ async fn one_direction_blackhole_fails_requests_by_deadline_not_by_guessing() {
         .unwrap_err();
     // Replies and acks are lost: liveness closes the link and the request ends once.
     assert!(err.is(ErrorKind::Unavailable), "{err}");
-    c.shutdown().await;
-    a.shutdown().await;
+    stop([c, a]).await;
 }
 
 #[tokio::test]
 async fn killed_host_on_the_network_ends_its_requests_unavailable() {
     let net = MemNetwork::new();
     let count = Arc::new(AtomicUsize::new(0));
-    let a = mem_node(&net, "a")
-        .channel_server(
-            CHANNEL,
-            counting("a", count.clone(), Duration::from_secs(30)),
-        )
-        .build()
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
+    let a = start(mem_node(&net, "a").channel_server(
+        CHANNEL,
+        counting("a", count.clone(), Duration::from_secs(30)),
+    ))
+    .await;
     let c = mem_client(&net).await;
     let call = {
         let c = c.clone();
@@ -262,15 +239,8 @@ async fn malformed_frames_are_protocol_errors_and_the_node_keeps_serving() {
         .unwrap_err();
     assert!(err.is(ErrorKind::ProtocolError), "{err}");
     // Others are still served.
-    assert_eq!(
-        c.request_to_channel(CHANNEL, &Echo { text: "ok".into() })
-            .await
-            .unwrap()
-            .by,
-        "a"
-    );
-    c.shutdown().await;
-    a.shutdown().await;
+    assert_eq!(echo_by(&c).await, "a");
+    stop([c, a]).await;
 }
 
 #[tokio::test]
@@ -300,21 +270,18 @@ async fn mesh_name_mismatch_is_rejected() {
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
-    other.shutdown().await;
-    a.shutdown().await;
+    stop([other, a]).await;
 }
 
 #[tokio::test]
 async fn expected_rid_mismatch_is_refused() {
     let a = server("a", 100).await;
-    let c = node("c")
-        .channel_client(CHANNEL)
-        .peer(PeerSpec::new(a.endpoint()).expect_rid("not-a"))
-        .build()
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
+    let c = start(
+        node("c")
+            .channel_client(CHANNEL)
+            .peer(PeerSpec::new(a.endpoint()).expect_rid("not-a")),
+    )
+    .await;
     assert!(c
         .wait_for_peers(Duration::from_millis(700), |p| !p.is_empty())
         .await
@@ -325,23 +292,17 @@ async fn expected_rid_mismatch_is_refused() {
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");
-    c.shutdown().await;
-    a.shutdown().await;
+    stop([c, a]).await;
 }
 
 #[tokio::test]
 async fn shutdown_finishes_accepted_work_and_refuses_new_calls() {
     let count = Arc::new(AtomicUsize::new(0));
-    let a = node("a")
-        .channel_server(
-            CHANNEL,
-            counting("a", count.clone(), Duration::from_millis(500)),
-        )
-        .build()
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
+    let a = start(node("a").channel_server(
+        CHANNEL,
+        counting("a", count.clone(), Duration::from_millis(500)),
+    ))
+    .await;
     let c = client("c", &[&a]).await;
     let slow = {
         let c = c.clone();

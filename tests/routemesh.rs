@@ -43,8 +43,7 @@ async fn request_reply_roundtrip_carries_metadata_to_the_handler() {
             trace: Some("t-1".into())
         }
     );
-    c.shutdown().await;
-    a.shutdown().await;
+    stop([c, a]).await;
 }
 
 #[tokio::test]
@@ -131,31 +130,22 @@ async fn weight_change_propagates_with_a_higher_revision() {
         "weights above 10000 are refused"
     );
     assert_eq!(a.weight(CHANNEL), Some(250));
-    c.shutdown().await;
-    a.shutdown().await;
+    stop([c, a]).await;
 }
 
 #[tokio::test]
 async fn route_mesh_never_selects_itself_not_found() {
     let a = server("a", 100).await;
     // "b" serves the channel too, but the only *remote* server it knows is none: c is a client.
-    let b = node("b")
-        .channel_server(CHANNEL, echo_handlers("b", Default::default()))
-        .peer(PeerSpec::new(a.endpoint()))
-        .build()
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
+    let b = start(
+        node("b")
+            .channel_server(CHANNEL, echo_handlers("b", Default::default()))
+            .peer(PeerSpec::new(a.endpoint())),
+    )
+    .await;
     b.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
     // From b, the only candidate is a.
-    assert_eq!(
-        b.request_to_channel(CHANNEL, &Echo { text: "x".into() })
-            .await
-            .unwrap()
-            .by,
-        "a"
-    );
+    assert_eq!(echo_by(&b).await, "a");
     a.set_weight(CHANNEL, 0).unwrap();
     b.wait_for_peers(WAIT, |p| p[0].weight(CHANNEL) == Some(0))
         .await
@@ -171,8 +161,7 @@ async fn route_mesh_never_selects_itself_not_found() {
         started.elapsed() < Duration::from_secs(1),
         "no candidate fails at once"
     );
-    b.shutdown().await;
-    a.shutdown().await;
+    stop([b, a]).await;
 }
 
 #[tokio::test]
@@ -196,8 +185,7 @@ async fn node_direct_to_non_member_is_not_found() {
             .by,
         "a"
     );
-    c.shutdown().await;
-    a.shutdown().await;
+    stop([c, a]).await;
 }
 
 #[tokio::test]
@@ -209,8 +197,7 @@ async fn unregistered_channel_is_not_found() {
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
-    c.shutdown().await;
-    a.shutdown().await;
+    stop([c, a]).await;
 }
 
 #[tokio::test]
@@ -230,20 +217,13 @@ async fn request_timeout_is_deadline_exceeded_and_late_reply_is_discarded() {
         .await
         .unwrap();
     assert_eq!(reply.text, "slept 600");
-    c.shutdown().await;
-    a.shutdown().await;
+    stop([c, a]).await;
 }
 
 #[tokio::test]
 async fn request_without_handler_gets_not_found_and_send_without_handler_is_dropped() {
     let notes = Arc::new(AtomicUsize::new(0));
-    let a = node("a")
-        .channel_server(CHANNEL, echo_handlers("a", notes.clone()))
-        .build()
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
+    let a = start(node("a").channel_server(CHANNEL, echo_handlers("a", notes.clone()))).await;
     let c = client("c", &[&a]).await;
     let err = c.request_to_channel(CHANNEL, &Unhandled).await.unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
@@ -260,15 +240,8 @@ async fn request_without_handler_gets_not_found_and_send_without_handler_is_drop
     })
     .await;
     // The connection still serves requests.
-    assert_eq!(
-        c.request_to_channel(CHANNEL, &Echo { text: "x".into() })
-            .await
-            .unwrap()
-            .by,
-        "a"
-    );
-    c.shutdown().await;
-    a.shutdown().await;
+    assert_eq!(echo_by(&c).await, "a");
+    stop([c, a]).await;
 }
 
 #[tokio::test]
@@ -276,13 +249,7 @@ async fn handler_error_becomes_error_reply_with_its_kind() {
     let group = Handlers::new().on_request(|_ctx, _e: Echo| async move {
         Err::<Echoed, _>(zlink::Error::new(ErrorKind::Rejected, "not today"))
     });
-    let a = node("a")
-        .channel_server(CHANNEL, group)
-        .build()
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
+    let a = start(node("a").channel_server(CHANNEL, group)).await;
     let c = client("c", &[&a]).await;
     let err = c
         .request_to_channel(CHANNEL, &Echo { text: "x".into() })
@@ -290,8 +257,7 @@ async fn handler_error_becomes_error_reply_with_its_kind() {
         .unwrap_err();
     assert!(err.is(ErrorKind::Rejected), "{err}");
     assert!(err.to_string().contains("not today"));
-    c.shutdown().await;
-    a.shutdown().await;
+    stop([c, a]).await;
 }
 
 #[tokio::test]
@@ -312,37 +278,21 @@ async fn reply_never_carries_request_metadata() {
         .unwrap();
     assert_eq!(r1.trace.as_deref(), Some("first"));
     assert_eq!(r2.trace, None);
-    c.shutdown().await;
-    a.shutdown().await;
+    stop([c, a]).await;
 }
 
 #[tokio::test]
 async fn both_sides_listing_each_other_keep_one_connection() {
     let a = server("a", 100).await;
-    let b = node("b")
-        .channel_server(CHANNEL, echo_handlers("b", Default::default()))
-        .peer(PeerSpec::new(a.endpoint()).expect_rid("a"))
-        .build()
-        .unwrap()
-        .start()
-        .await
-        .unwrap();
+    let b = start(
+        node("b")
+            .channel_server(CHANNEL, echo_handlers("b", Default::default()))
+            .peer(PeerSpec::new(a.endpoint()).expect_rid("a")),
+    )
+    .await;
     b.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
     a.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
-    assert_eq!(
-        b.request_to_channel(CHANNEL, &Echo { text: "x".into() })
-            .await
-            .unwrap()
-            .by,
-        "a"
-    );
-    assert_eq!(
-        a.request_to_channel(CHANNEL, &Echo { text: "x".into() })
-            .await
-            .unwrap()
-            .by,
-        "b"
-    );
-    b.shutdown().await;
-    a.shutdown().await;
+    assert_eq!(echo_by(&b).await, "a");
+    assert_eq!(echo_by(&a).await, "b");
+    stop([b, a]).await;
 }

@@ -108,6 +108,21 @@ pub async fn start(builder: RuntimeBuilder) -> Runtime {
         .expect("start")
 }
 
+/// Sends one [`Echo`] on [`CHANNEL`] and returns which node answered.
+pub async fn echo_by(rt: &Runtime) -> String {
+    rt.request_to_channel(CHANNEL, &Echo { text: "x".into() })
+        .await
+        .expect("echo answered")
+        .by
+}
+
+/// Shuts the nodes down in order.
+pub async fn stop(nodes: impl IntoIterator<Item = Runtime>) {
+    for rt in nodes {
+        rt.shutdown().await;
+    }
+}
+
 /// A server node for [`CHANNEL`] with `weight`; it also answers node-direct echoes.
 pub async fn server(rid: &str, weight: u32) -> Runtime {
     node(rid)
