@@ -9,86 +9,143 @@ use zlink_testkit::wait_until;
 use serde::{Deserialize, Serialize};
 
 /// Ask the pricing service for a quote.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Quote)]
 pub struct GetQuote {
     pub sku: String,
     pub quantity: u32,
 }
-zlink::cbor_message!(GetQuote, "GetQuote");
 
 /// The answer to a [`GetQuote`].
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
 pub struct Quote {
     pub cents: u64,
     pub priced_by: String,
 }
-zlink::cbor_message!(Quote, "Quote");
 
-impl zlink::Request for GetQuote {
-    type Reply = Quote;
-}
-
-/// A one-way notification: no reply.
-#[derive(Debug, Serialize, Deserialize)]
+/// A one-way notification: no reply. Its packet name is chosen explicitly and it travels
+/// as JSON instead of the default CBOR.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(name = "pricing.changed", codec = zlink::Json)]
 pub struct PriceChanged {
     pub sku: String,
 }
-zlink::cbor_message!(PriceChanged, "PriceChanged");
 // ANCHOR_END: messages
 
 // ANCHOR: handlers
-fn pricing_handlers(node_name: &'static str) -> zlink::Handlers {
-    zlink::Handlers::new()
-        .on_request(move |_ctx, q: GetQuote| async move {
-            if q.quantity == 0 {
-                return Err(zlink::Error::new(
-                    zlink::ErrorKind::Rejected,
-                    "quantity must be positive",
-                ));
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use zlink::HandlerContext;
+
+/// The pricing service of one node. The runtime calls handlers concurrently, so shared
+/// state sits behind an `Arc`.
+#[derive(Clone)]
+pub struct Pricing {
+    node_name: String,
+    changes_seen: Arc<AtomicU64>,
+}
+
+/// What can go wrong while pricing; turned into an error reply with a kind.
+#[derive(Debug)]
+pub enum PricingError {
+    ZeroQuantity,
+}
+
+impl From<PricingError> for zlink::Error {
+    fn from(e: PricingError) -> Self {
+        match e {
+            PricingError::ZeroQuantity => {
+                zlink::Error::new(zlink::ErrorKind::Rejected, "quantity must be positive")
             }
-            Ok(Quote {
-                cents: 250 * u64::from(q.quantity),
-                priced_by: node_name.into(),
-            })
+        }
+    }
+}
+
+#[zlink::channel(server, name = "pricing")]
+impl Pricing {
+    /// Prices `quantity` units of `sku`.
+    #[handler]
+    async fn quote(&self, q: GetQuote, _ctx: &HandlerContext) -> Result<Quote, PricingError> {
+        if q.quantity == 0 {
+            return Err(PricingError::ZeroQuantity);
+        }
+        Ok(Quote {
+            cents: 250 * u64::from(q.quantity),
+            priced_by: self.node_name.clone(),
         })
-        .on_send(|_ctx, change: PriceChanged| async move {
-            tracing::info!(sku = %change.sku, "price changed");
-            Ok(())
-        })
+    }
+
+    /// Records that a price changed.
+    #[handler]
+    async fn price_changed(&self, change: PriceChanged, ctx: &HandlerContext) -> zlink::Result<()> {
+        let request_id = ctx.metadata().get("request-id").unwrap_or("-");
+        tracing::info!(sku = %change.sku, request_id, "price changed");
+        self.changes_seen.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+impl Pricing {
+    /// A pricing service answering as `node_name`.
+    pub fn new(node_name: &str) -> Self {
+        Pricing {
+            node_name: node_name.to_string(),
+            changes_seen: Arc::default(),
+        }
+    }
 }
 // ANCHOR_END: handlers
 
+// ANCHOR: closures
+/// The quote handler again, as a closure group: no macro, same wire behaviour.
+fn pricing_closures(node_name: &'static str) -> zlink::Handlers {
+    zlink::Handlers::new().on_request(move |_ctx, q: GetQuote| async move {
+        if q.quantity == 0 {
+            return Err(PricingError::ZeroQuantity.into());
+        }
+        Ok(Quote {
+            cents: 250 * u64::from(q.quantity),
+            priced_by: node_name.into(),
+        })
+    })
+}
+// ANCHOR_END: closures
+
 // ANCHOR: hand_written
-/// The same group written by hand against the trait the runtime dispatches to.
+use zlink::{BoxFuture, Bytes, HandlerGroup, Message, PacketKind};
+
+/// The quote handler once more, written against the trait the runtime dispatches to.
 struct PricingByHand;
 
-#[async_trait::async_trait]
-impl zlink::HandlerGroup for PricingByHand {
-    fn packets(&self) -> Vec<(String, zlink::PacketKind)> {
-        vec![("GetQuote".into(), zlink::PacketKind::Request)]
+impl HandlerGroup for PricingByHand {
+    fn packets(&self) -> Vec<(String, PacketKind)> {
+        vec![(GetQuote::PACKET_NAME.to_string(), PacketKind::Request)]
     }
 
-    async fn handle(
-        &self,
-        _ctx: zlink::HandlerContext,
-        packet: &str,
-        payload: bytes::Bytes,
-    ) -> zlink::Result<bytes::Bytes> {
-        use zlink::Message;
-        match packet {
-            "GetQuote" => {
-                let q = GetQuote::decode(&payload)?;
-                Quote {
-                    cents: 250 * u64::from(q.quantity),
-                    priced_by: "by-hand".into(),
-                }
-                .encode()
+    fn handle<'a>(
+        &'a self,
+        _ctx: HandlerContext,
+        packet: &'a str,
+        payload: Bytes,
+    ) -> BoxFuture<'a, zlink::Result<Bytes>> {
+        Box::pin(async move {
+            if packet != GetQuote::PACKET_NAME {
+                return Err(zlink::Error::new(
+                    zlink::ErrorKind::NotFound,
+                    format!("no handler for {packet}"),
+                ));
             }
-            other => Err(zlink::Error::new(
-                zlink::ErrorKind::NotFound,
-                format!("no handler for {other}"),
-            )),
-        }
+            let q = GetQuote::decode(&payload)?;
+            if q.quantity == 0 {
+                return Err(PricingError::ZeroQuantity.into());
+            }
+            Quote {
+                cents: 250 * u64::from(q.quantity),
+                priced_by: "by-hand".into(),
+            }
+            .encode()
+        })
     }
 }
 // ANCHOR_END: hand_written
@@ -102,7 +159,7 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
         .mesh_name("shop")
         .rid("pricing-a")
         .listen("tcp://127.0.0.1:0")
-        .channel_server("pricing", pricing_handlers("pricing-a"))
+        .serve(Pricing::new("pricing-a")) // the default channel, "pricing"
         .build()?
         .start()
         .await?;
@@ -110,7 +167,7 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
         .mesh_name("shop")
         .rid("pricing-b")
         .listen("tcp://127.0.0.1:0")
-        .channel_server_weighted("pricing", pricing_handlers("pricing-b"), 300)
+        .serve_weighted(Pricing::new("pricing-b"), 300)
         .build()?
         .start()
         .await?;
@@ -131,14 +188,12 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
         .wait_for_peers(Duration::from_secs(5), |peers| peers.len() == 2)
         .await?;
 
-    let quote = checkout
-        .request_to_channel(
-            "pricing",
-            &GetQuote {
-                sku: "tea".into(),
-                quantity: 2,
-            },
-        )
+    let pricing = PricingClient::on_default_channel(&checkout);
+    let quote = pricing
+        .quote(&GetQuote {
+            sku: "tea".into(),
+            quantity: 2,
+        })
         .await?;
     assert_eq!(quote.cents, 500);
     // ANCHOR_END: client
@@ -147,31 +202,27 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
     let options = zlink::CallOptions::new()
         .timeout(Duration::from_secs(2))
         .metadata("request-id", "r-17")?;
-    let quote = checkout
-        .request_to_channel_with(
-            "pricing",
+    let quote = pricing
+        .quote_with(
             &GetQuote {
                 sku: "tea".into(),
                 quantity: 1,
             },
-            options,
+            options.clone(),
         )
         .await?;
-    checkout
-        .send_to_channel("pricing", &PriceChanged { sku: "tea".into() })
+    pricing
+        .price_changed_with(&PriceChanged { sku: "tea".into() }, options)
         .await?;
     // ANCHOR_END: options
     assert_eq!(quote.cents, 250);
 
     // ANCHOR: errors
-    let refused = checkout
-        .request_to_channel(
-            "pricing",
-            &GetQuote {
-                sku: "tea".into(),
-                quantity: 0,
-            },
-        )
+    let refused = pricing
+        .quote(&GetQuote {
+            sku: "tea".into(),
+            quantity: 0,
+        })
         .await;
     match refused {
         Err(e) if e.is(zlink::ErrorKind::Rejected) => { /* the handler said no */ }
@@ -189,14 +240,11 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
         })
         .await?;
     for _ in 0..4 {
-        let q = checkout
-            .request_to_channel(
-                "pricing",
-                &GetQuote {
-                    sku: "tea".into(),
-                    quantity: 1,
-                },
-            )
+        let q = pricing
+            .quote(&GetQuote {
+                sku: "tea".into(),
+                quantity: 1,
+            })
             .await?;
         assert_eq!(q.priced_by, "pricing-b");
     }
@@ -211,13 +259,13 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
     Ok(())
 }
 
-#[tokio::test]
-async fn hand_written_group_serves_like_the_closure_group() -> zlink::Result<()> {
+/// Serves `group` on "pricing" and asks it for 3 teas through the generated client.
+async fn quote_from(group: impl HandlerGroup) -> zlink::Result<Quote> {
     use zlink::{PeerSpec, Runtime};
     let server = Runtime::builder()
         .mesh_name("shop")
         .listen("tcp://127.0.0.1:0")
-        .channel_server("pricing", PricingByHand)
+        .channel_server("pricing", group)
         .build()?
         .start()
         .await?;
@@ -233,17 +281,41 @@ async fn hand_written_group_serves_like_the_closure_group() -> zlink::Result<()>
         client.peers().len() == 1
     })
     .await;
-    let q = client
-        .request_to_channel(
-            "pricing",
-            &GetQuote {
-                sku: "x".into(),
-                quantity: 3,
-            },
-        )
-        .await?;
-    assert_eq!((q.cents, q.priced_by.as_str()), (750, "by-hand"));
+    let pricing = PricingClient::new(&client, "pricing");
+    let refused = pricing
+        .quote(&GetQuote {
+            sku: "x".into(),
+            quantity: 0,
+        })
+        .await
+        .map(|q| q.cents);
+    assert!(
+        matches!(&refused, Err(e) if e.is(zlink::ErrorKind::Rejected)),
+        "{refused:?}"
+    );
+    let quote = pricing
+        .quote(&GetQuote {
+            sku: "x".into(),
+            quantity: 3,
+        })
+        .await;
     client.shutdown().await;
     server.shutdown().await;
+    quote
+}
+
+#[tokio::test]
+async fn macro_closure_and_hand_written_groups_answer_alike() -> zlink::Result<()> {
+    let by_macro = quote_from(Pricing::new("macro")).await?;
+    let by_closures = quote_from(pricing_closures("closures")).await?;
+    let by_hand = quote_from(PricingByHand).await?;
+    assert_eq!(
+        [by_macro.cents, by_closures.cents, by_hand.cents],
+        [750, 750, 750]
+    );
+    assert_eq!(
+        [by_macro.priced_by, by_closures.priced_by, by_hand.priced_by],
+        ["macro", "closures", "by-hand"]
+    );
     Ok(())
 }

@@ -47,7 +47,8 @@ async fn peer_killed_mid_request_gives_one_terminal_result_and_no_execution_else
         let c = c.clone();
         tokio::spawn(async move {
             let opts = zlink::CallOptions::new().timeout(Duration::from_secs(10));
-            c.request_to_channel_with(CHANNEL, &Echo { text: "x".into() }, opts)
+            echo_client(&c)
+                .echo_with(&Echo { text: "x".into() }, opts)
                 .await
         })
     };
@@ -86,8 +87,8 @@ async fn restarted_peer_is_reconnected_with_a_new_handshake() {
     assert_eq!(c.peers()[0].generation, gen1);
     a1.shutdown().await;
     c.wait_for_peers(WAIT, |p| p.is_empty()).await.unwrap();
-    let err = c
-        .request_to_channel(CHANNEL, &Echo { text: "x".into() })
+    let err = echo_client(&c)
+        .echo(&Echo { text: "x".into() })
         .await
         .unwrap_err();
     assert!(
@@ -173,8 +174,8 @@ async fn one_direction_blackhole_fails_requests_by_deadline_not_by_guessing() {
     let c = mem_client(&net).await;
     net.set_fault("a", "c", zlink_testkit::LinkFault::Drop);
     let opts = zlink::CallOptions::new().timeout(Duration::from_secs(5));
-    let err = c
-        .request_to_channel_with(CHANNEL, &Echo { text: "x".into() }, opts)
+    let err = echo_client(&c)
+        .echo_with(&Echo { text: "x".into() }, opts)
         .await
         .unwrap_err();
     // Replies and acks are lost: liveness closes the link and the request ends once.
@@ -194,10 +195,7 @@ async fn killed_host_on_the_network_ends_its_requests_unavailable() {
     let c = mem_client(&net).await;
     let call = {
         let c = c.clone();
-        tokio::spawn(async move {
-            c.request_to_channel(CHANNEL, &Echo { text: "x".into() })
-                .await
-        })
+        tokio::spawn(async move { echo_client(&c).echo(&Echo { text: "x".into() }).await })
     };
     wait_until(WAIT, "a executes", || async {
         count.load(Ordering::SeqCst) == 1
@@ -227,12 +225,9 @@ async fn malformed_frames_are_protocol_errors_and_the_node_keeps_serving() {
     let head = answer.get(0).unwrap();
     assert_eq!(&head[..4], &[0x5A, 0x4D, 0x01, 3], "reject command");
     // An admitted peer's request with a payload the handler cannot decode: ProtocolError.
-    #[derive(serde::Serialize, serde::Deserialize)]
+    #[derive(serde::Serialize, serde::Deserialize, zlink::Message)]
+    #[message(name = "Echo", reply = Echoed)]
     struct NotAnEcho(u64);
-    zlink::cbor_message!(NotAnEcho, "Echo");
-    impl zlink::Request for NotAnEcho {
-        type Reply = Echoed;
-    }
     let err = c
         .request_to_channel(CHANNEL, &NotAnEcho(7))
         .await
@@ -265,8 +260,8 @@ async fn mesh_name_mismatch_is_rejected() {
         "a node of another mesh never becomes ready"
     );
     assert!(a.peers().is_empty());
-    let err = other
-        .request_to_channel(CHANNEL, &Echo { text: "x".into() })
+    let err = echo_client(&other)
+        .echo(&Echo { text: "x".into() })
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
@@ -307,13 +302,11 @@ async fn shutdown_finishes_accepted_work_and_refuses_new_calls() {
     let slow = {
         let c = c.clone();
         tokio::spawn(async move {
-            c.request_to_channel(
-                CHANNEL,
-                &Echo {
+            echo_client(&c)
+                .echo(&Echo {
                     text: "slow".into(),
-                },
-            )
-            .await
+                })
+                .await
         })
     };
     wait_until(WAIT, "a accepted the request", || async {
@@ -323,8 +316,8 @@ async fn shutdown_finishes_accepted_work_and_refuses_new_calls() {
     let a2 = a.clone();
     let shutting = tokio::spawn(async move { a2.shutdown().await });
     wait_until(WAIT, "a stops admitting", || async { !a.is_running() }).await;
-    let err = a
-        .request_to_channel(CHANNEL, &Echo { text: "x".into() })
+    let err = echo_client(&a)
+        .echo(&Echo { text: "x".into() })
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::ShuttingDown), "{err}");
@@ -335,8 +328,8 @@ async fn shutdown_finishes_accepted_work_and_refuses_new_calls() {
     );
     shutting.await.unwrap();
     c.shutdown().await;
-    let err = c
-        .send_to_channel(CHANNEL, &Note("late".into()))
+    let err = echo_client(&c)
+        .note(&Note("late".into()))
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::ShuttingDown), "{err}");

@@ -11,13 +11,10 @@ use zlink_tests::*;
 async fn answered_by(c: &zlink::Runtime, n: usize) -> Vec<String> {
     let mut out = Vec::new();
     for i in 0..n {
-        let r = c
-            .request_to_channel(
-                CHANNEL,
-                &Echo {
-                    text: i.to_string(),
-                },
-            )
+        let r = echo_client(c)
+            .echo(&Echo {
+                text: i.to_string(),
+            })
             .await
             .unwrap();
         out.push(r.by);
@@ -31,8 +28,8 @@ async fn request_reply_roundtrip_carries_metadata_to_the_handler() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
     let opts = CallOptions::new().metadata("trace", "t-1").unwrap();
-    let reply = c
-        .request_to_channel_with(CHANNEL, &Echo { text: "hi".into() }, opts)
+    let reply = echo_client(&c)
+        .echo_with(&Echo { text: "hi".into() }, opts)
         .await
         .unwrap();
     assert_eq!(
@@ -79,7 +76,7 @@ async fn weight_zero_drains_new_requests_while_in_flight_request_completes() {
     // The first pick with equal weights is "a": the slow request lands there.
     let slow = {
         let c = c.clone();
-        tokio::spawn(async move { c.request_to_channel(CHANNEL, &Slow { millis: 800 }).await })
+        tokio::spawn(async move { echo_client(&c).slow(&Slow { millis: 800 }).await })
     };
     a.set_weight(CHANNEL, 0).unwrap();
     c.wait_for_peers(WAIT, |p| {
@@ -152,8 +149,8 @@ async fn route_mesh_never_selects_itself_not_found() {
         .unwrap();
     // Now b itself is the only server with weight > 0: it must not select itself.
     let started = tokio::time::Instant::now();
-    let err = b
-        .request_to_channel(CHANNEL, &Echo { text: "x".into() })
+    let err = echo_client(&b)
+        .echo(&Echo { text: "x".into() })
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
@@ -205,17 +202,14 @@ async fn request_timeout_is_deadline_exceeded_and_late_reply_is_discarded() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
     let opts = CallOptions::new().timeout(Duration::from_millis(100));
-    let err = c
-        .request_to_channel_with(CHANNEL, &Slow { millis: 400 }, opts)
+    let err = echo_client(&c)
+        .slow_with(&Slow { millis: 400 }, opts)
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::DeadlineExceeded), "{err}");
     // The late reply of the slow request arrives while this request waits; it must not be
     // taken for this one.
-    let reply = c
-        .request_to_channel(CHANNEL, &Slow { millis: 600 })
-        .await
-        .unwrap();
+    let reply = echo_client(&c).slow(&Slow { millis: 600 }).await.unwrap();
     assert_eq!(reply.text, "slept 600");
     stop([c, a]).await;
 }
@@ -232,9 +226,7 @@ async fn request_without_handler_gets_not_found_and_send_without_handler_is_drop
     c.send_to_channel(CHANNEL, &Echo { text: "x".into() })
         .await
         .unwrap();
-    c.send_to_channel(CHANNEL, &Note("counted".into()))
-        .await
-        .unwrap();
+    echo_client(&c).note(&Note("counted".into())).await.unwrap();
     wait_until(WAIT, "the note is handled", || async {
         notes.load(Ordering::SeqCst) == 1
     })
@@ -251,8 +243,8 @@ async fn handler_error_becomes_error_reply_with_its_kind() {
     });
     let a = start(node("a").channel_server(CHANNEL, group)).await;
     let c = client("c", &[&a]).await;
-    let err = c
-        .request_to_channel(CHANNEL, &Echo { text: "x".into() })
+    let err = echo_client(&c)
+        .echo(&Echo { text: "x".into() })
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::Rejected), "{err}");
@@ -268,12 +260,12 @@ async fn reply_never_carries_request_metadata() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
     let opts = CallOptions::new().metadata("trace", "first").unwrap();
-    let r1 = c
-        .request_to_channel_with(CHANNEL, &Echo { text: "1".into() }, opts)
+    let r1 = echo_client(&c)
+        .echo_with(&Echo { text: "1".into() }, opts)
         .await
         .unwrap();
-    let r2 = c
-        .request_to_channel(CHANNEL, &Echo { text: "2".into() })
+    let r2 = echo_client(&c)
+        .echo(&Echo { text: "2".into() })
         .await
         .unwrap();
     assert_eq!(r1.trace.as_deref(), Some("first"));

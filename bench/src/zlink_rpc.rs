@@ -1,12 +1,12 @@
-//! zlink request/reply: a client node calls `request_to_channel` on a server node whose
-//! channel handler echoes the payload.
+//! zlink request/reply: a client node calls, through the generated [`EchoServerClient`], a
+//! server node whose `#[zlink::channel(server)]` group echoes the payload.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
-use zlink::{Handlers, PeerSpec, Runtime};
+use zlink::{HandlerContext, PeerSpec, Runtime};
 
 use crate::stats::Throughput;
 use crate::BoxError;
@@ -16,17 +16,24 @@ const CHANNEL: &str = "echo";
 const SERVER_RID: &str = "bench-server";
 
 /// The request: opaque bytes, encoded as one CBOR byte string.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Echoed)]
 pub struct Echo(#[serde(with = "serde_bytes")] pub Vec<u8>);
-zlink::cbor_message!(Echo, "Echo");
-impl zlink::Request for Echo {
-    type Reply = Echoed;
-}
 
 /// The reply: the same bytes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, zlink::Message)]
 pub struct Echoed(#[serde(with = "serde_bytes")] pub Vec<u8>);
-zlink::cbor_message!(Echoed, "Echoed");
+
+/// The echo group: answers each [`Echo`] with the same bytes.
+pub struct EchoServer;
+
+#[zlink::channel(server)]
+impl EchoServer {
+    #[handler]
+    async fn echo(&self, e: Echo, _ctx: &HandlerContext) -> zlink::Result<Echoed> {
+        Ok(Echoed(e.0))
+    }
+}
 
 /// A server node and a client node on 127.0.0.1, connected and ready.
 pub struct Pair {
@@ -39,12 +46,11 @@ pub struct Pair {
 impl Pair {
     /// Starts both nodes and waits until the client sees the server.
     pub async fn start() -> Result<Pair, BoxError> {
-        let handlers = Handlers::new().on_request(|_ctx, e: Echo| async move { Ok(Echoed(e.0)) });
         let server = Runtime::builder()
             .mesh_name(MESH)
             .rid(SERVER_RID)
             .listen("tcp://127.0.0.1:0")
-            .channel_server(CHANNEL, handlers)
+            .channel_server(CHANNEL, EchoServer)
             .build()?
             .start()
             .await?;
@@ -75,8 +81,8 @@ impl Pair {
 }
 
 async fn round_trip(client: &Runtime, payload: &[u8]) -> Result<(), BoxError> {
-    let reply = client
-        .request_to_channel(CHANNEL, &Echo(payload.to_vec()))
+    let reply = EchoServerClient::new(client, CHANNEL)
+        .echo(&Echo(payload.to_vec()))
         .await?;
     if reply.0.len() == payload.len() {
         Ok(())

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use zlink::{PeerSpec, Runtime};
-use zlink_examples::greeter::Greeter;
+use zlink_examples::greeter::{Greeter, GreeterClient};
 use zlink_examples::messages::{Greeting, SlowGreet};
 use zlink_examples::nodes::{
     greet, start_client, start_server, wait_for_servers, wait_for_weight, ANY_LOCAL_PORT, CHANNEL,
@@ -196,7 +196,9 @@ async fn drain(mesh: &Mesh) -> Result<(), String> {
             name: "slow request".to_string(),
             millis: SLOW_MILLIS,
         };
-        client.request_to_channel(CHANNEL, &request).await
+        GreeterClient::on_default_channel(&client)
+            .slow_greet(&request)
+            .await
     });
     // ANCHOR_END: drain
     let busy = wait_until_busy(mesh).await?;

@@ -1,14 +1,15 @@
 //! The server side of the `greet` channel.
 //!
-//! A [`Greeter`] builds the channel's handler group from closures with
-//! [`zlink::Handlers`] and keeps two counters the demo reads: requests answered and
-//! requests being worked on right now.
+//! A [`Greeter`] is the channel's handler group: `#[zlink::channel(server)]` turns its
+//! `#[handler]` methods into the dispatch the runtime calls and generates
+//! [`GreeterClient`], the typed client callers use. It keeps two counters the demo reads:
+//! requests answered and requests being worked on right now.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zlink::Handlers;
+use zlink::HandlerContext;
 
 use crate::messages::{Greet, Greeting, SlowGreet};
 
@@ -37,12 +38,39 @@ impl Drop for Working {
     }
 }
 
-/// The `greet` service of one server node.
+// ANCHOR: handlers
+/// The `greet` service of one server node. The runtime may call its handlers concurrently,
+/// so the counters live behind an `Arc`; cloning a greeter shares them.
 #[derive(Debug, Clone)]
 pub struct Greeter {
     rid: String,
     counters: Arc<Counters>,
 }
+
+#[zlink::channel(server, name = "greet")]
+impl Greeter {
+    /// Greets `name`, naming this server in the reply.
+    #[handler]
+    async fn greet(&self, greet: Greet, _ctx: &HandlerContext) -> zlink::Result<Greeting> {
+        let _working = Working::start(&self.counters);
+        Ok(Greeting {
+            text: format!("Hello, {}!", greet.name),
+            by: self.rid.clone(),
+        })
+    }
+
+    /// Greets after `millis` milliseconds of pretend work.
+    #[handler]
+    async fn slow_greet(&self, slow: SlowGreet, _ctx: &HandlerContext) -> zlink::Result<Greeting> {
+        let _working = Working::start(&self.counters);
+        tokio::time::sleep(Duration::from_millis(slow.millis)).await;
+        Ok(Greeting {
+            text: format!("Hello, {}! (took {} ms)", slow.name, slow.millis),
+            by: self.rid.clone(),
+        })
+    }
+}
+// ANCHOR_END: handlers
 
 impl Greeter {
     /// A greeter for the server node `rid`; replies name it in [`Greeting::by`].
@@ -52,39 +80,6 @@ impl Greeter {
             counters: Arc::default(),
         }
     }
-
-    // ANCHOR: handlers
-    /// The handler group to register for the channel: one closure per request type.
-    ///
-    /// The runtime may call the handlers concurrently, so whatever they share lives
-    /// behind an `Arc` and is cloned into each call's future.
-    pub fn handlers(&self) -> Handlers {
-        let (rid, counters) = (self.rid.clone(), self.counters.clone());
-        let (slow_rid, slow_counters) = (self.rid.clone(), self.counters.clone());
-        Handlers::new()
-            .on_request(move |_ctx, greet: Greet| {
-                let working = Working::start(&counters);
-                let reply = Greeting {
-                    text: format!("Hello, {}!", greet.name),
-                    by: rid.clone(),
-                };
-                async move {
-                    drop(working);
-                    Ok(reply)
-                }
-            })
-            .on_request(move |_ctx, slow: SlowGreet| {
-                let working = Working::start(&slow_counters);
-                let by = slow_rid.clone();
-                async move {
-                    tokio::time::sleep(Duration::from_millis(slow.millis)).await;
-                    drop(working);
-                    let text = format!("Hello, {}! (took {} ms)", slow.name, slow.millis);
-                    Ok(Greeting { text, by })
-                }
-            })
-    }
-    // ANCHOR_END: handlers
 
     /// The RID this greeter answers as.
     pub fn rid(&self) -> &str {

@@ -7,14 +7,16 @@ use std::time::Duration;
 
 use zlink::{PeerSpec, PeerStatus, Runtime};
 
-use crate::greeter::Greeter;
+use zlink::DefaultChannel;
+
+use crate::greeter::{Greeter, GreeterClient};
 use crate::messages::{Greet, Greeting};
 
 /// The MeshName every demo node joins.
 pub const MESH: &str = "mesh-demo";
 
-/// The channel the servers serve and the client calls.
-pub const CHANNEL: &str = "greet";
+/// The channel the servers serve and the client calls: the [`Greeter`]'s default name.
+pub const CHANNEL: &str = <Greeter as DefaultChannel>::CHANNEL;
 
 /// The weight a server starts with unless told otherwise.
 pub const DEFAULT_WEIGHT: u32 = 100;
@@ -23,8 +25,8 @@ pub const DEFAULT_WEIGHT: u32 = 100;
 pub const ANY_LOCAL_PORT: &str = "tcp://127.0.0.1:0";
 
 // ANCHOR: server
-/// Starts a server node `rid` listening on `listen`, serving [`CHANNEL`] with `greeter`'s
-/// handlers and the given weight (0..=10000).
+/// Starts a server node `rid` listening on `listen`, serving [`CHANNEL`] with `greeter`
+/// and the given weight (0..=10000).
 pub async fn start_server(
     rid: &str,
     listen: &str,
@@ -35,7 +37,7 @@ pub async fn start_server(
         .mesh_name(MESH)
         .rid(rid)
         .listen(listen)
-        .channel_server_weighted(CHANNEL, greeter.handlers(), weight)
+        .serve_weighted(greeter.clone(), weight)
         .build()?
         .start()
         .await
@@ -100,13 +102,10 @@ pub async fn wait_for_weight(
 /// Sends one [`Greet`] on [`CHANNEL`]: the client's runtime picks one server by weight,
 /// and the reply says which one answered.
 pub async fn greet(client: &Runtime, name: &str) -> zlink::Result<Greeting> {
-    client
-        .request_to_channel(
-            CHANNEL,
-            &Greet {
-                name: name.to_string(),
-            },
-        )
+    GreeterClient::on_default_channel(client)
+        .greet(&Greet {
+            name: name.to_string(),
+        })
         .await
 }
 // ANCHOR_END: greet

@@ -1,93 +1,94 @@
 //! Shared messages and node helpers for the integration tests.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use zlink::{Handlers, PeerSpec, Runtime, RuntimeBuilder};
+use zlink::{HandlerContext, PeerSpec, Runtime, RuntimeBuilder};
 
 /// Echo request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Echoed)]
 pub struct Echo {
     pub text: String,
 }
-zlink::cbor_message!(Echo, "Echo");
-impl zlink::Request for Echo {
-    type Reply = Echoed;
-}
 
 /// Echo reply: who answered and what.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, zlink::Message)]
 pub struct Echoed {
     pub text: String,
     pub by: String,
     pub trace: Option<String>,
 }
-zlink::cbor_message!(Echoed, "Echoed");
 
 /// A request whose handler sleeps before answering.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Echoed)]
 pub struct Slow {
     pub millis: u64,
 }
-zlink::cbor_message!(Slow, "Slow");
-impl zlink::Request for Slow {
-    type Reply = Echoed;
-}
 
 /// A one-way note.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, zlink::Message)]
 pub struct Note(pub String);
-zlink::cbor_message!(Note, "Note");
 
 /// A request nobody handles.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Echoed)]
 pub struct Unhandled;
-zlink::cbor_message!(Unhandled, "Unhandled");
-impl zlink::Request for Unhandled {
-    type Reply = Echoed;
-}
 
 pub const MESH: &str = "test-mesh";
 pub const CHANNEL: &str = "echo";
 pub const WAIT: Duration = Duration::from_secs(10);
 
-/// Handlers answering [`Echo`] and [`Slow`] with this node's name, and counting [`Note`]s.
-pub fn echo_handlers(
-    name: &str,
-    notes: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-) -> Handlers {
-    let n1 = name.to_string();
-    let n2 = name.to_string();
-    Handlers::new()
-        .on_request(move |ctx, e: Echo| {
-            let by = n1.clone();
-            async move {
-                let trace = ctx.metadata().get("trace").map(str::to_string);
-                Ok(Echoed {
-                    text: e.text,
-                    by,
-                    trace,
-                })
-            }
+/// The echo service: answers [`Echo`] and [`Slow`] with this node's name and counts
+/// [`Note`]s.
+#[derive(Clone)]
+pub struct EchoService {
+    name: String,
+    notes: Arc<AtomicUsize>,
+}
+
+#[zlink::channel(server)]
+impl EchoService {
+    #[handler]
+    async fn echo(&self, e: Echo, ctx: &HandlerContext) -> zlink::Result<Echoed> {
+        Ok(Echoed {
+            text: e.text,
+            by: self.name.clone(),
+            trace: ctx.metadata().get("trace").map(str::to_string),
         })
-        .on_request(move |_ctx, s: Slow| {
-            let by = n2.clone();
-            async move {
-                tokio::time::sleep(Duration::from_millis(s.millis)).await;
-                Ok(Echoed {
-                    text: format!("slept {}", s.millis),
-                    by,
-                    trace: None,
-                })
-            }
+    }
+
+    #[handler]
+    async fn slow(&self, s: Slow, _ctx: &HandlerContext) -> zlink::Result<Echoed> {
+        tokio::time::sleep(Duration::from_millis(s.millis)).await;
+        Ok(Echoed {
+            text: format!("slept {}", s.millis),
+            by: self.name.clone(),
+            trace: None,
         })
-        .on_send(move |_ctx, _n: Note| {
-            let notes = notes.clone();
-            async move {
-                notes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                Ok(())
-            }
-        })
+    }
+
+    #[handler]
+    async fn note(&self, _note: Note, _ctx: &HandlerContext) -> zlink::Result<()> {
+        self.notes.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// An [`EchoService`] answering as `name` and counting notes into `notes`.
+pub fn echo_handlers(name: &str, notes: Arc<AtomicUsize>) -> EchoService {
+    EchoService {
+        name: name.to_string(),
+        notes,
+    }
+}
+
+/// The generated client of [`EchoService`] on [`CHANNEL`], calling through `rt`.
+pub fn echo_client(rt: &Runtime) -> EchoServiceClient {
+    EchoServiceClient::new(rt, CHANNEL)
 }
 
 /// A builder for a node on 127.0.0.1 with a free port.
@@ -110,7 +111,8 @@ pub async fn start(builder: RuntimeBuilder) -> Runtime {
 
 /// Sends one [`Echo`] on [`CHANNEL`] and returns which node answered.
 pub async fn echo_by(rt: &Runtime) -> String {
-    rt.request_to_channel(CHANNEL, &Echo { text: "x".into() })
+    echo_client(rt)
+        .echo(&Echo { text: "x".into() })
         .await
         .expect("echo answered")
         .by

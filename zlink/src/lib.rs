@@ -5,17 +5,32 @@
 //! the channels it registered as `Server` and calls any channel it registered.
 //!
 //! ```no_run
-//! use zlink::{Handlers, Runtime, PeerSpec};
-//! # #[derive(serde::Serialize, serde::Deserialize)] struct Ping(u32);
-//! # #[derive(serde::Serialize, serde::Deserialize)] struct Pong(u32);
-//! # zlink::cbor_message!(Ping, "Ping");
-//! # zlink::cbor_message!(Pong, "Pong");
-//! # impl zlink::Request for Ping { type Reply = Pong; }
+//! use serde::{Deserialize, Serialize};
+//! use zlink::{HandlerContext, PeerSpec, Runtime};
+//!
+//! #[derive(Serialize, Deserialize, zlink::Message)]
+//! #[message(reply = Pong)]
+//! struct Ping(u32);
+//!
+//! #[derive(Serialize, Deserialize, zlink::Message)]
+//! struct Pong(u32);
+//!
+//! #[derive(Clone)]
+//! struct PingService;
+//!
+//! #[zlink::channel(server, name = "ping")]
+//! impl PingService {
+//!     #[handler]
+//!     async fn ping(&self, ping: Ping, _ctx: &HandlerContext) -> zlink::Result<Pong> {
+//!         Ok(Pong(ping.0))
+//!     }
+//! }
+//!
 //! # async fn run() -> zlink::Result<()> {
 //! let server = Runtime::builder()
 //!     .mesh_name("demo")
 //!     .listen("tcp://127.0.0.1:0")
-//!     .channel_server("ping", Handlers::new().on_request(|_ctx, p: Ping| async move { Ok(Pong(p.0)) }))
+//!     .serve(PingService)
 //!     .build()?
 //!     .start()
 //!     .await?;
@@ -28,7 +43,8 @@
 //!     .start()
 //!     .await?;
 //! client.wait_for_peers(std::time::Duration::from_secs(5), |p| !p.is_empty()).await?;
-//! let pong: Pong = client.request_to_channel("ping", &Ping(7)).await?;
+//! let pong = PingServiceClient::on_default_channel(&client).ping(&Ping(7)).await?;
+//! assert_eq!(pong.0, 7);
 //! # Ok(()) }
 //! ```
 #![warn(missing_docs)]
@@ -42,32 +58,15 @@ pub mod link;
 pub mod mesh;
 pub mod wire;
 
+pub use bytes::Bytes;
 pub use call::CallOptions;
-pub use channel::{HandlerContext, HandlerGroup, Handlers, PacketKind};
+pub use channel::{BoxFuture, DefaultChannel, HandlerContext, HandlerGroup, Handlers, PacketKind};
 pub use config::{PeerSpec, RuntimeBuilder, RuntimeConfig};
 pub use error::{ConfigViolation, Error, ErrorKind, Result};
 pub use host::Runtime;
 pub use mesh::PeerStatus;
-pub use wire::{Message, Metadata, Request};
+pub use wire::{Cbor, Codec, Json, Message, Metadata, Request};
+pub use zlink_macros::{channel, handler, Message};
 
 #[doc(hidden)]
-pub mod __private {
-    pub use bytes::Bytes;
-}
-
-/// Implements [`Message`] for a serde type with the default CBOR codec:
-/// `zlink::cbor_message!(MyType, "MyPacketName");`
-#[macro_export]
-macro_rules! cbor_message {
-    ($ty:ty, $name:expr) => {
-        impl $crate::Message for $ty {
-            const PACKET_NAME: &'static str = $name;
-            fn encode(&self) -> $crate::Result<$crate::__private::Bytes> {
-                $crate::wire::cbor_encode(self)
-            }
-            fn decode(bytes: &[u8]) -> $crate::Result<Self> {
-                $crate::wire::cbor_decode(bytes)
-            }
-        }
-    };
-}
+pub mod __private;

@@ -1,10 +1,15 @@
 //! The handler-group trait the runtime dispatches to.
 
-use async_trait::async_trait;
+use std::future::Future;
+use std::pin::Pin;
+
 use bytes::Bytes;
 
 use super::HandlerContext;
 use crate::Result;
+
+/// A boxed, sendable future: what [`HandlerGroup::handle`] returns.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Whether a packet is handled as a request (with a reply) or a one-way send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -18,10 +23,30 @@ pub enum PacketKind {
 /// A group of handlers serving one ChannelName (or node-direct messages).
 ///
 /// The runtime calls [`HandlerGroup::handle`] once per message, possibly concurrently, so a
-/// group is `Send + Sync` and keeps its state behind its own synchronisation. Implement it
-/// with [`Handlers`](super::Handlers) (closures), by hand, or with the
-/// `#[zlink::channel(server)]` macro.
-#[async_trait]
+/// group is `Send + Sync` and keeps its state behind its own synchronisation. Write one with
+/// the `#[zlink::channel(server)]` macro, with [`Handlers`](super::Handlers) (closures), or
+/// by hand:
+///
+/// ```
+/// use zlink::{BoxFuture, Bytes, HandlerContext, HandlerGroup, PacketKind};
+///
+/// struct Uppercase;
+///
+/// impl HandlerGroup for Uppercase {
+///     fn packets(&self) -> Vec<(String, PacketKind)> {
+///         vec![("Shout".to_string(), PacketKind::Request)]
+///     }
+///
+///     fn handle<'a>(
+///         &'a self,
+///         _ctx: HandlerContext,
+///         _packet: &'a str,
+///         payload: Bytes,
+///     ) -> BoxFuture<'a, zlink::Result<Bytes>> {
+///         Box::pin(async move { Ok(Bytes::from(payload.to_ascii_uppercase())) })
+///     }
+/// }
+/// ```
 pub trait HandlerGroup: Send + Sync + 'static {
     /// The packet names this group handles and how. Checked once at registration: a name
     /// listed twice is a configuration error.
@@ -29,5 +54,18 @@ pub trait HandlerGroup: Send + Sync + 'static {
 
     /// Handles one message. For a request, `Ok(bytes)` is the encoded reply payload; an
     /// `Err` becomes an error reply. For a send, the returned bytes are ignored.
-    async fn handle(&self, ctx: HandlerContext, packet: &str, payload: Bytes) -> Result<Bytes>;
+    fn handle<'a>(
+        &'a self,
+        ctx: HandlerContext,
+        packet: &'a str,
+        payload: Bytes,
+    ) -> BoxFuture<'a, Result<Bytes>>;
+}
+
+/// A handler group that serves a ChannelName chosen by its author, so it can be registered
+/// with [`RuntimeBuilder::serve`](crate::RuntimeBuilder::serve). The
+/// `#[zlink::channel(server, name = "...")]` macro implements it.
+pub trait DefaultChannel {
+    /// The default ChannelName (1..=255 bytes).
+    const CHANNEL: &'static str;
 }

@@ -2,28 +2,25 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{HandlerContext, HandlerGroup, PacketKind};
+use super::{BoxFuture, HandlerContext, HandlerGroup, PacketKind};
 use crate::wire::{Message, Request};
 use crate::{Error, Result};
 
-type BoxFuture = Pin<Box<dyn Future<Output = Result<Bytes>> + Send>>;
-type Erased = Arc<dyn Fn(HandlerContext, Bytes) -> BoxFuture + Send + Sync>;
+type Erased = Arc<dyn Fn(HandlerContext, Bytes) -> BoxFuture<'static, Result<Bytes>> + Send + Sync>;
 
 /// A handler group assembled from closures, one per message type.
 ///
 /// ```
-/// use zlink::{Handlers, Message, Request};
-/// # #[derive(serde::Serialize, serde::Deserialize)] struct Ping(u32);
-/// # #[derive(serde::Serialize, serde::Deserialize)] struct Pong(u32);
-/// # zlink::cbor_message!(Ping, "Ping");
-/// # zlink::cbor_message!(Pong, "Pong");
-/// # impl Request for Ping { type Reply = Pong; }
+/// use zlink::Handlers;
+/// # #[derive(serde::Serialize, serde::Deserialize, zlink::Message)]
+/// # #[message(reply = Pong)]
+/// # struct Ping(u32);
+/// # #[derive(serde::Serialize, serde::Deserialize, zlink::Message)]
+/// # struct Pong(u32);
 /// let handlers = Handlers::new().on_request(|_ctx, ping: Ping| async move { Ok(Pong(ping.0)) });
 /// ```
 #[derive(Clone, Default)]
@@ -89,7 +86,6 @@ impl Handlers {
     }
 }
 
-#[async_trait]
 impl HandlerGroup for Handlers {
     fn packets(&self) -> Vec<(String, PacketKind)> {
         let mut out: Vec<_> = self
@@ -106,13 +102,18 @@ impl HandlerGroup for Handlers {
         out
     }
 
-    async fn handle(&self, ctx: HandlerContext, packet: &str, payload: Bytes) -> Result<Bytes> {
+    fn handle<'a>(
+        &'a self,
+        ctx: HandlerContext,
+        packet: &'a str,
+        payload: Bytes,
+    ) -> BoxFuture<'a, Result<Bytes>> {
         match self.table.get(packet) {
-            Some((_, handler)) => handler(ctx, payload).await,
-            None => Err(Error::new(
+            Some((_, handler)) => handler(ctx, payload),
+            None => Box::pin(std::future::ready(Err(Error::new(
                 crate::ErrorKind::NotFound,
                 format!("no handler for packet {packet}"),
-            )),
+            )))),
         }
     }
 }

@@ -7,6 +7,6 @@ mod handlers;
 mod registry;
 
 pub use context::HandlerContext;
-pub use handler::{HandlerGroup, PacketKind};
+pub use handler::{BoxFuture, DefaultChannel, HandlerGroup, PacketKind};
 pub use handlers::Handlers;
 pub use registry::{ChannelRegistry, ChannelRole};

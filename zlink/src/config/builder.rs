@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::settings::{PeerSpec, Settings};
 use super::validate::Validator;
 use super::DEFAULT_WEIGHT;
-use crate::channel::{ChannelRole, HandlerGroup};
+use crate::channel::{ChannelRole, DefaultChannel, HandlerGroup};
 use crate::host::Runtime;
 use crate::link::{LivenessTimings, Transport, ZmqTransport};
 use crate::mesh::generate_rid;
@@ -108,6 +108,21 @@ impl RuntimeBuilder {
             },
         ));
         self
+    }
+
+    /// Registers `handlers` as the Server of their default ChannelName (the `name` given to
+    /// `#[zlink::channel(server, name = "...")]`) with weight 100.
+    pub fn serve<G: HandlerGroup + DefaultChannel>(self, handlers: G) -> Self {
+        self.channel_server(G::CHANNEL, handlers)
+    }
+
+    /// Like [`serve`](Self::serve) with an explicit weight (0..=10000).
+    pub fn serve_weighted<G: HandlerGroup + DefaultChannel>(
+        self,
+        handlers: G,
+        weight: u32,
+    ) -> Self {
+        self.channel_server_weighted(G::CHANNEL, handlers, weight)
     }
 
     /// Registers the Client role for `channel`: this node may call it but does not serve it.

@@ -1,14 +1,18 @@
-//! The typed message traits and the default CBOR codec.
+//! The typed message traits.
 
 use bytes::Bytes;
-use serde::{de::DeserializeOwned, Serialize};
 
-use crate::{Error, ErrorKind, Result};
+use crate::Result;
 
 /// An application message with a packet name and a codec.
 ///
-/// Implement it with `#[derive(zlink::Message)]` (macros) or by hand: the default codec is
-/// CBOR through [`cbor_encode`] / [`cbor_decode`].
+/// Derive it with `#[derive(zlink::Message)]`: the packet name defaults to the type's name,
+/// the codec to [`Cbor`](super::Cbor). Implementing it by hand is equally valid.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a zlink message",
+    label = "not a zlink message",
+    note = "add `#[derive(zlink::Message)]` (with serde's Serialize and Deserialize) to `{Self}`"
+)]
 pub trait Message: Sized + Send + Sync + 'static {
     /// The packet name that identifies this message type on the wire (1..=255 bytes).
     const PACKET_NAME: &'static str;
@@ -16,27 +20,20 @@ pub trait Message: Sized + Send + Sync + 'static {
     /// Encodes the message into payload bytes.
     fn encode(&self) -> Result<Bytes>;
 
-    /// Decodes payload bytes. A failure is reported as [`ErrorKind::ProtocolError`].
+    /// Decodes payload bytes. A failure is reported as [`ErrorKind::ProtocolError`](crate::ErrorKind::ProtocolError).
     fn decode(bytes: &[u8]) -> Result<Self>;
 }
 
 /// A message sent with a request that expects a reply of type [`Request::Reply`]. A client call
 /// returns exactly that type, so a mismatched reply type does not compile.
+///
+/// Derive it with `#[message(reply = ReplyType)]` next to `#[derive(zlink::Message)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a request: it names no reply type",
+    label = "not a request",
+    note = "declare the reply with `#[message(reply = ReplyType)]` on `{Self}`, or make this handler return `Result<(), E>` to handle it as a one-way send"
+)]
 pub trait Request: Message {
     /// The reply message type.
     type Reply: Message;
-}
-
-/// Encodes a value as CBOR.
-pub fn cbor_encode<T: Serialize>(value: &T) -> Result<Bytes> {
-    let mut out = Vec::with_capacity(64);
-    ciborium::into_writer(value, &mut out)
-        .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("encode: {e}")))?;
-    Ok(Bytes::from(out))
-}
-
-/// Decodes a CBOR value; malformed input is a [`ErrorKind::ProtocolError`].
-pub fn cbor_decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
-    super::cbor_decode_bounded(bytes)
-        .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("decode: {e}")))
 }

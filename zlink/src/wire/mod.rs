@@ -5,16 +5,18 @@
 //! (a CBOR map of text to text, at most 1024 bytes). Commands that carry application data
 //! end with one payload frame holding the codec's bytes (CBOR by default).
 
+mod codec;
 mod command;
 mod envelope;
 mod header;
 mod message;
 mod metadata;
 
+pub use codec::{cbor_decode, cbor_encode, Cbor, Codec, Json};
 pub use command::Command;
 pub use envelope::{Envelope, WireError, FLAG_METADATA, MAX_HEAD_BYTES, PROTOCOL_MAJOR};
 pub use header::{Admission, Header, RejectReason, ReplyStatus};
-pub use message::{cbor_decode, cbor_encode, Message, Request};
+pub use message::{Message, Request};
 pub use metadata::{Metadata, MAX_METADATA_BYTES};
 
 /// Nesting depth accepted from the wire; deeper input is refused rather than recursed into.

@@ -1,0 +1,108 @@
+//! Checks: syntactic ones made while expanding, and type-level ones emitted as code so the
+//! compiler reports them at the user's own tokens.
+
+use std::collections::HashMap;
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+
+use super::handler::{Handler, HandlerKind};
+use super::Group;
+
+/// Names the generated client defines itself; a handler may not take them.
+const CLIENT_OWN_METHODS: [&str; 3] = ["new", "on_default_channel", "channel_name"];
+
+/// Two handlers for the same written message type.
+pub(crate) fn no_duplicates(handlers: &[Handler]) -> syn::Result<()> {
+    let mut seen: HashMap<String, &Handler> = HashMap::new();
+    let mut errors: Option<syn::Error> = None;
+    for handler in handlers {
+        let key = handler.message.to_token_stream().to_string();
+        if let Some(first) = seen.get(&key) {
+            let error = syn::Error::new(
+                handler.message.span(),
+                format!(
+                    "two handlers for one packet in this group: `{}` already handles `{key}`",
+                    first.method
+                ),
+            );
+            errors = Some(super::combine(errors, error));
+        } else {
+            seen.insert(key, handler);
+        }
+    }
+    errors.map_or(Ok(()), Err)
+}
+
+/// Handler names that would collide with the client's own methods or `_with` variants.
+pub(crate) fn no_client_name_clash(handlers: &[Handler]) -> syn::Result<()> {
+    let names: Vec<String> = handlers.iter().map(|h| h.method.to_string()).collect();
+    let mut errors: Option<syn::Error> = None;
+    for handler in handlers {
+        let name = handler.method.to_string();
+        let clash = if CLIENT_OWN_METHODS.contains(&name.as_str()) {
+            Some(format!(
+                "the generated client has its own `{name}` method; rename this handler"
+            ))
+        } else {
+            names
+                .iter()
+                .find(|other| format!("{other}_with") == name)
+                .map(|other| {
+                    format!("the generated client already has `{name}` (the options form of `{other}`); rename this handler")
+                })
+        };
+        if let Some(message) = clash {
+            errors = Some(super::combine(
+                errors,
+                syn::Error::new(handler.method.span(), message),
+            ));
+        }
+    }
+    errors.map_or(Ok(()), Err)
+}
+
+/// Compile-time checks: each argument is a Message, each reply matches its request, and no two
+/// handlers' packet names are equal (names can be overridden, so this needs the types).
+pub(crate) fn generate(group: &Group) -> TokenStream {
+    let krate = &group.args.krate;
+    let per_handler = group.handlers.iter().map(|h| {
+        let message = &h.message;
+        let is_message = quote_spanned! {message.span()=>
+            #krate::__private::assert_message::<#message>();
+        };
+        let reply_matches = match &h.kind {
+            HandlerKind::Request { reply } => quote_spanned! {h.return_span=>
+                #krate::__private::assert_reply::<#message, #reply>();
+            },
+            HandlerKind::Send => quote!(),
+        };
+        quote!(#is_message #reply_matches)
+    });
+    let mut distinct = Vec::new();
+    for (i, later) in group.handlers.iter().enumerate() {
+        for earlier in &group.handlers[..i] {
+            let (a, b) = (&earlier.message, &later.message);
+            let text = format!(
+                "two handlers for one packet name: `{}` and `{}` handle messages with the same PACKET_NAME",
+                earlier.method, later.method
+            );
+            distinct.push(quote_spanned! {b.span()=>
+                ::core::assert!(
+                    !#krate::__private::same_packet_name(
+                        <#a as #krate::Message>::PACKET_NAME,
+                        <#b as #krate::Message>::PACKET_NAME,
+                    ),
+                    #text
+                );
+            });
+        }
+    }
+    quote! {
+        const _: () = {
+            #(#per_handler)*
+            #(#distinct)*
+        };
+    }
+}

@@ -1,0 +1,175 @@
+//! One `#[handler]` method: its signature, checked and reduced to what generation needs.
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{Attribute, FnArg, GenericArgument, Ident, ImplItemFn, PathArguments, ReturnType, Type};
+
+/// Whether a handler answers requests or consumes one-way sends.
+pub(crate) enum HandlerKind {
+    /// Returns `Result<Reply, E>`; `reply` is the written reply type.
+    Request { reply: Box<Type> },
+    /// Returns `Result<(), E>`.
+    Send,
+}
+
+/// A checked `#[handler]` method.
+pub(crate) struct Handler {
+    pub(crate) method: Ident,
+    pub(crate) message: Type,
+    pub(crate) kind: HandlerKind,
+    pub(crate) context_by_ref: bool,
+    pub(crate) return_span: Span,
+    pub(crate) docs: Vec<Attribute>,
+}
+
+const SHAPE: &str = "a #[handler] is `async fn name(&self, message: M, ctx: &zlink::HandlerContext) -> Result<Reply, E>` (request) or `-> Result<(), E>` (one-way send)";
+
+/// Whether an attribute is `#[handler]` (also `#[zlink::handler]` or any path ending in it).
+pub(crate) fn is_handler_attr(attr: &Attribute) -> bool {
+    attr.path()
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "handler")
+}
+
+impl Handler {
+    /// Checks a method marked `#[handler]`; the attribute must already be removed from it.
+    pub(crate) fn parse(method: &ImplItemFn, marker: &Attribute) -> syn::Result<Handler> {
+        if !matches!(marker.meta, syn::Meta::Path(_)) {
+            return Err(syn::Error::new(
+                marker.meta.span(),
+                "#[handler] takes no arguments: the message type decides the packet name",
+            ));
+        }
+        let sig = &method.sig;
+        if sig.asyncness.is_none() {
+            return Err(syn::Error::new(
+                sig.fn_token.span,
+                format!("a #[handler] method must be `async fn`; {SHAPE}"),
+            ));
+        }
+        if !sig.generics.params.is_empty() {
+            return Err(syn::Error::new(
+                sig.generics.span(),
+                "a #[handler] method cannot be generic: each handler serves one message type",
+            ));
+        }
+        let inputs: Vec<&FnArg> = sig.inputs.iter().collect();
+        check_receiver(inputs.first().copied(), sig.ident.span())?;
+        if inputs.len() != 3 {
+            return Err(syn::Error::new(
+                sig.inputs.span(),
+                format!(
+                    "a #[handler] takes 3 arguments (`&self`, the message, the handler context), found {}; {SHAPE}",
+                    inputs.len()
+                ),
+            ));
+        }
+        let message = message_type(inputs[1])?;
+        let context_by_ref = context_type(inputs[2])?;
+        let (kind, return_span) = kind_from_return(&sig.output, sig.ident.span())?;
+        let docs = method
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("doc"))
+            .cloned()
+            .collect();
+        Ok(Handler {
+            method: sig.ident.clone(),
+            message,
+            kind,
+            context_by_ref,
+            return_span,
+            docs,
+        })
+    }
+}
+
+fn check_receiver(first: Option<&FnArg>, fn_span: Span) -> syn::Result<()> {
+    let message = "a #[handler] takes `&self` first: the group is shared by concurrent calls, so handlers cannot take `self` or `&mut self`";
+    match first {
+        Some(FnArg::Receiver(r)) if r.reference.is_some() && r.mutability.is_none() => Ok(()),
+        Some(FnArg::Receiver(r)) => Err(syn::Error::new(r.span(), message)),
+        Some(other) => Err(syn::Error::new(other.span(), message)),
+        None => Err(syn::Error::new(fn_span, message)),
+    }
+}
+
+fn message_type(arg: &FnArg) -> syn::Result<Type> {
+    let FnArg::Typed(pat) = arg else {
+        return Err(syn::Error::new(arg.span(), "expected the message argument"));
+    };
+    if let Type::Reference(r) = &*pat.ty {
+        return Err(syn::Error::new(
+            r.span(),
+            "take the message by value (`message: M`), not by reference: the handler owns the decoded message",
+        ));
+    }
+    Ok((*pat.ty).clone())
+}
+
+/// Returns whether the context is taken by reference.
+fn context_type(arg: &FnArg) -> syn::Result<bool> {
+    let wrong = |span: Span| {
+        syn::Error::new(
+            span,
+            "the third argument is the handler context: `ctx: &zlink::HandlerContext`",
+        )
+    };
+    let FnArg::Typed(pat) = arg else {
+        return Err(wrong(arg.span()));
+    };
+    let (ty, by_ref) = match &*pat.ty {
+        Type::Reference(r) if r.mutability.is_none() => (&*r.elem, true),
+        other => (other, false),
+    };
+    match ty {
+        Type::Path(p)
+            if p.qself.is_none()
+                && p.path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "HandlerContext") =>
+        {
+            Ok(by_ref)
+        }
+        _ => Err(wrong(pat.ty.span())),
+    }
+}
+
+fn kind_from_return(output: &ReturnType, fn_span: Span) -> syn::Result<(HandlerKind, Span)> {
+    let ReturnType::Type(_, ty) = output else {
+        return Err(syn::Error::new(
+            fn_span,
+            format!("a #[handler] must return a Result; {SHAPE}"),
+        ));
+    };
+    let ok = match &**ty {
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().and_then(|last| {
+            if last.ident != "Result" {
+                return None;
+            }
+            match &last.arguments {
+                PathArguments::AngleBracketed(args) => match args.args.first() {
+                    Some(GenericArgument::Type(ok)) => Some(ok.clone()),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }),
+        _ => None,
+    };
+    let Some(ok) = ok else {
+        return Err(syn::Error::new(
+            ty.span(),
+            format!("a #[handler] must return a Result; {SHAPE}"),
+        ));
+    };
+    let kind = match &ok {
+        Type::Tuple(t) if t.elems.is_empty() => HandlerKind::Send,
+        _ => HandlerKind::Request {
+            reply: Box::new(ok.clone()),
+        },
+    };
+    Ok((kind, ok.span()))
+}

@@ -1,0 +1,158 @@
+//! `#[channel(server)]`: turns an impl block of `#[handler]` methods into a handler group
+//! and a typed client.
+
+mod args;
+mod checks;
+mod client;
+mod group;
+mod handler;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::spanned::Spanned;
+use syn::{Ident, ImplItem, ItemImpl, Type};
+
+use args::ChannelArgs;
+use handler::{is_handler_attr, Handler};
+
+/// Everything generation needs about one annotated impl block.
+pub(crate) struct Group<'a> {
+    pub(crate) self_ty: &'a Type,
+    pub(crate) client: Ident,
+    pub(crate) handlers: Vec<Handler>,
+    pub(crate) args: ChannelArgs,
+}
+
+/// Expands `#[channel(...)]` on `item`. On error the impl block is still emitted (without its
+/// `#[handler]` markers) so the only errors the user sees are ours.
+pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut block: ItemImpl = match syn::parse2(item.clone()) {
+        Ok(block) => block,
+        Err(_) => {
+            let error = syn::Error::new(
+                item.span(),
+                "#[channel(server)] goes on an `impl` block whose methods are marked #[handler]",
+            )
+            .to_compile_error();
+            return quote!(#error #item);
+        }
+    };
+    let handlers = take_handlers(&mut block);
+    let generated = ChannelArgs::parse(args)
+        .and_then(|args| generate(&block, args, handlers))
+        .unwrap_or_else(syn::Error::into_compile_error);
+    quote! {
+        #block
+        #generated
+    }
+}
+
+/// Removes the `#[handler]` markers and checks each marked method; the checks' errors are
+/// kept for [`generate`] so all of them are reported together.
+fn take_handlers(block: &mut ItemImpl) -> Vec<syn::Result<Handler>> {
+    let mut handlers = Vec::new();
+    for item in &mut block.items {
+        let ImplItem::Fn(method) = item else { continue };
+        let Some(index) = method.attrs.iter().position(is_handler_attr) else {
+            continue;
+        };
+        let marker = method.attrs.remove(index);
+        let mut parsed = Handler::parse(method, &marker);
+        if let Some(extra) = method.attrs.iter().find(|a| is_handler_attr(a)) {
+            let error = syn::Error::new(extra.span(), "#[handler] is given twice");
+            parsed = Err(combine(parsed.err(), error));
+        }
+        method.attrs.retain(|a| !is_handler_attr(a));
+        handlers.push(parsed);
+    }
+    handlers
+}
+
+fn generate(
+    block: &ItemImpl,
+    args: ChannelArgs,
+    handlers: Vec<syn::Result<Handler>>,
+) -> syn::Result<TokenStream> {
+    let self_ident = check_block(block)?;
+    let mut errors: Option<syn::Error> = None;
+    let mut checked = Vec::new();
+    for handler in handlers {
+        match handler {
+            Ok(h) => checked.push(h),
+            Err(e) => errors = Some(combine(errors, e)),
+        }
+    }
+    if let Err(e) = checks::no_duplicates(&checked) {
+        errors = Some(combine(errors, e));
+    }
+    if let Err(e) = checks::no_client_name_clash(&checked) {
+        errors = Some(combine(errors, e));
+    }
+    if let Some(errors) = errors {
+        return Err(errors);
+    }
+    if checked.is_empty() {
+        return Err(syn::Error::new(
+            block.self_ty.span(),
+            "this #[channel(server)] block has no #[handler] methods",
+        ));
+    }
+    let client = args
+        .client
+        .clone()
+        .unwrap_or_else(|| format_ident!("{}Client", self_ident));
+    let group = Group {
+        self_ty: &block.self_ty,
+        client,
+        handlers: checked,
+        args,
+    };
+    let group_impl = group::generate(&group);
+    let compile_checks = checks::generate(&group);
+    let client_impl = client::generate(&group);
+    Ok(quote! {
+        #group_impl
+        #compile_checks
+        #client_impl
+    })
+}
+
+/// The block must be an inherent, non-generic impl of a named type; returns the type's name.
+fn check_block(block: &ItemImpl) -> syn::Result<&Ident> {
+    if let Some((_, path, _)) = &block.trait_ {
+        return Err(syn::Error::new(
+            path.span(),
+            "#[channel(server)] goes on an inherent `impl Type` block, not a trait impl",
+        ));
+    }
+    if !block.generics.params.is_empty() {
+        return Err(syn::Error::new(
+            block.generics.span(),
+            "#[channel(server)] does not support generic impl blocks; serve a concrete type (a newtype around the generic one works)",
+        ));
+    }
+    match &*block.self_ty {
+        Type::Path(p) if p.qself.is_none() => match p.path.segments.last() {
+            Some(last) if last.arguments.is_empty() => Ok(&last.ident),
+            _ => Err(syn::Error::new(
+                p.span(),
+                "#[channel(server)] needs a named type without generic arguments",
+            )),
+        },
+        other => Err(syn::Error::new(
+            other.span(),
+            "#[channel(server)] needs a named type, e.g. `impl Pricing`",
+        )),
+    }
+}
+
+/// Joins errors so every one of them is reported.
+fn combine(into: Option<syn::Error>, error: syn::Error) -> syn::Error {
+    match into {
+        Some(mut all) => {
+            all.combine(error);
+            all
+        }
+        None => error,
+    }
+}

@@ -1,0 +1,106 @@
+//! `#[derive(Message)]`: packet name, codec and (for requests) the reply type.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{DeriveInput, LitStr, Path, Type};
+
+use crate::{crate_path, names};
+
+/// What `#[message(...)]` attributes on the type declare.
+struct MessageArgs {
+    name: Option<LitStr>,
+    codec: Option<Type>,
+    reply: Option<Type>,
+    krate: Option<Path>,
+}
+
+impl MessageArgs {
+    fn parse(input: &DeriveInput) -> syn::Result<Self> {
+        let mut args = MessageArgs {
+            name: None,
+            codec: None,
+            reply: None,
+            krate: None,
+        };
+        for attr in input.attrs.iter().filter(|a| a.path().is_ident("message")) {
+            attr.parse_nested_meta(|meta| {
+                let key = meta
+                    .path
+                    .get_ident()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                let duplicate = || meta.error(format!("`{key}` is given twice"));
+                match key.as_str() {
+                    "name" if args.name.is_some() => Err(duplicate()),
+                    "name" => {
+                        args.name = Some(meta.value()?.parse()?);
+                        Ok(())
+                    }
+                    "codec" if args.codec.is_some() => Err(duplicate()),
+                    "codec" => {
+                        args.codec = Some(meta.value()?.parse()?);
+                        Ok(())
+                    }
+                    "reply" if args.reply.is_some() => Err(duplicate()),
+                    "reply" => {
+                        args.reply = Some(meta.value()?.parse()?);
+                        Ok(())
+                    }
+                    "crate" if args.krate.is_some() => Err(duplicate()),
+                    "crate" => {
+                        args.krate = Some(crate_path::parse(&meta)?);
+                        Ok(())
+                    }
+                    _ => Err(meta.error(
+                        "unknown key in #[message(...)]; expected `name = \"...\"`, `codec = Type`, `reply = Type` or `crate = \"path\"`",
+                    )),
+                }
+            })?;
+        }
+        Ok(args)
+    }
+}
+
+/// Expands `#[derive(Message)]`.
+pub(crate) fn derive(input: DeriveInput) -> syn::Result<TokenStream> {
+    let args = MessageArgs::parse(&input)?;
+    let krate = args.krate.unwrap_or_else(crate_path::default_path);
+    let ident = &input.ident;
+    let packet_name = match &args.name {
+        Some(lit) => names::check(lit, "packet name")?,
+        None => ident.to_string(),
+    };
+    let codec = args
+        .codec
+        .unwrap_or_else(|| syn::parse_quote!(#krate::Cbor));
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let mut where_clause = where_clause
+        .cloned()
+        .unwrap_or_else(|| syn::parse_quote!(where));
+    where_clause
+        .predicates
+        .push(syn::parse_quote_spanned!(codec.span()=> #codec: #krate::Codec<Self>));
+
+    let request_impl = args.reply.map(|reply| {
+        quote_spanned! {reply.span()=>
+            impl #impl_generics #krate::Request for #ident #ty_generics #where_clause {
+                type Reply = #reply;
+            }
+        }
+    });
+    Ok(quote! {
+        impl #impl_generics #krate::Message for #ident #ty_generics #where_clause {
+            const PACKET_NAME: &'static str = #packet_name;
+
+            fn encode(&self) -> #krate::Result<#krate::Bytes> {
+                <#codec as #krate::Codec<Self>>::encode(self)
+            }
+
+            fn decode(bytes: &[u8]) -> #krate::Result<Self> {
+                <#codec as #krate::Codec<Self>>::decode(bytes)
+            }
+        }
+        #request_impl
+    })
+}

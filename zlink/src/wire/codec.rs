@@ -1,0 +1,120 @@
+//! Payload codecs: how a message value becomes payload bytes and back.
+//!
+//! The codec only converts between a value and bytes. Packet names, routing, correlation and
+//! metadata belong to the envelope and never depend on the codec.
+
+use bytes::Bytes;
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::{Error, ErrorKind, Result};
+
+/// Encodes and decodes values of type `T` as payload bytes.
+///
+/// [`Cbor`] is the default for `#[derive(zlink::Message)]`; choose another per type with
+/// `#[message(codec = MyCodec)]`. Decoding must treat its input as untrusted: a failure is
+/// reported as [`ErrorKind::ProtocolError`], never a panic.
+///
+/// ```
+/// use zlink::{Bytes, Codec};
+///
+/// /// Carries a UTF-8 string as its raw bytes.
+/// struct RawText;
+///
+/// impl Codec<String> for RawText {
+///     fn encode(value: &String) -> zlink::Result<Bytes> {
+///         Ok(Bytes::copy_from_slice(value.as_bytes()))
+///     }
+///     fn decode(bytes: &[u8]) -> zlink::Result<String> {
+///         String::from_utf8(bytes.to_vec())
+///             .map_err(|e| zlink::Error::new(zlink::ErrorKind::ProtocolError, e.to_string()))
+///     }
+/// }
+/// ```
+pub trait Codec<T> {
+    /// Encodes `value` into payload bytes.
+    fn encode(value: &T) -> Result<Bytes>;
+
+    /// Decodes payload bytes into a value.
+    fn decode(bytes: &[u8]) -> Result<T>;
+}
+
+/// CBOR through serde (`ciborium`): compact, self-describing, the default codec.
+/// Decoding bounds nesting depth and refuses trailing bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cbor;
+
+impl<T: Serialize + DeserializeOwned> Codec<T> for Cbor {
+    fn encode(value: &T) -> Result<Bytes> {
+        cbor_encode(value)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<T> {
+        cbor_decode(bytes)
+    }
+}
+
+/// JSON through serde (`serde_json`), for payloads that people or web clients read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Json;
+
+impl<T: Serialize + DeserializeOwned> Codec<T> for Json {
+    fn encode(value: &T) -> Result<Bytes> {
+        serde_json::to_vec(value)
+            .map(Bytes::from)
+            .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("encode: {e}")))
+    }
+
+    fn decode(bytes: &[u8]) -> Result<T> {
+        serde_json::from_slice(bytes)
+            .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("decode: {e}")))
+    }
+}
+
+/// Encodes a value as CBOR.
+pub fn cbor_encode<T: Serialize>(value: &T) -> Result<Bytes> {
+    let mut out = Vec::with_capacity(64);
+    ciborium::into_writer(value, &mut out)
+        .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("encode: {e}")))?;
+    Ok(Bytes::from(out))
+}
+
+/// Decodes a CBOR value; malformed input is a [`ErrorKind::ProtocolError`].
+pub fn cbor_decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    super::cbor_decode_bounded(bytes)
+        .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("decode: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Sample {
+        name: String,
+        count: u32,
+    }
+
+    fn sample() -> Sample {
+        Sample {
+            name: "seven".into(),
+            count: 7,
+        }
+    }
+
+    #[test]
+    fn cbor_and_json_round_trip() {
+        let cbor = <Cbor as Codec<Sample>>::encode(&sample()).unwrap();
+        assert_eq!(<Cbor as Codec<Sample>>::decode(&cbor).unwrap(), sample());
+        let json = <Json as Codec<Sample>>::encode(&sample()).unwrap();
+        assert_eq!(&json[..], br#"{"name":"seven","count":7}"#);
+        assert_eq!(<Json as Codec<Sample>>::decode(&json).unwrap(), sample());
+    }
+
+    #[test]
+    fn malformed_payloads_are_protocol_errors() {
+        let cbor: Result<Sample> = <Cbor as Codec<Sample>>::decode(&[0xff, 0x00]);
+        assert!(cbor.unwrap_err().is(ErrorKind::ProtocolError));
+        let json: Result<Sample> = <Json as Codec<Sample>>::decode(b"{\"name\":");
+        assert!(json.unwrap_err().is(ErrorKind::ProtocolError));
+    }
+}
