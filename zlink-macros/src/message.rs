@@ -81,15 +81,24 @@ pub(crate) fn derive(input: DeriveInput) -> syn::Result<TokenStream> {
     where_clause
         .predicates
         .push(syn::parse_quote_spanned!(codec.span()=> #codec: #krate::Codec<Self>));
+    if !input.generics.params.is_empty() {
+        // A generic message is a message for the parameters that make it one.
+        where_clause
+            .predicates
+            .push(syn::parse_quote!(Self: ::core::marker::Send + ::core::marker::Sync + 'static));
+    }
 
     let request_impl = args.reply.map(|reply| {
         quote_spanned! {reply.span()=>
+            #[automatically_derived]
             impl #impl_generics #krate::Request for #ident #ty_generics #where_clause {
                 type Reply = #reply;
             }
         }
     });
+    let bytes = syn::Ident::new("__zlink_bytes", proc_macro2::Span::mixed_site());
     Ok(quote! {
+        #[automatically_derived]
         impl #impl_generics #krate::Message for #ident #ty_generics #where_clause {
             const PACKET_NAME: &'static str = #packet_name;
 
@@ -97,8 +106,8 @@ pub(crate) fn derive(input: DeriveInput) -> syn::Result<TokenStream> {
                 <#codec as #krate::Codec<Self>>::encode(self)
             }
 
-            fn decode(bytes: &[u8]) -> #krate::Result<Self> {
-                <#codec as #krate::Codec<Self>>::decode(bytes)
+            fn decode(#bytes: &[u8]) -> #krate::Result<Self> {
+                <#codec as #krate::Codec<Self>>::decode(#bytes)
             }
         }
         #request_impl

@@ -18,21 +18,15 @@ pub fn into_error<E: Into<Error>>(error: E) -> Error {
     error.into()
 }
 
-/// Holds when `Self` is the reply type of request `R`.
-#[diagnostic::on_unimplemented(
-    message = "this handler replies with `{Self}`, but the request's reply type is different",
-    label = "must be the reply type declared by `#[message(reply = ...)]` on the request",
-    note = "a request handler returns `Result<<R as zlink::Request>::Reply, E>`"
-)]
+/// Holds when `Self` is the reply type of request `R`. Bounding the reply type (not the
+/// request) makes a mismatch point at the handler's return type.
 pub trait ReplyOf<R> {}
 
 impl<R: Request> ReplyOf<R> for R::Reply {}
 
-/// Compiles only when `T` is the reply type of `R`; generated next to each request handler.
+/// Compiles only when `T` is the reply type of request `R`; generated for each request
+/// handler.
 pub const fn assert_reply<R: Request, T: ReplyOf<R>>() {}
-
-/// Compiles only when `T` is a message; generated for each handler's message argument.
-pub const fn assert_message<T: crate::Message>() {}
 
 /// Compares packet names at compile time (const evaluation of a generated check).
 pub const fn same_packet_name(a: &str, b: &str) -> bool {
@@ -48,9 +42,4 @@ pub const fn same_packet_name(a: &str, b: &str) -> bool {
         i += 1;
     }
     true
-}
-
-/// Whether a packet name is 1..=255 bytes (const-evaluated for derived messages).
-pub const fn valid_packet_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 255
 }

@@ -20,8 +20,8 @@ pub(crate) fn no_duplicates(handlers: &[Handler]) -> syn::Result<()> {
     for handler in handlers {
         let key = handler.message.to_token_stream().to_string();
         if let Some(first) = seen.get(&key) {
-            let error = syn::Error::new(
-                handler.message.span(),
+            let error = syn::Error::new_spanned(
+                &handler.message,
                 format!(
                     "two handlers for one packet in this group: `{}` already handles `{key}`",
                     first.method
@@ -56,29 +56,27 @@ pub(crate) fn no_client_name_clash(handlers: &[Handler]) -> syn::Result<()> {
         if let Some(message) = clash {
             errors = Some(super::combine(
                 errors,
-                syn::Error::new(handler.method.span(), message),
+                syn::Error::new_spanned(&handler.method, message),
             ));
         }
     }
     errors.map_or(Ok(()), Err)
 }
 
-/// Compile-time checks: each argument is a Message, each reply matches its request, and no two
+/// Compile-time checks: each reply matches its request, and no two
 /// handlers' packet names are equal (names can be overridden, so this needs the types).
 pub(crate) fn generate(group: &Group) -> TokenStream {
     let krate = &group.args.krate;
+    // "Is a Message" needs no check of its own: the dispatch code names `<M as Message>`
+    // at the message type's span, which reports it there.
     let per_handler = group.handlers.iter().map(|h| {
         let message = &h.message;
-        let is_message = quote_spanned! {message.span()=>
-            #krate::__private::assert_message::<#message>();
-        };
-        let reply_matches = match &h.kind {
+        match &h.kind {
             HandlerKind::Request { reply } => quote_spanned! {h.return_span=>
                 #krate::__private::assert_reply::<#message, #reply>();
             },
             HandlerKind::Send => quote!(),
-        };
-        quote!(#is_message #reply_matches)
+        }
     });
     let mut distinct = Vec::new();
     for (i, later) in group.handlers.iter().enumerate() {

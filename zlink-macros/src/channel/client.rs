@@ -1,15 +1,23 @@
 //! The generated typed client: one method per handler (plus a `_with` form taking
 //! `CallOptions`), each a `request_to_channel` / `send_to_channel` on the bound ChannelName.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
+use syn::Ident;
 
 use super::handler::{Handler, HandlerKind};
 use super::Group;
 
+/// A parameter or local of generated code, kept apart from the user's locals (mixed-site
+/// hygiene) and items (the prefix).
+fn local(name: &str) -> Ident {
+    Ident::new(&format!("__zlink_{name}"), Span::mixed_site())
+}
+
 pub(crate) fn generate(group: &Group) -> TokenStream {
     let krate = &group.args.krate;
+    let (runtime, channel, f) = (local("runtime"), local("channel"), local("f"));
     let self_ty = group.self_ty;
     let client = &group.client;
     let type_doc = format!(
@@ -17,12 +25,13 @@ pub(crate) fn generate(group: &Group) -> TokenStream {
          selecting one server by weight. Cheap to clone.",
         quote!(#self_ty)
     );
+    let runtime_param = runtime.clone();
     let default_ctor = group.args.default_name.as_ref().map(|name| {
         let doc = format!("A client of the default channel `{name}`.");
         quote! {
             #[doc = #doc]
-            pub fn on_default_channel(runtime: &#krate::Runtime) -> Self {
-                Self::new(runtime, <#self_ty as #krate::DefaultChannel>::CHANNEL)
+            pub fn on_default_channel(#runtime_param: &#krate::Runtime) -> Self {
+                Self::new(#runtime_param, <#self_ty as #krate::DefaultChannel>::CHANNEL)
             }
         }
     });
@@ -36,24 +45,27 @@ pub(crate) fn generate(group: &Group) -> TokenStream {
         }
 
         impl ::core::fmt::Debug for #client {
-            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                f.debug_struct(::core::stringify!(#client))
+            fn fmt(&self, #f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                #f.debug_struct(::core::stringify!(#client))
                     .field("channel", &&*self.channel)
                     .finish_non_exhaustive()
             }
         }
 
+        // The client is `pub` whatever the message types' visibility; where they are
+        // private, so in effect are the methods that name them.
+        #[allow(private_interfaces)]
         impl #client {
             /// A client that calls `channel` through `runtime`, which must have registered
             /// the channel (as Client or Server).
             pub fn new(
-                runtime: &#krate::Runtime,
-                channel: impl ::core::convert::Into<::std::string::String>,
+                #runtime: &#krate::Runtime,
+                #channel: impl ::core::convert::Into<::std::string::String>,
             ) -> Self {
-                let channel: ::std::string::String = channel.into();
+                let #channel: ::std::string::String = #channel.into();
                 Self {
-                    runtime: ::core::clone::Clone::clone(runtime),
-                    channel: ::std::sync::Arc::from(channel),
+                    runtime: ::core::clone::Clone::clone(#runtime),
+                    channel: ::std::sync::Arc::from(#channel),
                 }
             }
 
@@ -76,6 +88,7 @@ fn method(group: &Group, h: &Handler) -> TokenStream {
     let name_with = format_ident!("{}_with", name);
     let docs = &h.docs;
     let message_text = quote!(#message).to_string();
+    let (request, sent, options) = (local("request"), local("message"), local("options"));
     let separator = (!docs.is_empty()).then(|| quote!(#[doc = ""]));
     match h.kind {
         HandlerKind::Request { .. } => {
@@ -89,19 +102,19 @@ fn method(group: &Group, h: &Handler) -> TokenStream {
                 #[doc = #doc]
                 pub async fn #name(
                     &self,
-                    request: &#message,
+                    #request: &#message,
                 ) -> #krate::Result<<#message as #krate::Request>::Reply> {
-                    self.runtime.request_to_channel(&self.channel, request).await
+                    self.#name_with(#request, ::core::default::Default::default()).await
                 }
 
                 #[doc = #with_doc]
                 pub async fn #name_with(
                     &self,
-                    request: &#message,
-                    options: #krate::CallOptions,
+                    #request: &#message,
+                    #options: #krate::CallOptions,
                 ) -> #krate::Result<<#message as #krate::Request>::Reply> {
                     self.runtime
-                        .request_to_channel_with(&self.channel, request, options)
+                        .request_to_channel_with(&self.channel, #request, #options)
                         .await
                 }
             }
@@ -115,18 +128,18 @@ fn method(group: &Group, h: &Handler) -> TokenStream {
                 #(#docs)*
                 #separator
                 #[doc = #doc]
-                pub async fn #name(&self, message: &#message) -> #krate::Result<()> {
-                    self.runtime.send_to_channel(&self.channel, message).await
+                pub async fn #name(&self, #sent: &#message) -> #krate::Result<()> {
+                    self.#name_with(#sent, ::core::default::Default::default()).await
                 }
 
                 #[doc = #with_doc]
                 pub async fn #name_with(
                     &self,
-                    message: &#message,
-                    options: #krate::CallOptions,
+                    #sent: &#message,
+                    #options: #krate::CallOptions,
                 ) -> #krate::Result<()> {
                     self.runtime
-                        .send_to_channel_with(&self.channel, message, options)
+                        .send_to_channel_with(&self.channel, #sent, #options)
                         .await
                 }
             }

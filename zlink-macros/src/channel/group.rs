@@ -1,63 +1,93 @@
 //! The generated `HandlerGroup` implementation: dispatch by packet name, decode, call, encode.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
+use syn::Ident;
 
 use super::handler::HandlerKind;
 use super::Group;
 
+/// Local names of the generated `handle`. Mixed-site hygiene keeps user locals apart; the
+/// prefix keeps user items apart too (a unit struct named `message` would otherwise turn a
+/// binding into a pattern).
+struct Locals {
+    ctx: Ident,
+    packet: Ident,
+    payload: Ident,
+    message: Ident,
+    reply: Ident,
+}
+
+impl Locals {
+    fn new() -> Self {
+        let local = |name: &str| Ident::new(&format!("__zlink_{name}"), Span::mixed_site());
+        Locals {
+            ctx: local("ctx"),
+            packet: local("packet"),
+            payload: local("payload"),
+            message: local("message"),
+            reply: local("reply"),
+        }
+    }
+}
+
 pub(crate) fn generate(group: &Group) -> TokenStream {
     let krate = &group.args.krate;
     let self_ty = group.self_ty;
+    let Locals {
+        ctx,
+        packet,
+        payload,
+        message,
+        reply,
+    } = Locals::new();
     let packets = group.handlers.iter().map(|h| {
-        let message = &h.message;
+        let message_ty = &h.message;
         let kind = match h.kind {
             HandlerKind::Request { .. } => quote!(Request),
             HandlerKind::Send => quote!(Send),
         };
-        quote_spanned! {message.span()=>
+        quote_spanned! {message_ty.span()=>
             (
-                ::std::string::String::from(<#message as #krate::Message>::PACKET_NAME),
+                ::std::string::String::from(<#message_ty as #krate::Message>::PACKET_NAME),
                 #krate::PacketKind::#kind,
             )
         }
     });
     let branches = group.handlers.iter().map(|h| {
-        let message = &h.message;
+        let message_ty = &h.message;
         let method = &h.method;
-        let ctx = if h.context_by_ref {
-            quote!(&ctx)
+        let ctx_arg = if h.context_by_ref {
+            quote!(&#ctx)
         } else {
-            quote!(ctx)
+            quote!(#ctx)
         };
         let call = quote_spanned! {h.return_span=>
-            Self::#method(self, message, #ctx)
+            Self::#method(self, #message, #ctx_arg)
                 .await
                 .map_err(#krate::__private::into_error)?
         };
         let finish = match h.kind {
             HandlerKind::Request { .. } => quote! {
-                let reply = #call;
-                return #krate::Message::encode(&reply);
+                let #reply = #call;
+                return #krate::Message::encode(&#reply);
             },
             HandlerKind::Send => quote! {
                 #call;
                 return ::core::result::Result::Ok(#krate::Bytes::new());
             },
         };
-        let decode = quote_spanned! {message.span()=>
-            let message = <#message as #krate::Message>::decode(&payload)?;
-        };
-        quote_spanned! {message.span()=>
-            if packet == <#message as #krate::Message>::PACKET_NAME {
-                #decode
+        quote_spanned! {message_ty.span()=>
+            if #packet == <#message_ty as #krate::Message>::PACKET_NAME {
+                let #message = <#message_ty as #krate::Message>::decode(&#payload)?;
                 #finish
             }
         }
     });
     let default_channel = group.args.default_name.as_ref().map(|name| {
         quote! {
+            #[automatically_derived]
             impl #krate::DefaultChannel for #self_ty {
                 const CHANNEL: &'static str = #name;
             }
@@ -72,13 +102,13 @@ pub(crate) fn generate(group: &Group) -> TokenStream {
 
             fn handle<'zlink>(
                 &'zlink self,
-                ctx: #krate::HandlerContext,
-                packet: &'zlink str,
-                payload: #krate::Bytes,
+                #ctx: #krate::HandlerContext,
+                #packet: &'zlink str,
+                #payload: #krate::Bytes,
             ) -> #krate::BoxFuture<'zlink, #krate::Result<#krate::Bytes>> {
                 ::std::boxed::Box::pin(async move {
                     #(#branches)*
-                    ::core::result::Result::Err(#krate::__private::no_handler(packet))
+                    ::core::result::Result::Err(#krate::__private::no_handler(#packet))
                 })
             }
         }

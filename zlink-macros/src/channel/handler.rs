@@ -22,7 +22,7 @@ pub(crate) struct Handler {
     pub(crate) docs: Vec<Attribute>,
 }
 
-const SHAPE: &str = "a #[handler] is `async fn name(&self, message: M, ctx: &zlink::HandlerContext) -> Result<Reply, E>` (request) or `-> Result<(), E>` (one-way send)";
+const SHAPE: &str = "expected `async fn name(&self, message: M, ctx: &HandlerContext) -> Result<Reply, E>`, or `Result<(), E>` for a one-way send";
 
 /// Whether an attribute is `#[handler]` (also `#[zlink::handler]` or any path ending in it).
 pub(crate) fn is_handler_attr(attr: &Attribute) -> bool {
@@ -36,31 +36,31 @@ impl Handler {
     /// Checks a method marked `#[handler]`; the attribute must already be removed from it.
     pub(crate) fn parse(method: &ImplItemFn, marker: &Attribute) -> syn::Result<Handler> {
         if !matches!(marker.meta, syn::Meta::Path(_)) {
-            return Err(syn::Error::new(
-                marker.meta.span(),
+            return Err(syn::Error::new_spanned(
+                &marker.meta,
                 "#[handler] takes no arguments: the message type decides the packet name",
             ));
         }
         let sig = &method.sig;
         if sig.asyncness.is_none() {
-            return Err(syn::Error::new(
-                sig.fn_token.span,
+            return Err(syn::Error::new_spanned(
+                sig.fn_token,
                 format!("a #[handler] method must be `async fn`; {SHAPE}"),
             ));
         }
         if !sig.generics.params.is_empty() {
-            return Err(syn::Error::new(
-                sig.generics.span(),
+            return Err(syn::Error::new_spanned(
+                &sig.generics,
                 "a #[handler] method cannot be generic: each handler serves one message type",
             ));
         }
         let inputs: Vec<&FnArg> = sig.inputs.iter().collect();
         check_receiver(inputs.first().copied(), sig.ident.span())?;
         if inputs.len() != 3 {
-            return Err(syn::Error::new(
-                sig.inputs.span(),
+            return Err(syn::Error::new_spanned(
+                &sig.inputs,
                 format!(
-                    "a #[handler] takes 3 arguments (`&self`, the message, the handler context), found {}; {SHAPE}",
+                    "a #[handler] takes 3 arguments (`&self`, the message, the context), found {}; {SHAPE}",
                     inputs.len()
                 ),
             ));
@@ -89,51 +89,54 @@ fn check_receiver(first: Option<&FnArg>, fn_span: Span) -> syn::Result<()> {
     let message = "a #[handler] takes `&self` first: the group is shared by concurrent calls, so handlers cannot take `self` or `&mut self`";
     match first {
         Some(FnArg::Receiver(r)) if r.reference.is_some() && r.mutability.is_none() => Ok(()),
-        Some(FnArg::Receiver(r)) => Err(syn::Error::new(r.span(), message)),
-        Some(other) => Err(syn::Error::new(other.span(), message)),
+        Some(FnArg::Receiver(r)) => Err(syn::Error::new_spanned(r, message)),
+        Some(other) => Err(syn::Error::new_spanned(other, message)),
         None => Err(syn::Error::new(fn_span, message)),
     }
 }
 
 fn message_type(arg: &FnArg) -> syn::Result<Type> {
     let FnArg::Typed(pat) = arg else {
-        return Err(syn::Error::new(arg.span(), "expected the message argument"));
+        return Err(syn::Error::new_spanned(
+            arg,
+            "expected the message argument",
+        ));
     };
+    if is_context(&pat.ty) {
+        return Err(syn::Error::new_spanned(
+            &pat.ty,
+            "the message comes second and the context third: `(&self, message: M, ctx: &HandlerContext)`",
+        ));
+    }
     if let Type::Reference(r) = &*pat.ty {
-        return Err(syn::Error::new(
-            r.span(),
+        return Err(syn::Error::new_spanned(
+            r,
             "take the message by value (`message: M`), not by reference: the handler owns the decoded message",
         ));
     }
     Ok((*pat.ty).clone())
 }
 
+/// Whether a type is written as `HandlerContext` or `&HandlerContext` (any path to it).
+fn is_context(ty: &Type) -> bool {
+    let ty = match ty {
+        Type::Reference(r) if r.mutability.is_none() => &*r.elem,
+        other => other,
+    };
+    matches!(ty, Type::Path(p) if p.qself.is_none()
+        && p.path.segments.last().is_some_and(|s| s.ident == "HandlerContext"))
+}
+
 /// Returns whether the context is taken by reference.
 fn context_type(arg: &FnArg) -> syn::Result<bool> {
-    let wrong = |span: Span| {
-        syn::Error::new(
-            span,
-            "the third argument is the handler context: `ctx: &zlink::HandlerContext`",
-        )
-    };
+    let message = "the third argument is the handler context: `ctx: &zlink::HandlerContext`";
     let FnArg::Typed(pat) = arg else {
-        return Err(wrong(arg.span()));
+        return Err(syn::Error::new_spanned(arg, message));
     };
-    let (ty, by_ref) = match &*pat.ty {
-        Type::Reference(r) if r.mutability.is_none() => (&*r.elem, true),
-        other => (other, false),
-    };
-    match ty {
-        Type::Path(p)
-            if p.qself.is_none()
-                && p.path
-                    .segments
-                    .last()
-                    .is_some_and(|s| s.ident == "HandlerContext") =>
-        {
-            Ok(by_ref)
-        }
-        _ => Err(wrong(pat.ty.span())),
+    if is_context(&pat.ty) {
+        Ok(matches!(&*pat.ty, Type::Reference(_)))
+    } else {
+        Err(syn::Error::new_spanned(&pat.ty, message))
     }
 }
 
@@ -160,8 +163,8 @@ fn kind_from_return(output: &ReturnType, fn_span: Span) -> syn::Result<(HandlerK
         _ => None,
     };
     let Some(ok) = ok else {
-        return Err(syn::Error::new(
-            ty.span(),
+        return Err(syn::Error::new_spanned(
+            ty,
             format!("a #[handler] must return a Result; {SHAPE}"),
         ));
     };

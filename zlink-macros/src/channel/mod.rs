@@ -59,7 +59,7 @@ fn take_handlers(block: &mut ItemImpl) -> Vec<syn::Result<Handler>> {
         let marker = method.attrs.remove(index);
         let mut parsed = Handler::parse(method, &marker);
         if let Some(extra) = method.attrs.iter().find(|a| is_handler_attr(a)) {
-            let error = syn::Error::new(extra.span(), "#[handler] is given twice");
+            let error = syn::Error::new_spanned(extra, "#[handler] is given twice");
             parsed = Err(combine(parsed.err(), error));
         }
         method.attrs.retain(|a| !is_handler_attr(a));
@@ -92,8 +92,8 @@ fn generate(
         return Err(errors);
     }
     if checked.is_empty() {
-        return Err(syn::Error::new(
-            block.self_ty.span(),
+        return Err(syn::Error::new_spanned(
+            &block.self_ty,
             "this #[channel(server)] block has no #[handler] methods",
         ));
     }
@@ -120,27 +120,27 @@ fn generate(
 /// The block must be an inherent, non-generic impl of a named type; returns the type's name.
 fn check_block(block: &ItemImpl) -> syn::Result<&Ident> {
     if let Some((_, path, _)) = &block.trait_ {
-        return Err(syn::Error::new(
-            path.span(),
+        return Err(syn::Error::new_spanned(
+            path,
             "#[channel(server)] goes on an inherent `impl Type` block, not a trait impl",
         ));
     }
     if !block.generics.params.is_empty() {
-        return Err(syn::Error::new(
-            block.generics.span(),
+        return Err(syn::Error::new_spanned(
+            &block.generics,
             "#[channel(server)] does not support generic impl blocks; serve a concrete type (a newtype around the generic one works)",
         ));
     }
     match &*block.self_ty {
         Type::Path(p) if p.qself.is_none() => match p.path.segments.last() {
             Some(last) if last.arguments.is_empty() => Ok(&last.ident),
-            _ => Err(syn::Error::new(
-                p.span(),
+            _ => Err(syn::Error::new_spanned(
+                p,
                 "#[channel(server)] needs a named type without generic arguments",
             )),
         },
-        other => Err(syn::Error::new(
-            other.span(),
+        other => Err(syn::Error::new_spanned(
+            other,
             "#[channel(server)] needs a named type, e.g. `impl Pricing`",
         )),
     }
