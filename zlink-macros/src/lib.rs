@@ -1,6 +1,7 @@
 //! Procedural macros for zlink. Use them through the `zlink` crate (`zlink::Message`,
 //! `zlink::channel`, `zlink::handler`); this crate holds no runtime logic.
 
+mod attr_keys;
 mod channel;
 mod crate_path;
 mod message;

@@ -5,6 +5,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{DeriveInput, LitStr, Path, Type};
 
+use crate::attr_keys::{self, set_once};
 use crate::{crate_path, names};
 
 /// What `#[message(...)]` attributes on the type declare.
@@ -24,38 +25,14 @@ impl MessageArgs {
             krate: None,
         };
         for attr in input.attrs.iter().filter(|a| a.path().is_ident("message")) {
-            attr.parse_nested_meta(|meta| {
-                let key = meta
-                    .path
-                    .get_ident()
-                    .map(ToString::to_string)
-                    .unwrap_or_default();
-                let duplicate = || meta.error(format!("`{key}` is given twice"));
-                match key.as_str() {
-                    "name" if args.name.is_some() => Err(duplicate()),
-                    "name" => {
-                        args.name = Some(meta.value()?.parse()?);
-                        Ok(())
-                    }
-                    "codec" if args.codec.is_some() => Err(duplicate()),
-                    "codec" => {
-                        args.codec = Some(meta.value()?.parse()?);
-                        Ok(())
-                    }
-                    "reply" if args.reply.is_some() => Err(duplicate()),
-                    "reply" => {
-                        args.reply = Some(meta.value()?.parse()?);
-                        Ok(())
-                    }
-                    "crate" if args.krate.is_some() => Err(duplicate()),
-                    "crate" => {
-                        args.krate = Some(crate_path::parse(&meta)?);
-                        Ok(())
-                    }
-                    _ => Err(meta.error(
-                        "unknown key in #[message(...)]; expected `name = \"...\"`, `codec = Type`, `reply = Type` or `crate = \"path\"`",
-                    )),
-                }
+            attr.parse_nested_meta(|meta| match attr_keys::key(&meta).as_str() {
+                "name" => set_once(&mut args.name, &meta, |m| m.value()?.parse()),
+                "codec" => set_once(&mut args.codec, &meta, |m| m.value()?.parse()),
+                "reply" => set_once(&mut args.reply, &meta, |m| m.value()?.parse()),
+                "crate" => set_once(&mut args.krate, &meta, crate_path::parse),
+                _ => Err(meta.error(
+                    "unknown key in #[message(...)]; expected `name = \"...\"`, `codec = Type`, `reply = Type` or `crate = \"path\"`",
+                )),
             })?;
         }
         Ok(args)

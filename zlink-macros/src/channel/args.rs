@@ -4,6 +4,7 @@ use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
 use syn::{Ident, LitStr, Path};
 
+use crate::attr_keys::{self, set_once};
 use crate::{crate_path, names};
 
 /// What `#[channel(server, name = "...", client = Name, crate = "...")]` declares.
@@ -25,43 +26,23 @@ impl ChannelArgs {
         let mut name: Option<LitStr> = None;
         let mut client: Option<Ident> = None;
         let mut krate: Option<Path> = None;
-        let parser = syn::meta::parser(|meta| {
-            let key = meta
-                .path
-                .get_ident()
-                .map(ToString::to_string)
-                .unwrap_or_default();
-            let duplicate = || meta.error(format!("`{key}` is given twice"));
-            match key.as_str() {
-                "server" if server => Err(duplicate()),
-                "server" => {
-                    server = true;
-                    Ok(())
-                }
-                "client" if client.is_some() => Err(duplicate()),
-                "client" => {
-                    client = Some(meta.value()?.parse()?);
-                    Ok(())
-                }
-                "name" if name.is_some() => Err(duplicate()),
-                "name" => {
-                    let value = meta.value()?;
-                    let lit: LitStr = value.parse().map_err(|e| {
-                        syn::Error::new(
-                            e.span(),
-                            "the default channel name must be a string literal, e.g. name = \"pricing\"",
-                        )
-                    })?;
-                    name = Some(lit);
-                    Ok(())
-                }
-                "crate" if krate.is_some() => Err(duplicate()),
-                "crate" => {
-                    krate = Some(crate_path::parse(&meta)?);
-                    Ok(())
-                }
-                _ => Err(meta.error(format!("unknown key in #[channel(...)]; {EXPECTED}"))),
+        let parser = syn::meta::parser(|meta| match attr_keys::key(&meta).as_str() {
+            "server" if server => Err(meta.error("`server` is given twice")),
+            "server" => {
+                server = true;
+                Ok(())
             }
+            "client" => set_once(&mut client, &meta, |m| m.value()?.parse()),
+            "name" => set_once(&mut name, &meta, |m| {
+                m.value()?.parse::<LitStr>().map_err(|e| {
+                    syn::Error::new(
+                        e.span(),
+                        "the default channel name must be a string literal, e.g. name = \"pricing\"",
+                    )
+                })
+            }),
+            "crate" => set_once(&mut krate, &meta, crate_path::parse),
+            _ => Err(meta.error(format!("unknown key in #[channel(...)]; {EXPECTED}"))),
         });
         parser.parse2(tokens)?;
         if !server {
