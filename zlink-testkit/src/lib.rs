@@ -5,10 +5,21 @@
 //!   sockets cannot produce on demand.
 //! - [`wait_until`]: waits for a condition with a deadline instead of sleeping and hoping.
 //! - [`init_tracing`]: test logging controlled by `RUST_LOG`.
+//! - [`MemoryLocationStore`]: the in-memory Location Store; [`FaultyLocationStore`] wraps
+//!   any store to inject delays, refusals and lost results.
+//! - [`conformance`]: the rules every Location Store provider must pass, and
+//!   [`location_store_conformance!`] to run them.
+//! - [`RedisServer`]: a private `redis-server` per test that can be stopped, paused and
+//!   restarted.
 #![warn(missing_docs)]
 
+pub mod conformance;
 mod mem_network;
+mod redis_server;
+mod store;
 mod wait;
 
 pub use mem_network::{LinkFault, MemNetwork, MemTransport};
+pub use redis_server::RedisServer;
+pub use store::{FaultyLocationStore, MemoryLocationStore};
 pub use wait::{init_tracing, wait_until};

@@ -56,6 +56,7 @@ pub mod error;
 pub mod host;
 pub mod link;
 pub mod mesh;
+pub mod store;
 pub mod wire;
 
 pub use bytes::Bytes;

@@ -1,0 +1,49 @@
+//! The MeshNode descriptor: what a node publishes about itself under its owner lease.
+//!
+//! A descriptor is an intent ("this node says it is here"); only the handshake on a real
+//! connection proves identity and lifecycle generation.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use super::types::MAX_VALUE_BYTES;
+use super::{StoreError, StoreResult};
+
+/// What one MeshNode publishes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MeshDescriptor {
+    /// The MeshName.
+    pub mesh_name: String,
+    /// The node's RID.
+    pub rid: String,
+    /// The node's lifecycle generation (a restart changes it).
+    pub generation: u64,
+    /// Rises with every change within a generation (weights).
+    pub revision: u64,
+    /// Where peers connect.
+    pub endpoint: String,
+    /// The wire protocol's major version.
+    pub protocol: u8,
+    /// Server channels and weights, sorted by name.
+    pub channels: Vec<(String, u32)>,
+}
+
+impl MeshDescriptor {
+    /// Encodes the descriptor (CBOR); a descriptor over 1 MiB is refused, never truncated.
+    pub fn encode(&self) -> StoreResult<Bytes> {
+        let bytes = crate::wire::cbor_encode(self)
+            .map_err(|e| StoreError::InvalidArgument(format!("descriptor: {e}")))?;
+        if bytes.len() > MAX_VALUE_BYTES {
+            return Err(StoreError::InvalidArgument(format!(
+                "descriptor of {} bytes exceeds {MAX_VALUE_BYTES}",
+                bytes.len()
+            )));
+        }
+        Ok(bytes)
+    }
+
+    /// Decodes a descriptor read from the store.
+    pub fn decode(bytes: &[u8]) -> StoreResult<Self> {
+        crate::wire::cbor_decode(bytes).map_err(|e| StoreError::Protocol(format!("descriptor: {e}")))
+    }
+}

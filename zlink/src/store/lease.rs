@@ -1,0 +1,279 @@
+//! The owner lease: a host's sign of life in the Location Store, and the local admission
+//! deadline derived from it.
+//!
+//! After each successful claim or renew, the deadline is `time taken before the request +
+//! (store expiry - store now) - fencing margin`. Past it, the host publishes no descriptor
+//! and (for objects) admits no new work, even if the store still holds the lease: network
+//! delay is absorbed by anchoring on the time before the request, and the margin keeps the
+//! old owner quiet before a new one can take over.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::resolve::claim_resolving;
+use super::types::{ClaimOutcome, LeaseOutcome, LeaseToken, OwnerId};
+use super::LocationStore;
+
+/// Owner lease timings. Defaults: renew every 5 s, TTL 15 s, renew timeout 3 s, fencing
+/// margin 5 s. All must be > 0 and `renew_interval + renew_timeout < ttl - fencing_margin`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnerLeaseSettings {
+    /// How often the lease is renewed.
+    pub renew_interval: Duration,
+    /// The expiry written with each claim or renew.
+    pub ttl: Duration,
+    /// The longest one claim or renew may take.
+    pub renew_timeout: Duration,
+    /// Stop admitting new work this long before the store's expiry.
+    pub fencing_margin: Duration,
+}
+
+impl Default for OwnerLeaseSettings {
+    fn default() -> Self {
+        OwnerLeaseSettings {
+            renew_interval: Duration::from_secs(5),
+            ttl: Duration::from_secs(15),
+            renew_timeout: Duration::from_secs(3),
+            fencing_margin: Duration::from_secs(5),
+        }
+    }
+}
+
+impl OwnerLeaseSettings {
+    /// Every rule these settings break, as (setting, problem).
+    pub(crate) fn violations(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (name, value) in [
+            ("owner lease renew interval", self.renew_interval),
+            ("owner lease ttl", self.ttl),
+            ("owner lease renew timeout", self.renew_timeout),
+            ("owner lease fencing margin", self.fencing_margin),
+        ] {
+            if value.is_zero() {
+                out.push((name.to_string(), "must be greater than zero".to_string()));
+            }
+        }
+        let busy = self.renew_interval + self.renew_timeout;
+        let usable = self.ttl.saturating_sub(self.fencing_margin);
+        if busy >= usable {
+            out.push((
+                "owner lease".to_string(),
+                format!(
+                    "renew interval + renew timeout ({busy:?}) must be less than ttl - fencing margin ({usable:?})"
+                ),
+            ));
+        }
+        out
+    }
+
+    /// How soon to try again after a failed claim or renew.
+    fn retry_delay(&self) -> Duration {
+        self.renew_interval.min(Duration::from_secs(1))
+    }
+}
+
+/// This host's lease as it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerLeaseStatus {
+    /// The owner id of this host's lifecycle.
+    pub owner: OwnerId,
+    /// The current claim, if the host holds one.
+    pub token: Option<LeaseToken>,
+    /// Until when the host may admit new work and publish.
+    pub admission_deadline: Option<Instant>,
+}
+
+impl OwnerLeaseStatus {
+    /// Whether the host may admit new work and publish right now.
+    pub fn admits_new_work(&self) -> bool {
+        self.admission_deadline
+            .is_some_and(|deadline| Instant::now() < deadline)
+    }
+}
+
+/// The lease of one running host, shared by the keeper task and its readers.
+pub(crate) struct OwnerLease {
+    settings: OwnerLeaseSettings,
+    status: watch::Sender<OwnerLeaseStatus>,
+}
+
+impl OwnerLease {
+    pub(crate) fn new(settings: OwnerLeaseSettings) -> Arc<Self> {
+        let (status, _) = watch::channel(OwnerLeaseStatus {
+            owner: OwnerId::generate(),
+            token: None,
+            admission_deadline: None,
+        });
+        Arc::new(OwnerLease { settings, status })
+    }
+
+    pub(crate) fn status(&self) -> OwnerLeaseStatus {
+        self.status.borrow().clone()
+    }
+
+    /// Notified whenever the token or the deadline changes.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<OwnerLeaseStatus> {
+        self.status.subscribe()
+    }
+
+    /// The token, if the host may act under it right now.
+    pub(crate) fn admitting_token(&self) -> Option<LeaseToken> {
+        let status = self.status.borrow();
+        status
+            .admits_new_work()
+            .then(|| status.token.clone())
+            .flatten()
+    }
+
+    pub(crate) fn settings(&self) -> &OwnerLeaseSettings {
+        &self.settings
+    }
+
+    fn deadline(&self, asked_at: Instant, remaining: Duration) -> Option<Instant> {
+        remaining
+            .checked_sub(self.settings.fencing_margin)
+            .filter(|usable| !usable.is_zero())
+            .map(|usable| asked_at + usable)
+    }
+
+    fn set(&self, token: Option<LeaseToken>, deadline: Option<Instant>) {
+        self.status.send_modify(|s| {
+            s.token = token;
+            s.admission_deadline = deadline;
+        });
+    }
+
+    /// One claim attempt; returns whether the host now holds a lease.
+    pub(crate) async fn claim(&self, store: &dyn LocationStore) -> bool {
+        let owner = self.status().owner;
+        let asked_at = Instant::now();
+        let outcome = tokio::time::timeout(
+            self.settings.renew_timeout,
+            claim_resolving(store, &owner, self.settings.ttl),
+        )
+        .await;
+        let grant = match outcome {
+            Ok(Ok(ClaimOutcome::Claimed(grant))) => grant,
+            Ok(Ok(ClaimOutcome::Conflict)) => {
+                // Owner ids are never reused: a live lease of ours is one we claimed and
+                // lost the answer to. Adopt it.
+                match store.read_lease(&owner).await {
+                    Ok(Some(grant)) => grant,
+                    _ => return false,
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(owner = %owner, error = %e, "owner lease claim failed");
+                return false;
+            }
+            Err(_) => {
+                tracing::warn!(owner = %owner, "owner lease claim timed out");
+                return false;
+            }
+        };
+        let deadline = self.deadline(asked_at, grant.remaining);
+        tracing::info!(owner = %owner, lease_generation = grant.token.generation, "owner lease claimed");
+        self.set(Some(grant.token), deadline);
+        deadline.is_some()
+    }
+
+    /// One renew attempt under `token`.
+    async fn renew(&self, store: &dyn LocationStore, token: LeaseToken) -> bool {
+        let asked_at = Instant::now();
+        let outcome = tokio::time::timeout(
+            self.settings.renew_timeout,
+            store.renew_lease(&token, self.settings.ttl),
+        )
+        .await;
+        match outcome {
+            Ok(Ok(LeaseOutcome::Done(remaining))) => {
+                let deadline = self.deadline(asked_at, remaining);
+                self.set(Some(token), deadline);
+                deadline.is_some()
+            }
+            Ok(Ok(LeaseOutcome::Stale)) => {
+                tracing::warn!(owner = %token.owner, lease_generation = token.generation, "owner lease lost; claiming a new one");
+                self.set(None, None);
+                false
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(owner = %token.owner, error = %e, "owner lease renew failed; deadline not extended");
+                false
+            }
+            Err(_) => {
+                tracing::warn!(owner = %token.owner, "owner lease renew timed out; deadline not extended");
+                false
+            }
+        }
+    }
+
+    /// Keeps the lease until `cancel`: renew every interval, retry sooner after a failure,
+    /// claim a new lease when the old one is gone.
+    pub(crate) async fn keep(self: Arc<Self>, store: Arc<dyn LocationStore>, cancel: CancellationToken) {
+        loop {
+            let ok = match self.status().token {
+                Some(token) => self.renew(store.as_ref(), token).await,
+                None => self.claim(store.as_ref()).await,
+            };
+            let delay = if ok {
+                self.settings.renew_interval
+            } else {
+                self.settings.retry_delay()
+            };
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+
+    /// Ends the lease at shutdown (best effort, bounded by the renew timeout).
+    pub(crate) async fn release(&self, store: &dyn LocationStore) {
+        let Some(token) = self.status().token else { return };
+        self.set(None, None);
+        match tokio::time::timeout(self.settings.renew_timeout, store.release_lease(&token)).await {
+            Ok(Ok(_)) => tracing::info!(owner = %token.owner, "owner lease released"),
+            _ => tracing::warn!(owner = %token.owner, "owner lease release failed; it expires by itself"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_satisfy_the_startup_rule() {
+        assert!(OwnerLeaseSettings::default().violations().is_empty());
+    }
+
+    #[test]
+    fn renew_plus_timeout_must_stay_below_ttl_minus_margin() {
+        let s = OwnerLeaseSettings {
+            renew_interval: Duration::from_secs(5),
+            ttl: Duration::from_secs(13),
+            renew_timeout: Duration::from_secs(3),
+            fencing_margin: Duration::from_secs(5),
+        };
+        // 8 s is not less than 8 s.
+        assert_eq!(s.violations().len(), 1);
+        let zero = OwnerLeaseSettings {
+            fencing_margin: Duration::ZERO,
+            ..OwnerLeaseSettings::default()
+        };
+        assert_eq!(zero.violations().len(), 1);
+    }
+
+    #[test]
+    fn admission_deadline_is_anchored_before_the_request_minus_the_margin() {
+        let lease = OwnerLease::new(OwnerLeaseSettings::default());
+        let asked = Instant::now();
+        let deadline = lease.deadline(asked, Duration::from_secs(15)).unwrap();
+        assert_eq!(deadline, asked + Duration::from_secs(10));
+        assert_eq!(lease.deadline(asked, Duration::from_secs(5)), None);
+    }
+}
