@@ -155,3 +155,39 @@ pub async fn client(rid: &str, servers: &[&Runtime]) -> Runtime {
         .expect("peers ready");
     rt
 }
+
+/// Owner lease timings short enough for tests: renew 200 ms, TTL 1.5 s, renew timeout
+/// 300 ms, fencing margin 500 ms (0.5 s < 1 s, as the startup rule requires).
+pub fn quick_lease() -> zlink::store::OwnerLeaseSettings {
+    zlink::store::OwnerLeaseSettings {
+        renew_interval: Duration::from_millis(200),
+        ttl: Duration::from_millis(1500),
+        renew_timeout: Duration::from_millis(300),
+        fencing_margin: Duration::from_millis(500),
+    }
+}
+
+/// A Redis Location Store on `server` with a 500 ms operation timeout.
+pub fn redis_store(server: &zlink_testkit::RedisServer) -> Arc<dyn zlink::store::LocationStore> {
+    let options = zlink::store::RedisOptions::new(server.url(), "zlink-test")
+        .operation_timeout(Duration::from_millis(500));
+    Arc::new(zlink::store::RedisLocationStore::new(options).expect("redis options"))
+}
+
+/// A node that finds its peers through `store` (no manual peers), re-reading the member
+/// list every 100 ms, with `lease` timings.
+pub fn discovered_node(
+    rid: &str,
+    store: &Arc<dyn zlink::store::LocationStore>,
+    lease: zlink::store::OwnerLeaseSettings,
+) -> RuntimeBuilder {
+    node(rid)
+        .location_store(store.clone())
+        .owner_lease(lease)
+        .discovery_interval(Duration::from_millis(100))
+}
+
+/// The RIDs of `rt`'s ready peers, sorted.
+pub fn peer_rids(rt: &Runtime) -> Vec<String> {
+    rt.peers().into_iter().map(|p| p.rid).collect()
+}

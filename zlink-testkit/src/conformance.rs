@@ -10,10 +10,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use zlink::store::resolve::{apply_resolving, claim_resolving, publish_resolving};
 use zlink::store::{
-    ApplyOutcome, Batch, ClaimOutcome, Condition, DescriptorKey, DescriptorKind,
-    DescriptorScope, LeaseOutcome, LeaseToken, LocationStore, Mutation, OwnerId,
-    PublishOutcome, ReadOutcome, RecordKey, StoreError, StoreVersion, MAX_SCAN_PAGE,
-    MAX_VALUE_BYTES,
+    ApplyOutcome, Batch, ClaimOutcome, Condition, DescriptorKey, DescriptorKind, DescriptorScope,
+    LeaseOutcome, LeaseToken, LocationStore, Mutation, OwnerId, PublishOutcome, ReadOutcome,
+    RecordKey, StoreError, StoreVersion, MAX_SCAN_PAGE, MAX_VALUE_BYTES,
 };
 
 use crate::{wait_until, FaultyLocationStore};
@@ -50,7 +49,11 @@ async fn version_of(store: &dyn LocationStore, name: &str) -> StoreVersion {
 }
 
 async fn claimed(store: &dyn LocationStore, owner: &str, ttl: Duration) -> LeaseToken {
-    match store.claim_lease(&OwnerId(owner.into()), ttl).await.expect("claim") {
+    match store
+        .claim_lease(&OwnerId(owner.into()), ttl)
+        .await
+        .expect("claim")
+    {
         ClaimOutcome::Claimed(grant) => grant.token,
         ClaimOutcome::Conflict => panic!("lease of {owner} already live"),
     }
@@ -73,8 +76,14 @@ fn descriptor(id: &str) -> DescriptorKey {
 /// Reading an absent record is `Missing` and creates nothing.
 pub async fn read_of_a_missing_record_is_missing(s: StoreUnderTest) {
     let store = s.store.as_ref();
-    assert_eq!(store.read(&key("absent")).await.unwrap(), ReadOutcome::Missing);
-    assert_eq!(store.read(&key("absent")).await.unwrap(), ReadOutcome::Missing);
+    assert_eq!(
+        store.read(&key("absent")).await.unwrap(),
+        ReadOutcome::Missing
+    );
+    assert_eq!(
+        store.read(&key("absent")).await.unwrap(),
+        ReadOutcome::Missing
+    );
 }
 
 /// A put is read back with a version; every write issues a new version.
@@ -129,10 +138,16 @@ pub async fn a_failed_condition_changes_nothing(s: StoreUnderTest) {
         mutations: vec![put("fresh", b"new"), Mutation::Delete(key("present"))],
     };
     assert_eq!(store.apply(&batch).await.unwrap(), ApplyOutcome::Conflict);
-    assert_eq!(store.read(&key("fresh")).await.unwrap(), ReadOutcome::Missing);
+    assert_eq!(
+        store.read(&key("fresh")).await.unwrap(),
+        ReadOutcome::Missing
+    );
     assert_eq!(version_of(store, "present").await, before);
     let stale = Batch {
-        conditions: vec![Condition::Version(key("present"), StoreVersion("no-such".into()))],
+        conditions: vec![Condition::Version(
+            key("present"),
+            StoreVersion("no-such".into()),
+        )],
         mutations: vec![put("present", b"y")],
     };
     assert_eq!(store.apply(&stale).await.unwrap(), ApplyOutcome::Conflict);
@@ -154,7 +169,10 @@ pub async fn a_batch_applies_all_its_mutations_at_once(s: StoreUnderTest) {
         conditions: vec![Condition::Version(key("a"), versions[0].clone())],
         mutations: vec![Mutation::Delete(key("a")), Mutation::Delete(key("b"))],
     };
-    assert_eq!(store.apply(&delete).await.unwrap(), ApplyOutcome::Applied(vec![]));
+    assert_eq!(
+        store.apply(&delete).await.unwrap(),
+        ApplyOutcome::Applied(vec![])
+    );
     assert_eq!(store.read(&key("a")).await.unwrap(), ReadOutcome::Missing);
     assert_eq!(store.read(&key("b")).await.unwrap(), ReadOutcome::Missing);
 }
@@ -202,7 +220,10 @@ pub async fn malformed_calls_are_argument_errors(s: StoreUnderTest) {
         store
             .apply(&Batch {
                 conditions: vec![],
-                mutations: vec![put("a", b"x"), Mutation::Delete(RecordKey::new("other", "b"))],
+                mutations: vec![
+                    put("a", b"x"),
+                    Mutation::Delete(RecordKey::new("other", "b")),
+                ],
             })
             .await,
     );
@@ -251,20 +272,35 @@ pub async fn lease_claim_renew_release(s: StoreUnderTest) {
     let owner = OwnerId("owner-a".into());
     let token = claimed(store, "owner-a", LONG).await;
     assert!(token.generation >= 1);
-    assert_eq!(store.claim_lease(&owner, LONG).await.unwrap(), ClaimOutcome::Conflict);
+    assert_eq!(
+        store.claim_lease(&owner, LONG).await.unwrap(),
+        ClaimOutcome::Conflict
+    );
     match store.renew_lease(&token, LONG).await.unwrap() {
         LeaseOutcome::Done(remaining) => assert!(remaining <= LONG && remaining > LONG / 2),
         LeaseOutcome::Stale => panic!("live lease reported stale"),
     }
     let read = store.read_lease(&owner).await.unwrap().expect("live lease");
     assert_eq!(read.token, token);
-    assert!(matches!(store.release_lease(&token).await.unwrap(), LeaseOutcome::Done(_)));
+    assert!(matches!(
+        store.release_lease(&token).await.unwrap(),
+        LeaseOutcome::Done(_)
+    ));
     assert_eq!(store.read_lease(&owner).await.unwrap(), None);
-    assert_eq!(store.renew_lease(&token, LONG).await.unwrap(), LeaseOutcome::Stale);
-    assert_eq!(store.release_lease(&token).await.unwrap(), LeaseOutcome::Stale);
+    assert_eq!(
+        store.renew_lease(&token, LONG).await.unwrap(),
+        LeaseOutcome::Stale
+    );
+    assert_eq!(
+        store.release_lease(&token).await.unwrap(),
+        LeaseOutcome::Stale
+    );
     let again = claimed(store, "owner-a", LONG).await;
     assert!(again.generation > token.generation);
-    assert_eq!(store.renew_lease(&token, LONG).await.unwrap(), LeaseOutcome::Stale);
+    assert_eq!(
+        store.renew_lease(&token, LONG).await.unwrap(),
+        LeaseOutcome::Stale
+    );
     assert_eq!(
         store.read_lease(&owner).await.unwrap().map(|g| g.token),
         Some(again)
@@ -280,7 +316,10 @@ pub async fn an_unrenewed_lease_expires(s: StoreUnderTest) {
         store.read_lease(&owner).await.unwrap().is_none()
     })
     .await;
-    assert_eq!(store.renew_lease(&token, LONG).await.unwrap(), LeaseOutcome::Stale);
+    assert_eq!(
+        store.renew_lease(&token, LONG).await.unwrap(),
+        LeaseOutcome::Stale
+    );
 }
 
 /// Publishing needs a live lease; a stale token writes nothing.
@@ -289,10 +328,16 @@ pub async fn publishing_needs_a_live_lease(s: StoreUnderTest) {
     let token = claimed(store, "a", LONG).await;
     store.release_lease(&token).await.unwrap();
     assert_eq!(
-        store.publish_descriptor(&token, &descriptor("n1"), b"d").await.unwrap(),
+        store
+            .publish_descriptor(&token, &descriptor("n1"), b"d")
+            .await
+            .unwrap(),
         PublishOutcome::Stale
     );
-    assert_eq!(store.read_descriptor(&descriptor("n1")).await.unwrap(), None);
+    assert_eq!(
+        store.read_descriptor(&descriptor("n1")).await.unwrap(),
+        None
+    );
     let page = store.scan_descriptors(&scope(), None, 10).await.unwrap();
     assert!(page.entries.is_empty());
 }
@@ -304,18 +349,38 @@ pub async fn a_descriptor_stays_with_its_live_owner(s: StoreUnderTest) {
     let a = claimed(store, "a", LONG).await;
     let b = claimed(store, "b", LONG).await;
     let key = descriptor("rid-1");
-    assert_eq!(store.publish_descriptor(&a, &key, b"from a").await.unwrap(), PublishOutcome::Published);
+    assert_eq!(
+        store.publish_descriptor(&a, &key, b"from a").await.unwrap(),
+        PublishOutcome::Published
+    );
     assert_eq!(
         store.publish_descriptor(&b, &key, b"from b").await.unwrap(),
         PublishOutcome::Taken(a.owner.clone())
     );
-    let entry = store.read_descriptor(&key).await.unwrap().expect("published");
-    assert_eq!((&entry.body[..], &entry.owner, entry.owner_alive), (&b"from a"[..], &a, true));
-    assert!(!store.withdraw_descriptor(&b, &key).await.unwrap(), "only the owner withdraws");
+    let entry = store
+        .read_descriptor(&key)
+        .await
+        .unwrap()
+        .expect("published");
+    assert_eq!(
+        (&entry.body[..], &entry.owner, entry.owner_alive),
+        (&b"from a"[..], &a, true)
+    );
+    assert!(
+        !store.withdraw_descriptor(&b, &key).await.unwrap(),
+        "only the owner withdraws"
+    );
     store.release_lease(&a).await.unwrap();
-    let entry = store.read_descriptor(&key).await.unwrap().expect("still stored");
+    let entry = store
+        .read_descriptor(&key)
+        .await
+        .unwrap()
+        .expect("still stored");
     assert!(!entry.owner_alive);
-    assert_eq!(store.publish_descriptor(&b, &key, b"from b").await.unwrap(), PublishOutcome::Published);
+    assert_eq!(
+        store.publish_descriptor(&b, &key, b"from b").await.unwrap(),
+        PublishOutcome::Published
+    );
     assert!(store.withdraw_descriptor(&b, &key).await.unwrap());
     assert_eq!(store.read_descriptor(&key).await.unwrap(), None);
 }
@@ -328,14 +393,20 @@ pub async fn scans_page_in_id_order_with_liveness_and_a_change_stamp(s: StoreUnd
     let b = claimed(store, "b", LONG).await;
     let empty = store.scan_descriptors(&scope(), None, 10).await.unwrap();
     for (id, token) in [("n3", &a), ("n1", &b), ("n5", &a), ("n2", &b), ("n4", &a)] {
-        store.publish_descriptor(token, &descriptor(id), id.as_bytes()).await.unwrap();
+        store
+            .publish_descriptor(token, &descriptor(id), id.as_bytes())
+            .await
+            .unwrap();
     }
     store.release_lease(&b).await.unwrap();
     let mut seen = Vec::new();
     let mut after: Option<String> = None;
     let mut stamps = Vec::new();
     loop {
-        let page = store.scan_descriptors(&scope(), after.as_deref(), 2).await.unwrap();
+        let page = store
+            .scan_descriptors(&scope(), after.as_deref(), 2)
+            .await
+            .unwrap();
         assert!(page.entries.len() <= 2);
         stamps.push(page.stamp);
         for e in &page.entries {
@@ -359,7 +430,10 @@ pub async fn scans_page_in_id_order_with_liveness_and_a_change_stamp(s: StoreUnd
     );
     assert!(stamps.windows(2).all(|w| w[0] == w[1]), "{stamps:?}");
     assert_ne!(stamps[0], empty.stamp);
-    store.withdraw_descriptor(&a, &descriptor("n3")).await.unwrap();
+    store
+        .withdraw_descriptor(&a, &descriptor("n3"))
+        .await
+        .unwrap();
     let after_withdraw = store.scan_descriptors(&scope(), None, 10).await.unwrap();
     assert_ne!(after_withdraw.stamp, stamps[0]);
     assert_eq!(after_withdraw.entries.len(), 4);
@@ -367,7 +441,12 @@ pub async fn scans_page_in_id_order_with_liveness_and_a_change_stamp(s: StoreUnd
         kind: DescriptorKind::Fanout,
         scope: "mesh".into(),
     };
-    assert!(store.scan_descriptors(&other_scope, None, 10).await.unwrap().entries.is_empty());
+    assert!(store
+        .scan_descriptors(&other_scope, None, 10)
+        .await
+        .unwrap()
+        .entries
+        .is_empty());
 }
 
 /// A change whose result was lost is resolved by re-reading, never guessed: applied,
@@ -397,7 +476,10 @@ pub async fn a_lost_result_is_resolved_by_rereading(s: StoreUnderTest) {
         conditions: vec![Condition::Missing(key("c"))],
         mutations: vec![put("c", b"mine")],
     };
-    assert!(matches!(apply_resolving(&faulty, &dropped).await.unwrap(), ApplyOutcome::Applied(_)));
+    assert!(matches!(
+        apply_resolving(&faulty, &dropped).await.unwrap(),
+        ApplyOutcome::Applied(_)
+    ));
     // Someone else changed the record meanwhile: a conflict, not a guess.
     let theirs = version_of(s.store.as_ref(), "c").await;
     s.store
@@ -412,7 +494,10 @@ pub async fn a_lost_result_is_resolved_by_rereading(s: StoreUnderTest) {
         conditions: vec![Condition::Version(key("c"), theirs)],
         mutations: vec![put("c", b"mine again")],
     };
-    assert_eq!(apply_resolving(&faulty, &late).await.unwrap(), ApplyOutcome::Conflict);
+    assert_eq!(
+        apply_resolving(&faulty, &late).await.unwrap(),
+        ApplyOutcome::Conflict
+    );
     // Lease claims and descriptor publishes resolve the same way.
     faulty.lose_result_of_next(1);
     let owner = OwnerId("lost-claim".into());
@@ -422,10 +507,17 @@ pub async fn a_lost_result_is_resolved_by_rereading(s: StoreUnderTest) {
     faulty.lose_result_of_next(1);
     let body = Bytes::from_static(b"descriptor");
     assert_eq!(
-        publish_resolving(&faulty, &grant.token, &descriptor("lost"), &body).await.unwrap(),
+        publish_resolving(&faulty, &grant.token, &descriptor("lost"), &body)
+            .await
+            .unwrap(),
         PublishOutcome::Published
     );
-    let entry = s.store.read_descriptor(&descriptor("lost")).await.unwrap().expect("published");
+    let entry = s
+        .store
+        .read_descriptor(&descriptor("lost"))
+        .await
+        .unwrap()
+        .expect("published");
     assert_eq!(entry.body, body);
 }
 

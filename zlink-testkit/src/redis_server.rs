@@ -64,7 +64,9 @@ impl RedisServer {
         if status.success() {
             Ok(())
         } else {
-            Err(std::io::Error::other(format!("kill -{signal} {pid} failed")))
+            Err(std::io::Error::other(format!(
+                "kill -{signal} {pid} failed"
+            )))
         }
     }
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use zlink::store::{
     ApplyOutcome, Batch, ClaimOutcome, DescriptorEntry, DescriptorKey, DescriptorPage,
-    DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, LocationStore, OwnerId,
-    PublishOutcome, ReadOutcome, RecordKey, StoreError, StoreResult,
+    DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, LocationStore, OwnerId, PublishOutcome,
+    ReadOutcome, RecordKey, StoreError, StoreResult,
 };
 
 #[derive(Default)]
@@ -102,7 +102,11 @@ impl FaultyLocationStore {
         (fault, f.delay)
     }
 
-    async fn call<T>(&self, changes: bool, call: impl Future<Output = StoreResult<T>>) -> StoreResult<T> {
+    async fn call<T>(
+        &self,
+        changes: bool,
+        call: impl Future<Output = StoreResult<T>>,
+    ) -> StoreResult<T> {
         let (fault, delay) = self.take(changes);
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
@@ -114,7 +118,9 @@ impl FaultyLocationStore {
                 let _ = call.await;
                 Err(StoreError::OutcomeUnknown("injected: result lost".into()))
             }
-            Fault::DropUnanswered => Err(StoreError::OutcomeUnknown("injected: request lost".into())),
+            Fault::DropUnanswered => {
+                Err(StoreError::OutcomeUnknown("injected: request lost".into()))
+            }
         }
     }
 }
@@ -143,11 +149,17 @@ impl LocationStore for FaultyLocationStore {
         key: &DescriptorKey,
         body: &[u8],
     ) -> StoreResult<PublishOutcome> {
-        self.call(true, self.inner.publish_descriptor(token, key, body)).await
+        self.call(true, self.inner.publish_descriptor(token, key, body))
+            .await
     }
 
-    async fn withdraw_descriptor(&self, token: &LeaseToken, key: &DescriptorKey) -> StoreResult<bool> {
-        self.call(true, self.inner.withdraw_descriptor(token, key)).await
+    async fn withdraw_descriptor(
+        &self,
+        token: &LeaseToken,
+        key: &DescriptorKey,
+    ) -> StoreResult<bool> {
+        self.call(true, self.inner.withdraw_descriptor(token, key))
+            .await
     }
 
     async fn read_descriptor(&self, key: &DescriptorKey) -> StoreResult<Option<DescriptorEntry>> {
@@ -160,7 +172,8 @@ impl LocationStore for FaultyLocationStore {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<DescriptorPage> {
-        self.call(false, self.inner.scan_descriptors(scope, after, limit)).await
+        self.call(false, self.inner.scan_descriptors(scope, after, limit))
+            .await
     }
 
     async fn read(&self, key: &RecordKey) -> StoreResult<ReadOutcome> {

@@ -10,10 +10,10 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::time::Instant;
 use zlink::store::{
-    check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition,
-    DescriptorEntry, DescriptorKey, DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome,
-    LeaseToken, LocationStore, Mutation, OwnerId, PublishOutcome, ReadOutcome, RecordKey,
-    StoreError, StoreResult, StoreVersion, MAX_GENERATION,
+    check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition, DescriptorEntry,
+    DescriptorKey, DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken,
+    LocationStore, Mutation, OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreError,
+    StoreResult, StoreVersion, MAX_GENERATION,
 };
 
 #[derive(Default)]
@@ -34,7 +34,11 @@ impl State {
             .is_some_and(|(generation, expires)| *generation == token.generation && *expires > now)
     }
 
-    fn live_record(&self, key: &RecordKey, now: Instant) -> Option<&(Bytes, StoreVersion, Option<Instant>)> {
+    fn live_record(
+        &self,
+        key: &RecordKey,
+        now: Instant,
+    ) -> Option<&(Bytes, StoreVersion, Option<Instant>)> {
         self.records
             .get(key)
             .filter(|(_, _, expires)| expires.is_none_or(|e| e > now))
@@ -78,7 +82,10 @@ impl LocationStore for MemoryLocationStore {
     async fn claim_lease(&self, owner: &OwnerId, ttl: Duration) -> StoreResult<ClaimOutcome> {
         let now = Instant::now();
         let mut s = self.state();
-        if s.leases.get(owner).is_some_and(|(_, expires)| *expires > now) {
+        if s.leases
+            .get(owner)
+            .is_some_and(|(_, expires)| *expires > now)
+        {
             return Ok(ClaimOutcome::Conflict);
         }
         if s.lease_counter >= MAX_GENERATION {
@@ -102,7 +109,8 @@ impl LocationStore for MemoryLocationStore {
         if !s.lease_alive(token, now) {
             return Ok(LeaseOutcome::Stale);
         }
-        s.leases.insert(token.owner.clone(), (token.generation, now + ttl));
+        s.leases
+            .insert(token.owner.clone(), (token.generation, now + ttl));
         Ok(LeaseOutcome::Done(ttl))
     }
 
@@ -153,15 +161,19 @@ impl LocationStore for MemoryLocationStore {
                 return Ok(PublishOutcome::Taken(owner.owner));
             }
         }
-        s.descriptors
-            .entry(key.scope.clone())
-            .or_default()
-            .insert(key.id.clone(), (token.clone(), Bytes::copy_from_slice(body)));
+        s.descriptors.entry(key.scope.clone()).or_default().insert(
+            key.id.clone(),
+            (token.clone(), Bytes::copy_from_slice(body)),
+        );
         *s.stamps.entry(key.scope.clone()).or_default() += 1;
         Ok(PublishOutcome::Published)
     }
 
-    async fn withdraw_descriptor(&self, token: &LeaseToken, key: &DescriptorKey) -> StoreResult<bool> {
+    async fn withdraw_descriptor(
+        &self,
+        token: &LeaseToken,
+        key: &DescriptorKey,
+    ) -> StoreResult<bool> {
         key.validate()?;
         let mut s = self.state();
         let Some(scope) = s.descriptors.get_mut(&key.scope) else {
@@ -204,7 +216,9 @@ impl LocationStore for MemoryLocationStore {
             });
         };
         let range = match after {
-            Some(after) => all.range::<str, _>((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded)),
+            Some(after) => {
+                all.range::<str, _>((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded))
+            }
             None => all.range::<str, _>(..),
         };
         let entries: Vec<DescriptorEntry> = range

@@ -4,14 +4,20 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::settings::{PeerSpec, Settings};
+use super::settings::{DiscoverySettings, PeerSpec, Settings};
 use super::validate::Validator;
 use super::DEFAULT_WEIGHT;
 use crate::channel::{ChannelRole, DefaultChannel, HandlerGroup};
 use crate::host::Runtime;
 use crate::link::{LivenessTimings, Transport, ZmqTransport};
 use crate::mesh::generate_rid;
+use crate::store::{LocationStore, OwnerLeaseSettings};
 use crate::Result;
+
+/// Default interval between Location Store reads of the member list.
+pub const DEFAULT_DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
+/// Default StoreFailureGrace.
+pub const DEFAULT_STORE_FAILURE_GRACE: Duration = Duration::from_secs(30);
 
 /// Describes one node. Nothing is checked until [`build`](Self::build), which reports every
 /// problem at once; nothing is bound until [`RuntimeConfig::start`].
@@ -39,6 +45,10 @@ pub struct RuntimeBuilder {
     shutdown_grace: Duration,
     liveness: LivenessTimings,
     transport: Arc<dyn Transport>,
+    store: Option<Arc<dyn LocationStore>>,
+    owner_lease: Option<OwnerLeaseSettings>,
+    discovery_interval: Option<Duration>,
+    store_failure_grace: Option<Duration>,
 }
 
 impl Default for RuntimeBuilder {
@@ -55,6 +65,10 @@ impl Default for RuntimeBuilder {
             shutdown_grace: Duration::from_secs(10),
             liveness: LivenessTimings::default(),
             transport: Arc::new(ZmqTransport::new()),
+            store: None,
+            owner_lease: None,
+            discovery_interval: None,
+            store_failure_grace: None,
         }
     }
 }
@@ -163,6 +177,35 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Registers the Location Store. The node then publishes its descriptor under an owner
+    /// lease and discovers the other nodes of its mesh automatically (manual peers still
+    /// work alongside). Register exactly one store per node.
+    pub fn location_store(mut self, store: Arc<dyn LocationStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Owner lease timings (default renew 5 s, TTL 15 s, renew timeout 3 s, fencing margin
+    /// 5 s; `renew + timeout < ttl - margin`). Needs a Location Store.
+    pub fn owner_lease(mut self, settings: OwnerLeaseSettings) -> Self {
+        self.owner_lease = Some(settings);
+        self
+    }
+
+    /// How often the member list is re-read from the Location Store (default 1 s; > 0).
+    pub fn discovery_interval(mut self, interval: Duration) -> Self {
+        self.discovery_interval = Some(interval);
+        self
+    }
+
+    /// How long a Location Store outage may last while the last complete member list is
+    /// still used to keep connection intents (default 30 s; > 0). It never extends the
+    /// owner lease.
+    pub fn store_failure_grace(mut self, grace: Duration) -> Self {
+        self.store_failure_grace = Some(grace);
+        self
+    }
+
     /// Test-only: shortens the liveness probe interval and deadline (fixed at 5 s / 15 s
     /// for applications). Only available with the `test-timing` feature.
     #[cfg(feature = "test-timing")]
@@ -178,6 +221,7 @@ impl RuntimeBuilder {
     /// [`Error::Config`](crate::Error::Config).
     pub fn build(self) -> Result<RuntimeConfig> {
         let mut v = Validator::default();
+        let discovery = self.discovery_settings(&mut v);
         let mesh_name = v.text("mesh_name", self.mesh_name.as_deref(), true);
         let rid = self.rid.clone();
         if let Some(rid) = &rid {
@@ -241,7 +285,41 @@ impl RuntimeBuilder {
                 shutdown_grace: self.shutdown_grace,
                 liveness: self.liveness,
                 transport: self.transport,
+                discovery,
             },
+        })
+    }
+
+    fn discovery_settings(&self, v: &mut Validator) -> Option<DiscoverySettings> {
+        let lease = self.owner_lease.unwrap_or_default();
+        let interval = self
+            .discovery_interval
+            .unwrap_or(DEFAULT_DISCOVERY_INTERVAL);
+        let grace = self
+            .store_failure_grace
+            .unwrap_or(DEFAULT_STORE_FAILURE_GRACE);
+        let Some(store) = self.store.clone() else {
+            for (set, setting) in [
+                (self.owner_lease.is_some(), "owner_lease"),
+                (self.discovery_interval.is_some(), "discovery_interval"),
+                (self.store_failure_grace.is_some(), "store_failure_grace"),
+            ] {
+                if set {
+                    v.violation(setting, "needs a Location Store (location_store)");
+                }
+            }
+            return None;
+        };
+        for (setting, problem) in lease.violations() {
+            v.violation(setting, problem);
+        }
+        v.positive("discovery_interval", interval);
+        v.positive("store_failure_grace", grace);
+        Some(DiscoverySettings {
+            store,
+            lease,
+            interval,
+            grace,
         })
     }
 }

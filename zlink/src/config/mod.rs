@@ -5,9 +5,11 @@ mod builder;
 mod settings;
 mod validate;
 
-pub use builder::{RuntimeBuilder, RuntimeConfig};
+pub use builder::{
+    RuntimeBuilder, RuntimeConfig, DEFAULT_DISCOVERY_INTERVAL, DEFAULT_STORE_FAILURE_GRACE,
+};
 pub use settings::PeerSpec;
-pub(crate) use settings::Settings;
+pub(crate) use settings::{DiscoverySettings, Settings};
 
 /// Largest channel weight.
 pub const MAX_WEIGHT: u32 = 10_000;

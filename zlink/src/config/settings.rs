@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::channel::{ChannelRole, HandlerGroup, PacketKind};
 use crate::link::{LivenessTimings, Transport};
+use crate::store::{LocationStore, OwnerLeaseSettings};
 
 /// A manually configured peer: its endpoint and, optionally, the RID expected there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,4 +50,14 @@ pub(crate) struct Settings {
     pub(crate) shutdown_grace: Duration,
     pub(crate) liveness: LivenessTimings,
     pub(crate) transport: Arc<dyn Transport>,
+    pub(crate) discovery: Option<DiscoverySettings>,
+}
+
+/// Location Store use: owner lease and automatic discovery.
+#[derive(Clone)]
+pub(crate) struct DiscoverySettings {
+    pub(crate) store: Arc<dyn LocationStore>,
+    pub(crate) lease: OwnerLeaseSettings,
+    pub(crate) interval: Duration,
+    pub(crate) grace: Duration,
 }

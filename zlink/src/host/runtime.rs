@@ -47,10 +47,56 @@ impl Runtime {
         *crate::mesh::node::lock(&node.listener) = Some(listener);
         node.spawn_liveness();
         for peer in node.settings.peers.clone() {
-            node.spawn_dialer(peer);
+            node.spawn_dialer(peer.into(), node.cancel.child_token());
+        }
+        let runtime = Runtime { node: node.clone() };
+        if let Err(e) = runtime.join_store().await {
+            runtime.shutdown_within(Duration::ZERO).await;
+            return Err(e);
         }
         tracing::info!(mesh = %node.settings.mesh_name, rid = %node.settings.rid, endpoint = %node.endpoint(), "node started");
-        Ok(Runtime { node })
+        Ok(runtime)
+    }
+
+    /// With a Location Store: claims the owner lease and publishes the descriptor once
+    /// (each bounded by the renew timeout), then keeps both up in the background. A store
+    /// that does not answer does not stop the start: the node keeps trying and connects to
+    /// discovered members once the store is back. Another live node with this RID does.
+    async fn join_store(&self) -> Result<()> {
+        let node = &self.node;
+        let Some(discovery) = node.discovery() else {
+            return Ok(());
+        };
+        if discovery
+            .lease
+            .claim(discovery.settings.store.as_ref())
+            .await
+        {
+            node.publish_descriptor().await;
+        }
+        if let Some(owner) = discovery.rid_taken_by() {
+            return Err(Error::new(
+                ErrorKind::AlreadyExists,
+                format!(
+                    "RID {} is published in mesh {} by another live node (owner {owner})",
+                    node.settings.rid, node.settings.mesh_name
+                ),
+            ));
+        }
+        node.spawn_discovery();
+        Ok(())
+    }
+
+    /// The owner lease, when a Location Store is registered: its token and the local
+    /// admission deadline past which the node publishes nothing and admits no new object
+    /// work.
+    pub fn owner_lease(&self) -> Option<crate::store::OwnerLeaseStatus> {
+        self.node.discovery().map(|d| d.lease_status())
+    }
+
+    /// What this node knows from the Location Store, when one is registered.
+    pub fn discovery(&self) -> Option<crate::mesh::DiscoveryStatus> {
+        self.node.discovery().map(|d| d.status())
     }
 
     /// This node's RID.

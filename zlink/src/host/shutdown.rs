@@ -33,6 +33,7 @@ impl Runtime {
             tracing::warn!(rid = %node.settings.rid, "shutdown grace ended with handlers still running");
         }
         node.pending.fail_all_shutdown();
+        node.leave_store().await;
         // Give queued replies of finished handlers a moment to leave before closing.
         tokio::time::sleep(Duration::from_millis(20)).await;
         node.cancel.cancel();
@@ -48,5 +49,28 @@ impl Runtime {
         node.background.wait().await;
         node.state.store(STOPPED, Ordering::Release);
         tracing::info!(rid = %node.settings.rid, "shutdown complete");
+    }
+
+    /// Test-only: ends the node as a killed process ends. Nothing is withdrawn from the
+    /// Location Store and the owner lease is not released (it expires by itself);
+    /// connections and the listener just close; pending calls fail `ShuttingDown`. Only
+    /// available with the `test-timing` feature.
+    #[cfg(feature = "test-timing")]
+    pub async fn crash(&self) {
+        let node = &self.node;
+        node.state.store(STOPPED, Ordering::Release);
+        node.cancel.cancel();
+        node.pending.fail_all_shutdown();
+        let conns: Vec<u64> = lock(&node.conns).keys().copied().collect();
+        for id in conns {
+            node.connection_lost(id, "crashed");
+        }
+        if let Some(listener) = lock(&node.listener).take() {
+            listener.close();
+        }
+        node.work.close();
+        node.background.close();
+        node.background.wait().await;
+        tracing::info!(rid = %node.settings.rid, "node crashed (test)");
     }
 }

@@ -1,9 +1,12 @@
-//! Outbound connections to manual peers: connect, handshake, wait for the end, back off,
-//! repeat. Each attempt is a new connection with a new handshake; nothing is reused.
+//! Outbound connections: connect, handshake, wait for the end, back off, repeat. Each
+//! attempt is a new connection with a new handshake; nothing is reused. Manual peers dial
+//! for the node's whole life; peers found in the Location Store dial until discovery
+//! cancels them.
 
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 use super::inbound::NodeEvents;
 use super::node::{lock, ConnState, HandshakeOutcome, MeshNode, Phase, HANDSHAKE_TIMEOUT};
@@ -11,10 +14,29 @@ use crate::config::PeerSpec;
 use crate::link::reconnect_delay;
 use crate::wire::{Command, Header};
 
+/// Where a dialer connects and who it expects to find there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DialTarget {
+    pub(crate) endpoint: String,
+    pub(crate) expected_rid: Option<String>,
+    /// Set for peers found in the Location Store: the handshake must show this lifecycle.
+    pub(crate) expected_generation: Option<u64>,
+}
+
+impl From<PeerSpec> for DialTarget {
+    fn from(peer: PeerSpec) -> Self {
+        DialTarget {
+            endpoint: peer.endpoint,
+            expected_rid: peer.expected_rid,
+            expected_generation: None,
+        }
+    }
+}
+
 impl MeshNode {
-    pub(crate) fn spawn_dialer(self: &Arc<Self>, peer: PeerSpec) {
+    /// Dials `peer` until `cancel` (a child of the node's own cancellation).
+    pub(crate) fn spawn_dialer(self: &Arc<Self>, peer: DialTarget, cancel: CancellationToken) {
         let me = Arc::downgrade(self);
-        let cancel = self.cancel.clone();
         self.background.spawn(async move {
             let mut known_rid = peer.expected_rid.clone();
             loop {
@@ -37,7 +59,7 @@ impl MeshNode {
     }
 
     /// One connection lifetime: returns when it could not be made or has ended.
-    async fn dial_once(&self, peer: &PeerSpec, known_rid: &mut Option<String>) {
+    async fn dial_once(&self, peer: &DialTarget, known_rid: &mut Option<String>) {
         // Both sides may list each other: while the peer is admitted over its own
         // connection, there is nothing to dial.
         while let Some(rid) = known_rid.as_deref() {
@@ -68,6 +90,7 @@ impl MeshNode {
                 conn: conn.clone(),
                 phase: Phase::AwaitAdmit {
                     expected_rid: peer.expected_rid.clone(),
+                    expected_generation: peer.expected_generation,
                     outcome: Some(outcome_tx),
                 },
                 liveness: None,

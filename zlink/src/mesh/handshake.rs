@@ -68,6 +68,9 @@ impl MeshNode {
             let detail = format!("rid {} already has a live connection", adm.rid);
             return self.reject(conn, RejectReason::DuplicateConnection, &detail);
         }
+        if let Some(detail) = self.stale_by_discovery(&adm) {
+            return self.reject(conn, RejectReason::LifecycleGenerationStale, &detail);
+        }
         let header = Header {
             admission: Some(self.admission()),
             ..Header::default()
@@ -78,17 +81,27 @@ impl MeshNode {
 
     /// Initiator side: admit arrived.
     pub(crate) fn on_admit(&self, conn: &Arc<dyn Connection>, adm: Admission) {
-        let expected = match &lock(&self.conns).get(&conn.id()).map(|s| &s.phase) {
-            Some(Phase::AwaitAdmit { expected_rid, .. }) => expected_rid.clone(),
-            _ => {
-                tracing::warn!(conn = conn.id(), "admit on a connection not awaiting one");
-                return;
-            }
-        };
+        let (expected, expected_generation) =
+            match &lock(&self.conns).get(&conn.id()).map(|s| &s.phase) {
+                Some(Phase::AwaitAdmit {
+                    expected_rid,
+                    expected_generation,
+                    ..
+                }) => (expected_rid.clone(), *expected_generation),
+                _ => {
+                    tracing::warn!(conn = conn.id(), "admit on a connection not awaiting one");
+                    return;
+                }
+            };
         let refused = if let Err(reason) = self.check_admission(&adm) {
             Some(format!("{reason:?}"))
         } else if expected.as_ref().is_some_and(|e| e != &adm.rid) {
             Some(format!("expected rid {expected:?}, peer is {}", adm.rid))
+        } else if expected_generation.is_some_and(|g| g != adm.generation) {
+            Some(format!(
+                "expected lifecycle generation {expected_generation:?} of {}, peer has {}",
+                adm.rid, adm.generation
+            ))
         } else if self.admitted_elsewhere(&adm.rid, conn.id()) {
             Some(format!("rid {} already has a live connection", adm.rid))
         } else {
@@ -207,6 +220,10 @@ impl MeshNode {
         let conns: Vec<_> = self.peers_read().values().map(|p| p.conn.clone()).collect();
         for conn in conns {
             self.send_control(&conn, Command::Update, header.clone());
+        }
+        if let Some(discovery) = self.discovery() {
+            // The new revision also goes into the published descriptor.
+            discovery.wake.notify_one();
         }
         tracing::info!(channel, weight, "channel weight changed");
         Ok(())

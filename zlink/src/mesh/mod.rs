@@ -2,6 +2,7 @@
 //! handshake, liveness, reconnect, channel roles and weights, select-one and node-direct.
 
 mod dialer;
+pub(crate) mod discovery;
 mod handshake;
 mod identity;
 pub(crate) mod inbound;
@@ -11,6 +12,7 @@ pub(crate) mod outbound;
 mod peers;
 mod select;
 
+pub use discovery::DiscoveryStatus;
 pub(crate) use identity::generate_generation;
 pub use identity::generate_rid;
 pub(crate) use node::MeshNode;

@@ -27,6 +27,7 @@ pub(crate) enum Phase {
     /// We initiated and sent hello; waiting for admit or reject.
     AwaitAdmit {
         expected_rid: Option<String>,
+        expected_generation: Option<u64>,
         outcome: Option<oneshot::Sender<HandshakeOutcome>>,
     },
     /// Admitted: identity proven.
@@ -74,6 +75,8 @@ pub(crate) struct MeshNode {
     /// Background tasks: dialers, liveness, sends of control messages.
     pub(crate) background: TaskTracker,
     pub(crate) cancel: CancellationToken,
+    /// Location Store use (owner lease, automatic discovery), when a store is registered.
+    pub(crate) discovery: Option<super::discovery::Discovery>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -104,6 +107,10 @@ impl MeshNode {
             work: TaskTracker::new(),
             background: TaskTracker::new(),
             cancel: CancellationToken::new(),
+            discovery: settings
+                .discovery
+                .clone()
+                .map(super::discovery::Discovery::new),
             settings,
         })
     }

@@ -44,6 +44,7 @@ impl MeshDescriptor {
 
     /// Decodes a descriptor read from the store.
     pub fn decode(bytes: &[u8]) -> StoreResult<Self> {
-        crate::wire::cbor_decode(bytes).map_err(|e| StoreError::Protocol(format!("descriptor: {e}")))
+        crate::wire::cbor_decode(bytes)
+            .map_err(|e| StoreError::Protocol(format!("descriptor: {e}")))
     }
 }

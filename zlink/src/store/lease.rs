@@ -129,10 +129,6 @@ impl OwnerLease {
             .flatten()
     }
 
-    pub(crate) fn settings(&self) -> &OwnerLeaseSettings {
-        &self.settings
-    }
-
     fn deadline(&self, asked_at: Instant, remaining: Duration) -> Option<Instant> {
         remaining
             .checked_sub(self.settings.fencing_margin)
@@ -213,7 +209,11 @@ impl OwnerLease {
 
     /// Keeps the lease until `cancel`: renew every interval, retry sooner after a failure,
     /// claim a new lease when the old one is gone.
-    pub(crate) async fn keep(self: Arc<Self>, store: Arc<dyn LocationStore>, cancel: CancellationToken) {
+    pub(crate) async fn keep(
+        self: Arc<Self>,
+        store: Arc<dyn LocationStore>,
+        cancel: CancellationToken,
+    ) {
         loop {
             let ok = match self.status().token {
                 Some(token) => self.renew(store.as_ref(), token).await,
@@ -233,11 +233,15 @@ impl OwnerLease {
 
     /// Ends the lease at shutdown (best effort, bounded by the renew timeout).
     pub(crate) async fn release(&self, store: &dyn LocationStore) {
-        let Some(token) = self.status().token else { return };
+        let Some(token) = self.status().token else {
+            return;
+        };
         self.set(None, None);
         match tokio::time::timeout(self.settings.renew_timeout, store.release_lease(&token)).await {
             Ok(Ok(_)) => tracing::info!(owner = %token.owner, "owner lease released"),
-            _ => tracing::warn!(owner = %token.owner, "owner lease release failed; it expires by itself"),
+            _ => {
+                tracing::warn!(owner = %token.owner, "owner lease release failed; it expires by itself")
+            }
         }
     }
 }

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 
 use super::types::{
     ApplyOutcome, Batch, ClaimOutcome, DescriptorEntry, DescriptorKey, DescriptorPage,
-    DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, OwnerId, PublishOutcome,
-    ReadOutcome, RecordKey,
+    DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, OwnerId, PublishOutcome, ReadOutcome,
+    RecordKey,
 };
 use super::StoreResult;
 
@@ -46,8 +46,11 @@ pub trait LocationStore: Send + Sync + 'static {
     ) -> StoreResult<PublishOutcome>;
 
     /// Removes a descriptor if `token` published it; returns whether it did.
-    async fn withdraw_descriptor(&self, token: &LeaseToken, key: &DescriptorKey)
-        -> StoreResult<bool>;
+    async fn withdraw_descriptor(
+        &self,
+        token: &LeaseToken,
+        key: &DescriptorKey,
+    ) -> StoreResult<bool>;
 
     /// Reads one descriptor, with whether its owner's lease is live.
     async fn read_descriptor(&self, key: &DescriptorKey) -> StoreResult<Option<DescriptorEntry>>;

@@ -14,17 +14,16 @@ mod redis;
 pub mod resolve;
 mod types;
 
-pub use descriptor::MeshDescriptor;
-pub use error::{StoreError, StoreResult};
-pub use lease::{OwnerLeaseSettings, OwnerLeaseStatus};
-pub(crate) use lease::OwnerLease;
-pub use location::LocationStore;
 #[cfg(feature = "redis")]
 pub use self::redis::{RedisLocationStore, RedisOptions};
+pub use descriptor::MeshDescriptor;
+pub use error::{StoreError, StoreResult};
+pub(crate) use lease::OwnerLease;
+pub use lease::{OwnerLeaseSettings, OwnerLeaseStatus};
+pub use location::LocationStore;
 pub use types::{
-    check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition,
-    DescriptorEntry, DescriptorKey, DescriptorKind, DescriptorPage, DescriptorScope,
-    LeaseGrant, LeaseOutcome, LeaseToken, Mutation, OwnerId, PublishOutcome, ReadOutcome,
-    RecordKey, StoreVersion, MAX_BATCH_KEYS, MAX_GENERATION, MAX_KEY_BYTES, MAX_SCAN_PAGE,
-    MAX_VALUE_BYTES,
+    check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition, DescriptorEntry,
+    DescriptorKey, DescriptorKind, DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome,
+    LeaseToken, Mutation, OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreVersion,
+    MAX_BATCH_KEYS, MAX_GENERATION, MAX_KEY_BYTES, MAX_SCAN_PAGE, MAX_VALUE_BYTES,
 };

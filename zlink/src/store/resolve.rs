@@ -24,7 +24,10 @@ enum Found {
 /// effect is there, it is reported applied with the versions read; if every condition
 /// still holds, it did not apply and is sent again; otherwise another writer changed the
 /// records and the result is a conflict.
-pub async fn apply_resolving(store: &dyn LocationStore, batch: &Batch) -> StoreResult<ApplyOutcome> {
+pub async fn apply_resolving(
+    store: &dyn LocationStore,
+    batch: &Batch,
+) -> StoreResult<ApplyOutcome> {
     let mut last = None;
     for _ in 0..RESOLVE_ATTEMPTS {
         match store.apply(batch).await {
@@ -49,9 +52,12 @@ async fn find_out(store: &dyn LocationStore, batch: &Batch) -> StoreResult<Found
     for mutation in &batch.mutations {
         let now = store.read(mutation.key()).await?;
         match (mutation, now) {
-            (Mutation::Put { value, .. }, ReadOutcome::Found { value: v, version, .. })
-                if &v == value && !still_expected(batch, mutation, &version) =>
-            {
+            (
+                Mutation::Put { value, .. },
+                ReadOutcome::Found {
+                    value: v, version, ..
+                },
+            ) if v == value && !still_expected(batch, mutation, &version) => {
                 put_versions.push(version)
             }
             (Mutation::Delete(_), ReadOutcome::Missing) => {}
@@ -98,7 +104,7 @@ pub async fn publish_resolving(
                 tracing::warn!(detail, "descriptor publish result lost; re-reading");
                 last = Some(detail);
                 if let Some(entry) = store.read_descriptor(key).await? {
-                    if &entry.owner == token && &entry.body == body {
+                    if &entry.owner == token && entry.body == body {
                         return Ok(PublishOutcome::Published);
                     }
                 }

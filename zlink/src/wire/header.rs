@@ -83,6 +83,9 @@ pub enum RejectReason {
     TopologyMismatch = 2,
     /// The RID is not the one expected.
     IdentityMismatch = 3,
+    /// The peer's lifecycle generation is not the one this node knows from the Location
+    /// Store (an old run of a restarted node, or a node whose lease is gone).
+    LifecycleGenerationStale = 6,
     /// The RID is already admitted on a live connection.
     DuplicateConnection = 10,
     /// The admission record or the first frame could not be processed.
@@ -104,6 +107,7 @@ impl TryFrom<u32> for RejectReason {
             1 => RejectReason::ProtocolVersionUnsupported,
             2 => RejectReason::TopologyMismatch,
             3 => RejectReason::IdentityMismatch,
+            6 => RejectReason::LifecycleGenerationStale,
             9 => RejectReason::RuntimeNotServing,
             10 => RejectReason::DuplicateConnection,
             11 => RejectReason::InvalidDescriptor,

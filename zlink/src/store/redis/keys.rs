@@ -111,7 +111,10 @@ mod tests {
         let b = RecordKey::new("spot-7", "payload");
         assert_eq!(tag(&keys.record(&a)), tag(&keys.record(&b)));
         assert_eq!(tag(&keys.record(&a)), tag(&keys.sequence("spot-7")));
-        assert_ne!(tag(&keys.record(&a)), tag(&keys.record(&RecordKey::new("spot-8", "meta"))));
+        assert_ne!(
+            tag(&keys.record(&a)),
+            tag(&keys.record(&RecordKey::new("spot-8", "meta")))
+        );
     }
 
     #[test]
@@ -126,6 +129,8 @@ mod tests {
             scope: "a".into(),
         };
         assert_ne!(keys.index(&a), keys.index(&b));
-        assert!(!keys.descriptor_prefix(&a).starts_with(&keys.descriptor_prefix(&b)));
+        assert!(!keys
+            .descriptor_prefix(&a)
+            .starts_with(&keys.descriptor_prefix(&b)));
     }
 }

@@ -21,10 +21,9 @@ use redis::{Script, Value};
 use self::keys::Keys;
 use self::reply::{bytes, int, item, remaining_ms, status, text, unsigned};
 use super::types::{
-    check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition,
-    DescriptorEntry, DescriptorKey, DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome,
-    LeaseToken, Mutation, OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreVersion,
-    MAX_GENERATION,
+    check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition, DescriptorEntry,
+    DescriptorKey, DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, Mutation,
+    OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreVersion, MAX_GENERATION,
 };
 use super::{LocationStore, StoreError, StoreResult};
 
@@ -158,10 +157,7 @@ impl RedisLocationStore {
                 Err(failed(e.to_string(), true))
             }
             Ok(Err(e)) => Err(StoreError::Protocol(e.to_string())),
-            Err(_) => Err(failed(
-                format!("no answer within {:?}", self.timeout),
-                true,
-            )),
+            Err(_) => Err(failed(format!("no answer within {:?}", self.timeout), true)),
         }
     }
 
@@ -203,7 +199,10 @@ impl LocationStore for RedisLocationStore {
             .key(self.keys.lease_counter())
             .arg(millis(ttl))
             .arg(MAX_GENERATION.to_string());
-        let (word, rest) = status(self.run(Effect::Change, call.invoke_async(&mut conn)).await?)?;
+        let (word, rest) = status(
+            self.run(Effect::Change, call.invoke_async(&mut conn))
+                .await?,
+        )?;
         match word.as_str() {
             "claimed" => Ok(ClaimOutcome::Claimed(LeaseGrant {
                 token: LeaseToken {
@@ -224,7 +223,10 @@ impl LocationStore for RedisLocationStore {
         call.key(self.keys.lease(&token.owner))
             .arg(generation_text(token))
             .arg(millis(ttl));
-        let (word, rest) = status(self.run(Effect::Change, call.invoke_async(&mut conn)).await?)?;
+        let (word, rest) = status(
+            self.run(Effect::Change, call.invoke_async(&mut conn))
+                .await?,
+        )?;
         match word.as_str() {
             "done" => Ok(LeaseOutcome::Done(Duration::from_millis(
                 remaining_ms(item(&rest, 0)?)?.unwrap_or(0),
@@ -239,7 +241,10 @@ impl LocationStore for RedisLocationStore {
         let mut call = self.scripts.release.prepare_invoke();
         call.key(self.keys.lease(&token.owner))
             .arg(generation_text(token));
-        let (word, _) = status(self.run(Effect::Change, call.invoke_async(&mut conn)).await?)?;
+        let (word, _) = status(
+            self.run(Effect::Change, call.invoke_async(&mut conn))
+                .await?,
+        )?;
         match word.as_str() {
             "done" => Ok(LeaseOutcome::Done(Duration::ZERO)),
             "stale" => Ok(LeaseOutcome::Stale),
@@ -284,7 +289,10 @@ impl LocationStore for RedisLocationStore {
             .arg(body)
             .arg(&key.id)
             .arg(self.keys.lease_prefix());
-        let (word, rest) = status(self.run(Effect::Change, call.invoke_async(&mut conn)).await?)?;
+        let (word, rest) = status(
+            self.run(Effect::Change, call.invoke_async(&mut conn))
+                .await?,
+        )?;
         match word.as_str() {
             "published" => Ok(PublishOutcome::Published),
             "stale" => Ok(PublishOutcome::Stale),
@@ -307,7 +315,9 @@ impl LocationStore for RedisLocationStore {
             .arg(&token.owner.0)
             .arg(generation_text(token))
             .arg(&key.id);
-        let reply = self.run(Effect::Change, call.invoke_async(&mut conn)).await?;
+        let reply = self
+            .run(Effect::Change, call.invoke_async(&mut conn))
+            .await?;
         Ok(int(&reply)? == 1)
     }
 
@@ -419,7 +429,10 @@ impl LocationStore for RedisLocationStore {
         for arg in args {
             call.arg(arg);
         }
-        let (word, rest) = status(self.run(Effect::Change, call.invoke_async(&mut conn)).await?)?;
+        let (word, rest) = status(
+            self.run(Effect::Change, call.invoke_async(&mut conn))
+                .await?,
+        )?;
         match word.as_str() {
             "applied" => {
                 let versions = reply::array(item(&rest, 0)?.clone())?
@@ -439,7 +452,10 @@ impl LocationStore for RedisLocationStore {
         let mut call = self.scripts.next_generation.prepare_invoke();
         call.key(self.keys.counter(counter))
             .arg(MAX_GENERATION.to_string());
-        let (word, rest) = status(self.run(Effect::Change, call.invoke_async(&mut conn)).await?)?;
+        let (word, rest) = status(
+            self.run(Effect::Change, call.invoke_async(&mut conn))
+                .await?,
+        )?;
         match word.as_str() {
             "next" => unsigned(item(&rest, 0)?),
             "exhausted" => Err(StoreError::GenerationExhausted),

@@ -45,7 +45,9 @@ pub(crate) fn int(value: &Value) -> StoreResult<i64> {
 pub(crate) fn unsigned(value: &Value) -> StoreResult<u64> {
     match value {
         Value::Int(i) => u64::try_from(*i).map_err(|_| bad("negative integer")),
-        other => text(other)?.parse().map_err(|_| bad("expected an unsigned integer")),
+        other => text(other)?
+            .parse()
+            .map_err(|_| bad("expected an unsigned integer")),
     }
 }
 

@@ -1,0 +1,150 @@
+//! Turning a complete member list into connection intents, and what a store outage does
+//! to them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::mesh::dialer::DialTarget;
+use crate::mesh::node::MeshNode;
+use crate::store::{DescriptorEntry, MeshDescriptor, StoreError};
+
+impl MeshNode {
+    /// Applies a complete, consistent member list: only the changes it calls for.
+    pub(super) fn apply_members(self: &Arc<Self>, entries: Vec<DescriptorEntry>) {
+        let Some(discovery) = self.discovery() else {
+            return;
+        };
+        let me = &self.settings.rid;
+        let mut live = BTreeMap::new();
+        for entry in entries {
+            if !entry.owner_alive {
+                continue;
+            }
+            let descriptor = match MeshDescriptor::decode(&entry.body) {
+                Ok(d) if d.rid == entry.id && d.mesh_name == self.settings.mesh_name => d,
+                Ok(_) => {
+                    tracing::warn!(id = %entry.id, "descriptor does not match its key; ignored");
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(id = %entry.id, error = %e, "undecodable descriptor ignored");
+                    continue;
+                }
+            };
+            if &descriptor.rid != me {
+                live.insert(descriptor.rid.clone(), descriptor);
+            }
+        }
+        let mut to_close = Vec::new();
+        let mut to_dial = Vec::new();
+        {
+            let peers = self.peers_read();
+            let mut state = discovery.state();
+            state.complete_at = Some(Instant::now());
+            state.reachable = true;
+            if state.grace_expired {
+                tracing::info!(rid = %me, members = live.len(), "member list read again after the store outage");
+                state.grace_expired = false;
+            }
+            let gone: Vec<String> = state
+                .members
+                .keys()
+                .filter(|rid| !live.contains_key(*rid))
+                .cloned()
+                .collect();
+            for rid in gone {
+                if self.is_manual(&rid) {
+                    continue;
+                }
+                tracing::info!(rid = %me, peer = %rid, "member's owner lease is gone; dropping it");
+                state.departed.insert(rid.clone());
+                if let Some((_, cancel)) = state.dialers.remove(&rid) {
+                    cancel.cancel();
+                }
+                if let Some(peer) = peers.get(&rid) {
+                    to_close.push((peer.conn_id(), "member lease gone"));
+                }
+            }
+            for (rid, descriptor) in &live {
+                state.departed.remove(rid);
+                if self.is_manual(rid) {
+                    continue;
+                }
+                if let Some(peer) = peers.get(rid) {
+                    if peer.generation != descriptor.generation {
+                        tracing::info!(peer = %rid, old = peer.generation, new = descriptor.generation, "member restarted; closing the old lifecycle's connection");
+                        to_close.push((peer.conn_id(), "member restarted"));
+                    }
+                }
+                if me.as_bytes() < rid.as_bytes() {
+                    let target = DialTarget {
+                        endpoint: descriptor.endpoint.clone(),
+                        expected_rid: Some(rid.clone()),
+                        expected_generation: Some(descriptor.generation),
+                    };
+                    let current = state.dialers.get(rid).map(|(t, _)| t);
+                    if current != Some(&target) {
+                        if let Some((_, cancel)) = state.dialers.remove(rid) {
+                            cancel.cancel();
+                        }
+                        let cancel = self.cancel.child_token();
+                        state
+                            .dialers
+                            .insert(rid.clone(), (target.clone(), cancel.clone()));
+                        to_dial.push((target, cancel));
+                    }
+                }
+            }
+            state.members = live.clone();
+        }
+        for (conn_id, reason) in to_close {
+            self.connection_lost(conn_id, reason);
+        }
+        for (target, cancel) in to_dial {
+            tracing::info!(rid = %me, peer = ?target.expected_rid, endpoint = %target.endpoint, "dialing discovered member");
+            self.spawn_dialer(target, cancel);
+        }
+        self.apply_descriptor_weights(&live);
+    }
+
+    /// A weight change also travels in the descriptor revision: apply it to connected
+    /// members of the same generation whose connection has not delivered it yet.
+    fn apply_descriptor_weights(&self, live: &BTreeMap<String, MeshDescriptor>) {
+        let mut peers = self.peers_write();
+        for (rid, descriptor) in live {
+            if let Some(peer) = peers.get_mut(rid) {
+                if peer.generation == descriptor.generation && descriptor.revision > peer.revision {
+                    peer.revision = descriptor.revision;
+                    peer.channels = descriptor.channels.iter().cloned().collect();
+                    tracing::info!(peer = %rid, revision = descriptor.revision, "member weights updated from the store");
+                }
+            }
+        }
+    }
+
+    /// The member list could not be read. Within StoreFailureGrace of the last complete
+    /// read, everything stays as it is (existing connections keep their liveness, known
+    /// members keep their dial intents, nobody new is connected). After it, the old list no
+    /// longer keeps intents: dialers stop; established connections live on their liveness.
+    pub(super) fn store_outage(&self, error: StoreError) {
+        let Some(discovery) = self.discovery() else {
+            return;
+        };
+        let grace = discovery.settings.grace;
+        let mut state = discovery.state();
+        if state.reachable {
+            tracing::warn!(rid = %self.settings.rid, error = %error, "Location Store unreachable; keeping the last member list");
+        }
+        state.reachable = false;
+        let expired = state.complete_at.is_none_or(|at| at.elapsed() > grace);
+        if expired && !state.grace_expired && state.complete_at.is_some() {
+            tracing::warn!(rid = %self.settings.rid, ?grace, "StoreFailureGrace ran out; no reconnects until the member list is read again");
+            state.grace_expired = true;
+            for (_, (_, cancel)) in state.dialers.drain() {
+                cancel.cancel();
+            }
+        }
+    }
+}
