@@ -82,3 +82,42 @@ async fn start_fails_cleanly_when_the_endpoint_is_taken() {
         .is_some_and(|e| e.is(zlink::ErrorKind::Unavailable)));
     a.shutdown().await;
 }
+
+#[test]
+fn location_store_settings_are_checked_with_everything_else() {
+    use std::time::Duration;
+    use zlink::store::OwnerLeaseSettings;
+    let store: std::sync::Arc<dyn zlink::store::LocationStore> =
+        std::sync::Arc::new(zlink_testkit::MemoryLocationStore::new());
+    // renew 5 s + timeout 3 s is not below ttl 12 s - margin 5 s.
+    let tight = OwnerLeaseSettings {
+        ttl: Duration::from_secs(12),
+        ..OwnerLeaseSettings::default()
+    };
+    let err = node("x")
+        .location_store(store)
+        .owner_lease(tight)
+        .discovery_interval(Duration::ZERO)
+        .store_failure_grace(Duration::ZERO)
+        .build()
+        .err()
+        .expect("invalid");
+    let Error::Config(violations) = err else {
+        panic!("not a config error: {err}")
+    };
+    let settings: Vec<&str> = violations.iter().map(|v| v.setting.as_str()).collect();
+    assert_eq!(
+        settings,
+        ["owner lease", "discovery_interval", "store_failure_grace"]
+    );
+    assert!(violations[0]
+        .problem
+        .contains("must be less than ttl - fencing margin"));
+
+    let err = node("y")
+        .owner_lease(OwnerLeaseSettings::default())
+        .build()
+        .err()
+        .expect("lease without store");
+    assert!(err.to_string().contains("needs a Location Store"), "{err}");
+}

@@ -15,12 +15,12 @@ usage:
       Runs one client and two servers in this process and shows round-robin,
       weighted selection and draining on the channel \"greet\".
 
-  mesh-demo --role server --rid RID [--listen ENDPOINT] [--weight N]
+  mesh-demo --role server --rid RID [--listen ENDPOINT] [--weight N] [--redis URL]
       Runs one server node until Ctrl-C.
 
-  mesh-demo --role client --peer ENDPOINT [--peer ENDPOINT ...]
-            [--rid RID] [--listen ENDPOINT] [--requests N]
-      Runs one client node: waits for every peer, sends N requests (default 10)
+  mesh-demo --role client (--peer ENDPOINT ... | --redis URL)
+            [--rid RID] [--listen ENDPOINT] [--requests N] [--servers N]
+      Runs one client node: waits for its servers, sends N requests (default 10)
       on \"greet\", prints which server answered each, and exits.
 
 flags:
@@ -30,13 +30,22 @@ flags:
   --peer ENDPOINT        a server to connect to, e.g. tcp://127.0.0.1:5601
   --weight N             the server's weight for \"greet\", 0..=10000 (default: 100)
   --requests N           how many requests the client sends, 1..=1000000 (default: 10)
+  --redis URL            find the other nodes through this Redis Location Store,
+                         e.g. redis://127.0.0.1:6379/ (no --peer needed)
+  --servers N            how many servers the client waits for, 1..=1000
+                         (default: the number of --peer flags, or 1 with --redis)
   -h, --help             prints this text
 
 example (three terminals):
   mesh-demo --role server --rid server-a --listen tcp://127.0.0.1:5601
   mesh-demo --role server --rid server-b --listen tcp://127.0.0.1:5602
   mesh-demo --role client --rid client --listen tcp://127.0.0.1:5600 \\
-            --peer tcp://127.0.0.1:5601 --peer tcp://127.0.0.1:5602";
+            --peer tcp://127.0.0.1:5601 --peer tcp://127.0.0.1:5602
+
+the same with discovery through Redis (no endpoints to list):
+  mesh-demo --role server --rid server-a --redis redis://127.0.0.1:6379/
+  mesh-demo --role server --rid server-b --redis redis://127.0.0.1:6379/
+  mesh-demo --role client --redis redis://127.0.0.1:6379/ --servers 2";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +69,8 @@ pub struct ServerArgs {
     pub listen: String,
     /// The node's weight for the channel.
     pub weight: u32,
+    /// The Redis Location Store to publish in and discover through.
+    pub redis: Option<String>,
 }
 
 /// The settings of a client process.
@@ -73,6 +84,10 @@ pub struct ClientArgs {
     pub peers: Vec<String>,
     /// How many requests to send.
     pub requests: u32,
+    /// The Redis Location Store to discover servers through.
+    pub redis: Option<String>,
+    /// How many servers to wait for before sending.
+    pub servers: usize,
 }
 
 /// A command line that cannot be run; the message says why.
@@ -100,6 +115,8 @@ struct Flags {
     peers: Vec<String>,
     weight: Option<String>,
     requests: Option<String>,
+    redis: Option<String>,
+    servers: Option<String>,
 }
 
 /// Parses the arguments after the program name.
@@ -131,6 +148,8 @@ where
             "--listen" => &mut flags.listen,
             "--weight" => &mut flags.weight,
             "--requests" => &mut flags.requests,
+            "--redis" => &mut flags.redis,
+            "--servers" => &mut flags.servers,
             "--peer" => {
                 let value = value_of(&name, inline, &mut args)?;
                 flags.peers.push(value);
@@ -194,6 +213,17 @@ fn endpoint(name: &str, value: String) -> Result<String, UsageError> {
     }
 }
 
+fn redis_url(value: String) -> Result<String, UsageError> {
+    let known = ["redis://", "rediss://", "redis+unix://"];
+    if known.iter().any(|scheme| value.starts_with(scheme)) {
+        Ok(value)
+    } else {
+        Err(usage_error(format!(
+            "--redis must be a Redis URL such as redis://127.0.0.1:6379/, not {value:?}"
+        )))
+    }
+}
+
 fn number(name: &str, value: &str, min: u32, max: u32) -> Result<u32, UsageError> {
     match value.parse::<u32>() {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
@@ -210,6 +240,9 @@ fn server_args(flags: Flags) -> Result<ServerArgs, UsageError> {
     if flags.requests.is_some() {
         return Err(usage_error("--requests is for --role client"));
     }
+    if flags.servers.is_some() {
+        return Err(usage_error("--servers is for --role client"));
+    }
     let rid = flags
         .rid
         .ok_or_else(|| usage_error("--role server needs --rid"))?;
@@ -225,6 +258,7 @@ fn server_args(flags: Flags) -> Result<ServerArgs, UsageError> {
         rid,
         listen,
         weight,
+        redis: flags.redis.map(redis_url).transpose()?,
     })
 }
 
@@ -232,8 +266,10 @@ fn client_args(flags: Flags) -> Result<ClientArgs, UsageError> {
     if flags.weight.is_some() {
         return Err(usage_error("--weight is for --role server"));
     }
-    if flags.peers.is_empty() {
-        return Err(usage_error("--role client needs at least one --peer"));
+    if flags.peers.is_empty() && flags.redis.is_none() {
+        return Err(usage_error(
+            "--role client needs at least one --peer, or --redis to discover servers",
+        ));
     }
     let peers = flags
         .peers
@@ -248,11 +284,17 @@ fn client_args(flags: Flags) -> Result<ClientArgs, UsageError> {
         Some(n) => number("--requests", &n, 1, 1_000_000)?,
         None => 10,
     };
+    let servers = match flags.servers {
+        Some(n) => number("--servers", &n, 1, 1000)? as usize,
+        None => peers.len().max(1),
+    };
     Ok(ClientArgs {
         rid: flags.rid.unwrap_or_else(|| "client".to_string()),
         listen,
         peers,
         requests,
+        redis: flags.redis.map(redis_url).transpose()?,
+        servers,
     })
 }
 
@@ -279,6 +321,7 @@ mod tests {
                 rid: "server-a".into(),
                 listen: "tcp://127.0.0.1:5601".into(),
                 weight: 100,
+                redis: None,
             }))
         );
         let cmd = parse_str("--role=server --rid=b --weight=0");
@@ -301,8 +344,25 @@ mod tests {
                 listen: "tcp://127.0.0.1:5600".into(),
                 peers: vec!["tcp://127.0.0.1:5601".into(), "tcp://127.0.0.1:5602".into()],
                 requests: 4,
+                redis: None,
+                servers: 2,
             }))
         );
+    }
+
+    #[test]
+    fn redis_discovery_flags() {
+        let cmd = parse_str("--role client --redis redis://127.0.0.1:6379/ --servers 3");
+        assert!(matches!(
+            cmd,
+            Ok(Command::Client(ClientArgs { servers: 3, ref redis, ref peers, .. }))
+                if redis.as_deref() == Some("redis://127.0.0.1:6379/") && peers.is_empty()
+        ));
+        let cmd = parse_str("--role server --rid a --redis redis://localhost/");
+        assert!(matches!(
+            cmd,
+            Ok(Command::Server(ServerArgs { redis: Some(_), .. }))
+        ));
     }
 
     #[test]
@@ -324,6 +384,9 @@ mod tests {
             "--role client --peer --requests 3",
             "--role client --peer tcp://127.0.0.1:1 --verbose",
             "--role client --peer tcp://127.0.0.1:1 extra",
+            "--role client --redis localhost:6379",
+            "--role client --redis redis://x/ --servers 0",
+            "--role server --rid a --servers 2",
         ] {
             assert!(parse_str(line).is_err(), "{line} should be rejected");
         }

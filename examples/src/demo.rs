@@ -48,23 +48,23 @@ pub async fn run() -> Result<(), String> {
 async fn start() -> Result<Mesh, String> {
     let greeter_a = Greeter::new("server-a");
     let greeter_b = Greeter::new("server-b");
-    let server_a = start_server("server-a", ANY_LOCAL_PORT, DEFAULT_WEIGHT, &greeter_a)
+    let server_a = start_server("server-a", ANY_LOCAL_PORT, DEFAULT_WEIGHT, &greeter_a, None)
         .await
         .map_err(|e| format!("starting server-a: {e}"))?;
-    let server_b = match start_server("server-b", ANY_LOCAL_PORT, DEFAULT_WEIGHT, &greeter_b).await
-    {
-        Ok(node) => node,
-        Err(e) => {
-            server_a.shutdown().await;
-            return Err(format!("starting server-b: {e}"));
-        }
-    };
+    let server_b =
+        match start_server("server-b", ANY_LOCAL_PORT, DEFAULT_WEIGHT, &greeter_b, None).await {
+            Ok(node) => node,
+            Err(e) => {
+                server_a.shutdown().await;
+                return Err(format!("starting server-b: {e}"));
+            }
+        };
     // ANCHOR: manual_peers
     let peers = [
         PeerSpec::new(server_a.endpoint()).expect_rid("server-a"),
         PeerSpec::new(server_b.endpoint()).expect_rid("server-b"),
     ];
-    let client = start_client("client", ANY_LOCAL_PORT, peers).await;
+    let client = start_client("client", ANY_LOCAL_PORT, peers, None).await;
     // ANCHOR_END: manual_peers
     let client = match client {
         Ok(node) => node,

@@ -1,13 +1,15 @@
 //! Starting the demo's nodes and waiting for what a client sees.
 //!
 //! Every node joins the mesh [`MESH`]. Servers register the Server role for [`CHANNEL`];
-//! the client registers the Client role and lists the servers as manual peers.
+//! the client registers the Client role and lists the servers as manual peers, or every
+//! node finds the others through a Redis Location Store.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use zlink::{PeerSpec, PeerStatus, Runtime};
-
+use zlink::store::{LocationStore, RedisLocationStore, RedisOptions};
 use zlink::DefaultChannel;
+use zlink::{PeerSpec, PeerStatus, Runtime};
 
 use crate::greeter::{Greeter, GreeterClient};
 use crate::messages::{Greet, Greeting};
@@ -24,33 +26,46 @@ pub const DEFAULT_WEIGHT: u32 = 100;
 /// Listen on the loopback interface with a port the system picks.
 pub const ANY_LOCAL_PORT: &str = "tcp://127.0.0.1:0";
 
+// ANCHOR: store
+/// The Location Store of the multi-process mode: Redis at `url`, every key under the
+/// prefix `mesh-demo`.
+pub fn redis_store(url: &str) -> zlink::Result<Arc<dyn LocationStore>> {
+    let options = RedisOptions::new(url, MESH);
+    Ok(Arc::new(RedisLocationStore::new(options)?))
+}
+// ANCHOR_END: store
+
 // ANCHOR: server
 /// Starts a server node `rid` listening on `listen`, serving [`CHANNEL`] with `greeter`
-/// and the given weight (0..=10000).
+/// and the given weight (0..=10000). With a `store`, the node publishes itself there and
+/// finds the other nodes by itself.
 pub async fn start_server(
     rid: &str,
     listen: &str,
     weight: u32,
     greeter: &Greeter,
+    store: Option<Arc<dyn LocationStore>>,
 ) -> zlink::Result<Runtime> {
-    Runtime::builder()
+    let mut builder = Runtime::builder()
         .mesh_name(MESH)
         .rid(rid)
         .listen(listen)
-        .serve_weighted(greeter.clone(), weight)
-        .build()?
-        .start()
-        .await
+        .serve_weighted(greeter.clone(), weight);
+    if let Some(store) = store {
+        builder = builder.location_store(store);
+    }
+    builder.build()?.start().await
 }
 // ANCHOR_END: server
 
 // ANCHOR: client
 /// Starts a client node `rid` listening on `listen` that may call [`CHANNEL`] and connects
-/// to `servers`.
+/// to `servers`, and, with a `store`, to every server it finds there.
 pub async fn start_client(
     rid: &str,
     listen: &str,
     servers: impl IntoIterator<Item = PeerSpec>,
+    store: Option<Arc<dyn LocationStore>>,
 ) -> zlink::Result<Runtime> {
     let mut builder = Runtime::builder()
         .mesh_name(MESH)
@@ -59,6 +74,9 @@ pub async fn start_client(
         .channel_client(CHANNEL);
     for server in servers {
         builder = builder.peer(server);
+    }
+    if let Some(store) = store {
+        builder = builder.location_store(store);
     }
     builder.build()?.start().await
 }

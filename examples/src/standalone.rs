@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 use zlink::PeerSpec;
 use zlink_examples::cli::{ClientArgs, ServerArgs};
 use zlink_examples::greeter::Greeter;
-use zlink_examples::nodes::{greet, start_client, start_server, wait_for_servers, CHANNEL, MESH};
+use zlink_examples::nodes::{
+    greet, redis_store, start_client, start_server, wait_for_servers, CHANNEL, MESH,
+};
 
 /// How long a client waits for all its servers to be ready.
 const PEER_WAIT: Duration = Duration::from_secs(10);
@@ -14,7 +16,13 @@ const PEER_WAIT: Duration = Duration::from_secs(10);
 /// Serves the channel until Ctrl-C, then shuts down.
 pub async fn run_server(args: ServerArgs) -> Result<(), String> {
     let greeter = Greeter::new(args.rid.clone());
-    let node = start_server(&args.rid, &args.listen, args.weight, &greeter)
+    let store = args
+        .redis
+        .as_deref()
+        .map(redis_store)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let node = start_server(&args.rid, &args.listen, args.weight, &greeter, store)
         .await
         .map_err(|e| format!("cannot start server {}: {e}", args.rid))?;
     println!(
@@ -38,7 +46,13 @@ pub async fn run_server(args: ServerArgs) -> Result<(), String> {
 /// Connects to the servers, sends the requests, prints who answered each, and exits.
 pub async fn run_client(args: ClientArgs) -> Result<(), String> {
     let peers = args.peers.iter().map(PeerSpec::new);
-    let node = start_client(&args.rid, &args.listen, peers)
+    let store = args
+        .redis
+        .as_deref()
+        .map(redis_store)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let node = start_client(&args.rid, &args.listen, peers, store)
         .await
         .map_err(|e| format!("cannot start client {}: {e}", args.rid))?;
     let outcome = send_requests(&node, &args).await;
@@ -47,7 +61,7 @@ pub async fn run_client(args: ClientArgs) -> Result<(), String> {
 }
 
 async fn send_requests(node: &zlink::Runtime, args: &ClientArgs) -> Result<(), String> {
-    let wanted = args.peers.len();
+    let wanted = args.servers;
     println!(
         "client {} listening on {}; waiting for {wanted} server(s)...",
         node.rid(),
@@ -57,13 +71,16 @@ async fn send_requests(node: &zlink::Runtime, args: &ClientArgs) -> Result<(), S
         Ok(ready) => ready,
         Err(_) => {
             let ready: Vec<String> = node.peers().into_iter().map(|p| p.rid).collect();
+            let looked = match &args.redis {
+                Some(url) => format!("registered in {url}"),
+                None => format!("running at {}", args.peers.join(", ")),
+            };
             return Err(format!(
                 "only {} of {wanted} server(s) ready after {} s (ready: [{}]); \
-                 are they running at {}?",
+                 are they {looked}?",
                 ready.len(),
                 PEER_WAIT.as_secs(),
                 ready.join(", "),
-                args.peers.join(", ")
             ));
         }
     };

@@ -524,8 +524,19 @@ pub async fn a_lost_result_is_resolved_by_rereading(s: StoreUnderTest) {
 /// Generates one `#[tokio::test]` per conformance rule for a provider. `$make` is an async
 /// expression giving a fresh [`StoreUnderTest`].
 ///
-/// ```ignore
-/// zlink_testkit::location_store_conformance!(async { my_store().await });
+/// ```
+/// use std::sync::Arc;
+/// use zlink_testkit::conformance::StoreUnderTest;
+///
+/// async fn fresh() -> StoreUnderTest {
+///     StoreUnderTest {
+///         store: Arc::new(zlink_testkit::MemoryLocationStore::new()),
+///         guard: None,
+///     }
+/// }
+///
+/// zlink_testkit::location_store_conformance!(fresh());
+/// # fn main() {}
 /// ```
 #[macro_export]
 macro_rules! location_store_conformance {

@@ -70,6 +70,26 @@ impl RedisServer {
         }
     }
 
+    /// Sends one command (RESP) and returns the first line of the reply, e.g. `+OK`.
+    /// For tests that set up or inspect keys directly.
+    pub fn command(&self, args: &[&str]) -> std::io::Result<String> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let mut request = format!("*{}\r\n", args.len());
+        for arg in args {
+            request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+        }
+        stream.write_all(request.as_bytes())?;
+        let mut line = Vec::new();
+        let mut byte = [0u8; 1];
+        while !line.ends_with(b"\r\n") {
+            stream.read_exact(&mut byte)?;
+            line.push(byte[0]);
+        }
+        line.truncate(line.len() - 2);
+        String::from_utf8(line).map_err(std::io::Error::other)
+    }
+
     /// Freezes the server (SIGSTOP): connections stay open, nothing is answered.
     pub fn pause(&self) -> std::io::Result<()> {
         self.signal("STOP")

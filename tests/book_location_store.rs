@@ -1,0 +1,133 @@
+//! The code shown in the book's "Location Store" chapter, run against a private
+//! `redis-server`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use zlink::{HandlerContext, Runtime};
+use zlink_testkit::RedisServer;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Price)]
+pub struct GetPrice(pub String);
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Price(pub u64);
+
+#[derive(Clone)]
+pub struct Pricing;
+
+#[zlink::channel(server, name = "pricing")]
+impl Pricing {
+    #[handler]
+    async fn price(&self, _q: GetPrice, _ctx: &HandlerContext) -> zlink::Result<Price> {
+        Ok(Price(250))
+    }
+}
+
+#[tokio::test]
+async fn location_store_chapter() -> zlink::Result<()> {
+    let redis = RedisServer::start().expect("redis-server");
+    let redis_url = redis.url();
+
+    // ANCHOR: setup
+    use std::sync::Arc;
+    use zlink::store::{LocationStore, RedisLocationStore, RedisOptions};
+
+    // One store per process; every node of the process may share it.
+    let store: Arc<dyn LocationStore> = Arc::new(RedisLocationStore::new(RedisOptions::new(
+        &redis_url, "shop",
+    ))?);
+
+    let pricing = Runtime::builder()
+        .mesh_name("shop")
+        .rid("pricing-1")
+        .listen("tcp://127.0.0.1:0")
+        .location_store(store.clone())
+        .serve(Pricing)
+        .build()?
+        .start()
+        .await?;
+    let checkout = Runtime::builder()
+        .mesh_name("shop")
+        .rid("checkout-1")
+        .listen("tcp://127.0.0.1:0")
+        .location_store(store.clone())
+        .channel_client("pricing")
+        .build()?
+        .start()
+        .await?;
+    // ANCHOR_END: setup
+
+    // ANCHOR: wait
+    checkout
+        .wait_for_peers(Duration::from_secs(5), |peers| {
+            peers.iter().any(|p| p.rid == "pricing-1")
+        })
+        .await?;
+    let price = PricingClient::on_default_channel(&checkout)
+        .price(&GetPrice("tea".into()))
+        .await?;
+    // ANCHOR_END: wait
+    assert_eq!(price.0, 250);
+
+    // ANCHOR: status
+    let lease = pricing
+        .owner_lease()
+        .expect("a Location Store is registered");
+    assert!(lease.admits_new_work());
+    let view = checkout
+        .discovery()
+        .expect("a Location Store is registered");
+    for member in &view.members {
+        println!(
+            "{} (generation {}, revision {}) at {}",
+            member.rid, member.generation, member.revision, member.endpoint
+        );
+    }
+    // ANCHOR_END: status
+    assert_eq!(view.members.len(), 1);
+
+    // ANCHOR: duplicate
+    let twin = Runtime::builder()
+        .mesh_name("shop")
+        .rid("pricing-1") // already published by a live node
+        .listen("tcp://127.0.0.1:0")
+        .location_store(store.clone())
+        .serve(Pricing)
+        .build()?
+        .start()
+        .await;
+    assert!(matches!(twin, Err(e) if e.is(zlink::ErrorKind::AlreadyExists)));
+    // ANCHOR_END: duplicate
+
+    // ANCHOR: tuning
+    use zlink::store::OwnerLeaseSettings;
+
+    let tuned = Runtime::builder()
+        .mesh_name("shop")
+        .rid("pricing-2")
+        .listen("tcp://127.0.0.1:0")
+        .location_store(store.clone())
+        .owner_lease(OwnerLeaseSettings {
+            renew_interval: Duration::from_secs(2),
+            ttl: Duration::from_secs(9),
+            renew_timeout: Duration::from_secs(1),
+            fencing_margin: Duration::from_secs(3), // 2 + 1 < 9 - 3
+        })
+        .discovery_interval(Duration::from_millis(500))
+        .store_failure_grace(Duration::from_secs(60))
+        .serve(Pricing)
+        .build()?
+        .start()
+        .await?;
+    // ANCHOR_END: tuning
+    checkout
+        .wait_for_peers(Duration::from_secs(5), |peers| peers.len() == 2)
+        .await?;
+
+    tuned.shutdown().await;
+    checkout.shutdown().await;
+    pricing.shutdown().await;
+    Ok(())
+}
