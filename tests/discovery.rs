@@ -290,3 +290,22 @@ async fn weight_changes_travel_in_the_descriptor_revision() {
     .await;
     stop([c, a]).await;
 }
+
+#[tokio::test]
+async fn after_redis_restarts_empty_nodes_claim_new_leases_and_publish_again() {
+    let redis = redis();
+    let store = redis_store(&redis);
+    let a = echo_server("a", &store, quick_lease()).await;
+    let c = echo_client_node("c", &store, quick_lease()).await;
+    wait_for_peers(&c, &["a"]).await;
+
+    redis.restart().unwrap();
+    let key = zlink::store::DescriptorKey::mesh_node(MESH, "a");
+    wait_until(WAIT, "a claims a lease and publishes again", || async {
+        matches!(store.read_descriptor(&key).await, Ok(Some(e)) if e.owner_alive)
+    })
+    .await;
+    wait_for_peers(&c, &["a"]).await;
+    assert_eq!(echo_by(&c).await, "a");
+    stop([c, a]).await;
+}

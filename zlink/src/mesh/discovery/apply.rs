@@ -18,7 +18,11 @@ impl MeshNode {
         };
         let me = &self.settings.rid;
         let mut live = BTreeMap::new();
+        let mut own_entry = None;
         for entry in entries {
+            if &entry.id == me {
+                own_entry = Some((entry.owner.clone(), entry.owner_alive));
+            }
             if !entry.owner_alive {
                 continue;
             }
@@ -44,6 +48,17 @@ impl MeshNode {
             let mut state = discovery.state();
             state.complete_at = Some(Instant::now());
             state.reachable = true;
+            // The store is the truth: if our descriptor is not there under our lease (the
+            // store lost its data, say), publish again on the next round.
+            let listed = state
+                .published
+                .as_ref()
+                .is_some_and(|(token, _)| own_entry.as_ref() == Some(&(token.clone(), true)));
+            if state.published.is_some() && !listed {
+                tracing::warn!(rid = %me, "own descriptor missing from the store; publishing again");
+                state.published = None;
+                discovery.wake.notify_one();
+            }
             if state.grace_expired {
                 tracing::info!(rid = %me, members = live.len(), "member list read again after the store outage");
                 state.grace_expired = false;
