@@ -149,6 +149,7 @@ fn admission_roundtrips() {
                 protocol: 1,
                 endpoint: "tcp://127.0.0.1:1".into(),
                 channels: vec![("echo".into(), 100)],
+                max_message: Some(16 << 20),
             }),
             ..Header::default()
         },

@@ -1,6 +1,7 @@
 //! Channels: handler groups that serve a ChannelName, and the per-process channel registry
 //! (one ChannelName, one send path).
 
+pub mod client_server;
 mod context;
 mod handler;
 mod handlers;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::settings::{DiscoverySettings, PeerSpec, Settings};
+use super::settings::{ClientServerRole, DiscoverySettings, PeerSpec, Settings, Topology};
 use super::validate::Validator;
 use super::DEFAULT_WEIGHT;
 use crate::channel::{ChannelRole, DefaultChannel, HandlerGroup};
@@ -49,6 +49,7 @@ pub struct RuntimeBuilder {
     owner_lease: Option<OwnerLeaseSettings>,
     discovery_interval: Option<Duration>,
     store_failure_grace: Option<Duration>,
+    client_server: Vec<ClientServerRole>,
 }
 
 impl Default for RuntimeBuilder {
@@ -69,6 +70,7 @@ impl Default for RuntimeBuilder {
             owner_lease: None,
             discovery_interval: None,
             store_failure_grace: None,
+            client_server: Vec::new(),
         }
     }
 }
@@ -137,6 +139,18 @@ impl RuntimeBuilder {
         weight: u32,
     ) -> Self {
         self.channel_server_weighted(G::CHANNEL, handlers, weight)
+    }
+
+    /// Registers a ClientServer role: a Server with its own listener
+    /// ([`ClientServer::server`](crate::ClientServer::server)) or a Client of one
+    /// ([`ClientServer::client`](crate::ClientServer::client)). One process may hold both
+    /// roles of one ChannelName; a name also used on the RouteMesh is a configuration error.
+    pub fn client_server(
+        mut self,
+        role: impl Into<crate::channel::client_server::ClientServerDeclaration>,
+    ) -> Self {
+        self.client_server.push(role.into().0);
+        self
     }
 
     /// Registers the Client role for `channel`: this node may call it but does not serve it.
@@ -260,6 +274,7 @@ impl RuntimeBuilder {
                 );
             }
         }
+        validate_client_server(&self.client_server, self.store.is_some(), &mut v, &channels);
         let node_handlers = self.node_handlers.map(|h| {
             let kinds = v.handler_packets("node handlers", h.as_ref());
             (h, kinds)
@@ -286,6 +301,9 @@ impl RuntimeBuilder {
                 liveness: self.liveness,
                 transport: self.transport,
                 discovery,
+                topology: Topology::RouteMesh,
+                max_message: 0,
+                client_server: self.client_server,
             },
         })
     }
@@ -338,5 +356,59 @@ impl RuntimeConfig {
     /// Binds the listener, starts liveness and dials the manual peers.
     pub async fn start(self) -> Result<Runtime> {
         Runtime::start(self.settings).await
+    }
+}
+
+fn validate_client_server(
+    roles: &[ClientServerRole],
+    has_store: bool,
+    v: &mut Validator,
+    mesh: &BTreeMap<String, ChannelRole>,
+) {
+    let mut seen = std::collections::HashSet::new();
+    for role in roles {
+        let channel = role.channel();
+        let owner = format!("client_server {channel:?}");
+        v.text(&format!("{owner} name"), Some(channel), true);
+        if mesh.contains_key(channel) {
+            v.violation(
+                owner.clone(),
+                "is also a RouteMesh channel: one ChannelName must have exactly one send path",
+            );
+        }
+        match role {
+            ClientServerRole::Server {
+                handlers,
+                weight,
+                listen,
+                ..
+            } => {
+                if !seen.insert((channel.to_string(), "server")) {
+                    v.violation(owner.clone(), "Server role registered twice");
+                }
+                v.weight(channel, *weight);
+                v.endpoint(&format!("{owner} listen"), Some(listen));
+                v.handler_packets(&owner, handlers.as_ref());
+            }
+            ClientServerRole::Client {
+                connect, automatic, ..
+            } => {
+                if !seen.insert((channel.to_string(), "client")) {
+                    v.violation(owner.clone(), "Client role registered twice");
+                }
+                for endpoint in connect {
+                    v.endpoint(&format!("{owner} connect"), Some(endpoint));
+                }
+                if *automatic && !has_store {
+                    v.violation(
+                        owner.clone(),
+                        "discover() needs a Location Store (location_store)",
+                    );
+                }
+                if connect.is_empty() && !*automatic {
+                    v.violation(owner, "has no server: add connect(endpoint) or discover()");
+                }
+            }
+        }
     }
 }

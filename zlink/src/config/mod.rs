@@ -9,7 +9,7 @@ pub use builder::{
     RuntimeBuilder, RuntimeConfig, DEFAULT_DISCOVERY_INTERVAL, DEFAULT_STORE_FAILURE_GRACE,
 };
 pub use settings::PeerSpec;
-pub(crate) use settings::{DiscoverySettings, Settings};
+pub(crate) use settings::{ClientServerRole, DiscoverySettings, Settings, Topology};
 
 /// Largest channel weight.
 pub const MAX_WEIGHT: u32 = 10_000;

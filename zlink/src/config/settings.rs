@@ -51,6 +51,51 @@ pub(crate) struct Settings {
     pub(crate) liveness: LivenessTimings,
     pub(crate) transport: Arc<dyn Transport>,
     pub(crate) discovery: Option<DiscoverySettings>,
+    pub(crate) topology: Topology,
+    /// Largest complete message (all frames) accepted or sent; 0 = no cap.
+    pub(crate) max_message: usize,
+    /// ClientServer registrations, started next to the RouteMesh node.
+    pub(crate) client_server: Vec<ClientServerRole>,
+}
+
+/// Which kind of connection set a [`MeshNode`](crate::mesh::MeshNode) runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Topology {
+    /// A RouteMesh member: one listener, peers both ways, never selects itself.
+    RouteMesh,
+    /// A ClientServer server: its own listener; accepts clients; answers only.
+    ClientServerServer,
+    /// A ClientServer client: dials servers; calls only; its own process's server is an
+    /// ordinary candidate.
+    ClientServerClient,
+}
+
+/// One validated ClientServer registration.
+#[derive(Clone)]
+pub(crate) enum ClientServerRole {
+    Server {
+        channel: String,
+        handlers: Arc<dyn HandlerGroup>,
+        weight: u32,
+        listen: String,
+        max_message: usize,
+    },
+    Client {
+        channel: String,
+        connect: Vec<String>,
+        automatic: bool,
+        max_message: usize,
+    },
+}
+
+impl ClientServerRole {
+    pub(crate) fn channel(&self) -> &str {
+        match self {
+            ClientServerRole::Server { channel, .. } | ClientServerRole::Client { channel, .. } => {
+                channel
+            }
+        }
+    }
 }
 
 /// Location Store use: owner lease and automatic discovery.

@@ -30,32 +30,48 @@ impl Runtime {
     }
 
     pub(crate) async fn start(settings: Settings) -> Result<Runtime> {
-        let node = MeshNode::new(settings);
-        let events = Arc::new(crate::mesh::inbound::NodeEvents(Arc::downgrade(&node)));
-        let listener = node
-            .settings
-            .transport
-            .listen(&node.settings.listen, events)
-            .await
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Unavailable,
-                    format!("cannot listen on {}: {e}", node.settings.listen),
-                )
-            })?;
-        *crate::mesh::node::lock(&node.endpoint) = listener.endpoint();
-        *crate::mesh::node::lock(&node.listener) = Some(listener);
-        node.spawn_liveness();
-        for peer in node.settings.peers.clone() {
-            node.spawn_dialer(peer.into(), node.cancel.child_token());
-        }
+        let node = MeshNode::new(settings, std::sync::Weak::new(), None);
+        Self::start_node(node.clone()).await?;
         let runtime = Runtime { node: node.clone() };
-        if let Err(e) = runtime.join_store().await {
+        let joined = match runtime.join_store().await {
+            Ok(()) => node.start_client_server().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = joined {
             runtime.shutdown_within(Duration::ZERO).await;
             return Err(e);
         }
         tracing::info!(mesh = %node.settings.mesh_name, rid = %node.settings.rid, endpoint = %node.endpoint(), "node started");
         Ok(runtime)
+    }
+
+    /// Binds the node's listener (if it has one), starts liveness and its manual dialers,
+    /// and, for a ClientServer node with a store, its discovery.
+    pub(crate) async fn start_node(node: Arc<MeshNode>) -> Result<()> {
+        if !node.settings.listen.is_empty() {
+            let events = Arc::new(crate::mesh::inbound::NodeEvents(Arc::downgrade(&node)));
+            let listener = node
+                .settings
+                .transport
+                .listen(&node.settings.listen, events)
+                .await
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Unavailable,
+                        format!("cannot listen on {}: {e}", node.settings.listen),
+                    )
+                })?;
+            *crate::mesh::node::lock(&node.endpoint) = listener.endpoint();
+            *crate::mesh::node::lock(&node.listener) = Some(listener);
+        }
+        node.spawn_liveness();
+        for peer in node.settings.peers.clone() {
+            node.spawn_dialer(peer.into(), node.cancel.child_token());
+        }
+        if node.topology() != crate::config::Topology::RouteMesh {
+            node.spawn_discovery();
+        }
+        Ok(())
     }
 
     /// With a Location Store: claims the owner lease and publishes the descriptor once
@@ -228,8 +244,8 @@ impl Runtime {
         options: CallOptions,
     ) -> Result<R::Reply> {
         let payload = request.encode()?;
-        let reply = self
-            .node
+        let node = self.node_for(&target)?;
+        let reply = node
             .request(target, R::PACKET_NAME, payload, options)
             .await?;
         R::Reply::decode(&reply)
@@ -242,25 +258,62 @@ impl Runtime {
         options: CallOptions,
     ) -> Result<()> {
         let payload = message.encode()?;
-        self.node
+        self.node_for(&target)?
             .send(target, M::PACKET_NAME, payload, options)
             .await
     }
 
-    /// Changes this node's weight for one server channel (0..=10000) and propagates it to
-    /// connected peers. Weight 0 drains: no new selections, in-flight work completes, and
-    /// node-direct calls are unaffected.
+    /// The node that carries a call: the RouteMesh node, or a ClientServer client node.
+    fn node_for(&self, target: &Target<'_>) -> Result<Arc<MeshNode>> {
+        match target {
+            Target::Channel(channel) => self.node.calling_node(channel),
+            Target::Node(_) => Ok(self.node.clone()),
+        }
+    }
+
+    /// The node serving `channel`: the RouteMesh node or a ClientServer server node.
+    fn serving_node(&self, channel: &str) -> Option<Arc<MeshNode>> {
+        if self.node.registry.servers.contains_key(channel) {
+            return Some(self.node.clone());
+        }
+        self.node.client_server_server(channel)
+    }
+
+    /// Changes this node's weight for one server channel (0..=10000), RouteMesh or
+    /// ClientServer, and propagates it to connected peers (and, with a Location Store, to
+    /// the published descriptor). Weight 0 drains: no new selections, in-flight work
+    /// completes, and node-direct calls are unaffected.
     pub fn set_weight(&self, channel: &str, weight: u32) -> Result<()> {
-        self.node.set_weight(channel, weight)
+        match self.serving_node(channel) {
+            Some(node) => node.set_weight(channel, weight),
+            None => self.node.set_weight(channel, weight),
+        }
     }
 
     /// This node's current weight for a server channel.
     pub fn weight(&self, channel: &str) -> Option<u32> {
-        self.node
+        self.serving_node(channel)?
             .registry
             .servers
             .get(channel)
             .map(|e| e.weight.load(Ordering::Acquire))
+    }
+
+    /// The endpoint clients reach this process's ClientServer server of `channel` at (the
+    /// real bound port), if it serves one.
+    pub fn client_server_endpoint(&self, channel: &str) -> Option<String> {
+        self.node
+            .client_server_server(channel)
+            .map(|n| n.endpoint())
+    }
+
+    /// The ready servers this process's ClientServer client of `channel` can select, sorted
+    /// by RID (empty when it is not a client of `channel`).
+    pub fn client_server_servers(&self, channel: &str) -> Vec<PeerStatus> {
+        self.node
+            .client_server_client(channel)
+            .map(|n| n.peer_statuses())
+            .unwrap_or_default()
     }
 
     /// Whether the runtime still admits new calls.

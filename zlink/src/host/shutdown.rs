@@ -28,6 +28,10 @@ impl Runtime {
             return;
         }
         tracing::info!(rid = %node.settings.rid, "shutdown started");
+        // ClientServer nodes first: servers finish accepted work, clients end their calls.
+        for cs in node.client_server_nodes() {
+            Box::pin(Runtime::from_node(cs).shutdown_within(grace)).await;
+        }
         node.work.close();
         if tokio::time::timeout(grace, node.work.wait()).await.is_err() {
             tracing::warn!(rid = %node.settings.rid, "shutdown grace ended with handlers still running");
@@ -58,6 +62,9 @@ impl Runtime {
     #[cfg(feature = "test-timing")]
     pub async fn crash(&self) {
         let node = &self.node;
+        for cs in node.client_server_nodes() {
+            Box::pin(Runtime::from_node(cs).crash()).await;
+        }
         node.state.store(STOPPED, Ordering::Release);
         node.cancel.cancel();
         node.pending.fail_all_shutdown();

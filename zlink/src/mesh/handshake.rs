@@ -20,7 +20,10 @@ impl MeshNode {
         if adm.mesh_name != self.settings.mesh_name {
             return Err(RejectReason::TopologyMismatch);
         }
-        if adm.rid.is_empty() || adm.rid.len() > 255 || adm.rid == self.settings.rid {
+        // A ClientServer client and server of one process share its RID.
+        let own_rid =
+            self.topology() == crate::config::Topology::RouteMesh && adm.rid == self.settings.rid;
+        if adm.rid.is_empty() || adm.rid.len() > 255 || own_rid {
             return Err(RejectReason::IdentityMismatch);
         }
         if adm.generation == 0 || adm.revision == 0 {
@@ -172,6 +175,7 @@ impl MeshNode {
                 revision: adm.revision,
                 endpoint: adm.endpoint,
                 channels,
+                max_message: adm.max_message,
             },
         );
         self.peers_changed.notify_waiters();

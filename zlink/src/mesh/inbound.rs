@@ -39,6 +39,13 @@ struct Dispatch {
 
 impl MeshNode {
     fn on_frames(&self, conn: &Arc<dyn Connection>, frames: Frames) {
+        let max = self.settings.max_message;
+        if max > 0 {
+            let size: usize = frames.iter().map(|f| f.len()).sum();
+            if size > max {
+                return self.on_oversize(conn, &frames, size);
+            }
+        }
         let envelope = match Envelope::decode(&frames) {
             Ok(e) => e,
             Err(e) => return self.on_malformed(conn, e),
@@ -60,6 +67,10 @@ impl MeshNode {
         let Some(rid) = ready_rid else {
             return self.on_unadmitted(conn, envelope);
         };
+        if !self.accepts(envelope.command) {
+            tracing::warn!(peer = %rid, command = ?envelope.command, topology = ?self.topology(), "protocol_error: command not allowed in this direction; closing");
+            return self.connection_lost(conn.id(), "command not allowed in this direction");
+        }
         let Envelope {
             command,
             header,
@@ -105,6 +116,58 @@ impl MeshNode {
                     payload,
                 );
             }
+        }
+    }
+
+    /// Which commands an admitted connection may carry towards this node. ClientServer is
+    /// one-way: clients send calls, servers send only replies (and updates).
+    fn accepts(&self, command: Command) -> bool {
+        use crate::config::Topology;
+        match (self.topology(), command) {
+            (_, Command::LivenessProbe | Command::LivenessAck) => true,
+            (Topology::RouteMesh, _) => true,
+            (Topology::ClientServerServer, c) => {
+                matches!(c, Command::ChannelSend | Command::ChannelRequest)
+            }
+            (Topology::ClientServerClient, c) => matches!(c, Command::Reply | Command::Update),
+        }
+    }
+
+    /// A message over this node's size cap: refused before decoding; a request gets an
+    /// error reply when its correlation can be read from the head.
+    fn on_oversize(&self, conn: &Arc<dyn Connection>, frames: &Frames, size: usize) {
+        let max = self.settings.max_message;
+        tracing::warn!(
+            conn = conn.id(),
+            size,
+            max,
+            "protocol_error: message over the size cap dropped"
+        );
+        let head_only: Frames = frames.iter().take(1).cloned().collect();
+        let correlation = match Envelope::decode(&head_only) {
+            Ok(e) if matches!(e.command, Command::ChannelRequest | Command::NodeRequest) => {
+                Some(e.header.correlation)
+            }
+            Err(e)
+                if matches!(
+                    e.command,
+                    Some(Command::ChannelRequest | Command::NodeRequest)
+                ) =>
+            {
+                e.correlation
+            }
+            _ => None,
+        };
+        let admitted = matches!(
+            lock(&self.conns).get(&conn.id()).map(|s| &s.phase),
+            Some(Phase::Ready { .. })
+        );
+        if let (true, Some(correlation)) = (admitted, correlation) {
+            let err = Error::new(
+                ErrorKind::CapacityExceeded,
+                format!("message of {size} bytes exceeds the receiver's cap of {max} bytes"),
+            );
+            self.send_reply(conn, correlation, Err(err));
         }
     }
 
@@ -258,11 +321,11 @@ impl MeshNode {
             }
             return;
         }
-        let Some(node) = self.me.upgrade() else {
+        let (Some(node), Some(runtime_node)) = (self.me.upgrade(), self.runtime_node()) else {
             return;
         };
         let ctx = HandlerContext {
-            runtime: Runtime::from_node(node.clone()),
+            runtime: Runtime::from_node(runtime_node),
             channel: dispatch.channel,
             source_rid: dispatch.source_rid,
             metadata,

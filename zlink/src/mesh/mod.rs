@@ -1,6 +1,7 @@
 //! MeshNode: one RouteMesh member. Identity (RID, lifecycle generation), admitted peers,
 //! handshake, liveness, reconnect, channel roles and weights, select-one and node-direct.
 
+pub(crate) mod client_server;
 mod dialer;
 pub(crate) mod discovery;
 mod handshake;

@@ -77,6 +77,11 @@ pub(crate) struct MeshNode {
     pub(crate) cancel: CancellationToken,
     /// Location Store use (owner lease, automatic discovery), when a store is registered.
     pub(crate) discovery: Option<super::discovery::Discovery>,
+    /// The process's RouteMesh node, for a ClientServer node (handlers see its runtime);
+    /// empty for the RouteMesh node itself.
+    pub(crate) owner: Weak<MeshNode>,
+    /// The ClientServer nodes next to this RouteMesh node.
+    pub(crate) client_server: Mutex<super::client_server::ClientServerSet>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -84,7 +89,11 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl MeshNode {
-    pub(crate) fn new(settings: Settings) -> Arc<MeshNode> {
+    pub(crate) fn new(
+        settings: Settings,
+        owner: Weak<MeshNode>,
+        lease: Option<Arc<crate::store::OwnerLease>>,
+    ) -> Arc<MeshNode> {
         let registry = ChannelRegistry::new(&settings.channels);
         let known = settings
             .peers
@@ -110,7 +119,9 @@ impl MeshNode {
             discovery: settings
                 .discovery
                 .clone()
-                .map(super::discovery::Discovery::new),
+                .map(|d| super::discovery::Discovery::new(d, lease)),
+            owner,
+            client_server: Mutex::new(Default::default()),
             settings,
         })
     }
@@ -127,6 +138,15 @@ impl MeshNode {
         &self.settings.rid
     }
 
+    /// The node whose runtime handlers see: the RouteMesh node of this process.
+    pub(crate) fn runtime_node(&self) -> Option<Arc<MeshNode>> {
+        self.owner.upgrade().or_else(|| self.me.upgrade())
+    }
+
+    pub(crate) fn topology(&self) -> crate::config::Topology {
+        self.settings.topology
+    }
+
     /// This node's admission record as of now.
     pub(crate) fn admission(&self) -> Admission {
         Admission {
@@ -137,6 +157,8 @@ impl MeshNode {
             protocol: PROTOCOL_MAJOR,
             endpoint: lock(&self.endpoint).clone(),
             channels: self.registry.server_weights(),
+            max_message: (self.settings.max_message > 0)
+                .then_some(self.settings.max_message as u64),
         }
     }
 

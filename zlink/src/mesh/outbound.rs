@@ -19,6 +19,9 @@ pub(crate) enum Target<'a> {
     Node(&'a str),
 }
 
+/// The longest a ClientServer call waits for a ready server.
+const CANDIDATE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn deadline_exceeded(what: &str) -> Error {
     Error::new(ErrorKind::DeadlineExceeded, what.to_string())
 }
@@ -106,6 +109,31 @@ impl MeshNode {
         }
     }
 
+    /// Refuses a message over the smaller of this node's cap and the receiver's.
+    fn check_size(&self, conn: &Arc<dyn Connection>, frames: &[Bytes]) -> Result<()> {
+        let remote = self
+            .peers_read()
+            .values()
+            .find(|p| p.conn_id() == conn.id())
+            .and_then(|p| p.max_message)
+            .and_then(|m| usize::try_from(m).ok());
+        let local = (self.settings.max_message > 0).then_some(self.settings.max_message);
+        let cap = match (local, remote) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(cap) => cap,
+                None => return Ok(()),
+            },
+        };
+        let size: usize = frames.iter().map(Bytes::len).sum();
+        if size > cap {
+            return Err(Error::InvalidArgument(format!(
+                "message of {size} bytes exceeds the channel's max message size of {cap} bytes"
+            )));
+        }
+        Ok(())
+    }
+
     fn check_channel(&self, target: &Target<'_>) -> Result<()> {
         if let Target::Channel(channel) = target {
             if !self.registry.can_send(channel) {
@@ -123,21 +151,46 @@ impl MeshNode {
     async fn submit(
         &self,
         target: &Target<'_>,
-        admit_by: Instant,
+        deadline: Instant,
+        admit_within: std::time::Duration,
         mut frames_for: impl FnMut(&Arc<dyn Connection>) -> Vec<Bytes>,
     ) -> Result<Arc<dyn Connection>> {
         let mut excluded = Vec::new();
+        let mut admit_by = deadline.min(Instant::now() + admit_within);
+        // ClientServer waits for a ready candidate (admission already in progress) up to
+        // min(the call's time, 5 s); RouteMesh fails at once.
+        let wait_for_candidate = (self.topology() == crate::config::Topology::ClientServerClient)
+            .then(|| deadline.min(Instant::now() + CANDIDATE_WAIT));
         loop {
             let conn = match target {
-                Target::Channel(channel) => self.select(channel, &excluded).ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::NotFound,
-                        format!("no ready server with weight > 0 for channel {channel}"),
-                    )
-                })?,
+                Target::Channel(channel) => match self.select(channel, &excluded) {
+                    Some(conn) => conn,
+                    None => {
+                        let changed = self.peers_changed.notified();
+                        match wait_for_candidate {
+                            Some(until) if Instant::now() < until => {
+                                if self.select(channel, &excluded).is_none() {
+                                    let _ = tokio::time::timeout_at(until, changed).await;
+                                }
+                                self.ensure_running()?;
+                                admit_by = deadline.min(Instant::now() + admit_within);
+                                continue;
+                            }
+                            _ => {
+                                return Err(Error::new(
+                                    ErrorKind::NotFound,
+                                    format!(
+                                        "no ready server with weight > 0 for channel {channel}"
+                                    ),
+                                ))
+                            }
+                        }
+                    }
+                },
                 Target::Node(rid) => self.node_conn(rid, admit_by).await?,
             };
             let frames = frames_for(&conn);
+            self.check_size(&conn, &frames)?;
             // Usually the queue has room: only arm the admission timer when it has not.
             let admitted = {
                 let mut queued = conn.send(frames);
@@ -184,11 +237,12 @@ impl MeshNode {
     ) -> Result<()> {
         self.ensure_running()?;
         self.check_channel(&target)?;
-        let admit_by = Instant::now() + options.timeout.unwrap_or(self.settings.send_timeout);
+        let within = options.timeout.unwrap_or(self.settings.send_timeout);
+        let deadline = Instant::now() + within;
         let frames = self
             .envelope(&target, false, packet, payload, &options)
             .encode();
-        self.submit(&target, admit_by, |_| frames.clone())
+        self.submit(&target, deadline, within, |_| frames.clone())
             .await
             .map(|_| ())
     }
@@ -205,11 +259,11 @@ impl MeshNode {
         self.check_channel(&target)?;
         let timeout = options.timeout.unwrap_or(self.settings.request_timeout);
         let deadline = Instant::now() + timeout;
-        let admit_by = deadline.min(Instant::now() + self.settings.send_timeout);
+
         let mut envelope = self.envelope(&target, true, packet, payload, &options);
         let mut registered = None;
         let conn = self
-            .submit(&target, admit_by, |conn| {
+            .submit(&target, deadline, self.settings.send_timeout, |conn| {
                 let (guard, rx) = self.pending.register(conn.id());
                 envelope.header.correlation = guard.correlation;
                 envelope.header.deadline_ms =

@@ -13,6 +13,8 @@ pub(crate) struct Peer {
     pub(crate) revision: u64,
     pub(crate) endpoint: String,
     pub(crate) channels: HashMap<String, u32>,
+    /// The largest complete message the peer accepts, if it said.
+    pub(crate) max_message: Option<u64>,
 }
 
 impl Peer {

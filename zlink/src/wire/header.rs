@@ -71,6 +71,9 @@ pub struct Admission {
     /// Server ChannelNames with their weights, sorted by name.
     #[serde(rename = "chs")]
     pub channels: Vec<(String, u32)>,
+    /// The largest complete message the sender accepts, when it caps them (ClientServer).
+    #[serde(rename = "mx", default, skip_serializing_if = "Option::is_none")]
+    pub max_message: Option<u64>,
 }
 
 /// Why an admission was refused (numbers follow the reference).

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use crate::config::Topology;
 use crate::mesh::dialer::DialTarget;
 use crate::mesh::node::MeshNode;
 use crate::store::{DescriptorEntry, MeshDescriptor, StoreError};
@@ -17,6 +18,9 @@ impl MeshNode {
             return;
         };
         let me = &self.settings.rid;
+        // A ClientServer client dials every server, its own process's included; a RouteMesh
+        // member leaves itself out and dials only larger RIDs.
+        let client_server = self.topology() == Topology::ClientServerClient;
         let mut live = BTreeMap::new();
         let mut own_entry = None;
         for entry in entries {
@@ -37,7 +41,7 @@ impl MeshNode {
                     continue;
                 }
             };
-            if &descriptor.rid != me {
+            if client_server || &descriptor.rid != me {
                 live.insert(descriptor.rid.clone(), descriptor);
             }
         }
@@ -54,7 +58,7 @@ impl MeshNode {
                 .published
                 .as_ref()
                 .is_some_and(|(token, _)| own_entry.as_ref() == Some(&(token.clone(), true)));
-            if state.published.is_some() && !listed {
+            if !client_server && state.published.is_some() && !listed {
                 tracing::warn!(rid = %me, "own descriptor missing from the store; publishing again");
                 state.published = None;
                 discovery.wake.notify_one();
@@ -93,7 +97,7 @@ impl MeshNode {
                         to_close.push((peer.conn_id(), "member restarted"));
                     }
                 }
-                if me.as_bytes() < rid.as_bytes() {
+                if client_server || me.as_bytes() < rid.as_bytes() {
                     let target = DialTarget {
                         endpoint: descriptor.endpoint.clone(),
                         expected_rid: Some(rid.clone()),

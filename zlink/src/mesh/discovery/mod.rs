@@ -21,9 +21,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::dialer::DialTarget;
 use super::node::{lock, MeshNode};
-use crate::config::DiscoverySettings;
+use crate::config::{DiscoverySettings, Topology};
 use crate::store::{
-    DescriptorKey, LeaseToken, MeshDescriptor, OwnerId, OwnerLease, OwnerLeaseStatus,
+    DescriptorKey, DescriptorKind, DescriptorScope, LeaseToken, MeshDescriptor, OwnerId,
+    OwnerLease, OwnerLeaseStatus,
 };
 use crate::wire::Admission;
 
@@ -68,9 +69,11 @@ pub(crate) struct Discovery {
 }
 
 impl Discovery {
-    pub(crate) fn new(settings: DiscoverySettings) -> Self {
+    /// Discovery with its own owner lease, or with the lease of the process's RouteMesh
+    /// node (ClientServer nodes publish and read under that one).
+    pub(crate) fn new(settings: DiscoverySettings, lease: Option<Arc<OwnerLease>>) -> Self {
         Discovery {
-            lease: OwnerLease::new(settings.lease),
+            lease: lease.unwrap_or_else(|| OwnerLease::new(settings.lease)),
             settings,
             state: Mutex::new(DiscoveryState::default()),
             wake: Arc::new(Notify::new()),
@@ -107,8 +110,43 @@ impl MeshNode {
         self.discovery.as_ref()
     }
 
+    /// The descriptors this node publishes and reads: its mesh, or its ClientServer
+    /// channel's servers.
+    fn descriptor_scope(&self) -> DescriptorScope {
+        match self.topology() {
+            Topology::RouteMesh => DescriptorScope {
+                kind: DescriptorKind::MeshNode,
+                scope: self.settings.mesh_name.clone(),
+            },
+            Topology::ClientServerServer | Topology::ClientServerClient => DescriptorScope {
+                kind: DescriptorKind::ClientServer,
+                scope: self
+                    .settings
+                    .channels
+                    .keys()
+                    .next()
+                    .cloned()
+                    .unwrap_or_default(),
+            },
+        }
+    }
+
     fn descriptor_key(&self) -> DescriptorKey {
-        DescriptorKey::mesh_node(&self.settings.mesh_name, &self.settings.rid)
+        DescriptorKey {
+            scope: self.descriptor_scope(),
+            id: self.settings.rid.clone(),
+        }
+    }
+
+    /// Whether this node publishes a descriptor (RouteMesh members and ClientServer
+    /// servers) and whether it reads the others' (RouteMesh members and ClientServer
+    /// clients).
+    fn publishes(&self) -> bool {
+        self.topology() != Topology::ClientServerClient
+    }
+
+    fn reads(&self) -> bool {
+        self.topology() != Topology::ClientServerServer
     }
 
     fn descriptor(&self) -> MeshDescriptor {
@@ -120,6 +158,7 @@ impl MeshNode {
             protocol,
             endpoint,
             channels,
+            ..
         } = self.admission();
         MeshDescriptor {
             mesh_name,
@@ -144,6 +183,9 @@ impl MeshNode {
     /// one whose lease is gone, is refused. Unknown RIDs pass (manual peers, or members
     /// not read yet); the handshake still proves who they are.
     pub(crate) fn stale_by_discovery(&self, adm: &Admission) -> Option<String> {
+        if self.topology() != Topology::RouteMesh {
+            return None;
+        }
         let discovery = self.discovery()?;
         if self.is_manual(&adm.rid) {
             return None;
@@ -166,10 +208,13 @@ impl MeshNode {
         let Some(discovery) = self.discovery() else {
             return;
         };
-        let store = discovery.settings.store.clone();
-        let lease = discovery.lease.clone();
-        self.background
-            .spawn(lease.keep(store, self.cancel.clone()));
+        if self.topology() == Topology::RouteMesh {
+            // One lease per process: ClientServer nodes act under the RouteMesh node's.
+            let store = discovery.settings.store.clone();
+            let lease = discovery.lease.clone();
+            self.background
+                .spawn(lease.keep(store, self.cancel.clone()));
+        }
         let me = Arc::downgrade(self);
         let cancel = self.cancel.clone();
         let interval = discovery.settings.interval;
@@ -192,7 +237,12 @@ impl MeshNode {
     }
 
     async fn discovery_round(self: &Arc<Self>) {
-        self.publish_descriptor().await;
+        if self.publishes() {
+            self.publish_descriptor().await;
+        }
+        if !self.reads() {
+            return;
+        }
         match self.read_members().await {
             Ok(entries) => self.apply_members(entries),
             Err(e) => self.store_outage(e),
@@ -216,7 +266,9 @@ impl MeshNode {
                 }
             }
         }
-        discovery.lease.release(store).await;
+        if self.topology() == Topology::RouteMesh {
+            discovery.lease.release(store).await;
+        }
         for (_, (_, cancel)) in discovery.state().dialers.drain() {
             cancel.cancel();
         }

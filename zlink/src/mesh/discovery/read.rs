@@ -1,7 +1,7 @@
 //! Reading the whole member list as one consistent snapshot.
 
 use crate::mesh::node::MeshNode;
-use crate::store::{DescriptorEntry, DescriptorKind, DescriptorScope, StoreError, StoreResult};
+use crate::store::{DescriptorEntry, StoreError, StoreResult};
 
 /// Descriptors asked for per page.
 const PAGE: usize = 256;
@@ -17,10 +17,7 @@ impl MeshNode {
         };
         let store = discovery.settings.store.as_ref();
         let bound = discovery.settings.lease.renew_timeout;
-        let scope = DescriptorScope {
-            kind: DescriptorKind::MeshNode,
-            scope: self.settings.mesh_name.clone(),
-        };
+        let scope = self.descriptor_scope();
         for _ in 0..READ_ATTEMPTS {
             let mut entries = Vec::new();
             let mut after: Option<String> = None;
