@@ -9,6 +9,7 @@
 //!   any store to inject delays, refusals and lost results.
 //! - [`conformance`]: the rules every Location Store provider must pass, and
 //!   [`location_store_conformance!`] to run them.
+//! - [`StalledSubscriber`]: a fanout subscriber that never reads.
 //! - [`RedisServer`]: a private `redis-server` per test that can be stopped, paused and
 //!   restarted.
 #![warn(missing_docs)]
@@ -16,10 +17,12 @@
 pub mod conformance;
 mod mem_network;
 mod redis_server;
+mod stalled_subscriber;
 mod store;
 mod wait;
 
 pub use mem_network::{LinkFault, MemNetwork, MemTransport};
 pub use redis_server::RedisServer;
+pub use stalled_subscriber::StalledSubscriber;
 pub use store::{FaultyLocationStore, MemoryLocationStore};
 pub use wait::{init_tracing, wait_until};

@@ -62,6 +62,7 @@ pub mod wire;
 pub use bytes::Bytes;
 pub use call::CallOptions;
 pub use channel::client_server::ClientServer;
+pub use channel::fanout::Fanout;
 pub use channel::{BoxFuture, DefaultChannel, HandlerContext, HandlerGroup, Handlers, PacketKind};
 pub use config::{PeerSpec, RuntimeBuilder, RuntimeConfig};
 pub use error::{ConfigViolation, Error, ErrorKind, Result};

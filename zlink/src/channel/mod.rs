@@ -3,6 +3,7 @@
 
 pub mod client_server;
 mod context;
+pub mod fanout;
 mod handler;
 mod handlers;
 mod registry;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::settings::{ClientServerRole, DiscoverySettings, PeerSpec, Settings, Topology};
 use super::validate::Validator;
 use super::DEFAULT_WEIGHT;
+use crate::channel::fanout::FanoutDeclaration;
 use crate::channel::{ChannelRole, DefaultChannel, HandlerGroup};
 use crate::host::Runtime;
 use crate::link::{LivenessTimings, Transport, ZmqTransport};
@@ -50,6 +51,7 @@ pub struct RuntimeBuilder {
     discovery_interval: Option<Duration>,
     store_failure_grace: Option<Duration>,
     client_server: Vec<ClientServerRole>,
+    fanout: Vec<FanoutDeclaration>,
 }
 
 impl Default for RuntimeBuilder {
@@ -71,6 +73,7 @@ impl Default for RuntimeBuilder {
             discovery_interval: None,
             store_failure_grace: None,
             client_server: Vec::new(),
+            fanout: Vec::new(),
         }
     }
 }
@@ -150,6 +153,13 @@ impl RuntimeBuilder {
         role: impl Into<crate::channel::client_server::ClientServerDeclaration>,
     ) -> Self {
         self.client_server.push(role.into().0);
+        self
+    }
+
+    /// Registers a fanout publisher ([`Fanout::publisher`](crate::Fanout::publisher)) or
+    /// subscriber ([`Fanout::subscriber`](crate::Fanout::subscriber)).
+    pub fn fanout(mut self, role: impl Into<FanoutDeclaration>) -> Self {
+        self.fanout.push(role.into());
         self
     }
 
@@ -275,6 +285,13 @@ impl RuntimeBuilder {
             }
         }
         validate_client_server(&self.client_server, self.store.is_some(), &mut v, &channels);
+        validate_fanout(
+            &self.fanout,
+            self.store.is_some(),
+            &mut v,
+            &channels,
+            &self.client_server,
+        );
         let node_handlers = self.node_handlers.map(|h| {
             let kinds = v.handler_packets("node handlers", h.as_ref());
             (h, kinds)
@@ -304,6 +321,7 @@ impl RuntimeBuilder {
                 topology: Topology::RouteMesh,
                 max_message: 0,
                 client_server: self.client_server,
+                fanout: self.fanout,
             },
         })
     }
@@ -407,6 +425,70 @@ fn validate_client_server(
                 }
                 if connect.is_empty() && !*automatic {
                     v.violation(owner, "has no server: add connect(endpoint) or discover()");
+                }
+            }
+        }
+    }
+}
+
+fn validate_fanout(
+    roles: &[FanoutDeclaration],
+    has_store: bool,
+    v: &mut Validator,
+    mesh: &BTreeMap<String, ChannelRole>,
+    client_server: &[ClientServerRole],
+) {
+    let mut seen = std::collections::HashSet::new();
+    for role in roles {
+        let channel = role.channel();
+        let owner = format!("fanout {channel:?}");
+        v.text(&format!("{owner} name"), Some(channel), true);
+        if mesh.contains_key(channel) || client_server.iter().any(|c| c.channel() == channel) {
+            v.violation(
+                owner.clone(),
+                "is also a RouteMesh or ClientServer channel: one ChannelName, one pattern",
+            );
+        }
+        match role {
+            FanoutDeclaration::Publisher(p) => {
+                if !seen.insert((channel.to_string(), "publisher")) {
+                    v.violation(owner.clone(), "publisher registered twice");
+                }
+                v.endpoint(&format!("{owner} listen"), Some(&p.listen));
+                if p.high_water_mark == 0 {
+                    v.violation(
+                        format!("{owner} send_high_water_mark"),
+                        "must be at least 1",
+                    );
+                }
+            }
+            FanoutDeclaration::Subscriber(s) => {
+                if !seen.insert((channel.to_string(), "subscriber")) {
+                    v.violation(owner.clone(), "subscriber registered twice");
+                }
+                for endpoint in &s.connect {
+                    v.endpoint(&format!("{owner} connect"), Some(endpoint));
+                }
+                match (s.connect.is_empty(), s.automatic) {
+                    (false, true) => v.violation(
+                        owner.clone(),
+                        "combines connect(endpoint) and discover(): choose one",
+                    ),
+                    (true, false) => v.violation(
+                        owner.clone(),
+                        "has no publisher: add connect(endpoint) or discover()",
+                    ),
+                    _ => {}
+                }
+                if s.automatic && !has_store {
+                    v.violation(
+                        owner.clone(),
+                        "discover() needs a Location Store (location_store)",
+                    );
+                }
+                let handled = s.handlers.packets();
+                if handled.is_empty() {
+                    v.violation(owner, "its handler group handles no packet");
                 }
             }
         }

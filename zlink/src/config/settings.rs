@@ -56,6 +56,8 @@ pub(crate) struct Settings {
     pub(crate) max_message: usize,
     /// ClientServer registrations, started next to the RouteMesh node.
     pub(crate) client_server: Vec<ClientServerRole>,
+    /// Fanout publishers and subscribers.
+    pub(crate) fanout: Vec<crate::channel::fanout::FanoutDeclaration>,
 }
 
 /// Which kind of connection set a [`MeshNode`](crate::mesh::MeshNode) runs.

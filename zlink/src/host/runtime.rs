@@ -34,7 +34,10 @@ impl Runtime {
         Self::start_node(node.clone()).await?;
         let runtime = Runtime { node: node.clone() };
         let joined = match runtime.join_store().await {
-            Ok(()) => node.start_client_server().await,
+            Ok(()) => match node.start_client_server().await {
+                Ok(()) => node.start_fanout().await,
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
         if let Err(e) = joined {
@@ -297,6 +300,78 @@ impl Runtime {
             .servers
             .get(channel)
             .map(|e| e.weight.load(Ordering::Acquire))
+    }
+
+    /// Publishes `event` on fanout `channel` with its packet name as topic. Completes when
+    /// queued locally; zero subscribers is success. See [`publish_topic_with`](Self::publish_topic_with).
+    pub async fn publish<M: Message>(&self, channel: &str, event: &M) -> Result<()> {
+        self.publish_topic_with(channel, M::PACKET_NAME, event, CallOptions::default())
+            .await
+    }
+
+    /// Publishes `event` on fanout `channel` under an explicit `topic`.
+    pub async fn publish_topic<M: Message>(
+        &self,
+        channel: &str,
+        topic: &str,
+        event: &M,
+    ) -> Result<()> {
+        self.publish_topic_with(channel, topic, event, CallOptions::default())
+            .await
+    }
+
+    /// [`publish_topic`](Self::publish_topic) with a timeout: with NoDrop, how long publish
+    /// may wait for room (default: the send timeout) before `DeadlineExceeded`. The reserved
+    /// beacon topic `01 5A 4C 46 31` is an argument error.
+    pub async fn publish_topic_with<M: Message>(
+        &self,
+        channel: &str,
+        topic: &str,
+        event: &M,
+        options: CallOptions,
+    ) -> Result<()> {
+        if !self.node.is_running() {
+            return Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the runtime is shutting down",
+            ));
+        }
+        let publisher = self.node.fanout_publisher(channel)?;
+        let payload = event.encode()?;
+        let timeout = options.timeout.unwrap_or(self.node.settings.send_timeout);
+        publisher
+            .publish(
+                bytes::Bytes::copy_from_slice(topic.as_bytes()),
+                M::PACKET_NAME,
+                payload,
+                timeout,
+            )
+            .await
+    }
+
+    /// Where subscribers reach this process's fanout publisher of `channel`.
+    pub fn fanout_endpoint(&self, channel: &str) -> Option<String> {
+        self.node
+            .fanout_publisher(channel)
+            .ok()
+            .map(|p| p.endpoint().to_string())
+    }
+
+    /// How many subscriber copies this process's publisher of `channel` dropped at the
+    /// SendHighWaterMark.
+    pub fn fanout_dropped(&self, channel: &str) -> u64 {
+        self.node
+            .fanout_publisher(channel)
+            .map(|p| p.dropped())
+            .unwrap_or(0)
+    }
+
+    /// The publishers this process's subscriber of `channel` follows.
+    pub fn fanout_publishers(&self, channel: &str) -> Vec<crate::channel::fanout::PublisherStatus> {
+        self.node
+            .fanout_subscriber(channel)
+            .map(|s| s.statuses())
+            .unwrap_or_default()
     }
 
     /// The endpoint clients reach this process's ClientServer server of `channel` at (the

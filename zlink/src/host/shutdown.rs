@@ -28,6 +28,7 @@ impl Runtime {
             return;
         }
         tracing::info!(rid = %node.settings.rid, "shutdown started");
+        node.stop_fanout().await;
         // ClientServer nodes first: servers finish accepted work, clients end their calls.
         for cs in node.client_server_nodes() {
             Box::pin(Runtime::from_node(cs).shutdown_within(grace)).await;
@@ -62,6 +63,7 @@ impl Runtime {
     #[cfg(feature = "test-timing")]
     pub async fn crash(&self) {
         let node = &self.node;
+        node.stop_fanout().await;
         for cs in node.client_server_nodes() {
             Box::pin(Runtime::from_node(cs).crash()).await;
         }

@@ -10,6 +10,7 @@ mod backoff;
 mod liveness;
 mod transport;
 mod zmq;
+pub(crate) mod zmtp;
 
 pub use backoff::reconnect_delay;
 pub use liveness::{Liveness, LivenessTimings, ProbeAction};

@@ -32,6 +32,7 @@ impl MeshNode {
         settings.generation = super::generate_generation();
         settings.node_handlers = None;
         settings.client_server = Vec::new();
+        settings.fanout = Vec::new();
         let mut channels = BTreeMap::new();
         match role {
             ClientServerRole::Server {

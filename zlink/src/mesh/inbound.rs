@@ -102,6 +102,8 @@ impl MeshNode {
             Command::Hello | Command::Admit | Command::Reject => {
                 tracing::warn!(peer = %rid, ?command, "handshake command on a ready connection ignored");
             }
+            // Refused by `accepts` above: fanout events never travel on these connections.
+            Command::FanoutEvent => {}
             Command::NodeSend
             | Command::NodeRequest
             | Command::ChannelSend
@@ -124,6 +126,7 @@ impl MeshNode {
     fn accepts(&self, command: Command) -> bool {
         use crate::config::Topology;
         match (self.topology(), command) {
+            (_, Command::FanoutEvent) => false,
             (_, Command::LivenessProbe | Command::LivenessAck) => true,
             (Topology::RouteMesh, _) => true,
             (Topology::ClientServerServer, c) => {

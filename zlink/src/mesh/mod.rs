@@ -4,6 +4,7 @@
 pub(crate) mod client_server;
 mod dialer;
 pub(crate) mod discovery;
+pub(crate) mod fanout;
 mod handshake;
 mod identity;
 pub(crate) mod inbound;

@@ -82,6 +82,8 @@ pub(crate) struct MeshNode {
     pub(crate) owner: Weak<MeshNode>,
     /// The ClientServer nodes next to this RouteMesh node.
     pub(crate) client_server: Mutex<super::client_server::ClientServerSet>,
+    /// The fanout publishers and subscribers of this process.
+    pub(crate) fanout: Mutex<super::fanout::FanoutSet>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -122,6 +124,7 @@ impl MeshNode {
                 .map(|d| super::discovery::Discovery::new(d, lease)),
             owner,
             client_server: Mutex::new(Default::default()),
+            fanout: Mutex::new(Default::default()),
             settings,
         })
     }

@@ -27,6 +27,8 @@ pub enum Command {
     ChannelRequest = 19,
     /// Terminal reply to a request.
     Reply = 20,
+    /// A classic fanout event (on a PUB/SUB pair, after the topic frame).
+    FanoutEvent = 40,
 }
 
 impl Command {
@@ -44,6 +46,7 @@ impl Command {
             18 => Command::ChannelSend,
             19 => Command::ChannelRequest,
             20 => Command::Reply,
+            40 => Command::FanoutEvent,
             _ => return None,
         })
     }
@@ -56,6 +59,7 @@ impl Command {
                 | Command::NodeRequest
                 | Command::ChannelSend
                 | Command::ChannelRequest
+                | Command::FanoutEvent
         )
     }
 

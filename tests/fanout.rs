@@ -1,0 +1,307 @@
+//! Classic fanout contracts over real TCP on 127.0.0.1.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+use zeromq::prelude::*;
+use zlink::{CallOptions, Error, ErrorKind, Fanout, HandlerContext, Runtime};
+use zlink_testkit::{wait_until, RedisServer, StalledSubscriber};
+use zlink_tests::*;
+
+const PRICES: &str = "prices";
+
+#[derive(Debug, Clone, Serialize, Deserialize, zlink::Message)]
+pub struct PriceChanged {
+    pub sku: String,
+    pub blob: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, zlink::Message)]
+pub struct Restocked {
+    pub sku: String,
+}
+
+/// Counts what arrives.
+#[derive(Clone, Default)]
+pub struct Watcher {
+    prices: Arc<AtomicUsize>,
+    restocks: Arc<AtomicUsize>,
+}
+
+#[zlink::channel(server)]
+impl Watcher {
+    #[handler]
+    async fn price(&self, _e: PriceChanged, _ctx: &HandlerContext) -> zlink::Result<()> {
+        self.prices.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    #[handler]
+    async fn restocked(&self, _e: Restocked, _ctx: &HandlerContext) -> zlink::Result<()> {
+        self.restocks.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+impl Watcher {
+    fn prices(&self) -> usize {
+        self.prices.load(Ordering::SeqCst)
+    }
+    fn restocks(&self) -> usize {
+        self.restocks.load(Ordering::SeqCst)
+    }
+}
+
+fn price(blob: usize) -> PriceChanged {
+    PriceChanged {
+        sku: "tea".into(),
+        blob: vec![7; blob],
+    }
+}
+
+async fn publisher(spec: zlink::channel::fanout::FanoutPublisherSpec) -> Runtime {
+    start(node("pub").fanout(spec)).await
+}
+
+async fn subscriber(rid: &str, spec: zlink::channel::fanout::FanoutSubscriberSpec) -> Runtime {
+    start(node(rid).fanout(spec)).await
+}
+
+/// Publishes until `seen` shows an arrival: PUB drops what is sent before a subscription
+/// reaches it.
+async fn until_subscribed(publisher: &Runtime, seen: impl Fn() -> bool) {
+    let give_up = Instant::now() + WAIT;
+    while !seen() {
+        assert!(Instant::now() < give_up, "subscription never took effect");
+        publisher.publish(PRICES, &price(0)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn subscribers_receive_only_the_topics_they_filter_on() {
+    let p = publisher(Fanout::publisher(PRICES)).await;
+    let endpoint = p.fanout_endpoint(PRICES).unwrap();
+    let only_prices = Watcher::default();
+    let everything = Watcher::default();
+    let s1 = subscriber(
+        "s1",
+        Fanout::subscriber(PRICES, only_prices.clone())
+            .connect(&endpoint)
+            .topic("PriceChanged"),
+    )
+    .await;
+    // Without topics, a subscriber takes the packet names its group handles.
+    let s2 = subscriber(
+        "s2",
+        Fanout::subscriber(PRICES, everything.clone()).connect(&endpoint),
+    )
+    .await;
+    until_subscribed(&p, || only_prices.prices() > 0 && everything.prices() > 0).await;
+    let before = only_prices.prices();
+    for _ in 0..5 {
+        p.publish(PRICES, &Restocked { sku: "tea".into() })
+            .await
+            .unwrap();
+        p.publish(PRICES, &price(0)).await.unwrap();
+    }
+    wait_until(
+        WAIT,
+        "five more prices and five restocks arrive",
+        || async { only_prices.prices() == before + 5 && everything.restocks() == 5 },
+    )
+    .await;
+    assert_eq!(
+        only_prices.restocks(),
+        0,
+        "Restocked is not a subscribed topic"
+    );
+    // An explicit topic, filtered by prefix.
+    let tea = Watcher::default();
+    let s3 = subscriber(
+        "s3",
+        Fanout::subscriber(PRICES, tea.clone())
+            .connect(&endpoint)
+            .topic("tea."),
+    )
+    .await;
+    let give_up = Instant::now() + WAIT;
+    while tea.prices() == 0 {
+        assert!(Instant::now() < give_up);
+        p.publish_topic(PRICES, "coffee.latte", &price(0))
+            .await
+            .unwrap();
+        p.publish_topic(PRICES, "tea.green", &price(0))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    stop([s1, s2, s3, p]).await;
+}
+
+#[tokio::test]
+async fn a_slow_subscriber_loses_its_copies_while_a_fast_one_gets_everything() {
+    let p = publisher(Fanout::publisher(PRICES).send_high_water_mark(256)).await;
+    let endpoint = p.fanout_endpoint(PRICES).unwrap();
+    let fast = Watcher::default();
+    let s = subscriber(
+        "fast",
+        Fanout::subscriber(PRICES, fast.clone()).connect(&endpoint),
+    )
+    .await;
+    let _slow = StalledSubscriber::connect(&endpoint, b"").await.unwrap();
+    until_subscribed(&p, || fast.prices() > 0).await;
+    let warm = fast.prices();
+    const EVENTS: usize = 3000;
+    for i in 0..EVENTS {
+        // Publish never waits, whatever the slow subscriber does.
+        p.publish(PRICES, &price(8 * 1024)).await.unwrap();
+        if i % 32 == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    wait_until(WAIT, "the fast subscriber got every event", || async {
+        fast.prices() == warm + EVENTS
+    })
+    .await;
+    assert!(
+        p.fanout_dropped(PRICES) > 0,
+        "the stalled subscriber lost copies"
+    );
+    stop([s, p]).await;
+}
+
+#[tokio::test]
+async fn no_drop_publish_waits_for_room_and_fails_at_its_deadline() {
+    let p = publisher(Fanout::publisher(PRICES).send_high_water_mark(2).no_drop()).await;
+    let endpoint = p.fanout_endpoint(PRICES).unwrap();
+    let _slow = StalledSubscriber::connect(&endpoint, b"").await.unwrap();
+    let short = || CallOptions::new().timeout(Duration::from_millis(200));
+    let give_up = Instant::now() + WAIT;
+    let mut accepted = 0;
+    let waited = loop {
+        assert!(Instant::now() < give_up, "never backpressured after {accepted} publishes");
+        let started = Instant::now();
+        match p
+            .publish_topic_with(PRICES, "PriceChanged", &price(256 * 1024), short())
+            .await
+        {
+            Ok(()) => {
+                accepted += 1;
+                // Let the listener's tasks run (the test runtime has one thread).
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            Err(e) => {
+                assert!(e.is(ErrorKind::DeadlineExceeded), "{e}");
+                break started.elapsed();
+            }
+        }
+    };
+    assert!(
+        accepted > 2,
+        "publish succeeded while there was room ({accepted})"
+    );
+    assert!(
+        waited >= Duration::from_millis(200),
+        "failed after {waited:?}"
+    );
+    assert_eq!(p.fanout_dropped(PRICES), 0, "NoDrop never drops");
+    stop([p]).await;
+}
+
+#[tokio::test]
+async fn the_reserved_beacon_topic_is_an_argument_error_and_zero_subscribers_is_success() {
+    let p = publisher(Fanout::publisher(PRICES)).await;
+    let err = p
+        .publish_topic(PRICES, "\u{1}ZLF1", &price(0))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    for near in ["\u{1}ZLF", "\u{1}ZLF1\u{0}", "\u{1}ZLF2"] {
+        p.publish_topic(PRICES, near, &price(0)).await.unwrap();
+    }
+    p.publish(PRICES, &price(0)).await.unwrap();
+    let err = p.publish("not-a-fanout", &price(0)).await.unwrap_err();
+    assert!(err.is(ErrorKind::NotConfigured), "{err}");
+    stop([p]).await;
+}
+
+#[tokio::test]
+async fn a_silent_publisher_is_marked_not_ready_then_recovered() {
+    // A bare zeromq PUB stands in for a publisher that can fall silent on demand.
+    let mut raw = zeromq::PubSocket::new();
+    let endpoint = raw.bind("tcp://127.0.0.1:0").await.unwrap().to_string();
+    let watcher = Watcher::default();
+    let s = start(
+        node("s")
+            .test_liveness(Duration::from_millis(50), Duration::from_millis(300))
+            .fanout(Fanout::subscriber(PRICES, watcher).connect(&endpoint)),
+    )
+    .await;
+    let beacon = || {
+        let mut m = zeromq::ZmqMessage::from(zlink::channel::fanout::BEACON_TOPIC.to_vec());
+        m.push_back(zlink::channel::fanout::BEACON_PAYLOAD.to_vec().into());
+        m
+    };
+    let ready = |s: &Runtime| s.fanout_publishers(PRICES).first().is_some_and(|p| p.ready);
+    let give_up = Instant::now() + WAIT;
+    while !ready(&s) {
+        assert!(Instant::now() < give_up, "never ready");
+        raw.send(beacon()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Silence past the deadline: not ready, socket recreated.
+    wait_until(WAIT, "the silent publisher is marked not ready", || async {
+        !ready(&s)
+    })
+    .await;
+    assert!(s.fanout_publishers(PRICES)[0].resubscribed >= 1);
+    let give_up = Instant::now() + WAIT;
+    while !ready(&s) {
+        assert!(Instant::now() < give_up, "never recovered");
+        raw.send(beacon()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop([s]).await;
+}
+
+#[tokio::test]
+async fn subscribers_find_publishers_through_the_location_store() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let p = start(discovered_node("pub", &store, quick_lease()).fanout(Fanout::publisher(PRICES)))
+        .await;
+    let watcher = Watcher::default();
+    let s = start(
+        discovered_node("sub", &store, quick_lease())
+            .fanout(Fanout::subscriber(PRICES, watcher.clone()).discover()),
+    )
+    .await;
+    until_subscribed(&p, || watcher.prices() > 0).await;
+    assert_eq!(
+        s.fanout_publishers(PRICES)[0].endpoint,
+        p.fanout_endpoint(PRICES).unwrap()
+    );
+    stop([s, p]).await;
+}
+
+#[test]
+fn manual_and_automatic_discovery_on_one_subscriber_is_a_startup_error() {
+    let err = node("x")
+        .fanout(
+            Fanout::subscriber(PRICES, Watcher::default())
+                .connect("tcp://127.0.0.1:1")
+                .discover(),
+        )
+        .build()
+        .err()
+        .expect("invalid");
+    assert!(
+        err.to_string()
+            .contains("combines connect(endpoint) and discover()"),
+        "{err}"
+    );
+}

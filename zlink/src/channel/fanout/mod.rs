@@ -1,0 +1,166 @@
+//! Classic fanout: a publisher opens one PUB listener; subscribers keep one SUB socket per
+//! publisher and receive the events of the topics they filter on. Lossy by design: a
+//! subscriber whose queue is at the SendHighWaterMark loses its copy while everyone else
+//! gets theirs; with NoDrop, publish waits for room instead and fails `DeadlineExceeded`
+//! at its deadline.
+//!
+//! ```no_run
+//! # use zlink::{Fanout, Handlers, Runtime};
+//! # async fn run(handlers: Handlers) -> zlink::Result<()> {
+//! let publisher = Runtime::builder()
+//!     .mesh_name("shop")
+//!     .listen("tcp://127.0.0.1:0")
+//!     .fanout(Fanout::publisher("prices").listen("tcp://127.0.0.1:7100"))
+//!     .build()?
+//!     .start()
+//!     .await?;
+//! let subscriber = Runtime::builder()
+//!     .mesh_name("shop")
+//!     .listen("tcp://127.0.0.1:0")
+//!     .fanout(Fanout::subscriber("prices", handlers).connect("tcp://127.0.0.1:7100"))
+//!     .build()?
+//!     .start()
+//!     .await?;
+//! # Ok(()) }
+//! ```
+
+pub(crate) mod publisher;
+pub(crate) mod record;
+mod subscriber;
+
+use std::sync::Arc;
+
+pub use self::record::{BEACON_PAYLOAD, BEACON_TOPIC};
+pub(crate) use publisher::FanoutPublisher;
+pub(crate) use subscriber::FanoutSubscriber;
+pub use subscriber::PublisherStatus;
+
+use crate::channel::HandlerGroup;
+
+/// Default SendHighWaterMark: records queued per subscriber before copies are dropped.
+pub const DEFAULT_SEND_HIGH_WATER_MARK: usize = 1000;
+
+/// Entry points for declaring fanout roles.
+pub struct Fanout;
+
+impl Fanout {
+    /// The publisher of `channel`.
+    pub fn publisher(channel: impl Into<String>) -> FanoutPublisherSpec {
+        FanoutPublisherSpec {
+            channel: channel.into(),
+            listen: "tcp://127.0.0.1:0".into(),
+            high_water_mark: DEFAULT_SEND_HIGH_WATER_MARK,
+            no_drop: false,
+        }
+    }
+
+    /// A subscriber of `channel` whose events go to `handlers` (send handlers, by packet
+    /// name). Without [`topic`](FanoutSubscriberSpec::topic) it subscribes to the packet
+    /// names the group handles.
+    pub fn subscriber(
+        channel: impl Into<String>,
+        handlers: impl HandlerGroup,
+    ) -> FanoutSubscriberSpec {
+        FanoutSubscriberSpec {
+            channel: channel.into(),
+            handlers: Arc::new(handlers),
+            connect: Vec::new(),
+            automatic: false,
+            topics: Vec::new(),
+        }
+    }
+}
+
+/// A fanout publisher registration.
+#[derive(Clone)]
+pub struct FanoutPublisherSpec {
+    pub(crate) channel: String,
+    pub(crate) listen: String,
+    pub(crate) high_water_mark: usize,
+    pub(crate) no_drop: bool,
+}
+
+impl FanoutPublisherSpec {
+    /// Where the PUB listener binds (default `tcp://127.0.0.1:0`; the real port is used).
+    pub fn listen(mut self, endpoint: impl Into<String>) -> Self {
+        self.listen = endpoint.into();
+        self
+    }
+
+    /// Records queued per subscriber before further copies for it are dropped (default
+    /// 1000, at least 1).
+    pub fn send_high_water_mark(mut self, records: usize) -> Self {
+        self.high_water_mark = records;
+        self
+    }
+
+    /// Never drop: publish waits until every subscriber of the topic has room, and fails
+    /// `DeadlineExceeded` at its deadline (the send timeout, or the call's). One slow
+    /// subscriber then holds back every publish of its topics.
+    pub fn no_drop(mut self) -> Self {
+        self.no_drop = true;
+        self
+    }
+}
+
+/// A fanout subscriber registration.
+#[derive(Clone)]
+pub struct FanoutSubscriberSpec {
+    pub(crate) channel: String,
+    pub(crate) handlers: Arc<dyn HandlerGroup>,
+    pub(crate) connect: Vec<String>,
+    pub(crate) automatic: bool,
+    pub(crate) topics: Vec<String>,
+}
+
+impl FanoutSubscriberSpec {
+    /// Subscribes to the publisher at `endpoint` (manual; repeatable).
+    pub fn connect(mut self, endpoint: impl Into<String>) -> Self {
+        self.connect.push(endpoint.into());
+        self
+    }
+
+    /// Finds the channel's publishers through the Location Store. Not combinable with
+    /// [`connect`](Self::connect).
+    pub fn discover(mut self) -> Self {
+        self.automatic = true;
+        self
+    }
+
+    /// Receives only events whose topic starts with `prefix` (repeatable; `""` is
+    /// everything).
+    pub fn topic(mut self, prefix: impl Into<String>) -> Self {
+        self.topics.push(prefix.into());
+        self
+    }
+}
+
+/// A fanout role, as [`RuntimeBuilder::fanout`](crate::RuntimeBuilder::fanout) takes it.
+#[derive(Clone)]
+pub enum FanoutDeclaration {
+    /// A publisher.
+    Publisher(FanoutPublisherSpec),
+    /// A subscriber.
+    Subscriber(FanoutSubscriberSpec),
+}
+
+impl FanoutDeclaration {
+    pub(crate) fn channel(&self) -> &str {
+        match self {
+            FanoutDeclaration::Publisher(p) => &p.channel,
+            FanoutDeclaration::Subscriber(s) => &s.channel,
+        }
+    }
+}
+
+impl From<FanoutPublisherSpec> for FanoutDeclaration {
+    fn from(p: FanoutPublisherSpec) -> Self {
+        FanoutDeclaration::Publisher(p)
+    }
+}
+
+impl From<FanoutSubscriberSpec> for FanoutDeclaration {
+    fn from(s: FanoutSubscriberSpec) -> Self {
+        FanoutDeclaration::Subscriber(s)
+    }
+}

@@ -1,0 +1,266 @@
+//! The subscriber side: one SUB socket and receive loop per publisher, liveness by beacon,
+//! and (with a Location Store) publishers found by descriptor.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use zeromq::{Socket, SocketRecv};
+
+use super::record::{self, Inbound, BEACON_TOPIC};
+use super::FanoutSubscriberSpec;
+use crate::channel::{HandlerContext, HandlerGroup, PacketKind};
+use crate::host::Runtime;
+use crate::link::reconnect_delay;
+use crate::mesh::MeshNode;
+use crate::store::{DescriptorKind, DescriptorScope, LocationStore, MeshDescriptor};
+
+/// One publisher as a subscriber sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublisherStatus {
+    /// The publisher's endpoint.
+    pub endpoint: String,
+    /// Whether a beacon or a well-formed event arrived within the liveness deadline.
+    pub ready: bool,
+    /// How many times its SUB socket was recreated (after silence or a protocol error).
+    pub resubscribed: u64,
+}
+
+struct Feed {
+    status: PublisherStatus,
+    cancel: CancellationToken,
+}
+
+/// One fanout subscriber: a feed per publisher.
+pub(crate) struct FanoutSubscriber {
+    channel: String,
+    handlers: Arc<dyn HandlerGroup>,
+    kinds: HashMap<String, PacketKind>,
+    topics: Vec<String>,
+    owner: Weak<MeshNode>,
+    deadline: Duration,
+    feeds: Mutex<BTreeMap<String, Feed>>,
+    cancel: CancellationToken,
+    tasks: TaskTracker,
+}
+
+impl FanoutSubscriber {
+    /// Starts feeds for the manual endpoints, or the discovery of publishers.
+    pub(crate) fn start(
+        spec: &FanoutSubscriberSpec,
+        owner: Weak<MeshNode>,
+        deadline: Duration,
+        discovery: Option<(Arc<dyn LocationStore>, Duration)>,
+    ) -> Arc<Self> {
+        let kinds: HashMap<String, PacketKind> = spec.handlers.packets().into_iter().collect();
+        let topics = if spec.topics.is_empty() {
+            kinds.keys().cloned().collect()
+        } else {
+            spec.topics.clone()
+        };
+        let subscriber = Arc::new(FanoutSubscriber {
+            channel: spec.channel.clone(),
+            handlers: spec.handlers.clone(),
+            kinds,
+            topics,
+            owner,
+            deadline,
+            feeds: Mutex::new(BTreeMap::new()),
+            cancel: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+        });
+        for endpoint in &spec.connect {
+            subscriber.ensure_feed(endpoint);
+        }
+        if let Some((store, interval)) = discovery {
+            let finder = subscriber.clone();
+            subscriber
+                .tasks
+                .spawn(async move { finder.discover(store, interval).await });
+        }
+        subscriber
+    }
+
+    fn feeds(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Feed>> {
+        self.feeds.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn statuses(&self) -> Vec<PublisherStatus> {
+        self.feeds().values().map(|f| f.status.clone()).collect()
+    }
+
+    fn ensure_feed(self: &Arc<Self>, endpoint: &str) {
+        let mut feeds = self.feeds();
+        if feeds.contains_key(endpoint) {
+            return;
+        }
+        let cancel = self.cancel.child_token();
+        feeds.insert(
+            endpoint.to_string(),
+            Feed {
+                status: PublisherStatus {
+                    endpoint: endpoint.to_string(),
+                    ready: false,
+                    resubscribed: 0,
+                },
+                cancel: cancel.clone(),
+            },
+        );
+        let me = self.clone();
+        let endpoint = endpoint.to_string();
+        self.tasks
+            .spawn(async move { me.feed(endpoint, cancel).await });
+    }
+
+    fn set_ready(&self, endpoint: &str, ready: bool) {
+        if let Some(feed) = self.feeds().get_mut(endpoint) {
+            if feed.status.ready != ready {
+                tracing::info!(channel = %self.channel, endpoint, ready, "fanout publisher readiness changed");
+            }
+            feed.status.ready = ready;
+        }
+    }
+
+    /// One publisher's feed: a fresh SUB socket each round; a round ends after silence
+    /// past the deadline or a protocol error.
+    async fn feed(self: Arc<Self>, endpoint: String, cancel: CancellationToken) {
+        loop {
+            let round = self.round(&endpoint, &cancel);
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = round => {}
+            }
+            self.set_ready(&endpoint, false);
+            if let Some(feed) = self.feeds().get_mut(&endpoint) {
+                feed.status.resubscribed += 1;
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(reconnect_delay()) => {}
+            }
+        }
+    }
+
+    async fn round(&self, endpoint: &str, cancel: &CancellationToken) {
+        let mut socket = zeromq::SubSocket::new();
+        if let Err(e) = socket.connect(endpoint).await {
+            return tracing::debug!(endpoint, error = %e, "fanout connect failed");
+        }
+        let beacon = String::from_utf8_lossy(BEACON_TOPIC).into_owned();
+        for topic in std::iter::once(&beacon).chain(self.topics.iter()) {
+            if socket.subscribe(topic).await.is_err() {
+                return;
+            }
+        }
+        let mut heard = Instant::now();
+        loop {
+            let received = tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep_until(heard + self.deadline) => {
+                    return tracing::warn!(channel = %self.channel, endpoint, "fanout publisher silent past the deadline; resubscribing");
+                }
+                received = socket.recv() => received,
+            };
+            let frames: Vec<Bytes> = match received {
+                Ok(message) => message.into_vec(),
+                Err(e) => return tracing::debug!(endpoint, error = %e, "fanout receive ended"),
+            };
+            match record::parse(&frames) {
+                Ok(Inbound::Beacon) => {}
+                Ok(Inbound::Event { packet, payload }) => {
+                    if !self.wants(&frames[0]) {
+                        continue;
+                    }
+                    self.dispatch(packet, payload);
+                }
+                Err(reason) => {
+                    return tracing::warn!(channel = %self.channel, endpoint, reason, "protocol_error from fanout publisher; resubscribing");
+                }
+            }
+            heard = Instant::now();
+            self.set_ready(endpoint, true);
+        }
+    }
+
+    /// SUB filtering is by prefix and the beacon subscription is one more prefix: check
+    /// that an event's topic matches one of ours.
+    fn wants(&self, topic: &[u8]) -> bool {
+        self.topics.iter().any(|t| topic.starts_with(t.as_bytes()))
+    }
+
+    fn dispatch(&self, packet: String, payload: Bytes) {
+        if self.kinds.get(&packet) != Some(&PacketKind::Send) {
+            return tracing::warn!(channel = %self.channel, packet, "no_handler for fanout event");
+        }
+        let Some(node) = self.owner.upgrade() else {
+            return;
+        };
+        let ctx = HandlerContext {
+            runtime: Runtime::from_node(node.clone()),
+            channel: Some(self.channel.clone()),
+            source_rid: None,
+            metadata: Default::default(),
+            deadline: None,
+        };
+        let handlers = self.handlers.clone();
+        node.work.spawn(async move {
+            if let Err(e) = handlers.handle(ctx, &packet, payload).await {
+                tracing::warn!(packet, error = %e, "fanout handler failed");
+            }
+        });
+    }
+
+    /// Follows the channel's publisher descriptors: a feed per live publisher, none for
+    /// the others.
+    async fn discover(self: Arc<Self>, store: Arc<dyn LocationStore>, interval: Duration) {
+        let scope = DescriptorScope {
+            kind: DescriptorKind::Fanout,
+            scope: self.channel.clone(),
+        };
+        loop {
+            if let Ok(Ok(page)) = tokio::time::timeout(
+                interval.max(Duration::from_millis(500)),
+                store.scan_descriptors(&scope, None, 1000),
+            )
+            .await
+            {
+                let live: Vec<String> = page
+                    .entries
+                    .iter()
+                    .filter(|e| e.owner_alive)
+                    .filter_map(|e| MeshDescriptor::decode(&e.body).ok())
+                    .map(|d| d.endpoint)
+                    .collect();
+                let gone: Vec<String> = self
+                    .feeds()
+                    .keys()
+                    .filter(|e| !live.contains(e))
+                    .cloned()
+                    .collect();
+                for endpoint in gone {
+                    if let Some(feed) = self.feeds().remove(&endpoint) {
+                        feed.cancel.cancel();
+                    }
+                }
+                for endpoint in &live {
+                    self.ensure_feed(endpoint);
+                }
+            }
+            tokio::select! {
+                _ = self.cancel.cancelled() => return,
+                _ = tokio::time::sleep(interval) => {}
+            }
+        }
+    }
+
+    /// Stops every feed.
+    pub(crate) async fn close(&self) {
+        self.cancel.cancel();
+        self.tasks.close();
+        self.tasks.wait().await;
+    }
+}
