@@ -183,7 +183,10 @@ async fn no_drop_publish_waits_for_room_and_fails_at_its_deadline() {
     let give_up = Instant::now() + WAIT;
     let mut accepted = 0;
     let waited = loop {
-        assert!(Instant::now() < give_up, "never backpressured after {accepted} publishes");
+        assert!(
+            Instant::now() < give_up,
+            "never backpressured after {accepted} publishes"
+        );
         let started = Instant::now();
         match p
             .publish_topic_with(PRICES, "PriceChanged", &price(256 * 1024), short())

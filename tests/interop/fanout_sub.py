@@ -1,0 +1,42 @@
+"""A fanout subscriber in Python (pyzmq = libzmq, cbor2): subscribes to one topic of a
+zlink publisher and prints the first COUNT events as JSON lines.
+
+usage: fanout_sub.py ENDPOINT TOPIC COUNT
+"""
+
+import json
+import sys
+
+import cbor2
+import zmq
+
+from zlink_wire import BEACON_TOPIC, FANOUT_EVENT, parse_head
+
+
+def main():
+    endpoint, topic, count = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3])
+    context = zmq.Context()
+    socket = context.socket(zmq.SUB)
+    socket.setsockopt(zmq.LINGER, 0)
+    socket.setsockopt(zmq.RCVTIMEO, 10000)
+    socket.setsockopt(zmq.SUBSCRIBE, topic)
+    socket.connect(endpoint)
+    seen = 0
+    while seen < count:
+        frames = socket.recv_multipart()
+        if frames[0] == BEACON_TOPIC:
+            continue
+        command, _, header = parse_head(frames[1])
+        if command != FANOUT_EVENT:
+            sys.exit("not a fanout event: %d" % command)
+        event = {
+            "topic": frames[0].decode(),
+            "packet": header["p"],
+            "payload": cbor2.loads(frames[2]),
+        }
+        print(json.dumps(event), flush=True)
+        seen += 1
+
+
+if __name__ == "__main__":
+    main()
