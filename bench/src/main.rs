@@ -1,10 +1,12 @@
-//! `zlink-bench`: how much zlink's request/reply costs over raw zeromq.
+//! `zlink-bench`: what zlink costs over raw zeromq, measured side by side in one run.
 //!
-//! `zlink-bench rpc` measures, on 127.0.0.1 with 64-byte payloads, (a) a raw zeromq
-//! DEALER -> ROUTER echo and (b) zlink `request_to_channel` between two nodes: sequential
-//! round-trip latency (p50/p99) and pipelined throughput with 64 requests in flight. It
-//! prints readable lines, then one JSON object as the last line.
+//! - `rpc`: RouteMesh `request_to_channel` vs a raw zeromq DEALER -> ROUTER echo;
+//! - `clientserver`: ClientServer request/reply vs the same raw echo;
+//! - `fanout`: one publisher to 4 subscribers, zlink fanout vs raw zeromq PUB/SUB.
+//!
+//! Each prints readable lines, then one JSON object as the last line.
 
+mod fanout;
 mod raw;
 mod stats;
 mod zlink_rpc;
@@ -18,13 +20,26 @@ use stats::{Latency, Throughput};
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 const USAGE: &str = "\
-usage: zlink-bench rpc [--seconds S] [--requests N]
+usage: zlink-bench (rpc | clientserver | fanout) [--seconds S] [--requests N]
 
-  rpc            raw zeromq DEALER->ROUTER echo vs zlink request_to_channel on
-                 127.0.0.1, 64-byte payloads: sequential latency and pipelined
-                 throughput (64 in flight); the last output line is JSON
-  --seconds S    how long each pipelined run sends, 1..=60 (default 3)
-  --requests N   measured sequential round trips, 100..=1000000 (default 5000)";
+  rpc            raw zeromq DEALER->ROUTER echo vs zlink RouteMesh request_to_channel
+                 on 127.0.0.1, 64-byte payloads: sequential latency and pipelined
+                 throughput (64 in flight)
+  clientserver   the same raw echo vs a zlink ClientServer channel
+  fanout         one publisher to 4 subscribers, 64-byte events: raw zeromq PUB/SUB
+                 vs zlink fanout; delivered events per second per subscriber
+  --seconds S    how long each pipelined or publishing run lasts, 1..=60 (default 3)
+  --requests N   measured sequential round trips, 100..=1000000 (default 5000)
+
+  The last output line is a JSON object with the ratios.";
+
+/// Which benchmark to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bench {
+    Rpc,
+    ClientServer,
+    Fanout,
+}
 
 /// What one `rpc` run does.
 #[derive(Debug, Clone, Copy)]
@@ -48,11 +63,14 @@ impl Default for RpcPlan {
     }
 }
 
-fn parse_args(args: &[String]) -> Result<RpcPlan, String> {
+fn parse_args(args: &[String]) -> Result<(Bench, RpcPlan), String> {
     let (command, flags) = args.split_first().ok_or("missing command")?;
-    if command != "rpc" {
-        return Err(format!("unknown command {command:?}"));
-    }
+    let bench = match command.as_str() {
+        "rpc" => Bench::Rpc,
+        "clientserver" => Bench::ClientServer,
+        "fanout" => Bench::Fanout,
+        other => return Err(format!("unknown command {other:?}")),
+    };
     let mut plan = RpcPlan::default();
     let mut flags = flags.iter();
     while let Some(flag) = flags.next() {
@@ -74,7 +92,7 @@ fn parse_args(args: &[String]) -> Result<RpcPlan, String> {
             other => return Err(format!("unknown flag {other:?}")),
         }
     }
-    Ok(plan)
+    Ok((bench, plan))
 }
 
 /// Latency and throughput of one system.
@@ -118,8 +136,11 @@ async fn bench_raw(plan: &RpcPlan, payload: &[u8]) -> Result<Figures, BoxError> 
     outcome
 }
 
-async fn bench_zlink(plan: &RpcPlan, payload: &[u8]) -> Result<Figures, BoxError> {
-    let pair = zlink_rpc::Pair::start().await?;
+async fn bench_zlink(plan: &RpcPlan, payload: &[u8], bench: Bench) -> Result<Figures, BoxError> {
+    let pair = match bench {
+        Bench::ClientServer => zlink_rpc::Pair::start_client_server().await?,
+        _ => zlink_rpc::Pair::start().await?,
+    };
     let outcome = async {
         let samples =
             zlink_rpc::sequential(&pair.client, payload, plan.warmup, plan.requests).await?;
@@ -135,25 +156,34 @@ async fn bench_zlink(plan: &RpcPlan, payload: &[u8]) -> Result<Figures, BoxError
     outcome
 }
 
-async fn rpc(plan: RpcPlan) -> Result<(), BoxError> {
+async fn rpc(plan: RpcPlan, bench: Bench) -> Result<(), BoxError> {
     let payload: Vec<u8> = (0..plan.payload_bytes).map(|i| (i % 251) as u8).collect();
+    let (name, label) = match bench {
+        Bench::ClientServer => ("clientserver", "zlink (ClientServer channel, echo handler)"),
+        _ => ("rpc", "zlink (RouteMesh request_to_channel, echo handler)"),
+    };
     println!(
-        "rpc benchmark: 127.0.0.1, {}-byte payloads, {} tokio worker threads",
+        "{name} benchmark: 127.0.0.1, {}-byte payloads, {} tokio worker threads",
         plan.payload_bytes,
         tokio::runtime::Handle::current().metrics().num_workers()
     );
     let raw = bench_raw(&plan, &payload).await?;
     report("raw zeromq (DEALER -> ROUTER echo)", &plan, &raw);
-    let zlink = bench_zlink(&plan, &payload).await?;
-    report("zlink (request_to_channel, echo handler)", &plan, &zlink);
+    let zlink = bench_zlink(&plan, &payload, bench).await?;
+    report(label, &plan, &zlink);
 
     let throughput_ratio = zlink.throughput.per_second() / raw.throughput.per_second();
     let latency_ratio = zlink.latency.p50_us / raw.latency.p50_us;
+    let targets = if bench == Bench::Rpc {
+        " (targets: throughput >= 0.6, p50 latency <= 1.5)"
+    } else {
+        ""
+    };
     println!(
-        "zlink / raw: throughput {throughput_ratio:.2} (target >= 0.6), \
-         p50 latency {latency_ratio:.2} (target <= 1.5)"
+        "zlink / raw: throughput {throughput_ratio:.2}, p50 latency {latency_ratio:.2}{targets}"
     );
     let summary = serde_json::json!({
+        "benchmark": name,
         "payload_bytes": plan.payload_bytes,
         "sequential_requests": plan.requests,
         "pipelined_window": plan.window,
@@ -182,8 +212,8 @@ fn main() -> ExitCode {
         println!("{USAGE}");
         return ExitCode::SUCCESS;
     }
-    let plan = match parse_args(&args) {
-        Ok(plan) => plan,
+    let (bench, plan) = match parse_args(&args) {
+        Ok(parsed) => parsed,
         Err(e) => {
             eprintln!("zlink-bench: {e}\n\n{USAGE}");
             return ExitCode::from(2);
@@ -199,7 +229,13 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(rpc(plan)) {
+    let run = async move {
+        match bench {
+            Bench::Fanout => fanout::run(plan.payload_bytes, plan.duration).await,
+            _ => rpc(plan, bench).await,
+        }
+    };
+    match runtime.block_on(run) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("zlink-bench: {e}");

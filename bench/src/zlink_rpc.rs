@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
-use zlink::{HandlerContext, PeerSpec, Runtime};
+use zlink::{ClientServer, HandlerContext, PeerSpec, Runtime};
 
 use crate::stats::Throughput;
 use crate::BoxError;
@@ -70,6 +70,37 @@ impl Pair {
                     .any(|p| p.rid == SERVER_RID && p.weight(CHANNEL).is_some())
             })
             .await?;
+        Ok(Pair { server, client })
+    }
+
+    /// Starts a ClientServer server (its own listener) and a client connected to it.
+    pub async fn start_client_server() -> Result<Pair, BoxError> {
+        let server = Runtime::builder()
+            .mesh_name(MESH)
+            .rid(SERVER_RID)
+            .listen("tcp://127.0.0.1:0")
+            .client_server(ClientServer::server(CHANNEL, EchoServer))
+            .build()?
+            .start()
+            .await?;
+        let endpoint = server
+            .client_server_endpoint(CHANNEL)
+            .ok_or("the ClientServer server has no endpoint")?;
+        let client = Runtime::builder()
+            .mesh_name(MESH)
+            .rid("bench-client")
+            .listen("tcp://127.0.0.1:0")
+            .client_server(ClientServer::client(CHANNEL).connect(endpoint))
+            .build()?
+            .start()
+            .await?;
+        let ready_by = Instant::now() + Duration::from_secs(10);
+        while client.client_server_servers(CHANNEL).is_empty() {
+            if Instant::now() > ready_by {
+                return Err("the ClientServer client never became ready".into());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         Ok(Pair { server, client })
     }
 
