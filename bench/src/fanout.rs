@@ -115,7 +115,7 @@ where
     while started.elapsed() < duration {
         publish().await?;
         published += 1;
-        if published % 64 == 0 {
+        if published.is_multiple_of(64) {
             tokio::task::yield_now().await;
         }
     }
