@@ -1,0 +1,115 @@
+//! ClientServer in one process: two servers of channel `quotes`, each on its own listener
+//! with weights 100 and 300, and one client that connects to both and asks eight times.
+//!
+//! Run: `cargo run -p zlink-examples --bin client-server-demo`
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use zlink::{ClientServer, HandlerContext, Runtime};
+
+// ANCHOR: service
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Quote)]
+struct GetQuote {
+    sku: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+struct Quote {
+    cents: u64,
+    by: String,
+}
+
+/// One quote server; `by` names it in every reply.
+#[derive(Clone)]
+struct Quotes {
+    by: String,
+}
+
+#[zlink::channel(server, name = "quotes")]
+impl Quotes {
+    #[handler]
+    async fn quote(&self, q: GetQuote, _ctx: &HandlerContext) -> zlink::Result<Quote> {
+        let cents = 100 + q.sku.len() as u64;
+        Ok(Quote {
+            cents,
+            by: self.by.clone(),
+        })
+    }
+}
+// ANCHOR_END: service
+
+async fn server(rid: &str, weight: u32) -> zlink::Result<Runtime> {
+    // ANCHOR: server
+    Runtime::builder()
+        .mesh_name("shop")
+        .rid(rid)
+        .listen("tcp://127.0.0.1:0")
+        .client_server(
+            ClientServer::serve(Quotes { by: rid.into() })
+                .listen("tcp://127.0.0.1:0") // its own listener; the real port is advertised
+                .weight(weight),
+        )
+        .build()?
+        .start()
+        .await
+    // ANCHOR_END: server
+}
+
+#[tokio::main]
+async fn main() -> zlink::Result<()> {
+    let a = server("quotes-a", 100).await?;
+    let b = server("quotes-b", 300).await?;
+    let (ea, eb) = (
+        a.client_server_endpoint("quotes").unwrap_or_default(),
+        b.client_server_endpoint("quotes").unwrap_or_default(),
+    );
+    println!("quotes-a listens on {ea} (weight 100), quotes-b on {eb} (weight 300)");
+
+    // ANCHOR: client
+    let shop = Runtime::builder()
+        .mesh_name("shop")
+        .rid("shop")
+        .listen("tcp://127.0.0.1:0")
+        .client_server(ClientServer::client("quotes").connect(&ea).connect(&eb))
+        .build()?
+        .start()
+        .await?;
+    // Connections are made in the background; wait until both servers are ready so the
+    // split follows the weights from the first call.
+    for _ in 0..200 {
+        if shop.client_server_servers("quotes").len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let quotes = QuotesClient::on_default_channel(&shop);
+    let mut answered = BTreeMap::new();
+    for _ in 0..8 {
+        let quote = quotes.quote(&GetQuote { sku: "tea".into() }).await?;
+        *answered.entry(quote.by).or_insert(0) += 1;
+    }
+    // ANCHOR_END: client
+    for (by, n) in &answered {
+        println!("{by} answered {n} of 8");
+    }
+    let ready = shop.client_server_servers("quotes");
+    println!(
+        "the client sees {} ready server(s): {:?}",
+        ready.len(),
+        ready
+            .iter()
+            .map(|p| (&p.rid, p.weight("quotes")))
+            .collect::<Vec<_>>()
+    );
+    tokio::time::timeout(Duration::from_secs(15), async {
+        shop.shutdown().await;
+        a.shutdown().await;
+        b.shutdown().await;
+    })
+    .await
+    .ok();
+    Ok(())
+}

@@ -1,0 +1,34 @@
+//! The one-process demos of each channel pattern run and print what the book says.
+
+use std::process::Command;
+
+fn run(bin: &str) -> String {
+    let output = Command::new(bin).output().expect("run demo");
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "{bin} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn client_server_demo_splits_by_weight() {
+    let out = run(env!("CARGO_BIN_EXE_client-server-demo"));
+    assert!(out.contains("quotes-a answered 2 of 8"), "{out}");
+    assert!(out.contains("quotes-b answered 6 of 8"), "{out}");
+}
+
+#[test]
+fn fanout_demo_filters_by_topic() {
+    let out = run(env!("CARGO_BIN_EXE_fanout-demo"));
+    assert!(
+        out.contains(r#"subscribed to PriceChanged: ["coffee = 320"]"#),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"subscribed to tea.:         ["green tea = 280"]"#),
+        "{out}"
+    );
+}
