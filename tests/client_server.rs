@@ -387,3 +387,26 @@ async fn clients_find_servers_through_the_location_store() {
     .await;
     stop([client, b]).await;
 }
+
+#[tokio::test]
+async fn a_wildcard_bind_advertises_the_configured_host() {
+    let wildcard = || {
+        ClientServer::server(CS, echo_handlers("s", Default::default())).listen("tcp://0.0.0.0:0")
+    };
+    let err = node("w")
+        .client_server(wildcard())
+        .build()
+        .err()
+        .expect("invalid");
+    assert!(err.to_string().contains("wildcard"), "{err}");
+    let server = start(node("s").client_server(wildcard().advertise_host("127.0.0.1"))).await;
+    let endpoint = server.client_server_endpoint(CS).unwrap();
+    assert!(
+        endpoint.starts_with("tcp://127.0.0.1:") && !endpoint.ends_with(":0"),
+        "{endpoint}"
+    );
+    let client = start(cs_client("c", &[&endpoint])).await;
+    wait_for_servers(&client, 1).await;
+    assert_eq!(answered(&client).await, "s");
+    stop([client, server]).await;
+}

@@ -38,6 +38,7 @@ pub struct RuntimeBuilder {
     mesh_name: Option<String>,
     rid: Option<String>,
     listen: Option<String>,
+    advertise_host: Option<String>,
     peers: Vec<PeerSpec>,
     channels: Vec<(String, ChannelRole)>,
     node_handlers: Option<Arc<dyn HandlerGroup>>,
@@ -60,6 +61,7 @@ impl Default for RuntimeBuilder {
             mesh_name: None,
             rid: None,
             listen: None,
+            advertise_host: None,
             peers: Vec::new(),
             channels: Vec::new(),
             node_handlers: None,
@@ -96,6 +98,14 @@ impl RuntimeBuilder {
     /// (port 0 picks a free port; [`Runtime::endpoint`] tells which).
     pub fn listen(mut self, endpoint: impl Into<String>) -> Self {
         self.listen = Some(endpoint.into());
+        self
+    }
+
+    /// The host peers dial to reach this node's listener (the bound port is kept). Required
+    /// when `listen` binds a wildcard such as `0.0.0.0`; in Kubernetes, the pod IP or a
+    /// per-pod DNS name.
+    pub fn advertise_host(mut self, host: impl Into<String>) -> Self {
+        self.advertise_host = Some(host.into());
         self
     }
 
@@ -252,6 +262,11 @@ impl RuntimeBuilder {
             v.text("rid", Some(rid), true);
         }
         let listen = v.endpoint("listen", self.listen.as_deref());
+        v.advertising(
+            "listen",
+            self.listen.as_deref(),
+            self.advertise_host.as_deref(),
+        );
         for (i, peer) in self.peers.iter().enumerate() {
             v.endpoint(&format!("peer[{i}] endpoint"), Some(&peer.endpoint));
             if let Some(expected) = &peer.expected_rid {
@@ -309,6 +324,7 @@ impl RuntimeBuilder {
                 rid: rid.unwrap_or_else(|| generate_rid("node")),
                 generation: crate::mesh::generate_generation(),
                 listen: listen.unwrap_or_default(),
+                advertise_host: self.advertise_host,
                 peers: self.peers,
                 channels,
                 node_handlers,
@@ -399,6 +415,7 @@ fn validate_client_server(
                 handlers,
                 weight,
                 listen,
+                advertise_host,
                 ..
             } => {
                 if !seen.insert((channel.to_string(), "server")) {
@@ -406,6 +423,11 @@ fn validate_client_server(
                 }
                 v.weight(channel, *weight);
                 v.endpoint(&format!("{owner} listen"), Some(listen));
+                v.advertising(
+                    &format!("{owner} listen"),
+                    Some(listen),
+                    advertise_host.as_deref(),
+                );
                 v.handler_packets(&owner, handlers.as_ref());
             }
             ClientServerRole::Client {
@@ -455,6 +477,11 @@ fn validate_fanout(
                     v.violation(owner.clone(), "publisher registered twice");
                 }
                 v.endpoint(&format!("{owner} listen"), Some(&p.listen));
+                v.advertising(
+                    &format!("{owner} listen"),
+                    Some(&p.listen),
+                    p.advertise_host.as_deref(),
+                );
                 if p.high_water_mark == 0 {
                     v.violation(
                         format!("{owner} send_high_water_mark"),

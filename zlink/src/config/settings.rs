@@ -42,6 +42,8 @@ pub(crate) struct Settings {
     pub(crate) rid: String,
     pub(crate) generation: u64,
     pub(crate) listen: String,
+    /// The host others dial instead of the bound one (needed for wildcard binds).
+    pub(crate) advertise_host: Option<String>,
     pub(crate) peers: Vec<PeerSpec>,
     pub(crate) channels: BTreeMap<String, ChannelRole>,
     pub(crate) node_handlers: Option<NodeHandlers>,
@@ -80,6 +82,7 @@ pub(crate) enum ClientServerRole {
         handlers: Arc<dyn HandlerGroup>,
         weight: u32,
         listen: String,
+        advertise_host: Option<String>,
         max_message: usize,
     },
     Client {

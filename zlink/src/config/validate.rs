@@ -66,6 +66,21 @@ impl Validator {
         }
     }
 
+    /// A wildcard bind needs an advertised host, and an advertised host is never a wildcard.
+    pub(crate) fn advertising(&mut self, setting: &str, listen: Option<&str>, host: Option<&str>) {
+        let wildcard = listen.is_some_and(crate::link::binds_wildcard);
+        match host {
+            None if wildcard => self.violation(
+                setting,
+                "binds a wildcard host: set an advertise host that peers can dial",
+            ),
+            Some(h) if h.is_empty() || matches!(h, "0.0.0.0" | "::" | "[::]" | "*") => {
+                self.violation(setting, format!("advertise host {h:?} is not dialable"))
+            }
+            _ => {}
+        }
+    }
+
     pub(crate) fn weight(&mut self, channel: &str, weight: u32) {
         if weight > MAX_WEIGHT {
             self.violation(

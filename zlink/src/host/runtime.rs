@@ -64,7 +64,10 @@ impl Runtime {
                         format!("cannot listen on {}: {e}", node.settings.listen),
                     )
                 })?;
-            *crate::mesh::node::lock(&node.endpoint) = listener.endpoint();
+            *crate::mesh::node::lock(&node.endpoint) = crate::link::advertised(
+                &listener.endpoint(),
+                node.settings.advertise_host.as_deref(),
+            );
             *crate::mesh::node::lock(&node.listener) = Some(listener);
         }
         node.spawn_liveness();

@@ -6,12 +6,14 @@
 //! liveness and reconnect live above this boundary (in [`crate::mesh`]) so every transport
 //! gets the same rules.
 
+mod advertise;
 mod backoff;
 mod liveness;
 mod transport;
 mod zmq;
 pub(crate) mod zmtp;
 
+pub use advertise::{advertised, binds_wildcard};
 pub use backoff::reconnect_delay;
 pub use liveness::{Liveness, LivenessTimings, ProbeAction};
 pub use transport::{

@@ -40,10 +40,12 @@ impl MeshNode {
                 handlers,
                 weight,
                 listen,
+                advertise_host,
                 max_message,
             } => {
                 settings.topology = Topology::ClientServerServer;
                 settings.listen = listen.clone();
+                settings.advertise_host = advertise_host.clone();
                 settings.peers = Vec::new();
                 settings.max_message = *max_message;
                 channels.insert(
@@ -62,6 +64,7 @@ impl MeshNode {
             } => {
                 settings.topology = Topology::ClientServerClient;
                 settings.listen = String::new();
+                settings.advertise_host = None;
                 settings.peers = connect.iter().map(PeerSpec::new).collect();
                 settings.max_message = *max_message;
                 if !automatic {

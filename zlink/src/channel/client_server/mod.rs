@@ -42,6 +42,7 @@ impl ClientServer {
             handlers: Arc::new(handlers),
             weight: DEFAULT_WEIGHT,
             listen: "tcp://127.0.0.1:0".to_string(),
+            advertise_host: None,
             max_message: DEFAULT_MAX_MESSAGE,
         }
     }
@@ -69,10 +70,18 @@ pub struct ClientServerServer {
     handlers: Arc<dyn HandlerGroup>,
     weight: u32,
     listen: String,
+    advertise_host: Option<String>,
     max_message: usize,
 }
 
 impl ClientServerServer {
+    /// The host clients dial (the bound port is kept); required when `listen` binds a
+    /// wildcard such as `0.0.0.0`.
+    pub fn advertise_host(mut self, host: impl Into<String>) -> Self {
+        self.advertise_host = Some(host.into());
+        self
+    }
+
     /// Where this server's own listener binds (default `tcp://127.0.0.1:0`: a free port,
     /// advertised with the real port).
     pub fn listen(mut self, endpoint: impl Into<String>) -> Self {
@@ -133,6 +142,7 @@ impl From<ClientServerServer> for ClientServerDeclaration {
             handlers: s.handlers,
             weight: s.weight,
             listen: s.listen,
+            advertise_host: s.advertise_host,
             max_message: s.max_message,
         })
     }

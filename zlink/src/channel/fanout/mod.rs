@@ -49,6 +49,7 @@ impl Fanout {
         FanoutPublisherSpec {
             channel: channel.into(),
             listen: "tcp://127.0.0.1:0".into(),
+            advertise_host: None,
             high_water_mark: DEFAULT_SEND_HIGH_WATER_MARK,
             no_drop: false,
         }
@@ -76,11 +77,19 @@ impl Fanout {
 pub struct FanoutPublisherSpec {
     pub(crate) channel: String,
     pub(crate) listen: String,
+    pub(crate) advertise_host: Option<String>,
     pub(crate) high_water_mark: usize,
     pub(crate) no_drop: bool,
 }
 
 impl FanoutPublisherSpec {
+    /// The host subscribers dial (the bound port is kept); required when `listen` binds a
+    /// wildcard such as `0.0.0.0`.
+    pub fn advertise_host(mut self, host: impl Into<String>) -> Self {
+        self.advertise_host = Some(host.into());
+        self
+    }
+
     /// Where the PUB listener binds (default `tcp://127.0.0.1:0`; the real port is used).
     pub fn listen(mut self, endpoint: impl Into<String>) -> Self {
         self.listen = endpoint.into();

@@ -31,6 +31,7 @@ pub(crate) struct Advertising {
 pub(crate) struct FanoutPublisher {
     channel: String,
     listener: PubListener,
+    endpoint: String,
     no_drop: bool,
     generation: u64,
     published: Mutex<Option<LeaseToken>>,
@@ -57,9 +58,11 @@ impl FanoutPublisher {
                     ),
                 )
             })?;
+        let endpoint = crate::link::advertised(listener.endpoint(), spec.advertise_host.as_deref());
         let publisher = Arc::new(FanoutPublisher {
             channel: spec.channel.clone(),
             listener,
+            endpoint,
             no_drop: spec.no_drop,
             generation: crate::mesh::generate_generation(),
             published: Mutex::new(None),
@@ -86,8 +89,9 @@ impl FanoutPublisher {
         Ok(publisher)
     }
 
+    /// The endpoint subscribers dial (advertised host, real port).
     pub(crate) fn endpoint(&self) -> &str {
-        self.listener.endpoint()
+        &self.endpoint
     }
 
     pub(crate) fn dropped(&self) -> u64 {
