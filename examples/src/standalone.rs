@@ -13,15 +13,17 @@ use zlink_examples::nodes::{
 /// How long a client waits for all its servers to be ready.
 const PEER_WAIT: Duration = Duration::from_secs(10);
 
+/// The Redis store named on the command line, if any.
+fn store_for(
+    url: Option<&str>,
+) -> Result<Option<std::sync::Arc<dyn zlink::store::LocationStore>>, String> {
+    url.map(redis_store).transpose().map_err(|e| e.to_string())
+}
+
 /// Serves the channel until Ctrl-C, then shuts down.
 pub async fn run_server(args: ServerArgs) -> Result<(), String> {
     let greeter = Greeter::new(args.rid.clone());
-    let store = args
-        .redis
-        .as_deref()
-        .map(redis_store)
-        .transpose()
-        .map_err(|e| e.to_string())?;
+    let store = store_for(args.redis.as_deref())?;
     let node = start_server(&args.rid, &args.listen, args.weight, &greeter, store)
         .await
         .map_err(|e| format!("cannot start server {}: {e}", args.rid))?;
@@ -46,12 +48,7 @@ pub async fn run_server(args: ServerArgs) -> Result<(), String> {
 /// Connects to the servers, sends the requests, prints who answered each, and exits.
 pub async fn run_client(args: ClientArgs) -> Result<(), String> {
     let peers = args.peers.iter().map(PeerSpec::new);
-    let store = args
-        .redis
-        .as_deref()
-        .map(redis_store)
-        .transpose()
-        .map_err(|e| e.to_string())?;
+    let store = store_for(args.redis.as_deref())?;
     let node = start_client(&args.rid, &args.listen, peers, store)
         .await
         .map_err(|e| format!("cannot start client {}: {e}", args.rid))?;

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::Runtime;
 use crate::mesh::node::{lock, SHUTTING_DOWN, STOPPED};
+use crate::mesh::MeshNode;
 
 impl Runtime {
     /// Stops the node: new calls fail `ShuttingDown`; accepted inbound work may finish for
@@ -42,13 +43,7 @@ impl Runtime {
         // Give queued replies of finished handlers a moment to leave before closing.
         tokio::time::sleep(Duration::from_millis(20)).await;
         node.cancel.cancel();
-        let conns: Vec<u64> = lock(&node.conns).keys().copied().collect();
-        for id in conns {
-            node.connection_lost(id, "shutdown");
-        }
-        if let Some(listener) = lock(&node.listener).take() {
-            listener.close();
-        }
+        node.close_links("shutdown");
         node.work.wait().await;
         node.background.close();
         node.background.wait().await;
@@ -70,16 +65,23 @@ impl Runtime {
         node.state.store(STOPPED, Ordering::Release);
         node.cancel.cancel();
         node.pending.fail_all_shutdown();
-        let conns: Vec<u64> = lock(&node.conns).keys().copied().collect();
-        for id in conns {
-            node.connection_lost(id, "crashed");
-        }
-        if let Some(listener) = lock(&node.listener).take() {
-            listener.close();
-        }
+        node.close_links("crashed");
         node.work.close();
         node.background.close();
         node.background.wait().await;
         tracing::info!(rid = %node.settings.rid, "node crashed (test)");
+    }
+}
+
+impl MeshNode {
+    /// Closes every connection and the listener.
+    fn close_links(&self, reason: &'static str) {
+        let conns: Vec<u64> = lock(&self.conns).keys().copied().collect();
+        for id in conns {
+            self.connection_lost(id, reason);
+        }
+        if let Some(listener) = lock(&self.listener).take() {
+            listener.close();
+        }
     }
 }
