@@ -308,3 +308,52 @@ fn manual_and_automatic_discovery_on_one_subscriber_is_a_startup_error() {
         "{err}"
     );
 }
+
+#[derive(Debug, Clone, Serialize, Deserialize, zlink::Message)]
+pub struct Numbered(pub u64);
+
+/// Records the numbers in arrival order, slowly.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    seen: Arc<std::sync::Mutex<Vec<u64>>>,
+}
+
+#[zlink::channel(server)]
+impl Recorder {
+    #[handler]
+    async fn numbered(&self, n: Numbered, _ctx: &HandlerContext) -> zlink::Result<()> {
+        // A handler that yields mid-way: later events must still wait their turn.
+        tokio::task::yield_now().await;
+        self.seen.lock().unwrap().push(n.0);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn one_publishers_events_reach_the_handler_in_publish_order() {
+    let p = publisher(Fanout::publisher(PRICES)).await;
+    let endpoint = p.fanout_endpoint(PRICES).unwrap();
+    let recorder = Recorder::default();
+    let s = subscriber(
+        "s",
+        Fanout::subscriber(PRICES, recorder.clone()).connect(&endpoint),
+    )
+    .await;
+    let give_up = Instant::now() + WAIT;
+    while recorder.seen.lock().unwrap().is_empty() {
+        assert!(Instant::now() < give_up, "never subscribed");
+        p.publish(PRICES, &Numbered(0)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for n in 1..=300 {
+        p.publish(PRICES, &Numbered(n)).await.unwrap();
+    }
+    wait_until(WAIT, "the last event arrives", || async {
+        recorder.seen.lock().unwrap().last() == Some(&300)
+    })
+    .await;
+    let seen = recorder.seen.lock().unwrap().clone();
+    let after_warmup: Vec<u64> = seen.into_iter().filter(|n| *n > 0).collect();
+    assert_eq!(after_warmup, (1..=300).collect::<Vec<_>>());
+    stop([s, p]).await;
+}

@@ -159,30 +159,36 @@ impl FanoutSubscriber {
         let mut heard = Instant::now();
         loop {
             let received = tokio::select! {
+                biased;
                 _ = cancel.cancelled() => return,
+                received = socket.recv() => received,
                 _ = tokio::time::sleep_until(heard + self.deadline) => {
                     return tracing::warn!(channel = %self.channel, endpoint, "fanout publisher silent past the deadline; resubscribing");
                 }
-                received = socket.recv() => received,
             };
             let frames: Vec<Bytes> = match received {
                 Ok(message) => message.into_vec(),
                 Err(e) => return tracing::debug!(endpoint, error = %e, "fanout receive ended"),
             };
-            match record::parse(&frames) {
-                Ok(Inbound::Beacon) => {}
-                Ok(Inbound::Event { packet, payload }) => {
-                    if !self.wants(&frames[0]) {
-                        continue;
-                    }
-                    self.dispatch(packet, payload);
-                }
+            let event = match record::parse(&frames) {
+                Ok(Inbound::Beacon) => None,
+                Ok(Inbound::Event { packet, payload }) => Some((packet, payload)),
                 Err(reason) => {
                     return tracing::warn!(channel = %self.channel, endpoint, reason, "protocol_error from fanout publisher; resubscribing");
                 }
-            }
+            };
             heard = Instant::now();
             self.set_ready(endpoint, true);
+            if let Some((packet, payload)) = event.filter(|_| self.wants(&frames[0])) {
+                // One event at a time, in order: a slow handler slows this feed's reads,
+                // so the publisher's high-water mark (not this process's memory) absorbs
+                // the difference.
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = self.dispatch(packet, payload) => {}
+                }
+                heard = Instant::now();
+            }
         }
     }
 
@@ -192,7 +198,7 @@ impl FanoutSubscriber {
         self.topics.iter().any(|t| topic.starts_with(t.as_bytes()))
     }
 
-    fn dispatch(&self, packet: String, payload: Bytes) {
+    async fn dispatch(&self, packet: String, payload: Bytes) {
         if self.kinds.get(&packet) != Some(&PacketKind::Send) {
             return tracing::warn!(channel = %self.channel, packet, "no_handler for fanout event");
         }
@@ -200,18 +206,15 @@ impl FanoutSubscriber {
             return;
         };
         let ctx = HandlerContext {
-            runtime: Runtime::from_node(node.clone()),
+            runtime: Runtime::from_node(node),
             channel: Some(self.channel.clone()),
             source_rid: None,
             metadata: Default::default(),
             deadline: None,
         };
-        let handlers = self.handlers.clone();
-        node.work.spawn(async move {
-            if let Err(e) = handlers.handle(ctx, &packet, payload).await {
-                tracing::warn!(packet, error = %e, "fanout handler failed");
-            }
-        });
+        if let Err(e) = self.handlers.handle(ctx, &packet, payload).await {
+            tracing::warn!(packet, error = %e, "fanout handler failed");
+        }
     }
 
     /// Follows the channel's publisher descriptors: a feed per live publisher, none for
