@@ -410,3 +410,34 @@ async fn a_wildcard_bind_advertises_the_configured_host() {
     assert_eq!(answered(&client).await, "s");
     stop([client, server]).await;
 }
+
+#[tokio::test]
+async fn a_process_with_only_client_server_and_fanout_roles_needs_no_mesh() {
+    let server = start(cs_server("s", "tcp://127.0.0.1:0", 100)).await;
+    let endpoint = server.client_server_endpoint(CS).unwrap();
+    // No mesh_name, no listen: this process joins no RouteMesh.
+    let client = Runtime::builder()
+        .rid("lone-client")
+        .client_server(ClientServer::client(CS).connect(&endpoint))
+        .build()
+        .expect("valid without a mesh")
+        .start()
+        .await
+        .expect("start");
+    assert_eq!(client.endpoint(), "", "no mesh listener");
+    wait_for_servers(&client, 1).await;
+    assert_eq!(answered(&client).await, "s");
+    // Anything mesh-related still needs the mesh settings.
+    let err = Runtime::builder()
+        .channel_client("mesh-channel")
+        .client_server(ClientServer::client(CS).connect(&endpoint))
+        .build()
+        .err()
+        .expect("invalid");
+    let text = err.to_string();
+    assert!(
+        text.contains("mesh_name") && text.contains("listen"),
+        "{text}"
+    );
+    stop([client, server]).await;
+}

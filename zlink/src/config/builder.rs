@@ -81,7 +81,8 @@ impl Default for RuntimeBuilder {
 }
 
 impl RuntimeBuilder {
-    /// The MeshName this node joins (required, 1..=255 bytes).
+    /// The MeshName this node joins (1..=255 bytes). Required unless the process has only
+    /// ClientServer or fanout roles (then it joins no RouteMesh).
     pub fn mesh_name(mut self, name: impl Into<String>) -> Self {
         self.mesh_name = Some(name.into());
         self
@@ -94,8 +95,8 @@ impl RuntimeBuilder {
         self
     }
 
-    /// The endpoint the node's ROUTER listens on (required), e.g. `tcp://127.0.0.1:0`
-    /// (port 0 picks a free port; [`Runtime::endpoint`] tells which).
+    /// The endpoint the node's RouteMesh ROUTER listens on, e.g. `tcp://127.0.0.1:0` (port 0
+    /// picks a free port; [`Runtime::endpoint`] tells which). Required with the MeshName.
     pub fn listen(mut self, endpoint: impl Into<String>) -> Self {
         self.listen = Some(endpoint.into());
         self
@@ -256,12 +257,24 @@ impl RuntimeBuilder {
     pub fn build(self) -> Result<RuntimeConfig> {
         let mut v = Validator::default();
         let discovery = self.discovery_settings(&mut v);
-        let mesh_name = v.text("mesh_name", self.mesh_name.as_deref(), true);
+        // A process with only ClientServer or fanout roles needs no RouteMesh: no MeshName,
+        // no mesh listener.
+        let mesh = !self.channels.is_empty()
+            || !self.peers.is_empty()
+            || self.node_handlers.is_some()
+            || self.mesh_name.is_some()
+            || self.listen.is_some()
+            || (self.client_server.is_empty() && self.fanout.is_empty());
+        let mesh_name = v.text("mesh_name", self.mesh_name.as_deref(), mesh);
         let rid = self.rid.clone();
         if let Some(rid) = &rid {
             v.text("rid", Some(rid), true);
         }
-        let listen = v.endpoint("listen", self.listen.as_deref());
+        let listen = if mesh {
+            v.endpoint("listen", self.listen.as_deref())
+        } else {
+            None
+        };
         v.advertising(
             "listen",
             self.listen.as_deref(),
@@ -335,6 +348,7 @@ impl RuntimeBuilder {
                 transport: self.transport,
                 discovery,
                 topology: Topology::RouteMesh,
+                mesh,
                 max_message: 0,
                 client_server: self.client_server,
                 fanout: self.fanout,

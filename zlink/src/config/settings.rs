@@ -54,6 +54,9 @@ pub(crate) struct Settings {
     pub(crate) transport: Arc<dyn Transport>,
     pub(crate) discovery: Option<DiscoverySettings>,
     pub(crate) topology: Topology,
+    /// Whether this node is a RouteMesh member (false for a process with only ClientServer
+    /// or fanout roles: no mesh listener, no mesh descriptor).
+    pub(crate) mesh: bool,
     /// Largest complete message (all frames) accepted or sent; 0 = no cap.
     pub(crate) max_message: usize,
     /// ClientServer registrations, started next to the RouteMesh node.

@@ -136,7 +136,8 @@ impl Runtime {
         &self.node.settings.mesh_name
     }
 
-    /// The endpoint actually bound (port 0 resolved).
+    /// The RouteMesh endpoint peers dial (port 0 resolved, advertised host applied); empty
+    /// for a process with only ClientServer or fanout roles.
     pub fn endpoint(&self) -> String {
         self.node.endpoint()
     }

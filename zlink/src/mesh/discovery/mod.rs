@@ -141,12 +141,20 @@ impl MeshNode {
     /// Whether this node publishes a descriptor (RouteMesh members and ClientServer
     /// servers) and whether it reads the others' (RouteMesh members and ClientServer
     /// clients).
-    fn publishes(&self) -> bool {
-        self.topology() != Topology::ClientServerClient
+    pub(super) fn publishes(&self) -> bool {
+        match self.topology() {
+            Topology::RouteMesh => self.settings.mesh,
+            Topology::ClientServerServer => true,
+            Topology::ClientServerClient => false,
+        }
     }
 
     fn reads(&self) -> bool {
-        self.topology() != Topology::ClientServerServer
+        match self.topology() {
+            Topology::RouteMesh => self.settings.mesh,
+            Topology::ClientServerServer => false,
+            Topology::ClientServerClient => true,
+        }
     }
 
     fn descriptor(&self) -> MeshDescriptor {

@@ -8,6 +8,9 @@ impl MeshNode {
     /// Publishes the descriptor when the lease admits it and it changed (new lease or new
     /// revision) since the last publish. Past the admission deadline nothing is published.
     pub(crate) async fn publish_descriptor(&self) {
+        if !self.publishes() {
+            return;
+        }
         let Some(discovery) = self.discovery() else {
             return;
         };
