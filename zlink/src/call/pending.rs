@@ -131,7 +131,12 @@ mod tests {
         let (guard, rx) = table.register(1);
         assert!(!table.complete(guard.correlation, 2, Ok(Bytes::new())));
         assert!(table.complete(guard.correlation, 1, Ok(Bytes::from_static(b"x"))));
-        assert_eq!(rx.await.unwrap().unwrap(), Bytes::from_static(b"x"));
+        assert_eq!(
+            rx.await
+                .expect("the waiter gets a result")
+                .expect("the waiter gets a result"),
+            Bytes::from_static(b"x")
+        );
     }
 
     #[tokio::test]
@@ -140,7 +145,11 @@ mod tests {
         let (_g1, rx1) = table.register(1);
         let (_g2, mut rx2) = table.register(2);
         table.fail_connection(1);
-        assert!(rx1.await.unwrap().unwrap_err().is(ErrorKind::Unavailable));
+        assert!(rx1
+            .await
+            .expect("the waiter gets a result")
+            .unwrap_err()
+            .is(ErrorKind::Unavailable));
         assert!(rx2.try_recv().is_err());
     }
 }

@@ -33,7 +33,9 @@ mod tests {
     #[test]
     fn generated_rid_has_prefix_and_uuid_v4_form() {
         let rid = super::generate_rid("node");
-        let uuid = rid.strip_prefix("node-").unwrap();
+        let uuid = rid
+            .strip_prefix("node-")
+            .expect("the generated RID has its prefix");
         assert_eq!(uuid.len(), 36);
         assert_eq!(uuid.as_bytes()[14], b'4');
         assert!(matches!(uuid.as_bytes()[19], b'8' | b'9' | b'a' | b'b'));

@@ -68,7 +68,9 @@ mod tests {
     }
 
     fn sequence(sw: &mut SmoothWeighted, cands: &[Candidate], n: usize) -> Vec<String> {
-        (0..n).map(|_| sw.pick(cands).unwrap()).collect()
+        (0..n)
+            .map(|_| sw.pick(cands).expect("a candidate is picked"))
+            .collect()
     }
 
     #[test]
@@ -91,9 +93,17 @@ mod tests {
     #[test]
     fn tie_break_is_unsigned_bytes_shorter_prefix_first() {
         let mut sw = SmoothWeighted::new();
-        assert_eq!(sw.pick(&[c("ab", 1), c("a", 1)]).unwrap(), "a");
+        assert_eq!(
+            sw.pick(&[c("ab", 1), c("a", 1)])
+                .expect("a candidate is picked"),
+            "a"
+        );
         let mut sw = SmoothWeighted::new();
-        assert_eq!(sw.pick(&[c("é", 1), c("z", 1)]).unwrap(), "z");
+        assert_eq!(
+            sw.pick(&[c("é", 1), c("z", 1)])
+                .expect("a candidate is picked"),
+            "z"
+        );
     }
 
     #[test]
@@ -109,13 +119,13 @@ mod tests {
     fn surviving_candidates_keep_their_accumulators() {
         let mut sw = SmoothWeighted::new();
         let three = [c("a", 100), c("b", 100), c("c", 100)];
-        assert_eq!(sw.pick(&three).unwrap(), "a"); // a=-200 b=100 c=100
+        assert_eq!(sw.pick(&three).expect("a candidate is picked"), "a"); // a=-200 b=100 c=100
         let two = [c("b", 100), c("c", 100)];
         // b keeps 100 and c keeps 100: b=200, c=200 -> tie -> b.
-        assert_eq!(sw.pick(&two).unwrap(), "b");
-        assert_eq!(sw.pick(&two).unwrap(), "c");
+        assert_eq!(sw.pick(&two).expect("a candidate is picked"), "b");
+        assert_eq!(sw.pick(&two).expect("a candidate is picked"), "c");
         // a comes back fresh at 0 (its old -200 was dropped): a=100, b=200, c=200.
-        assert_eq!(sw.pick(&three).unwrap(), "b");
+        assert_eq!(sw.pick(&three).expect("a candidate is picked"), "b");
         assert_eq!(sw.accumulators.get("a"), Some(&100));
     }
 }

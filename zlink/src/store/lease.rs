@@ -276,7 +276,9 @@ mod tests {
     fn admission_deadline_is_anchored_before_the_request_minus_the_margin() {
         let lease = OwnerLease::new(OwnerLeaseSettings::default());
         let asked = Instant::now();
-        let deadline = lease.deadline(asked, Duration::from_secs(15)).unwrap();
+        let deadline = lease
+            .deadline(asked, Duration::from_secs(15))
+            .expect("a usable deadline");
         assert_eq!(deadline, asked + Duration::from_secs(10));
         assert_eq!(lease.deadline(asked, Duration::from_secs(5)), None);
     }

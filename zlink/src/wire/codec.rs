@@ -103,11 +103,17 @@ mod tests {
 
     #[test]
     fn cbor_and_json_round_trip() {
-        let cbor = <Cbor as Codec<Sample>>::encode(&sample()).unwrap();
-        assert_eq!(<Cbor as Codec<Sample>>::decode(&cbor).unwrap(), sample());
-        let json = <Json as Codec<Sample>>::encode(&sample()).unwrap();
+        let cbor = <Cbor as Codec<Sample>>::encode(&sample()).expect("codec round trip");
+        assert_eq!(
+            <Cbor as Codec<Sample>>::decode(&cbor).expect("codec round trip"),
+            sample()
+        );
+        let json = <Json as Codec<Sample>>::encode(&sample()).expect("codec round trip");
         assert_eq!(&json[..], br#"{"name":"seven","count":7}"#);
-        assert_eq!(<Json as Codec<Sample>>::decode(&json).unwrap(), sample());
+        assert_eq!(
+            <Json as Codec<Sample>>::decode(&json).expect("codec round trip"),
+            sample()
+        );
     }
 
     #[test]

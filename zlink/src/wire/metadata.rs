@@ -101,8 +101,8 @@ mod tests {
     #[test]
     fn metadata_last_write_wins() {
         let mut md = Metadata::new();
-        md.insert("trace", "1").unwrap();
-        md.insert("trace", "2").unwrap();
+        md.insert("trace", "1").expect("metadata within bounds");
+        md.insert("trace", "2").expect("metadata within bounds");
         assert_eq!(md.get("trace"), Some("2"));
         assert_eq!(md.len(), 1);
     }
@@ -110,7 +110,8 @@ mod tests {
     #[test]
     fn metadata_over_1024_bytes_is_refused_and_unchanged() {
         let mut md = Metadata::new();
-        md.insert("a", "x".repeat(900)).unwrap();
+        md.insert("a", "x".repeat(900))
+            .expect("metadata within bounds");
         let err = md.insert("b", "y".repeat(200)).unwrap_err();
         assert!(matches!(err, Error::InvalidArgument(_)));
         assert_eq!(md.get("b"), None);
@@ -120,7 +121,10 @@ mod tests {
     #[test]
     fn metadata_roundtrips() {
         let mut md = Metadata::new();
-        md.insert("k", "v").unwrap();
-        assert_eq!(Metadata::decode(&md.encode()).unwrap(), md);
+        md.insert("k", "v").expect("metadata within bounds");
+        assert_eq!(
+            Metadata::decode(&md.encode()).expect("metadata within bounds"),
+            md
+        );
     }
 }

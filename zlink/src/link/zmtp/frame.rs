@@ -73,9 +73,9 @@ mod tests {
         );
         assert_eq!(&out[..2], &[MORE, 5]);
         let mut reader = &out[..];
-        let first = read_frame(&mut reader).await.unwrap();
+        let first = read_frame(&mut reader).await.expect("frame reads back");
         assert_eq!((first.flags, &first.body[..]), (MORE, &b"topic"[..]));
-        let second = read_frame(&mut reader).await.unwrap();
+        let second = read_frame(&mut reader).await.expect("frame reads back");
         assert_eq!((second.flags & MORE, second.body.len()), (0, 300));
     }
 

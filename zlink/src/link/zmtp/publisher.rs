@@ -284,17 +284,17 @@ mod tests {
 
     async fn stalled_subscriber(endpoint: &str) -> TcpStream {
         use tokio::io::AsyncReadExt;
-        let mut stream = TcpStream::connect(host_port(endpoint).unwrap())
+        let mut stream = TcpStream::connect(host_port(endpoint).expect("test setup"))
             .await
-            .unwrap();
+            .expect("test setup");
         let mut greeting = [0u8; 64];
         greeting[0] = 0xFF;
         greeting[9] = 0x7F;
         greeting[10] = 3;
         greeting[12..16].copy_from_slice(b"NULL");
-        stream.write_all(&greeting).await.unwrap();
+        stream.write_all(&greeting).await.expect("test setup");
         let mut theirs = [0u8; 64];
-        stream.read_exact(&mut theirs).await.unwrap();
+        stream.read_exact(&mut theirs).await.expect("test setup");
         let mut ready = BytesMut::new();
         let body = [
             &[5u8][..],
@@ -307,8 +307,8 @@ mod tests {
         .concat();
         super::super::frame::put_frame(&mut ready, COMMAND, &body);
         super::super::frame::put_frame(&mut ready, 0, b"\x01");
-        stream.write_all(&ready).await.unwrap();
-        let _their_ready = read_frame(&mut stream).await.unwrap();
+        stream.write_all(&ready).await.expect("test setup");
+        let _their_ready = read_frame(&mut stream).await.expect("test setup");
         stream
     }
 
@@ -330,25 +330,29 @@ mod tests {
 
     #[tokio::test]
     async fn a_zeromq_sub_receives_only_its_topics() {
-        let publisher = PubListener::bind("tcp://127.0.0.1:0", 16).await.unwrap();
+        let publisher = PubListener::bind("tcp://127.0.0.1:0", 16)
+            .await
+            .expect("test setup");
         let mut sub = zeromq::SubSocket::new();
-        sub.connect(publisher.endpoint()).await.unwrap();
-        sub.subscribe("tea").await.unwrap();
+        sub.connect(publisher.endpoint()).await.expect("test setup");
+        sub.subscribe("tea").await.expect("test setup");
         subscribed(&publisher, b"tea").await;
         publisher.publish_dropping(record(&[b"coffee", b"no"]));
         publisher.publish_dropping(record(&[b"tea.green", b"yes"]));
         let got = tokio::time::timeout(Duration::from_secs(5), sub.recv())
             .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(got.get(0).unwrap().as_ref(), b"tea.green");
-        assert_eq!(got.get(1).unwrap().as_ref(), b"yes");
+            .expect("test setup")
+            .expect("test setup");
+        assert_eq!(got.get(0).expect("test setup").as_ref(), b"tea.green");
+        assert_eq!(got.get(1).expect("test setup").as_ref(), b"yes");
         publisher.close().await;
     }
 
     #[tokio::test]
     async fn a_full_queue_drops_while_no_drop_waits_until_its_deadline() {
-        let publisher = PubListener::bind("tcp://127.0.0.1:0", 2).await.unwrap();
+        let publisher = PubListener::bind("tcp://127.0.0.1:0", 2)
+            .await
+            .expect("test setup");
         // A raw SUB that subscribes and then never reads: the socket buffers fill, then
         // its queue of 2.
         let sub = stalled_subscriber(publisher.endpoint()).await;

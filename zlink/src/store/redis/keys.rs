@@ -83,8 +83,8 @@ mod tests {
     use crate::store::types::DescriptorKind;
 
     fn tag(key: &str) -> &str {
-        let start = key.find('{').unwrap() + 1;
-        let end = start + key[start..].find('}').unwrap();
+        let start = key.find('{').expect("the key has a hash tag") + 1;
+        let end = start + key[start..].find('}').expect("the key has a hash tag");
         &key[start..end]
     }
 
