@@ -159,7 +159,7 @@ async fn a_slow_subscriber_loses_its_copies_while_a_fast_one_gets_everything() {
     for i in 0..EVENTS {
         // Publish never waits, whatever the slow subscriber does.
         p.publish(PRICES, &price(8 * 1024)).await.unwrap();
-        if i % 32 == 0 {
+        if i % 8 == 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
