@@ -65,6 +65,19 @@ async fn pair(grace: Duration) -> Pair {
     }
 }
 
+impl Pair {
+    /// Cuts the client's connection (the network loses host "b" and gets it back), with
+    /// the client noticing the loss.
+    async fn cut_client_connection(&self) {
+        self.net.kill("b");
+        wait_until(WAIT, "b lost s", || async {
+            peer_rids(&self.client).is_empty()
+        })
+        .await;
+        self.net.revive("b");
+    }
+}
+
 #[tokio::test]
 async fn during_store_failure_grace_connections_stay_and_the_lease_is_not_extended() {
     let p = pair(Duration::from_secs(30)).await;
@@ -81,12 +94,7 @@ async fn during_store_failure_grace_connections_stay_and_the_lease_is_not_extend
     assert_eq!(echo_by(&p.client).await, "s");
     // Within the grace the member list keeps its connection intents: a cut connection is
     // made again.
-    p.net.kill("b");
-    wait_until(WAIT, "b lost s", || async {
-        peer_rids(&p.client).is_empty()
-    })
-    .await;
-    p.net.revive("b");
+    p.cut_client_connection().await;
     wait_until(WAIT, "b reconnected to s from the kept list", || async {
         peer_rids(&p.client) == ["s"]
     })
@@ -111,12 +119,7 @@ async fn after_store_failure_grace_nothing_reconnects_until_the_list_is_read_aga
     // An established connection lives on its liveness...
     assert_eq!(echo_by(&p.client).await, "s");
     // ...but once cut, it is not made again while the list cannot be read.
-    p.net.kill("b");
-    wait_until(WAIT, "b lost s", || async {
-        peer_rids(&p.client).is_empty()
-    })
-    .await;
-    p.net.revive("b");
+    p.cut_client_connection().await;
     for _ in 0..10 {
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(

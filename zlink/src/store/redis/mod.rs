@@ -161,8 +161,14 @@ impl RedisLocationStore {
         }
     }
 
-    fn conn(&self) -> ConnectionManager {
-        self.connection.clone()
+    /// Runs one prepared script on the shared connection.
+    async fn invoke(
+        &self,
+        effect: Effect,
+        call: &redis::ScriptInvocation<'_>,
+    ) -> StoreResult<Value> {
+        let mut conn = self.connection.clone();
+        self.run(effect, call.invoke_async(&mut conn)).await
     }
 }
 
@@ -193,16 +199,12 @@ fn descriptor_entry(items: &[Value], offset: usize) -> StoreResult<DescriptorEnt
 #[async_trait]
 impl LocationStore for RedisLocationStore {
     async fn claim_lease(&self, owner: &OwnerId, ttl: Duration) -> StoreResult<ClaimOutcome> {
-        let mut conn = self.conn();
         let mut call = self.scripts.claim.prepare_invoke();
         call.key(self.keys.lease(owner))
             .key(self.keys.lease_counter())
             .arg(millis(ttl))
             .arg(MAX_GENERATION.to_string());
-        let (word, rest) = status(
-            self.run(Effect::Change, call.invoke_async(&mut conn))
-                .await?,
-        )?;
+        let (word, rest) = status(self.invoke(Effect::Change, &call).await?)?;
         match word.as_str() {
             "claimed" => Ok(ClaimOutcome::Claimed(LeaseGrant {
                 token: LeaseToken {
@@ -218,15 +220,11 @@ impl LocationStore for RedisLocationStore {
     }
 
     async fn renew_lease(&self, token: &LeaseToken, ttl: Duration) -> StoreResult<LeaseOutcome> {
-        let mut conn = self.conn();
         let mut call = self.scripts.renew.prepare_invoke();
         call.key(self.keys.lease(&token.owner))
             .arg(generation_text(token))
             .arg(millis(ttl));
-        let (word, rest) = status(
-            self.run(Effect::Change, call.invoke_async(&mut conn))
-                .await?,
-        )?;
+        let (word, rest) = status(self.invoke(Effect::Change, &call).await?)?;
         match word.as_str() {
             "done" => Ok(LeaseOutcome::Done(Duration::from_millis(
                 remaining_ms(item(&rest, 0)?)?.unwrap_or(0),
@@ -237,14 +235,10 @@ impl LocationStore for RedisLocationStore {
     }
 
     async fn release_lease(&self, token: &LeaseToken) -> StoreResult<LeaseOutcome> {
-        let mut conn = self.conn();
         let mut call = self.scripts.release.prepare_invoke();
         call.key(self.keys.lease(&token.owner))
             .arg(generation_text(token));
-        let (word, _) = status(
-            self.run(Effect::Change, call.invoke_async(&mut conn))
-                .await?,
-        )?;
+        let (word, _) = status(self.invoke(Effect::Change, &call).await?)?;
         match word.as_str() {
             "done" => Ok(LeaseOutcome::Done(Duration::ZERO)),
             "stale" => Ok(LeaseOutcome::Stale),
@@ -253,10 +247,9 @@ impl LocationStore for RedisLocationStore {
     }
 
     async fn read_lease(&self, owner: &OwnerId) -> StoreResult<Option<LeaseGrant>> {
-        let mut conn = self.conn();
         let mut call = self.scripts.read_lease.prepare_invoke();
         call.key(self.keys.lease(owner));
-        let (word, rest) = status(self.run(Effect::Read, call.invoke_async(&mut conn)).await?)?;
+        let (word, rest) = status(self.invoke(Effect::Read, &call).await?)?;
         match word.as_str() {
             "missing" => Ok(None),
             "found" => Ok(Some(LeaseGrant {
@@ -278,7 +271,6 @@ impl LocationStore for RedisLocationStore {
     ) -> StoreResult<PublishOutcome> {
         key.validate()?;
         check_value(body)?;
-        let mut conn = self.conn();
         let mut call = self.scripts.publish.prepare_invoke();
         call.key(self.keys.lease(&token.owner))
             .key(self.keys.descriptor(key))
@@ -289,10 +281,7 @@ impl LocationStore for RedisLocationStore {
             .arg(body)
             .arg(&key.id)
             .arg(self.keys.lease_prefix());
-        let (word, rest) = status(
-            self.run(Effect::Change, call.invoke_async(&mut conn))
-                .await?,
-        )?;
+        let (word, rest) = status(self.invoke(Effect::Change, &call).await?)?;
         match word.as_str() {
             "published" => Ok(PublishOutcome::Published),
             "stale" => Ok(PublishOutcome::Stale),
@@ -307,7 +296,6 @@ impl LocationStore for RedisLocationStore {
         key: &DescriptorKey,
     ) -> StoreResult<bool> {
         key.validate()?;
-        let mut conn = self.conn();
         let mut call = self.scripts.withdraw.prepare_invoke();
         call.key(self.keys.descriptor(key))
             .key(self.keys.index(&key.scope))
@@ -315,19 +303,16 @@ impl LocationStore for RedisLocationStore {
             .arg(&token.owner.0)
             .arg(generation_text(token))
             .arg(&key.id);
-        let reply = self
-            .run(Effect::Change, call.invoke_async(&mut conn))
-            .await?;
+        let reply = self.invoke(Effect::Change, &call).await?;
         Ok(int(&reply)? == 1)
     }
 
     async fn read_descriptor(&self, key: &DescriptorKey) -> StoreResult<Option<DescriptorEntry>> {
         key.validate()?;
-        let mut conn = self.conn();
         let mut call = self.scripts.read_descriptor.prepare_invoke();
         call.key(self.keys.descriptor(key))
             .arg(self.keys.lease_prefix());
-        let (word, rest) = status(self.run(Effect::Read, call.invoke_async(&mut conn)).await?)?;
+        let (word, rest) = status(self.invoke(Effect::Read, &call).await?)?;
         match word.as_str() {
             "missing" => Ok(None),
             "found" => {
@@ -347,7 +332,6 @@ impl LocationStore for RedisLocationStore {
     ) -> StoreResult<DescriptorPage> {
         scope.validate()?;
         check_page_limit(limit)?;
-        let mut conn = self.conn();
         let mut call = self.scripts.scan.prepare_invoke();
         call.key(self.keys.index(scope))
             .key(self.keys.stamp(scope))
@@ -356,7 +340,7 @@ impl LocationStore for RedisLocationStore {
             .arg(self.keys.descriptor_prefix(scope))
             .arg(self.keys.lease_prefix())
             .arg(MAX_PAGE_BYTES);
-        let items = reply::array(self.run(Effect::Read, call.invoke_async(&mut conn)).await?)?;
+        let items = reply::array(self.invoke(Effect::Read, &call).await?)?;
         let stamp = unsigned(item(&items, 0)?)?;
         let more = int(item(&items, 1)?)? == 1;
         let last = text(item(&items, 2)?)?;
@@ -373,10 +357,9 @@ impl LocationStore for RedisLocationStore {
 
     async fn read(&self, key: &RecordKey) -> StoreResult<ReadOutcome> {
         key.validate()?;
-        let mut conn = self.conn();
         let mut call = self.scripts.read_record.prepare_invoke();
         call.key(self.keys.record(key));
-        let (word, rest) = status(self.run(Effect::Read, call.invoke_async(&mut conn)).await?)?;
+        let (word, rest) = status(self.invoke(Effect::Read, &call).await?)?;
         match word.as_str() {
             "missing" => Ok(ReadOutcome::Missing),
             "found" => Ok(ReadOutcome::Found {
@@ -390,7 +373,6 @@ impl LocationStore for RedisLocationStore {
 
     async fn apply(&self, batch: &Batch) -> StoreResult<ApplyOutcome> {
         let group = batch.validate()?;
-        let mut conn = self.conn();
         let mut call = self.scripts.apply.prepare_invoke();
         call.key(self.keys.sequence(group));
         let mut key_index = std::collections::HashMap::new();
@@ -429,10 +411,7 @@ impl LocationStore for RedisLocationStore {
         for arg in args {
             call.arg(arg);
         }
-        let (word, rest) = status(
-            self.run(Effect::Change, call.invoke_async(&mut conn))
-                .await?,
-        )?;
+        let (word, rest) = status(self.invoke(Effect::Change, &call).await?)?;
         match word.as_str() {
             "applied" => {
                 let versions = reply::array(item(&rest, 0)?.clone())?
@@ -448,14 +427,10 @@ impl LocationStore for RedisLocationStore {
 
     async fn next_generation(&self, counter: &RecordKey) -> StoreResult<u64> {
         counter.validate()?;
-        let mut conn = self.conn();
         let mut call = self.scripts.next_generation.prepare_invoke();
         call.key(self.keys.counter(counter))
             .arg(MAX_GENERATION.to_string());
-        let (word, rest) = status(
-            self.run(Effect::Change, call.invoke_async(&mut conn))
-                .await?,
-        )?;
+        let (word, rest) = status(self.invoke(Effect::Change, &call).await?)?;
         match word.as_str() {
             "next" => unsigned(item(&rest, 0)?),
             "exhausted" => Err(StoreError::GenerationExhausted),
