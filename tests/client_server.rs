@@ -399,7 +399,13 @@ async fn a_wildcard_bind_advertises_the_configured_host() {
         .err()
         .expect("invalid");
     assert!(err.to_string().contains("wildcard"), "{err}");
-    let server = start(node("s").client_server(wildcard().advertise_host("127.0.0.1"))).await;
+    // A wildcard bind is not loopback: plaintext there must be asked for.
+    let server = start(
+        node("s")
+            .allow_plaintext()
+            .client_server(wildcard().advertise_host("127.0.0.1")),
+    )
+    .await;
     let endpoint = server.client_server_endpoint(CS).unwrap();
     assert!(
         endpoint.starts_with("tcp://127.0.0.1:") && !endpoint.ends_with(":0"),
@@ -439,5 +445,49 @@ async fn a_process_with_only_client_server_and_fanout_roles_needs_no_mesh() {
         text.contains("mesh_name") && text.contains("listen"),
         "{text}"
     );
+    stop([client, server]).await;
+}
+
+#[tokio::test]
+async fn a_request_carries_its_remaining_budget_not_the_full_timeout() {
+    let endpoint = free_endpoint();
+    let client = start(cs_client("c", &[&endpoint])).await;
+    // The request waits for a server to appear before it can be submitted.
+    let call = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let opts = CallOptions::new().timeout(Duration::from_secs(4));
+            client
+                .request_to_channel_with(
+                    CS,
+                    &Echo {
+                        text: "budget".into(),
+                    },
+                    opts,
+                )
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let handlers = zlink::Handlers::new().on_request(|ctx, e: Echo| async move {
+        let left = ctx
+            .deadline()
+            .map(|d| d.saturating_duration_since(Instant::now()).as_millis())
+            .unwrap_or(u128::MAX);
+        Ok(Echoed {
+            text: format!("{left}"),
+            by: e.text,
+            trace: None,
+        })
+    });
+    let server =
+        start(node("s").client_server(ClientServer::server(CS, handlers).listen(endpoint))).await;
+    let reply = call.await.unwrap().expect("answered");
+    let left: u128 = reply.text.parse().unwrap();
+    assert!(
+        left <= 2600,
+        "the server saw {left} ms left of a 4 s call submitted after 1.5 s"
+    );
+    assert!(left > 0);
     stop([client, server]).await;
 }

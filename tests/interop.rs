@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -130,4 +131,155 @@ async fn a_libzmq_sub_receives_topic_filtered_events() {
         assert_eq!(event.payload["sku"], "tea");
     }
     stop([publisher]).await;
+}
+
+/// A TCP relay in front of `upstream` that records every byte in both directions.
+async fn recording_proxy(upstream: String) -> (String, Arc<Mutex<Vec<u8>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("tcp://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((inbound, _)) = listener.accept().await {
+            let address = upstream.trim_start_matches("tcp://").to_string();
+            let Ok(outbound) = tokio::net::TcpStream::connect(address).await else {
+                continue;
+            };
+            let (in_read, in_write) = inbound.into_split();
+            let (out_read, out_write) = outbound.into_split();
+            tokio::spawn(relay(in_read, out_write, record.clone()));
+            tokio::spawn(relay(out_read, in_write, record.clone()));
+        }
+    });
+    (endpoint, seen)
+}
+
+async fn relay(
+    mut from: impl tokio::io::AsyncRead + Unpin,
+    mut to: impl tokio::io::AsyncWrite + Unpin,
+    record: Arc<Mutex<Vec<u8>>>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = from.read(&mut buf).await {
+        if n == 0 || to.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+        record.lock().unwrap().extend_from_slice(&buf[..n]);
+    }
+    let _ = to.shutdown().await;
+}
+
+async fn run_cs_client(args: Vec<String>, timeout_ms: &str) -> std::process::Output {
+    let timeout_ms = timeout_ms.to_string();
+    tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(script("cs_client.py"))
+            .args(args)
+            .env("ZLINK_RECV_TIMEOUT_MS", timeout_ms)
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("run python")
+}
+
+fn curve_server_node(
+    keys: &zlink::link::CurveKeypair,
+    trusted: zlink::link::CurvePublicKey,
+) -> zlink::RuntimeBuilder {
+    zlink::Runtime::builder()
+        .curve(keys.clone())
+        .trust_key(trusted)
+        .client_server(ClientServer::server(
+            "echo-cs",
+            echo_handlers("zlink-curve", Default::default()),
+        ))
+}
+
+#[tokio::test]
+async fn a_libzmq_curve_client_with_a_trusted_key_calls_a_client_server_channel() {
+    use zlink::link::CurveKeypair;
+    let (server_keys, client_keys) = (CurveKeypair::generate(), CurveKeypair::generate());
+    let server = start(curve_server_node(&server_keys, client_keys.public())).await;
+    let (endpoint, seen) = recording_proxy(server.client_server_endpoint("echo-cs").unwrap()).await;
+    let secret_text = "a secret that must not cross the wire in plaintext";
+    let output = run_cs_client(
+        vec![
+            endpoint,
+            "echo-cs".into(),
+            secret_text.into(),
+            server_keys.public().to_z85(),
+            client_keys.public().to_z85(),
+            client_keys.secret_z85(),
+        ],
+        "10000",
+    )
+    .await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "python CURVE client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let reply: Echoed = serde_json::from_str(stdout.trim()).expect("a JSON reply");
+    assert_eq!(
+        (reply.text.as_str(), reply.by.as_str()),
+        (secret_text, "zlink-curve")
+    );
+    let captured = seen.lock().unwrap().clone();
+    assert!(captured.len() > 300, "nothing was captured");
+    let contains = |needle: &[u8]| captured.windows(needle.len()).any(|w| w == needle);
+    assert!(contains(b"CURVE"), "the greeting names the mechanism");
+    for plaintext in [
+        &b"Echo"[..],
+        b"echo-cs",
+        secret_text.as_bytes(),
+        b"python-client",
+    ] {
+        assert!(
+            !contains(plaintext),
+            "{:?} crossed the wire in plaintext",
+            String::from_utf8_lossy(plaintext)
+        );
+    }
+    stop([server]).await;
+}
+
+#[tokio::test]
+async fn untrusted_and_null_libzmq_clients_are_refused() {
+    use zlink::link::CurveKeypair;
+    let (server_keys, trusted, stranger) = (
+        CurveKeypair::generate(),
+        CurveKeypair::generate(),
+        CurveKeypair::generate(),
+    );
+    let server = start(curve_server_node(&server_keys, trusted.public())).await;
+    let endpoint = server.client_server_endpoint("echo-cs").unwrap();
+    let untrusted = run_cs_client(
+        vec![
+            endpoint.clone(),
+            "echo-cs".into(),
+            "hi".into(),
+            server_keys.public().to_z85(),
+            stranger.public().to_z85(),
+            stranger.secret_z85(),
+        ],
+        "2000",
+    )
+    .await;
+    assert_eq!(
+        untrusted.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&untrusted.stderr)
+    );
+    let null = run_cs_client(vec![endpoint, "echo-cs".into(), "hi".into()], "2000").await;
+    assert_eq!(
+        null.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&null.stderr)
+    );
+    stop([server]).await;
 }

@@ -1,10 +1,14 @@
 """A ClientServer client in Python (pyzmq = libzmq, cbor2): admits itself to a zlink
 server, sends one Echo request and prints the reply as JSON.
 
-usage: cs_client.py ENDPOINT CHANNEL TEXT
+usage: cs_client.py ENDPOINT CHANNEL TEXT [SERVER_KEY CLIENT_PUBLIC CLIENT_SECRET]
+
+With the three Z85 keys it runs ZMTP CURVE (libzmq's own implementation). When the server
+never answers (a refused key, say) it exits with status 3 and "no answer" on stderr.
 """
 
 import json
+import os
 import random
 import sys
 
@@ -19,9 +23,21 @@ def main():
     context = zmq.Context()
     socket = context.socket(zmq.DEALER)
     socket.setsockopt(zmq.LINGER, 0)
-    socket.setsockopt(zmq.RCVTIMEO, 10000)
+    socket.setsockopt(zmq.RCVTIMEO, int(os.environ.get("ZLINK_RECV_TIMEOUT_MS", "10000")))
+    if len(sys.argv) >= 7:
+        server_key, public, secret = (k.encode() for k in sys.argv[4:7])
+        socket.curve_serverkey = server_key
+        socket.curve_publickey = public
+        socket.curve_secretkey = secret
     socket.connect(endpoint)
+    try:
+        run(socket, channel, text)
+    except zmq.Again:
+        print("no answer from the server", file=sys.stderr)
+        sys.exit(3)
 
+
+def run(socket, channel, text):
     admission = {
         "mesh": "cs:" + channel,
         "rid": "python-client",

@@ -10,18 +10,22 @@
 //! - [`conformance`]: the rules every Location Store provider must pass, and
 //!   [`location_store_conformance!`] to run them.
 //! - [`StalledSubscriber`]: a fanout subscriber that never reads.
+//! - [`RawZmtp`]: a hand-driven ZMTP peer for attacks (length bombs, frame floods,
+//!   silence, peers that never read).
 //! - [`RedisServer`]: a private `redis-server` per test that can be stopped, paused and
 //!   restarted.
 #![warn(missing_docs)]
 
 pub mod conformance;
 mod mem_network;
+pub mod raw_zmtp;
 mod redis_server;
 mod stalled_subscriber;
 mod store;
 mod wait;
 
 pub use mem_network::{LinkFault, MemNetwork, MemTransport};
+pub use raw_zmtp::RawZmtp;
 pub use redis_server::RedisServer;
 pub use stalled_subscriber::StalledSubscriber;
 pub use store::{FaultyLocationStore, MemoryLocationStore};

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use zlink::link::{
-    next_conn_id, ConnId, Connection, Frames, LinkError, LinkEvents, Listener, Transport,
+    next_conn_id, ConnId, ConnectOptions, Connection, Frames, LinkError, LinkEvents, ListenOptions,
+    Listener, Transport,
 };
 
 /// What happens to traffic from one host to another.
@@ -202,6 +203,7 @@ impl Transport for MemTransport {
         &self,
         endpoint: &str,
         events: Arc<dyn LinkEvents>,
+        _options: ListenOptions,
     ) -> Result<Box<dyn Listener>, LinkError> {
         let mut st = lock(&self.net.state);
         if st.listeners.contains_key(endpoint) {
@@ -219,6 +221,7 @@ impl Transport for MemTransport {
         &self,
         endpoint: &str,
         events: Arc<dyn LinkEvents>,
+        _options: ConnectOptions,
     ) -> Result<Arc<dyn Connection>, LinkError> {
         let mut st = lock(&self.net.state);
         if st.dead_hosts.contains(&self.host) {

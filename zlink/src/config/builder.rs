@@ -6,11 +6,14 @@ use std::time::Duration;
 
 use super::settings::{ClientServerRole, DiscoverySettings, PeerSpec, Settings, Topology};
 use super::validate::Validator;
-use super::DEFAULT_WEIGHT;
+use super::{SecuritySettings, DEFAULT_WEIGHT};
 use crate::channel::fanout::FanoutDeclaration;
 use crate::channel::{ChannelRole, DefaultChannel, HandlerGroup};
 use crate::host::Runtime;
-use crate::link::{LivenessTimings, Transport, ZmqTransport};
+use crate::link::{
+    CurveKeypair, CurvePublicKey, LinkLimits, LivenessTimings, Transport, Trust, TrustSet,
+    ZmtpTransport,
+};
 use crate::mesh::generate_rid;
 use crate::store::{LocationStore, OwnerLeaseSettings};
 use crate::Result;
@@ -53,6 +56,11 @@ pub struct RuntimeBuilder {
     store_failure_grace: Option<Duration>,
     client_server: Vec<ClientServerRole>,
     fanout: Vec<FanoutDeclaration>,
+    limits: LinkLimits,
+    curve: Option<CurveKeypair>,
+    trust: Option<Trust>,
+    trust_keys: Vec<CurvePublicKey>,
+    allow_plaintext: bool,
 }
 
 impl Default for RuntimeBuilder {
@@ -69,13 +77,18 @@ impl Default for RuntimeBuilder {
             request_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
             liveness: LivenessTimings::default(),
-            transport: Arc::new(ZmqTransport::new()),
+            transport: Arc::new(ZmtpTransport::new()),
             store: None,
             owner_lease: None,
             discovery_interval: None,
             store_failure_grace: None,
             client_server: Vec::new(),
             fanout: Vec::new(),
+            limits: LinkLimits::default(),
+            curve: None,
+            trust: None,
+            trust_keys: Vec::new(),
+            allow_plaintext: false,
         }
     }
 }
@@ -212,6 +225,41 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Limits of every connection and listener (message size, frames per message,
+    /// handshake deadline, connection caps, send queue bounds, in-flight calls per
+    /// connection). See [`LinkLimits`] for the defaults.
+    pub fn link_limits(mut self, limits: LinkLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Runs ZMTP CURVE with this keypair on every listener (mesh, ClientServer, fanout)
+    /// and every dial. Its public key goes into the node's Location Store descriptors;
+    /// peers dialed by hand need theirs ([`PeerSpec::server_key`]).
+    pub fn curve(mut self, keypair: CurveKeypair) -> Self {
+        self.curve = Some(keypair);
+        self
+    }
+
+    /// Whom CURVE listeners admit. Default: [`Trust::MeshMembers`] with a Location Store,
+    /// otherwise the keys given with [`trust_key`](Self::trust_key).
+    pub fn trust(mut self, trust: Trust) -> Self {
+        self.trust = Some(trust);
+        self
+    }
+
+    /// Adds one client key every CURVE listener of this node admits.
+    pub fn trust_key(mut self, key: CurvePublicKey) -> Self {
+        self.trust_keys.push(key);
+        self
+    }
+
+    /// Allows binding a non-loopback address without CURVE (plaintext, unauthenticated).
+    pub fn allow_plaintext(mut self) -> Self {
+        self.allow_plaintext = true;
+        self
+    }
+
     /// Registers the Location Store. The node then publishes its descriptor under an owner
     /// lease and discovers the other nodes of its mesh automatically (manual peers still
     /// work alongside). Register exactly one store per node.
@@ -298,6 +346,10 @@ impl RuntimeBuilder {
                 );
             }
         }
+        for problem in self.limits.violations() {
+            v.violation("link_limits", problem);
+        }
+        let security = self.security_settings(&mut v, listen.as_deref());
         let mut channels = BTreeMap::new();
         for (name, role) in self.channels {
             v.text(&format!("channel {name:?} name"), Some(&name), true);
@@ -349,11 +401,131 @@ impl RuntimeBuilder {
                 discovery,
                 topology: Topology::RouteMesh,
                 mesh,
-                max_message: 0,
+                max_message: self.limits.max_message,
+                limits: self.limits,
+                security,
                 client_server: self.client_server,
                 fanout: self.fanout,
             },
         })
+    }
+
+    /// CURVE keys and trust; plaintext on a non-loopback bind only when allowed.
+    fn security_settings(&self, v: &mut Validator, listen: Option<&str>) -> SecuritySettings {
+        let trust_members = match (&self.trust, self.curve.is_some()) {
+            (Some(Trust::MeshMembers), true) => {
+                if self.store.is_none() {
+                    v.violation(
+                        "trust",
+                        "MeshMembers needs a Location Store (location_store)",
+                    );
+                }
+                true
+            }
+            (None, true) => self.store.is_some(),
+            (Some(_), false) => {
+                v.violation(
+                    "trust",
+                    "needs CURVE (curve): NULL links authenticate nobody",
+                );
+                false
+            }
+            _ => false,
+        };
+        let mut keys = self.trust_keys.clone();
+        if let Some(Trust::Keys(explicit)) = &self.trust {
+            keys.extend(explicit.iter().copied());
+        }
+        let listens = listen.is_some()
+            || self
+                .client_server
+                .iter()
+                .any(|r| matches!(r, ClientServerRole::Server { .. }))
+            || self
+                .fanout
+                .iter()
+                .any(|r| matches!(r, FanoutDeclaration::Publisher(_)));
+        if self.curve.is_some() && listens && !trust_members && keys.is_empty() {
+            v.violation(
+                "trust",
+                "CURVE listeners would admit no client: give trust keys or Trust::MeshMembers",
+            );
+        }
+        let client_server_peers = self.client_server.iter().flat_map(|role| match role {
+            ClientServerRole::Client {
+                channel, connect, ..
+            } => connect
+                .iter()
+                .map(|p| {
+                    (
+                        format!("ClientServer {channel:?} connect {}", p.endpoint),
+                        p.server_key.is_some(),
+                    )
+                })
+                .collect(),
+            ClientServerRole::Server { .. } => Vec::new(),
+        });
+        let subscriber_peers = self.fanout.iter().flat_map(|role| match role {
+            FanoutDeclaration::Subscriber(spec) => spec
+                .connect
+                .iter()
+                .map(|(endpoint, key)| {
+                    (
+                        format!("fanout {:?} connect {endpoint}", spec.channel),
+                        key.is_some(),
+                    )
+                })
+                .collect(),
+            FanoutDeclaration::Publisher(_) => Vec::new(),
+        });
+        let mesh_peers = self
+            .peers
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (format!("peer[{i}] server key"), p.server_key.is_some()));
+        for (setting, has_key) in mesh_peers
+            .chain(client_server_peers)
+            .chain(subscriber_peers)
+        {
+            match (self.curve.is_some(), has_key) {
+                (false, true) => v.violation(setting, "a server key needs CURVE (curve)"),
+                (true, false) => {
+                    v.violation(setting, "needs the server's CURVE public key with CURVE")
+                }
+                _ => {}
+            }
+        }
+        if self.curve.is_none() && !self.allow_plaintext {
+            let listens = listen
+                .into_iter()
+                .map(|l| ("listen".to_string(), l.to_string()));
+            let others = self.client_server.iter().filter_map(|role| match role {
+                ClientServerRole::Server {
+                    channel, listen, ..
+                } => Some((format!("ClientServer {channel:?} listen"), listen.clone())),
+                ClientServerRole::Client { .. } => None,
+            });
+            let publishers = self.fanout.iter().filter_map(|role| match role {
+                FanoutDeclaration::Publisher(spec) => Some((
+                    format!("fanout {:?} listen", spec.channel),
+                    spec.listen.clone(),
+                )),
+                FanoutDeclaration::Subscriber(_) => None,
+            });
+            for (setting, endpoint) in listens.chain(others).chain(publishers) {
+                // Only TCP crosses a network; an in-process transport (mem://) does not.
+                if endpoint.starts_with("tcp://") && !crate::link::is_loopback(&endpoint) {
+                    v.violation(setting, format!("{endpoint} is not a loopback address: plaintext (NULL) links there need allow_plaintext(), or use curve()"));
+                }
+            }
+        }
+        // A node always admits itself: its ClientServer clients call its own servers.
+        keys.extend(self.curve.as_ref().map(CurveKeypair::public));
+        SecuritySettings {
+            keypair: self.curve.clone(),
+            trust: Arc::new(TrustSet::new(keys)),
+            trust_members,
+        }
     }
 
     fn discovery_settings(&self, v: &mut Validator) -> Option<DiscoverySettings> {
@@ -450,8 +622,8 @@ fn validate_client_server(
                 if !seen.insert((channel.to_string(), "client")) {
                     v.violation(owner.clone(), "Client role registered twice");
                 }
-                for endpoint in connect {
-                    v.endpoint(&format!("{owner} connect"), Some(endpoint));
+                for peer in connect {
+                    v.endpoint(&format!("{owner} connect"), Some(&peer.endpoint));
                 }
                 if *automatic && !has_store {
                     v.violation(
@@ -507,7 +679,7 @@ fn validate_fanout(
                 if !seen.insert((channel.to_string(), "subscriber")) {
                     v.violation(owner.clone(), "subscriber registered twice");
                 }
-                for endpoint in &s.connect {
+                for (endpoint, _) in &s.connect {
                     v.endpoint(&format!("{owner} connect"), Some(endpoint));
                 }
                 match (s.connect.is_empty(), s.automatic) {

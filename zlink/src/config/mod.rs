@@ -2,12 +2,14 @@
 //! before any socket is bound) and the validated settings.
 
 mod builder;
+mod security;
 mod settings;
 mod validate;
 
 pub use builder::{
     RuntimeBuilder, RuntimeConfig, DEFAULT_DISCOVERY_INTERVAL, DEFAULT_STORE_FAILURE_GRACE,
 };
+pub(crate) use security::SecuritySettings;
 pub use settings::PeerSpec;
 pub(crate) use settings::{ClientServerRole, DiscoverySettings, Settings, Topology};
 

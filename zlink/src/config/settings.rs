@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::channel::{ChannelRole, HandlerGroup, PacketKind};
-use crate::link::{LivenessTimings, Transport};
+use crate::link::{CurvePublicKey, LinkLimits, LivenessTimings, Transport};
 use crate::store::{LocationStore, OwnerLeaseSettings};
 
 /// A manually configured peer: its endpoint and, optionally, the RID expected there.
@@ -15,6 +15,8 @@ pub struct PeerSpec {
     pub endpoint: String,
     /// When set, a peer at the endpoint with another RID is refused.
     pub expected_rid: Option<String>,
+    /// The peer's CURVE public key; required when this node runs CURVE.
+    pub server_key: Option<CurvePublicKey>,
 }
 
 impl PeerSpec {
@@ -23,7 +25,14 @@ impl PeerSpec {
         PeerSpec {
             endpoint: endpoint.into(),
             expected_rid: None,
+            server_key: None,
         }
+    }
+
+    /// The CURVE public key the peer must prove it holds (its node key).
+    pub fn server_key(mut self, key: CurvePublicKey) -> Self {
+        self.server_key = Some(key);
+        self
     }
 
     /// Requires the peer at the endpoint to have this RID.
@@ -57,8 +66,12 @@ pub(crate) struct Settings {
     /// Whether this node is a RouteMesh member (false for a process with only ClientServer
     /// or fanout roles: no mesh listener, no mesh descriptor).
     pub(crate) mesh: bool,
-    /// Largest complete message (all frames) accepted or sent; 0 = no cap.
+    /// Largest complete message (all frames) accepted or sent.
     pub(crate) max_message: usize,
+    /// Limits of every connection and listener of this node.
+    pub(crate) limits: LinkLimits,
+    /// NULL or CURVE, and whom the listeners admit.
+    pub(crate) security: super::SecuritySettings,
     /// ClientServer registrations, started next to the RouteMesh node.
     pub(crate) client_server: Vec<ClientServerRole>,
     /// Fanout publishers and subscribers.
@@ -90,7 +103,7 @@ pub(crate) enum ClientServerRole {
     },
     Client {
         channel: String,
-        connect: Vec<String>,
+        connect: Vec<PeerSpec>,
         automatic: bool,
         max_message: usize,
     },

@@ -56,7 +56,14 @@ impl Runtime {
             let listener = node
                 .settings
                 .transport
-                .listen(&node.settings.listen, events)
+                .listen(
+                    &node.settings.listen,
+                    events,
+                    crate::link::ListenOptions {
+                        limits: node.link_limits(),
+                        security: node.settings.security.server(),
+                    },
+                )
                 .await
                 .map_err(|e| {
                     Error::new(
@@ -140,6 +147,11 @@ impl Runtime {
     /// for a process with only ClientServer or fanout roles.
     pub fn endpoint(&self) -> String {
         self.node.endpoint()
+    }
+
+    /// This node's CURVE public key (its security identity), when it runs CURVE.
+    pub fn curve_public_key(&self) -> Option<crate::link::CurvePublicKey> {
+        self.node.settings.security.public_key()
     }
 
     /// Ready peers, sorted by RID.

@@ -6,6 +6,17 @@ pub fn binds_wildcard(endpoint: &str) -> bool {
     host_of(endpoint).is_some_and(|host| matches!(host, "0.0.0.0" | "::" | "[::]" | "*"))
 }
 
+/// Whether `endpoint` binds only a loopback interface (`127.0.0.0/8`, `::1`, `localhost`).
+pub fn is_loopback(endpoint: &str) -> bool {
+    host_of(endpoint).is_some_and(|host| {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        host == "localhost"
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
+}
+
 fn host_of(endpoint: &str) -> Option<&str> {
     let rest = endpoint.split_once("://")?.1;
     Some(rest.rsplit_once(':')?.0)
@@ -40,5 +51,8 @@ mod tests {
             "tcp://10.0.0.5:41234"
         );
         assert_eq!(advertised("tcp://127.0.0.1:9", None), "tcp://127.0.0.1:9");
+        assert!(is_loopback("tcp://127.0.0.1:0") && is_loopback("tcp://[::1]:5"));
+        assert!(is_loopback("tcp://localhost:5"));
+        assert!(!is_loopback("tcp://0.0.0.0:5") && !is_loopback("tcp://10.1.2.3:5"));
     }
 }

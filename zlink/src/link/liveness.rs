@@ -36,7 +36,6 @@ pub enum ProbeAction {
 #[derive(Debug)]
 pub struct Liveness {
     outstanding: Option<u64>,
-    next_id: u64,
     deadline: Instant,
     timings: LivenessTimings,
 }
@@ -46,7 +45,6 @@ impl Liveness {
     pub fn new(timings: LivenessTimings, now: Instant) -> Self {
         Liveness {
             outstanding: None,
-            next_id: 1,
             deadline: now + timings.deadline,
             timings,
         }
@@ -57,11 +55,10 @@ impl Liveness {
         if now >= self.deadline {
             return ProbeAction::Expired;
         }
-        let id = *self.outstanding.get_or_insert_with(|| {
-            let id = self.next_id;
-            self.next_id += 1;
-            id
-        });
+        // Random, so a peer cannot ack a probe before it was sent.
+        let id = *self
+            .outstanding
+            .get_or_insert_with(|| rand::random::<u64>().max(1));
         ProbeAction::Send(id)
     }
 
@@ -89,29 +86,46 @@ mod tests {
         }
     }
 
+    fn sent(action: ProbeAction) -> u64 {
+        match action {
+            ProbeAction::Send(id) => id,
+            ProbeAction::Expired => panic!("expired too early"),
+        }
+    }
+
     #[test]
     fn liveness_resends_the_same_outstanding_probe_id() {
         let t0 = Instant::now();
         let mut l = Liveness::new(timings(), t0);
-        assert_eq!(l.tick(t0), ProbeAction::Send(1));
-        assert_eq!(l.tick(t0 + Duration::from_secs(5)), ProbeAction::Send(1));
+        let id = sent(l.tick(t0));
+        assert_eq!(l.tick(t0 + Duration::from_secs(5)), ProbeAction::Send(id));
+    }
+
+    #[test]
+    fn probe_ids_are_random() {
+        let t0 = Instant::now();
+        let ids: std::collections::HashSet<u64> = (0..64)
+            .map(|_| sent(Liveness::new(timings(), t0).tick(t0)))
+            .collect();
+        assert!(ids.len() > 60, "probe ids repeat: {ids:?}");
+        assert!(!ids.contains(&0));
     }
 
     #[test]
     fn liveness_only_matching_ack_resets_deadline() {
         let t0 = Instant::now();
         let mut l = Liveness::new(timings(), t0);
-        assert_eq!(l.tick(t0), ProbeAction::Send(1));
-        assert!(!l.ack(7, t0 + Duration::from_secs(10)));
+        let id = sent(l.tick(t0));
+        assert!(!l.ack(id.wrapping_add(1), t0 + Duration::from_secs(10)));
         assert_eq!(l.tick(t0 + Duration::from_secs(15)), ProbeAction::Expired);
         let mut l = Liveness::new(timings(), t0);
-        l.tick(t0);
-        assert!(l.ack(1, t0 + Duration::from_secs(10)));
+        let first = sent(l.tick(t0));
+        assert!(l.ack(first, t0 + Duration::from_secs(10)));
         assert!(
-            !l.ack(1, t0 + Duration::from_secs(11)),
+            !l.ack(first, t0 + Duration::from_secs(11)),
             "duplicate ack has no effect"
         );
-        assert_eq!(l.tick(t0 + Duration::from_secs(20)), ProbeAction::Send(2));
+        assert_ne!(sent(l.tick(t0 + Duration::from_secs(20))), first);
         assert_eq!(l.tick(t0 + Duration::from_secs(25)), ProbeAction::Expired);
     }
 }

@@ -6,6 +6,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 
+use super::security::{ClientSecurity, CurvePublicKey, ServerSecurity};
+use super::LinkLimits;
+
 /// One multipart message.
 pub type Frames = Vec<Bytes>;
 
@@ -54,6 +57,49 @@ pub trait Connection: Send + Sync + 'static {
     async fn send(&self, frames: Frames) -> Result<(), LinkError>;
     /// Closes the connection; [`LinkEvents::on_closed`] follows.
     fn close(&self);
+    /// The connection finished admission: its handshake deadline no longer applies and it
+    /// stops counting against the listener's cap on pending connections.
+    fn admitted(&self) {}
+    /// The peer's long-term CURVE key, when the connection runs CURVE.
+    fn peer_key(&self) -> Option<CurvePublicKey> {
+        None
+    }
+}
+
+/// How a listener accepts connections.
+#[derive(Debug, Clone)]
+pub struct ListenOptions {
+    /// Size, count and time limits.
+    pub limits: LinkLimits,
+    /// The mechanism and whom it admits.
+    pub security: ServerSecurity,
+}
+
+impl Default for ListenOptions {
+    fn default() -> Self {
+        ListenOptions {
+            limits: LinkLimits::default(),
+            security: ServerSecurity::Null,
+        }
+    }
+}
+
+/// How an outbound connection is made.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    /// Size, count and time limits (the handshake timeout bounds connect + handshake).
+    pub limits: LinkLimits,
+    /// The mechanism and the server key to expect.
+    pub security: ClientSecurity,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            limits: LinkLimits::default(),
+            security: ClientSecurity::Null,
+        }
+    }
 }
 
 /// A bound listener.
@@ -62,6 +108,11 @@ pub trait Listener: Send + Sync + 'static {
     fn endpoint(&self) -> String;
     /// Stops accepting and closes every accepted connection.
     fn close(&self);
+    /// Connections accepted and still open (admitted or not), where the transport counts
+    /// them.
+    fn open_connections(&self) -> usize {
+        0
+    }
 }
 
 /// Opens listeners and outbound connections.
@@ -72,6 +123,7 @@ pub trait Transport: Send + Sync + 'static {
         &self,
         endpoint: &str,
         events: Arc<dyn LinkEvents>,
+        options: ListenOptions,
     ) -> Result<Box<dyn Listener>, LinkError>;
 
     /// Connects to `endpoint` once (no retry); the connection reports to `events`.
@@ -79,5 +131,6 @@ pub trait Transport: Send + Sync + 'static {
         &self,
         endpoint: &str,
         events: Arc<dyn LinkEvents>,
+        options: ConnectOptions,
     ) -> Result<Arc<dyn Connection>, LinkError>;
 }

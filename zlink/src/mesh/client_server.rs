@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::node::{lock, MeshNode};
 use crate::channel::ChannelRole;
-use crate::config::{ClientServerRole, PeerSpec, Settings, Topology};
+use crate::config::{ClientServerRole, Settings, Topology};
 use crate::{Error, ErrorKind, Result};
 
 /// The ClientServer nodes of one process.
@@ -65,7 +65,7 @@ impl MeshNode {
                 settings.topology = Topology::ClientServerClient;
                 settings.listen = String::new();
                 settings.advertise_host = None;
-                settings.peers = connect.iter().map(PeerSpec::new).collect();
+                settings.peers = connect.clone();
                 settings.max_message = *max_message;
                 if !automatic {
                     settings.discovery = None;

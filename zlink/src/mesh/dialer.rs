@@ -21,6 +21,8 @@ pub(crate) struct DialTarget {
     pub(crate) expected_rid: Option<String>,
     /// Set for peers found in the Location Store: the handshake must show this lifecycle.
     pub(crate) expected_generation: Option<u64>,
+    /// The peer's CURVE key (from its descriptor or the manual peer spec).
+    pub(crate) server_key: Option<crate::link::CurvePublicKey>,
 }
 
 impl From<PeerSpec> for DialTarget {
@@ -29,6 +31,7 @@ impl From<PeerSpec> for DialTarget {
             endpoint: peer.endpoint,
             expected_rid: peer.expected_rid,
             expected_generation: None,
+            server_key: peer.server_key,
         }
     }
 }
@@ -70,10 +73,17 @@ impl MeshNode {
             changed.await;
         }
         let events = Arc::new(NodeEvents(self.me.clone()));
+        let Some(security) = self.settings.security.client(peer.server_key) else {
+            return tracing::warn!(endpoint = %peer.endpoint, "not dialing: this node runs CURVE and the peer's public key is unknown");
+        };
+        let options = crate::link::ConnectOptions {
+            limits: self.link_limits(),
+            security,
+        };
         let conn = match self
             .settings
             .transport
-            .connect(&peer.endpoint, events)
+            .connect(&peer.endpoint, events, options)
             .await
         {
             Ok(conn) => conn,
@@ -96,6 +106,7 @@ impl MeshNode {
                 liveness: None,
                 on_close: Some(closed_tx),
                 opened: tokio::time::Instant::now(),
+                inflight: Arc::default(),
             },
         );
         let hello = Header {

@@ -28,9 +28,18 @@ impl MeshNode {
                         lease: d.lease.clone(),
                         interval: d.settings.interval,
                         rid: self.settings.rid.clone(),
+                        curve_key: self.settings.security.public_key(),
                     });
-                    let publisher =
-                        FanoutPublisher::start(spec, liveness.probe_interval, advertising).await?;
+                    let publisher = FanoutPublisher::start(
+                        spec,
+                        liveness.probe_interval,
+                        advertising,
+                        (
+                            self.settings.security.server(),
+                            self.settings.limits.handshake_timeout,
+                        ),
+                    )
+                    .await?;
                     lock(&self.fanout)
                         .publishers
                         .insert(spec.channel.clone(), publisher);

@@ -32,6 +32,25 @@ impl MeshNode {
         Ok(())
     }
 
+    /// A RID belongs to the CURVE key that first proved it (and, with discovery, to the
+    /// key its descriptor publishes): another key claiming it is refused.
+    fn key_conflict(&self, rid: &str, conn: &Arc<dyn Connection>) -> Option<String> {
+        let key = conn.peer_key()?;
+        if let Some(bound) = lock(&self.rid_keys).get(rid) {
+            if *bound != key {
+                return Some(format!(
+                    "rid {rid} is bound to another CURVE key than {key}"
+                ));
+            }
+        }
+        match self.published_key(rid) {
+            Some(published) if published != key => Some(format!(
+                "rid {rid} publishes CURVE key {published}, the connection proved {key}"
+            )),
+            _ => None,
+        }
+    }
+
     /// Whether `rid` is admitted on a connection other than `conn_id`.
     fn admitted_elsewhere(&self, rid: &str, conn_id: u64) -> bool {
         self.peers_read()
@@ -41,9 +60,9 @@ impl MeshNode {
 
     pub(crate) fn reject(&self, conn: &Arc<dyn Connection>, reason: RejectReason, detail: &str) {
         tracing::warn!(conn = conn.id(), ?reason, detail, "admission rejected");
+        // The reason only: a reject must not tell an unadmitted stranger who we are.
         let header = Header {
             reject: Some(reason),
-            admission: Some(self.admission()),
             ..Header::default()
         };
         self.send_control(conn, Command::Reject, header);
@@ -66,6 +85,9 @@ impl MeshNode {
         if let Err(reason) = self.check_admission(&adm) {
             let detail = format!("peer {} mesh {:?}", adm.rid, adm.mesh_name);
             return self.reject(conn, reason, &detail);
+        }
+        if let Some(detail) = self.key_conflict(&adm.rid, conn) {
+            return self.reject(conn, RejectReason::IdentityMismatch, &detail);
         }
         if self.admitted_elsewhere(&adm.rid, conn.id()) {
             let detail = format!("rid {} already has a live connection", adm.rid);
@@ -105,6 +127,8 @@ impl MeshNode {
                 "expected lifecycle generation {expected_generation:?} of {}, peer has {}",
                 adm.rid, adm.generation
             ))
+        } else if let Some(detail) = self.key_conflict(&adm.rid, conn) {
+            Some(detail)
         } else if self.admitted_elsewhere(&adm.rid, conn.id()) {
             Some(format!("rid {} already has a live connection", adm.rid))
         } else {
@@ -129,6 +153,17 @@ impl MeshNode {
         tracing::warn!(conn = conn.id(), reason = ?header.reject, peer = ?peer_rid, "peer rejected our hello");
         self.finish_dial(conn.id(), HandshakeOutcome::Refused { peer_rid });
         self.connection_lost(conn.id(), "rejected by peer");
+    }
+
+    /// Our dial was answered with something other than admit or reject: refused.
+    pub(crate) fn refuse_dial(&self, conn: &Arc<dyn Connection>, why: &'static str) {
+        self.finish_dial(conn.id(), HandshakeOutcome::Refused { peer_rid: None });
+        self.connection_lost(conn.id(), why);
+    }
+
+    /// The key `rid` publishes in its Location Store descriptor, when discovery knows it.
+    fn published_key(&self, rid: &str) -> Option<crate::link::CurvePublicKey> {
+        self.discovery()?.member_key(rid)
     }
 
     fn finish_dial(&self, conn_id: u64, outcome: HandshakeOutcome) {
@@ -164,7 +199,11 @@ impl MeshNode {
             }
             state.liveness = Some(Liveness::new(self.settings.liveness, Instant::now()));
         }
-        let channels: HashMap<String, u32> = adm.channels.into_iter().collect();
+        conn.admitted();
+        if let Some(key) = conn.peer_key() {
+            lock(&self.rid_keys).entry(adm.rid.clone()).or_insert(key);
+        }
+        let channels = clamped(adm.channels);
         tracing::info!(peer = %adm.rid, generation = adm.generation, conn = conn.id(), "peer ready");
         lock(&self.known_rids).insert(adm.rid.clone());
         self.peers_write().insert(
@@ -197,7 +236,7 @@ impl MeshNode {
             return;
         }
         peer.revision = adm.revision;
-        peer.channels = adm.channels.into_iter().collect();
+        peer.channels = clamped(adm.channels);
         tracing::info!(peer = %rid, revision = adm.revision, "peer weights updated");
     }
 
@@ -232,4 +271,13 @@ impl MeshNode {
         tracing::info!(channel, weight, "channel weight changed");
         Ok(())
     }
+}
+
+/// A peer's advertised weights, each clamped to 0..=MAX_WEIGHT: an admitted peer cannot
+/// draw more than the largest share by claiming a huge weight.
+pub(crate) fn clamped(channels: Vec<(String, u32)>) -> HashMap<String, u32> {
+    channels
+        .into_iter()
+        .map(|(name, weight)| (name, weight.min(crate::config::MAX_WEIGHT)))
+        .collect()
 }

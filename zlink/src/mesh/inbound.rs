@@ -1,5 +1,6 @@
 //! Inbound dispatch: decode, admission checks, then handler work or infrastructure.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
@@ -58,15 +59,20 @@ impl MeshNode {
                 liveness: None,
                 on_close: None,
                 opened: Instant::now(),
+                inflight: Arc::default(),
             });
             match &state.phase {
-                Phase::Ready { rid } => Some(rid.clone()),
+                Phase::Ready { rid } => Some(ReadySender {
+                    rid: rid.clone(),
+                    inflight: state.inflight.clone(),
+                }),
                 _ => None,
             }
         };
-        let Some(rid) = ready_rid else {
+        let Some(sender) = ready_rid else {
             return self.on_unadmitted(conn, envelope);
         };
+        let rid = sender.rid.as_str();
         if !self.accepts(envelope.command) {
             tracing::warn!(peer = %rid, command = ?envelope.command, topology = ?self.topology(), "protocol_error: command not allowed in this direction; closing");
             return self.connection_lost(conn.id(), "command not allowed in this direction");
@@ -96,7 +102,7 @@ impl MeshNode {
             Command::Reply => self.on_reply(conn.id(), header, payload),
             Command::Update => {
                 if let Some(adm) = header.admission {
-                    self.on_update(conn.id(), &rid, adm);
+                    self.on_update(conn.id(), rid, adm);
                 }
             }
             Command::Hello | Command::Admit | Command::Reject => {
@@ -111,7 +117,7 @@ impl MeshNode {
                 let payload = payload.unwrap_or_default();
                 self.on_application(
                     conn,
-                    &rid,
+                    &sender,
                     command,
                     header,
                     metadata.unwrap_or_default(),
@@ -175,8 +181,12 @@ impl MeshNode {
     }
 
     fn on_unadmitted(&self, conn: &Arc<dyn Connection>, envelope: Envelope) {
-        match envelope.command {
-            Command::Hello => match envelope.header.admission {
+        let dialed = matches!(
+            lock(&self.conns).get(&conn.id()).map(|s| &s.phase),
+            Some(Phase::AwaitAdmit { .. })
+        );
+        match (envelope.command, dialed) {
+            (Command::Hello, false) => match envelope.header.admission {
                 Some(adm) => self.on_hello(conn, adm),
                 None => self.reject(
                     conn,
@@ -184,13 +194,28 @@ impl MeshNode {
                     "hello without admission",
                 ),
             },
-            Command::Admit => {
-                if let Some(adm) = envelope.header.admission {
-                    self.on_admit(conn, adm);
-                }
+            // We dialed and said hello: only admit or reject may answer. A hello back
+            // would skip the checks of the RID and generation we expect.
+            (Command::Hello, true) => {
+                tracing::warn!(conn = conn.id(), "hello in answer to our dial: refused");
+                self.refuse_dial(conn, "hello in answer to a dial");
             }
-            Command::Reject => self.on_reject(conn, envelope.header),
-            other => {
+            (Command::Admit, true) => match envelope.header.admission {
+                Some(adm) => self.on_admit(conn, adm),
+                None => self.refuse_dial(conn, "admit without admission"),
+            },
+            (Command::Admit, false) => {
+                tracing::warn!(
+                    conn = conn.id(),
+                    "admit on a connection we did not dial; closing"
+                );
+                self.connection_lost(conn.id(), "unexpected admit");
+            }
+            (Command::Reject, true) => self.on_reject(conn, envelope.header),
+            (Command::Reject, false) => {
+                self.connection_lost(conn.id(), "unexpected reject");
+            }
+            (other, _) => {
                 tracing::warn!(conn = conn.id(), command = ?other, "message before admission dropped");
                 if matches!(
                     lock(&self.conns).get(&conn.id()).map(|s| &s.phase),
@@ -231,6 +256,7 @@ impl MeshNode {
                         liveness: None,
                         on_close: None,
                         opened: Instant::now(),
+                        inflight: Arc::default(),
                     });
                 self.reject(
                     conn,
@@ -287,12 +313,13 @@ impl MeshNode {
     fn on_application(
         &self,
         conn: &Arc<dyn Connection>,
-        rid: &str,
+        sender: &ReadySender,
         command: Command,
         header: Header,
         metadata: crate::wire::Metadata,
         payload: Bytes,
     ) {
+        let rid = sender.rid.as_str();
         let is_request = matches!(command, Command::NodeRequest | Command::ChannelRequest);
         let wanted = if is_request {
             PacketKind::Request
@@ -327,14 +354,29 @@ impl MeshNode {
         let (Some(node), Some(runtime_node)) = (self.me.upgrade(), self.runtime_node()) else {
             return;
         };
+        // One peer cannot occupy the node: past its share of concurrent handler calls, a
+        // request is answered at once and a send is dropped.
+        let cap = self.settings.limits.max_inflight_per_connection;
+        let Some(slot) = InflightSlot::take(sender.inflight.clone(), cap) else {
+            tracing::warn!(peer = %rid, packet = %packet, "capacity_exceeded: too many handler calls in flight for this connection");
+            if is_request {
+                let err = Error::new(
+                    ErrorKind::CapacityExceeded,
+                    "too many requests in flight on this connection",
+                );
+                self.send_reply(conn, header.correlation, Err(err));
+            }
+            return;
+        };
+        let deadline = header
+            .deadline_ms
+            .map(|ms| Instant::now() + std::time::Duration::from_millis(ms));
         let ctx = HandlerContext {
             runtime: Runtime::from_node(runtime_node),
             channel: dispatch.channel,
             source_rid: dispatch.source_rid,
             metadata,
-            deadline: header
-                .deadline_ms
-                .map(|ms| Instant::now() + std::time::Duration::from_millis(ms)),
+            deadline,
         };
         let correlation = header.correlation;
         let handlers = dispatch.handlers;
@@ -346,16 +388,23 @@ impl MeshNode {
         // that computes for long before its first await delays this connection's reads (and
         // liveness acks) by that long, as any blocking code on a tokio worker would.
         if let Some(result) = poll_once(&mut work) {
+            drop(slot);
             return self.finish(conn, is_request, correlation, result);
         }
         let conn = conn.clone();
         let cancel = self.cancel.clone();
         self.work.spawn(async move {
             let result = tokio::select! {
-                r = work => r,
-                _ = cancel.cancelled() => Err(Error::new(ErrorKind::ShuttingDown, "handler stopped by shutdown")),
+                r = work => Some(r),
+                _ = cancel.cancelled() => Some(Err(Error::new(ErrorKind::ShuttingDown, "handler stopped by shutdown"))),
+                // The caller has given up by now: stop the handler, drop its reply.
+                _ = sleep_until_opt(deadline) => None,
             };
-            node.finish(&conn, is_request, correlation, result);
+            drop(slot);
+            match result {
+                Some(result) => node.finish(&conn, is_request, correlation, result),
+                None => tracing::debug!(correlation, "handler cancelled: the caller's deadline passed"),
+            }
         });
     }
 
@@ -375,39 +424,47 @@ impl MeshNode {
     }
 
     /// Sends the terminal reply for a request on the connection it came from, without
-    /// waiting (used where no task is at hand).
+    /// waiting (a peer that stops reading loses the connection after the send timeout).
     pub(crate) fn send_reply(
         &self,
         conn: &Arc<dyn Connection>,
         correlation: u64,
         result: crate::Result<Bytes>,
     ) {
-        let frames = reply_frames(correlation, result);
-        let mut queued = {
-            let conn = conn.clone();
-            Box::pin(async move { conn.send(frames).await })
-        };
-        match poll_once(&mut queued) {
-            Some(Ok(())) => return,
-            Some(Err(_)) => {
-                return tracing::debug!(
-                    conn = conn.id(),
-                    correlation,
-                    "reply dropped: connection closed"
-                )
-            }
-            None => {}
+        self.send_bounded(conn, reply_frames(correlation, result), "reply");
+    }
+}
+
+/// The admitted connection a message came from.
+struct ReadySender {
+    rid: String,
+    /// Its handler calls still running.
+    inflight: Arc<AtomicUsize>,
+}
+
+/// One handler call counted against its connection's in-flight cap.
+struct InflightSlot(Arc<AtomicUsize>);
+
+impl InflightSlot {
+    fn take(count: Arc<AtomicUsize>, cap: usize) -> Option<Self> {
+        if count.fetch_add(1, Ordering::AcqRel) >= cap {
+            count.fetch_sub(1, Ordering::AcqRel);
+            return None;
         }
-        let conn = conn.clone();
-        self.background.spawn(async move {
-            if queued.await.is_err() {
-                tracing::debug!(
-                    conn = conn.id(),
-                    correlation,
-                    "reply dropped: connection closed"
-                );
-            }
-        });
+        Some(InflightSlot(count))
+    }
+}
+
+impl Drop for InflightSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

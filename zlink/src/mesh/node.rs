@@ -13,7 +13,7 @@ use super::SmoothWeighted;
 use crate::call::PendingTable;
 use crate::channel::ChannelRegistry;
 use crate::config::Settings;
-use crate::link::{ConnId, Connection, Listener, Liveness};
+use crate::link::{ConnId, Connection, Frames, Listener, Liveness};
 use crate::wire::{Admission, Command, Envelope, Header, PROTOCOL_MAJOR};
 
 pub(crate) const RUNNING: u8 = 0;
@@ -48,6 +48,8 @@ pub(crate) struct ConnState {
     /// When the connection was first seen; an accepted connection that never completes
     /// its handshake is closed after [`HANDSHAKE_TIMEOUT`].
     pub(crate) opened: tokio::time::Instant,
+    /// Inbound handler calls of this connection still running.
+    pub(crate) inflight: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// How long a connection may stay unadmitted.
@@ -66,6 +68,8 @@ pub(crate) struct MeshNode {
     /// RIDs this node was configured to reach or has seen: node-direct to them waits for
     /// readiness instead of failing `NotFound` at once.
     pub(crate) known_rids: Mutex<std::collections::HashSet<String>>,
+    /// The CURVE key that first proved each RID (seed 000 §2.3 security identity).
+    pub(crate) rid_keys: Mutex<HashMap<String, crate::link::CurvePublicKey>>,
     pub(crate) selectors: Mutex<HashMap<String, SmoothWeighted>>,
     pub(crate) pending: Arc<PendingTable>,
     pub(crate) peers_changed: Notify,
@@ -111,6 +115,7 @@ impl MeshNode {
             conns: Mutex::new(HashMap::new()),
             peers: RwLock::new(HashMap::new()),
             known_rids: Mutex::new(known),
+            rid_keys: Mutex::new(HashMap::new()),
             selectors: Mutex::new(HashMap::new()),
             pending: Arc::new(PendingTable::default()),
             peers_changed: Notify::new(),
@@ -135,6 +140,14 @@ impl MeshNode {
 
     pub(crate) fn endpoint(&self) -> String {
         lock(&self.endpoint).clone()
+    }
+
+    /// The limits of this node's connections, with its own message size cap.
+    pub(crate) fn link_limits(&self) -> crate::link::LinkLimits {
+        crate::link::LinkLimits {
+            max_message: self.settings.max_message,
+            ..self.settings.limits
+        }
     }
 
     pub(crate) fn rid(&self) -> &str {
@@ -191,15 +204,51 @@ impl MeshNode {
         command: Command,
         header: Header,
     ) {
-        let conn = conn.clone();
         let frames = Envelope::control(command, header).encode();
+        self.send_bounded(conn, frames, "control");
+    }
+
+    /// Queues infrastructure frames (control records, replies) without making the caller
+    /// wait. A peer that does not drain its queue within the send timeout loses the
+    /// connection: nothing waits on it forever.
+    pub(crate) fn send_bounded(
+        &self,
+        conn: &Arc<dyn Connection>,
+        frames: Frames,
+        what: &'static str,
+    ) {
+        let mut queued = {
+            let conn = conn.clone();
+            Box::pin(async move { conn.send(frames).await })
+        };
+        match super::inbound::poll_once(&mut queued) {
+            Some(Ok(())) => return,
+            Some(Err(_)) => {
+                return tracing::debug!(conn = conn.id(), what, "send dropped: connection closed")
+            }
+            None => {}
+        }
+        let conn = conn.clone();
+        let me = self.me.clone();
+        let within = self.settings.send_timeout;
         self.background.spawn(async move {
-            if conn.send(frames).await.is_err() {
-                tracing::debug!(
-                    conn = conn.id(),
-                    ?command,
-                    "control send failed: connection closed"
-                );
+            match tokio::time::timeout(within, queued).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => {
+                    tracing::debug!(conn = conn.id(), what, "send dropped: connection closed")
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        conn = conn.id(),
+                        what,
+                        "send_timeout: peer is not reading; closing the connection"
+                    );
+                    if let Some(node) = me.upgrade() {
+                        node.connection_lost(conn.id(), "peer stopped reading");
+                    } else {
+                        conn.close();
+                    }
+                }
             }
         });
     }
@@ -222,10 +271,31 @@ impl MeshNode {
             }
         }
         self.pending.fail_connection(conn_id);
+        self.prune_known_rids();
         if let Some(tx) = state.on_close.take() {
             let _ = tx.send(());
         }
         state.conn.close();
         self.peers_changed.notify_waiters();
+    }
+
+    /// RIDs seen once are remembered so node-direct can wait for a reconnect, but a mesh
+    /// where every start brings a fresh RID would grow them forever: past a bound, only
+    /// configured and connected RIDs are kept (with their key bindings).
+    fn prune_known_rids(&self) {
+        const KEEP_AT_MOST: usize = 1024;
+        let mut known = lock(&self.known_rids);
+        if known.len() <= KEEP_AT_MOST {
+            return;
+        }
+        let peers = self.peers_read();
+        let configured: Vec<&str> = self
+            .settings
+            .peers
+            .iter()
+            .filter_map(|p| p.expected_rid.as_deref())
+            .collect();
+        known.retain(|rid| peers.contains_key(rid) || configured.contains(&rid.as_str()));
+        lock(&self.rid_keys).retain(|rid, _| known.contains(rid));
     }
 }

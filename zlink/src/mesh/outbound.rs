@@ -266,8 +266,11 @@ impl MeshNode {
             .submit(&target, deadline, self.settings.send_timeout, |conn| {
                 let (guard, rx) = self.pending.register(conn.id());
                 envelope.header.correlation = guard.correlation;
+                // The budget left at submission, not the full timeout: a request that
+                // waited for a candidate or for queue room tells the server so.
+                let remaining = deadline.saturating_duration_since(Instant::now());
                 envelope.header.deadline_ms =
-                    Some(timeout.as_millis().min(u128::from(u64::MAX)) as u64);
+                    Some(remaining.as_millis().min(u128::from(u64::MAX)) as u64);
                 registered = Some((guard, rx));
                 envelope.encode()
             })

@@ -26,6 +26,16 @@ pub struct MeshDescriptor {
     pub protocol: u8,
     /// Server channels and weights, sorted by name.
     pub channels: Vec<(String, u32)>,
+    /// The node's CURVE public key (Z85), its security identity, when it runs CURVE.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub curve_key: Option<String>,
+}
+
+impl MeshDescriptor {
+    /// The published CURVE key, when there is one and it parses.
+    pub fn curve_public_key(&self) -> Option<crate::link::CurvePublicKey> {
+        self.curve_key.as_deref()?.parse().ok()
+    }
 }
 
 impl MeshDescriptor {

@@ -26,7 +26,7 @@
 use std::sync::Arc;
 
 use crate::channel::{DefaultChannel, HandlerGroup};
-use crate::config::{ClientServerRole, DEFAULT_WEIGHT};
+use crate::config::{ClientServerRole, PeerSpec, DEFAULT_WEIGHT};
 
 /// Default largest complete message on a ClientServer connection: 16 MiB.
 pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
@@ -105,7 +105,7 @@ impl ClientServerServer {
 /// A ClientServer Client registration.
 pub struct ClientServerClient {
     channel: String,
-    connect: Vec<String>,
+    connect: Vec<PeerSpec>,
     automatic: bool,
     max_message: usize,
 }
@@ -113,7 +113,18 @@ pub struct ClientServerClient {
 impl ClientServerClient {
     /// Connects to a server at `endpoint` (manual discovery; repeatable).
     pub fn connect(mut self, endpoint: impl Into<String>) -> Self {
-        self.connect.push(endpoint.into());
+        self.connect.push(PeerSpec::new(endpoint));
+        self
+    }
+
+    /// Connects to a CURVE server at `endpoint` that must prove it holds `key` (manual;
+    /// repeatable). Needs [`RuntimeBuilder::curve`](crate::RuntimeBuilder::curve).
+    pub fn connect_curve(
+        mut self,
+        endpoint: impl Into<String>,
+        key: crate::link::CurvePublicKey,
+    ) -> Self {
+        self.connect.push(PeerSpec::new(endpoint).server_key(key));
         self
     }
 

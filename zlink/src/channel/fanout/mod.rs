@@ -39,6 +39,11 @@ use crate::channel::HandlerGroup;
 
 /// Default SendHighWaterMark: records queued per subscriber before copies are dropped.
 pub const DEFAULT_SEND_HIGH_WATER_MARK: usize = 1000;
+/// Default cap on connected subscribers of one publisher; more are refused at accept.
+pub const DEFAULT_MAX_SUBSCRIBERS: usize = 1024;
+/// Default cap on distinct topics one subscriber may subscribe to; a subscriber asking
+/// for more is disconnected.
+pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 256;
 
 /// Entry points for declaring fanout roles.
 pub struct Fanout;
@@ -52,6 +57,8 @@ impl Fanout {
             advertise_host: None,
             high_water_mark: DEFAULT_SEND_HIGH_WATER_MARK,
             no_drop: false,
+            max_subscribers: DEFAULT_MAX_SUBSCRIBERS,
+            max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
         }
     }
 
@@ -80,6 +87,8 @@ pub struct FanoutPublisherSpec {
     pub(crate) advertise_host: Option<String>,
     pub(crate) high_water_mark: usize,
     pub(crate) no_drop: bool,
+    pub(crate) max_subscribers: usize,
+    pub(crate) max_subscriptions: usize,
 }
 
 impl FanoutPublisherSpec {
@@ -103,6 +112,20 @@ impl FanoutPublisherSpec {
         self
     }
 
+    /// Most subscribers connected at once (default 1024, at least 1); more are refused at
+    /// accept.
+    pub fn max_subscribers(mut self, subscribers: usize) -> Self {
+        self.max_subscribers = subscribers;
+        self
+    }
+
+    /// Most distinct topics one subscriber may hold (default 256, at least 1). Duplicate
+    /// subscriptions collapse into one; a subscriber asking for more is disconnected.
+    pub fn max_subscriptions(mut self, topics: usize) -> Self {
+        self.max_subscriptions = topics;
+        self
+    }
+
     /// Never drop: publish waits until every subscriber of the topic has room, and fails
     /// `DeadlineExceeded` at its deadline (the send timeout, or the call's). One slow
     /// subscriber then holds back every publish of its topics.
@@ -117,7 +140,7 @@ impl FanoutPublisherSpec {
 pub struct FanoutSubscriberSpec {
     pub(crate) channel: String,
     pub(crate) handlers: Arc<dyn HandlerGroup>,
-    pub(crate) connect: Vec<String>,
+    pub(crate) connect: Vec<(String, Option<crate::link::CurvePublicKey>)>,
     pub(crate) automatic: bool,
     pub(crate) topics: Vec<String>,
 }
@@ -125,7 +148,18 @@ pub struct FanoutSubscriberSpec {
 impl FanoutSubscriberSpec {
     /// Subscribes to the publisher at `endpoint` (manual; repeatable).
     pub fn connect(mut self, endpoint: impl Into<String>) -> Self {
-        self.connect.push(endpoint.into());
+        self.connect.push((endpoint.into(), None));
+        self
+    }
+
+    /// Subscribes to the CURVE publisher at `endpoint`, which must prove it holds `key`
+    /// (manual; repeatable). Needs [`RuntimeBuilder::curve`](crate::RuntimeBuilder::curve).
+    pub fn connect_curve(
+        mut self,
+        endpoint: impl Into<String>,
+        key: crate::link::CurvePublicKey,
+    ) -> Self {
+        self.connect.push((endpoint.into(), Some(key)));
         self
     }
 

@@ -11,7 +11,7 @@ use tokio_util::task::TaskTracker;
 
 use super::record::{self, BEACON_TOPIC};
 use super::FanoutPublisherSpec;
-use crate::link::zmtp::PubListener;
+use crate::link::zmtp::{PubListener, PubOptions};
 use crate::store::resolve::publish_resolving;
 use crate::store::{
     DescriptorKey, DescriptorKind, DescriptorScope, LeaseToken, LocationStore, MeshDescriptor,
@@ -25,6 +25,8 @@ pub(crate) struct Advertising {
     pub(crate) lease: Arc<OwnerLease>,
     pub(crate) interval: Duration,
     pub(crate) rid: String,
+    /// The process's CURVE key, published with the endpoint.
+    pub(crate) curve_key: Option<crate::link::CurvePublicKey>,
 }
 
 /// One fanout publisher.
@@ -46,8 +48,17 @@ impl FanoutPublisher {
         spec: &FanoutPublisherSpec,
         beacon_interval: Duration,
         advertising: Option<Advertising>,
+        link: (crate::link::ServerSecurity, Duration),
     ) -> Result<Arc<Self>> {
-        let listener = PubListener::bind(&spec.listen, spec.high_water_mark)
+        let (security, handshake_timeout) = link;
+        let options = PubOptions {
+            high_water_mark: spec.high_water_mark,
+            max_subscribers: spec.max_subscribers.max(1),
+            max_subscriptions: spec.max_subscriptions.max(1),
+            handshake_timeout,
+            security,
+        };
+        let listener = PubListener::bind(&spec.listen, options)
             .await
             .map_err(|e| {
                 Error::new(
@@ -150,6 +161,7 @@ impl FanoutPublisher {
             endpoint: self.endpoint().to_string(),
             protocol: crate::wire::PROTOCOL_MAJOR,
             channels: Vec::new(),
+            curve_key: ad.curve_key.map(|k| k.to_z85()),
         };
         loop {
             if let (Some(token), Ok(body)) = (ad.lease.admitting_token(), descriptor.encode()) {

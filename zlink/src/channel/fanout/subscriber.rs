@@ -5,11 +5,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use crate::link::zmtp::SubConnection;
+use crate::link::{ConnectOptions, CurvePublicKey};
 use bytes::Bytes;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use zeromq::{Socket, SocketRecv};
 
 use super::record::{self, Inbound, BEACON_TOPIC};
 use super::FanoutSubscriberSpec;
@@ -73,8 +74,8 @@ impl FanoutSubscriber {
             cancel: CancellationToken::new(),
             tasks: TaskTracker::new(),
         });
-        for endpoint in &spec.connect {
-            subscriber.ensure_feed(endpoint);
+        for (endpoint, key) in &spec.connect {
+            subscriber.ensure_feed(endpoint, *key);
         }
         if let Some((store, interval)) = discovery {
             let finder = subscriber.clone();
@@ -93,7 +94,7 @@ impl FanoutSubscriber {
         self.feeds().values().map(|f| f.status.clone()).collect()
     }
 
-    fn ensure_feed(self: &Arc<Self>, endpoint: &str) {
+    fn ensure_feed(self: &Arc<Self>, endpoint: &str, key: Option<CurvePublicKey>) {
         let mut feeds = self.feeds();
         if feeds.contains_key(endpoint) {
             return;
@@ -113,7 +114,7 @@ impl FanoutSubscriber {
         let me = self.clone();
         let endpoint = endpoint.to_string();
         self.tasks
-            .spawn(async move { me.feed(endpoint, cancel).await });
+            .spawn(async move { me.feed(endpoint, key, cancel).await });
     }
 
     fn set_ready(&self, endpoint: &str, ready: bool) {
@@ -127,9 +128,14 @@ impl FanoutSubscriber {
 
     /// One publisher's feed: a fresh SUB socket each round; a round ends after silence
     /// past the deadline or a protocol error.
-    async fn feed(self: Arc<Self>, endpoint: String, cancel: CancellationToken) {
+    async fn feed(
+        self: Arc<Self>,
+        endpoint: String,
+        key: Option<CurvePublicKey>,
+        cancel: CancellationToken,
+    ) {
         loop {
-            let round = self.round(&endpoint, &cancel);
+            let round = self.round(&endpoint, key, &cancel);
             tokio::select! {
                 _ = cancel.cancelled() => return,
                 _ = round => {}
@@ -145,17 +151,24 @@ impl FanoutSubscriber {
         }
     }
 
-    async fn round(&self, endpoint: &str, cancel: &CancellationToken) {
-        let mut socket = zeromq::SubSocket::new();
-        if let Err(e) = socket.connect(endpoint).await {
-            return tracing::debug!(endpoint, error = %e, "fanout connect failed");
-        }
-        let beacon = String::from_utf8_lossy(BEACON_TOPIC).into_owned();
-        for topic in std::iter::once(&beacon).chain(self.topics.iter()) {
-            if socket.subscribe(topic).await.is_err() {
-                return;
-            }
-        }
+    async fn round(&self, endpoint: &str, key: Option<CurvePublicKey>, cancel: &CancellationToken) {
+        let Some(node) = self.owner.upgrade() else {
+            return;
+        };
+        let Some(security) = node.settings.security.client(key) else {
+            return tracing::warn!(channel = %self.channel, endpoint, "not subscribing: this node runs CURVE and the publisher's key is unknown");
+        };
+        let options = ConnectOptions {
+            limits: node.link_limits(),
+            security,
+        };
+        drop(node);
+        let mut topics: Vec<&[u8]> = vec![BEACON_TOPIC];
+        topics.extend(self.topics.iter().map(String::as_bytes));
+        let mut socket = match SubConnection::connect(endpoint, &options, &topics).await {
+            Ok(socket) => socket,
+            Err(e) => return tracing::debug!(endpoint, error = %e, "fanout connect failed"),
+        };
         let mut heard = Instant::now();
         loop {
             let received = tokio::select! {
@@ -166,9 +179,8 @@ impl FanoutSubscriber {
                     return tracing::warn!(channel = %self.channel, endpoint, "fanout publisher silent past the deadline; resubscribing");
                 }
             };
-            let frames: Vec<Bytes> = match received {
-                Ok(message) => message.into_vec(),
-                Err(e) => return tracing::debug!(endpoint, error = %e, "fanout receive ended"),
+            let Some(frames) = received else {
+                return tracing::debug!(endpoint, "fanout receive ended");
             };
             let event = match record::parse(&frames) {
                 Ok(Inbound::Beacon) => None,
@@ -231,17 +243,20 @@ impl FanoutSubscriber {
             )
             .await
             {
-                let live: Vec<String> = page
+                let live: Vec<(String, Option<CurvePublicKey>)> = page
                     .entries
                     .iter()
                     .filter(|e| e.owner_alive)
                     .filter_map(|e| MeshDescriptor::decode(&e.body).ok())
-                    .map(|d| d.endpoint)
+                    .map(|d| {
+                        let key = d.curve_public_key();
+                        (d.endpoint, key)
+                    })
                     .collect();
                 let gone: Vec<String> = self
                     .feeds()
                     .keys()
-                    .filter(|e| !live.contains(e))
+                    .filter(|e| !live.iter().any(|(l, _)| l == *e))
                     .cloned()
                     .collect();
                 for endpoint in gone {
@@ -249,8 +264,8 @@ impl FanoutSubscriber {
                         feed.cancel.cancel();
                     }
                 }
-                for endpoint in &live {
-                    self.ensure_feed(endpoint);
+                for (endpoint, key) in &live {
+                    self.ensure_feed(endpoint, *key);
                 }
             }
             tokio::select! {

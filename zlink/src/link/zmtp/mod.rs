@@ -1,14 +1,27 @@
-//! A ZMTP 3.x PUB endpoint of our own, over tokio TCP.
+//! Our ZMTP 3.1 engine over tokio TCP: the production transport.
 //!
-//! The `zeromq` crate's PUB socket keeps a fixed, hidden queue per subscriber and always
-//! drops when it is full. Fanout needs the policy in our hands: a configurable
-//! SendHighWaterMark per subscriber, and NoDrop (wait for room, up to a deadline). So the
-//! publisher side speaks ZMTP itself: greeting, NULL handshake with `Socket-Type` `PUB`,
-//! subscriptions (as messages or SUBSCRIBE/CANCEL commands), and framed messages. Any ZMTP
-//! SUB (libzmq, the `zeromq` crate) can subscribe.
+//! Any ZMTP peer interoperates: libzmq or the `zeromq` crate as a DEALER toward a node's
+//! listener (which plays ROUTER), as a ROUTER toward its dialer (which plays DEALER), and
+//! as a SUB of a fanout publisher. What the engine adds over a plain ZMTP stack:
+//! - every inbound size is checked from the frame header, before allocation (frame length,
+//!   frames per message, bytes per message);
+//! - one handshake deadline from accept to admission, and caps on open and on pending
+//!   connections per listener;
+//! - NULL and CURVE (RFC 26) security, CURVE keys checked against a trust set;
+//! - one writer task per connection draining a bounded queue (messages and bytes) in
+//!   batches; closing a connection closes exactly its TCP connection.
 
+mod connection;
+pub(crate) mod curve;
 mod frame;
+mod greeting;
 mod handshake;
+mod listener;
+mod properties;
 mod publisher;
+mod subscriber;
+mod transport;
 
-pub(crate) use publisher::{PubListener, Record};
+pub(crate) use publisher::{PubListener, PubOptions, Record};
+pub(crate) use subscriber::SubConnection;
+pub use transport::ZmtpTransport;

@@ -1,28 +1,41 @@
-//! The PUB listener: accepts subscribers, tracks their topics, and keeps one bounded queue
-//! (the SendHighWaterMark) and one writer per subscriber.
+//! The PUB listener: accepts subscribers (up to a cap), tracks their topics (deduplicated,
+//! up to a cap each), and keeps one bounded queue (the SendHighWaterMark) and one writer per
+//! subscriber.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::frame::{put_message, read_frame, COMMAND};
-use super::handshake;
+use super::curve::{CookieKey, CurveSealer};
+use super::frame::{put_frame, put_message, FrameDecoder, READ_CHUNK};
+use super::handshake::{self, Side, SocketType};
+use crate::link::security::ServerSecurity;
 
 /// One published record: the topic frame first.
 pub(crate) type Record = Arc<[Bytes]>;
 
-/// How long a new subscriber may take for its handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Records a writer takes from its queue per socket write.
 const WRITE_BATCH: usize = 256;
+/// The largest frame a subscriber may send (a subscription: one byte and a topic).
+const MAX_SUBSCRIPTION_FRAME: usize = 4 * 1024;
+
+/// Limits and security of a PUB listener.
+#[derive(Debug, Clone)]
+pub(crate) struct PubOptions {
+    pub(crate) high_water_mark: usize,
+    pub(crate) max_subscribers: usize,
+    pub(crate) max_subscriptions: usize,
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) security: ServerSecurity,
+}
 
 /// One connected subscriber: what it subscribed to and its queue.
 pub(crate) struct SubscriberQueue {
@@ -50,20 +63,12 @@ pub(crate) struct PubListener {
     tasks: TaskTracker,
 }
 
-fn host_port(endpoint: &str) -> std::io::Result<&str> {
-    endpoint.strip_prefix("tcp://").ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("{endpoint:?} is not a tcp:// endpoint"),
-        )
-    })
-}
-
 impl PubListener {
-    /// Binds `endpoint` (`tcp://host:port`, port 0 for any) with a queue of `high_water_mark`
-    /// records per subscriber.
-    pub(crate) async fn bind(endpoint: &str, high_water_mark: usize) -> std::io::Result<Self> {
-        let socket = TcpListener::bind(host_port(endpoint)?).await?;
+    /// Binds `endpoint` (`tcp://host:port`, port 0 for any).
+    pub(crate) async fn bind(endpoint: &str, options: PubOptions) -> std::io::Result<Self> {
+        let address = super::transport::tcp_address(endpoint)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+        let socket = TcpListener::bind(address).await?;
         let local = socket.local_addr()?;
         let listener = PubListener {
             endpoint: format!("tcp://{local}"),
@@ -76,7 +81,9 @@ impl PubListener {
             subscribers: listener.subscribers.clone(),
             cancel: listener.cancel.clone(),
             tasks: listener.tasks.clone(),
-            high_water_mark: high_water_mark.max(1),
+            options: Arc::new(options),
+            cookie: Arc::new(CookieKey::generate()),
+            connected: Arc::default(),
         };
         listener.tasks.spawn(accept.run(socket));
         Ok(listener)
@@ -135,6 +142,17 @@ impl PubListener {
         self.dropped.load(Ordering::Relaxed)
     }
 
+    /// Subscribers currently connected and subscribed-to topics among them.
+    #[cfg(test)]
+    fn subscriber_topics(&self) -> Vec<usize> {
+        self.subscribers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|s| s.topics.lock().unwrap_or_else(|p| p.into_inner()).len())
+            .collect()
+    }
+
     /// Stops accepting and closes every subscriber connection.
     pub(crate) async fn close(&self) {
         self.cancel.cancel();
@@ -153,12 +171,16 @@ struct Acceptor {
     subscribers: Arc<Mutex<Vec<Arc<SubscriberQueue>>>>,
     cancel: CancellationToken,
     tasks: TaskTracker,
-    high_water_mark: usize,
+    options: Arc<PubOptions>,
+    cookie: Arc<CookieKey>,
+    /// Connections accepted and not yet gone (handshaking or subscribed).
+    connected: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Acceptor {
     async fn run(self, listener: TcpListener) {
         let mut next_id = 0u64;
+        let mut refused = 0u64;
         loop {
             let accepted = tokio::select! {
                 _ = self.cancel.cancelled() => return,
@@ -172,12 +194,27 @@ impl Acceptor {
                     continue;
                 }
             };
+            if self.connected.load(Ordering::Acquire) >= self.options.max_subscribers {
+                refused += 1;
+                if refused.is_power_of_two() {
+                    tracing::warn!(
+                        refused,
+                        max = self.options.max_subscribers,
+                        "connection_refused: fanout publisher at its subscriber cap"
+                    );
+                }
+                drop(stream);
+                continue;
+            }
+            self.connected.fetch_add(1, Ordering::AcqRel);
             next_id += 1;
             let subscriber = Subscriber {
                 id: next_id,
                 subscribers: self.subscribers.clone(),
                 cancel: self.cancel.child_token(),
-                high_water_mark: self.high_water_mark,
+                options: self.options.clone(),
+                cookie: self.cookie.clone(),
+                connected: self.connected.clone(),
             };
             self.tasks.spawn(subscriber.serve(stream));
         }
@@ -188,18 +225,41 @@ struct Subscriber {
     id: u64,
     subscribers: Arc<Mutex<Vec<Arc<SubscriberQueue>>>>,
     cancel: CancellationToken,
-    high_water_mark: usize,
+    options: Arc<PubOptions>,
+    cookie: Arc<CookieKey>,
+    connected: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Subscriber {
     async fn serve(self, mut stream: TcpStream) {
+        self.serve_connected(&mut stream).await;
+        self.connected.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    async fn serve_connected(&self, stream: &mut TcpStream) {
         let _ = stream.set_nodelay(true);
-        match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake::accept(&mut stream)).await {
-            Ok(Ok(())) => {}
+        let side = Side::Server {
+            security: &self.options.security,
+            cookie: &self.cookie,
+        };
+        let handshake = handshake::run(stream, side, SocketType::Pub, 0);
+        let established = tokio::select! {
+            _ = self.cancel.cancelled() => return,
+            done = tokio::time::timeout(self.options.handshake_timeout, handshake) => done,
+        };
+        let established = match established {
+            Ok(Ok(established)) => established,
             Ok(Err(e)) => return tracing::warn!(error = %e, "fanout subscriber refused"),
-            Err(_) => return tracing::warn!("fanout subscriber handshake timed out"),
-        }
-        let (tx, rx) = mpsc::channel(self.high_water_mark);
+            Err(_) => return tracing::warn!("handshake_timeout: fanout subscriber handshake"),
+        };
+        let (sealer, opener) = match established.cipher {
+            Some(session) => {
+                let (s, o) = session.split();
+                (Some(s), Some(o))
+            }
+            None => (None, None),
+        };
+        let (tx, rx) = mpsc::channel(self.options.high_water_mark.max(1));
         let queue = Arc::new(SubscriberQueue {
             id: self.id,
             topics: Mutex::new(Vec::new()),
@@ -207,11 +267,17 @@ impl Subscriber {
         });
         self.lock().push(queue.clone());
         tracing::debug!(subscriber = self.id, "fanout subscriber connected");
-        let (reader, writer) = stream.into_split();
+        let (reader, writer) = stream.split();
+        let subscriptions = Subscriptions {
+            queue: &queue,
+            buf: established.leftover,
+            opener,
+            max: self.options.max_subscriptions,
+        };
         tokio::select! {
             _ = self.cancel.cancelled() => {}
-            _ = read_subscriptions(reader, &queue) => {}
-            _ = write_records(writer, rx) => {}
+            reason = subscriptions.read(reader) => tracing::debug!(subscriber = self.id, reason, "fanout subscriber reads ended"),
+            _ = write_records(writer, rx, sealer) => {}
         }
         self.lock().retain(|s| s.id != self.id);
         tracing::debug!(subscriber = self.id, "fanout subscriber gone");
@@ -222,52 +288,111 @@ impl Subscriber {
     }
 }
 
-/// Applies subscribe and cancel requests, in message form (`0x01`/`0x00` + topic) or as
-/// ZMTP 3.1 SUBSCRIBE/CANCEL commands. Returns when the subscriber goes away.
-async fn read_subscriptions(mut reader: tokio::net::tcp::OwnedReadHalf, queue: &SubscriberQueue) {
-    loop {
-        let frame = match read_frame(&mut reader).await {
-            Ok(frame) => frame,
-            Err(_) => return,
+/// Reads a subscriber's subscribe and cancel requests, in message form (`0x01`/`0x00` +
+/// topic) or as ZMTP 3.1 SUBSCRIBE/CANCEL commands.
+struct Subscriptions<'a> {
+    queue: &'a SubscriberQueue,
+    buf: BytesMut,
+    opener: Option<super::curve::CurveOpener>,
+    max: usize,
+}
+
+impl Subscriptions<'_> {
+    /// Returns why the subscriber's reads ended.
+    async fn read(mut self, mut reader: impl tokio::io::AsyncRead + Unpin) -> &'static str {
+        let decoder = FrameDecoder {
+            max_frame: MAX_SUBSCRIPTION_FRAME + super::curve::MESSAGE_OVERHEAD,
         };
-        let change = if frame.flags & COMMAND != 0 {
-            let name_len = usize::from(frame.body.first().copied().unwrap_or(0));
-            match frame.body.get(1..1 + name_len) {
-                Some(b"SUBSCRIBE") => Some((true, frame.body.slice(1 + name_len..))),
-                Some(b"CANCEL") => Some((false, frame.body.slice(1 + name_len..))),
+        loop {
+            match decoder.decode(&mut self.buf) {
+                Ok(Some(frame)) => {
+                    let (command, body) = match &mut self.opener {
+                        None => (frame.is_command(), frame.body),
+                        Some(opener) => match opener.open(&frame.body) {
+                            Ok(opened) => (opened.command, Bytes::from(opened.data)),
+                            Err(_) => return "CURVE message refused",
+                        },
+                    };
+                    if let Err(reason) = self.apply(command, body) {
+                        tracing::warn!(
+                            subscriber = self.queue.id,
+                            reason,
+                            "protocol_error from a fanout subscriber; closing"
+                        );
+                        return reason;
+                    }
+                    continue;
+                }
+                Ok(None) => {}
+                Err(_) => return "bad frame",
+            }
+            self.buf.reserve(READ_CHUNK.min(MAX_SUBSCRIPTION_FRAME * 2));
+            match reader.read_buf(&mut self.buf).await {
+                Ok(0) | Err(_) => return "closed",
+                Ok(_) => {}
+            }
+        }
+    }
+
+    fn apply(&self, command: bool, body: Bytes) -> Result<(), &'static str> {
+        let change = if command {
+            let name_len = usize::from(body.first().copied().unwrap_or(0));
+            match body.get(1..1 + name_len) {
+                Some(b"SUBSCRIBE") => Some((true, body.slice(1 + name_len..))),
+                Some(b"CANCEL") => Some((false, body.slice(1 + name_len..))),
                 _ => None,
             }
         } else {
-            match frame.body.first() {
-                Some(1) => Some((true, frame.body.slice(1..))),
-                Some(0) => Some((false, frame.body.slice(1..))),
+            match body.first() {
+                Some(1) => Some((true, body.slice(1..))),
+                Some(0) => Some((false, body.slice(1..))),
                 _ => None,
             }
         };
         let Some((subscribe, topic)) = change else {
-            continue;
+            return Ok(());
         };
-        let mut topics = queue.topics.lock().unwrap_or_else(|p| p.into_inner());
-        if subscribe {
-            topics.push(topic);
-        } else if let Some(at) = topics.iter().position(|t| *t == topic) {
-            topics.remove(at);
+        let mut topics = self.queue.topics.lock().unwrap_or_else(|p| p.into_inner());
+        let at = topics.iter().position(|t| *t == topic);
+        match (subscribe, at) {
+            // A duplicate subscription collapses into the one already held.
+            (true, Some(_)) => {}
+            (true, None) if topics.len() >= self.max => return Err("too many subscriptions"),
+            (true, None) => topics.push(topic),
+            (false, Some(at)) => {
+                topics.remove(at);
+            }
+            (false, None) => {}
         }
+        Ok(())
     }
 }
 
 /// Writes queued records, several per socket write when they are waiting.
 async fn write_records(
-    mut writer: tokio::net::tcp::OwnedWriteHalf,
+    mut writer: impl tokio::io::AsyncWrite + Unpin,
     mut rx: mpsc::Receiver<Record>,
+    mut sealer: Option<CurveSealer>,
 ) {
     let mut out = BytesMut::new();
+    let mut scratch = Vec::new();
     while let Some(record) = rx.recv().await {
-        put_message(&mut out, &record);
-        for _ in 1..WRITE_BATCH {
-            match rx.try_recv() {
-                Ok(record) => put_message(&mut out, &record),
-                Err(_) => break,
+        let mut next = Some(record);
+        let mut batched = 0;
+        while let Some(record) = next.take() {
+            match &mut sealer {
+                None => put_message(&mut out, &record),
+                Some(sealer) => {
+                    for (i, frame) in record.iter().enumerate() {
+                        scratch.clear();
+                        sealer.seal(i + 1 < record.len(), false, frame, &mut scratch);
+                        put_frame(&mut out, 0, &scratch);
+                    }
+                }
+            }
+            batched += 1;
+            if batched < WRITE_BATCH {
+                next = rx.try_recv().ok();
             }
         }
         if writer.write_all(&out).await.is_err() {
@@ -282,33 +407,35 @@ mod tests {
     use super::*;
     use zeromq::{Socket, SocketRecv};
 
-    async fn stalled_subscriber(endpoint: &str) -> TcpStream {
-        use tokio::io::AsyncReadExt;
-        let mut stream = TcpStream::connect(host_port(endpoint).expect("test setup"))
-            .await
-            .expect("test setup");
-        let mut greeting = [0u8; 64];
-        greeting[0] = 0xFF;
-        greeting[9] = 0x7F;
-        greeting[10] = 3;
-        greeting[12..16].copy_from_slice(b"NULL");
-        stream.write_all(&greeting).await.expect("test setup");
+    fn options(high_water_mark: usize) -> PubOptions {
+        PubOptions {
+            high_water_mark,
+            max_subscribers: 8,
+            max_subscriptions: 4,
+            handshake_timeout: Duration::from_secs(5),
+            security: ServerSecurity::Null,
+        }
+    }
+
+    /// A raw ZMTP 3.0 SUB over a plain socket: greeting, NULL READY, then `frames`.
+    async fn raw_subscriber(endpoint: &str, frames: &[&[u8]]) -> TcpStream {
+        let address = super::super::transport::tcp_address(endpoint).expect("test endpoint");
+        let mut stream = TcpStream::connect(address).await.expect("connect");
+        let greeting =
+            super::super::greeting::greeting(0, super::super::greeting::Mechanism::Null, false);
+        stream.write_all(&greeting).await.expect("greeting");
         let mut theirs = [0u8; 64];
-        stream.read_exact(&mut theirs).await.expect("test setup");
-        let mut ready = BytesMut::new();
-        let body = [
-            &[5u8][..],
-            b"READY",
-            &[11],
-            b"Socket-Type",
-            &3u32.to_be_bytes(),
-            b"SUB",
-        ]
-        .concat();
-        super::super::frame::put_frame(&mut ready, COMMAND, &body);
-        super::super::frame::put_frame(&mut ready, 0, b"\x01");
-        stream.write_all(&ready).await.expect("test setup");
-        let _their_ready = read_frame(&mut stream).await.expect("test setup");
+        stream
+            .read_exact(&mut theirs)
+            .await
+            .expect("their greeting");
+        let mut out = BytesMut::new();
+        let props = super::super::properties::encode(&[("Socket-Type", b"SUB")]);
+        super::super::frame::put_command(&mut out, "READY", &props);
+        for frame in frames {
+            put_frame(&mut out, 0, frame);
+        }
+        stream.write_all(&out).await.expect("subscriptions");
         stream
     }
 
@@ -330,32 +457,32 @@ mod tests {
 
     #[tokio::test]
     async fn a_zeromq_sub_receives_only_its_topics() {
-        let publisher = PubListener::bind("tcp://127.0.0.1:0", 16)
+        let publisher = PubListener::bind("tcp://127.0.0.1:0", options(16))
             .await
-            .expect("test setup");
+            .expect("bind");
         let mut sub = zeromq::SubSocket::new();
-        sub.connect(publisher.endpoint()).await.expect("test setup");
-        sub.subscribe("tea").await.expect("test setup");
+        sub.connect(publisher.endpoint()).await.expect("connect");
+        sub.subscribe("tea").await.expect("subscribe");
         subscribed(&publisher, b"tea").await;
         publisher.publish_dropping(record(&[b"coffee", b"no"]));
         publisher.publish_dropping(record(&[b"tea.green", b"yes"]));
         let got = tokio::time::timeout(Duration::from_secs(5), sub.recv())
             .await
-            .expect("test setup")
-            .expect("test setup");
-        assert_eq!(got.get(0).expect("test setup").as_ref(), b"tea.green");
-        assert_eq!(got.get(1).expect("test setup").as_ref(), b"yes");
+            .expect("an event in time")
+            .expect("an event");
+        assert_eq!(got.get(0).map(|f| f.to_vec()), Some(b"tea.green".to_vec()));
+        assert_eq!(got.get(1).map(|f| f.to_vec()), Some(b"yes".to_vec()));
         publisher.close().await;
     }
 
     #[tokio::test]
     async fn a_full_queue_drops_while_no_drop_waits_until_its_deadline() {
-        let publisher = PubListener::bind("tcp://127.0.0.1:0", 2)
+        let publisher = PubListener::bind("tcp://127.0.0.1:0", options(2))
             .await
-            .expect("test setup");
+            .expect("bind");
         // A raw SUB that subscribes and then never reads: the socket buffers fill, then
         // its queue of 2.
-        let sub = stalled_subscriber(publisher.endpoint()).await;
+        let sub = raw_subscriber(publisher.endpoint(), &[b"\x01x"]).await;
         subscribed(&publisher, b"x").await;
         let big: Bytes = vec![0u8; 1 << 20].into();
         let until = Instant::now() + Duration::from_secs(10);
@@ -374,6 +501,59 @@ mod tests {
         assert!(waited.is_err());
         assert!(started.elapsed() >= Duration::from_millis(200));
         drop(sub);
+        publisher.close().await;
+    }
+
+    #[tokio::test]
+    async fn pub_subscription_flood_is_bounded() {
+        let publisher = PubListener::bind("tcp://127.0.0.1:0", options(4))
+            .await
+            .expect("bind");
+        // The same topic many times collapses into one subscription.
+        let dupes: Vec<&[u8]> = vec![b"\x01same"; 1000];
+        let _dup = raw_subscriber(publisher.endpoint(), &dupes).await;
+        subscribed(&publisher, b"same").await;
+        let until = Instant::now() + Duration::from_secs(5);
+        loop {
+            let topics = publisher.subscriber_topics();
+            if topics == vec![1] {
+                break;
+            }
+            assert!(
+                Instant::now() < until,
+                "duplicates never collapsed: {topics:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // Past the cap of 4 distinct topics the subscriber is closed.
+        let many: Vec<Vec<u8>> = (0..100).map(|i| format!("\x01t{i}").into_bytes()).collect();
+        let many: Vec<&[u8]> = many.iter().map(Vec::as_slice).collect();
+        let mut flooder = raw_subscriber(publisher.endpoint(), &many).await;
+        let mut sink = Vec::new();
+        let read =
+            tokio::time::timeout(Duration::from_secs(5), flooder.read_to_end(&mut sink)).await;
+        assert!(read.is_ok(), "the flooding subscriber was not closed");
+        // Past the cap of 8 subscribers, connections are refused at accept.
+        let mut extra = Vec::new();
+        for _ in 0..12 {
+            let address =
+                super::super::transport::tcp_address(publisher.endpoint()).expect("endpoint");
+            extra.push(TcpStream::connect(address).await.expect("connect"));
+        }
+        let mut closed = 0;
+        for stream in &mut extra {
+            let mut byte = [0u8; 64];
+            if let Ok(Ok(0)) =
+                tokio::time::timeout(Duration::from_millis(500), stream.read(&mut byte)).await
+            {
+                closed += 1;
+            }
+        }
+        assert!(
+            closed >= 5,
+            "only {closed} of 12 connections past the cap were refused"
+        );
+        assert!(publisher.subscriber_topics().iter().all(|n| *n <= 4));
         publisher.close().await;
     }
 }

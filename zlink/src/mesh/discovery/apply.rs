@@ -78,7 +78,7 @@ impl MeshNode {
                     continue;
                 }
                 tracing::info!(rid = %me, peer = %rid, "member's owner lease is gone; dropping it");
-                state.departed.insert(rid.clone());
+                state.departed.insert(rid.clone(), Instant::now());
                 if let Some((_, cancel)) = state.dialers.remove(&rid) {
                     cancel.cancel();
                 }
@@ -98,10 +98,16 @@ impl MeshNode {
                     }
                 }
                 if client_server || me.as_bytes() < rid.as_bytes() {
+                    let server_key = descriptor.curve_public_key();
+                    if self.settings.security.keypair.is_some() && server_key.is_none() {
+                        tracing::warn!(peer = %rid, "member publishes no valid CURVE key; not dialing it");
+                        continue;
+                    }
                     let target = DialTarget {
                         endpoint: descriptor.endpoint.clone(),
                         expected_rid: Some(rid.clone()),
                         expected_generation: Some(descriptor.generation),
+                        server_key,
                     };
                     let current = state.dialers.get(rid).map(|(t, _)| t);
                     if current != Some(&target) {
@@ -117,6 +123,12 @@ impl MeshNode {
                 }
             }
             state.members = live.clone();
+            state.prune_departed(discovery.settings.lease.ttl * 2);
+        }
+        if self.settings.security.trust_members && self.topology() == Topology::RouteMesh {
+            // Seed 000 §2.3: a member's security identity is the key in its descriptor.
+            let keys = live.values().filter_map(MeshDescriptor::curve_public_key);
+            self.settings.security.trust.set_published(keys);
         }
         for (conn_id, reason) in to_close {
             self.connection_lost(conn_id, reason);

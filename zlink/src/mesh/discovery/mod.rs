@@ -12,7 +12,7 @@ mod apply;
 mod publish;
 mod read;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
@@ -45,14 +45,22 @@ pub struct DiscoveryStatus {
     pub published_revision: Option<u64>,
 }
 
+impl DiscoveryState {
+    pub(super) fn prune_departed(&mut self, after: std::time::Duration) {
+        self.departed.retain(|_, at| at.elapsed() < after);
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct DiscoveryState {
     members: BTreeMap<String, MeshDescriptor>,
     complete_at: Option<Instant>,
     reachable: bool,
     grace_expired: bool,
-    /// Members dropped because their lease is gone; refused until they reappear.
-    departed: HashSet<String>,
+    /// Members dropped because their lease is gone (and when); refused until they
+    /// reappear, forgotten after twice the lease TTL (a fresh RID per start would grow the
+    /// set forever).
+    departed: HashMap<String, Instant>,
     dialers: HashMap<String, (DialTarget, CancellationToken)>,
     published: Option<(LeaseToken, u64)>,
     /// Another live node holds this node's RID.
@@ -82,6 +90,11 @@ impl Discovery {
 
     fn state(&self) -> std::sync::MutexGuard<'_, DiscoveryState> {
         lock(&self.state)
+    }
+
+    /// The CURVE key member `rid` publishes, if it is a live member with one.
+    pub(crate) fn member_key(&self, rid: &str) -> Option<crate::link::CurvePublicKey> {
+        self.state().members.get(rid)?.curve_public_key()
     }
 
     pub(crate) fn status(&self) -> DiscoveryStatus {
@@ -176,6 +189,7 @@ impl MeshNode {
             endpoint,
             protocol,
             channels,
+            curve_key: self.settings.security.public_key().map(|k| k.to_z85()),
         }
     }
 
@@ -199,7 +213,7 @@ impl MeshNode {
             return None;
         }
         let s = discovery.state();
-        if s.departed.contains(&adm.rid) {
+        if s.departed.contains_key(&adm.rid) {
             return Some(format!("{}'s owner lease is gone", adm.rid));
         }
         match s.members.get(&adm.rid) {

@@ -1,0 +1,241 @@
+//! CURVE-authenticated links between zlink nodes, over real TCP on 127.0.0.1 (and a real
+//! `redis-server` for discovery): whom a listener admits, the RID-to-key binding, keys
+//! published in the Location Store, and the configuration rules.
+
+use std::time::Duration;
+
+use zlink::link::{CurveKeypair, Trust};
+use zlink::{ClientServer, PeerSpec, Runtime};
+use zlink_testkit::{wait_until, RedisServer};
+use zlink_tests::*;
+
+fn curve_server(
+    rid: &str,
+    keys: &CurveKeypair,
+    trusted: &[&CurveKeypair],
+) -> zlink::RuntimeBuilder {
+    node(rid)
+        .curve(keys.clone())
+        .trust(Trust::Keys(trusted.iter().map(|k| k.public()).collect()))
+        .channel_server(CHANNEL, echo_handlers(rid, Default::default()))
+}
+
+fn curve_client(
+    rid: &str,
+    keys: &CurveKeypair,
+    server: &Runtime,
+    server_keys: &CurveKeypair,
+) -> zlink::RuntimeBuilder {
+    node(rid)
+        .curve(keys.clone())
+        .trust_key(server_keys.public())
+        .channel_client(CHANNEL)
+        .peer(PeerSpec::new(server.endpoint()).server_key(server_keys.public()))
+}
+
+#[tokio::test]
+async fn a_curve_node_admits_only_keys_in_its_trust_set() {
+    let (a_keys, b_keys, stranger) = (
+        CurveKeypair::generate(),
+        CurveKeypair::generate(),
+        CurveKeypair::generate(),
+    );
+    let a = start(curve_server("a", &a_keys, &[&b_keys])).await;
+    let b = start(curve_client("b", &b_keys, &a, &a_keys)).await;
+    b.wait_for_peers(WAIT, |p| p.len() == 1)
+        .await
+        .expect("b is admitted");
+    assert_eq!(echo_by(&b).await, "a");
+
+    let untrusted = start(curve_client("u", &stranger, &a, &a_keys)).await;
+    let plain = start(
+        node("n")
+            .channel_client(CHANNEL)
+            .peer(PeerSpec::new(a.endpoint())),
+    )
+    .await;
+    // A client that expects another server key refuses the real server.
+    let wrong_server = start(curve_client("w", &b_keys, &a, &stranger)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for refused in [&untrusted, &plain, &wrong_server] {
+        assert!(refused.peers().is_empty(), "{} was admitted", refused.rid());
+    }
+    assert_eq!(peer_rids(&a), vec!["b".to_string()]);
+    stop([untrusted, plain, wrong_server, b, a]).await;
+}
+
+#[tokio::test]
+async fn a_rid_claimed_by_another_key_is_refused() {
+    let (a_keys, b_keys, thief) = (
+        CurveKeypair::generate(),
+        CurveKeypair::generate(),
+        CurveKeypair::generate(),
+    );
+    let a = start(curve_server("a", &a_keys, &[&b_keys, &thief])).await;
+    let b = start(curve_client("b", &b_keys, &a, &a_keys)).await;
+    b.wait_for_peers(WAIT, |p| p.len() == 1)
+        .await
+        .expect("b is admitted");
+    b.shutdown().await;
+    wait_until(WAIT, "a sees b leave", || async { a.peers().is_empty() }).await;
+    // A trusted key, but not the one that proved "b": refused.
+    let impostor = start(curve_client("b", &thief, &a, &a_keys)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        impostor.peers().is_empty(),
+        "the impostor was admitted as b"
+    );
+    assert!(a.peers().is_empty());
+    impostor.shutdown().await;
+    // The real b comes back and is admitted again.
+    let b = start(curve_client("b", &b_keys, &a, &a_keys)).await;
+    b.wait_for_peers(WAIT, |p| p.len() == 1)
+        .await
+        .expect("b is admitted again");
+    stop([b, a]).await;
+}
+
+#[tokio::test]
+async fn curve_nodes_discover_each_other_through_redis_with_published_keys() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let (a_keys, b_keys, outsider) = (
+        CurveKeypair::generate(),
+        CurveKeypair::generate(),
+        CurveKeypair::generate(),
+    );
+    let a = start(
+        discovered_node("a", &store, quick_lease())
+            .curve(a_keys)
+            .channel_server(CHANNEL, echo_handlers("a", Default::default())),
+    )
+    .await;
+    let b = start(
+        discovered_node("b", &store, quick_lease())
+            .curve(b_keys)
+            .channel_client(CHANNEL),
+    )
+    .await;
+    b.wait_for_peers(WAIT, |p| p.len() == 1)
+        .await
+        .expect("b finds a");
+    assert_eq!(echo_by(&b).await, "a");
+    // A node with a key the mesh never published cannot join by dialing a directly.
+    let lurker = start(
+        node("lurker")
+            .curve(outsider)
+            .trust_key(CurveKeypair::generate().public())
+            .channel_client(CHANNEL)
+            .peer(
+                PeerSpec::new(a.endpoint()).server_key(a.curve_public_key().expect("a runs CURVE")),
+            ),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        lurker.peers().is_empty(),
+        "a key outside the mesh was admitted"
+    );
+    stop([lurker, b, a]).await;
+}
+
+#[tokio::test]
+async fn curve_covers_client_server_listeners() {
+    let (s_keys, c_keys) = (CurveKeypair::generate(), CurveKeypair::generate());
+    let server = start(
+        Runtime::builder()
+            .curve(s_keys.clone())
+            .trust_key(c_keys.public())
+            .client_server(ClientServer::server(
+                "cs-echo",
+                echo_handlers("s", Default::default()),
+            )),
+    )
+    .await;
+    let cs = server
+        .client_server_endpoint("cs-echo")
+        .expect("cs endpoint");
+    let client =
+        start(Runtime::builder().curve(c_keys).client_server(
+            ClientServer::client("cs-echo").connect_curve(cs.clone(), s_keys.public()),
+        ))
+        .await;
+    wait_until(WAIT, "the CURVE client reaches the server", || async {
+        !client.client_server_servers("cs-echo").is_empty()
+    })
+    .await;
+    assert_eq!(
+        EchoServiceClient::new(&client, "cs-echo")
+            .echo(&Echo { text: "hi".into() })
+            .await
+            .expect("answered")
+            .by,
+        "s"
+    );
+    // A NULL client of the same endpoint never gets in.
+    let plain =
+        start(Runtime::builder().client_server(ClientServer::client("cs-echo").connect(cs))).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(plain.client_server_servers("cs-echo").is_empty());
+    stop([plain, client, server]).await;
+}
+
+#[test]
+fn plaintext_on_a_non_loopback_address_needs_allow_plaintext() {
+    let err = node("x")
+        .listen("tcp://0.0.0.0:0")
+        .advertise_host("10.0.0.5")
+        .build()
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("allow_plaintext"), "{err}");
+    assert!(node("x")
+        .listen("tcp://0.0.0.0:0")
+        .advertise_host("10.0.0.5")
+        .allow_plaintext()
+        .build()
+        .is_ok());
+    assert!(node("x")
+        .listen("tcp://0.0.0.0:0")
+        .advertise_host("10.0.0.5")
+        .curve(CurveKeypair::generate())
+        .trust_key(CurveKeypair::generate().public())
+        .build()
+        .is_ok());
+    // CURVE with nobody to trust, and a manual peer without its key, are refused.
+    let err = node("x")
+        .curve(CurveKeypair::generate())
+        .build()
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("trust"), "{err}");
+    let err = node("x")
+        .curve(CurveKeypair::generate())
+        .trust_key(CurveKeypair::generate().public())
+        .peer(PeerSpec::new("tcp://127.0.0.1:9"))
+        .build()
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("CURVE public key"), "{err}");
+}
+
+#[test]
+fn keys_load_from_z85_and_key_files() {
+    let keys = CurveKeypair::generate();
+    let from_secret = CurveKeypair::from_secret_z85(&keys.secret_z85()).expect("parses");
+    assert_eq!(from_secret.public(), keys.public());
+    let dir = std::env::temp_dir().join(format!("zlink-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("node.key");
+    keys.write_file(&path).expect("writes");
+    assert_eq!(
+        CurveKeypair::from_file(&path).expect("reads").public(),
+        keys.public()
+    );
+    let printed = format!("{keys:?}");
+    assert!(
+        !printed.contains(&keys.secret_z85()),
+        "Debug shows the secret"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -1,0 +1,499 @@
+//! Hostile peers against the ZMTP engine and admission, over real TCP on 127.0.0.1: length
+//! bombs, frame floods, silent connections, connection floods, forged handshakes, peers
+//! that never read. Every node must keep serving.
+
+use std::process::Command as Process;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+use zlink::link::LinkLimits;
+use zlink::wire::{Admission, Command, Envelope, Header, RejectReason, PROTOCOL_MAJOR};
+use zlink::{ErrorKind, PeerSpec};
+use zlink_testkit::raw_zmtp::{frame, length_bomb, null_greeting, ready};
+use zlink_testkit::{wait_until, RawZmtp};
+use zlink_tests::*;
+
+fn admission(rid: &str, mesh: &str) -> Admission {
+    Admission {
+        mesh_name: mesh.into(),
+        rid: rid.into(),
+        generation: 42,
+        revision: 1,
+        protocol: PROTOCOL_MAJOR,
+        endpoint: String::new(),
+        channels: vec![],
+        max_message: None,
+    }
+}
+
+fn hello(rid: &str, mesh: &str) -> Vec<Bytes> {
+    Envelope::control(
+        Command::Hello,
+        Header {
+            admission: Some(admission(rid, mesh)),
+            ..Header::default()
+        },
+    )
+    .encode()
+}
+
+fn as_slices(frames: &[Bytes]) -> Vec<&[u8]> {
+    frames.iter().map(|f| f.as_ref()).collect()
+}
+
+/// A raw DEALER admitted to `endpoint`'s mesh as `rid`.
+async fn admitted_raw(endpoint: &str, rid: &str) -> RawZmtp {
+    let mut raw = RawZmtp::dealer(endpoint).await.expect("zmtp handshake");
+    raw.send(&as_slices(&hello(rid, MESH)))
+        .await
+        .expect("hello");
+    let admit = raw.recv().await.expect("admit");
+    let frames: Vec<Bytes> = admit.into_iter().map(Bytes::from).collect();
+    let envelope = Envelope::decode(&frames).expect("a decodable answer");
+    assert_eq!(envelope.command, Command::Admit);
+    raw
+}
+
+fn echo_request(correlation: u64, text: &str) -> Vec<Bytes> {
+    Envelope {
+        command: Command::ChannelRequest,
+        header: Header {
+            correlation,
+            channel: Some(CHANNEL.into()),
+            packet: Some("Echo".into()),
+            deadline_ms: Some(30_000),
+            ..Header::default()
+        },
+        metadata: None,
+        payload: Some(zlink::wire::cbor_encode(&Echo { text: text.into() }).expect("encodes")),
+    }
+    .encode()
+}
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+/// Runs `scenario` (an `#[ignore]`d test of this binary) in a child process: if the node
+/// aborts, the child dies and this test fails instead of the whole test binary.
+fn in_subprocess(scenario: &str) {
+    let output = Process::new(std::env::current_exe().expect("test binary"))
+        .args([
+            scenario,
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .expect("run the scenario");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "scenario {scenario} failed ({:?}):\n{stdout}\n{stderr}",
+        output.status
+    );
+}
+
+#[test]
+fn zmtp_length_bomb_does_not_stop_the_node() {
+    in_subprocess("length_bomb_scenario");
+}
+
+#[tokio::test]
+#[ignore = "run in a subprocess by zmtp_length_bomb_does_not_stop_the_node"]
+async fn length_bomb_scenario() {
+    let a = server("a", 100).await;
+    // A fake server that answers b's dial with a greeting and a bomb for a READY.
+    let fake = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let fake_endpoint = format!("tcp://{}", fake.local_addr().expect("addr"));
+    let bomber = tokio::spawn(async move {
+        let mut served = 0;
+        while let Ok((stream, _)) = fake.accept().await {
+            let mut raw = RawZmtp::from_stream(stream);
+            let mut bomb = null_greeting().to_vec();
+            bomb.extend(length_bomb(1 << 46));
+            let _ = raw.write(&bomb).await;
+            served += 1;
+            if served >= 3 {
+                return served;
+            }
+            let _ = raw.closed_within(Duration::from_secs(5)).await;
+        }
+        served
+    });
+    let b = start(
+        node("b")
+            .channel_server(CHANNEL, echo_handlers("b", Default::default()))
+            .peer(PeerSpec::new(fake_endpoint)),
+    )
+    .await;
+    let c = client("c", &[&a, &b]).await;
+    let before = rss_bytes();
+
+    // 1: the 73-byte packet: a greeting, then a long command frame declaring 2^46 bytes.
+    let mut raw = RawZmtp::connect(&a.endpoint()).await.expect("connect");
+    let mut packet = null_greeting().to_vec();
+    packet.push(0x06);
+    packet.extend_from_slice(&(1u64 << 46).to_be_bytes());
+    assert_eq!(packet.len(), 73);
+    raw.write(&packet).await.expect("send the bomb");
+    assert!(
+        raw.closed_within(WAIT).await,
+        "the bomber was not disconnected"
+    );
+    // 2: the same declared length in a data frame after a finished ZMTP handshake.
+    let mut raw = RawZmtp::dealer(&a.endpoint()).await.expect("handshake");
+    raw.write(&length_bomb(1 << 46))
+        .await
+        .expect("send the bomb");
+    assert!(
+        raw.closed_within(WAIT).await,
+        "the bomber was not disconnected"
+    );
+    // 3: b dialed the fake server, which bombed it (at least twice by now).
+    let served = tokio::time::timeout(WAIT, bomber).await;
+    assert!(
+        matches!(served, Ok(Ok(n)) if n >= 3),
+        "b did not keep dialing the bomber"
+    );
+
+    let grown = rss_bytes().saturating_sub(before);
+    assert!(grown < 64 << 20, "RSS grew by {grown} bytes");
+    let mut answered = std::collections::BTreeSet::new();
+    for _ in 0..4 {
+        answered.insert(echo_by(&c).await);
+    }
+    assert_eq!(answered, ["a".to_string(), "b".to_string()].into());
+    stop([c, b, a]).await;
+}
+
+#[tokio::test]
+async fn a_message_with_too_many_frames_closes_only_that_connection() {
+    let a = server("a", 100).await;
+    let c = client("c", &[&a]).await;
+    let generation = c.peers()[0].generation;
+    let mut quiet = RawZmtp::dealer(&a.endpoint()).await.expect("handshake");
+    let mut flooder = RawZmtp::dealer(&a.endpoint()).await.expect("handshake");
+    let frames: Vec<&[u8]> = vec![b"x"; 64];
+    flooder.send(&frames).await.expect("send");
+    assert!(
+        flooder.closed_within(WAIT).await,
+        "the flooder stays connected"
+    );
+    assert!(
+        !quiet.closed_within(Duration::from_millis(300)).await,
+        "another connection was closed too"
+    );
+    assert_eq!(echo_by(&c).await, "a");
+    assert_eq!(c.peers().len(), 1);
+    assert_eq!(
+        c.peers()[0].generation,
+        generation,
+        "c's connection was not touched"
+    );
+    stop([c, a]).await;
+}
+
+#[tokio::test]
+async fn silent_connections_are_closed_at_the_handshake_deadline() {
+    let deadline = Duration::from_secs(1);
+    let limits = LinkLimits {
+        handshake_timeout: deadline,
+        max_pending: 1024,
+        ..LinkLimits::default()
+    };
+    let a = start(
+        node("a")
+            .channel_server(CHANNEL, echo_handlers("a", Default::default()))
+            .link_limits(limits),
+    )
+    .await;
+    let opened = Instant::now();
+    let mut silent = Vec::new();
+    for i in 0..300 {
+        // Half say nothing at all; half finish ZMTP and never send a zlink hello.
+        let raw = if i % 2 == 0 {
+            RawZmtp::connect(&a.endpoint()).await
+        } else {
+            RawZmtp::dealer(&a.endpoint()).await
+        };
+        silent.push(raw.expect("connect"));
+    }
+    let until = opened + deadline + Duration::from_secs(1);
+    let mut still_open = 0;
+    for raw in &mut silent {
+        let left = until.saturating_duration_since(Instant::now());
+        if !raw.closed_within(left).await {
+            still_open += 1;
+        }
+    }
+    assert_eq!(still_open, 0, "connections left after the deadline + 1 s");
+    let c = client("c", &[&a]).await;
+    assert_eq!(echo_by(&c).await, "a");
+    stop([c, a]).await;
+}
+
+#[tokio::test]
+async fn connection_caps_refuse_the_excess_and_keep_serving() {
+    let limits = LinkLimits {
+        handshake_timeout: Duration::from_secs(2),
+        max_connections: 6,
+        max_pending: 3,
+        ..LinkLimits::default()
+    };
+    let a = start(
+        node("a")
+            .channel_server(CHANNEL, echo_handlers("a", Default::default()))
+            .link_limits(limits),
+    )
+    .await;
+    let c = client("c", &[&a]).await;
+    let mut flood = Vec::new();
+    for _ in 0..10 {
+        flood.push(RawZmtp::connect(&a.endpoint()).await.expect("tcp connect"));
+    }
+    let mut refused = 0;
+    for raw in &mut flood {
+        if raw.closed_within(Duration::from_millis(300)).await {
+            refused += 1;
+        }
+    }
+    assert_eq!(
+        refused, 7,
+        "3 pending allowed, the other 7 refused at accept"
+    );
+    // The admitted client is served throughout.
+    assert_eq!(echo_by(&c).await, "a");
+    // Once the pending ones hit their deadline, new connections are accepted again.
+    drop(flood);
+    wait_until(WAIT, "a new client is admitted", || async {
+        let Ok(mut raw) = RawZmtp::dealer(&a.endpoint()).await else {
+            return false;
+        };
+        raw.send(&as_slices(&hello("late", MESH))).await.is_ok() && raw.recv().await.is_ok()
+    })
+    .await;
+    stop([c, a]).await;
+}
+
+#[tokio::test]
+async fn hello_in_answer_to_a_dial_is_a_refusal() {
+    let fake = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let endpoint = format!("tcp://{}", fake.local_addr().expect("addr"));
+    let b = start(node("b").peer(PeerSpec::new(endpoint))).await;
+    let (stream, _) = tokio::time::timeout(WAIT, fake.accept())
+        .await
+        .expect("b dials")
+        .expect("accept");
+    let mut raw = RawZmtp::from_stream(stream);
+    raw.handshake("ROUTER").await.expect("zmtp handshake");
+    let their_hello = raw.recv().await.expect("b's hello");
+    let frames: Vec<Bytes> = their_hello.into_iter().map(Bytes::from).collect();
+    assert_eq!(
+        Envelope::decode(&frames).expect("hello").command,
+        Command::Hello
+    );
+    // Answer the dial with a hello of our own instead of an admit.
+    raw.send(&as_slices(&hello("impostor", MESH)))
+        .await
+        .expect("send");
+    assert!(raw.closed_within(WAIT).await, "b kept the connection");
+    assert!(
+        b.peers().is_empty(),
+        "b admitted a peer that never sent admit"
+    );
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_reject_reveals_only_its_reason() {
+    let a = server("a-secret-rid", 100).await;
+    let mut raw = RawZmtp::dealer(&a.endpoint()).await.expect("handshake");
+    raw.send(&as_slices(&hello("guess", "not-the-mesh")))
+        .await
+        .expect("hello");
+    let answer = raw.recv().await.expect("reject");
+    let everything: Vec<u8> = answer.concat();
+    let frames: Vec<Bytes> = answer.into_iter().map(Bytes::from).collect();
+    let reject = Envelope::decode(&frames).expect("decodable reject");
+    assert_eq!(reject.command, Command::Reject);
+    assert_eq!(reject.header.reject, Some(RejectReason::TopologyMismatch));
+    assert_eq!(reject.header.admission, None);
+    let text = String::from_utf8_lossy(&everything);
+    for secret in [MESH, "a-secret-rid", CHANNEL] {
+        assert!(!text.contains(secret), "the reject reveals {secret:?}");
+    }
+    assert!(raw.closed_within(WAIT).await);
+    a.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_peer_that_stops_reading_cannot_stall_the_node() {
+    let limits = LinkLimits {
+        send_queue_bytes: 1 << 20,
+        ..LinkLimits::default()
+    };
+    let a = start(
+        node("a")
+            .channel_server(CHANNEL, echo_handlers("a", Default::default()))
+            .send_timeout(Duration::from_millis(300))
+            .shutdown_grace(Duration::from_secs(1))
+            .test_liveness(Duration::from_millis(100), Duration::from_millis(600))
+            .link_limits(limits),
+    )
+    .await;
+    let c = client("c", &[&a]).await;
+    // The stalled peer asks for large replies and never reads one.
+    let mut stalled = admitted_raw(&a.endpoint(), "stalled").await;
+    let text = "z".repeat(256 * 1024);
+    let mut sent = 0;
+    let mut closed_while_sending = false;
+    for correlation in 1..=200 {
+        let request = echo_request(correlation, &text);
+        match tokio::time::timeout(
+            Duration::from_millis(500),
+            stalled.send(&as_slices(&request)),
+        )
+        .await
+        {
+            Ok(Ok(())) => sent += 1,
+            _ => {
+                closed_while_sending = true;
+                break;
+            }
+        }
+    }
+    assert!(sent > 0);
+    // A peer that never answers probes: its liveness must expire on time all the same.
+    let mut mute = admitted_raw(&a.endpoint(), "mute").await;
+    let admitted = Instant::now();
+    assert!(
+        mute.closed_within(WAIT).await,
+        "the mute peer's liveness never expired"
+    );
+    let took = admitted.elapsed();
+    assert!(
+        took < Duration::from_secs(3),
+        "liveness expired after {took:?}, not ~600 ms"
+    );
+    // A third client is still answered.
+    assert_eq!(echo_by(&c).await, "a");
+    // The stalled connection was given up (its replies could not be queued in time).
+    if !closed_while_sending {
+        assert!(
+            stalled.closed_within(WAIT).await,
+            "the stalled peer is still connected"
+        );
+    }
+    let stopping = Instant::now();
+    a.shutdown().await;
+    assert!(
+        stopping.elapsed() < Duration::from_secs(3),
+        "shutdown took {:?}",
+        stopping.elapsed()
+    );
+    c.shutdown().await;
+    drop(stalled);
+}
+
+/// Garbage instead of a greeting, and garbage after one: each closes only its own
+/// connection.
+#[tokio::test]
+async fn garbage_bytes_close_only_their_connection() {
+    let a = server("a", 100).await;
+    let c = client("c", &[&a]).await;
+    let mut garbage = RawZmtp::connect(&a.endpoint()).await.expect("connect");
+    garbage.write(&[0x42; 200]).await.expect("write");
+    assert!(garbage.closed_within(WAIT).await);
+    let mut after = RawZmtp::connect(&a.endpoint()).await.expect("connect");
+    let mut bytes = null_greeting().to_vec();
+    bytes.extend(ready("DEALER"));
+    bytes.extend(frame(0xF0, b"bad flags"));
+    after.write(&bytes).await.expect("write");
+    assert!(after.closed_within(WAIT).await);
+    assert_eq!(echo_by(&c).await, "a");
+    let err = c
+        .request_to_node("nobody", &Echo { text: "x".into() })
+        .await
+        .unwrap_err();
+    assert!(err.is(ErrorKind::NotFound), "{err}");
+    stop([c, a]).await;
+}
+
+#[tokio::test]
+async fn in_flight_handler_calls_are_capped_per_connection() {
+    let limits = LinkLimits {
+        max_inflight_per_connection: 2,
+        ..LinkLimits::default()
+    };
+    let a = start(
+        node("a")
+            .channel_server(CHANNEL, echo_handlers("a", Default::default()))
+            .link_limits(limits),
+    )
+    .await;
+    let c = client("c", &[&a]).await;
+    let calls: Vec<_> = (0..6)
+        .map(|_| {
+            let c = c.clone();
+            tokio::spawn(async move { echo_client(&c).slow(&Slow { millis: 500 }).await })
+        })
+        .collect();
+    let mut answered = 0;
+    let mut over_capacity = 0;
+    for call in calls {
+        match call.await.expect("task") {
+            Ok(_) => answered += 1,
+            Err(e) if e.is(ErrorKind::CapacityExceeded) => over_capacity += 1,
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+    assert_eq!((answered, over_capacity), (2, 4));
+    // Capacity comes back as calls finish.
+    assert_eq!(echo_by(&c).await, "a");
+    stop([c, a]).await;
+}
+
+#[tokio::test]
+async fn a_handler_that_outlives_the_callers_deadline_is_cancelled() {
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = finished.clone();
+    let handlers = zlink::Handlers::new().on_request(move |_ctx, s: Slow| {
+        let seen = seen.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(s.millis)).await;
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(Echoed {
+                text: String::new(),
+                by: "a".into(),
+                trace: None,
+            })
+        }
+    });
+    let a = start(node("a").channel_server(CHANNEL, handlers)).await;
+    let c = client("c", &[&a]).await;
+    let opts = zlink::CallOptions::new().timeout(Duration::from_millis(200));
+    let err = c
+        .request_to_channel_with(CHANNEL, &Slow { millis: 800 }, opts)
+        .await
+        .unwrap_err();
+    assert!(err.is(ErrorKind::DeadlineExceeded), "{err}");
+    // Well past the point where the handler would have finished: it never did.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(
+        finished.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the handler ran to completion"
+    );
+    stop([c, a]).await;
+}

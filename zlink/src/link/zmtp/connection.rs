@@ -1,0 +1,393 @@
+//! One established ZMTP connection: a reader task that decodes under the limits and hands
+//! whole messages to the [`LinkEvents`], and a writer task that drains a bounded queue in
+//! batches. Closing it closes exactly its TCP connection.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::curve::{CurveOpener, CurveSealer, MESSAGE_OVERHEAD};
+use super::frame::{
+    put_command, put_frame, put_message, split_command, FrameDecoder, MessageAssembler, READ_CHUNK,
+};
+use super::handshake::Established;
+use super::listener::Slot;
+use crate::link::security::CurvePublicKey;
+use crate::link::transport::{next_conn_id, ConnId, Connection, Frames, LinkError, LinkEvents};
+use crate::link::LinkLimits;
+
+/// Messages a writer encodes into one socket write, at most.
+const WRITE_BATCH: usize = 256;
+/// Bytes a writer gathers before writing, at most (one large message may exceed it).
+const WRITE_BATCH_BYTES: usize = 256 * 1024;
+
+enum Outgoing {
+    Message(Frames, OwnedSemaphorePermit),
+    /// A ZMTP command (e.g. PONG): name and data.
+    Command(&'static str, Bytes),
+}
+
+/// An established connection.
+pub(crate) struct ZmtpConnection {
+    id: ConnId,
+    queue: mpsc::Sender<Outgoing>,
+    queued_bytes: Arc<Semaphore>,
+    byte_cap: usize,
+    cancel: CancellationToken,
+    closed: AtomicBool,
+    admitted: AtomicBool,
+    admitted_signal: tokio::sync::Notify,
+    peer_key: Option<CurvePublicKey>,
+    events: Option<Arc<dyn LinkEvents>>,
+    slot: Option<Slot>,
+}
+
+/// Where a connection's inbound messages go.
+pub(crate) enum Delivery {
+    /// Handed to the link events as they complete (the mesh decodes and dispatches).
+    Events(Arc<dyn LinkEvents>),
+    /// Into a bounded channel: a full channel stops the reads, so a slow consumer pushes
+    /// back on the sender (fanout subscribers).
+    Channel(mpsc::Sender<Frames>),
+}
+
+/// What a connection needs besides its stream.
+pub(crate) struct Setup {
+    pub(crate) limits: LinkLimits,
+    pub(crate) delivery: Delivery,
+    /// Cancelled when the listener that accepted the connection closes.
+    pub(crate) parent: Option<CancellationToken>,
+    /// The listener's accounting, for accepted connections.
+    pub(crate) slot: Option<Slot>,
+    /// When admission must be complete (accepted connections: accept + handshake timeout).
+    pub(crate) admit_by: Option<Instant>,
+}
+
+impl ZmtpConnection {
+    /// Starts the reader and writer of an established connection.
+    pub(crate) fn spawn(stream: TcpStream, established: Established, setup: Setup) -> Arc<Self> {
+        let _ = stream.set_nodelay(true);
+        let (read, write) = stream.into_split();
+        let (sealer, opener) = match established.cipher {
+            Some(session) => {
+                let (s, o) = session.split();
+                (Some(s), Some(o))
+            }
+            None => (None, None),
+        };
+        let (tx, rx) = mpsc::channel(setup.limits.send_queue_messages.max(1));
+        let (events, channel) = match setup.delivery {
+            Delivery::Events(events) => (Some(events), None),
+            Delivery::Channel(channel) => (None, Some(channel)),
+        };
+        let conn = Arc::new(ZmtpConnection {
+            id: next_conn_id(),
+            queue: tx,
+            queued_bytes: Arc::new(Semaphore::new(setup.limits.send_queue_bytes)),
+            byte_cap: setup.limits.send_queue_bytes,
+            cancel: setup
+                .parent
+                .map_or_else(CancellationToken::new, |p| p.child_token()),
+            closed: AtomicBool::new(false),
+            admitted: AtomicBool::new(setup.admit_by.is_none()),
+            admitted_signal: tokio::sync::Notify::new(),
+            peer_key: established.peer_key,
+            events,
+            slot: setup.slot,
+        });
+        let reader = Reader {
+            conn: conn.clone(),
+            read,
+            buf: established.leftover,
+            decoder: FrameDecoder {
+                max_frame: setup.limits.max_message
+                    + if opener.is_some() {
+                        MESSAGE_OVERHEAD
+                    } else {
+                        0
+                    },
+            },
+            assembler: MessageAssembler::new(setup.limits.max_frames, setup.limits.max_message),
+            opener,
+            admit_by: setup.admit_by,
+            channel,
+        };
+        tokio::spawn(reader.run());
+        let writer = Writer {
+            conn: Arc::downgrade(&conn),
+            cancel: conn.cancel.clone(),
+            write,
+            rx,
+            sealer,
+        };
+        tokio::spawn(writer.run());
+        conn
+    }
+
+    /// Ends the connection once: both tasks stop, the socket closes, the events hear of it.
+    fn shut(&self, reason: &'static str) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        tracing::debug!(conn = self.id, reason, "zmtp connection closed");
+        self.cancel.cancel();
+        if let Some(slot) = &self.slot {
+            slot.release();
+        }
+        if let Some(events) = &self.events {
+            events.on_closed(self.id);
+        }
+    }
+}
+
+#[async_trait]
+impl Connection for ZmtpConnection {
+    fn id(&self) -> ConnId {
+        self.id
+    }
+
+    async fn send(&self, frames: Frames) -> Result<(), LinkError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(LinkError::Closed);
+        }
+        let size: usize = frames.iter().map(Bytes::len).sum();
+        let permits = size.clamp(1, self.byte_cap) as u32;
+        let permit = self
+            .queued_bytes
+            .clone()
+            .acquire_many_owned(permits)
+            .await
+            .map_err(|_| LinkError::Closed)?;
+        self.queue
+            .send(Outgoing::Message(frames, permit))
+            .await
+            .map_err(|_| LinkError::Closed)
+    }
+
+    fn close(&self) {
+        self.shut("closed locally");
+    }
+
+    fn admitted(&self) {
+        if !self.admitted.swap(true, Ordering::AcqRel) {
+            if let Some(slot) = &self.slot {
+                slot.admitted();
+            }
+            self.admitted_signal.notify_one();
+        }
+    }
+
+    fn peer_key(&self) -> Option<CurvePublicKey> {
+        self.peer_key
+    }
+}
+
+struct Reader {
+    conn: Arc<ZmtpConnection>,
+    read: OwnedReadHalf,
+    buf: BytesMut,
+    decoder: FrameDecoder,
+    assembler: MessageAssembler,
+    opener: Option<CurveOpener>,
+    admit_by: Option<Instant>,
+    channel: Option<mpsc::Sender<Frames>>,
+}
+
+impl Reader {
+    async fn run(mut self) {
+        let reason = self.read_all().await;
+        self.conn.shut(reason);
+    }
+
+    async fn read_all(&mut self) -> &'static str {
+        let conn: Arc<dyn Connection> = self.conn.clone();
+        loop {
+            if let Err(reason) = self.drain(&conn).await {
+                return reason;
+            }
+            self.buf.reserve(READ_CHUNK);
+            let deadline = self
+                .admit_by
+                .filter(|_| !self.conn.admitted.load(Ordering::Acquire));
+            tokio::select! {
+                biased;
+                _ = self.conn.cancel.cancelled() => return "closed",
+                _ = self.conn.admitted_signal.notified(), if deadline.is_some() => {}
+                _ = sleep_until_opt(deadline) => {
+                    if !self.conn.admitted.load(Ordering::Acquire) {
+                        tracing::warn!(conn = self.conn.id, "handshake_timeout: not admitted in time; closing");
+                        return "handshake deadline";
+                    }
+                }
+                read = self.read.read_buf(&mut self.buf) => match read {
+                    Ok(0) => return "peer closed",
+                    Ok(_) => {}
+                    Err(_) => return "read failed",
+                }
+            }
+        }
+    }
+
+    /// Handles every complete frame in the buffer.
+    async fn drain(&mut self, conn: &Arc<dyn Connection>) -> Result<(), &'static str> {
+        loop {
+            let frame = match self.decoder.decode(&mut self.buf) {
+                Ok(Some(frame)) => frame,
+                Ok(None) => return Ok(()),
+                Err(e) => {
+                    tracing::warn!(conn = self.conn.id, error = %e, "protocol_error: bad frame; closing");
+                    return Err("protocol error");
+                }
+            };
+            let (more, command, body) = match &mut self.opener {
+                None => (frame.more(), frame.is_command(), frame.body),
+                Some(opener) => match opener.open(&frame.body) {
+                    Ok(opened) => (opened.more, opened.command, Bytes::from(opened.data)),
+                    Err(e) => {
+                        tracing::warn!(conn = self.conn.id, error = %e, "protocol_error: CURVE message refused; closing");
+                        return Err("protocol error");
+                    }
+                },
+            };
+            if command {
+                self.on_command(&body);
+                continue;
+            }
+            match self.assembler.push(more, body) {
+                Ok(Some(frames)) => self.deliver(conn, frames).await?,
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(conn = self.conn.id, error = %e, "protocol_error: message over the limits; closing");
+                    return Err("protocol error");
+                }
+            }
+        }
+    }
+
+    async fn deliver(
+        &self,
+        conn: &Arc<dyn Connection>,
+        frames: Frames,
+    ) -> Result<(), &'static str> {
+        if let Some(events) = &self.conn.events {
+            events.on_frames(conn, frames);
+            return Ok(());
+        }
+        let Some(channel) = &self.channel else {
+            return Ok(());
+        };
+        tokio::select! {
+            _ = self.conn.cancel.cancelled() => Err("closed"),
+            sent = channel.send(frames) => sent.map_err(|_| "consumer gone"),
+        }
+    }
+
+    /// ZMTP 3.1 PING is answered with PONG (its context echoed); other commands are ignored.
+    fn on_command(&self, body: &[u8]) {
+        if let Some((b"PING", data)) = split_command(body) {
+            let context = data.get(2..).unwrap_or_default();
+            let context = Bytes::copy_from_slice(&context[..context.len().min(16)]);
+            let _ = self.conn.queue.try_send(Outgoing::Command("PONG", context));
+        }
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+struct Writer {
+    conn: std::sync::Weak<ZmtpConnection>,
+    cancel: CancellationToken,
+    write: OwnedWriteHalf,
+    rx: mpsc::Receiver<Outgoing>,
+    sealer: Option<CurveSealer>,
+}
+
+impl Writer {
+    async fn run(mut self) {
+        let mut out = BytesMut::with_capacity(16 * 1024);
+        let mut scratch = Vec::new();
+        loop {
+            let first = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => break,
+                next = self.rx.recv() => match next {
+                    Some(item) => item,
+                    None => break,
+                },
+            };
+            // The permits of what is being written are held until the write is done, so
+            // the byte bound covers the batch too.
+            let mut permits = Vec::new();
+            self.encode(first, &mut out, &mut scratch, &mut permits);
+            while permits.len() < WRITE_BATCH && out.len() < WRITE_BATCH_BYTES {
+                match self.rx.try_recv() {
+                    Ok(item) => self.encode(item, &mut out, &mut scratch, &mut permits),
+                    Err(_) => break,
+                }
+            }
+            let written = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => break,
+                written = self.write.write_all(&out) => written,
+            };
+            out.clear();
+            if out.capacity() > 4 * WRITE_BATCH_BYTES {
+                out = BytesMut::with_capacity(16 * 1024);
+            }
+            drop(permits);
+            if written.is_err() {
+                if let Some(conn) = self.conn.upgrade() {
+                    conn.shut("write failed");
+                }
+                break;
+            }
+        }
+        let _ = self.write.shutdown().await;
+    }
+
+    fn encode(
+        &mut self,
+        item: Outgoing,
+        out: &mut BytesMut,
+        scratch: &mut Vec<u8>,
+        permits: &mut Vec<OwnedSemaphorePermit>,
+    ) {
+        match (item, &mut self.sealer) {
+            (Outgoing::Message(frames, permit), None) => {
+                put_message(out, &frames);
+                permits.push(permit);
+            }
+            (Outgoing::Message(frames, permit), Some(sealer)) => {
+                for (i, frame) in frames.iter().enumerate() {
+                    scratch.clear();
+                    sealer.seal(i + 1 < frames.len(), false, frame, scratch);
+                    put_frame(out, 0, scratch);
+                }
+                permits.push(permit);
+            }
+            (Outgoing::Command(name, data), None) => put_command(out, name, &data),
+            (Outgoing::Command(name, data), Some(sealer)) => {
+                let mut body = Vec::with_capacity(1 + name.len() + data.len());
+                body.push(name.len() as u8);
+                body.extend_from_slice(name.as_bytes());
+                body.extend_from_slice(&data);
+                scratch.clear();
+                sealer.seal(false, true, &body, scratch);
+                put_frame(out, 0, scratch);
+            }
+        }
+    }
+}

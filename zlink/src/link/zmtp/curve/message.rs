@@ -1,0 +1,318 @@
+//! The MESSAGE codec used once the handshake is done.
+//!
+//! A MESSAGE body is `\x07MESSAGE`, the sender's 8-byte short nonce, then the box of one
+//! flags byte (0x01 MORE, 0x02 COMMAND) followed by the frame's data. libzmq sends each
+//! such body as one ZMTP data frame with no MORE or COMMAND bit of its own.
+
+use std::fmt;
+
+use super::crypto::{self, SharedBox, TAG};
+use super::error::CurveError;
+use super::nonce::{self, Counter, PeerNonce};
+
+/// Bytes a MESSAGE body adds to the frame data it carries: name, short nonce, tag and
+/// flags byte.
+pub(crate) const MESSAGE_OVERHEAD: usize = NAME.len() + 8 + TAG + 1;
+
+const NAME: &[u8; 8] = b"\x07MESSAGE";
+const MORE: u8 = 0x01;
+const COMMAND: u8 = 0x02;
+
+/// Which end of the handshake we were.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Side {
+    Client,
+    Server,
+}
+
+/// The encrypted channel a finished handshake leaves behind.
+pub(crate) struct CurveSession {
+    sealer: CurveSealer,
+    opener: CurveOpener,
+}
+
+impl CurveSession {
+    /// The session over `shared` (the transient keys' box); `ours` continues our short
+    /// nonces and `peer_last` is the peer's last short nonce (of READY or INITIATE).
+    pub(super) fn new(shared: SharedBox, side: Side, ours: Counter, peer_last: u64) -> Self {
+        let (own, peer) = match side {
+            Side::Client => (nonce::MESSAGE_FROM_CLIENT, nonce::MESSAGE_FROM_SERVER),
+            Side::Server => (nonce::MESSAGE_FROM_SERVER, nonce::MESSAGE_FROM_CLIENT),
+        };
+        CurveSession {
+            sealer: CurveSealer {
+                cipher: shared.clone(),
+                prefix: own,
+                nonce: ours,
+            },
+            opener: CurveOpener {
+                cipher: shared,
+                prefix: peer,
+                peer: PeerNonce::after(peer_last),
+            },
+        }
+    }
+
+    /// The sending and receiving halves, for the writer and reader tasks.
+    pub(crate) fn split(self) -> (CurveSealer, CurveOpener) {
+        (self.sealer, self.opener)
+    }
+}
+
+impl fmt::Debug for CurveSession {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CurveSession")
+            .field("sealer", &self.sealer)
+            .field("opener", &self.opener)
+            .finish()
+    }
+}
+
+/// Encrypts outgoing frames into MESSAGE bodies.
+#[cfg_attr(test, derive(Clone))]
+pub(crate) struct CurveSealer {
+    cipher: SharedBox,
+    prefix: &'static [u8; 16],
+    nonce: Counter,
+}
+
+impl CurveSealer {
+    /// Appends to `out` the MESSAGE body carrying one frame: `data`, with the frame's
+    /// MORE and COMMAND flags. Send it as a ZMTP data frame with flags 0 (LONG aside).
+    pub(crate) fn seal(&mut self, more: bool, command: bool, data: &[u8], out: &mut Vec<u8>) {
+        let counter = self.nonce.take();
+        out.reserve(MESSAGE_OVERHEAD + data.len());
+        out.extend_from_slice(NAME);
+        out.extend_from_slice(&counter.to_be_bytes());
+        let boxed = out.len();
+        out.extend_from_slice(&[0; TAG]);
+        out.push(if more { MORE } else { 0 } | if command { COMMAND } else { 0 });
+        out.extend_from_slice(data);
+        crypto::seal_tail(
+            &*self.cipher,
+            &nonce::short(self.prefix, counter),
+            out,
+            boxed,
+        );
+    }
+}
+
+impl fmt::Debug for CurveSealer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CurveSealer")
+            .field("nonce", &self.nonce)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Decrypts incoming MESSAGE bodies.
+#[cfg_attr(test, derive(Clone))]
+pub(crate) struct CurveOpener {
+    cipher: SharedBox,
+    prefix: &'static [u8; 16],
+    peer: PeerNonce,
+}
+
+impl CurveOpener {
+    /// The frame inside a MESSAGE body. Refuses a nonce that is not above every nonce
+    /// accepted so far; a refused body changes nothing.
+    pub(crate) fn open(&mut self, body: &[u8]) -> Result<OpenedFrame, CurveError> {
+        if !body.starts_with(NAME) {
+            return Err(CurveError::Malformed("expected MESSAGE"));
+        }
+        if body.len() < MESSAGE_OVERHEAD {
+            return Err(CurveError::Malformed("MESSAGE shorter than 33 bytes"));
+        }
+        let counter = nonce::read(body, NAME.len())?;
+        self.peer.check(counter)?;
+        let boxed = body.get(NAME.len() + 8..).unwrap_or_default();
+        let mut data = crypto::open(&*self.cipher, &nonce::short(self.prefix, counter), boxed)
+            .ok_or(CurveError::Decrypt("MESSAGE"))?;
+        if data.is_empty() {
+            return Err(CurveError::Malformed("MESSAGE has no flags byte"));
+        }
+        self.peer.accept(counter);
+        let flags = data.remove(0);
+        Ok(OpenedFrame {
+            more: flags & MORE != 0,
+            command: flags & COMMAND != 0,
+            data,
+        })
+    }
+}
+
+impl fmt::Debug for CurveOpener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CurveOpener")
+            .field("peer", &self.peer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One frame taken out of a MESSAGE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OpenedFrame {
+    /// More frames of the same message follow.
+    pub(crate) more: bool,
+    /// The frame is a ZMTP command (PING, PONG, SUBSCRIBE, ...), not message data.
+    pub(crate) command: bool,
+    /// The frame's bytes.
+    pub(crate) data: Vec<u8>,
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crypto_box::aead::OsRng;
+    use crypto_box::SecretKey;
+
+    /// A client session and a server session sharing one key, with libzmq's nonces:
+    /// the client has sent HELLO 1 and INITIATE 2, the server READY 1.
+    pub(in super::super) fn pair() -> (CurveSession, CurveSession) {
+        let a = SecretKey::generate(&mut OsRng);
+        let b = SecretKey::generate(&mut OsRng);
+        let shared = crypto::agree(&b.public_key(), &a).expect("honest keys");
+        let client = CurveSession::new(shared.clone(), Side::Client, Counter::starting_at(3), 1);
+        let server = CurveSession::new(shared, Side::Server, Counter::starting_at(2), 2);
+        (client, server)
+    }
+
+    #[test]
+    fn frames_cross_both_ways_with_their_flags() {
+        let (client, server) = pair();
+        let (mut client_tx, mut client_rx) = client.split();
+        let (mut server_tx, mut server_rx) = server.split();
+        for (more, command, data) in [
+            (true, false, &b"first"[..]),
+            (false, false, b""),
+            (false, true, b"\x04PING\x00\x0a"),
+            (true, true, &[0xff; 300][..]),
+        ] {
+            let mut body = Vec::new();
+            client_tx.seal(more, command, data, &mut body);
+            assert_eq!(body.len(), MESSAGE_OVERHEAD + data.len());
+            let frame = server_rx.open(&body).expect("client to server");
+            assert_eq!(
+                (frame.more, frame.command, &frame.data[..]),
+                (more, command, data)
+            );
+
+            body.clear();
+            server_tx.seal(more, command, data, &mut body);
+            let frame = client_rx.open(&body).expect("server to client");
+            assert_eq!(
+                (frame.more, frame.command, &frame.data[..]),
+                (more, command, data)
+            );
+        }
+    }
+
+    #[test]
+    fn overhead_is_name_nonce_tag_and_flags() {
+        assert_eq!(MESSAGE_OVERHEAD, 8 + 8 + 16 + 1);
+    }
+
+    #[test]
+    fn nonces_continue_libzmq_numbering() {
+        let (client, server) = pair();
+        let (mut client_tx, _) = client.split();
+        let (mut server_tx, _) = server.split();
+        let mut body = Vec::new();
+        client_tx.seal(false, false, b"x", &mut body);
+        assert_eq!(&body[..8], b"\x07MESSAGE");
+        assert_eq!(&body[8..16], &3u64.to_be_bytes());
+        body.clear();
+        server_tx.seal(false, false, b"x", &mut body);
+        assert_eq!(&body[8..16], &2u64.to_be_bytes());
+    }
+
+    #[test]
+    fn seal_appends_after_existing_bytes() {
+        let (client, server) = pair();
+        let (mut tx, _) = client.split();
+        let (_, mut rx) = server.split();
+        let mut out = b"prefix".to_vec();
+        tx.seal(false, false, b"payload", &mut out);
+        assert_eq!(&out[..6], b"prefix");
+        assert_eq!(rx.open(&out[6..]).expect("opens").data, b"payload");
+    }
+
+    #[test]
+    fn replayed_and_reordered_messages_are_refused() {
+        let (client, server) = pair();
+        let (mut tx, _) = client.split();
+        let (_, mut rx) = server.split();
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        tx.seal(false, false, b"one", &mut first);
+        tx.seal(false, false, b"two", &mut second);
+        rx.open(&first).expect("first");
+        assert!(matches!(rx.open(&first), Err(CurveError::Replay)));
+        rx.open(&second).expect("second");
+        assert!(matches!(rx.open(&first), Err(CurveError::Replay)));
+        assert!(matches!(rx.open(&second), Err(CurveError::Replay)));
+    }
+
+    #[test]
+    fn first_message_must_follow_the_handshake_nonce() {
+        // The server's READY used nonce 1, so a MESSAGE with nonce 1 is a replay.
+        let (client, server) = pair();
+        let (_, mut client_rx) = client.split();
+        let (mut server_tx, _) = server.split();
+        server_tx.nonce = Counter::starting_at(1);
+        let mut body = Vec::new();
+        server_tx.seal(false, false, b"early", &mut body);
+        assert!(matches!(client_rx.open(&body), Err(CurveError::Replay)));
+    }
+
+    #[test]
+    fn a_refused_message_does_not_move_the_nonce() {
+        let (client, server) = pair();
+        let (mut tx, _) = client.split();
+        let (_, mut rx) = server.split();
+        let mut body = Vec::new();
+        tx.seal(false, false, b"hello", &mut body);
+        let mut forged = body.clone();
+        forged[8..16].copy_from_slice(&u64::MAX.to_be_bytes());
+        assert!(matches!(rx.open(&forged), Err(CurveError::Decrypt(_))));
+        rx.open(&body).expect("the genuine message still opens");
+    }
+
+    #[test]
+    fn tampered_messages_are_refused() {
+        let (client, server) = pair();
+        let (mut tx, _) = client.split();
+        let (_, rx) = server.split();
+        let mut body = Vec::new();
+        tx.seal(true, false, b"data", &mut body);
+        for i in 0..body.len() {
+            let mut altered = body.clone();
+            altered[i] ^= 0x01;
+            assert!(rx.clone().open(&altered).is_err(), "byte {i}");
+        }
+        assert!(matches!(
+            rx.clone().open(&body[..MESSAGE_OVERHEAD - 1]),
+            Err(CurveError::Malformed(_))
+        ));
+        assert!(matches!(
+            rx.clone().open(b"\x07MESSAGX"),
+            Err(CurveError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn a_session_does_not_open_its_own_messages() {
+        let (client, _) = pair();
+        let (mut tx, mut rx) = client.split();
+        let mut body = Vec::new();
+        tx.seal(false, false, b"echo", &mut body);
+        assert!(matches!(rx.open(&body), Err(CurveError::Decrypt(_))));
+    }
+
+    #[test]
+    fn halves_can_move_to_other_threads() {
+        fn assert_send<T: Send>() {}
+        assert_send::<CurveSealer>();
+        assert_send::<CurveOpener>();
+        assert_send::<CurveSession>();
+    }
+}
