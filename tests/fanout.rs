@@ -357,3 +357,49 @@ async fn one_publishers_events_reach_the_handler_in_publish_order() {
     assert_eq!(after_warmup, (1..=300).collect::<Vec<_>>());
     stop([s, p]).await;
 }
+
+#[tokio::test]
+async fn a_curve_publisher_serves_only_trusted_curve_subscribers() {
+    use zlink::link::CurveKeypair;
+    let (p_keys, s_keys) = (CurveKeypair::generate(), CurveKeypair::generate());
+    let p = start(
+        node("pub")
+            .curve(p_keys.clone())
+            .trust_key(s_keys.public())
+            .fanout(Fanout::publisher(PRICES)),
+    )
+    .await;
+    let endpoint = p.fanout_endpoint(PRICES).unwrap();
+    let trusted = Watcher::default();
+    // Fanout-only processes: no mesh listener, so no trust set is needed on their side.
+    let s = start(Runtime::builder().curve(s_keys).fanout(
+        Fanout::subscriber(PRICES, trusted.clone()).connect_curve(&endpoint, p_keys.public()),
+    ))
+    .await;
+    let plain = Watcher::default();
+    let n = subscriber(
+        "n",
+        Fanout::subscriber(PRICES, plain.clone()).connect(&endpoint),
+    )
+    .await;
+    let stranger = Watcher::default();
+    let u = start(Runtime::builder().curve(CurveKeypair::generate()).fanout(
+        Fanout::subscriber(PRICES, stranger.clone()).connect_curve(&endpoint, p_keys.public()),
+    ))
+    .await;
+    until_subscribed(&p, || trusted.prices() > 0).await;
+    for _ in 0..20 {
+        p.publish(PRICES, &price(0)).await.unwrap();
+    }
+    wait_until(WAIT, "the trusted subscriber gets the burst", || async {
+        trusted.prices() >= 20
+    })
+    .await;
+    assert_eq!(
+        (plain.prices(), stranger.prices()),
+        (0, 0),
+        "an untrusted subscriber got events"
+    );
+    assert!(!u.fanout_publishers(PRICES).iter().any(|f| f.ready));
+    stop([u, n, s, p]).await;
+}
