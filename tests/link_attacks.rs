@@ -72,6 +72,13 @@ fn echo_request(correlation: u64, text: &str) -> Vec<Bytes> {
     .encode()
 }
 
+/// Server "a" of [`CHANNEL`] with these link limits.
+fn limited_server(limits: LinkLimits) -> zlink::RuntimeBuilder {
+    node("a")
+        .channel_server(CHANNEL, echo_handlers("a", Default::default()))
+        .link_limits(limits)
+}
+
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: u64 = statm
@@ -212,12 +219,7 @@ async fn silent_connections_are_closed_at_the_handshake_deadline() {
         max_pending: 1024,
         ..LinkLimits::default()
     };
-    let a = start(
-        node("a")
-            .channel_server(CHANNEL, echo_handlers("a", Default::default()))
-            .link_limits(limits),
-    )
-    .await;
+    let a = start(limited_server(limits)).await;
     let opened = Instant::now();
     let mut silent = Vec::new();
     for i in 0..300 {
@@ -251,12 +253,7 @@ async fn connection_caps_refuse_the_excess_and_keep_serving() {
         max_pending: 3,
         ..LinkLimits::default()
     };
-    let a = start(
-        node("a")
-            .channel_server(CHANNEL, echo_handlers("a", Default::default()))
-            .link_limits(limits),
-    )
-    .await;
+    let a = start(limited_server(limits)).await;
     let c = client("c", &[&a]).await;
     let mut flood = Vec::new();
     for _ in 0..10 {
@@ -344,12 +341,10 @@ async fn a_peer_that_stops_reading_cannot_stall_the_node() {
         ..LinkLimits::default()
     };
     let a = start(
-        node("a")
-            .channel_server(CHANNEL, echo_handlers("a", Default::default()))
+        limited_server(limits)
             .send_timeout(Duration::from_millis(300))
             .shutdown_grace(Duration::from_secs(1))
-            .test_liveness(Duration::from_millis(100), Duration::from_millis(600))
-            .link_limits(limits),
+            .test_liveness(Duration::from_millis(100), Duration::from_millis(600)),
     )
     .await;
     let c = client("c", &[&a]).await;
@@ -436,12 +431,7 @@ async fn in_flight_handler_calls_are_capped_per_connection() {
         max_inflight_per_connection: 2,
         ..LinkLimits::default()
     };
-    let a = start(
-        node("a")
-            .channel_server(CHANNEL, echo_handlers("a", Default::default()))
-            .link_limits(limits),
-    )
-    .await;
+    let a = start(limited_server(limits)).await;
     let c = client("c", &[&a]).await;
     let calls: Vec<_> = (0..6)
         .map(|_| {

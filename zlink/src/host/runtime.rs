@@ -52,7 +52,9 @@ impl Runtime {
     /// and, for a ClientServer node with a store, its discovery.
     pub(crate) async fn start_node(node: Arc<MeshNode>) -> Result<()> {
         if !node.settings.listen.is_empty() {
-            let events = Arc::new(crate::mesh::inbound::NodeEvents(Arc::downgrade(&node)));
+            let events = Arc::new(crate::mesh::inbound::NodeEvents::accepted(Arc::downgrade(
+                &node,
+            )));
             let listener = node
                 .settings
                 .transport

@@ -72,7 +72,7 @@ impl MeshNode {
             }
             changed.await;
         }
-        let events = Arc::new(NodeEvents(self.me.clone()));
+        let events = Arc::new(NodeEvents::dialed(self.me.clone()));
         let Some(security) = self.settings.security.client(peer.server_key) else {
             return tracing::warn!(endpoint = %peer.endpoint, "not dialing: this node runs CURVE and the peer's public key is unknown");
         };
@@ -107,6 +107,7 @@ impl MeshNode {
                 on_close: Some(closed_tx),
                 opened: tokio::time::Instant::now(),
                 inflight: Arc::default(),
+                waiting_sends: Arc::default(),
             },
         );
         let hello = Header {

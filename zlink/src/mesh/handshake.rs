@@ -106,18 +106,20 @@ impl MeshNode {
 
     /// Initiator side: admit arrived.
     pub(crate) fn on_admit(&self, conn: &Arc<dyn Connection>, adm: Admission) {
-        let (expected, expected_generation) =
-            match &lock(&self.conns).get(&conn.id()).map(|s| &s.phase) {
-                Some(Phase::AwaitAdmit {
-                    expected_rid,
-                    expected_generation,
-                    ..
-                }) => (expected_rid.clone(), *expected_generation),
-                _ => {
-                    tracing::warn!(conn = conn.id(), "admit on a connection not awaiting one");
-                    return;
-                }
-            };
+        let expectation = match &lock(&self.conns).get(&conn.id()).map(|s| &s.phase) {
+            // `outcome` is set once the dialer has registered the connection and sent its
+            // hello: an admit before that answers nothing.
+            Some(Phase::AwaitAdmit {
+                expected_rid,
+                expected_generation,
+                outcome: Some(_),
+            }) => Some((expected_rid.clone(), *expected_generation)),
+            _ => None,
+        };
+        let Some((expected, expected_generation)) = expectation else {
+            tracing::warn!(conn = conn.id(), "admit before our hello: refused");
+            return self.refuse_dial(conn, "admit before hello");
+        };
         let refused = if let Err(reason) = self.check_admission(&adm) {
             Some(format!("{reason:?}"))
         } else if expected.as_ref().is_some_and(|e| e != &adm.rid) {

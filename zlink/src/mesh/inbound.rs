@@ -1,6 +1,6 @@
 //! Inbound dispatch: decode, admission checks, then handler work or infrastructure.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
@@ -14,17 +14,37 @@ use crate::wire::{Command, Envelope, Header, ReplyStatus, WireError};
 use crate::{Error, ErrorKind};
 
 /// The node's [`LinkEvents`], holding it weakly so transports never keep a node alive.
-pub(crate) struct NodeEvents(pub(crate) Weak<MeshNode>);
+pub(crate) struct NodeEvents {
+    node: Weak<MeshNode>,
+    /// Whether the connections reporting here were dialed by us (they may only ever be
+    /// answered with admit or reject, even before the dialer has registered them).
+    dialed: bool,
+}
+
+impl NodeEvents {
+    /// Events of connections the node's listener accepted.
+    pub(crate) fn accepted(node: Weak<MeshNode>) -> Self {
+        NodeEvents {
+            node,
+            dialed: false,
+        }
+    }
+
+    /// Events of a connection the node dialed.
+    pub(crate) fn dialed(node: Weak<MeshNode>) -> Self {
+        NodeEvents { node, dialed: true }
+    }
+}
 
 impl LinkEvents for NodeEvents {
     fn on_frames(&self, conn: &Arc<dyn Connection>, frames: Frames) {
-        if let Some(node) = self.0.upgrade() {
-            node.on_frames(conn, frames);
+        if let Some(node) = self.node.upgrade() {
+            node.on_frames(conn, frames, self.dialed);
         }
     }
 
     fn on_closed(&self, conn: ConnId) {
-        if let Some(node) = self.0.upgrade() {
+        if let Some(node) = self.node.upgrade() {
             node.connection_lost(conn, "transport closed");
         }
     }
@@ -39,7 +59,7 @@ struct Dispatch {
 }
 
 impl MeshNode {
-    fn on_frames(&self, conn: &Arc<dyn Connection>, frames: Frames) {
+    fn on_frames(&self, conn: &Arc<dyn Connection>, frames: Frames, dialed: bool) {
         let max = self.settings.max_message;
         if max > 0 {
             let size: usize = frames.iter().map(|f| f.len()).sum();
@@ -55,11 +75,22 @@ impl MeshNode {
             let mut conns = lock(&self.conns);
             let state = conns.entry(conn.id()).or_insert_with(|| ConnState {
                 conn: conn.clone(),
-                phase: Phase::AwaitHello,
+                // A dialed connection the dialer has not registered yet: whatever arrives
+                // now cannot be the admit to a hello we have not sent.
+                phase: if dialed {
+                    Phase::AwaitAdmit {
+                        expected_rid: None,
+                        expected_generation: None,
+                        outcome: None,
+                    }
+                } else {
+                    Phase::AwaitHello
+                },
                 liveness: None,
                 on_close: None,
                 opened: Instant::now(),
                 inflight: Arc::default(),
+                waiting_sends: Arc::default(),
             });
             match &state.phase {
                 Phase::Ready { rid } => Some(ReadySender {
@@ -257,6 +288,7 @@ impl MeshNode {
                         on_close: None,
                         opened: Instant::now(),
                         inflight: Arc::default(),
+                        waiting_sends: Arc::default(),
                     });
                 self.reject(
                     conn,
@@ -357,7 +389,8 @@ impl MeshNode {
         // One peer cannot occupy the node: past its share of concurrent handler calls, a
         // request is answered at once and a send is dropped.
         let cap = self.settings.limits.max_inflight_per_connection;
-        let Some(slot) = InflightSlot::take(sender.inflight.clone(), cap) else {
+        let Some(slot) = super::count_permit::CountPermit::take(sender.inflight.clone(), cap)
+        else {
             tracing::warn!(peer = %rid, packet = %packet, "capacity_exceeded: too many handler calls in flight for this connection");
             if is_request {
                 let err = Error::new(
@@ -440,25 +473,6 @@ struct ReadySender {
     rid: String,
     /// Its handler calls still running.
     inflight: Arc<AtomicUsize>,
-}
-
-/// One handler call counted against its connection's in-flight cap.
-struct InflightSlot(Arc<AtomicUsize>);
-
-impl InflightSlot {
-    fn take(count: Arc<AtomicUsize>, cap: usize) -> Option<Self> {
-        if count.fetch_add(1, Ordering::AcqRel) >= cap {
-            count.fetch_sub(1, Ordering::AcqRel);
-            return None;
-        }
-        Some(InflightSlot(count))
-    }
-}
-
-impl Drop for InflightSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
 }
 
 async fn sleep_until_opt(deadline: Option<Instant>) {

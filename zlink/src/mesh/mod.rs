@@ -2,6 +2,7 @@
 //! handshake, liveness, reconnect, channel roles and weights, select-one and node-direct.
 
 pub(crate) mod client_server;
+mod count_permit;
 mod dialer;
 pub(crate) mod discovery;
 pub(crate) mod fanout;

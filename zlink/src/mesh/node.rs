@@ -50,7 +50,12 @@ pub(crate) struct ConnState {
     pub(crate) opened: tokio::time::Instant,
     /// Inbound handler calls of this connection still running.
     pub(crate) inflight: Arc<std::sync::atomic::AtomicUsize>,
+    /// Control records and replies waiting for room in this connection's send queue.
+    pub(crate) waiting_sends: Arc<std::sync::atomic::AtomicUsize>,
 }
+
+/// Most infrastructure sends that may wait for one connection's full queue at once.
+const MAX_WAITING_SENDS: usize = 16;
 
 /// How long a connection may stay unadmitted.
 pub(crate) const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -228,10 +233,26 @@ impl MeshNode {
             }
             None => {}
         }
+        // Each waiting send holds its frames: a connection whose queue stays full gets only
+        // a few, then it is given up.
+        let waiting = lock(&self.conns)
+            .get(&conn.id())
+            .map(|s| s.waiting_sends.clone());
+        let Some(waiting) =
+            waiting.and_then(|w| super::count_permit::CountPermit::take(w, MAX_WAITING_SENDS))
+        else {
+            tracing::warn!(
+                conn = conn.id(),
+                what,
+                "send_queue_full: peer is not reading; closing the connection"
+            );
+            return self.connection_lost(conn.id(), "peer stopped reading");
+        };
         let conn = conn.clone();
         let me = self.me.clone();
         let within = self.settings.send_timeout;
         self.background.spawn(async move {
+            let _waiting = waiting;
             match tokio::time::timeout(within, queued).await {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) => {

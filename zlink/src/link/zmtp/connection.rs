@@ -16,13 +16,17 @@ use tokio_util::sync::CancellationToken;
 
 use super::curve::{CurveOpener, CurveSealer, MESSAGE_OVERHEAD};
 use super::frame::{
-    put_command, put_frame, put_message, split_command, FrameDecoder, MessageAssembler, READ_CHUNK,
+    put_command, put_frame, put_message, split_command, FrameDecoder, MessageAssembler,
 };
 use super::handshake::Established;
 use super::listener::Slot;
 use crate::link::security::CurvePublicKey;
 use crate::link::transport::{next_conn_id, ConnId, Connection, Frames, LinkError, LinkEvents};
 use crate::link::LinkLimits;
+
+/// What a reader keeps free for the next read. Small, so thousands of idle connections
+/// cost little; a frame that needs more grows the buffer as its bytes arrive.
+const READ_SPARE: usize = 8 * 1024;
 
 /// Messages a writer encodes into one socket write, at most.
 const WRITE_BATCH: usize = 256;
@@ -84,6 +88,8 @@ impl ZmtpConnection {
             None => (None, None),
         };
         let (tx, rx) = mpsc::channel(setup.limits.send_queue_messages.max(1));
+        // One message takes at most u32::MAX permits; the queue never holds more than that.
+        let byte_cap = setup.limits.send_queue_bytes.clamp(1, u32::MAX as usize);
         let (events, channel) = match setup.delivery {
             Delivery::Events(events) => (Some(events), None),
             Delivery::Channel(channel) => (None, Some(channel)),
@@ -91,8 +97,8 @@ impl ZmtpConnection {
         let conn = Arc::new(ZmtpConnection {
             id: next_conn_id(),
             queue: tx,
-            queued_bytes: Arc::new(Semaphore::new(setup.limits.send_queue_bytes)),
-            byte_cap: setup.limits.send_queue_bytes,
+            queued_bytes: Arc::new(Semaphore::new(byte_cap)),
+            byte_cap,
             cancel: setup
                 .parent
                 .map_or_else(CancellationToken::new, |p| p.child_token()),
@@ -213,7 +219,7 @@ impl Reader {
             if let Err(reason) = self.drain(&conn).await {
                 return reason;
             }
-            self.buf.reserve(READ_CHUNK);
+            self.buf.reserve(READ_SPARE);
             let deadline = self
                 .admit_by
                 .filter(|_| !self.conn.admitted.load(Ordering::Acquire));
