@@ -80,13 +80,14 @@ struct SeenEvent {
     payload: serde_json::Value,
 }
 
-#[tokio::test]
-async fn a_libzmq_sub_receives_topic_filtered_events() {
-    let publisher = start(node("zlink-pub").fanout(Fanout::publisher("prices"))).await;
+/// Runs the Python SUB against `publisher`'s "prices" endpoint (with `extra` arguments),
+/// publishing until it has seen three `PriceChanged` events, and checks them.
+async fn libzmq_subscriber_receives_prices(publisher: &zlink::Runtime, extra: &[String]) {
     let endpoint = publisher.fanout_endpoint("prices").unwrap();
     let mut child = Command::new(python())
         .arg(script("fanout_sub.py"))
         .args([&endpoint, "PriceChanged", "3"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -130,6 +131,32 @@ async fn a_libzmq_sub_receives_topic_filtered_events() {
         assert_eq!(event.payload["cents"], 250);
         assert_eq!(event.payload["sku"], "tea");
     }
+}
+
+#[tokio::test]
+async fn a_libzmq_sub_receives_topic_filtered_events() {
+    let publisher = start(node("zlink-pub").fanout(Fanout::publisher("prices"))).await;
+    libzmq_subscriber_receives_prices(&publisher, &[]).await;
+    stop([publisher]).await;
+}
+
+#[tokio::test]
+async fn a_libzmq_curve_sub_receives_events_from_a_curve_publisher() {
+    use zlink::link::CurveKeypair;
+    let (publisher_keys, subscriber_keys) = (CurveKeypair::generate(), CurveKeypair::generate());
+    let publisher = start(
+        zlink::Runtime::builder()
+            .curve(publisher_keys.clone())
+            .trust_key(subscriber_keys.public())
+            .fanout(Fanout::publisher("prices")),
+    )
+    .await;
+    let keys = [
+        publisher_keys.public().to_z85(),
+        subscriber_keys.public().to_z85(),
+        subscriber_keys.secret_z85(),
+    ];
+    libzmq_subscriber_receives_prices(&publisher, &keys).await;
     stop([publisher]).await;
 }
 

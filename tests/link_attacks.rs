@@ -487,3 +487,33 @@ async fn a_handler_that_outlives_the_callers_deadline_is_cancelled() {
     );
     stop([c, a]).await;
 }
+
+#[tokio::test]
+async fn a_duplicate_rid_refuses_the_newcomer_and_leaves_the_live_peer_alone() {
+    let a = server("a", 100).await;
+    let c = client("c", &[&a]).await;
+    let generation = c.peers()[0].generation;
+    let mut newcomer = RawZmtp::dealer(&a.endpoint()).await.expect("handshake");
+    newcomer
+        .send(&as_slices(&hello("c", MESH)))
+        .await
+        .expect("hello");
+    let answer: Vec<Bytes> = newcomer
+        .recv()
+        .await
+        .expect("an answer")
+        .into_iter()
+        .map(Bytes::from)
+        .collect();
+    let reject = Envelope::decode(&answer).expect("decodable");
+    assert_eq!(reject.command, Command::Reject);
+    assert_eq!(
+        reject.header.reject,
+        Some(RejectReason::DuplicateConnection)
+    );
+    assert!(newcomer.closed_within(WAIT).await);
+    assert_eq!(peer_rids(&a), vec!["c".to_string()]);
+    assert_eq!(c.peers()[0].generation, generation);
+    assert_eq!(echo_by(&c).await, "a");
+    stop([c, a]).await;
+}

@@ -1,7 +1,9 @@
 """A fanout subscriber in Python (pyzmq = libzmq, cbor2): subscribes to one topic of a
 zlink publisher and prints the first COUNT events as JSON lines.
 
-usage: fanout_sub.py ENDPOINT TOPIC COUNT
+usage: fanout_sub.py ENDPOINT TOPIC COUNT [SERVER_KEY CLIENT_PUBLIC CLIENT_SECRET]
+
+With the three Z85 keys the SUB runs ZMTP CURVE (libzmq's own implementation).
 """
 
 import json
@@ -20,6 +22,11 @@ def main():
     socket.setsockopt(zmq.LINGER, 0)
     socket.setsockopt(zmq.RCVTIMEO, 10000)
     socket.setsockopt(zmq.SUBSCRIBE, topic)
+    if len(sys.argv) >= 7:
+        server_key, public, secret = (k.encode() for k in sys.argv[4:7])
+        socket.curve_serverkey = server_key
+        socket.curve_publickey = public
+        socket.curve_secretkey = secret
     socket.connect(endpoint)
     seen = 0
     while seen < count:

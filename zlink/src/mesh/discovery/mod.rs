@@ -296,3 +296,21 @@ impl MeshNode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn departed_members_are_forgotten_after_the_window() {
+        let mut state = DiscoveryState::default();
+        state
+            .departed
+            .insert("old".into(), Instant::now() - Duration::from_secs(60));
+        state.departed.insert("recent".into(), Instant::now());
+        state.prune_departed(Duration::from_secs(30));
+        assert!(!state.departed.contains_key("old"));
+        assert!(state.departed.contains_key("recent"));
+    }
+}
