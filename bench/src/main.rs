@@ -30,6 +30,8 @@ usage: zlink-bench (rpc | clientserver | fanout) [--seconds S] [--requests N]
                  vs zlink fanout; delivered events per second per subscriber
   --seconds S    how long each pipelined or publishing run lasts, 1..=60 (default 3)
   --requests N   measured sequential round trips, 100..=1000000 (default 5000)
+  --curve        rpc only: also run zlink with ZMTP CURVE on both nodes and report
+                 its ratios (to raw and to zlink over NULL, same run)
 
   The last output line is a JSON object with the ratios.";
 
@@ -49,6 +51,7 @@ struct RpcPlan {
     requests: usize,
     window: usize,
     duration: Duration,
+    curve: bool,
 }
 
 impl Default for RpcPlan {
@@ -59,6 +62,7 @@ impl Default for RpcPlan {
             requests: 5_000,
             window: 64,
             duration: Duration::from_secs(3),
+            curve: false,
         }
     }
 }
@@ -83,6 +87,10 @@ fn parse_args(args: &[String]) -> Result<(Bench, RpcPlan), String> {
                 )),
             }
         };
+        if flag == "--curve" {
+            plan.curve = true;
+            continue;
+        }
         match flag.as_str() {
             "--seconds" => plan.duration = Duration::from_secs(value(1, 60)?),
             "--requests" => {
@@ -136,10 +144,15 @@ async fn bench_raw(plan: &RpcPlan, payload: &[u8]) -> Result<Figures, BoxError> 
     outcome
 }
 
-async fn bench_zlink(plan: &RpcPlan, payload: &[u8], bench: Bench) -> Result<Figures, BoxError> {
+async fn bench_zlink(
+    plan: &RpcPlan,
+    payload: &[u8],
+    bench: Bench,
+    curve: bool,
+) -> Result<Figures, BoxError> {
     let pair = match bench {
         Bench::ClientServer => zlink_rpc::Pair::start_client_server().await?,
-        _ => zlink_rpc::Pair::start().await?,
+        _ => zlink_rpc::Pair::start(curve).await?,
     };
     let outcome = async {
         let samples =
@@ -169,8 +182,19 @@ async fn rpc(plan: RpcPlan, bench: Bench) -> Result<(), BoxError> {
     );
     let raw = bench_raw(&plan, &payload).await?;
     report("raw zeromq (DEALER -> ROUTER echo)", &plan, &raw);
-    let zlink = bench_zlink(&plan, &payload, bench).await?;
+    let zlink = bench_zlink(&plan, &payload, bench, false).await?;
     report(label, &plan, &zlink);
+    let curve = if plan.curve && bench == Bench::Rpc {
+        let curve = bench_zlink(&plan, &payload, bench, true).await?;
+        report(
+            "zlink over CURVE (same, both nodes encrypting)",
+            &plan,
+            &curve,
+        );
+        Some(curve)
+    } else {
+        None
+    };
 
     let throughput_ratio = zlink.throughput.per_second() / raw.throughput.per_second();
     let latency_ratio = zlink.latency.p50_us / raw.latency.p50_us;
@@ -198,6 +222,33 @@ async fn rpc(plan: RpcPlan, bench: Bench) -> Result<(), BoxError> {
         "latency_ratio": round3(latency_ratio),
         "p99_latency_ratio": round3(zlink.latency.p99_us / raw.latency.p99_us),
     });
+    let summary = match (curve, summary) {
+        (Some(curve), serde_json::Value::Object(mut fields)) => {
+            let per_second = curve.throughput.per_second();
+            println!(
+                "CURVE: throughput {:.2} of raw, {:.2} of zlink over NULL; p50 latency {:.2} of NULL",
+                per_second / raw.throughput.per_second(),
+                per_second / zlink.throughput.per_second(),
+                curve.latency.p50_us / zlink.latency.p50_us
+            );
+            for (key, value) in [
+                ("curve_pipelined_msgs_per_s", per_second.round()),
+                (
+                    "curve_throughput_ratio",
+                    round3(per_second / raw.throughput.per_second()),
+                ),
+                (
+                    "curve_vs_null_throughput",
+                    round3(per_second / zlink.throughput.per_second()),
+                ),
+                ("curve_p50_us", round3(curve.latency.p50_us)),
+            ] {
+                fields.insert(key.into(), serde_json::json!(value));
+            }
+            serde_json::Value::Object(fields)
+        }
+        (_, summary) => summary,
+    };
     println!("{summary}");
     Ok(())
 }

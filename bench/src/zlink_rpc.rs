@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
+use zlink::link::CurveKeypair;
 use zlink::{ClientServer, HandlerContext, PeerSpec, Runtime};
 
 use crate::stats::Throughput;
@@ -44,25 +45,32 @@ pub struct Pair {
 }
 
 impl Pair {
-    /// Starts both nodes and waits until the client sees the server.
-    pub async fn start() -> Result<Pair, BoxError> {
-        let server = Runtime::builder()
+    /// Starts both nodes and waits until the client sees the server. With `curve`, both
+    /// run ZMTP CURVE (each trusting the other's key).
+    pub async fn start(curve: bool) -> Result<Pair, BoxError> {
+        let (server_keys, client_keys) = (CurveKeypair::generate(), CurveKeypair::generate());
+        let mut server = Runtime::builder()
             .mesh_name(MESH)
             .rid(SERVER_RID)
             .listen("tcp://127.0.0.1:0")
-            .channel_server(CHANNEL, EchoServer)
-            .build()?
-            .start()
-            .await?;
-        let client = Runtime::builder()
+            .channel_server(CHANNEL, EchoServer);
+        if curve {
+            server = server
+                .curve(server_keys.clone())
+                .trust_key(client_keys.public());
+        }
+        let server = server.build()?.start().await?;
+        let mut peer = PeerSpec::new(server.endpoint()).expect_rid(SERVER_RID);
+        let mut client = Runtime::builder()
             .mesh_name(MESH)
             .rid("bench-client")
             .listen("tcp://127.0.0.1:0")
-            .peer(PeerSpec::new(server.endpoint()).expect_rid(SERVER_RID))
-            .channel_client(CHANNEL)
-            .build()?
-            .start()
-            .await?;
+            .channel_client(CHANNEL);
+        if curve {
+            peer = peer.server_key(server_keys.public());
+            client = client.curve(client_keys).trust_key(server_keys.public());
+        }
+        let client = client.peer(peer).build()?.start().await?;
         client
             .wait_for_peers(Duration::from_secs(10), |peers| {
                 peers
