@@ -90,9 +90,10 @@ impl ZmtpConnection {
         let (tx, rx) = mpsc::channel(setup.limits.send_queue_messages.max(1));
         // One message takes at most u32::MAX permits; the queue never holds more than that.
         let byte_cap = setup.limits.send_queue_bytes.clamp(1, u32::MAX as usize);
-        let (events, channel) = match setup.delivery {
-            Delivery::Events(events) => (Some(events), None),
-            Delivery::Channel(channel) => (None, Some(channel)),
+        // The events also hear when the connection ends.
+        let events = match &setup.delivery {
+            Delivery::Events(events) => Some(events.clone()),
+            Delivery::Channel(_) => None,
         };
         let conn = Arc::new(ZmtpConnection {
             id: next_conn_id(),
@@ -124,7 +125,7 @@ impl ZmtpConnection {
             assembler: MessageAssembler::new(setup.limits.max_frames, setup.limits.max_message),
             opener,
             admit_by: setup.admit_by,
-            channel,
+            delivery: setup.delivery,
         };
         tokio::spawn(reader.run());
         let writer = Writer {
@@ -204,7 +205,7 @@ struct Reader {
     assembler: MessageAssembler,
     opener: Option<CurveOpener>,
     admit_by: Option<Instant>,
-    channel: Option<mpsc::Sender<Frames>>,
+    delivery: Delivery,
 }
 
 impl Reader {
@@ -283,16 +284,15 @@ impl Reader {
         conn: &Arc<dyn Connection>,
         frames: Frames,
     ) -> Result<(), &'static str> {
-        if let Some(events) = &self.conn.events {
-            events.on_frames(conn, frames);
-            return Ok(());
-        }
-        let Some(channel) = &self.channel else {
-            return Ok(());
-        };
-        tokio::select! {
-            _ = self.conn.cancel.cancelled() => Err("closed"),
-            sent = channel.send(frames) => sent.map_err(|_| "consumer gone"),
+        match &self.delivery {
+            Delivery::Events(events) => {
+                events.on_frames(conn, frames);
+                Ok(())
+            }
+            Delivery::Channel(channel) => tokio::select! {
+                _ = self.conn.cancel.cancelled() => Err("closed"),
+                sent = channel.send(frames) => sent.map_err(|_| "consumer gone"),
+            },
         }
     }
 
