@@ -89,6 +89,29 @@ fn rss_bytes() -> u64 {
     pages * 4096
 }
 
+/// A fake ZMTP server: each connection gets a greeting and then a frame header declaring
+/// 2^46 bytes. The task ends after three connections and returns how many it served.
+async fn bombing_server() -> (String, tokio::task::JoinHandle<usize>) {
+    let fake = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let endpoint = format!("tcp://{}", fake.local_addr().expect("addr"));
+    let bomber = tokio::spawn(async move {
+        let mut served = 0;
+        while let Ok((stream, _)) = fake.accept().await {
+            let mut raw = RawZmtp::from_stream(stream);
+            let mut bomb = null_greeting().to_vec();
+            bomb.extend(length_bomb(1 << 46));
+            let _ = raw.write(&bomb).await;
+            served += 1;
+            if served >= 3 {
+                return served;
+            }
+            let _ = raw.closed_within(Duration::from_secs(5)).await;
+        }
+        served
+    });
+    (endpoint, bomber)
+}
+
 /// Runs `scenario` (an `#[ignore]`d test of this binary) in a child process: if the node
 /// aborts, the child dies and this test fails instead of the whole test binary.
 fn in_subprocess(scenario: &str) {
@@ -120,28 +143,21 @@ fn zmtp_length_bomb_does_not_stop_the_node() {
 #[ignore = "run in a subprocess by zmtp_length_bomb_does_not_stop_the_node"]
 async fn length_bomb_scenario() {
     let a = server("a", 100).await;
-    // A fake server that answers b's dial with a greeting and a bomb for a READY.
-    let fake = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let fake_endpoint = format!("tcp://{}", fake.local_addr().expect("addr"));
-    let bomber = tokio::spawn(async move {
-        let mut served = 0;
-        while let Ok((stream, _)) = fake.accept().await {
-            let mut raw = RawZmtp::from_stream(stream);
-            let mut bomb = null_greeting().to_vec();
-            bomb.extend(length_bomb(1 << 46));
-            let _ = raw.write(&bomb).await;
-            served += 1;
-            if served >= 3 {
-                return served;
-            }
-            let _ = raw.closed_within(Duration::from_secs(5)).await;
-        }
-        served
-    });
+    // Fake servers that answer a dial with a greeting and a bomb for a READY: one is b's
+    // mesh peer, one is the publisher b's fanout subscriber follows.
+    let (peer_endpoint, peer_bomber) = bombing_server().await;
+    let (publisher_endpoint, publisher_bomber) = bombing_server().await;
     let b = start(
         node("b")
             .channel_server(CHANNEL, echo_handlers("b", Default::default()))
-            .peer(PeerSpec::new(fake_endpoint)),
+            .peer(PeerSpec::new(peer_endpoint))
+            .fanout(
+                zlink::Fanout::subscriber(
+                    "prices",
+                    zlink::Handlers::new().on_send(|_ctx, _n: Note| async { Ok(()) }),
+                )
+                .connect(publisher_endpoint),
+            ),
     )
     .await;
     let c = client("c", &[&a, &b]).await;
@@ -167,12 +183,14 @@ async fn length_bomb_scenario() {
         raw.closed_within(WAIT).await,
         "the bomber was not disconnected"
     );
-    // 3: b dialed the fake server, which bombed it (at least twice by now).
-    let served = tokio::time::timeout(WAIT, bomber).await;
-    assert!(
-        matches!(served, Ok(Ok(n)) if n >= 3),
-        "b did not keep dialing the bomber"
-    );
+    // 3: b dialed the fake servers, which bombed it, and b kept dialing them.
+    for bomber in [peer_bomber, publisher_bomber] {
+        let served = tokio::time::timeout(WAIT, bomber).await;
+        assert!(
+            matches!(served, Ok(Ok(n)) if n >= 3),
+            "b did not keep dialing a bomber"
+        );
+    }
 
     let grown = rss_bytes().saturating_sub(before);
     assert!(grown < 64 << 20, "RSS grew by {grown} bytes");

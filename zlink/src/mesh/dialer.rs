@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::inbound::NodeEvents;
-use super::node::{lock, ConnState, HandshakeOutcome, MeshNode, Phase, HANDSHAKE_TIMEOUT};
+use super::node::{lock, ConnState, HandshakeOutcome, MeshNode, Phase};
 use crate::config::PeerSpec;
 use crate::link::reconnect_delay;
 use crate::wire::{Command, Header};
@@ -115,7 +115,7 @@ impl MeshNode {
             ..Header::default()
         };
         self.send_control(&conn, Command::Hello, hello);
-        match tokio::time::timeout(HANDSHAKE_TIMEOUT, outcome_rx).await {
+        match tokio::time::timeout(self.settings.limits.handshake_timeout, outcome_rx).await {
             Ok(Ok(HandshakeOutcome::Admitted { rid })) => {
                 *known_rid = Some(rid);
                 let _ = closed_rx.await;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::node::{lock, MeshNode, HANDSHAKE_TIMEOUT};
+use super::node::{lock, MeshNode};
 use crate::link::ProbeAction;
 use crate::wire::{Command, Header};
 
@@ -28,11 +28,12 @@ impl MeshNode {
     }
 
     fn liveness_round(&self, now: Instant) {
+        let handshake_timeout = self.settings.limits.handshake_timeout;
         let mut probes = Vec::new();
         let mut expired = Vec::new();
         for (id, state) in lock(&self.conns).iter_mut() {
             let Some(liveness) = state.liveness.as_mut() else {
-                if now.duration_since(state.opened) >= HANDSHAKE_TIMEOUT {
+                if now.duration_since(state.opened) >= handshake_timeout {
                     expired.push(*id);
                 }
                 continue;

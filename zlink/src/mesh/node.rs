@@ -46,7 +46,8 @@ pub(crate) struct ConnState {
     pub(crate) liveness: Option<Liveness>,
     pub(crate) on_close: Option<oneshot::Sender<()>>,
     /// When the connection was first seen; an accepted connection that never completes
-    /// its handshake is closed after [`HANDSHAKE_TIMEOUT`].
+    /// its handshake is closed after the handshake timeout of the link limits (the ZMTP
+    /// engine enforces it from accept; this covers any transport).
     pub(crate) opened: tokio::time::Instant,
     /// Inbound handler calls of this connection still running.
     pub(crate) inflight: Arc<std::sync::atomic::AtomicUsize>,
@@ -56,9 +57,6 @@ pub(crate) struct ConnState {
 
 /// Most infrastructure sends that may wait for one connection's full queue at once.
 const MAX_WAITING_SENDS: usize = 16;
-
-/// How long a connection may stay unadmitted.
-pub(crate) const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One RouteMesh member.
 pub(crate) struct MeshNode {
