@@ -1,14 +1,17 @@
 //! The connecting side of the CURVE handshake: HELLO, then INITIATE on WELCOME, then the
 //! session on READY.
 
-use crypto_box::aead::OsRng;
-use crypto_box::{PublicKey, SalsaBox, SecretKey};
+use std::sync::Arc;
+
+use crypto_box::aead::{KeyInit, OsRng};
+use crypto_secretbox::XSalsa20Poly1305;
 
 use super::crypto::{self, SharedBox, TAG};
 use super::error::CurveError;
 use super::keys::{CurveKeypair, CurvePublicKey};
 use super::message::{CurveSession, Side};
 use super::nonce::{self, Counter};
+use super::x25519::{self, Secret};
 
 const HELLO: &[u8; 6] = b"\x05HELLO";
 const WELCOME: &[u8; 8] = b"\x07WELCOME";
@@ -24,9 +27,10 @@ const READY_MIN_LEN: usize = READY.len() + 8 + TAG;
 pub(crate) struct CurveClient {
     permanent: CurveKeypair,
     server: CurvePublicKey,
-    transient: SecretKey,
+    transient: Secret,
     /// Our transient key with the server's permanent one (HELLO and WELCOME boxes).
     to_server: SharedBox,
+    /// The server's key was refused as weak; `to_server` is then a box nobody can open.
     server_is_weak: bool,
     nonce: Counter,
     state: State,
@@ -43,20 +47,25 @@ impl CurveClient {
     /// A client proving `permanent` to the server whose permanent key is `server`, with a
     /// fresh transient keypair.
     pub(crate) fn new(permanent: &CurveKeypair, server: CurvePublicKey) -> Self {
-        CurveClient::with_transient(permanent, server, SecretKey::generate(&mut OsRng))
+        CurveClient::with_transient(permanent, server, Secret::generate())
     }
 
     /// As [`CurveClient::new`], with the given transient secret.
     pub(super) fn with_transient(
         permanent: &CurveKeypair,
         server: CurvePublicKey,
-        transient: SecretKey,
+        transient: Secret,
     ) -> Self {
-        let to_server = std::sync::Arc::new(SalsaBox::new(&server.to_box_key(), &transient));
+        // `new` cannot fail, so a weak server key is refused at WELCOME; until then HELLO
+        // is sealed under a random key, which no one (not even that server) can open.
+        let (to_server, server_is_weak) = match x25519::agree(server.as_bytes(), &transient) {
+            Ok(shared) => (shared, false),
+            Err(_) => (sealed_to_nobody(), true),
+        };
         CurveClient {
             permanent: permanent.clone(),
             server,
-            server_is_weak: crypto::has_small_order(server.as_bytes()),
+            server_is_weak,
             transient,
             to_server,
             nonce: Counter::new(),
@@ -72,7 +81,7 @@ impl CurveClient {
         out.extend_from_slice(&[1, 0]);
         // Padding, so that HELLO is no smaller than the WELCOME it asks for.
         out.extend_from_slice(&[0; 72]);
-        out.extend_from_slice(self.transient.public_key().as_bytes());
+        out.extend_from_slice(self.transient.public());
         out.extend_from_slice(&counter.to_be_bytes());
         crypto::seal(
             &*self.to_server,
@@ -113,17 +122,17 @@ impl CurveClient {
         let plain = crypto::open(&*self.to_server, &nonce::long(nonce::WELCOME, tail), boxed)
             .ok_or(CurveError::Decrypt("WELCOME (is the server key right?)"))?;
         let server_transient = crypto::field::<32>(&plain, 0)
-            .map(|key| PublicKey::from(*key))
+            .copied()
             .ok_or(CurveError::Malformed("WELCOME box"))?;
         let cookie = plain
             .get(32..128)
             .ok_or(CurveError::Malformed("WELCOME box"))?;
 
-        let session = crypto::agree(&server_transient, &self.transient)?;
-        let vouch_box = crypto::agree(&server_transient, self.permanent.secret())?;
+        let session = x25519::agree(&server_transient, &self.transient)?;
+        let vouch_box = x25519::agree(&server_transient, self.permanent.secret())?;
         let vouch_tail = nonce::random_tail();
         let mut vouch = [0; 64];
-        vouch[..32].copy_from_slice(self.transient.public_key().as_bytes());
+        vouch[..32].copy_from_slice(self.transient.public());
         vouch[32..].copy_from_slice(self.server.as_bytes());
 
         let counter = self.nonce.take();
@@ -175,6 +184,14 @@ impl CurveClient {
     }
 }
 
+/// A box under a fresh random key, thrown away: what HELLO is sealed with when the
+/// server's key is weak.
+fn sealed_to_nobody() -> SharedBox {
+    Arc::new(XSalsa20Poly1305::new(&XSalsa20Poly1305::generate_key(
+        &mut OsRng,
+    )))
+}
+
 /// Turns a server's ERROR command into [`CurveError::Peer`].
 fn refused_by_peer(body: &[u8]) -> Result<(), CurveError> {
     if !body.starts_with(ERROR) {
@@ -202,11 +219,11 @@ mod tests {
         assert_eq!(&hello[..6], b"\x05HELLO");
         assert_eq!(&hello[6..8], &[1, 0]);
         assert!(hello[8..80].iter().all(|&b| b == 0));
-        assert_eq!(&hello[80..112], client.transient.public_key().as_bytes());
+        assert_eq!(&hello[80..112], client.transient.public());
         assert_eq!(&hello[112..120], &1u64.to_be_bytes());
 
         let from_client =
-            crypto::agree(&client.transient.public_key(), server.secret()).expect("honest keys");
+            x25519::agree(client.transient.public(), server.secret()).expect("honest keys");
         let signature = crypto::open(&*from_client, &nonce::short(nonce::HELLO, 1), &hello[120..])
             .expect("server opens the signature box");
         assert_eq!(signature, [0; 64]);

@@ -7,71 +7,15 @@ use std::sync::Arc;
 use crypto_box::aead::consts::{U16, U24};
 use crypto_box::aead::generic_array::GenericArray;
 use crypto_box::aead::AeadInPlace;
-use crypto_box::{Nonce, PublicKey, SalsaBox, SecretKey};
-
-use super::error::CurveError;
+use crypto_box::Nonce;
+use crypto_secretbox::XSalsa20Poly1305;
 
 /// Bytes a box adds to its plaintext.
 pub(super) const TAG: usize = 16;
 
-/// A precomputed public-key box, shared by the halves of a session (`SalsaBox` itself
-/// cannot be cloned).
-pub(super) type SharedBox = Arc<SalsaBox>;
-
-/// The u-coordinates of the points of small order on Curve25519 and its twist, the
-/// last two in non-canonical form (the list libsodium refuses). A shared secret with such
-/// a key takes only a handful of values, which anyone can try.
-const SMALL_ORDER: [[u8; 32]; 7] = [
-    // 0 (order 2)
-    [0; 32],
-    // 1 (order 4)
-    le_small(1),
-    // The two points of order 8.
-    [
-        0xe0, 0xeb, 0x7a, 0x7c, 0x3b, 0x41, 0xb8, 0xae, 0x16, 0x56, 0xe3, 0xfa, 0xf1, 0x9f, 0xc4,
-        0x6a, 0xda, 0x09, 0x8d, 0xeb, 0x9c, 0x32, 0xb1, 0xfd, 0x86, 0x62, 0x05, 0x16, 0x5f, 0x49,
-        0xb8, 0x00,
-    ],
-    [
-        0x5f, 0x9c, 0x95, 0xbc, 0xa3, 0x50, 0x8c, 0x24, 0xb1, 0xd0, 0xb1, 0x55, 0x9c, 0x83, 0xef,
-        0x5b, 0x04, 0x44, 0x5c, 0xc4, 0x58, 0x1c, 0x8e, 0x86, 0xd8, 0x22, 0x4e, 0xdd, 0xd0, 0x9f,
-        0x11, 0x57,
-    ],
-    // p - 1 (order 4, on the twist), then p and p + 1 (0 and 1 again).
-    p_plus(-1),
-    p_plus(0),
-    p_plus(1),
-];
-
-/// `n` as a little-endian field element.
-const fn le_small(n: u8) -> [u8; 32] {
-    let mut bytes = [0; 32];
-    bytes[0] = n;
-    bytes
-}
-
-/// 2^255 - 19 + `delta`, little-endian.
-const fn p_plus(delta: i8) -> [u8; 32] {
-    let mut bytes = [0xff; 32];
-    bytes[0] = (0xed_i16 + delta as i16) as u8;
-    bytes[31] = 0x7f;
-    bytes
-}
-
-/// Whether `key` is one of [`SMALL_ORDER`]; X25519 ignores the top bit.
-pub(super) fn has_small_order(key: &[u8; 32]) -> bool {
-    let mut masked = *key;
-    masked[31] &= 0x7f;
-    SMALL_ORDER.iter().any(|weak| same(weak, &masked))
-}
-
-/// The box between `peer` and `secret`, refusing a small-order `peer`.
-pub(super) fn agree(peer: &PublicKey, secret: &SecretKey) -> Result<SharedBox, CurveError> {
-    if has_small_order(peer.as_bytes()) {
-        return Err(CurveError::WeakKey);
-    }
-    Ok(Arc::new(SalsaBox::new(peer, secret)))
-}
+/// A precomputed public-key box (the XSalsa20Poly1305 key `crypto_box_beforenm` derives,
+/// see [`super::x25519::agree`]), shared by the halves of a session.
+pub(super) type SharedBox = Arc<XSalsa20Poly1305>;
 
 /// Appends the box of `plaintext` to `out`.
 pub(super) fn seal<A>(cipher: &A, nonce: &Nonce, plaintext: &[u8], out: &mut Vec<u8>)
@@ -126,8 +70,8 @@ pub(super) fn same(a: &[u8], b: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::x25519::{agree, Secret};
     use super::*;
-    use crypto_box::aead::OsRng;
 
     // The classic test vector of NaCl's tests/box.c (also in libsodium's test suite).
     const ALICE_SECRET: [u8; 32] = [
@@ -181,28 +125,28 @@ mod tests {
 
     #[test]
     fn nacl_box_vector_has_the_tag_first() {
-        let alice = SecretKey::from(ALICE_SECRET);
-        let bob = SecretKey::from(BOB_SECRET);
-        assert_eq!(alice.public_key().as_bytes(), &ALICE_PUBLIC);
-        assert_eq!(bob.public_key().as_bytes(), &BOB_PUBLIC);
+        let alice = Secret::from_bytes(ALICE_SECRET);
+        let bob = Secret::from_bytes(BOB_SECRET);
+        assert_eq!(alice.public(), &ALICE_PUBLIC);
+        assert_eq!(bob.public(), &BOB_PUBLIC);
 
-        let to_bob = agree(&PublicKey::from(BOB_PUBLIC), &alice).expect("honest keys");
+        let to_bob = agree(&BOB_PUBLIC, &alice).expect("honest keys");
         let mut out = b"head".to_vec();
         seal(&*to_bob, &NONCE.into(), &MESSAGE, &mut out);
         assert_eq!(&out[..4], b"head");
         assert_eq!(&out[4..], &BOXED[..]);
 
-        let from_alice = agree(&PublicKey::from(ALICE_PUBLIC), &bob).expect("honest keys");
+        let from_alice = agree(&ALICE_PUBLIC, &bob).expect("honest keys");
         let opened = open(&*from_alice, &NONCE.into(), &BOXED).expect("vector opens");
         assert_eq!(opened, MESSAGE);
     }
 
     #[test]
     fn any_flipped_bit_stops_the_box_from_opening() {
-        let a = SecretKey::generate(&mut OsRng);
-        let b = SecretKey::generate(&mut OsRng);
-        let ab = agree(&b.public_key(), &a).expect("honest keys");
-        let ba = agree(&a.public_key(), &b).expect("honest keys");
+        let a = Secret::generate();
+        let b = Secret::generate();
+        let ab = agree(b.public(), &a).expect("honest keys");
+        let ba = agree(a.public(), &b).expect("honest keys");
         let nonce = Nonce::from([3; 24]);
         let mut boxed = Vec::new();
         seal(&*ab, &nonce, b"attack at dawn", &mut boxed);
@@ -221,63 +165,12 @@ mod tests {
 
     #[test]
     fn empty_plaintext_boxes_to_a_bare_tag() {
-        let a = SecretKey::generate(&mut OsRng);
-        let aa = agree(&a.public_key(), &a).expect("honest key");
+        let a = Secret::generate();
+        let aa = agree(a.public(), &a).expect("honest key");
         let mut boxed = Vec::new();
         seal(&*aa, &Nonce::default(), b"", &mut boxed);
         assert_eq!(boxed.len(), TAG);
         assert_eq!(open(&*aa, &Nonce::default(), &boxed), Some(Vec::new()));
-    }
-
-    /// The tag of the empty message under the zero nonce: equal tags mean equal keys.
-    fn fingerprint(shared: &SalsaBox) -> [u8; TAG] {
-        shared
-            .encrypt_in_place_detached(&Nonce::default(), b"", &mut [])
-            .expect("no associated data")
-            .into()
-    }
-
-    /// How many different boxes 16 random secrets make with `key`.
-    fn distinct_boxes(key: [u8; 32]) -> usize {
-        let peer = PublicKey::from(key);
-        let mut seen: Vec<[u8; TAG]> = (0..16)
-            .map(|_| fingerprint(&SalsaBox::new(&peer, &SecretKey::generate(&mut OsRng))))
-            .collect();
-        seen.sort();
-        seen.dedup();
-        seen.len()
-    }
-
-    #[test]
-    fn listed_keys_really_have_small_order() {
-        // A small-order key lands every secret on one of the few small-order points.
-        for weak in SMALL_ORDER {
-            assert!(distinct_boxes(weak) <= 5, "{weak:02x?}");
-        }
-        let honest = *SecretKey::generate(&mut OsRng).public_key().as_bytes();
-        assert_eq!(distinct_boxes(honest), 16);
-    }
-
-    #[test]
-    fn small_order_keys_are_refused() {
-        assert_eq!(p_plus(-1)[0], 0xec);
-        assert_eq!(p_plus(1)[0], 0xee);
-        let secret = SecretKey::generate(&mut OsRng);
-        for weak in SMALL_ORDER {
-            let mut high = weak;
-            high[31] |= 0x80;
-            for key in [weak, high] {
-                assert!(
-                    matches!(
-                        agree(&PublicKey::from(key), &secret),
-                        Err(CurveError::WeakKey)
-                    ),
-                    "{key:02x?}"
-                );
-            }
-        }
-        let honest = SecretKey::generate(&mut OsRng).public_key();
-        assert!(agree(&honest, &secret).is_ok());
     }
 
     #[test]

@@ -4,8 +4,9 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
-use crypto_box::aead::OsRng;
-use crypto_box::{PublicKey, SecretKey};
+use zeroize::Zeroize;
+
+use super::x25519::Secret;
 
 /// Characters in the Z85 text of a 32-byte key.
 const Z85_KEY_LEN: usize = 40;
@@ -72,10 +73,6 @@ impl CurvePublicKey {
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
-
-    pub(super) fn to_box_key(self) -> PublicKey {
-        PublicKey::from(self.0)
-    }
 }
 
 impl fmt::Display for CurvePublicKey {
@@ -103,13 +100,16 @@ impl FromStr for CurvePublicKey {
 #[derive(Clone)]
 pub struct CurveKeypair {
     public: CurvePublicKey,
-    secret: SecretKey,
+    /// The 32 secret bytes themselves, multiplied as NaCl does (not crypto_box's
+    /// `SecretKey`, whose key agreement uses the secret reduced mod ℓ; see
+    /// [`super::x25519`]).
+    secret: Secret,
 }
 
 impl CurveKeypair {
     /// A fresh random keypair.
     pub fn generate() -> Self {
-        CurveKeypair::from_secret(SecretKey::generate(&mut OsRng))
+        CurveKeypair::from_secret(Secret::generate())
     }
 
     /// A keypair from the Z85 text of both keys; fails with [`KeyError::Mismatch`] unless
@@ -127,7 +127,7 @@ impl CurveKeypair {
     /// A keypair from the Z85 text of the secret key alone.
     pub fn from_secret_z85(secret: &str) -> Result<Self, KeyError> {
         let bytes = decode_key(secret, "secret key")?;
-        Ok(CurveKeypair::from_secret(SecretKey::from(bytes)))
+        Ok(CurveKeypair::from_secret(Secret::from_bytes(bytes)))
     }
 
     /// Reads a key file: `secret-key = "<z85>"` and optionally `public-key = "<z85>"`
@@ -154,15 +154,15 @@ impl CurveKeypair {
 
     /// The 40-character Z85 text of the secret key. Handle it as the secret it is.
     pub fn secret_z85(&self) -> String {
-        z85::encode(self.secret.to_bytes())
+        z85::encode(self.secret.as_bytes())
     }
 
-    pub(super) fn secret(&self) -> &SecretKey {
+    pub(super) fn secret(&self) -> &Secret {
         &self.secret
     }
 
-    fn from_secret(secret: SecretKey) -> Self {
-        let public = CurvePublicKey(*secret.public_key().as_bytes());
+    fn from_secret(secret: Secret) -> Self {
+        let public = CurvePublicKey(*secret.public());
         CurveKeypair { public, secret }
     }
 }
@@ -191,8 +191,11 @@ fn decode_key(text: &str, what: &'static str) -> Result<[u8; 32], KeyError> {
     // The z85 crate reads a chunk led by '#' as padding and returns fewer bytes; a real
     // key never starts a chunk with '#' (that digit would overflow 32 bits), so such text
     // is refused by the length check.
-    let bytes = z85::decode(text).map_err(|_| KeyError::BadZ85 { what })?;
-    bytes.try_into().map_err(|_| KeyError::BadZ85 { what })
+    let mut bytes = z85::decode(text).map_err(|_| KeyError::BadZ85 { what })?;
+    let key = <[u8; 32]>::try_from(&bytes[..]).map_err(|_| KeyError::BadZ85 { what });
+    // This may be a secret key: wipe the decoder's copy.
+    bytes.zeroize();
+    key
 }
 
 #[cfg(test)]
@@ -236,7 +239,7 @@ mod tests {
         let pair = CurveKeypair::from_z85(CLIENT_PUBLIC, CLIENT_SECRET).expect("client pair");
         assert_eq!(pair.public(), client);
         assert_eq!(pair.secret_z85(), CLIENT_SECRET);
-        assert_eq!(pair.secret().to_bytes(), hex(CLIENT_SECRET_HEX));
+        assert_eq!(pair.secret().as_bytes(), &hex(CLIENT_SECRET_HEX));
         let pair = CurveKeypair::from_secret_z85(SERVER_SECRET).expect("server secret");
         assert_eq!(pair.public(), server);
     }

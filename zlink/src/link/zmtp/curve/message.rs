@@ -162,16 +162,15 @@ pub(crate) struct OpenedFrame {
 
 #[cfg(test)]
 pub(super) mod tests {
+    use super::super::x25519::{self, Secret};
     use super::*;
-    use crypto_box::aead::OsRng;
-    use crypto_box::SecretKey;
 
     /// A client session and a server session sharing one key, with libzmq's nonces:
     /// the client has sent HELLO 1 and INITIATE 2, the server READY 1.
     pub(in super::super) fn pair() -> (CurveSession, CurveSession) {
-        let a = SecretKey::generate(&mut OsRng);
-        let b = SecretKey::generate(&mut OsRng);
-        let shared = crypto::agree(&b.public_key(), &a).expect("honest keys");
+        let a = Secret::generate();
+        let b = Secret::generate();
+        let shared = x25519::agree(b.public(), &a).expect("honest keys");
         let client = CurveSession::new(shared.clone(), Side::Client, Counter::starting_at(3), 1);
         let server = CurveSession::new(shared, Side::Server, Counter::starting_at(2), 2);
         (client, server)

@@ -31,6 +31,7 @@ mod keys;
 mod message;
 mod nonce;
 mod server;
+mod x25519;
 
 pub(crate) use client::CurveClient;
 pub use keys::{CurveKeypair, CurvePublicKey, KeyError};

@@ -4,7 +4,6 @@
 use std::fmt;
 
 use crypto_box::aead::{KeyInit, OsRng};
-use crypto_box::{PublicKey, SecretKey};
 use crypto_secretbox::XSalsa20Poly1305;
 
 use super::crypto::{self, SharedBox, TAG};
@@ -12,6 +11,7 @@ use super::error::CurveError;
 use super::keys::{CurveKeypair, CurvePublicKey};
 use super::message::{CurveSession, Side};
 use super::nonce::{self, Counter};
+use super::x25519::{self, Secret};
 
 const HELLO: &[u8; 6] = b"\x05HELLO";
 const WELCOME: &[u8; 8] = b"\x07WELCOME";
@@ -64,8 +64,8 @@ enum State {
 /// What a HELLO settled.
 #[cfg_attr(test, derive(Clone))]
 struct Pending {
-    client_transient: PublicKey,
-    transient: SecretKey,
+    client_transient: [u8; 32],
+    transient: Secret,
     /// Our transient key with the client's (INITIATE, READY and MESSAGE boxes).
     session: SharedBox,
     hello_nonce: u64,
@@ -97,10 +97,10 @@ impl CurveServer {
             return Err(CurveError::Malformed("unsupported CurveZMQ version"));
         }
         let client_transient = crypto::field::<32>(body, 80)
-            .map(|key| PublicKey::from(*key))
+            .copied()
             .ok_or(CurveError::Malformed("HELLO"))?;
         let hello_nonce = nonce::read(body, 112)?;
-        let to_client = crypto::agree(&client_transient, self.permanent.secret())?;
+        let to_client = x25519::agree(&client_transient, self.permanent.secret())?;
         let signature = body.get(120..).unwrap_or_default();
         crypto::open(
             &*to_client,
@@ -109,15 +109,15 @@ impl CurveServer {
         )
         .ok_or(CurveError::Decrypt("HELLO (does the client know our key?)"))?;
 
-        let transient = SecretKey::generate(&mut OsRng);
-        let session = crypto::agree(&client_transient, &transient)?;
+        let transient = Secret::generate();
+        let session = x25519::agree(&client_transient, &transient)?;
 
         let mut cookie_plain = [0; 64];
-        cookie_plain[..32].copy_from_slice(client_transient.as_bytes());
-        cookie_plain[32..].copy_from_slice(&transient.to_bytes());
+        cookie_plain[..32].copy_from_slice(&client_transient);
+        cookie_plain[32..].copy_from_slice(transient.as_bytes());
         let cookie_tail = nonce::random_tail();
         let mut plain = Vec::with_capacity(32 + COOKIE_LEN);
-        plain.extend_from_slice(transient.public_key().as_bytes());
+        plain.extend_from_slice(transient.public());
         plain.extend_from_slice(&cookie_tail);
         let cookie_nonce = nonce::long(nonce::COOKIE, &cookie_tail);
         crypto::seal(
@@ -171,8 +171,8 @@ impl CurveServer {
         let mut cookie = crypto::open(&self.cookie.cipher, &cookie_nonce, cookie_box)
             .ok_or(CurveError::Decrypt("INITIATE cookie"))?;
         let (cookie_client, cookie_secret) = cookie.split_at(cookie.len().min(32));
-        let cookie_ok = crypto::same(cookie_client, pending.client_transient.as_bytes())
-            & crypto::same(cookie_secret, &pending.transient.to_bytes());
+        let cookie_ok = crypto::same(cookie_client, &pending.client_transient)
+            & crypto::same(cookie_secret, pending.transient.as_bytes());
         cookie.fill(0);
         if !cookie_ok {
             return Err(CurveError::Mismatch(
@@ -197,7 +197,7 @@ impl CurveServer {
             .ok_or(CurveError::Malformed("INITIATE box"))?;
         let vouch_tail =
             crypto::field::<16>(&plain, 32).ok_or(CurveError::Malformed("INITIATE box"))?;
-        let vouch_box = crypto::agree(&PublicKey::from(client), &pending.transient)?;
+        let vouch_box = x25519::agree(&client, &pending.transient)?;
         let vouch_boxed = plain
             .get(48..128)
             .ok_or(CurveError::Malformed("INITIATE box"))?;
@@ -208,7 +208,7 @@ impl CurveServer {
         )
         .ok_or(CurveError::Decrypt("INITIATE vouch"))?;
         let (vouched_transient, vouched_server) = vouch.split_at(vouch.len().min(32));
-        if !crypto::same(vouched_transient, pending.client_transient.as_bytes()) {
+        if !crypto::same(vouched_transient, &pending.client_transient) {
             return Err(CurveError::Mismatch(
                 "the vouch is for another transient key",
             ));

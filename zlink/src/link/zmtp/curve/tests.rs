@@ -1,10 +1,8 @@
 //! Whole handshakes in memory, honest and tampered.
 
-use crypto_box::aead::OsRng;
-use crypto_box::{PublicKey, SecretKey};
-
 use super::crypto::{self, TAG};
 use super::nonce;
+use super::x25519::{self, Secret};
 use super::*;
 
 const CLIENT_META: &[u8] = b"\x0bSocket-Type\x00\x00\x00\x03SUB";
@@ -14,14 +12,14 @@ const SERVER_META: &[u8] = b"\x0bSocket-Type\x00\x00\x00\x03PUB";
 struct Connection {
     client_keys: CurveKeypair,
     server_keys: CurveKeypair,
-    transient: SecretKey,
+    transient: Secret,
     client: CurveClient,
     server: CurveServer,
 }
 
 fn connection(server_keys: &CurveKeypair, cookie: &CookieKey) -> Connection {
     let client_keys = CurveKeypair::generate();
-    let transient = SecretKey::generate(&mut OsRng);
+    let transient = Secret::generate();
     Connection {
         client: CurveClient::with_transient(&client_keys, server_keys.public(), transient.clone()),
         server: CurveServer::new(server_keys, cookie),
@@ -272,12 +270,12 @@ fn forge_initiate(
     c: &Connection,
     welcome: &[u8],
     claimed: CurvePublicKey,
-    signer: &SecretKey,
+    signer: &Secret,
     vouched: [u8; 64],
     counter: u64,
 ) -> Vec<u8> {
-    let to_server = crypto::agree(&c.server_keys.public().to_box_key(), &c.transient)
-        .expect("honest server key");
+    let to_server =
+        x25519::agree(c.server_keys.public().as_bytes(), &c.transient).expect("honest server key");
     let tail = crypto::field::<16>(welcome, 8).expect("WELCOME nonce");
     let plain = crypto::open(
         &*to_server,
@@ -285,9 +283,9 @@ fn forge_initiate(
         &welcome[24..],
     )
     .expect("WELCOME opens");
-    let server_transient = PublicKey::from(*crypto::field::<32>(&plain, 0).expect("S'"));
-    let session = crypto::agree(&server_transient, &c.transient).expect("honest S'");
-    let vouch_box = crypto::agree(&server_transient, signer).expect("honest S'");
+    let server_transient = crypto::field::<32>(&plain, 0).expect("S'");
+    let session = x25519::agree(server_transient, &c.transient).expect("honest S'");
+    let vouch_box = x25519::agree(server_transient, signer).expect("honest S'");
 
     let vouch_tail = [9; 16];
     let mut inner = claimed.as_bytes().to_vec();
@@ -323,7 +321,7 @@ fn forged_vouches_are_refused() {
     let hello = c.client.hello();
     let welcome = c.server.on_hello(&hello).expect("HELLO");
     let me = c.client_keys.public();
-    let transient = *c.transient.public_key().as_bytes();
+    let transient = *c.transient.public();
     let honest = vouch_of(&transient, &c.server_keys.public());
 
     // The forge itself is right: the honest variant is accepted.
@@ -348,7 +346,7 @@ fn forged_vouches_are_refused() {
         Err(CurveError::Decrypt("INITIATE vouch"))
     ));
 
-    let other_transient = *SecretKey::generate(&mut OsRng).public_key().as_bytes();
+    let other_transient = *Secret::generate().public();
     let wrong_transient = vouch_of(&other_transient, &c.server_keys.public());
     let forged = forge_initiate(&c, &welcome, me, c.client_keys.secret(), wrong_transient, 2);
     assert!(matches!(
@@ -382,7 +380,7 @@ fn initiate_nonce_must_exceed_hello_nonce() {
     let mut c = fresh();
     let hello = c.client.hello();
     let welcome = c.server.on_hello(&hello).expect("HELLO");
-    let honest = vouch_of(c.transient.public_key().as_bytes(), &c.server_keys.public());
+    let honest = vouch_of(c.transient.public(), &c.server_keys.public());
     let replayed = forge_initiate(
         &c,
         &welcome,
