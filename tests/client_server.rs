@@ -491,3 +491,23 @@ async fn a_request_carries_its_remaining_budget_not_the_full_timeout() {
     assert!(left > 0);
     stop([client, server]).await;
 }
+
+#[tokio::test]
+async fn a_role_without_its_own_message_cap_still_serves() {
+    let server = start(node("s").client_server(
+        ClientServer::server(CS, echo_handlers("s", Default::default())).max_message_size(0),
+    ))
+    .await;
+    let endpoint = server.client_server_endpoint(CS).unwrap();
+    let client = start(
+        node("c").client_server(
+            ClientServer::client(CS)
+                .connect(endpoint)
+                .max_message_size(0),
+        ),
+    )
+    .await;
+    wait_for_servers(&client, 1).await;
+    assert_eq!(answered(&client).await, "s");
+    stop([client, server]).await;
+}

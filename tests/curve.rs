@@ -239,3 +239,50 @@ fn keys_load_from_z85_and_key_files() {
     );
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[tokio::test]
+async fn a_configured_peer_key_owns_its_rid_before_it_ever_connects() {
+    let (a_keys, b_keys, c_keys) = (
+        CurveKeypair::generate(),
+        CurveKeypair::generate(),
+        CurveKeypair::generate(),
+    );
+    // a expects "b" (not running yet) to hold b_keys, and trusts c as a client.
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let b_endpoint = format!("tcp://{}", nobody.local_addr().expect("addr"));
+    drop(nobody);
+    let a = start(
+        node("a")
+            .curve(a_keys.clone())
+            .trust(Trust::Keys(vec![b_keys.public(), c_keys.public()]))
+            .channel_server(CHANNEL, echo_handlers("a", Default::default()))
+            .peer(
+                PeerSpec::new(b_endpoint)
+                    .expect_rid("b")
+                    .server_key(b_keys.public()),
+            ),
+    )
+    .await;
+    // c, trusted, claims to be "b" first: refused.
+    let impostor = start(curve_client("b", &c_keys, &a, &a_keys)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(impostor.peers().is_empty(), "c was admitted as b");
+    assert!(a.peers().is_empty());
+    stop([impostor, a]).await;
+}
+
+#[test]
+fn mesh_member_trust_needs_a_mesh_with_a_store() {
+    let store: std::sync::Arc<dyn zlink::store::LocationStore> =
+        std::sync::Arc::new(zlink_testkit::MemoryLocationStore::new());
+    // A fanout-only process with a store publishes no member keys: CURVE there must be
+    // given its trusted keys.
+    let err = Runtime::builder()
+        .location_store(store)
+        .curve(CurveKeypair::generate())
+        .fanout(zlink::Fanout::publisher("news"))
+        .build()
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("would admit no client"), "{err}");
+}

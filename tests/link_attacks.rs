@@ -535,3 +535,92 @@ async fn a_duplicate_rid_refuses_the_newcomer_and_leaves_the_live_peer_alone() {
     assert_eq!(echo_by(&c).await, "a");
     stop([c, a]).await;
 }
+
+#[tokio::test]
+async fn early_frames_from_a_dialed_server_are_refused() {
+    // The fake server sends garbage and a hello together with its READY: they arrive
+    // before b has even registered the connection, and must not admit anyone.
+    let fake = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let endpoint = format!("tcp://{}", fake.local_addr().expect("addr"));
+    let b = start(node("b").peer(PeerSpec::new(endpoint))).await;
+    for _ in 0..3 {
+        let (stream, _) = tokio::time::timeout(WAIT, fake.accept())
+            .await
+            .expect("b dials")
+            .expect("accept");
+        let mut raw = RawZmtp::from_stream(stream);
+        let mut early = null_greeting().to_vec();
+        early.extend(ready("ROUTER"));
+        early.extend(frame(0, b"\xff\xff garbage"));
+        for f in as_slices(&hello("impostor", MESH)).iter() {
+            early.extend(frame(0, f));
+        }
+        raw.write(&early).await.expect("write");
+        assert!(raw.closed_within(WAIT).await, "b kept the connection");
+        assert!(
+            b.peers().is_empty(),
+            "b admitted a server that never sent admit"
+        );
+    }
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn frames_after_a_reject_are_ignored() {
+    let a = server("a", 100).await;
+    let mut raw = RawZmtp::dealer(&a.endpoint()).await.expect("handshake");
+    let mut both = Vec::new();
+    for f in as_slices(&hello("x", "wrong-mesh")) {
+        both.extend(frame(0, f));
+    }
+    for f in as_slices(&hello("x", MESH)) {
+        both.extend(frame(0, f));
+    }
+    raw.write(&both).await.expect("write");
+    assert!(raw.closed_within(WAIT).await);
+    assert!(
+        a.peers().is_empty(),
+        "a hello after the reject was admitted"
+    );
+    a.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unadmitted_peer_cannot_send_a_large_frame() {
+    let a = server("a", 100).await;
+    let c = client("c", &[&a]).await;
+    let mut raw = RawZmtp::dealer(&a.endpoint()).await.expect("handshake");
+    // 1 MiB is far below the 16 MiB message limit, but nobody needs it before admission.
+    let big = vec![0u8; 1 << 20];
+    let _ = raw.write(&frame(0, &big)).await;
+    assert!(
+        raw.closed_within(WAIT).await,
+        "a stranger could send a 1 MiB frame"
+    );
+    // Admitted peers may: c sends a 1 MiB echo.
+    let text = "y".repeat(1 << 20);
+    let echoed = echo_client(&c)
+        .echo(&Echo { text: text.clone() })
+        .await
+        .expect("answered");
+    assert_eq!(echoed.text.len(), text.len());
+    stop([c, a]).await;
+}
+
+#[tokio::test]
+async fn zmtp_ping_is_answered_with_pong() {
+    let a = server("a", 100).await;
+    let mut raw = RawZmtp::dealer(&a.endpoint()).await.expect("handshake");
+    let mut ping = vec![4u8];
+    ping.extend_from_slice(b"PING");
+    ping.extend_from_slice(&[0, 10]);
+    ping.extend_from_slice(b"ctx-42");
+    raw.write(&frame(0x04, &ping)).await.expect("ping");
+    let (flags, body) = tokio::time::timeout(WAIT, raw.read_frame(1024))
+        .await
+        .expect("an answer in time")
+        .expect("a frame");
+    assert_eq!(flags & 0x04, 0x04, "a command");
+    assert_eq!(&body[..], b"\x04PONGctx-42");
+    a.shutdown().await;
+}

@@ -412,17 +412,20 @@ impl RuntimeBuilder {
 
     /// CURVE keys and trust; plaintext on a non-loopback bind only when allowed.
     fn security_settings(&self, v: &mut Validator, listen: Option<&str>) -> SecuritySettings {
+        // Only RouteMesh members publish keys: without a mesh and a store there is
+        // nothing to learn them from.
+        let mesh_discovery = self.store.is_some() && listen.is_some();
         let trust_members = match (&self.trust, self.curve.is_some()) {
             (Some(Trust::MeshMembers), true) => {
-                if self.store.is_none() {
+                if !mesh_discovery {
                     v.violation(
                         "trust",
-                        "MeshMembers needs a Location Store (location_store)",
+                        "MeshMembers needs a RouteMesh node (mesh_name, listen) with a Location Store",
                     );
                 }
                 true
             }
-            (None, true) => self.store.is_some(),
+            (None, true) => mesh_discovery,
             (Some(_), false) => {
                 v.violation(
                     "trust",

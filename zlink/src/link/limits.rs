@@ -52,7 +52,6 @@ impl LinkLimits {
             }
         };
         positive("max_message", self.max_message);
-        positive("max_frames", self.max_frames);
         positive("max_connections", self.max_connections);
         positive("max_pending", self.max_pending);
         positive("send_queue_messages", self.send_queue_messages);
@@ -61,6 +60,12 @@ impl LinkLimits {
             "max_inflight_per_connection",
             self.max_inflight_per_connection,
         );
+        if self.max_frames < 3 {
+            out.push(format!(
+                "link limit max_frames must be at least 3 (a zlink message has up to 3 frames), got {}",
+                self.max_frames
+            ));
+        }
         if self.handshake_timeout.is_zero() {
             out.push("link limit handshake_timeout must be > 0".into());
         }

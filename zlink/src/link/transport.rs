@@ -57,6 +57,10 @@ pub trait Connection: Send + Sync + 'static {
     async fn send(&self, frames: Frames) -> Result<(), LinkError>;
     /// Closes the connection; [`LinkEvents::on_closed`] follows.
     fn close(&self);
+    /// Whether the connection has ended (or was closed).
+    fn is_closed(&self) -> bool {
+        false
+    }
     /// The connection finished admission: its handshake deadline no longer applies and it
     /// stops counting against the listener's cap on pending connections.
     fn admitted(&self) {}

@@ -94,22 +94,42 @@ impl MeshNode {
         };
         let (outcome_tx, outcome_rx) = oneshot::channel();
         let (closed_tx, closed_rx) = oneshot::channel();
-        lock(&self.conns).insert(
-            conn.id(),
-            ConnState {
-                conn: conn.clone(),
-                phase: Phase::AwaitAdmit {
-                    expected_rid: peer.expected_rid.clone(),
-                    expected_generation: peer.expected_generation,
-                    outcome: Some(outcome_tx),
-                },
-                liveness: None,
-                on_close: Some(closed_tx),
-                opened: tokio::time::Instant::now(),
-                inflight: Arc::default(),
-                waiting_sends: Arc::default(),
-            },
-        );
+        let registered = {
+            let mut conns = lock(&self.conns);
+            // Frames the server sent before this point may already have made a state:
+            // anything but the placeholder of an untouched dial means it misbehaved.
+            let untouched = match conns.get(&conn.id()).map(|s| &s.phase) {
+                None => true,
+                Some(Phase::AwaitAdmit { outcome: None, .. }) => true,
+                Some(_) => false,
+            };
+            if untouched {
+                conns.insert(
+                    conn.id(),
+                    ConnState {
+                        conn: conn.clone(),
+                        phase: Phase::AwaitAdmit {
+                            expected_rid: peer.expected_rid.clone(),
+                            expected_generation: peer.expected_generation,
+                            outcome: Some(outcome_tx),
+                        },
+                        liveness: None,
+                        on_close: Some(closed_tx),
+                        opened: tokio::time::Instant::now(),
+                        inflight: Arc::default(),
+                        waiting_sends: Arc::default(),
+                    },
+                );
+            }
+            untouched
+        };
+        // A connection that ended before it was registered would never report it.
+        if !registered || conn.is_closed() {
+            tracing::warn!(endpoint = %peer.endpoint, "dialed connection ended or misbehaved before our hello");
+            self.connection_lost(conn.id(), "ended before hello");
+            conn.close();
+            return;
+        }
         let hello = Header {
             admission: Some(self.admission()),
             ..Header::default()

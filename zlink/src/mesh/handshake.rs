@@ -36,16 +36,23 @@ impl MeshNode {
     /// key its descriptor publishes): another key claiming it is refused.
     fn key_conflict(&self, rid: &str, conn: &Arc<dyn Connection>) -> Option<String> {
         let key = conn.peer_key()?;
-        if let Some(bound) = lock(&self.rid_keys).get(rid) {
-            if *bound != key {
+        if let Some(bound) = self.rid_keys.get(rid) {
+            if bound != key {
                 return Some(format!(
                     "rid {rid} is bound to another CURVE key than {key}"
                 ));
             }
         }
-        match self.published_key(rid) {
-            Some(published) if published != key => Some(format!(
-                "rid {rid} publishes CURVE key {published}, the connection proved {key}"
+        // A manual peer's configured key, and a member's published key, are authoritative.
+        let configured = self
+            .settings
+            .peers
+            .iter()
+            .filter(|p| p.expected_rid.as_deref() == Some(rid))
+            .find_map(|p| p.server_key);
+        match configured.or_else(|| self.published_key(rid)) {
+            Some(expected) if expected != key => Some(format!(
+                "rid {rid} belongs to CURVE key {expected}, the connection proved {key}"
             )),
             _ => None,
         }
@@ -65,6 +72,9 @@ impl MeshNode {
             reject: Some(reason),
             ..Header::default()
         };
+        if let Some(state) = lock(&self.conns).get_mut(&conn.id()) {
+            state.phase = Phase::Rejected;
+        }
         self.send_control(conn, Command::Reject, header);
         // Close after the reject has been queued.
         let conn = conn.clone();
@@ -96,12 +106,14 @@ impl MeshNode {
         if let Some(detail) = self.stale_by_discovery(&adm) {
             return self.reject(conn, RejectReason::LifecycleGenerationStale, &detail);
         }
+        if let Err((reason, detail)) = self.mark_ready(conn, adm) {
+            return self.reject(conn, reason, &detail);
+        }
         let header = Header {
             admission: Some(self.admission()),
             ..Header::default()
         };
         self.send_control(conn, Command::Admit, header);
-        self.mark_ready(conn, adm);
     }
 
     /// Initiator side: admit arrived.
@@ -147,7 +159,10 @@ impl MeshNode {
             return self.connection_lost(conn.id(), "identity mismatch");
         }
         // mark_ready also reports the admission to the waiting dialer.
-        self.mark_ready(conn, adm);
+        if let Err((_, detail)) = self.mark_ready(conn, adm) {
+            tracing::warn!(conn = conn.id(), detail, "admit refused locally");
+            self.refuse_dial(conn, "identity taken meanwhile");
+        }
     }
 
     pub(crate) fn on_reject(&self, conn: &Arc<dyn Connection>, header: Header) {
@@ -161,6 +176,8 @@ impl MeshNode {
     pub(crate) fn refuse_dial(&self, conn: &Arc<dyn Connection>, why: &'static str) {
         self.finish_dial(conn.id(), HandshakeOutcome::Refused { peer_rid: None });
         self.connection_lost(conn.id(), why);
+        // Also when the dialer has not registered it yet (no state to close it by).
+        conn.close();
     }
 
     /// The key `rid` publishes in its Location Store descriptor, when discovery knows it.
@@ -178,48 +195,69 @@ impl MeshNode {
         }
     }
 
-    fn mark_ready(&self, conn: &Arc<dyn Connection>, adm: Admission) {
+    /// Admits `conn` as `adm.rid`. Claiming the RID in the peer table and binding its key
+    /// happen under the peer table's lock, so two connections racing for one RID cannot
+    /// both win; the loser gets `Err` with the reason.
+    fn mark_ready(
+        &self,
+        conn: &Arc<dyn Connection>,
+        adm: Admission,
+    ) -> Result<(), (RejectReason, String)> {
+        let rid = adm.rid.clone();
         {
-            let mut conns = lock(&self.conns);
-            let Some(state) = conns.get_mut(&conn.id()) else {
-                return;
-            };
-            if let Phase::AwaitAdmit { outcome, .. } = &mut state.phase {
-                let dialer = outcome.take();
-                state.phase = Phase::Ready {
-                    rid: adm.rid.clone(),
-                };
-                if let Some(tx) = dialer {
-                    let _ = tx.send(HandshakeOutcome::Admitted {
-                        rid: adm.rid.clone(),
-                    });
-                }
-            } else {
-                state.phase = Phase::Ready {
-                    rid: adm.rid.clone(),
-                };
+            let mut peers = self.peers_write();
+            if peers.get(&rid).is_some_and(|p| p.conn_id() != conn.id()) {
+                let detail = format!("rid {rid} already has a live connection");
+                return Err((RejectReason::DuplicateConnection, detail));
             }
-            state.liveness = Some(Liveness::new(self.settings.liveness, Instant::now()));
+            if let Some(key) = conn.peer_key() {
+                self.rid_keys
+                    .bind(&rid, key)
+                    .map_err(|detail| (RejectReason::IdentityMismatch, detail))?;
+            }
+            peers.insert(
+                rid.clone(),
+                Peer {
+                    conn: conn.clone(),
+                    generation: adm.generation,
+                    revision: adm.revision,
+                    endpoint: adm.endpoint,
+                    channels: clamped(adm.channels),
+                    max_message: adm.max_message,
+                },
+            );
         }
+        let dialer = {
+            let mut conns = lock(&self.conns);
+            match conns.get_mut(&conn.id()) {
+                Some(state) => {
+                    let dialer = match &mut state.phase {
+                        Phase::AwaitAdmit { outcome, .. } => outcome.take(),
+                        _ => None,
+                    };
+                    state.phase = Phase::Ready { rid: rid.clone() };
+                    state.liveness = Some(Liveness::new(self.settings.liveness, Instant::now()));
+                    Some(dialer)
+                }
+                None => None,
+            }
+        };
+        let Some(dialer) = dialer else {
+            // The connection ended meanwhile: give the RID back.
+            let mut peers = self.peers_write();
+            if peers.get(&rid).is_some_and(|p| p.conn_id() == conn.id()) {
+                peers.remove(&rid);
+            }
+            return Err((RejectReason::RuntimeNotServing, "connection closed".into()));
+        };
         conn.admitted();
-        if let Some(key) = conn.peer_key() {
-            lock(&self.rid_keys).entry(adm.rid.clone()).or_insert(key);
+        if let Some(tx) = dialer {
+            let _ = tx.send(HandshakeOutcome::Admitted { rid: rid.clone() });
         }
-        let channels = clamped(adm.channels);
-        tracing::info!(peer = %adm.rid, generation = adm.generation, conn = conn.id(), "peer ready");
-        lock(&self.known_rids).insert(adm.rid.clone());
-        self.peers_write().insert(
-            adm.rid,
-            Peer {
-                conn: conn.clone(),
-                generation: adm.generation,
-                revision: adm.revision,
-                endpoint: adm.endpoint,
-                channels,
-                max_message: adm.max_message,
-            },
-        );
+        tracing::info!(peer = %rid, generation = adm.generation, conn = conn.id(), "peer ready");
+        lock(&self.known_rids).insert(rid);
         self.peers_changed.notify_waiters();
+        Ok(())
     }
 
     /// A newer admission snapshot (weights) from an admitted peer.

@@ -69,7 +69,7 @@ impl MeshNode {
         }
         let envelope = match Envelope::decode(&frames) {
             Ok(e) => e,
-            Err(e) => return self.on_malformed(conn, e),
+            Err(e) => return self.on_malformed(conn, e, dialed),
         };
         let ready_rid = {
             let mut conns = lock(&self.conns);
@@ -212,10 +212,14 @@ impl MeshNode {
     }
 
     fn on_unadmitted(&self, conn: &Arc<dyn Connection>, envelope: Envelope) {
-        let dialed = matches!(
-            lock(&self.conns).get(&conn.id()).map(|s| &s.phase),
-            Some(Phase::AwaitAdmit { .. })
-        );
+        let (dialed, rejected) = match lock(&self.conns).get(&conn.id()).map(|s| &s.phase) {
+            Some(Phase::AwaitAdmit { .. }) => (true, false),
+            Some(Phase::Rejected) => (false, true),
+            _ => (false, false),
+        };
+        if rejected {
+            return;
+        }
         match (envelope.command, dialed) {
             (Command::Hello, false) => match envelope.header.admission {
                 Some(adm) => self.on_hello(conn, adm),
@@ -262,7 +266,7 @@ impl MeshNode {
         }
     }
 
-    fn on_malformed(&self, conn: &Arc<dyn Connection>, error: WireError) {
+    fn on_malformed(&self, conn: &Arc<dyn Connection>, error: WireError, dialed: bool) {
         tracing::warn!(conn = conn.id(), reason = %error.reason, "protocol_error");
         let admitted = matches!(
             lock(&self.conns).get(&conn.id()).map(|s| &s.phase),
@@ -278,6 +282,8 @@ impl MeshNode {
                 self.send_reply(conn, correlation, Err(err));
             }
             (true, _) => {}
+            // Garbage from a server we dialed: nothing to reject, the dial failed.
+            (false, _) if dialed => self.refuse_dial(conn, "malformed answer to our dial"),
             (false, _) => {
                 lock(&self.conns)
                     .entry(conn.id())

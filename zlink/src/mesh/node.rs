@@ -32,6 +32,9 @@ pub(crate) enum Phase {
     },
     /// Admitted: identity proven.
     Ready { rid: String },
+    /// Refused: the reject is on its way and the connection closes; nothing more it
+    /// sends is looked at.
+    Rejected,
 }
 
 /// What the dialer learns from its handshake.
@@ -72,7 +75,7 @@ pub(crate) struct MeshNode {
     /// readiness instead of failing `NotFound` at once.
     pub(crate) known_rids: Mutex<std::collections::HashSet<String>>,
     /// The CURVE key that first proved each RID (seed 000 §2.3 security identity).
-    pub(crate) rid_keys: Mutex<HashMap<String, crate::link::CurvePublicKey>>,
+    pub(crate) rid_keys: super::key_bindings::KeyBindings,
     pub(crate) selectors: Mutex<HashMap<String, SmoothWeighted>>,
     pub(crate) pending: Arc<PendingTable>,
     pub(crate) peers_changed: Notify,
@@ -118,7 +121,7 @@ impl MeshNode {
             conns: Mutex::new(HashMap::new()),
             peers: RwLock::new(HashMap::new()),
             known_rids: Mutex::new(known),
-            rid_keys: Mutex::new(HashMap::new()),
+            rid_keys: Default::default(),
             selectors: Mutex::new(HashMap::new()),
             pending: Arc::new(PendingTable::default()),
             peers_changed: Notify::new(),
@@ -147,8 +150,13 @@ impl MeshNode {
 
     /// The limits of this node's connections, with its own message size cap.
     pub(crate) fn link_limits(&self) -> crate::link::LinkLimits {
+        // 0 is "no cap of its own" (ClientServer roles): the link limit still applies.
+        let max_message = match self.settings.max_message {
+            0 => self.settings.limits.max_message,
+            own => own,
+        };
         crate::link::LinkLimits {
-            max_message: self.settings.max_message,
+            max_message,
             ..self.settings.limits
         }
     }
@@ -176,8 +184,7 @@ impl MeshNode {
             protocol: PROTOCOL_MAJOR,
             endpoint: lock(&self.endpoint).clone(),
             channels: self.registry.server_weights(),
-            max_message: (self.settings.max_message > 0)
-                .then_some(self.settings.max_message as u64),
+            max_message: Some(self.link_limits().max_message as u64),
         }
     }
 
@@ -300,7 +307,7 @@ impl MeshNode {
 
     /// RIDs seen once are remembered so node-direct can wait for a reconnect, but a mesh
     /// where every start brings a fresh RID would grow them forever: past a bound, only
-    /// configured and connected RIDs are kept (with their key bindings).
+    /// configured and connected RIDs are kept (key bindings have their own bound).
     fn prune_known_rids(&self) {
         const KEEP_AT_MOST: usize = 1024;
         let mut known = lock(&self.known_rids);
@@ -315,6 +322,5 @@ impl MeshNode {
             .filter_map(|p| p.expected_rid.as_deref())
             .collect();
         known.retain(|rid| peers.contains_key(rid) || configured.contains(&rid.as_str()));
-        lock(&self.rid_keys).retain(|rid, _| known.contains(rid));
     }
 }

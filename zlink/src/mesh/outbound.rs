@@ -117,14 +117,8 @@ impl MeshNode {
             .find(|p| p.conn_id() == conn.id())
             .and_then(|p| p.max_message)
             .and_then(|m| usize::try_from(m).ok());
-        let local = (self.settings.max_message > 0).then_some(self.settings.max_message);
-        let cap = match (local, remote) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => match a.or(b) {
-                Some(cap) => cap,
-                None => return Ok(()),
-            },
-        };
+        let local = self.link_limits().max_message;
+        let cap = remote.map_or(local, |remote| remote.min(local));
         let size: usize = frames.iter().map(Bytes::len).sum();
         if size > cap {
             return Err(Error::InvalidArgument(format!(

@@ -95,7 +95,7 @@ impl ClientServerServer {
         self
     }
 
-    /// The largest complete message this server accepts (default 16 MiB; 0 = no cap).
+    /// The largest complete message this server accepts (default 16 MiB; 0 = no cap of its own; the link limit, 16 MiB by default, still applies).
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message = bytes;
         self
@@ -134,7 +134,7 @@ impl ClientServerClient {
         self
     }
 
-    /// The largest complete message this client sends (default 16 MiB; 0 = no cap). The
+    /// The largest complete message this client sends (default 16 MiB; 0 = no cap of its own; the link limit, 16 MiB by default, still applies). The
     /// smaller of this and the server's own limit applies.
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message = bytes;

@@ -33,6 +33,8 @@ pub struct PublisherStatus {
 
 struct Feed {
     status: PublisherStatus,
+    /// The CURVE key the publisher must prove; a new key restarts the feed.
+    key: Option<CurvePublicKey>,
     cancel: CancellationToken,
 }
 
@@ -96,8 +98,11 @@ impl FanoutSubscriber {
 
     fn ensure_feed(self: &Arc<Self>, endpoint: &str, key: Option<CurvePublicKey>) {
         let mut feeds = self.feeds();
-        if feeds.contains_key(endpoint) {
-            return;
+        match feeds.get(endpoint) {
+            Some(feed) if feed.key == key => return,
+            // The publisher restarted with another key: dial it with the new one.
+            Some(feed) => feed.cancel.cancel(),
+            None => {}
         }
         let cancel = self.cancel.child_token();
         feeds.insert(
@@ -108,6 +113,7 @@ impl FanoutSubscriber {
                     ready: false,
                     resubscribed: 0,
                 },
+                key,
                 cancel: cancel.clone(),
             },
         );

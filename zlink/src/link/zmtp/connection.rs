@@ -14,12 +14,11 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::curve::{CurveOpener, CurveSealer, MESSAGE_OVERHEAD};
-use super::frame::{
-    put_command, put_frame, put_message, split_command, FrameDecoder, MessageAssembler,
-};
+use super::curve::{CurveOpener, MESSAGE_OVERHEAD};
+use super::frame::{split_command, FrameDecoder, MessageAssembler};
 use super::handshake::Established;
 use super::listener::Slot;
+use super::outgoing::Outgoing;
 use crate::link::security::CurvePublicKey;
 use crate::link::transport::{next_conn_id, ConnId, Connection, Frames, LinkError, LinkEvents};
 use crate::link::LinkLimits;
@@ -28,12 +27,16 @@ use crate::link::LinkLimits;
 /// cost little; a frame that needs more grows the buffer as its bytes arrive.
 const READ_SPARE: usize = 8 * 1024;
 
+/// The largest frame or message accepted before admission: a hello and its admission
+/// record, never a payload. Unadmitted strangers cannot make a listener buffer more.
+const PRE_ADMISSION_MAX: usize = 256 * 1024;
+
 /// Messages a writer encodes into one socket write, at most.
 const WRITE_BATCH: usize = 256;
 /// Bytes a writer gathers before writing, at most (one large message may exceed it).
 const WRITE_BATCH_BYTES: usize = 256 * 1024;
 
-enum Outgoing {
+enum Queued {
     Message(Frames, OwnedSemaphorePermit),
     /// A ZMTP command (e.g. PONG): name and data.
     Command(&'static str, Bytes),
@@ -42,7 +45,7 @@ enum Outgoing {
 /// An established connection.
 pub(crate) struct ZmtpConnection {
     id: ConnId,
-    queue: mpsc::Sender<Outgoing>,
+    queue: mpsc::Sender<Queued>,
     queued_bytes: Arc<Semaphore>,
     byte_cap: usize,
     cancel: CancellationToken,
@@ -114,14 +117,13 @@ impl ZmtpConnection {
             conn: conn.clone(),
             read,
             buf: established.leftover,
-            decoder: FrameDecoder {
-                max_frame: setup.limits.max_message
-                    + if opener.is_some() {
-                        MESSAGE_OVERHEAD
-                    } else {
-                        0
-                    },
+            decoder: FrameDecoder { max_frame: 0 },
+            overhead: if opener.is_some() {
+                MESSAGE_OVERHEAD
+            } else {
+                0
             },
+            max_message: setup.limits.max_message,
             assembler: MessageAssembler::new(setup.limits.max_frames, setup.limits.max_message),
             opener,
             admit_by: setup.admit_by,
@@ -133,7 +135,7 @@ impl ZmtpConnection {
             cancel: conn.cancel.clone(),
             write,
             rx,
-            sealer,
+            outgoing: Outgoing::new(sealer),
         };
         tokio::spawn(writer.run());
         conn
@@ -174,13 +176,17 @@ impl Connection for ZmtpConnection {
             .await
             .map_err(|_| LinkError::Closed)?;
         self.queue
-            .send(Outgoing::Message(frames, permit))
+            .send(Queued::Message(frames, permit))
             .await
             .map_err(|_| LinkError::Closed)
     }
 
     fn close(&self) {
         self.shut("closed locally");
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     fn admitted(&self) {
@@ -202,6 +208,10 @@ struct Reader {
     read: OwnedReadHalf,
     buf: BytesMut,
     decoder: FrameDecoder,
+    /// What CURVE adds to each frame (0 for NULL).
+    overhead: usize,
+    /// The connection's message limit once admitted.
+    max_message: usize,
     assembler: MessageAssembler,
     opener: Option<CurveOpener>,
     admit_by: Option<Instant>,
@@ -246,6 +256,16 @@ impl Reader {
     /// Handles every complete frame in the buffer.
     async fn drain(&mut self, conn: &Arc<dyn Connection>) -> Result<(), &'static str> {
         loop {
+            if self.conn.closed.load(Ordering::Acquire) {
+                return Err("closed");
+            }
+            let max = if self.conn.admitted.load(Ordering::Acquire) {
+                self.max_message
+            } else {
+                self.max_message.min(PRE_ADMISSION_MAX)
+            };
+            self.decoder.max_frame = max + self.overhead;
+            self.assembler.set_max_bytes(max);
             let frame = match self.decoder.decode(&mut self.buf) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => return Ok(()),
@@ -301,7 +321,7 @@ impl Reader {
         if let Some((b"PING", data)) = split_command(body) {
             let context = data.get(2..).unwrap_or_default();
             let context = Bytes::copy_from_slice(&context[..context.len().min(16)]);
-            let _ = self.conn.queue.try_send(Outgoing::Command("PONG", context));
+            let _ = self.conn.queue.try_send(Queued::Command("PONG", context));
         }
     }
 }
@@ -317,14 +337,13 @@ struct Writer {
     conn: std::sync::Weak<ZmtpConnection>,
     cancel: CancellationToken,
     write: OwnedWriteHalf,
-    rx: mpsc::Receiver<Outgoing>,
-    sealer: Option<CurveSealer>,
+    rx: mpsc::Receiver<Queued>,
+    outgoing: Outgoing,
 }
 
 impl Writer {
     async fn run(mut self) {
         let mut out = BytesMut::with_capacity(16 * 1024);
-        let mut scratch = Vec::new();
         loop {
             let first = tokio::select! {
                 biased;
@@ -337,10 +356,10 @@ impl Writer {
             // The permits of what is being written are held until the write is done, so
             // the byte bound covers the batch too.
             let mut permits = Vec::new();
-            self.encode(first, &mut out, &mut scratch, &mut permits);
+            self.encode(first, &mut out, &mut permits);
             while permits.len() < WRITE_BATCH && out.len() < WRITE_BATCH_BYTES {
                 match self.rx.try_recv() {
-                    Ok(item) => self.encode(item, &mut out, &mut scratch, &mut permits),
+                    Ok(item) => self.encode(item, &mut out, &mut permits),
                     Err(_) => break,
                 }
             }
@@ -366,34 +385,16 @@ impl Writer {
 
     fn encode(
         &mut self,
-        item: Outgoing,
+        item: Queued,
         out: &mut BytesMut,
-        scratch: &mut Vec<u8>,
         permits: &mut Vec<OwnedSemaphorePermit>,
     ) {
-        match (item, &mut self.sealer) {
-            (Outgoing::Message(frames, permit), None) => {
-                put_message(out, &frames);
+        match item {
+            Queued::Message(frames, permit) => {
+                self.outgoing.put_message(out, &frames);
                 permits.push(permit);
             }
-            (Outgoing::Message(frames, permit), Some(sealer)) => {
-                for (i, frame) in frames.iter().enumerate() {
-                    scratch.clear();
-                    sealer.seal(i + 1 < frames.len(), false, frame, scratch);
-                    put_frame(out, 0, scratch);
-                }
-                permits.push(permit);
-            }
-            (Outgoing::Command(name, data), None) => put_command(out, name, &data),
-            (Outgoing::Command(name, data), Some(sealer)) => {
-                let mut body = Vec::with_capacity(1 + name.len() + data.len());
-                body.push(name.len() as u8);
-                body.extend_from_slice(name.as_bytes());
-                body.extend_from_slice(&data);
-                scratch.clear();
-                sealer.seal(false, true, &body, scratch);
-                put_frame(out, 0, scratch);
-            }
+            Queued::Command(name, data) => self.outgoing.put_command(out, name, &data),
         }
     }
 }

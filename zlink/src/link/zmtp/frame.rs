@@ -158,6 +158,11 @@ impl MessageAssembler {
         }
     }
 
+    /// Changes the byte budget of messages (admission raises it).
+    pub(crate) fn set_max_bytes(&mut self, max_bytes: usize) {
+        self.max_bytes = max_bytes;
+    }
+
     /// Adds one data frame; returns the message when it was the last one.
     pub(crate) fn push(
         &mut self,

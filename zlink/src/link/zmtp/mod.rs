@@ -17,6 +17,7 @@ mod frame;
 mod greeting;
 mod handshake;
 mod listener;
+mod outgoing;
 mod properties;
 mod publisher;
 mod subscriber;

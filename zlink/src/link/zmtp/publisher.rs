@@ -15,8 +15,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::curve::{CookieKey, CurveSealer};
-use super::frame::{put_frame, put_message, FrameDecoder, READ_CHUNK};
+use super::frame::{FrameDecoder, READ_CHUNK};
 use super::handshake::{self, Side, SocketType};
+use super::outgoing::Outgoing;
 use crate::link::security::ServerSecurity;
 
 /// One published record: the topic frame first.
@@ -268,16 +269,18 @@ impl Subscriber {
         self.lock().push(queue.clone());
         tracing::debug!(subscriber = self.id, "fanout subscriber connected");
         let (reader, writer) = stream.split();
+        let (pongs_tx, pongs_rx) = mpsc::channel(4);
         let subscriptions = Subscriptions {
             queue: &queue,
             buf: established.leftover,
             opener,
             max: self.options.max_subscriptions,
+            pongs: pongs_tx,
         };
         tokio::select! {
             _ = self.cancel.cancelled() => {}
             reason = subscriptions.read(reader) => tracing::debug!(subscriber = self.id, reason, "fanout subscriber reads ended"),
-            _ = write_records(writer, rx, sealer) => {}
+            _ = write_records(writer, rx, pongs_rx, sealer) => {}
         }
         self.lock().retain(|s| s.id != self.id);
         tracing::debug!(subscriber = self.id, "fanout subscriber gone");
@@ -295,6 +298,8 @@ struct Subscriptions<'a> {
     buf: BytesMut,
     opener: Option<super::curve::CurveOpener>,
     max: usize,
+    /// PING contexts for the writer to answer.
+    pongs: mpsc::Sender<Bytes>,
 }
 
 impl Subscriptions<'_> {
@@ -340,6 +345,13 @@ impl Subscriptions<'_> {
             match body.get(1..1 + name_len) {
                 Some(b"SUBSCRIBE") => Some((true, body.slice(1 + name_len..))),
                 Some(b"CANCEL") => Some((false, body.slice(1 + name_len..))),
+                Some(b"PING") => {
+                    // ZMTP 3.1 heartbeat: echo the context (after the 2-byte TTL).
+                    let context = body.get(1 + name_len + 2..).unwrap_or_default();
+                    let context = Bytes::copy_from_slice(&context[..context.len().min(16)]);
+                    let _ = self.pongs.try_send(context);
+                    None
+                }
                 _ => None,
             }
         } else {
@@ -368,30 +380,37 @@ impl Subscriptions<'_> {
     }
 }
 
-/// Writes queued records, several per socket write when they are waiting.
+/// Bytes a writer gathers before writing, at most (one large record may exceed it).
+const WRITE_BATCH_BYTES: usize = 256 * 1024;
+
+/// Writes queued records, several per socket write when they are waiting, and PONGs for
+/// the subscriber's PINGs.
 async fn write_records(
     mut writer: impl tokio::io::AsyncWrite + Unpin,
     mut rx: mpsc::Receiver<Record>,
-    mut sealer: Option<CurveSealer>,
+    mut pongs: mpsc::Receiver<Bytes>,
+    sealer: Option<CurveSealer>,
 ) {
     let mut out = BytesMut::new();
-    let mut scratch = Vec::new();
-    while let Some(record) = rx.recv().await {
-        let mut next = Some(record);
+    let mut outgoing = Outgoing::new(sealer);
+    loop {
+        let mut next = tokio::select! {
+            record = rx.recv() => match record {
+                Some(record) => Some(record),
+                None => return,
+            },
+            pong = pongs.recv() => {
+                if let Some(context) = pong {
+                    outgoing.put_command(&mut out, "PONG", &context);
+                }
+                None
+            }
+        };
         let mut batched = 0;
         while let Some(record) = next.take() {
-            match &mut sealer {
-                None => put_message(&mut out, &record),
-                Some(sealer) => {
-                    for (i, frame) in record.iter().enumerate() {
-                        scratch.clear();
-                        sealer.seal(i + 1 < record.len(), false, frame, &mut scratch);
-                        put_frame(&mut out, 0, &scratch);
-                    }
-                }
-            }
+            outgoing.put_message(&mut out, &record);
             batched += 1;
-            if batched < WRITE_BATCH {
+            if batched < WRITE_BATCH && out.len() < WRITE_BATCH_BYTES {
                 next = rx.try_recv().ok();
             }
         }
@@ -399,6 +418,9 @@ async fn write_records(
             return;
         }
         out.clear();
+        if out.capacity() > 4 * WRITE_BATCH_BYTES {
+            out = BytesMut::new();
+        }
     }
 }
 
@@ -433,7 +455,7 @@ mod tests {
         let props = super::super::properties::encode(&[("Socket-Type", b"SUB")]);
         super::super::frame::put_command(&mut out, "READY", &props);
         for frame in frames {
-            put_frame(&mut out, 0, frame);
+            super::super::frame::put_frame(&mut out, 0, frame);
         }
         stream.write_all(&out).await.expect("subscriptions");
         stream
@@ -554,6 +576,38 @@ mod tests {
             "only {closed} of 12 connections past the cap were refused"
         );
         assert!(publisher.subscriber_topics().iter().all(|n| *n <= 4));
+        publisher.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_subscribers_ping_is_answered_with_pong() {
+        let publisher = PubListener::bind("tcp://127.0.0.1:0", options(4))
+            .await
+            .expect("bind");
+        let mut sub = raw_subscriber(publisher.endpoint(), &[b"\x01x"]).await;
+        let mut out = BytesMut::new();
+        super::super::frame::put_command(&mut out, "PING", b"\x00\x0actx");
+        sub.write_all(&out).await.expect("ping");
+        let mut buf = BytesMut::new();
+        let decoder = FrameDecoder { max_frame: 1024 };
+        let pong = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                // Their READY comes first.
+                if let Some(frame) = decoder.decode(&mut buf).expect("valid frames") {
+                    if frame.command().is_some_and(|(name, _)| name == b"PONG") {
+                        return frame;
+                    }
+                    continue;
+                }
+                sub.read_buf(&mut buf).await.expect("read");
+            }
+        })
+        .await
+        .expect("a PONG in time");
+        assert_eq!(
+            pong.command().map(|(_, data)| data.to_vec()),
+            Some(b"ctx".to_vec())
+        );
         publisher.close().await;
     }
 }

@@ -148,7 +148,7 @@ impl MeshNode {
             if let Some(peer) = peers.get_mut(rid) {
                 if peer.generation == descriptor.generation && descriptor.revision > peer.revision {
                     peer.revision = descriptor.revision;
-                    peer.channels = descriptor.channels.iter().cloned().collect();
+                    peer.channels = crate::mesh::handshake::clamped(descriptor.channels.clone());
                     tracing::info!(peer = %rid, revision = descriptor.revision, "member weights updated from the store");
                 }
             }
