@@ -123,17 +123,19 @@ impl HandlerGroup for PricingByHand {
         vec![(GetQuote::PACKET_NAME.to_string(), PacketKind::Request)]
     }
 
+    /// `handler` is the position in `packets()` of the packet that arrived: the runtime
+    /// has matched its name and kind already.
     fn handle<'a>(
         &'a self,
-        _ctx: HandlerContext,
-        packet: &'a str,
+        ctx: HandlerContext,
+        handler: usize,
         payload: Bytes,
     ) -> BoxFuture<'a, zlink::Result<Bytes>> {
         Box::pin(async move {
-            if packet != GetQuote::PACKET_NAME {
+            if handler != 0 {
                 return Err(zlink::Error::new(
                     zlink::ErrorKind::NotFound,
-                    format!("no handler for {packet}"),
+                    format!("no handler for {}", ctx.packet()),
                 ));
             }
             let q = GetQuote::decode(&payload)?;

@@ -122,24 +122,25 @@ async fn a_server_cannot_start_a_call_to_a_client() {
     };
     let admit = zlink::wire::Envelope::control(
         zlink::wire::Command::Admit,
-        zlink::wire::Header {
+        zlink::wire::ControlHeader {
             admission: Some(admission),
             ..Default::default()
         },
     );
     fake.send(send(admit.encode())).await.unwrap();
     wait_for_servers(&client, 1).await;
-    let request = zlink::wire::Envelope {
+    let request = zlink::wire::Envelope::Call(zlink::wire::CallMessage {
         command: zlink::wire::Command::ChannelRequest,
-        header: zlink::wire::Header {
+        head: zlink::wire::CallHead {
             correlation: 1,
-            channel: Some(CS.into()),
-            packet: Some("Echo".into()),
-            ..Default::default()
+            deadline_ms: 30_000,
+            hops: 0,
+            channel: zlink::wire::WireName::from_text(CS),
+            packet: zlink::wire::WireName::from_text("Echo"),
         },
-        metadata: None,
-        payload: Some(zlink::Message::encode(&Echo { text: "x".into() }).unwrap()),
-    };
+        metadata: Default::default(),
+        payload: zlink::Message::encode(&Echo { text: "x".into() }).unwrap(),
+    });
     fake.send(send(request.encode())).await.unwrap();
     wait_for_servers(&client, 0).await;
     stop([client]).await;

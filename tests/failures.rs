@@ -223,7 +223,11 @@ async fn malformed_frames_are_protocol_errors_and_the_node_keeps_serving() {
         .unwrap()
         .unwrap();
     let head = answer.get(0).unwrap();
-    assert_eq!(&head[..4], &[0x5A, 0x4D, 0x01, 3], "reject command");
+    assert_eq!(
+        &head[..4],
+        &[0x5A, 0x4D, zlink::wire::PROTOCOL_MAJOR, 3],
+        "reject command"
+    );
     // An admitted peer's request with a payload the handler cannot decode: ProtocolError.
     #[derive(serde::Serialize, serde::Deserialize, zlink::Message)]
     #[message(name = "Echo", reply = Echoed)]

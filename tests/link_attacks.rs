@@ -9,7 +9,10 @@ use bytes::Bytes;
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 use zlink::link::LinkLimits;
-use zlink::wire::{Admission, Command, Envelope, Header, RejectReason, PROTOCOL_MAJOR};
+use zlink::wire::{
+    Admission, CallHead, CallMessage, Command, ControlHeader, Envelope, RejectReason, WireName,
+    PROTOCOL_MAJOR,
+};
 use zlink::{ErrorKind, PeerSpec};
 use zlink_testkit::raw_zmtp::{frame, length_bomb, null_greeting, ready};
 use zlink_testkit::{wait_until, RawZmtp};
@@ -31,9 +34,9 @@ fn admission(rid: &str, mesh: &str) -> Admission {
 fn hello(rid: &str, mesh: &str) -> Vec<Bytes> {
     Envelope::control(
         Command::Hello,
-        Header {
+        ControlHeader {
             admission: Some(admission(rid, mesh)),
-            ..Header::default()
+            ..ControlHeader::default()
         },
     )
     .encode()
@@ -52,23 +55,23 @@ async fn admitted_raw(endpoint: &str, rid: &str) -> RawZmtp {
     let admit = raw.recv().await.expect("admit");
     let frames: Vec<Bytes> = admit.into_iter().map(Bytes::from).collect();
     let envelope = Envelope::decode(&frames).expect("a decodable answer");
-    assert_eq!(envelope.command, Command::Admit);
+    assert_eq!(envelope.command(), Command::Admit);
     raw
 }
 
 fn echo_request(correlation: u64, text: &str) -> Vec<Bytes> {
-    Envelope {
+    Envelope::Call(CallMessage {
         command: Command::ChannelRequest,
-        header: Header {
+        head: CallHead {
             correlation,
-            channel: Some(CHANNEL.into()),
-            packet: Some("Echo".into()),
-            deadline_ms: Some(30_000),
-            ..Header::default()
+            deadline_ms: 30_000,
+            hops: 0,
+            channel: WireName::from_text(CHANNEL),
+            packet: WireName::from_text("Echo"),
         },
-        metadata: None,
-        payload: Some(zlink::wire::cbor_encode(&Echo { text: text.into() }).expect("encodes")),
-    }
+        metadata: Default::default(),
+        payload: zlink::wire::cbor_encode(&Echo { text: text.into() }).expect("encodes"),
+    })
     .encode()
 }
 
@@ -315,7 +318,7 @@ async fn hello_in_answer_to_a_dial_is_a_refusal() {
     let their_hello = raw.recv().await.expect("b's hello");
     let frames: Vec<Bytes> = their_hello.into_iter().map(Bytes::from).collect();
     assert_eq!(
-        Envelope::decode(&frames).expect("hello").command,
+        Envelope::decode(&frames).expect("hello").command(),
         Command::Hello
     );
     // Answer the dial with a hello of our own instead of an admit.
@@ -340,10 +343,14 @@ async fn a_reject_reveals_only_its_reason() {
     let answer = raw.recv().await.expect("reject");
     let everything: Vec<u8> = answer.concat();
     let frames: Vec<Bytes> = answer.into_iter().map(Bytes::from).collect();
-    let reject = Envelope::decode(&frames).expect("decodable reject");
-    assert_eq!(reject.command, Command::Reject);
-    assert_eq!(reject.header.reject, Some(RejectReason::TopologyMismatch));
-    assert_eq!(reject.header.admission, None);
+    let Envelope::Control { command, header } =
+        Envelope::decode(&frames).expect("decodable reject")
+    else {
+        panic!("a control record");
+    };
+    assert_eq!(command, Command::Reject);
+    assert_eq!(header.reject, Some(RejectReason::TopologyMismatch));
+    assert_eq!(header.admission, None);
     let text = String::from_utf8_lossy(&everything);
     for secret in [MESH, "a-secret-rid", CHANNEL] {
         assert!(!text.contains(secret), "the reject reveals {secret:?}");
@@ -523,12 +530,12 @@ async fn a_duplicate_rid_refuses_the_newcomer_and_leaves_the_live_peer_alone() {
         .into_iter()
         .map(Bytes::from)
         .collect();
-    let reject = Envelope::decode(&answer).expect("decodable");
-    assert_eq!(reject.command, Command::Reject);
-    assert_eq!(
-        reject.header.reject,
-        Some(RejectReason::DuplicateConnection)
-    );
+    let Envelope::Control { command, header } = Envelope::decode(&answer).expect("decodable")
+    else {
+        panic!("a control record");
+    };
+    assert_eq!(command, Command::Reject);
+    assert_eq!(header.reject, Some(RejectReason::DuplicateConnection));
     assert!(newcomer.closed_within(WAIT).await);
     assert_eq!(peer_rids(&a), vec!["c".to_string()]);
     assert_eq!(c.peers()[0].generation, generation);

@@ -1,14 +1,17 @@
 //! `zlink-bench`: what zlink costs over raw zeromq, measured side by side in one run.
 //!
-//! - `rpc`: RouteMesh `request_to_channel` vs a raw zeromq DEALER -> ROUTER echo;
-//! - `clientserver`: ClientServer request/reply vs the same raw echo;
+//! - `rpc`: RouteMesh `request_to_channel` vs a raw zeromq DEALER -> ROUTER echo, the same
+//!   echo with CBOR-encoded payloads, and a tarpc echo over TCP;
+//! - `clientserver`: ClientServer request/reply vs the same three baselines;
 //! - `fanout`: one publisher to 4 subscribers, zlink fanout vs raw zeromq PUB/SUB.
 //!
 //! Each prints readable lines, then one JSON object as the last line.
 
 mod fanout;
 mod raw;
+mod raw_cbor;
 mod stats;
+mod tarpc_echo;
 mod zlink_rpc;
 
 use std::process::ExitCode;
@@ -24,8 +27,11 @@ usage: zlink-bench (rpc | clientserver | fanout) [--seconds S] [--requests N]
 
   rpc            raw zeromq DEALER->ROUTER echo vs zlink RouteMesh request_to_channel
                  on 127.0.0.1, 64-byte payloads: sequential latency and pipelined
-                 throughput (64 in flight)
-  clientserver   the same raw echo vs a zlink ClientServer channel
+                 throughput (64 in flight); also two baselines: the raw echo with
+                 CBOR-encoded payloads (pipelined throughput: what zlink costs beyond
+                 serialization) and a tarpc echo over TCP with bincode (latency and
+                 pipelined throughput)
+  clientserver   the same baselines vs a zlink ClientServer channel
   fanout         one publisher to 4 subscribers, 64-byte events: raw zeromq PUB/SUB
                  vs zlink fanout; delivered events per second per subscriber
   --seconds S    how long each pipelined or publishing run lasts, 1..=60 (default 3)
@@ -115,12 +121,22 @@ fn report(name: &str, plan: &RpcPlan, f: &Figures) {
         "  sequential: {} round trips after {} warm-up: p50 {:.1} us, p99 {:.1} us, mean {:.1} us",
         f.latency.count, plan.warmup, f.latency.p50_us, f.latency.p99_us, f.latency.mean_us
     );
+    report_pipelined(plan, &f.throughput);
+}
+
+/// For a system measured for throughput only.
+fn report_throughput(name: &str, plan: &RpcPlan, throughput: &Throughput) {
+    println!("{name}:");
+    report_pipelined(plan, throughput);
+}
+
+fn report_pipelined(plan: &RpcPlan, throughput: &Throughput) {
     println!(
         "  pipelined:  {} in flight: {} round trips in {:.2} s = {:.0} msgs/s",
         plan.window,
-        f.throughput.messages,
-        f.throughput.elapsed.as_secs_f64(),
-        f.throughput.per_second()
+        throughput.messages,
+        throughput.elapsed.as_secs_f64(),
+        throughput.per_second()
     );
 }
 
@@ -134,6 +150,35 @@ async fn bench_raw(plan: &RpcPlan, payload: &[u8]) -> Result<Figures, BoxError> 
         let mut socket = raw::connect(server.endpoint()).await?;
         let samples = raw::sequential(&mut socket, payload, plan.warmup, plan.requests).await?;
         let throughput = raw::pipelined(&mut socket, payload, plan.window, plan.duration).await?;
+        Ok::<_, BoxError>(Figures {
+            latency: latency(samples)?,
+            throughput,
+        })
+    }
+    .await;
+    server.stop();
+    outcome
+}
+
+async fn bench_raw_cbor(plan: &RpcPlan, payload: &[u8]) -> Result<Throughput, BoxError> {
+    let server = raw_cbor::EchoServer::start().await?;
+    let outcome = async {
+        let mut socket = raw_cbor::connect(server.endpoint()).await?;
+        raw_cbor::warm_up(&mut socket, payload, plan.warmup).await?;
+        raw_cbor::pipelined(&mut socket, payload, plan.window, plan.duration).await
+    }
+    .await;
+    server.stop();
+    outcome
+}
+
+async fn bench_tarpc(plan: &RpcPlan, payload: &[u8]) -> Result<Figures, BoxError> {
+    let server = tarpc_echo::EchoServer::start().await?;
+    let outcome = async {
+        let client = tarpc_echo::connect(server.addr()).await?;
+        let samples = tarpc_echo::sequential(&client, payload, plan.warmup, plan.requests).await?;
+        let throughput =
+            tarpc_echo::pipelined(&client, payload, plan.window, plan.duration).await?;
         Ok::<_, BoxError>(Figures {
             latency: latency(samples)?,
             throughput,
@@ -182,6 +227,14 @@ async fn rpc(plan: RpcPlan, bench: Bench) -> Result<(), BoxError> {
     );
     let raw = bench_raw(&plan, &payload).await?;
     report("raw zeromq (DEALER -> ROUTER echo)", &plan, &raw);
+    let raw_cbor = bench_raw_cbor(&plan, &payload).await?;
+    report_throughput(
+        "raw zeromq + CBOR (same echo, ciborium-encoded payload both ways)",
+        &plan,
+        &raw_cbor,
+    );
+    let tarpc = bench_tarpc(&plan, &payload).await?;
+    report("tarpc (echo service, TCP + bincode)", &plan, &tarpc);
     let zlink = bench_zlink(&plan, &payload, bench, false).await?;
     report(label, &plan, &zlink);
     let curve = if plan.curve && bench == Bench::Rpc {
@@ -206,6 +259,11 @@ async fn rpc(plan: RpcPlan, bench: Bench) -> Result<(), BoxError> {
     println!(
         "zlink / raw: throughput {throughput_ratio:.2}, p50 latency {latency_ratio:.2}{targets}"
     );
+    let vs_raw_cbor = zlink.throughput.per_second() / raw_cbor.per_second();
+    let vs_tarpc_throughput = zlink.throughput.per_second() / tarpc.throughput.per_second();
+    let vs_tarpc_p50 = zlink.latency.p50_us / tarpc.latency.p50_us;
+    println!("zlink / raw + CBOR: throughput {vs_raw_cbor:.2}");
+    println!("zlink / tarpc: throughput {vs_tarpc_throughput:.2}, p50 latency {vs_tarpc_p50:.2}");
     let summary = serde_json::json!({
         "benchmark": name,
         "payload_bytes": plan.payload_bytes,
@@ -221,6 +279,13 @@ async fn rpc(plan: RpcPlan, bench: Bench) -> Result<(), BoxError> {
         "zlink_p99_us": round3(zlink.latency.p99_us),
         "latency_ratio": round3(latency_ratio),
         "p99_latency_ratio": round3(zlink.latency.p99_us / raw.latency.p99_us),
+        "raw_cbor_pipelined_msgs_per_s": raw_cbor.per_second().round(),
+        "tarpc_pipelined_msgs_per_s": tarpc.throughput.per_second().round(),
+        "tarpc_p50_us": round3(tarpc.latency.p50_us),
+        "tarpc_p99_us": round3(tarpc.latency.p99_us),
+        "ratio_vs_tarpc_throughput": round3(vs_tarpc_throughput),
+        "ratio_vs_tarpc_p50": round3(vs_tarpc_p50),
+        "ratio_vs_raw_cbor_throughput": round3(vs_raw_cbor),
     });
     let summary = match (curve, summary) {
         (Some(curve), serde_json::Value::Object(mut fields)) => {

@@ -15,7 +15,10 @@ import sys
 import cbor2
 import zmq
 
-from zlink_wire import ACK, ADMIT, CHANNEL_REQUEST, HELLO, PROBE, REPLY, head, parse_head
+from zlink_wire import (
+    ACK, ADMIT, CHANNEL_REQUEST, HELLO, PROBE, REPLY, VERSION,
+    call_head, command_of, control, parse_control, parse_reply,
+)
 
 
 def main():
@@ -43,30 +46,31 @@ def run(socket, channel, text):
         "rid": "python-client",
         "gen": random.randint(1, 2**63 - 1),
         "rev": 1,
-        "ver": 1,
+        "ver": VERSION,
         "ep": "",
         "chs": [],
     }
-    socket.send_multipart([head(HELLO, {"ad": admission})])
-    command, _, header = parse_head(socket.recv_multipart()[0])
-    if command != ADMIT:
-        sys.exit("expected admit, got command %d: %r" % (command, header))
+    socket.send_multipart([control(HELLO, {"ad": admission})])
+    answer = socket.recv_multipart()[0]
+    if command_of(answer) != ADMIT:
+        sys.exit("expected admit, got command %d: %r" % (command_of(answer), parse_control(answer)))
 
     request = cbor2.dumps({"text": text})
-    socket.send_multipart([head(CHANNEL_REQUEST, {"c": 1, "ch": channel, "p": "Echo", "dl": 5000}), request])
+    head = call_head(CHANNEL_REQUEST, "Echo", channel=channel, correlation=1, deadline_ms=5000)
+    socket.send_multipart([head, request])
     while True:
         frames = socket.recv_multipart()
-        command, _, header = parse_head(frames[0])
+        command = command_of(frames[0])
         if command == PROBE:
-            socket.send_multipart([head(ACK, {"pr": header["pr"]})])
+            socket.send_multipart([control(ACK, {"pr": parse_control(frames[0])["pr"]})])
             continue
         if command != REPLY:
             continue
-        if header.get("c") != 1:
-            sys.exit("reply to another correlation: %r" % header)
-        status = header.get("st", {})
-        if "k" in status:
-            sys.exit("error reply: kind %d, %s" % (status["k"], status.get("m", "")))
+        correlation, kind, detail = parse_reply(frames[0])
+        if correlation != 1:
+            sys.exit("reply to another correlation: %d" % correlation)
+        if kind is not None:
+            sys.exit("error reply: kind %d, %s" % (kind, detail))
         print(json.dumps(cbor2.loads(frames[-1])))
         return
 

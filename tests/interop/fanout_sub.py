@@ -12,7 +12,7 @@ import sys
 import cbor2
 import zmq
 
-from zlink_wire import BEACON_TOPIC, FANOUT_EVENT, parse_head
+from zlink_wire import BEACON_TOPIC, FANOUT_EVENT, FLAG_METADATA, command_of, parse_call
 
 
 def main():
@@ -33,13 +33,16 @@ def main():
         frames = socket.recv_multipart()
         if frames[0] == BEACON_TOPIC:
             continue
-        command, _, header = parse_head(frames[1])
+        command = command_of(frames[1])
         if command != FANOUT_EVENT:
             sys.exit("not a fanout event: %d" % command)
+        flags, _, _, _, packet = parse_call(frames[1])
+        metadata = cbor2.loads(frames[2]) if flags & FLAG_METADATA else {}
         event = {
             "topic": frames[0].decode(),
-            "packet": header["p"],
-            "payload": cbor2.loads(frames[2]),
+            "packet": packet,
+            "metadata": metadata,
+            "payload": cbor2.loads(frames[-1]),
         }
         print(json.dumps(event), flush=True)
         seen += 1

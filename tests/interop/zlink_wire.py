@@ -1,21 +1,59 @@
 """The zlink wire, written from the book's "The wire" chapter: enough for a client of a
 ClientServer channel and a subscriber of a fanout publisher."""
 
+import struct
+
 import cbor2
 
-MAGIC = b"\x5a\x4d\x01"
+VERSION = 2
+MAGIC = b"\x5a\x4d" + bytes([VERSION])
 HELLO, ADMIT, REJECT, UPDATE, PROBE, ACK = 1, 2, 3, 4, 5, 6
 CHANNEL_SEND, CHANNEL_REQUEST, REPLY, FANOUT_EVENT = 18, 19, 20, 40
+FLAG_METADATA = 0x01
+STATUS_OK = 0xFF
 BEACON_TOPIC = b"\x01ZLF1"
 
 
-def head(command, header, flags=0):
-    """Frame 0: the 5-byte prefix and the CBOR header map."""
-    return MAGIC + bytes([command, flags]) + cbor2.dumps(header)
+def control(command, header):
+    """Frame 0 of a control record: the 5-byte prefix and the CBOR header map."""
+    return MAGIC + bytes([command, 0]) + cbor2.dumps(header)
 
 
-def parse_head(frame):
-    """Returns (command, flags, header map) of a head frame."""
+def call_head(command, packet, channel="", correlation=0, deadline_ms=0, flags=0):
+    """Frame 0 of an application command: the prefix and the fixed binary call head."""
+    channel, packet = channel.encode(), packet.encode()
+    return (
+        MAGIC
+        + bytes([command, flags])
+        + struct.pack(">QIBBB", correlation, deadline_ms, 0, len(channel), len(packet))
+        + channel
+        + packet
+    )
+
+
+def command_of(frame):
+    """The command number of a head frame."""
     if frame[:3] != MAGIC:
         raise ValueError("not a zlink head: %r" % frame[:5])
-    return frame[3], frame[4], cbor2.loads(frame[5:])
+    return frame[3]
+
+
+def parse_control(frame):
+    """The CBOR header map of a control record."""
+    return cbor2.loads(frame[5:])
+
+
+def parse_call(frame):
+    """(flags, correlation, deadline_ms, channel, packet) of an application head."""
+    correlation, deadline_ms, _hops, channel_len, packet_len = struct.unpack(">QIBBB", frame[5:20])
+    names = frame[20:]
+    if len(names) != channel_len + packet_len:
+        raise ValueError("call head length does not match its names")
+    return frame[4], correlation, deadline_ms, names[:channel_len].decode(), names[channel_len:].decode()
+
+
+def parse_reply(frame):
+    """(correlation, error kind or None, detail) of a reply head."""
+    correlation, status, detail_len = struct.unpack(">QBH", frame[5:16])
+    detail = frame[16:16 + detail_len].decode()
+    return correlation, None if status == STATUS_OK else status, detail

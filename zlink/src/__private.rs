@@ -4,11 +4,14 @@
 use crate::wire::Request;
 use crate::{Error, ErrorKind};
 
-/// The error a generated group returns for a packet it does not handle.
-pub fn no_handler(packet: &str) -> Error {
+/// The error a generated group returns for a handler position it does not have.
+pub fn no_handler(ctx: &crate::HandlerContext, handler: usize) -> Error {
     Error::new(
         ErrorKind::NotFound,
-        format!("no handler for packet {packet}"),
+        format!(
+            "no handler at position {handler} for packet {}",
+            ctx.packet()
+        ),
     )
 }
 

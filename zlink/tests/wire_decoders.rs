@@ -3,25 +3,28 @@
 
 use bytes::Bytes;
 use proptest::prelude::*;
-use zlink::wire::{Admission, Command, Envelope, Header, Metadata, ReplyStatus};
+use zlink::wire::{
+    Admission, CallHead, CallMessage, Command, ControlHeader, Envelope, Metadata, ReplyOutcome,
+    WireName, PROTOCOL_MAJOR,
+};
 
 fn request_envelope(payload: Vec<u8>, with_metadata: bool) -> Envelope {
     let mut metadata = Metadata::new();
     if with_metadata {
         metadata.insert("trace", "abc").unwrap();
     }
-    Envelope {
+    Envelope::Call(CallMessage {
         command: Command::ChannelRequest,
-        header: Header {
+        head: CallHead {
             correlation: 42,
-            channel: Some("echo".into()),
-            packet: Some("Echo".into()),
-            deadline_ms: Some(30_000),
-            ..Header::default()
+            deadline_ms: 30_000,
+            hops: 0,
+            channel: WireName::from_text("echo"),
+            packet: WireName::from_text("Echo"),
         },
-        metadata: Some(metadata),
-        payload: Some(Bytes::from(payload)),
-    }
+        metadata,
+        payload: Bytes::from(payload),
+    })
 }
 
 proptest! {
@@ -34,8 +37,8 @@ proptest! {
     }
 
     #[test]
-    fn random_header_after_valid_prefix_never_panics(cmd in prop::sample::select(vec![1u8, 2, 3, 4, 5, 6, 16, 17, 18, 19, 20]), flags in 0u8..2, body in prop::collection::vec(any::<u8>(), 0..512)) {
-        let mut head = vec![0x5A, 0x4D, 0x01, cmd, flags];
+    fn random_head_after_valid_prefix_never_panics(cmd in prop::sample::select(vec![1u8, 2, 3, 4, 5, 6, 16, 17, 18, 19, 20, 40]), flags in 0u8..2, body in prop::collection::vec(any::<u8>(), 0..512)) {
+        let mut head = vec![0x5A, 0x4D, PROTOCOL_MAJOR, cmd, flags];
         head.extend(body);
         let _ = Envelope::decode(&[Bytes::from(head), Bytes::from_static(b"\xa0"), Bytes::from_static(b"x")]);
     }
@@ -56,19 +59,43 @@ proptest! {
     #[test]
     fn valid_requests_roundtrip(payload in prop::collection::vec(any::<u8>(), 0..1024), md in any::<bool>()) {
         let env = request_envelope(payload, md);
-        let decoded = Envelope::decode(&env.encode()).unwrap();
-        prop_assert_eq!(decoded.header, env.header);
-        prop_assert_eq!(decoded.payload, env.payload);
-        prop_assert_eq!(decoded.metadata.unwrap_or_default(), env.metadata.unwrap_or_default());
+        prop_assert_eq!(Envelope::decode(&env.encode()).unwrap(), env);
+    }
+
+    #[test]
+    fn valid_replies_roundtrip(payload in prop::collection::vec(any::<u8>(), 0..256), kind in prop::option::of(0u8..=12), detail in ".{0,40}") {
+        let outcome = match kind {
+            None => ReplyOutcome::Ok(Bytes::from(payload)),
+            Some(kind) => ReplyOutcome::Failed { kind, detail },
+        };
+        let env = Envelope::Reply { correlation: 9, outcome };
+        prop_assert_eq!(Envelope::decode(&env.encode()).unwrap(), env);
+    }
+
+    #[test]
+    fn names_of_any_valid_length_roundtrip(channel in "[a-z]{1,255}", packet in "[A-Z]{1,255}") {
+        let env = Envelope::Call(CallMessage {
+            command: Command::ChannelSend,
+            head: CallHead {
+                correlation: 0,
+                deadline_ms: 0,
+                hops: 0,
+                channel: WireName::from_text(&channel),
+                packet: WireName::from_text(&packet),
+            },
+            metadata: Metadata::new(),
+            payload: Bytes::new(),
+        });
+        prop_assert_eq!(Envelope::decode(&env.encode()).unwrap(), env);
     }
 }
 
 #[test]
 fn huge_declared_lengths_are_refused_without_allocating_them() {
-    // A CBOR text string declaring 2^32 bytes inside a tiny frame.
-    let mut head = vec![0x5A, 0x4D, 0x01, 19, 0x00];
-    head.extend([0xA1, 0x61, b'p', 0x7B, 0, 0, 0, 1, 0, 0, 0, 0]);
-    let err = Envelope::decode(&[Bytes::from(head), Bytes::from_static(b"x")]).unwrap_err();
+    // A control record whose CBOR declares a 2^32-byte text string inside a tiny frame.
+    let mut head = vec![0x5A, 0x4D, PROTOCOL_MAJOR, 1, 0x00];
+    head.extend([0xA1, 0x62, b'a', b'd', 0x7B, 0, 0, 0, 1, 0, 0, 0, 0]);
+    let err = Envelope::decode(&[Bytes::from(head)]).unwrap_err();
     assert!(err.reason.contains("header"), "{err}");
     // An oversized metadata frame is refused by its length alone.
     let env = request_envelope(vec![1], true);
@@ -78,6 +105,27 @@ fn huge_declared_lengths_are_refused_without_allocating_them() {
         .unwrap_err()
         .reason
         .contains("exceeds"));
+}
+
+#[test]
+fn call_head_name_lengths_must_match_the_frame() {
+    let good = request_envelope(vec![1], false).encode();
+    // Declares a 200-byte packet name the frame does not hold.
+    let mut head = good[0].to_vec();
+    head[19] = 200;
+    let err = Envelope::decode(&[Bytes::from(head), good[1].clone()]).unwrap_err();
+    assert!(err.reason.contains("length"), "{err}");
+    assert_eq!(err.correlation, Some(42));
+    // Trailing bytes after the names are refused too.
+    let mut head = good[0].to_vec();
+    head.push(b'x');
+    assert!(Envelope::decode(&[Bytes::from(head), good[1].clone()]).is_err());
+    // A name that is not UTF-8.
+    let mut head = good[0].to_vec();
+    let last = head.len() - 1;
+    head[last] = 0xFF;
+    let err = Envelope::decode(&[Bytes::from(head), good[1].clone()]).unwrap_err();
+    assert!(err.reason.contains("UTF-8"), "{err}");
 }
 
 #[test]
@@ -114,18 +162,9 @@ fn decoder_rejects_bad_prefix_flags_and_frame_counts() {
 
 #[test]
 fn reply_envelopes_carry_no_metadata_frame() {
-    let reply = Envelope {
-        command: Command::Reply,
-        header: Header {
-            correlation: 7,
-            status: Some(ReplyStatus {
-                error_kind: None,
-                detail: String::new(),
-            }),
-            ..Header::default()
-        },
-        metadata: None,
-        payload: Some(Bytes::from_static(b"ok")),
+    let reply = Envelope::Reply {
+        correlation: 7,
+        outcome: ReplyOutcome::Ok(Bytes::from_static(b"ok")),
     };
     let frames = reply.encode();
     assert_eq!(frames.len(), 2);
@@ -134,24 +173,38 @@ fn reply_envelopes_carry_no_metadata_frame() {
     let mut with_flag = frames.clone();
     with_flag[0] = Bytes::from([&frames[0][..4], &[0x01u8][..], &frames[0][5..]].concat());
     assert!(Envelope::decode(&with_flag).is_err());
+    // An error reply carrying a payload is malformed; so is an unknown error kind.
+    let failed = Envelope::Reply {
+        correlation: 7,
+        outcome: ReplyOutcome::Failed {
+            kind: 4,
+            detail: "nope".into(),
+        },
+    }
+    .encode();
+    assert_eq!(failed.len(), 1);
+    assert!(Envelope::decode(&[failed[0].clone(), Bytes::from_static(b"x")]).is_err());
+    let mut unknown_kind = failed[0].to_vec();
+    unknown_kind[13] = 13;
+    assert!(Envelope::decode(&[Bytes::from(unknown_kind)]).is_err());
 }
 
 #[test]
 fn admission_roundtrips() {
     let env = Envelope::control(
         Command::Hello,
-        Header {
+        ControlHeader {
             admission: Some(Admission {
                 mesh_name: "m".into(),
                 rid: "a".into(),
                 generation: 5,
                 revision: 1,
-                protocol: 1,
+                protocol: PROTOCOL_MAJOR,
                 endpoint: "tcp://127.0.0.1:1".into(),
                 channels: vec![("echo".into(), 100)],
                 max_message: Some(16 << 20),
             }),
-            ..Header::default()
+            ..ControlHeader::default()
         },
     );
     assert_eq!(Envelope::decode(&env.encode()).unwrap(), env);

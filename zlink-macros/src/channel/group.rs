@@ -1,4 +1,5 @@
-//! The generated `HandlerGroup` implementation: dispatch by packet name, decode, call, encode.
+//! The generated `HandlerGroup` implementation: dispatch by handler position (the runtime
+//! has matched the packet name already), decode, call, encode.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -24,7 +25,7 @@ impl Locals {
         let local = |name: &str| Ident::new(&format!("__zlink_{name}"), Span::mixed_site());
         Locals {
             ctx: local("ctx"),
-            packet: local("packet"),
+            packet: local("handler"),
             payload: local("payload"),
             message: local("message"),
             reply: local("reply"),
@@ -55,7 +56,7 @@ pub(crate) fn generate(group: &Group) -> TokenStream {
             )
         }
     });
-    let branches = group.handlers.iter().map(|h| {
+    let branches = group.handlers.iter().enumerate().map(|(index, h)| {
         let message_ty = &h.message;
         let method = &h.method;
         let ctx_arg = if h.context_by_ref {
@@ -79,7 +80,7 @@ pub(crate) fn generate(group: &Group) -> TokenStream {
             },
         };
         quote_spanned! {message_ty.span()=>
-            if #packet == <#message_ty as #krate::Message>::PACKET_NAME {
+            #index => {
                 let #message = <#message_ty as #krate::Message>::decode(&#payload)?;
                 #finish
             }
@@ -103,12 +104,14 @@ pub(crate) fn generate(group: &Group) -> TokenStream {
             fn handle<'zlink>(
                 &'zlink self,
                 #ctx: #krate::HandlerContext,
-                #packet: &'zlink str,
+                #packet: usize,
                 #payload: #krate::Bytes,
             ) -> #krate::BoxFuture<'zlink, #krate::Result<#krate::Bytes>> {
                 ::std::boxed::Box::pin(async move {
-                    #(#branches)*
-                    ::core::result::Result::Err(#krate::__private::no_handler(#packet))
+                    match #packet {
+                        #(#branches)*
+                        _ => ::core::result::Result::Err(#krate::__private::no_handler(&#ctx, #packet)),
+                    }
                 })
             }
         }

@@ -1,11 +1,16 @@
 //! The pending-request table: each outstanding request ends exactly once.
+//!
+//! Slots are reused; a correlation id is the slot index (low 32 bits) tagged with the
+//! slot's generation (high 32 bits), so a late reply for a reused slot is told apart from
+//! the current request and discarded. One sweeper task per node ends requests whose
+//! deadline passed: no request arms a timer of its own.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Notify};
+use tokio::time::Instant;
 
 use crate::link::ConnId;
 use crate::{Error, ErrorKind, Result};
@@ -14,88 +19,226 @@ type Completion = oneshot::Sender<Result<Bytes>>;
 
 struct Entry {
     conn: ConnId,
+    deadline: Instant,
+    timeout: Duration,
     done: Completion,
+}
+
+#[derive(Default)]
+struct Slot {
+    generation: u32,
+    entry: Option<Entry>,
+}
+
+#[derive(Default)]
+struct Slots {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    live: usize,
+    /// When the sweeper next wakes (it is woken earlier by a request due before that).
+    next_sweep: Option<Instant>,
+    closed: bool,
+}
+
+impl Slots {
+    fn take(&mut self, correlation: u64) -> Option<Entry> {
+        let index = (correlation & u64::from(u32::MAX)).checked_sub(1)? as usize;
+        let generation = (correlation >> 32) as u32;
+        let slot = self.slots.get_mut(index)?;
+        if slot.generation != generation {
+            return None;
+        }
+        let entry = slot.entry.take()?;
+        self.release(index);
+        Some(entry)
+    }
+
+    fn release(&mut self, index: usize) {
+        self.slots[index].generation = self.slots[index].generation.wrapping_add(1);
+        self.free.push(index as u32);
+        self.live -= 1;
+    }
 }
 
 /// Outstanding requests by correlation id. A reply completes its entry only when it arrives
 /// on the connection the request went out on; anything without an entry is late and dropped.
 #[derive(Default)]
 pub(crate) struct PendingTable {
-    next: AtomicU64,
-    entries: Mutex<HashMap<u64, Entry>>,
+    slots: Mutex<Slots>,
+    sweep_now: Notify,
 }
 
 impl PendingTable {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Entry>> {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers a request about to be sent on `conn`. Dropping the guard (cancellation,
-    /// timeout) removes the entry, so a later reply is discarded.
+    /// Registers a request about to be sent on `conn`, due by `deadline` (its whole
+    /// `timeout` from the caller's view). Dropping the guard (cancellation) removes the
+    /// entry, so a later reply is discarded. `None` once the table is closed (shutdown).
     pub(crate) fn register(
         self: &Arc<Self>,
         conn: ConnId,
-    ) -> (PendingGuard, oneshot::Receiver<Result<Bytes>>) {
-        let correlation = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Option<(PendingGuard, oneshot::Receiver<Result<Bytes>>)> {
         let (tx, rx) = oneshot::channel();
-        self.lock().insert(correlation, Entry { conn, done: tx });
-        (
+        let entry = Entry {
+            conn,
+            deadline,
+            timeout,
+            done: tx,
+        };
+        let (correlation, wake) = {
+            let mut slots = self.lock();
+            if slots.closed {
+                return None;
+            }
+            let index = match slots.free.pop() {
+                Some(index) => index as usize,
+                None => {
+                    slots.slots.push(Slot::default());
+                    slots.slots.len() - 1
+                }
+            };
+            slots.live += 1;
+            let slot = &mut slots.slots[index];
+            slot.entry = Some(entry);
+            let correlation = (u64::from(slot.generation) << 32) | (index as u64 + 1);
+            let wake = slots.next_sweep.is_none_or(|at| deadline < at);
+            if wake {
+                slots.next_sweep = Some(deadline);
+            }
+            (correlation, wake)
+        };
+        if wake {
+            self.sweep_now.notify_one();
+        }
+        Some((
             PendingGuard {
                 table: self.clone(),
                 correlation,
             },
             rx,
-        )
+        ))
     }
 
     /// Completes a request with what arrived on `conn`. Returns false for a late or foreign
     /// reply.
     pub(crate) fn complete(&self, correlation: u64, conn: ConnId, result: Result<Bytes>) -> bool {
-        let mut entries = self.lock();
-        match entries.get(&correlation) {
-            Some(e) if e.conn == conn => {
-                let entry = entries.remove(&correlation);
-                drop(entries);
-                entry.is_some_and(|e| e.done.send(result).is_ok())
+        let entry = {
+            let mut slots = self.lock();
+            let index = (correlation & u64::from(u32::MAX)).wrapping_sub(1) as usize;
+            let matches = slots.slots.get(index).is_some_and(|s| {
+                s.generation == (correlation >> 32) as u32
+                    && s.entry.as_ref().is_some_and(|e| e.conn == conn)
+            });
+            if !matches {
+                return false;
             }
-            _ => false,
-        }
+            slots.take(correlation)
+        };
+        entry.is_some_and(|e| e.done.send(result).is_ok())
     }
 
     /// Fails every request sent on `conn` (the connection was lost).
     pub(crate) fn fail_connection(&self, conn: ConnId) {
+        self.fail_where(
+            |e| e.conn == conn,
+            |_| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    "connection to the target was lost before the reply",
+                )
+            },
+        );
+    }
+
+    /// Fails every outstanding request with `ShuttingDown` and refuses new ones.
+    pub(crate) fn close(&self) {
+        self.lock().closed = true;
+        self.fail_where(
+            |_| true,
+            |_| Error::new(ErrorKind::ShuttingDown, "the runtime is shutting down"),
+        );
+        self.sweep_now.notify_one();
+    }
+
+    fn fail_where(&self, which: impl Fn(&Entry) -> bool, error: impl Fn(&Entry) -> Error) {
         let failed: Vec<Entry> = {
-            let mut entries = self.lock();
-            let ids: Vec<u64> = entries
-                .iter()
-                .filter(|(_, e)| e.conn == conn)
-                .map(|(id, _)| *id)
-                .collect();
-            ids.iter().filter_map(|id| entries.remove(id)).collect()
+            let mut slots = self.lock();
+            let mut out = Vec::new();
+            for index in 0..slots.slots.len() {
+                if slots.slots[index].entry.as_ref().is_some_and(&which) {
+                    if let Some(entry) = slots.slots[index].entry.take() {
+                        slots.release(index);
+                        out.push(entry);
+                    }
+                }
+            }
+            out
         };
         for e in failed {
-            let _ = e.done.send(Err(Error::new(
-                ErrorKind::Unavailable,
-                "connection to the target was lost before the reply",
-            )));
+            let err = error(&e);
+            let _ = e.done.send(Err(err));
         }
     }
 
-    /// Fails every outstanding request with `ShuttingDown`.
-    pub(crate) fn fail_all_shutdown(&self) {
-        let all: Vec<Entry> = self.lock().drain().map(|(_, e)| e).collect();
-        for e in all {
+    /// Ends every request whose deadline has passed with `DeadlineExceeded`; returns the
+    /// earliest deadline still outstanding.
+    fn sweep(&self, now: Instant) -> Option<Instant> {
+        let mut expired = Vec::new();
+        let next = {
+            let mut slots = self.lock();
+            let mut next: Option<Instant> = None;
+            for index in 0..slots.slots.len() {
+                let Some(deadline) = slots.slots[index].entry.as_ref().map(|e| e.deadline) else {
+                    continue;
+                };
+                if deadline <= now {
+                    if let Some(entry) = slots.slots[index].entry.take() {
+                        slots.release(index);
+                        expired.push(entry);
+                    }
+                } else {
+                    next = Some(next.map_or(deadline, |n| n.min(deadline)));
+                }
+            }
+            slots.next_sweep = next;
+            next
+        };
+        for e in expired {
             let _ = e.done.send(Err(Error::new(
-                ErrorKind::ShuttingDown,
-                "the runtime is shutting down",
+                ErrorKind::DeadlineExceeded,
+                format!("no reply within {:?}", e.timeout),
             )));
+        }
+        next
+    }
+
+    /// The node's one deadline sweeper; returns once the table is closed.
+    pub(crate) async fn run_sweeper(self: Arc<Self>) {
+        loop {
+            let woken = self.sweep_now.notified();
+            if self.lock().closed {
+                return;
+            }
+            match self.sweep(Instant::now()) {
+                Some(at) => {
+                    tokio::select! {
+                        _ = woken => {}
+                        _ = tokio::time::sleep_until(at) => {}
+                    }
+                }
+                None => woken.await,
+            }
         }
     }
 
     /// Number of outstanding requests.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().live
     }
 }
 
@@ -107,7 +250,7 @@ pub(crate) struct PendingGuard {
 
 impl Drop for PendingGuard {
     fn drop(&mut self) {
-        self.table.lock().remove(&self.correlation);
+        self.table.lock().take(self.correlation);
     }
 }
 
@@ -115,10 +258,22 @@ impl Drop for PendingGuard {
 mod tests {
     use super::*;
 
+    fn register(
+        table: &Arc<PendingTable>,
+        conn: ConnId,
+        timeout: Duration,
+    ) -> (PendingGuard, oneshot::Receiver<Result<Bytes>>) {
+        table
+            .register(conn, Instant::now() + timeout, timeout)
+            .expect("the table is open")
+    }
+
+    const LONG: Duration = Duration::from_secs(30);
+
     #[tokio::test]
     async fn late_reply_after_drop_is_discarded() {
         let table = Arc::new(PendingTable::default());
-        let (guard, _rx) = table.register(1);
+        let (guard, _rx) = register(&table, 1, LONG);
         let id = guard.correlation;
         drop(guard);
         assert!(!table.complete(id, 1, Ok(Bytes::new())));
@@ -126,9 +281,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_reused_slot_does_not_take_the_reply_of_its_previous_request() {
+        let table = Arc::new(PendingTable::default());
+        let (first, _rx) = register(&table, 1, LONG);
+        let stale = first.correlation;
+        drop(first);
+        let (second, mut rx) = register(&table, 1, LONG);
+        assert_eq!(
+            stale & 0xFFFF_FFFF,
+            second.correlation & 0xFFFF_FFFF,
+            "same slot"
+        );
+        assert_ne!(stale, second.correlation, "new generation");
+        assert!(!table.complete(stale, 1, Ok(Bytes::new())));
+        assert!(rx.try_recv().is_err(), "the current request is still open");
+        assert!(table.complete(second.correlation, 1, Ok(Bytes::new())));
+    }
+
+    #[tokio::test]
     async fn reply_from_another_connection_is_ignored() {
         let table = Arc::new(PendingTable::default());
-        let (guard, rx) = table.register(1);
+        let (guard, rx) = register(&table, 1, LONG);
         assert!(!table.complete(guard.correlation, 2, Ok(Bytes::new())));
         assert!(table.complete(guard.correlation, 1, Ok(Bytes::from_static(b"x"))));
         assert_eq!(
@@ -142,8 +315,8 @@ mod tests {
     #[tokio::test]
     async fn lost_connection_fails_only_its_requests() {
         let table = Arc::new(PendingTable::default());
-        let (_g1, rx1) = table.register(1);
-        let (_g2, mut rx2) = table.register(2);
+        let (_g1, rx1) = register(&table, 1, LONG);
+        let (_g2, mut rx2) = register(&table, 2, LONG);
         table.fail_connection(1);
         assert!(rx1
             .await
@@ -151,5 +324,34 @@ mod tests {
             .unwrap_err()
             .is(ErrorKind::Unavailable));
         assert!(rx2.try_recv().is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_sweeper_ends_each_request_at_its_own_deadline() {
+        let table = Arc::new(PendingTable::default());
+        tokio::spawn(table.clone().run_sweeper());
+        let start = Instant::now();
+        let (_slow, slow) = register(&table, 1, Duration::from_secs(10));
+        let (_fast, fast) = register(&table, 1, Duration::from_millis(200));
+        let fast = fast.await.expect("the sweeper ends it");
+        assert!(fast.unwrap_err().is(ErrorKind::DeadlineExceeded));
+        assert_eq!(start.elapsed(), Duration::from_millis(200));
+        let slow = slow.await.expect("the sweeper ends it");
+        assert!(slow.unwrap_err().is(ErrorKind::DeadlineExceeded));
+        assert_eq!(start.elapsed(), Duration::from_secs(10));
+        assert_eq!(table.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn closing_fails_everything_and_refuses_new_requests() {
+        let table = Arc::new(PendingTable::default());
+        let (_g, rx) = register(&table, 1, LONG);
+        table.close();
+        assert!(rx
+            .await
+            .expect("closed")
+            .unwrap_err()
+            .is(ErrorKind::ShuttingDown));
+        assert!(table.register(1, Instant::now() + LONG, LONG).is_none());
     }
 }

@@ -1,10 +1,10 @@
 //! The channel registry: each ChannelName has exactly one role on this node.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use super::{HandlerGroup, PacketKind};
+use crate::handler::{HandlerGroup, HandlerTable};
 
 /// The role a node plays for one RouteMesh ChannelName.
 #[derive(Clone)]
@@ -20,53 +20,88 @@ pub enum ChannelRole {
     Client,
 }
 
+/// One channel this node serves.
 pub(crate) struct ServerEntry {
-    pub(crate) handlers: Arc<dyn HandlerGroup>,
-    pub(crate) kinds: HashMap<String, PacketKind>,
-    pub(crate) weight: AtomicU32,
+    /// The ChannelName, interned for every handler context.
+    pub(crate) name: Arc<str>,
+    pub(crate) handlers: HandlerTable,
+    weight: AtomicU32,
+}
+
+impl ServerEntry {
+    pub(crate) fn weight(&self) -> u32 {
+        self.weight.load(Ordering::Acquire)
+    }
 }
 
 /// Channel roles of one node, fixed after start (only server weights change).
 #[derive(Default)]
 pub struct ChannelRegistry {
-    pub(crate) servers: BTreeMap<String, ServerEntry>,
-    pub(crate) clients: BTreeMap<String, ()>,
+    servers: HashMap<Arc<str>, ServerEntry>,
+    clients: HashSet<Arc<str>>,
 }
 
 impl ChannelRegistry {
     pub(crate) fn new(roles: &BTreeMap<String, ChannelRole>) -> Self {
         let mut reg = ChannelRegistry::default();
         for (name, role) in roles {
+            let name: Arc<str> = Arc::from(name.as_str());
             match role {
                 ChannelRole::Server { handlers, weight } => {
-                    let kinds = handlers.packets().into_iter().collect();
                     reg.servers.insert(
                         name.clone(),
                         ServerEntry {
-                            handlers: handlers.clone(),
-                            kinds,
+                            name,
+                            handlers: HandlerTable::new(handlers.clone()),
                             weight: AtomicU32::new(*weight),
                         },
                     );
                 }
                 ChannelRole::Client => {
-                    reg.clients.insert(name.clone(), ());
+                    reg.clients.insert(name);
                 }
             }
         }
         reg
     }
 
+    /// The served channel `name`.
+    pub(crate) fn server(&self, name: &str) -> Option<&ServerEntry> {
+        self.servers.get(name)
+    }
+
+    /// Whether this node may start calls on `channel`; the interned name when it may.
+    pub(crate) fn sendable(&self, channel: &str) -> Option<&Arc<str>> {
+        self.servers
+            .get_key_value(channel)
+            .map(|(k, _)| k)
+            .or_else(|| self.clients.get(channel))
+    }
+
     /// Whether this node may start calls on `channel`.
     pub fn can_send(&self, channel: &str) -> bool {
-        self.servers.contains_key(channel) || self.clients.contains_key(channel)
+        self.sendable(channel).is_some()
+    }
+
+    /// Sets a served channel's weight; false when it is not served here.
+    pub(crate) fn set_weight(&self, channel: &str, weight: u32) -> bool {
+        match self.servers.get(channel) {
+            Some(entry) => {
+                entry.weight.store(weight, Ordering::Release);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Server channels with their current weights, sorted by name.
     pub fn server_weights(&self) -> Vec<(String, u32)> {
-        self.servers
+        let mut out: Vec<(String, u32)> = self
+            .servers
             .iter()
-            .map(|(n, e)| (n.clone(), e.weight.load(Ordering::Acquire)))
-            .collect()
+            .map(|(n, e)| (n.to_string(), e.weight()))
+            .collect();
+        out.sort();
+        out
     }
 }

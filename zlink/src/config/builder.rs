@@ -8,7 +8,8 @@ use super::settings::{ClientServerRole, DiscoverySettings, PeerSpec, Settings, T
 use super::validate::Validator;
 use super::{SecuritySettings, DEFAULT_WEIGHT};
 use crate::channel::fanout::FanoutDeclaration;
-use crate::channel::{ChannelRole, DefaultChannel, HandlerGroup};
+use crate::channel::ChannelRole;
+use crate::handler::{DefaultChannel, HandlerGroup};
 use crate::host::Runtime;
 use crate::link::{
     CurveKeypair, CurvePublicKey, LinkLimits, LivenessTimings, Transport, Trust, TrustSet,
@@ -373,8 +374,8 @@ impl RuntimeBuilder {
             &self.client_server,
         );
         let node_handlers = self.node_handlers.map(|h| {
-            let kinds = v.handler_packets("node handlers", h.as_ref());
-            (h, kinds)
+            v.handler_packets("node handlers", h.as_ref());
+            crate::handler::HandlerTable::new(h)
         });
         v.positive("send_timeout", self.send_timeout);
         v.positive("request_timeout", self.request_timeout);

@@ -1,10 +1,11 @@
 //! Validated settings of one runtime.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::channel::{ChannelRole, HandlerGroup, PacketKind};
+use crate::channel::ChannelRole;
+use crate::handler::{HandlerGroup, HandlerTable};
 use crate::link::{CurvePublicKey, LinkLimits, LivenessTimings, Transport};
 use crate::store::{LocationStore, OwnerLeaseSettings};
 
@@ -42,8 +43,6 @@ impl PeerSpec {
     }
 }
 
-pub(crate) type NodeHandlers = (Arc<dyn HandlerGroup>, HashMap<String, PacketKind>);
-
 /// Everything a started runtime needs, already validated.
 #[derive(Clone)]
 pub(crate) struct Settings {
@@ -55,7 +54,7 @@ pub(crate) struct Settings {
     pub(crate) advertise_host: Option<String>,
     pub(crate) peers: Vec<PeerSpec>,
     pub(crate) channels: BTreeMap<String, ChannelRole>,
-    pub(crate) node_handlers: Option<NodeHandlers>,
+    pub(crate) node_handlers: Option<HandlerTable>,
     pub(crate) send_timeout: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) shutdown_grace: Duration,

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::MAX_WEIGHT;
-use crate::channel::{HandlerGroup, PacketKind};
+use crate::handler::{HandlerGroup, PacketKind};
 use crate::{ConfigViolation, Error, Result};
 
 const MAX_NAME_BYTES: usize = 255;

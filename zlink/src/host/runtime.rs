@@ -1,6 +1,5 @@
 //! [`Runtime`]: the handle applications hold.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,10 +7,15 @@ use tokio::time::Instant;
 
 use crate::call::CallOptions;
 use crate::config::{RuntimeBuilder, Settings};
-use crate::mesh::outbound::Target;
 use crate::mesh::{MeshNode, PeerStatus};
 use crate::wire::{Message, Request};
 use crate::{Error, ErrorKind, Result};
+
+/// Where a call goes.
+enum Target<'a> {
+    Channel(&'a str),
+    Node(&'a str),
+}
 
 /// A started node. Cheap to clone; every clone is the same node.
 #[derive(Clone)]
@@ -31,7 +35,8 @@ impl Runtime {
 
     pub(crate) async fn start(settings: Settings) -> Result<Runtime> {
         let node = MeshNode::new(settings, std::sync::Weak::new(), None);
-        Self::start_node(node.clone()).await?;
+        Self::register_routes(&node)?;
+        node.start_links().await?;
         let runtime = Runtime { node: node.clone() };
         let joined = match runtime.join_store().await {
             Ok(()) => match node.start_client_server().await {
@@ -48,45 +53,16 @@ impl Runtime {
         Ok(runtime)
     }
 
-    /// Binds the node's listener (if it has one), starts liveness and its manual dialers,
-    /// and, for a ClientServer node with a store, its discovery.
-    pub(crate) async fn start_node(node: Arc<MeshNode>) -> Result<()> {
-        if !node.settings.listen.is_empty() {
-            let events = Arc::new(crate::mesh::inbound::NodeEvents::accepted(Arc::downgrade(
-                &node,
-            )));
-            let listener = node
-                .settings
-                .transport
-                .listen(
-                    &node.settings.listen,
-                    events,
-                    crate::link::ListenOptions {
-                        limits: node.link_limits(),
-                        security: node.settings.security.server(),
-                    },
-                )
-                .await
-                .map_err(|e| {
-                    Error::new(
-                        ErrorKind::Unavailable,
-                        format!("cannot listen on {}: {e}", node.settings.listen),
-                    )
-                })?;
-            *crate::mesh::node::lock(&node.endpoint) = crate::link::advertised(
-                &listener.endpoint(),
-                node.settings.advertise_host.as_deref(),
-            );
-            *crate::mesh::node::lock(&node.listener) = Some(listener);
-        }
-        node.spawn_liveness();
-        for peer in node.settings.peers.clone() {
-            node.spawn_dialer(peer.into(), node.cancel.child_token());
-        }
-        if node.topology() != crate::config::Topology::RouteMesh {
-            node.spawn_discovery();
-        }
-        Ok(())
+    /// The subsystems' inbound routes on the RouteMesh node: channels and node-direct.
+    fn register_routes(node: &MeshNode) -> Result<()> {
+        crate::channel::register_routes(node)?;
+        let node_direct = Arc::new(crate::mesh::NodeDirectRoute::new(
+            node.settings.node_handlers.clone(),
+        ));
+        node.dispatcher
+            .register(crate::wire::Command::NodeSend, node_direct.clone())?;
+        node.dispatcher
+            .register(crate::wire::Command::NodeRequest, node_direct)
     }
 
     /// With a Location Store: claims the owner lease and publishes the descriptor once
@@ -156,6 +132,11 @@ impl Runtime {
         self.node.settings.security.public_key()
     }
 
+    /// The channel roles of this node: readiness of the channels it calls.
+    pub fn channels(&self) -> super::Channels<'_> {
+        super::Channels::new(self)
+    }
+
     /// Ready peers, sorted by RID.
     pub fn peers(&self) -> Vec<PeerStatus> {
         self.node.peer_statuses()
@@ -168,21 +149,19 @@ impl Runtime {
         condition: impl Fn(&[PeerStatus]) -> bool,
     ) -> Result<Vec<PeerStatus>> {
         let until = Instant::now() + timeout;
+        let mut events = self.node.peers.subscribe();
         loop {
-            let changed = self.node.peers_changed.notified();
             let peers = self.peers();
             if condition(&peers) {
                 return Ok(peers);
             }
-            // Weight updates do not notify; poll at a short interval as well.
-            let poll = Instant::now() + Duration::from_millis(20);
-            if Instant::now() >= until {
+            let changed = crate::mesh::peer_table::next_event(&mut events);
+            if tokio::time::timeout_at(until, changed).await.is_err() {
                 return Err(Error::new(
                     ErrorKind::DeadlineExceeded,
                     "peer condition not met in time",
                 ));
             }
-            let _ = tokio::time::timeout_at(poll.min(until), changed).await;
         }
     }
 
@@ -265,10 +244,19 @@ impl Runtime {
         options: CallOptions,
     ) -> Result<R::Reply> {
         let payload = request.encode()?;
-        let node = self.node_for(&target)?;
-        let reply = node
-            .request(target, R::PACKET_NAME, payload, options)
-            .await?;
+        let reply = match target {
+            Target::Channel(channel) => {
+                self.node
+                    .calling_node(channel)?
+                    .call_channel(channel, true, R::PACKET_NAME, payload, &options)
+                    .await?
+            }
+            Target::Node(rid) => {
+                self.node
+                    .call_node(rid, true, R::PACKET_NAME, payload, &options)
+                    .await?
+            }
+        };
         R::Reply::decode(&reply)
     }
 
@@ -279,22 +267,25 @@ impl Runtime {
         options: CallOptions,
     ) -> Result<()> {
         let payload = message.encode()?;
-        self.node_for(&target)?
-            .send(target, M::PACKET_NAME, payload, options)
-            .await
-    }
-
-    /// The node that carries a call: the RouteMesh node, or a ClientServer client node.
-    fn node_for(&self, target: &Target<'_>) -> Result<Arc<MeshNode>> {
         match target {
-            Target::Channel(channel) => self.node.calling_node(channel),
-            Target::Node(_) => Ok(self.node.clone()),
-        }
+            Target::Channel(channel) => {
+                self.node
+                    .calling_node(channel)?
+                    .call_channel(channel, false, M::PACKET_NAME, payload, &options)
+                    .await?
+            }
+            Target::Node(rid) => {
+                self.node
+                    .call_node(rid, false, M::PACKET_NAME, payload, &options)
+                    .await?
+            }
+        };
+        Ok(())
     }
 
     /// The node serving `channel`: the RouteMesh node or a ClientServer server node.
     fn serving_node(&self, channel: &str) -> Option<Arc<MeshNode>> {
-        if self.node.registry.servers.contains_key(channel) {
+        if self.node.registry.server(channel).is_some() {
             return Some(self.node.clone());
         }
         self.node.client_server_server(channel)
@@ -315,9 +306,8 @@ impl Runtime {
     pub fn weight(&self, channel: &str) -> Option<u32> {
         self.serving_node(channel)?
             .registry
-            .servers
-            .get(channel)
-            .map(|e| e.weight.load(Ordering::Acquire))
+            .server(channel)
+            .map(|e| e.weight())
     }
 
     /// Publishes `event` on fanout `channel` with its packet name as topic. Completes when
@@ -361,6 +351,7 @@ impl Runtime {
             .publish(
                 bytes::Bytes::copy_from_slice(topic.as_bytes()),
                 M::PACKET_NAME,
+                &options.metadata,
                 payload,
                 timeout,
             )

@@ -38,7 +38,7 @@ impl Runtime {
         if tokio::time::timeout(grace, node.work.wait()).await.is_err() {
             tracing::warn!(rid = %node.settings.rid, "shutdown grace ended with handlers still running");
         }
-        node.pending.fail_all_shutdown();
+        node.pending.close();
         node.leave_store().await;
         // Give queued replies of finished handlers a moment to leave before closing.
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -64,7 +64,7 @@ impl Runtime {
         }
         node.state.store(STOPPED, Ordering::Release);
         node.cancel.cancel();
-        node.pending.fail_all_shutdown();
+        node.pending.close();
         node.close_links("crashed");
         node.work.close();
         node.background.close();

@@ -23,6 +23,6 @@ pub use security::{
 };
 pub use transport::{
     next_conn_id, ConnId, ConnectOptions, Connection, Frames, LinkError, LinkEvents, ListenOptions,
-    Listener, Transport,
+    Listener, Transport, TrySendError,
 };
 pub use zmtp::ZmtpTransport;

@@ -37,6 +37,15 @@ pub enum LinkError {
     Closed,
 }
 
+/// Why [`Connection::try_send`] did not queue a message.
+#[derive(Debug)]
+pub enum TrySendError {
+    /// The queue has no room now; the frames are handed back for a waiting send.
+    Full(Frames),
+    /// The connection is closed.
+    Closed,
+}
+
 /// Where a transport delivers what arrives. Calls must not block: the mesh only decodes and
 /// hands work to tasks.
 pub trait LinkEvents: Send + Sync + 'static {
@@ -55,6 +64,12 @@ pub trait Connection: Send + Sync + 'static {
     /// Queues a message for sending. `Ok` means the local queue accepted it; waiting for
     /// queue space is bounded by the caller.
     async fn send(&self, frames: Frames) -> Result<(), LinkError>;
+    /// Queues a message only if the queue has room now, without waiting or allocating a
+    /// future: the hot path's send. The default says "full" so callers fall back to
+    /// [`send`](Connection::send).
+    fn try_send(&self, frames: Frames) -> Result<(), TrySendError> {
+        Err(TrySendError::Full(frames))
+    }
     /// Closes the connection; [`LinkEvents::on_closed`] follows.
     fn close(&self);
     /// Whether the connection has ended (or was closed).

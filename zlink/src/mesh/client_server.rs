@@ -84,7 +84,8 @@ impl MeshNode {
             let settings = self.client_server_settings(&role);
             let node = MeshNode::new(settings, Arc::downgrade(self), lease.clone());
             let channel = role.channel().to_string();
-            let started = crate::host::Runtime::start_node(node.clone()).await;
+            crate::channel::register_routes(&node)?;
+            let started = node.start_links().await;
             if let Err(e) = started {
                 return Err(Error::new(
                     e.kind().unwrap_or(ErrorKind::Unavailable),

@@ -12,7 +12,7 @@ use super::inbound::NodeEvents;
 use super::node::{lock, ConnState, HandshakeOutcome, MeshNode, Phase};
 use crate::config::PeerSpec;
 use crate::link::reconnect_delay;
-use crate::wire::{Command, Header};
+use crate::wire::{Command, ControlHeader};
 
 /// Where a dialer connects and who it expects to find there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,12 +65,11 @@ impl MeshNode {
     async fn dial_once(&self, peer: &DialTarget, known_rid: &mut Option<String>) {
         // Both sides may list each other: while the peer is admitted over its own
         // connection, there is nothing to dial.
-        while let Some(rid) = known_rid.as_deref() {
-            let changed = self.peers_changed.notified();
-            if !self.peers_read().contains_key(rid) {
-                break;
+        if let Some(rid) = known_rid.as_deref() {
+            let mut events = self.peers.subscribe();
+            while self.peers.link(rid).is_some() {
+                super::peer_table::next_event(&mut events).await;
             }
-            changed.await;
         }
         let events = Arc::new(NodeEvents::dialed(self.me.clone()));
         let Some(security) = self.settings.security.client(peer.server_key) else {
@@ -130,9 +129,9 @@ impl MeshNode {
             conn.close();
             return;
         }
-        let hello = Header {
+        let hello = ControlHeader {
             admission: Some(self.admission()),
-            ..Header::default()
+            ..ControlHeader::default()
         };
         self.send_control(&conn, Command::Hello, hello);
         match tokio::time::timeout(self.settings.limits.handshake_timeout, outcome_rx).await {

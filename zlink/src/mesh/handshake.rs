@@ -1,15 +1,13 @@
 //! Admission: hello, admit, reject and update.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tokio::time::Instant;
 
 use super::node::{lock, HandshakeOutcome, MeshNode, Phase};
-use super::peers::Peer;
 use crate::link::{Connection, Liveness};
-use crate::wire::{Admission, Command, Header, RejectReason, PROTOCOL_MAJOR};
+use crate::wire::{Admission, Command, ControlHeader, RejectReason, PROTOCOL_MAJOR};
 
 impl MeshNode {
     /// Checks a peer's admission record against ours.
@@ -36,7 +34,7 @@ impl MeshNode {
     /// key its descriptor publishes): another key claiming it is refused.
     fn key_conflict(&self, rid: &str, conn: &Arc<dyn Connection>) -> Option<String> {
         let key = conn.peer_key()?;
-        if let Some(bound) = self.rid_keys.get(rid) {
+        if let Some(bound) = self.peers.bound_key(rid) {
             if bound != key {
                 return Some(format!(
                     "rid {rid} is bound to another CURVE key than {key}"
@@ -60,17 +58,15 @@ impl MeshNode {
 
     /// Whether `rid` is admitted on a connection other than `conn_id`.
     fn admitted_elsewhere(&self, rid: &str, conn_id: u64) -> bool {
-        self.peers_read()
-            .get(rid)
-            .is_some_and(|p| p.conn_id() != conn_id)
+        self.peers.admitted_elsewhere(rid, conn_id)
     }
 
     pub(crate) fn reject(&self, conn: &Arc<dyn Connection>, reason: RejectReason, detail: &str) {
         tracing::warn!(conn = conn.id(), ?reason, detail, "admission rejected");
         // The reason only: a reject must not tell an unadmitted stranger who we are.
-        let header = Header {
+        let header = ControlHeader {
             reject: Some(reason),
-            ..Header::default()
+            ..ControlHeader::default()
         };
         if let Some(state) = lock(&self.conns).get_mut(&conn.id()) {
             state.phase = Phase::Rejected;
@@ -109,9 +105,9 @@ impl MeshNode {
         if let Err((reason, detail)) = self.mark_ready(conn, adm) {
             return self.reject(conn, reason, &detail);
         }
-        let header = Header {
+        let header = ControlHeader {
             admission: Some(self.admission()),
-            ..Header::default()
+            ..ControlHeader::default()
         };
         self.send_control(conn, Command::Admit, header);
     }
@@ -165,7 +161,7 @@ impl MeshNode {
         }
     }
 
-    pub(crate) fn on_reject(&self, conn: &Arc<dyn Connection>, header: Header) {
+    pub(crate) fn on_reject(&self, conn: &Arc<dyn Connection>, header: ControlHeader) {
         let peer_rid = header.admission.map(|a| a.rid);
         tracing::warn!(conn = conn.id(), reason = ?header.reject, peer = ?peer_rid, "peer rejected our hello");
         self.finish_dial(conn.id(), HandshakeOutcome::Refused { peer_rid });
@@ -195,38 +191,15 @@ impl MeshNode {
         }
     }
 
-    /// Admits `conn` as `adm.rid`. Claiming the RID in the peer table and binding its key
-    /// happen under the peer table's lock, so two connections racing for one RID cannot
-    /// both win; the loser gets `Err` with the reason.
+    /// Admits `conn` as `adm.rid`: the peer table claims the RID (and binds its key), then
+    /// the connection turns ready; the loser of a race for one RID gets `Err`.
     fn mark_ready(
         &self,
         conn: &Arc<dyn Connection>,
         adm: Admission,
     ) -> Result<(), (RejectReason, String)> {
-        let rid = adm.rid.clone();
-        {
-            let mut peers = self.peers_write();
-            if peers.get(&rid).is_some_and(|p| p.conn_id() != conn.id()) {
-                let detail = format!("rid {rid} already has a live connection");
-                return Err((RejectReason::DuplicateConnection, detail));
-            }
-            if let Some(key) = conn.peer_key() {
-                self.rid_keys
-                    .bind(&rid, key)
-                    .map_err(|detail| (RejectReason::IdentityMismatch, detail))?;
-            }
-            peers.insert(
-                rid.clone(),
-                Peer {
-                    conn: conn.clone(),
-                    generation: adm.generation,
-                    revision: adm.revision,
-                    endpoint: adm.endpoint,
-                    channels: clamped(adm.channels),
-                    max_message: adm.max_message,
-                },
-            );
-        }
+        let generation = adm.generation;
+        let link = self.peers.admit(conn, adm)?;
         let dialer = {
             let mut conns = lock(&self.conns);
             match conns.get_mut(&conn.id()) {
@@ -235,7 +208,7 @@ impl MeshNode {
                         Phase::AwaitAdmit { outcome, .. } => outcome.take(),
                         _ => None,
                     };
-                    state.phase = Phase::Ready { rid: rid.clone() };
+                    state.phase = Phase::Ready { link: link.clone() };
                     state.liveness = Some(Liveness::new(self.settings.liveness, Instant::now()));
                     Some(dialer)
                 }
@@ -244,40 +217,16 @@ impl MeshNode {
         };
         let Some(dialer) = dialer else {
             // The connection ended meanwhile: give the RID back.
-            let mut peers = self.peers_write();
-            if peers.get(&rid).is_some_and(|p| p.conn_id() == conn.id()) {
-                peers.remove(&rid);
-            }
+            self.peers.remove_conn(conn.id());
             return Err((RejectReason::RuntimeNotServing, "connection closed".into()));
         };
         conn.admitted();
+        let rid = link.rid().to_string();
         if let Some(tx) = dialer {
             let _ = tx.send(HandshakeOutcome::Admitted { rid: rid.clone() });
         }
-        tracing::info!(peer = %rid, generation = adm.generation, conn = conn.id(), "peer ready");
-        lock(&self.known_rids).insert(rid);
-        self.peers_changed.notify_waiters();
+        tracing::info!(peer = %rid, generation, conn = conn.id(), "peer ready");
         Ok(())
-    }
-
-    /// A newer admission snapshot (weights) from an admitted peer.
-    pub(crate) fn on_update(&self, conn_id: u64, rid: &str, adm: Admission) {
-        let mut peers = self.peers_write();
-        let Some(peer) = peers.get_mut(rid).filter(|p| p.conn_id() == conn_id) else {
-            return;
-        };
-        if adm.rid != rid || adm.generation != peer.generation {
-            drop(peers);
-            tracing::warn!(peer = %rid, "update changed identity or generation: protocol error");
-            return self.connection_lost(conn_id, "protocol error in update");
-        }
-        if adm.revision <= peer.revision {
-            tracing::debug!(peer = %rid, revision = adm.revision, "stale update ignored");
-            return;
-        }
-        peer.revision = adm.revision;
-        peer.channels = clamped(adm.channels);
-        tracing::info!(peer = %rid, revision = adm.revision, "peer weights updated");
     }
 
     /// Sets a server channel's weight and tells every ready peer.
@@ -288,21 +237,19 @@ impl MeshNode {
                 crate::config::MAX_WEIGHT
             )));
         }
-        let Some(entry) = self.registry.servers.get(channel) else {
+        if !self.registry.set_weight(channel, weight) {
             return Err(crate::Error::new(
                 crate::ErrorKind::NotConfigured,
                 format!("channel {channel} has no Server role on this node"),
             ));
-        };
-        entry.weight.store(weight, Ordering::Release);
+        }
         self.revision.fetch_add(1, Ordering::AcqRel);
-        let header = Header {
+        let header = ControlHeader {
             admission: Some(self.admission()),
-            ..Header::default()
+            ..ControlHeader::default()
         };
-        let conns: Vec<_> = self.peers_read().values().map(|p| p.conn.clone()).collect();
-        for conn in conns {
-            self.send_control(&conn, Command::Update, header.clone());
+        for link in self.peers.links() {
+            self.send_control(link.conn(), Command::Update, header.clone());
         }
         if let Some(discovery) = self.discovery() {
             // The new revision also goes into the published descriptor.
@@ -311,13 +258,4 @@ impl MeshNode {
         tracing::info!(channel, weight, "channel weight changed");
         Ok(())
     }
-}
-
-/// A peer's advertised weights, each clamped to 0..=MAX_WEIGHT: an admitted peer cannot
-/// draw more than the largest share by claiming a huge weight.
-pub(crate) fn clamped(channels: Vec<(String, u32)>) -> HashMap<String, u32> {
-    channels
-        .into_iter()
-        .map(|(name, weight)| (name, weight.min(crate::config::MAX_WEIGHT)))
-        .collect()
 }

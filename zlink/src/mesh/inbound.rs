@@ -6,11 +6,12 @@ use std::sync::{Arc, Weak};
 use bytes::Bytes;
 use tokio::time::Instant;
 
+use super::count_permit::CountPermit;
+use super::dispatch::{reply_outcome, InboundCall, ReplyRoute};
 use super::node::{lock, ConnState, MeshNode, Phase};
-use crate::channel::{HandlerContext, HandlerGroup, PacketKind};
-use crate::host::Runtime;
+use super::peer_table::{PeerLink, UpdateOutcome};
 use crate::link::{ConnId, Connection, Frames, LinkEvents};
-use crate::wire::{Command, Envelope, Header, ReplyStatus, WireError};
+use crate::wire::{CallMessage, Command, ControlHeader, Envelope, ReplyOutcome, WireError};
 use crate::{Error, ErrorKind};
 
 /// The node's [`LinkEvents`], holding it weakly so transports never keep a node alive.
@@ -50,14 +51,6 @@ impl LinkEvents for NodeEvents {
     }
 }
 
-/// The handler target of one application message.
-struct Dispatch {
-    handlers: Arc<dyn HandlerGroup>,
-    kind: Option<PacketKind>,
-    channel: Option<String>,
-    source_rid: Option<String>,
-}
-
 impl MeshNode {
     fn on_frames(&self, conn: &Arc<dyn Connection>, frames: Frames, dialed: bool) {
         let max = self.settings.max_message;
@@ -71,7 +64,7 @@ impl MeshNode {
             Ok(e) => e,
             Err(e) => return self.on_malformed(conn, e, dialed),
         };
-        let ready_rid = {
+        let ready = {
             let mut conns = lock(&self.conns);
             let state = conns.entry(conn.id()).or_insert_with(|| ConnState {
                 conn: conn.clone(),
@@ -93,32 +86,45 @@ impl MeshNode {
                 waiting_sends: Arc::default(),
             });
             match &state.phase {
-                Phase::Ready { rid } => Some(ReadySender {
-                    rid: rid.clone(),
+                Phase::Ready { link } => Some(ReadySender {
+                    link: link.clone(),
                     inflight: state.inflight.clone(),
                 }),
                 _ => None,
             }
         };
-        let Some(sender) = ready_rid else {
+        let Some(sender) = ready else {
             return self.on_unadmitted(conn, envelope);
         };
-        let rid = sender.rid.as_str();
-        if !self.accepts(envelope.command) {
-            tracing::warn!(peer = %rid, command = ?envelope.command, topology = ?self.topology(), "protocol_error: command not allowed in this direction; closing");
+        let command = envelope.command();
+        if !self.accepts(command) {
+            tracing::warn!(peer = %sender.link.rid(), ?command, topology = ?self.topology(), "protocol_error: command not allowed in this direction; closing");
             return self.connection_lost(conn.id(), "command not allowed in this direction");
         }
-        let Envelope {
-            command,
-            header,
-            metadata,
-            payload,
-        } = envelope;
+        match envelope {
+            Envelope::Reply {
+                correlation,
+                outcome,
+            } => self.on_reply(conn.id(), correlation, outcome),
+            Envelope::Call(call) => self.on_call(sender, call),
+            Envelope::Control { command, header } => {
+                self.on_control(conn, sender.link.rid(), command, header)
+            }
+        }
+    }
+
+    fn on_control(
+        &self,
+        conn: &Arc<dyn Connection>,
+        rid: &Arc<str>,
+        command: Command,
+        header: ControlHeader,
+    ) {
         match command {
             Command::LivenessProbe => {
-                let ack = Header {
+                let ack = ControlHeader {
                     probe: header.probe,
-                    ..Header::default()
+                    ..ControlHeader::default()
                 };
                 self.send_control(conn, Command::LivenessAck, ack);
             }
@@ -130,30 +136,20 @@ impl MeshNode {
                     l.ack(header.probe, Instant::now());
                 }
             }
-            Command::Reply => self.on_reply(conn.id(), header, payload),
             Command::Update => {
-                if let Some(adm) = header.admission {
-                    self.on_update(conn.id(), rid, adm);
+                let Some(adm) = header.admission else { return };
+                match self.peers.update(conn.id(), adm) {
+                    UpdateOutcome::Applied => tracing::info!(peer = %rid, "peer weights updated"),
+                    UpdateOutcome::Stale => tracing::debug!(peer = %rid, "stale update ignored"),
+                    UpdateOutcome::Unknown => {}
+                    UpdateOutcome::IdentityChanged => {
+                        tracing::warn!(peer = %rid, "update changed identity or generation: protocol error");
+                        self.connection_lost(conn.id(), "protocol error in update");
+                    }
                 }
             }
-            Command::Hello | Command::Admit | Command::Reject => {
-                tracing::warn!(peer = %rid, ?command, "handshake command on a ready connection ignored");
-            }
-            // Refused by `accepts` above: fanout events never travel on these connections.
-            Command::FanoutEvent => {}
-            Command::NodeSend
-            | Command::NodeRequest
-            | Command::ChannelSend
-            | Command::ChannelRequest => {
-                let payload = payload.unwrap_or_default();
-                self.on_application(
-                    conn,
-                    &sender,
-                    command,
-                    header,
-                    metadata.unwrap_or_default(),
-                    payload,
-                );
+            other => {
+                tracing::warn!(peer = %rid, command = ?other, "handshake command on a ready connection ignored");
             }
         }
     }
@@ -183,19 +179,16 @@ impl MeshNode {
             max,
             "protocol_error: message over the size cap dropped"
         );
-        let head_only: Frames = frames.iter().take(1).cloned().collect();
+        // The head alone, with an empty payload frame, tells a request's correlation.
+        let head_only: Frames = frames
+            .iter()
+            .take(1)
+            .cloned()
+            .chain(std::iter::once(Bytes::new()))
+            .collect();
         let correlation = match Envelope::decode(&head_only) {
-            Ok(e) if matches!(e.command, Command::ChannelRequest | Command::NodeRequest) => {
-                Some(e.header.correlation)
-            }
-            Err(e)
-                if matches!(
-                    e.command,
-                    Some(Command::ChannelRequest | Command::NodeRequest)
-                ) =>
-            {
-                e.correlation
-            }
+            Ok(Envelope::Call(call)) if call.command.is_request() => Some(call.head.correlation),
+            Err(e) if e.command.is_some_and(Command::is_request) => e.correlation,
             _ => None,
         };
         let admitted = matches!(
@@ -207,7 +200,13 @@ impl MeshNode {
                 ErrorKind::CapacityExceeded,
                 format!("message of {size} bytes exceeds the receiver's cap of {max} bytes"),
             );
-            self.send_reply(conn, correlation, Err(err));
+            self.reply(
+                &ReplyRoute {
+                    conn: conn.clone(),
+                    correlation,
+                },
+                Err(err),
+            );
         }
     }
 
@@ -220,8 +219,12 @@ impl MeshNode {
         if rejected {
             return;
         }
-        match (envelope.command, dialed) {
-            (Command::Hello, false) => match envelope.header.admission {
+        let (command, header) = match envelope {
+            Envelope::Control { command, header } => (command, header),
+            other => (other.command(), ControlHeader::default()),
+        };
+        match (command, dialed) {
+            (Command::Hello, false) => match header.admission {
                 Some(adm) => self.on_hello(conn, adm),
                 None => self.reject(
                     conn,
@@ -235,7 +238,7 @@ impl MeshNode {
                 tracing::warn!(conn = conn.id(), "hello in answer to our dial: refused");
                 self.refuse_dial(conn, "hello in answer to a dial");
             }
-            (Command::Admit, true) => match envelope.header.admission {
+            (Command::Admit, true) => match header.admission {
                 Some(adm) => self.on_admit(conn, adm),
                 None => self.refuse_dial(conn, "admit without admission"),
             },
@@ -246,7 +249,7 @@ impl MeshNode {
                 );
                 self.connection_lost(conn.id(), "unexpected admit");
             }
-            (Command::Reject, true) => self.on_reject(conn, envelope.header),
+            (Command::Reject, true) => self.on_reject(conn, header),
             (Command::Reject, false) => {
                 self.connection_lost(conn.id(), "unexpected reject");
             }
@@ -272,14 +275,17 @@ impl MeshNode {
             lock(&self.conns).get(&conn.id()).map(|s| &s.phase),
             Some(Phase::Ready { .. })
         );
-        let is_request = matches!(
-            error.command,
-            Some(Command::NodeRequest | Command::ChannelRequest)
-        );
+        let is_request = error.command.is_some_and(Command::is_request);
         match (admitted, error.correlation) {
             (true, Some(correlation)) if is_request => {
                 let err = Error::new(ErrorKind::ProtocolError, error.reason);
-                self.send_reply(conn, correlation, Err(err));
+                self.reply(
+                    &ReplyRoute {
+                        conn: conn.clone(),
+                        correlation,
+                    },
+                    Err(err),
+                );
             }
             (true, _) => {}
             // Garbage from a server we dialed: nothing to reject, the dial failed.
@@ -305,190 +311,85 @@ impl MeshNode {
         }
     }
 
-    fn on_reply(&self, conn_id: ConnId, header: Header, payload: Option<Bytes>) {
-        let status = header.status.unwrap_or(ReplyStatus {
-            error_kind: None,
-            detail: String::new(),
-        });
-        let result = match status.error_kind.and_then(ErrorKind::from_code) {
-            None => Ok(payload.unwrap_or_default()),
-            Some(kind) => Err(Error::new(kind, status.detail)),
+    fn on_reply(&self, conn_id: ConnId, correlation: u64, outcome: ReplyOutcome) {
+        let result = match outcome {
+            ReplyOutcome::Ok(payload) => Ok(payload),
+            ReplyOutcome::Failed { kind, detail } => Err(Error::new(
+                ErrorKind::from_code(kind).unwrap_or(ErrorKind::InternalFailure),
+                detail,
+            )),
         };
-        if !self.pending.complete(header.correlation, conn_id, result) {
-            tracing::debug!(
-                correlation = header.correlation,
-                conn = conn_id,
-                "late reply discarded"
-            );
+        if !self.pending.complete(correlation, conn_id, result) {
+            tracing::debug!(correlation, conn = conn_id, "late reply discarded");
         }
     }
 
-    fn dispatch_for(&self, rid: &str, command: Command, header: &Header) -> Option<Dispatch> {
-        let packet = header.packet.as_deref().unwrap_or_default();
-        match command {
-            Command::ChannelSend | Command::ChannelRequest => {
-                let channel = header.channel.clone()?;
-                let entry = self.registry.servers.get(&channel)?;
-                Some(Dispatch {
-                    handlers: entry.handlers.clone(),
-                    kind: entry.kinds.get(packet).copied(),
-                    channel: Some(channel),
-                    source_rid: None,
-                })
+    /// An application command from an admitted peer: the node-wide admission checks, then
+    /// the route registered for the command.
+    fn on_call(&self, sender: ReadySender, call: CallMessage) {
+        let rid = sender.link.rid().clone();
+        let request = call.command.is_request();
+        let refuse = |node: &MeshNode, err: Error| {
+            if request {
+                let route = ReplyRoute {
+                    conn: sender.link.conn().clone(),
+                    correlation: call.head.correlation,
+                };
+                node.reply(&route, Err(err));
             }
-            _ => {
-                let (handlers, kinds) = self.settings.node_handlers.as_ref()?;
-                Some(Dispatch {
-                    handlers: handlers.clone(),
-                    kind: kinds.get(packet).copied(),
-                    channel: None,
-                    source_rid: Some(rid.to_string()),
-                })
-            }
-        }
-    }
-
-    fn on_application(
-        &self,
-        conn: &Arc<dyn Connection>,
-        sender: &ReadySender,
-        command: Command,
-        header: Header,
-        metadata: crate::wire::Metadata,
-        payload: Bytes,
-    ) {
-        let rid = sender.rid.as_str();
-        let is_request = matches!(command, Command::NodeRequest | Command::ChannelRequest);
-        let wanted = if is_request {
-            PacketKind::Request
-        } else {
-            PacketKind::Send
-        };
-        let packet = header.packet.clone().unwrap_or_default();
-        let dispatch = self
-            .dispatch_for(rid, command, &header)
-            .filter(|d| d.kind == Some(wanted));
-        let Some(dispatch) = dispatch else {
-            let target = header.channel.as_deref().unwrap_or("node-direct");
-            tracing::warn!(peer = %rid, channel = target, packet = %packet, request = is_request, "no_handler");
-            if is_request {
-                let err = Error::new(
-                    ErrorKind::NotFound,
-                    format!("no handler for {packet} on {target}"),
-                );
-                self.send_reply(conn, header.correlation, Err(err));
-            }
-            return;
         };
         if !self.is_running() {
-            if is_request {
-                let err = Error::new(ErrorKind::ShuttingDown, "the target node is shutting down");
-                self.send_reply(conn, header.correlation, Err(err));
-            } else {
-                tracing::warn!(peer = %rid, packet = %packet, "drop: send arrived during shutdown");
+            if !request {
+                tracing::warn!(peer = %rid, packet = %call.head.packet, "drop: send arrived during shutdown");
             }
-            return;
+            return refuse(
+                self,
+                Error::new(ErrorKind::ShuttingDown, "the target node is shutting down"),
+            );
         }
-        let (Some(node), Some(runtime_node)) = (self.me.upgrade(), self.runtime_node()) else {
-            return;
+        let Some(route) = self.dispatcher.route(call.command) else {
+            tracing::warn!(peer = %rid, command = ?call.command, "no_handler: no route for the command");
+            return refuse(
+                self,
+                Error::new(
+                    ErrorKind::NotFound,
+                    format!("this node has no route for {:?}", call.command),
+                ),
+            );
         };
         // One peer cannot occupy the node: past its share of concurrent handler calls, a
         // request is answered at once and a send is dropped.
         let cap = self.settings.limits.max_inflight_per_connection;
-        let Some(slot) = super::count_permit::CountPermit::take(sender.inflight.clone(), cap)
-        else {
-            tracing::warn!(peer = %rid, packet = %packet, "capacity_exceeded: too many handler calls in flight for this connection");
-            if is_request {
-                let err = Error::new(
+        let Some(permit) = CountPermit::take(sender.inflight.clone(), cap) else {
+            tracing::warn!(peer = %rid, packet = %call.head.packet, "capacity_exceeded: too many handler calls in flight for this connection");
+            return refuse(
+                self,
+                Error::new(
                     ErrorKind::CapacityExceeded,
                     "too many requests in flight on this connection",
-                );
-                self.send_reply(conn, header.correlation, Err(err));
-            }
+                ),
+            );
+        };
+        let Some(node) = self.me.upgrade() else {
             return;
         };
-        let deadline = header
-            .deadline_ms
-            .map(|ms| Instant::now() + std::time::Duration::from_millis(ms));
-        let ctx = HandlerContext {
-            runtime: Runtime::from_node(runtime_node),
-            channel: dispatch.channel,
-            source_rid: dispatch.source_rid,
-            metadata,
-            deadline,
-        };
-        let correlation = header.correlation;
-        let handlers = dispatch.handlers;
-        let mut work: BoxedWork =
-            Box::pin(async move { handlers.handle(ctx, &packet, payload).await });
-        // Fast path: a handler that completes without waiting is answered right here, so a
-        // burst of requests read together leaves as a burst of replies (one socket write
-        // instead of one per reply). Anything that waits continues on its own task. A handler
-        // that computes for long before its first await delays this connection's reads (and
-        // liveness acks) by that long, as any blocking code on a tokio worker would.
-        if let Some(result) = poll_once(&mut work) {
-            drop(slot);
-            return self.finish(conn, is_request, correlation, result);
-        }
-        let conn = conn.clone();
-        let cancel = self.cancel.clone();
-        self.work.spawn(async move {
-            let result = tokio::select! {
-                r = work => Some(r),
-                _ = cancel.cancelled() => Some(Err(Error::new(ErrorKind::ShuttingDown, "handler stopped by shutdown"))),
-                // The caller has given up by now: stop the handler, drop its reply.
-                _ = sleep_until_opt(deadline) => None,
-            };
-            drop(slot);
-            match result {
-                Some(result) => node.finish(&conn, is_request, correlation, result),
-                None => tracing::debug!(correlation, "handler cancelled: the caller's deadline passed"),
-            }
-        });
-    }
-
-    /// Replies to a request (or logs a send handler's failure).
-    fn finish(
-        &self,
-        conn: &Arc<dyn Connection>,
-        is_request: bool,
-        correlation: u64,
-        result: crate::Result<Bytes>,
-    ) {
-        if is_request {
-            self.send_reply(conn, correlation, result);
-        } else if let Err(e) = result {
-            tracing::warn!(error = %e, "reply_error: send handler failed");
-        }
+        route.deliver(InboundCall::new(node, sender.link, call, permit));
     }
 
     /// Sends the terminal reply for a request on the connection it came from, without
     /// waiting (a peer that stops reading loses the connection after the send timeout).
-    pub(crate) fn send_reply(
-        &self,
-        conn: &Arc<dyn Connection>,
-        correlation: u64,
-        result: crate::Result<Bytes>,
-    ) {
-        self.send_bounded(conn, reply_frames(correlation, result), "reply");
+    pub(crate) fn reply(&self, route: &ReplyRoute, result: crate::Result<Bytes>) {
+        let frames = crate::wire::encode_reply(route.correlation, &reply_outcome(result));
+        self.send_bounded(&route.conn, frames, "reply");
     }
 }
 
 /// The admitted connection a message came from.
 struct ReadySender {
-    rid: String,
+    link: PeerLink,
     /// Its handler calls still running.
     inflight: Arc<AtomicUsize>,
 }
-
-async fn sleep_until_opt(deadline: Option<Instant>) {
-    match deadline {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
-type BoxedWork = std::pin::Pin<Box<dyn std::future::Future<Output = crate::Result<Bytes>> + Send>>;
 
 /// Polls a future once without a task; `None` when it has to wait. A future that returns
 /// pending re-registers its real waker when its task polls it again.
@@ -498,42 +399,4 @@ pub(crate) fn poll_once<F: std::future::Future + Unpin>(future: &mut F) -> Optio
         std::task::Poll::Ready(output) => Some(output),
         std::task::Poll::Pending => None,
     }
-}
-
-/// The frames of a terminal reply. A reply never carries the request's metadata.
-fn reply_frames(correlation: u64, result: crate::Result<Bytes>) -> Frames {
-    let (status, payload) = match result {
-        Ok(bytes) => (
-            ReplyStatus {
-                error_kind: None,
-                detail: String::new(),
-            },
-            Some(bytes),
-        ),
-        Err(e) => {
-            let kind = e.kind().unwrap_or(ErrorKind::InternalFailure);
-            let detail = match &e {
-                Error::Failed { detail, .. } => detail.clone(),
-                other => other.to_string(),
-            };
-            (
-                ReplyStatus {
-                    error_kind: Some(kind.code()),
-                    detail,
-                },
-                None,
-            )
-        }
-    };
-    let envelope = Envelope {
-        command: Command::Reply,
-        header: Header {
-            correlation,
-            status: Some(status),
-            ..Header::default()
-        },
-        metadata: None,
-        payload,
-    };
-    envelope.encode()
 }

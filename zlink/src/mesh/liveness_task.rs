@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use super::node::{lock, MeshNode};
 use crate::link::ProbeAction;
-use crate::wire::{Command, Header};
+use crate::wire::{Command, ControlHeader};
 
 impl MeshNode {
     pub(crate) fn spawn_liveness(self: &Arc<Self>) {
@@ -47,9 +47,9 @@ impl MeshNode {
             self.send_control(
                 &conn,
                 Command::LivenessProbe,
-                Header {
+                ControlHeader {
                     probe,
-                    ..Header::default()
+                    ..ControlHeader::default()
                 },
             );
         }

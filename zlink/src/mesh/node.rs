@@ -2,19 +2,19 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::peers::{Peer, PeerStatus};
-use super::SmoothWeighted;
+use super::dispatch::Dispatcher;
+use super::peer_table::{PeerStatus, PeerTable};
 use crate::call::PendingTable;
 use crate::channel::ChannelRegistry;
 use crate::config::Settings;
-use crate::link::{ConnId, Connection, Frames, Listener, Liveness};
-use crate::wire::{Admission, Command, Envelope, Header, PROTOCOL_MAJOR};
+use crate::link::{ConnId, Connection, Frames, Listener, Liveness, TrySendError};
+use crate::wire::{Admission, Command, ControlHeader, Envelope, PROTOCOL_MAJOR};
 
 pub(crate) const RUNNING: u8 = 0;
 pub(crate) const SHUTTING_DOWN: u8 = 1;
@@ -31,7 +31,7 @@ pub(crate) enum Phase {
         outcome: Option<oneshot::Sender<HandshakeOutcome>>,
     },
     /// Admitted: identity proven.
-    Ready { rid: String },
+    Ready { link: super::peer_table::PeerLink },
     /// Refused: the reject is on its way and the connection closes; nothing more it
     /// sends is looked at.
     Rejected,
@@ -65,20 +65,17 @@ const MAX_WAITING_SENDS: usize = 16;
 pub(crate) struct MeshNode {
     pub(crate) me: Weak<MeshNode>,
     pub(crate) settings: Settings,
-    pub(crate) registry: ChannelRegistry,
+    pub(crate) registry: Arc<ChannelRegistry>,
     pub(crate) revision: AtomicU64,
     pub(crate) endpoint: Mutex<String>,
     pub(crate) state: AtomicU8,
     pub(crate) conns: Mutex<HashMap<ConnId, ConnState>>,
-    pub(crate) peers: RwLock<HashMap<String, Peer>>,
-    /// RIDs this node was configured to reach or has seen: node-direct to them waits for
-    /// readiness instead of failing `NotFound` at once.
-    pub(crate) known_rids: Mutex<std::collections::HashSet<String>>,
-    /// The CURVE key that first proved each RID (seed 000 §2.3 security identity).
-    pub(crate) rid_keys: super::key_bindings::KeyBindings,
-    pub(crate) selectors: Mutex<HashMap<String, SmoothWeighted>>,
+    /// Admitted peers, readiness, weights and candidate snapshots.
+    pub(crate) peers: PeerTable,
+    /// Outstanding requests of this node, ended by reply, loss, deadline or shutdown.
     pub(crate) pending: Arc<PendingTable>,
-    pub(crate) peers_changed: Notify,
+    /// Which subsystem receives each application command.
+    pub(crate) dispatcher: Dispatcher,
     pub(crate) listener: Mutex<Option<Box<dyn Listener>>>,
     /// Inbound handler work (drained on shutdown up to the grace deadline).
     pub(crate) work: TaskTracker,
@@ -106,25 +103,26 @@ impl MeshNode {
         owner: Weak<MeshNode>,
         lease: Option<Arc<crate::store::OwnerLease>>,
     ) -> Arc<MeshNode> {
-        let registry = ChannelRegistry::new(&settings.channels);
-        let known = settings
+        let registry = Arc::new(ChannelRegistry::new(&settings.channels));
+        let configured: Vec<String> = settings
             .peers
             .iter()
             .filter_map(|p| p.expected_rid.clone())
             .collect();
+        let local_max = match settings.max_message {
+            0 => settings.limits.max_message,
+            own => own,
+        };
         Arc::new_cyclic(|me| MeshNode {
             me: me.clone(),
+            dispatcher: Dispatcher::default(),
             registry,
             revision: AtomicU64::new(1),
             endpoint: Mutex::new(String::new()),
             state: AtomicU8::new(RUNNING),
             conns: Mutex::new(HashMap::new()),
-            peers: RwLock::new(HashMap::new()),
-            known_rids: Mutex::new(known),
-            rid_keys: Default::default(),
-            selectors: Mutex::new(HashMap::new()),
+            peers: PeerTable::new(configured, local_max),
             pending: Arc::new(PendingTable::default()),
-            peers_changed: Notify::new(),
             listener: Mutex::new(None),
             work: TaskTracker::new(),
             background: TaskTracker::new(),
@@ -188,22 +186,8 @@ impl MeshNode {
         }
     }
 
-    pub(crate) fn peers_read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Peer>> {
-        self.peers.read().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(crate) fn peers_write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Peer>> {
-        self.peers.write().unwrap_or_else(|p| p.into_inner())
-    }
-
     pub(crate) fn peer_statuses(&self) -> Vec<PeerStatus> {
-        let mut out: Vec<_> = self
-            .peers_read()
-            .iter()
-            .map(|(rid, p)| PeerStatus::of(rid, p))
-            .collect();
-        out.sort_by(|a, b| a.rid.cmp(&b.rid));
-        out
+        self.peers.statuses()
     }
 
     /// Sends a control message without blocking the caller (infrastructure traffic never
@@ -212,7 +196,7 @@ impl MeshNode {
         &self,
         conn: &Arc<dyn Connection>,
         command: Command,
-        header: Header,
+        header: ControlHeader,
     ) {
         let frames = Envelope::control(command, header).encode();
         self.send_bounded(conn, frames, "control");
@@ -227,17 +211,17 @@ impl MeshNode {
         frames: Frames,
         what: &'static str,
     ) {
-        let mut queued = {
-            let conn = conn.clone();
-            Box::pin(async move { conn.send(frames).await })
-        };
-        match super::inbound::poll_once(&mut queued) {
-            Some(Ok(())) => return,
-            Some(Err(_)) => {
+        let frames = match conn.try_send(frames) {
+            Ok(()) => return,
+            Err(TrySendError::Closed) => {
                 return tracing::debug!(conn = conn.id(), what, "send dropped: connection closed")
             }
-            None => {}
-        }
+            Err(TrySendError::Full(frames)) => frames,
+        };
+        let queued = {
+            let conn = conn.clone();
+            async move { conn.send(frames).await }
+        };
         // Each waiting send holds its frames: a connection whose queue stays full gets only
         // a few, then it is given up.
         let waiting = lock(&self.conns)
@@ -283,13 +267,8 @@ impl MeshNode {
     pub(crate) fn connection_lost(&self, conn_id: ConnId, reason: &'static str) {
         let state = lock(&self.conns).remove(&conn_id);
         let Some(mut state) = state else { return };
-        if let Phase::Ready { rid } = &state.phase {
-            let mut peers = self.peers_write();
-            if peers.get(rid).is_some_and(|p| p.conn_id() == conn_id) {
-                peers.remove(rid);
-                drop(peers);
-                tracing::info!(peer = %rid, conn = conn_id, reason, "peer not ready");
-            }
+        if let Some(rid) = self.peers.remove_conn(conn_id) {
+            tracing::info!(peer = %rid, conn = conn_id, reason, "peer not ready");
         }
         if let Phase::AwaitAdmit { outcome, .. } = &mut state.phase {
             if let Some(tx) = outcome.take() {
@@ -297,30 +276,9 @@ impl MeshNode {
             }
         }
         self.pending.fail_connection(conn_id);
-        self.prune_known_rids();
         if let Some(tx) = state.on_close.take() {
             let _ = tx.send(());
         }
         state.conn.close();
-        self.peers_changed.notify_waiters();
-    }
-
-    /// RIDs seen once are remembered so node-direct can wait for a reconnect, but a mesh
-    /// where every start brings a fresh RID would grow them forever: past a bound, only
-    /// configured and connected RIDs are kept (key bindings have their own bound).
-    fn prune_known_rids(&self) {
-        const KEEP_AT_MOST: usize = 1024;
-        let mut known = lock(&self.known_rids);
-        if known.len() <= KEEP_AT_MOST {
-            return;
-        }
-        let peers = self.peers_read();
-        let configured: Vec<&str> = self
-            .settings
-            .peers
-            .iter()
-            .filter_map(|p| p.expected_rid.as_deref())
-            .collect();
-        known.retain(|rid| peers.contains_key(rid) || configured.contains(&rid.as_str()));
     }
 }

@@ -1,22 +1,25 @@
-//! Outbound calls: select-one for channels, exact RID for node-direct; queue admission,
-//! pending replies and the one deadline.
-
-use std::sync::Arc;
+//! The outbound API every subsystem calls through: find a peer (`peer`, `select`), then
+//! `send` (complete once the connection's queue accepts) or `request` (one terminal result
+//! by the one deadline, ended by the node's deadline sweeper). Replies go out through
+//! [`MeshNode::reply`].
 
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::node::{lock, MeshNode};
-use super::select::Candidate;
-use crate::call::CallOptions;
-use crate::link::Connection;
-use crate::wire::{Command, Envelope, Header};
+use super::peer_table::{next_event, PeerLink};
+use super::MeshNode;
+use crate::link::TrySendError;
+use crate::wire::{Command, Metadata};
 use crate::{Error, ErrorKind, Result};
 
-/// Where an outbound message goes.
-pub(crate) enum Target<'a> {
-    Channel(&'a str),
-    Node(&'a str),
+/// One application message to send: its command, names, metadata and payload.
+pub(crate) struct OutboundCall<'a> {
+    pub(crate) command: Command,
+    /// The ChannelName (empty for node-direct).
+    pub(crate) channel: &'a str,
+    pub(crate) packet: &'a str,
+    pub(crate) metadata: &'a Metadata,
+    pub(crate) payload: Bytes,
 }
 
 /// The longest a ClientServer call waits for a ready server.
@@ -26,8 +29,15 @@ fn deadline_exceeded(what: &str) -> Error {
     Error::new(ErrorKind::DeadlineExceeded, what.to_string())
 }
 
+/// Why a message could not be queued on one link.
+enum Refused {
+    /// The connection ended: another candidate may take it.
+    Closed,
+    Failed(Error),
+}
+
 impl MeshNode {
-    fn ensure_running(&self) -> Result<()> {
+    pub(crate) fn ensure_running(&self) -> Result<()> {
         if self.is_running() {
             Ok(())
         } else {
@@ -38,42 +48,23 @@ impl MeshNode {
         }
     }
 
-    /// Select-one among remote ready servers with weight > 0, skipping `excluded`.
-    fn select(&self, channel: &str, excluded: &[String]) -> Option<Arc<dyn Connection>> {
-        let peers = self.peers_read();
-        let candidates: Vec<Candidate> = peers
-            .iter()
-            .filter(|(rid, _)| !excluded.contains(rid))
-            .filter_map(|(rid, p)| {
-                let weight = *p.channels.get(channel)?;
-                Some(Candidate {
-                    rid: rid.clone(),
-                    weight,
-                })
-            })
-            .collect();
-        let rid = lock(&self.selectors)
-            .entry(channel.to_string())
-            .or_default()
-            .pick(&candidates)?;
-        peers.get(&rid).map(|p| p.conn.clone())
-    }
-
-    /// The connection to node `rid`, waiting (until `until`) when the RID is known but not
-    /// ready.
-    async fn node_conn(&self, rid: &str, until: Instant) -> Result<Arc<dyn Connection>> {
+    /// The link to node `rid`, waiting (until `until`) when the RID is known but not ready.
+    pub(crate) async fn peer(&self, rid: &str, until: Instant) -> Result<PeerLink> {
+        let mut events = self.peers.subscribe();
         loop {
-            let changed = self.peers_changed.notified();
-            if let Some(p) = self.peers_read().get(rid) {
-                return Ok(p.conn.clone());
+            if let Some(link) = self.peers.link(rid) {
+                return Ok(link);
             }
-            if !lock(&self.known_rids).contains(rid) {
+            if !self.peers.is_known(rid) {
                 return Err(Error::new(
                     ErrorKind::NotFound,
                     format!("node {rid} is not a member of this mesh"),
                 ));
             }
-            if tokio::time::timeout_at(until, changed).await.is_err() {
+            if tokio::time::timeout_at(until, next_event(&mut events))
+                .await
+                .is_err()
+            {
                 return Err(Error::new(
                     ErrorKind::Unavailable,
                     format!("node {rid} is not connected"),
@@ -83,204 +74,268 @@ impl MeshNode {
         }
     }
 
-    fn envelope(
+    /// Select-one among ready servers of `channel` with weight > 0, skipping `excluded`
+    /// connections. RouteMesh fails at once when there is none; a ClientServer client
+    /// waits for one (admission already in progress) up to min(`deadline`, 5 s).
+    pub(crate) async fn select(
         &self,
-        target: &Target<'_>,
+        channel: &str,
+        deadline: Instant,
+        excluded: &[crate::link::ConnId],
+    ) -> Result<PeerLink> {
+        if let Some(link) = self.peers.select(channel, excluded) {
+            return Ok(link);
+        }
+        let not_found = || {
+            Error::new(
+                ErrorKind::NotFound,
+                format!("no ready server with weight > 0 for channel {channel}"),
+            )
+        };
+        if self.topology() != crate::config::Topology::ClientServerClient {
+            return Err(not_found());
+        }
+        let until = deadline.min(Instant::now() + CANDIDATE_WAIT);
+        let mut events = self.peers.subscribe();
+        loop {
+            if let Some(link) = self.peers.select(channel, excluded) {
+                return Ok(link);
+            }
+            if tokio::time::timeout_at(until, next_event(&mut events))
+                .await
+                .is_err()
+            {
+                return Err(not_found());
+            }
+            self.ensure_running()?;
+        }
+    }
+
+    /// Queues `frames` on `link`: at once when its queue has room, else waiting until
+    /// `admit_by`. Messages over the smaller of both sides' caps are refused here.
+    async fn admit(
+        &self,
+        link: &PeerLink,
+        frames: Vec<Bytes>,
+        admit_by: Instant,
+    ) -> std::result::Result<(), Refused> {
+        let size: usize = frames.iter().map(Bytes::len).sum();
+        let cap = link.max_message();
+        if size > cap {
+            return Err(Refused::Failed(Error::InvalidArgument(format!(
+                "message of {size} bytes exceeds the channel's max message size of {cap} bytes"
+            ))));
+        }
+        let frames = match link.conn().try_send(frames) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Closed) => return Err(Refused::Closed),
+            Err(TrySendError::Full(frames)) => frames,
+        };
+        match tokio::time::timeout_at(admit_by, link.conn().send(frames)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(Refused::Closed),
+            Err(_) => Err(Refused::Failed(deadline_exceeded(
+                "the local send queue did not accept in time",
+            ))),
+        }
+    }
+
+    /// One-way send on `link`: complete when its queue accepts (by `admit_by`).
+    pub(crate) async fn send(
+        &self,
+        link: &PeerLink,
+        call: &OutboundCall<'_>,
+        admit_by: Instant,
+    ) -> Result<()> {
+        self.send_on(link, call, admit_by)
+            .await
+            .map_err(|r| self.refused(link, r))
+    }
+
+    async fn send_on(
+        &self,
+        link: &PeerLink,
+        call: &OutboundCall<'_>,
+        admit_by: Instant,
+    ) -> std::result::Result<(), Refused> {
+        let frames = crate::wire::encode_call(
+            call.command,
+            0,
+            0,
+            call.channel,
+            call.packet,
+            call.metadata,
+            call.payload.clone(),
+        );
+        self.admit(link, frames, admit_by).await
+    }
+
+    /// The error a caller sees for a refusal; a closed connection is also forgotten.
+    fn refused(&self, link: &PeerLink, refused: Refused) -> Error {
+        match refused {
+            Refused::Failed(e) => e,
+            Refused::Closed => {
+                self.connection_lost(link.conn().id(), "send failed");
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!("connection to node {} closed", link.rid()),
+                )
+            }
+        }
+    }
+
+    /// Request on `link`: exactly one terminal result by `deadline` (the caller's whole
+    /// `timeout`). The queue must accept by `admit_by`.
+    pub(crate) async fn request(
+        &self,
+        link: &PeerLink,
+        call: &OutboundCall<'_>,
+        deadline: Instant,
+        timeout: std::time::Duration,
+        admit_by: Instant,
+    ) -> Result<Bytes> {
+        match self
+            .request_on(link, call, deadline, timeout, admit_by)
+            .await
+        {
+            Ok(reply) => reply,
+            Err(refused) => Err(self.refused(link, refused)),
+        }
+    }
+
+    /// A request on `link`: `Err` when the queue refused it, else the request's result.
+    async fn request_on(
+        &self,
+        link: &PeerLink,
+        call: &OutboundCall<'_>,
+        deadline: Instant,
+        timeout: std::time::Duration,
+        admit_by: Instant,
+    ) -> std::result::Result<Result<Bytes>, Refused> {
+        let (guard, reply) = self
+            .pending
+            .register(link.conn().id(), deadline, timeout)
+            .ok_or_else(|| {
+                Refused::Failed(Error::new(
+                    ErrorKind::ShuttingDown,
+                    "the runtime is shutting down",
+                ))
+            })?;
+        // The budget left at submission, not the full timeout: a request that waited for a
+        // candidate or for queue room tells the server so.
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let deadline_ms = remaining.as_millis().clamp(1, u128::from(u32::MAX)) as u32;
+        let frames = crate::wire::encode_call(
+            call.command,
+            guard.correlation,
+            deadline_ms,
+            call.channel,
+            call.packet,
+            call.metadata,
+            call.payload.clone(),
+        );
+        self.admit(link, frames, admit_by.min(deadline)).await?;
+        let outcome = reply.await;
+        drop(guard);
+        Ok(outcome.unwrap_or_else(|_| {
+            Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the runtime stopped before the reply",
+            ))
+        }))
+    }
+
+    /// A channel call: select-one, then send or request; a target whose connection closes
+    /// before its queue accepts is replaced by another eligible one.
+    pub(crate) async fn call_channel(
+        &self,
+        channel: &str,
         request: bool,
         packet: &str,
         payload: Bytes,
-        options: &CallOptions,
-    ) -> Envelope {
-        let (command, channel) = match (target, request) {
-            (Target::Channel(c), true) => (Command::ChannelRequest, Some(c.to_string())),
-            (Target::Channel(c), false) => (Command::ChannelSend, Some(c.to_string())),
-            (Target::Node(_), true) => (Command::NodeRequest, None),
-            (Target::Node(_), false) => (Command::NodeSend, None),
-        };
-        Envelope {
-            command,
-            header: Header {
-                channel,
-                packet: Some(packet.to_string()),
-                ..Header::default()
-            },
-            metadata: Some(options.metadata.clone()),
-            payload: Some(payload),
-        }
-    }
-
-    /// Refuses a message over the smaller of this node's cap and the receiver's.
-    fn check_size(&self, conn: &Arc<dyn Connection>, frames: &[Bytes]) -> Result<()> {
-        let remote = self
-            .peers_read()
-            .values()
-            .find(|p| p.conn_id() == conn.id())
-            .and_then(|p| p.max_message)
-            .and_then(|m| usize::try_from(m).ok());
-        let local = self.link_limits().max_message;
-        let cap = remote.map_or(local, |remote| remote.min(local));
-        let size: usize = frames.iter().map(Bytes::len).sum();
-        if size > cap {
-            return Err(Error::InvalidArgument(format!(
-                "message of {size} bytes exceeds the channel's max message size of {cap} bytes"
-            )));
-        }
-        Ok(())
-    }
-
-    fn check_channel(&self, target: &Target<'_>) -> Result<()> {
-        if let Target::Channel(channel) = target {
-            if !self.registry.can_send(channel) {
-                return Err(Error::new(
-                    ErrorKind::NotFound,
-                    format!("channel {channel} is not registered on this node"),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Queues `frames` on a target's connection. For channels, a target whose connection
-    /// refuses before accepting is replaced by another eligible one.
-    async fn submit(
-        &self,
-        target: &Target<'_>,
-        deadline: Instant,
-        admit_within: std::time::Duration,
-        mut frames_for: impl FnMut(&Arc<dyn Connection>) -> Vec<Bytes>,
-    ) -> Result<Arc<dyn Connection>> {
-        let mut excluded = Vec::new();
-        let mut admit_by = deadline.min(Instant::now() + admit_within);
-        // ClientServer waits for a ready candidate (admission already in progress) up to
-        // min(the call's time, 5 s); RouteMesh fails at once.
-        let wait_for_candidate = (self.topology() == crate::config::Topology::ClientServerClient)
-            .then(|| deadline.min(Instant::now() + CANDIDATE_WAIT));
-        loop {
-            let conn = match target {
-                Target::Channel(channel) => match self.select(channel, &excluded) {
-                    Some(conn) => conn,
-                    None => {
-                        let changed = self.peers_changed.notified();
-                        match wait_for_candidate {
-                            Some(until) if Instant::now() < until => {
-                                if self.select(channel, &excluded).is_none() {
-                                    let _ = tokio::time::timeout_at(until, changed).await;
-                                }
-                                self.ensure_running()?;
-                                admit_by = deadline.min(Instant::now() + admit_within);
-                                continue;
-                            }
-                            _ => {
-                                return Err(Error::new(
-                                    ErrorKind::NotFound,
-                                    format!(
-                                        "no ready server with weight > 0 for channel {channel}"
-                                    ),
-                                ))
-                            }
-                        }
-                    }
-                },
-                Target::Node(rid) => self.node_conn(rid, admit_by).await?,
-            };
-            let frames = frames_for(&conn);
-            self.check_size(&conn, &frames)?;
-            // Usually the queue has room: only arm the admission timer when it has not.
-            let admitted = {
-                let mut queued = conn.send(frames);
-                match super::inbound::poll_once(&mut queued) {
-                    Some(done) => Ok(done),
-                    None => tokio::time::timeout_at(admit_by, queued).await,
-                }
-            };
-            match admitted {
-                Ok(Ok(())) => return Ok(conn),
-                Err(_) => {
-                    return Err(deadline_exceeded(
-                        "the local send queue did not accept in time",
-                    ))
-                }
-                Ok(Err(_)) => match target {
-                    Target::Channel(_) => {
-                        let rid = self
-                            .peers_read()
-                            .iter()
-                            .find(|(_, p)| p.conn_id() == conn.id())
-                            .map(|(r, _)| r.clone());
-                        excluded.extend(rid);
-                        self.connection_lost(conn.id(), "send failed");
-                    }
-                    Target::Node(rid) => {
-                        return Err(Error::new(
-                            ErrorKind::Unavailable,
-                            format!("connection to node {rid} closed"),
-                        ));
-                    }
-                },
-            }
-        }
-    }
-
-    /// One-way send: completes when the local queue accepts.
-    pub(crate) async fn send(
-        &self,
-        target: Target<'_>,
-        packet: &str,
-        payload: Bytes,
-        options: CallOptions,
-    ) -> Result<()> {
-        self.ensure_running()?;
-        self.check_channel(&target)?;
-        let within = options.timeout.unwrap_or(self.settings.send_timeout);
-        let deadline = Instant::now() + within;
-        let frames = self
-            .envelope(&target, false, packet, payload, &options)
-            .encode();
-        self.submit(&target, deadline, within, |_| frames.clone())
-            .await
-            .map(|_| ())
-    }
-
-    /// Request: exactly one terminal result by the one deadline.
-    pub(crate) async fn request(
-        &self,
-        target: Target<'_>,
-        packet: &str,
-        payload: Bytes,
-        options: CallOptions,
+        options: &crate::CallOptions,
     ) -> Result<Bytes> {
         self.ensure_running()?;
-        self.check_channel(&target)?;
-        let timeout = options.timeout.unwrap_or(self.settings.request_timeout);
+        let Some(channel) = self.registry.sendable(channel) else {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("channel {channel} is not registered on this node"),
+            ));
+        };
+        let (command, timeout) = if request {
+            let timeout = options.timeout.unwrap_or(self.settings.request_timeout);
+            (Command::ChannelRequest, timeout)
+        } else {
+            let timeout = options.timeout.unwrap_or(self.settings.send_timeout);
+            (Command::ChannelSend, timeout)
+        };
         let deadline = Instant::now() + timeout;
+        let call = OutboundCall {
+            command,
+            channel,
+            packet,
+            metadata: &options.metadata,
+            payload,
+        };
+        let mut excluded = Vec::new();
+        loop {
+            let link = self.select(channel, deadline, &excluded).await?;
+            let admit_by = deadline.min(Instant::now() + self.settings.send_timeout);
+            let queued = if request {
+                self.request_on(&link, &call, deadline, timeout, admit_by)
+                    .await
+            } else {
+                self.send_on(&link, &call, deadline)
+                    .await
+                    .map(|()| Ok(Bytes::new()))
+            };
+            match queued {
+                Ok(result) => return result,
+                Err(Refused::Failed(e)) => return Err(e),
+                Err(Refused::Closed) => {
+                    self.connection_lost(link.conn().id(), "send failed");
+                    excluded.push(link.conn().id());
+                }
+            }
+        }
+    }
 
-        let mut envelope = self.envelope(&target, true, packet, payload, &options);
-        let mut registered = None;
-        let conn = self
-            .submit(&target, deadline, self.settings.send_timeout, |conn| {
-                let (guard, rx) = self.pending.register(conn.id());
-                envelope.header.correlation = guard.correlation;
-                // The budget left at submission, not the full timeout: a request that
-                // waited for a candidate or for queue room tells the server so.
-                let remaining = deadline.saturating_duration_since(Instant::now());
-                envelope.header.deadline_ms =
-                    Some(remaining.as_millis().min(u128::from(u64::MAX)) as u64);
-                registered = Some((guard, rx));
-                envelope.encode()
-            })
-            .await;
-        conn?;
-        let (guard, rx) = registered
-            .ok_or_else(|| Error::new(ErrorKind::InternalFailure, "request not registered"))?;
-        let outcome = tokio::time::timeout_at(deadline, rx).await;
-        drop(guard);
-        match outcome {
-            Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(Error::new(
-                ErrorKind::ShuttingDown,
-                "the runtime stopped before the reply",
-            )),
-            Err(_) => Err(deadline_exceeded(&format!("no reply within {timeout:?}"))),
+    /// A node-direct call to exactly `rid`; never redirected to another node.
+    pub(crate) async fn call_node(
+        &self,
+        rid: &str,
+        request: bool,
+        packet: &str,
+        payload: Bytes,
+        options: &crate::CallOptions,
+    ) -> Result<Bytes> {
+        self.ensure_running()?;
+        let (command, timeout) = if request {
+            let timeout = options.timeout.unwrap_or(self.settings.request_timeout);
+            (Command::NodeRequest, timeout)
+        } else {
+            let timeout = options.timeout.unwrap_or(self.settings.send_timeout);
+            (Command::NodeSend, timeout)
+        };
+        let deadline = Instant::now() + timeout;
+        let admit_by = deadline.min(Instant::now() + self.settings.send_timeout);
+        let link = self
+            .peer(rid, if request { admit_by } else { deadline })
+            .await?;
+        let call = OutboundCall {
+            command,
+            channel: "",
+            packet,
+            metadata: &options.metadata,
+            payload,
+        };
+        if request {
+            self.request(&link, &call, deadline, timeout, admit_by)
+                .await
+        } else {
+            self.send(&link, &call, deadline)
+                .await
+                .map(|()| Bytes::new())
         }
     }
 }

@@ -1,131 +1,180 @@
-//! Select-one: smooth weighted round-robin with the reference's tie-break and memory rules.
+//! Select-one: smooth weighted round-robin with the reference's tie-break and memory rules,
+//! over a candidate snapshot that is rebuilt when peers change (never per call).
 
-use std::collections::HashMap;
-
-/// One selectable target: its RID and current weight (> 0).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
-    /// The target's RID (the tie-break key, compared as bytes).
-    pub rid: String,
-    /// The target's weight.
-    pub weight: u32,
-}
-
-/// Accumulators for one channel's send path.
+/// One channel's candidates and their accumulators.
 ///
 /// Each pick adds every candidate's weight to its accumulator, picks the largest (ties go to
 /// the smaller RID by unsigned bytes, shorter prefix first), and subtracts the weight sum
 /// from the winner. When the candidate list changes, surviving candidates keep their
 /// accumulators and the others are dropped.
-#[derive(Debug, Default)]
-pub struct SmoothWeighted {
-    accumulators: HashMap<String, i64>,
+#[derive(Debug)]
+pub(crate) struct SmoothWeighted<T> {
+    slots: Vec<Slot<T>>,
 }
 
-impl SmoothWeighted {
-    /// Fresh state.
-    pub fn new() -> Self {
-        Self::default()
+#[derive(Debug)]
+struct Slot<T> {
+    key: std::sync::Arc<str>,
+    weight: u32,
+    accumulator: i64,
+    target: T,
+}
+
+impl<T> Default for SmoothWeighted<T> {
+    fn default() -> Self {
+        SmoothWeighted { slots: Vec::new() }
+    }
+}
+
+impl<T: Clone> SmoothWeighted<T> {
+    /// Replaces the candidates (zero weights are dropped); survivors keep their
+    /// accumulators, newcomers start at 0.
+    pub(crate) fn set_candidates(
+        &mut self,
+        candidates: impl IntoIterator<Item = (std::sync::Arc<str>, u32, T)>,
+    ) {
+        let mut old = std::mem::take(&mut self.slots);
+        for (key, weight, target) in candidates {
+            if weight == 0 {
+                continue;
+            }
+            let accumulator = old
+                .iter()
+                .position(|s| s.key == key)
+                .map_or(0, |i| old.swap_remove(i).accumulator);
+            self.slots.push(Slot {
+                key,
+                weight,
+                accumulator,
+                target,
+            });
+        }
     }
 
-    /// Picks one of `candidates` (any order; zero weights are ignored). `None` when none is
-    /// eligible.
-    pub fn pick(&mut self, candidates: &[Candidate]) -> Option<String> {
-        self.accumulators
-            .retain(|rid, _| candidates.iter().any(|c| c.weight > 0 && &c.rid == rid));
-        let total: i64 = candidates.iter().map(|c| i64::from(c.weight)).sum();
-        let mut best: Option<(&str, i64)> = None;
-        for c in candidates.iter().filter(|c| c.weight > 0) {
-            let acc = self.accumulators.entry(c.rid.clone()).or_insert(0);
-            *acc += i64::from(c.weight);
+    /// Whether no candidate is eligible.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Picks one candidate, skipping those `excluded` says no to (they neither gain nor
+    /// lose accumulated weight). `None` when none is eligible.
+    pub(crate) fn pick(&mut self, excluded: impl Fn(&T) -> bool) -> Option<T> {
+        let mut total: i64 = 0;
+        let mut best: Option<usize> = None;
+        for i in 0..self.slots.len() {
+            if excluded(&self.slots[i].target) {
+                continue;
+            }
+            let slot = &mut self.slots[i];
+            slot.accumulator += i64::from(slot.weight);
+            total += i64::from(slot.weight);
             let better = match best {
                 None => true,
-                Some((rid, value)) => {
-                    *acc > value || (*acc == value && c.rid.as_bytes() < rid.as_bytes())
+                Some(b) => {
+                    let (acc, key) = (self.slots[i].accumulator, &self.slots[i].key);
+                    let current = &self.slots[b];
+                    acc > current.accumulator
+                        || (acc == current.accumulator && key.as_bytes() < current.key.as_bytes())
                 }
             };
             if better {
-                best = Some((&c.rid, *acc));
+                best = Some(i);
             }
         }
-        let winner = best?.0.to_string();
-        if let Some(acc) = self.accumulators.get_mut(&winner) {
-            *acc -= total;
-        }
-        Some(winner)
+        let winner = &mut self.slots[best?];
+        winner.accumulator -= total;
+        Some(winner.target.clone())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
-    fn c(rid: &str, weight: u32) -> Candidate {
-        Candidate {
-            rid: rid.into(),
-            weight,
-        }
+    fn set(sw: &mut SmoothWeighted<Arc<str>>, cands: &[(&str, u32)]) {
+        sw.set_candidates(
+            cands
+                .iter()
+                .map(|(k, w)| (Arc::from(*k), *w, Arc::from(*k))),
+        );
     }
 
-    fn sequence(sw: &mut SmoothWeighted, cands: &[Candidate], n: usize) -> Vec<String> {
+    fn sequence(sw: &mut SmoothWeighted<Arc<str>>, n: usize) -> Vec<String> {
         (0..n)
-            .map(|_| sw.pick(cands).expect("a candidate is picked"))
+            .map(|_| {
+                sw.pick(|_| false)
+                    .expect("a candidate is picked")
+                    .to_string()
+            })
             .collect()
+    }
+
+    fn accumulator(sw: &SmoothWeighted<Arc<str>>, key: &str) -> Option<i64> {
+        sw.slots
+            .iter()
+            .find(|s| &*s.key == key)
+            .map(|s| s.accumulator)
     }
 
     #[test]
     fn weights_100_300_give_b_a_b_b() {
-        let mut sw = SmoothWeighted::new();
-        let cands = [c("a", 100), c("b", 300)];
+        let mut sw = SmoothWeighted::default();
+        set(&mut sw, &[("a", 100), ("b", 300)]);
         assert_eq!(
-            sequence(&mut sw, &cands, 8),
+            sequence(&mut sw, 8),
             ["b", "a", "b", "b", "b", "a", "b", "b"]
         );
     }
 
     #[test]
     fn equal_weights_alternate_starting_with_smaller_rid() {
-        let mut sw = SmoothWeighted::new();
-        let cands = [c("b", 100), c("a", 100)];
-        assert_eq!(sequence(&mut sw, &cands, 4), ["a", "b", "a", "b"]);
+        let mut sw = SmoothWeighted::default();
+        set(&mut sw, &[("b", 100), ("a", 100)]);
+        assert_eq!(sequence(&mut sw, 4), ["a", "b", "a", "b"]);
     }
 
     #[test]
     fn tie_break_is_unsigned_bytes_shorter_prefix_first() {
-        let mut sw = SmoothWeighted::new();
-        assert_eq!(
-            sw.pick(&[c("ab", 1), c("a", 1)])
-                .expect("a candidate is picked"),
-            "a"
-        );
-        let mut sw = SmoothWeighted::new();
-        assert_eq!(
-            sw.pick(&[c("é", 1), c("z", 1)])
-                .expect("a candidate is picked"),
-            "z"
-        );
+        let mut sw = SmoothWeighted::default();
+        set(&mut sw, &[("ab", 1), ("a", 1)]);
+        assert_eq!(sequence(&mut sw, 1), ["a"]);
+        let mut sw = SmoothWeighted::default();
+        set(&mut sw, &[("é", 1), ("z", 1)]);
+        assert_eq!(sequence(&mut sw, 1), ["z"]);
     }
 
     #[test]
     fn zero_weight_is_never_picked_and_none_when_all_zero() {
-        let mut sw = SmoothWeighted::new();
-        let cands = [c("a", 0), c("b", 100)];
-        assert!(sequence(&mut sw, &cands, 5).iter().all(|r| r == "b"));
-        assert_eq!(sw.pick(&[c("a", 0)]), None);
-        assert_eq!(sw.pick(&[]), None);
+        let mut sw = SmoothWeighted::default();
+        set(&mut sw, &[("a", 0), ("b", 100)]);
+        assert!(sequence(&mut sw, 5).iter().all(|r| r == "b"));
+        set(&mut sw, &[("a", 0)]);
+        assert!(sw.is_empty());
+        assert_eq!(sw.pick(|_| false), None);
     }
 
     #[test]
     fn surviving_candidates_keep_their_accumulators() {
-        let mut sw = SmoothWeighted::new();
-        let three = [c("a", 100), c("b", 100), c("c", 100)];
-        assert_eq!(sw.pick(&three).expect("a candidate is picked"), "a"); // a=-200 b=100 c=100
-        let two = [c("b", 100), c("c", 100)];
+        let mut sw = SmoothWeighted::default();
+        set(&mut sw, &[("a", 100), ("b", 100), ("c", 100)]);
+        assert_eq!(sequence(&mut sw, 1), ["a"]); // a=-200 b=100 c=100
+        set(&mut sw, &[("b", 100), ("c", 100)]);
         // b keeps 100 and c keeps 100: b=200, c=200 -> tie -> b.
-        assert_eq!(sw.pick(&two).expect("a candidate is picked"), "b");
-        assert_eq!(sw.pick(&two).expect("a candidate is picked"), "c");
+        assert_eq!(sequence(&mut sw, 2), ["b", "c"]);
         // a comes back fresh at 0 (its old -200 was dropped): a=100, b=200, c=200.
-        assert_eq!(sw.pick(&three).expect("a candidate is picked"), "b");
-        assert_eq!(sw.accumulators.get("a"), Some(&100));
+        set(&mut sw, &[("a", 100), ("b", 100), ("c", 100)]);
+        assert_eq!(sequence(&mut sw, 1), ["b"]);
+        assert_eq!(accumulator(&sw, "a"), Some(100));
+    }
+
+    #[test]
+    fn an_excluded_candidate_is_skipped_without_changing_its_accumulator() {
+        let mut sw = SmoothWeighted::default();
+        set(&mut sw, &[("a", 100), ("b", 100)]);
+        let picked = sw.pick(|k: &Arc<str>| &**k == "a").expect("b is eligible");
+        assert_eq!(&*picked, "b");
+        assert_eq!(accumulator(&sw, "a"), Some(0));
+        assert_eq!(sw.pick(|_| true), None);
     }
 }

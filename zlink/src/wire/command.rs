@@ -27,6 +27,10 @@ pub enum Command {
     ChannelRequest = 19,
     /// Terminal reply to a request.
     Reply = 20,
+    /// One-way message to a Spot (the object layer's route; reserved for it).
+    SpotSend = 21,
+    /// Request to a Spot (the object layer's route; reserved for it).
+    SpotRequest = 22,
     /// A classic fanout event (on a PUB/SUB pair, after the topic frame).
     FanoutEvent = 40,
 }
@@ -46,6 +50,8 @@ impl Command {
             18 => Command::ChannelSend,
             19 => Command::ChannelRequest,
             20 => Command::Reply,
+            21 => Command::SpotSend,
+            22 => Command::SpotRequest,
             40 => Command::FanoutEvent,
             _ => return None,
         })
@@ -59,17 +65,17 @@ impl Command {
                 | Command::NodeRequest
                 | Command::ChannelSend
                 | Command::ChannelRequest
+                | Command::SpotSend
+                | Command::SpotRequest
                 | Command::FanoutEvent
         )
     }
 
-    /// Whether a payload frame is required (`Some(true)`), optional (`None`) or forbidden
-    /// (`Some(false)`).
-    pub fn payload_rule(self) -> Option<bool> {
-        match self {
-            c if c.is_application() => Some(true),
-            Command::Reply => None,
-            _ => Some(false),
-        }
+    /// Whether the command is a request (it carries a correlation and gets one reply).
+    pub fn is_request(self) -> bool {
+        matches!(
+            self,
+            Command::NodeRequest | Command::ChannelRequest | Command::SpotRequest
+        )
     }
 }

@@ -2,29 +2,57 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::{cbor_decode_bounded, Command, Header, Metadata, MAX_METADATA_BYTES};
+use super::call_head::{decode_call_head, encode_call_head};
+use super::reply_head::{decode_reply_head, encode_reply_head, STATUS_OK};
+use super::{
+    cbor_decode_bounded, CallHead, Command, ControlHeader, Metadata, ReplyOutcome, PREFIX_LEN,
+};
 
 /// Magic bytes that open frame 0.
 const MAGIC: [u8; 2] = [0x5A, 0x4D];
 /// The wire major version we speak.
-pub const PROTOCOL_MAJOR: u8 = 1;
+pub const PROTOCOL_MAJOR: u8 = 2;
 /// Flag: a metadata frame follows the head.
 pub const FLAG_METADATA: u8 = 0x01;
 /// Largest frame 0 we decode; anything bigger is refused before decoding.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
-const PREFIX_LEN: usize = 5;
 
-/// One decoded message: command, header, optional metadata and optional payload.
+pub(crate) fn prefix(command: Command, flags: u8) -> [u8; PREFIX_LEN] {
+    [MAGIC[0], MAGIC[1], PROTOCOL_MAJOR, command as u8, flags]
+}
+
+/// One decoded message.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Envelope {
-    /// What the message is.
+pub enum Envelope {
+    /// A control record: hello, admit, reject, update, liveness probe or ack.
+    Control {
+        /// Which record.
+        command: Command,
+        /// Its CBOR header.
+        header: ControlHeader,
+    },
+    /// An application command: node or channel send or request, or a fanout event.
+    Call(CallMessage),
+    /// A terminal reply.
+    Reply {
+        /// The request's correlation.
+        correlation: u64,
+        /// What the request ended with.
+        outcome: ReplyOutcome,
+    },
+}
+
+/// An application command as it travels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallMessage {
+    /// Which command (16..=19 or 40).
     pub command: Command,
-    /// Command fields.
-    pub header: Header,
-    /// Application metadata (application commands only).
-    pub metadata: Option<Metadata>,
-    /// Application payload bytes.
-    pub payload: Option<Bytes>,
+    /// Its binary head.
+    pub head: CallHead,
+    /// Application metadata (empty when the message carried none).
+    pub metadata: Metadata,
+    /// The codec's bytes.
+    pub payload: Bytes,
 }
 
 /// Why a message could not be decoded. Always a protocol error for that message; never a
@@ -36,7 +64,7 @@ pub struct WireError {
     pub reason: String,
     /// The command, when the prefix was readable.
     pub command: Option<Command>,
-    /// The request correlation, when the header was readable (lets the receiver answer
+    /// The request correlation, when the head was readable (lets the receiver answer
     /// with a `ProtocolError` reply).
     pub correlation: Option<u64>,
 }
@@ -51,40 +79,83 @@ impl WireError {
     }
 }
 
+/// Encodes an application command from borrowed parts: the hot path's encoder.
+pub(crate) fn encode_call(
+    command: Command,
+    correlation: u64,
+    deadline_ms: u32,
+    channel: &str,
+    packet: &str,
+    metadata: &Metadata,
+    payload: Bytes,
+) -> Vec<Bytes> {
+    let flags = if metadata.is_empty() {
+        0
+    } else {
+        FLAG_METADATA
+    };
+    let head = encode_call_head(command, flags, correlation, deadline_ms, channel, packet);
+    let mut frames = Vec::with_capacity(3);
+    frames.push(head);
+    if !metadata.is_empty() {
+        frames.push(metadata.encode());
+    }
+    frames.push(payload);
+    frames
+}
+
+/// Encodes a terminal reply.
+pub(crate) fn encode_reply(correlation: u64, outcome: &ReplyOutcome) -> Vec<Bytes> {
+    match outcome {
+        ReplyOutcome::Ok(payload) => vec![
+            encode_reply_head(correlation, STATUS_OK, ""),
+            payload.clone(),
+        ],
+        ReplyOutcome::Failed { kind, detail } => {
+            vec![encode_reply_head(correlation, *kind, detail)]
+        }
+    }
+}
+
 impl Envelope {
-    /// A message with no metadata and no payload.
-    pub fn control(command: Command, header: Header) -> Self {
-        Envelope {
-            command,
-            header,
-            metadata: None,
-            payload: None,
+    /// A control record.
+    pub fn control(command: Command, header: ControlHeader) -> Self {
+        Envelope::Control { command, header }
+    }
+
+    /// The command of this message.
+    pub fn command(&self) -> Command {
+        match self {
+            Envelope::Control { command, .. } => *command,
+            Envelope::Call(call) => call.command,
+            Envelope::Reply { .. } => Command::Reply,
         }
     }
 
     /// Encodes into ZMTP frames.
     pub fn encode(&self) -> Vec<Bytes> {
-        let metadata = self.metadata.as_ref().filter(|m| !m.is_empty());
-        let flags = if metadata.is_some() { FLAG_METADATA } else { 0 };
-        let mut head = BytesMut::with_capacity(64).writer();
-        head.get_mut().put_slice(&[
-            MAGIC[0],
-            MAGIC[1],
-            PROTOCOL_MAJOR,
-            self.command as u8,
-            flags,
-        ]);
-        // Serialising a plain struct into memory cannot fail.
-        let _ = ciborium::into_writer(&self.header, &mut head);
-        let mut frames = Vec::with_capacity(3);
-        frames.push(head.into_inner().freeze());
-        if let Some(md) = metadata {
-            frames.push(md.encode());
+        match self {
+            Envelope::Control { command, header } => {
+                let mut head = BytesMut::with_capacity(64).writer();
+                head.get_mut().put_slice(&prefix(*command, 0));
+                // Serialising a plain struct into memory cannot fail.
+                let _ = ciborium::into_writer(header, &mut head);
+                vec![head.into_inner().freeze()]
+            }
+            Envelope::Call(call) => encode_call(
+                call.command,
+                call.head.correlation,
+                call.head.deadline_ms,
+                call.head.channel.as_str(),
+                call.head.packet.as_str(),
+                &call.metadata,
+                call.payload.clone(),
+            ),
+            Envelope::Reply {
+                correlation,
+                outcome,
+            } => encode_reply(*correlation, outcome),
         }
-        if let Some(payload) = &self.payload {
-            frames.push(payload.clone());
-        }
-        frames
     }
 
     /// Decodes frames, checking every bound before allocating.
@@ -113,65 +184,78 @@ impl Envelope {
             correlation,
         };
         let flags = head[4];
-        if flags & !FLAG_METADATA != 0 {
-            return Err(fail(format!("undefined flags {flags:#04x}"), None));
+        if command.is_application() {
+            if flags & !FLAG_METADATA != 0 {
+                return Err(fail(format!("undefined flags {flags:#04x}"), None));
+            }
+            let head = decode_call_head(command, head).map_err(|(r, c)| fail(r, c))?;
+            let correlation = (head.correlation != 0).then_some(head.correlation);
+            let (metadata, rest) = if flags & FLAG_METADATA != 0 {
+                let frame = frames
+                    .get(1)
+                    .ok_or_else(|| fail("metadata frame missing".into(), correlation))?;
+                let metadata = Metadata::decode(frame).map_err(|e| fail(e, correlation))?;
+                (metadata, &frames[2..])
+            } else {
+                (Metadata::default(), &frames[1..])
+            };
+            let [payload] = rest else {
+                return Err(fail(
+                    format!("{} payload frame(s), expected 1", rest.len()),
+                    correlation,
+                ));
+            };
+            return Ok(Envelope::Call(CallMessage {
+                command,
+                head,
+                metadata,
+                payload: payload.clone(),
+            }));
         }
-        let header: Header = cbor_decode_bounded(&head[PREFIX_LEN..])
-            .map_err(|e| fail(format!("header: {e}"), None))?;
-        let correlation = (header.correlation != 0).then_some(header.correlation);
-        let has_metadata = flags & FLAG_METADATA != 0;
-        if has_metadata && !command.is_application() {
+        if flags != 0 {
             return Err(fail(
-                "metadata flag on a control command".into(),
-                correlation,
+                format!("undefined flags {flags:#04x} on {command:?}"),
+                None,
             ));
         }
-        let mut rest = &frames[1..];
-        let metadata = if has_metadata {
-            let frame = rest
-                .first()
-                .ok_or_else(|| fail("metadata frame missing".into(), correlation))?;
-            rest = &rest[1..];
-            Some(Metadata::decode(frame).map_err(|e| fail(e, correlation))?)
-        } else {
-            None
-        };
-        let payload = match (command.payload_rule(), rest.len()) {
-            (Some(true), 1) | (None, 1) => Some(rest[0].clone()),
-            (Some(false), 0) | (None, 0) => None,
-            (_, n) => {
-                return Err(fail(
-                    format!("{n} payload frame(s) not allowed for {command:?}"),
-                    correlation,
-                ))
-            }
-        };
-        validate_fields(command, &header).map_err(|e| fail(e, correlation))?;
-        Ok(Envelope {
-            command,
-            header,
-            metadata,
-            payload,
-        })
+        if command == Command::Reply {
+            let (correlation, status, detail) =
+                decode_reply_head(head).map_err(|(r, c)| fail(r, c))?;
+            let outcome = match (status, &frames[1..]) {
+                (STATUS_OK, [payload]) => ReplyOutcome::Ok(payload.clone()),
+                (STATUS_OK, rest) => {
+                    return Err(fail(
+                        format!("ok reply with {} payload frames, expected 1", rest.len()),
+                        Some(correlation),
+                    ))
+                }
+                (kind, []) => ReplyOutcome::Failed { kind, detail },
+                (_, _) => {
+                    return Err(fail(
+                        "error reply with a payload frame".into(),
+                        Some(correlation),
+                    ))
+                }
+            };
+            return Ok(Envelope::Reply {
+                correlation,
+                outcome,
+            });
+        }
+        let header: ControlHeader = cbor_decode_bounded(&head[PREFIX_LEN..])
+            .map_err(|e| fail(format!("header: {e}"), None))?;
+        if frames.len() != 1 {
+            return Err(fail(
+                format!("{} extra frame(s) on {command:?}", frames.len() - 1),
+                None,
+            ));
+        }
+        validate_control(command, &header).map_err(|e| fail(e, None))?;
+        Ok(Envelope::Control { command, header })
     }
 }
 
-fn validate_fields(command: Command, h: &Header) -> Result<(), String> {
-    let need_correlation = matches!(
-        command,
-        Command::NodeRequest | Command::ChannelRequest | Command::Reply
-    );
-    if need_correlation && h.correlation == 0 {
-        return Err("correlation must be non-zero".into());
-    }
-    if command.is_application() && h.packet.as_deref().is_none_or(str::is_empty) {
-        return Err("packet name missing".into());
-    }
-    if matches!(command, Command::ChannelSend | Command::ChannelRequest)
-        && h.channel.as_deref().is_none_or(str::is_empty)
-    {
-        return Err("channel name missing".into());
-    }
+fn validate_control(command: Command, h: &ControlHeader) -> Result<(), String> {
     match command {
         Command::Hello | Command::Admit | Command::Update if h.admission.is_none() => {
             Err("admission record missing".into())
@@ -180,14 +264,6 @@ fn validate_fields(command: Command, h: &Header) -> Result<(), String> {
         Command::LivenessProbe | Command::LivenessAck if h.probe == 0 => {
             Err("probe id must be non-zero".into())
         }
-        Command::Reply => match &h.status {
-            None => Err("reply status missing".into()),
-            Some(s) if s.error_kind.is_some_and(|k| k > 12) => Err("unknown error kind".into()),
-            Some(_) => Ok(()),
-        },
         _ => Ok(()),
     }
 }
-
-/// Upper bound used by tests and fuzzing.
-pub(crate) const _MAX_METADATA: usize = MAX_METADATA_BYTES;

@@ -1,26 +1,12 @@
-//! The CBOR-encoded part of frame 0.
+//! The CBOR header of control records.
 
 use serde::{Deserialize, Serialize};
 
-/// Envelope header fields. Which fields a command needs is checked by
+/// The CBOR header of a control record (hello, admit, reject, update, liveness probe and
+/// ack). Which fields a command needs is checked by
 /// [`Envelope::decode`](super::Envelope::decode); absent fields are omitted on the wire.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Header {
-    /// Request/reply correlation (non-zero on requests and replies).
-    #[serde(rename = "c", default, skip_serializing_if = "is_zero")]
-    pub correlation: u64,
-    /// ChannelName for channel commands.
-    #[serde(rename = "ch", default, skip_serializing_if = "Option::is_none")]
-    pub channel: Option<String>,
-    /// Packet name of the payload.
-    #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
-    pub packet: Option<String>,
-    /// Remaining request budget in milliseconds when the request was sent.
-    #[serde(rename = "dl", default, skip_serializing_if = "Option::is_none")]
-    pub deadline_ms: Option<u64>,
-    /// Reply outcome.
-    #[serde(rename = "st", default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<ReplyStatus>,
+pub struct ControlHeader {
     /// Liveness probe id (probe and ack).
     #[serde(rename = "pr", default, skip_serializing_if = "is_zero")]
     pub probe: u64,
@@ -34,17 +20,6 @@ pub struct Header {
 
 fn is_zero(v: &u64) -> bool {
     *v == 0
-}
-
-/// The outcome a reply carries: `ok`, or an [`ErrorKind`](crate::ErrorKind) code with detail.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReplyStatus {
-    /// `None` for success, else the error kind number (0..=12).
-    #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
-    pub error_kind: Option<u8>,
-    /// Error detail text (empty on success).
-    #[serde(rename = "m", default, skip_serializing_if = "String::is_empty")]
-    pub detail: String,
 }
 
 /// A node's admission record, exchanged in hello/admit and re-sent in update.

@@ -1,21 +1,37 @@
 //! The wire: how one zlink message is laid out as ZMTP frames.
 //!
-//! Frame 0 is the envelope head: the 5-byte prefix `5A 4D 01 <command> <flags>` followed by
-//! a CBOR map ([`Header`]). When flag [`FLAG_METADATA`] is set, frame 1 is the metadata frame
-//! (a CBOR map of text to text, at most 1024 bytes). Commands that carry application data
-//! end with one payload frame holding the codec's bytes (CBOR by default).
+//! Frame 0 is the envelope head. It opens with the 5-byte prefix `5A 4D 02 <command>
+//! <flags>`. Application commands (sends, requests, fanout events) and replies continue
+//! with a fixed binary head ([`CallHead`], the reply head) so the hot path does no serde
+//! pass; control records (hello, admit, reject, update, liveness) continue with a CBOR map
+//! ([`ControlHeader`]). When flag [`FLAG_METADATA`] is set on an application command,
+//! frame 1 is the metadata frame (a CBOR map of text to text, at most 1024 bytes). Every
+//! application command ends with one payload frame holding the codec's bytes (CBOR by
+//! default); an ok reply ends with one, an error reply with none.
 
+mod call_head;
 mod codec;
 mod command;
 mod envelope;
 mod header;
 mod message;
 mod metadata;
+mod name;
+mod reply_head;
 
+pub use call_head::CallHead;
 pub use codec::{cbor_decode, cbor_encode, Cbor, Codec, Json};
 pub use command::Command;
-pub use envelope::{Envelope, WireError, FLAG_METADATA, MAX_HEAD_BYTES, PROTOCOL_MAJOR};
-pub use header::{Admission, Header, RejectReason, ReplyStatus};
+pub(crate) use envelope::{encode_call, encode_reply, prefix};
+pub use envelope::{
+    CallMessage, Envelope, WireError, FLAG_METADATA, MAX_HEAD_BYTES, PROTOCOL_MAJOR,
+};
+pub use header::{Admission, ControlHeader, RejectReason};
+pub use name::{WireName, MAX_NAME_BYTES};
+pub use reply_head::{ReplyOutcome, MAX_DETAIL_BYTES};
+
+/// Length of the prefix that opens every head.
+pub(crate) const PREFIX_LEN: usize = 5;
 pub use message::{Message, Request};
 pub use metadata::{Metadata, MAX_METADATA_BYTES};
 

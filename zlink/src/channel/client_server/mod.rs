@@ -25,8 +25,8 @@
 
 use std::sync::Arc;
 
-use crate::channel::{DefaultChannel, HandlerGroup};
 use crate::config::{ClientServerRole, PeerSpec, DEFAULT_WEIGHT};
+use crate::handler::{DefaultChannel, HandlerGroup};
 
 /// Default largest complete message on a ClientServer connection: 16 MiB.
 pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;

@@ -35,7 +35,7 @@ pub(crate) use publisher::FanoutPublisher;
 pub(crate) use subscriber::FanoutSubscriber;
 pub use subscriber::PublisherStatus;
 
-use crate::channel::HandlerGroup;
+use crate::handler::HandlerGroup;
 
 /// Default SendHighWaterMark: records queued per subscriber before copies are dropped.
 pub const DEFAULT_SEND_HIGH_WATER_MARK: usize = 1000;

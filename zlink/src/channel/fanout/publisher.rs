@@ -114,6 +114,7 @@ impl FanoutPublisher {
         &self,
         topic: Bytes,
         packet: &str,
+        metadata: &crate::wire::Metadata,
         payload: Bytes,
         timeout: Duration,
     ) -> Result<()> {
@@ -122,7 +123,7 @@ impl FanoutPublisher {
                 "the topic 01 5A 4C 46 31 is reserved for the fanout liveness beacon".into(),
             ));
         }
-        let record = record::event(topic, packet, payload);
+        let record = record::event(topic, packet, metadata, payload);
         if !self.no_drop {
             self.listener.publish_dropping(record);
             return Ok(());

@@ -1,14 +1,14 @@
 //! Fanout records on the wire.
 //!
 //! An event is three frames: the topic (its own first frame, so SUB prefix filtering works),
-//! the envelope head (`5A 4D 01 28 00` + CBOR map with `"p"`: the packet name) and the
-//! payload (the codec's bytes). The liveness beacon is two frames: the reserved topic
+//! the envelope head (`5A 4D 02 28 <flags>` + the binary call head carrying the packet
+//! name), the metadata frame when flag 0x01 is set, and the payload (the codec's bytes). The liveness beacon is two frames: the reserved topic
 //! `01 5A 4C 46 31` and `5A 46 01 01`.
 
 use bytes::Bytes;
 
 use crate::link::zmtp::Record;
-use crate::wire::{Command, Envelope, Header};
+use crate::wire::{Command, Envelope, Metadata};
 
 /// The reserved topic of the liveness beacon. Publishing on exactly this topic is refused.
 pub const BEACON_TOPIC: &[u8] = &[0x01, 0x5A, 0x4C, 0x46, 0x31];
@@ -16,18 +16,17 @@ pub const BEACON_TOPIC: &[u8] = &[0x01, 0x5A, 0x4C, 0x46, 0x31];
 pub const BEACON_PAYLOAD: &[u8] = &[0x5A, 0x46, 0x01, 0x01];
 
 /// The record of one event.
-pub(crate) fn event(topic: Bytes, packet: &str, payload: Bytes) -> Record {
-    let envelope = Envelope {
-        command: Command::FanoutEvent,
-        header: Header {
-            packet: Some(packet.to_string()),
-            ..Header::default()
-        },
-        metadata: None,
-        payload: Some(payload),
-    };
+pub(crate) fn event(topic: Bytes, packet: &str, metadata: &Metadata, payload: Bytes) -> Record {
     let mut frames = vec![topic];
-    frames.extend(envelope.encode());
+    frames.extend(crate::wire::encode_call(
+        Command::FanoutEvent,
+        0,
+        0,
+        "",
+        packet,
+        metadata,
+        payload,
+    ));
     frames.into()
 }
 
@@ -44,7 +43,11 @@ pub(crate) fn beacon() -> Record {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Inbound {
     Beacon,
-    Event { packet: String, payload: Bytes },
+    Event {
+        packet: String,
+        metadata: Metadata,
+        payload: Bytes,
+    },
 }
 
 /// Parses one received record; anything malformed (including a reserved-topic record
@@ -57,14 +60,14 @@ pub(crate) fn parse(frames: &[Bytes]) -> Result<Inbound, String> {
             _ => Err("malformed liveness beacon".into()),
         };
     }
-    let envelope = Envelope::decode(&frames[1..]).map_err(|e| e.reason)?;
-    if envelope.command != Command::FanoutEvent {
-        return Err(format!("{:?} is not a fanout event", envelope.command));
+    match Envelope::decode(&frames[1..]).map_err(|e| e.reason)? {
+        Envelope::Call(call) if call.command == Command::FanoutEvent => Ok(Inbound::Event {
+            packet: call.head.packet.as_str().to_string(),
+            metadata: call.metadata,
+            payload: call.payload,
+        }),
+        other => Err(format!("{:?} is not a fanout event", other.command())),
     }
-    Ok(Inbound::Event {
-        packet: envelope.header.packet.unwrap_or_default(),
-        payload: envelope.payload.unwrap_or_default(),
-    })
 }
 
 #[cfg(test)]
@@ -76,16 +79,35 @@ mod tests {
         let record = event(
             Bytes::from_static(b"prices"),
             "PriceChanged",
+            &Metadata::new(),
             Bytes::from_static(b"\xa0"),
         );
         assert_eq!(record.len(), 3);
-        assert_eq!(&record[1][..5], &[0x5A, 0x4D, 0x01, 40, 0x00]);
+        assert_eq!(
+            &record[1][..5],
+            &[0x5A, 0x4D, crate::wire::PROTOCOL_MAJOR, 40, 0x00]
+        );
         assert_eq!(
             parse(&record),
             Ok(Inbound::Event {
                 packet: "PriceChanged".into(),
+                metadata: Metadata::new(),
                 payload: Bytes::from_static(b"\xa0")
             })
+        );
+        let mut metadata = Metadata::new();
+        metadata
+            .insert("trace", "t-1")
+            .expect("metadata within bounds");
+        let with_metadata = event(
+            Bytes::from_static(b"prices"),
+            "PriceChanged",
+            &metadata,
+            Bytes::new(),
+        );
+        assert_eq!(with_metadata.len(), 4);
+        assert!(
+            matches!(parse(&with_metadata), Ok(Inbound::Event { metadata: m, .. }) if m == metadata)
         );
         assert_eq!(parse(&beacon()), Ok(Inbound::Beacon));
         let impostor = [Bytes::from_static(BEACON_TOPIC), Bytes::from_static(b"no")];

@@ -1,7 +1,7 @@
 //! The subscriber side: one SUB socket and receive loop per publisher, liveness by beacon,
 //! and (with a Location Store) publishers found by descriptor.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -14,8 +14,7 @@ use tokio_util::task::TaskTracker;
 
 use super::record::{self, Inbound, BEACON_TOPIC};
 use super::FanoutSubscriberSpec;
-use crate::channel::{HandlerContext, HandlerGroup, PacketKind};
-use crate::host::Runtime;
+use crate::handler::{CallFacts, HandlerContext, HandlerTable, PacketKind};
 use crate::link::reconnect_delay;
 use crate::mesh::MeshNode;
 use crate::store::{DescriptorKind, DescriptorScope, LocationStore, MeshDescriptor};
@@ -41,8 +40,8 @@ struct Feed {
 /// One fanout subscriber: a feed per publisher.
 pub(crate) struct FanoutSubscriber {
     channel: String,
-    handlers: Arc<dyn HandlerGroup>,
-    kinds: HashMap<String, PacketKind>,
+    channel_name: Arc<str>,
+    handlers: HandlerTable,
     topics: Vec<String>,
     owner: Weak<MeshNode>,
     deadline: Duration,
@@ -59,16 +58,19 @@ impl FanoutSubscriber {
         deadline: Duration,
         discovery: Option<(Arc<dyn LocationStore>, Duration)>,
     ) -> Arc<Self> {
-        let kinds: HashMap<String, PacketKind> = spec.handlers.packets().into_iter().collect();
         let topics = if spec.topics.is_empty() {
-            kinds.keys().cloned().collect()
+            spec.handlers
+                .packets()
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect()
         } else {
             spec.topics.clone()
         };
         let subscriber = Arc::new(FanoutSubscriber {
             channel: spec.channel.clone(),
-            handlers: spec.handlers.clone(),
-            kinds,
+            channel_name: Arc::from(spec.channel.as_str()),
+            handlers: HandlerTable::new(spec.handlers.clone()),
             topics,
             owner,
             deadline,
@@ -190,20 +192,24 @@ impl FanoutSubscriber {
             };
             let event = match record::parse(&frames) {
                 Ok(Inbound::Beacon) => None,
-                Ok(Inbound::Event { packet, payload }) => Some((packet, payload)),
+                Ok(Inbound::Event {
+                    packet,
+                    metadata,
+                    payload,
+                }) => Some((packet, metadata, payload)),
                 Err(reason) => {
                     return tracing::warn!(channel = %self.channel, endpoint, reason, "protocol_error from fanout publisher; resubscribing");
                 }
             };
             heard = Instant::now();
             self.set_ready(endpoint, true);
-            if let Some((packet, payload)) = event.filter(|_| self.wants(&frames[0])) {
+            if let Some((packet, metadata, payload)) = event.filter(|_| self.wants(&frames[0])) {
                 // One event at a time, in order: a slow handler slows this feed's reads,
                 // so the publisher's high-water mark (not this process's memory) absorbs
                 // the difference.
                 tokio::select! {
                     _ = cancel.cancelled() => return,
-                    _ = self.dispatch(packet, payload) => {}
+                    _ = self.dispatch(packet, metadata, payload) => {}
                 }
                 heard = Instant::now();
             }
@@ -216,21 +222,25 @@ impl FanoutSubscriber {
         self.topics.iter().any(|t| topic.starts_with(t.as_bytes()))
     }
 
-    async fn dispatch(&self, packet: String, payload: Bytes) {
-        if self.kinds.get(&packet) != Some(&PacketKind::Send) {
+    async fn dispatch(&self, packet: String, metadata: crate::wire::Metadata, payload: Bytes) {
+        let Some(slot) = self.handlers.find(&packet, PacketKind::Send) else {
             return tracing::warn!(channel = %self.channel, packet, "no_handler for fanout event");
-        }
+        };
         let Some(node) = self.owner.upgrade() else {
             return;
         };
-        let ctx = HandlerContext {
-            runtime: Runtime::from_node(node),
-            channel: Some(self.channel.clone()),
-            source_rid: None,
-            metadata: Default::default(),
-            deadline: None,
-        };
-        if let Err(e) = self.handlers.handle(ctx, &packet, payload).await {
+        let ctx = HandlerContext::new(
+            node,
+            CallFacts {
+                packet: slot.packet.clone(),
+                channel: Some(self.channel_name.clone()),
+                source_rid: None,
+                metadata,
+                deadline: None,
+            },
+        );
+        let index = slot.index;
+        if let Err(e) = self.handlers.group().handle(ctx, index, payload).await {
             tracing::warn!(packet, error = %e, "fanout handler failed");
         }
     }

@@ -20,7 +20,9 @@ use super::handshake::Established;
 use super::listener::Slot;
 use super::outgoing::Outgoing;
 use crate::link::security::CurvePublicKey;
-use crate::link::transport::{next_conn_id, ConnId, Connection, Frames, LinkError, LinkEvents};
+use crate::link::transport::{
+    next_conn_id, ConnId, Connection, Frames, LinkError, LinkEvents, TrySendError,
+};
 use crate::link::LinkLimits;
 
 /// What a reader keeps free for the next read. Small, so thousands of idle connections
@@ -179,6 +181,26 @@ impl Connection for ZmtpConnection {
             .send(Queued::Message(frames, permit))
             .await
             .map_err(|_| LinkError::Closed)
+    }
+
+    fn try_send(&self, frames: Frames) -> Result<(), TrySendError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(TrySendError::Closed);
+        }
+        let size: usize = frames.iter().map(Bytes::len).sum();
+        let permits = size.clamp(1, self.byte_cap) as u32;
+        let permit = match self.queued_bytes.clone().try_acquire_many_owned(permits) {
+            Ok(permit) => permit,
+            Err(tokio::sync::TryAcquireError::NoPermits) => return Err(TrySendError::Full(frames)),
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(TrySendError::Closed),
+        };
+        match self.queue.try_send(Queued::Message(frames, permit)) {
+            Ok(()) => Ok(()),
+            Err(tokio::sync::mpsc::error::TrySendError::Full(Queued::Message(frames, _))) => {
+                Err(TrySendError::Full(frames))
+            }
+            Err(_) => Err(TrySendError::Closed),
+        }
     }
 
     fn close(&self) {

@@ -48,7 +48,6 @@ impl MeshNode {
         let mut to_close = Vec::new();
         let mut to_dial = Vec::new();
         {
-            let peers = self.peers_read();
             let mut state = discovery.state();
             state.complete_at = Some(Instant::now());
             state.reachable = true;
@@ -82,8 +81,8 @@ impl MeshNode {
                 if let Some((_, cancel)) = state.dialers.remove(&rid) {
                     cancel.cancel();
                 }
-                if let Some(peer) = peers.get(&rid) {
-                    to_close.push((peer.conn_id(), "member lease gone"));
+                if let Some((conn, _)) = self.peers.identity(&rid) {
+                    to_close.push((conn, "member lease gone"));
                 }
             }
             for (rid, descriptor) in &live {
@@ -91,10 +90,10 @@ impl MeshNode {
                 if self.is_manual(rid) {
                     continue;
                 }
-                if let Some(peer) = peers.get(rid) {
-                    if peer.generation != descriptor.generation {
-                        tracing::info!(peer = %rid, old = peer.generation, new = descriptor.generation, "member restarted; closing the old lifecycle's connection");
-                        to_close.push((peer.conn_id(), "member restarted"));
+                if let Some((conn, generation)) = self.peers.identity(rid) {
+                    if generation != descriptor.generation {
+                        tracing::info!(peer = %rid, old = generation, new = descriptor.generation, "member restarted; closing the old lifecycle's connection");
+                        to_close.push((conn, "member restarted"));
                     }
                 }
                 if client_server || me.as_bytes() < rid.as_bytes() {
@@ -143,14 +142,15 @@ impl MeshNode {
     /// A weight change also travels in the descriptor revision: apply it to connected
     /// members of the same generation whose connection has not delivered it yet.
     fn apply_descriptor_weights(&self, live: &BTreeMap<String, MeshDescriptor>) {
-        let mut peers = self.peers_write();
         for (rid, descriptor) in live {
-            if let Some(peer) = peers.get_mut(rid) {
-                if peer.generation == descriptor.generation && descriptor.revision > peer.revision {
-                    peer.revision = descriptor.revision;
-                    peer.channels = crate::mesh::handshake::clamped(descriptor.channels.clone());
-                    tracing::info!(peer = %rid, revision = descriptor.revision, "member weights updated from the store");
-                }
+            let applied = self.peers.apply_weights(
+                rid,
+                descriptor.generation,
+                descriptor.revision,
+                descriptor.channels.clone(),
+            );
+            if applied {
+                tracing::info!(peer = %rid, revision = descriptor.revision, "member weights updated from the store");
             }
         }
     }

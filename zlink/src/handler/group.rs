@@ -40,7 +40,7 @@ pub enum PacketKind {
 ///     fn handle<'a>(
 ///         &'a self,
 ///         _ctx: HandlerContext,
-///         _packet: &'a str,
+///         _handler: usize,
 ///         payload: Bytes,
 ///     ) -> BoxFuture<'a, zlink::Result<Bytes>> {
 ///         Box::pin(async move { Ok(Bytes::from(payload.to_ascii_uppercase())) })
@@ -49,15 +49,19 @@ pub enum PacketKind {
 /// ```
 pub trait HandlerGroup: Send + Sync + 'static {
     /// The packet names this group handles and how. Checked once at registration: a name
-    /// listed twice is a configuration error.
+    /// listed twice is a configuration error. A message's handler is named by its position
+    /// in this list.
     fn packets(&self) -> Vec<(String, PacketKind)>;
 
-    /// Handles one message. For a request, `Ok(bytes)` is the encoded reply payload; an
-    /// `Err` becomes an error reply. For a send, the returned bytes are ignored.
+    /// Handles one message for the handler at position `handler` of
+    /// [`packets`](HandlerGroup::packets) (the runtime has already matched the packet name
+    /// and kind, so a group does no second lookup; [`HandlerContext::packet`] names it).
+    /// For a request, `Ok(bytes)` is the encoded reply payload; an `Err` becomes an error
+    /// reply. For a send, the returned bytes are ignored.
     fn handle<'a>(
         &'a self,
         ctx: HandlerContext,
-        packet: &'a str,
+        handler: usize,
         payload: Bytes,
     ) -> BoxFuture<'a, Result<Bytes>>;
 }

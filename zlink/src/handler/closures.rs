@@ -1,6 +1,5 @@
 //! [`Handlers`]: a handler group built from typed closures, no macros needed.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -25,8 +24,7 @@ type Erased = Arc<dyn Fn(HandlerContext, Bytes) -> BoxFuture<'static, Result<Byt
 /// ```
 #[derive(Clone, Default)]
 pub struct Handlers {
-    table: HashMap<String, (PacketKind, Erased)>,
-    duplicates: Vec<String>,
+    table: Vec<(String, PacketKind, Erased)>,
 }
 
 impl Handlers {
@@ -75,44 +73,31 @@ impl Handlers {
         self
     }
 
+    /// A name registered twice stays listed twice, so validation reports the duplicate.
     fn add(&mut self, packet: &str, kind: PacketKind, handler: Erased) {
-        if self
-            .table
-            .insert(packet.to_string(), (kind, handler))
-            .is_some()
-        {
-            self.duplicates.push(packet.to_string());
-        }
+        self.table.push((packet.to_string(), kind, handler));
     }
 }
 
 impl HandlerGroup for Handlers {
     fn packets(&self) -> Vec<(String, PacketKind)> {
-        let mut out: Vec<_> = self
-            .table
+        self.table
             .iter()
-            .map(|(name, (kind, _))| (name.clone(), *kind))
-            .collect();
-        // A name registered twice is reported twice so validation sees the duplicate.
-        out.extend(
-            self.duplicates
-                .iter()
-                .map(|d| (d.clone(), PacketKind::Request)),
-        );
-        out
+            .map(|(name, kind, _)| (name.clone(), *kind))
+            .collect()
     }
 
     fn handle<'a>(
         &'a self,
         ctx: HandlerContext,
-        packet: &'a str,
+        handler: usize,
         payload: Bytes,
     ) -> BoxFuture<'a, Result<Bytes>> {
-        match self.table.get(packet) {
-            Some((_, handler)) => handler(ctx, payload),
+        match self.table.get(handler) {
+            Some((_, _, handler)) => handler(ctx, payload),
             None => Box::pin(std::future::ready(Err(Error::new(
                 crate::ErrorKind::NotFound,
-                format!("no handler for packet {packet}"),
+                format!("no handler at position {handler}"),
             )))),
         }
     }

@@ -1,0 +1,225 @@
+//! The Dispatcher: which subsystem receives each application command.
+//!
+//! Subsystems (channels, node-direct, and later objects and sessions) register one
+//! [`InboundRoute`] per command they own. Before a route sees a message, the node has
+//! decoded it, checked that the sender is admitted, that the node is serving and that the
+//! sender's connection is below its cap of handler calls in flight; the route only picks a
+//! handler and hands its work to [`InboundCall::run`], which also sends the reply.
+
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::count_permit::CountPermit;
+use super::peer_table::PeerLink;
+use super::MeshNode;
+use crate::handler::BoxFuture;
+use crate::link::Connection;
+use crate::wire::{CallMessage, Command, ReplyOutcome};
+use crate::{Error, ErrorKind, Result};
+
+/// Receives the admitted application commands of one family.
+///
+/// `deliver` runs on the connection's read path: it must not block. Work that waits goes
+/// through [`InboundCall::run`].
+pub(crate) trait InboundRoute: Send + Sync + 'static {
+    /// Takes one message.
+    fn deliver(&self, call: InboundCall);
+}
+
+/// Where the reply to one request goes: the connection it came on and its correlation.
+/// A reply never looks a location up.
+#[derive(Clone)]
+pub(crate) struct ReplyRoute {
+    pub(crate) conn: Arc<dyn Connection>,
+    pub(crate) correlation: u64,
+}
+
+/// One admitted application message on its way to a handler.
+pub(crate) struct InboundCall {
+    node: Arc<MeshNode>,
+    from: PeerLink,
+    message: CallMessage,
+    deadline: Option<Instant>,
+    reply: Option<ReplyRoute>,
+    permit: CountPermit,
+}
+
+/// Wire codes a route can be registered for.
+const ROUTE_SLOTS: usize = 64;
+
+/// Command → route, set once per command while the node starts.
+pub(crate) struct Dispatcher {
+    routes: [OnceLock<Arc<dyn InboundRoute>>; ROUTE_SLOTS],
+}
+
+impl Default for Dispatcher {
+    fn default() -> Self {
+        Dispatcher {
+            routes: std::array::from_fn(|_| OnceLock::new()),
+        }
+    }
+}
+
+impl Dispatcher {
+    /// Registers `route` for `command`. A command has at most one route.
+    pub(crate) fn register(&self, command: Command, route: Arc<dyn InboundRoute>) -> Result<()> {
+        let taken = || {
+            Error::new(
+                ErrorKind::InternalFailure,
+                format!("a route for {command:?} is already registered"),
+            )
+        };
+        if !command.is_application() {
+            return Err(Error::new(
+                ErrorKind::InternalFailure,
+                format!("{command:?} is not an application command"),
+            ));
+        }
+        let slot = self.routes.get(command as usize).ok_or_else(taken)?;
+        slot.set(route).map_err(|_| taken())
+    }
+
+    /// The route of `command`, if one is registered.
+    pub(crate) fn route(&self, command: Command) -> Option<&Arc<dyn InboundRoute>> {
+        self.routes.get(command as usize)?.get()
+    }
+}
+
+impl InboundCall {
+    pub(crate) fn new(
+        node: Arc<MeshNode>,
+        from: PeerLink,
+        message: CallMessage,
+        permit: CountPermit,
+    ) -> Self {
+        let head = &message.head;
+        let is_request = message.command.is_request();
+        let reply = is_request.then(|| ReplyRoute {
+            conn: from.conn().clone(),
+            correlation: head.correlation,
+        });
+        let deadline = (is_request && head.deadline_ms > 0).then(|| {
+            Instant::now() + std::time::Duration::from_millis(u64::from(head.deadline_ms))
+        });
+        InboundCall {
+            node,
+            from,
+            message,
+            deadline,
+            reply,
+            permit,
+        }
+    }
+
+    /// The admitted peer that sent it.
+    pub(crate) fn from(&self) -> &PeerLink {
+        &self.from
+    }
+
+    /// The message.
+    pub(crate) fn message(&self) -> &CallMessage {
+        &self.message
+    }
+
+    /// Whether the sender waits for a reply.
+    pub(crate) fn is_request(&self) -> bool {
+        self.reply.is_some()
+    }
+
+    /// When the sender stops waiting (requests only).
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Ends the call without running anything: a request gets `result` as its reply, a
+    /// send's failure is logged.
+    pub(crate) fn answer(self, result: Result<Bytes>) {
+        finish(&self.node, self.reply.as_ref(), result);
+    }
+
+    /// Runs the handler work `make` builds, on the node that owns the handlers (the
+    /// process's RouteMesh node, which handlers reach as their runtime), and replies with
+    /// its result.
+    ///
+    /// A handler that completes without waiting is answered right here, so a burst of
+    /// requests read together leaves as a burst of replies (one socket write instead of one
+    /// per reply). Anything that waits continues on its own task, stopped by shutdown or
+    /// once the caller's deadline has passed. A handler that computes for long before its
+    /// first await delays this connection's reads by that long, as any blocking code on a
+    /// tokio worker would.
+    pub(crate) fn run(
+        self,
+        make: impl FnOnce(Arc<MeshNode>, CallMessage) -> BoxFuture<'static, Result<Bytes>>,
+    ) {
+        let InboundCall {
+            node,
+            message,
+            deadline,
+            reply,
+            permit,
+            ..
+        } = self;
+        let Some(runtime_node) = node.runtime_node() else {
+            return;
+        };
+        let mut work = make(runtime_node, message);
+        if let Some(result) = super::inbound::poll_once(&mut work) {
+            drop(permit);
+            return finish(&node, reply.as_ref(), result);
+        }
+        let cancel = node.cancel.clone();
+        let tracker = node.work.clone();
+        tracker.spawn(async move {
+            let result = tokio::select! {
+                r = work => Some(r),
+                _ = cancel.cancelled() => Some(Err(Error::new(ErrorKind::ShuttingDown, "handler stopped by shutdown"))),
+                // The caller has given up by now: stop the handler, drop its reply.
+                _ = sleep_until_opt(deadline) => None,
+            };
+            drop(permit);
+            match result {
+                Some(result) => finish(&node, reply.as_ref(), result),
+                None => tracing::debug!(correlation = reply.as_ref().map(|r| r.correlation), "handler cancelled: the caller's deadline passed"),
+            }
+        });
+    }
+}
+
+/// Replies to a request (or logs a send handler's failure).
+fn finish(node: &MeshNode, reply: Option<&ReplyRoute>, result: Result<Bytes>) {
+    match reply {
+        Some(route) => node.reply(route, result),
+        None => {
+            if let Err(e) = result {
+                tracing::warn!(error = %e, "reply_error: send handler failed");
+            }
+        }
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// How a handler's result travels back. A reply never carries the request's metadata.
+pub(crate) fn reply_outcome(result: Result<Bytes>) -> ReplyOutcome {
+    match result {
+        Ok(bytes) => ReplyOutcome::Ok(bytes),
+        Err(e) => {
+            let kind = e.kind().unwrap_or(ErrorKind::InternalFailure);
+            let detail = match &e {
+                Error::Failed { detail, .. } => detail.clone(),
+                other => other.to_string(),
+            };
+            ReplyOutcome::Failed {
+                kind: kind.code(),
+                detail,
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! Node-direct: the [`InboundRoute`] of node sends and requests (16, 17), which go to this
+//! node's node handlers with the sender's RID in the context.
+
+use crate::handler::{CallFacts, HandlerContext, HandlerTable, PacketKind};
+use crate::mesh::{InboundCall, InboundRoute};
+use crate::{Error, ErrorKind};
+
+/// Delivers node-direct commands to the node's handler group.
+pub(crate) struct NodeDirectRoute {
+    handlers: Option<HandlerTable>,
+}
+
+impl NodeDirectRoute {
+    pub(crate) fn new(handlers: Option<HandlerTable>) -> Self {
+        NodeDirectRoute { handlers }
+    }
+}
+
+impl InboundRoute for NodeDirectRoute {
+    fn deliver(&self, call: InboundCall) {
+        let kind = if call.is_request() {
+            PacketKind::Request
+        } else {
+            PacketKind::Send
+        };
+        let packet = call.message().head.packet.as_str();
+        let found = self
+            .handlers
+            .as_ref()
+            .and_then(|t| Some((t.group().clone(), t.find(packet, kind)?.clone())));
+        let Some((group, slot)) = found else {
+            tracing::warn!(peer = %call.from().rid(), packet, request = call.is_request(), "no_handler for node-direct");
+            let err = Error::new(
+                ErrorKind::NotFound,
+                format!("no handler for {packet} on node-direct"),
+            );
+            return call.answer(Err(err));
+        };
+        let source = call.from().rid().clone();
+        let deadline = call.deadline();
+        call.run(move |node, message| {
+            let ctx = HandlerContext::new(
+                node,
+                CallFacts {
+                    packet: slot.packet,
+                    channel: None,
+                    source_rid: Some(source),
+                    metadata: message.metadata,
+                    deadline,
+                },
+            );
+            Box::pin(async move { group.handle(ctx, slot.index, message.payload).await })
+        });
+    }
+}

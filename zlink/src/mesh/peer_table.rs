@@ -1,0 +1,436 @@
+//! PeerTable: the admitted peers of one node (keyed by RID), the RIDs it may wait for, the
+//! CURVE key that proved each RID, and per-channel candidate snapshots for select-one.
+//!
+//! Changes go out as typed [`PeerEvent`]s on a broadcast channel. The candidate snapshot
+//! of a channel is rebuilt when a peer with that channel is admitted, updated or lost, so
+//! a call picks from a ready list with one lock and no allocation.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::broadcast;
+
+use super::key_bindings::KeyBindings;
+use super::select::SmoothWeighted;
+use crate::link::{ConnId, Connection, CurvePublicKey};
+use crate::wire::{Admission, RejectReason};
+
+/// What a [`PeerTable`] announces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PeerEvent {
+    /// A peer was admitted.
+    Ready { rid: Arc<str>, generation: u64 },
+    /// A ready peer's advertised weights changed.
+    WeightsChanged { rid: Arc<str> },
+    /// A peer's connection ended.
+    Lost { rid: Arc<str> },
+}
+
+/// The way to one ready peer: its RID, the connection that proved it and the largest
+/// message both sides accept. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct PeerLink {
+    rid: Arc<str>,
+    conn: Arc<dyn Connection>,
+    max_message: usize,
+}
+
+impl PeerLink {
+    pub(crate) fn rid(&self) -> &Arc<str> {
+        &self.rid
+    }
+
+    pub(crate) fn conn(&self) -> &Arc<dyn Connection> {
+        &self.conn
+    }
+
+    /// The smaller of this node's message cap and the peer's.
+    pub(crate) fn max_message(&self) -> usize {
+        self.max_message
+    }
+}
+
+impl std::fmt::Debug for PeerLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerLink")
+            .field("rid", &self.rid)
+            .field("conn", &self.conn.id())
+            .finish()
+    }
+}
+
+struct Peer {
+    link: PeerLink,
+    generation: u64,
+    revision: u64,
+    endpoint: String,
+    channels: HashMap<Arc<str>, u32>,
+}
+
+#[derive(Default)]
+struct Peers {
+    by_rid: HashMap<Arc<str>, Peer>,
+    by_conn: HashMap<ConnId, Arc<str>>,
+    /// RIDs node-direct may wait for (configured, or seen once).
+    known: HashSet<Arc<str>>,
+}
+
+/// Waits for the next peer event (any change, or a lag that may hide several): the loop
+/// of every "wait until the peers look like this".
+pub(crate) async fn next_event(events: &mut broadcast::Receiver<PeerEvent>) {
+    match events.recv().await {
+        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+        // The table is gone with its node: nothing will change any more.
+        Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+    }
+}
+
+/// How an update from a ready peer was taken.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum UpdateOutcome {
+    Applied,
+    /// Not newer than what is applied.
+    Stale,
+    /// The update names another RID or generation: a protocol error.
+    IdentityChanged,
+    /// The connection is not (or no longer) the peer's.
+    Unknown,
+}
+
+/// Peers kept in the known set at most before pruning to configured and connected ones.
+const KEEP_KNOWN_AT_MOST: usize = 1024;
+
+/// The admitted peers of one node.
+pub(crate) struct PeerTable {
+    peers: RwLock<Peers>,
+    selectors: Mutex<HashMap<Arc<str>, SmoothWeighted<PeerLink>>>,
+    keys: KeyBindings,
+    configured: HashSet<Arc<str>>,
+    local_max_message: usize,
+    events: broadcast::Sender<PeerEvent>,
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|p| p.into_inner())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A peer's advertised weights, each clamped to 0..=MAX_WEIGHT: an admitted peer cannot
+/// draw more than the largest share by claiming a huge weight.
+fn clamped(channels: Vec<(String, u32)>) -> HashMap<Arc<str>, u32> {
+    channels
+        .into_iter()
+        .map(|(name, weight)| (Arc::from(name), weight.min(crate::config::MAX_WEIGHT)))
+        .collect()
+}
+
+impl PeerTable {
+    /// A table whose node caps messages at `local_max_message` and may always wait for the
+    /// `configured` RIDs.
+    pub(crate) fn new(
+        configured: impl IntoIterator<Item = String>,
+        local_max_message: usize,
+    ) -> Self {
+        let configured: HashSet<Arc<str>> = configured.into_iter().map(Arc::from).collect();
+        let (events, _) = broadcast::channel(256);
+        PeerTable {
+            peers: RwLock::new(Peers {
+                known: configured.clone(),
+                ..Peers::default()
+            }),
+            selectors: Mutex::new(HashMap::new()),
+            keys: KeyBindings::default(),
+            configured,
+            local_max_message,
+            events,
+        }
+    }
+
+    /// Typed peer events from now on.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<PeerEvent> {
+        self.events.subscribe()
+    }
+
+    fn announce(&self, event: PeerEvent) {
+        // No subscriber is fine.
+        let _ = self.events.send(event);
+    }
+
+    /// Admits `conn` as the admission's RID. Claiming the RID and binding its CURVE key
+    /// happen under the table's lock, so two connections racing for one RID cannot both
+    /// win; the loser gets the reason.
+    pub(crate) fn admit(
+        &self,
+        conn: &Arc<dyn Connection>,
+        adm: Admission,
+    ) -> Result<PeerLink, (RejectReason, String)> {
+        let rid: Arc<str> = Arc::from(adm.rid.as_str());
+        let link = {
+            let mut peers = write(&self.peers);
+            if peers
+                .by_rid
+                .get(&rid)
+                .is_some_and(|p| p.link.conn.id() != conn.id())
+            {
+                let detail = format!("rid {rid} already has a live connection");
+                return Err((RejectReason::DuplicateConnection, detail));
+            }
+            if let Some(key) = conn.peer_key() {
+                self.keys
+                    .bind(&rid, key)
+                    .map_err(|detail| (RejectReason::IdentityMismatch, detail))?;
+            }
+            let remote = adm
+                .max_message
+                .and_then(|m| usize::try_from(m).ok())
+                .unwrap_or(usize::MAX);
+            let link = PeerLink {
+                rid: rid.clone(),
+                conn: conn.clone(),
+                max_message: remote.min(self.local_max_message),
+            };
+            let peer = Peer {
+                link: link.clone(),
+                generation: adm.generation,
+                revision: adm.revision,
+                endpoint: adm.endpoint,
+                channels: clamped(adm.channels),
+            };
+            let channels: Vec<Arc<str>> = peer.channels.keys().cloned().collect();
+            peers.by_conn.insert(conn.id(), rid.clone());
+            peers.by_rid.insert(rid.clone(), peer);
+            peers.known.insert(rid.clone());
+            self.rebuild(&peers, channels);
+            link
+        };
+        self.announce(PeerEvent::Ready {
+            rid,
+            generation: adm.generation,
+        });
+        Ok(link)
+    }
+
+    /// Removes the peer admitted on `conn`, if any; returns its RID.
+    pub(crate) fn remove_conn(&self, conn: ConnId) -> Option<Arc<str>> {
+        let rid = {
+            let mut peers = write(&self.peers);
+            let rid = peers.by_conn.remove(&conn)?;
+            let peer = peers.by_rid.remove(&rid)?;
+            self.rebuild(&peers, peer.channels.into_keys());
+            if peers.known.len() > KEEP_KNOWN_AT_MOST {
+                // A mesh where every start brings a fresh RID would grow the known set
+                // forever: past a bound, only configured and connected RIDs stay.
+                let Peers { by_rid, known, .. } = &mut *peers;
+                known.retain(|r| by_rid.contains_key(r) || self.configured.contains(r));
+            }
+            rid
+        };
+        self.announce(PeerEvent::Lost { rid: rid.clone() });
+        Some(rid)
+    }
+
+    /// A newer admission snapshot (weights) from the peer on `conn`.
+    pub(crate) fn update(&self, conn: ConnId, adm: Admission) -> UpdateOutcome {
+        let Some(rid) = self.rid_of(conn) else {
+            return UpdateOutcome::Unknown;
+        };
+        if *adm.rid != *rid {
+            return UpdateOutcome::IdentityChanged;
+        }
+        self.set_weights(&rid, Some(conn), adm.generation, adm.revision, adm.channels)
+    }
+
+    /// Weights for `rid` read from its published descriptor: applied when they belong to
+    /// the connected lifecycle and are newer than what the connection delivered.
+    pub(crate) fn apply_weights(
+        &self,
+        rid: &str,
+        generation: u64,
+        revision: u64,
+        channels: Vec<(String, u32)>,
+    ) -> bool {
+        match self.set_weights(rid, None, generation, revision, channels) {
+            UpdateOutcome::Applied => true,
+            UpdateOutcome::Stale | UpdateOutcome::Unknown | UpdateOutcome::IdentityChanged => false,
+        }
+    }
+
+    fn set_weights(
+        &self,
+        rid: &str,
+        conn: Option<ConnId>,
+        generation: u64,
+        revision: u64,
+        channels: Vec<(String, u32)>,
+    ) -> UpdateOutcome {
+        let rid = {
+            let mut peers = write(&self.peers);
+            let Some(peer) = peers.by_rid.get_mut(rid) else {
+                return UpdateOutcome::Unknown;
+            };
+            if conn.is_some_and(|c| c != peer.link.conn.id()) {
+                return UpdateOutcome::Unknown;
+            }
+            if generation != peer.generation {
+                return match conn {
+                    Some(_) => UpdateOutcome::IdentityChanged,
+                    None => UpdateOutcome::Stale,
+                };
+            }
+            if revision <= peer.revision {
+                return UpdateOutcome::Stale;
+            }
+            peer.revision = revision;
+            let new = clamped(channels);
+            let mut touched: Vec<Arc<str>> = peer.channels.keys().cloned().collect();
+            touched.extend(new.keys().cloned());
+            peer.channels = new;
+            let rid = peer.link.rid.clone();
+            self.rebuild(&peers, touched);
+            rid
+        };
+        self.announce(PeerEvent::WeightsChanged { rid });
+        UpdateOutcome::Applied
+    }
+
+    /// The connection and lifecycle generation `rid` is admitted with.
+    pub(crate) fn identity(&self, rid: &str) -> Option<(ConnId, u64)> {
+        read(&self.peers)
+            .by_rid
+            .get(rid)
+            .map(|p| (p.link.conn.id(), p.generation))
+    }
+
+    /// Rebuilds the candidate snapshots of `channels` from `peers`.
+    fn rebuild(&self, peers: &Peers, channels: impl IntoIterator<Item = Arc<str>>) {
+        let mut selectors = lock(&self.selectors);
+        for channel in channels {
+            let candidates: Vec<_> = peers
+                .by_rid
+                .values()
+                .filter_map(|p| {
+                    let weight = *p.channels.get(&channel)?;
+                    Some((p.link.rid.clone(), weight, p.link.clone()))
+                })
+                .collect();
+            selectors
+                .entry(channel)
+                .or_default()
+                .set_candidates(candidates);
+        }
+        selectors.retain(|_, s| !s.is_empty());
+    }
+
+    /// Select-one among ready peers serving `channel` with weight > 0, skipping the
+    /// connections in `excluded`.
+    pub(crate) fn select(&self, channel: &str, excluded: &[ConnId]) -> Option<PeerLink> {
+        lock(&self.selectors)
+            .get_mut(channel)?
+            .pick(|link| excluded.contains(&link.conn.id()))
+    }
+
+    /// The link to `rid`, when it is ready.
+    pub(crate) fn link(&self, rid: &str) -> Option<PeerLink> {
+        read(&self.peers).by_rid.get(rid).map(|p| p.link.clone())
+    }
+
+    /// The RID admitted on `conn`.
+    pub(crate) fn rid_of(&self, conn: ConnId) -> Option<Arc<str>> {
+        read(&self.peers).by_conn.get(&conn).cloned()
+    }
+
+    /// Every ready peer's link.
+    pub(crate) fn links(&self) -> Vec<PeerLink> {
+        read(&self.peers)
+            .by_rid
+            .values()
+            .map(|p| p.link.clone())
+            .collect()
+    }
+
+    /// Whether node-direct to `rid` may wait for it (configured, ready or seen).
+    pub(crate) fn is_known(&self, rid: &str) -> bool {
+        read(&self.peers).known.contains(rid)
+    }
+
+    /// Whether `rid` is admitted on a connection other than `conn`.
+    pub(crate) fn admitted_elsewhere(&self, rid: &str, conn: ConnId) -> bool {
+        read(&self.peers)
+            .by_rid
+            .get(rid)
+            .is_some_and(|p| p.link.conn.id() != conn)
+    }
+
+    /// The CURVE key that first proved `rid`.
+    pub(crate) fn bound_key(&self, rid: &str) -> Option<CurvePublicKey> {
+        self.keys.get(rid)
+    }
+
+    /// A snapshot of every ready peer, sorted by RID.
+    pub(crate) fn statuses(&self) -> Vec<PeerStatus> {
+        let mut out: Vec<PeerStatus> = read(&self.peers)
+            .by_rid
+            .values()
+            .map(PeerStatus::of)
+            .collect();
+        out.sort_by(|a, b| a.rid.cmp(&b.rid));
+        out
+    }
+
+    /// The number of ready peers serving `channel` with weight > 0.
+    pub(crate) fn candidates(&self, channel: &str) -> usize {
+        read(&self.peers)
+            .by_rid
+            .values()
+            .filter(|p| p.channels.get(channel).is_some_and(|w| *w > 0))
+            .count()
+    }
+}
+
+/// A snapshot of one ready peer, for monitoring and tests.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PeerStatus {
+    /// The peer's RID.
+    pub rid: String,
+    /// Its lifecycle generation (a restart changes it).
+    pub generation: u64,
+    /// Its descriptor revision as last applied here.
+    pub revision: u64,
+    /// The endpoint it advertised.
+    pub endpoint: String,
+    /// Its server channels and weights as known here, sorted by name.
+    pub channels: Vec<(String, u32)>,
+}
+
+impl PeerStatus {
+    fn of(p: &Peer) -> Self {
+        let mut channels: Vec<_> = p
+            .channels
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
+        channels.sort();
+        PeerStatus {
+            rid: p.link.rid.to_string(),
+            generation: p.generation,
+            revision: p.revision,
+            endpoint: p.endpoint.clone(),
+            channels,
+        }
+    }
+
+    /// The weight this node currently uses for the peer on `channel`.
+    pub fn weight(&self, channel: &str) -> Option<u32> {
+        self.channels
+            .iter()
+            .find(|(name, _)| name == channel)
+            .map(|(_, w)| *w)
+    }
+}

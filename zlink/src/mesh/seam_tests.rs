@@ -1,0 +1,112 @@
+//! The seams, driven by a subsystem defined here: it registers an [`InboundRoute`] for a
+//! command no built-in subsystem owns, and calls through the outbound API.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::outbound::OutboundCall;
+use super::{InboundCall, InboundRoute};
+use crate::wire::{Command, Metadata};
+use crate::{ErrorKind, PeerSpec, Runtime};
+
+/// A subsystem of its own: answers Spot requests with the payload reversed and remembers
+/// what it saw.
+#[derive(Default)]
+struct ReverseRoute {
+    seen: Mutex<Vec<(String, String, Vec<u8>)>>,
+}
+
+impl InboundRoute for ReverseRoute {
+    fn deliver(&self, call: InboundCall) {
+        let message = call.message();
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.push((
+                call.from().rid().to_string(),
+                message.head.packet.as_str().to_string(),
+                message.payload.to_vec(),
+            ));
+        }
+        let mut reversed = message.payload.to_vec();
+        reversed.reverse();
+        call.run(move |_node, _message| Box::pin(async move { Ok(Bytes::from(reversed)) }));
+    }
+}
+
+async fn node(rid: &str, peer: Option<String>) -> Runtime {
+    let mut builder = Runtime::builder()
+        .mesh_name("seams")
+        .rid(rid)
+        .listen("tcp://127.0.0.1:0");
+    if let Some(endpoint) = peer {
+        builder = builder.peer(PeerSpec::new(endpoint).expect_rid("b"));
+    }
+    builder
+        .build()
+        .expect("valid settings")
+        .start()
+        .await
+        .expect("starts")
+}
+
+#[tokio::test]
+async fn a_subsystem_registers_an_inbound_route_and_receives_its_command() {
+    let b = node("b", None).await;
+    let a = node("a", Some(b.endpoint())).await;
+    a.wait_for_peers(Duration::from_secs(5), |p| p.len() == 1)
+        .await
+        .expect("a reaches b");
+    let metadata = Metadata::new();
+    let call = OutboundCall {
+        command: Command::SpotRequest,
+        channel: "",
+        packet: "Reverse",
+        metadata: &metadata,
+        payload: Bytes::from_static(b"abc"),
+    };
+    let timeout = Duration::from_secs(5);
+    let request = |node: &Runtime| {
+        let node = node.node.clone();
+        let call = OutboundCall {
+            payload: call.payload.clone(),
+            ..call
+        };
+        async move {
+            let until = Instant::now() + timeout;
+            let link = node.peer("b", until).await?;
+            node.request(&link, &call, until, timeout, until).await
+        }
+    };
+
+    // No subsystem owns the command yet: the request ends NotFound, it is not lost.
+    let before = request(&a).await.expect_err("no route yet");
+    assert!(before.is(ErrorKind::NotFound), "{before}");
+
+    let route = Arc::new(ReverseRoute::default());
+    b.node
+        .dispatcher
+        .register(Command::SpotRequest, route.clone())
+        .expect("the command is free");
+    let reply = request(&a).await.expect("the route answers");
+    assert_eq!(reply, Bytes::from_static(b"cba"));
+    let seen = route.seen.lock().expect("not poisoned").clone();
+    assert_eq!(seen, vec![("a".into(), "Reverse".into(), b"abc".to_vec())]);
+
+    // One route per command: a second registration is refused, the first stays.
+    let again = b
+        .node
+        .dispatcher
+        .register(Command::SpotRequest, Arc::new(ReverseRoute::default()));
+    assert!(again.is_err());
+    assert!(b
+        .node
+        .dispatcher
+        .register(Command::ChannelRequest, Arc::new(ReverseRoute::default()))
+        .is_err());
+    assert_eq!(request(&a).await.expect("still answered"), "cba");
+
+    a.shutdown().await;
+    b.shutdown().await;
+}

@@ -1,0 +1,96 @@
+//! The fixed binary head of a terminal reply (command 20).
+//!
+//! ```text
+//! offset  size  field
+//!  0      5     prefix 5A 4D 02 14 00
+//!  5      8     correlation, u64 big-endian (non-zero)
+//! 13      1     status: FF = ok, 0..=12 = the ErrorKind number
+//! 14      2     detail length, u16 big-endian (0 when ok)
+//! 16      ...   detail (UTF-8); nothing after
+//! ```
+//!
+//! An ok reply is followed by exactly one payload frame (possibly empty); an error reply by
+//! none.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use super::{Command, PREFIX_LEN};
+
+pub(crate) const REPLY_FIXED_LEN: usize = 16;
+/// Status byte of a successful reply.
+pub(crate) const STATUS_OK: u8 = 0xFF;
+/// Longest error detail a reply carries; longer detail is cut at a character boundary.
+pub const MAX_DETAIL_BYTES: usize = 4096;
+
+/// A reply's outcome as it travels: the payload, or an error kind number with detail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplyOutcome {
+    /// The handler's encoded reply.
+    Ok(Bytes),
+    /// An [`ErrorKind`](crate::ErrorKind) number (0..=12) and its detail.
+    Failed {
+        /// The error kind number.
+        kind: u8,
+        /// What happened.
+        detail: String,
+    },
+}
+
+fn cut(detail: &str) -> &str {
+    if detail.len() <= MAX_DETAIL_BYTES {
+        return detail;
+    }
+    let mut end = MAX_DETAIL_BYTES;
+    while !detail.is_char_boundary(end) {
+        end -= 1;
+    }
+    &detail[..end]
+}
+
+/// Writes a reply head.
+pub(crate) fn encode_reply_head(correlation: u64, status: u8, detail: &str) -> Bytes {
+    let detail = cut(detail);
+    let mut head = BytesMut::with_capacity(REPLY_FIXED_LEN + detail.len());
+    head.put_slice(&super::prefix(Command::Reply, 0));
+    head.put_u64(correlation);
+    head.put_u8(status);
+    head.put_u16(detail.len() as u16);
+    head.put_slice(detail.as_bytes());
+    head.freeze()
+}
+
+/// Reads a reply head: the correlation, the status byte and the detail.
+pub(crate) fn decode_reply_head(head: &[u8]) -> Result<(u64, u8, String), (String, Option<u64>)> {
+    if head.len() < REPLY_FIXED_LEN {
+        return Err((
+            format!(
+                "reply head of {} bytes is shorter than {REPLY_FIXED_LEN}",
+                head.len()
+            ),
+            None,
+        ));
+    }
+    let mut c = [0u8; 8];
+    c.copy_from_slice(&head[PREFIX_LEN..PREFIX_LEN + 8]);
+    let correlation = u64::from_be_bytes(c);
+    let reported = (correlation != 0).then_some(correlation);
+    let fail = |reason: &str| (reason.to_string(), reported);
+    if correlation == 0 {
+        return Err(fail("correlation must be non-zero"));
+    }
+    let status = head[13];
+    let detail_len = usize::from(u16::from_be_bytes([head[14], head[15]]));
+    if head.len() != REPLY_FIXED_LEN + detail_len {
+        return Err(fail("reply head length does not match its detail length"));
+    }
+    if status != STATUS_OK && status > 12 {
+        return Err(fail("unknown error kind"));
+    }
+    if status == STATUS_OK && detail_len != 0 {
+        return Err(fail("detail on an ok reply"));
+    }
+    let detail = std::str::from_utf8(&head[REPLY_FIXED_LEN..])
+        .map_err(|_| fail("reply detail is not UTF-8"))?
+        .to_string();
+    Ok((correlation, status, detail))
+}
