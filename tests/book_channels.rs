@@ -186,9 +186,7 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
         .build()?
         .start()
         .await?;
-    checkout
-        .wait_for_peers(Duration::from_secs(5), |peers| peers.len() == 2)
-        .await?;
+    checkout.channels().ready("pricing", 2).await?;
 
     let pricing = PricingClient::on_default_channel(&checkout);
     let quote = pricing

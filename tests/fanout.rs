@@ -168,7 +168,7 @@ async fn a_slow_subscriber_loses_its_copies_while_a_fast_one_gets_everything() {
     })
     .await;
     assert!(
-        p.fanout_dropped(PRICES) > 0,
+        p.fanout_dropped(PRICES).unwrap() > 0,
         "the stalled subscriber lost copies"
     );
     stop([s, p]).await;
@@ -211,7 +211,11 @@ async fn no_drop_publish_waits_for_room_and_fails_at_its_deadline() {
         waited >= Duration::from_millis(200),
         "failed after {waited:?}"
     );
-    assert_eq!(p.fanout_dropped(PRICES), 0, "NoDrop never drops");
+    assert_eq!(p.fanout_dropped(PRICES).unwrap(), 0, "NoDrop never drops");
+    assert!(p
+        .fanout_dropped("not-published-here")
+        .unwrap_err()
+        .is(zlink::ErrorKind::NotConfigured));
     stop([p]).await;
 }
 

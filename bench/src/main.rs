@@ -251,11 +251,7 @@ async fn rpc(plan: RpcPlan, bench: Bench) -> Result<(), BoxError> {
 
     let throughput_ratio = zlink.throughput.per_second() / raw.throughput.per_second();
     let latency_ratio = zlink.latency.p50_us / raw.latency.p50_us;
-    let targets = if bench == Bench::Rpc {
-        " (targets: throughput >= 0.6, p50 latency <= 1.5)"
-    } else {
-        ""
-    };
+    let targets = " (targets: throughput >= 0.8, p50 latency <= 1.2)";
     println!(
         "zlink / raw: throughput {throughput_ratio:.2}, p50 latency {latency_ratio:.2}{targets}"
     );

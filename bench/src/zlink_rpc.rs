@@ -102,13 +102,7 @@ impl Pair {
             .build()?
             .start()
             .await?;
-        let ready_by = Instant::now() + Duration::from_secs(10);
-        while client.client_server_servers(CHANNEL).is_empty() {
-            if Instant::now() > ready_by {
-                return Err("the ClientServer client never became ready".into());
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        client.channels().ready(CHANNEL, 1).await?;
         Ok(Pair { server, client })
     }
 

@@ -83,18 +83,21 @@ pub async fn start_client(
 // ANCHOR_END: client
 
 // ANCHOR: wait
-/// Waits until `client` has at least `count` ready peers serving [`CHANNEL`], and returns
-/// the ready peers. Fails with `DeadlineExceeded` after `timeout`.
+/// Waits until `client` can select at least `count` ready servers of [`CHANNEL`] (woken by
+/// peer events, no polling), and returns the ready peers. Fails with `DeadlineExceeded`
+/// after `timeout`.
 pub async fn wait_for_servers(
     client: &Runtime,
     count: usize,
     timeout: Duration,
 ) -> zlink::Result<Vec<PeerStatus>> {
-    client
-        .wait_for_peers(timeout, |peers| {
-            peers.iter().filter(|p| p.weight(CHANNEL).is_some()).count() >= count
-        })
-        .await
+    match tokio::time::timeout(timeout, client.channels().ready(CHANNEL, count)).await {
+        Ok(ready) => ready.map(|()| client.peers()),
+        Err(_) => Err(zlink::Error::new(
+            zlink::ErrorKind::DeadlineExceeded,
+            format!("fewer than {count} servers of {CHANNEL} became ready"),
+        )),
+    }
 }
 
 /// Waits until `client` uses `weight` for server `rid` on [`CHANNEL`]. A weight change

@@ -42,7 +42,7 @@
 //!     .build()?
 //!     .start()
 //!     .await?;
-//! client.wait_for_peers(std::time::Duration::from_secs(5), |p| !p.is_empty()).await?;
+//! client.channels().ready("ping", 1).await?;
 //! let pong = PingServiceClient::on_default_channel(&client).ping(&Ping(7)).await?;
 //! assert_eq!(pong.0, 7);
 //! # Ok(()) }

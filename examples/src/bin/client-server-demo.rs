@@ -79,12 +79,7 @@ async fn main() -> zlink::Result<()> {
         .await?;
     // Connections are made in the background; wait until both servers are ready so the
     // split follows the weights from the first call.
-    for _ in 0..200 {
-        if shop.client_server_servers("quotes").len() == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    shop.channels().ready("quotes", 2).await?;
     let quotes = QuotesClient::on_default_channel(&shop);
     let mut answered = BTreeMap::new();
     for _ in 0..8 {

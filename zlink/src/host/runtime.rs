@@ -367,12 +367,9 @@ impl Runtime {
     }
 
     /// How many subscriber copies this process's publisher of `channel` dropped at the
-    /// SendHighWaterMark.
-    pub fn fanout_dropped(&self, channel: &str) -> u64 {
-        self.node
-            .fanout_publisher(channel)
-            .map(|p| p.dropped())
-            .unwrap_or(0)
+    /// SendHighWaterMark. `NotConfigured` when this process publishes no such channel.
+    pub fn fanout_dropped(&self, channel: &str) -> Result<u64> {
+        self.node.fanout_publisher(channel).map(|p| p.dropped())
     }
 
     /// The publishers this process's subscriber of `channel` follows.

@@ -269,7 +269,8 @@ impl MeshNode {
             let timeout = options.timeout.unwrap_or(self.settings.send_timeout);
             (Command::ChannelSend, timeout)
         };
-        let deadline = Instant::now() + timeout;
+        let now = Instant::now();
+        let deadline = now + timeout;
         let call = OutboundCall {
             command,
             channel,
@@ -278,9 +279,17 @@ impl MeshNode {
             payload,
         };
         let mut excluded = Vec::new();
+        let mut admit_by = deadline.min(now + self.settings.send_timeout);
         loop {
-            let link = self.select(channel, deadline, &excluded).await?;
-            let admit_by = deadline.min(Instant::now() + self.settings.send_timeout);
+            let link = match self.peers.select(channel, &excluded) {
+                Some(link) => link,
+                None => {
+                    let link = self.select(channel, deadline, &excluded).await?;
+                    // Time spent waiting for a candidate does not count against admission.
+                    admit_by = deadline.min(Instant::now() + self.settings.send_timeout);
+                    link
+                }
+            };
             let queued = if request {
                 self.request_on(&link, &call, deadline, timeout, admit_by)
                     .await

@@ -366,6 +366,7 @@ struct Writer {
 impl Writer {
     async fn run(mut self) {
         let mut out = BytesMut::with_capacity(16 * 1024);
+        let mut permits = Vec::with_capacity(WRITE_BATCH);
         loop {
             let first = tokio::select! {
                 biased;
@@ -377,7 +378,6 @@ impl Writer {
             };
             // The permits of what is being written are held until the write is done, so
             // the byte bound covers the batch too.
-            let mut permits = Vec::new();
             self.encode(first, &mut out, &mut permits);
             while permits.len() < WRITE_BATCH && out.len() < WRITE_BATCH_BYTES {
                 match self.rx.try_recv() {
@@ -394,7 +394,7 @@ impl Writer {
             if out.capacity() > 4 * WRITE_BATCH_BYTES {
                 out = BytesMut::with_capacity(16 * 1024);
             }
-            drop(permits);
+            permits.clear();
             if written.is_err() {
                 if let Some(conn) = self.conn.upgrade() {
                     conn.shut("write failed");
