@@ -12,9 +12,9 @@ pub(crate) use route::ChannelRoute;
 
 /// Registers the channel route on `node` for channel sends and requests.
 pub(crate) fn register_routes(node: &crate::mesh::MeshNode) -> crate::Result<()> {
-    let route = std::sync::Arc::new(ChannelRoute::new(node.registry.clone()));
-    node.dispatcher
+    let route = std::sync::Arc::new(ChannelRoute::new(node.registry().clone()));
+    node.dispatcher()
         .register(crate::wire::Command::ChannelSend, route.clone())?;
-    node.dispatcher
+    node.dispatcher()
         .register(crate::wire::Command::ChannelRequest, route)
 }

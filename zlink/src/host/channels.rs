@@ -28,11 +28,11 @@ impl<'a> Channels<'a> {
     /// # Ok(()) }
     /// ```
     pub async fn ready(&self, channel: &str, servers: usize) -> Result<()> {
-        let node = self.runtime.node.calling_node(channel)?;
-        let until = Instant::now() + node.settings.request_timeout;
-        let mut events = node.peers.subscribe();
+        let node = self.runtime.calling_node(channel)?;
+        let until = Instant::now() + node.settings().request_timeout;
+        let mut events = node.peers().subscribe();
         loop {
-            if node.peers.candidates(channel) >= servers {
+            if node.peers().candidates(channel) >= servers {
                 return Ok(());
             }
             if tokio::time::timeout_at(until, next_event(&mut events))
@@ -44,13 +44,13 @@ impl<'a> Channels<'a> {
                     format!("channel {channel} did not reach {servers} ready server(s) in time"),
                 ));
             }
-            node.ensure_running()?;
+            node.calls().ensure_running()?;
         }
     }
 
     /// How many ready servers with weight > 0 this node can select for `channel` now.
     pub fn ready_servers(&self, channel: &str) -> Result<usize> {
-        let node = self.runtime.node.calling_node(channel)?;
-        Ok(node.peers.candidates(channel))
+        let node = self.runtime.calling_node(channel)?;
+        Ok(node.peers().candidates(channel))
     }
 }

@@ -1,8 +1,8 @@
 //! The host runtime: start, calls, status and shutdown.
 
 mod channels;
+mod lifecycle;
 mod runtime;
-mod shutdown;
 
 pub use channels::Channels;
 pub use runtime::Runtime;

@@ -6,6 +6,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::call::CallOptions;
+use crate::channel::client_server::ClientServerRoles;
+use crate::channel::fanout::FanoutRoles;
 use crate::config::{RuntimeBuilder, Settings};
 use crate::mesh::{MeshNode, PeerStatus};
 use crate::wire::{Message, Request};
@@ -34,71 +36,38 @@ impl Runtime {
     }
 
     pub(crate) async fn start(settings: Settings) -> Result<Runtime> {
-        let node = MeshNode::new(settings, std::sync::Weak::new(), None);
-        Self::register_routes(&node)?;
-        node.start_links().await?;
-        let runtime = Runtime { node: node.clone() };
-        let joined = match runtime.join_store().await {
-            Ok(()) => match node.start_client_server().await {
-                Ok(()) => node.start_fanout().await,
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
-        };
-        if let Err(e) = joined {
-            runtime.shutdown_within(Duration::ZERO).await;
-            return Err(e);
-        }
-        tracing::info!(mesh = %node.settings.mesh_name, rid = %node.settings.rid, endpoint = %node.endpoint(), "node started");
-        Ok(runtime)
-    }
-
-    /// The subsystems' inbound routes on the RouteMesh node: channels and node-direct.
-    fn register_routes(node: &MeshNode) -> Result<()> {
-        crate::channel::register_routes(node)?;
-        let node_direct = Arc::new(crate::mesh::NodeDirectRoute::new(
-            node.settings.node_handlers.clone(),
-        ));
-        node.dispatcher
-            .register(crate::wire::Command::NodeSend, node_direct.clone())?;
-        node.dispatcher
-            .register(crate::wire::Command::NodeRequest, node_direct)
-    }
-
-    /// With a Location Store: claims the owner lease and publishes the descriptor once
-    /// (each bounded by the renew timeout), then keeps both up in the background. A store
-    /// that does not answer does not stop the start: the node keeps trying and connects to
-    /// discovered members once the store is back. Another live node with this RID does.
-    async fn join_store(&self) -> Result<()> {
-        let node = &self.node;
-        let Some(discovery) = node.discovery() else {
-            return Ok(());
-        };
-        if discovery
-            .lease
-            .claim(discovery.settings.store.as_ref())
+        super::lifecycle::start(settings)
             .await
-        {
-            node.publish_descriptor().await;
-        }
-        if let Some(owner) = discovery.rid_taken_by() {
-            return Err(Error::new(
-                ErrorKind::AlreadyExists,
-                format!(
-                    "RID {} is published in mesh {} by another live node (owner {owner})",
-                    node.settings.rid, node.settings.mesh_name
-                ),
-            ));
-        }
-        node.spawn_discovery();
-        Ok(())
+            .map(|node| Runtime { node })
+    }
+
+    /// Stops the node: new calls fail `ShuttingDown`; accepted inbound work may finish for
+    /// the configured grace; outstanding outbound requests end `ShuttingDown`; connections
+    /// and the listener close; every task of the node has ended when this returns.
+    pub async fn shutdown(&self) {
+        self.shutdown_within(self.node.settings().shutdown_grace)
+            .await
+    }
+
+    /// [`shutdown`](Self::shutdown) with an explicit grace for accepted work.
+    pub async fn shutdown_within(&self, grace: Duration) {
+        super::lifecycle::shutdown(&self.node, grace).await
+    }
+
+    /// Test-only: ends the node as a killed process ends. Nothing is withdrawn from the
+    /// Location Store and the owner lease is not released (it expires by itself);
+    /// connections and the listener just close; pending calls fail `ShuttingDown`. Only
+    /// available with the `test-timing` feature.
+    #[cfg(feature = "test-timing")]
+    pub async fn crash(&self) {
+        super::lifecycle::crash(&self.node).await
     }
 
     /// The owner lease, when a Location Store is registered: its token and the local
     /// admission deadline past which the node publishes nothing and admits no new object
     /// work.
     pub fn owner_lease(&self) -> Option<crate::store::OwnerLeaseStatus> {
-        self.node.discovery().map(|d| d.lease_status())
+        self.node.services().lease().map(|lease| lease.status())
     }
 
     /// What this node knows from the Location Store, when one is registered.
@@ -113,12 +82,12 @@ impl Runtime {
 
     /// This node's lifecycle generation (new for every start).
     pub fn generation(&self) -> u64 {
-        self.node.settings.generation
+        self.node.identity().generation()
     }
 
     /// The MeshName.
     pub fn mesh_name(&self) -> &str {
-        &self.node.settings.mesh_name
+        &self.node.settings().mesh_name
     }
 
     /// The RouteMesh endpoint peers dial (port 0 resolved, advertised host applied); empty
@@ -129,7 +98,7 @@ impl Runtime {
 
     /// This node's CURVE public key (its security identity), when it runs CURVE.
     pub fn curve_public_key(&self) -> Option<crate::link::CurvePublicKey> {
-        self.node.settings.security.public_key()
+        self.node.settings().security.public_key()
     }
 
     /// The channel roles of this node: readiness of the channels it calls.
@@ -149,7 +118,7 @@ impl Runtime {
         condition: impl Fn(&[PeerStatus]) -> bool,
     ) -> Result<Vec<PeerStatus>> {
         let until = Instant::now() + timeout;
-        let mut events = self.node.peers.subscribe();
+        let mut events = self.node.peers().subscribe();
         loop {
             let peers = self.peers();
             if condition(&peers) {
@@ -246,13 +215,14 @@ impl Runtime {
         let payload = request.encode()?;
         let reply = match target {
             Target::Channel(channel) => {
-                self.node
-                    .calling_node(channel)?
+                self.calling_node(channel)?
+                    .calls()
                     .call_channel(channel, true, R::PACKET_NAME, payload, &options)
                     .await?
             }
             Target::Node(rid) => {
                 self.node
+                    .calls()
                     .call_node(rid, true, R::PACKET_NAME, payload, &options)
                     .await?
             }
@@ -269,13 +239,14 @@ impl Runtime {
         let payload = message.encode()?;
         match target {
             Target::Channel(channel) => {
-                self.node
-                    .calling_node(channel)?
+                self.calling_node(channel)?
+                    .calls()
                     .call_channel(channel, false, M::PACKET_NAME, payload, &options)
                     .await?
             }
             Target::Node(rid) => {
                 self.node
+                    .calls()
                     .call_node(rid, false, M::PACKET_NAME, payload, &options)
                     .await?
             }
@@ -285,10 +256,10 @@ impl Runtime {
 
     /// The node serving `channel`: the RouteMesh node or a ClientServer server node.
     fn serving_node(&self, channel: &str) -> Option<Arc<MeshNode>> {
-        if self.node.registry.server(channel).is_some() {
+        if self.node.registry().server(channel).is_some() {
             return Some(self.node.clone());
         }
-        self.node.client_server_server(channel)
+        self.client_server()?.server(channel).cloned()
     }
 
     /// Changes this node's weight for one server channel (0..=10000), RouteMesh or
@@ -305,7 +276,7 @@ impl Runtime {
     /// This node's current weight for a server channel.
     pub fn weight(&self, channel: &str) -> Option<u32> {
         self.serving_node(channel)?
-            .registry
+            .registry()
             .server(channel)
             .map(|e| e.weight())
     }
@@ -344,9 +315,10 @@ impl Runtime {
                 "the runtime is shutting down",
             ));
         }
-        let publisher = self.node.fanout_publisher(channel)?;
+        let roles = self.fanout_roles()?;
+        let publisher = roles.publisher(channel)?;
         let payload = event.encode()?;
-        let timeout = options.timeout.unwrap_or(self.node.settings.send_timeout);
+        let timeout = options.timeout.unwrap_or(self.node.settings().send_timeout);
         publisher
             .publish(
                 bytes::Bytes::copy_from_slice(topic.as_bytes()),
@@ -360,41 +332,70 @@ impl Runtime {
 
     /// Where subscribers reach this process's fanout publisher of `channel`.
     pub fn fanout_endpoint(&self, channel: &str) -> Option<String> {
-        self.node
-            .fanout_publisher(channel)
-            .ok()
-            .map(|p| p.endpoint().to_string())
+        let roles = self.fanout_roles().ok()?;
+        let endpoint = roles.publisher(channel).ok()?.endpoint().to_string();
+        Some(endpoint)
     }
 
     /// How many subscriber copies this process's publisher of `channel` dropped at the
     /// SendHighWaterMark. `NotConfigured` when this process publishes no such channel.
     pub fn fanout_dropped(&self, channel: &str) -> Result<u64> {
-        self.node.fanout_publisher(channel).map(|p| p.dropped())
+        Ok(self.fanout_roles()?.publisher(channel)?.dropped())
     }
 
     /// The publishers this process's subscriber of `channel` follows.
     pub fn fanout_publishers(&self, channel: &str) -> Vec<crate::channel::fanout::PublisherStatus> {
-        self.node
-            .fanout_subscriber(channel)
-            .map(|s| s.statuses())
+        self.fanout_roles()
+            .ok()
+            .and_then(|roles| roles.subscriber(channel).map(|s| s.statuses()))
             .unwrap_or_default()
     }
 
     /// The endpoint clients reach this process's ClientServer server of `channel` at (the
     /// real bound port), if it serves one.
     pub fn client_server_endpoint(&self, channel: &str) -> Option<String> {
-        self.node
-            .client_server_server(channel)
-            .map(|n| n.endpoint())
+        self.client_server()?.server(channel).map(|n| n.endpoint())
     }
 
     /// The ready servers this process's ClientServer client of `channel` can select, sorted
     /// by RID (empty when it is not a client of `channel`).
     pub fn client_server_servers(&self, channel: &str) -> Vec<PeerStatus> {
-        self.node
-            .client_server_client(channel)
-            .map(|n| n.peer_statuses())
+        self.client_server()
+            .and_then(|roles| roles.client(channel).map(|n| n.peer_statuses()))
             .unwrap_or_default()
+    }
+
+    /// The process's ClientServer roles (absent only while starting).
+    fn client_server(&self) -> Option<Arc<ClientServerRoles>> {
+        self.node.subsystem::<ClientServerRoles>()
+    }
+
+    fn fanout_roles(&self) -> Result<Arc<FanoutRoles>> {
+        self.node
+            .subsystem::<FanoutRoles>()
+            .ok_or_else(|| Error::new(ErrorKind::NotConfigured, "this node has no fanout roles"))
+    }
+
+    /// The node that calls on `channel`: the RouteMesh node for RouteMesh channels, the
+    /// ClientServer client node otherwise.
+    pub(crate) fn calling_node(&self, channel: &str) -> Result<Arc<MeshNode>> {
+        if self.node.registry().can_send(channel) {
+            return Ok(self.node.clone());
+        }
+        let roles = self.client_server();
+        if let Some(client) = roles.as_ref().and_then(|r| r.client(channel)) {
+            return Ok(client.clone());
+        }
+        if roles.is_some_and(|r| r.server(channel).is_some()) {
+            return Err(Error::new(
+                ErrorKind::NotConfigured,
+                format!("channel {channel} has only the ClientServer Server role here: a server answers, it cannot call"),
+            ));
+        }
+        Err(Error::new(
+            ErrorKind::NotFound,
+            format!("channel {channel} is not registered on this node"),
+        ))
     }
 
     /// Whether the runtime still admits new calls.

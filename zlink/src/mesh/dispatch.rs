@@ -12,6 +12,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::count_permit::CountPermit;
+use super::links::Links;
 use super::peer_table::PeerLink;
 use super::MeshNode;
 use crate::handler::BoxFuture;
@@ -38,7 +39,7 @@ pub(crate) struct ReplyRoute {
 
 /// One admitted application message on its way to a handler.
 pub(crate) struct InboundCall {
-    node: Arc<MeshNode>,
+    links: Arc<Links>,
     from: PeerLink,
     message: CallMessage,
     deadline: Option<Instant>,
@@ -89,7 +90,7 @@ impl Dispatcher {
 
 impl InboundCall {
     pub(crate) fn new(
-        node: Arc<MeshNode>,
+        links: Arc<Links>,
         from: PeerLink,
         message: CallMessage,
         permit: CountPermit,
@@ -104,7 +105,7 @@ impl InboundCall {
             Instant::now() + std::time::Duration::from_millis(u64::from(head.deadline_ms))
         });
         InboundCall {
-            node,
+            links,
             from,
             message,
             deadline,
@@ -136,7 +137,7 @@ impl InboundCall {
     /// Ends the call without running anything: a request gets `result` as its reply, a
     /// send's failure is logged.
     pub(crate) fn answer(self, result: Result<Bytes>) {
-        finish(&self.node, self.reply.as_ref(), result);
+        finish(&self.links, self.reply.as_ref(), result);
     }
 
     /// Runs the handler work `make` builds, on the node that owns the handlers (the
@@ -154,23 +155,23 @@ impl InboundCall {
         make: impl FnOnce(Arc<MeshNode>, CallMessage) -> BoxFuture<'static, Result<Bytes>>,
     ) {
         let InboundCall {
-            node,
+            links,
             message,
             deadline,
             reply,
             permit,
             ..
         } = self;
-        let Some(runtime_node) = node.runtime_node() else {
+        let Some(runtime_node) = links.work().runtime() else {
             return;
         };
         let mut work = make(runtime_node, message);
-        if let Some(result) = super::inbound::poll_once(&mut work) {
+        if let Some(result) = poll_once(&mut work) {
             drop(permit);
-            return finish(&node, reply.as_ref(), result);
+            return finish(&links, reply.as_ref(), result);
         }
-        let cancel = node.cancel.clone();
-        let tracker = node.work.clone();
+        let cancel = links.work().cancel().clone();
+        let tracker = links.work().tracker().clone();
         tracker.spawn(async move {
             let result = tokio::select! {
                 r = work => Some(r),
@@ -180,7 +181,7 @@ impl InboundCall {
             };
             drop(permit);
             match result {
-                Some(result) => finish(&node, reply.as_ref(), result),
+                Some(result) => finish(&links, reply.as_ref(), result),
                 None => tracing::debug!(correlation = reply.as_ref().map(|r| r.correlation), "handler cancelled: the caller's deadline passed"),
             }
         });
@@ -188,9 +189,9 @@ impl InboundCall {
 }
 
 /// Replies to a request (or logs a send handler's failure).
-fn finish(node: &MeshNode, reply: Option<&ReplyRoute>, result: Result<Bytes>) {
+fn finish(links: &Links, reply: Option<&ReplyRoute>, result: Result<Bytes>) {
     match reply {
-        Some(route) => node.reply(route, result),
+        Some(route) => links.reply(route, result),
         None => {
             if let Err(e) = result {
                 tracing::warn!(error = %e, "reply_error: send handler failed");
@@ -221,5 +222,15 @@ pub(crate) fn reply_outcome(result: Result<Bytes>) -> ReplyOutcome {
                 detail,
             }
         }
+    }
+}
+
+/// Polls a future once without a task; `None` when it has to wait. A future that returns
+/// pending re-registers its real waker when its task polls it again.
+pub(crate) fn poll_once<F: std::future::Future + Unpin>(future: &mut F) -> Option<F::Output> {
+    let mut cx = std::task::Context::from_waker(futures::task::noop_waker_ref());
+    match std::pin::Pin::new(future).poll(&mut cx) {
+        std::task::Poll::Ready(output) => Some(output),
+        std::task::Poll::Pending => None,
     }
 }

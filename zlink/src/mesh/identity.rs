@@ -1,4 +1,115 @@
-//! Node identity: RIDs and lifecycle generations.
+//! Node identity: RIDs and lifecycle generations, and the admission record a node shows
+//! its peers.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::channel::ChannelRegistry;
+use crate::wire::{Admission, PROTOCOL_MAJOR};
+
+const RUNNING: u8 = 0;
+const SHUTTING_DOWN: u8 = 1;
+const STOPPED: u8 = 2;
+
+/// Who a node is and what it advertises: MeshName, RID, lifecycle generation, descriptor
+/// revision, endpoint, server channels and message cap, and whether it still serves.
+pub(crate) struct NodeIdentity {
+    mesh_name: String,
+    rid: String,
+    generation: u64,
+    revision: AtomicU64,
+    endpoint: Mutex<String>,
+    registry: Arc<ChannelRegistry>,
+    max_message: usize,
+    state: AtomicU8,
+}
+
+impl NodeIdentity {
+    pub(crate) fn new(
+        mesh_name: String,
+        rid: String,
+        generation: u64,
+        registry: Arc<ChannelRegistry>,
+        max_message: usize,
+    ) -> Self {
+        NodeIdentity {
+            mesh_name,
+            rid,
+            generation,
+            revision: AtomicU64::new(1),
+            endpoint: Mutex::new(String::new()),
+            registry,
+            max_message,
+            state: AtomicU8::new(RUNNING),
+        }
+    }
+
+    pub(crate) fn mesh_name(&self) -> &str {
+        &self.mesh_name
+    }
+
+    pub(crate) fn rid(&self) -> &str {
+        &self.rid
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub(crate) fn registry(&self) -> &Arc<ChannelRegistry> {
+        &self.registry
+    }
+
+    /// The largest complete message this node accepts.
+    pub(crate) fn max_message(&self) -> usize {
+        self.max_message
+    }
+
+    pub(crate) fn endpoint(&self) -> String {
+        self.endpoint
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn set_endpoint(&self, endpoint: String) {
+        *self.endpoint.lock().unwrap_or_else(|p| p.into_inner()) = endpoint;
+    }
+
+    /// A new descriptor revision (after a weight change).
+    pub(crate) fn bump_revision(&self) {
+        self.revision.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn is_running(&self) -> bool {
+        self.state.load(Ordering::Acquire) == RUNNING
+    }
+
+    /// Starts shutting down; false when shutdown had already begun.
+    pub(crate) fn begin_shutdown(&self) -> bool {
+        self.state
+            .compare_exchange(RUNNING, SHUTTING_DOWN, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    pub(crate) fn mark_stopped(&self) {
+        self.state.store(STOPPED, Ordering::Release);
+    }
+
+    /// This node's admission record as of now.
+    pub(crate) fn admission(&self) -> Admission {
+        Admission {
+            mesh_name: self.mesh_name.clone(),
+            rid: self.rid.clone(),
+            generation: self.generation,
+            revision: self.revision.load(Ordering::Acquire),
+            protocol: PROTOCOL_MAJOR,
+            endpoint: self.endpoint(),
+            channels: self.registry.server_weights(),
+            max_message: Some(self.max_message as u64),
+        }
+    }
+}
 
 /// A fresh RID of the form `<prefix>-<uuid-v4>` (36 lowercase hex-and-dash characters).
 pub fn generate_rid(prefix: &str) -> String {

@@ -1,26 +1,27 @@
-//! The node core: identity (RID, lifecycle generation), connections with handshake,
-//! liveness and reconnect, the [`PeerTable`](peer_table::PeerTable) of admitted peers, the
-//! pending-request table, and the seams subsystems plug into: the
-//! [`Dispatcher`](dispatch::Dispatcher) with one [`InboundRoute`] per command, and the
-//! outbound API (`peer`, `select`, `send`, `request`, `reply`).
+//! The node core. A [`MeshNode`] wires together components that each own their state:
+//! [`Links`](links::Links) (connections, handshake, liveness, dialers), the
+//! [`PeerTable`](peer_table::PeerTable) (peers, readiness, weights, candidate snapshots,
+//! typed peer events), the pending-request table, the outbound
+//! [`Calls`](calls::Calls), the [`Dispatcher`](dispatch::Dispatcher) and, with a Location
+//! Store, the [`Discovery`](discovery::Discovery). Subsystems plug in through seams: an
+//! [`InboundRoute`] per command, the outbound API (`peer`, `select`, `send`, `request`,
+//! `reply`), [`NodeServices`] and the [`Subsystem`] lifecycle.
 
-pub(crate) mod client_server;
+pub(crate) mod calls;
 mod count_permit;
-mod dialer;
 pub(crate) mod discovery;
 mod dispatch;
-pub(crate) mod fanout;
-pub(crate) mod handshake;
 mod identity;
-pub(crate) mod inbound;
 mod key_bindings;
-mod liveness_task;
-pub(crate) mod node;
+pub(crate) mod links;
+mod node;
 mod node_direct;
-pub(crate) mod outbound;
 pub(crate) mod peer_table;
+mod policy;
 mod select;
-mod start;
+mod services;
+mod subsystem;
+mod work;
 
 pub use discovery::DiscoveryStatus;
 pub(crate) use dispatch::{InboundCall, InboundRoute};
@@ -29,6 +30,7 @@ pub use identity::generate_rid;
 pub(crate) use node::MeshNode;
 pub(crate) use node_direct::NodeDirectRoute;
 pub use peer_table::PeerStatus;
+pub(crate) use subsystem::Subsystem;
 
 #[cfg(test)]
 mod seam_tests;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::outbound::OutboundCall;
+use super::calls::OutboundCall;
 use super::{InboundCall, InboundRoute};
 use crate::wire::{Command, Metadata};
 use crate::{ErrorKind, PeerSpec, Runtime};
@@ -75,8 +75,9 @@ async fn a_subsystem_registers_an_inbound_route_and_receives_its_command() {
         };
         async move {
             let until = Instant::now() + timeout;
-            let link = node.peer("b", until).await?;
-            node.request(&link, &call, until, timeout, until).await
+            let calls = node.calls();
+            let link = calls.peer("b", until).await?;
+            calls.request(&link, &call, until, timeout, until).await
         }
     };
 
@@ -86,7 +87,7 @@ async fn a_subsystem_registers_an_inbound_route_and_receives_its_command() {
 
     let route = Arc::new(ReverseRoute::default());
     b.node
-        .dispatcher
+        .dispatcher()
         .register(Command::SpotRequest, route.clone())
         .expect("the command is free");
     let reply = request(&a).await.expect("the route answers");
@@ -97,12 +98,12 @@ async fn a_subsystem_registers_an_inbound_route_and_receives_its_command() {
     // One route per command: a second registration is refused, the first stays.
     let again = b
         .node
-        .dispatcher
+        .dispatcher()
         .register(Command::SpotRequest, Arc::new(ReverseRoute::default()));
     assert!(again.is_err());
     assert!(b
         .node
-        .dispatcher
+        .dispatcher()
         .register(Command::ChannelRequest, Arc::new(ReverseRoute::default()))
         .is_err());
     assert_eq!(request(&a).await.expect("still answered"), "cba");

@@ -23,7 +23,11 @@
 //! # Ok(()) }
 //! ```
 
+mod roles;
+
 use std::sync::Arc;
+
+pub(crate) use roles::ClientServerRoles;
 
 use crate::config::{ClientServerRole, PeerSpec, DEFAULT_WEIGHT};
 use crate::handler::{DefaultChannel, HandlerGroup};

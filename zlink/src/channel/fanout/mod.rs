@@ -26,12 +26,14 @@
 
 pub(crate) mod publisher;
 pub(crate) mod record;
+mod roles;
 mod subscriber;
 
 use std::sync::Arc;
 
 pub use self::record::{BEACON_PAYLOAD, BEACON_TOPIC};
 pub(crate) use publisher::FanoutPublisher;
+pub(crate) use roles::FanoutRoles;
 pub(crate) use subscriber::FanoutSubscriber;
 pub use subscriber::PublisherStatus;
 

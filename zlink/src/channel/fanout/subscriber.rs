@@ -163,11 +163,11 @@ impl FanoutSubscriber {
         let Some(node) = self.owner.upgrade() else {
             return;
         };
-        let Some(security) = node.settings.security.client(key) else {
+        let Some(security) = node.settings().security.client(key) else {
             return tracing::warn!(channel = %self.channel, endpoint, "not subscribing: this node runs CURVE and the publisher's key is unknown");
         };
         let options = ConnectOptions {
-            limits: node.link_limits(),
+            limits: node.links().limits(),
             security,
         };
         drop(node);

@@ -19,14 +19,17 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::dialer::DialTarget;
-use super::node::{lock, MeshNode};
-use crate::config::{DiscoverySettings, Topology};
-use crate::store::{
-    DescriptorKey, DescriptorKind, DescriptorScope, LeaseToken, MeshDescriptor, OwnerId,
-    OwnerLease, OwnerLeaseStatus,
-};
+use super::identity::NodeIdentity;
+use super::links::{DialTarget, Links, Membership};
+use super::policy::RolePolicy;
+use crate::config::{DiscoverySettings, Settings};
+use crate::link::CurvePublicKey;
+use crate::store::{DescriptorKey, LeaseToken, MeshDescriptor, OwnerId, OwnerLease};
 use crate::wire::Admission;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// What this node knows from the Location Store.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,25 +70,58 @@ pub(crate) struct DiscoveryState {
     rid_taken_by: Option<OwnerId>,
 }
 
-/// The discovery side of one node.
+/// The discovery side of one node: it publishes the node's descriptor and turns the
+/// member list into dial intents on the node's [`Links`].
 pub(crate) struct Discovery {
-    pub(crate) settings: DiscoverySettings,
-    pub(crate) lease: Arc<OwnerLease>,
+    settings: DiscoverySettings,
+    lease: Arc<OwnerLease>,
     state: Mutex<DiscoveryState>,
     /// Wakes the loop early (a weight change to publish).
-    pub(crate) wake: Arc<Notify>,
+    wake: Arc<Notify>,
+    identity: Arc<NodeIdentity>,
+    policy: RolePolicy,
+    node_settings: Arc<Settings>,
+    links: Arc<Links>,
 }
 
 impl Discovery {
     /// Discovery with its own owner lease, or with the lease of the process's RouteMesh
     /// node (ClientServer nodes publish and read under that one).
-    pub(crate) fn new(settings: DiscoverySettings, lease: Option<Arc<OwnerLease>>) -> Self {
-        Discovery {
+    pub(crate) fn new(
+        settings: DiscoverySettings,
+        lease: Option<Arc<OwnerLease>>,
+        node_settings: Arc<Settings>,
+        identity: Arc<NodeIdentity>,
+        links: Arc<Links>,
+    ) -> Arc<Self> {
+        let discovery = Arc::new(Discovery {
             lease: lease.unwrap_or_else(|| OwnerLease::new(settings.lease)),
             settings,
             state: Mutex::new(DiscoveryState::default()),
             wake: Arc::new(Notify::new()),
-        }
+            identity,
+            policy: links.policy().clone(),
+            node_settings,
+            links,
+        });
+        let membership: Arc<dyn Membership> = discovery.clone();
+        discovery.links.set_membership(Arc::downgrade(&membership));
+        discovery
+    }
+
+    /// The owner lease this node acts under.
+    pub(crate) fn lease(&self) -> &Arc<OwnerLease> {
+        &self.lease
+    }
+
+    /// How often the member list is read.
+    pub(crate) fn interval(&self) -> std::time::Duration {
+        self.settings.interval
+    }
+
+    /// Publishes again soon (a weight change raised the revision).
+    pub(crate) fn republish(&self) {
+        self.wake.notify_one();
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, DiscoveryState> {
@@ -108,65 +144,17 @@ impl Discovery {
         }
     }
 
-    pub(crate) fn lease_status(&self) -> OwnerLeaseStatus {
-        self.lease.status()
-    }
-
     /// Another live node holds our RID in the store.
     pub(crate) fn rid_taken_by(&self) -> Option<OwnerId> {
         self.state().rid_taken_by.clone()
     }
 }
 
-impl MeshNode {
-    pub(crate) fn discovery(&self) -> Option<&Discovery> {
-        self.discovery.as_ref()
-    }
-
-    /// The descriptors this node publishes and reads: its mesh, or its ClientServer
-    /// channel's servers.
-    fn descriptor_scope(&self) -> DescriptorScope {
-        match self.topology() {
-            Topology::RouteMesh => DescriptorScope {
-                kind: DescriptorKind::MeshNode,
-                scope: self.settings.mesh_name.clone(),
-            },
-            Topology::ClientServerServer | Topology::ClientServerClient => DescriptorScope {
-                kind: DescriptorKind::ClientServer,
-                scope: self
-                    .settings
-                    .channels
-                    .keys()
-                    .next()
-                    .cloned()
-                    .unwrap_or_default(),
-            },
-        }
-    }
-
+impl Discovery {
     fn descriptor_key(&self) -> DescriptorKey {
         DescriptorKey {
-            scope: self.descriptor_scope(),
-            id: self.settings.rid.clone(),
-        }
-    }
-
-    /// Whether this node publishes a descriptor (RouteMesh members and ClientServer
-    /// servers) and whether it reads the others' (RouteMesh members and ClientServer
-    /// clients).
-    pub(super) fn publishes(&self) -> bool {
-        match self.topology() {
-            Topology::RouteMesh => self.settings.mesh,
-            Topology::ClientServerServer => true,
-            Topology::ClientServerClient => false,
-        }
-    }
-
-    fn reads(&self) -> bool {
-        match self.topology() {
-            Topology::RouteMesh => self.settings.mesh,
-            Topology::ClientServerServer => false,
-            Topology::ClientServerClient => true,
+            scope: self.policy.descriptor_scope(),
+            id: self.identity.rid().to_string(),
         }
     }
 
@@ -180,7 +168,7 @@ impl MeshNode {
             endpoint,
             channels,
             ..
-        } = self.admission();
+        } = self.identity.admission();
         MeshDescriptor {
             mesh_name,
             rid,
@@ -189,30 +177,108 @@ impl MeshNode {
             endpoint,
             protocol,
             channels,
-            curve_key: self.settings.security.public_key().map(|k| k.to_z85()),
+            curve_key: self.node_settings.security.public_key().map(|k| k.to_z85()),
         }
     }
 
     /// Whether a manual peer names `rid`: discovery leaves such peers alone.
     fn is_manual(&self, rid: &str) -> bool {
-        self.settings
+        self.node_settings
             .peers
             .iter()
             .any(|p| p.expected_rid.as_deref() == Some(rid))
     }
 
+    /// With a store: claims the owner lease (when this node holds it) and publishes the
+    /// descriptor once, each bounded by the renew timeout. A store that does not answer
+    /// does not stop the start: the loop keeps trying.
+    pub(crate) async fn join(&self) {
+        if self.lease.claim(self.settings.store.as_ref()).await {
+            publish::publish_descriptor(self).await;
+        }
+    }
+
+    /// Runs discovery until `cancel`: publish, read, apply, wait. The node's owner lease
+    /// is kept alive alongside when this node holds it.
+    pub(crate) fn spawn(self: &Arc<Self>, cancel: CancellationToken) {
+        if self.policy.owns_lease() {
+            // One lease per process: ClientServer nodes act under the RouteMesh node's.
+            let keep = self
+                .lease
+                .clone()
+                .keep(self.settings.store.clone(), cancel.clone());
+            self.links.spawn_background(keep);
+        }
+        let me = Arc::downgrade(self);
+        let interval = self.settings.interval;
+        let mut lease_changes = self.lease.subscribe();
+        let wake_up = self.wake.clone();
+        self.links.spawn_background(async move {
+            loop {
+                let Some(discovery) = me.upgrade() else {
+                    return;
+                };
+                discovery.round().await;
+                drop(discovery);
+                let wake = wake_up.notified();
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tokio::time::sleep(interval) => {}
+                    _ = wake => {}
+                    changed = lease_changes.changed() => if changed.is_err() { return },
+                }
+            }
+        });
+    }
+
+    async fn round(self: &Arc<Self>) {
+        if self.policy.publishes() {
+            publish::publish_descriptor(self).await;
+        }
+        if !self.policy.reads() {
+            return;
+        }
+        let scope = self.policy.descriptor_scope();
+        let store = self.settings.store.as_ref();
+        match read::read_members(store, &scope, self.settings.lease.renew_timeout).await {
+            Ok(entries) => apply::apply_members(self, entries),
+            Err(e) => apply::store_outage(self, e),
+        }
+    }
+
+    /// At shutdown: withdraw the descriptor and release the lease (best effort).
+    pub(crate) async fn leave(&self) {
+        let store = self.settings.store.as_ref();
+        let published = self.state().published.take();
+        let rid = self.identity.rid();
+        if let Some((token, _)) = published {
+            let key = self.descriptor_key();
+            let withdraw = store.withdraw_descriptor(&token, &key);
+            match tokio::time::timeout(self.settings.lease.renew_timeout, withdraw).await {
+                Ok(Ok(_)) => tracing::info!(rid = %rid, "descriptor withdrawn"),
+                _ => {
+                    tracing::warn!(rid = %rid, "descriptor withdraw failed; it stops counting when the lease expires")
+                }
+            }
+        }
+        if self.policy.owns_lease() {
+            self.lease.release(store).await;
+        }
+        for (_, (_, cancel)) in self.state().dialers.drain() {
+            cancel.cancel();
+        }
+    }
+}
+
+impl Membership for Discovery {
     /// Inbound admission against the store: a member known with another generation, or
     /// one whose lease is gone, is refused. Unknown RIDs pass (manual peers, or members
     /// not read yet); the handshake still proves who they are.
-    pub(crate) fn stale_by_discovery(&self, adm: &Admission) -> Option<String> {
-        if self.topology() != Topology::RouteMesh {
+    fn refuses(&self, adm: &Admission) -> Option<String> {
+        if !self.policy.owns_lease() || self.is_manual(&adm.rid) {
             return None;
         }
-        let discovery = self.discovery()?;
-        if self.is_manual(&adm.rid) {
-            return None;
-        }
-        let s = discovery.state();
+        let s = self.state();
         if s.departed.contains_key(&adm.rid) {
             return Some(format!("{}'s owner lease is gone", adm.rid));
         }
@@ -225,75 +291,8 @@ impl MeshNode {
         }
     }
 
-    /// Runs discovery until shutdown: publish, read, apply, wait.
-    pub(crate) fn spawn_discovery(self: &Arc<Self>) {
-        let Some(discovery) = self.discovery() else {
-            return;
-        };
-        if self.topology() == Topology::RouteMesh {
-            // One lease per process: ClientServer nodes act under the RouteMesh node's.
-            let store = discovery.settings.store.clone();
-            let lease = discovery.lease.clone();
-            self.background
-                .spawn(lease.keep(store, self.cancel.clone()));
-        }
-        let me = Arc::downgrade(self);
-        let cancel = self.cancel.clone();
-        let interval = discovery.settings.interval;
-        let mut lease_changes = discovery.lease.subscribe();
-        let wake_up = discovery.wake.clone();
-        self.background.spawn(async move {
-            loop {
-                let Some(node) = me.upgrade() else { return };
-                node.discovery_round().await;
-                drop(node);
-                let wake = wake_up.notified();
-                tokio::select! {
-                    _ = cancel.cancelled() => return,
-                    _ = tokio::time::sleep(interval) => {}
-                    _ = wake => {}
-                    changed = lease_changes.changed() => if changed.is_err() { return },
-                }
-            }
-        });
-    }
-
-    async fn discovery_round(self: &Arc<Self>) {
-        if self.publishes() {
-            self.publish_descriptor().await;
-        }
-        if !self.reads() {
-            return;
-        }
-        match self.read_members().await {
-            Ok(entries) => self.apply_members(entries),
-            Err(e) => self.store_outage(e),
-        }
-    }
-
-    /// At shutdown: withdraw the descriptor and release the lease (best effort).
-    pub(crate) async fn leave_store(&self) {
-        let Some(discovery) = self.discovery() else {
-            return;
-        };
-        let store = discovery.settings.store.as_ref();
-        let published = discovery.state().published.take();
-        if let Some((token, _)) = published {
-            let key = self.descriptor_key();
-            let withdraw = store.withdraw_descriptor(&token, &key);
-            match tokio::time::timeout(discovery.settings.lease.renew_timeout, withdraw).await {
-                Ok(Ok(_)) => tracing::info!(rid = %self.settings.rid, "descriptor withdrawn"),
-                _ => {
-                    tracing::warn!(rid = %self.settings.rid, "descriptor withdraw failed; it stops counting when the lease expires")
-                }
-            }
-        }
-        if self.topology() == Topology::RouteMesh {
-            discovery.lease.release(store).await;
-        }
-        for (_, (_, cancel)) in discovery.state().dialers.drain() {
-            cancel.cancel();
-        }
+    fn published_key(&self, rid: &str) -> Option<CurvePublicKey> {
+        self.member_key(rid)
     }
 }
 

@@ -1,13 +1,20 @@
-//! The outbound API every subsystem calls through: find a peer (`peer`, `select`), then
-//! `send` (complete once the connection's queue accepts) or `request` (one terminal result
-//! by the one deadline, ended by the node's deadline sweeper). Replies go out through
-//! [`MeshNode::reply`].
+//! Calls: the outbound API every subsystem calls through. Find a peer (`peer`, `select`),
+//! then `send` (complete once the connection's queue accepts) or `request` (one terminal
+//! result by the one deadline, ended by the pending table's sweeper). Replies go out
+//! through [`Links::reply`].
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::peer_table::{next_event, PeerLink};
-use super::MeshNode;
+use super::identity::NodeIdentity;
+use super::links::Links;
+use super::peer_table::{next_event, PeerLink, PeerTable};
+use super::policy::RolePolicy;
+use super::services::Clock;
+use crate::call::PendingTable;
+use crate::config::Settings;
 use crate::link::TrySendError;
 use crate::wire::{Command, Metadata};
 use crate::{Error, ErrorKind, Result};
@@ -36,9 +43,39 @@ enum Refused {
     Failed(Error),
 }
 
-impl MeshNode {
+/// The outbound side of one node.
+pub(crate) struct Calls {
+    identity: Arc<NodeIdentity>,
+    policy: RolePolicy,
+    settings: Arc<Settings>,
+    peers: Arc<PeerTable>,
+    pending: Arc<PendingTable>,
+    links: Arc<Links>,
+    clock: Clock,
+}
+
+impl Calls {
+    pub(crate) fn new(
+        identity: Arc<NodeIdentity>,
+        settings: Arc<Settings>,
+        peers: Arc<PeerTable>,
+        pending: Arc<PendingTable>,
+        links: Arc<Links>,
+        clock: Clock,
+    ) -> Self {
+        Calls {
+            identity,
+            policy: links.policy().clone(),
+            settings,
+            peers,
+            pending,
+            links,
+            clock,
+        }
+    }
+
     pub(crate) fn ensure_running(&self) -> Result<()> {
-        if self.is_running() {
+        if self.identity.is_running() {
             Ok(())
         } else {
             Err(Error::new(
@@ -92,10 +129,10 @@ impl MeshNode {
                 format!("no ready server with weight > 0 for channel {channel}"),
             )
         };
-        if self.topology() != crate::config::Topology::ClientServerClient {
+        if !self.policy.waits_for_candidates() {
             return Err(not_found());
         }
-        let until = deadline.min(Instant::now() + CANDIDATE_WAIT);
+        let until = deadline.min(self.clock.now() + CANDIDATE_WAIT);
         let mut events = self.peers.subscribe();
         loop {
             if let Some(link) = self.peers.select(channel, excluded) {
@@ -175,7 +212,7 @@ impl MeshNode {
         match refused {
             Refused::Failed(e) => e,
             Refused::Closed => {
-                self.connection_lost(link.conn().id(), "send failed");
+                self.links.lost(link.conn().id(), "send failed");
                 Error::new(
                     ErrorKind::Unavailable,
                     format!("connection to node {} closed", link.rid()),
@@ -223,7 +260,7 @@ impl MeshNode {
             })?;
         // The budget left at submission, not the full timeout: a request that waited for a
         // candidate or for queue room tells the server so.
-        let remaining = deadline.saturating_duration_since(Instant::now());
+        let remaining = deadline.saturating_duration_since(self.clock.now());
         let deadline_ms = remaining.as_millis().clamp(1, u128::from(u32::MAX)) as u32;
         let frames = crate::wire::encode_call(
             call.command,
@@ -256,7 +293,7 @@ impl MeshNode {
         options: &crate::CallOptions,
     ) -> Result<Bytes> {
         self.ensure_running()?;
-        let Some(channel) = self.registry.sendable(channel) else {
+        let Some(channel) = self.identity.registry().sendable(channel) else {
             return Err(Error::new(
                 ErrorKind::NotFound,
                 format!("channel {channel} is not registered on this node"),
@@ -269,7 +306,7 @@ impl MeshNode {
             let timeout = options.timeout.unwrap_or(self.settings.send_timeout);
             (Command::ChannelSend, timeout)
         };
-        let now = Instant::now();
+        let now = self.clock.now();
         let deadline = now + timeout;
         let call = OutboundCall {
             command,
@@ -286,7 +323,7 @@ impl MeshNode {
                 None => {
                     let link = self.select(channel, deadline, &excluded).await?;
                     // Time spent waiting for a candidate does not count against admission.
-                    admit_by = deadline.min(Instant::now() + self.settings.send_timeout);
+                    admit_by = deadline.min(self.clock.now() + self.settings.send_timeout);
                     link
                 }
             };
@@ -302,7 +339,7 @@ impl MeshNode {
                 Ok(result) => return result,
                 Err(Refused::Failed(e)) => return Err(e),
                 Err(Refused::Closed) => {
-                    self.connection_lost(link.conn().id(), "send failed");
+                    self.links.lost(link.conn().id(), "send failed");
                     excluded.push(link.conn().id());
                 }
             }
@@ -326,8 +363,8 @@ impl MeshNode {
             let timeout = options.timeout.unwrap_or(self.settings.send_timeout);
             (Command::NodeSend, timeout)
         };
-        let deadline = Instant::now() + timeout;
-        let admit_by = deadline.min(Instant::now() + self.settings.send_timeout);
+        let deadline = self.clock.now() + timeout;
+        let admit_by = deadline.min(self.clock.now() + self.settings.send_timeout);
         let link = self
             .peer(rid, if request { admit_by } else { deadline })
             .await?;

@@ -1,0 +1,161 @@
+//! The ClientServer roles of one process. Each role is a node of its own (its own links,
+//! peer table and pending table) under a ClientServer role policy and the topology name
+//! `cs:<channel>`, which keeps RouteMesh and ClientServer connections apart. A Server has
+//! a listener that only accepts clients and answers; a Client has no listener, dials
+//! servers and calls. Both run the mesh's handshake, liveness and smooth weighted
+//! round-robin.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::channel::ChannelRole;
+use crate::config::{ClientServerRole, Settings, Topology};
+use crate::mesh::{MeshNode, Subsystem};
+use crate::{Error, ErrorKind, Result};
+
+/// The topology name ClientServer connections of `channel` use in their admission.
+pub(crate) fn topology_name(channel: &str) -> String {
+    format!("cs:{channel}")
+}
+
+/// Every ClientServer role of a process, servers and clients by ChannelName.
+pub(crate) struct ClientServerRoles {
+    servers: BTreeMap<String, Arc<MeshNode>>,
+    clients: BTreeMap<String, Arc<MeshNode>>,
+}
+
+/// Settings for the node of one ClientServer role, derived from the process's own.
+fn role_settings(process: &Settings, role: &ClientServerRole) -> Settings {
+    let mut settings = process.clone();
+    settings.mesh_name = topology_name(role.channel());
+    settings.generation = crate::mesh::generate_generation();
+    settings.node_handlers = None;
+    settings.client_server = Vec::new();
+    settings.fanout = Vec::new();
+    let mut channels = BTreeMap::new();
+    match role {
+        ClientServerRole::Server {
+            channel,
+            handlers,
+            weight,
+            listen,
+            advertise_host,
+            max_message,
+        } => {
+            settings.topology = Topology::ClientServerServer;
+            settings.listen = listen.clone();
+            settings.advertise_host = advertise_host.clone();
+            settings.peers = Vec::new();
+            settings.max_message = *max_message;
+            channels.insert(
+                channel.clone(),
+                ChannelRole::Server {
+                    handlers: handlers.clone(),
+                    weight: *weight,
+                },
+            );
+        }
+        ClientServerRole::Client {
+            channel,
+            connect,
+            automatic,
+            max_message,
+        } => {
+            settings.topology = Topology::ClientServerClient;
+            settings.listen = String::new();
+            settings.advertise_host = None;
+            settings.peers = connect.clone();
+            settings.max_message = *max_message;
+            if !automatic {
+                settings.discovery = None;
+            }
+            channels.insert(channel.clone(), ChannelRole::Client);
+        }
+    }
+    settings.channels = channels;
+    settings
+}
+
+impl ClientServerRoles {
+    /// Starts the roles `process` declares; their handlers see `process` as their runtime
+    /// and they act under its owner lease.
+    pub(crate) async fn start(process: &Arc<MeshNode>) -> Result<Arc<Self>> {
+        let mut roles = ClientServerRoles {
+            servers: BTreeMap::new(),
+            clients: BTreeMap::new(),
+        };
+        let lease = process.services().lease().cloned();
+        for role in process.settings().client_server.clone() {
+            let settings = role_settings(process.settings(), &role);
+            let node = MeshNode::new(settings, Some(Arc::downgrade(process)), lease.clone());
+            let channel = role.channel().to_string();
+            let started = match crate::channel::register_routes(&node) {
+                Ok(()) => node.start_links().await,
+                Err(e) => Err(e),
+            };
+            // Registered first, so a failed start still stops what it began.
+            match role {
+                ClientServerRole::Server { .. } => roles.servers.insert(channel.clone(), node),
+                ClientServerRole::Client { .. } => roles.clients.insert(channel.clone(), node),
+            };
+            if let Err(e) = started {
+                roles.stop(false).await;
+                return Err(Error::new(
+                    e.kind().unwrap_or(ErrorKind::Unavailable),
+                    format!("ClientServer {channel}: {e}"),
+                ));
+            }
+        }
+        Ok(Arc::new(roles))
+    }
+
+    /// The Server role's node of `channel`.
+    pub(crate) fn server(&self, channel: &str) -> Option<&Arc<MeshNode>> {
+        self.servers.get(channel)
+    }
+
+    /// The Client role's node of `channel`.
+    pub(crate) fn client(&self, channel: &str) -> Option<&Arc<MeshNode>> {
+        self.clients.get(channel)
+    }
+
+    fn nodes(&self) -> impl Iterator<Item = &Arc<MeshNode>> {
+        self.servers.values().chain(self.clients.values())
+    }
+}
+
+#[async_trait]
+impl Subsystem for ClientServerRoles {
+    fn name(&self) -> &'static str {
+        "client-server"
+    }
+
+    /// Servers stop admitting and finish accepted work; clients end their calls.
+    async fn drain(&self, grace: Duration) {
+        for node in self.nodes() {
+            node.begin_shutdown();
+        }
+        for node in self.servers.values() {
+            if !node.drain_work(grace).await {
+                tracing::warn!(rid = %node.rid(), "ClientServer grace ended with handlers still running");
+            }
+        }
+    }
+
+    async fn stop(&self, crashed: bool) {
+        for node in self.nodes() {
+            if !crashed {
+                node.leave_store().await;
+            }
+            node.close(if crashed { "crashed" } else { "shutdown" })
+                .await;
+        }
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}

@@ -1,0 +1,128 @@
+//! The fanout publishers and subscribers of one process. The beacon interval and silence
+//! deadline are the liveness timings (5 s / 15 s).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::publisher::Advertising;
+use super::{FanoutDeclaration, FanoutPublisher, FanoutSubscriber};
+use crate::mesh::{MeshNode, Subsystem};
+use crate::{Error, ErrorKind, Result};
+
+/// Every fanout role of a process, by ChannelName.
+pub(crate) struct FanoutRoles {
+    publishers: BTreeMap<String, Arc<FanoutPublisher>>,
+    subscribers: BTreeMap<String, Arc<FanoutSubscriber>>,
+}
+
+impl FanoutRoles {
+    /// Starts the publishers (binding their listeners) and subscribers `process`
+    /// declares; subscriber handlers see `process` as their runtime.
+    pub(crate) async fn start(process: &Arc<MeshNode>) -> Result<Arc<Self>> {
+        let settings = process.settings();
+        let liveness = settings.liveness;
+        let services = process.services();
+        let interval = process.discovery().map(|d| d.interval());
+        let mut roles = FanoutRoles {
+            publishers: BTreeMap::new(),
+            subscribers: BTreeMap::new(),
+        };
+        for role in &settings.fanout {
+            match role {
+                FanoutDeclaration::Publisher(spec) => {
+                    let advertising = match (services.store(), services.lease(), interval) {
+                        (Some(store), Some(lease), Some(interval)) => Some(Advertising {
+                            store: store.clone(),
+                            lease: lease.clone(),
+                            interval,
+                            rid: settings.rid.clone(),
+                            curve_key: settings.security.public_key(),
+                        }),
+                        _ => None,
+                    };
+                    let started = FanoutPublisher::start(
+                        spec,
+                        liveness.probe_interval,
+                        advertising,
+                        (
+                            settings.security.server(),
+                            settings.limits.handshake_timeout,
+                        ),
+                    )
+                    .await;
+                    match started {
+                        Ok(publisher) => {
+                            roles.publishers.insert(spec.channel.clone(), publisher);
+                        }
+                        Err(e) => {
+                            roles.stop(false).await;
+                            return Err(e);
+                        }
+                    }
+                }
+                FanoutDeclaration::Subscriber(spec) => {
+                    let discovery = match (spec.automatic, services.store(), interval) {
+                        (true, Some(store), Some(interval)) => Some((store.clone(), interval)),
+                        _ => None,
+                    };
+                    let subscriber = FanoutSubscriber::start(
+                        spec,
+                        Arc::downgrade(process),
+                        liveness.deadline,
+                        discovery,
+                    );
+                    roles.subscribers.insert(spec.channel.clone(), subscriber);
+                }
+            }
+        }
+        Ok(Arc::new(roles))
+    }
+
+    /// This process's publisher of `channel`.
+    pub(crate) fn publisher(&self, channel: &str) -> Result<&Arc<FanoutPublisher>> {
+        self.publishers
+            .get(channel)
+            .ok_or_else(|| not_publisher(channel))
+    }
+
+    /// This process's subscriber of `channel`.
+    pub(crate) fn subscriber(&self, channel: &str) -> Option<&Arc<FanoutSubscriber>> {
+        self.subscribers.get(channel)
+    }
+}
+
+/// The error for a channel this process does not publish.
+pub(crate) fn not_publisher(channel: &str) -> Error {
+    Error::new(
+        ErrorKind::NotConfigured,
+        format!("this node is not a fanout publisher of {channel}"),
+    )
+}
+
+#[async_trait]
+impl Subsystem for FanoutRoles {
+    fn name(&self) -> &'static str {
+        "fanout"
+    }
+
+    /// Fanout holds no accepted work: publishing is refused once the runtime stops
+    /// serving, and a subscriber's handler call finishes with its feed.
+    async fn drain(&self, _grace: Duration) {}
+
+    /// Stops every subscriber and closes every publisher.
+    async fn stop(&self, _crashed: bool) {
+        for subscriber in self.subscribers.values() {
+            subscriber.close().await;
+        }
+        for publisher in self.publishers.values() {
+            publisher.close().await;
+        }
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}

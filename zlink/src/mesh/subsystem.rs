@@ -1,0 +1,26 @@
+//! The lifecycle seam: every subsystem a runtime starts next to its node (ClientServer
+//! roles, fanout roles, and later objects and sessions) drains and stops through this
+//! trait, in the order `host` owns (the reverse of the start order).
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+/// One subsystem of a running node.
+#[async_trait]
+pub(crate) trait Subsystem: Send + Sync + 'static {
+    /// What it is, for logs.
+    fn name(&self) -> &'static str;
+
+    /// Stops taking new work and lets accepted work finish, for at most `grace`.
+    async fn drain(&self, grace: Duration);
+
+    /// Ends everything it runs; returns once its tasks have ended. `crashed` ends it as a
+    /// killed process would (nothing withdrawn from the store).
+    async fn stop(&self, crashed: bool);
+
+    /// Itself, for typed lookup ([`MeshNode::subsystem`](super::MeshNode::subsystem)).
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+}
