@@ -180,15 +180,17 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
         .mesh_name("shop")
         .rid("checkout")
         .listen("tcp://127.0.0.1:0")
-        .channel_client("pricing")
         .peer(PeerSpec::new(pricing_a.endpoint()).expect_rid("pricing-a"))
         .peer(PeerSpec::new(pricing_b.endpoint()).expect_rid("pricing-b"))
         .build()?
         .start()
         .await?;
+    // The typed client is the Client role's only declaration.
+    let pricing = PricingClient::on_default_channel(&checkout);
+    // Connections are made in the background: wait (woken by peer events) until both
+    // servers can be picked.
     checkout.channels().ready("pricing", 2).await?;
 
-    let pricing = PricingClient::on_default_channel(&checkout);
     let quote = pricing
         .quote(&GetQuote {
             sku: "tea".into(),
@@ -231,7 +233,7 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
     // ANCHOR_END: errors
 
     // ANCHOR: drain
-    pricing_a.set_weight("pricing", 0)?; // drain: no new selections, in-flight work finishes
+    pricing_a.channels().set_weight("pricing", 0)?; // drain: no new selections, in-flight work finishes
     checkout
         .wait_for_peers(Duration::from_secs(5), |peers| {
             peers
@@ -248,8 +250,8 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
             .await?;
         assert_eq!(q.priced_by, "pricing-b");
     }
-    pricing_a.set_weight("pricing", 100)?; // restore
-                                           // ANCHOR_END: drain
+    pricing_a.channels().set_weight("pricing", 100)?; // restore
+                                                      // ANCHOR_END: drain
 
     // ANCHOR: shutdown
     checkout.shutdown().await;

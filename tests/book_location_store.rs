@@ -73,11 +73,13 @@ async fn location_store_chapter() -> zlink::Result<()> {
 
     // ANCHOR: status
     let lease = pricing
+        .discovery()
         .owner_lease()
         .expect("a Location Store is registered");
     assert!(lease.admits_new_work());
     let view = checkout
         .discovery()
+        .status()
         .expect("a Location Store is registered");
     for member in &view.members {
         println!(

@@ -31,7 +31,7 @@ async fn security_chapter_keys() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("ledger-1.key");
     // ANCHOR: keys
-    use zlink::link::CurveKeypair;
+    use zlink::security::CurveKeypair;
 
     // Once per node, at provisioning time: a keypair, saved as a key file (mode 0600).
     let keys = CurveKeypair::generate();
@@ -53,7 +53,7 @@ async fn security_chapter_mesh() -> zlink::Result<()> {
     let redis_url = redis.url();
     // ANCHOR: mesh
     use std::sync::Arc;
-    use zlink::link::CurveKeypair;
+    use zlink::security::CurveKeypair;
     use zlink::store::{LocationStore, RedisLocationStore, RedisOptions};
 
     let store: Arc<dyn LocationStore> = Arc::new(RedisLocationStore::new(RedisOptions::new(
@@ -96,7 +96,7 @@ async fn security_chapter_mesh() -> zlink::Result<()> {
 #[tokio::test]
 async fn security_chapter_manual() -> zlink::Result<()> {
     // ANCHOR: manual
-    use zlink::link::{CurveKeypair, Trust};
+    use zlink::security::{CurveKeypair, Trust};
     use zlink::PeerSpec;
 
     let ledger_keys = CurveKeypair::generate();
@@ -159,7 +159,7 @@ fn security_chapter_plaintext_rule() {
 #[test]
 fn security_chapter_limits() {
     // ANCHOR: limits
-    use zlink::link::LinkLimits;
+    use zlink::security::LinkLimits;
 
     let limits = LinkLimits {
         max_message: 1 << 20, // 1 MiB per inbound message

@@ -32,7 +32,7 @@ async fn wait_for_servers(client: &Runtime, n: usize) {
     wait_until(
         WAIT,
         &format!("{n} ClientServer server(s) ready"),
-        || async { client.client_server_servers(CS).len() == n },
+        || async { client.channels().client_server_servers(CS).len() == n },
     )
     .await;
 }
@@ -61,7 +61,10 @@ fn free_endpoint() -> String {
 #[tokio::test]
 async fn a_client_calls_a_server_on_its_own_listener_and_gets_the_reply() {
     let server = start(cs_server("s", "tcp://127.0.0.1:0", 100)).await;
-    let endpoint = server.client_server_endpoint(CS).expect("listening");
+    let endpoint = server
+        .channels()
+        .client_server_endpoint(CS)
+        .expect("listening");
     assert_ne!(
         endpoint,
         server.endpoint(),
@@ -149,7 +152,7 @@ async fn a_server_cannot_start_a_call_to_a_client() {
 #[tokio::test]
 async fn a_local_server_is_an_equal_candidate_reached_through_the_transport() {
     let remote = start(cs_server("r", "tcp://127.0.0.1:0", 100)).await;
-    let remote_endpoint = remote.client_server_endpoint(CS).unwrap();
+    let remote_endpoint = remote.channels().client_server_endpoint(CS).unwrap();
     let local_endpoint = free_endpoint();
     // One process holds both roles of the channel; its client lists its own server too.
     let both = start(
@@ -169,6 +172,7 @@ async fn a_local_server_is_an_equal_candidate_reached_through_the_transport() {
     wait_for_servers(&both, 2).await;
     // The local server was admitted over a real connection, like the remote one.
     let ready: Vec<String> = both
+        .channels()
         .client_server_servers(CS)
         .into_iter()
         .map(|p| p.rid)
@@ -257,7 +261,7 @@ async fn an_oversize_message_is_refused_with_a_clear_error() {
         ClientServer::server(CS, echo_handlers("s", Default::default())).max_message_size(1024),
     ))
     .await;
-    let endpoint = server.client_server_endpoint(CS).unwrap();
+    let endpoint = server.channels().client_server_endpoint(CS).unwrap();
     let client = start(cs_client("c", &[&endpoint])).await;
     wait_for_servers(&client, 1).await;
     let big = Echo {
@@ -279,7 +283,7 @@ async fn a_restarted_server_on_the_same_endpoint_is_a_new_lifecycle() {
     let first = start(cs_server("s", &endpoint, 100)).await;
     let client = start(cs_client("c", &[&endpoint])).await;
     wait_for_servers(&client, 1).await;
-    let old = client.client_server_servers(CS)[0].generation;
+    let old = client.channels().client_server_servers(CS)[0].generation;
     first.shutdown().await;
     let second = start(cs_server("s", &endpoint, 100)).await;
     wait_until(
@@ -287,6 +291,7 @@ async fn a_restarted_server_on_the_same_endpoint_is_a_new_lifecycle() {
         "the client is connected to the new lifecycle",
         || async {
             client
+                .channels()
                 .client_server_servers(CS)
                 .iter()
                 .any(|p| p.generation != old)
@@ -294,7 +299,7 @@ async fn a_restarted_server_on_the_same_endpoint_is_a_new_lifecycle() {
     )
     .await;
     assert_eq!(
-        client.client_server_servers(CS).len(),
+        client.channels().client_server_servers(CS).len(),
         1,
         "the old connection is gone"
     );
@@ -305,7 +310,7 @@ async fn a_restarted_server_on_the_same_endpoint_is_a_new_lifecycle() {
 #[tokio::test]
 async fn a_reply_after_its_request_ended_is_dropped() {
     let server = start(cs_server("s", "tcp://127.0.0.1:0", 100)).await;
-    let endpoint = server.client_server_endpoint(CS).unwrap();
+    let endpoint = server.channels().client_server_endpoint(CS).unwrap();
     let client = start(cs_client("c", &[&endpoint])).await;
     wait_for_servers(&client, 1).await;
     let echo = echo_client_on(&client, CS);
@@ -327,14 +332,15 @@ async fn a_reply_after_its_request_ended_is_dropped() {
 async fn weight_zero_drains_a_client_server_server() {
     let a = start(cs_server("a", "tcp://127.0.0.1:0", 100)).await;
     let b = start(cs_server("b", "tcp://127.0.0.1:0", 100)).await;
-    let ea = a.client_server_endpoint(CS).unwrap();
-    let eb = b.client_server_endpoint(CS).unwrap();
+    let ea = a.channels().client_server_endpoint(CS).unwrap();
+    let eb = b.channels().client_server_endpoint(CS).unwrap();
     let client = start(cs_client("c", &[&ea, &eb])).await;
     wait_for_servers(&client, 2).await;
-    a.set_weight(CS, 0).unwrap();
-    assert_eq!(a.weight(CS), Some(0));
+    a.channels().set_weight(CS, 0).unwrap();
+    assert_eq!(a.channels().weight(CS), Some(0));
     wait_until(WAIT, "the client sees weight 0", || async {
         client
+            .channels()
             .client_server_servers(CS)
             .iter()
             .any(|p| p.rid == "a" && p.weight(CS) == Some(0))
@@ -379,6 +385,7 @@ async fn clients_find_servers_through_the_location_store() {
     a.shutdown().await;
     wait_until(WAIT, "only b remains", || async {
         client
+            .channels()
             .client_server_servers(CS)
             .iter()
             .map(|p| p.rid.clone())
@@ -407,7 +414,7 @@ async fn a_wildcard_bind_advertises_the_configured_host() {
             .client_server(wildcard().advertise_host("127.0.0.1")),
     )
     .await;
-    let endpoint = server.client_server_endpoint(CS).unwrap();
+    let endpoint = server.channels().client_server_endpoint(CS).unwrap();
     assert!(
         endpoint.starts_with("tcp://127.0.0.1:") && !endpoint.ends_with(":0"),
         "{endpoint}"
@@ -421,7 +428,7 @@ async fn a_wildcard_bind_advertises_the_configured_host() {
 #[tokio::test]
 async fn a_process_with_only_client_server_and_fanout_roles_needs_no_mesh() {
     let server = start(cs_server("s", "tcp://127.0.0.1:0", 100)).await;
-    let endpoint = server.client_server_endpoint(CS).unwrap();
+    let endpoint = server.channels().client_server_endpoint(CS).unwrap();
     // No mesh_name, no listen: this process joins no RouteMesh.
     let client = Runtime::builder()
         .rid("lone-client")
@@ -499,7 +506,7 @@ async fn a_role_without_its_own_message_cap_still_serves() {
         ClientServer::server(CS, echo_handlers("s", Default::default())).max_message_size(0),
     ))
     .await;
-    let endpoint = server.client_server_endpoint(CS).unwrap();
+    let endpoint = server.channels().client_server_endpoint(CS).unwrap();
     let client = start(
         node("c").client_server(
             ClientServer::client(CS)

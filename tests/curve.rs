@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use zlink::link::{CurveKeypair, Trust};
+use zlink::security::{CurveKeypair, Trust};
 use zlink::{ClientServer, PeerSpec, Runtime};
 use zlink_testkit::{wait_until, RedisServer};
 use zlink_tests::*;
@@ -153,6 +153,7 @@ async fn curve_covers_client_server_listeners() {
     )
     .await;
     let cs = server
+        .channels()
         .client_server_endpoint("cs-echo")
         .expect("cs endpoint");
     let client =
@@ -161,7 +162,10 @@ async fn curve_covers_client_server_listeners() {
         ))
         .await;
     wait_until(WAIT, "the CURVE client reaches the server", || async {
-        !client.client_server_servers("cs-echo").is_empty()
+        !client
+            .channels()
+            .client_server_servers("cs-echo")
+            .is_empty()
     })
     .await;
     assert_eq!(
@@ -176,7 +180,7 @@ async fn curve_covers_client_server_listeners() {
     let plain =
         start(Runtime::builder().client_server(ClientServer::client("cs-echo").connect(cs))).await;
     tokio::time::sleep(Duration::from_millis(800)).await;
-    assert!(plain.client_server_servers("cs-echo").is_empty());
+    assert!(plain.channels().client_server_servers("cs-echo").is_empty());
     stop([plain, client, server]).await;
 }
 

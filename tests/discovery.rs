@@ -60,6 +60,7 @@ async fn three_nodes_discover_each_other_through_redis_and_exchange_requests() {
     assert_eq!(answered, HashSet::from(["a".to_string(), "b".to_string()]));
     let members: Vec<String> = c
         .discovery()
+        .status()
         .unwrap()
         .members
         .into_iter()
@@ -80,7 +81,12 @@ async fn a_killed_nodes_lease_expires_and_the_others_drop_it() {
     b.crash().await;
     for rt in [&a, &c] {
         wait_until(WAIT, "b dropped from the member list", || async {
-            rt.discovery().unwrap().members.iter().all(|d| d.rid != "b")
+            rt.discovery()
+                .status()
+                .unwrap()
+                .members
+                .iter()
+                .all(|d| d.rid != "b")
         })
         .await;
     }
@@ -109,7 +115,7 @@ async fn redis_paused_keeps_existing_traffic_and_a_node_started_meanwhile_waits_
 
     redis.pause().unwrap();
     wait_until(WAIT, "c notices the store is unreachable", || async {
-        !c.discovery().unwrap().store_reachable
+        !c.discovery().status().unwrap().store_reachable
     })
     .await;
     let d = echo_server("d", &store, lease).await;
@@ -120,7 +126,7 @@ async fn redis_paused_keeps_existing_traffic_and_a_node_started_meanwhile_waits_
         assert!(peer_rids(&d).is_empty());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(!c.discovery().unwrap().grace_expired);
+    assert!(!c.discovery().status().unwrap().grace_expired);
 
     redis.resume().unwrap();
     wait_for_peers(&c, &["a", "d"]).await;
@@ -139,29 +145,32 @@ async fn a_host_that_loses_redis_stops_admitting_at_its_deadline_and_publishes_n
     let store = redis_store(&redis);
     let a = echo_server("a", &store, quick_lease()).await;
     wait_until(WAIT, "a publishes", || async {
-        a.discovery().unwrap().published_revision.is_some()
+        a.discovery().status().unwrap().published_revision.is_some()
     })
     .await;
-    assert!(a.owner_lease().unwrap().admits_new_work());
-    let published = a.discovery().unwrap().published_revision;
+    assert!(a.discovery().owner_lease().unwrap().admits_new_work());
+    let published = a.discovery().status().unwrap().published_revision;
 
     redis.pause().unwrap();
     wait_until(WAIT, "a's admission deadline passes", || async {
-        !a.owner_lease().unwrap().admits_new_work()
+        !a.discovery().owner_lease().unwrap().admits_new_work()
     })
     .await;
-    let deadline = a.owner_lease().unwrap().admission_deadline;
-    a.set_weight(CHANNEL, 7).unwrap();
+    let deadline = a.discovery().owner_lease().unwrap().admission_deadline;
+    a.channels().set_weight(CHANNEL, 7).unwrap();
     // Past the deadline nothing is published, however often discovery runs.
     for _ in 0..5 {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        assert_eq!(a.discovery().unwrap().published_revision, published);
-        assert!(!a.owner_lease().unwrap().admits_new_work());
+        assert_eq!(
+            a.discovery().status().unwrap().published_revision,
+            published
+        );
+        assert!(!a.discovery().owner_lease().unwrap().admits_new_work());
     }
     // The deadline never moved while the store was away.
     assert!(
-        a.owner_lease().unwrap().admission_deadline <= deadline
-            || a.owner_lease().unwrap().token.is_none()
+        a.discovery().owner_lease().unwrap().admission_deadline <= deadline
+            || a.discovery().owner_lease().unwrap().token.is_none()
     );
 
     redis.resume().unwrap();
@@ -169,8 +178,9 @@ async fn a_host_that_loses_redis_stops_admitting_at_its_deadline_and_publishes_n
         WAIT,
         "a admits again and publishes the new weight",
         || async {
-            let lease = a.owner_lease().unwrap();
-            lease.admits_new_work() && a.discovery().unwrap().published_revision > published
+            let lease = a.discovery().owner_lease().unwrap();
+            lease.admits_new_work()
+                && a.discovery().status().unwrap().published_revision > published
         },
     )
     .await;
@@ -248,9 +258,9 @@ async fn manual_and_discovered_peers_combine() {
     wait_for_peers(&m, &["a"]).await;
     wait_for_peers(&a, &["c", "m"]).await;
     // Several discovery rounds later, a still keeps the manual peer.
-    let rounds = a.discovery().unwrap().last_complete_read;
+    let rounds = a.discovery().status().unwrap().last_complete_read;
     wait_until(WAIT, "a re-read the member list", || async {
-        a.discovery().unwrap().last_complete_read > rounds
+        a.discovery().status().unwrap().last_complete_read > rounds
     })
     .await;
     assert_eq!(echo_by(&m).await, "a");
@@ -265,10 +275,10 @@ async fn weight_changes_travel_in_the_descriptor_revision() {
     let a = echo_server("a", &store, quick_lease()).await;
     let c = echo_client_node("c", &store, quick_lease()).await;
     wait_for_peers(&c, &["a"]).await;
-    let before = a.discovery().unwrap().published_revision.unwrap();
-    a.set_weight(CHANNEL, 0).unwrap();
+    let before = a.discovery().status().unwrap().published_revision.unwrap();
+    a.channels().set_weight(CHANNEL, 0).unwrap();
     wait_until(WAIT, "the new revision is published", || async {
-        a.discovery().unwrap().published_revision > Some(before)
+        a.discovery().status().unwrap().published_revision > Some(before)
     })
     .await;
     let key = zlink::store::DescriptorKey::mesh_node(MESH, "a");
@@ -282,6 +292,7 @@ async fn weight_changes_travel_in_the_descriptor_revision() {
     assert_eq!(descriptor.channels, vec![(CHANNEL.to_string(), 0)]);
     wait_until(WAIT, "c's member list shows weight 0", || async {
         c.discovery()
+            .status()
             .unwrap()
             .members
             .iter()

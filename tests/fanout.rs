@@ -62,11 +62,11 @@ fn price(blob: usize) -> PriceChanged {
     }
 }
 
-async fn publisher(spec: zlink::channel::fanout::FanoutPublisherSpec) -> Runtime {
+async fn publisher(spec: zlink::fanout::FanoutPublisherSpec) -> Runtime {
     start(node("pub").fanout(spec)).await
 }
 
-async fn subscriber(rid: &str, spec: zlink::channel::fanout::FanoutSubscriberSpec) -> Runtime {
+async fn subscriber(rid: &str, spec: zlink::fanout::FanoutSubscriberSpec) -> Runtime {
     start(node(rid).fanout(spec)).await
 }
 
@@ -76,7 +76,7 @@ async fn until_subscribed(publisher: &Runtime, seen: impl Fn() -> bool) {
     let give_up = Instant::now() + WAIT;
     while !seen() {
         assert!(Instant::now() < give_up, "subscription never took effect");
-        publisher.publish(PRICES, &price(0)).await.unwrap();
+        publisher.fanout().publish(PRICES, &price(0)).await.unwrap();
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -84,7 +84,7 @@ async fn until_subscribed(publisher: &Runtime, seen: impl Fn() -> bool) {
 #[tokio::test]
 async fn subscribers_receive_only_the_topics_they_filter_on() {
     let p = publisher(Fanout::publisher(PRICES)).await;
-    let endpoint = p.fanout_endpoint(PRICES).unwrap();
+    let endpoint = p.fanout().endpoint(PRICES).unwrap();
     let only_prices = Watcher::default();
     let everything = Watcher::default();
     let s1 = subscriber(
@@ -103,10 +103,11 @@ async fn subscribers_receive_only_the_topics_they_filter_on() {
     until_subscribed(&p, || only_prices.prices() > 0 && everything.prices() > 0).await;
     let before = only_prices.prices();
     for _ in 0..5 {
-        p.publish(PRICES, &Restocked { sku: "tea".into() })
+        p.fanout()
+            .publish(PRICES, &Restocked { sku: "tea".into() })
             .await
             .unwrap();
-        p.publish(PRICES, &price(0)).await.unwrap();
+        p.fanout().publish(PRICES, &price(0)).await.unwrap();
     }
     wait_until(
         WAIT,
@@ -131,10 +132,12 @@ async fn subscribers_receive_only_the_topics_they_filter_on() {
     let give_up = Instant::now() + WAIT;
     while tea.prices() == 0 {
         assert!(Instant::now() < give_up);
-        p.publish_topic(PRICES, "coffee.latte", &price(0))
+        p.fanout()
+            .publish_topic(PRICES, "coffee.latte", &price(0))
             .await
             .unwrap();
-        p.publish_topic(PRICES, "tea.green", &price(0))
+        p.fanout()
+            .publish_topic(PRICES, "tea.green", &price(0))
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -145,7 +148,7 @@ async fn subscribers_receive_only_the_topics_they_filter_on() {
 #[tokio::test]
 async fn a_slow_subscriber_loses_its_copies_while_a_fast_one_gets_everything() {
     let p = publisher(Fanout::publisher(PRICES).send_high_water_mark(256)).await;
-    let endpoint = p.fanout_endpoint(PRICES).unwrap();
+    let endpoint = p.fanout().endpoint(PRICES).unwrap();
     let fast = Watcher::default();
     let s = subscriber(
         "fast",
@@ -158,7 +161,7 @@ async fn a_slow_subscriber_loses_its_copies_while_a_fast_one_gets_everything() {
     const EVENTS: usize = 3000;
     for i in 0..EVENTS {
         // Publish never waits, whatever the slow subscriber does.
-        p.publish(PRICES, &price(8 * 1024)).await.unwrap();
+        p.fanout().publish(PRICES, &price(8 * 1024)).await.unwrap();
         if i % 8 == 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
@@ -168,7 +171,7 @@ async fn a_slow_subscriber_loses_its_copies_while_a_fast_one_gets_everything() {
     })
     .await;
     assert!(
-        p.fanout_dropped(PRICES).unwrap() > 0,
+        p.fanout().dropped(PRICES).unwrap() > 0,
         "the stalled subscriber lost copies"
     );
     stop([s, p]).await;
@@ -177,7 +180,7 @@ async fn a_slow_subscriber_loses_its_copies_while_a_fast_one_gets_everything() {
 #[tokio::test]
 async fn no_drop_publish_waits_for_room_and_fails_at_its_deadline() {
     let p = publisher(Fanout::publisher(PRICES).send_high_water_mark(2).no_drop()).await;
-    let endpoint = p.fanout_endpoint(PRICES).unwrap();
+    let endpoint = p.fanout().endpoint(PRICES).unwrap();
     let _slow = StalledSubscriber::connect(&endpoint, b"").await.unwrap();
     let short = || CallOptions::new().timeout(Duration::from_millis(200));
     let give_up = Instant::now() + WAIT;
@@ -189,6 +192,7 @@ async fn no_drop_publish_waits_for_room_and_fails_at_its_deadline() {
         );
         let started = Instant::now();
         match p
+            .fanout()
             .publish_topic_with(PRICES, "PriceChanged", &price(256 * 1024), short())
             .await
         {
@@ -211,9 +215,10 @@ async fn no_drop_publish_waits_for_room_and_fails_at_its_deadline() {
         waited >= Duration::from_millis(200),
         "failed after {waited:?}"
     );
-    assert_eq!(p.fanout_dropped(PRICES).unwrap(), 0, "NoDrop never drops");
+    assert_eq!(p.fanout().dropped(PRICES).unwrap(), 0, "NoDrop never drops");
     assert!(p
-        .fanout_dropped("not-published-here")
+        .fanout()
+        .dropped("not-published-here")
         .unwrap_err()
         .is(zlink::ErrorKind::NotConfigured));
     stop([p]).await;
@@ -223,15 +228,23 @@ async fn no_drop_publish_waits_for_room_and_fails_at_its_deadline() {
 async fn the_reserved_beacon_topic_is_an_argument_error_and_zero_subscribers_is_success() {
     let p = publisher(Fanout::publisher(PRICES)).await;
     let err = p
+        .fanout()
         .publish_topic(PRICES, "\u{1}ZLF1", &price(0))
         .await
         .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     for near in ["\u{1}ZLF", "\u{1}ZLF1\u{0}", "\u{1}ZLF2"] {
-        p.publish_topic(PRICES, near, &price(0)).await.unwrap();
+        p.fanout()
+            .publish_topic(PRICES, near, &price(0))
+            .await
+            .unwrap();
     }
-    p.publish(PRICES, &price(0)).await.unwrap();
-    let err = p.publish("not-a-fanout", &price(0)).await.unwrap_err();
+    p.fanout().publish(PRICES, &price(0)).await.unwrap();
+    let err = p
+        .fanout()
+        .publish("not-a-fanout", &price(0))
+        .await
+        .unwrap_err();
     assert!(err.is(ErrorKind::NotConfigured), "{err}");
     stop([p]).await;
 }
@@ -249,11 +262,16 @@ async fn a_silent_publisher_is_marked_not_ready_then_recovered() {
     )
     .await;
     let beacon = || {
-        let mut m = zeromq::ZmqMessage::from(zlink::channel::fanout::BEACON_TOPIC.to_vec());
-        m.push_back(zlink::channel::fanout::BEACON_PAYLOAD.to_vec().into());
+        let mut m = zeromq::ZmqMessage::from(zlink::fanout::BEACON_TOPIC.to_vec());
+        m.push_back(zlink::fanout::BEACON_PAYLOAD.to_vec().into());
         m
     };
-    let ready = |s: &Runtime| s.fanout_publishers(PRICES).first().is_some_and(|p| p.ready);
+    let ready = |s: &Runtime| {
+        s.fanout()
+            .publishers(PRICES)
+            .first()
+            .is_some_and(|p| p.ready)
+    };
     let give_up = Instant::now() + WAIT;
     while !ready(&s) {
         assert!(Instant::now() < give_up, "never ready");
@@ -265,7 +283,7 @@ async fn a_silent_publisher_is_marked_not_ready_then_recovered() {
         !ready(&s)
     })
     .await;
-    assert!(s.fanout_publishers(PRICES)[0].resubscribed >= 1);
+    assert!(s.fanout().publishers(PRICES)[0].resubscribed >= 1);
     let give_up = Instant::now() + WAIT;
     while !ready(&s) {
         assert!(Instant::now() < give_up, "never recovered");
@@ -289,8 +307,8 @@ async fn subscribers_find_publishers_through_the_location_store() {
     .await;
     until_subscribed(&p, || watcher.prices() > 0).await;
     assert_eq!(
-        s.fanout_publishers(PRICES)[0].endpoint,
-        p.fanout_endpoint(PRICES).unwrap()
+        s.fanout().publishers(PRICES)[0].endpoint,
+        p.fanout().endpoint(PRICES).unwrap()
     );
     stop([s, p]).await;
 }
@@ -336,7 +354,7 @@ impl Recorder {
 #[tokio::test]
 async fn one_publishers_events_reach_the_handler_in_publish_order() {
     let p = publisher(Fanout::publisher(PRICES)).await;
-    let endpoint = p.fanout_endpoint(PRICES).unwrap();
+    let endpoint = p.fanout().endpoint(PRICES).unwrap();
     let recorder = Recorder::default();
     let s = subscriber(
         "s",
@@ -346,11 +364,11 @@ async fn one_publishers_events_reach_the_handler_in_publish_order() {
     let give_up = Instant::now() + WAIT;
     while recorder.seen.lock().unwrap().is_empty() {
         assert!(Instant::now() < give_up, "never subscribed");
-        p.publish(PRICES, &Numbered(0)).await.unwrap();
+        p.fanout().publish(PRICES, &Numbered(0)).await.unwrap();
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     for n in 1..=300 {
-        p.publish(PRICES, &Numbered(n)).await.unwrap();
+        p.fanout().publish(PRICES, &Numbered(n)).await.unwrap();
     }
     wait_until(WAIT, "the last event arrives", || async {
         recorder.seen.lock().unwrap().last() == Some(&300)
@@ -364,7 +382,7 @@ async fn one_publishers_events_reach_the_handler_in_publish_order() {
 
 #[tokio::test]
 async fn a_curve_publisher_serves_only_trusted_curve_subscribers() {
-    use zlink::link::CurveKeypair;
+    use zlink::security::CurveKeypair;
     let (p_keys, s_keys) = (CurveKeypair::generate(), CurveKeypair::generate());
     let p = start(
         node("pub")
@@ -373,7 +391,7 @@ async fn a_curve_publisher_serves_only_trusted_curve_subscribers() {
             .fanout(Fanout::publisher(PRICES)),
     )
     .await;
-    let endpoint = p.fanout_endpoint(PRICES).unwrap();
+    let endpoint = p.fanout().endpoint(PRICES).unwrap();
     let trusted = Watcher::default();
     // Fanout-only processes: no mesh listener, so no trust set is needed on their side.
     let s = start(Runtime::builder().curve(s_keys).fanout(
@@ -393,7 +411,7 @@ async fn a_curve_publisher_serves_only_trusted_curve_subscribers() {
     .await;
     until_subscribed(&p, || trusted.prices() > 0).await;
     for _ in 0..20 {
-        p.publish(PRICES, &price(0)).await.unwrap();
+        p.fanout().publish(PRICES, &price(0)).await.unwrap();
     }
     wait_until(WAIT, "the trusted subscriber gets the burst", || async {
         trusted.prices() >= 20
@@ -404,6 +422,6 @@ async fn a_curve_publisher_serves_only_trusted_curve_subscribers() {
         (0, 0),
         "an untrusted subscriber got events"
     );
-    assert!(!u.fanout_publishers(PRICES).iter().any(|f| f.ready));
+    assert!(!u.fanout().publishers(PRICES).iter().any(|f| f.ready));
     stop([u, n, s, p]).await;
 }

@@ -40,7 +40,7 @@ async fn a_libzmq_client_calls_a_client_server_channel() {
         echo_handlers("zlink-server", Default::default()),
     )))
     .await;
-    let endpoint = server.client_server_endpoint("echo-cs").unwrap();
+    let endpoint = server.channels().client_server_endpoint("echo-cs").unwrap();
     let output = tokio::task::spawn_blocking(move || {
         Command::new(python())
             .arg(script("cs_client.py"))
@@ -83,7 +83,7 @@ struct SeenEvent {
 /// Runs the Python SUB against `publisher`'s "prices" endpoint (with `extra` arguments),
 /// publishing until it has seen three `PriceChanged` events, and checks them.
 async fn libzmq_subscriber_receives_prices(publisher: &zlink::Runtime, extra: &[String]) {
-    let endpoint = publisher.fanout_endpoint("prices").unwrap();
+    let endpoint = publisher.fanout().endpoint("prices").unwrap();
     let mut child = Command::new(python())
         .arg(script("fanout_sub.py"))
         .args([&endpoint, "PriceChanged", "3"])
@@ -104,8 +104,9 @@ async fn libzmq_subscriber_receives_prices(publisher: &zlink::Runtime, extra: &[
             sku: "tea".into(),
             cents: 250,
         };
-        publisher.publish("prices", &event).await.unwrap();
+        publisher.fanout().publish("prices", &event).await.unwrap();
         publisher
+            .fanout()
             .publish("prices", &Restocked { sku: "tea".into() })
             .await
             .unwrap();
@@ -142,7 +143,7 @@ async fn a_libzmq_sub_receives_topic_filtered_events() {
 
 #[tokio::test]
 async fn a_libzmq_curve_sub_receives_events_from_a_curve_publisher() {
-    use zlink::link::CurveKeypair;
+    use zlink::security::CurveKeypair;
     let (publisher_keys, subscriber_keys) = (CurveKeypair::generate(), CurveKeypair::generate());
     let publisher = start(
         zlink::Runtime::builder()
@@ -212,8 +213,8 @@ async fn run_cs_client(args: Vec<String>, timeout_ms: &str) -> std::process::Out
 }
 
 fn curve_server_node(
-    keys: &zlink::link::CurveKeypair,
-    trusted: zlink::link::CurvePublicKey,
+    keys: &zlink::security::CurveKeypair,
+    trusted: zlink::security::CurvePublicKey,
 ) -> zlink::RuntimeBuilder {
     zlink::Runtime::builder()
         .curve(keys.clone())
@@ -226,10 +227,11 @@ fn curve_server_node(
 
 #[tokio::test]
 async fn a_libzmq_curve_client_with_a_trusted_key_calls_a_client_server_channel() {
-    use zlink::link::CurveKeypair;
+    use zlink::security::CurveKeypair;
     let (server_keys, client_keys) = (CurveKeypair::generate(), CurveKeypair::generate());
     let server = start(curve_server_node(&server_keys, client_keys.public())).await;
-    let (endpoint, seen) = recording_proxy(server.client_server_endpoint("echo-cs").unwrap()).await;
+    let (endpoint, seen) =
+        recording_proxy(server.channels().client_server_endpoint("echo-cs").unwrap()).await;
     let secret_text = "a secret that must not cross the wire in plaintext";
     let output = run_cs_client(
         vec![
@@ -275,14 +277,14 @@ async fn a_libzmq_curve_client_with_a_trusted_key_calls_a_client_server_channel(
 
 #[tokio::test]
 async fn untrusted_and_null_libzmq_clients_are_refused() {
-    use zlink::link::CurveKeypair;
+    use zlink::security::CurveKeypair;
     let (server_keys, trusted, stranger) = (
         CurveKeypair::generate(),
         CurveKeypair::generate(),
         CurveKeypair::generate(),
     );
     let server = start(curve_server_node(&server_keys, trusted.public())).await;
-    let endpoint = server.client_server_endpoint("echo-cs").unwrap();
+    let endpoint = server.channels().client_server_endpoint("echo-cs").unwrap();
     let untrusted = run_cs_client(
         vec![
             endpoint.clone(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::net::TcpListener;
 use tokio::time::Instant;
-use zlink::link::LinkLimits;
+use zlink::security::LinkLimits;
 use zlink::wire::{
     Admission, CallHead, CallMessage, Command, ControlHeader, Envelope, RejectReason, WireName,
     PROTOCOL_MAJOR,

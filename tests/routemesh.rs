@@ -78,7 +78,7 @@ async fn weight_zero_drains_new_requests_while_in_flight_request_completes() {
         let c = c.clone();
         tokio::spawn(async move { echo_client(&c).slow(&Slow { millis: 800 }).await })
     };
-    a.set_weight(CHANNEL, 0).unwrap();
+    a.channels().set_weight(CHANNEL, 0).unwrap();
     c.wait_for_peers(WAIT, |p| {
         p.iter()
             .any(|s| s.rid == "a" && s.weight(CHANNEL) == Some(0))
@@ -116,17 +116,17 @@ async fn weight_change_propagates_with_a_higher_revision() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
     let before = c.peers()[0].revision;
-    a.set_weight(CHANNEL, 250).unwrap();
+    a.channels().set_weight(CHANNEL, 250).unwrap();
     let peers = c
         .wait_for_peers(WAIT, |p| p[0].weight(CHANNEL) == Some(250))
         .await
         .unwrap();
     assert!(peers[0].revision > before);
     assert!(
-        a.set_weight(CHANNEL, 10_001).is_err(),
+        a.channels().set_weight(CHANNEL, 10_001).is_err(),
         "weights above 10000 are refused"
     );
-    assert_eq!(a.weight(CHANNEL), Some(250));
+    assert_eq!(a.channels().weight(CHANNEL), Some(250));
     stop([c, a]).await;
 }
 
@@ -143,7 +143,7 @@ async fn route_mesh_never_selects_itself_not_found() {
     b.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
     // From b, the only candidate is a.
     assert_eq!(echo_by(&b).await, "a");
-    a.set_weight(CHANNEL, 0).unwrap();
+    a.channels().set_weight(CHANNEL, 0).unwrap();
     b.wait_for_peers(WAIT, |p| p[0].weight(CHANNEL) == Some(0))
         .await
         .unwrap();
@@ -182,6 +182,60 @@ async fn node_direct_to_non_member_is_not_found() {
             .by,
         "a"
     );
+    stop([c, a]).await;
+}
+
+#[tokio::test]
+async fn a_generated_client_is_the_only_declaration_the_client_role_needs() {
+    let a = server("a", 100).await;
+    // No `.channel_client(CHANNEL)`: making the typed client declares the role.
+    let c = start(node("c").peer(PeerSpec::new(a.endpoint()).expect_rid("a"))).await;
+    let client = echo_client(&c);
+    c.channels()
+        .ready(CHANNEL, 1)
+        .await
+        .expect("the server becomes ready");
+    assert_eq!(
+        client
+            .echo(&Echo { text: "x".into() })
+            .await
+            .expect("answered")
+            .by,
+        "a"
+    );
+    // A typed client for a malformed ChannelName fails its calls as an argument error.
+    let err = EchoServiceClient::new(&c, "")
+        .echo(&Echo { text: "x".into() })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, zlink::Error::InvalidArgument(_)), "{err}");
+    stop([c, a]).await;
+}
+
+#[tokio::test]
+async fn one_status_snapshot_shows_identity_peers_weights_and_serializes() {
+    let a = server("a", 250).await;
+    let c = client("c", &[&a]).await;
+    let status = a.status();
+    assert_eq!(status.rid, "a");
+    assert_eq!(status.generation, a.generation());
+    assert!(status.running);
+    assert_eq!(status.served, vec![(CHANNEL.to_string(), 250)]);
+    assert_eq!(
+        status
+            .peers
+            .iter()
+            .map(|p| p.rid.as_str())
+            .collect::<Vec<_>>(),
+        ["c"]
+    );
+    assert!(status.open_connections >= 1);
+    assert!(status.store.is_none(), "no Location Store registered");
+    let json = serde_json::to_value(&status).expect("serializes");
+    assert_eq!(json["rid"], "a");
+    assert_eq!(json["served"][0][1], 250);
+    let client_view = c.status();
+    assert_eq!(client_view.peers[0].weight(CHANNEL), Some(250));
     stop([c, a]).await;
 }
 

@@ -84,10 +84,14 @@ async fn during_store_failure_grace_connections_stay_and_the_lease_is_not_extend
     p.client_store.set_down(true);
     // The lease deadline passes on its own schedule; the grace does not extend it.
     wait_until(WAIT, "b's admission deadline passes", || async {
-        !p.client.owner_lease().unwrap().admits_new_work()
+        !p.client
+            .discovery()
+            .owner_lease()
+            .unwrap()
+            .admits_new_work()
     })
     .await;
-    let status = p.client.discovery().unwrap();
+    let status = p.client.discovery().status().unwrap();
     assert!(!status.store_reachable);
     assert!(!status.grace_expired);
     // Existing connection: still serving, still kept alive by liveness.
@@ -101,7 +105,11 @@ async fn during_store_failure_grace_connections_stay_and_the_lease_is_not_extend
     .await;
     p.client_store.set_down(false);
     wait_until(WAIT, "b admits again", || async {
-        p.client.owner_lease().unwrap().admits_new_work()
+        p.client
+            .discovery()
+            .owner_lease()
+            .unwrap()
+            .admits_new_work()
     })
     .await;
     drop(p.shared);
@@ -113,7 +121,7 @@ async fn after_store_failure_grace_nothing_reconnects_until_the_list_is_read_aga
     let p = pair(Duration::from_millis(500)).await;
     p.client_store.set_down(true);
     wait_until(WAIT, "b's grace runs out", || async {
-        p.client.discovery().unwrap().grace_expired
+        p.client.discovery().status().unwrap().grace_expired
     })
     .await;
     // An established connection lives on its liveness...
@@ -134,7 +142,7 @@ async fn after_store_failure_grace_nothing_reconnects_until_the_list_is_read_aga
         || async { peer_rids(&p.client) == ["s"] },
     )
     .await;
-    assert!(!p.client.discovery().unwrap().grace_expired);
+    assert!(!p.client.discovery().status().unwrap().grace_expired);
     assert_eq!(echo_by(&p.client).await, "s");
     stop([p.client, p.server]).await;
 }
@@ -150,7 +158,7 @@ async fn a_lost_descriptor_publish_is_resolved_by_rereading() {
         node_on(&net, "s", &store).channel_server(CHANNEL, echo_handlers("s", Default::default())),
     )
     .await;
-    let status = s.discovery().unwrap();
+    let status = s.discovery().status().unwrap();
     assert_eq!(
         status.published_revision,
         Some(1),
@@ -162,6 +170,9 @@ async fn a_lost_descriptor_publish_is_resolved_by_rereading() {
         .await
         .unwrap()
         .expect("descriptor stored once");
-    assert_eq!(Some(entry.owner), s.owner_lease().unwrap().token);
+    assert_eq!(
+        Some(entry.owner),
+        s.discovery().owner_lease().unwrap().token
+    );
     stop([s]).await;
 }

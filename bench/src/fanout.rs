@@ -190,7 +190,8 @@ async fn zlink(payload: &[u8], duration: Duration) -> Result<Outcome, BoxError> 
         .start()
         .await?;
     let endpoint = publisher
-        .fanout_endpoint(CHANNEL)
+        .fanout()
+        .endpoint(CHANNEL)
         .ok_or("the publisher has no endpoint")?;
     let mut tallies = Vec::new();
     let mut subscribers = Vec::new();
@@ -209,7 +210,7 @@ async fn zlink(payload: &[u8], duration: Duration) -> Result<Outcome, BoxError> 
         let publisher = publisher.clone();
         let tick = tick.clone();
         async move {
-            publisher.publish(CHANNEL, &tick).await?;
+            publisher.fanout().publish(CHANNEL, &tick).await?;
             Ok::<(), BoxError>(())
         }
     };

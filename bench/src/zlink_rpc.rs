@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
-use zlink::link::CurveKeypair;
+use zlink::security::CurveKeypair;
 use zlink::{ClientServer, HandlerContext, PeerSpec, Runtime};
 
 use crate::stats::Throughput;
@@ -92,6 +92,7 @@ impl Pair {
             .start()
             .await?;
         let endpoint = server
+            .channels()
             .client_server_endpoint(CHANNEL)
             .ok_or("the ClientServer server has no endpoint")?;
         let client = Runtime::builder()

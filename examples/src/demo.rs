@@ -150,6 +150,7 @@ async fn change_weight(mesh: &Mesh, server: &Runtime, weight: u32) -> Result<(),
     let started = Instant::now();
     // ANCHOR: set_weight
     server
+        .channels()
         .set_weight(CHANNEL, weight)
         .map_err(|e| format!("{rid}.set_weight: {e}"))?;
     wait_for_weight(&mesh.client, rid, weight, WAIT)
@@ -157,7 +158,7 @@ async fn change_weight(mesh: &Mesh, server: &Runtime, weight: u32) -> Result<(),
         .map_err(|e| format!("the client never saw weight {weight} for {rid}: {e}"))?;
     // ANCHOR_END: set_weight
     println!(
-        "  {rid}.set_weight({CHANNEL:?}, {weight}); the client uses it after {:.1} ms",
+        "  {rid}.channels().set_weight({CHANNEL:?}, {weight}); the client uses it after {:.1} ms",
         started.elapsed().as_secs_f64() * 1000.0
     );
     Ok(())

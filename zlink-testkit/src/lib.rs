@@ -1,6 +1,6 @@
 //! Test support for zlink.
 //!
-//! - [`MemNetwork`]: an in-memory [`Transport`](zlink::link::Transport) whose links can drop,
+//! - [`MemNetwork`]: an in-memory [`Transport`](zlink::transport::Transport) whose links can drop,
 //!   delay or blackhole traffic in one direction, or lose a host entirely, for faults real
 //!   sockets cannot produce on demand.
 //! - [`wait_until`]: waits for a condition with a deadline instead of sleeping and hoping.

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use zlink::link::{
+use zlink::transport::{
     next_conn_id, ConnId, ConnectOptions, Connection, Frames, LinkError, LinkEvents, ListenOptions,
     Listener, Transport,
 };

@@ -15,6 +15,12 @@ pub fn no_handler(ctx: &crate::HandlerContext, handler: usize) -> Error {
     )
 }
 
+/// Declares the Client role for `channel` on `runtime` (what a generated client's `new`
+/// does). A malformed name is not declared: its calls fail `InvalidArgument`.
+pub fn declare_client(runtime: &crate::Runtime, channel: &str) {
+    runtime.declare_client(channel);
+}
+
 /// Converts a handler's error into the error reply (a function, so generated code does not
 /// trip lints about converting `Error` into itself).
 pub fn into_error<E: Into<Error>>(error: E) -> Error {

@@ -49,28 +49,73 @@
 //! ```
 #![warn(missing_docs)]
 
-pub mod call;
-pub mod channel;
-pub mod config;
-pub mod error;
-pub mod handler;
-pub mod host;
-pub mod link;
-pub mod mesh;
+mod call;
+mod channel;
+mod config;
+mod error;
+mod handler;
+mod host;
+mod link;
+mod mesh;
 pub mod store;
+#[cfg(feature = "testkit")]
 pub mod wire;
+#[cfg(not(feature = "testkit"))]
+mod wire;
 
 pub use bytes::Bytes;
 pub use call::CallOptions;
 pub use channel::client_server::ClientServer;
 pub use channel::fanout::Fanout;
-pub use config::{PeerSpec, RuntimeBuilder, RuntimeConfig};
+pub use config::{
+    PeerSpec, RuntimeBuilder, RuntimeConfig, DEFAULT_DISCOVERY_INTERVAL,
+    DEFAULT_STORE_FAILURE_GRACE, DEFAULT_WEIGHT, MAX_WEIGHT,
+};
 pub use error::{ConfigViolation, Error, ErrorKind, Result};
 pub use handler::{BoxFuture, DefaultChannel, HandlerContext, HandlerGroup, Handlers, PacketKind};
-pub use host::Runtime;
-pub use mesh::PeerStatus;
-pub use wire::{Cbor, Codec, Json, Message, Metadata, Request};
+pub use host::{
+    Channels, ClientServerStatus, DiscoveryHandle, FanoutHandle, FanoutStatus, Runtime,
+    RuntimeStatus, StoreStatus,
+};
+pub use link::LinkLimits;
+pub use mesh::{generate_rid, DiscoveryStatus, PeerStatus};
+pub use wire::{cbor_decode, cbor_encode, Cbor, Codec, Json, Message, Metadata, Request};
 pub use zlink_macros::{channel, handler, Message};
+
+/// ClientServer roles: a Server's own listener for outside callers, Clients that connect
+/// to it. Declare them with [`ClientServer`] and
+/// [`RuntimeBuilder::client_server`].
+pub mod client_server {
+    pub use crate::channel::client_server::{
+        ClientServer, ClientServerClient, ClientServerDeclaration, ClientServerServer,
+        DEFAULT_MAX_MESSAGE,
+    };
+}
+
+/// Fanout roles: lossy PUB/SUB events with topics. Declare them with [`Fanout`] and
+/// [`RuntimeBuilder::fanout`].
+pub mod fanout {
+    pub use crate::channel::fanout::{
+        Fanout, FanoutDeclaration, FanoutPublisherSpec, FanoutSubscriberSpec, PublisherStatus,
+        BEACON_PAYLOAD, BEACON_TOPIC, DEFAULT_MAX_SUBSCRIBERS, DEFAULT_MAX_SUBSCRIPTIONS,
+        DEFAULT_SEND_HIGH_WATER_MARK,
+    };
+}
+
+/// Link security: CURVE keys (a node's security identity) and whom a listener admits.
+pub mod security {
+    pub use crate::link::{CurveKeypair, CurvePublicKey, KeyError, LinkLimits, Trust};
+}
+
+/// The transport boundary, for the testkit's in-memory network (feature `testkit`).
+#[cfg(feature = "testkit")]
+pub mod transport {
+    pub use crate::link::{
+        next_conn_id, ConnId, ConnectOptions, Connection, Frames, LinkError, LinkEvents,
+        ListenOptions, Listener, Transport, TrySendError, ZmtpTransport,
+    };
+    pub use crate::link::{ClientSecurity, ServerSecurity};
+}
 
 #[doc(hidden)]
 pub mod __private;

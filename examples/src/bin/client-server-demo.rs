@@ -63,8 +63,12 @@ async fn main() -> zlink::Result<()> {
     let a = server("quotes-a", 100).await?;
     let b = server("quotes-b", 300).await?;
     let (ea, eb) = (
-        a.client_server_endpoint("quotes").unwrap_or_default(),
-        b.client_server_endpoint("quotes").unwrap_or_default(),
+        a.channels()
+            .client_server_endpoint("quotes")
+            .unwrap_or_default(),
+        b.channels()
+            .client_server_endpoint("quotes")
+            .unwrap_or_default(),
     );
     println!("quotes-a listens on {ea} (weight 100), quotes-b on {eb} (weight 300)");
 
@@ -90,7 +94,7 @@ async fn main() -> zlink::Result<()> {
     for (by, n) in &answered {
         println!("{by} answered {n} of 8");
     }
-    let ready = shop.client_server_servers("quotes");
+    let ready = shop.channels().client_server_servers("quotes");
     println!(
         "the client sees {} ready server(s): {:?}",
         ready.len(),

@@ -57,7 +57,7 @@ async fn main() -> zlink::Result<()> {
         .build()?
         .start()
         .await?;
-    let endpoint = publisher.fanout_endpoint("prices").unwrap_or_default();
+    let endpoint = publisher.fanout().endpoint("prices").unwrap_or_default();
 
     let all = Board::default();
     let everything = node("board")
@@ -80,7 +80,7 @@ async fn main() -> zlink::Result<()> {
     // PUB/SUB drops what is published before a subscription arrives; wait for both
     // subscribers to hear the publisher's beacon first.
     for _ in 0..200 {
-        let ready = |rt: &Runtime| rt.fanout_publishers("prices").iter().all(|p| p.ready);
+        let ready = |rt: &Runtime| rt.fanout().publishers("prices").iter().all(|p| p.ready);
         if ready(&everything) && ready(&tea_only) {
             break;
         }
@@ -92,12 +92,13 @@ async fn main() -> zlink::Result<()> {
         sku: "coffee".into(),
         cents: 320,
     };
-    publisher.publish("prices", &coffee).await?; // topic = packet name "PriceChanged"
+    publisher.fanout().publish("prices", &coffee).await?; // topic = packet name "PriceChanged"
     let green = PriceChanged {
         sku: "green tea".into(),
         cents: 280,
     };
     publisher
+        .fanout()
         .publish_topic("prices", "tea.green", &green)
         .await?; // an explicit topic
                  // ANCHOR_END: publish

@@ -56,13 +56,16 @@ pub(crate) fn generate(group: &Group) -> TokenStream {
         // private, so in effect are the methods that name them.
         #[allow(private_interfaces)]
         impl #client {
-            /// A client that calls `channel` through `runtime`, which must have registered
-            /// the channel (as Client or Server).
+            /// A client that calls `channel` through `runtime`. Making it declares the
+            /// Client role for `channel` on `runtime` (nothing else needs declaring); a
+            /// channel the runtime already serves or calls through ClientServer keeps that
+            /// role.
             pub fn new(
                 #runtime: &#krate::Runtime,
                 #channel: impl ::core::convert::Into<::std::string::String>,
             ) -> Self {
                 let #channel: ::std::string::String = #channel.into();
+                #krate::__private::declare_client(#runtime, &#channel);
                 Self {
                     runtime: ::core::clone::Clone::clone(#runtime),
                     channel: ::std::sync::Arc::from(#channel),

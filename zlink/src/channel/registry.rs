@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use crate::handler::{HandlerGroup, HandlerTable};
 
@@ -34,11 +34,12 @@ impl ServerEntry {
     }
 }
 
-/// Channel roles of one node, fixed after start (only server weights change).
+/// Channel roles of one node. Server roles are fixed after start (only their weights
+/// change); a Client role is also declared by creating a typed client for the channel.
 #[derive(Default)]
 pub struct ChannelRegistry {
     servers: HashMap<Arc<str>, ServerEntry>,
-    clients: HashSet<Arc<str>>,
+    clients: RwLock<HashSet<Arc<str>>>,
 }
 
 impl ChannelRegistry {
@@ -58,11 +59,15 @@ impl ChannelRegistry {
                     );
                 }
                 ChannelRole::Client => {
-                    reg.clients.insert(name);
+                    reg.clients_mut().insert(name);
                 }
             }
         }
         reg
+    }
+
+    fn clients_mut(&mut self) -> &mut HashSet<Arc<str>> {
+        self.clients.get_mut().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The served channel `name`.
@@ -71,11 +76,34 @@ impl ChannelRegistry {
     }
 
     /// Whether this node may start calls on `channel`; the interned name when it may.
-    pub(crate) fn sendable(&self, channel: &str) -> Option<&Arc<str>> {
-        self.servers
-            .get_key_value(channel)
-            .map(|(k, _)| k)
-            .or_else(|| self.clients.get(channel))
+    pub(crate) fn sendable(&self, channel: &str) -> Option<Arc<str>> {
+        if let Some((name, _)) = self.servers.get_key_value(channel) {
+            return Some(name.clone());
+        }
+        self.clients
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(channel)
+            .cloned()
+    }
+
+    /// Declares the Client role for `channel` (a typed client was made for it). A name
+    /// outside 1..=255 bytes is refused.
+    pub(crate) fn declare_client(&self, channel: &str) -> crate::Result<()> {
+        if channel.is_empty() || channel.len() > crate::wire::MAX_NAME_BYTES {
+            return Err(crate::Error::InvalidArgument(format!(
+                "ChannelName must be 1..=255 bytes, {channel:?} is {}",
+                channel.len()
+            )));
+        }
+        if self.servers.contains_key(channel) {
+            return Ok(());
+        }
+        self.clients
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(Arc::from(channel));
+        Ok(())
     }
 
     /// Whether this node may start calls on `channel`.

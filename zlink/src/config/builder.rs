@@ -220,7 +220,8 @@ impl RuntimeBuilder {
     }
 
     /// Replaces the transport (the default is ZMTP over TCP). The testkit's in-memory
-    /// network plugs in here.
+    /// network plugs in here (feature `testkit`).
+    #[cfg(feature = "testkit")]
     pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
         self.transport = transport;
         self

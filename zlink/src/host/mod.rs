@@ -1,8 +1,14 @@
 //! The host runtime: start, calls, status and shutdown.
 
 mod channels;
+mod discovery;
+mod fanout;
 mod lifecycle;
 mod runtime;
+mod status;
 
 pub use channels::Channels;
+pub use discovery::DiscoveryHandle;
+pub use fanout::FanoutHandle;
 pub use runtime::Runtime;
+pub use status::{ClientServerStatus, FanoutStatus, RuntimeStatus, StoreStatus};

@@ -63,18 +63,6 @@ impl Runtime {
         super::lifecycle::crash(&self.node).await
     }
 
-    /// The owner lease, when a Location Store is registered: its token and the local
-    /// admission deadline past which the node publishes nothing and admits no new object
-    /// work.
-    pub fn owner_lease(&self) -> Option<crate::store::OwnerLeaseStatus> {
-        self.node.services().lease().map(|lease| lease.status())
-    }
-
-    /// What this node knows from the Location Store, when one is registered.
-    pub fn discovery(&self) -> Option<crate::mesh::DiscoveryStatus> {
-        self.node.discovery().map(|d| d.status())
-    }
-
     /// This node's RID.
     pub fn rid(&self) -> &str {
         self.node.rid()
@@ -101,9 +89,27 @@ impl Runtime {
         self.node.settings().security.public_key()
     }
 
-    /// The channel roles of this node: readiness of the channels it calls.
+    /// The channel roles of this node: readiness of the channels it calls, weights of
+    /// the channels it serves, ClientServer endpoints.
     pub fn channels(&self) -> super::Channels<'_> {
         super::Channels::new(self)
+    }
+
+    /// The fanout roles of this process: publishing, and what publishers and subscribers
+    /// see.
+    pub fn fanout(&self) -> super::FanoutHandle<'_> {
+        super::FanoutHandle::new(self)
+    }
+
+    /// What this node knows from the Location Store: members and its owner lease.
+    pub fn discovery(&self) -> super::DiscoveryHandle<'_> {
+        super::DiscoveryHandle::new(self)
+    }
+
+    /// One snapshot of this runtime's state: identity, peers, channel weights, ClientServer
+    /// and fanout roles, and the Location Store's view. Serializable (for example to JSON).
+    pub fn status(&self) -> super::RuntimeStatus {
+        super::RuntimeStatus::of(self)
     }
 
     /// Ready peers, sorted by RID.
@@ -255,122 +261,19 @@ impl Runtime {
     }
 
     /// The node serving `channel`: the RouteMesh node or a ClientServer server node.
-    fn serving_node(&self, channel: &str) -> Option<Arc<MeshNode>> {
+    pub(crate) fn serving_node(&self, channel: &str) -> Option<Arc<MeshNode>> {
         if self.node.registry().server(channel).is_some() {
             return Some(self.node.clone());
         }
         self.client_server()?.server(channel).cloned()
     }
 
-    /// Changes this node's weight for one server channel (0..=10000), RouteMesh or
-    /// ClientServer, and propagates it to connected peers (and, with a Location Store, to
-    /// the published descriptor). Weight 0 drains: no new selections, in-flight work
-    /// completes, and node-direct calls are unaffected.
-    pub fn set_weight(&self, channel: &str, weight: u32) -> Result<()> {
-        match self.serving_node(channel) {
-            Some(node) => node.set_weight(channel, weight),
-            None => self.node.set_weight(channel, weight),
-        }
-    }
-
-    /// This node's current weight for a server channel.
-    pub fn weight(&self, channel: &str) -> Option<u32> {
-        self.serving_node(channel)?
-            .registry()
-            .server(channel)
-            .map(|e| e.weight())
-    }
-
-    /// Publishes `event` on fanout `channel` with its packet name as topic. Completes when
-    /// queued locally; zero subscribers is success. See [`publish_topic_with`](Self::publish_topic_with).
-    pub async fn publish<M: Message>(&self, channel: &str, event: &M) -> Result<()> {
-        self.publish_topic_with(channel, M::PACKET_NAME, event, CallOptions::default())
-            .await
-    }
-
-    /// Publishes `event` on fanout `channel` under an explicit `topic`.
-    pub async fn publish_topic<M: Message>(
-        &self,
-        channel: &str,
-        topic: &str,
-        event: &M,
-    ) -> Result<()> {
-        self.publish_topic_with(channel, topic, event, CallOptions::default())
-            .await
-    }
-
-    /// [`publish_topic`](Self::publish_topic) with a timeout: with NoDrop, how long publish
-    /// may wait for room (default: the send timeout) before `DeadlineExceeded`. The reserved
-    /// beacon topic `01 5A 4C 46 31` is an argument error.
-    pub async fn publish_topic_with<M: Message>(
-        &self,
-        channel: &str,
-        topic: &str,
-        event: &M,
-        options: CallOptions,
-    ) -> Result<()> {
-        if !self.node.is_running() {
-            return Err(Error::new(
-                ErrorKind::ShuttingDown,
-                "the runtime is shutting down",
-            ));
-        }
-        let roles = self.fanout_roles()?;
-        let publisher = roles.publisher(channel)?;
-        let payload = event.encode()?;
-        let timeout = options.timeout.unwrap_or(self.node.settings().send_timeout);
-        publisher
-            .publish(
-                bytes::Bytes::copy_from_slice(topic.as_bytes()),
-                M::PACKET_NAME,
-                &options.metadata,
-                payload,
-                timeout,
-            )
-            .await
-    }
-
-    /// Where subscribers reach this process's fanout publisher of `channel`.
-    pub fn fanout_endpoint(&self, channel: &str) -> Option<String> {
-        let roles = self.fanout_roles().ok()?;
-        let endpoint = roles.publisher(channel).ok()?.endpoint().to_string();
-        Some(endpoint)
-    }
-
-    /// How many subscriber copies this process's publisher of `channel` dropped at the
-    /// SendHighWaterMark. `NotConfigured` when this process publishes no such channel.
-    pub fn fanout_dropped(&self, channel: &str) -> Result<u64> {
-        Ok(self.fanout_roles()?.publisher(channel)?.dropped())
-    }
-
-    /// The publishers this process's subscriber of `channel` follows.
-    pub fn fanout_publishers(&self, channel: &str) -> Vec<crate::channel::fanout::PublisherStatus> {
-        self.fanout_roles()
-            .ok()
-            .and_then(|roles| roles.subscriber(channel).map(|s| s.statuses()))
-            .unwrap_or_default()
-    }
-
-    /// The endpoint clients reach this process's ClientServer server of `channel` at (the
-    /// real bound port), if it serves one.
-    pub fn client_server_endpoint(&self, channel: &str) -> Option<String> {
-        self.client_server()?.server(channel).map(|n| n.endpoint())
-    }
-
-    /// The ready servers this process's ClientServer client of `channel` can select, sorted
-    /// by RID (empty when it is not a client of `channel`).
-    pub fn client_server_servers(&self, channel: &str) -> Vec<PeerStatus> {
-        self.client_server()
-            .and_then(|roles| roles.client(channel).map(|n| n.peer_statuses()))
-            .unwrap_or_default()
-    }
-
     /// The process's ClientServer roles (absent only while starting).
-    fn client_server(&self) -> Option<Arc<ClientServerRoles>> {
+    pub(crate) fn client_server(&self) -> Option<Arc<ClientServerRoles>> {
         self.node.subsystem::<ClientServerRoles>()
     }
 
-    fn fanout_roles(&self) -> Result<Arc<FanoutRoles>> {
+    pub(crate) fn fanout_roles(&self) -> Result<Arc<FanoutRoles>> {
         self.node
             .subsystem::<FanoutRoles>()
             .ok_or_else(|| Error::new(ErrorKind::NotConfigured, "this node has no fanout roles"))
@@ -379,6 +282,12 @@ impl Runtime {
     /// The node that calls on `channel`: the RouteMesh node for RouteMesh channels, the
     /// ClientServer client node otherwise.
     pub(crate) fn calling_node(&self, channel: &str) -> Result<Arc<MeshNode>> {
+        if channel.is_empty() || channel.len() > crate::wire::MAX_NAME_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "ChannelName must be 1..=255 bytes, {channel:?} is {}",
+                channel.len()
+            )));
+        }
         if self.node.registry().can_send(channel) {
             return Ok(self.node.clone());
         }
@@ -396,6 +305,17 @@ impl Runtime {
             ErrorKind::NotFound,
             format!("channel {channel} is not registered on this node"),
         ))
+    }
+
+    /// Declares the Client role for `channel` unless this node already calls or serves it
+    /// (RouteMesh or ClientServer).
+    pub(crate) fn declare_client(&self, channel: &str) {
+        let undeclared = matches!(self.calling_node(channel), Err(e) if e.is(ErrorKind::NotFound));
+        if undeclared {
+            if let Err(e) = self.node.registry().declare_client(channel) {
+                tracing::warn!(channel, error = %e, "client role not declared");
+            }
+        }
     }
 
     /// Whether the runtime still admits new calls.

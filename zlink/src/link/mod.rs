@@ -21,8 +21,10 @@ pub use liveness::{Liveness, LivenessTimings, ProbeAction};
 pub use security::{
     ClientSecurity, CurveKeypair, CurvePublicKey, KeyError, ServerSecurity, Trust, TrustSet,
 };
+#[cfg(feature = "testkit")]
+pub use transport::{next_conn_id, LinkError};
 pub use transport::{
-    next_conn_id, ConnId, ConnectOptions, Connection, Frames, LinkError, LinkEvents, ListenOptions,
-    Listener, Transport, TrySendError,
+    ConnId, ConnectOptions, Connection, Frames, LinkEvents, ListenOptions, Listener, Transport,
+    TrySendError,
 };
 pub use zmtp::ZmtpTransport;

@@ -293,12 +293,19 @@ impl Calls {
         options: &crate::CallOptions,
     ) -> Result<Bytes> {
         self.ensure_running()?;
-        let Some(channel) = self.identity.registry().sendable(channel) else {
+        if channel.is_empty() || channel.len() > crate::wire::MAX_NAME_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "ChannelName must be 1..=255 bytes, {channel:?} is {}",
+                channel.len()
+            )));
+        }
+        let Some(name) = self.identity.registry().sendable(channel) else {
             return Err(Error::new(
                 ErrorKind::NotFound,
                 format!("channel {channel} is not registered on this node"),
             ));
         };
+        let channel: &str = &name;
         let (command, timeout) = if request {
             let timeout = options.timeout.unwrap_or(self.settings.request_timeout);
             (Command::ChannelRequest, timeout)

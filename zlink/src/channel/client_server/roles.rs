@@ -122,6 +122,16 @@ impl ClientServerRoles {
         self.clients.get(channel)
     }
 
+    /// The served channels with the endpoints clients reach them at.
+    pub(crate) fn servers(&self) -> impl Iterator<Item = (&String, &Arc<MeshNode>)> {
+        self.servers.iter()
+    }
+
+    /// The called channels with their client nodes.
+    pub(crate) fn clients(&self) -> impl Iterator<Item = (&String, &Arc<MeshNode>)> {
+        self.clients.iter()
+    }
+
     fn nodes(&self) -> impl Iterator<Item = &Arc<MeshNode>> {
         self.servers.values().chain(self.clients.values())
     }

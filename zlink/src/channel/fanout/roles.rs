@@ -88,6 +88,22 @@ impl FanoutRoles {
             .ok_or_else(|| not_publisher(channel))
     }
 
+    /// The published channels and their endpoints and drop counts, by name.
+    pub(crate) fn publisher_statuses(&self) -> Vec<(String, String, u64)> {
+        self.publishers
+            .iter()
+            .map(|(name, p)| (name.clone(), p.endpoint().to_string(), p.dropped()))
+            .collect()
+    }
+
+    /// The subscribed channels and the publishers each follows, by name.
+    pub(crate) fn subscriber_statuses(&self) -> Vec<(String, Vec<super::PublisherStatus>)> {
+        self.subscribers
+            .iter()
+            .map(|(name, s)| (name.clone(), s.statuses()))
+            .collect()
+    }
+
     /// This process's subscriber of `channel`.
     pub(crate) fn subscriber(&self, channel: &str) -> Option<&Arc<FanoutSubscriber>> {
         self.subscribers.get(channel)

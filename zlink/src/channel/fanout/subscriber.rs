@@ -20,7 +20,7 @@ use crate::mesh::MeshNode;
 use crate::store::{DescriptorKind, DescriptorScope, LocationStore, MeshDescriptor};
 
 /// One publisher as a subscriber sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PublisherStatus {
     /// The publisher's endpoint.
     pub endpoint: String,

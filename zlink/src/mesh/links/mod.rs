@@ -315,6 +315,13 @@ impl Links {
         state.conn.close();
     }
 
+    /// How many connections the listener holds open (0 without a listener).
+    pub(crate) fn open_connections(&self) -> usize {
+        lock(&self.listener)
+            .as_ref()
+            .map_or(0, |l| l.open_connections())
+    }
+
     /// Closes every connection and the listener.
     pub(crate) fn close_all(&self, reason: &'static str) {
         let conns: Vec<ConnId> = lock(&self.conns).keys().copied().collect();

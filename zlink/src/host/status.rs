@@ -1,0 +1,165 @@
+//! [`RuntimeStatus`]: one serializable snapshot of everything a runtime knows about itself,
+//! for monitoring (print it as JSON with `serde_json`).
+
+use serde::Serialize;
+
+use super::Runtime;
+use crate::channel::fanout::PublisherStatus;
+use crate::mesh::PeerStatus;
+
+/// A runtime's state at one moment.
+#[derive(Debug, Clone, Serialize)]
+pub struct RuntimeStatus {
+    /// This node's RID.
+    pub rid: String,
+    /// Its lifecycle generation (new for every start).
+    pub generation: u64,
+    /// The MeshName.
+    pub mesh_name: String,
+    /// The RouteMesh endpoint peers dial (empty without a mesh listener).
+    pub endpoint: String,
+    /// Whether it still admits new calls.
+    pub running: bool,
+    /// RouteMesh channels it serves, with their current weights, sorted by name.
+    pub served: Vec<(String, u32)>,
+    /// Ready RouteMesh peers, sorted by RID.
+    pub peers: Vec<PeerStatus>,
+    /// Connections the RouteMesh listener holds open (admitted or not).
+    pub open_connections: usize,
+    /// Its ClientServer roles.
+    pub client_server: Vec<ClientServerStatus>,
+    /// Its fanout roles.
+    pub fanout: Vec<FanoutStatus>,
+    /// What it knows from the Location Store, when one is registered.
+    pub store: Option<StoreStatus>,
+}
+
+/// One ClientServer role.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ClientServerStatus {
+    /// A Server role: where clients reach it and its weight.
+    Server {
+        /// The ChannelName.
+        channel: String,
+        /// The endpoint clients dial.
+        endpoint: String,
+        /// Its current weight.
+        weight: u32,
+    },
+    /// A Client role: the servers it can select.
+    Client {
+        /// The ChannelName.
+        channel: String,
+        /// Ready servers, sorted by RID.
+        servers: Vec<PeerStatus>,
+    },
+}
+
+/// One fanout role.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum FanoutStatus {
+    /// A publisher: its endpoint and the subscriber copies it dropped at the high-water
+    /// mark.
+    Publisher {
+        /// The ChannelName.
+        channel: String,
+        /// The endpoint subscribers dial.
+        endpoint: String,
+        /// Copies dropped so far.
+        dropped: u64,
+    },
+    /// A subscriber: the publishers it follows.
+    Subscriber {
+        /// The ChannelName.
+        channel: String,
+        /// Each publisher as the subscriber sees it.
+        publishers: Vec<PublisherStatus>,
+    },
+}
+
+/// The Location Store as this node sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreStatus {
+    /// Whether the last store call succeeded.
+    pub reachable: bool,
+    /// The other live members' RIDs as of the last complete read, sorted.
+    pub members: Vec<String>,
+    /// Milliseconds since the member list was last read completely.
+    pub last_complete_read_ms_ago: Option<u64>,
+    /// Whether StoreFailureGrace has run out.
+    pub grace_expired: bool,
+    /// The descriptor revision this node last published.
+    pub published_revision: Option<u64>,
+    /// Whether the owner lease admits new work now.
+    pub lease_admits_new_work: bool,
+    /// The current lease claim's generation, when the node holds one.
+    pub lease_generation: Option<u64>,
+}
+
+impl RuntimeStatus {
+    pub(crate) fn of(rt: &Runtime) -> Self {
+        let node = &rt.node;
+        let mut client_server = Vec::new();
+        if let Some(roles) = rt.client_server() {
+            for (channel, server) in roles.servers() {
+                client_server.push(ClientServerStatus::Server {
+                    channel: channel.clone(),
+                    endpoint: server.endpoint(),
+                    weight: server.registry().server(channel).map_or(0, |e| e.weight()),
+                });
+            }
+            for (channel, client) in roles.clients() {
+                client_server.push(ClientServerStatus::Client {
+                    channel: channel.clone(),
+                    servers: client.peer_statuses(),
+                });
+            }
+        }
+        let mut fanout = Vec::new();
+        if let Ok(roles) = rt.fanout_roles() {
+            for (channel, endpoint, dropped) in roles.publisher_statuses() {
+                fanout.push(FanoutStatus::Publisher {
+                    channel,
+                    endpoint,
+                    dropped,
+                });
+            }
+            for (channel, publishers) in roles.subscriber_statuses() {
+                fanout.push(FanoutStatus::Subscriber {
+                    channel,
+                    publishers,
+                });
+            }
+        }
+        let discovery = rt.discovery();
+        let store = discovery.status().map(|d| {
+            let lease = discovery.owner_lease();
+            StoreStatus {
+                reachable: d.store_reachable,
+                members: d.members.iter().map(|m| m.rid.clone()).collect(),
+                last_complete_read_ms_ago: d
+                    .last_complete_read
+                    .map(|at| at.elapsed().as_millis().min(u128::from(u64::MAX)) as u64),
+                grace_expired: d.grace_expired,
+                published_revision: d.published_revision,
+                lease_admits_new_work: lease.as_ref().is_some_and(|l| l.admits_new_work()),
+                lease_generation: lease.and_then(|l| l.token.map(|t| t.generation)),
+            }
+        });
+        RuntimeStatus {
+            rid: node.rid().to_string(),
+            generation: node.identity().generation(),
+            mesh_name: node.settings().mesh_name.clone(),
+            endpoint: node.endpoint(),
+            running: node.is_running(),
+            served: node.registry().server_weights(),
+            peers: node.peer_statuses(),
+            open_connections: node.links().open_connections(),
+            client_server,
+            fanout,
+            store,
+        }
+    }
+}
