@@ -22,7 +22,9 @@ pub use security::{
     ClientSecurity, CurveKeypair, CurvePublicKey, KeyError, ServerSecurity, Trust, TrustSet,
 };
 #[cfg(feature = "testkit")]
-pub use transport::{next_conn_id, LinkError};
+pub use transport::next_conn_id;
+#[cfg(any(test, feature = "testkit"))]
+pub use transport::LinkError;
 pub use transport::{
     ConnId, ConnectOptions, Connection, Frames, LinkEvents, ListenOptions, Listener, Transport,
     TrySendError,

@@ -434,3 +434,154 @@ impl PeerStatus {
             .map(|(_, w)| *w)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::{Frames, LinkError};
+
+    /// A connection that goes nowhere: the table only needs its id and key.
+    struct Idle(ConnId);
+
+    #[async_trait::async_trait]
+    impl Connection for Idle {
+        fn id(&self) -> ConnId {
+            self.0
+        }
+        async fn send(&self, _frames: Frames) -> Result<(), LinkError> {
+            Ok(())
+        }
+        fn close(&self) {}
+    }
+
+    fn conn(id: ConnId) -> Arc<dyn Connection> {
+        Arc::new(Idle(id))
+    }
+
+    fn admission(rid: &str, generation: u64, revision: u64, channels: &[(&str, u32)]) -> Admission {
+        Admission {
+            mesh_name: "m".into(),
+            rid: rid.into(),
+            generation,
+            revision,
+            protocol: crate::wire::PROTOCOL_MAJOR,
+            endpoint: format!("tcp://{rid}"),
+            channels: channels.iter().map(|(c, w)| (c.to_string(), *w)).collect(),
+            max_message: Some(1024),
+        }
+    }
+
+    fn picks(table: &PeerTable, channel: &str, n: usize) -> Vec<String> {
+        (0..n)
+            .filter_map(|_| table.select(channel, &[]))
+            .map(|l| l.rid().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn the_candidate_snapshot_follows_admission_updates_and_loss() {
+        let table = PeerTable::new(Vec::new(), 4096);
+        assert!(table.select("greet", &[]).is_none());
+        table
+            .admit(&conn(1), admission("a", 7, 1, &[("greet", 100)]))
+            .expect("admitted");
+        table
+            .admit(&conn(2), admission("b", 8, 1, &[("greet", 300)]))
+            .expect("admitted");
+        assert_eq!(picks(&table, "greet", 4), ["b", "a", "b", "b"]);
+        // Weight 0 drains b: no new selections.
+        let drained = table.update(2, admission("b", 8, 2, &[("greet", 0)]));
+        assert_eq!(drained, UpdateOutcome::Applied);
+        assert_eq!(picks(&table, "greet", 3), ["a", "a", "a"]);
+        // Losing a leaves nobody.
+        assert_eq!(table.remove_conn(1).as_deref(), Some("a"));
+        assert!(table.select("greet", &[]).is_none());
+        assert_eq!(table.candidates("greet"), 0);
+    }
+
+    #[test]
+    fn an_update_must_be_newer_and_keep_the_identity() {
+        let table = PeerTable::new(Vec::new(), 4096);
+        table
+            .admit(&conn(1), admission("a", 7, 2, &[("greet", 100)]))
+            .expect("admitted");
+        let stale = table.update(1, admission("a", 7, 2, &[("greet", 5)]));
+        assert_eq!(stale, UpdateOutcome::Stale);
+        let other_generation = table.update(1, admission("a", 9, 3, &[]));
+        assert_eq!(other_generation, UpdateOutcome::IdentityChanged);
+        let other_rid = table.update(1, admission("z", 7, 3, &[]));
+        assert_eq!(other_rid, UpdateOutcome::IdentityChanged);
+        assert_eq!(
+            table.update(5, admission("a", 7, 3, &[])),
+            UpdateOutcome::Unknown
+        );
+        assert_eq!(table.statuses()[0].weight("greet"), Some(100));
+    }
+
+    #[test]
+    fn advertised_weights_are_clamped_and_the_link_carries_the_smaller_cap() {
+        let table = PeerTable::new(Vec::new(), 4096);
+        let link = table
+            .admit(&conn(1), admission("a", 7, 1, &[("greet", u32::MAX)]))
+            .expect("admitted");
+        assert_eq!(link.max_message(), 1024, "the peer's cap is smaller");
+        assert_eq!(
+            table.statuses()[0].weight("greet"),
+            Some(crate::config::MAX_WEIGHT)
+        );
+    }
+
+    #[test]
+    fn one_rid_one_live_connection() {
+        let table = PeerTable::new(Vec::new(), 4096);
+        table
+            .admit(&conn(1), admission("a", 7, 1, &[]))
+            .expect("admitted");
+        let second = table.admit(&conn(2), admission("a", 7, 1, &[]));
+        assert!(matches!(
+            second,
+            Err((RejectReason::DuplicateConnection, _))
+        ));
+        assert!(table.admitted_elsewhere("a", 2));
+        assert!(!table.admitted_elsewhere("a", 1));
+    }
+
+    #[tokio::test]
+    async fn changes_are_announced_as_typed_events() {
+        let table = PeerTable::new(Vec::new(), 4096);
+        let mut events = table.subscribe();
+        table
+            .admit(&conn(1), admission("a", 7, 1, &[("greet", 1)]))
+            .expect("admitted");
+        table.update(1, admission("a", 7, 2, &[("greet", 2)]));
+        table.remove_conn(1);
+        let rid: Arc<str> = Arc::from("a");
+        assert_eq!(
+            events.recv().await.expect("ready"),
+            PeerEvent::Ready {
+                rid: rid.clone(),
+                generation: 7
+            }
+        );
+        assert_eq!(
+            events.recv().await.expect("weights"),
+            PeerEvent::WeightsChanged { rid: rid.clone() }
+        );
+        assert_eq!(events.recv().await.expect("lost"), PeerEvent::Lost { rid });
+    }
+
+    #[test]
+    fn configured_rids_stay_known_after_loss() {
+        let table = PeerTable::new(vec!["a".to_string()], 4096);
+        assert!(table.is_known("a"));
+        assert!(!table.is_known("b"));
+        table
+            .admit(&conn(1), admission("b", 7, 1, &[]))
+            .expect("admitted");
+        table.remove_conn(1);
+        assert!(
+            table.is_known("b"),
+            "seen once, node-direct may wait for it"
+        );
+    }
+}

@@ -12,6 +12,7 @@ use super::{InboundCall, InboundRoute};
 use crate::wire::{Command, Metadata};
 use crate::{ErrorKind, PeerSpec, Runtime};
 
+// ANCHOR: route
 /// A subsystem of its own: answers Spot requests with the payload reversed and remembers
 /// what it saw.
 #[derive(Default)]
@@ -34,6 +35,7 @@ impl InboundRoute for ReverseRoute {
         call.run(move |_node, _message| Box::pin(async move { Ok(Bytes::from(reversed)) }));
     }
 }
+// ANCHOR_END: route
 
 async fn node(rid: &str, peer: Option<String>) -> Runtime {
     let mut builder = Runtime::builder()
@@ -85,11 +87,13 @@ async fn a_subsystem_registers_an_inbound_route_and_receives_its_command() {
     let before = request(&a).await.expect_err("no route yet");
     assert!(before.is(ErrorKind::NotFound), "{before}");
 
+    // ANCHOR: register
     let route = Arc::new(ReverseRoute::default());
     b.node
         .dispatcher()
         .register(Command::SpotRequest, route.clone())
         .expect("the command is free");
+    // ANCHOR_END: register
     let reply = request(&a).await.expect("the route answers");
     assert_eq!(reply, Bytes::from_static(b"cba"));
     let seen = route.seen.lock().expect("not poisoned").clone();
