@@ -2,7 +2,10 @@
 //!
 //! This crate is the runtime. A node is a [`Runtime`] built with [`Runtime::builder`]: it
 //! joins one RouteMesh (MeshName), listens with one ROUTER socket, connects to peers, serves
-//! the channels it registered as `Server` and calls any channel it registered.
+//! the channels it registered as `Server` and calls channels through generated typed
+//! clients (making one declares the Client role). Its handles reach the rest:
+//! [`Runtime::channels`], [`Runtime::fanout`], [`Runtime::discovery`], and
+//! [`Runtime::status`] for one serializable snapshot.
 //!
 //! ```no_run
 //! use serde::{Deserialize, Serialize};
@@ -38,7 +41,6 @@
 //!     .mesh_name("demo")
 //!     .listen("tcp://127.0.0.1:0")
 //!     .peer(PeerSpec::new(server.endpoint()))
-//!     .channel_client("ping")
 //!     .build()?
 //!     .start()
 //!     .await?;

@@ -21,7 +21,7 @@ use super::subsystem::Subsystem;
 use super::work::HandlerWork;
 use crate::call::PendingTable;
 use crate::channel::ChannelRegistry;
-use crate::config::{Settings, Topology};
+use crate::config::Settings;
 use crate::store::OwnerLease;
 use crate::wire::{Command, ControlHeader};
 
@@ -75,11 +75,7 @@ impl MeshNode {
         let dispatcher = Arc::new(Dispatcher::default());
         let cancel = CancellationToken::new();
         let work = Arc::new(HandlerWork::new(cancel.clone()));
-        let scope = match settings.topology {
-            Topology::RouteMesh => settings.mesh_name.clone(),
-            _ => settings.channels.keys().next().cloned().unwrap_or_default(),
-        };
-        let policy = RolePolicy::new(settings.topology, scope, settings.mesh);
+        let policy = RolePolicy::of(&settings);
         let links = Links::new(LinkParts {
             identity: identity.clone(),
             policy,
@@ -186,7 +182,9 @@ impl MeshNode {
         self.links.start().await?;
         self.links
             .spawn_background(self.pending.clone().run_sweeper());
-        if self.settings.topology != Topology::RouteMesh {
+        // A ClientServer role runs its discovery from the start; the RouteMesh node joins
+        // the store first (`join_store`).
+        if !self.links.policy().owns_lease() {
             if let Some(discovery) = &self.discovery {
                 discovery.spawn(self.cancel.clone());
             }

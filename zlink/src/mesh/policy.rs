@@ -2,7 +2,7 @@
 //! a ClientServer client each accept, publish, read and wait for. Every difference between
 //! the three lives here, as one method per question.
 
-use crate::config::Topology;
+use crate::config::{Settings, Topology};
 use crate::store::{DescriptorKind, DescriptorScope};
 use crate::wire::Command;
 
@@ -18,11 +18,19 @@ pub(crate) struct RolePolicy {
 }
 
 impl RolePolicy {
-    pub(crate) fn new(topology: Topology, scope: String, member: bool) -> Self {
+    /// The policy of a node with these settings: its topology, and the scope its
+    /// descriptors live under (the MeshName, or the ClientServer role's channel).
+    pub(crate) fn of(settings: &Settings) -> Self {
+        let scope = match settings.topology {
+            Topology::RouteMesh => settings.mesh_name.clone(),
+            Topology::ClientServerServer | Topology::ClientServerClient => {
+                settings.channels.keys().next().cloned().unwrap_or_default()
+            }
+        };
         RolePolicy {
-            topology,
+            topology: settings.topology,
             scope,
-            member,
+            member: settings.mesh,
         }
     }
 
