@@ -20,6 +20,9 @@ pub enum ChannelRole {
     Client,
 }
 
+/// Most ChannelNames one node declares the Client role for.
+const MAX_CLIENT_CHANNELS: usize = 4096;
+
 /// One channel this node serves.
 pub(crate) struct ServerEntry {
     /// The ChannelName, interned for every handler context.
@@ -99,10 +102,18 @@ impl ChannelRegistry {
         if self.servers.contains_key(channel) {
             return Ok(());
         }
-        self.clients
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(Arc::from(channel));
+        let mut clients = self.clients.write().unwrap_or_else(|p| p.into_inner());
+        if clients.contains(channel) {
+            return Ok(());
+        }
+        // Names may come from data a handler received: the set stays bounded.
+        if clients.len() >= MAX_CLIENT_CHANNELS {
+            return Err(crate::Error::new(
+                crate::ErrorKind::CapacityExceeded,
+                format!("this node already calls {MAX_CLIENT_CHANNELS} channels"),
+            ));
+        }
+        clients.insert(Arc::from(channel));
         Ok(())
     }
 
@@ -131,5 +142,27 @@ impl ChannelRegistry {
             .collect();
         out.sort();
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_client_roles_are_named_properly_and_bounded() {
+        let registry = ChannelRegistry::new(&BTreeMap::new());
+        assert!(registry.declare_client("").is_err());
+        assert!(registry.declare_client(&"x".repeat(256)).is_err());
+        for i in 0..MAX_CLIENT_CHANNELS {
+            registry
+                .declare_client(&format!("c{i}"))
+                .expect("below the bound");
+        }
+        assert!(registry.declare_client("c0").is_ok(), "already declared");
+        let over = registry.declare_client("one-more").unwrap_err();
+        assert!(over.is(crate::ErrorKind::CapacityExceeded), "{over}");
+        assert_eq!(registry.sendable("c7").as_deref(), Some("c7"));
+        assert!(registry.sendable("one-more").is_none());
     }
 }
