@@ -519,3 +519,28 @@ async fn a_role_without_its_own_message_cap_still_serves() {
     assert_eq!(answered(&client).await, "s");
     stop([client, server]).await;
 }
+
+#[tokio::test]
+async fn a_server_shutting_down_still_answers_the_request_it_accepted() {
+    let server = start(cs_server("s", "tcp://127.0.0.1:0", 100)).await;
+    let endpoint = server.channels().client_server_endpoint(CS).unwrap();
+    let client = start(cs_client("c", &[&endpoint])).await;
+    wait_for_servers(&client, 1).await;
+    let call = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            echo_client_on(&client, CS)
+                .slow(&Slow { millis: 300 })
+                .await
+        })
+    };
+    // Let the request reach the handler, then shut the server down within its grace.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.shutdown_within(Duration::from_secs(5)).await;
+    let reply = call
+        .await
+        .unwrap()
+        .expect("the accepted request is answered");
+    assert_eq!(reply.text, "slept 300");
+    stop([client]).await;
+}

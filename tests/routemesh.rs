@@ -239,6 +239,36 @@ async fn one_status_snapshot_shows_identity_peers_weights_and_serializes() {
     stop([c, a]).await;
 }
 
+/// A hand-written message whose packet name is longer than the wire carries.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct LongName;
+
+impl zlink::Message for LongName {
+    const PACKET_NAME: &'static str = concat!(
+        "a-packet-name-far-too-long-for-the-one-byte-length-of-the-call-head-",
+        "a-packet-name-far-too-long-for-the-one-byte-length-of-the-call-head-",
+        "a-packet-name-far-too-long-for-the-one-byte-length-of-the-call-head-",
+        "a-packet-name-far-too-long-for-the-one-byte-length-of-the-call-head-"
+    );
+    fn encode(&self) -> zlink::Result<zlink::Bytes> {
+        Ok(zlink::Bytes::new())
+    }
+    fn decode(_bytes: &[u8]) -> zlink::Result<Self> {
+        Ok(LongName)
+    }
+}
+
+#[tokio::test]
+async fn a_packet_name_over_255_bytes_is_an_argument_error_not_a_truncation() {
+    let a = server("a", 100).await;
+    let c = client("c", &[&a]).await;
+    let err = c.send_to_channel(CHANNEL, &LongName).await.unwrap_err();
+    assert!(matches!(err, zlink::Error::InvalidArgument(_)), "{err}");
+    // The connection is untouched.
+    assert_eq!(echo_by(&c).await, "a");
+    stop([c, a]).await;
+}
+
 #[tokio::test]
 async fn unregistered_channel_is_not_found() {
     let a = server("a", 100).await;

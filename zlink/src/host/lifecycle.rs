@@ -64,6 +64,8 @@ async fn join_store(node: &MeshNode) -> Result<()> {
             ),
         ));
     }
+    // Only a node whose RID is its own reads members and dials them.
+    node.run_discovery();
     Ok(())
 }
 

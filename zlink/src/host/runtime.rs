@@ -310,7 +310,16 @@ impl Runtime {
     /// Declares the Client role for `channel` unless this node already calls or serves it
     /// (RouteMesh or ClientServer).
     pub(crate) fn declare_client(&self, channel: &str) {
-        let undeclared = matches!(self.calling_node(channel), Err(e) if e.is(ErrorKind::NotFound));
+        // Decided from the settings, not the running roles: during start a ClientServer
+        // channel must not become a RouteMesh one.
+        let client_server = self
+            .node
+            .settings()
+            .client_server
+            .iter()
+            .any(|role| role.channel() == channel);
+        let undeclared = !client_server
+            && matches!(self.calling_node(channel), Err(e) if e.is(ErrorKind::NotFound));
         if undeclared {
             if let Err(e) = self.node.registry().declare_client(channel) {
                 tracing::warn!(channel, error = %e, "client role not declared");

@@ -282,6 +282,17 @@ impl Calls {
         }))
     }
 
+    /// Packet names travel with a one-byte length: 1..=255 bytes.
+    fn check_packet(packet: &str) -> Result<()> {
+        if packet.is_empty() || packet.len() > crate::wire::MAX_NAME_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "packet name must be 1..=255 bytes, {packet:?} is {}",
+                packet.len()
+            )));
+        }
+        Ok(())
+    }
+
     /// A channel call: select-one, then send or request; a target whose connection closes
     /// before its queue accepts is replaced by another eligible one.
     pub(crate) async fn call_channel(
@@ -293,6 +304,7 @@ impl Calls {
         options: &crate::CallOptions,
     ) -> Result<Bytes> {
         self.ensure_running()?;
+        Self::check_packet(packet)?;
         if channel.is_empty() || channel.len() > crate::wire::MAX_NAME_BYTES {
             return Err(Error::InvalidArgument(format!(
                 "ChannelName must be 1..=255 bytes, {channel:?} is {}",
@@ -363,6 +375,7 @@ impl Calls {
         options: &crate::CallOptions,
     ) -> Result<Bytes> {
         self.ensure_running()?;
+        Self::check_packet(packet)?;
         let (command, timeout) = if request {
             let timeout = options.timeout.unwrap_or(self.settings.request_timeout);
             (Command::NodeRequest, timeout)

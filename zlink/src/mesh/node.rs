@@ -192,11 +192,16 @@ impl MeshNode {
         Ok(())
     }
 
-    /// With a Location Store: claims the lease and publishes once, then keeps both up in
-    /// the background (the RouteMesh node).
+    /// With a Location Store: claims the lease and publishes once (the RouteMesh node).
     pub(crate) async fn join_store(&self) {
         if let Some(discovery) = &self.discovery {
             discovery.join().await;
+        }
+    }
+
+    /// Keeps the lease and the descriptor up and follows the members, in the background.
+    pub(crate) fn run_discovery(&self) {
+        if let Some(discovery) = &self.discovery {
             discovery.spawn(self.cancel.clone());
         }
     }

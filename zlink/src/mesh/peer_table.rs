@@ -61,6 +61,9 @@ impl std::fmt::Debug for PeerLink {
 
 struct Peer {
     link: PeerLink,
+    /// Claimed by the handshake but not confirmed yet (the connection is not ready, or the
+    /// admit is not queued): it holds the RID but nobody may select or reach it.
+    ready: bool,
     generation: u64,
     revision: u64,
     endpoint: String,
@@ -163,9 +166,10 @@ impl PeerTable {
         let _ = self.events.send(event);
     }
 
-    /// Admits `conn` as the admission's RID. Claiming the RID and binding its CURVE key
+    /// Claims the admission's RID for `conn`. Claiming the RID and binding its CURVE key
     /// happen under the table's lock, so two connections racing for one RID cannot both
-    /// win; the loser gets the reason.
+    /// win; the loser gets the reason. The peer is not selectable until
+    /// [`confirm`](Self::confirm).
     pub(crate) fn admit(
         &self,
         conn: &Arc<dyn Connection>,
@@ -198,31 +202,48 @@ impl PeerTable {
             };
             let peer = Peer {
                 link: link.clone(),
+                ready: false,
                 generation: adm.generation,
                 revision: adm.revision,
                 endpoint: adm.endpoint,
                 channels: clamped(adm.channels),
             };
-            let channels: Vec<Arc<str>> = peer.channels.keys().cloned().collect();
             peers.by_conn.insert(conn.id(), rid.clone());
             peers.by_rid.insert(rid.clone(), peer);
-            peers.known.insert(rid.clone());
-            self.rebuild(&peers, channels);
             link
         };
-        self.announce(PeerEvent::Ready {
-            rid,
-            generation: adm.generation,
-        });
         Ok(link)
+    }
+
+    /// The claimed peer on `conn` is ready: it becomes selectable and reachable, and the
+    /// `Ready` event goes out. False when the claim is gone (the connection ended).
+    pub(crate) fn confirm(&self, conn: ConnId) -> bool {
+        let (rid, generation) = {
+            let mut peers = write(&self.peers);
+            let Some(rid) = peers.by_conn.get(&conn).cloned() else {
+                return false;
+            };
+            let Some(peer) = peers.by_rid.get_mut(&rid) else {
+                return false;
+            };
+            peer.ready = true;
+            let generation = peer.generation;
+            let channels: Vec<Arc<str>> = peer.channels.keys().cloned().collect();
+            peers.known.insert(rid.clone());
+            self.rebuild(&peers, channels);
+            (rid, generation)
+        };
+        self.announce(PeerEvent::Ready { rid, generation });
+        true
     }
 
     /// Removes the peer admitted on `conn`, if any; returns its RID.
     pub(crate) fn remove_conn(&self, conn: ConnId) -> Option<Arc<str>> {
-        let rid = {
+        let (rid, was_ready) = {
             let mut peers = write(&self.peers);
             let rid = peers.by_conn.remove(&conn)?;
             let peer = peers.by_rid.remove(&rid)?;
+            let was_ready = peer.ready;
             self.rebuild(&peers, peer.channels.into_keys());
             if peers.known.len() > KEEP_KNOWN_AT_MOST {
                 // A mesh where every start brings a fresh RID would grow the known set
@@ -230,9 +251,11 @@ impl PeerTable {
                 let Peers { by_rid, known, .. } = &mut *peers;
                 known.retain(|r| by_rid.contains_key(r) || self.configured.contains(r));
             }
-            rid
+            (rid, was_ready)
         };
-        self.announce(PeerEvent::Lost { rid: rid.clone() });
+        if was_ready {
+            self.announce(PeerEvent::Lost { rid: rid.clone() });
+        }
         Some(rid)
     }
 
@@ -315,6 +338,7 @@ impl PeerTable {
             let candidates: Vec<_> = peers
                 .by_rid
                 .values()
+                .filter(|p| p.ready)
                 .filter_map(|p| {
                     let weight = *p.channels.get(&channel)?;
                     Some((p.link.rid.clone(), weight, p.link.clone()))
@@ -338,7 +362,11 @@ impl PeerTable {
 
     /// The link to `rid`, when it is ready.
     pub(crate) fn link(&self, rid: &str) -> Option<PeerLink> {
-        read(&self.peers).by_rid.get(rid).map(|p| p.link.clone())
+        read(&self.peers)
+            .by_rid
+            .get(rid)
+            .filter(|p| p.ready)
+            .map(|p| p.link.clone())
     }
 
     /// The RID admitted on `conn`.
@@ -351,6 +379,7 @@ impl PeerTable {
         read(&self.peers)
             .by_rid
             .values()
+            .filter(|p| p.ready)
             .map(|p| p.link.clone())
             .collect()
     }
@@ -378,6 +407,7 @@ impl PeerTable {
         let mut out: Vec<PeerStatus> = read(&self.peers)
             .by_rid
             .values()
+            .filter(|p| p.ready)
             .map(PeerStatus::of)
             .collect();
         out.sort_by(|a, b| a.rid.cmp(&b.rid));
@@ -389,7 +419,7 @@ impl PeerTable {
         read(&self.peers)
             .by_rid
             .values()
-            .filter(|p| p.channels.get(channel).is_some_and(|w| *w > 0))
+            .filter(|p| p.ready && p.channels.get(channel).is_some_and(|w| *w > 0))
             .count()
     }
 }
@@ -471,6 +501,30 @@ mod tests {
         }
     }
 
+    fn admit_ready(table: &PeerTable, id: ConnId, adm: Admission) -> PeerLink {
+        let link = table.admit(&conn(id), adm).expect("admitted");
+        assert!(table.confirm(id));
+        link
+    }
+
+    #[test]
+    fn a_claimed_peer_is_not_selectable_until_confirmed() {
+        let table = PeerTable::new(Vec::new(), 4096);
+        table
+            .admit(&conn(1), admission("a", 7, 1, &[("greet", 100)]))
+            .expect("claimed");
+        assert!(table.select("greet", &[]).is_none());
+        assert!(table.link("a").is_none());
+        assert!(table.statuses().is_empty());
+        assert!(table.admitted_elsewhere("a", 2), "the claim holds the RID");
+        assert!(table.confirm(1));
+        assert_eq!(
+            table.link("a").map(|l| l.rid().to_string()).as_deref(),
+            Some("a")
+        );
+        assert!(!table.confirm(9), "no claim on that connection");
+    }
+
     fn picks(table: &PeerTable, channel: &str, n: usize) -> Vec<String> {
         (0..n)
             .filter_map(|_| table.select(channel, &[]))
@@ -482,12 +536,8 @@ mod tests {
     fn the_candidate_snapshot_follows_admission_updates_and_loss() {
         let table = PeerTable::new(Vec::new(), 4096);
         assert!(table.select("greet", &[]).is_none());
-        table
-            .admit(&conn(1), admission("a", 7, 1, &[("greet", 100)]))
-            .expect("admitted");
-        table
-            .admit(&conn(2), admission("b", 8, 1, &[("greet", 300)]))
-            .expect("admitted");
+        admit_ready(&table, 1, admission("a", 7, 1, &[("greet", 100)]));
+        admit_ready(&table, 2, admission("b", 8, 1, &[("greet", 300)]));
         assert_eq!(picks(&table, "greet", 4), ["b", "a", "b", "b"]);
         // Weight 0 drains b: no new selections.
         let drained = table.update(2, admission("b", 8, 2, &[("greet", 0)]));
@@ -502,9 +552,7 @@ mod tests {
     #[test]
     fn an_update_must_be_newer_and_keep_the_identity() {
         let table = PeerTable::new(Vec::new(), 4096);
-        table
-            .admit(&conn(1), admission("a", 7, 2, &[("greet", 100)]))
-            .expect("admitted");
+        admit_ready(&table, 1, admission("a", 7, 2, &[("greet", 100)]));
         let stale = table.update(1, admission("a", 7, 2, &[("greet", 5)]));
         assert_eq!(stale, UpdateOutcome::Stale);
         let other_generation = table.update(1, admission("a", 9, 3, &[]));
@@ -521,9 +569,7 @@ mod tests {
     #[test]
     fn advertised_weights_are_clamped_and_the_link_carries_the_smaller_cap() {
         let table = PeerTable::new(Vec::new(), 4096);
-        let link = table
-            .admit(&conn(1), admission("a", 7, 1, &[("greet", u32::MAX)]))
-            .expect("admitted");
+        let link = admit_ready(&table, 1, admission("a", 7, 1, &[("greet", u32::MAX)]));
         assert_eq!(link.max_message(), 1024, "the peer's cap is smaller");
         assert_eq!(
             table.statuses()[0].weight("greet"),
@@ -534,9 +580,7 @@ mod tests {
     #[test]
     fn one_rid_one_live_connection() {
         let table = PeerTable::new(Vec::new(), 4096);
-        table
-            .admit(&conn(1), admission("a", 7, 1, &[]))
-            .expect("admitted");
+        admit_ready(&table, 1, admission("a", 7, 1, &[]));
         let second = table.admit(&conn(2), admission("a", 7, 1, &[]));
         assert!(matches!(
             second,
@@ -550,9 +594,7 @@ mod tests {
     async fn changes_are_announced_as_typed_events() {
         let table = PeerTable::new(Vec::new(), 4096);
         let mut events = table.subscribe();
-        table
-            .admit(&conn(1), admission("a", 7, 1, &[("greet", 1)]))
-            .expect("admitted");
+        admit_ready(&table, 1, admission("a", 7, 1, &[("greet", 1)]));
         table.update(1, admission("a", 7, 2, &[("greet", 2)]));
         table.remove_conn(1);
         let rid: Arc<str> = Arc::from("a");
@@ -575,9 +617,7 @@ mod tests {
         let table = PeerTable::new(vec!["a".to_string()], 4096);
         assert!(table.is_known("a"));
         assert!(!table.is_known("b"));
-        table
-            .admit(&conn(1), admission("b", 7, 1, &[]))
-            .expect("admitted");
+        admit_ready(&table, 1, admission("b", 7, 1, &[]));
         table.remove_conn(1);
         assert!(
             table.is_known("b"),

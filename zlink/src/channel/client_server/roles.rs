@@ -16,6 +16,9 @@ use crate::config::{ClientServerRole, Settings, Topology};
 use crate::mesh::{MeshNode, Subsystem};
 use crate::{Error, ErrorKind, Result};
 
+/// How long queued replies have to leave at shutdown before the connections close.
+const REPLY_LINGER: Duration = Duration::from_millis(20);
+
 /// The topology name ClientServer connections of `channel` use in their admission.
 pub(crate) fn topology_name(channel: &str) -> String {
     format!("cs:{channel}")
@@ -157,9 +160,17 @@ impl Subsystem for ClientServerRoles {
 
     async fn stop(&self, crashed: bool) {
         for node in self.nodes() {
+            node.end_calls();
             if !crashed {
                 node.leave_store().await;
             }
+        }
+        if !crashed {
+            // Replies of handlers that finished within the grace are queued: give them a
+            // moment to leave before the connections close.
+            tokio::time::sleep(REPLY_LINGER).await;
+        }
+        for node in self.nodes() {
             node.close(if crashed { "crashed" } else { "shutdown" })
                 .await;
         }

@@ -10,6 +10,10 @@ use super::Links;
 use crate::link::Connection;
 use crate::wire::{Admission, Command, ControlHeader, RejectReason, PROTOCOL_MAJOR};
 
+/// Most server channels one peer may advertise: every admission and update rebuilds the
+/// candidate snapshots of the channels it names.
+pub(crate) const MAX_ADVERTISED_CHANNELS: usize = 1024;
+
 /// How long a reject has to leave before its connection closes.
 const REJECT_LINGER: std::time::Duration = std::time::Duration::from_millis(50);
 
@@ -27,6 +31,9 @@ fn check_admission(links: &Links, adm: &Admission) -> Result<(), RejectReason> {
         return Err(RejectReason::IdentityMismatch);
     }
     if adm.generation == 0 || adm.revision == 0 {
+        return Err(RejectReason::InvalidDescriptor);
+    }
+    if adm.channels.len() > MAX_ADVERTISED_CHANNELS {
         return Err(RejectReason::InvalidDescriptor);
     }
     Ok(())
@@ -116,6 +123,9 @@ pub(super) fn on_hello(links: &Links, conn: &Arc<dyn Connection>, adm: Admission
         ..ControlHeader::default()
     };
     links.send_control(conn, Command::Admit, header);
+    // Selectable only now: a call picked before the admit was queued would reach the
+    // initiator ahead of its admit, and be dropped there.
+    links.peers().confirm(conn.id());
 }
 
 /// Initiator side: admit arrived.
@@ -153,9 +163,14 @@ pub(super) fn on_admit(links: &Links, conn: &Arc<dyn Connection>, adm: Admission
         return links.lost(conn.id(), "identity mismatch");
     }
     // mark_ready also reports the admission to the waiting dialer.
-    if let Err((_, detail)) = mark_ready(links, conn, adm) {
-        tracing::warn!(conn = conn.id(), detail, "admit refused locally");
-        refuse_dial(links, conn, "identity taken meanwhile");
+    match mark_ready(links, conn, adm) {
+        Ok(()) => {
+            links.peers().confirm(conn.id());
+        }
+        Err((_, detail)) => {
+            tracing::warn!(conn = conn.id(), detail, "admit refused locally");
+            refuse_dial(links, conn, "identity taken meanwhile");
+        }
     }
 }
 

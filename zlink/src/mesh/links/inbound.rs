@@ -71,6 +71,10 @@ fn on_control(
         Command::LivenessAck => links.ack_probe(conn.id(), header.probe),
         Command::Update => {
             let Some(adm) = header.admission else { return };
+            if adm.channels.len() > super::admission::MAX_ADVERTISED_CHANNELS {
+                tracing::warn!(peer = %rid, channels = adm.channels.len(), "protocol_error: update advertises too many channels; closing");
+                return links.lost(conn.id(), "too many channels in update");
+            }
             match links.peers().update(conn.id(), adm) {
                 UpdateOutcome::Applied => tracing::info!(peer = %rid, "peer weights updated"),
                 UpdateOutcome::Stale => tracing::debug!(peer = %rid, "stale update ignored"),
@@ -176,8 +180,12 @@ fn on_unadmitted(links: &Links, conn: &Arc<dyn Connection>, envelope: Envelope) 
 }
 
 fn on_malformed(links: &Links, conn: &Arc<dyn Connection>, error: WireError, dialed: bool) {
+    let phase = links.phase(conn.id());
+    if phase == PhaseKind::Rejected {
+        return;
+    }
     tracing::warn!(conn = conn.id(), reason = %error.reason, "protocol_error");
-    let admitted = links.phase(conn.id()) == PhaseKind::Ready;
+    let admitted = phase == PhaseKind::Ready;
     let is_request = error.command.is_some_and(Command::is_request);
     match (admitted, error.correlation) {
         (true, Some(correlation)) if is_request => {

@@ -300,6 +300,9 @@ impl Links {
     pub(crate) fn lost(&self, conn_id: ConnId, reason: &'static str) {
         let state = lock(&self.conns).remove(&conn_id);
         let Some(mut state) = state else { return };
+        // Closed first: a request queued from here on is refused by the connection, so
+        // none can slip in after its pending entries were failed.
+        state.conn.close();
         if let Some(rid) = self.peers.remove_conn(conn_id) {
             tracing::info!(peer = %rid, conn = conn_id, reason, "peer not ready");
         }
@@ -312,7 +315,6 @@ impl Links {
         if let Some(tx) = state.on_close.take() {
             let _ = tx.send(());
         }
-        state.conn.close();
     }
 
     /// How many connections the listener holds open (0 without a listener).
