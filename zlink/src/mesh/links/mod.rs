@@ -494,3 +494,6 @@ impl Links {
         round
     }
 }
+
+#[cfg(test)]
+mod tests;
