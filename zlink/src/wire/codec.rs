@@ -70,12 +70,38 @@ impl<T: Serialize + DeserializeOwned> Codec<T> for Json {
     }
 }
 
+/// A scratch buffer kept this large at most between encodes.
+const SCRATCH_KEEP: usize = 64 * 1024;
+
+thread_local! {
+    /// Where [`cbor_encode`] serialises before copying out the exact bytes.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Encodes a value as CBOR.
 pub fn cbor_encode<T: Serialize>(value: &T) -> Result<Bytes> {
-    let mut out = Vec::with_capacity(64);
-    ciborium::into_writer(value, &mut out)
-        .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("encode: {e}")))?;
-    Ok(Bytes::from(out))
+    let encode = |out: &mut Vec<u8>| {
+        ciborium::into_writer(value, out)
+            .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("encode: {e}")))
+    };
+    // Growing a fresh buffer costs a realloc per doubling, and glibc's realloc always takes
+    // the arena lock, which the other workers contend for while they free this thread's
+    // buffers. The thread's scratch has grown already: one exact allocation.
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut out) => {
+            out.clear();
+            let encoded = encode(&mut out).map(|()| Bytes::copy_from_slice(&out));
+            if out.capacity() > SCRATCH_KEEP {
+                *out = Vec::new();
+            }
+            encoded
+        }
+        // A value whose serialisation encodes another one with this function.
+        Err(_) => {
+            let mut out = Vec::new();
+            encode(&mut out).map(|()| Bytes::from(out))
+        }
+    })
 }
 
 /// Decodes a CBOR value; malformed input is a [`ErrorKind::ProtocolError`].
@@ -122,5 +148,59 @@ mod tests {
         assert!(cbor.unwrap_err().is(ErrorKind::ProtocolError));
         let json: Result<Sample> = <Json as Codec<Sample>>::decode(b"{\"name\":");
         assert!(json.unwrap_err().is(ErrorKind::ProtocolError));
+    }
+
+    /// Serialises as a byte string holding its inner value's own CBOR encoding.
+    struct Nested(Sample);
+
+    impl Serialize for Nested {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+            let inner = cbor_encode(&self.0).map_err(serde::ser::Error::custom)?;
+            s.serialize_bytes(&inner)
+        }
+    }
+
+    #[test]
+    fn the_scratch_buffer_gives_exact_independent_bytes_and_survives_nesting() {
+        let big = vec![7u8; 100 * 1024];
+        let first = cbor_encode(&big).expect("encodes");
+        let small = cbor_encode(&sample()).expect("encodes");
+        assert!(first.len() > 100 * 1024);
+        assert_eq!(
+            <Cbor as Codec<Sample>>::decode(&small).expect("decodes"),
+            sample()
+        );
+        // The first result is not overwritten by the later encode.
+        assert!(first[first.len() - 10..].iter().all(|b| *b == 7));
+        let nested = cbor_encode(&Nested(sample())).expect("a nested encode falls back");
+        let inner: serde_bytes_buf::Buf = cbor_decode(&nested).expect("a byte string");
+        assert_eq!(
+            <Cbor as Codec<Sample>>::decode(&inner.0).expect("decodes"),
+            sample()
+        );
+    }
+
+    mod serde_bytes_buf {
+        /// A CBOR byte string, decoded.
+        pub(super) struct Buf(pub(super) Vec<u8>);
+
+        impl<'de> serde::Deserialize<'de> for Buf {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct Visit;
+                impl serde::de::Visitor<'_> for Visit {
+                    type Value = Buf;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("a byte string")
+                    }
+                    fn visit_bytes<E>(self, v: &[u8]) -> Result<Buf, E> {
+                        Ok(Buf(v.to_vec()))
+                    }
+                    fn visit_byte_buf<E>(self, v: Vec<u8>) -> Result<Buf, E> {
+                        Ok(Buf(v))
+                    }
+                }
+                d.deserialize_bytes(Visit)
+            }
+        }
     }
 }

@@ -348,6 +348,27 @@ impl Reader {
     }
 }
 
+/// Pending once, with the task woken at once: it goes to the back of its worker's run
+/// queue. Unlike [`tokio::task::yield_now`], which defers the wake until the worker polls
+/// its driver, this does not park the worker, so an idle connection pays almost nothing.
+struct RequeueOnce(bool);
+
+impl std::future::Future for RequeueOnce {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
 async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(at).await,
@@ -379,11 +400,14 @@ impl Writer {
             // The permits of what is being written are held until the write is done, so
             // the byte bound covers the batch too.
             self.encode(first, &mut out, &mut permits);
-            while permits.len() < WRITE_BATCH && out.len() < WRITE_BATCH_BYTES {
-                match self.rx.try_recv() {
-                    Ok(item) => self.encode(item, &mut out, &mut permits),
-                    Err(_) => break,
-                }
+            self.gather(&mut out, &mut permits);
+            // A sender's wake puts this task in its worker's LIFO slot, so it would run
+            // right after that one sender and write its message alone. Going once to the
+            // back of the run queue lets the tasks already runnable (the other callers,
+            // the handlers) queue theirs first: one write then carries the burst.
+            if permits.len() < WRITE_BATCH && out.len() < WRITE_BATCH_BYTES {
+                RequeueOnce(false).await;
+                self.gather(&mut out, &mut permits);
             }
             let written = tokio::select! {
                 biased;
@@ -403,6 +427,16 @@ impl Writer {
             }
         }
         let _ = self.write.shutdown().await;
+    }
+
+    /// Encodes what is queued now, up to the batch limits.
+    fn gather(&mut self, out: &mut BytesMut, permits: &mut Vec<OwnedSemaphorePermit>) {
+        while permits.len() < WRITE_BATCH && out.len() < WRITE_BATCH_BYTES {
+            match self.rx.try_recv() {
+                Ok(item) => self.encode(item, out, permits),
+                Err(_) => break,
+            }
+        }
     }
 
     fn encode(
