@@ -32,7 +32,7 @@ async fn wait_for_servers(client: &Runtime, n: usize) {
     wait_until(
         WAIT,
         &format!("{n} ClientServer server(s) ready"),
-        || async { client.channels().client_server_servers(CS).len() == n },
+        || async { client.channels().client_server_servers(CS).unwrap().len() == n },
     )
     .await;
 }
@@ -174,6 +174,7 @@ async fn a_local_server_is_an_equal_candidate_reached_through_the_transport() {
     let ready: Vec<String> = both
         .channels()
         .client_server_servers(CS)
+        .unwrap()
         .into_iter()
         .map(|p| p.rid)
         .collect();
@@ -283,7 +284,7 @@ async fn a_restarted_server_on_the_same_endpoint_is_a_new_lifecycle() {
     let first = start(cs_server("s", &endpoint, 100)).await;
     let client = start(cs_client("c", &[&endpoint])).await;
     wait_for_servers(&client, 1).await;
-    let old = client.channels().client_server_servers(CS)[0].generation;
+    let old = client.channels().client_server_servers(CS).unwrap()[0].generation;
     first.shutdown().await;
     let second = start(cs_server("s", &endpoint, 100)).await;
     wait_until(
@@ -293,13 +294,14 @@ async fn a_restarted_server_on_the_same_endpoint_is_a_new_lifecycle() {
             client
                 .channels()
                 .client_server_servers(CS)
+                .unwrap()
                 .iter()
                 .any(|p| p.generation != old)
         },
     )
     .await;
     assert_eq!(
-        client.channels().client_server_servers(CS).len(),
+        client.channels().client_server_servers(CS).unwrap().len(),
         1,
         "the old connection is gone"
     );
@@ -342,6 +344,7 @@ async fn weight_zero_drains_a_client_server_server() {
         client
             .channels()
             .client_server_servers(CS)
+            .unwrap()
             .iter()
             .any(|p| p.rid == "a" && p.weight(CS) == Some(0))
     })
@@ -387,6 +390,7 @@ async fn clients_find_servers_through_the_location_store() {
         client
             .channels()
             .client_server_servers(CS)
+            .unwrap()
             .iter()
             .map(|p| p.rid.clone())
             .collect::<Vec<_>>()

@@ -165,6 +165,7 @@ async fn curve_covers_client_server_listeners() {
         !client
             .channels()
             .client_server_servers("cs-echo")
+            .unwrap()
             .is_empty()
     })
     .await;
@@ -180,7 +181,11 @@ async fn curve_covers_client_server_listeners() {
     let plain =
         start(Runtime::builder().client_server(ClientServer::client("cs-echo").connect(cs))).await;
     tokio::time::sleep(Duration::from_millis(800)).await;
-    assert!(plain.channels().client_server_servers("cs-echo").is_empty());
+    assert!(plain
+        .channels()
+        .client_server_servers("cs-echo")
+        .unwrap()
+        .is_empty());
     stop([plain, client, server]).await;
 }
 

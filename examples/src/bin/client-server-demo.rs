@@ -94,7 +94,7 @@ async fn main() -> zlink::Result<()> {
     for (by, n) in &answered {
         println!("{by} answered {n} of 8");
     }
-    let ready = shop.channels().client_server_servers("quotes");
+    let ready = shop.channels().client_server_servers("quotes")?;
     println!(
         "the client sees {} ready server(s): {:?}",
         ready.len(),

@@ -80,7 +80,11 @@ async fn main() -> zlink::Result<()> {
     // PUB/SUB drops what is published before a subscription arrives; wait for both
     // subscribers to hear the publisher's beacon first.
     for _ in 0..200 {
-        let ready = |rt: &Runtime| rt.fanout().publishers("prices").iter().all(|p| p.ready);
+        let ready = |rt: &Runtime| {
+            rt.fanout()
+                .publishers("prices")
+                .is_ok_and(|p| p.iter().all(|p| p.ready))
+        };
         if ready(&everything) && ready(&tea_only) {
             break;
         }

@@ -79,12 +79,17 @@ impl<'a> Channels<'a> {
     }
 
     /// The ready servers this process's ClientServer client of `channel` can select, sorted
-    /// by RID (empty when it is not a client of `channel`).
-    pub fn client_server_servers(&self, channel: &str) -> Vec<PeerStatus> {
+    /// by RID. `NotConfigured` when this process is not a ClientServer client of `channel`.
+    pub fn client_server_servers(&self, channel: &str) -> Result<Vec<PeerStatus>> {
         self.runtime
             .client_server()
             .and_then(|roles| roles.client(channel).map(|n| n.peer_statuses()))
-            .unwrap_or_default()
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NotConfigured,
+                    format!("this node is not a ClientServer client of {channel}"),
+                )
+            })
     }
 
     /// The node whose peers serve `channel` for this process: its ClientServer client, or

@@ -80,12 +80,19 @@ impl<'a> FanoutHandle<'a> {
         Ok(self.runtime.fanout_roles()?.publisher(channel)?.dropped())
     }
 
-    /// The publishers this process's subscriber of `channel` follows.
-    pub fn publishers(&self, channel: &str) -> Vec<crate::channel::fanout::PublisherStatus> {
-        self.runtime
-            .fanout_roles()
-            .ok()
-            .and_then(|roles| roles.subscriber(channel).map(|s| s.statuses()))
-            .unwrap_or_default()
+    /// The publishers this process's subscriber of `channel` follows. `NotConfigured` when
+    /// this process does not subscribe to `channel`.
+    pub fn publishers(
+        &self,
+        channel: &str,
+    ) -> Result<Vec<crate::channel::fanout::PublisherStatus>> {
+        let roles = self.runtime.fanout_roles()?;
+        let subscriber = roles.subscriber(channel).ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotConfigured,
+                format!("this node does not subscribe to fanout {channel}"),
+            )
+        })?;
+        Ok(subscriber.statuses())
     }
 }
