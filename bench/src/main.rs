@@ -7,6 +7,7 @@
 //!
 //! Each prints readable lines, then one JSON object as the last line.
 
+mod drive;
 mod fanout;
 mod raw;
 mod raw_cbor;

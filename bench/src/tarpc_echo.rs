@@ -15,7 +15,6 @@ use tarpc::tokio_serde::formats::Bincode;
 use tarpc::{client, context, serde_transport};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 use crate::stats::Throughput;
 use crate::zlink_rpc::{Echo, Echoed};
@@ -85,19 +84,17 @@ pub async fn connect(addr: SocketAddr) -> Result<EchoServiceClient, BoxError> {
     Ok(EchoServiceClient::new(client::Config::default(), transport).spawn())
 }
 
-async fn round_trip(client: &EchoServiceClient, payload: &[u8]) -> Result<(), BoxError> {
-    let reply = client
-        .echo(context::current(), Echo(payload.to_vec()))
-        .await?;
-    if reply.0.len() == payload.len() {
-        Ok(())
-    } else {
-        Err(format!(
-            "echo of {} bytes came back as {}",
-            payload.len(),
-            reply.0.len()
-        )
-        .into())
+/// One echo call through `client`, checked.
+fn round_trip(
+    client: &EchoServiceClient,
+    payload: &Arc<[u8]>,
+) -> impl std::future::Future<Output = Result<(), BoxError>> + Send + 'static {
+    let (client, payload) = (client.clone(), payload.clone());
+    async move {
+        let reply = client
+            .echo(context::current(), Echo(payload.to_vec()))
+            .await?;
+        crate::drive::check_echo(payload.len(), reply.0.len())
     }
 }
 
@@ -108,50 +105,19 @@ pub async fn sequential(
     warmup: usize,
     count: usize,
 ) -> Result<Vec<Duration>, BoxError> {
-    for _ in 0..warmup {
-        round_trip(client, payload).await?;
-    }
-    let mut samples = Vec::with_capacity(count);
-    for _ in 0..count {
-        let started = Instant::now();
-        round_trip(client, payload).await?;
-        samples.push(started.elapsed());
-    }
-    Ok(samples)
+    let payload: Arc<[u8]> = payload.into();
+    crate::drive::sequential(|| round_trip(client, &payload), warmup, count).await
 }
 
 /// `window` tasks sharing the one client (one connection), each making its next call as
-/// soon as the previous one is answered, for `duration`; then waits for the last calls to
-/// finish. The same scheme as [`crate::zlink_rpc::pipelined`].
+/// soon as the previous one is answered, for `duration`: the same scheme as zlink's.
 pub async fn pipelined(
     client: &EchoServiceClient,
     payload: &[u8],
     window: usize,
     duration: Duration,
 ) -> Result<Throughput, BoxError> {
+    let client = client.clone();
     let payload: Arc<[u8]> = payload.into();
-    let started = Instant::now();
-    let stop_sending = started + duration;
-    let tasks: Vec<_> = (0..window)
-        .map(|_| {
-            let client = client.clone();
-            let payload = payload.clone();
-            tokio::spawn(async move {
-                let mut done = 0u64;
-                while Instant::now() < stop_sending {
-                    round_trip(&client, &payload).await?;
-                    done += 1;
-                }
-                Ok::<u64, BoxError>(done)
-            })
-        })
-        .collect();
-    let mut messages = 0;
-    for task in tasks {
-        messages += task.await??;
-    }
-    Ok(Throughput {
-        messages,
-        elapsed: started.elapsed(),
-    })
+    crate::drive::pipelined(move || round_trip(&client, &payload), window, duration).await
 }

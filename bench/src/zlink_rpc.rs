@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::time::Instant;
 use zlink::security::CurveKeypair;
 use zlink::{ClientServer, HandlerContext, PeerSpec, Runtime};
 
@@ -114,19 +113,15 @@ impl Pair {
     }
 }
 
-async fn round_trip(client: &Runtime, payload: &[u8]) -> Result<(), BoxError> {
-    let reply = EchoServerClient::new(client, CHANNEL)
-        .echo(&Echo(payload.to_vec()))
-        .await?;
-    if reply.0.len() == payload.len() {
-        Ok(())
-    } else {
-        Err(format!(
-            "echo of {} bytes came back as {}",
-            payload.len(),
-            reply.0.len()
-        )
-        .into())
+/// One request/reply through `client` on the bench channel, checked.
+fn round_trip(
+    client: &EchoServerClient,
+    payload: &Arc<[u8]>,
+) -> impl std::future::Future<Output = Result<(), BoxError>> + Send + 'static {
+    let (client, payload) = (client.clone(), payload.clone());
+    async move {
+        let reply = client.echo(&Echo(payload.to_vec())).await?;
+        crate::drive::check_echo(payload.len(), reply.0.len())
     }
 }
 
@@ -137,49 +132,20 @@ pub async fn sequential(
     warmup: usize,
     count: usize,
 ) -> Result<Vec<Duration>, BoxError> {
-    for _ in 0..warmup {
-        round_trip(client, payload).await?;
-    }
-    let mut samples = Vec::with_capacity(count);
-    for _ in 0..count {
-        let started = Instant::now();
-        round_trip(client, payload).await?;
-        samples.push(started.elapsed());
-    }
-    Ok(samples)
+    let client = EchoServerClient::new(client, CHANNEL);
+    let payload: Arc<[u8]> = payload.into();
+    crate::drive::sequential(|| round_trip(&client, &payload), warmup, count).await
 }
 
-/// `window` tasks, each sending its next request as soon as the previous one is answered,
-/// for `duration`; then waits for the last requests to finish.
+/// `window` callers sharing the node, each sending its next request as soon as the
+/// previous one is answered, for `duration`.
 pub async fn pipelined(
     client: &Runtime,
     payload: &[u8],
     window: usize,
     duration: Duration,
 ) -> Result<Throughput, BoxError> {
+    let client = EchoServerClient::new(client, CHANNEL);
     let payload: Arc<[u8]> = payload.into();
-    let started = Instant::now();
-    let stop_sending = started + duration;
-    let tasks: Vec<_> = (0..window)
-        .map(|_| {
-            let client = client.clone();
-            let payload = payload.clone();
-            tokio::spawn(async move {
-                let mut done = 0u64;
-                while Instant::now() < stop_sending {
-                    round_trip(&client, &payload).await?;
-                    done += 1;
-                }
-                Ok::<u64, BoxError>(done)
-            })
-        })
-        .collect();
-    let mut messages = 0;
-    for task in tasks {
-        messages += task.await??;
-    }
-    Ok(Throughput {
-        messages,
-        elapsed: started.elapsed(),
-    })
+    crate::drive::pipelined(move || round_trip(&client, &payload), window, duration).await
 }

@@ -282,6 +282,24 @@ impl Calls {
         }))
     }
 
+    /// The command of a call (the send or the request form) and its whole-call timeout:
+    /// the caller's, or the runtime's request or send timeout.
+    fn shape(
+        &self,
+        request: bool,
+        (send, req): (Command, Command),
+        options: &crate::CallOptions,
+    ) -> (Command, std::time::Duration) {
+        if request {
+            (
+                req,
+                options.timeout.unwrap_or(self.settings.request_timeout),
+            )
+        } else {
+            (send, options.timeout.unwrap_or(self.settings.send_timeout))
+        }
+    }
+
     /// Packet names travel with a one-byte length: 1..=255 bytes.
     fn check_packet(packet: &str) -> Result<()> {
         if packet.is_empty() || packet.len() > crate::wire::MAX_NAME_BYTES {
@@ -318,13 +336,11 @@ impl Calls {
             ));
         };
         let channel: &str = &name;
-        let (command, timeout) = if request {
-            let timeout = options.timeout.unwrap_or(self.settings.request_timeout);
-            (Command::ChannelRequest, timeout)
-        } else {
-            let timeout = options.timeout.unwrap_or(self.settings.send_timeout);
-            (Command::ChannelSend, timeout)
-        };
+        let (command, timeout) = self.shape(
+            request,
+            (Command::ChannelSend, Command::ChannelRequest),
+            options,
+        );
         let now = self.clock.now();
         let deadline = now + timeout;
         let call = OutboundCall {
@@ -376,13 +392,8 @@ impl Calls {
     ) -> Result<Bytes> {
         self.ensure_running()?;
         Self::check_packet(packet)?;
-        let (command, timeout) = if request {
-            let timeout = options.timeout.unwrap_or(self.settings.request_timeout);
-            (Command::NodeRequest, timeout)
-        } else {
-            let timeout = options.timeout.unwrap_or(self.settings.send_timeout);
-            (Command::NodeSend, timeout)
-        };
+        let (command, timeout) =
+            self.shape(request, (Command::NodeSend, Command::NodeRequest), options);
         let deadline = self.clock.now() + timeout;
         let admit_by = deadline.min(self.clock.now() + self.settings.send_timeout);
         let link = self
