@@ -162,7 +162,7 @@ async fn bench_raw(plan: &RpcPlan, payload: &[u8]) -> Result<Figures, BoxError> 
 }
 
 async fn bench_raw_cbor(plan: &RpcPlan, payload: &[u8]) -> Result<Throughput, BoxError> {
-    let server = raw_cbor::EchoServer::start().await?;
+    let server = raw_cbor::start_server().await?;
     let outcome = async {
         let mut socket = raw_cbor::connect(server.endpoint()).await?;
         raw_cbor::warm_up(&mut socket, payload, plan.warmup).await?;

@@ -20,11 +20,21 @@ pub struct EchoServer {
 impl EchoServer {
     /// Binds a free port and starts echoing.
     pub async fn start() -> Result<EchoServer, BoxError> {
+        Self::start_answering(Ok).await
+    }
+
+    /// Binds a free port and answers each message with what `answer` makes of it (the
+    /// identity frames the ROUTER prepends must stay first). The server stops at its first
+    /// error: a socket error, or a message `answer` refuses.
+    pub async fn start_answering(
+        answer: fn(ZmqMessage) -> Result<ZmqMessage, BoxError>,
+    ) -> Result<EchoServer, BoxError> {
         let mut socket = RouterSocket::new();
         let endpoint = socket.bind("tcp://127.0.0.1:0").await?.to_string();
         let task = tokio::spawn(async move {
             while let Ok(message) = socket.recv().await {
-                if socket.send(message).await.is_err() {
+                let Ok(reply) = answer(message) else { break };
+                if socket.send(reply).await.is_err() {
                     break;
                 }
             }

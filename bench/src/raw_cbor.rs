@@ -5,48 +5,19 @@
 
 use std::time::Duration;
 
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use zeromq::prelude::*;
-use zeromq::{DealerSocket, RouterSocket, ZmqMessage};
+use zeromq::{DealerSocket, ZmqMessage};
 
+use crate::raw::EchoServer;
 use crate::stats::Throughput;
 use crate::zlink_rpc::{Echo, Echoed};
 use crate::BoxError;
 
-/// A ROUTER socket on 127.0.0.1 that decodes every request as an [`Echo`] and sends back the
-/// CBOR encoding of the [`Echoed`] reply (behind the identity frames the ROUTER prepended).
-pub struct EchoServer {
-    endpoint: String,
-    task: JoinHandle<()>,
-}
-
-impl EchoServer {
-    /// Binds a free port and starts answering. The server stops at its first error (a socket
-    /// error or a request that is not an [`Echo`]).
-    pub async fn start() -> Result<EchoServer, BoxError> {
-        let mut socket = RouterSocket::new();
-        let endpoint = socket.bind("tcp://127.0.0.1:0").await?.to_string();
-        let task = tokio::spawn(async move {
-            while let Ok(request) = socket.recv().await {
-                let Ok(reply) = answer(request) else { break };
-                if socket.send(reply).await.is_err() {
-                    break;
-                }
-            }
-        });
-        Ok(EchoServer { endpoint, task })
-    }
-
-    /// Where it listens.
-    pub fn endpoint(&self) -> &str {
-        &self.endpoint
-    }
-
-    /// Stops the server task (dropping its socket).
-    pub fn stop(self) {
-        self.task.abort();
-    }
+/// The CBOR echo server: a raw ROUTER that decodes each [`Echo`] and answers with its
+/// encoded [`Echoed`].
+pub async fn start_server() -> Result<EchoServer, BoxError> {
+    EchoServer::start_answering(answer).await
 }
 
 /// The reply to one ROUTER message: its identity frames, then the encoded [`Echoed`] of the

@@ -282,33 +282,31 @@ impl Calls {
         }))
     }
 
-    /// The command of a call (the send or the request form) and its whole-call timeout:
-    /// the caller's, or the runtime's request or send timeout.
-    fn shape(
+    /// What every call checks first (the node serves; the packet name fits the wire's
+    /// one-byte length), and the call's command (the send or the request form) with its
+    /// whole-call timeout: the caller's, or the runtime's request or send timeout.
+    fn prepare(
         &self,
         request: bool,
+        packet: &str,
         (send, req): (Command, Command),
         options: &crate::CallOptions,
-    ) -> (Command, std::time::Duration) {
-        if request {
-            (
-                req,
-                options.timeout.unwrap_or(self.settings.request_timeout),
-            )
-        } else {
-            (send, options.timeout.unwrap_or(self.settings.send_timeout))
-        }
-    }
-
-    /// Packet names travel with a one-byte length: 1..=255 bytes.
-    fn check_packet(packet: &str) -> Result<()> {
+    ) -> Result<(Command, std::time::Duration)> {
+        self.ensure_running()?;
         if packet.is_empty() || packet.len() > crate::wire::MAX_NAME_BYTES {
             return Err(Error::InvalidArgument(format!(
                 "packet name must be 1..=255 bytes, {packet:?} is {}",
                 packet.len()
             )));
         }
-        Ok(())
+        Ok(if request {
+            (
+                req,
+                options.timeout.unwrap_or(self.settings.request_timeout),
+            )
+        } else {
+            (send, options.timeout.unwrap_or(self.settings.send_timeout))
+        })
     }
 
     /// A channel call: select-one, then send or request; a target whose connection closes
@@ -321,8 +319,12 @@ impl Calls {
         payload: Bytes,
         options: &crate::CallOptions,
     ) -> Result<Bytes> {
-        self.ensure_running()?;
-        Self::check_packet(packet)?;
+        let (command, timeout) = self.prepare(
+            request,
+            packet,
+            (Command::ChannelSend, Command::ChannelRequest),
+            options,
+        )?;
         if channel.is_empty() || channel.len() > crate::wire::MAX_NAME_BYTES {
             return Err(Error::InvalidArgument(format!(
                 "ChannelName must be 1..=255 bytes, {channel:?} is {}",
@@ -336,11 +338,6 @@ impl Calls {
             ));
         };
         let channel: &str = &name;
-        let (command, timeout) = self.shape(
-            request,
-            (Command::ChannelSend, Command::ChannelRequest),
-            options,
-        );
         let now = self.clock.now();
         let deadline = now + timeout;
         let call = OutboundCall {
@@ -390,10 +387,12 @@ impl Calls {
         payload: Bytes,
         options: &crate::CallOptions,
     ) -> Result<Bytes> {
-        self.ensure_running()?;
-        Self::check_packet(packet)?;
-        let (command, timeout) =
-            self.shape(request, (Command::NodeSend, Command::NodeRequest), options);
+        let (command, timeout) = self.prepare(
+            request,
+            packet,
+            (Command::NodeSend, Command::NodeRequest),
+            options,
+        )?;
         let deadline = self.clock.now() + timeout;
         let admit_by = deadline.min(self.clock.now() + self.settings.send_timeout);
         let link = self
