@@ -100,9 +100,22 @@ proptest! {
     #[test]
     fn on_hello_never_panics(body in inputs(b"\x05HELLO", &FIXTURE.hello, 1)) {
         let result = FIXTURE.await_hello.clone().on_hello(&body);
-        // Only the padding (bytes 8..80) is outside the signature box.
+        // Only the padding (bytes 8..80) is outside the signature box, and X25519 ignores
+        // the top bit of the client's transient key (RFC 7748 §5; libsodium does the
+        // same): that bit (byte 111, bit 7) changes no shared secret.
         let hello = &FIXTURE.hello;
-        if body.len() != hello.len() || body[..8] != hello[..8] || body[80..] != hello[80..] {
+        let key_bit_cleared = |b: &[u8]| {
+            let mut b = b.to_vec();
+            if let Some(last) = b.get_mut(111) {
+                *last &= 0x7f;
+            }
+            b
+        };
+        let (body_key, hello_key) = (key_bit_cleared(&body), key_bit_cleared(hello));
+        if body.len() != hello.len()
+            || body[..8] != hello[..8]
+            || body_key[80..] != hello_key[80..]
+        {
             prop_assert!(result.is_err());
         }
     }
@@ -143,4 +156,13 @@ proptest! {
             prop_assert_eq!(key.to_z85(), text);
         }
     }
+}
+
+/// Why `on_hello_never_panics` clears that bit: a HELLO whose transient key differs only
+/// in its top bit opens exactly as the original does.
+#[test]
+fn the_top_bit_of_the_hello_key_changes_nothing() {
+    let mut body = FIXTURE.hello.clone();
+    body[111] ^= 0x80;
+    assert!(FIXTURE.await_hello.clone().on_hello(&body).is_ok());
 }
