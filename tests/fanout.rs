@@ -324,6 +324,70 @@ async fn subscribers_find_publishers_through_the_location_store() {
     stop([s, p]).await;
 }
 
+#[tokio::test]
+async fn fanout_discovery_finds_a_publisher_after_1000_dead_descriptors() {
+    use zlink::store::{
+        ClaimOutcome, DescriptorKey, DescriptorKind, DescriptorScope, MeshDescriptor, OwnerId,
+    };
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    // 1100 publishers that died without withdrawing, all sorted before the live one.
+    let ClaimOutcome::Claimed(ghost) = store
+        .claim_lease(&OwnerId("ghost".into()), Duration::from_millis(300))
+        .await
+        .unwrap()
+    else {
+        panic!("ghost lease conflicted")
+    };
+    for i in 0..1100 {
+        let id = format!("dead-{i:04}");
+        let body = MeshDescriptor {
+            mesh_name: MESH.into(),
+            rid: id.clone(),
+            generation: 1,
+            revision: 1,
+            endpoint: "tcp://127.0.0.1:9".into(),
+            protocol: 2,
+            channels: vec![],
+            curve_key: None,
+        }
+        .encode()
+        .unwrap();
+        let key = DescriptorKey {
+            scope: DescriptorScope {
+                kind: DescriptorKind::Fanout,
+                scope: PRICES.into(),
+            },
+            id,
+        };
+        store
+            .publish_descriptor(&ghost.token, &key, &body)
+            .await
+            .unwrap();
+    }
+    wait_until(WAIT, "the ghost lease expired", || async {
+        store
+            .read_lease(&ghost.token.owner)
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    let p = start(discovered_node("pub", &store, quick_lease()).fanout(Fanout::publisher(PRICES)))
+        .await;
+    let watcher = Watcher::default();
+    let s = start(
+        discovered_node("sub", &store, quick_lease())
+            .fanout(Fanout::subscriber(PRICES, watcher.clone()).discover()),
+    )
+    .await;
+    until_subscribed(&p, || watcher.prices() > 0).await;
+    let publishers = s.fanout().publishers(PRICES).unwrap();
+    assert_eq!(publishers.len(), 1, "no feed for a dead publisher");
+    assert_eq!(publishers[0].endpoint, p.fanout().endpoint(PRICES).unwrap());
+    stop([s, p]).await;
+}
+
 #[test]
 fn manual_and_automatic_discovery_on_one_subscriber_is_a_startup_error() {
     let err = node("x")

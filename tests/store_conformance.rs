@@ -1,10 +1,11 @@
-//! The Location Store conformance suite, run against both providers: the in-memory store
-//! and the Redis store on a private `redis-server` per test.
+//! The Location Store conformance suite, run against every provider: the in-memory store,
+//! the Redis store on a private `redis-server`, and the Redis store on a private 3-master
+//! Redis Cluster, one per test.
 
 use std::sync::Arc;
 
 use zlink_testkit::conformance::StoreUnderTest;
-use zlink_testkit::{MemoryLocationStore, RedisServer};
+use zlink_testkit::{MemoryLocationStore, RedisCluster, RedisServer};
 
 mod memory {
     use super::*;
@@ -78,4 +79,22 @@ mod redis {
             .unwrap();
         assert_eq!(stored, "$19", "the counter is still a 19-digit number");
     }
+}
+
+mod redis_cluster {
+    use super::*;
+    use zlink::store::{RedisLocationStore, RedisOptions};
+
+    async fn fresh() -> StoreUnderTest {
+        let cluster = RedisCluster::start(3, 0).expect("redis cluster");
+        let store =
+            RedisLocationStore::new(RedisOptions::cluster(cluster.seed_urls(), "conformance"))
+                .expect("store options");
+        StoreUnderTest {
+            store: Arc::new(store),
+            guard: Some(Box::new(cluster)),
+        }
+    }
+
+    zlink_testkit::location_store_conformance!(fresh());
 }

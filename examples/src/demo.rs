@@ -1,9 +1,11 @@
-//! The three-node demo: one client and two servers in this process, on 127.0.0.1.
+//! The three-node demo: one client and two servers in this process, on 127.0.0.1, finding
+//! each other through the embedded in-memory Location Store.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use zlink::{PeerSpec, Runtime};
+use zlink::store::LocationStore;
+use zlink::Runtime;
 use zlink_examples::greeter::{Greeter, GreeterClient};
 use zlink_examples::messages::{Greeting, SlowGreet};
 use zlink_examples::nodes::{
@@ -46,26 +48,38 @@ pub async fn run() -> Result<(), String> {
 }
 
 async fn start() -> Result<Mesh, String> {
+    // ANCHOR: embedded_store
+    // One in-memory Location Store for the whole process: every node publishes itself
+    // there and finds the others, so no endpoint is passed around.
+    let store = <dyn LocationStore>::in_memory();
     let greeter_a = Greeter::new("server-a");
     let greeter_b = Greeter::new("server-b");
-    let server_a = start_server("server-a", ANY_LOCAL_PORT, DEFAULT_WEIGHT, &greeter_a, None)
-        .await
-        .map_err(|e| format!("starting server-a: {e}"))?;
-    let server_b =
-        match start_server("server-b", ANY_LOCAL_PORT, DEFAULT_WEIGHT, &greeter_b, None).await {
-            Ok(node) => node,
-            Err(e) => {
-                server_a.shutdown().await;
-                return Err(format!("starting server-b: {e}"));
-            }
-        };
-    // ANCHOR: manual_peers
-    let peers = [
-        PeerSpec::new(server_a.endpoint()).expect_rid("server-a"),
-        PeerSpec::new(server_b.endpoint()).expect_rid("server-b"),
-    ];
-    let client = start_client("client", ANY_LOCAL_PORT, peers, None).await;
-    // ANCHOR_END: manual_peers
+    let server_a = start_server(
+        "server-a",
+        ANY_LOCAL_PORT,
+        DEFAULT_WEIGHT,
+        &greeter_a,
+        Some(store.clone()),
+    )
+    .await
+    .map_err(|e| format!("starting server-a: {e}"))?;
+    // ANCHOR_END: embedded_store
+    let server_b = match start_server(
+        "server-b",
+        ANY_LOCAL_PORT,
+        DEFAULT_WEIGHT,
+        &greeter_b,
+        Some(store.clone()),
+    )
+    .await
+    {
+        Ok(node) => node,
+        Err(e) => {
+            server_a.shutdown().await;
+            return Err(format!("starting server-b: {e}"));
+        }
+    };
+    let client = start_client("client", ANY_LOCAL_PORT, [], Some(store)).await;
     let client = match client {
         Ok(node) => node,
         Err(e) => {

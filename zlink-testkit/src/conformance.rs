@@ -12,7 +12,8 @@ use zlink::store::resolve::{apply_resolving, claim_resolving, publish_resolving}
 use zlink::store::{
     ApplyOutcome, Batch, ClaimOutcome, Condition, DescriptorKey, DescriptorKind, DescriptorScope,
     LeaseOutcome, LeaseToken, LocationStore, Mutation, OwnerId, PublishOutcome, ReadOutcome,
-    RecordKey, StoreError, StoreVersion, MAX_SCAN_PAGE, MAX_VALUE_BYTES,
+    RecordKey, StoreError, StoreVersion, MAX_BATCH_BYTES, MAX_BATCH_KEYS, MAX_RETENTION,
+    MAX_SCAN_PAGE, MAX_VALUE_BYTES,
 };
 
 use crate::{wait_until, FaultyLocationStore};
@@ -436,7 +437,16 @@ pub async fn scans_page_in_id_order_with_liveness_and_a_change_stamp(s: StoreUnd
         .unwrap();
     let after_withdraw = store.scan_descriptors(&scope(), None, 10).await.unwrap();
     assert_ne!(after_withdraw.stamp, stamps[0]);
-    assert_eq!(after_withdraw.entries.len(), 4);
+    let left: Vec<&str> = after_withdraw
+        .entries
+        .iter()
+        .map(|e| e.id.as_str())
+        .collect();
+    assert_eq!(
+        left,
+        ["n4", "n5"],
+        "n1 and n2 were dead and their reader removed them"
+    );
     let other_scope = DescriptorScope {
         kind: DescriptorKind::Fanout,
         scope: "mesh".into(),
@@ -447,6 +457,107 @@ pub async fn scans_page_in_id_order_with_liveness_and_a_change_stamp(s: StoreUnd
         .unwrap()
         .entries
         .is_empty());
+}
+
+/// A batch refused by validation (a retention past the limit, too many bytes, too many
+/// keys) changes nothing, not even the records it would have changed first.
+pub async fn a_rejected_batch_changes_nothing(s: StoreUnderTest) {
+    let store = s.store.as_ref();
+    store
+        .apply(&Batch {
+            conditions: vec![],
+            mutations: vec![put("kept", b"before")],
+        })
+        .await
+        .unwrap();
+    let before = version_of(store, "kept").await;
+    let invalid = |r: Result<ApplyOutcome, StoreError>| {
+        assert!(matches!(r, Err(StoreError::InvalidArgument(_))), "{r:?}")
+    };
+    let huge_retention = Batch {
+        conditions: vec![Condition::Version(key("kept"), before.clone())],
+        mutations: vec![
+            Mutation::Delete(key("kept")),
+            put("fresh", b"x"),
+            Mutation::Put {
+                key: key("late"),
+                value: Bytes::from_static(b"x"),
+                retention: Some(MAX_RETENTION + Duration::from_millis(1)),
+            },
+        ],
+    };
+    invalid(store.apply(&huge_retention).await);
+    let mut too_many_bytes = Batch::default();
+    too_many_bytes.mutations.push(Mutation::Delete(key("kept")));
+    for i in 0..=(MAX_BATCH_BYTES / MAX_VALUE_BYTES) {
+        too_many_bytes.mutations.push(Mutation::Put {
+            key: key(&format!("big-{i}")),
+            value: Bytes::from(vec![7u8; MAX_VALUE_BYTES]),
+            retention: None,
+        });
+    }
+    invalid(store.apply(&too_many_bytes).await);
+    let mut too_many_keys = Batch::default();
+    too_many_keys.mutations.push(Mutation::Delete(key("kept")));
+    for i in 0..MAX_BATCH_KEYS {
+        too_many_keys.mutations.push(put(&format!("k-{i}"), b"x"));
+    }
+    invalid(store.apply(&too_many_keys).await);
+    assert_eq!(version_of(store, "kept").await, before);
+    for name in ["fresh", "late", "big-0", "k-0"] {
+        assert_eq!(store.read(&key(name)).await.unwrap(), ReadOutcome::Missing);
+    }
+}
+
+/// Self-cleaning membership: a descriptor whose owner's lease is gone is removed by the
+/// next reader, without moving the change stamp (the live set did not change); a live
+/// neighbour stays, and the owner may publish again under a new lease.
+pub async fn a_dead_descriptor_is_removed_by_the_next_reader(s: StoreUnderTest) {
+    let store = s.store.as_ref();
+    let brief = claimed(store, "brief", SHORT).await;
+    let steady = claimed(store, "steady", LONG).await;
+    for (id, token) in [("n1", &brief), ("n2", &steady)] {
+        store
+            .publish_descriptor(token, &descriptor(id), id.as_bytes())
+            .await
+            .unwrap();
+    }
+    wait_until(PATIENCE, "the brief lease expired", || async {
+        store
+            .read_lease(&OwnerId("brief".into()))
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    let first = store.scan_descriptors(&scope(), None, 10).await.unwrap();
+    let seen: Vec<(&str, bool)> = first
+        .entries
+        .iter()
+        .map(|e| (e.id.as_str(), e.owner_alive))
+        .collect();
+    assert!(
+        seen == [("n1", false), ("n2", true)] || seen == [("n2", true)],
+        "{seen:?}"
+    );
+    wait_until(PATIENCE, "the dead descriptor was removed", || async {
+        let page = store.scan_descriptors(&scope(), None, 10).await.unwrap();
+        let ids: Vec<&str> = page.entries.iter().map(|e| e.id.as_str()).collect();
+        ids == ["n2"] && page.stamp == first.stamp
+    })
+    .await;
+    assert_eq!(
+        store.read_descriptor(&descriptor("n1")).await.unwrap(),
+        None
+    );
+    let again = claimed(store, "brief", LONG).await;
+    assert_eq!(
+        store
+            .publish_descriptor(&again, &descriptor("n1"), b"back")
+            .await
+            .unwrap(),
+        PublishOutcome::Published
+    );
 }
 
 /// A change whose result was lost is resolved by re-reading, never guessed: applied,
@@ -555,6 +666,8 @@ macro_rules! location_store_conformance {
             a_descriptor_stays_with_its_live_owner,
             scans_page_in_id_order_with_liveness_and_a_change_stamp,
             a_lost_result_is_resolved_by_rereading,
+            a_rejected_batch_changes_nothing,
+            a_dead_descriptor_is_removed_by_the_next_reader,
         );
     };
     (@rules $make:expr; $($rule:ident),* $(,)?) => {

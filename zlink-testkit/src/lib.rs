@@ -5,8 +5,8 @@
 //!   sockets cannot produce on demand.
 //! - [`wait_until`]: waits for a condition with a deadline instead of sleeping and hoping.
 //! - [`init_tracing`]: test logging controlled by `RUST_LOG`.
-//! - [`MemoryLocationStore`]: the in-memory Location Store; [`FaultyLocationStore`] wraps
-//!   any store to inject delays, refusals and lost results.
+//! - [`FaultyLocationStore`] wraps any Location Store (such as zlink's embedded
+//!   [`MemoryLocationStore`], re-exported here) to inject delays, refusals and lost results.
 //! - [`conformance`]: the rules every Location Store provider must pass, and
 //!   [`location_store_conformance!`] to run them.
 //! - [`StalledSubscriber`]: a fanout subscriber that never reads.
@@ -14,11 +14,14 @@
 //!   silence, peers that never read).
 //! - [`RedisServer`]: a private `redis-server` per test that can be stopped, paused and
 //!   restarted.
+//! - [`RedisCluster`]: a private Redis Cluster per test whose masters can be killed to
+//!   watch a replica take over.
 #![warn(missing_docs)]
 
 pub mod conformance;
 mod mem_network;
 pub mod raw_zmtp;
+mod redis_cluster;
 mod redis_server;
 mod stalled_subscriber;
 mod store;
@@ -26,7 +29,9 @@ mod wait;
 
 pub use mem_network::{LinkFault, MemNetwork, MemTransport};
 pub use raw_zmtp::RawZmtp;
+pub use redis_cluster::RedisCluster;
 pub use redis_server::RedisServer;
 pub use stalled_subscriber::StalledSubscriber;
-pub use store::{FaultyLocationStore, MemoryLocationStore};
+pub use store::FaultyLocationStore;
 pub use wait::{init_tracing, wait_until};
+pub use zlink::store::MemoryLocationStore;

@@ -1,7 +1,5 @@
-//! Location Store providers for tests and embedded use.
+//! Location Store wrappers for tests.
 
 mod faulty;
-mod memory;
 
 pub use faulty::FaultyLocationStore;
-pub use memory::MemoryLocationStore;

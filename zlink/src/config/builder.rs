@@ -16,7 +16,7 @@ use crate::link::{
     ZmtpTransport,
 };
 use crate::mesh::generate_rid;
-use crate::store::{LocationStore, OwnerLeaseSettings};
+use crate::store::{LocationStore, MeteredStore, OwnerLeaseSettings};
 use crate::Result;
 
 /// Default interval between Location Store reads of the member list.
@@ -558,8 +558,10 @@ impl RuntimeBuilder {
         }
         v.positive("discovery_interval", interval);
         v.positive("store_failure_grace", grace);
+        let metered = Arc::new(MeteredStore::new(store));
         Some(DiscoverySettings {
-            store,
+            store: metered.clone(),
+            metered,
             lease,
             interval,
             grace,

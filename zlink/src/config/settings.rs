@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::channel::ChannelRole;
 use crate::handler::{HandlerGroup, HandlerTable};
 use crate::link::{CurvePublicKey, LinkLimits, LivenessTimings, Transport};
-use crate::store::{LocationStore, OwnerLeaseSettings};
+use crate::store::{LocationStore, MeteredStore, OwnerLeaseSettings};
 
 /// A manually configured peer: its endpoint and, optionally, the RID expected there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,7 +121,10 @@ impl ClientServerRole {
 /// Location Store use: owner lease and automatic discovery.
 #[derive(Clone)]
 pub(crate) struct DiscoverySettings {
+    /// The registered store, wrapped so every call is counted.
     pub(crate) store: Arc<dyn LocationStore>,
+    /// The same store, for reading its counts.
+    pub(crate) metered: Arc<MeteredStore>,
     pub(crate) lease: OwnerLeaseSettings,
     pub(crate) interval: Duration,
     pub(crate) grace: Duration,

@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::Runtime;
 use crate::channel::fanout::PublisherStatus;
 use crate::mesh::PeerStatus;
+use crate::store::StoreMetrics;
 
 /// A runtime's state at one moment.
 #[derive(Debug, Clone, Serialize)]
@@ -32,6 +33,8 @@ pub struct RuntimeStatus {
     pub fanout: Vec<FanoutStatus>,
     /// What it knows from the Location Store, when one is registered.
     pub store: Option<StoreStatus>,
+    /// Its Location Store calls so far, per operation kind, when a store is registered.
+    pub store_operations: Option<StoreMetrics>,
 }
 
 /// One ClientServer role.
@@ -160,6 +163,11 @@ impl RuntimeStatus {
             client_server,
             fanout,
             store,
+            store_operations: node
+                .settings()
+                .discovery
+                .as_ref()
+                .map(|d| d.metered.metrics()),
         }
     }
 }

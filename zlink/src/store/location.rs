@@ -9,7 +9,7 @@ use super::types::{
     DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, OwnerId, PublishOutcome, ReadOutcome,
     RecordKey,
 };
-use super::StoreResult;
+use super::{MemoryLocationStore, StoreResult};
 
 /// The Location Store: where nodes publish their addresses under an owner lease, and where
 /// object records are changed by compare-and-set.
@@ -75,4 +75,12 @@ pub trait LocationStore: Send + Sync + 'static {
     /// [`StoreError::GenerationExhausted`](super::StoreError::GenerationExhausted) at 2^63-1
     /// without changing it.
     async fn next_generation(&self, counter: &RecordKey) -> StoreResult<u64>;
+}
+
+impl dyn LocationStore {
+    /// A fresh in-memory store: the embedded default for a single process. Register the
+    /// same instance on every runtime of the process. See [`MemoryLocationStore`].
+    pub fn in_memory() -> std::sync::Arc<dyn LocationStore> {
+        std::sync::Arc::new(MemoryLocationStore::new())
+    }
 }

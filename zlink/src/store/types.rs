@@ -14,6 +14,10 @@ pub const MAX_VALUE_BYTES: usize = 1024 * 1024;
 pub const MAX_BATCH_KEYS: usize = 2048;
 /// The most entries one scan page may return.
 pub const MAX_SCAN_PAGE: usize = 1000;
+/// The most value bytes one batch may write in total.
+pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
+/// The longest retention a record may be written with (365 days).
+pub const MAX_RETENTION: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 /// The highest generation any counter issues.
 pub const MAX_GENERATION: u64 = i64::MAX as u64;
 
@@ -303,18 +307,23 @@ impl Batch {
         }
         unique(self.conditions.iter().map(Condition::key), "conditions")?;
         unique(self.mutations.iter().map(Mutation::key), "mutations")?;
+        let mut bytes = 0usize;
         for m in &self.mutations {
             if let Mutation::Put {
                 value, retention, ..
             } = m
             {
                 check_value(value)?;
-                if retention.is_some_and(|r| r.is_zero()) {
-                    return Err(StoreError::InvalidArgument(
-                        "a retention must be greater than zero".into(),
-                    ));
+                bytes += value.len();
+                if let Some(retention) = retention {
+                    check_retention(*retention)?;
                 }
             }
+        }
+        if bytes > MAX_BATCH_BYTES {
+            return Err(StoreError::InvalidArgument(format!(
+                "a batch writes {bytes} value bytes; at most {MAX_BATCH_BYTES}"
+            )));
         }
         Ok(group)
     }
@@ -326,6 +335,17 @@ pub fn check_value(value: &[u8]) -> StoreResult<()> {
         return Err(StoreError::InvalidArgument(format!(
             "a value of {} bytes exceeds {MAX_VALUE_BYTES}",
             value.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a record retention: above zero and at most [`MAX_RETENTION`]. Providers check
+/// it before their first write, so a refused batch changes nothing.
+pub fn check_retention(retention: Duration) -> StoreResult<()> {
+    if retention.is_zero() || retention > MAX_RETENTION {
+        return Err(StoreError::InvalidArgument(format!(
+            "a retention must be above zero and at most {MAX_RETENTION:?}, got {retention:?}"
         )));
     }
     Ok(())

@@ -17,7 +17,7 @@ use super::FanoutSubscriberSpec;
 use crate::handler::{CallFacts, HandlerContext, HandlerTable, PacketKind};
 use crate::link::reconnect_delay;
 use crate::mesh::MeshNode;
-use crate::store::{DescriptorKind, DescriptorScope, LocationStore, MeshDescriptor};
+use crate::store::{read_scope, DescriptorKind, DescriptorScope, LocationStore, MeshDescriptor};
 
 /// One publisher as a subscriber sees it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -253,17 +253,18 @@ impl FanoutSubscriber {
             scope: self.channel.clone(),
         };
         loop {
-            if let Ok(Ok(page)) = tokio::time::timeout(
-                interval.max(Duration::from_millis(500)),
-                store.scan_descriptors(&scope, None, 1000),
-            )
-            .await
-            {
-                let live: Vec<(String, Option<CurvePublicKey>)> = page
-                    .entries
+            let bound = interval.max(Duration::from_millis(500));
+            if let Ok(entries) = read_scope(store.as_ref(), &scope, bound).await {
+                let live: Vec<(String, Option<CurvePublicKey>)> = entries
                     .iter()
                     .filter(|e| e.owner_alive)
-                    .filter_map(|e| MeshDescriptor::decode(&e.body).ok())
+                    .filter_map(|e| match MeshDescriptor::decode(&e.body) {
+                        Ok(d) => Some(d),
+                        Err(error) => {
+                            tracing::warn!(channel = %self.channel, id = %e.id, %error, "undecodable publisher descriptor skipped");
+                            None
+                        }
+                    })
                     .map(|d| {
                         let key = d.curve_public_key();
                         (d.endpoint, key)

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::connection::{Delivery, Setup, ZmtpConnection};
 use super::curve::CookieKey;
-use super::handshake::{self, Side, SocketType};
+use super::handshake::{self, HandshakeError, Side, SocketType};
 use crate::link::security::ServerSecurity;
 use crate::link::LinkLimits;
 
@@ -153,6 +153,11 @@ pub(crate) async fn accept_loop(
             };
             let (stream, established) = match established {
                 Ok(Ok(done)) => done,
+                // A peer that hung up mid-handshake (a dialer cancelled at shutdown, a
+                // port probe) is routine; anything it sent that was wrong is not.
+                Ok(Err(HandshakeError::Io(e))) => {
+                    return tracing::debug!(%peer, error = %e, "zmtp peer left during the handshake")
+                }
                 Ok(Err(e)) => return tracing::warn!(%peer, error = %e, "zmtp handshake refused"),
                 Err(_) => {
                     return tracing::warn!(%peer, "handshake_timeout: zmtp handshake not finished in time")

@@ -10,7 +10,6 @@
 
 mod apply;
 mod publish;
-mod read;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -240,7 +239,7 @@ impl Discovery {
         }
         let scope = self.policy.descriptor_scope();
         let store = self.settings.store.as_ref();
-        match read::read_members(store, &scope, self.settings.lease.renew_timeout).await {
+        match crate::store::read_scope(store, &scope, self.settings.lease.renew_timeout).await {
             Ok(entries) => apply::apply_members(self, entries),
             Err(e) => apply::store_outage(self, e),
         }

@@ -1,11 +1,19 @@
-//! The Redis key layout. Membership keys (leases, descriptors, their indexes and change
-//! stamps) share the hash tag `{<prefix>}`, because a descriptor write checks its owner's
-//! lease and a scan checks every listed owner's lease in the same script. Records of one
-//! group share the tag `{<prefix>:g:<group>}`.
+//! The Redis key layout, chosen so every script touches one hash slot and what need not
+//! share a slot is spread over the cluster:
+//!
+//! - **Owner slot** `{<prefix>:o:<owner>}`: one process run's lease and its lease
+//!   generation counter. Renewals, the steady write load of a mesh, spread over every
+//!   master.
+//! - **Scope slot** `{<prefix>:d:<kind>:<scope>}`: one MeshName's (or one channel's)
+//!   descriptor index, holders, bodies and change stamp. A scan reads a page of one scope
+//!   in one script, so a scope is one slot; different meshes and channels land on
+//!   different slots. Owner liveness is read from the owner slots after the page.
+//! - **Group slot** `{<prefix>:g:<group>}`: one group of records (one object's authority)
+//!   with its version sequence and counters, so one batch is one script.
 //!
 //! Variable parts are length-prefixed (`<bytes>:<text>`) so no two logical keys collide.
 
-use crate::store::types::{DescriptorKey, DescriptorScope, OwnerId, RecordKey};
+use crate::store::types::{DescriptorScope, OwnerId, RecordKey};
 
 /// Builds keys under one prefix.
 #[derive(Debug, Clone)]
@@ -17,6 +25,14 @@ fn seg(text: &str) -> String {
     format!("{}:{text}", text.len())
 }
 
+/// The four keys of one descriptor scope, in the order the scripts take them.
+pub(crate) struct ScopeKeys {
+    pub(crate) index: String,
+    pub(crate) holders: String,
+    pub(crate) bodies: String,
+    pub(crate) stamp: String,
+}
+
 impl Keys {
     pub(crate) fn new(prefix: &str) -> Self {
         Keys {
@@ -24,40 +40,31 @@ impl Keys {
         }
     }
 
-    fn membership(&self) -> String {
-        format!("{{{}}}", self.prefix)
-    }
-
-    pub(crate) fn lease_prefix(&self) -> String {
-        format!("{}:lease:", self.membership())
+    fn owner(&self, owner: &OwnerId) -> String {
+        format!("{{{}:o:{}}}", self.prefix, seg(&owner.0))
     }
 
     pub(crate) fn lease(&self, owner: &OwnerId) -> String {
-        format!("{}{}", self.lease_prefix(), owner.0)
+        format!("{}:lease", self.owner(owner))
     }
 
-    pub(crate) fn lease_counter(&self) -> String {
-        format!("{}:lease-counter", self.membership())
+    pub(crate) fn lease_counter(&self, owner: &OwnerId) -> String {
+        format!("{}:lease-gen", self.owner(owner))
     }
 
-    fn scope_part(scope: &DescriptorScope) -> String {
-        format!("{}:{}", scope.kind.tag(), seg(&scope.scope))
-    }
-
-    pub(crate) fn descriptor_prefix(&self, scope: &DescriptorScope) -> String {
-        format!("{}:desc:{}:", self.membership(), Self::scope_part(scope))
-    }
-
-    pub(crate) fn descriptor(&self, key: &DescriptorKey) -> String {
-        format!("{}{}", self.descriptor_prefix(&key.scope), key.id)
-    }
-
-    pub(crate) fn index(&self, scope: &DescriptorScope) -> String {
-        format!("{}:index:{}", self.membership(), Self::scope_part(scope))
-    }
-
-    pub(crate) fn stamp(&self, scope: &DescriptorScope) -> String {
-        format!("{}:stamp:{}", self.membership(), Self::scope_part(scope))
+    pub(crate) fn scope(&self, scope: &DescriptorScope) -> ScopeKeys {
+        let tag = format!(
+            "{{{}:d:{}:{}}}",
+            self.prefix,
+            scope.kind.tag(),
+            seg(&scope.scope)
+        );
+        ScopeKeys {
+            index: format!("{tag}:index"),
+            holders: format!("{tag}:holders"),
+            bodies: format!("{tag}:bodies"),
+            stamp: format!("{tag}:stamp"),
+        }
     }
 
     fn group(&self, group: &str) -> String {
@@ -88,29 +95,32 @@ mod tests {
         &key[start..end]
     }
 
-    #[test]
-    fn membership_keys_share_one_hash_tag_and_groups_share_theirs() {
-        let keys = Keys::new("app");
-        let scope = DescriptorScope {
+    fn mesh(name: &str) -> DescriptorScope {
+        DescriptorScope {
             kind: DescriptorKind::MeshNode,
-            scope: "mesh".into(),
-        };
-        let desc = DescriptorKey {
-            scope: scope.clone(),
-            id: "rid-1".into(),
-        };
-        let membership = [
-            keys.lease(&OwnerId("o".into())),
-            keys.lease_counter(),
-            keys.descriptor(&desc),
-            keys.index(&scope),
-            keys.stamp(&scope),
-        ];
-        assert!(membership.iter().all(|k| tag(k) == "app"));
+            scope: name.into(),
+        }
+    }
+
+    #[test]
+    fn what_one_script_touches_shares_a_slot_and_the_rest_is_spread() {
+        let keys = Keys::new("app");
+        let owner = OwnerId("o1".into());
+        assert_eq!(tag(&keys.lease(&owner)), tag(&keys.lease_counter(&owner)));
+        assert_ne!(
+            tag(&keys.lease(&owner)),
+            tag(&keys.lease(&OwnerId("o2".into())))
+        );
+        let scope = keys.scope(&mesh("m"));
+        let tags = [&scope.index, &scope.holders, &scope.bodies, &scope.stamp].map(|k| tag(k));
+        assert!(tags.iter().all(|t| *t == tags[0]));
+        assert_ne!(tags[0], tag(&keys.scope(&mesh("other")).index));
+        assert_ne!(tags[0], tag(&keys.lease(&owner)));
         let a = RecordKey::new("spot-7", "meta");
         let b = RecordKey::new("spot-7", "payload");
         assert_eq!(tag(&keys.record(&a)), tag(&keys.record(&b)));
         assert_eq!(tag(&keys.record(&a)), tag(&keys.sequence("spot-7")));
+        assert_eq!(tag(&keys.record(&a)), tag(&keys.counter(&a)));
         assert_ne!(
             tag(&keys.record(&a)),
             tag(&keys.record(&RecordKey::new("spot-8", "meta")))
@@ -120,17 +130,11 @@ mod tests {
     #[test]
     fn length_prefixes_keep_scopes_apart() {
         let keys = Keys::new("p");
-        let a = DescriptorScope {
-            kind: DescriptorKind::MeshNode,
-            scope: "a:1".into(),
-        };
-        let b = DescriptorScope {
-            kind: DescriptorKind::MeshNode,
+        assert_ne!(keys.scope(&mesh("a:1")).index, keys.scope(&mesh("a")).index);
+        let fanout = DescriptorScope {
+            kind: DescriptorKind::Fanout,
             scope: "a".into(),
         };
-        assert_ne!(keys.index(&a), keys.index(&b));
-        assert!(!keys
-            .descriptor_prefix(&a)
-            .starts_with(&keys.descriptor_prefix(&b)));
+        assert_ne!(keys.scope(&fanout).index, keys.scope(&mesh("a")).index);
     }
 }

@@ -1,66 +1,48 @@
-//! The Redis Location Store provider: the production store.
+//! The Redis Location Store provider: the production store, on one Redis or a Redis
+//! Cluster.
 //!
-//! One reconnecting connection ([`redis::aio::ConnectionManager`]); every conditional or
-//! multi-key change is one Lua script (atomic, one round trip); a configurable key prefix;
-//! hash tags so the same scripts run on Redis Cluster. A node may start while Redis is
+//! One reconnecting connection; every conditional or multi-key change is one Lua script
+//! (atomic, one round trip) that declares every key it touches, all in one hash slot (see
+//! [`keys`] for the layout); a configurable key prefix. A node may start while Redis is
 //! unreachable: the connection is made lazily and every call is bounded by the operation
 //! timeout.
 
+mod connection;
 mod keys;
+mod options;
 mod reply;
 mod scripts;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Script, Value};
+use redis::{ErrorKind, Script, ServerErrorKind, Value};
 
-use self::keys::Keys;
+use self::connection::Connection;
+use self::keys::{Keys, ScopeKeys};
+pub use self::options::{RedisOptions, RedisTarget, ReplicaWait};
 use self::reply::{bytes, int, item, remaining_ms, status, text, unsigned};
 use super::types::{
     check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition, DescriptorEntry,
     DescriptorKey, DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, Mutation,
-    OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreVersion, MAX_GENERATION,
+    OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreVersion, MAX_GENERATION, MAX_RETENTION,
 };
 use super::{LocationStore, StoreError, StoreResult};
 
 /// How many bytes one scan page may carry.
 const MAX_PAGE_BYTES: usize = 4 * 1024 * 1024;
+/// How often a publish retries after finding the key held by a dead lease.
+const PUBLISH_ATTEMPTS: usize = 3;
 
-/// Settings of the Redis provider.
-#[derive(Debug, Clone)]
-pub struct RedisOptions {
-    /// The server, e.g. `redis://127.0.0.1:6379/` or `redis+unix:///run/redis.sock`.
-    pub url: String,
-    /// Prefix of every key (required, no `{` or `}`); give each application or store its own.
-    pub key_prefix: String,
-    /// The longest one store call may take (default 5 s).
-    pub operation_timeout: Duration,
-}
-
-impl RedisOptions {
-    /// Options for `url` with `key_prefix` and the default 5 s operation timeout.
-    pub fn new(url: impl Into<String>, key_prefix: impl Into<String>) -> Self {
-        RedisOptions {
-            url: url.into(),
-            key_prefix: key_prefix.into(),
-            operation_timeout: Duration::from_secs(5),
-        }
-    }
-
-    /// Sets the operation timeout (> 0).
-    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
-        self.operation_timeout = timeout;
-        self
-    }
-}
-
-/// A [`LocationStore`] kept in Redis.
+/// A [`LocationStore`] kept in Redis (one server or a cluster).
 pub struct RedisLocationStore {
-    connection: ConnectionManager,
+    connection: Connection,
+    /// Authority writes that wait for replicas use their own connection, because `WAIT`
+    /// blocks the connection it is sent on.
+    durable: Option<(Connection, ReplicaWait)>,
     keys: Keys,
     timeout: Duration,
     scripts: Scripts,
@@ -75,6 +57,7 @@ struct Scripts {
     withdraw: Script,
     read_descriptor: Script,
     scan: Script,
+    remove_dead: Script,
     read_record: Script,
     apply: Script,
     next_generation: Script,
@@ -91,6 +74,7 @@ impl Scripts {
             withdraw: Script::new(scripts::WITHDRAW_DESCRIPTOR),
             read_descriptor: Script::new(scripts::READ_DESCRIPTOR),
             scan: Script::new(scripts::SCAN_DESCRIPTORS),
+            remove_dead: Script::new(scripts::REMOVE_DEAD_DESCRIPTORS),
             read_record: Script::new(scripts::READ_RECORD),
             apply: Script::new(scripts::APPLY_BATCH),
             next_generation: Script::new(scripts::NEXT_GENERATION),
@@ -106,37 +90,80 @@ enum Effect {
     Change,
 }
 
+/// Whether Redis refused the command without running it (a cluster mid-failover, a server
+/// still loading, a demoted master).
+fn refused_unrun(e: &redis::RedisError) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::Server(
+            ServerErrorKind::TryAgain
+                | ServerErrorKind::ClusterDown
+                | ServerErrorKind::MasterDown
+                | ServerErrorKind::BusyLoading
+                | ServerErrorKind::ReadOnly
+        ) | ErrorKind::ClusterConnectionNotFound
+    )
+}
+
+/// A descriptor's holder as stored: `<lease generation>:<owner>`.
+fn holder_text(token: &LeaseToken) -> String {
+    format!("{}:{}", token.generation, token.owner.0)
+}
+
+fn parse_holder(holder: &str) -> Option<LeaseToken> {
+    let (generation, owner) = holder.split_once(':')?;
+    let generation = generation.parse().ok().filter(|g| *g > 0)?;
+    (!owner.is_empty()).then(|| LeaseToken {
+        owner: OwnerId(owner.to_string()),
+        generation,
+    })
+}
+
+/// One scanned descriptor before its owner's liveness is known.
+struct RawEntry {
+    id: String,
+    /// The holder as stored ('' when absent), kept for the conditional removal.
+    holder: String,
+    parsed: Option<(LeaseToken, Bytes)>,
+}
+
+impl RawEntry {
+    fn parse(raw: Value) -> StoreResult<RawEntry> {
+        let items = reply::array(raw)?;
+        let id = text(item(&items, 0)?)?;
+        let holder = match item(&items, 1)? {
+            Value::Nil => None,
+            v => text(v).ok(),
+        };
+        let body = match item(&items, 2)? {
+            Value::Nil => None,
+            v => bytes(v).ok(),
+        };
+        let token = holder.as_deref().and_then(parse_holder);
+        Ok(RawEntry {
+            id,
+            holder: holder.unwrap_or_default(),
+            parsed: token.zip(body.map(Bytes::from)),
+        })
+    }
+}
+
 impl RedisLocationStore {
     /// Prepares a store for `options`. Does not contact Redis: the connection is made on
     /// first use and remade after failures, so a node can start during an outage.
     pub fn new(options: RedisOptions) -> crate::Result<Self> {
-        if options.key_prefix.is_empty()
-            || options.key_prefix.contains('{')
-            || options.key_prefix.contains('}')
-        {
-            return Err(crate::Error::InvalidArgument(
-                "the Redis key prefix must be non-empty and contain no braces".into(),
-            ));
-        }
-        if options.operation_timeout.is_zero() {
-            return Err(crate::Error::InvalidArgument(
-                "the Redis operation timeout must be greater than zero".into(),
-            ));
-        }
-        let client = redis::Client::open(options.url.as_str()).map_err(|e| {
-            crate::Error::InvalidArgument(format!("Redis url {:?}: {e}", options.url))
-        })?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(options.operation_timeout))
-            .set_response_timeout(Some(options.operation_timeout))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_millis(500));
-        let connection = ConnectionManager::new_lazy_with_config(client, config)
-            .map_err(|e| crate::Error::InvalidArgument(format!("Redis connection: {e}")))?;
+        options.validate()?;
+        let timeout = options.operation_timeout;
+        let connection = Connection::open(&options.target, timeout)?;
+        let durable = match options.replica_wait {
+            Some(wait) => Some((Connection::open(&options.target, timeout)?, wait)),
+            None => None,
+        };
         Ok(RedisLocationStore {
             connection,
+            durable,
             keys: Keys::new(&options.key_prefix),
-            timeout: options.operation_timeout,
+            timeout,
             scripts: Scripts::new(),
         })
     }
@@ -152,7 +179,9 @@ impl RedisLocationStore {
         };
         match tokio::time::timeout(self.timeout, call).await {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) if e.is_connection_refusal() => Err(failed(e.to_string(), false)),
+            Ok(Err(e)) if e.is_connection_refusal() || refused_unrun(&e) => {
+                Err(failed(e.to_string(), false))
+            }
             Ok(Err(e)) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
                 Err(failed(e.to_string(), true))
             }
@@ -167,8 +196,86 @@ impl RedisLocationStore {
         effect: Effect,
         call: &redis::ScriptInvocation<'_>,
     ) -> StoreResult<Value> {
-        let mut conn = self.connection.clone();
-        self.run(effect, call.invoke_async(&mut conn)).await
+        self.run(effect, self.connection.eval(call)).await
+    }
+
+    /// Runs an authority write: on the durable connection, then waits for the replicas,
+    /// when the option is on. `slot_key` is any key of the write's slot.
+    async fn invoke_authority(
+        &self,
+        call: &redis::ScriptInvocation<'_>,
+        slot_key: &str,
+        applied: impl Fn(&Value) -> bool,
+    ) -> StoreResult<Value> {
+        let Some((connection, wait)) = &self.durable else {
+            return self.invoke(Effect::Change, call).await;
+        };
+        let reply = self.run(Effect::Change, connection.eval(call)).await?;
+        if !applied(&reply) {
+            return Ok(reply);
+        }
+        let acked = self
+            .run(
+                Effect::Change,
+                connection.wait_for_replicas(slot_key, wait.replicas, wait.timeout),
+            )
+            .await?;
+        let acked = int(&acked)?;
+        if acked < i64::from(wait.replicas) {
+            return Err(StoreError::OutcomeUnknown(format!(
+                "applied on the primary, acknowledged by {acked} of {} replicas within {:?}: \
+                 a failover may lose it",
+                wait.replicas, wait.timeout
+            )));
+        }
+        Ok(reply)
+    }
+
+    /// Whether `token` is its owner's live lease (read from the owner's slot).
+    async fn lease_alive(&self, token: &LeaseToken) -> StoreResult<bool> {
+        let key = self.keys.lease(&token.owner);
+        let value = self.run(Effect::Read, self.connection.get(&key)).await?;
+        Ok(match value {
+            Value::Nil => false,
+            v => unsigned(&v).ok() == Some(token.generation),
+        })
+    }
+
+    /// Liveness of every distinct lease among `tokens`, read concurrently.
+    async fn leases_alive<'a>(
+        &self,
+        tokens: impl Iterator<Item = &'a LeaseToken>,
+    ) -> StoreResult<HashMap<LeaseToken, bool>> {
+        let mut distinct: Vec<&LeaseToken> = tokens.collect();
+        distinct.sort_by(|a, b| (&a.owner, a.generation).cmp(&(&b.owner, b.generation)));
+        distinct.dedup();
+        let answers = futures::future::join_all(distinct.iter().map(|t| self.lease_alive(t))).await;
+        distinct
+            .into_iter()
+            .zip(answers)
+            .map(|(t, alive)| alive.map(|alive| (t.clone(), alive)))
+            .collect()
+    }
+
+    /// Removes entries found dead or malformed, if they are still as they were read. A
+    /// failure only leaves them for the next reader.
+    async fn remove_dead(&self, keys: &ScopeKeys, dead: &[(&str, &str)]) {
+        if dead.is_empty() {
+            return;
+        }
+        let mut call = self.scripts.remove_dead.prepare_invoke();
+        call.key(&keys.index).key(&keys.holders).key(&keys.bodies);
+        for (id, holder) in dead {
+            call.arg(*id).arg(*holder);
+        }
+        match self.invoke(Effect::Change, &call).await {
+            Ok(removed) => {
+                tracing::debug!(index = %keys.index, removed = int(&removed).unwrap_or(0), "removed dead descriptors")
+            }
+            Err(e) => {
+                tracing::debug!(index = %keys.index, error = %e, "dead descriptors left for the next reader")
+            }
+        }
     }
 }
 
@@ -184,16 +291,14 @@ fn unexpected(word: &str) -> StoreError {
     StoreError::Protocol(format!("unexpected script status {word:?}"))
 }
 
-fn descriptor_entry(items: &[Value], offset: usize) -> StoreResult<DescriptorEntry> {
-    Ok(DescriptorEntry {
-        id: text(item(items, offset)?)?,
-        owner: LeaseToken {
-            owner: OwnerId(text(item(items, offset + 1)?)?),
-            generation: unsigned(item(items, offset + 2)?)?,
-        },
-        owner_alive: int(item(items, offset + 3)?)? == 1,
-        body: Bytes::from(bytes(item(items, offset + 4)?)?),
-    })
+fn applied_status(value: &Value) -> bool {
+    match value {
+        Value::Array(items) => items
+            .first()
+            .and_then(|v| text(v).ok())
+            .is_some_and(|w| w == "applied" || w == "next"),
+        _ => false,
+    }
 }
 
 #[async_trait]
@@ -201,7 +306,7 @@ impl LocationStore for RedisLocationStore {
     async fn claim_lease(&self, owner: &OwnerId, ttl: Duration) -> StoreResult<ClaimOutcome> {
         let mut call = self.scripts.claim.prepare_invoke();
         call.key(self.keys.lease(owner))
-            .key(self.keys.lease_counter())
+            .key(self.keys.lease_counter(owner))
             .arg(millis(ttl))
             .arg(MAX_GENERATION.to_string());
         let (word, rest) = status(self.invoke(Effect::Change, &call).await?)?;
@@ -271,23 +376,46 @@ impl LocationStore for RedisLocationStore {
     ) -> StoreResult<PublishOutcome> {
         key.validate()?;
         check_value(body)?;
-        let mut call = self.scripts.publish.prepare_invoke();
-        call.key(self.keys.lease(&token.owner))
-            .key(self.keys.descriptor(key))
-            .key(self.keys.index(&key.scope))
-            .key(self.keys.stamp(&key.scope))
-            .arg(&token.owner.0)
-            .arg(generation_text(token))
-            .arg(body)
-            .arg(&key.id)
-            .arg(self.keys.lease_prefix());
-        let (word, rest) = status(self.invoke(Effect::Change, &call).await?)?;
-        match word.as_str() {
-            "published" => Ok(PublishOutcome::Published),
-            "stale" => Ok(PublishOutcome::Stale),
-            "taken" => Ok(PublishOutcome::Taken(OwnerId(text(item(&rest, 0)?)?))),
-            other => Err(unexpected(other)),
+        // The lease lives in the owner's slot, the descriptor in its scope's: check the
+        // lease first. Should it lapse before the write lands, the descriptor is simply
+        // dead to every reader (a lease generation never comes back) and the next one
+        // removes it.
+        if !self.lease_alive(token).await? {
+            return Ok(PublishOutcome::Stale);
         }
+        let scope = self.keys.scope(&key.scope);
+        let holder = holder_text(token);
+        let mut replaceable = String::new();
+        for _ in 0..PUBLISH_ATTEMPTS {
+            let mut call = self.scripts.publish.prepare_invoke();
+            call.key(&scope.holders)
+                .key(&scope.bodies)
+                .key(&scope.index)
+                .key(&scope.stamp)
+                .arg(&key.id)
+                .arg(&holder)
+                .arg(&token.owner.0)
+                .arg(body)
+                .arg(&replaceable);
+            let (word, rest) = status(self.invoke(Effect::Change, &call).await?)?;
+            match word.as_str() {
+                "published" => return Ok(PublishOutcome::Published),
+                "held" => {
+                    let current = text(item(&rest, 0)?)?;
+                    match parse_holder(&current) {
+                        Some(other) if self.lease_alive(&other).await? => {
+                            return Ok(PublishOutcome::Taken(other.owner))
+                        }
+                        _ => replaceable = current,
+                    }
+                }
+                other => return Err(unexpected(other)),
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "descriptor {:?} changed holder {PUBLISH_ATTEMPTS} times while it was published",
+            key.id
+        )))
     }
 
     async fn withdraw_descriptor(
@@ -296,29 +424,40 @@ impl LocationStore for RedisLocationStore {
         key: &DescriptorKey,
     ) -> StoreResult<bool> {
         key.validate()?;
+        let scope = self.keys.scope(&key.scope);
         let mut call = self.scripts.withdraw.prepare_invoke();
-        call.key(self.keys.descriptor(key))
-            .key(self.keys.index(&key.scope))
-            .key(self.keys.stamp(&key.scope))
-            .arg(&token.owner.0)
-            .arg(generation_text(token))
-            .arg(&key.id);
+        call.key(&scope.holders)
+            .key(&scope.bodies)
+            .key(&scope.index)
+            .key(&scope.stamp)
+            .arg(&key.id)
+            .arg(holder_text(token));
         let reply = self.invoke(Effect::Change, &call).await?;
         Ok(int(&reply)? == 1)
     }
 
     async fn read_descriptor(&self, key: &DescriptorKey) -> StoreResult<Option<DescriptorEntry>> {
         key.validate()?;
+        let scope = self.keys.scope(&key.scope);
         let mut call = self.scripts.read_descriptor.prepare_invoke();
-        call.key(self.keys.descriptor(key))
-            .arg(self.keys.lease_prefix());
+        call.key(&scope.holders).key(&scope.bodies).arg(&key.id);
         let (word, rest) = status(self.invoke(Effect::Read, &call).await?)?;
         match word.as_str() {
             "missing" => Ok(None),
             "found" => {
-                let mut items = vec![Value::BulkString(key.id.clone().into_bytes())];
-                items.extend(rest);
-                Ok(Some(descriptor_entry(&items, 0)?))
+                let mut raw = vec![Value::BulkString(key.id.clone().into_bytes())];
+                raw.extend(rest);
+                let Some((owner, body)) = RawEntry::parse(Value::Array(raw))?.parsed else {
+                    tracing::warn!(key = %scope.holders, id = %key.id, "malformed descriptor skipped");
+                    return Ok(None);
+                };
+                let owner_alive = self.lease_alive(&owner).await?;
+                Ok(Some(DescriptorEntry {
+                    id: key.id.clone(),
+                    body,
+                    owner,
+                    owner_alive,
+                }))
             }
             other => Err(unexpected(other)),
         }
@@ -332,22 +471,46 @@ impl LocationStore for RedisLocationStore {
     ) -> StoreResult<DescriptorPage> {
         scope.validate()?;
         check_page_limit(limit)?;
+        let keys = self.keys.scope(scope);
         let mut call = self.scripts.scan.prepare_invoke();
-        call.key(self.keys.index(scope))
-            .key(self.keys.stamp(scope))
+        call.key(&keys.index)
+            .key(&keys.holders)
+            .key(&keys.bodies)
+            .key(&keys.stamp)
             .arg(after.unwrap_or(""))
             .arg(limit)
-            .arg(self.keys.descriptor_prefix(scope))
-            .arg(self.keys.lease_prefix())
             .arg(MAX_PAGE_BYTES);
         let items = reply::array(self.invoke(Effect::Read, &call).await?)?;
         let stamp = unsigned(item(&items, 0)?)?;
         let more = int(item(&items, 1)?)? == 1;
         let last = text(item(&items, 2)?)?;
-        let mut entries = Vec::new();
-        for raw in reply::array(item(&items, 3)?.clone())? {
-            entries.push(descriptor_entry(&reply::array(raw)?, 0)?);
+        let raw: Vec<RawEntry> = reply::array(item(&items, 3)?.clone())?
+            .into_iter()
+            .map(RawEntry::parse)
+            .collect::<StoreResult<_>>()?;
+        let alive = self
+            .leases_alive(raw.iter().filter_map(|r| r.parsed.as_ref().map(|(t, _)| t)))
+            .await?;
+        let mut entries = Vec::with_capacity(raw.len());
+        let mut dead: Vec<(&str, &str)> = Vec::new();
+        for entry in &raw {
+            let Some((owner, body)) = &entry.parsed else {
+                tracing::warn!(key = %keys.holders, id = %entry.id, "malformed descriptor skipped");
+                dead.push((&entry.id, &entry.holder));
+                continue;
+            };
+            let owner_alive = alive.get(owner).copied().unwrap_or(false);
+            if !owner_alive {
+                dead.push((&entry.id, &entry.holder));
+            }
+            entries.push(DescriptorEntry {
+                id: entry.id.clone(),
+                body: body.clone(),
+                owner: owner.clone(),
+                owner_alive,
+            });
         }
+        self.remove_dead(&keys, &dead).await;
         Ok(DescriptorPage {
             entries,
             next: more.then_some(last),
@@ -411,8 +574,16 @@ impl LocationStore for RedisLocationStore {
         for arg in args {
             call.arg(arg);
         }
-        let (word, rest) = status(self.invoke(Effect::Change, &call).await?)?;
+        call.arg(millis(MAX_RETENTION));
+        let slot_key = self.keys.sequence(group);
+        let reply = self
+            .invoke_authority(&call, &slot_key, applied_status)
+            .await?;
+        let (word, rest) = status(reply)?;
         match word.as_str() {
+            "invalid" => Err(StoreError::InvalidArgument(format!(
+                "a retention must be at most {MAX_RETENTION:?}"
+            ))),
             "applied" => {
                 let versions = reply::array(item(&rest, 0)?.clone())?
                     .iter()
@@ -428,9 +599,9 @@ impl LocationStore for RedisLocationStore {
     async fn next_generation(&self, counter: &RecordKey) -> StoreResult<u64> {
         counter.validate()?;
         let mut call = self.scripts.next_generation.prepare_invoke();
-        call.key(self.keys.counter(counter))
-            .arg(MAX_GENERATION.to_string());
-        let (word, rest) = status(self.invoke(Effect::Change, &call).await?)?;
+        let key = self.keys.counter(counter);
+        call.key(&key).arg(MAX_GENERATION.to_string());
+        let (word, rest) = status(self.invoke_authority(&call, &key, applied_status).await?)?;
         match word.as_str() {
             "next" => unsigned(item(&rest, 0)?),
             "exhausted" => Err(StoreError::GenerationExhausted),

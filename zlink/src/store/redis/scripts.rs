@@ -1,10 +1,10 @@
 //! The Lua scripts of the Redis provider: every conditional or multi-key change is one
-//! script, so it is atomic and takes one round trip. Each script touches only keys that
-//! share one hash tag, so the same scripts run on Redis Cluster.
+//! script, so it is atomic and takes one round trip. Each script declares every key it
+//! touches in KEYS, and they share one hash tag, so the same scripts run on Redis Cluster.
 //!
 //! Counters and generations travel as decimal strings (Lua numbers are doubles).
 
-/// KEYS: lease, lease counter. ARGV: ttl ms, max generation.
+/// KEYS: lease, the owner's lease generation counter. ARGV: ttl ms, max generation.
 pub(crate) const CLAIM_LEASE: &str = r#"
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'conflict'} end
 if redis.call('GET', KEYS[2]) == ARGV[2] then return {'exhausted'} end
@@ -35,42 +35,43 @@ if not gen then return {'missing'} end
 return {'found', gen, redis.call('PTTL', KEYS[1])}
 "#;
 
-/// KEYS: our lease, descriptor, scope index, scope stamp.
-/// ARGV: owner, lease generation, body, id, lease key prefix.
+/// KEYS: scope holders, bodies, index, stamp.
+/// ARGV: id, holder ("<lease generation>:<owner>"), owner, body, replaceable holder ('' for
+/// none: the holder the caller found dead).
+/// A holder of another owner is kept unless it is exactly the replaceable one.
 pub(crate) const PUBLISH_DESCRIPTOR: &str = r#"
-if redis.call('GET', KEYS[1]) ~= ARGV[2] then return {'stale'} end
-local cur = redis.call('HMGET', KEYS[2], 'owner', 'gen')
-if cur[1] and cur[1] ~= ARGV[1] then
-  if redis.call('GET', ARGV[5] .. cur[1]) == cur[2] then return {'taken', cur[1]} end
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if cur and cur ~= ARGV[5] then
+  local owner = string.match(cur, '^%d+:(.*)$')
+  if owner ~= ARGV[3] then return {'held', cur} end
 end
-redis.call('HSET', KEYS[2], 'owner', ARGV[1], 'gen', ARGV[2], 'body', ARGV[3])
-redis.call('ZADD', KEYS[3], 0, ARGV[4])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])
+redis.call('ZADD', KEYS[3], 0, ARGV[1])
 redis.call('INCR', KEYS[4])
 return {'published'}
 "#;
 
-/// KEYS: descriptor, scope index, scope stamp. ARGV: owner, lease generation, id.
+/// KEYS: scope holders, bodies, index, stamp. ARGV: id, holder.
 pub(crate) const WITHDRAW_DESCRIPTOR: &str = r#"
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'gen')
-if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then return 0 end
-redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[2], ARGV[3])
-redis.call('INCR', KEYS[3])
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('INCR', KEYS[4])
 return 1
 "#;
 
-/// KEYS: descriptor. ARGV: lease key prefix.
+/// KEYS: scope holders, bodies. ARGV: id.
 pub(crate) const READ_DESCRIPTOR: &str = r#"
-local d = redis.call('HMGET', KEYS[1], 'owner', 'gen', 'body')
-if not d[1] then return {'missing'} end
-local alive = 0
-if redis.call('GET', ARGV[1] .. d[1]) == d[2] then alive = 1 end
-return {'found', d[1], d[2], alive, d[3]}
+local holder = redis.call('HGET', KEYS[1], ARGV[1])
+if not holder then return {'missing'} end
+return {'found', holder, redis.call('HGET', KEYS[2], ARGV[1])}
 "#;
 
-/// KEYS: scope index, scope stamp.
-/// ARGV: after ('' for the start), limit, descriptor key prefix, lease key prefix, max bytes.
-/// Returns: stamp, more (0/1), last id, entries [id, owner, gen, alive, body].
+/// KEYS: scope index, holders, bodies, stamp.
+/// ARGV: after ('' for the start), limit, max bytes.
+/// Returns: stamp, more (0/1), last id, entries [id, holder or nil, body or nil].
 pub(crate) const SCAN_DESCRIPTORS: &str = r#"
 local min = '-'
 if ARGV[1] ~= '' then min = '(' .. ARGV[1] end
@@ -82,20 +83,35 @@ local last = ''
 local more = 0
 if #ids == limit then more = 1 end
 for i, id in ipairs(ids) do
-  local d = redis.call('HMGET', ARGV[3] .. id, 'owner', 'gen', 'body')
-  if d[1] then
-    local alive = 0
-    if redis.call('GET', ARGV[4] .. d[1]) == d[2] then alive = 1 end
-    table.insert(out, {id, d[1], d[2], alive, d[3]})
-    bytes = bytes + #d[3] + #id + 128
-  end
+  local holder = redis.call('HGET', KEYS[2], id)
+  local body = redis.call('HGET', KEYS[3], id)
+  table.insert(out, {id, holder, body})
+  if body then bytes = bytes + #body end
+  bytes = bytes + #id + 128
   last = id
-  if bytes > tonumber(ARGV[5]) and i < #ids then
+  if bytes > tonumber(ARGV[3]) and i < #ids then
     more = 1
     break
   end
 end
-return {redis.call('GET', KEYS[2]) or '0', more, last, out}
+return {redis.call('GET', KEYS[4]) or '0', more, last, out}
+"#;
+
+/// KEYS: scope index, holders, bodies. ARGV: pairs of id and the holder it was read with
+/// ('' for none). Removes each entry still held by that holder, and leaves the change
+/// stamp alone: what is removed is dead (or malformed) and never counted as a member.
+pub(crate) const REMOVE_DEAD_DESCRIPTORS: &str = r#"
+local removed = 0
+for i = 1, #ARGV, 2 do
+  local cur = redis.call('HGET', KEYS[2], ARGV[i]) or ''
+  if cur == ARGV[i + 1] then
+    redis.call('HDEL', KEYS[2], ARGV[i])
+    redis.call('HDEL', KEYS[3], ARGV[i])
+    redis.call('ZREM', KEYS[1], ARGV[i])
+    removed = removed + 1
+  end
+end
+return removed
 "#;
 
 /// KEYS: record.
@@ -107,7 +123,9 @@ return {'found', h[1], h[2], redis.call('PTTL', KEYS[1])}
 
 /// KEYS: group sequence, then the records. ARGV: condition count, then per condition
 /// kind ('m' missing / 'v' version), key index, version; mutation count, then per mutation
-/// kind ('p' put / 'd' delete), key index, value, retention ms (0 = none).
+/// kind ('p' put / 'd' delete), key index, value, retention ms (0 = none); last, the
+/// longest retention ms. Every retention is checked before the first write, because Redis
+/// does not roll back a script that fails half-way.
 pub(crate) const APPLY_BATCH: &str = r#"
 local i = 1
 local nc = tonumber(ARGV[i]); i = i + 1
@@ -121,6 +139,12 @@ for c = 1, nc do
   i = i + 3
 end
 local nm = tonumber(ARGV[i]); i = i + 1
+for m = 0, nm - 1 do
+  local retention = tonumber(ARGV[i + m * 4 + 3])
+  if not retention or retention < 0 or retention > tonumber(ARGV[#ARGV]) then
+    return {'invalid'}
+  end
+end
 local versions = {}
 for m = 1, nm do
   local key = KEYS[tonumber(ARGV[i + 1])]

@@ -1,20 +1,21 @@
-//! [`MemoryLocationStore`]: a Location Store in process memory, for embedded single-process
-//! use and tests. Same contract as the Redis provider (the conformance suite runs on both);
-//! time is tokio's clock, so tests with paused time can expire leases instantly.
+//! [`MemoryLocationStore`]: the Location Store in process memory, the embedded default for
+//! a single process (several runtimes in one process share one instance). Same contract as
+//! the Redis provider: the conformance suite runs on both. Time is tokio's clock, so tests
+//! with paused time can expire leases instantly.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use super::types::{
+    check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition, DescriptorEntry,
+    DescriptorKey, DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, Mutation,
+    OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreVersion, MAX_GENERATION,
+};
+use super::{LocationStore, StoreError, StoreResult};
 use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::time::Instant;
-use zlink::store::{
-    check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition, DescriptorEntry,
-    DescriptorKey, DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken,
-    LocationStore, Mutation, OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreError,
-    StoreResult, StoreVersion, MAX_GENERATION,
-};
 
 #[derive(Default)]
 struct State {
@@ -54,8 +55,9 @@ impl State {
     }
 }
 
-/// A [`LocationStore`] in memory. Cheap to share behind an `Arc`; all nodes of one test (or
-/// one process) use the same instance.
+/// A [`LocationStore`] in memory: the single-process store. Share one instance behind an
+/// `Arc` between every runtime of the process (or of one test). Nothing survives the
+/// process, and other processes cannot see it: a mesh that spans processes needs Redis.
 #[derive(Default)]
 pub struct MemoryLocationStore {
     state: Mutex<State>,
@@ -71,7 +73,8 @@ impl MemoryLocationStore {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Sets a counter's current value (so tests can reach exhaustion).
+    /// Sets a counter's current value, so tests can reach exhaustion.
+    #[cfg(feature = "testkit")]
     pub fn set_counter(&self, counter: &RecordKey, value: u64) {
         self.state().counters.insert(counter.clone(), value);
     }
@@ -206,7 +209,7 @@ impl LocationStore for MemoryLocationStore {
         scope.validate()?;
         check_page_limit(limit)?;
         let now = Instant::now();
-        let s = self.state();
+        let mut s = self.state();
         let stamp = s.stamps.get(scope).copied().unwrap_or(0);
         let Some(all) = s.descriptors.get(scope) else {
             return Ok(DescriptorPage {
@@ -226,6 +229,14 @@ impl LocationStore for MemoryLocationStore {
             .map(|(id, (owner, body))| s.entry(id, owner, body, now))
             .collect();
         let next = (entries.len() == limit).then(|| entries[limit - 1].id.clone());
+        // The reader cleans up: a descriptor whose lease is gone can never count again (a
+        // lease generation does not come back), so removing it leaves the live set, and
+        // therefore the change stamp, as it was.
+        if let Some(all) = s.descriptors.get_mut(scope) {
+            for dead in entries.iter().filter(|e| !e.owner_alive) {
+                all.remove(&dead.id);
+            }
+        }
         Ok(DescriptorPage {
             entries,
             next,

@@ -1,17 +1,19 @@
-//! Reading the whole member list as one consistent snapshot.
+//! Reading every descriptor of one scope as one consistent snapshot: the change-stamp rule
+//! that RouteMesh discovery, ClientServer discovery and fanout discovery all use.
 
 use std::time::Duration;
 
-use crate::store::{DescriptorEntry, DescriptorScope, LocationStore, StoreError, StoreResult};
+use super::{DescriptorEntry, DescriptorScope, LocationStore, StoreError, StoreResult};
 
 /// Descriptors asked for per page.
 const PAGE: usize = 256;
 /// Full reads tried before a round gives up because the list kept changing.
 const READ_ATTEMPTS: usize = 3;
 
-/// Reads every descriptor of `scope`, each page within `bound`. The pages count as one
-/// snapshot only when they all show the same change stamp; otherwise the read starts over.
-pub(super) async fn read_members(
+/// Reads every descriptor of `scope`, page after page, each page within `bound`. The pages
+/// count as one snapshot only when they all show the same change stamp; otherwise the read
+/// starts over (a few times, then the read fails `Unavailable`).
+pub(crate) async fn read_scope(
     store: &dyn LocationStore,
     scope: &DescriptorScope,
     bound: Duration,
@@ -25,7 +27,7 @@ pub(super) async fn read_members(
                 tokio::time::timeout(bound, store.scan_descriptors(scope, after.as_deref(), PAGE))
                     .await
                     .map_err(|_| {
-                        StoreError::Unavailable(format!("member scan took over {bound:?}"))
+                        StoreError::Unavailable(format!("descriptor scan took over {bound:?}"))
                     })??;
             if *stamp.get_or_insert(page.stamp) != page.stamp {
                 break false;
@@ -41,6 +43,6 @@ pub(super) async fn read_members(
         }
     }
     Err(StoreError::Unavailable(
-        "the member list kept changing while it was read".into(),
+        "the descriptor list kept changing while it was read".into(),
     ))
 }

@@ -1,0 +1,293 @@
+//! Store metrics: every call a node makes to its Location Store, counted per operation
+//! kind, so an operator (or a test) can see what a node reads and writes, and how much of
+//! it fails.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use super::types::{
+    ApplyOutcome, Batch, ClaimOutcome, DescriptorEntry, DescriptorKey, DescriptorPage,
+    DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, OwnerId, PublishOutcome, ReadOutcome,
+    RecordKey,
+};
+use super::{LocationStore, StoreResult};
+
+/// Calls of one operation kind, and how many of them failed (unavailable, outcome unknown,
+/// refused arguments, protocol errors). Normal outcomes such as `Conflict` or `Stale` are
+/// not failures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct OperationCount {
+    /// Calls made.
+    pub calls: u64,
+    /// Calls that returned an error.
+    pub failures: u64,
+}
+
+/// What a node read from its Location Store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StoreReads {
+    /// `read_lease`.
+    pub lease: OperationCount,
+    /// `read_descriptor`.
+    pub descriptor: OperationCount,
+    /// `scan_descriptors` (one per page).
+    pub descriptor_page: OperationCount,
+    /// `read` of a record (object authority and other records).
+    pub record: OperationCount,
+}
+
+/// What a node wrote to its Location Store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StoreWrites {
+    /// `claim_lease`.
+    pub claim_lease: OperationCount,
+    /// `renew_lease`.
+    pub renew_lease: OperationCount,
+    /// `release_lease`.
+    pub release_lease: OperationCount,
+    /// `publish_descriptor`.
+    pub publish_descriptor: OperationCount,
+    /// `withdraw_descriptor`.
+    pub withdraw_descriptor: OperationCount,
+    /// `apply` (conditional batches of records).
+    pub batch: OperationCount,
+    /// `next_generation` (counters).
+    pub counter: OperationCount,
+}
+
+/// Every Location Store call of one node so far, in the runtime's status snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StoreMetrics {
+    /// Reads, per kind.
+    pub reads: StoreReads,
+    /// Writes, per kind.
+    pub writes: StoreWrites,
+}
+
+#[derive(Default)]
+struct Counter {
+    calls: AtomicU64,
+    failures: AtomicU64,
+}
+
+/// One call in flight: it counts as failed unless it returns `Ok`, so a call its caller
+/// gave up on (a timeout dropped it) is a failure too.
+struct InFlight<'a> {
+    counter: &'a Counter,
+    succeeded: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.succeeded {
+            self.counter.failures.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Counter {
+    fn start(&self) -> InFlight<'_> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        InFlight {
+            counter: self,
+            succeeded: false,
+        }
+    }
+
+    fn get(&self) -> OperationCount {
+        OperationCount {
+            calls: self.calls.load(Ordering::Relaxed),
+            failures: self.failures.load(Ordering::Relaxed),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    read_lease: Counter,
+    read_descriptor: Counter,
+    scan: Counter,
+    read: Counter,
+    claim: Counter,
+    renew: Counter,
+    release: Counter,
+    publish: Counter,
+    withdraw: Counter,
+    apply: Counter,
+    next_generation: Counter,
+}
+
+/// A [`LocationStore`] that counts every call before passing it on: the store a node
+/// actually uses.
+pub(crate) struct MeteredStore {
+    inner: Arc<dyn LocationStore>,
+    counters: Counters,
+}
+
+impl MeteredStore {
+    pub(crate) fn new(inner: Arc<dyn LocationStore>) -> Self {
+        MeteredStore {
+            inner,
+            counters: Counters::default(),
+        }
+    }
+
+    /// The counts so far.
+    pub(crate) fn metrics(&self) -> StoreMetrics {
+        let c = &self.counters;
+        StoreMetrics {
+            reads: StoreReads {
+                lease: c.read_lease.get(),
+                descriptor: c.read_descriptor.get(),
+                descriptor_page: c.scan.get(),
+                record: c.read.get(),
+            },
+            writes: StoreWrites {
+                claim_lease: c.claim.get(),
+                renew_lease: c.renew.get(),
+                release_lease: c.release.get(),
+                publish_descriptor: c.publish.get(),
+                withdraw_descriptor: c.withdraw.get(),
+                batch: c.apply.get(),
+                counter: c.next_generation.get(),
+            },
+        }
+    }
+}
+
+async fn counted<T>(
+    counter: &Counter,
+    call: impl std::future::Future<Output = StoreResult<T>>,
+) -> StoreResult<T> {
+    let mut in_flight = counter.start();
+    let result = call.await;
+    in_flight.succeeded = result.is_ok();
+    result
+}
+
+#[async_trait]
+impl LocationStore for MeteredStore {
+    async fn claim_lease(&self, owner: &OwnerId, ttl: Duration) -> StoreResult<ClaimOutcome> {
+        counted(&self.counters.claim, self.inner.claim_lease(owner, ttl)).await
+    }
+
+    async fn renew_lease(&self, token: &LeaseToken, ttl: Duration) -> StoreResult<LeaseOutcome> {
+        counted(&self.counters.renew, self.inner.renew_lease(token, ttl)).await
+    }
+
+    async fn release_lease(&self, token: &LeaseToken) -> StoreResult<LeaseOutcome> {
+        counted(&self.counters.release, self.inner.release_lease(token)).await
+    }
+
+    async fn read_lease(&self, owner: &OwnerId) -> StoreResult<Option<LeaseGrant>> {
+        counted(&self.counters.read_lease, self.inner.read_lease(owner)).await
+    }
+
+    async fn publish_descriptor(
+        &self,
+        token: &LeaseToken,
+        key: &DescriptorKey,
+        body: &[u8],
+    ) -> StoreResult<PublishOutcome> {
+        let call = self.inner.publish_descriptor(token, key, body);
+        counted(&self.counters.publish, call).await
+    }
+
+    async fn withdraw_descriptor(
+        &self,
+        token: &LeaseToken,
+        key: &DescriptorKey,
+    ) -> StoreResult<bool> {
+        let call = self.inner.withdraw_descriptor(token, key);
+        counted(&self.counters.withdraw, call).await
+    }
+
+    async fn read_descriptor(&self, key: &DescriptorKey) -> StoreResult<Option<DescriptorEntry>> {
+        let call = self.inner.read_descriptor(key);
+        counted(&self.counters.read_descriptor, call).await
+    }
+
+    async fn scan_descriptors(
+        &self,
+        scope: &DescriptorScope,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<DescriptorPage> {
+        let call = self.inner.scan_descriptors(scope, after, limit);
+        counted(&self.counters.scan, call).await
+    }
+
+    async fn read(&self, key: &RecordKey) -> StoreResult<ReadOutcome> {
+        counted(&self.counters.read, self.inner.read(key)).await
+    }
+
+    async fn apply(&self, batch: &Batch) -> StoreResult<ApplyOutcome> {
+        counted(&self.counters.apply, self.inner.apply(batch)).await
+    }
+
+    async fn next_generation(&self, counter: &RecordKey) -> StoreResult<u64> {
+        let call = self.inner.next_generation(counter);
+        counted(&self.counters.next_generation, call).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{MemoryLocationStore, StoreError};
+
+    #[tokio::test]
+    async fn every_call_is_counted_by_kind_and_failures_apart() {
+        let store = MeteredStore::new(Arc::new(MemoryLocationStore::new()));
+        let key = RecordKey::new("g", "r");
+        store.read(&key).await.unwrap();
+        store.read(&key).await.unwrap();
+        store.next_generation(&key).await.unwrap();
+        let refused = store.apply(&Batch::default()).await;
+        assert!(matches!(refused, Err(StoreError::InvalidArgument(_))));
+        let m = store.metrics();
+        assert_eq!(
+            m.reads.record,
+            OperationCount {
+                calls: 2,
+                failures: 0
+            }
+        );
+        assert_eq!(
+            m.writes.counter,
+            OperationCount {
+                calls: 1,
+                failures: 0
+            }
+        );
+        assert_eq!(
+            m.writes.batch,
+            OperationCount {
+                calls: 1,
+                failures: 1
+            }
+        );
+        assert_eq!(m.reads.lease, OperationCount::default());
+    }
+
+    #[tokio::test]
+    async fn a_call_given_up_on_counts_as_failed() {
+        let counter = Counter::default();
+        let never = counted(&counter, std::future::pending::<StoreResult<()>>());
+        let given_up = tokio::time::timeout(std::time::Duration::from_millis(5), never).await;
+        assert!(given_up.is_err());
+        assert_eq!(
+            counter.get(),
+            OperationCount {
+                calls: 1,
+                failures: 1
+            }
+        );
+        counted(&counter, async { Ok(()) }).await.unwrap();
+        assert_eq!(counter.get().failures, 1);
+    }
+}
