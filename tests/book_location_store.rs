@@ -133,3 +133,107 @@ async fn location_store_chapter() -> zlink::Result<()> {
     pricing.shutdown().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn embedded_store_chapter() -> zlink::Result<()> {
+    // ANCHOR: embedded
+    use zlink::store::LocationStore;
+
+    // One in-memory store for the whole process, shared by every runtime in it.
+    let store = <dyn LocationStore>::in_memory();
+
+    let pricing = Runtime::builder()
+        .mesh_name("shop")
+        .rid("pricing-1")
+        .listen("tcp://127.0.0.1:0")
+        .location_store(store.clone())
+        .serve(Pricing)
+        .build()?
+        .start()
+        .await?;
+    let checkout = Runtime::builder()
+        .mesh_name("shop")
+        .rid("checkout-1")
+        .listen("tcp://127.0.0.1:0")
+        .location_store(store.clone())
+        .channel_client("pricing")
+        .build()?
+        .start()
+        .await?;
+    // ANCHOR_END: embedded
+    checkout
+        .wait_for_peers(Duration::from_secs(5), |peers| peers.len() == 1)
+        .await?;
+    let price = PricingClient::on_default_channel(&checkout)
+        .price(&GetPrice("tea".into()))
+        .await?;
+    assert_eq!(price.0, 250);
+
+    // ANCHOR: metrics
+    let calls = checkout
+        .status()
+        .store_operations
+        .expect("a Location Store is registered");
+    println!(
+        "{} member pages read, {} lease renewals ({} failed)",
+        calls.reads.descriptor_page.calls,
+        calls.writes.renew_lease.calls,
+        calls.writes.renew_lease.failures
+    );
+    // ANCHOR_END: metrics
+    assert!(calls.reads.descriptor_page.calls >= 1);
+    assert_eq!(calls.writes.claim_lease.calls, 1);
+
+    checkout.shutdown().await;
+    pricing.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn cluster_chapter() -> zlink::Result<()> {
+    let cluster = zlink_testkit::RedisCluster::start(3, 0).expect("redis cluster");
+    let seeds = cluster.seed_urls();
+
+    // ANCHOR: cluster
+    use std::sync::Arc;
+    use zlink::store::{LocationStore, RedisLocationStore, RedisOptions};
+
+    // Any reachable nodes of the cluster; the rest is learnt from them.
+    let options = RedisOptions::cluster(seeds.iter().cloned(), "shop");
+    let store: Arc<dyn LocationStore> = Arc::new(RedisLocationStore::new(options)?);
+    // ANCHOR_END: cluster
+
+    let pricing = Runtime::builder()
+        .mesh_name("shop")
+        .rid("pricing-1")
+        .listen("tcp://127.0.0.1:0")
+        .location_store(store.clone())
+        .serve(Pricing)
+        .build()?
+        .start()
+        .await?;
+    let checkout = Runtime::builder()
+        .mesh_name("shop")
+        .rid("checkout-1")
+        .listen("tcp://127.0.0.1:0")
+        .location_store(store)
+        .channel_client("pricing")
+        .build()?
+        .start()
+        .await?;
+    checkout
+        .wait_for_peers(Duration::from_secs(5), |peers| peers.len() == 1)
+        .await?;
+
+    // ANCHOR: durability
+    // Authority writes count as applied only once one replica has them too.
+    let durable = RedisOptions::cluster(seeds.iter().cloned(), "shop")
+        .wait_for_replicas(1, Duration::from_millis(500));
+    let durable_store = RedisLocationStore::new(durable)?;
+    // ANCHOR_END: durability
+    drop(durable_store);
+
+    checkout.shutdown().await;
+    pricing.shutdown().await;
+    Ok(())
+}

@@ -8,6 +8,7 @@
 //! timeout.
 
 mod connection;
+mod holder;
 mod keys;
 mod options;
 mod reply;
@@ -22,6 +23,7 @@ use bytes::Bytes;
 use redis::{ErrorKind, Script, ServerErrorKind, Value};
 
 use self::connection::Connection;
+use self::holder::{holder_text, parse_holder, RawEntry};
 use self::keys::{Keys, ScopeKeys};
 pub use self::options::{RedisOptions, RedisTarget, ReplicaWait};
 use self::reply::{bytes, int, item, remaining_ms, status, text, unsigned};
@@ -103,49 +105,6 @@ fn refused_unrun(e: &redis::RedisError) -> bool {
                 | ServerErrorKind::ReadOnly
         ) | ErrorKind::ClusterConnectionNotFound
     )
-}
-
-/// A descriptor's holder as stored: `<lease generation>:<owner>`.
-fn holder_text(token: &LeaseToken) -> String {
-    format!("{}:{}", token.generation, token.owner.0)
-}
-
-fn parse_holder(holder: &str) -> Option<LeaseToken> {
-    let (generation, owner) = holder.split_once(':')?;
-    let generation = generation.parse().ok().filter(|g| *g > 0)?;
-    (!owner.is_empty()).then(|| LeaseToken {
-        owner: OwnerId(owner.to_string()),
-        generation,
-    })
-}
-
-/// One scanned descriptor before its owner's liveness is known.
-struct RawEntry {
-    id: String,
-    /// The holder as stored ('' when absent), kept for the conditional removal.
-    holder: String,
-    parsed: Option<(LeaseToken, Bytes)>,
-}
-
-impl RawEntry {
-    fn parse(raw: Value) -> StoreResult<RawEntry> {
-        let items = reply::array(raw)?;
-        let id = text(item(&items, 0)?)?;
-        let holder = match item(&items, 1)? {
-            Value::Nil => None,
-            v => text(v).ok(),
-        };
-        let body = match item(&items, 2)? {
-            Value::Nil => None,
-            v => bytes(v).ok(),
-        };
-        let token = holder.as_deref().and_then(parse_holder);
-        Ok(RawEntry {
-            id,
-            holder: holder.unwrap_or_default(),
-            parsed: token.zip(body.map(Bytes::from)),
-        })
-    }
 }
 
 impl RedisLocationStore {
