@@ -81,10 +81,11 @@ impl Connection {
         }
     }
 
-    /// Reads one string key.
-    pub(super) async fn get(&self, key: &str) -> RedisResult<Value> {
-        let mut cmd = redis::cmd("GET");
-        cmd.arg(key);
+    /// Reads string keys (`MGET`: one round trip on one server; on a cluster the client
+    /// splits it per slot and puts the answers back in order).
+    pub(super) async fn get_many(&self, keys: &[String]) -> RedisResult<Value> {
+        let mut cmd = redis::cmd("MGET");
+        cmd.arg(keys);
         match self {
             Connection::Single(manager) => cmd.query_async(&mut manager.clone()).await,
             Connection::Cluster { client, connection } => {

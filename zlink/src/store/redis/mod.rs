@@ -192,15 +192,11 @@ impl RedisLocationStore {
 
     /// Whether `token` is its owner's live lease (read from the owner's slot).
     async fn lease_alive(&self, token: &LeaseToken) -> StoreResult<bool> {
-        let key = self.keys.lease(&token.owner);
-        let value = self.run(Effect::Read, self.connection.get(&key)).await?;
-        Ok(match value {
-            Value::Nil => false,
-            v => unsigned(&v).ok() == Some(token.generation),
-        })
+        let alive = self.leases_alive(std::iter::once(token)).await?;
+        Ok(alive.get(token).copied().unwrap_or(false))
     }
 
-    /// Liveness of every distinct lease among `tokens`, read concurrently.
+    /// Liveness of every distinct lease among `tokens`, read in one `MGET`.
     async fn leases_alive<'a>(
         &self,
         tokens: impl Iterator<Item = &'a LeaseToken>,
@@ -208,12 +204,29 @@ impl RedisLocationStore {
         let mut distinct: Vec<&LeaseToken> = tokens.collect();
         distinct.sort_by(|a, b| (&a.owner, a.generation).cmp(&(&b.owner, b.generation)));
         distinct.dedup();
-        let answers = futures::future::join_all(distinct.iter().map(|t| self.lease_alive(t))).await;
-        distinct
+        if distinct.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let keys: Vec<String> = distinct.iter().map(|t| self.keys.lease(&t.owner)).collect();
+        let values = reply::array(
+            self.run(Effect::Read, self.connection.get_many(&keys))
+                .await?,
+        )?;
+        if values.len() != distinct.len() {
+            return Err(StoreError::Protocol(format!(
+                "MGET of {} leases answered {} values",
+                distinct.len(),
+                values.len()
+            )));
+        }
+        Ok(distinct
             .into_iter()
-            .zip(answers)
-            .map(|(t, alive)| alive.map(|alive| (t.clone(), alive)))
-            .collect()
+            .zip(values)
+            .map(|(t, v)| {
+                let alive = !matches!(v, Value::Nil) && unsigned(&v).ok() == Some(t.generation);
+                (t.clone(), alive)
+            })
+            .collect())
     }
 
     /// Removes entries found dead or malformed, if they are still as they were read. A

@@ -170,3 +170,49 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return {'exhausted'} end
 redis.call('INCR', KEYS[1])
 return {'next', redis.call('GET', KEYS[1])}
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [(&str, &str); 12] = [
+        ("claim", CLAIM_LEASE),
+        ("renew", RENEW_LEASE),
+        ("release", RELEASE_LEASE),
+        ("read lease", READ_LEASE),
+        ("publish", PUBLISH_DESCRIPTOR),
+        ("withdraw", WITHDRAW_DESCRIPTOR),
+        ("read descriptor", READ_DESCRIPTOR),
+        ("scan", SCAN_DESCRIPTORS),
+        ("remove dead", REMOVE_DEAD_DESCRIPTORS),
+        ("read record", READ_RECORD),
+        ("apply", APPLY_BATCH),
+        ("next generation", NEXT_GENERATION),
+    ];
+
+    /// Redis Cluster routes a script by its declared keys; a key built from ARGV would
+    /// work on one server and fail (or silently hit the wrong slot) on a cluster.
+    #[test]
+    fn every_script_names_every_key_it_touches_in_keys() {
+        for (name, script) in ALL {
+            for call in script.split("redis.call(").skip(1) {
+                let Some((command, rest)) = call.split_once(',') else {
+                    continue;
+                };
+                let key = rest
+                    .trim_start()
+                    .split([',', ')'])
+                    .next()
+                    .unwrap_or_default();
+                let key = if key.starts_with("KEYS[") {
+                    rest.trim_start()
+                } else {
+                    key
+                };
+                let declared =
+                    key.starts_with("KEYS[") || script.contains(&format!("local {key} = KEYS["));
+                assert!(declared, "{name}: {command} touches {key:?}, not from KEYS");
+            }
+        }
+    }
+}
