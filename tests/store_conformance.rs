@@ -79,6 +79,44 @@ mod redis {
             .unwrap();
         assert_eq!(stored, "$19", "the counter is still a 19-digit number");
     }
+
+    /// The lease check and the descriptor write are in different slots, so a publish that
+    /// checked an older lease can land after the same owner republished under a newer one:
+    /// the script refuses it as stale instead of putting back a holder readers would
+    /// remove as dead.
+    #[tokio::test]
+    async fn an_older_lease_generation_never_overwrites_a_newer_descriptor() {
+        use zlink::store::{DescriptorKey, LeaseToken, LocationStore, OwnerId, PublishOutcome};
+        let server = RedisServer::start().expect("redis-server");
+        let store =
+            RedisLocationStore::new(RedisOptions::new(server.url(), "conformance")).unwrap();
+        // Owner o's lease generation 3 is live, but its descriptor already carries 5.
+        assert_eq!(
+            server
+                .command(&["SET", "{conformance:o:1:o}:lease", "3", "PX", "30000"])
+                .unwrap(),
+            "+OK"
+        );
+        let scope = "{conformance:d:mesh:4:mesh}";
+        server
+            .command(&["HSET", &format!("{scope}:holders"), "n1", "5:o"])
+            .unwrap();
+        server
+            .command(&["HSET", &format!("{scope}:bodies"), "n1", "newer"])
+            .unwrap();
+        let old = LeaseToken {
+            owner: OwnerId("o".into()),
+            generation: 3,
+        };
+        let key = DescriptorKey::mesh_node("mesh", "n1");
+        assert_eq!(
+            store.publish_descriptor(&old, &key, b"older").await,
+            Ok(PublishOutcome::Stale)
+        );
+        let entry = store.read_descriptor(&key).await.unwrap().expect("kept");
+        assert_eq!(entry.owner.generation, 5);
+        assert_eq!(&entry.body[..], b"newer");
+    }
 }
 
 mod redis_cluster {

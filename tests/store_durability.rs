@@ -58,7 +58,7 @@ async fn authority_writes_wait_for_a_replica_when_asked() {
     let started = Instant::now();
     let lonely = durable.apply(&create("second")).await;
     assert!(
-        matches!(&lonely, Err(StoreError::OutcomeUnknown(detail)) if detail.contains("0 of 1 replicas")),
+        matches!(&lonely, Err(StoreError::NotReplicated(detail)) if detail.contains("0 of 1 replicas")),
         "{lonely:?}"
     );
     assert!(
@@ -73,7 +73,12 @@ async fn authority_writes_wait_for_a_replica_when_asked() {
         durable
             .next_generation(&RecordKey::new("obj-1", "gen"))
             .await,
-        Err(StoreError::OutcomeUnknown(_))
+        Err(StoreError::NotReplicated(_))
+    ));
+    // The resolver does not turn it into "applied" by reading the primary back.
+    assert!(matches!(
+        zlink::store::resolve::apply_resolving(&durable, &create("fourth")).await,
+        Err(StoreError::NotReplicated(_))
     ));
     // A conflict changed nothing, so there is nothing to wait for.
     assert_eq!(

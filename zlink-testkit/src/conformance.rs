@@ -248,6 +248,14 @@ pub async fn malformed_calls_are_argument_errors(s: StoreUnderTest) {
             })
             .await,
     );
+    for ttl in [Duration::ZERO, Duration::MAX] {
+        let r = store.claim_lease(&OwnerId("ttl".into()), ttl).await;
+        assert!(matches!(r, Err(StoreError::InvalidArgument(_))), "{r:?}");
+    }
+    assert_eq!(
+        store.read_lease(&OwnerId("ttl".into())).await.unwrap(),
+        None
+    );
     for limit in [0, MAX_SCAN_PAGE + 1] {
         let r = store.scan_descriptors(&scope(), None, limit).await;
         assert!(matches!(r, Err(StoreError::InvalidArgument(_))), "{r:?}");

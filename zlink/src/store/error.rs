@@ -14,6 +14,12 @@ pub enum StoreError {
     /// Never guess: re-read by key and version (see [`resolve`](super::resolve)).
     #[error("store outcome unknown: {0}")]
     OutcomeUnknown(String),
+    /// An authority write was applied on the primary, but fewer replicas than asked for
+    /// acknowledged it in time (see `RedisOptions::wait_for_replicas`): a failover may still
+    /// lose it. Re-reading cannot tell (the primary has it), so it is not
+    /// [`OutcomeUnknown`](Self::OutcomeUnknown): the write does not count as applied.
+    #[error("store write not replicated: {0}")]
+    NotReplicated(String),
     /// The call itself was malformed (bounds, duplicate keys, mixed groups).
     #[error("invalid store argument: {0}")]
     InvalidArgument(String),
@@ -40,9 +46,9 @@ impl From<StoreError> for Error {
                 Error::new(ErrorKind::CapacityExceeded, e.to_string())
             }
             StoreError::Protocol(_) => Error::new(ErrorKind::ProtocolError, e.to_string()),
-            StoreError::Unavailable(_) | StoreError::OutcomeUnknown(_) => {
-                Error::new(ErrorKind::Unavailable, e.to_string())
-            }
+            StoreError::Unavailable(_)
+            | StoreError::OutcomeUnknown(_)
+            | StoreError::NotReplicated(_) => Error::new(ErrorKind::Unavailable, e.to_string()),
         }
     }
 }

@@ -8,9 +8,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::types::{
-    check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition, DescriptorEntry,
-    DescriptorKey, DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, Mutation,
-    OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreVersion, MAX_GENERATION,
+    check_lease_ttl, check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition,
+    DescriptorEntry, DescriptorKey, DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome,
+    LeaseToken, Mutation, OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreVersion,
+    MAX_GENERATION,
 };
 use super::{LocationStore, StoreError, StoreResult};
 use async_trait::async_trait;
@@ -83,6 +84,7 @@ impl MemoryLocationStore {
 #[async_trait]
 impl LocationStore for MemoryLocationStore {
     async fn claim_lease(&self, owner: &OwnerId, ttl: Duration) -> StoreResult<ClaimOutcome> {
+        check_lease_ttl(ttl)?;
         let now = Instant::now();
         let mut s = self.state();
         if s.leases
@@ -107,6 +109,7 @@ impl LocationStore for MemoryLocationStore {
     }
 
     async fn renew_lease(&self, token: &LeaseToken, ttl: Duration) -> StoreResult<LeaseOutcome> {
+        check_lease_ttl(ttl)?;
         let now = Instant::now();
         let mut s = self.state();
         if !s.lease_alive(token, now) {

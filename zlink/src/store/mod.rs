@@ -31,9 +31,9 @@ pub(crate) use metrics::MeteredStore;
 pub use metrics::{OperationCount, StoreMetrics, StoreReads, StoreWrites};
 pub(crate) use scope_read::read_scope;
 pub use types::{
-    check_page_limit, check_retention, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition,
-    DescriptorEntry, DescriptorKey, DescriptorKind, DescriptorPage, DescriptorScope, LeaseGrant,
-    LeaseOutcome, LeaseToken, Mutation, OwnerId, PublishOutcome, ReadOutcome, RecordKey,
-    StoreVersion, MAX_BATCH_BYTES, MAX_BATCH_KEYS, MAX_GENERATION, MAX_KEY_BYTES, MAX_RETENTION,
-    MAX_SCAN_PAGE, MAX_VALUE_BYTES,
+    check_lease_ttl, check_page_limit, check_retention, check_value, ApplyOutcome, Batch,
+    ClaimOutcome, Condition, DescriptorEntry, DescriptorKey, DescriptorKind, DescriptorPage,
+    DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, Mutation, OwnerId, PublishOutcome,
+    ReadOutcome, RecordKey, StoreVersion, MAX_BATCH_BYTES, MAX_BATCH_KEYS, MAX_GENERATION,
+    MAX_KEY_BYTES, MAX_RETENTION, MAX_SCAN_PAGE, MAX_VALUE_BYTES,
 };

@@ -351,6 +351,16 @@ pub fn check_retention(retention: Duration) -> StoreResult<()> {
     Ok(())
 }
 
+/// Checks a lease TTL: above zero and at most [`MAX_RETENTION`].
+pub fn check_lease_ttl(ttl: Duration) -> StoreResult<()> {
+    if ttl.is_zero() || ttl > MAX_RETENTION {
+        return Err(StoreError::InvalidArgument(format!(
+            "a lease TTL must be above zero and at most {MAX_RETENTION:?}, got {ttl:?}"
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a scan page limit.
 pub fn check_page_limit(limit: usize) -> StoreResult<()> {
     if limit == 0 || limit > MAX_SCAN_PAGE {

@@ -24,9 +24,25 @@ pub(super) enum Connection {
     },
 }
 
+/// Whether the cluster client may send a command again after an I/O error or a lost
+/// answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Resend {
+    /// Reads: sending again is harmless.
+    Allowed,
+    /// Changes: a script whose answer was lost may have run; running it again would turn
+    /// its own effect into a conflict (a claim that finds its own lease, a batch that finds
+    /// its own write). Its caller hears `OutcomeUnknown` and re-reads instead.
+    Never,
+}
+
 impl Connection {
     /// Prepares a connection to `target`; contacts nobody.
-    pub(super) fn open(target: &RedisTarget, timeout: Duration) -> crate::Result<Self> {
+    pub(super) fn open(
+        target: &RedisTarget,
+        timeout: Duration,
+        resend: Resend,
+    ) -> crate::Result<Self> {
         let invalid = |what: &str, e: redis::RedisError| {
             crate::Error::InvalidArgument(format!("Redis {what}: {e}"))
         };
@@ -47,7 +63,10 @@ impl Connection {
                 let client = ClusterClientBuilder::new(seeds.iter().map(String::as_str))
                     .connection_timeout(timeout)
                     .response_timeout(timeout)
-                    .retries(3)
+                    .retries(match resend {
+                        Resend::Allowed => 3,
+                        Resend::Never => 0,
+                    })
                     .max_retry_wait(500)
                     .build()
                     .map_err(|e| invalid(&format!("cluster seeds {seeds:?}"), e))?;

@@ -27,6 +27,8 @@ pub(super) struct RawEntry {
     pub(super) id: String,
     /// The holder as stored ('' when absent), kept for the conditional removal.
     pub(super) holder: String,
+    /// Whether it was read without a body.
+    pub(super) bodyless: bool,
     /// Its lease and body, or `None` when malformed.
     pub(super) parsed: Option<(LeaseToken, Bytes)>,
 }
@@ -47,6 +49,7 @@ impl RawEntry {
         Ok(RawEntry {
             id,
             holder: holder.unwrap_or_default(),
+            bodyless: body.is_none(),
             parsed: token.zip(body.map(Bytes::from)),
         })
     }
@@ -79,6 +82,7 @@ mod tests {
         assert_eq!(entry.id, "n1");
         assert_eq!(entry.holder, "3:owner");
         assert!(entry.parsed.is_none());
+        assert!(entry.bodyless);
         assert!(
             RawEntry::parse(Value::Int(3)).is_err(),
             "not an entry at all"

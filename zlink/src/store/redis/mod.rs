@@ -1,13 +1,16 @@
 //! The Redis Location Store provider: the production store, on one Redis or a Redis
 //! Cluster.
 //!
-//! One reconnecting connection; every conditional or multi-key change is one Lua script
-//! (atomic, one round trip) that declares every key it touches, all in one hash slot (see
-//! [`keys`] for the layout); a configurable key prefix. A node may start while Redis is
-//! unreachable: the connection is made lazily and every call is bounded by the operation
-//! timeout.
+//! Every conditional or multi-key change within one slot is one Lua script (atomic, one
+//! round trip) that declares every key it touches (see [`keys`] for the layout). Owner
+//! leases live in their own slots, so a publish checks its lease first and a scan reads the
+//! listed owners' leases after its page. Reads and changes use separate connections: the
+//! cluster client may resend a read, never a change. A configurable key prefix. A node may
+//! start while Redis is unreachable: connections are made lazily and every operation is
+//! bounded by the operation timeout.
 
 mod connection;
+mod durable;
 mod holder;
 mod keys;
 mod options;
@@ -22,15 +25,17 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use redis::{ErrorKind, Script, ServerErrorKind, Value};
 
-use self::connection::Connection;
+use self::connection::{Connection, Resend};
+use self::durable::DurableWrites;
 use self::holder::{holder_text, parse_holder, RawEntry};
 use self::keys::{Keys, ScopeKeys};
 pub use self::options::{RedisOptions, RedisTarget, ReplicaWait};
 use self::reply::{bytes, int, item, remaining_ms, status, text, unsigned};
 use super::types::{
-    check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition, DescriptorEntry,
-    DescriptorKey, DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, Mutation,
-    OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreVersion, MAX_GENERATION, MAX_RETENTION,
+    check_lease_ttl, check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition,
+    DescriptorEntry, DescriptorKey, DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome,
+    LeaseToken, Mutation, OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreVersion,
+    MAX_GENERATION, MAX_RETENTION,
 };
 use super::{LocationStore, StoreError, StoreResult};
 
@@ -41,10 +46,12 @@ const PUBLISH_ATTEMPTS: usize = 3;
 
 /// A [`LocationStore`] kept in Redis (one server or a cluster).
 pub struct RedisLocationStore {
-    connection: Connection,
-    /// Authority writes that wait for replicas use their own connection, because `WAIT`
-    /// blocks the connection it is sent on.
-    durable: Option<(Connection, ReplicaWait)>,
+    /// Reads: the cluster client may send them again after a lost answer.
+    reads: Connection,
+    /// Changes: never sent again by the client (a lost answer is `OutcomeUnknown`).
+    changes: Connection,
+    /// Authority writes that wait for replicas, when the option is on.
+    durable: Option<DurableWrites>,
     keys: Keys,
     timeout: Duration,
     scripts: Scripts,
@@ -92,8 +99,9 @@ enum Effect {
     Change,
 }
 
-/// Whether Redis refused the command without running it (a cluster mid-failover, a server
-/// still loading, a demoted master).
+/// Whether Redis refused the command without running it (a cluster mid-failover or mid
+/// resharding, a server still loading or out of memory, a demoted master). Changes are
+/// never sent twice by the client, so the refusal is the only attempt.
 fn refused_unrun(e: &redis::RedisError) -> bool {
     matches!(
         e.kind(),
@@ -103,8 +111,10 @@ fn refused_unrun(e: &redis::RedisError) -> bool {
                 | ServerErrorKind::MasterDown
                 | ServerErrorKind::BusyLoading
                 | ServerErrorKind::ReadOnly
+                | ServerErrorKind::Moved
+                | ServerErrorKind::Ask
         ) | ErrorKind::ClusterConnectionNotFound
-    )
+    ) || e.code() == Some("OOM")
 }
 
 impl RedisLocationStore {
@@ -113,13 +123,14 @@ impl RedisLocationStore {
     pub fn new(options: RedisOptions) -> crate::Result<Self> {
         options.validate()?;
         let timeout = options.operation_timeout;
-        let connection = Connection::open(&options.target, timeout)?;
-        let durable = match options.replica_wait {
-            Some(wait) => Some((Connection::open(&options.target, timeout)?, wait)),
-            None => None,
-        };
+        let reads = Connection::open(&options.target, timeout, Resend::Allowed)?;
+        let changes = Connection::open(&options.target, timeout, Resend::Never)?;
+        let durable = options
+            .replica_wait
+            .map(|wait| DurableWrites::new(options.target.clone(), timeout, wait));
         Ok(RedisLocationStore {
-            connection,
+            reads,
+            changes,
             durable,
             keys: Keys::new(&options.key_prefix),
             timeout,
@@ -149,13 +160,35 @@ impl RedisLocationStore {
         }
     }
 
-    /// Runs one prepared script on the shared connection.
+    /// Runs one prepared script on the connection for its effect.
     async fn invoke(
         &self,
         effect: Effect,
         call: &redis::ScriptInvocation<'_>,
     ) -> StoreResult<Value> {
-        self.run(effect, self.connection.eval(call)).await
+        let connection = match effect {
+            Effect::Read => &self.reads,
+            Effect::Change => &self.changes,
+        };
+        self.run(effect, connection.eval(call)).await
+    }
+
+    /// Bounds a whole store operation (several round trips) by the operation timeout.
+    async fn bounded<T>(
+        &self,
+        effect: Effect,
+        operation: impl Future<Output = StoreResult<T>>,
+    ) -> StoreResult<T> {
+        match tokio::time::timeout(self.timeout, operation).await {
+            Ok(result) => result,
+            Err(_) => {
+                let detail = format!("the operation took over {:?}", self.timeout);
+                Err(match effect {
+                    Effect::Read => StoreError::Unavailable(detail),
+                    Effect::Change => StoreError::OutcomeUnknown(detail),
+                })
+            }
+        }
     }
 
     /// Runs an authority write: on the durable connection, then waits for the replicas,
@@ -166,9 +199,11 @@ impl RedisLocationStore {
         slot_key: &str,
         applied: impl Fn(&Value) -> bool,
     ) -> StoreResult<Value> {
-        let Some((connection, wait)) = &self.durable else {
+        let Some(durable) = &self.durable else {
             return self.invoke(Effect::Change, call).await;
         };
+        let wait = durable.wait();
+        let connection = durable.take().await?;
         let reply = self.run(Effect::Change, connection.eval(call)).await?;
         if !applied(&reply) {
             return Ok(reply);
@@ -181,7 +216,7 @@ impl RedisLocationStore {
             .await?;
         let acked = int(&acked)?;
         if acked < i64::from(wait.replicas) {
-            return Err(StoreError::OutcomeUnknown(format!(
+            return Err(StoreError::NotReplicated(format!(
                 "applied on the primary, acknowledged by {acked} of {} replicas within {:?}: \
                  a failover may lose it",
                 wait.replicas, wait.timeout
@@ -208,10 +243,7 @@ impl RedisLocationStore {
             return Ok(HashMap::new());
         }
         let keys: Vec<String> = distinct.iter().map(|t| self.keys.lease(&t.owner)).collect();
-        let values = reply::array(
-            self.run(Effect::Read, self.connection.get_many(&keys))
-                .await?,
-        )?;
+        let values = reply::array(self.run(Effect::Read, self.reads.get_many(&keys)).await?)?;
         if values.len() != distinct.len() {
             return Err(StoreError::Protocol(format!(
                 "MGET of {} leases answered {} values",
@@ -231,14 +263,16 @@ impl RedisLocationStore {
 
     /// Removes entries found dead or malformed, if they are still as they were read. A
     /// failure only leaves them for the next reader.
-    async fn remove_dead(&self, keys: &ScopeKeys, dead: &[(&str, &str)]) {
+    async fn remove_dead(&self, keys: &ScopeKeys, dead: &[&RawEntry]) {
         if dead.is_empty() {
             return;
         }
         let mut call = self.scripts.remove_dead.prepare_invoke();
         call.key(&keys.index).key(&keys.holders).key(&keys.bodies);
-        for (id, holder) in dead {
-            call.arg(*id).arg(*holder);
+        for entry in dead {
+            call.arg(&entry.id)
+                .arg(&entry.holder)
+                .arg(if entry.bodyless { "-" } else { "+" });
         }
         match self.invoke(Effect::Change, &call).await {
             Ok(removed) => {
@@ -276,6 +310,7 @@ fn applied_status(value: &Value) -> bool {
 #[async_trait]
 impl LocationStore for RedisLocationStore {
     async fn claim_lease(&self, owner: &OwnerId, ttl: Duration) -> StoreResult<ClaimOutcome> {
+        check_lease_ttl(ttl)?;
         let mut call = self.scripts.claim.prepare_invoke();
         call.key(self.keys.lease(owner))
             .key(self.keys.lease_counter(owner))
@@ -297,6 +332,7 @@ impl LocationStore for RedisLocationStore {
     }
 
     async fn renew_lease(&self, token: &LeaseToken, ttl: Duration) -> StoreResult<LeaseOutcome> {
+        check_lease_ttl(ttl)?;
         let mut call = self.scripts.renew.prepare_invoke();
         call.key(self.keys.lease(&token.owner))
             .arg(generation_text(token))
@@ -346,48 +382,53 @@ impl LocationStore for RedisLocationStore {
         key: &DescriptorKey,
         body: &[u8],
     ) -> StoreResult<PublishOutcome> {
-        key.validate()?;
-        check_value(body)?;
-        // The lease lives in the owner's slot, the descriptor in its scope's: check the
-        // lease first. Should it lapse before the write lands, the descriptor is simply
-        // dead to every reader (a lease generation never comes back) and the next one
-        // removes it.
-        if !self.lease_alive(token).await? {
-            return Ok(PublishOutcome::Stale);
-        }
-        let scope = self.keys.scope(&key.scope);
-        let holder = holder_text(token);
-        let mut replaceable = String::new();
-        for _ in 0..PUBLISH_ATTEMPTS {
-            let mut call = self.scripts.publish.prepare_invoke();
-            call.key(&scope.holders)
-                .key(&scope.bodies)
-                .key(&scope.index)
-                .key(&scope.stamp)
-                .arg(&key.id)
-                .arg(&holder)
-                .arg(&token.owner.0)
-                .arg(body)
-                .arg(&replaceable);
-            let (word, rest) = status(self.invoke(Effect::Change, &call).await?)?;
-            match word.as_str() {
-                "published" => return Ok(PublishOutcome::Published),
-                "held" => {
-                    let current = text(item(&rest, 0)?)?;
-                    match parse_holder(&current) {
-                        Some(other) if self.lease_alive(&other).await? => {
-                            return Ok(PublishOutcome::Taken(other.owner))
-                        }
-                        _ => replaceable = current,
-                    }
-                }
-                other => return Err(unexpected(other)),
+        self.bounded(Effect::Change, async move {
+            key.validate()?;
+            check_value(body)?;
+            // The lease lives in the owner's slot, the descriptor in its scope's: check the
+            // lease first. Should it lapse before the write lands, the descriptor is simply
+            // dead to every reader (a lease generation never comes back) and the next one
+            // removes it.
+            if !self.lease_alive(token).await? {
+                return Ok(PublishOutcome::Stale);
             }
-        }
-        Err(StoreError::Unavailable(format!(
-            "descriptor {:?} changed holder {PUBLISH_ATTEMPTS} times while it was published",
-            key.id
-        )))
+            let scope = self.keys.scope(&key.scope);
+            let holder = holder_text(token);
+            let mut replaceable = String::new();
+            for _ in 0..PUBLISH_ATTEMPTS {
+                let mut call = self.scripts.publish.prepare_invoke();
+                call.key(&scope.holders)
+                    .key(&scope.bodies)
+                    .key(&scope.index)
+                    .key(&scope.stamp)
+                    .arg(&key.id)
+                    .arg(&holder)
+                    .arg(&token.owner.0)
+                    .arg(body)
+                    .arg(&replaceable)
+                    .arg(generation_text(token));
+                let (word, rest) = status(self.invoke(Effect::Change, &call).await?)?;
+                match word.as_str() {
+                    "published" => return Ok(PublishOutcome::Published),
+                    "stale" => return Ok(PublishOutcome::Stale),
+                    "held" => {
+                        let current = text(item(&rest, 0)?)?;
+                        match parse_holder(&current) {
+                            Some(other) if self.lease_alive(&other).await? => {
+                                return Ok(PublishOutcome::Taken(other.owner))
+                            }
+                            _ => replaceable = current,
+                        }
+                    }
+                    other => return Err(unexpected(other)),
+                }
+            }
+            Err(StoreError::Unavailable(format!(
+                "descriptor {:?} changed holder {PUBLISH_ATTEMPTS} times while it was published",
+                key.id
+            )))
+        })
+        .await
     }
 
     async fn withdraw_descriptor(
@@ -409,30 +450,33 @@ impl LocationStore for RedisLocationStore {
     }
 
     async fn read_descriptor(&self, key: &DescriptorKey) -> StoreResult<Option<DescriptorEntry>> {
-        key.validate()?;
-        let scope = self.keys.scope(&key.scope);
-        let mut call = self.scripts.read_descriptor.prepare_invoke();
-        call.key(&scope.holders).key(&scope.bodies).arg(&key.id);
-        let (word, rest) = status(self.invoke(Effect::Read, &call).await?)?;
-        match word.as_str() {
-            "missing" => Ok(None),
-            "found" => {
-                let mut raw = vec![Value::BulkString(key.id.clone().into_bytes())];
-                raw.extend(rest);
-                let Some((owner, body)) = RawEntry::parse(Value::Array(raw))?.parsed else {
-                    tracing::warn!(key = %scope.holders, id = %key.id, "malformed descriptor skipped");
-                    return Ok(None);
-                };
-                let owner_alive = self.lease_alive(&owner).await?;
-                Ok(Some(DescriptorEntry {
-                    id: key.id.clone(),
-                    body,
-                    owner,
-                    owner_alive,
-                }))
+        self.bounded(Effect::Read, async move {
+            key.validate()?;
+            let scope = self.keys.scope(&key.scope);
+            let mut call = self.scripts.read_descriptor.prepare_invoke();
+            call.key(&scope.holders).key(&scope.bodies).arg(&key.id);
+            let (word, rest) = status(self.invoke(Effect::Read, &call).await?)?;
+            match word.as_str() {
+                "missing" => Ok(None),
+                "found" => {
+                    let mut raw = vec![Value::BulkString(key.id.clone().into_bytes())];
+                    raw.extend(rest);
+                    let Some((owner, body)) = RawEntry::parse(Value::Array(raw))?.parsed else {
+                        tracing::warn!(key = %scope.holders, id = %key.id, "malformed descriptor skipped");
+                        return Ok(None);
+                    };
+                    let owner_alive = self.lease_alive(&owner).await?;
+                    Ok(Some(DescriptorEntry {
+                        id: key.id.clone(),
+                        body,
+                        owner,
+                        owner_alive,
+                    }))
+                }
+                other => Err(unexpected(other)),
             }
-            other => Err(unexpected(other)),
-        }
+            })
+        .await
     }
 
     async fn scan_descriptors(
@@ -441,53 +485,56 @@ impl LocationStore for RedisLocationStore {
         after: Option<&str>,
         limit: usize,
     ) -> StoreResult<DescriptorPage> {
-        scope.validate()?;
-        check_page_limit(limit)?;
-        let keys = self.keys.scope(scope);
-        let mut call = self.scripts.scan.prepare_invoke();
-        call.key(&keys.index)
-            .key(&keys.holders)
-            .key(&keys.bodies)
-            .key(&keys.stamp)
-            .arg(after.unwrap_or(""))
-            .arg(limit)
-            .arg(MAX_PAGE_BYTES);
-        let items = reply::array(self.invoke(Effect::Read, &call).await?)?;
-        let stamp = unsigned(item(&items, 0)?)?;
-        let more = int(item(&items, 1)?)? == 1;
-        let last = text(item(&items, 2)?)?;
-        let raw: Vec<RawEntry> = reply::array(item(&items, 3)?.clone())?
-            .into_iter()
-            .map(RawEntry::parse)
-            .collect::<StoreResult<_>>()?;
-        let alive = self
-            .leases_alive(raw.iter().filter_map(|r| r.parsed.as_ref().map(|(t, _)| t)))
-            .await?;
-        let mut entries = Vec::with_capacity(raw.len());
-        let mut dead: Vec<(&str, &str)> = Vec::new();
-        for entry in &raw {
-            let Some((owner, body)) = &entry.parsed else {
-                tracing::warn!(key = %keys.holders, id = %entry.id, "malformed descriptor skipped");
-                dead.push((&entry.id, &entry.holder));
-                continue;
-            };
-            let owner_alive = alive.get(owner).copied().unwrap_or(false);
-            if !owner_alive {
-                dead.push((&entry.id, &entry.holder));
+        self.bounded(Effect::Read, async move {
+            scope.validate()?;
+            check_page_limit(limit)?;
+            let keys = self.keys.scope(scope);
+            let mut call = self.scripts.scan.prepare_invoke();
+            call.key(&keys.index)
+                .key(&keys.holders)
+                .key(&keys.bodies)
+                .key(&keys.stamp)
+                .arg(after.unwrap_or(""))
+                .arg(limit)
+                .arg(MAX_PAGE_BYTES);
+            let items = reply::array(self.invoke(Effect::Read, &call).await?)?;
+            let stamp = unsigned(item(&items, 0)?)?;
+            let more = int(item(&items, 1)?)? == 1;
+            let last = text(item(&items, 2)?)?;
+            let raw: Vec<RawEntry> = reply::array(item(&items, 3)?.clone())?
+                .into_iter()
+                .map(RawEntry::parse)
+                .collect::<StoreResult<_>>()?;
+            let alive = self
+                .leases_alive(raw.iter().filter_map(|r| r.parsed.as_ref().map(|(t, _)| t)))
+                .await?;
+            let mut entries = Vec::with_capacity(raw.len());
+            let mut dead: Vec<&RawEntry> = Vec::new();
+            for entry in &raw {
+                let Some((owner, body)) = &entry.parsed else {
+                    tracing::warn!(key = %keys.holders, id = %entry.id, "malformed descriptor skipped");
+                    dead.push(entry);
+                    continue;
+                };
+                let owner_alive = alive.get(owner).copied().unwrap_or(false);
+                if !owner_alive {
+                    dead.push(entry);
+                }
+                entries.push(DescriptorEntry {
+                    id: entry.id.clone(),
+                    body: body.clone(),
+                    owner: owner.clone(),
+                    owner_alive,
+                });
             }
-            entries.push(DescriptorEntry {
-                id: entry.id.clone(),
-                body: body.clone(),
-                owner: owner.clone(),
-                owner_alive,
-            });
-        }
-        self.remove_dead(&keys, &dead).await;
-        Ok(DescriptorPage {
-            entries,
-            next: more.then_some(last),
-            stamp,
-        })
+            self.remove_dead(&keys, &dead).await;
+            Ok(DescriptorPage {
+                entries,
+                next: more.then_some(last),
+                stamp,
+            })
+            })
+        .await
     }
 
     async fn read(&self, key: &RecordKey) -> StoreResult<ReadOutcome> {
@@ -507,77 +554,83 @@ impl LocationStore for RedisLocationStore {
     }
 
     async fn apply(&self, batch: &Batch) -> StoreResult<ApplyOutcome> {
-        let group = batch.validate()?;
-        let mut call = self.scripts.apply.prepare_invoke();
-        call.key(self.keys.sequence(group));
-        let mut key_index = std::collections::HashMap::new();
-        let mut index_of = |key: &RecordKey, call: &mut redis::ScriptInvocation<'_>| {
-            let next = key_index.len() + 2;
-            *key_index.entry(key.clone()).or_insert_with(|| {
-                call.key(self.keys.record(key));
-                next
-            })
-        };
-        let mut args: Vec<Vec<u8>> = vec![batch.conditions.len().to_string().into_bytes()];
-        for condition in &batch.conditions {
-            let index = index_of(condition.key(), &mut call);
-            let (kind, version) = match condition {
-                Condition::Missing(_) => ("m", String::new()),
-                Condition::Version(_, v) => ("v", v.0.clone()),
+        self.bounded(Effect::Change, async move {
+            let group = batch.validate()?;
+            let mut call = self.scripts.apply.prepare_invoke();
+            call.key(self.keys.sequence(group));
+            let mut key_index = std::collections::HashMap::new();
+            let mut index_of = |key: &RecordKey, call: &mut redis::ScriptInvocation<'_>| {
+                let next = key_index.len() + 2;
+                *key_index.entry(key.clone()).or_insert_with(|| {
+                    call.key(self.keys.record(key));
+                    next
+                })
             };
-            args.extend([kind.into(), index.to_string().into(), version.into_bytes()]);
-        }
-        args.push(batch.mutations.len().to_string().into_bytes());
-        for mutation in &batch.mutations {
-            let index = index_of(mutation.key(), &mut call);
-            let (kind, value, retention) = match mutation {
-                Mutation::Put {
-                    value, retention, ..
-                } => ("p", value.to_vec(), retention.map_or(0, millis)),
-                Mutation::Delete(_) => ("d", Vec::new(), 0),
-            };
-            args.extend([
-                kind.into(),
-                index.to_string().into(),
-                value,
-                retention.to_string().into(),
-            ]);
-        }
-        for arg in args {
-            call.arg(arg);
-        }
-        call.arg(millis(MAX_RETENTION));
-        let slot_key = self.keys.sequence(group);
-        let reply = self
-            .invoke_authority(&call, &slot_key, applied_status)
-            .await?;
-        let (word, rest) = status(reply)?;
-        match word.as_str() {
-            "invalid" => Err(StoreError::InvalidArgument(format!(
-                "a retention must be at most {MAX_RETENTION:?}"
-            ))),
-            "applied" => {
-                let versions = reply::array(item(&rest, 0)?.clone())?
-                    .iter()
-                    .map(|v| text(v).map(StoreVersion))
-                    .collect::<StoreResult<_>>()?;
-                Ok(ApplyOutcome::Applied(versions))
+            let mut args: Vec<Vec<u8>> = vec![batch.conditions.len().to_string().into_bytes()];
+            for condition in &batch.conditions {
+                let index = index_of(condition.key(), &mut call);
+                let (kind, version) = match condition {
+                    Condition::Missing(_) => ("m", String::new()),
+                    Condition::Version(_, v) => ("v", v.0.clone()),
+                };
+                args.extend([kind.into(), index.to_string().into(), version.into_bytes()]);
             }
-            "conflict" => Ok(ApplyOutcome::Conflict),
-            other => Err(unexpected(other)),
-        }
+            args.push(batch.mutations.len().to_string().into_bytes());
+            for mutation in &batch.mutations {
+                let index = index_of(mutation.key(), &mut call);
+                let (kind, value, retention) = match mutation {
+                    Mutation::Put {
+                        value, retention, ..
+                    } => ("p", value.to_vec(), retention.map_or(0, millis)),
+                    Mutation::Delete(_) => ("d", Vec::new(), 0),
+                };
+                args.extend([
+                    kind.into(),
+                    index.to_string().into(),
+                    value,
+                    retention.to_string().into(),
+                ]);
+            }
+            for arg in args {
+                call.arg(arg);
+            }
+            call.arg(millis(MAX_RETENTION));
+            let slot_key = self.keys.sequence(group);
+            let reply = self
+                .invoke_authority(&call, &slot_key, applied_status)
+                .await?;
+            let (word, rest) = status(reply)?;
+            match word.as_str() {
+                "invalid" => Err(StoreError::InvalidArgument(format!(
+                    "a retention must be at most {MAX_RETENTION:?}"
+                ))),
+                "applied" => {
+                    let versions = reply::array(item(&rest, 0)?.clone())?
+                        .iter()
+                        .map(|v| text(v).map(StoreVersion))
+                        .collect::<StoreResult<_>>()?;
+                    Ok(ApplyOutcome::Applied(versions))
+                }
+                "conflict" => Ok(ApplyOutcome::Conflict),
+                other => Err(unexpected(other)),
+            }
+        })
+        .await
     }
 
     async fn next_generation(&self, counter: &RecordKey) -> StoreResult<u64> {
-        counter.validate()?;
-        let mut call = self.scripts.next_generation.prepare_invoke();
-        let key = self.keys.counter(counter);
-        call.key(&key).arg(MAX_GENERATION.to_string());
-        let (word, rest) = status(self.invoke_authority(&call, &key, applied_status).await?)?;
-        match word.as_str() {
-            "next" => unsigned(item(&rest, 0)?),
-            "exhausted" => Err(StoreError::GenerationExhausted),
-            other => Err(unexpected(other)),
-        }
+        self.bounded(Effect::Change, async move {
+            counter.validate()?;
+            let mut call = self.scripts.next_generation.prepare_invoke();
+            let key = self.keys.counter(counter);
+            call.key(&key).arg(MAX_GENERATION.to_string());
+            let (word, rest) = status(self.invoke_authority(&call, &key, applied_status).await?)?;
+            match word.as_str() {
+                "next" => unsigned(item(&rest, 0)?),
+                "exhausted" => Err(StoreError::GenerationExhausted),
+                other => Err(unexpected(other)),
+            }
+        })
+        .await
     }
 }

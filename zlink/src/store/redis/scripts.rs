@@ -37,13 +37,17 @@ return {'found', gen, redis.call('PTTL', KEYS[1])}
 
 /// KEYS: scope holders, bodies, index, stamp.
 /// ARGV: id, holder ("<lease generation>:<owner>"), owner, body, replaceable holder ('' for
-/// none: the holder the caller found dead).
-/// A holder of another owner is kept unless it is exactly the replaceable one.
+/// none: the holder the caller found dead), lease generation.
+/// A holder of another owner is kept unless it is exactly the replaceable one. The same
+/// owner's holder under a newer lease generation is kept too: a publish that checked an
+/// older lease and landed late is stale (generations compare as decimal strings: longer is
+/// larger, then byte order; Lua numbers are doubles).
 pub(crate) const PUBLISH_DESCRIPTOR: &str = r#"
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if cur and cur ~= ARGV[5] then
-  local owner = string.match(cur, '^%d+:(.*)$')
+  local gen, owner = string.match(cur, '^(%d+):(.*)$')
   if owner ~= ARGV[3] then return {'held', cur} end
+  if #gen > #ARGV[6] or (#gen == #ARGV[6] and gen > ARGV[6]) then return {'stale'} end
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])
@@ -97,14 +101,19 @@ end
 return {redis.call('GET', KEYS[4]) or '0', more, last, out}
 "#;
 
-/// KEYS: scope index, holders, bodies. ARGV: pairs of id and the holder it was read with
-/// ('' for none). Removes each entry still held by that holder, and leaves the change
-/// stamp alone: what is removed is dead (or malformed) and never counted as a member.
+/// KEYS: scope index, holders, bodies. ARGV: triples of id, the holder it was read with
+/// ('' for none) and '-' when it was read without a body ('+' otherwise). Removes each
+/// entry still as it was read, and leaves the change stamp alone: what is removed is dead
+/// (or malformed) and never counted as a member.
 pub(crate) const REMOVE_DEAD_DESCRIPTORS: &str = r#"
 local removed = 0
-for i = 1, #ARGV, 2 do
+for i = 1, #ARGV, 3 do
   local cur = redis.call('HGET', KEYS[2], ARGV[i]) or ''
-  if cur == ARGV[i + 1] then
+  local unchanged = cur == ARGV[i + 1]
+  if ARGV[i + 2] == '-' and redis.call('HEXISTS', KEYS[3], ARGV[i]) == 1 then
+    unchanged = false
+  end
+  if unchanged then
     redis.call('HDEL', KEYS[2], ARGV[i])
     redis.call('HDEL', KEYS[3], ARGV[i])
     redis.call('ZREM', KEYS[1], ARGV[i])
