@@ -304,19 +304,28 @@ async fn a_silent_publisher_is_marked_not_ready_then_recovered() {
     stop([s]).await;
 }
 
-#[tokio::test]
-async fn subscribers_find_publishers_through_the_location_store() {
-    let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let p = start(discovered_node("pub", &store, quick_lease()).fanout(Fanout::publisher(PRICES)))
-        .await;
+/// A publisher "pub" and a subscriber "sub" of [`PRICES`] that finds it through `store`,
+/// returned once the subscriber has received an event.
+async fn discovered_publisher_and_subscriber(
+    store: &Arc<dyn zlink::store::LocationStore>,
+) -> (Runtime, Runtime) {
+    let p =
+        start(discovered_node("pub", store, quick_lease()).fanout(Fanout::publisher(PRICES))).await;
     let watcher = Watcher::default();
     let s = start(
-        discovered_node("sub", &store, quick_lease())
+        discovered_node("sub", store, quick_lease())
             .fanout(Fanout::subscriber(PRICES, watcher.clone()).discover()),
     )
     .await;
     until_subscribed(&p, || watcher.prices() > 0).await;
+    (p, s)
+}
+
+#[tokio::test]
+async fn subscribers_find_publishers_through_the_location_store() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let (p, s) = discovered_publisher_and_subscriber(&store).await;
     assert_eq!(
         s.fanout().publishers(PRICES).unwrap()[0].endpoint,
         p.fanout().endpoint(PRICES).unwrap()
@@ -373,15 +382,7 @@ async fn fanout_discovery_finds_a_publisher_after_1000_dead_descriptors() {
             .is_none()
     })
     .await;
-    let p = start(discovered_node("pub", &store, quick_lease()).fanout(Fanout::publisher(PRICES)))
-        .await;
-    let watcher = Watcher::default();
-    let s = start(
-        discovered_node("sub", &store, quick_lease())
-            .fanout(Fanout::subscriber(PRICES, watcher.clone()).discover()),
-    )
-    .await;
-    until_subscribed(&p, || watcher.prices() > 0).await;
+    let (p, s) = discovered_publisher_and_subscriber(&store).await;
     let publishers = s.fanout().publishers(PRICES).unwrap();
     assert_eq!(publishers.len(), 1, "no feed for a dead publisher");
     assert_eq!(publishers[0].endpoint, p.fanout().endpoint(PRICES).unwrap());
