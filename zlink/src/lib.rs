@@ -59,6 +59,7 @@ mod handler;
 mod host;
 mod link;
 mod mesh;
+pub mod object;
 pub mod store;
 #[cfg(feature = "testkit")]
 pub mod wire;

@@ -1,0 +1,471 @@
+//! A Spot's or Actor's mailbox: two bounded lanes and the order a turn takes from them.
+//!
+//! - The **lifecycle lane** holds framework control (join, leave, closing, relocation
+//!   steps); the **application lane** holds business messages and timer ticks (digest
+//!   §3.3). They are never mixed, so a backlog can be captured and moved on its own.
+//! - Each lane is bounded by count **and** bytes (payload + metadata + a fixed cost per
+//!   job, so an empty payload still counts). Both are reserved at admission and released
+//!   when the job's handler reaches its terminal completion, not when it is dequeued.
+//! - The lifecycle lane goes first, under a continuous-run cap: after
+//!   [`LIFECYCLE_RUN_CAP`] lifecycle turns in a row, one application turn runs if one is
+//!   waiting, so application work always progresses.
+//! - A mailbox can be **sealed** at a turn boundary (no new admission; queued work can
+//!   be taken out whole, in order) and **closed** (nothing more runs).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+
+/// The fixed cost of one job, in bytes, on top of its payload and metadata.
+pub(crate) const JOB_OVERHEAD_BYTES: usize = 64;
+/// Lifecycle turns in a row before a waiting application turn gets its go.
+pub(crate) const LIFECYCLE_RUN_CAP: u32 = 16;
+
+/// The bounds of one lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LaneLimits {
+    pub(crate) jobs: usize,
+    pub(crate) bytes: usize,
+}
+
+/// The default application lane: 4096 jobs, 64 MiB.
+pub(crate) const APPLICATION_LANE: LaneLimits = LaneLimits {
+    jobs: 4096,
+    bytes: 64 * 1024 * 1024,
+};
+/// The default lifecycle lane: 256 jobs, 4 MiB.
+pub(crate) const LIFECYCLE_LANE: LaneLimits = LaneLimits {
+    jobs: 256,
+    bytes: 4 * 1024 * 1024,
+};
+
+/// Which lane a job goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lane {
+    Lifecycle,
+    Application,
+}
+
+/// Why a job was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The lane is at its count or byte bound.
+    Full(Lane),
+    /// The mailbox is sealed (a move or a close is under way).
+    Sealed,
+    /// The mailbox is closed.
+    Closed,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Usage {
+    jobs: usize,
+    bytes: usize,
+}
+
+struct LaneState<J> {
+    limits: LaneLimits,
+    queued: VecDeque<(J, usize)>,
+    /// Queued plus running-but-not-completed.
+    used: Usage,
+}
+
+impl<J> LaneState<J> {
+    fn new(limits: LaneLimits) -> Self {
+        LaneState {
+            limits,
+            queued: VecDeque::new(),
+            used: Usage::default(),
+        }
+    }
+
+    fn fits(&self, bytes: usize) -> bool {
+        self.used.jobs < self.limits.jobs
+            && self
+                .used
+                .bytes
+                .checked_add(bytes)
+                .is_some_and(|b| b <= self.limits.bytes)
+    }
+}
+
+struct State<J> {
+    lifecycle: LaneState<J>,
+    application: LaneState<J>,
+    lifecycle_run: u32,
+    application_owed: bool,
+    sealed: bool,
+    closed: bool,
+}
+
+impl<J> State<J> {
+    fn lane(&mut self, lane: Lane) -> &mut LaneState<J> {
+        match lane {
+            Lane::Lifecycle => &mut self.lifecycle,
+            Lane::Application => &mut self.application,
+        }
+    }
+
+    /// The lane the next turn takes from, if any job waits.
+    fn pick(&mut self) -> Option<Lane> {
+        let lifecycle = !self.lifecycle.queued.is_empty();
+        let application = !self.application.queued.is_empty();
+        if !lifecycle {
+            self.lifecycle_run = 0;
+        }
+        match (lifecycle, application) {
+            (false, false) => None,
+            (false, true) => {
+                self.application_owed = false;
+                Some(Lane::Application)
+            }
+            (true, true) if self.application_owed => {
+                self.application_owed = false;
+                Some(Lane::Application)
+            }
+            (true, _) => {
+                self.lifecycle_run += 1;
+                if self.lifecycle_run >= LIFECYCLE_RUN_CAP {
+                    self.lifecycle_run = 0;
+                    self.application_owed = true;
+                }
+                Some(Lane::Lifecycle)
+            }
+        }
+    }
+}
+
+/// One object's mailbox. Jobs of type `J` are opaque to it.
+pub(crate) struct Mailbox<J> {
+    state: Mutex<State<J>>,
+    /// Wakes the turn loop when a job arrives or the mailbox closes.
+    arrived: Notify,
+    /// Wakes senders waiting for room.
+    released: Notify,
+}
+
+/// A job taken for a turn. Its lane's count and bytes are released when this is dropped,
+/// after the handler's terminal completion.
+pub(crate) struct Turn<J> {
+    pub(crate) job: J,
+    pub(crate) lane: Lane,
+    bytes: usize,
+    mailbox: Arc<Mailbox<J>>,
+}
+
+impl<J> Drop for Turn<J> {
+    fn drop(&mut self) {
+        self.mailbox.release(self.lane, self.bytes);
+    }
+}
+
+impl<J> Mailbox<J> {
+    pub(crate) fn new(lifecycle: LaneLimits, application: LaneLimits) -> Arc<Self> {
+        Arc::new(Mailbox {
+            state: Mutex::new(State {
+                lifecycle: LaneState::new(lifecycle),
+                application: LaneState::new(application),
+                lifecycle_run: 0,
+                application_owed: false,
+                sealed: false,
+                closed: false,
+            }),
+            arrived: Notify::new(),
+            released: Notify::new(),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State<J>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Admits `job` to `lane` if both bounds leave room for `payload_bytes` (plus the
+    /// per-job cost); never waits. A full lane refuses the whole job: nothing is taken.
+    pub(crate) fn admit(
+        &self,
+        lane: Lane,
+        job: J,
+        payload_bytes: usize,
+    ) -> Result<(), (Refused, J)> {
+        let bytes = payload_bytes.saturating_add(JOB_OVERHEAD_BYTES);
+        let mut state = self.state();
+        if state.closed {
+            return Err((Refused::Closed, job));
+        }
+        if state.sealed && lane == Lane::Application {
+            return Err((Refused::Sealed, job));
+        }
+        let target = state.lane(lane);
+        if !target.fits(bytes) {
+            return Err((Refused::Full(lane), job));
+        }
+        target.used.jobs += 1;
+        target.used.bytes += bytes;
+        target.queued.push_back((job, bytes));
+        drop(state);
+        self.arrived.notify_one();
+        Ok(())
+    }
+
+    /// Admits `job`, waiting for room until `deadline` (a send's send timeout).
+    pub(crate) async fn admit_by(
+        &self,
+        lane: Lane,
+        mut job: J,
+        payload_bytes: usize,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), (Refused, J)> {
+        loop {
+            let room = self.released.notified();
+            match self.admit(lane, job, payload_bytes) {
+                Err((Refused::Full(l), back)) => {
+                    job = back;
+                    if tokio::time::timeout_at(deadline, room).await.is_err() {
+                        return Err((Refused::Full(l), job));
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn release(&self, lane: Lane, bytes: usize) {
+        let mut state = self.state();
+        let used = &mut state.lane(lane).used;
+        used.jobs = used.jobs.saturating_sub(1);
+        used.bytes = used.bytes.saturating_sub(bytes);
+        drop(state);
+        self.released.notify_waiters();
+    }
+
+    /// The next job to run, lifecycle first under the run cap; waits for one. `None` once
+    /// the mailbox is closed.
+    pub(crate) async fn next_turn(self: &Arc<Self>) -> Option<Turn<J>> {
+        loop {
+            let arrived = self.arrived.notified();
+            {
+                let mut state = self.state();
+                if state.closed {
+                    return None;
+                }
+                if let Some(lane) = state.pick() {
+                    if let Some((job, bytes)) = state.lane(lane).queued.pop_front() {
+                        return Some(Turn {
+                            job,
+                            lane,
+                            bytes,
+                            mailbox: self.clone(),
+                        });
+                    }
+                }
+            }
+            arrived.await;
+        }
+    }
+
+    /// Stops admitting application work (lifecycle work still enters, to finish the move
+    /// or the close). Called at a turn boundary.
+    pub(crate) fn seal(&self) {
+        self.state().sealed = true;
+    }
+
+    /// Takes every queued application job out, oldest first, releasing their room (a
+    /// sealed mailbox's backlog, to move with its object).
+    pub(crate) fn take_application_backlog(&self) -> Vec<J> {
+        let mut state = self.state();
+        let lane = &mut state.application;
+        let jobs: Vec<(J, usize)> = lane.queued.drain(..).collect();
+        for (_, bytes) in &jobs {
+            lane.used.jobs = lane.used.jobs.saturating_sub(1);
+            lane.used.bytes = lane.used.bytes.saturating_sub(*bytes);
+        }
+        drop(state);
+        self.released.notify_waiters();
+        jobs.into_iter().map(|(job, _)| job).collect()
+    }
+
+    /// Opens a sealed mailbox again (a move that was cancelled before its boundary).
+    pub(crate) fn unseal(&self) {
+        self.state().sealed = false;
+    }
+
+    /// Ends the mailbox: nothing more is admitted or run; queued jobs are returned so
+    /// their callers can be completed (each exactly once).
+    pub(crate) fn close(&self) -> Vec<J> {
+        let mut state = self.state();
+        state.closed = true;
+        let mut left: Vec<J> = state.lifecycle.queued.drain(..).map(|(j, _)| j).collect();
+        left.extend(state.application.queued.drain(..).map(|(j, _)| j));
+        drop(state);
+        self.arrived.notify_waiters();
+        self.released.notify_waiters();
+        left
+    }
+
+    /// Jobs and bytes a lane holds (queued and running).
+    #[cfg(test)]
+    fn used(&self, lane: Lane) -> (usize, usize) {
+        let mut state = self.state();
+        let used = state.lane(lane).used;
+        (used.jobs, used.bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const SMALL: LaneLimits = LaneLimits {
+        jobs: 2,
+        bytes: 1000,
+    };
+
+    fn mailbox() -> Arc<Mailbox<&'static str>> {
+        Mailbox::new(SMALL, SMALL)
+    }
+
+    #[test]
+    fn the_default_lanes_are_4096_jobs_64_mib_and_256_jobs_4_mib() {
+        assert_eq!(
+            (APPLICATION_LANE.jobs, APPLICATION_LANE.bytes),
+            (4096, 64 << 20)
+        );
+        assert_eq!((LIFECYCLE_LANE.jobs, LIFECYCLE_LANE.bytes), (256, 4 << 20));
+    }
+
+    #[tokio::test]
+    async fn a_lane_is_bounded_by_count_and_by_bytes() {
+        let m = mailbox();
+        m.admit(Lane::Application, "a", 0).unwrap();
+        m.admit(Lane::Application, "b", 0).unwrap();
+        assert_eq!(
+            m.admit(Lane::Application, "c", 0),
+            Err((Refused::Full(Lane::Application), "c"))
+        );
+        let big = Mailbox::new(SMALL, SMALL);
+        assert_eq!(
+            big.admit(Lane::Application, "x", 1000 - JOB_OVERHEAD_BYTES + 1),
+            Err((Refused::Full(Lane::Application), "x"))
+        );
+        big.admit(Lane::Application, "y", 1000 - JOB_OVERHEAD_BYTES)
+            .unwrap();
+        assert_eq!(
+            big.admit(Lane::Application, "z", usize::MAX),
+            Err((Refused::Full(Lane::Application), "z")),
+            "no overflow"
+        );
+        // The lifecycle lane has its own room.
+        m.admit(Lane::Lifecycle, "l", 0).unwrap();
+    }
+
+    #[tokio::test]
+    async fn room_is_released_at_completion_not_at_dequeue() {
+        let m = mailbox();
+        m.admit(Lane::Application, "a", 10).unwrap();
+        m.admit(Lane::Application, "b", 10).unwrap();
+        let turn = m.next_turn().await.unwrap();
+        assert_eq!(turn.job, "a");
+        assert!(
+            m.admit(Lane::Application, "c", 0).is_err(),
+            "a is still running"
+        );
+        assert_eq!(
+            m.used(Lane::Application),
+            (2, 2 * (10 + JOB_OVERHEAD_BYTES))
+        );
+        drop(turn);
+        m.admit(Lane::Application, "c", 0).unwrap();
+    }
+
+    #[tokio::test]
+    async fn lifecycle_goes_first_but_application_work_is_never_starved() {
+        let m: Arc<Mailbox<u32>> = Mailbox::new(
+            LaneLimits {
+                jobs: 100,
+                bytes: 1 << 20,
+            },
+            SMALL,
+        );
+        m.admit(Lane::Application, 1000, 0).unwrap();
+        for i in 0..40 {
+            m.admit(Lane::Lifecycle, i, 0).unwrap();
+        }
+        let mut order = Vec::new();
+        for _ in 0..41 {
+            order.push(m.next_turn().await.unwrap().job);
+        }
+        let app_at = order.iter().position(|j| *j == 1000).unwrap();
+        assert_eq!(app_at, LIFECYCLE_RUN_CAP as usize, "{order:?}");
+        let lifecycle: Vec<u32> = order.into_iter().filter(|j| *j != 1000).collect();
+        assert_eq!(lifecycle, (0..40).collect::<Vec<_>>(), "FIFO within a lane");
+    }
+
+    #[tokio::test]
+    async fn a_waiting_send_gets_in_when_room_frees_or_gives_up_at_its_deadline() {
+        let m = mailbox();
+        m.admit(Lane::Application, "a", 0).unwrap();
+        m.admit(Lane::Application, "b", 0).unwrap();
+        let soon = tokio::time::Instant::now() + Duration::from_millis(30);
+        assert_eq!(
+            m.admit_by(Lane::Application, "late", 0, soon).await,
+            Err((Refused::Full(Lane::Application), "late"))
+        );
+        let waiter = {
+            let m = m.clone();
+            tokio::spawn(async move {
+                let later = tokio::time::Instant::now() + Duration::from_secs(5);
+                m.admit_by(Lane::Application, "c", 0, later).await
+            })
+        };
+        let turn = m.next_turn().await.unwrap();
+        drop(turn);
+        assert_eq!(waiter.await.unwrap(), Ok(()));
+    }
+
+    #[tokio::test]
+    async fn a_sealed_mailbox_keeps_its_backlog_in_order_for_the_move() {
+        let m = mailbox();
+        m.admit(Lane::Application, "a", 0).unwrap();
+        m.admit(Lane::Application, "b", 0).unwrap();
+        m.seal();
+        assert_eq!(
+            m.admit(Lane::Application, "c", 0),
+            Err((Refused::Sealed, "c"))
+        );
+        m.admit(Lane::Lifecycle, "seal-step", 0).unwrap();
+        assert_eq!(m.take_application_backlog(), ["a", "b"]);
+        assert_eq!(m.used(Lane::Application), (0, 0));
+        m.unseal();
+        m.admit(Lane::Application, "d", 0).unwrap();
+    }
+
+    #[tokio::test]
+    async fn close_returns_what_was_queued_and_ends_the_turn_loop() {
+        let m = mailbox();
+        m.admit(Lane::Application, "a", 0).unwrap();
+        m.admit(Lane::Lifecycle, "l", 0).unwrap();
+        let running = m.next_turn().await.unwrap();
+        assert_eq!(running.job, "l");
+        assert_eq!(m.close(), ["a"], "queued work comes back to be completed");
+        drop(running);
+        assert!(m.next_turn().await.is_none());
+        assert_eq!(
+            m.admit(Lane::Lifecycle, "x", 0),
+            Err((Refused::Closed, "x"))
+        );
+        // A turn loop waiting on an empty mailbox ends too.
+        let empty = mailbox();
+        let waiting = {
+            let empty = empty.clone();
+            tokio::spawn(async move { empty.next_turn().await.is_none() })
+        };
+        tokio::task::yield_now().await;
+        empty.close();
+        let ended = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("the turn loop ended");
+        assert!(ended.unwrap());
+    }
+}
