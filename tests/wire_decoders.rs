@@ -5,7 +5,7 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use zlink::wire::{
     Admission, CallHead, CallMessage, Command, ControlHeader, Envelope, Metadata, ReplyOutcome,
-    WireName, PROTOCOL_MAJOR,
+    RouteFence, WireName, PROTOCOL_MAJOR,
 };
 
 fn request_envelope(payload: Vec<u8>, with_metadata: bool) -> Envelope {
@@ -19,8 +19,9 @@ fn request_envelope(payload: Vec<u8>, with_metadata: bool) -> Envelope {
             correlation: 42,
             deadline_ms: 30_000,
             hops: 0,
-            channel: WireName::from_text("echo"),
+            target: WireName::from_text("echo"),
             packet: WireName::from_text("Echo"),
+            fence: None,
         },
         metadata,
         payload: Bytes::from(payload),
@@ -80,14 +81,92 @@ proptest! {
                 correlation: 0,
                 deadline_ms: 0,
                 hops: 0,
-                channel: WireName::from_text(&channel),
+                target: WireName::from_text(&channel),
                 packet: WireName::from_text(&packet),
+                fence: None,
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
         });
         prop_assert_eq!(Envelope::decode(&env.encode()).unwrap(), env);
     }
+}
+
+proptest! {
+    #[test]
+    fn spot_commands_carry_their_id_and_route_fence(
+        id in "[a-z0-9-]{1,255}",
+        owner_generation in 1u64..,
+        lease_generation in 1u64..,
+        request in any::<bool>(),
+    ) {
+        let env = Envelope::Call(CallMessage {
+            command: if request { Command::SpotRequest } else { Command::SpotSend },
+            head: CallHead {
+                correlation: u64::from(request),
+                deadline_ms: 0,
+                hops: 0,
+                target: WireName::from_text(&id),
+                packet: WireName::from_text("Join"),
+                fence: Some(RouteFence { owner_generation, lease_generation }),
+            },
+            metadata: Metadata::new(),
+            payload: Bytes::new(),
+        });
+        prop_assert_eq!(Envelope::decode(&env.encode()).unwrap(), env);
+    }
+
+    #[test]
+    fn a_spot_head_cut_or_padded_anywhere_is_refused(cut in 0usize..40, pad in any::<bool>()) {
+        let env = Envelope::Call(CallMessage {
+            command: Command::SpotSend,
+            head: CallHead {
+                correlation: 0,
+                deadline_ms: 0,
+                hops: 0,
+                target: WireName::from_text("room-7"),
+                packet: WireName::from_text("Say"),
+                fence: Some(RouteFence { owner_generation: 3, lease_generation: 4 }),
+            },
+            metadata: Metadata::new(),
+            payload: Bytes::new(),
+        });
+        let mut frames = env.encode();
+        let mut head = frames[0].to_vec();
+        if pad {
+            head.push(0);
+        } else {
+            head.truncate(head.len().saturating_sub(cut + 1));
+        }
+        frames[0] = Bytes::from(head);
+        prop_assert!(Envelope::decode(&frames).is_err());
+    }
+}
+
+#[test]
+fn a_spot_command_without_an_id_or_with_a_zero_fence_is_refused() {
+    let spot = |target: &str, owner_generation: u64| {
+        Envelope::Call(CallMessage {
+            command: Command::SpotSend,
+            head: CallHead {
+                correlation: 0,
+                deadline_ms: 0,
+                hops: 0,
+                target: WireName::from_text(target),
+                packet: WireName::from_text("Say"),
+                fence: Some(RouteFence {
+                    owner_generation,
+                    lease_generation: 1,
+                }),
+            },
+            metadata: Metadata::new(),
+            payload: Bytes::new(),
+        })
+        .encode()
+    };
+    assert!(Envelope::decode(&spot("room", 1)).is_ok());
+    assert!(Envelope::decode(&spot("", 1)).is_err());
+    assert!(Envelope::decode(&spot("room", 0)).is_err());
 }
 
 #[test]

@@ -29,13 +29,13 @@ impl InboundRoute for ChannelRoute {
         let head = &call.message().head;
         let found = self
             .registry
-            .server(head.channel.as_str())
+            .server(head.target.as_str())
             .and_then(|entry| {
                 let slot = entry.handlers.find(head.packet.as_str(), kind)?;
                 Some((entry, slot))
             });
         let Some((entry, slot)) = found else {
-            let (channel, packet) = (head.channel.as_str(), head.packet.as_str());
+            let (channel, packet) = (head.target.as_str(), head.packet.as_str());
             tracing::warn!(peer = %call.from().rid(), channel, packet, request = call.is_request(), "no_handler");
             let err = Error::new(
                 ErrorKind::NotFound,

@@ -22,9 +22,11 @@ use crate::{Error, ErrorKind, Result};
 /// One application message to send: its command, names, metadata and payload.
 pub(crate) struct OutboundCall<'a> {
     pub(crate) command: Command,
-    /// The ChannelName (empty for node-direct).
-    pub(crate) channel: &'a str,
+    /// The ChannelName, or the target Spot ID of a Spot command (empty for node-direct).
+    pub(crate) target: &'a str,
     pub(crate) packet: &'a str,
+    /// The resolved owner fence (Spot commands only).
+    pub(crate) fence: Option<crate::wire::RouteFence>,
     pub(crate) metadata: &'a Metadata,
     pub(crate) payload: Bytes,
 }
@@ -199,8 +201,9 @@ impl Calls {
             call.command,
             0,
             0,
-            call.channel,
+            call.target,
             call.packet,
+            call.fence,
             call.metadata,
             call.payload.clone(),
         );
@@ -266,8 +269,9 @@ impl Calls {
             call.command,
             guard.correlation,
             deadline_ms,
-            call.channel,
+            call.target,
             call.packet,
+            call.fence,
             call.metadata,
             call.payload.clone(),
         );
@@ -342,8 +346,9 @@ impl Calls {
         let deadline = now + timeout;
         let call = OutboundCall {
             command,
-            channel,
+            target: channel,
             packet,
+            fence: None,
             metadata: &options.metadata,
             payload,
         };
@@ -400,8 +405,9 @@ impl Calls {
             .await?;
         let call = OutboundCall {
             command,
-            channel: "",
+            target: "",
             packet,
+            fence: None,
             metadata: &options.metadata,
             payload,
         };

@@ -63,8 +63,12 @@ async fn a_subsystem_registers_an_inbound_route_and_receives_its_command() {
     let metadata = Metadata::new();
     let call = OutboundCall {
         command: Command::SpotRequest,
-        channel: "",
+        target: "spot-1",
         packet: "Reverse",
+        fence: Some(crate::wire::RouteFence {
+            owner_generation: 1,
+            lease_generation: 1,
+        }),
         metadata: &metadata,
         payload: Bytes::from_static(b"abc"),
     };

@@ -7,9 +7,14 @@
 //!  5      8     correlation, u64 big-endian (non-zero on requests, zero otherwise)
 //! 13      4     deadline_ms, u32 big-endian: the request's remaining budget (0 = none)
 //! 17      1     hops: how many times the message was forwarded (0 from its sender)
-//! 18      1     channel name length (0 for node-direct and fanout)
+//! 18      1     target name length: the ChannelName of channel commands, the Spot ID
+//!               of Spot commands, 0 for node-direct and fanout
 //! 19      1     packet name length (1..=255)
-//! 20      ...   channel name bytes, then packet name bytes (UTF-8); nothing after
+//! 20      ...   target name bytes, then packet name bytes (UTF-8)
+//! then, on Spot commands only, the route fence the sender resolved:
+//!         8     AuthorityOwnerGeneration, u64 big-endian (non-zero)
+//!         8     OwnerLeaseGeneration, u64 big-endian (non-zero)
+//! nothing after
 //! ```
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -28,11 +33,28 @@ pub struct CallHead {
     pub deadline_ms: u32,
     /// Forwarding hops so far.
     pub hops: u8,
-    /// ChannelName (channel commands only; empty otherwise).
-    pub channel: WireName,
+    /// The ChannelName (channel commands) or the target Spot ID (Spot commands); empty
+    /// otherwise.
+    pub target: WireName,
     /// Packet name of the payload.
     pub packet: WireName,
+    /// The owner fence the sender resolved (Spot commands only): the owner checks it
+    /// before admitting the message. The ObjectGeneration is deliberately not in it
+    /// (seed 000 §2.6).
+    pub fence: Option<RouteFence>,
 }
+
+/// The part of the owner fence a Spot message carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RouteFence {
+    /// The AuthorityOwnerGeneration of the resolved owner.
+    pub owner_generation: u64,
+    /// The owner lease generation the authority names.
+    pub lease_generation: u64,
+}
+
+/// Bytes of a route fence.
+const FENCE_LEN: usize = 16;
 
 /// Writes a call head from borrowed names (the sender's interned names are copied once,
 /// straight into the frame).
@@ -41,22 +63,32 @@ pub(crate) fn encode_call_head(
     flags: u8,
     correlation: u64,
     deadline_ms: u32,
-    channel: &str,
+    target: &str,
     packet: &str,
+    fence: Option<RouteFence>,
 ) -> Bytes {
-    let mut head = BytesMut::with_capacity(CALL_FIXED_LEN + channel.len() + packet.len());
+    let mut head =
+        BytesMut::with_capacity(CALL_FIXED_LEN + target.len() + packet.len() + FENCE_LEN);
     head.put_slice(&super::prefix(command, flags));
     head.put_u64(correlation);
     head.put_u32(deadline_ms);
     head.put_u8(0);
     // Names are validated to 1..=255 bytes where they enter the program (builder, macros);
     // a longer one is truncated here rather than corrupting the layout.
-    let channel = &channel.as_bytes()[..channel.len().min(255)];
+    let target = &target.as_bytes()[..target.len().min(255)];
     let packet = &packet.as_bytes()[..packet.len().min(255)];
-    head.put_u8(channel.len() as u8);
+    head.put_u8(target.len() as u8);
     head.put_u8(packet.len() as u8);
-    head.put_slice(channel);
+    head.put_slice(target);
     head.put_slice(packet);
+    if command.is_object() {
+        let fence = fence.unwrap_or(RouteFence {
+            owner_generation: 0,
+            lease_generation: 0,
+        });
+        head.put_u64(fence.owner_generation);
+        head.put_u64(fence.lease_generation);
+    }
     head.freeze()
 }
 
@@ -87,14 +119,29 @@ pub(crate) fn decode_call_head(
     dl.copy_from_slice(&head[13..17]);
     let deadline_ms = u32::from_be_bytes(dl);
     let hops = head[17];
-    let channel_len = usize::from(head[18]);
+    let target_len = usize::from(head[18]);
     let packet_len = usize::from(head[19]);
-    if head.len() != CALL_FIXED_LEN + channel_len + packet_len {
+    let is_object = command.is_object();
+    let tail = if is_object { FENCE_LEN } else { 0 };
+    if head.len() != CALL_FIXED_LEN + target_len + packet_len + tail {
         return Err(fail("call head length does not match its name lengths"));
     }
-    let channel_end = CALL_FIXED_LEN + channel_len;
-    let channel = WireName::new(head.slice(CALL_FIXED_LEN..channel_end)).map_err(&fail)?;
-    let packet = WireName::new(head.slice(channel_end..)).map_err(&fail)?;
+    let target_end = CALL_FIXED_LEN + target_len;
+    let packet_end = target_end + packet_len;
+    let target = WireName::new(head.slice(CALL_FIXED_LEN..target_end)).map_err(&fail)?;
+    let packet = WireName::new(head.slice(target_end..packet_end)).map_err(&fail)?;
+    let fence = if is_object {
+        let fence = RouteFence {
+            owner_generation: be_u64(packet_end),
+            lease_generation: be_u64(packet_end + 8),
+        };
+        if fence.owner_generation == 0 || fence.lease_generation == 0 {
+            return Err(fail("a Spot command's route fence has a zero generation"));
+        }
+        Some(fence)
+    } else {
+        None
+    };
     if packet.is_empty() {
         return Err(fail("packet name missing"));
     }
@@ -106,18 +153,21 @@ pub(crate) fn decode_call_head(
         return Err(fail("correlation on a one-way command"));
     }
     let is_channel = matches!(command, Command::ChannelSend | Command::ChannelRequest);
-    if is_channel == channel.is_empty() {
+    if (is_channel || is_object) == target.is_empty() {
         return Err(fail(if is_channel {
             "channel name missing"
+        } else if is_object {
+            "Spot ID missing"
         } else {
-            "channel name on a command without a channel"
+            "target name on a command without a target"
         }));
     }
     Ok(CallHead {
         correlation,
         deadline_ms,
         hops,
-        channel,
+        target,
         packet,
+        fence,
     })
 }

@@ -27,9 +27,9 @@ pub enum Command {
     ChannelRequest = 19,
     /// Terminal reply to a request.
     Reply = 20,
-    /// One-way message to a Spot (the object layer's route; reserved for it).
+    /// One-way message to a Spot, by ID, with the route fence the sender resolved.
     SpotSend = 21,
-    /// Request to a Spot (the object layer's route; reserved for it).
+    /// Request to a Spot, by ID, with the route fence the sender resolved.
     SpotRequest = 22,
     /// A classic fanout event (on a PUB/SUB pair, after the topic frame).
     FanoutEvent = 40,
@@ -69,6 +69,12 @@ impl Command {
                 | Command::SpotRequest
                 | Command::FanoutEvent
         )
+    }
+
+    /// Whether the command addresses a Spot by ID (its head carries the Spot ID and a
+    /// route fence).
+    pub fn is_object(self) -> bool {
+        matches!(self, Command::SpotSend | Command::SpotRequest)
     }
 
     /// Whether the command is a request (it carries a correlation and gets one reply).

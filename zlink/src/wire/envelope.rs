@@ -2,7 +2,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::call_head::{decode_call_head, encode_call_head};
+use super::call_head::{decode_call_head, encode_call_head, RouteFence};
 use super::reply_head::{decode_reply_head, encode_reply_head, STATUS_OK};
 use super::{
     cbor_decode_bounded, CallHead, Command, ControlHeader, Metadata, ReplyOutcome, PREFIX_LEN,
@@ -84,8 +84,9 @@ pub(crate) fn encode_call(
     command: Command,
     correlation: u64,
     deadline_ms: u32,
-    channel: &str,
+    target: &str,
     packet: &str,
+    fence: Option<RouteFence>,
     metadata: &Metadata,
     payload: Bytes,
 ) -> Vec<Bytes> {
@@ -94,7 +95,15 @@ pub(crate) fn encode_call(
     } else {
         FLAG_METADATA
     };
-    let head = encode_call_head(command, flags, correlation, deadline_ms, channel, packet);
+    let head = encode_call_head(
+        command,
+        flags,
+        correlation,
+        deadline_ms,
+        target,
+        packet,
+        fence,
+    );
     let mut frames = Vec::with_capacity(3);
     frames.push(head);
     if !metadata.is_empty() {
@@ -146,8 +155,9 @@ impl Envelope {
                 call.command,
                 call.head.correlation,
                 call.head.deadline_ms,
-                call.head.channel.as_str(),
+                call.head.target.as_str(),
                 call.head.packet.as_str(),
+                call.head.fence,
                 &call.metadata,
                 call.payload.clone(),
             ),

@@ -19,7 +19,7 @@ mod metadata;
 mod name;
 mod reply_head;
 
-pub use call_head::CallHead;
+pub use call_head::{CallHead, RouteFence};
 pub use codec::{cbor_decode, cbor_encode, Cbor, Codec, Json};
 pub use command::Command;
 pub(crate) use envelope::{encode_call, encode_reply, prefix};

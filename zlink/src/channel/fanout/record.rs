@@ -24,6 +24,7 @@ pub(crate) fn event(topic: Bytes, packet: &str, metadata: &Metadata, payload: By
         0,
         "",
         packet,
+        None,
         metadata,
         payload,
     ));
