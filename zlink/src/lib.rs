@@ -66,6 +66,7 @@ pub mod wire;
 #[cfg(not(feature = "testkit"))]
 mod wire;
 
+pub use async_trait::async_trait;
 pub use bytes::Bytes;
 pub use call::CallOptions;
 pub use channel::client_server::ClientServer;
@@ -78,7 +79,7 @@ pub use error::{ConfigViolation, Error, ErrorKind, Result};
 pub use handler::{BoxFuture, DefaultChannel, HandlerContext, HandlerGroup, Handlers, PacketKind};
 pub use host::{
     Channels, ClientServerStatus, DiscoveryHandle, FanoutHandle, FanoutStatus, Runtime,
-    RuntimeStatus, StoreStatus,
+    RuntimeStatus, Spots, StoreStatus,
 };
 pub use link::LinkLimits;
 pub use mesh::{generate_rid, DiscoveryStatus, PeerStatus};

@@ -57,6 +57,7 @@ pub struct RuntimeBuilder {
     store_failure_grace: Option<Duration>,
     client_server: Vec<ClientServerRole>,
     fanout: Vec<FanoutDeclaration>,
+    spot_types: Vec<crate::object::SpotType>,
     limits: LinkLimits,
     curve: Option<CurveKeypair>,
     trust: Option<Trust>,
@@ -85,6 +86,7 @@ impl Default for RuntimeBuilder {
             store_failure_grace: None,
             client_server: Vec::new(),
             fanout: Vec::new(),
+            spot_types: Vec::new(),
             limits: LinkLimits::default(),
             curve: None,
             trust: None,
@@ -185,6 +187,13 @@ impl RuntimeBuilder {
     /// subscriber ([`Fanout::subscriber`](crate::Fanout::subscriber)).
     pub fn fanout(mut self, role: impl Into<FanoutDeclaration>) -> Self {
         self.fanout.push(role.into());
+        self
+    }
+
+    /// Makes this node an Object Server for a Spot type: it creates and runs Spots of that
+    /// type. Spots keep their authority in the Location Store, so a store is required.
+    pub fn spot_type(mut self, spot_type: crate::object::SpotType) -> Self {
+        self.spot_types.push(spot_type);
         self
     }
 
@@ -310,6 +319,7 @@ impl RuntimeBuilder {
         // A process with only ClientServer or fanout roles needs no RouteMesh: no MeshName,
         // no mesh listener.
         let mesh = !self.channels.is_empty()
+            || !self.spot_types.is_empty()
             || !self.peers.is_empty()
             || self.node_handlers.is_some()
             || self.mesh_name.is_some()
@@ -374,6 +384,19 @@ impl RuntimeBuilder {
             &channels,
             &self.client_server,
         );
+        let mut spot_types = std::collections::HashSet::new();
+        for spot_type in &self.spot_types {
+            let owner = format!("Spot type {:?}", spot_type.stable_type().as_str());
+            if !spot_types.insert(spot_type.stable_type().clone()) {
+                v.violation(owner.clone(), "registered twice on this node");
+            }
+            if self.store.is_none() {
+                v.violation(
+                    owner,
+                    "needs a Location Store (location_store): Spots keep their authority there",
+                );
+            }
+        }
         let node_handlers = self.node_handlers.map(|h| {
             v.handler_packets("node handlers", h.as_ref());
             crate::handler::HandlerTable::new(h)
@@ -408,6 +431,7 @@ impl RuntimeBuilder {
                 security,
                 client_server: self.client_server,
                 fanout: self.fanout,
+                spot_types: self.spot_types,
             },
         })
     }

@@ -75,6 +75,8 @@ pub(crate) struct Settings {
     pub(crate) client_server: Vec<ClientServerRole>,
     /// Fanout publishers and subscribers.
     pub(crate) fanout: Vec<crate::channel::fanout::FanoutDeclaration>,
+    /// The Spot types this node serves (the Object Server role).
+    pub(crate) spot_types: Vec<crate::object::SpotType>,
 }
 
 /// Which kind of connection set a [`MeshNode`](crate::mesh::MeshNode) runs.

@@ -10,6 +10,7 @@ use crate::channel::client_server::ClientServerRoles;
 use crate::channel::fanout::FanoutRoles;
 use crate::config::Settings;
 use crate::mesh::{MeshNode, NodeDirectRoute};
+use crate::object::ObjectServer;
 use crate::wire::Command;
 use crate::{Error, ErrorKind, Result};
 
@@ -34,6 +35,9 @@ async fn start_parts(node: &Arc<MeshNode>) -> Result<()> {
     node.add_subsystem(client_server);
     let fanout = FanoutRoles::start(node).await?;
     node.add_subsystem(fanout);
+    if let Some(objects) = ObjectServer::start(node, &node.settings().spot_types)? {
+        node.add_subsystem(objects);
+    }
     Ok(())
 }
 

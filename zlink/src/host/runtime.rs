@@ -101,6 +101,11 @@ impl Runtime {
         super::FanoutHandle::new(self)
     }
 
+    /// Spots: create, find and close them, and message them by ID.
+    pub fn spots(&self) -> super::Spots<'_> {
+        super::Spots::new(self)
+    }
+
     /// What this node knows from the Location Store: members and its owner lease.
     pub fn discovery(&self) -> super::DiscoveryHandle<'_> {
         super::DiscoveryHandle::new(self)

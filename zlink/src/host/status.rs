@@ -35,6 +35,8 @@ pub struct RuntimeStatus {
     pub store: Option<StoreStatus>,
     /// Its Location Store calls so far, per operation kind, when a store is registered.
     pub store_operations: Option<StoreMetrics>,
+    /// The Spots this node owns (runs) now.
+    pub spots_owned: usize,
 }
 
 /// One ClientServer role.
@@ -163,6 +165,9 @@ impl RuntimeStatus {
             client_server,
             fanout,
             store,
+            spots_owned: node
+                .subsystem::<crate::object::ObjectServer>()
+                .map_or(0, |objects| objects.owned()),
             store_operations: node
                 .settings()
                 .discovery

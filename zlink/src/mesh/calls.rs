@@ -201,9 +201,11 @@ impl Calls {
             call.command,
             0,
             0,
-            call.target,
-            call.packet,
-            call.fence,
+            crate::wire::Addressed {
+                target: call.target,
+                packet: call.packet,
+                fence: call.fence,
+            },
             call.metadata,
             call.payload.clone(),
         );
@@ -269,9 +271,11 @@ impl Calls {
             call.command,
             guard.correlation,
             deadline_ms,
-            call.target,
-            call.packet,
-            call.fence,
+            crate::wire::Addressed {
+                target: call.target,
+                packet: call.packet,
+                fence: call.fence,
+            },
             call.metadata,
             call.payload.clone(),
         );

@@ -1,20 +1,30 @@
-//! Spots and Actors: stateful objects addressed by a global ID wherever they live.
+//! Spots: stateful objects addressed by a global ID wherever they live.
 //!
-//! The object layer is being built in steps. What is here so far is the foundation the
-//! managers and the resolver build on: Spot and Actor IDs and stable types (public); the
-//! authority record with its fenced, one-batch transitions in the Location Store; the
-//! positive route cache; and the bounded two-lane mailbox (internal).
+//! A node that registers a [`SpotType`] is an Object Server for it. Spots are created
+//! through the Location Store (exactly one racing creation wins and exactly one factory
+//! runs), run one turn at a time on their owner (`&mut self` handlers over a bounded,
+//! two-lane mailbox), and take messages by ID from any node of the mesh: the sender
+//! resolves the ID through its positive route cache or one store read, and the owner
+//! admits the message only under the owner fence it was resolved with.
+//!
+//! Built so far: User Spots created on the node that serves their type, direct send and
+//! request by ID from any node, close. Actors, timers, placement onto other nodes and the
+//! macros come next.
 
+mod context;
 mod id;
+mod live_spot;
+mod server;
+mod spot;
 
-// The managers that drive these land next; until then only their tests use them.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod authority;
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod authority_store;
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod mailbox;
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod route_cache;
 
+pub use context::SpotContext;
+pub(crate) use id::uuid_v4 as id_uuid_v4;
 pub use id::{is_entry_spot_id, ActorId, IdError, SpotId, StableType, MAX_OBJECT_ID_BYTES};
+pub(crate) use server::{ObjectServer, SpotCall};
+pub use server::{SpotCreation, SpotRef};
+pub use spot::{ClosingReason, CreateDecision, Relocation, Spot, SpotType};

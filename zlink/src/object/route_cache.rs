@@ -74,6 +74,7 @@ impl RouteCache {
 
     /// Changes RouteCacheMaxAge for entries stored from now on; existing entries keep
     /// their lifetime (seed 000 §2.2).
+    #[cfg_attr(not(test), allow(dead_code))] // wired to discovery events next
     pub(crate) fn set_max_age(&self, max_age: Duration) {
         *self.max_age.lock().unwrap_or_else(|p| p.into_inner()) = max_age;
     }
@@ -139,16 +140,19 @@ impl RouteCache {
     }
 
     /// The owner lease `lease` is invalid: drops every route to that owner.
+    #[cfg_attr(not(test), allow(dead_code))] // wired to discovery events next
     pub(crate) fn lease_invalidated(&self, lease: &LeaseToken) {
         self.entries().retain(|_, e| !e.route.fence.held_by(lease));
     }
 
     /// The store came back after an outage: what was confirmed before may be stale.
+    #[cfg_attr(not(test), allow(dead_code))] // wired to discovery events next
     pub(crate) fn store_recovered(&self) {
         self.entries().clear();
     }
 
     /// Entries held (expired ones included until touched).
+    #[cfg_attr(not(test), allow(dead_code))] // wired to discovery events next
     pub(crate) fn len(&self) -> usize {
         self.entries().len()
     }

@@ -63,10 +63,13 @@ pub(crate) fn encode_call_head(
     flags: u8,
     correlation: u64,
     deadline_ms: u32,
-    target: &str,
-    packet: &str,
-    fence: Option<RouteFence>,
+    to: super::envelope::Addressed<'_>,
 ) -> Bytes {
+    let super::envelope::Addressed {
+        target,
+        packet,
+        fence,
+    } = to;
     let mut head =
         BytesMut::with_capacity(CALL_FIXED_LEN + target.len() + packet.len() + FENCE_LEN);
     head.put_slice(&super::prefix(command, flags));

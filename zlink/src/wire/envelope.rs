@@ -79,14 +79,21 @@ impl WireError {
     }
 }
 
+/// Where an application command goes: its target name (ChannelName or Spot ID, empty
+/// otherwise), its packet name, and a Spot command's route fence.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Addressed<'a> {
+    pub(crate) target: &'a str,
+    pub(crate) packet: &'a str,
+    pub(crate) fence: Option<RouteFence>,
+}
+
 /// Encodes an application command from borrowed parts: the hot path's encoder.
 pub(crate) fn encode_call(
     command: Command,
     correlation: u64,
     deadline_ms: u32,
-    target: &str,
-    packet: &str,
-    fence: Option<RouteFence>,
+    to: Addressed<'_>,
     metadata: &Metadata,
     payload: Bytes,
 ) -> Vec<Bytes> {
@@ -95,15 +102,7 @@ pub(crate) fn encode_call(
     } else {
         FLAG_METADATA
     };
-    let head = encode_call_head(
-        command,
-        flags,
-        correlation,
-        deadline_ms,
-        target,
-        packet,
-        fence,
-    );
+    let head = encode_call_head(command, flags, correlation, deadline_ms, to);
     let mut frames = Vec::with_capacity(3);
     frames.push(head);
     if !metadata.is_empty() {
@@ -155,9 +154,11 @@ impl Envelope {
                 call.command,
                 call.head.correlation,
                 call.head.deadline_ms,
-                call.head.target.as_str(),
-                call.head.packet.as_str(),
-                call.head.fence,
+                Addressed {
+                    target: call.head.target.as_str(),
+                    packet: call.head.packet.as_str(),
+                    fence: call.head.fence,
+                },
                 &call.metadata,
                 call.payload.clone(),
             ),

@@ -22,9 +22,11 @@ pub(crate) fn event(topic: Bytes, packet: &str, metadata: &Metadata, payload: By
         Command::FanoutEvent,
         0,
         0,
-        "",
-        packet,
-        None,
+        crate::wire::Addressed {
+            target: "",
+            packet,
+            fence: None,
+        },
         metadata,
         payload,
     ));

@@ -1,0 +1,234 @@
+//! A Spot running on its owner node: its instance, owned by one task that takes one turn
+//! at a time from the Spot's mailbox, and the authority it was admitted under.
+
+use std::sync::{Arc, Mutex, Weak};
+
+use bytes::Bytes;
+use futures::FutureExt;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::authority_store::Versioned;
+use super::context::SpotContext;
+use super::id::SpotId;
+use super::mailbox::{Lane, Mailbox, Refused, APPLICATION_LANE, LIFECYCLE_LANE};
+use super::spot::{ClosingReason, Spot, SpotType};
+use crate::mesh::MeshNode;
+use crate::store::LeaseToken;
+use crate::wire::RouteFence;
+use crate::{Error, ErrorKind, Result};
+
+/// One unit of work for a Spot's turn loop.
+pub(crate) enum SpotJob {
+    /// A message for a handler; a request carries where its result goes.
+    Message {
+        handler: usize,
+        packet: Arc<str>,
+        payload: Bytes,
+        deadline: Option<Instant>,
+        reply: Option<oneshot::Sender<Result<Bytes>>>,
+    },
+    /// The last turn: `on_closing`, then the mailbox closes.
+    Close {
+        reason: ClosingReason,
+        done: oneshot::Sender<()>,
+    },
+}
+
+impl SpotJob {
+    /// Completes a job that will not run (its Spot closed first), exactly once.
+    fn abandon(self) {
+        match self {
+            SpotJob::Message { reply, .. } => {
+                if let Some(reply) = reply {
+                    let _ = reply.send(Err(Error::new(
+                        ErrorKind::Unavailable,
+                        "the Spot closed before the message ran",
+                    )));
+                }
+            }
+            SpotJob::Close { done, .. } => {
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+/// A running Spot.
+pub(crate) struct LiveSpot {
+    pub(crate) id: SpotId,
+    pub(crate) spot_type: Arc<SpotType>,
+    authority: Mutex<Versioned>,
+    mailbox: Arc<Mailbox<SpotJob>>,
+}
+
+impl LiveSpot {
+    /// Makes the staging instance: the factory, then `on_create` with the creator's
+    /// request. Nothing is addressable yet.
+    pub(crate) async fn stage(
+        spot_type: &SpotType,
+        ctx: &SpotContext,
+        request: Bytes,
+    ) -> Result<(Box<dyn Spot>, super::spot::CreateDecision)> {
+        let made = std::panic::AssertUnwindSafe(async {
+            let mut instance = (spot_type.factory)(ctx);
+            let decision = instance.on_create(ctx, request).await;
+            (instance, decision)
+        })
+        .catch_unwind()
+        .await;
+        made.map_err(|_| {
+            Error::new(
+                ErrorKind::InternalFailure,
+                "the Spot factory or on_create panicked",
+            )
+        })
+    }
+
+    /// Starts the turn loop of an accepted, committed Spot: `on_initialize` first, then
+    /// one message at a time until it closes or its node stops.
+    pub(crate) fn start(
+        id: SpotId,
+        spot_type: Arc<SpotType>,
+        authority: Versioned,
+        mut instance: Box<dyn Spot>,
+        node: Weak<MeshNode>,
+        tracker: &TaskTracker,
+        cancel: CancellationToken,
+    ) -> Arc<LiveSpot> {
+        let live = Arc::new(LiveSpot {
+            id,
+            spot_type,
+            authority: Mutex::new(authority),
+            mailbox: Mailbox::new(LIFECYCLE_LANE, APPLICATION_LANE),
+        });
+        let spot = live.clone();
+        tracker.spawn(async move {
+            let generation = spot.generation();
+            let context = |packet: Option<Arc<str>>, deadline| {
+                node.upgrade().map(|node| SpotContext {
+                    node,
+                    id: spot.id.clone(),
+                    generation,
+                    packet,
+                    deadline,
+                })
+            };
+            if let Some(ctx) = context(None, None) {
+                if let Err(e) = instance.on_initialize(&ctx).await {
+                    tracing::warn!(spot = %spot.id, error = %e, "on_initialize failed");
+                }
+            }
+            loop {
+                let turn = tokio::select! {
+                    turn = spot.mailbox.next_turn() => turn,
+                    _ = cancel.cancelled() => {
+                        if let Some(ctx) = context(None, None) {
+                            instance.on_closing(&ctx, ClosingReason::HostShutdown).await;
+                        }
+                        for job in spot.mailbox.close() {
+                            job.abandon();
+                        }
+                        return;
+                    }
+                };
+                let Some(mut turn) = turn else { return };
+                let Some(job) = turn.take_job() else { continue };
+                match job {
+                    SpotJob::Message {
+                        handler,
+                        packet,
+                        payload,
+                        deadline,
+                        reply,
+                    } => {
+                        let Some(ctx) = context(Some(packet), deadline) else { return };
+                        let result = std::panic::AssertUnwindSafe(instance.handle(&ctx, handler, payload))
+                            .catch_unwind()
+                            .await
+                            .unwrap_or_else(|_| {
+                                tracing::error!(spot = %spot.id, "a Spot handler panicked; the Spot continues");
+                                Err(Error::new(ErrorKind::InternalFailure, "the handler panicked"))
+                            });
+                        match reply {
+                            Some(reply) => {
+                                let _ = reply.send(result);
+                            }
+                            None => {
+                                if let Err(e) = result {
+                                    tracing::warn!(spot = %spot.id, error = %e, "Spot send handler failed");
+                                }
+                            }
+                        }
+                    }
+                    SpotJob::Close { reason, done } => {
+                        if let Some(ctx) = context(None, None) {
+                            instance.on_closing(&ctx, reason).await;
+                        }
+                        drop(turn);
+                        for job in spot.mailbox.close() {
+                            job.abandon();
+                        }
+                        let _ = done.send(());
+                        return;
+                    }
+                }
+            }
+        });
+        live
+    }
+
+    pub(crate) fn set_authority(&self, authority: Versioned) {
+        *self.authority.lock().unwrap_or_else(|p| p.into_inner()) = authority;
+    }
+
+    /// Its ObjectGeneration.
+    pub(crate) fn generation(&self) -> u64 {
+        self.authority
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record
+            .fence
+            .object_generation
+    }
+
+    /// Whether a message resolved with `fence` may be admitted here: the owner change and
+    /// the lease it names are this node's current ones (the ObjectGeneration is not
+    /// compared: a Spot re-created on the same owner takes the message, seed 000 §2.6).
+    pub(crate) fn admits(&self, fence: &RouteFence, lease: &LeaseToken) -> bool {
+        let authority = self.authority.lock().unwrap_or_else(|p| p.into_inner());
+        authority.record.state == super::authority::AuthorityState::Ready
+            && authority.record.fence.owner_generation == fence.owner_generation
+            && authority.record.fence.lease_generation == fence.lease_generation
+            && authority.record.fence.held_by(lease)
+    }
+
+    /// Queues a job; a request is refused at once when the lane is full, a send waits
+    /// until `send_by`.
+    pub(crate) async fn deliver(
+        &self,
+        job: SpotJob,
+        bytes: usize,
+        send_by: Option<Instant>,
+    ) -> std::result::Result<(), Refused> {
+        let lane = match job {
+            SpotJob::Close { .. } => Lane::Lifecycle,
+            SpotJob::Message { .. } => Lane::Application,
+        };
+        let admitted = match send_by {
+            Some(by) => self.mailbox.admit_by(lane, job, bytes, by).await,
+            None => self.mailbox.admit(lane, job, bytes),
+        };
+        admitted.map_err(|(refused, job)| {
+            job.abandon();
+            refused
+        })
+    }
+
+    /// Stops admitting messages (a close has begun).
+    pub(crate) fn seal(&self) {
+        self.mailbox.seal();
+    }
+}

@@ -1,0 +1,781 @@
+//! The object layer of one node: the Spot types it serves (the Object Server role), the
+//! Spots it owns, creation through the Location Store, the resolver with its positive
+//! route cache, and the inbound route for Spot commands.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::sync::{oneshot, Semaphore};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::authority::{AuthorityState, ObjectShape, OwnerRoute};
+use super::authority_store::{AuthorityStore, Draft, Fenced, Reserved, Versioned};
+use super::context::SpotContext;
+use super::id::{ObjectKey, SpotId, StableType};
+use super::live_spot::{LiveSpot, SpotJob};
+use super::mailbox::Refused;
+use super::route_cache::{ReadyRoute, RouteCache, DEFAULT_ROUTE_CACHE_MAX_AGE};
+use super::spot::{ClosingReason, CreateDecision, SpotType};
+use crate::handler::PacketKind;
+use crate::mesh::calls::OutboundCall;
+use crate::mesh::{InboundCall, InboundRoute, MeshNode, Subsystem};
+use crate::store::{LocationStore, OwnerLease, StoreError};
+use crate::wire::{Command, Metadata, RouteFence};
+use crate::{Error, ErrorKind, Result};
+
+/// Creations one node runs at once (factory through commit).
+const MAX_ACTIVATIONS: usize = 128;
+/// First pause while another attempt's Creating record settles; doubles up to 500 ms.
+const CREATING_BACKOFF: Duration = Duration::from_millis(20);
+
+/// A Spot's location snapshot: the exact incarnation `close` acts on. Not a message
+/// target: messages go by ID.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SpotRef {
+    /// The Spot's ID.
+    pub id: SpotId,
+    /// Its ObjectGeneration.
+    pub generation: u64,
+    /// The MeshName of its owner.
+    pub mesh_name: String,
+    /// The RID of its owner.
+    pub rid: String,
+}
+
+/// The outcome of a create or get-or-create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpotCreation {
+    /// The Spot existed already (no factory ran, no reply).
+    Existing(SpotRef),
+    /// This call created it; `on_create` accepted with this reply.
+    Created(SpotRef, Bytes),
+    /// This call's attempt was declined by `on_create`, with this reply; nothing stays.
+    Rejected(Bytes),
+}
+
+/// What the resolver found for an ID (seed 000 §2.2: four closed results).
+#[derive(Debug, Clone)]
+pub(crate) enum Resolution {
+    Ready(ReadyRoute),
+    Missing,
+    Unavailable(String),
+    StoreFailure(StoreError),
+}
+
+/// One direct call to a Spot, as the caller made it.
+pub(crate) struct SpotCall<'a> {
+    pub(crate) id: &'a SpotId,
+    pub(crate) packet: &'a str,
+    pub(crate) payload: Bytes,
+    pub(crate) metadata: &'a Metadata,
+    pub(crate) kind: PacketKind,
+    /// The whole call's budget: resolve, queue, handler and reply.
+    pub(crate) timeout: Duration,
+    /// How long the send path may wait for room.
+    pub(crate) send_timeout: Duration,
+}
+
+/// A message on its way into a Spot this node owns.
+struct Admission<'a> {
+    id: &'a SpotId,
+    packet: &'a str,
+    payload: Bytes,
+    kind: PacketKind,
+    fence: RouteFence,
+    deadline: Option<Instant>,
+    send_by: Option<Instant>,
+}
+
+fn spot_ref(id: &SpotId, v: &Versioned) -> SpotRef {
+    SpotRef {
+        id: id.clone(),
+        generation: v.record.fence.object_generation,
+        mesh_name: v.record.route.mesh_name.clone(),
+        rid: v.record.route.rid.clone(),
+    }
+}
+
+fn store_error(e: StoreError) -> Error {
+    Error::from(e)
+}
+
+/// The object layer of one node.
+pub(crate) struct ObjectServer {
+    node: Weak<MeshNode>,
+    types: HashMap<StableType, Arc<SpotType>>,
+    store: Arc<dyn LocationStore>,
+    authority: AuthorityStore,
+    lease: Arc<OwnerLease>,
+    route: OwnerRoute,
+    live: Mutex<HashMap<SpotId, Arc<LiveSpot>>>,
+    cache: RouteCache,
+    activations: Semaphore,
+    tracker: TaskTracker,
+    cancel: CancellationToken,
+}
+
+impl ObjectServer {
+    /// The object layer of `node`, when it has a Location Store (objects keep their
+    /// authority there); its inbound routes are registered.
+    pub(crate) fn start(node: &Arc<MeshNode>, types: &[SpotType]) -> Result<Option<Arc<Self>>> {
+        let services = node.services();
+        let (Some(store), Some(lease)) = (services.store(), services.lease()) else {
+            return Ok(None);
+        };
+        let identity = node.identity();
+        let server = Arc::new(ObjectServer {
+            node: Arc::downgrade(node),
+            types: types
+                .iter()
+                .map(|t| (t.stable_type.clone(), Arc::new(t.clone())))
+                .collect(),
+            store: store.clone(),
+            authority: AuthorityStore::new(store.clone()),
+            lease: lease.clone(),
+            route: OwnerRoute {
+                mesh_name: identity.mesh_name().to_string(),
+                rid: identity.rid().to_string(),
+                node_generation: identity.generation(),
+            },
+            live: Mutex::new(HashMap::new()),
+            cache: RouteCache::new(DEFAULT_ROUTE_CACHE_MAX_AGE),
+            activations: Semaphore::new(MAX_ACTIVATIONS),
+            tracker: TaskTracker::new(),
+            cancel: CancellationToken::new(),
+        });
+        let route: Arc<dyn InboundRoute> = Arc::new(SpotRoute(Arc::downgrade(&server)));
+        node.dispatcher()
+            .register(Command::SpotSend, route.clone())?;
+        node.dispatcher().register(Command::SpotRequest, route)?;
+        Ok(Some(server))
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<SpotId, Arc<LiveSpot>>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn spot_type(&self, stable_type: &str) -> Result<Arc<SpotType>> {
+        let name =
+            StableType::new(stable_type).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        self.types.get(&name).cloned().ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!("this node serves no Spot type {stable_type:?}"),
+            )
+        })
+    }
+
+    /// Creates the Spot `id` of `stable_type` unless it exists (`get_or_create`), or fails
+    /// `AlreadyExists` when it does (`create`).
+    pub(crate) async fn create(
+        &self,
+        id: SpotId,
+        stable_type: &str,
+        request: Bytes,
+        timeout: Duration,
+        must_be_new: bool,
+    ) -> Result<SpotCreation> {
+        let spot_type = self.spot_type(stable_type)?;
+        let deadline = Instant::now() + timeout;
+        let key = ObjectKey::from(&id);
+        let mut backoff = CREATING_BACKOFF;
+        loop {
+            if Instant::now() >= deadline {
+                return Err(Error::new(
+                    ErrorKind::DeadlineExceeded,
+                    format!("Spot {id} was not created within {timeout:?}"),
+                ));
+            }
+            match self.authority.read(&key).await.map_err(store_error)? {
+                Some(current) => {
+                    if current.record.shape != ObjectShape::UserSpot
+                        || current.record.stable_type != spot_type.stable_type.as_str()
+                    {
+                        return Err(Error::new(
+                            ErrorKind::TypeMismatch,
+                            format!(
+                                "Spot {id} exists as {:?} of type {:?}",
+                                current.record.shape, current.record.stable_type
+                            ),
+                        ));
+                    }
+                    if must_be_new {
+                        return Err(Error::new(
+                            ErrorKind::AlreadyExists,
+                            format!("Spot {id} exists"),
+                        ));
+                    }
+                    match current.record.state {
+                        AuthorityState::Ready => {
+                            return Ok(SpotCreation::Existing(spot_ref(&id, &current)))
+                        }
+                        AuthorityState::Creating => self.settle_creating(&key, &current).await?,
+                        AuthorityState::Closing => {}
+                    }
+                    tokio::time::sleep(
+                        backoff.min(deadline.saturating_duration_since(Instant::now())),
+                    )
+                    .await;
+                    backoff = (backoff * 2).min(Duration::from_millis(500));
+                }
+                None => {
+                    if let Some(outcome) = self.try_create(&id, &key, &spot_type, &request).await? {
+                        return Ok(outcome);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A Creating record whose owner lease is gone was left by a crash mid-creation: it
+    /// is cancelled, exactly that record (seed 002 §4.3). A live owner is still working:
+    /// the caller waits.
+    async fn settle_creating(&self, key: &ObjectKey, creating: &Versioned) -> Result<()> {
+        let owner = creating.record.fence.lease();
+        let alive = self
+            .store
+            .read_lease(&owner.owner)
+            .await
+            .map_err(store_error)?
+            .is_some_and(|grant| grant.token == owner);
+        if !alive {
+            tracing::info!(spot = %key.id, generation = creating.record.fence.object_generation, "cancelling a creation its crashed owner left behind");
+            self.authority
+                .delete(key, creating)
+                .await
+                .map_err(store_error)?;
+        }
+        Ok(())
+    }
+
+    /// One creation attempt: reserve, stage, commit. `None` when another attempt won the
+    /// reservation (the caller reads again).
+    async fn try_create(
+        &self,
+        id: &SpotId,
+        key: &ObjectKey,
+        spot_type: &Arc<SpotType>,
+        request: &Bytes,
+    ) -> Result<Option<SpotCreation>> {
+        let Some(node) = self.node.upgrade() else {
+            return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
+        };
+        let Some(token) = self.lease.admitting_token() else {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                "this node's owner lease admits no new work (the Location Store is unreachable)",
+            ));
+        };
+        let _permit = self
+            .activations
+            .acquire()
+            .await
+            .map_err(|_| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?;
+        let draft = Draft {
+            shape: ObjectShape::UserSpot,
+            stable_type: spot_type.stable_type.as_str().to_string(),
+            owner: token,
+            route: self.route.clone(),
+            membership: None,
+            creation_request: request.to_vec(),
+        };
+        let won = match self
+            .authority
+            .reserve(key, draft)
+            .await
+            .map_err(store_error)?
+        {
+            Reserved::Won(won) => won,
+            Reserved::Exists(_) => return Ok(None),
+        };
+        let ctx = SpotContext {
+            node: node.clone(),
+            id: id.clone(),
+            generation: won.record.fence.object_generation,
+            packet: None,
+            deadline: None,
+        };
+        let (instance, decision) = match LiveSpot::stage(spot_type, &ctx, request.clone()).await {
+            Ok(staged) => staged,
+            Err(e) => {
+                self.abort(key, &won).await;
+                return Err(e);
+            }
+        };
+        match decision {
+            CreateDecision::Reject(reply) => {
+                self.abort(key, &won).await;
+                Ok(Some(SpotCreation::Rejected(reply)))
+            }
+            CreateDecision::Accept(reply) => {
+                let ready = match self.authority.commit(key, &won).await {
+                    Ok(Fenced::Done(ready)) => ready,
+                    Ok(Fenced::Moved) => {
+                        return Err(Error::new(
+                            ErrorKind::Unavailable,
+                            format!("Spot {id}'s reservation was cancelled before it committed"),
+                        ))
+                    }
+                    Err(e) => {
+                        self.abort(key, &won).await;
+                        return Err(store_error(e));
+                    }
+                };
+                let live = LiveSpot::start(
+                    id.clone(),
+                    spot_type.clone(),
+                    ready.clone(),
+                    instance,
+                    self.node.clone(),
+                    &self.tracker,
+                    self.cancel.child_token(),
+                );
+                self.live().insert(id.clone(), live);
+                Ok(Some(SpotCreation::Created(spot_ref(id, &ready), reply)))
+            }
+        }
+    }
+
+    async fn abort(&self, key: &ObjectKey, won: &Versioned) {
+        if let Err(e) = self.authority.delete(key, won).await {
+            tracing::warn!(spot = %key.id, error = %e, "could not abort a reservation; the next operation on the ID cancels it");
+        }
+    }
+
+    /// The Spot's current Ready incarnation, if any.
+    pub(crate) async fn find(&self, id: &SpotId) -> Result<Option<SpotRef>> {
+        let current = self
+            .authority
+            .read(&ObjectKey::from(id))
+            .await
+            .map_err(store_error)?;
+        Ok(current
+            .filter(|v| v.record.state == AuthorityState::Ready)
+            .map(|v| spot_ref(id, &v)))
+    }
+
+    /// Closes exactly the incarnation `spot` names. `false` when it is gone already.
+    pub(crate) async fn close(&self, spot: &SpotRef) -> Result<bool> {
+        let key = ObjectKey::from(&spot.id);
+        let Some(current) = self.authority.read(&key).await.map_err(store_error)? else {
+            return Ok(false);
+        };
+        if current.record.fence.object_generation != spot.generation {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "Spot {} is generation {}, not {}",
+                    spot.id, current.record.fence.object_generation, spot.generation
+                ),
+            ));
+        }
+        let Some(live) = self.live().get(&spot.id).cloned() else {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "Spot {} is owned by node {}; close it there",
+                    spot.id, current.record.route.rid
+                ),
+            ));
+        };
+        let closing = match current.record.state {
+            AuthorityState::Ready => match self
+                .authority
+                .begin_close(&key, &current)
+                .await
+                .map_err(store_error)?
+            {
+                Fenced::Done(closing) => closing,
+                Fenced::Moved => return Ok(false),
+            },
+            AuthorityState::Closing => current,
+            AuthorityState::Creating => return Ok(false),
+        };
+        live.set_authority(closing.clone());
+        live.seal();
+        let (done, closed) = oneshot::channel();
+        let close = SpotJob::Close {
+            reason: ClosingReason::ExplicitClose,
+            done,
+        };
+        if live.deliver(close, 0, None).await.is_ok() {
+            let _ = closed.await;
+        }
+        self.live().remove(&spot.id);
+        self.cache.saw_authority(&key, &closing.record.fence);
+        match self
+            .authority
+            .delete(&key, &closing)
+            .await
+            .map_err(store_error)?
+        {
+            Fenced::Done(()) | Fenced::Moved => Ok(true),
+        }
+    }
+
+    /// Where messages for `id` go now: the cache, or one authority read.
+    pub(crate) async fn resolve(&self, id: &SpotId) -> Resolution {
+        let key = ObjectKey::from(id);
+        let now = Instant::now();
+        if let Some(route) = self.cache.get(&key, now) {
+            return Resolution::Ready(route);
+        }
+        let current = match self.authority.read(&key).await {
+            Ok(Some(current)) => current,
+            Ok(None) => return Resolution::Missing,
+            Err(e) => return Resolution::StoreFailure(e),
+        };
+        if current.record.state != AuthorityState::Ready {
+            return Resolution::Unavailable(format!("Spot {id} is {:?}", current.record.state));
+        }
+        let route = ReadyRoute {
+            key: key.clone(),
+            shape: current.record.shape,
+            fence: current.record.fence.clone(),
+            owner: current.record.route.clone(),
+            version: current.version.clone(),
+        };
+        let bound = self.route_bound(&route, now);
+        match bound {
+            Some(not_after) => {
+                self.cache.insert(route.clone(), now, not_after);
+                Resolution::Ready(route)
+            }
+            None => Resolution::Unavailable(format!(
+                "the owner of Spot {id} ({}) is gone",
+                route.owner.rid
+            )),
+        }
+    }
+
+    /// How long a route may be used: until this node's own admission deadline for a
+    /// route to itself; `None` when the route's owner is this node's previous lifecycle or
+    /// a peer connected under another lifecycle.
+    fn route_bound(&self, route: &ReadyRoute, now: Instant) -> Option<Instant> {
+        let far = now + DEFAULT_ROUTE_CACHE_MAX_AGE;
+        if route.owner.rid == self.route.rid {
+            if route.owner.node_generation != self.route.node_generation {
+                return None;
+            }
+            let status = self.lease.status();
+            let ours = status
+                .token
+                .as_ref()
+                .is_some_and(|t| route.fence.held_by(t));
+            return ours.then_some(status.admission_deadline?);
+        }
+        let node = self.node.upgrade()?;
+        match node.peers().identity(&route.owner.rid) {
+            Some((_, generation)) if generation != route.owner.node_generation => None,
+            _ => Some(far),
+        }
+    }
+
+    /// Sends or requests a packet to a Spot by its ID only.
+    pub(crate) async fn call(&self, call: SpotCall<'_>) -> Result<Bytes> {
+        let deadline = Instant::now() + call.timeout;
+        let id = call.id;
+        let route = match self.resolve(id).await {
+            Resolution::Ready(route) => route,
+            Resolution::Missing => {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!("there is no Spot {id}"),
+                ))
+            }
+            Resolution::Unavailable(why) => return Err(Error::new(ErrorKind::Unavailable, why)),
+            Resolution::StoreFailure(e) => {
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("the Location Store could not say where Spot {id} is: {e}"),
+                ))
+            }
+        };
+        let fence = RouteFence {
+            owner_generation: route.fence.owner_generation,
+            lease_generation: route.fence.lease_generation,
+        };
+        let result = if route.owner.rid == self.route.rid {
+            self.call_local(call, fence, deadline).await
+        } else {
+            self.call_remote(&route, call, fence, deadline).await
+        };
+        if let Err(e) = &result {
+            if e.is(ErrorKind::Unavailable) {
+                self.cache.stale(&route);
+            }
+        }
+        result
+    }
+
+    async fn call_local(
+        &self,
+        call: SpotCall<'_>,
+        fence: RouteFence,
+        deadline: Instant,
+    ) -> Result<Bytes> {
+        let id = call.id.clone();
+        let request = call.kind == PacketKind::Request;
+        let admission = Admission {
+            id: call.id,
+            packet: call.packet,
+            payload: call.payload,
+            kind: call.kind,
+            fence,
+            deadline: Some(deadline),
+            // A local send waits for room up to the send timeout; a request does not.
+            send_by: (!request).then(|| Instant::now() + call.send_timeout),
+        };
+        let (rx, admitted) = self.admit_local(admission)?;
+        admitted.await?;
+        match rx {
+            Some(rx) => tokio::time::timeout_at(deadline, rx)
+                .await
+                .map_err(|_| {
+                    Error::new(
+                        ErrorKind::DeadlineExceeded,
+                        format!("Spot {id} did not answer in time"),
+                    )
+                })?
+                .unwrap_or_else(|_| {
+                    Err(Error::new(
+                        ErrorKind::Unavailable,
+                        format!("Spot {id} stopped"),
+                    ))
+                }),
+            None => Ok(Bytes::new()),
+        }
+    }
+
+    /// Checks the fence and the handler, and queues the message on a Spot this node owns.
+    /// Without `send_by` a full queue refuses at once; with it, the message waits for room
+    /// until then.
+    #[allow(clippy::type_complexity)]
+    fn admit_local(
+        &self,
+        admission: Admission<'_>,
+    ) -> Result<(
+        Option<oneshot::Receiver<Result<Bytes>>>,
+        impl std::future::Future<Output = Result<()>>,
+    )> {
+        let Admission {
+            id,
+            packet,
+            payload,
+            kind,
+            fence,
+            deadline,
+            send_by,
+        } = admission;
+        let stale = || {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("this node does not own Spot {id} (stale route)"),
+            )
+        };
+        let live = self.live().get(id).cloned().ok_or_else(stale)?;
+        let token = self.lease.admitting_token().ok_or_else(|| {
+            Error::new(
+                ErrorKind::Unavailable,
+                "the owner's lease admits no new work",
+            )
+        })?;
+        if !live.admits(&fence, &token) {
+            return Err(stale());
+        }
+        let handler = live.spot_type.handler(packet, kind).ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "Spot type {} has no {kind:?} handler for {packet:?}",
+                    live.spot_type.stable_type
+                ),
+            )
+        })?;
+        let (reply, rx) = match kind {
+            PacketKind::Request => {
+                let (tx, rx) = oneshot::channel();
+                (Some(tx), Some(rx))
+            }
+            PacketKind::Send => (None, None),
+        };
+        let bytes = payload.len();
+        let job = SpotJob::Message {
+            handler,
+            packet: Arc::from(packet),
+            payload,
+            deadline,
+            reply,
+        };
+        let id = id.clone();
+        let admitted = async move {
+            live.deliver(job, bytes, send_by)
+                .await
+                .map_err(|refused| match refused {
+                    Refused::Full(_) if send_by.is_some() => Error::new(
+                        ErrorKind::DeadlineExceeded,
+                        format!("Spot {id}'s queue stayed full for the send timeout"),
+                    ),
+                    Refused::Full(_) => Error::new(
+                        ErrorKind::CapacityExceeded,
+                        format!("Spot {id}'s queue is full"),
+                    ),
+                    Refused::Sealed | Refused::Closed => {
+                        Error::new(ErrorKind::Unavailable, format!("Spot {id} is closing"))
+                    }
+                })
+        };
+        Ok((rx, admitted))
+    }
+
+    async fn call_remote(
+        &self,
+        route: &ReadyRoute,
+        call: SpotCall<'_>,
+        fence: RouteFence,
+        deadline: Instant,
+    ) -> Result<Bytes> {
+        let Some(node) = self.node.upgrade() else {
+            return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
+        };
+        let calls = node.calls();
+        let admit_by = deadline.min(Instant::now() + call.send_timeout);
+        let link = calls.peer(&route.owner.rid, admit_by).await.map_err(|e| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("the owner of Spot {} is not reachable: {e}", route.key.id),
+            )
+        })?;
+        if node
+            .peers()
+            .identity(&route.owner.rid)
+            .is_some_and(|(_, generation)| generation != route.owner.node_generation)
+        {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("the owner of Spot {} restarted", route.key.id),
+            ));
+        }
+        let request = call.kind == PacketKind::Request;
+        let outbound = OutboundCall {
+            command: if request {
+                Command::SpotRequest
+            } else {
+                Command::SpotSend
+            },
+            target: &route.key.id,
+            packet: call.packet,
+            fence: Some(fence),
+            metadata: call.metadata,
+            payload: call.payload,
+        };
+        if request {
+            let timeout = deadline.saturating_duration_since(Instant::now());
+            calls
+                .request(&link, &outbound, deadline, timeout, admit_by)
+                .await
+        } else {
+            calls
+                .send(&link, &outbound, admit_by)
+                .await
+                .map(|()| Bytes::new())
+        }
+    }
+
+    /// An admitted Spot command from a peer.
+    fn deliver_inbound(&self, call: InboundCall) {
+        let message = call.message();
+        let (Some(fence), Ok(id)) = (
+            message.head.fence,
+            SpotId::new(message.head.target.as_str()),
+        ) else {
+            return call.answer(Err(Error::new(
+                ErrorKind::ProtocolError,
+                "a Spot command without a valid ID and fence",
+            )));
+        };
+        let kind = if call.is_request() {
+            PacketKind::Request
+        } else {
+            PacketKind::Send
+        };
+        // Read path: never wait for room here; a full queue answers at once.
+        let admitted = self.admit_local(Admission {
+            id: &id,
+            packet: message.head.packet.as_str(),
+            payload: message.payload.clone(),
+            kind,
+            fence,
+            deadline: call.deadline(),
+            send_by: None,
+        });
+        let (rx, admitted) = match admitted {
+            Ok(parts) => parts,
+            Err(e) => return call.answer(Err(e)),
+        };
+        call.run(move |_node, _message| {
+            Box::pin(async move {
+                // A full remote queue is Unavailable to the caller (digest §3.3).
+                admitted.await.map_err(|e| {
+                    if e.is(ErrorKind::CapacityExceeded) {
+                        Error::new(ErrorKind::Unavailable, e.to_string())
+                    } else {
+                        e
+                    }
+                })?;
+                match rx {
+                    Some(rx) => rx.await.unwrap_or_else(|_| {
+                        Err(Error::new(ErrorKind::Unavailable, "the Spot stopped"))
+                    }),
+                    None => Ok(Bytes::new()),
+                }
+            })
+        });
+    }
+
+    /// The Spots this node owns now.
+    pub(crate) fn owned(&self) -> usize {
+        self.live().len()
+    }
+}
+
+/// The inbound route of Spot commands, held weakly so the node's dispatcher does not keep
+/// the object layer alive after shutdown.
+struct SpotRoute(Weak<ObjectServer>);
+
+impl InboundRoute for SpotRoute {
+    fn deliver(&self, call: InboundCall) {
+        match self.0.upgrade() {
+            Some(server) => server.deliver_inbound(call),
+            None => call.answer(Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the node is stopping",
+            ))),
+        }
+    }
+}
+
+#[async_trait]
+impl Subsystem for ObjectServer {
+    fn name(&self) -> &'static str {
+        "objects"
+    }
+
+    async fn drain(&self, _grace: Duration) {}
+
+    async fn stop(&self, _crashed: bool) {
+        self.cancel.cancel();
+        self.tracker.close();
+        self.tracker.wait().await;
+        self.live().clear();
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}

@@ -1,0 +1,148 @@
+//! The Spot an application writes: a stateful object with a global ID, run one turn at a
+//! time, and the type registration that creates it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use super::context::SpotContext;
+use super::id::StableType;
+use crate::handler::PacketKind;
+use crate::{Error, Result};
+
+/// What `on_create` decides about a new Spot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateDecision {
+    /// The Spot is created; the creator gets this reply (may be empty).
+    Accept(Bytes),
+    /// The Spot is not created: nothing stays in the store; the creator gets this reply.
+    Reject(Bytes),
+}
+
+/// Why a Spot is closing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClosingReason {
+    /// Closed through `spots().close`.
+    ExplicitClose,
+    /// Its node is shutting down.
+    HostShutdown,
+}
+
+/// A Spot: state plus handlers that run one at a time (`&mut self`). Two messages to one
+/// Spot never run concurrently, and messages from one sender run in the order sent.
+///
+/// `handle` receives the position of the packet in the type's packet list (the
+/// `#[zlink::spot]` macro writes this dispatch); the lifecycle hooks have defaults.
+#[async_trait]
+pub trait Spot: Send + 'static {
+    /// Handles one message for the handler at position `handler` of the type's packets.
+    /// For a request, `Ok(bytes)` is the reply payload and an `Err` becomes an error
+    /// reply; for a send, the bytes are ignored.
+    async fn handle(&mut self, ctx: &SpotContext, handler: usize, payload: Bytes) -> Result<Bytes>;
+
+    /// Decides whether a newly made Spot is created, from the creator's request.
+    async fn on_create(&mut self, _ctx: &SpotContext, _request: Bytes) -> CreateDecision {
+        CreateDecision::Accept(Bytes::new())
+    }
+
+    /// Finishes initialising an accepted Spot, before its first message.
+    async fn on_initialize(&mut self, _ctx: &SpotContext) -> Result<()> {
+        Ok(())
+    }
+
+    /// The Spot's last turn: its messages have stopped and it is about to go.
+    async fn on_closing(&mut self, _ctx: &SpotContext, _reason: ClosingReason) {}
+}
+
+/// What happens to a Spot of a type when it is moved to another node. Every type declares
+/// exactly one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Relocation {
+    /// Never moved to another node.
+    Disable,
+    /// Moved by creating a fresh instance on the target (queued work still moves).
+    Recreate,
+}
+
+type Factory = dyn Fn(&SpotContext) -> Box<dyn Spot> + Send + Sync;
+
+/// A Spot type a node serves: its stable type name, its packets, its relocation policy
+/// and the factory that makes an instance. Register it with
+/// [`RuntimeBuilder::spot_type`](crate::RuntimeBuilder::spot_type).
+#[derive(Clone)]
+pub struct SpotType {
+    pub(crate) stable_type: StableType,
+    pub(crate) packets: Arc<[(String, PacketKind)]>,
+    pub(crate) relocation: Relocation,
+    pub(crate) factory: Arc<Factory>,
+}
+
+impl std::fmt::Debug for SpotType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpotType")
+            .field("stable_type", &self.stable_type)
+            .field("packets", &self.packets)
+            .field("relocation", &self.relocation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SpotType {
+    /// A Spot type named `stable_type` (1..=255 bytes), handling `packets` (in `handle`'s
+    /// order), moved per `relocation`, made by `factory`. A packet name listed twice is an
+    /// error.
+    pub fn new<S, F>(
+        stable_type: &str,
+        packets: &[(&str, PacketKind)],
+        relocation: Relocation,
+        factory: F,
+    ) -> Result<Self>
+    where
+        S: Spot,
+        F: Fn(&SpotContext) -> S + Send + Sync + 'static,
+    {
+        let stable_type =
+            StableType::new(stable_type).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        let mut seen = std::collections::HashSet::new();
+        for (name, _) in packets {
+            if name.is_empty() || name.len() > 255 {
+                return Err(Error::InvalidArgument(format!(
+                    "packet name {name:?} must be 1..=255 bytes"
+                )));
+            }
+            if !seen.insert(*name) {
+                return Err(Error::InvalidArgument(format!(
+                    "Spot type {stable_type} lists packet {name:?} twice"
+                )));
+            }
+        }
+        Ok(SpotType {
+            stable_type,
+            packets: packets
+                .iter()
+                .map(|(name, kind)| (name.to_string(), *kind))
+                .collect(),
+            relocation,
+            factory: Arc::new(move |ctx| Box::new(factory(ctx))),
+        })
+    }
+
+    /// The stable type name.
+    pub fn stable_type(&self) -> &StableType {
+        &self.stable_type
+    }
+
+    /// Its relocation policy.
+    pub fn relocation(&self) -> Relocation {
+        self.relocation
+    }
+
+    /// The handler position of `packet` sent as `kind`, if the type handles it.
+    pub(crate) fn handler(&self, packet: &str, kind: PacketKind) -> Option<usize> {
+        self.packets
+            .iter()
+            .position(|(name, k)| name == packet && *k == kind)
+    }
+}
