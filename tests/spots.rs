@@ -362,3 +362,145 @@ async fn a_dead_owner_gives_unavailable_and_nothing_is_activated_elsewhere() {
     assert_eq!(counters.factories.load(Ordering::SeqCst), 1);
     stop([b]).await;
 }
+
+/// A Spot whose handlers wait at a gate the test opens, and note what they ran.
+struct Gate {
+    open: Arc<tokio::sync::Semaphore>,
+    entered: Arc<AtomicUsize>,
+    ran: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[zlink::async_trait]
+impl Spot for Gate {
+    async fn handle(
+        &mut self,
+        _ctx: &SpotContext,
+        handler: usize,
+        payload: Bytes,
+    ) -> zlink::Result<Bytes> {
+        let text = match handler {
+            0 => Say::decode(&payload)?.0,
+            _ => Shout::decode(&payload)?.0,
+        };
+        self.ran.lock().unwrap().push(text);
+        self.entered.fetch_add(1, Ordering::SeqCst);
+        let _pass = self.open.acquire().await;
+        Said {
+            lines: 0,
+            by: String::new(),
+        }
+        .encode()
+    }
+}
+
+#[tokio::test]
+async fn queue_bounds_give_the_saturation_result_of_each_path() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let open = Arc::new(tokio::sync::Semaphore::new(0));
+    let entered = Arc::new(AtomicUsize::new(0));
+    let ran = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (gate_open, gate_entered, gate_ran) = (open.clone(), entered.clone(), ran.clone());
+    let gate = SpotType::new(
+        "gate",
+        &[("Say", PacketKind::Request), ("Shout", PacketKind::Send)],
+        Relocation::Disable,
+        move |_ctx| Gate {
+            open: gate_open.clone(),
+            entered: gate_entered.clone(),
+            ran: gate_ran.clone(),
+        },
+    )
+    .unwrap()
+    .queue_limits(2, 1 << 20)
+    .unwrap();
+    let a = start(
+        discovered_node("a", &store, quick_lease())
+            .spot_type(gate)
+            .send_timeout(std::time::Duration::from_millis(200)),
+    )
+    .await;
+    let b = plain_node("b", &store).await;
+    wait_until(WAIT, "a and b connected", || async {
+        peer_rids(&b) == ["a"]
+    })
+    .await;
+    a.spots().get_or_create("g", "gate", "").await.unwrap();
+
+    // One message runs (held at the gate), one waits: the queue of 2 is full.
+    let running = tokio::spawn({
+        let a = a.clone();
+        async move { a.spots().request("g", &Say("1".into())).await }
+    });
+    wait_until(WAIT, "the first message runs", || async {
+        entered.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    // A local send completes once queued: now the queue of 2 is full.
+    a.spots().send("g", &Shout("2".into())).await.unwrap();
+
+    // Request to a full local queue: CapacityExceeded at once.
+    let local = a.spots().request("g", &Say("3".into())).await.unwrap_err();
+    assert!(local.is(ErrorKind::CapacityExceeded), "{local}");
+    // Request to a full remote queue: Unavailable at once.
+    let remote = b.spots().request("g", &Say("4".into())).await.unwrap_err();
+    assert!(remote.is(ErrorKind::Unavailable), "{remote}");
+    // A local send waits up to the send timeout, then DeadlineExceeded.
+    let started = tokio::time::Instant::now();
+    let send = a.spots().send("g", &Shout("5".into())).await.unwrap_err();
+    assert!(send.is(ErrorKind::DeadlineExceeded), "{send}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(200));
+    // A remote send completed when it left: the owner drops it, the sender hears nothing.
+    b.spots().send("g", &Shout("6".into())).await.unwrap();
+
+    open.add_permits(100);
+    running.await.unwrap().unwrap();
+    a.spots().request("g", &Say("after".into())).await.unwrap();
+    // Nothing that was refused ran. (The remote send may have arrived before or after the
+    // gate opened: the owner dropped it or ran it; either way its sender was done.)
+    let ran = ran.lock().unwrap().clone();
+    assert_eq!(&ran[..2], ["1", "2"], "{ran:?}");
+    assert!(ran.contains(&"after".to_string()), "{ran:?}");
+    for refused in ["3", "4", "5", "probe"] {
+        assert!(
+            !ran.contains(&refused.to_string()),
+            "{refused} ran: {ran:?}"
+        );
+    }
+    stop([b, a]).await;
+}
+
+#[test]
+fn a_spot_type_without_a_store_or_registered_twice_is_a_startup_error() {
+    let counters = Counters::default();
+    let err = node("x")
+        .spot_type(room_type("x", &counters))
+        .spot_type(room_type("x", &counters))
+        .build()
+        .err()
+        .expect("refused");
+    let text = err.to_string();
+    assert!(text.contains("registered twice"), "{text}");
+    assert!(text.contains("needs a Location Store"), "{text}");
+    let too_long = node("x")
+        .location_store(<dyn zlink::store::LocationStore>::in_memory())
+        .route_cache_max_age(std::time::Duration::from_secs(26))
+        .build()
+        .err()
+        .expect("refused");
+    assert!(
+        too_long.to_string().contains("route_cache_max_age"),
+        "{too_long}"
+    );
+    assert!(SpotType::new(
+        "t",
+        &[("P", PacketKind::Send), ("P", PacketKind::Send)],
+        Relocation::Disable,
+        |_| Gate {
+            open: Arc::new(tokio::sync::Semaphore::new(0)),
+            entered: Arc::default(),
+            ran: Arc::default(),
+        }
+    )
+    .is_err());
+}

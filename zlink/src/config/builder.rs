@@ -58,6 +58,7 @@ pub struct RuntimeBuilder {
     client_server: Vec<ClientServerRole>,
     fanout: Vec<FanoutDeclaration>,
     spot_types: Vec<crate::object::SpotType>,
+    route_cache_max_age: Duration,
     limits: LinkLimits,
     curve: Option<CurveKeypair>,
     trust: Option<Trust>,
@@ -87,6 +88,7 @@ impl Default for RuntimeBuilder {
             client_server: Vec::new(),
             fanout: Vec::new(),
             spot_types: Vec::new(),
+            route_cache_max_age: crate::object::DEFAULT_ROUTE_CACHE_MAX_AGE,
             limits: LinkLimits::default(),
             curve: None,
             trust: None,
@@ -194,6 +196,15 @@ impl RuntimeBuilder {
     /// type. Spots keep their authority in the Location Store, so a store is required.
     pub fn spot_type(mut self, spot_type: crate::object::SpotType) -> Self {
         self.spot_types.push(spot_type);
+        self
+    }
+
+    /// RouteCacheMaxAge: how long this node reuses a confirmed Spot owner route before it
+    /// reads the Location Store again (default 15 s; 0 disables the cache). It must stay
+    /// at least 5 s below MessageFollowDuration (30 s), so a cached route expires before
+    /// the detour after a move closes.
+    pub fn route_cache_max_age(mut self, max_age: Duration) -> Self {
+        self.route_cache_max_age = max_age;
         self
     }
 
@@ -397,6 +408,19 @@ impl RuntimeBuilder {
                 );
             }
         }
+        let follow = crate::object::MESSAGE_FOLLOW_DURATION;
+        if !self.route_cache_max_age.is_zero()
+            && self.route_cache_max_age + Duration::from_secs(5) > follow
+        {
+            v.violation(
+                "route_cache_max_age",
+                format!(
+                    "must be at most MessageFollowDuration - 5 s ({:?}), got {:?}",
+                    follow - Duration::from_secs(5),
+                    self.route_cache_max_age
+                ),
+            );
+        }
         let node_handlers = self.node_handlers.map(|h| {
             v.handler_packets("node handlers", h.as_ref());
             crate::handler::HandlerTable::new(h)
@@ -432,6 +456,7 @@ impl RuntimeBuilder {
                 client_server: self.client_server,
                 fanout: self.fanout,
                 spot_types: self.spot_types,
+                route_cache_max_age: self.route_cache_max_age,
             },
         })
     }

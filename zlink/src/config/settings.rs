@@ -77,6 +77,8 @@ pub(crate) struct Settings {
     pub(crate) fanout: Vec<crate::channel::fanout::FanoutDeclaration>,
     /// The Spot types this node serves (the Object Server role).
     pub(crate) spot_types: Vec<crate::object::SpotType>,
+    /// RouteCacheMaxAge: how long a confirmed Spot route is reused (0 disables).
+    pub(crate) route_cache_max_age: Duration,
 }
 
 /// Which kind of connection set a [`MeshNode`](crate::mesh::MeshNode) runs.

@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 use super::authority_store::Versioned;
 use super::context::SpotContext;
 use super::id::SpotId;
-use super::mailbox::{Lane, Mailbox, Refused, APPLICATION_LANE, LIFECYCLE_LANE};
+use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
 use super::spot::{ClosingReason, Spot, SpotType};
 use crate::mesh::MeshNode;
 use crate::store::LeaseToken;
@@ -98,11 +98,12 @@ impl LiveSpot {
         tracker: &TaskTracker,
         cancel: CancellationToken,
     ) -> Arc<LiveSpot> {
+        let mailbox = Mailbox::new(LIFECYCLE_LANE, spot_type.queue);
         let live = Arc::new(LiveSpot {
             id,
             spot_type,
             authority: Mutex::new(authority),
-            mailbox: Mailbox::new(LIFECYCLE_LANE, APPLICATION_LANE),
+            mailbox,
         });
         let spot = live.clone();
         tracker.spawn(async move {

@@ -23,6 +23,11 @@ pub(crate) mod mailbox;
 pub(crate) mod route_cache;
 
 pub use context::SpotContext;
+pub(crate) use route_cache::DEFAULT_ROUTE_CACHE_MAX_AGE;
+
+/// MessageFollowDuration: how long a moved object's old owner relays what still arrives
+/// (relocation comes later; the route cache rule already holds against it).
+pub(crate) const MESSAGE_FOLLOW_DURATION: std::time::Duration = std::time::Duration::from_secs(30);
 pub(crate) use id::uuid_v4 as id_uuid_v4;
 pub use id::{is_entry_spot_id, ActorId, IdError, SpotId, StableType, MAX_OBJECT_ID_BYTES};
 pub(crate) use server::{ObjectServer, SpotCall};

@@ -74,7 +74,7 @@ impl RouteCache {
 
     /// Changes RouteCacheMaxAge for entries stored from now on; existing entries keep
     /// their lifetime (seed 000 §2.2).
-    #[cfg_attr(not(test), allow(dead_code))] // wired to discovery events next
+    #[cfg_attr(not(test), allow(dead_code))] // a runtime setter comes with the object options
     pub(crate) fn set_max_age(&self, max_age: Duration) {
         *self.max_age.lock().unwrap_or_else(|p| p.into_inner()) = max_age;
     }
@@ -140,13 +140,17 @@ impl RouteCache {
     }
 
     /// The owner lease `lease` is invalid: drops every route to that owner.
-    #[cfg_attr(not(test), allow(dead_code))] // wired to discovery events next
     pub(crate) fn lease_invalidated(&self, lease: &LeaseToken) {
         self.entries().retain(|_, e| !e.route.fence.held_by(lease));
     }
 
+    /// Node `rid` left (its connection ended, or it came back as a new lifecycle): drops
+    /// every route to it.
+    pub(crate) fn owner_departed(&self, rid: &str) {
+        self.entries().retain(|_, e| e.route.owner.rid != rid);
+    }
+
     /// The store came back after an outage: what was confirmed before may be stale.
-    #[cfg_attr(not(test), allow(dead_code))] // wired to discovery events next
     pub(crate) fn store_recovered(&self) {
         self.entries().clear();
     }
@@ -274,6 +278,12 @@ mod tests {
         // A store recovery.
         cache.insert(a.clone(), now, now + AGE);
         cache.store_recovered();
+        assert!(cache.get(&a.key, now).is_none());
+        // The owner node left.
+        cache.insert(a.clone(), now, now + AGE);
+        cache.owner_departed("someone else");
+        assert!(cache.get(&a.key, now).is_some());
+        cache.owner_departed(&a.owner.rid);
         assert!(cache.get(&a.key, now).is_none());
     }
 

@@ -19,10 +19,11 @@ use super::context::SpotContext;
 use super::id::{ObjectKey, SpotId, StableType};
 use super::live_spot::{LiveSpot, SpotJob};
 use super::mailbox::Refused;
-use super::route_cache::{ReadyRoute, RouteCache, DEFAULT_ROUTE_CACHE_MAX_AGE};
+use super::route_cache::{ReadyRoute, RouteCache};
 use super::spot::{ClosingReason, CreateDecision, SpotType};
 use crate::handler::PacketKind;
 use crate::mesh::calls::OutboundCall;
+use crate::mesh::peer_table::PeerEvent;
 use crate::mesh::{InboundCall, InboundRoute, MeshNode, Subsystem};
 use crate::store::{LocationStore, OwnerLease, StoreError};
 use crate::wire::{Command, Metadata, RouteFence};
@@ -114,6 +115,9 @@ pub(crate) struct ObjectServer {
     route: OwnerRoute,
     live: Mutex<HashMap<SpotId, Arc<LiveSpot>>>,
     cache: RouteCache,
+    max_age: Duration,
+    /// Whether the last authority read failed: the next success is a store recovery.
+    store_failing: std::sync::atomic::AtomicBool,
     activations: Semaphore,
     tracker: TaskTracker,
     cancel: CancellationToken,
@@ -143,7 +147,9 @@ impl ObjectServer {
                 node_generation: identity.generation(),
             },
             live: Mutex::new(HashMap::new()),
-            cache: RouteCache::new(DEFAULT_ROUTE_CACHE_MAX_AGE),
+            cache: RouteCache::new(node.settings().route_cache_max_age),
+            max_age: node.settings().route_cache_max_age,
+            store_failing: std::sync::atomic::AtomicBool::new(false),
             activations: Semaphore::new(MAX_ACTIVATIONS),
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
@@ -152,7 +158,52 @@ impl ObjectServer {
         node.dispatcher()
             .register(Command::SpotSend, route.clone())?;
         node.dispatcher().register(Command::SpotRequest, route)?;
+        server.watch_invalidations(node);
         Ok(Some(server))
+    }
+
+    /// Keeps the route cache honest: a peer that leaves (or comes back as a new lifecycle)
+    /// takes its routes with it, and a lease this node no longer holds takes the routes to
+    /// itself under it.
+    fn watch_invalidations(self: &Arc<Self>, node: &Arc<MeshNode>) {
+        let mut events = node.peers().subscribe();
+        let mut lease = self.lease.subscribe();
+        let server = Arc::downgrade(self);
+        let cancel = self.cancel.clone();
+        self.tracker.spawn(async move {
+            let mut held = lease.borrow().token.clone();
+            loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    event = events.recv() => {
+                        let Some(server) = server.upgrade() else { return };
+                        match event {
+                            Ok(PeerEvent::Lost { rid }) | Ok(PeerEvent::Ready { rid, .. }) => {
+                                server.cache.owner_departed(&rid)
+                            }
+                            Ok(PeerEvent::WeightsChanged { .. }) => {}
+                            // Missed events: forget everything rather than guess.
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                                server.cache.store_recovered()
+                            }
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                        }
+                    }
+                    changed = lease.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        let now = lease.borrow_and_update().token.clone();
+                        if now != held {
+                            if let (Some(server), Some(old)) = (server.upgrade(), held.take()) {
+                                server.cache.lease_invalidated(&old);
+                            }
+                            held = now;
+                        }
+                    }
+                }
+            }
+        });
     }
 
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<SpotId, Arc<LiveSpot>>> {
@@ -425,7 +476,17 @@ impl ObjectServer {
         if let Some(route) = self.cache.get(&key, now) {
             return Resolution::Ready(route);
         }
-        let current = match self.authority.read(&key).await {
+        let read = self.authority.read(&key).await;
+        let failing = read.is_err();
+        if self
+            .store_failing
+            .swap(failing, std::sync::atomic::Ordering::Relaxed)
+            && !failing
+        {
+            // What was confirmed before the outage may have changed during it.
+            self.cache.store_recovered();
+        }
+        let current = match read {
             Ok(Some(current)) => current,
             Ok(None) => return Resolution::Missing,
             Err(e) => return Resolution::StoreFailure(e),
@@ -457,7 +518,7 @@ impl ObjectServer {
     /// route to itself; `None` when the route's owner is this node's previous lifecycle or
     /// a peer connected under another lifecycle.
     fn route_bound(&self, route: &ReadyRoute, now: Instant) -> Option<Instant> {
-        let far = now + DEFAULT_ROUTE_CACHE_MAX_AGE;
+        let far = now + self.max_age;
         if route.owner.rid == self.route.rid {
             if route.owner.node_generation != self.route.node_generation {
                 return None;

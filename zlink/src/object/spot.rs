@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use super::context::SpotContext;
 use super::id::StableType;
+use super::mailbox::{LaneLimits, APPLICATION_LANE, JOB_OVERHEAD_BYTES};
 use crate::handler::PacketKind;
 use crate::{Error, Result};
 
@@ -77,6 +78,7 @@ pub struct SpotType {
     pub(crate) packets: Arc<[(String, PacketKind)]>,
     pub(crate) relocation: Relocation,
     pub(crate) factory: Arc<Factory>,
+    pub(crate) queue: LaneLimits,
 }
 
 impl std::fmt::Debug for SpotType {
@@ -85,6 +87,7 @@ impl std::fmt::Debug for SpotType {
             .field("stable_type", &self.stable_type)
             .field("packets", &self.packets)
             .field("relocation", &self.relocation)
+            .field("queue", &self.queue)
             .finish_non_exhaustive()
     }
 }
@@ -126,7 +129,24 @@ impl SpotType {
                 .collect(),
             relocation,
             factory: Arc::new(move |ctx| Box::new(factory(ctx))),
+            queue: APPLICATION_LANE,
         })
+    }
+
+    /// Bounds each Spot's message queue (default 4096 messages and 64 MiB, counting each
+    /// message's payload plus a fixed 64 bytes). A request to a full queue is refused at
+    /// once; a send waits up to the send timeout.
+    pub fn queue_limits(mut self, messages: usize, bytes: usize) -> Result<Self> {
+        if messages == 0 || bytes <= JOB_OVERHEAD_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "a Spot queue needs room for at least one message: {messages} messages, {bytes} bytes"
+            )));
+        }
+        self.queue = LaneLimits {
+            jobs: messages,
+            bytes,
+        };
+        Ok(self)
     }
 
     /// The stable type name.
