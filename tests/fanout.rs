@@ -359,6 +359,8 @@ async fn fanout_discovery_finds_a_publisher_after_1000_dead_descriptors() {
             protocol: 2,
             channels: vec![],
             curve_key: None,
+            spot_types: vec![],
+            placement_weight: 0,
         }
         .encode()
         .unwrap();

@@ -338,7 +338,8 @@ async fn a_dead_owner_gives_unavailable_and_nothing_is_activated_elsewhere() {
     let store = redis_store(&redis);
     let counters = Counters::default();
     let a = object_server("a", &store, &counters).await;
-    let b = object_server("b", &store, &counters).await;
+    // b serves the type too, but takes no new Spots: the room lands on a.
+    let b = weighted_server("b", &store, &counters, 0).await;
     wait_until(WAIT, "a and b connected", || async {
         peer_rids(&b) == ["a"]
     })
@@ -503,4 +504,109 @@ fn a_spot_type_without_a_store_or_registered_twice_is_a_startup_error() {
         }
     )
     .is_err());
+}
+
+async fn weighted_server(
+    rid: &str,
+    store: &Arc<dyn zlink::store::LocationStore>,
+    counters: &Counters,
+    weight: u32,
+) -> Runtime {
+    start(
+        discovered_node(rid, store, quick_lease())
+            .spot_type(room_type(rid, counters))
+            .placement_weight(weight),
+    )
+    .await
+}
+
+async fn sees_servers(rt: &Runtime, rids: &[&str]) {
+    let want: Vec<String> = rids.iter().map(|r| r.to_string()).collect();
+    wait_until(WAIT, &format!("{} sees {want:?}", rt.rid()), || async {
+        let members: Vec<String> = rt
+            .discovery()
+            .status()
+            .unwrap()
+            .members
+            .into_iter()
+            .filter(|m| !m.spot_types.is_empty())
+            .map(|m| m.rid)
+            .collect();
+        want.iter()
+            .all(|r| members.contains(r) && peer_rids(rt).contains(r))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_node_without_the_type_places_the_spot_on_one_that_serves_it() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = object_server("a", &store, &counters).await;
+    let b = plain_node("b", &store).await;
+    sees_servers(&b, &["a"]).await;
+    let SpotCreation::Created(room, reply) =
+        b.spots().get_or_create("placed", "room", "").await.unwrap()
+    else {
+        panic!("not created")
+    };
+    assert_eq!((room.rid.as_str(), &reply[..]), ("a", &b"welcome"[..]));
+    assert_eq!(a.status().spots_owned, 1);
+    let said = b
+        .spots()
+        .request("placed", &Say("hi".into()))
+        .await
+        .unwrap();
+    assert_eq!(said.by, "a");
+    let declined = b.spots().get_or_create("nope", "room", "no").await.unwrap();
+    assert_eq!(
+        declined,
+        SpotCreation::Rejected(Bytes::from_static(b"declined"))
+    );
+    // Close from a node that does not own it goes to the owner.
+    assert!(b.spots().close(&room).await.unwrap());
+    assert_eq!(a.status().spots_owned, 0);
+    assert_eq!(b.spots().find("placed").await.unwrap(), None);
+    let none = b
+        .spots()
+        .get_or_create("x", "no-such-type", "")
+        .await
+        .unwrap_err();
+    assert!(none.is(ErrorKind::NotFound), "{none}");
+    stop([b, a]).await;
+}
+
+#[tokio::test]
+async fn placement_weight_zero_takes_no_new_spots() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let drained = weighted_server("drained", &store, &counters, 0).await;
+    let open = weighted_server("open", &store, &counters, 100).await;
+    let caller = plain_node("caller", &store).await;
+    sees_servers(&caller, &["drained", "open"]).await;
+    for i in 0..20 {
+        let created = caller
+            .spots()
+            .get_or_create(&format!("r{i}"), "room", "")
+            .await
+            .unwrap();
+        assert!(
+            matches!(created, SpotCreation::Created(ref r, _) if r.rid == "open"),
+            "{created:?}"
+        );
+    }
+    assert_eq!(drained.status().spots_owned, 0);
+    assert_eq!(open.status().spots_owned, 20);
+    let invalid = node("x")
+        .placement_weight(10_001)
+        .build()
+        .err()
+        .expect("refused");
+    assert!(
+        invalid.to_string().contains("placement_weight"),
+        "{invalid}"
+    );
+    stop([caller, open, drained]).await;
 }

@@ -59,6 +59,7 @@ pub struct RuntimeBuilder {
     fanout: Vec<FanoutDeclaration>,
     spot_types: Vec<crate::object::SpotType>,
     route_cache_max_age: Duration,
+    placement_weight: u32,
     limits: LinkLimits,
     curve: Option<CurveKeypair>,
     trust: Option<Trust>,
@@ -89,6 +90,7 @@ impl Default for RuntimeBuilder {
             fanout: Vec::new(),
             spot_types: Vec::new(),
             route_cache_max_age: crate::object::DEFAULT_ROUTE_CACHE_MAX_AGE,
+            placement_weight: 100,
             limits: LinkLimits::default(),
             curve: None,
             trust: None,
@@ -196,6 +198,13 @@ impl RuntimeBuilder {
     /// type. Spots keep their authority in the Location Store, so a store is required.
     pub fn spot_type(mut self, spot_type: crate::object::SpotType) -> Self {
         self.spot_types.push(spot_type);
+        self
+    }
+
+    /// This node's weight when new Spots are placed among the nodes serving their type
+    /// (default 100, 0..=10000; 0 takes no new Spots, like weight 0 on a channel).
+    pub fn placement_weight(mut self, weight: u32) -> Self {
+        self.placement_weight = weight;
         self
     }
 
@@ -408,6 +417,16 @@ impl RuntimeBuilder {
                 );
             }
         }
+        if self.placement_weight > crate::config::MAX_WEIGHT {
+            v.violation(
+                "placement_weight",
+                format!(
+                    "must be 0..={}, got {}",
+                    crate::config::MAX_WEIGHT,
+                    self.placement_weight
+                ),
+            );
+        }
         let follow = crate::object::MESSAGE_FOLLOW_DURATION;
         if !self.route_cache_max_age.is_zero()
             && self.route_cache_max_age + Duration::from_secs(5) > follow
@@ -457,6 +476,7 @@ impl RuntimeBuilder {
                 fanout: self.fanout,
                 spot_types: self.spot_types,
                 route_cache_max_age: self.route_cache_max_age,
+                placement_weight: self.placement_weight,
             },
         })
     }

@@ -79,6 +79,8 @@ pub(crate) struct Settings {
     pub(crate) spot_types: Vec<crate::object::SpotType>,
     /// RouteCacheMaxAge: how long a confirmed Spot route is reused (0 disables).
     pub(crate) route_cache_max_age: Duration,
+    /// The node's weight when new Spots are placed (0..=10000; 0 takes none).
+    pub(crate) placement_weight: u32,
 }
 
 /// Which kind of connection set a [`MeshNode`](crate::mesh::MeshNode) runs.

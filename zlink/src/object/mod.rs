@@ -14,6 +14,8 @@
 mod context;
 mod id;
 mod live_spot;
+mod placement;
+mod remote;
 mod server;
 mod spot;
 

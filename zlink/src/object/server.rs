@@ -19,6 +19,8 @@ use super::context::SpotContext;
 use super::id::{ObjectKey, SpotId, StableType};
 use super::live_spot::{LiveSpot, SpotJob};
 use super::mailbox::Refused;
+use super::placement;
+use super::remote::{decode_generation, encode_generation, CreateReply, CreateRequest};
 use super::route_cache::{ReadyRoute, RouteCache};
 use super::spot::{ClosingReason, CreateDecision, SpotType};
 use crate::handler::PacketKind;
@@ -116,6 +118,7 @@ pub(crate) struct ObjectServer {
     live: Mutex<HashMap<SpotId, Arc<LiveSpot>>>,
     cache: RouteCache,
     max_age: Duration,
+    placement_weight: u32,
     /// Whether the last authority read failed: the next success is a store recovery.
     store_failing: std::sync::atomic::AtomicBool,
     activations: Semaphore,
@@ -149,6 +152,7 @@ impl ObjectServer {
             live: Mutex::new(HashMap::new()),
             cache: RouteCache::new(node.settings().route_cache_max_age),
             max_age: node.settings().route_cache_max_age,
+            placement_weight: node.settings().placement_weight,
             store_failing: std::sync::atomic::AtomicBool::new(false),
             activations: Semaphore::new(MAX_ACTIVATIONS),
             tracker: TaskTracker::new(),
@@ -157,7 +161,11 @@ impl ObjectServer {
         let route: Arc<dyn InboundRoute> = Arc::new(SpotRoute(Arc::downgrade(&server)));
         node.dispatcher()
             .register(Command::SpotSend, route.clone())?;
-        node.dispatcher().register(Command::SpotRequest, route)?;
+        node.dispatcher()
+            .register(Command::SpotRequest, route.clone())?;
+        node.dispatcher()
+            .register(Command::SpotCreate, route.clone())?;
+        node.dispatcher().register(Command::SpotClose, route)?;
         server.watch_invalidations(node);
         Ok(Some(server))
     }
@@ -231,10 +239,12 @@ impl ObjectServer {
         timeout: Duration,
         must_be_new: bool,
     ) -> Result<SpotCreation> {
-        let spot_type = self.spot_type(stable_type)?;
+        let name =
+            StableType::new(stable_type).map_err(|e| Error::InvalidArgument(e.to_string()))?;
         let deadline = Instant::now() + timeout;
         let key = ObjectKey::from(&id);
         let mut backoff = CREATING_BACKOFF;
+        let mut excluded: Vec<String> = Vec::new();
         loop {
             if Instant::now() >= deadline {
                 return Err(Error::new(
@@ -245,7 +255,7 @@ impl ObjectServer {
             match self.authority.read(&key).await.map_err(store_error)? {
                 Some(current) => {
                     if current.record.shape != ObjectShape::UserSpot
-                        || current.record.stable_type != spot_type.stable_type.as_str()
+                        || current.record.stable_type != name.as_str()
                     {
                         return Err(Error::new(
                             ErrorKind::TypeMismatch,
@@ -275,8 +285,42 @@ impl ObjectServer {
                     backoff = (backoff * 2).min(Duration::from_millis(500));
                 }
                 None => {
-                    if let Some(outcome) = self.try_create(&id, &key, &spot_type, &request).await? {
-                        return Ok(outcome);
+                    let candidates = self.candidates(stable_type);
+                    let Some(target) = placement::pick(&candidates, &excluded).cloned() else {
+                        return Err(Error::new(
+                            ErrorKind::NotFound,
+                            if excluded.is_empty() {
+                                format!("no ready Object Server serves Spot type {stable_type:?}")
+                            } else {
+                                format!("every Object Server of Spot type {stable_type:?} refused Spot {id}")
+                            },
+                        ));
+                    };
+                    let attempt = if target.local {
+                        self.try_create(&id, &key, &request, stable_type).await
+                    } else {
+                        self.create_remote(
+                            &target.rid,
+                            &id,
+                            stable_type,
+                            &request,
+                            must_be_new,
+                            deadline,
+                        )
+                        .await
+                    };
+                    match attempt {
+                        Ok(Some(outcome)) => return Ok(outcome),
+                        Ok(None) => {}
+                        // Refused before it reserved anything: another candidate may try.
+                        Err(e)
+                            if !target.local
+                                && (e.is(ErrorKind::Unavailable) || e.is(ErrorKind::NotFound)) =>
+                        {
+                            tracing::debug!(spot = %id, target = %target.rid, error = %e, "placement target refused; trying another");
+                            excluded.push(target.rid);
+                        }
+                        Err(e) => return Err(e),
                     }
                 }
             }
@@ -310,9 +354,10 @@ impl ObjectServer {
         &self,
         id: &SpotId,
         key: &ObjectKey,
-        spot_type: &Arc<SpotType>,
         request: &Bytes,
+        stable_type: &str,
     ) -> Result<Option<SpotCreation>> {
+        let spot_type = &self.spot_type(stable_type)?;
         let Some(node) = self.node.upgrade() else {
             return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
         };
@@ -398,6 +443,89 @@ impl ObjectServer {
         }
     }
 
+    /// The nodes a new Spot of `stable_type` may be placed on, with their weights.
+    fn candidates(&self, stable_type: &str) -> Vec<placement::Candidate> {
+        let mut candidates = Vec::new();
+        let serves_here = StableType::new(stable_type)
+            .ok()
+            .is_some_and(|t| self.types.contains_key(&t));
+        if serves_here && self.lease.admitting_token().is_some() {
+            candidates.push(placement::Candidate {
+                rid: self.route.rid.clone(),
+                weight: self.placement_weight,
+                local: true,
+            });
+        }
+        let Some(node) = self.node.upgrade() else {
+            return candidates;
+        };
+        let members = node.discovery().map(|d| d.status().members);
+        for member in members.unwrap_or_default() {
+            if member.rid == self.route.rid
+                || !member.spot_types.iter().any(|t| t == stable_type)
+                || node.peers().link(&member.rid).is_none()
+            {
+                continue;
+            }
+            candidates.push(placement::Candidate {
+                rid: member.rid,
+                weight: member.placement_weight,
+                local: false,
+            });
+        }
+        candidates
+    }
+
+    /// Asks node `rid` (chosen by placement) to create the Spot. `None` when another
+    /// attempt holds the ID: the caller reads the authority again.
+    async fn create_remote(
+        &self,
+        rid: &str,
+        id: &SpotId,
+        stable_type: &str,
+        request: &Bytes,
+        must_be_new: bool,
+        deadline: Instant,
+    ) -> Result<Option<SpotCreation>> {
+        let Some(node) = self.node.upgrade() else {
+            return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
+        };
+        let calls = node.calls();
+        let settings = node.settings();
+        let admit_by = deadline.min(Instant::now() + settings.send_timeout);
+        let link = calls.peer(rid, admit_by).await?;
+        let metadata = Metadata::new();
+        let outbound = OutboundCall {
+            command: Command::SpotCreate,
+            target: id.as_str(),
+            packet: stable_type,
+            fence: None,
+            metadata: &metadata,
+            payload: CreateRequest {
+                request: request.to_vec(),
+                must_be_new,
+            }
+            .encode()?,
+        };
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        let reply = calls
+            .request(&link, &outbound, deadline, timeout, admit_by)
+            .await?;
+        Ok(match CreateReply::decode(&reply)? {
+            CreateReply::Created { generation, reply } => Some(SpotCreation::Created(
+                SpotRef {
+                    id: id.clone(),
+                    generation,
+                    mesh_name: self.route.mesh_name.clone(),
+                    rid: rid.to_string(),
+                },
+                Bytes::from(reply),
+            )),
+            CreateReply::Rejected { reply } => Some(SpotCreation::Rejected(Bytes::from(reply))),
+            CreateReply::Lost => None,
+        })
+    }
+
     /// The Spot's current Ready incarnation, if any.
     pub(crate) async fn find(&self, id: &SpotId) -> Result<Option<SpotRef>> {
         let current = self
@@ -425,12 +553,15 @@ impl ObjectServer {
                 ),
             ));
         }
+        if current.record.route.rid != self.route.rid {
+            return self.close_remote(&current, spot).await;
+        }
         let Some(live) = self.live().get(&spot.id).cloned() else {
             return Err(Error::new(
                 ErrorKind::Unavailable,
                 format!(
-                    "Spot {} is owned by node {}; close it there",
-                    spot.id, current.record.route.rid
+                    "Spot {} is owned by this node's previous lifecycle",
+                    spot.id
                 ),
             ));
         };
@@ -467,6 +598,44 @@ impl ObjectServer {
         {
             Fenced::Done(()) | Fenced::Moved => Ok(true),
         }
+    }
+
+    /// Closes a Spot through its owner (command 48), with the owner fence of the
+    /// authority just read.
+    async fn close_remote(&self, current: &Versioned, spot: &SpotRef) -> Result<bool> {
+        let Some(node) = self.node.upgrade() else {
+            return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
+        };
+        let settings = node.settings();
+        let deadline = Instant::now() + settings.request_timeout;
+        let admit_by = deadline.min(Instant::now() + settings.send_timeout);
+        let calls = node.calls();
+        let link = calls
+            .peer(&current.record.route.rid, admit_by)
+            .await
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!("the owner of Spot {} is not reachable: {e}", spot.id),
+                )
+            })?;
+        let metadata = Metadata::new();
+        let outbound = OutboundCall {
+            command: Command::SpotClose,
+            target: spot.id.as_str(),
+            packet: "close",
+            fence: Some(RouteFence {
+                owner_generation: current.record.fence.owner_generation,
+                lease_generation: current.record.fence.lease_generation,
+            }),
+            metadata: &metadata,
+            payload: encode_generation(spot.generation),
+        };
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        let reply = calls
+            .request(&link, &outbound, deadline, timeout, admit_by)
+            .await?;
+        crate::wire::cbor_decode(&reply)
     }
 
     /// Where messages for `id` go now: the cache, or one authority read.
@@ -748,8 +917,91 @@ impl ObjectServer {
         }
     }
 
-    /// An admitted Spot command from a peer.
-    fn deliver_inbound(&self, call: InboundCall) {
+    /// An admitted object command from a peer.
+    fn deliver_inbound(self: &Arc<Self>, call: InboundCall) {
+        match call.message().command {
+            Command::SpotCreate => self.create_inbound(call),
+            Command::SpotClose => self.close_inbound(call),
+            _ => self.message_inbound(call),
+        }
+    }
+
+    /// A creation placed on this node: one attempt, whose outcome goes back.
+    fn create_inbound(self: &Arc<Self>, call: InboundCall) {
+        let message = call.message();
+        let parsed = SpotId::chosen(message.head.target.as_str())
+            .map_err(|e| Error::InvalidArgument(e.to_string()))
+            .and_then(|id| Ok((id, CreateRequest::decode(&message.payload)?)));
+        let (id, request) = match parsed {
+            Ok(parsed) => parsed,
+            Err(e) => return call.answer(Err(e)),
+        };
+        let stable_type = message.head.packet.as_str().to_string();
+        let server = self.clone();
+        call.run(move |_node, _message| {
+            Box::pin(async move {
+                let key = ObjectKey::from(&id);
+                let request = Bytes::from(request.request);
+                let outcome = server.try_create(&id, &key, &request, &stable_type).await?;
+                match outcome {
+                    Some(SpotCreation::Created(spot, reply)) => CreateReply::Created {
+                        generation: spot.generation,
+                        reply: reply.to_vec(),
+                    },
+                    Some(SpotCreation::Rejected(reply)) => CreateReply::Rejected {
+                        reply: reply.to_vec(),
+                    },
+                    Some(SpotCreation::Existing(_)) | None => CreateReply::Lost,
+                }
+                .encode()
+            })
+        });
+    }
+
+    /// A close of a Spot this node owns, fenced like a message.
+    fn close_inbound(self: &Arc<Self>, call: InboundCall) {
+        let message = call.message();
+        let (Some(fence), Ok(id)) = (
+            message.head.fence,
+            SpotId::new(message.head.target.as_str()),
+        ) else {
+            return call.answer(Err(Error::new(
+                ErrorKind::ProtocolError,
+                "a Spot close without a valid ID and fence",
+            )));
+        };
+        let generation = match decode_generation(&message.payload) {
+            Ok(generation) => generation,
+            Err(e) => return call.answer(Err(e)),
+        };
+        let owned = self.live().get(&id).cloned();
+        let token = self.lease.admitting_token();
+        let admitted = match (owned, token) {
+            (Some(live), Some(token)) => live.admits(&fence, &token),
+            _ => false,
+        };
+        if !admitted {
+            return call.answer(Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("this node does not own Spot {id} (stale route)"),
+            )));
+        }
+        let server = self.clone();
+        call.run(move |_node, _message| {
+            Box::pin(async move {
+                let spot = SpotRef {
+                    id,
+                    generation,
+                    mesh_name: server.route.mesh_name.clone(),
+                    rid: server.route.rid.clone(),
+                };
+                crate::wire::cbor_encode(&server.close(&spot).await?)
+            })
+        });
+    }
+
+    /// A message for a Spot this node owns.
+    fn message_inbound(&self, call: InboundCall) {
         let message = call.message();
         let (Some(fence), Ok(id)) = (
             message.head.fence,

@@ -29,6 +29,16 @@ pub struct MeshDescriptor {
     /// The node's CURVE public key (Z85), its security identity, when it runs CURVE.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub curve_key: Option<String>,
+    /// The Spot types the node creates and runs (its Object Server role), sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spot_types: Vec<String>,
+    /// The node's placement weight for new Spots (0..=10000; 0 takes none).
+    #[serde(default = "default_placement_weight")]
+    pub placement_weight: u32,
+}
+
+fn default_placement_weight() -> u32 {
+    100
 }
 
 impl MeshDescriptor {

@@ -155,12 +155,9 @@ pub(crate) fn decode_call_head(
     if !is_request && correlation != 0 {
         return Err(fail("correlation on a one-way command"));
     }
-    let is_channel = matches!(command, Command::ChannelSend | Command::ChannelRequest);
-    if (is_channel || is_object) == target.is_empty() {
-        return Err(fail(if is_channel {
-            "channel name missing"
-        } else if is_object {
-            "Spot ID missing"
+    if command.has_target() == target.is_empty() {
+        return Err(fail(if command.has_target() {
+            "target name (ChannelName or Spot ID) missing"
         } else {
             "target name on a command without a target"
         }));

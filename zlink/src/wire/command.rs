@@ -33,6 +33,12 @@ pub enum Command {
     SpotRequest = 22,
     /// A classic fanout event (on a PUB/SUB pair, after the topic frame).
     FanoutEvent = 40,
+    /// Create a User Spot on the node chosen by placement (target: the Spot ID; packet: the
+    /// stable type; payload: the creation request).
+    SpotCreate = 47,
+    /// Close one incarnation of a Spot on its owner (target: the Spot ID, with the route
+    /// fence; payload: the ObjectGeneration).
+    SpotClose = 48,
 }
 
 impl Command {
@@ -53,6 +59,8 @@ impl Command {
             21 => Command::SpotSend,
             22 => Command::SpotRequest,
             40 => Command::FanoutEvent,
+            47 => Command::SpotCreate,
+            48 => Command::SpotClose,
             _ => return None,
         })
     }
@@ -68,20 +76,38 @@ impl Command {
                 | Command::SpotSend
                 | Command::SpotRequest
                 | Command::FanoutEvent
+                | Command::SpotCreate
+                | Command::SpotClose
         )
     }
 
     /// Whether the command addresses a Spot by ID (its head carries the Spot ID and a
     /// route fence).
     pub fn is_object(self) -> bool {
-        matches!(self, Command::SpotSend | Command::SpotRequest)
+        matches!(
+            self,
+            Command::SpotSend | Command::SpotRequest | Command::SpotClose
+        )
+    }
+
+    /// Whether the head names a target (a ChannelName or a Spot ID).
+    pub fn has_target(self) -> bool {
+        self.is_object()
+            || matches!(
+                self,
+                Command::ChannelSend | Command::ChannelRequest | Command::SpotCreate
+            )
     }
 
     /// Whether the command is a request (it carries a correlation and gets one reply).
     pub fn is_request(self) -> bool {
         matches!(
             self,
-            Command::NodeRequest | Command::ChannelRequest | Command::SpotRequest
+            Command::NodeRequest
+                | Command::ChannelRequest
+                | Command::SpotRequest
+                | Command::SpotCreate
+                | Command::SpotClose
         )
     }
 }

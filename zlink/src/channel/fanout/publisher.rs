@@ -163,6 +163,8 @@ impl FanoutPublisher {
             protocol: crate::wire::PROTOCOL_MAJOR,
             channels: Vec::new(),
             curve_key: ad.curve_key.map(|k| k.to_z85()),
+            spot_types: Vec::new(),
+            placement_weight: 0,
         };
         loop {
             if let (Some(token), Ok(body)) = (ad.lease.admitting_token(), descriptor.encode()) {

@@ -177,6 +177,17 @@ impl Discovery {
             protocol,
             channels,
             curve_key: self.node_settings.security.public_key().map(|k| k.to_z85()),
+            spot_types: {
+                let mut types: Vec<String> = self
+                    .node_settings
+                    .spot_types
+                    .iter()
+                    .map(|t| t.stable_type().as_str().to_string())
+                    .collect();
+                types.sort();
+                types
+            },
+            placement_weight: self.node_settings.placement_weight,
         }
     }
 
