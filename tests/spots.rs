@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use zlink::object::{CreateDecision, Relocation, Spot, SpotContext, SpotCreation, SpotType};
+use zlink::object::{
+    CreateDecision, Relocation, Spot, SpotContext, SpotCreation, SpotHandlers, SpotType,
+};
 use zlink::{Bytes, ErrorKind, Message, PacketKind, Runtime};
 use zlink_testkit::{wait_until, RedisServer};
 use zlink_tests::*;
@@ -35,7 +37,14 @@ struct Room {
 }
 
 #[zlink::async_trait]
-impl Spot for Room {
+impl SpotHandlers for Room {
+    fn packets() -> Vec<(String, PacketKind)> {
+        vec![
+            ("Say".into(), PacketKind::Request),
+            ("Shout".into(), PacketKind::Send),
+        ]
+    }
+
     async fn handle(
         &mut self,
         _ctx: &SpotContext,
@@ -58,7 +67,10 @@ impl Spot for Room {
         }
         .encode()
     }
+}
 
+#[zlink::async_trait]
+impl Spot for Room {
     async fn on_create(&mut self, _ctx: &SpotContext, request: Bytes) -> CreateDecision {
         if request.as_ref() == b"no" {
             CreateDecision::Reject(Bytes::from_static(b"declined"))
@@ -77,20 +89,15 @@ struct Counters {
 
 fn room_type(node: &str, counters: &Counters) -> SpotType {
     let (node, counters) = (node.to_string(), counters.clone());
-    SpotType::new(
-        "room",
-        &[("Say", PacketKind::Request), ("Shout", PacketKind::Send)],
-        Relocation::Disable,
-        move |_ctx| {
-            counters.factories.fetch_add(1, Ordering::SeqCst);
-            Room {
-                node: node.clone(),
-                lines: Vec::new(),
-                busy: counters.busy.clone(),
-                overlaps: counters.overlaps.clone(),
-            }
-        },
-    )
+    SpotType::new("room", Relocation::Disable, move |_ctx| {
+        counters.factories.fetch_add(1, Ordering::SeqCst);
+        Room {
+            node: node.clone(),
+            lines: Vec::new(),
+            busy: counters.busy.clone(),
+            overlaps: counters.overlaps.clone(),
+        }
+    })
     .expect("a valid Spot type")
 }
 
@@ -371,8 +378,17 @@ struct Gate {
     ran: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
+impl Spot for Gate {}
+
 #[zlink::async_trait]
-impl Spot for Gate {
+impl SpotHandlers for Gate {
+    fn packets() -> Vec<(String, PacketKind)> {
+        vec![
+            ("Say".into(), PacketKind::Request),
+            ("Shout".into(), PacketKind::Send),
+        ]
+    }
+
     async fn handle(
         &mut self,
         _ctx: &SpotContext,
@@ -402,16 +418,11 @@ async fn queue_bounds_give_the_saturation_result_of_each_path() {
     let entered = Arc::new(AtomicUsize::new(0));
     let ran = Arc::new(std::sync::Mutex::new(Vec::new()));
     let (gate_open, gate_entered, gate_ran) = (open.clone(), entered.clone(), ran.clone());
-    let gate = SpotType::new(
-        "gate",
-        &[("Say", PacketKind::Request), ("Shout", PacketKind::Send)],
-        Relocation::Disable,
-        move |_ctx| Gate {
-            open: gate_open.clone(),
-            entered: gate_entered.clone(),
-            ran: gate_ran.clone(),
-        },
-    )
+    let gate = SpotType::new("gate", Relocation::Disable, move |_ctx| Gate {
+        open: gate_open.clone(),
+        entered: gate_entered.clone(),
+        ran: gate_ran.clone(),
+    })
     .unwrap()
     .queue_limits(2, 1 << 20)
     .unwrap();
@@ -493,17 +504,7 @@ fn a_spot_type_without_a_store_or_registered_twice_is_a_startup_error() {
         too_long.to_string().contains("route_cache_max_age"),
         "{too_long}"
     );
-    assert!(SpotType::new(
-        "t",
-        &[("P", PacketKind::Send), ("P", PacketKind::Send)],
-        Relocation::Disable,
-        |_| Gate {
-            open: Arc::new(tokio::sync::Semaphore::new(0)),
-            entered: Arc::default(),
-            ran: Arc::default(),
-        }
-    )
-    .is_err());
+    assert!(SpotType::new("t", Relocation::Disable, |_| Twice).is_err());
 }
 
 async fn weighted_server(
@@ -609,4 +610,23 @@ async fn placement_weight_zero_takes_no_new_spots() {
         "{invalid}"
     );
     stop([caller, open, drained]).await;
+}
+
+/// A hand-written Spot type that lists one packet twice.
+struct Twice;
+
+impl Spot for Twice {}
+
+#[zlink::async_trait]
+impl SpotHandlers for Twice {
+    fn packets() -> Vec<(String, PacketKind)> {
+        vec![
+            ("P".into(), PacketKind::Send),
+            ("P".into(), PacketKind::Send),
+        ]
+    }
+
+    async fn handle(&mut self, _: &SpotContext, _: usize, _: Bytes) -> zlink::Result<Bytes> {
+        Ok(Bytes::new())
+    }
 }

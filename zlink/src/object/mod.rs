@@ -34,4 +34,4 @@ pub(crate) use id::uuid_v4 as id_uuid_v4;
 pub use id::{is_entry_spot_id, ActorId, IdError, SpotId, StableType, MAX_OBJECT_ID_BYTES};
 pub(crate) use server::{ObjectServer, SpotCall};
 pub use server::{SpotCreation, SpotRef};
-pub use spot::{ClosingReason, CreateDecision, Relocation, Spot, SpotType};
+pub use spot::{ClosingReason, CreateDecision, Relocation, Spot, SpotHandlers, SpotType};

@@ -30,18 +30,34 @@ pub enum ClosingReason {
     HostShutdown,
 }
 
+/// A Spot's handlers: the packets it takes and the dispatch to them. The
+/// `#[zlink::spot]` macro writes this from `#[handler]` methods; by hand, `packets` lists
+/// the packet names in order and `handle` receives the position of the one that arrived.
+#[async_trait]
+pub trait SpotHandlers: Send + 'static {
+    /// The packets this Spot type handles, in handler order. A name listed twice is an
+    /// error when the type is registered.
+    fn packets() -> Vec<(String, PacketKind)>
+    where
+        Self: Sized;
+
+    /// Handles one message for the handler at position `handler` of
+    /// [`packets`](Self::packets). For a request, `Ok(bytes)` is the reply payload and an
+    /// `Err` becomes an error reply; for a send, the bytes are ignored.
+    async fn handle(&mut self, ctx: &SpotContext, handler: usize, payload: Bytes) -> Result<Bytes>;
+}
+
 /// A Spot: state plus handlers that run one at a time (`&mut self`). Two messages to one
 /// Spot never run concurrently, and messages from one sender run in the order sent.
 ///
-/// `handle` receives the position of the packet in the type's packet list (the
-/// `#[zlink::spot]` macro writes this dispatch); the lifecycle hooks have defaults.
+/// The lifecycle hooks have defaults; `impl Spot for Room {}` takes them all.
 #[async_trait]
-pub trait Spot: Send + 'static {
-    /// Handles one message for the handler at position `handler` of the type's packets.
-    /// For a request, `Ok(bytes)` is the reply payload and an `Err` becomes an error
-    /// reply; for a send, the bytes are ignored.
-    async fn handle(&mut self, ctx: &SpotContext, handler: usize, payload: Bytes) -> Result<Bytes>;
-
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a Spot",
+    label = "not a Spot",
+    note = "add `impl zlink::object::Spot for {Self} {{}}` (its lifecycle hooks all have defaults)"
+)]
+pub trait Spot: SpotHandlers {
     /// Decides whether a newly made Spot is created, from the creator's request.
     async fn on_create(&mut self, _ctx: &SpotContext, _request: Bytes) -> CreateDecision {
         CreateDecision::Accept(Bytes::new())
@@ -93,29 +109,25 @@ impl std::fmt::Debug for SpotType {
 }
 
 impl SpotType {
-    /// A Spot type named `stable_type` (1..=255 bytes), handling `packets` (in `handle`'s
-    /// order), moved per `relocation`, made by `factory`. A packet name listed twice is an
-    /// error.
-    pub fn new<S, F>(
-        stable_type: &str,
-        packets: &[(&str, PacketKind)],
-        relocation: Relocation,
-        factory: F,
-    ) -> Result<Self>
+    /// A Spot type named `stable_type` (1..=255 bytes) whose Spots are made by `factory`
+    /// and moved per `relocation`. The `#[zlink::spot]` macro generates
+    /// `Room::spot_type(factory)` calling this.
+    pub fn new<S, F>(stable_type: &str, relocation: Relocation, factory: F) -> Result<Self>
     where
         S: Spot,
         F: Fn(&SpotContext) -> S + Send + Sync + 'static,
     {
         let stable_type =
             StableType::new(stable_type).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        let packets = S::packets();
         let mut seen = std::collections::HashSet::new();
-        for (name, _) in packets {
+        for (name, _) in &packets {
             if name.is_empty() || name.len() > 255 {
                 return Err(Error::InvalidArgument(format!(
                     "packet name {name:?} must be 1..=255 bytes"
                 )));
             }
-            if !seen.insert(*name) {
+            if !seen.insert(name.as_str()) {
                 return Err(Error::InvalidArgument(format!(
                     "Spot type {stable_type} lists packet {name:?} twice"
                 )));
@@ -123,10 +135,7 @@ impl SpotType {
         }
         Ok(SpotType {
             stable_type,
-            packets: packets
-                .iter()
-                .map(|(name, kind)| (name.to_string(), *kind))
-                .collect(),
+            packets: packets.into(),
             relocation,
             factory: Arc::new(move |ctx| Box::new(factory(ctx))),
             queue: APPLICATION_LANE,
