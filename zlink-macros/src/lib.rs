@@ -3,9 +3,12 @@
 
 mod attr_keys;
 mod channel;
+mod checks;
 mod crate_path;
+mod handler;
 mod message;
 mod names;
+mod spot;
 
 use proc_macro::TokenStream;
 
@@ -119,15 +122,50 @@ pub fn channel(args: TokenStream, item: TokenStream) -> TokenStream {
     channel::expand(args.into(), item.into()).into()
 }
 
-/// Marks a handler method inside a `#[zlink::channel(server)]` block; see [`macro@channel`].
-/// Anywhere else it is an error.
+/// Turns an `impl` block into a Spot type: its dispatch, its declaration and a typed client
+/// addressed by global ID.
+///
+/// `#[spot(type = "room", relocation = disable)]` marks the block. `type` is the stable
+/// type name (1..=255 bytes) and `relocation` is mandatory: `disable` (never moved) or
+/// `recreate` (a fresh instance on the target). Optional: `client = Name` (default
+/// `XxxClient`) and `crate = "path"`.
+///
+/// Each `#[handler]` method is `async fn name(&mut self, message: M, ctx: &SpotContext)`
+/// returning `Result<Reply, E>` for a request (`Reply` must be `M`'s declared reply type)
+/// or `Result<(), E>` for a one-way send. Handlers run one at a time, so they take
+/// `&mut self`. The macro generates:
+/// - `impl zlink::object::SpotHandlers` (decode, call, encode);
+/// - `Type::STABLE_TYPE`, `Type::RELOCATION` and `Type::spot_type(factory)` for
+///   `RuntimeBuilder::spot_type`;
+/// - `XxxClient::new(&runtime, "spot-id")` with one method per handler.
+///
+/// The lifecycle hooks are the `zlink::object::Spot` trait: write
+/// `impl zlink::object::Spot for Type {}` to take their defaults.
+#[proc_macro_attribute]
+pub fn spot(args: TokenStream, item: TokenStream) -> TokenStream {
+    spot::expand(args.into(), item.into()).into()
+}
+
+/// Marks a handler method inside a `#[zlink::channel(server)]` or `#[zlink::spot(...)]`
+/// block; see [`macro@channel`] and [`macro@spot`]. Anywhere else it is an error.
 #[proc_macro_attribute]
 pub fn handler(_args: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);
     let error = syn::Error::new(
         proc_macro2::Span::call_site(),
-        "#[handler] only marks methods inside a #[zlink::channel(server)] impl block; put #[zlink::channel(server)] on the enclosing impl",
+        "#[handler] only marks methods inside a #[zlink::channel(server)] or #[zlink::spot(...)] impl block; put one of them on the enclosing impl",
     )
     .to_compile_error();
     quote::quote!(#error #item).into()
+}
+
+/// Joins errors so every one of them is reported.
+pub(crate) fn combine(into: Option<syn::Error>, error: syn::Error) -> syn::Error {
+    match into {
+        Some(mut all) => {
+            all.combine(error);
+            all
+        }
+        None => error,
+    }
 }

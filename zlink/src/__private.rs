@@ -15,6 +15,18 @@ pub fn no_handler(ctx: &crate::HandlerContext, handler: usize) -> Error {
     )
 }
 
+/// The error a generated Spot dispatch returns for a handler position it does not have.
+pub fn no_spot_handler(ctx: &crate::object::SpotContext, handler: usize) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        format!(
+            "no handler at position {handler} for packet {} of Spot {}",
+            ctx.packet().unwrap_or("?"),
+            ctx.id()
+        ),
+    )
+}
+
 /// Declares the Client role for `channel` on `runtime` (what a generated client's `new`
 /// does). A malformed name is not declared: its calls fail `InvalidArgument`.
 pub fn declare_client(runtime: &crate::Runtime, channel: &str) {

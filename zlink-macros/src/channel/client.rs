@@ -6,8 +6,8 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::Ident;
 
-use super::handler::{Handler, HandlerKind};
 use super::Group;
+use crate::handler::{Handler, HandlerKind};
 
 /// A parameter or local of generated code, kept apart from the user's locals (mixed-site
 /// hygiene) and items (the prefix).

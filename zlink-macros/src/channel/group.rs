@@ -6,8 +6,8 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::Ident;
 
-use super::handler::HandlerKind;
 use super::Group;
+use crate::handler::HandlerKind;
 
 /// Local names of the generated `handle`. Mixed-site hygiene keeps user locals apart; the
 /// prefix keeps user items apart too (a unit struct named `message` would otherwise turn a

@@ -2,18 +2,20 @@
 //! and a typed client.
 
 mod args;
-mod checks;
 mod client;
 mod group;
-mod handler;
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 use syn::{Ident, ImplItem, ItemImpl, Type};
 
+use crate::checks;
+use crate::handler::{is_handler_attr, Flavor, Handler};
 use args::ChannelArgs;
-use handler::{is_handler_attr, Handler};
+
+/// Names the generated client defines itself; a handler may not take them.
+const CLIENT_OWN_METHODS: [&str; 3] = ["new", "on_default_channel", "channel_name"];
 
 /// Everything generation needs about one annotated impl block.
 pub(crate) struct Group<'a> {
@@ -57,10 +59,10 @@ fn take_handlers(block: &mut ItemImpl) -> Vec<syn::Result<Handler>> {
             continue;
         };
         let marker = method.attrs.remove(index);
-        let mut parsed = Handler::parse(method, &marker);
+        let mut parsed = Handler::parse(method, &marker, Flavor::Channel);
         if let Some(extra) = method.attrs.iter().find(|a| is_handler_attr(a)) {
             let error = syn::Error::new_spanned(extra, "#[handler] is given twice");
-            parsed = Err(combine(parsed.err(), error));
+            parsed = Err(crate::combine(parsed.err(), error));
         }
         method.attrs.retain(|a| !is_handler_attr(a));
         handlers.push(parsed);
@@ -79,14 +81,14 @@ fn generate(
     for handler in handlers {
         match handler {
             Ok(h) => checked.push(h),
-            Err(e) => errors = Some(combine(errors, e)),
+            Err(e) => errors = Some(crate::combine(errors, e)),
         }
     }
     if let Err(e) = checks::no_duplicates(&checked) {
-        errors = Some(combine(errors, e));
+        errors = Some(crate::combine(errors, e));
     }
-    if let Err(e) = checks::no_client_name_clash(&checked) {
-        errors = Some(combine(errors, e));
+    if let Err(e) = checks::no_client_name_clash(&checked, &CLIENT_OWN_METHODS) {
+        errors = Some(crate::combine(errors, e));
     }
     if let Some(errors) = errors {
         return Err(errors);
@@ -108,7 +110,7 @@ fn generate(
         args,
     };
     let group_impl = group::generate(&group);
-    let compile_checks = checks::generate(&group);
+    let compile_checks = checks::generate(&group.args.krate, &group.handlers);
     let client_impl = client::generate(&group);
     Ok(quote! {
         #group_impl
@@ -143,16 +145,5 @@ fn check_block(block: &ItemImpl) -> syn::Result<&Ident> {
             other,
             "#[channel(server)] needs a named type, e.g. `impl Pricing`",
         )),
-    }
-}
-
-/// Joins errors so every one of them is reported.
-fn combine(into: Option<syn::Error>, error: syn::Error) -> syn::Error {
-    match into {
-        Some(mut all) => {
-            all.combine(error);
-            all
-        }
-        None => error,
     }
 }

@@ -118,16 +118,28 @@ impl<'a> Spots<'a> {
     /// Sends `message` to Spot `id` one way: complete once queued for the owner (waiting
     /// up to the send timeout for room).
     pub async fn send<M: Message>(self, id: &str, message: &M) -> Result<()> {
+        self.send_with(id, message, CallOptions::default()).await
+    }
+
+    /// [`send`](Self::send) with metadata and a timeout for the queue admission (default:
+    /// the send timeout).
+    pub async fn send_with<M: Message>(
+        self,
+        id: &str,
+        message: &M,
+        options: CallOptions,
+    ) -> Result<()> {
         let settings = self.runtime.node.settings();
+        let send_timeout = options.timeout.unwrap_or(settings.send_timeout);
         self.server()?
             .call(SpotCall {
                 id: &addressed(id)?,
                 packet: M::PACKET_NAME,
                 payload: message.encode()?,
-                metadata: &crate::wire::Metadata::new(),
+                metadata: &options.metadata,
                 kind: PacketKind::Send,
-                timeout: settings.send_timeout,
-                send_timeout: settings.send_timeout,
+                timeout: send_timeout,
+                send_timeout,
             })
             .await
             .map(|_| ())

@@ -7,11 +7,7 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
-use super::handler::{Handler, HandlerKind};
-use super::Group;
-
-/// Names the generated client defines itself; a handler may not take them.
-const CLIENT_OWN_METHODS: [&str; 3] = ["new", "on_default_channel", "channel_name"];
+use crate::handler::{Handler, HandlerKind};
 
 /// Two handlers for the same written message type.
 pub(crate) fn no_duplicates(handlers: &[Handler]) -> syn::Result<()> {
@@ -27,7 +23,7 @@ pub(crate) fn no_duplicates(handlers: &[Handler]) -> syn::Result<()> {
                     first.method
                 ),
             );
-            errors = Some(super::combine(errors, error));
+            errors = Some(crate::combine(errors, error));
         } else {
             seen.insert(key, handler);
         }
@@ -35,13 +31,14 @@ pub(crate) fn no_duplicates(handlers: &[Handler]) -> syn::Result<()> {
     errors.map_or(Ok(()), Err)
 }
 
-/// Handler names that would collide with the client's own methods or `_with` variants.
-pub(crate) fn no_client_name_clash(handlers: &[Handler]) -> syn::Result<()> {
+/// Handler names that would collide with the client's own methods (`own`) or `_with`
+/// variants.
+pub(crate) fn no_client_name_clash(handlers: &[Handler], own: &[&str]) -> syn::Result<()> {
     let names: Vec<String> = handlers.iter().map(|h| h.method.to_string()).collect();
     let mut errors: Option<syn::Error> = None;
     for handler in handlers {
         let name = handler.method.to_string();
-        let clash = if CLIENT_OWN_METHODS.contains(&name.as_str()) {
+        let clash = if own.contains(&name.as_str()) {
             Some(format!(
                 "the generated client has its own `{name}` method; rename this handler"
             ))
@@ -54,7 +51,7 @@ pub(crate) fn no_client_name_clash(handlers: &[Handler]) -> syn::Result<()> {
                 })
         };
         if let Some(message) = clash {
-            errors = Some(super::combine(
+            errors = Some(crate::combine(
                 errors,
                 syn::Error::new_spanned(&handler.method, message),
             ));
@@ -65,11 +62,10 @@ pub(crate) fn no_client_name_clash(handlers: &[Handler]) -> syn::Result<()> {
 
 /// Compile-time checks: each reply matches its request, and no two
 /// handlers' packet names are equal (names can be overridden, so this needs the types).
-pub(crate) fn generate(group: &Group) -> TokenStream {
-    let krate = &group.args.krate;
+pub(crate) fn generate(krate: &syn::Path, handlers: &[Handler]) -> TokenStream {
     // "Is a Message" needs no check of its own: the dispatch code names `<M as Message>`
     // at the message type's span, which reports it there.
-    let per_handler = group.handlers.iter().map(|h| {
+    let per_handler = handlers.iter().map(|h| {
         let message = &h.message;
         match &h.kind {
             HandlerKind::Request { reply } => quote_spanned! {h.return_span=>
@@ -79,8 +75,8 @@ pub(crate) fn generate(group: &Group) -> TokenStream {
         }
     });
     let mut distinct = Vec::new();
-    for (i, later) in group.handlers.iter().enumerate() {
-        for earlier in &group.handlers[..i] {
+    for (i, later) in handlers.iter().enumerate() {
+        for earlier in &handlers[..i] {
             let (a, b) = (&earlier.message, &later.message);
             let text = format!(
                 "two handlers for one packet name: `{}` and `{}` handle messages with the same PACKET_NAME",

@@ -1,4 +1,5 @@
-//! One `#[handler]` method: its signature, checked and reduced to what generation needs.
+//! One `#[handler]` method of a channel group or a Spot: its signature, checked and
+//! reduced to what generation needs.
 
 use proc_macro2::Span;
 use syn::spanned::Spanned;
@@ -22,7 +23,38 @@ pub(crate) struct Handler {
     pub(crate) docs: Vec<Attribute>,
 }
 
-const SHAPE: &str = "expected `async fn name(&self, message: M, ctx: &HandlerContext) -> Result<Reply, E>`, or `Result<(), E>` for a one-way send";
+/// Which kind of block the handler is in: it decides the receiver and the context type.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flavor {
+    /// `#[channel(server)]`: `&self`, `HandlerContext` (calls run concurrently).
+    Channel,
+    /// `#[spot(...)]`: `&mut self`, `SpotContext` (one turn at a time).
+    Spot,
+}
+
+impl Flavor {
+    fn context(self) -> &'static str {
+        match self {
+            Flavor::Channel => "HandlerContext",
+            Flavor::Spot => "SpotContext",
+        }
+    }
+
+    fn receiver(self) -> &'static str {
+        match self {
+            Flavor::Channel => "&self",
+            Flavor::Spot => "&mut self",
+        }
+    }
+
+    fn shape(self) -> String {
+        format!(
+            "expected `async fn name({}, message: M, ctx: &{}) -> Result<Reply, E>`, or `Result<(), E>` for a one-way send",
+            self.receiver(),
+            self.context()
+        )
+    }
+}
 
 /// Whether an attribute is `#[handler]` (also `#[zlink::handler]` or any path ending in it).
 pub(crate) fn is_handler_attr(attr: &Attribute) -> bool {
@@ -34,7 +66,12 @@ pub(crate) fn is_handler_attr(attr: &Attribute) -> bool {
 
 impl Handler {
     /// Checks a method marked `#[handler]`; the attribute must already be removed from it.
-    pub(crate) fn parse(method: &ImplItemFn, marker: &Attribute) -> syn::Result<Handler> {
+    pub(crate) fn parse(
+        method: &ImplItemFn,
+        marker: &Attribute,
+        flavor: Flavor,
+    ) -> syn::Result<Handler> {
+        let shape = flavor.shape();
         if !matches!(marker.meta, syn::Meta::Path(_)) {
             return Err(syn::Error::new_spanned(
                 &marker.meta,
@@ -45,7 +82,7 @@ impl Handler {
         if sig.asyncness.is_none() {
             return Err(syn::Error::new_spanned(
                 sig.fn_token,
-                format!("a #[handler] method must be `async fn`; {SHAPE}"),
+                format!("a #[handler] method must be `async fn`; {shape}"),
             ));
         }
         if !sig.generics.params.is_empty() {
@@ -55,19 +92,20 @@ impl Handler {
             ));
         }
         let inputs: Vec<&FnArg> = sig.inputs.iter().collect();
-        check_receiver(inputs.first().copied(), sig.ident.span())?;
+        check_receiver(inputs.first().copied(), sig.ident.span(), flavor)?;
         if inputs.len() != 3 {
             return Err(syn::Error::new_spanned(
                 &sig.inputs,
                 format!(
-                    "a #[handler] takes 3 arguments (`&self`, the message, the context), found {}; {SHAPE}",
+                    "a #[handler] takes 3 arguments (`{}`, the message, the context), found {}; {shape}",
+                    flavor.receiver(),
                     inputs.len()
                 ),
             ));
         }
-        let message = message_type(inputs[1])?;
-        let context_by_ref = context_type(inputs[2])?;
-        let (kind, return_span) = kind_from_return(&sig.output, sig.ident.span())?;
+        let message = message_type(inputs[1], flavor)?;
+        let context_by_ref = context_type(inputs[2], flavor)?;
+        let (kind, return_span) = kind_from_return(&sig.output, sig.ident.span(), &shape)?;
         let docs = method
             .attrs
             .iter()
@@ -85,27 +123,41 @@ impl Handler {
     }
 }
 
-fn check_receiver(first: Option<&FnArg>, fn_span: Span) -> syn::Result<()> {
-    let message = "a #[handler] takes `&self` first: the group is shared by concurrent calls, so handlers cannot take `self` or `&mut self`";
+fn check_receiver(first: Option<&FnArg>, fn_span: Span, flavor: Flavor) -> syn::Result<()> {
+    let message = match flavor {
+        Flavor::Channel => "a #[handler] takes `&self` first: the group is shared by concurrent calls, so handlers cannot take `self` or `&mut self` (a stateful object that runs one turn at a time is a Spot: #[zlink::spot(...)])",
+        Flavor::Spot => "a Spot #[handler] takes `&mut self` first: a Spot runs one turn at a time and owns its state, so its handlers mutate it directly",
+    };
+    let fits = |r: &syn::Receiver| {
+        r.reference.is_some()
+            && match flavor {
+                Flavor::Channel => r.mutability.is_none(),
+                Flavor::Spot => r.mutability.is_some(),
+            }
+    };
     match first {
-        Some(FnArg::Receiver(r)) if r.reference.is_some() && r.mutability.is_none() => Ok(()),
+        Some(FnArg::Receiver(r)) if fits(r) => Ok(()),
         Some(FnArg::Receiver(r)) => Err(syn::Error::new_spanned(r, message)),
         Some(other) => Err(syn::Error::new_spanned(other, message)),
         None => Err(syn::Error::new(fn_span, message)),
     }
 }
 
-fn message_type(arg: &FnArg) -> syn::Result<Type> {
+fn message_type(arg: &FnArg, flavor: Flavor) -> syn::Result<Type> {
     let FnArg::Typed(pat) = arg else {
         return Err(syn::Error::new_spanned(
             arg,
             "expected the message argument",
         ));
     };
-    if is_context(&pat.ty) {
+    if is_context(&pat.ty, flavor) {
         return Err(syn::Error::new_spanned(
             &pat.ty,
-            "the message comes second and the context third: `(&self, message: M, ctx: &HandlerContext)`",
+            format!(
+                "the message comes second and the context third: `({}, message: M, ctx: &{})`",
+                flavor.receiver(),
+                flavor.context()
+            ),
         ));
     }
     if let Type::Reference(r) = &*pat.ty {
@@ -117,34 +169,53 @@ fn message_type(arg: &FnArg) -> syn::Result<Type> {
     Ok((*pat.ty).clone())
 }
 
-/// Whether a type is written as `HandlerContext` or `&HandlerContext` (any path to it).
-fn is_context(ty: &Type) -> bool {
+/// Whether a type is written as the flavor's context, by value or by reference (any path
+/// to it).
+fn is_context(ty: &Type, flavor: Flavor) -> bool {
     let ty = match ty {
         Type::Reference(r) if r.mutability.is_none() => &*r.elem,
         other => other,
     };
     matches!(ty, Type::Path(p) if p.qself.is_none()
-        && p.path.segments.last().is_some_and(|s| s.ident == "HandlerContext"))
+        && p.path.segments.last().is_some_and(|s| s.ident == flavor.context()))
 }
 
 /// Returns whether the context is taken by reference.
-fn context_type(arg: &FnArg) -> syn::Result<bool> {
-    let message = "the third argument is the handler context: `ctx: &zlink::HandlerContext`";
+fn context_type(arg: &FnArg, flavor: Flavor) -> syn::Result<bool> {
+    let message = match flavor {
+        Flavor::Channel => {
+            "the third argument is the handler context: `ctx: &zlink::HandlerContext`"
+        }
+        Flavor::Spot => {
+            "the third argument is the Spot context: `ctx: &zlink::object::SpotContext`"
+        }
+    };
     let FnArg::Typed(pat) = arg else {
         return Err(syn::Error::new_spanned(arg, message));
     };
-    if is_context(&pat.ty) {
-        Ok(matches!(&*pat.ty, Type::Reference(_)))
+    if is_context(&pat.ty, flavor) {
+        let by_ref = matches!(&*pat.ty, Type::Reference(_));
+        if flavor == Flavor::Spot && !by_ref {
+            return Err(syn::Error::new_spanned(
+                &pat.ty,
+                "take the Spot context by reference: `ctx: &SpotContext`",
+            ));
+        }
+        Ok(by_ref)
     } else {
         Err(syn::Error::new_spanned(&pat.ty, message))
     }
 }
 
-fn kind_from_return(output: &ReturnType, fn_span: Span) -> syn::Result<(HandlerKind, Span)> {
+fn kind_from_return(
+    output: &ReturnType,
+    fn_span: Span,
+    shape: &str,
+) -> syn::Result<(HandlerKind, Span)> {
     let ReturnType::Type(_, ty) = output else {
         return Err(syn::Error::new(
             fn_span,
-            format!("a #[handler] must return a Result; {SHAPE}"),
+            format!("a #[handler] must return a Result; {shape}"),
         ));
     };
     let ok = match &**ty {
@@ -165,7 +236,7 @@ fn kind_from_return(output: &ReturnType, fn_span: Span) -> syn::Result<(HandlerK
     let Some(ok) = ok else {
         return Err(syn::Error::new_spanned(
             ty,
-            format!("a #[handler] must return a Result; {SHAPE}"),
+            format!("a #[handler] must return a Result; {shape}"),
         ));
     };
     let kind = match &ok {

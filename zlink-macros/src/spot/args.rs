@@ -1,0 +1,87 @@
+//! The arguments of `#[spot(...)]`.
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::Parser;
+use syn::{Ident, LitStr, Path};
+
+use crate::attr_keys::{self, set_once};
+use crate::{crate_path, names};
+
+/// The relocation policy a Spot type declares.
+pub(crate) enum Policy {
+    Disable,
+    Recreate,
+}
+
+/// What `#[spot(type = "...", relocation = ..., client = Name, crate = "...")]` declares.
+pub(crate) struct SpotArgs {
+    /// The stable type name, validated.
+    pub(crate) stable_type: String,
+    /// The relocation policy (mandatory).
+    pub(crate) policy: Policy,
+    /// The generated client's type name, when the user renames it.
+    pub(crate) client: Option<Ident>,
+    /// The path generated code uses for the runtime crate.
+    pub(crate) krate: Path,
+}
+
+const EXPECTED: &str = "expected `type = \"stable-type\"`, `relocation = disable | recreate`, `client = ClientTypeName` or `crate = \"path\"`";
+
+impl SpotArgs {
+    pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Self> {
+        let mut stable_type: Option<LitStr> = None;
+        let mut policy: Option<Policy> = None;
+        let mut client: Option<Ident> = None;
+        let mut krate: Option<Path> = None;
+        let parser = syn::meta::parser(|meta| match attr_keys::key(&meta).as_str() {
+            "type" => set_once(&mut stable_type, &meta, |m| {
+                m.value()?.parse::<LitStr>().map_err(|e| {
+                    syn::Error::new(
+                        e.span(),
+                        "the stable type must be a string literal, e.g. type = \"room\"",
+                    )
+                })
+            }),
+            "relocation" => set_once(&mut policy, &meta, |m| {
+                let value: Ident = m.value()?.parse()?;
+                match value.to_string().as_str() {
+                    "disable" => Ok(Policy::Disable),
+                    "recreate" => Ok(Policy::Recreate),
+                    "preserve" => Err(syn::Error::new(
+                        value.span(),
+                        "relocation = preserve needs a state adapter, which comes with live relocation; use `disable` or `recreate` for now",
+                    )),
+                    _ => Err(syn::Error::new(
+                        value.span(),
+                        "relocation is `disable` (never moved) or `recreate` (a fresh instance on the target)",
+                    )),
+                }
+            }),
+            "client" => set_once(&mut client, &meta, |m| m.value()?.parse()),
+            "crate" => set_once(&mut krate, &meta, crate_path::parse),
+            "server" => Err(meta.error(
+                "`server` belongs to #[channel(server)]; a Spot declares `type` and `relocation`",
+            )),
+            _ => Err(meta.error(format!("unknown key in #[spot(...)]; {EXPECTED}"))),
+        });
+        parser.parse2(tokens)?;
+        let Some(stable_type) = stable_type else {
+            return Err(syn::Error::new(
+                Span::call_site(),
+                "#[spot(...)] needs its stable type: #[spot(type = \"room\", relocation = disable)]",
+            ));
+        };
+        let Some(policy) = policy else {
+            return Err(syn::Error::new(
+                Span::call_site(),
+                "#[spot(...)] needs exactly one relocation policy: `relocation = disable` or `relocation = recreate`",
+            ));
+        };
+        Ok(SpotArgs {
+            stable_type: names::check(&stable_type, "the stable type")?,
+            policy,
+            client,
+            krate: krate.unwrap_or_else(crate_path::default_path),
+        })
+    }
+}

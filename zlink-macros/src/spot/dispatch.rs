@@ -1,0 +1,113 @@
+//! The generated `SpotHandlers` implementation (dispatch by handler position: decode,
+//! call with `&mut self`, encode) and the type's declaration (`STABLE_TYPE`,
+//! `RELOCATION`, `spot_type(factory)`).
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::Ident;
+
+use super::args::Policy;
+use super::SpotBlock;
+use crate::handler::HandlerKind;
+
+fn local(name: &str) -> Ident {
+    Ident::new(&format!("__zlink_{name}"), Span::mixed_site())
+}
+
+pub(crate) fn generate(spot: &SpotBlock) -> TokenStream {
+    let krate = &spot.args.krate;
+    let self_ty = spot.self_ty;
+    let (ctx, handler, payload, message, reply, factory) = (
+        local("ctx"),
+        local("handler"),
+        local("payload"),
+        local("message"),
+        local("reply"),
+        local("factory"),
+    );
+    let packets = spot.handlers.iter().map(|h| {
+        let message_ty = &h.message;
+        let kind = match h.kind {
+            HandlerKind::Request { .. } => quote!(Request),
+            HandlerKind::Send => quote!(Send),
+        };
+        quote_spanned! {message_ty.span()=>
+            (
+                ::std::string::String::from(<#message_ty as #krate::Message>::PACKET_NAME),
+                #krate::PacketKind::#kind,
+            )
+        }
+    });
+    let branches = spot.handlers.iter().enumerate().map(|(index, h)| {
+        let message_ty = &h.message;
+        let method = &h.method;
+        let call = quote_spanned! {h.return_span=>
+            Self::#method(self, #message, #ctx)
+                .await
+                .map_err(#krate::__private::into_error)?
+        };
+        let finish = match h.kind {
+            HandlerKind::Request { .. } => quote! {
+                let #reply = #call;
+                #krate::Message::encode(&#reply)
+            },
+            HandlerKind::Send => quote! {
+                #call;
+                ::core::result::Result::Ok(#krate::Bytes::new())
+            },
+        };
+        quote_spanned! {message_ty.span()=>
+            #index => {
+                let #message = <#message_ty as #krate::Message>::decode(&#payload)?;
+                #finish
+            }
+        }
+    });
+    let stable_type = &spot.args.stable_type;
+    let policy = match spot.args.policy {
+        Policy::Disable => quote!(#krate::object::Relocation::Disable),
+        Policy::Recreate => quote!(#krate::object::Relocation::Recreate),
+    };
+    quote! {
+        #[automatically_derived]
+        #[#krate::async_trait]
+        impl #krate::object::SpotHandlers for #self_ty {
+            fn packets() -> ::std::vec::Vec<(::std::string::String, #krate::PacketKind)> {
+                ::std::vec![#(#packets),*]
+            }
+
+            async fn handle(
+                &mut self,
+                #ctx: &#krate::object::SpotContext,
+                #handler: usize,
+                #payload: #krate::Bytes,
+            ) -> #krate::Result<#krate::Bytes> {
+                match #handler {
+                    #(#branches)*
+                    _ => ::core::result::Result::Err(#krate::__private::no_spot_handler(#ctx, #handler)),
+                }
+            }
+        }
+
+        #[automatically_derived]
+        impl #self_ty {
+            /// The stable type name this Spot type is registered and created under.
+            pub const STABLE_TYPE: &'static str = #stable_type;
+
+            /// What happens to a Spot of this type when it is moved to another node.
+            pub const RELOCATION: #krate::object::Relocation = #policy;
+
+            /// This Spot type, its Spots made by `factory`: register it with
+            /// `RuntimeBuilder::spot_type` on every node that serves it.
+            pub fn spot_type(
+                #factory: impl ::core::ops::Fn(&#krate::object::SpotContext) -> Self
+                    + ::core::marker::Send
+                    + ::core::marker::Sync
+                    + 'static,
+            ) -> #krate::Result<#krate::object::SpotType> {
+                #krate::object::SpotType::new(Self::STABLE_TYPE, Self::RELOCATION, #factory)
+            }
+        }
+    }
+}
