@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::id::SpotId;
+use super::timer::{TimerPolicy, Timers};
 use crate::host::Runtime;
 use crate::mesh::MeshNode;
 
@@ -15,6 +16,8 @@ pub struct SpotContext {
     pub(crate) generation: u64,
     pub(crate) packet: Option<Arc<str>>,
     pub(crate) deadline: Option<Instant>,
+    /// The Spot's timers; `None` while it is being created.
+    pub(crate) timers: Option<Arc<Timers>>,
 }
 
 impl SpotContext {
@@ -42,5 +45,31 @@ impl SpotContext {
     /// When the caller stops waiting (requests only).
     pub fn deadline(&self) -> Option<Instant> {
         self.deadline
+    }
+
+    /// Starts the timer `name` (restarting it from now if it runs): every `period` a tick
+    /// runs as a turn of this Spot ([`Spot::on_timer`](super::Spot::on_timer)), behind
+    /// what is queued already. `policy` says what happens when a tick's handler runs
+    /// late. Timers start once the Spot is created (from `on_initialize` on), and stop
+    /// when it closes.
+    pub fn start_timer(
+        &self,
+        name: &str,
+        period: std::time::Duration,
+        policy: TimerPolicy,
+    ) -> crate::Result<()> {
+        match &self.timers {
+            Some(timers) => timers.start(name, period, policy),
+            None => Err(crate::Error::new(
+                crate::ErrorKind::InvalidOperation,
+                "timers start once the Spot is created: start them in on_initialize or a handler",
+            )),
+        }
+    }
+
+    /// Stops the timer `name`: no tick of it starts any more (one running finishes).
+    /// `false` when no such timer runs.
+    pub fn cancel_timer(&self, name: &str) -> bool {
+        self.timers.as_ref().is_some_and(|t| t.cancel(name))
     }
 }

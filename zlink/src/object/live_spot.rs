@@ -15,8 +15,9 @@ use super::context::SpotContext;
 use super::id::SpotId;
 use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
 use super::spot::{ClosingReason, Spot, SpotType};
+use super::timer::{TimerTick, Timers};
 use crate::mesh::MeshNode;
-use crate::store::LeaseToken;
+use crate::store::{LeaseToken, OwnerLease};
 use crate::wire::RouteFence;
 use crate::{Error, ErrorKind, Result};
 
@@ -29,6 +30,13 @@ pub(crate) enum SpotJob {
         payload: Bytes,
         deadline: Option<Instant>,
         reply: Option<oneshot::Sender<Result<Bytes>>>,
+    },
+    /// A timer's tick; `done` tells the timer the handler finished.
+    Tick {
+        tick: TimerTick,
+        done: oneshot::Sender<()>,
+        /// The timer's token: a tick whose timer was cancelled while it waited never runs.
+        cancelled: CancellationToken,
     },
     /// The last turn: `on_closing`, then the mailbox closes.
     Close {
@@ -49,11 +57,20 @@ impl SpotJob {
                     )));
                 }
             }
-            SpotJob::Close { done, .. } => {
+            SpotJob::Close { done, .. } | SpotJob::Tick { done, .. } => {
                 let _ = done.send(());
             }
         }
     }
+}
+
+/// What a Spot's turn loop runs with: its node (weakly), the owner lease its ticks need,
+/// the task tracker and the token that stops it with its node.
+pub(crate) struct SpotHost {
+    pub(crate) node: Weak<MeshNode>,
+    pub(crate) lease: Arc<OwnerLease>,
+    pub(crate) tracker: TaskTracker,
+    pub(crate) cancel: CancellationToken,
 }
 
 /// A running Spot.
@@ -94,11 +111,24 @@ impl LiveSpot {
         spot_type: Arc<SpotType>,
         authority: Versioned,
         mut instance: Box<dyn Spot>,
-        node: Weak<MeshNode>,
-        tracker: &TaskTracker,
-        cancel: CancellationToken,
+        host: SpotHost,
     ) -> Arc<LiveSpot> {
+        let SpotHost {
+            node,
+            lease,
+            tracker,
+            cancel,
+        } = host;
+        let tracker = &tracker;
         let mailbox = Mailbox::new(LIFECYCLE_LANE, spot_type.queue);
+        // Timers stop with the Spot: at its close or its node's stop.
+        let timer_stop = cancel.child_token();
+        let timers = Timers::new(
+            Arc::downgrade(&mailbox),
+            lease,
+            tracker.clone(),
+            timer_stop.clone(),
+        );
         let live = Arc::new(LiveSpot {
             id,
             spot_type,
@@ -115,6 +145,7 @@ impl LiveSpot {
                     generation,
                     packet,
                     deadline,
+                    timers: Some(timers.clone()),
                 })
             };
             if let Some(ctx) = context(None, None) {
@@ -126,6 +157,7 @@ impl LiveSpot {
                 let turn = tokio::select! {
                     turn = spot.mailbox.next_turn() => turn,
                     _ = cancel.cancelled() => {
+                        timer_stop.cancel();
                         if let Some(ctx) = context(None, None) {
                             instance.on_closing(&ctx, ClosingReason::HostShutdown).await;
                         }
@@ -164,7 +196,27 @@ impl LiveSpot {
                             }
                         }
                     }
+                    SpotJob::Tick {
+                        tick,
+                        done,
+                        cancelled,
+                    } => {
+                        if !cancelled.is_cancelled() {
+                            let name = tick.name.clone();
+                            let Some(ctx) = context(Some(name.clone()), None) else { return };
+                            let ticked = std::panic::AssertUnwindSafe(instance.on_timer(&ctx, tick))
+                                .catch_unwind()
+                                .await;
+                            match ticked {
+                                Ok(Ok(())) => {}
+                                Ok(Err(e)) => tracing::warn!(spot = %spot.id, timer = %name, error = %e, "timer handler failed"),
+                                Err(_) => tracing::error!(spot = %spot.id, timer = %name, "a timer handler panicked; the Spot continues"),
+                            }
+                        }
+                        let _ = done.send(());
+                    }
                     SpotJob::Close { reason, done } => {
+                        timer_stop.cancel();
                         if let Some(ctx) = context(None, None) {
                             instance.on_closing(&ctx, reason).await;
                         }
@@ -216,7 +268,7 @@ impl LiveSpot {
     ) -> std::result::Result<(), Refused> {
         let lane = match job {
             SpotJob::Close { .. } => Lane::Lifecycle,
-            SpotJob::Message { .. } => Lane::Application,
+            SpotJob::Message { .. } | SpotJob::Tick { .. } => Lane::Application,
         };
         let admitted = match send_by {
             Some(by) => self.mailbox.admit_by(lane, job, bytes, by).await,

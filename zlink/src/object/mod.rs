@@ -7,9 +7,9 @@
 //! resolves the ID through its positive route cache or one store read, and the owner
 //! admits the message only under the owner fence it was resolved with.
 //!
-//! Built so far: User Spots created on the node that serves their type, direct send and
-//! request by ID from any node, close. Actors, timers, placement onto other nodes and the
-//! macros come next.
+//! Built so far: User Spots with placement onto the nodes serving their type, direct send
+//! and request by ID from any node, timers, close, and `#[zlink::spot]`. Actors and live
+//! relocation come next.
 
 mod context;
 mod id;
@@ -18,6 +18,7 @@ mod placement;
 mod remote;
 mod server;
 mod spot;
+mod timer;
 
 pub(crate) mod authority;
 pub(crate) mod authority_store;
@@ -35,3 +36,4 @@ pub use id::{is_entry_spot_id, ActorId, IdError, SpotId, StableType, MAX_OBJECT_
 pub(crate) use server::{ObjectServer, SpotCall};
 pub use server::{SpotCreation, SpotRef};
 pub use spot::{ClosingReason, CreateDecision, Relocation, Spot, SpotHandlers, SpotType};
+pub use timer::{TimerPolicy, TimerTick};

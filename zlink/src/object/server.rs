@@ -17,7 +17,7 @@ use super::authority::{AuthorityState, ObjectShape, OwnerRoute};
 use super::authority_store::{AuthorityStore, Draft, Fenced, Reserved, Versioned};
 use super::context::SpotContext;
 use super::id::{ObjectKey, SpotId, StableType};
-use super::live_spot::{LiveSpot, SpotJob};
+use super::live_spot::{LiveSpot, SpotHost, SpotJob};
 use super::mailbox::Refused;
 use super::placement;
 use super::remote::{decode_generation, encode_generation, CreateReply, CreateRequest};
@@ -395,6 +395,7 @@ impl ObjectServer {
             generation: won.record.fence.object_generation,
             packet: None,
             deadline: None,
+            timers: None,
         };
         let (instance, decision) = match LiveSpot::stage(spot_type, &ctx, request.clone()).await {
             Ok(staged) => staged,
@@ -427,9 +428,12 @@ impl ObjectServer {
                     spot_type.clone(),
                     ready.clone(),
                     instance,
-                    self.node.clone(),
-                    &self.tracker,
-                    self.cancel.child_token(),
+                    SpotHost {
+                        node: self.node.clone(),
+                        lease: self.lease.clone(),
+                        tracker: self.tracker.clone(),
+                        cancel: self.cancel.child_token(),
+                    },
                 );
                 self.live().insert(id.clone(), live);
                 Ok(Some(SpotCreation::Created(spot_ref(id, &ready), reply)))

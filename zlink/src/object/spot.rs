@@ -9,6 +9,7 @@ use bytes::Bytes;
 use super::context::SpotContext;
 use super::id::StableType;
 use super::mailbox::{LaneLimits, APPLICATION_LANE, JOB_OVERHEAD_BYTES};
+use super::timer::TimerTick;
 use crate::handler::PacketKind;
 use crate::{Error, Result};
 
@@ -65,6 +66,12 @@ pub trait Spot: SpotHandlers {
 
     /// Finishes initialising an accepted Spot, before its first message.
     async fn on_initialize(&mut self, _ctx: &SpotContext) -> Result<()> {
+        Ok(())
+    }
+
+    /// A tick of one of the Spot's timers (started with
+    /// [`SpotContext::start_timer`]); `tick.name` says which. An `Err` is logged.
+    async fn on_timer(&mut self, _ctx: &SpotContext, _tick: TimerTick) -> Result<()> {
         Ok(())
     }
 

@@ -1,0 +1,332 @@
+//! Spot timers: named, periodic ticks that run as turns of their Spot, with an overrun
+//! policy for a handler that falls behind (digest §3.5).
+//!
+//! A timer's ticks never overlap: the next one is scheduled after the previous handler
+//! finished. A tick needs the owner lease to admit work; a Spot's timers stop with it, so
+//! a tick of an older incarnation never runs.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::live_spot::SpotJob;
+use super::mailbox::{Lane, Mailbox};
+use crate::store::OwnerLease;
+use crate::{Error, Result};
+
+/// What a timer does when its handler falls behind its period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TimerPolicy {
+    /// Fixed rate from the start; after a late handler only the latest due tick runs
+    /// (the default).
+    #[default]
+    SkipLateTicks,
+    /// Fixed rate from the start; after a late handler the missed ticks run in order, at
+    /// most this many (1 or more), the older ones dropped.
+    CatchUpBounded(u32),
+    /// The next tick is one period after the previous handler ended; nothing is caught up.
+    DelayNextTick,
+}
+
+/// One tick, as its handler sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimerTick {
+    /// The timer's name.
+    pub name: Arc<str>,
+    /// The tick's position on the schedule, from 1; it never decreases.
+    pub scheduled_index: u64,
+    /// How many ticks this timer delivered, this one included, from 1.
+    pub delivery_index: u64,
+    /// Ticks skipped since the previous delivery.
+    pub skipped: u64,
+    /// When the tick was due.
+    pub scheduled_at: Instant,
+    /// The timer's period.
+    pub period: Duration,
+}
+
+/// The pure schedule of one timer: which ticks are due when.
+#[derive(Debug, Clone)]
+pub(crate) struct Schedule {
+    name: Arc<str>,
+    start: Instant,
+    period: Duration,
+    policy: TimerPolicy,
+    /// The scheduled index of the last tick handed out (0 before the first).
+    last: u64,
+    delivered: u64,
+}
+
+impl Schedule {
+    pub(crate) fn new(
+        name: Arc<str>,
+        start: Instant,
+        period: Duration,
+        policy: TimerPolicy,
+    ) -> Self {
+        Schedule {
+            name,
+            start,
+            period,
+            policy,
+            last: 0,
+            delivered: 0,
+        }
+    }
+
+    fn at(&self, index: u64) -> Instant {
+        let nanos = self.period.as_nanos().saturating_mul(u128::from(index));
+        self.start + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+
+    /// When the next tick is due; `last_end` is when the previous handler finished.
+    pub(crate) fn next_due(&self, last_end: Option<Instant>) -> Instant {
+        match (self.policy, last_end) {
+            (TimerPolicy::DelayNextTick, Some(end)) => end + self.period,
+            _ => self.at(self.last + 1),
+        }
+    }
+
+    /// The ticks to run now, in order; `due` is when the timer woke for them (what
+    /// [`next_due`](Self::next_due) said).
+    pub(crate) fn take_due(&mut self, now: Instant, due: Instant) -> Vec<TimerTick> {
+        let indices: Vec<u64> = match self.policy {
+            TimerPolicy::DelayNextTick => vec![self.last + 1],
+            fixed => {
+                let elapsed = now.saturating_duration_since(self.start).as_nanos();
+                let period = self.period.as_nanos().max(1);
+                let latest = u64::try_from(elapsed / period).unwrap_or(u64::MAX);
+                if latest <= self.last {
+                    return Vec::new();
+                }
+                let keep = match fixed {
+                    TimerPolicy::CatchUpBounded(n) => u64::from(n.max(1)),
+                    _ => 1,
+                };
+                let first = latest.saturating_sub(keep - 1).max(self.last + 1);
+                (first..=latest).collect()
+            }
+        };
+        let mut ticks = Vec::with_capacity(indices.len());
+        for index in indices {
+            self.delivered += 1;
+            ticks.push(TimerTick {
+                name: self.name.clone(),
+                scheduled_index: index,
+                delivery_index: self.delivered,
+                skipped: index - self.last - 1,
+                scheduled_at: match self.policy {
+                    TimerPolicy::DelayNextTick => due,
+                    _ => self.at(index),
+                },
+                period: self.period,
+            });
+            self.last = index;
+        }
+        ticks
+    }
+}
+
+/// The timers of one Spot.
+pub(crate) struct Timers {
+    mailbox: Weak<Mailbox<SpotJob>>,
+    lease: Arc<OwnerLease>,
+    tracker: TaskTracker,
+    /// The Spot's own token: cancelled when it closes or its node stops.
+    cancel: CancellationToken,
+    running: Mutex<HashMap<Arc<str>, CancellationToken>>,
+}
+
+impl Timers {
+    pub(crate) fn new(
+        mailbox: Weak<Mailbox<SpotJob>>,
+        lease: Arc<OwnerLease>,
+        tracker: TaskTracker,
+        cancel: CancellationToken,
+    ) -> Arc<Self> {
+        Arc::new(Timers {
+            mailbox,
+            lease,
+            tracker,
+            cancel,
+            running: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, CancellationToken>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts (or restarts, from now) the timer `name`.
+    pub(crate) fn start(&self, name: &str, period: Duration, policy: TimerPolicy) -> Result<()> {
+        if name.is_empty() || name.len() > 255 {
+            return Err(Error::InvalidArgument(format!(
+                "a timer name must be 1..=255 bytes, got {}",
+                name.len()
+            )));
+        }
+        if period.is_zero() {
+            return Err(Error::InvalidArgument(
+                "a timer period must be greater than zero".into(),
+            ));
+        }
+        if policy == TimerPolicy::CatchUpBounded(0) {
+            return Err(Error::InvalidArgument(
+                "CatchUpBounded needs at least 1 tick to catch up".into(),
+            ));
+        }
+        let name: Arc<str> = Arc::from(name);
+        let token = self.cancel.child_token();
+        if let Some(previous) = self.running().insert(name.clone(), token.clone()) {
+            previous.cancel();
+        }
+        let schedule = Schedule::new(name, Instant::now(), period, policy);
+        let (mailbox, lease) = (self.mailbox.clone(), self.lease.clone());
+        self.tracker.spawn(run(schedule, mailbox, lease, token));
+        Ok(())
+    }
+
+    /// Stops the timer `name`; a tick already running finishes. `false` if none ran.
+    pub(crate) fn cancel(&self, name: &str) -> bool {
+        match self.running().remove(name) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+async fn run(
+    mut schedule: Schedule,
+    mailbox: Weak<Mailbox<SpotJob>>,
+    lease: Arc<OwnerLease>,
+    cancel: CancellationToken,
+) {
+    let mut last_end = None;
+    loop {
+        let due = schedule.next_due(last_end);
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep_until(due) => {}
+        }
+        for tick in schedule.take_due(Instant::now(), due) {
+            // A tick needs the lease: past the admission deadline nothing new starts.
+            if lease.admitting_token().is_none() {
+                continue;
+            }
+            let Some(mailbox) = mailbox.upgrade() else {
+                return;
+            };
+            let (done, finished) = oneshot::channel();
+            let job = SpotJob::Tick {
+                tick,
+                done,
+                cancelled: cancel.clone(),
+            };
+            // A full queue drops the tick: it counts as skipped for the next one.
+            if mailbox.admit(Lane::Application, job, 0).is_err() {
+                continue;
+            }
+            drop(mailbox);
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = finished => {}
+            }
+        }
+        last_end = Some(Instant::now());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: Duration = Duration::from_millis(100);
+
+    fn schedule(policy: TimerPolicy) -> (Schedule, Instant) {
+        let start = Instant::now();
+        (Schedule::new(Arc::from("t"), start, P, policy), start)
+    }
+
+    fn indices(ticks: &[TimerTick]) -> Vec<(u64, u64, u64)> {
+        ticks
+            .iter()
+            .map(|t| (t.scheduled_index, t.delivery_index, t.skipped))
+            .collect()
+    }
+
+    #[test]
+    fn skip_late_ticks_delivers_only_the_latest_due_tick() {
+        let (mut s, start) = schedule(TimerPolicy::SkipLateTicks);
+        assert_eq!(s.next_due(None), start + P);
+        assert_eq!(indices(&s.take_due(start + P, start + P)), [(1, 1, 0)]);
+        // The handler ran 3.5 periods: ticks 2, 3 and 4 are due, only 4 runs.
+        assert_eq!(
+            indices(&s.take_due(start + P * 4 + P / 2, start + P * 4 + P / 2)),
+            [(4, 2, 2)]
+        );
+        assert_eq!(s.next_due(Some(start + P * 5)), start + P * 5);
+        assert!(
+            s.take_due(start + P * 4 + P * 3 / 4, start + P * 4 + P * 3 / 4)
+                .is_empty(),
+            "nothing new due"
+        );
+    }
+
+    #[test]
+    fn catch_up_bounded_runs_missed_ticks_in_order_up_to_its_bound() {
+        let (mut s, start) = schedule(TimerPolicy::CatchUpBounded(2));
+        assert_eq!(indices(&s.take_due(start + P, start + P)), [(1, 1, 0)]);
+        // Ticks 2..=6 are due: the last two run, in order; 2, 3 and 4 are dropped.
+        assert_eq!(
+            indices(&s.take_due(start + P * 6, start + P * 6)),
+            [(5, 2, 3), (6, 3, 0)]
+        );
+        assert_eq!(
+            indices(&s.take_due(start + P * 7, start + P * 7)),
+            [(7, 4, 0)]
+        );
+    }
+
+    #[test]
+    fn delay_next_tick_waits_one_period_after_the_handler_ended() {
+        let (mut s, start) = schedule(TimerPolicy::DelayNextTick);
+        assert_eq!(indices(&s.take_due(start + P, start + P)), [(1, 1, 0)]);
+        let handler_end = start + P * 3;
+        assert_eq!(s.next_due(Some(handler_end)), handler_end + P);
+        let second = s.take_due(handler_end + P, handler_end + P);
+        assert_eq!(indices(&second), [(2, 2, 0)]);
+        assert_eq!(
+            second[0].scheduled_at,
+            handler_end + P,
+            "due a period after the end"
+        );
+    }
+
+    #[test]
+    fn indices_never_go_back_and_delivery_never_outruns_the_schedule() {
+        for policy in [
+            TimerPolicy::SkipLateTicks,
+            TimerPolicy::CatchUpBounded(3),
+            TimerPolicy::DelayNextTick,
+        ] {
+            let (mut s, start) = schedule(policy);
+            let mut last = (0, 0);
+            for step in [1u32, 2, 7, 8, 8, 20, 21] {
+                for tick in s.take_due(start + P * step, start + P * step) {
+                    assert!(tick.scheduled_index > last.0, "{policy:?}");
+                    assert_eq!(tick.delivery_index, last.1 + 1, "{policy:?}");
+                    assert!(tick.scheduled_index >= tick.delivery_index, "{policy:?}");
+                    last = (tick.scheduled_index, tick.delivery_index);
+                }
+            }
+        }
+    }
+}
