@@ -23,6 +23,8 @@ pub struct Said {
     pub lines: usize,
     /// Which node ran the handler.
     pub by: String,
+    /// The request's `trace` metadata, as the handler saw it.
+    pub trace: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
@@ -47,7 +49,7 @@ impl SpotHandlers for Room {
 
     async fn handle(
         &mut self,
-        _ctx: &SpotContext,
+        ctx: &SpotContext,
         handler: usize,
         payload: Bytes,
     ) -> zlink::Result<Bytes> {
@@ -64,6 +66,7 @@ impl SpotHandlers for Room {
         Said {
             lines: self.lines.len(),
             by: self.node.clone(),
+            trace: ctx.metadata().get("trace").map(str::to_string),
         }
         .encode()
     }
@@ -72,6 +75,10 @@ impl SpotHandlers for Room {
 #[zlink::async_trait]
 impl Spot for Room {
     async fn on_create(&mut self, _ctx: &SpotContext, request: Bytes) -> CreateDecision {
+        if request.as_ref() == b"hang" {
+            // A creation that never finishes: its node crashes meanwhile.
+            std::future::pending::<()>().await;
+        }
         if request.as_ref() == b"no" {
             CreateDecision::Reject(Bytes::from_static(b"declined"))
         } else {
@@ -405,6 +412,7 @@ impl SpotHandlers for Gate {
         Said {
             lines: 0,
             by: String::new(),
+            trace: None,
         }
         .encode()
     }
@@ -629,4 +637,152 @@ impl SpotHandlers for Twice {
     async fn handle(&mut self, _: &SpotContext, _: usize, _: Bytes) -> zlink::Result<Bytes> {
         Ok(Bytes::new())
     }
+}
+
+#[tokio::test]
+async fn the_target_admission_fence_excludes_the_generation() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = object_server("a", &store, &counters).await;
+    let b = plain_node("b", &store).await;
+    wait_until(WAIT, "a and b connected", || async {
+        peer_rids(&b) == ["a"]
+    })
+    .await;
+    let SpotCreation::Created(first, _) = a.spots().get_or_create("r", "room", "").await.unwrap()
+    else {
+        panic!("not created")
+    };
+    b.spots()
+        .request("r", &Say("to the first".into()))
+        .await
+        .unwrap();
+    // Closed and created again on the same owner: a new incarnation.
+    assert!(a.spots().close(&first).await.unwrap());
+    let SpotCreation::Created(second, _) = a.spots().get_or_create("r", "room", "").await.unwrap()
+    else {
+        panic!("not re-created")
+    };
+    assert!(second.generation > first.generation);
+    // b's cached route still names the first incarnation; the owner admits it into the
+    // current one (the generation is not part of a message's target).
+    let reads = record_reads(&b);
+    let said = b
+        .spots()
+        .request("r", &Say("to whoever is current".into()))
+        .await
+        .unwrap();
+    assert_eq!(said.lines, 1, "the new incarnation took it");
+    assert_eq!(record_reads(&b), reads, "sent on the cached route");
+    stop([b, a]).await;
+}
+
+#[tokio::test]
+async fn replies_use_the_reply_route_and_metadata_is_never_copied_to_them() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = object_server("a", &store, &counters).await;
+    let b = plain_node("b", &store).await;
+    wait_until(WAIT, "a and b connected", || async {
+        peer_rids(&b) == ["a"]
+    })
+    .await;
+    a.spots().get_or_create("r", "room", "").await.unwrap();
+    let owner_reads = record_reads(&a);
+    let options = zlink::CallOptions::new().metadata("trace", "t-1").unwrap();
+    let said = b
+        .spots()
+        .request_with("r", &Say("traced".into()), options)
+        .await
+        .unwrap();
+    assert_eq!(
+        said.trace.as_deref(),
+        Some("t-1"),
+        "the handler saw the metadata"
+    );
+    for i in 0..5 {
+        b.spots().request("r", &Say(format!("{i}"))).await.unwrap();
+    }
+    assert_eq!(record_reads(&a), owner_reads, "answering looked nothing up");
+    // A reply carries no metadata at all: the wire's reply head has no metadata frame,
+    // and the typed reply is only the handler's value.
+    let untraced = b.spots().request("r", &Say("plain".into())).await.unwrap();
+    assert_eq!(untraced.trace, None);
+    stop([b, a]).await;
+}
+
+#[tokio::test]
+async fn missing_and_store_failure_are_never_cached() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = object_server("a", &store, &counters).await;
+    let faulty = Arc::new(zlink_testkit::FaultyLocationStore::new(store.clone()));
+    let faulty_store: Arc<dyn zlink::store::LocationStore> = faulty.clone();
+    let b = plain_node("b", &faulty_store).await;
+    wait_until(WAIT, "a and b connected", || async {
+        peer_rids(&b) == ["a"]
+    })
+    .await;
+    let missing = b
+        .spots()
+        .request("later", &Say("?".into()))
+        .await
+        .unwrap_err();
+    assert!(missing.is(ErrorKind::NotFound), "{missing}");
+    a.spots().get_or_create("later", "room", "").await.unwrap();
+    b.spots()
+        .request("later", &Say("now".into()))
+        .await
+        .unwrap();
+
+    a.spots().get_or_create("other", "room", "").await.unwrap();
+    faulty.set_down(true);
+    let failed = b
+        .spots()
+        .request("other", &Say("?".into()))
+        .await
+        .unwrap_err();
+    assert!(failed.is(ErrorKind::Unavailable), "{failed}");
+    faulty.set_down(false);
+    b.spots()
+        .request("other", &Say("back".into()))
+        .await
+        .unwrap();
+    stop([b, a]).await;
+}
+
+#[tokio::test]
+async fn a_crash_during_creating_is_cancelled_by_the_next_operation_on_the_id() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = object_server("a", &store, &counters).await;
+    // a starts creating "x" and never finishes: on_create hangs.
+    let hanging = tokio::spawn({
+        let a = a.clone();
+        async move { a.spots().get_or_create("x", "room", "hang").await }
+    });
+    wait_until(WAIT, "a's factory ran", || async {
+        counters.factories.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let b = object_server("b", &store, &counters).await;
+    a.crash().await;
+    // The next operation on the ID waits out the dead owner's lease, then cancels exactly
+    // that Creating record and creates afresh, with a higher generation.
+    let created = b.spots().get_or_create("x", "room", "").await.unwrap();
+    let SpotCreation::Created(spot, _) = created else {
+        panic!("not created: {created:?}")
+    };
+    assert_eq!(spot.rid, "b");
+    assert!(
+        spot.generation >= 2,
+        "the crashed attempt's generation is not reused"
+    );
+    assert_eq!(counters.factories.load(Ordering::SeqCst), 2);
+    hanging.abort();
+    stop([b]).await;
 }

@@ -1,5 +1,5 @@
 //! The authority operations, each one conditional batch on the Location Store (digest
-//! §2.3): Reserve (Missing → Creating, issuing the generations), Commit (Creating →
+//! §2.3): Reserve (Missing → Creating, issuing the ObjectGeneration; the AOG starts at 1), Commit (Creating →
 //! Ready), Abort (Creating → Missing), Close (Ready → Closing) and Delete (→ Missing).
 //!
 //! Every write is conditioned on the exact StoreVersion the caller read, so a fence that
@@ -21,11 +21,12 @@ use crate::store::{
 /// How often a Reserve reads again after losing a race on the generation counter.
 const RESERVE_ATTEMPTS: usize = 4;
 
-/// The last generations issued for one ID; never deleted.
+/// The last ObjectGeneration issued for one ID; never deleted, so a re-created object
+/// always gets a higher one. (The AOG counts owner changes within one incarnation, so it
+/// lives in the authority record and starts at 1 with each incarnation.)
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct Generations {
     object: u64,
-    owner: u64,
 }
 
 /// An authority as read, with the version every fenced write must name.
@@ -115,12 +116,11 @@ impl AuthorityStore {
                 return Ok(Reserved::Exists(existing));
             }
             let (last, counter_version) = self.read_generations(key).await?;
-            if last.object >= MAX_GENERATION || last.owner >= MAX_GENERATION {
+            if last.object >= MAX_GENERATION {
                 return Err(StoreError::GenerationExhausted);
             }
             let next = Generations {
                 object: last.object + 1,
-                owner: last.owner + 1,
             };
             let record = Authority {
                 state: AuthorityState::Creating,
@@ -128,7 +128,7 @@ impl AuthorityStore {
                 stable_type: draft.stable_type.clone(),
                 fence: OwnerFence {
                     object_generation: next.object,
-                    owner_generation: next.owner,
+                    owner_generation: 1,
                     owner: draft.owner.owner.0.clone(),
                     lease_generation: draft.owner.generation,
                 },
@@ -333,7 +333,8 @@ mod tests {
             panic!("lost an uncontended reserve")
         };
         assert_eq!(second.record.fence.object_generation, 2);
-        assert!(second.record.fence.owner_generation > first.record.fence.owner_generation);
+        // A new incarnation starts its owner changes afresh.
+        assert_eq!(second.record.fence.owner_generation, 1);
     }
 
     #[tokio::test]
@@ -367,7 +368,6 @@ mod tests {
         let authority = AuthorityStore::new(memory.clone());
         let full = Generations {
             object: MAX_GENERATION,
-            owner: 1,
         };
         memory
             .apply(&Batch {

@@ -8,6 +8,7 @@ use super::id::SpotId;
 use super::timer::{TimerPolicy, Timers};
 use crate::host::Runtime;
 use crate::mesh::MeshNode;
+use crate::wire::Metadata;
 
 /// The context of one Spot turn.
 pub struct SpotContext {
@@ -16,6 +17,7 @@ pub struct SpotContext {
     pub(crate) generation: u64,
     pub(crate) packet: Option<Arc<str>>,
     pub(crate) deadline: Option<Instant>,
+    pub(crate) metadata: Metadata,
     /// The Spot's timers; `None` while it is being created.
     pub(crate) timers: Option<Arc<Timers>>,
 }
@@ -45,6 +47,12 @@ impl SpotContext {
     /// When the caller stops waiting (requests only).
     pub fn deadline(&self) -> Option<Instant> {
         self.deadline
+    }
+
+    /// The message's metadata (empty in lifecycle hooks and ticks). It is never copied
+    /// into the reply.
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
     }
 
     /// Starts the timer `name` (restarting it from now if it runs): every `period` a tick

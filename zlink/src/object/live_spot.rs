@@ -18,7 +18,7 @@ use super::spot::{ClosingReason, Spot, SpotType};
 use super::timer::{TimerTick, Timers};
 use crate::mesh::MeshNode;
 use crate::store::{LeaseToken, OwnerLease};
-use crate::wire::RouteFence;
+use crate::wire::{Metadata, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
 /// One unit of work for a Spot's turn loop.
@@ -28,6 +28,7 @@ pub(crate) enum SpotJob {
         handler: usize,
         packet: Arc<str>,
         payload: Bytes,
+        metadata: Metadata,
         deadline: Option<Instant>,
         reply: Option<oneshot::Sender<Result<Bytes>>>,
     },
@@ -138,17 +139,18 @@ impl LiveSpot {
         let spot = live.clone();
         tracker.spawn(async move {
             let generation = spot.generation();
-            let context = |packet: Option<Arc<str>>, deadline| {
+            let context = |packet: Option<Arc<str>>, deadline, metadata| {
                 node.upgrade().map(|node| SpotContext {
                     node,
                     id: spot.id.clone(),
                     generation,
                     packet,
                     deadline,
+                    metadata,
                     timers: Some(timers.clone()),
                 })
             };
-            if let Some(ctx) = context(None, None) {
+            if let Some(ctx) = context(None, None, Metadata::new()) {
                 if let Err(e) = instance.on_initialize(&ctx).await {
                     tracing::warn!(spot = %spot.id, error = %e, "on_initialize failed");
                 }
@@ -158,7 +160,7 @@ impl LiveSpot {
                     turn = spot.mailbox.next_turn() => turn,
                     _ = cancel.cancelled() => {
                         timer_stop.cancel();
-                        if let Some(ctx) = context(None, None) {
+                        if let Some(ctx) = context(None, None, Metadata::new()) {
                             instance.on_closing(&ctx, ClosingReason::HostShutdown).await;
                         }
                         for job in spot.mailbox.close() {
@@ -174,10 +176,11 @@ impl LiveSpot {
                         handler,
                         packet,
                         payload,
+                        metadata,
                         deadline,
                         reply,
                     } => {
-                        let Some(ctx) = context(Some(packet), deadline) else { return };
+                        let Some(ctx) = context(Some(packet), deadline, metadata) else { return };
                         let result = std::panic::AssertUnwindSafe(instance.handle(&ctx, handler, payload))
                             .catch_unwind()
                             .await
@@ -203,7 +206,7 @@ impl LiveSpot {
                     } => {
                         if !cancelled.is_cancelled() {
                             let name = tick.name.clone();
-                            let Some(ctx) = context(Some(name.clone()), None) else { return };
+                            let Some(ctx) = context(Some(name.clone()), None, Metadata::new()) else { return };
                             let ticked = std::panic::AssertUnwindSafe(instance.on_timer(&ctx, tick))
                                 .catch_unwind()
                                 .await;
@@ -217,7 +220,7 @@ impl LiveSpot {
                     }
                     SpotJob::Close { reason, done } => {
                         timer_stop.cancel();
-                        if let Some(ctx) = context(None, None) {
+                        if let Some(ctx) = context(None, None, Metadata::new()) {
                             instance.on_closing(&ctx, reason).await;
                         }
                         drop(turn);

@@ -88,6 +88,7 @@ struct Admission<'a> {
     id: &'a SpotId,
     packet: &'a str,
     payload: Bytes,
+    metadata: Metadata,
     kind: PacketKind,
     fence: RouteFence,
     deadline: Option<Instant>,
@@ -395,6 +396,7 @@ impl ObjectServer {
             generation: won.record.fence.object_generation,
             packet: None,
             deadline: None,
+            metadata: Metadata::new(),
             timers: None,
         };
         let (instance, decision) = match LiveSpot::stage(spot_type, &ctx, request.clone()).await {
@@ -759,6 +761,7 @@ impl ObjectServer {
             id: call.id,
             packet: call.packet,
             payload: call.payload,
+            metadata: call.metadata.clone(),
             kind: call.kind,
             fence,
             deadline: Some(deadline),
@@ -801,6 +804,7 @@ impl ObjectServer {
             id,
             packet,
             payload,
+            metadata,
             kind,
             fence,
             deadline,
@@ -843,6 +847,7 @@ impl ObjectServer {
             handler,
             packet: Arc::from(packet),
             payload,
+            metadata,
             deadline,
             reply,
         };
@@ -1026,6 +1031,7 @@ impl ObjectServer {
             id: &id,
             packet: message.head.packet.as_str(),
             payload: message.payload.clone(),
+            metadata: message.metadata.clone(),
             kind,
             fence,
             deadline: call.deadline(),
