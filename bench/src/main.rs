@@ -3,12 +3,15 @@
 //! - `rpc`: RouteMesh `request_to_channel` vs a raw zeromq DEALER -> ROUTER echo, the same
 //!   echo with CBOR-encoded payloads, and a tarpc echo over TCP;
 //! - `clientserver`: ClientServer request/reply vs the same three baselines;
-//! - `fanout`: one publisher to 4 subscribers, zlink fanout vs raw zeromq PUB/SUB.
+//! - `fanout`: one publisher to 4 subscribers, zlink fanout vs raw zeromq PUB/SUB;
+//! - `objects`: Spot requests by ID vs channel requests on the same nodes, route-cache
+//!   misses, and the creation rate.
 //!
 //! Each prints readable lines, then one JSON object as the last line.
 
 mod drive;
 mod fanout;
+mod objects;
 mod raw;
 mod raw_cbor;
 mod stats;
@@ -24,7 +27,7 @@ use stats::{Latency, Throughput};
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 const USAGE: &str = "\
-usage: zlink-bench (rpc | clientserver | fanout) [--seconds S] [--requests N]
+usage: zlink-bench (rpc | clientserver | fanout | objects) [--seconds S] [--requests N]
 
   rpc            raw zeromq DEALER->ROUTER echo vs zlink RouteMesh request_to_channel
                  on 127.0.0.1, 64-byte payloads: sequential latency and pipelined
@@ -35,6 +38,11 @@ usage: zlink-bench (rpc | clientserver | fanout) [--seconds S] [--requests N]
   clientserver   the same baselines vs a zlink ClientServer channel
   fanout         one publisher to 4 subscribers, 64-byte events: raw zeromq PUB/SUB
                  vs zlink fanout; delivered events per second per subscriber
+  objects        Spot request by ID (warm route cache) vs a channel request between
+                 the same two nodes: sequential latency and pipelined throughput (64
+                 callers over 64 Spots vs 64 in flight); a node without a route cache:
+                 store reads per call and latency of a miss; get_or_create per second.
+                 The store is a private redis-server when installed
   --seconds S    how long each pipelined or publishing run lasts, 1..=60 (default 3)
   --requests N   measured sequential round trips, 100..=1000000 (default 5000)
   --curve        rpc only: also run zlink with ZMTP CURVE on both nodes and report
@@ -48,6 +56,7 @@ enum Bench {
     Rpc,
     ClientServer,
     Fanout,
+    Objects,
 }
 
 /// What one `rpc` run does.
@@ -80,6 +89,7 @@ fn parse_args(args: &[String]) -> Result<(Bench, RpcPlan), String> {
         "rpc" => Bench::Rpc,
         "clientserver" => Bench::ClientServer,
         "fanout" => Bench::Fanout,
+        "objects" => Bench::Objects,
         other => return Err(format!("unknown command {other:?}")),
     };
     let mut plan = RpcPlan::default();
@@ -315,6 +325,76 @@ async fn rpc(plan: RpcPlan, bench: Bench) -> Result<(), BoxError> {
     Ok(())
 }
 
+async fn objects(plan: RpcPlan) -> Result<(), BoxError> {
+    let payload: Vec<u8> = (0..plan.payload_bytes).map(|i| (i % 251) as u8).collect();
+    let f = objects::run(
+        &payload,
+        plan.warmup,
+        plan.requests,
+        plan.window,
+        plan.duration,
+    )
+    .await?;
+    println!(
+        "objects benchmark: 127.0.0.1, {}-byte payloads, {} store, {} tokio worker threads",
+        plan.payload_bytes,
+        f.store,
+        tokio::runtime::Handle::current().metrics().num_workers()
+    );
+    let figures = |name: &str, latency: &Latency, throughput: &Throughput| {
+        println!("{name}:");
+        println!(
+            "  sequential: {} round trips: p50 {:.1} us, p99 {:.1} us",
+            latency.count, latency.p50_us, latency.p99_us
+        );
+        report_pipelined(&plan, throughput);
+    };
+    figures(
+        "channel request (echo handler)",
+        &f.channel_latency,
+        &f.channel_throughput,
+    );
+    figures(
+        "Spot request by ID, warm route cache (echo Spot)",
+        &f.spot_latency,
+        &f.spot_throughput,
+    );
+    println!("Spot request by ID, route cache off (every call a miss):");
+    println!(
+        "  {} round trips: p50 {:.1} us, p99 {:.1} us; {:.2} store reads per call",
+        f.cold_latency.count, f.cold_latency.p50_us, f.cold_latency.p99_us, f.reads_per_miss
+    );
+    println!(
+        "get_or_create: {} Spots in {:.2} s = {:.0} per second (16 at a time)",
+        f.creations.messages,
+        f.creations.elapsed.as_secs_f64(),
+        f.creations.per_second()
+    );
+    let p50_ratio = f.channel_latency.p50_us / f.spot_latency.p50_us;
+    let throughput_ratio = f.spot_throughput.per_second() / f.channel_throughput.per_second();
+    println!(
+        "Spot / channel: throughput {throughput_ratio:.2}, speed at p50 {p50_ratio:.2} (target >= 0.9); a miss adds {:.1} us at p50",
+        f.cold_latency.p50_us - f.spot_latency.p50_us
+    );
+    let summary = serde_json::json!({
+        "benchmark": "objects",
+        "store": f.store,
+        "payload_bytes": plan.payload_bytes,
+        "channel_p50_us": round3(f.channel_latency.p50_us),
+        "spot_p50_us": round3(f.spot_latency.p50_us),
+        "spot_vs_channel_p50_speed": round3(p50_ratio),
+        "channel_pipelined_msgs_per_s": f.channel_throughput.per_second().round(),
+        "spot_pipelined_msgs_per_s": f.spot_throughput.per_second().round(),
+        "spot_vs_channel_throughput": round3(throughput_ratio),
+        "miss_p50_us": round3(f.cold_latency.p50_us),
+        "miss_added_p50_us": round3(f.cold_latency.p50_us - f.spot_latency.p50_us),
+        "store_reads_per_miss": round3(f.reads_per_miss),
+        "creations_per_s": f.creations.per_second().round(),
+    });
+    println!("{summary}");
+    Ok(())
+}
+
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -345,6 +425,7 @@ fn main() -> ExitCode {
     let run = async move {
         match bench {
             Bench::Fanout => fanout::run(plan.payload_bytes, plan.duration).await,
+            Bench::Objects => objects(plan).await,
             _ => rpc(plan, bench).await,
         }
     };
