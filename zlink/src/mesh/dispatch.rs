@@ -140,6 +140,17 @@ impl InboundCall {
         finish(&self.links, self.reply.as_ref(), result);
     }
 
+    /// Hands the call's answer to whoever runs its work elsewhere (a Spot's own task): the
+    /// returned capability replies exactly once, and holds the connection's in-flight
+    /// permit until then. Dropping it unanswered ends a request `Unavailable`.
+    pub(crate) fn into_pending(self) -> PendingReply {
+        PendingReply {
+            links: self.links,
+            reply: self.reply,
+            permit: Some(self.permit),
+        }
+    }
+
     /// Runs the handler work `make` builds, on the node that owns the handlers (the
     /// process's RouteMesh node, which handlers reach as their runtime), and replies with
     /// its result.
@@ -185,6 +196,36 @@ impl InboundCall {
                 None => tracing::debug!(correlation = reply.as_ref().map(|r| r.correlation), "handler cancelled: the caller's deadline passed"),
             }
         });
+    }
+}
+
+/// The answer of one inbound call, carried to the task that runs its work.
+pub(crate) struct PendingReply {
+    links: Arc<Links>,
+    reply: Option<ReplyRoute>,
+    permit: Option<CountPermit>,
+}
+
+impl PendingReply {
+    /// Replies (a request) or logs a failure (a send), once.
+    pub(crate) fn finish(mut self, result: Result<Bytes>) {
+        self.permit.take();
+        finish(&self.links, self.reply.take().as_ref(), result);
+    }
+}
+
+impl Drop for PendingReply {
+    fn drop(&mut self) {
+        if let Some(reply) = self.reply.take() {
+            finish(
+                &self.links,
+                Some(&reply),
+                Err(Error::new(
+                    ErrorKind::Unavailable,
+                    "the work was dropped before it ran",
+                )),
+            );
+        }
     }
 }
 

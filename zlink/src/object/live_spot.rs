@@ -16,10 +16,29 @@ use super::id::SpotId;
 use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
 use super::spot::{ClosingReason, Spot, SpotType};
 use super::timer::{TimerTick, Timers};
-use crate::mesh::MeshNode;
+use crate::mesh::{MeshNode, PendingReply};
 use crate::store::{LeaseToken, OwnerLease};
 use crate::wire::{Metadata, RouteFence};
 use crate::{Error, ErrorKind, Result};
+
+/// Where a message's result goes: a waiting local caller, or the reply route of a request
+/// (or the in-flight permit of a send) that came over the mesh.
+pub(crate) enum ReplyTo {
+    Local(oneshot::Sender<Result<Bytes>>),
+    Remote(PendingReply),
+}
+
+impl ReplyTo {
+    /// Delivers the result, once.
+    pub(crate) fn send(self, result: Result<Bytes>) {
+        match self {
+            ReplyTo::Local(tx) => {
+                let _ = tx.send(result);
+            }
+            ReplyTo::Remote(pending) => pending.finish(result),
+        }
+    }
+}
 
 /// One unit of work for a Spot's turn loop.
 pub(crate) enum SpotJob {
@@ -30,7 +49,7 @@ pub(crate) enum SpotJob {
         payload: Bytes,
         metadata: Metadata,
         deadline: Option<Instant>,
-        reply: Option<oneshot::Sender<Result<Bytes>>>,
+        reply: Option<ReplyTo>,
     },
     /// A timer's tick; `done` tells the timer the handler finished.
     Tick {
@@ -47,21 +66,26 @@ pub(crate) enum SpotJob {
 }
 
 impl SpotJob {
-    /// Completes a job that will not run (its Spot closed first), exactly once.
-    fn abandon(self) {
+    /// Completes a job that will not run, exactly once, with `error`.
+    pub(crate) fn refuse(self, error: Error) {
         match self {
             SpotJob::Message { reply, .. } => {
                 if let Some(reply) = reply {
-                    let _ = reply.send(Err(Error::new(
-                        ErrorKind::Unavailable,
-                        "the Spot closed before the message ran",
-                    )));
+                    reply.send(Err(error));
                 }
             }
             SpotJob::Close { done, .. } | SpotJob::Tick { done, .. } => {
                 let _ = done.send(());
             }
         }
+    }
+
+    /// Completes a job its Spot closed before it ran.
+    fn abandon(self) {
+        self.refuse(Error::new(
+            ErrorKind::Unavailable,
+            "the Spot closed before the message ran",
+        ));
     }
 }
 
@@ -189,9 +213,7 @@ impl LiveSpot {
                                 Err(Error::new(ErrorKind::InternalFailure, "the handler panicked"))
                             });
                         match reply {
-                            Some(reply) => {
-                                let _ = reply.send(result);
-                            }
+                            Some(reply) => reply.send(result),
                             None => {
                                 if let Err(e) = result {
                                     tracing::warn!(spot = %spot.id, error = %e, "Spot send handler failed");
@@ -261,26 +283,35 @@ impl LiveSpot {
             && authority.record.fence.held_by(lease)
     }
 
-    /// Queues a job; a request is refused at once when the lane is full, a send waits
-    /// until `send_by`.
-    pub(crate) async fn deliver(
+    fn lane(job: &SpotJob) -> Lane {
+        match job {
+            SpotJob::Close { .. } => Lane::Lifecycle,
+            SpotJob::Message { .. } | SpotJob::Tick { .. } => Lane::Application,
+        }
+    }
+
+    /// Queues a job if there is room now; a refused job comes back (whole, so its caller
+    /// answers it with the reason).
+    #[allow(clippy::result_large_err)]
+    pub(crate) fn try_deliver(
         &self,
         job: SpotJob,
         bytes: usize,
-        send_by: Option<Instant>,
-    ) -> std::result::Result<(), Refused> {
-        let lane = match job {
-            SpotJob::Close { .. } => Lane::Lifecycle,
-            SpotJob::Message { .. } | SpotJob::Tick { .. } => Lane::Application,
-        };
-        let admitted = match send_by {
-            Some(by) => self.mailbox.admit_by(lane, job, bytes, by).await,
-            None => self.mailbox.admit(lane, job, bytes),
-        };
-        admitted.map_err(|(refused, job)| {
-            job.abandon();
-            refused
-        })
+    ) -> std::result::Result<(), (Refused, SpotJob)> {
+        self.mailbox.admit(Self::lane(&job), job, bytes)
+    }
+
+    /// Queues a job, waiting for room until `by` (a local send's send timeout).
+    #[allow(clippy::result_large_err)]
+    pub(crate) async fn deliver_by(
+        &self,
+        job: SpotJob,
+        bytes: usize,
+        by: Instant,
+    ) -> std::result::Result<(), (Refused, SpotJob)> {
+        self.mailbox
+            .admit_by(Self::lane(&job), job, bytes, by)
+            .await
     }
 
     /// Stops admitting messages (a close has begun).

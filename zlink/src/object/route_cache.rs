@@ -9,7 +9,7 @@
 //! store recovery or an owner lease invalidation.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -43,7 +43,8 @@ impl ReadyRoute {
 }
 
 struct Entry {
-    route: ReadyRoute,
+    /// Shared, so a hit costs one reference count, not a copy of the route's names.
+    route: Arc<ReadyRoute>,
     expires_at: Instant,
 }
 
@@ -80,7 +81,7 @@ impl RouteCache {
     }
 
     /// The route for `key`, if one is cached and still live at `now`.
-    pub(crate) fn get(&self, key: &ObjectKey, now: Instant) -> Option<ReadyRoute> {
+    pub(crate) fn get(&self, key: &ObjectKey, now: Instant) -> Option<Arc<ReadyRoute>> {
         let mut entries = self.entries();
         match entries.get(key) {
             Some(entry) if entry.expires_at > now => Some(entry.route.clone()),
@@ -95,7 +96,7 @@ impl RouteCache {
     /// Keeps a Ready route read at `now` until the earlier of `now + RouteCacheMaxAge` and
     /// `not_after`. An older authority than the one cached is not stored; a newer one
     /// replaces it.
-    pub(crate) fn insert(&self, route: ReadyRoute, now: Instant, not_after: Instant) {
+    pub(crate) fn insert(&self, route: Arc<ReadyRoute>, now: Instant, not_after: Instant) {
         let max_age = *self.max_age.lock().unwrap_or_else(|p| p.into_inner());
         if max_age.is_zero() {
             return;
@@ -134,7 +135,7 @@ impl RouteCache {
     /// entry only if it is still that route, never a newer one stored meanwhile.
     pub(crate) fn stale(&self, route: &ReadyRoute) {
         let mut entries = self.entries();
-        if entries.get(&route.key).is_some_and(|e| e.route == *route) {
+        if entries.get(&route.key).is_some_and(|e| *e.route == *route) {
             entries.remove(&route.key);
         }
     }
@@ -168,8 +169,8 @@ mod tests {
     use crate::object::id::SpotId;
     use crate::store::OwnerId;
 
-    fn route(id: &str, generation: u64, owner_generation: u64) -> ReadyRoute {
-        ReadyRoute {
+    fn route(id: &str, generation: u64, owner_generation: u64) -> Arc<ReadyRoute> {
+        Arc::new(ReadyRoute {
             key: ObjectKey::from(&SpotId::new(id).unwrap()),
             shape: ObjectShape::UserSpot,
             fence: OwnerFence {
@@ -184,7 +185,7 @@ mod tests {
                 node_generation: 1,
             },
             version: StoreVersion(format!("{generation}.{owner_generation}")),
-        }
+        })
     }
 
     const AGE: Duration = DEFAULT_ROUTE_CACHE_MAX_AGE;
@@ -217,7 +218,7 @@ mod tests {
         cache.set_max_age(Duration::from_secs(2));
         cache.insert(route("r", 1, 1), now, now + AGE);
         cache.set_max_age(AGE);
-        let key = route("r", 1, 1).key;
+        let key = route("r", 1, 1).key.clone();
         assert!(cache.get(&key, now + Duration::from_secs(3)).is_none());
     }
 

@@ -17,7 +17,7 @@ use super::authority::{AuthorityState, ObjectShape, OwnerRoute};
 use super::authority_store::{AuthorityStore, Draft, Fenced, Reserved, Versioned};
 use super::context::SpotContext;
 use super::id::{ObjectKey, SpotId, StableType};
-use super::live_spot::{LiveSpot, SpotHost, SpotJob};
+use super::live_spot::{LiveSpot, ReplyTo, SpotHost, SpotJob};
 use super::mailbox::Refused;
 use super::placement;
 use super::remote::{decode_generation, encode_generation, CreateReply, CreateRequest};
@@ -64,7 +64,7 @@ pub enum SpotCreation {
 /// What the resolver found for an ID (seed 000 §2.2: four closed results).
 #[derive(Debug, Clone)]
 pub(crate) enum Resolution {
-    Ready(ReadyRoute),
+    Ready(Arc<ReadyRoute>),
     Missing,
     Unavailable(String),
     StoreFailure(StoreError),
@@ -83,6 +83,19 @@ pub(crate) struct SpotCall<'a> {
     pub(crate) send_timeout: Duration,
 }
 
+/// A message ready to queue on a Spot this node owns.
+struct Prepared {
+    live: Arc<LiveSpot>,
+    job: SpotJob,
+    bytes: usize,
+}
+
+/// Why a message was not admitted, with its reply capability so the caller answers.
+struct Refusal {
+    error: Error,
+    reply: Option<ReplyTo>,
+}
+
 /// A message on its way into a Spot this node owns.
 struct Admission<'a> {
     id: &'a SpotId,
@@ -92,7 +105,7 @@ struct Admission<'a> {
     kind: PacketKind,
     fence: RouteFence,
     deadline: Option<Instant>,
-    send_by: Option<Instant>,
+    reply: Option<ReplyTo>,
 }
 
 fn spot_ref(id: &SpotId, v: &Versioned) -> SpotRef {
@@ -591,7 +604,7 @@ impl ObjectServer {
             reason: ClosingReason::ExplicitClose,
             done,
         };
-        if live.deliver(close, 0, None).await.is_ok() {
+        if live.try_deliver(close, 0).is_ok() {
             let _ = closed.await;
         }
         self.live().remove(&spot.id);
@@ -669,13 +682,13 @@ impl ObjectServer {
         if current.record.state != AuthorityState::Ready {
             return Resolution::Unavailable(format!("Spot {id} is {:?}", current.record.state));
         }
-        let route = ReadyRoute {
+        let route = Arc::new(ReadyRoute {
             key: key.clone(),
             shape: current.record.shape,
             fence: current.record.fence.clone(),
             owner: current.record.route.clone(),
             version: current.version.clone(),
-        };
+        });
         let bound = self.route_bound(&route, now);
         match bound {
             Some(not_after) => {
@@ -757,19 +770,46 @@ impl ObjectServer {
     ) -> Result<Bytes> {
         let id = call.id.clone();
         let request = call.kind == PacketKind::Request;
-        let admission = Admission {
-            id: call.id,
-            packet: call.packet,
-            payload: call.payload,
-            metadata: call.metadata.clone(),
-            kind: call.kind,
-            fence,
-            deadline: Some(deadline),
-            // A local send waits for room up to the send timeout; a request does not.
-            send_by: (!request).then(|| Instant::now() + call.send_timeout),
+        let (tx, rx) = if request {
+            let (tx, rx) = oneshot::channel();
+            (Some(ReplyTo::Local(tx)), Some(rx))
+        } else {
+            (None, None)
         };
-        let (rx, admitted) = self.admit_local(admission)?;
-        admitted.await?;
+        let Prepared { live, job, bytes } = self
+            .prepare(Admission {
+                id: call.id,
+                packet: call.packet,
+                payload: call.payload,
+                metadata: call.metadata.clone(),
+                kind: call.kind,
+                fence,
+                deadline: Some(deadline),
+                reply: tx,
+            })
+            .map_err(|refusal| refusal.error)?;
+        // A local send waits for room up to the send timeout; a request does not.
+        let send_by = (!request).then(|| Instant::now() + call.send_timeout);
+        let delivered = match send_by {
+            Some(by) => live.deliver_by(job, bytes, by).await,
+            None => live.try_deliver(job, bytes),
+        };
+        if let Err((refused, job)) = delivered {
+            drop(job);
+            return Err(match refused {
+                Refused::Full(_) if send_by.is_some() => Error::new(
+                    ErrorKind::DeadlineExceeded,
+                    format!("Spot {id}'s queue stayed full for the send timeout"),
+                ),
+                Refused::Full(_) => Error::new(
+                    ErrorKind::CapacityExceeded,
+                    format!("Spot {id}'s queue is full"),
+                ),
+                Refused::Sealed | Refused::Closed => {
+                    Error::new(ErrorKind::Unavailable, format!("Spot {id} is closing"))
+                }
+            });
+        }
         match rx {
             Some(rx) => tokio::time::timeout_at(deadline, rx)
                 .await
@@ -789,17 +829,11 @@ impl ObjectServer {
         }
     }
 
-    /// Checks the fence and the handler, and queues the message on a Spot this node owns.
-    /// Without `send_by` a full queue refuses at once; with it, the message waits for room
-    /// until then.
-    #[allow(clippy::type_complexity)]
-    fn admit_local(
-        &self,
-        admission: Admission<'_>,
-    ) -> Result<(
-        Option<oneshot::Receiver<Result<Bytes>>>,
-        impl std::future::Future<Output = Result<()>>,
-    )> {
+    /// Checks the fence and the handler, and builds the job for a Spot this node owns.
+    /// On refusal the reply capability comes back with the error, so the caller answers
+    /// with the real reason.
+    #[allow(clippy::result_large_err)]
+    fn prepare(&self, admission: Admission<'_>) -> std::result::Result<Prepared, Refusal> {
         let Admission {
             id,
             packet,
@@ -808,8 +842,33 @@ impl ObjectServer {
             kind,
             fence,
             deadline,
-            send_by,
+            reply,
         } = admission;
+        let checked = self.check_admission(id, packet, kind, fence);
+        let (live, handler) = match checked {
+            Ok(checked) => checked,
+            Err(error) => return Err(Refusal { error, reply }),
+        };
+        let bytes = payload.len();
+        let job = SpotJob::Message {
+            handler,
+            packet: Arc::from(packet),
+            payload,
+            metadata,
+            deadline,
+            reply,
+        };
+        Ok(Prepared { live, job, bytes })
+    }
+
+    /// The owned Spot `id` and the handler position of `packet`, when the fence holds.
+    fn check_admission(
+        &self,
+        id: &SpotId,
+        packet: &str,
+        kind: PacketKind,
+        fence: RouteFence,
+    ) -> Result<(Arc<LiveSpot>, usize)> {
         let stale = || {
             Error::new(
                 ErrorKind::Unavailable,
@@ -835,41 +894,7 @@ impl ObjectServer {
                 ),
             )
         })?;
-        let (reply, rx) = match kind {
-            PacketKind::Request => {
-                let (tx, rx) = oneshot::channel();
-                (Some(tx), Some(rx))
-            }
-            PacketKind::Send => (None, None),
-        };
-        let bytes = payload.len();
-        let job = SpotJob::Message {
-            handler,
-            packet: Arc::from(packet),
-            payload,
-            metadata,
-            deadline,
-            reply,
-        };
-        let id = id.clone();
-        let admitted = async move {
-            live.deliver(job, bytes, send_by)
-                .await
-                .map_err(|refused| match refused {
-                    Refused::Full(_) if send_by.is_some() => Error::new(
-                        ErrorKind::DeadlineExceeded,
-                        format!("Spot {id}'s queue stayed full for the send timeout"),
-                    ),
-                    Refused::Full(_) => Error::new(
-                        ErrorKind::CapacityExceeded,
-                        format!("Spot {id}'s queue is full"),
-                    ),
-                    Refused::Sealed | Refused::Closed => {
-                        Error::new(ErrorKind::Unavailable, format!("Spot {id} is closing"))
-                    }
-                })
-        };
-        Ok((rx, admitted))
+        Ok((live, handler))
     }
 
     async fn call_remote(
@@ -1026,39 +1051,44 @@ impl ObjectServer {
         } else {
             PacketKind::Send
         };
-        // Read path: never wait for room here; a full queue answers at once.
-        let admitted = self.admit_local(Admission {
+        let (packet, payload, metadata, deadline) = (
+            message.head.packet.clone(),
+            message.payload.clone(),
+            message.metadata.clone(),
+            call.deadline(),
+        );
+        // The Spot's own task answers: no task waits here for the turn.
+        let pending = call.into_pending();
+        let prepared = self.prepare(Admission {
             id: &id,
-            packet: message.head.packet.as_str(),
-            payload: message.payload.clone(),
-            metadata: message.metadata.clone(),
+            packet: packet.as_str(),
+            payload,
+            metadata,
             kind,
             fence,
-            deadline: call.deadline(),
-            send_by: None,
+            deadline,
+            reply: Some(ReplyTo::Remote(pending)),
         });
-        let (rx, admitted) = match admitted {
-            Ok(parts) => parts,
-            Err(e) => return call.answer(Err(e)),
-        };
-        call.run(move |_node, _message| {
-            Box::pin(async move {
-                // A full remote queue is Unavailable to the caller (digest §3.3).
-                admitted.await.map_err(|e| {
-                    if e.is(ErrorKind::CapacityExceeded) {
-                        Error::new(ErrorKind::Unavailable, e.to_string())
-                    } else {
-                        e
-                    }
-                })?;
-                match rx {
-                    Some(rx) => rx.await.unwrap_or_else(|_| {
-                        Err(Error::new(ErrorKind::Unavailable, "the Spot stopped"))
-                    }),
-                    None => Ok(Bytes::new()),
+        let Prepared { live, job, bytes } = match prepared {
+            Ok(prepared) => prepared,
+            Err(Refusal { error, reply }) => {
+                if let Some(reply) = reply {
+                    reply.send(Err(error));
                 }
-            })
-        });
+                return;
+            }
+        };
+        // Read path: never wait for room. A full remote queue is Unavailable to the caller
+        // (digest §3.3), which is what a refused job answers.
+        if let Err((refused, job)) = live.try_deliver(job, bytes) {
+            job.refuse(Error::new(
+                ErrorKind::Unavailable,
+                match refused {
+                    Refused::Full(_) => format!("Spot {id}'s queue is full"),
+                    Refused::Sealed | Refused::Closed => format!("Spot {id} is closing"),
+                },
+            ));
+        }
     }
 
     /// The Spots this node owns now.
