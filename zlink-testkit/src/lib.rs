@@ -16,6 +16,8 @@
 //!   restarted.
 //! - [`RedisCluster`]: a private Redis Cluster per test whose masters can be killed to
 //!   watch a replica take over.
+//! - [`TestCluster`]: N nodes of one mesh in one test (in-memory network and store, or
+//!   TCP and a private Redis), with kill, partition and per-node store counters.
 #![warn(missing_docs)]
 
 pub mod conformance;
@@ -25,6 +27,7 @@ mod redis_cluster;
 mod redis_server;
 mod stalled_subscriber;
 mod store;
+mod test_cluster;
 mod wait;
 
 pub use mem_network::{LinkFault, MemNetwork, MemTransport};
@@ -33,5 +36,6 @@ pub use redis_cluster::RedisCluster;
 pub use redis_server::RedisServer;
 pub use stalled_subscriber::StalledSubscriber;
 pub use store::FaultyLocationStore;
+pub use test_cluster::{quick_lease, TestCluster, CLUSTER_MESH};
 pub use wait::{init_tracing, wait_until};
 pub use zlink::store::MemoryLocationStore;

@@ -1,0 +1,122 @@
+//! The testkit's `TestCluster`, as an application's integration test uses it: three nodes
+//! in one test, a Spot on one of them, store reads counted per node, a partition and a kill.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use zlink::object::{Spot, SpotContext, SpotCreation};
+use zlink::{CallOptions, ErrorKind};
+use zlink_testkit::{wait_until, TestCluster};
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Count)]
+pub struct Bump;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Count(pub u64);
+
+/// A counter Spot.
+#[derive(Default)]
+pub struct Counter(u64);
+
+#[zlink::spot(type = "counter", relocation = disable)]
+impl Counter {
+    #[handler]
+    async fn bump(&mut self, _bump: Bump, _ctx: &SpotContext) -> zlink::Result<Count> {
+        self.0 += 1;
+        Ok(Count(self.0))
+    }
+}
+
+impl Spot for Counter {}
+
+// ANCHOR: cluster
+/// Three nodes; only `n0` serves counters, so every counter lives there.
+async fn cluster() -> TestCluster {
+    TestCluster::in_memory(3, |i, node| {
+        if i == 0 {
+            node.spot_type(Counter::spot_type(|_| Counter::default()).expect("a Spot type"))
+        } else {
+            node
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_cache_hit_reads_the_store_zero_times() {
+    let cluster = cluster().await;
+    let caller = cluster.node(2);
+    let created = caller
+        .spots()
+        .get_or_create("c", Counter::STABLE_TYPE, "")
+        .await
+        .unwrap();
+    assert!(matches!(created, SpotCreation::Created(ref c, _) if c.rid == "n0"));
+    let counter = CounterClient::new(caller, "c");
+    counter.bump(&Bump).await.unwrap();
+    let reads = cluster.store_reads(2);
+    for _ in 0..10 {
+        counter.bump(&Bump).await.unwrap();
+    }
+    assert_eq!(cluster.store_reads(2), reads, "ten calls, zero store reads");
+    cluster.shutdown().await;
+}
+// ANCHOR_END: cluster
+
+#[tokio::test]
+async fn a_partitioned_owner_is_unavailable_until_the_partition_heals() {
+    let cluster = cluster().await;
+    let caller = cluster.node(1);
+    caller
+        .spots()
+        .get_or_create("c", Counter::STABLE_TYPE, "")
+        .await
+        .unwrap();
+    let counter = CounterClient::new(caller, "c");
+    assert_eq!(counter.bump(&Bump).await.unwrap().0, 1);
+
+    cluster.partition(0, 1);
+    // The link looks open but carries nothing: liveness closes it.
+    wait_until(Duration::from_secs(10), "n1 lost n0", || async {
+        caller.peers().iter().all(|p| p.rid != "n0")
+    })
+    .await;
+    let quick = CallOptions::new().timeout(Duration::from_millis(500));
+    let cut = counter.bump_with(&Bump, quick).await.unwrap_err();
+    assert!(cut.is(ErrorKind::Unavailable), "{cut}");
+    // Nothing was re-created elsewhere: n2 still reaches the one counter on n0.
+    let other = CounterClient::new(cluster.node(2), "c");
+    assert_eq!(other.bump(&Bump).await.unwrap().0, 2);
+
+    cluster.heal(0, 1);
+    wait_until(
+        Duration::from_secs(10),
+        "n1 reaches the counter again",
+        || async { counter.bump(&Bump).await.is_ok() },
+    )
+    .await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_killed_owner_leaves_its_spots_unavailable() {
+    let mut cluster = cluster().await;
+    cluster
+        .node(1)
+        .spots()
+        .get_or_create("c", Counter::STABLE_TYPE, "")
+        .await
+        .unwrap();
+    cluster.kill(0).await;
+    let counter = CounterClient::new(cluster.node(1), "c");
+    wait_until(
+        Duration::from_secs(10),
+        "the dead owner is noticed",
+        || async {
+            matches!(counter.bump(&Bump).await, Err(ref e) if e.is(ErrorKind::Unavailable))
+        },
+    )
+    .await;
+    cluster.shutdown().await;
+}
