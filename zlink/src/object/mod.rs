@@ -11,11 +11,16 @@
 //! and request by ID from any node, timers, close, and `#[zlink::spot]`. Actors and live
 //! relocation come next.
 
+mod closing;
 mod context;
+mod creation;
+mod direct;
 mod id;
+mod inbound;
 mod live_spot;
 mod placement;
 mod remote;
+mod resolver;
 mod server;
 mod spot;
 mod timer;
@@ -31,9 +36,10 @@ pub(crate) use route_cache::DEFAULT_ROUTE_CACHE_MAX_AGE;
 /// MessageFollowDuration: how long a moved object's old owner relays what still arrives
 /// (relocation comes later; the route cache rule already holds against it).
 pub(crate) const MESSAGE_FOLLOW_DURATION: std::time::Duration = std::time::Duration::from_secs(30);
+pub(crate) use direct::SpotCall;
 pub(crate) use id::uuid_v4 as id_uuid_v4;
 pub use id::{is_entry_spot_id, ActorId, IdError, SpotId, StableType, MAX_OBJECT_ID_BYTES};
-pub(crate) use server::{ObjectServer, SpotCall};
+pub(crate) use server::ObjectServer;
 pub use server::{SpotCreation, SpotRef};
 pub use spot::{ClosingReason, CreateDecision, Relocation, Spot, SpotHandlers, SpotType};
 pub use timer::{TimerPolicy, TimerTick};

@@ -1,0 +1,116 @@
+//! Closing a Spot: exactly the incarnation a `SpotRef` names, on its owner (here, or
+//! through command 48 on the owning node).
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::authority::AuthorityState;
+use super::authority_store::{Fenced, Versioned};
+use super::id::ObjectKey;
+use super::live_spot::SpotJob;
+use super::remote::encode_generation;
+use super::server::{store_error, ObjectServer, SpotRef};
+use super::spot::ClosingReason;
+use crate::mesh::calls::OutboundCall;
+use crate::wire::{Command, Metadata, RouteFence};
+use crate::{Error, ErrorKind, Result};
+
+/// Closes exactly the incarnation `spot` names. `false` when it is gone already.
+pub(super) async fn close(server: &ObjectServer, spot: &SpotRef) -> Result<bool> {
+    let key = ObjectKey::from(&spot.id);
+    let Some(current) = server.authority.read(&key).await.map_err(store_error)? else {
+        return Ok(false);
+    };
+    if current.record.fence.object_generation != spot.generation {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "Spot {} is generation {}, not {}",
+                spot.id, current.record.fence.object_generation, spot.generation
+            ),
+        ));
+    }
+    if current.record.route.rid != server.route.rid {
+        return close_remote(server, &current, spot).await;
+    }
+    let Some(live) = server.live().get(&spot.id).cloned() else {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            format!(
+                "Spot {} is owned by this node's previous lifecycle",
+                spot.id
+            ),
+        ));
+    };
+    let closing = match current.record.state {
+        AuthorityState::Ready => match server
+            .authority
+            .begin_close(&key, &current)
+            .await
+            .map_err(store_error)?
+        {
+            Fenced::Done(closing) => closing,
+            Fenced::Moved => return Ok(false),
+        },
+        AuthorityState::Closing => current,
+        AuthorityState::Creating => return Ok(false),
+    };
+    live.set_authority(closing.clone());
+    live.seal();
+    let (done, closed) = oneshot::channel();
+    let close = SpotJob::Close {
+        reason: ClosingReason::ExplicitClose,
+        done,
+    };
+    if live.try_deliver(close, 0).is_ok() {
+        let _ = closed.await;
+    }
+    server.live().remove(&spot.id);
+    server.resolver.saw_authority(&key, &closing.record.fence);
+    match server
+        .authority
+        .delete(&key, &closing)
+        .await
+        .map_err(store_error)?
+    {
+        Fenced::Done(()) | Fenced::Moved => Ok(true),
+    }
+}
+
+/// Closes a Spot through its owner (command 48), with the owner fence of the
+/// authority just read.
+async fn close_remote(server: &ObjectServer, current: &Versioned, spot: &SpotRef) -> Result<bool> {
+    let Some(node) = server.node.upgrade() else {
+        return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
+    };
+    let settings = node.settings();
+    let deadline = Instant::now() + settings.request_timeout;
+    let admit_by = deadline.min(Instant::now() + settings.send_timeout);
+    let calls = node.calls();
+    let link = calls
+        .peer(&current.record.route.rid, admit_by)
+        .await
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("the owner of Spot {} is not reachable: {e}", spot.id),
+            )
+        })?;
+    let metadata = Metadata::new();
+    let outbound = OutboundCall {
+        command: Command::SpotClose,
+        target: spot.id.as_str(),
+        packet: "close",
+        fence: Some(RouteFence {
+            owner_generation: current.record.fence.owner_generation,
+            lease_generation: current.record.fence.lease_generation,
+        }),
+        metadata: &metadata,
+        payload: encode_generation(spot.generation),
+    };
+    let timeout = deadline.saturating_duration_since(Instant::now());
+    let reply = calls
+        .request(&link, &outbound, deadline, timeout, admit_by)
+        .await?;
+    crate::wire::cbor_decode(&reply)
+}

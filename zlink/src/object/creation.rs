@@ -1,0 +1,341 @@
+//! Creating Spots: the get-or-create loop against the authority, placement onto the nodes
+//! serving a type, one creation attempt (reserve, stage, commit) here or on the placed
+//! node, and the cancellation of a creation its crashed owner left behind.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::authority::{AuthorityState, ObjectShape};
+use super::authority_store::{Draft, Fenced, Reserved, Versioned};
+use super::context::SpotContext;
+use super::id::{ObjectKey, SpotId, StableType};
+use super::live_spot::{LiveSpot, SpotHost};
+use super::placement;
+use super::remote::{CreateReply, CreateRequest};
+use super::server::{spot_ref, store_error, ObjectServer, SpotCreation, SpotRef};
+use super::spot::CreateDecision;
+use crate::mesh::calls::OutboundCall;
+use crate::wire::{Command, Metadata};
+use crate::{Error, ErrorKind, Result};
+
+/// First pause while another attempt's Creating record settles; doubles up to 500 ms.
+const CREATING_BACKOFF: Duration = Duration::from_millis(20);
+
+/// Creates the Spot `id` of `stable_type` unless it exists (`get_or_create`), or fails
+/// `AlreadyExists` when it does (`create`).
+pub(super) async fn create(
+    server: &ObjectServer,
+    id: SpotId,
+    stable_type: &str,
+    request: Bytes,
+    timeout: Duration,
+    must_be_new: bool,
+) -> Result<SpotCreation> {
+    let name = StableType::new(stable_type).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    let deadline = Instant::now() + timeout;
+    let key = ObjectKey::from(&id);
+    let mut backoff = CREATING_BACKOFF;
+    let mut excluded: Vec<String> = Vec::new();
+    loop {
+        if Instant::now() >= deadline {
+            return Err(Error::new(
+                ErrorKind::DeadlineExceeded,
+                format!("Spot {id} was not created within {timeout:?}"),
+            ));
+        }
+        match server.authority.read(&key).await.map_err(store_error)? {
+            Some(current) => {
+                if current.record.shape != ObjectShape::UserSpot
+                    || current.record.stable_type != name.as_str()
+                {
+                    return Err(Error::new(
+                        ErrorKind::TypeMismatch,
+                        format!(
+                            "Spot {id} exists as {:?} of type {:?}",
+                            current.record.shape, current.record.stable_type
+                        ),
+                    ));
+                }
+                if must_be_new {
+                    return Err(Error::new(
+                        ErrorKind::AlreadyExists,
+                        format!("Spot {id} exists"),
+                    ));
+                }
+                match current.record.state {
+                    AuthorityState::Ready => {
+                        return Ok(SpotCreation::Existing(spot_ref(&id, &current)))
+                    }
+                    AuthorityState::Creating => settle_creating(server, &key, &current).await?,
+                    AuthorityState::Closing => {}
+                }
+                tokio::time::sleep(backoff.min(deadline.saturating_duration_since(Instant::now())))
+                    .await;
+                backoff = (backoff * 2).min(Duration::from_millis(500));
+            }
+            None => {
+                let candidates = candidates(server, stable_type);
+                let Some(target) = placement::pick(&candidates, &excluded).cloned() else {
+                    return Err(Error::new(
+                        ErrorKind::NotFound,
+                        if excluded.is_empty() {
+                            format!("no ready Object Server serves Spot type {stable_type:?}")
+                        } else {
+                            format!("every Object Server of Spot type {stable_type:?} refused Spot {id}")
+                        },
+                    ));
+                };
+                let attempt = if target.local {
+                    try_create(server, &id, &key, &request, stable_type).await
+                } else {
+                    create_remote(
+                        server,
+                        &target.rid,
+                        &id,
+                        stable_type,
+                        &request,
+                        must_be_new,
+                        deadline,
+                    )
+                    .await
+                };
+                match attempt {
+                    Ok(Some(outcome)) => return Ok(outcome),
+                    Ok(None) => {}
+                    // Refused before it reserved anything: another candidate may try.
+                    Err(e)
+                        if !target.local
+                            && (e.is(ErrorKind::Unavailable) || e.is(ErrorKind::NotFound)) =>
+                    {
+                        tracing::debug!(spot = %id, target = %target.rid, error = %e, "placement target refused; trying another");
+                        excluded.push(target.rid);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+}
+
+/// A Creating record whose owner lease is gone was left by a crash mid-creation: it
+/// is cancelled, exactly that record (seed 002 §4.3). A live owner is still working:
+/// the caller waits.
+async fn settle_creating(
+    server: &ObjectServer,
+    key: &ObjectKey,
+    creating: &Versioned,
+) -> Result<()> {
+    let owner = creating.record.fence.lease();
+    let alive = server
+        .store
+        .read_lease(&owner.owner)
+        .await
+        .map_err(store_error)?
+        .is_some_and(|grant| grant.token == owner);
+    if !alive {
+        tracing::info!(spot = %key.id, generation = creating.record.fence.object_generation, "cancelling a creation its crashed owner left behind");
+        server
+            .authority
+            .delete(key, creating)
+            .await
+            .map_err(store_error)?;
+    }
+    Ok(())
+}
+
+/// One creation attempt: reserve, stage, commit. `None` when another attempt won the
+/// reservation (the caller reads again).
+pub(super) async fn try_create(
+    server: &ObjectServer,
+    id: &SpotId,
+    key: &ObjectKey,
+    request: &Bytes,
+    stable_type: &str,
+) -> Result<Option<SpotCreation>> {
+    let spot_type = &server.spot_type(stable_type)?;
+    let Some(node) = server.node.upgrade() else {
+        return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
+    };
+    let Some(token) = server.lease.admitting_token() else {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            "this node's owner lease admits no new work (the Location Store is unreachable)",
+        ));
+    };
+    let _permit = server
+        .activations
+        .acquire()
+        .await
+        .map_err(|_| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?;
+    let draft = Draft {
+        shape: ObjectShape::UserSpot,
+        stable_type: spot_type.stable_type.as_str().to_string(),
+        owner: token,
+        route: server.route.clone(),
+        membership: None,
+        creation_request: request.to_vec(),
+    };
+    let won = match server
+        .authority
+        .reserve(key, draft)
+        .await
+        .map_err(store_error)?
+    {
+        Reserved::Won(won) => won,
+        Reserved::Exists(_) => return Ok(None),
+    };
+    let ctx = SpotContext {
+        node: node.clone(),
+        id: id.clone(),
+        generation: won.record.fence.object_generation,
+        packet: None,
+        deadline: None,
+        metadata: Metadata::new(),
+        timers: None,
+    };
+    let (instance, decision) = match LiveSpot::stage(spot_type, &ctx, request.clone()).await {
+        Ok(staged) => staged,
+        Err(e) => {
+            abort(server, key, &won).await;
+            return Err(e);
+        }
+    };
+    match decision {
+        CreateDecision::Reject(reply) => {
+            abort(server, key, &won).await;
+            Ok(Some(SpotCreation::Rejected(reply)))
+        }
+        CreateDecision::Accept(reply) => {
+            let ready = match server.authority.commit(key, &won).await {
+                Ok(Fenced::Done(ready)) => ready,
+                Ok(Fenced::Moved) => {
+                    return Err(Error::new(
+                        ErrorKind::Unavailable,
+                        format!("Spot {id}'s reservation was cancelled before it committed"),
+                    ))
+                }
+                Err(e) => {
+                    abort(server, key, &won).await;
+                    return Err(store_error(e));
+                }
+            };
+            let live = LiveSpot::start(
+                id.clone(),
+                spot_type.clone(),
+                ready.clone(),
+                instance,
+                SpotHost {
+                    node: server.node.clone(),
+                    lease: server.lease.clone(),
+                    tracker: server.tracker.clone(),
+                    cancel: server.cancel.child_token(),
+                },
+            );
+            server.live().insert(id.clone(), live);
+            Ok(Some(SpotCreation::Created(spot_ref(id, &ready), reply)))
+        }
+    }
+}
+
+async fn abort(server: &ObjectServer, key: &ObjectKey, won: &Versioned) {
+    if let Err(e) = server.authority.delete(key, won).await {
+        tracing::warn!(spot = %key.id, error = %e, "could not abort a reservation; the next operation on the ID cancels it");
+    }
+}
+
+/// The nodes a new Spot of `stable_type` may be placed on, with their weights.
+fn candidates(server: &ObjectServer, stable_type: &str) -> Vec<placement::Candidate> {
+    let mut candidates = Vec::new();
+    let serves_here = StableType::new(stable_type)
+        .ok()
+        .is_some_and(|t| server.types.contains_key(&t));
+    if serves_here && server.lease.admitting_token().is_some() {
+        candidates.push(placement::Candidate {
+            rid: server.route.rid.clone(),
+            weight: server.placement_weight,
+            local: true,
+        });
+    }
+    let Some(node) = server.node.upgrade() else {
+        return candidates;
+    };
+    let members = node.discovery().map(|d| d.status().members);
+    for member in members.unwrap_or_default() {
+        if member.rid == server.route.rid
+            || !member.spot_types.iter().any(|t| t == stable_type)
+            || node.peers().link(&member.rid).is_none()
+        {
+            continue;
+        }
+        candidates.push(placement::Candidate {
+            rid: member.rid,
+            weight: member.placement_weight,
+            local: false,
+        });
+    }
+    candidates
+}
+
+/// Asks node `rid` (chosen by placement) to create the Spot. `None` when another
+/// attempt holds the ID: the caller reads the authority again.
+async fn create_remote(
+    server: &ObjectServer,
+    rid: &str,
+    id: &SpotId,
+    stable_type: &str,
+    request: &Bytes,
+    must_be_new: bool,
+    deadline: Instant,
+) -> Result<Option<SpotCreation>> {
+    let Some(node) = server.node.upgrade() else {
+        return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
+    };
+    let calls = node.calls();
+    let settings = node.settings();
+    let admit_by = deadline.min(Instant::now() + settings.send_timeout);
+    let link = calls.peer(rid, admit_by).await?;
+    let metadata = Metadata::new();
+    let outbound = OutboundCall {
+        command: Command::SpotCreate,
+        target: id.as_str(),
+        packet: stable_type,
+        fence: None,
+        metadata: &metadata,
+        payload: CreateRequest {
+            request: request.to_vec(),
+            must_be_new,
+        }
+        .encode()?,
+    };
+    let timeout = deadline.saturating_duration_since(Instant::now());
+    let reply = calls
+        .request(&link, &outbound, deadline, timeout, admit_by)
+        .await?;
+    Ok(match CreateReply::decode(&reply)? {
+        CreateReply::Created { generation, reply } => Some(SpotCreation::Created(
+            SpotRef {
+                id: id.clone(),
+                generation,
+                mesh_name: server.route.mesh_name.clone(),
+                rid: rid.to_string(),
+            },
+            Bytes::from(reply),
+        )),
+        CreateReply::Rejected { reply } => Some(SpotCreation::Rejected(Bytes::from(reply))),
+        CreateReply::Lost => None,
+    })
+}
+
+/// The Spot's current Ready incarnation, if any.
+pub(super) async fn find(server: &ObjectServer, id: &SpotId) -> Result<Option<SpotRef>> {
+    let current = server
+        .authority
+        .read(&ObjectKey::from(id))
+        .await
+        .map_err(store_error)?;
+    Ok(current
+        .filter(|v| v.record.state == AuthorityState::Ready)
+        .map(|v| spot_ref(id, &v)))
+}

@@ -1,0 +1,289 @@
+//! Direct messages to a Spot by ID: resolve the owner, then queue on a Spot this node owns
+//! or send over the mesh with the resolved route fence.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::id::SpotId;
+use super::live_spot::{LiveSpot, ReplyTo, SpotJob};
+use super::mailbox::Refused;
+use super::resolver::Resolution;
+use super::route_cache::ReadyRoute;
+use super::server::ObjectServer;
+use crate::handler::PacketKind;
+use crate::mesh::calls::OutboundCall;
+use crate::wire::{Command, Metadata, RouteFence};
+use crate::{Error, ErrorKind, Result};
+
+/// One direct call to a Spot, as the caller made it.
+pub(crate) struct SpotCall<'a> {
+    pub(crate) id: &'a SpotId,
+    pub(crate) packet: &'a str,
+    pub(crate) payload: Bytes,
+    pub(crate) metadata: &'a Metadata,
+    pub(crate) kind: PacketKind,
+    /// The whole call's budget: resolve, queue, handler and reply.
+    pub(crate) timeout: Duration,
+    /// How long the send path may wait for room.
+    pub(crate) send_timeout: Duration,
+}
+
+/// A message ready to queue on a Spot this node owns.
+pub(super) struct Prepared {
+    pub(super) live: Arc<LiveSpot>,
+    pub(super) job: SpotJob,
+    pub(super) bytes: usize,
+}
+
+/// Why a message was not admitted, with its reply capability so the caller answers.
+pub(super) struct Refusal {
+    pub(super) error: Error,
+    pub(super) reply: Option<ReplyTo>,
+}
+
+/// A message on its way into a Spot this node owns.
+pub(super) struct Admission<'a> {
+    pub(super) id: &'a SpotId,
+    pub(super) packet: &'a str,
+    pub(super) payload: Bytes,
+    pub(super) metadata: Metadata,
+    pub(super) kind: PacketKind,
+    pub(super) fence: RouteFence,
+    pub(super) deadline: Option<Instant>,
+    pub(super) reply: Option<ReplyTo>,
+}
+
+/// Sends or requests a packet to a Spot by its ID only.
+pub(super) async fn call(server: &ObjectServer, call: SpotCall<'_>) -> Result<Bytes> {
+    let deadline = Instant::now() + call.timeout;
+    let id = call.id;
+    let route = match server.resolver.resolve(id).await {
+        Resolution::Ready(route) => route,
+        Resolution::Missing => {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("there is no Spot {id}"),
+            ))
+        }
+        Resolution::Unavailable(why) => return Err(Error::new(ErrorKind::Unavailable, why)),
+        Resolution::StoreFailure(e) => {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("the Location Store could not say where Spot {id} is: {e}"),
+            ))
+        }
+    };
+    let fence = RouteFence {
+        owner_generation: route.fence.owner_generation,
+        lease_generation: route.fence.lease_generation,
+    };
+    let result = if route.owner.rid == server.route.rid {
+        call_local(server, call, fence, deadline).await
+    } else {
+        call_remote(server, &route, call, fence, deadline).await
+    };
+    if let Err(e) = &result {
+        if e.is(ErrorKind::Unavailable) {
+            server.resolver.stale(&route);
+        }
+    }
+    result
+}
+
+async fn call_local(
+    server: &ObjectServer,
+    call: SpotCall<'_>,
+    fence: RouteFence,
+    deadline: Instant,
+) -> Result<Bytes> {
+    let id = call.id.clone();
+    let request = call.kind == PacketKind::Request;
+    let (tx, rx) = if request {
+        let (tx, rx) = oneshot::channel();
+        (Some(ReplyTo::Local(tx)), Some(rx))
+    } else {
+        (None, None)
+    };
+    let Prepared { live, job, bytes } = prepare(
+        server,
+        Admission {
+            id: call.id,
+            packet: call.packet,
+            payload: call.payload,
+            metadata: call.metadata.clone(),
+            kind: call.kind,
+            fence,
+            deadline: Some(deadline),
+            reply: tx,
+        },
+    )
+    .map_err(|refusal| refusal.error)?;
+    // A local send waits for room up to the send timeout; a request does not.
+    let send_by = (!request).then(|| Instant::now() + call.send_timeout);
+    let delivered = match send_by {
+        Some(by) => live.deliver_by(job, bytes, by).await,
+        None => live.try_deliver(job, bytes),
+    };
+    if let Err((refused, job)) = delivered {
+        drop(job);
+        return Err(match refused {
+            Refused::Full(_) if send_by.is_some() => Error::new(
+                ErrorKind::DeadlineExceeded,
+                format!("Spot {id}'s queue stayed full for the send timeout"),
+            ),
+            Refused::Full(_) => Error::new(
+                ErrorKind::CapacityExceeded,
+                format!("Spot {id}'s queue is full"),
+            ),
+            Refused::Sealed | Refused::Closed => {
+                Error::new(ErrorKind::Unavailable, format!("Spot {id} is closing"))
+            }
+        });
+    }
+    match rx {
+        Some(rx) => tokio::time::timeout_at(deadline, rx)
+            .await
+            .map_err(|_| {
+                Error::new(
+                    ErrorKind::DeadlineExceeded,
+                    format!("Spot {id} did not answer in time"),
+                )
+            })?
+            .unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("Spot {id} stopped"),
+                ))
+            }),
+        None => Ok(Bytes::new()),
+    }
+}
+
+/// Checks the fence and the handler, and builds the job for a Spot this node owns.
+/// On refusal the reply capability comes back with the error, so the caller answers
+/// with the real reason.
+#[allow(clippy::result_large_err)]
+pub(super) fn prepare(
+    server: &ObjectServer,
+    admission: Admission<'_>,
+) -> std::result::Result<Prepared, Refusal> {
+    let Admission {
+        id,
+        packet,
+        payload,
+        metadata,
+        kind,
+        fence,
+        deadline,
+        reply,
+    } = admission;
+    let checked = check_admission(server, id, packet, kind, fence);
+    let (live, handler) = match checked {
+        Ok(checked) => checked,
+        Err(error) => return Err(Refusal { error, reply }),
+    };
+    let bytes = payload.len();
+    let job = SpotJob::Message {
+        handler,
+        packet: Arc::from(packet),
+        payload,
+        metadata,
+        deadline,
+        reply,
+    };
+    Ok(Prepared { live, job, bytes })
+}
+
+/// The owned Spot `id` and the handler position of `packet`, when the fence holds.
+fn check_admission(
+    server: &ObjectServer,
+    id: &SpotId,
+    packet: &str,
+    kind: PacketKind,
+    fence: RouteFence,
+) -> Result<(Arc<LiveSpot>, usize)> {
+    let stale = || {
+        Error::new(
+            ErrorKind::Unavailable,
+            format!("this node does not own Spot {id} (stale route)"),
+        )
+    };
+    let live = server.live().get(id).cloned().ok_or_else(stale)?;
+    let token = server.lease.admitting_token().ok_or_else(|| {
+        Error::new(
+            ErrorKind::Unavailable,
+            "the owner's lease admits no new work",
+        )
+    })?;
+    if !live.admits(&fence, &token) {
+        return Err(stale());
+    }
+    let handler = live.spot_type.handler(packet, kind).ok_or_else(|| {
+        Error::new(
+            ErrorKind::NotFound,
+            format!(
+                "Spot type {} has no {kind:?} handler for {packet:?}",
+                live.spot_type.stable_type
+            ),
+        )
+    })?;
+    Ok((live, handler))
+}
+
+async fn call_remote(
+    server: &ObjectServer,
+    route: &ReadyRoute,
+    call: SpotCall<'_>,
+    fence: RouteFence,
+    deadline: Instant,
+) -> Result<Bytes> {
+    let Some(node) = server.node.upgrade() else {
+        return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
+    };
+    let calls = node.calls();
+    let admit_by = deadline.min(Instant::now() + call.send_timeout);
+    let link = calls.peer(&route.owner.rid, admit_by).await.map_err(|e| {
+        Error::new(
+            ErrorKind::Unavailable,
+            format!("the owner of Spot {} is not reachable: {e}", route.key.id),
+        )
+    })?;
+    if node
+        .peers()
+        .identity(&route.owner.rid)
+        .is_some_and(|(_, generation)| generation != route.owner.node_generation)
+    {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("the owner of Spot {} restarted", route.key.id),
+        ));
+    }
+    let request = call.kind == PacketKind::Request;
+    let outbound = OutboundCall {
+        command: if request {
+            Command::SpotRequest
+        } else {
+            Command::SpotSend
+        },
+        target: &route.key.id,
+        packet: call.packet,
+        fence: Some(fence),
+        metadata: call.metadata,
+        payload: call.payload,
+    };
+    if request {
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        calls
+            .request(&link, &outbound, deadline, timeout, admit_by)
+            .await
+    } else {
+        calls
+            .send(&link, &outbound, admit_by)
+            .await
+            .map(|()| Bytes::new())
+    }
+}

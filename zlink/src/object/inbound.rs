@@ -1,0 +1,177 @@
+//! The object commands a node receives: creations placed on it (47), closes of its Spots
+//! (48), and messages for them (21, 22).
+
+use std::sync::{Arc, Weak};
+
+use bytes::Bytes;
+
+use super::direct::{Admission, Prepared, Refusal};
+use super::id::{ObjectKey, SpotId};
+use super::live_spot::ReplyTo;
+use super::mailbox::Refused;
+use super::remote::{decode_generation, CreateReply, CreateRequest};
+use super::server::{ObjectServer, SpotCreation, SpotRef};
+use crate::handler::PacketKind;
+use crate::mesh::{InboundCall, InboundRoute};
+use crate::wire::Command;
+use crate::{Error, ErrorKind};
+
+/// The inbound route of object commands, held weakly so the node's dispatcher does not
+/// keep the object layer alive after shutdown.
+pub(super) struct ObjectRoute(pub(super) Weak<ObjectServer>);
+
+impl InboundRoute for ObjectRoute {
+    fn deliver(&self, call: InboundCall) {
+        match self.0.upgrade() {
+            Some(server) => deliver_inbound(&server, call),
+            None => call.answer(Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the node is stopping",
+            ))),
+        }
+    }
+}
+
+/// An admitted object command from a peer.
+fn deliver_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
+    match call.message().command {
+        Command::SpotCreate => create_inbound(server, call),
+        Command::SpotClose => close_inbound(server, call),
+        _ => message_inbound(server, call),
+    }
+}
+
+/// A creation placed on this node: one attempt, whose outcome goes back.
+fn create_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
+    let message = call.message();
+    let parsed = SpotId::chosen(message.head.target.as_str())
+        .map_err(|e| Error::InvalidArgument(e.to_string()))
+        .and_then(|id| Ok((id, CreateRequest::decode(&message.payload)?)));
+    let (id, request) = match parsed {
+        Ok(parsed) => parsed,
+        Err(e) => return call.answer(Err(e)),
+    };
+    let stable_type = message.head.packet.as_str().to_string();
+    let server = server.clone();
+    call.run(move |_node, _message| {
+        Box::pin(async move {
+            let key = ObjectKey::from(&id);
+            let request = Bytes::from(request.request);
+            let outcome =
+                super::creation::try_create(&server, &id, &key, &request, &stable_type).await?;
+            match outcome {
+                Some(SpotCreation::Created(spot, reply)) => CreateReply::Created {
+                    generation: spot.generation,
+                    reply: reply.to_vec(),
+                },
+                Some(SpotCreation::Rejected(reply)) => CreateReply::Rejected {
+                    reply: reply.to_vec(),
+                },
+                Some(SpotCreation::Existing(_)) | None => CreateReply::Lost,
+            }
+            .encode()
+        })
+    });
+}
+
+/// A close of a Spot this node owns, fenced like a message.
+fn close_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
+    let message = call.message();
+    let (Some(fence), Ok(id)) = (
+        message.head.fence,
+        SpotId::new(message.head.target.as_str()),
+    ) else {
+        return call.answer(Err(Error::new(
+            ErrorKind::ProtocolError,
+            "a Spot close without a valid ID and fence",
+        )));
+    };
+    let generation = match decode_generation(&message.payload) {
+        Ok(generation) => generation,
+        Err(e) => return call.answer(Err(e)),
+    };
+    let owned = server.live().get(&id).cloned();
+    let token = server.lease.admitting_token();
+    let admitted = match (owned, token) {
+        (Some(live), Some(token)) => live.admits(&fence, &token),
+        _ => false,
+    };
+    if !admitted {
+        return call.answer(Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("this node does not own Spot {id} (stale route)"),
+        )));
+    }
+    let server = server.clone();
+    call.run(move |_node, _message| {
+        Box::pin(async move {
+            let spot = SpotRef {
+                id,
+                generation,
+                mesh_name: server.route.mesh_name.clone(),
+                rid: server.route.rid.clone(),
+            };
+            crate::wire::cbor_encode(&server.close(&spot).await?)
+        })
+    });
+}
+
+/// A message for a Spot this node owns.
+fn message_inbound(server: &ObjectServer, call: InboundCall) {
+    let message = call.message();
+    let (Some(fence), Ok(id)) = (
+        message.head.fence,
+        SpotId::new(message.head.target.as_str()),
+    ) else {
+        return call.answer(Err(Error::new(
+            ErrorKind::ProtocolError,
+            "a Spot command without a valid ID and fence",
+        )));
+    };
+    let kind = if call.is_request() {
+        PacketKind::Request
+    } else {
+        PacketKind::Send
+    };
+    let (packet, payload, metadata, deadline) = (
+        message.head.packet.clone(),
+        message.payload.clone(),
+        message.metadata.clone(),
+        call.deadline(),
+    );
+    // The Spot's own task answers: no task waits here for the turn.
+    let pending = call.into_pending();
+    let prepared = super::direct::prepare(
+        server,
+        Admission {
+            id: &id,
+            packet: packet.as_str(),
+            payload,
+            metadata,
+            kind,
+            fence,
+            deadline,
+            reply: Some(ReplyTo::Remote(pending)),
+        },
+    );
+    let Prepared { live, job, bytes } = match prepared {
+        Ok(prepared) => prepared,
+        Err(Refusal { error, reply }) => {
+            if let Some(reply) = reply {
+                reply.send(Err(error));
+            }
+            return;
+        }
+    };
+    // Read path: never wait for room. A full remote queue is Unavailable to the caller
+    // (digest §3.3), which is what a refused job answers.
+    if let Err((refused, job)) = live.try_deliver(job, bytes) {
+        job.refuse(Error::new(
+            ErrorKind::Unavailable,
+            match refused {
+                Refused::Full(_) => format!("Spot {id}'s queue is full"),
+                Refused::Sealed | Refused::Closed => format!("Spot {id} is closing"),
+            },
+        ));
+    }
+}

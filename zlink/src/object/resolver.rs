@@ -1,0 +1,186 @@
+//! The resolver (seed 000 §2.2): where messages for an ID go now — the positive route
+//! cache, or one authority read — with the four closed results, and what keeps the cache
+//! honest (peer events, lease changes, store recovery).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::authority::{AuthorityState, OwnerFence, OwnerRoute};
+use super::authority_store::AuthorityStore;
+use super::id::{ObjectKey, SpotId};
+use super::route_cache::{ReadyRoute, RouteCache};
+use crate::mesh::peer_table::PeerEvent;
+use crate::mesh::MeshNode;
+use crate::store::{OwnerLease, StoreError};
+
+/// What the resolver found for an ID: four closed results.
+#[derive(Debug, Clone)]
+pub(crate) enum Resolution {
+    /// The owner route, with its fences (the only result that is cached).
+    Ready(Arc<ReadyRoute>),
+    /// No authority record: only creation may act on this.
+    Missing,
+    /// The authority stays, but its owner cannot be used now.
+    Unavailable(String),
+    /// The store could not say.
+    StoreFailure(StoreError),
+}
+
+/// The resolver of one node.
+pub(super) struct Resolver {
+    node: Weak<MeshNode>,
+    authority: AuthorityStore,
+    lease: Arc<OwnerLease>,
+    /// This node's own route: a route naming it is local.
+    local: OwnerRoute,
+    cache: RouteCache,
+    max_age: Duration,
+    /// Whether the last authority read failed: the next success is a store recovery.
+    store_failing: AtomicBool,
+}
+
+impl Resolver {
+    pub(super) fn new(
+        node: Weak<MeshNode>,
+        authority: AuthorityStore,
+        lease: Arc<OwnerLease>,
+        local: OwnerRoute,
+        max_age: Duration,
+    ) -> Self {
+        Resolver {
+            node,
+            authority,
+            lease,
+            local,
+            cache: RouteCache::new(max_age),
+            max_age,
+            store_failing: AtomicBool::new(false),
+        }
+    }
+
+    /// A message on `route` came back stale.
+    pub(super) fn stale(&self, route: &ReadyRoute) {
+        self.cache.stale(route);
+    }
+
+    /// A later authority of `key` was seen.
+    pub(super) fn saw_authority(&self, key: &ObjectKey, fence: &OwnerFence) {
+        self.cache.saw_authority(key, fence);
+    }
+
+    /// Where messages for `id` go now: the cache, or one authority read.
+    pub(super) async fn resolve(&self, id: &SpotId) -> Resolution {
+        let key = ObjectKey::from(id);
+        let now = Instant::now();
+        if let Some(route) = self.cache.get(&key, now) {
+            return Resolution::Ready(route);
+        }
+        let read = self.authority.read(&key).await;
+        let failing = read.is_err();
+        if self.store_failing.swap(failing, Ordering::Relaxed) && !failing {
+            // What was confirmed before the outage may have changed during it.
+            self.cache.store_recovered();
+        }
+        let current = match read {
+            Ok(Some(current)) => current,
+            Ok(None) => return Resolution::Missing,
+            Err(e) => return Resolution::StoreFailure(e),
+        };
+        if current.record.state != AuthorityState::Ready {
+            return Resolution::Unavailable(format!("Spot {id} is {:?}", current.record.state));
+        }
+        let route = Arc::new(ReadyRoute {
+            key: key.clone(),
+            shape: current.record.shape,
+            fence: current.record.fence.clone(),
+            owner: current.record.route.clone(),
+            version: current.version.clone(),
+        });
+        match self.route_bound(&route, now) {
+            Some(not_after) => {
+                self.cache.insert(route.clone(), now, not_after);
+                Resolution::Ready(route)
+            }
+            None => Resolution::Unavailable(format!(
+                "the owner of Spot {id} ({}) is gone",
+                route.owner.rid
+            )),
+        }
+    }
+
+    /// How long a route may be used: until this node's own admission deadline for a
+    /// route to itself; `None` when the route's owner is this node's previous lifecycle or
+    /// a peer connected under another lifecycle.
+    fn route_bound(&self, route: &ReadyRoute, now: Instant) -> Option<Instant> {
+        let far = now + self.max_age;
+        if route.owner.rid == self.local.rid {
+            if route.owner.node_generation != self.local.node_generation {
+                return None;
+            }
+            let status = self.lease.status();
+            let ours = status
+                .token
+                .as_ref()
+                .is_some_and(|t| route.fence.held_by(t));
+            return ours.then_some(status.admission_deadline?);
+        }
+        let node = self.node.upgrade()?;
+        match node.peers().identity(&route.owner.rid) {
+            Some((_, generation)) if generation != route.owner.node_generation => None,
+            _ => Some(far),
+        }
+    }
+
+    /// Keeps the route cache honest: a peer that leaves (or comes back as a new lifecycle)
+    /// takes its routes with it, and a lease this node no longer holds takes the routes to
+    /// itself under it.
+    pub(super) fn watch(
+        self: &Arc<Self>,
+        node: &MeshNode,
+        tracker: &TaskTracker,
+        cancel: CancellationToken,
+    ) {
+        let mut events = node.peers().subscribe();
+        let mut lease = self.lease.subscribe();
+        let resolver = Arc::downgrade(self);
+        tracker.spawn(async move {
+            let mut held = lease.borrow().token.clone();
+            loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    event = events.recv() => {
+                        let Some(resolver) = resolver.upgrade() else { return };
+                        match event {
+                            Ok(PeerEvent::Lost { rid }) | Ok(PeerEvent::Ready { rid, .. }) => {
+                                resolver.cache.owner_departed(&rid)
+                            }
+                            Ok(PeerEvent::WeightsChanged { .. }) => {}
+                            // Missed events: forget everything rather than guess.
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                                resolver.cache.store_recovered()
+                            }
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                        }
+                    }
+                    changed = lease.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        let now = lease.borrow_and_update().token.clone();
+                        if now != held {
+                            if let (Some(resolver), Some(old)) = (resolver.upgrade(), held.take()) {
+                                resolver.cache.lease_invalidated(&old);
+                            }
+                            held = now;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
