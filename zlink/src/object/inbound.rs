@@ -44,8 +44,9 @@ fn deliver_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
 /// A creation placed on this node: one attempt, whose outcome goes back.
 fn create_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
     let message = call.message();
+    // The creator's bad ID is a refused operation here, not this node's argument error.
     let parsed = SpotId::chosen(message.head.target.as_str())
-        .map_err(|e| Error::InvalidArgument(e.to_string()))
+        .map_err(|e| Error::new(ErrorKind::InvalidOperation, e.to_string()))
         .and_then(|id| Ok((id, CreateRequest::decode(&message.payload)?)));
     let (id, request) = match parsed {
         Ok(parsed) => parsed,

@@ -1,0 +1,239 @@
+//! Hostile peers against the object commands, over real TCP on 127.0.0.1: an admitted raw
+//! DEALER sends malformed creations and closes, Spot messages with forged fences and a
+//! creation flood. Every one gets a terminal answer, and the node keeps serving.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use zlink::object::{Spot, SpotContext};
+use zlink::wire::{
+    Admission, CallHead, CallMessage, Command, ControlHeader, Envelope, Metadata, ReplyOutcome,
+    RouteFence, WireName, PROTOCOL_MAJOR,
+};
+use zlink::ErrorKind;
+use zlink_testkit::RawZmtp;
+use zlink_tests::*;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Pong)]
+pub struct Ping;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Pong;
+
+pub struct Target;
+
+#[zlink::spot(type = "target", relocation = disable)]
+impl Target {
+    #[handler]
+    async fn ping(&mut self, _ping: Ping, _ctx: &SpotContext) -> zlink::Result<Pong> {
+        Ok(Pong)
+    }
+}
+
+impl Spot for Target {}
+
+async fn object_server() -> zlink::Runtime {
+    start(
+        node("a")
+            .location_store(<dyn zlink::store::LocationStore>::in_memory())
+            .spot_type(Target::spot_type(|_| Target).unwrap()),
+    )
+    .await
+}
+
+async fn admitted_raw(endpoint: &str) -> RawZmtp {
+    let mut raw = RawZmtp::dealer(endpoint).await.expect("zmtp handshake");
+    let hello = Envelope::control(
+        Command::Hello,
+        ControlHeader {
+            admission: Some(Admission {
+                mesh_name: MESH.into(),
+                rid: "raw".into(),
+                generation: 7,
+                revision: 1,
+                protocol: PROTOCOL_MAJOR,
+                endpoint: String::new(),
+                channels: vec![],
+                max_message: None,
+            }),
+            ..ControlHeader::default()
+        },
+    )
+    .encode();
+    raw.send(&slices(&hello)).await.expect("hello");
+    let admit = raw.recv().await.expect("admit");
+    let frames: Vec<Bytes> = admit.into_iter().map(Bytes::from).collect();
+    assert_eq!(Envelope::decode(&frames).unwrap().command(), Command::Admit);
+    raw
+}
+
+fn slices(frames: &[Bytes]) -> Vec<&[u8]> {
+    frames.iter().map(|f| f.as_ref()).collect()
+}
+
+fn call(
+    command: Command,
+    correlation: u64,
+    target: &str,
+    packet: &str,
+    fence: Option<RouteFence>,
+    payload: Bytes,
+) -> Vec<Bytes> {
+    Envelope::Call(CallMessage {
+        command,
+        head: CallHead {
+            correlation,
+            deadline_ms: 5_000,
+            hops: 0,
+            target: WireName::from_text(target),
+            packet: WireName::from_text(packet),
+            fence,
+        },
+        metadata: Metadata::new(),
+        payload,
+    })
+    .encode()
+}
+
+/// The next reply's correlation and error kind (`None` for success).
+async fn reply(raw: &mut RawZmtp) -> (u64, Option<u8>) {
+    loop {
+        let frames: Vec<Bytes> = raw
+            .recv()
+            .await
+            .expect("a reply")
+            .into_iter()
+            .map(Bytes::from)
+            .collect();
+        if let Ok(Envelope::Reply {
+            correlation,
+            outcome,
+        }) = Envelope::decode(&frames)
+        {
+            return match outcome {
+                ReplyOutcome::Ok(_) => (correlation, None),
+                ReplyOutcome::Failed { kind, .. } => (correlation, Some(kind)),
+            };
+        }
+        // Liveness probes and other control records are not replies: skip them.
+    }
+}
+
+/// A well-formed creation record, written out: the CBOR map
+/// `{"request": h'', "must_be_new": false}`.
+fn create_request() -> Bytes {
+    let mut cbor = vec![0xA2, 0x67];
+    cbor.extend_from_slice(b"request");
+    cbor.extend_from_slice(&[0x40, 0x6B]);
+    cbor.extend_from_slice(b"must_be_new");
+    cbor.push(0xF4);
+    Bytes::from(cbor)
+}
+
+const FENCE: Option<RouteFence> = Some(RouteFence {
+    owner_generation: 1,
+    lease_generation: 1,
+});
+
+#[tokio::test]
+async fn malformed_object_commands_get_an_error_reply_and_the_node_keeps_serving() {
+    let a = object_server().await;
+    let mut raw = admitted_raw(&a.endpoint()).await;
+    let cases: Vec<(Vec<Bytes>, ErrorKind)> = vec![
+        // A creation whose request record is not CBOR.
+        (
+            call(
+                Command::SpotCreate,
+                1,
+                "s1",
+                "target",
+                None,
+                Bytes::from_static(b"\xff\xfe"),
+            ),
+            ErrorKind::ProtocolError,
+        ),
+        // A creation of a reserved Entry Spot ID.
+        (
+            call(
+                Command::SpotCreate,
+                2,
+                "m-entry-0b7e2a57-2a4f-4c5e-9d3b-1f2e3d4c5b6a",
+                "target",
+                None,
+                create_request(),
+            ),
+            ErrorKind::InvalidOperation,
+        ),
+        // A close whose generation is 3 bytes, not 8.
+        (
+            call(
+                Command::SpotClose,
+                3,
+                "s1",
+                "close",
+                FENCE,
+                Bytes::from_static(b"abc"),
+            ),
+            ErrorKind::ProtocolError,
+        ),
+        // A message for a Spot this node does not own, with a made-up fence.
+        (
+            call(
+                Command::SpotRequest,
+                4,
+                "nobody",
+                "Ping",
+                FENCE,
+                Bytes::new(),
+            ),
+            ErrorKind::Unavailable,
+        ),
+    ];
+    for (frames, kind) in cases {
+        raw.send(&slices(&frames)).await.expect("sent");
+        let (correlation, failed) = reply(&mut raw).await;
+        assert_eq!(
+            failed,
+            Some(kind.code()),
+            "correlation {correlation}: {kind:?}"
+        );
+    }
+    // The node still creates and serves Spots for a well-behaved caller.
+    a.spots().get_or_create("fine", "target", "").await.unwrap();
+    a.spots().request("fine", &Ping).await.unwrap();
+    a.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_flood_of_creations_is_answered_and_bounded() {
+    let a = object_server().await;
+    let mut raw = admitted_raw(&a.endpoint()).await;
+    let request =
+        zlink::wire::cbor_encode(&serde_json::json!({"request": [], "must_be_new": false}))
+            .unwrap();
+    let flood = 500u64;
+    for i in 1..=flood {
+        let frames = call(
+            Command::SpotCreate,
+            i,
+            &format!("f{i}"),
+            "target",
+            None,
+            request.clone(),
+        );
+        raw.send(&slices(&frames)).await.expect("sent");
+    }
+    let mut answered = 0;
+    while answered < flood {
+        reply(&mut raw).await;
+        answered += 1;
+    }
+    // Whatever the per-connection cap refused or the creations did, every request got
+    // exactly one answer, and a normal caller is still served.
+    a.spots()
+        .get_or_create("after", "target", "")
+        .await
+        .unwrap();
+    a.spots().request("after", &Ping).await.unwrap();
+    a.shutdown().await;
+}
