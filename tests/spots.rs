@@ -36,6 +36,8 @@ struct Room {
     lines: Vec<String>,
     busy: Arc<AtomicUsize>,
     overlaps: Arc<AtomicUsize>,
+    /// Set by the creation request "panic-init".
+    panic_on_initialize: bool,
 }
 
 #[zlink::async_trait]
@@ -61,6 +63,13 @@ impl SpotHandlers for Room {
             0 => Say::decode(&payload)?.0,
             _ => Shout::decode(&payload)?.0.to_uppercase(),
         };
+        if text == "panic" {
+            self.busy.fetch_sub(1, Ordering::SeqCst);
+            panic!("a handler bug");
+        }
+        if text == "forever" {
+            std::future::pending::<()>().await;
+        }
         self.lines.push(text);
         self.busy.fetch_sub(1, Ordering::SeqCst);
         Said {
@@ -74,7 +83,18 @@ impl SpotHandlers for Room {
 
 #[zlink::async_trait]
 impl Spot for Room {
+    async fn on_initialize(&mut self, _ctx: &SpotContext) -> zlink::Result<()> {
+        if self.panic_on_initialize {
+            panic!("an initialisation bug");
+        }
+        Ok(())
+    }
+
     async fn on_create(&mut self, _ctx: &SpotContext, request: Bytes) -> CreateDecision {
+        self.panic_on_initialize = request.as_ref() == b"panic-init";
+        if request.as_ref() == b"slow" {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
         if request.as_ref() == b"hang" {
             // A creation that never finishes: its node crashes meanwhile.
             std::future::pending::<()>().await;
@@ -103,6 +123,7 @@ fn room_type(node: &str, counters: &Counters) -> SpotType {
             lines: Vec::new(),
             busy: counters.busy.clone(),
             overlaps: counters.overlaps.clone(),
+            panic_on_initialize: false,
         }
     })
     .expect("a valid Spot type")
@@ -785,4 +806,86 @@ async fn a_crash_during_creating_is_cancelled_by_the_next_operation_on_the_id() 
     assert_eq!(counters.factories.load(Ordering::SeqCst), 2);
     hanging.abort();
     stop([b]).await;
+}
+
+#[tokio::test]
+async fn a_panicking_hook_or_handler_does_not_stop_the_spot() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = object_server("a", &store, &counters).await;
+    a.spots()
+        .get_or_create("p", "room", "panic-init")
+        .await
+        .unwrap();
+    // on_initialize panicked: the Spot still takes messages.
+    assert_eq!(
+        a.spots()
+            .request("p", &Say("one".into()))
+            .await
+            .unwrap()
+            .lines,
+        1
+    );
+    let failed = a
+        .spots()
+        .request("p", &Say("panic".into()))
+        .await
+        .unwrap_err();
+    assert!(failed.is(ErrorKind::InternalFailure), "{failed}");
+    // ...and goes on after a handler panicked.
+    assert_eq!(
+        a.spots()
+            .request("p", &Say("two".into()))
+            .await
+            .unwrap()
+            .lines,
+        2
+    );
+    stop([a]).await;
+}
+
+#[tokio::test]
+async fn shutdown_does_not_wait_for_a_handler_that_never_ends() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = object_server("a", &store, &counters).await;
+    a.spots().get_or_create("s", "room", "").await.unwrap();
+    let stuck = tokio::spawn({
+        let a = a.clone();
+        async move { a.spots().request("s", &Say("forever".into())).await }
+    });
+    wait_until(WAIT, "the handler runs", || async {
+        counters.busy.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    tokio::time::timeout(std::time::Duration::from_secs(10), a.shutdown())
+        .await
+        .expect("shutdown finished");
+    let ended = stuck.await.unwrap().unwrap_err();
+    assert!(ended.is(ErrorKind::ShuttingDown), "{ended}");
+}
+
+#[tokio::test]
+async fn a_creation_whose_caller_gave_up_still_completes() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = object_server("a", &store, &counters).await;
+    // The caller drops its get-or-create while on_create runs (300 ms).
+    let gave_up = tokio::time::timeout(
+        std::time::Duration::from_millis(50),
+        a.spots().get_or_create("late", "room", "slow"),
+    )
+    .await;
+    assert!(gave_up.is_err());
+    // The attempt finished on its own: the next call finds the Spot, with no lease to
+    // wait out and no second factory.
+    let started = tokio::time::Instant::now();
+    let found = a.spots().get_or_create("late", "room", "").await.unwrap();
+    assert!(matches!(found, SpotCreation::Existing(_)), "{found:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    assert_eq!(counters.factories.load(Ordering::SeqCst), 1);
+    stop([a]).await;
 }

@@ -174,7 +174,14 @@ impl InboundCall {
             ..
         } = self;
         let Some(runtime_node) = links.work().runtime() else {
-            return;
+            return finish(
+                &links,
+                reply.as_ref(),
+                Err(Error::new(
+                    ErrorKind::ShuttingDown,
+                    "the runtime is stopping",
+                )),
+            );
         };
         let mut work = make(runtime_node, message);
         if let Some(result) = poll_once(&mut work) {

@@ -33,7 +33,22 @@ pub(super) async fn close(server: &ObjectServer, spot: &SpotRef) -> Result<bool>
     if current.record.route.rid != server.route.rid {
         return close_remote(server, &current, spot).await;
     }
-    let Some(live) = server.live().get(&spot.id).cloned() else {
+    let live = server
+        .live()
+        .get(&spot.id)
+        .cloned()
+        .filter(|live| live.generation() == spot.generation);
+    let Some(live) = live else {
+        // A Closing record this lifecycle owns, whose Spot is gone already (the delete of
+        // an earlier close failed): finish the release.
+        if current.record.state == AuthorityState::Closing && current.record.route == server.route {
+            server
+                .authority
+                .delete(&key, &current)
+                .await
+                .map_err(store_error)?;
+            return Ok(true);
+        }
         return Err(Error::new(
             ErrorKind::Unavailable,
             format!(
@@ -63,7 +78,17 @@ pub(super) async fn close(server: &ObjectServer, spot: &SpotRef) -> Result<bool>
         done,
     };
     if live.try_deliver(close, 0).is_ok() {
-        let _ = closed.await;
+        // The close waits for the current turn; a handler that never ends does not hold
+        // the close forever (the Spot is sealed and its record released regardless).
+        let patience = server
+            .node
+            .upgrade()
+            .map_or(std::time::Duration::ZERO, |node| {
+                node.settings().request_timeout
+            });
+        if tokio::time::timeout(patience, closed).await.is_err() {
+            tracing::warn!(spot = %spot.id, "the Spot's last turn did not end in time; releasing it anyway");
+        }
     }
     server.live().remove(&spot.id);
     server.resolver.saw_authority(&key, &closing.record.fence);

@@ -2,9 +2,11 @@
 //! serving a type, one creation attempt (reserve, stage, commit) here or on the placed
 //! node, and the cancellation of a creation its crashed owner left behind.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::authority::{AuthorityState, ObjectShape};
@@ -26,7 +28,7 @@ const CREATING_BACKOFF: Duration = Duration::from_millis(20);
 /// Creates the Spot `id` of `stable_type` unless it exists (`get_or_create`), or fails
 /// `AlreadyExists` when it does (`create`).
 pub(super) async fn create(
-    server: &ObjectServer,
+    server: &Arc<ObjectServer>,
     id: SpotId,
     stable_type: &str,
     request: Bytes,
@@ -127,6 +129,18 @@ async fn settle_creating(
     key: &ObjectKey,
     creating: &Versioned,
 ) -> Result<()> {
+    // A record this very node lifecycle left, with no attempt of it running any more (its
+    // abort failed, say), is cancelled at once.
+    let ours = creating.record.route == server.route;
+    if ours && !server.is_creating(key) {
+        tracing::info!(spot = %key.id, "cancelling a creation this node abandoned");
+        server
+            .authority
+            .delete(key, creating)
+            .await
+            .map_err(store_error)?;
+        return Ok(());
+    }
     let owner = creating.record.fence.lease();
     let alive = server
         .store
@@ -147,8 +161,40 @@ async fn settle_creating(
 
 /// One creation attempt: reserve, stage, commit. `None` when another attempt won the
 /// reservation (the caller reads again).
+///
+/// The attempt runs on its own task: a caller that gives up (its deadline passed, its
+/// future was dropped) never leaves a half-made record behind; the attempt always ends in
+/// a commit or an abort, within the request timeout.
 pub(super) async fn try_create(
-    server: &ObjectServer,
+    server: &Arc<ObjectServer>,
+    id: &SpotId,
+    key: &ObjectKey,
+    request: &Bytes,
+    stable_type: &str,
+) -> Result<Option<SpotCreation>> {
+    let attempt = {
+        let (server, id, key, request, stable_type) = (
+            server.clone(),
+            id.clone(),
+            key.clone(),
+            request.clone(),
+            stable_type.to_string(),
+        );
+        server
+            .tracker
+            .clone()
+            .spawn(async move { attempt(&server, &id, &key, &request, &stable_type).await })
+    };
+    attempt.await.unwrap_or_else(|_| {
+        Err(Error::new(
+            ErrorKind::ShuttingDown,
+            "the node stopped during the creation",
+        ))
+    })
+}
+
+async fn attempt(
+    server: &Arc<ObjectServer>,
     id: &SpotId,
     key: &ObjectKey,
     request: &Bytes,
@@ -158,17 +204,29 @@ pub(super) async fn try_create(
     let Some(node) = server.node.upgrade() else {
         return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
     };
+    let deadline = Instant::now() + node.settings().request_timeout;
+    let too_slow = || {
+        Error::new(
+            ErrorKind::DeadlineExceeded,
+            format!("the creation of Spot {id} did not finish in time"),
+        )
+    };
+    let _permit = tokio::select! {
+        permit = tokio::time::timeout_at(deadline, server.activations.acquire()) => permit
+            .map_err(|_| too_slow())?
+            .map_err(|_| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?,
+        _ = server.cancel.cancelled() => {
+            return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
+        }
+    };
+    // Taken after the permit: the token must be current when the reservation is written.
     let Some(token) = server.lease.admitting_token() else {
         return Err(Error::new(
             ErrorKind::Unavailable,
             "this node's owner lease admits no new work (the Location Store is unreachable)",
         ));
     };
-    let _permit = server
-        .activations
-        .acquire()
-        .await
-        .map_err(|_| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?;
+    let _creating = server.creating(key);
     let draft = Draft {
         shape: ObjectShape::UserSpot,
         stable_type: spot_type.stable_type.as_str().to_string(),
@@ -191,57 +249,92 @@ pub(super) async fn try_create(
         id: id.clone(),
         generation: won.record.fence.object_generation,
         packet: None,
-        deadline: None,
+        deadline: Some(deadline),
         metadata: Metadata::new(),
         timers: None,
     };
-    let (instance, decision) = match LiveSpot::stage(spot_type, &ctx, request.clone()).await {
+    let staged = tokio::select! {
+        staged = tokio::time::timeout_at(deadline, LiveSpot::stage(spot_type, &ctx, request.clone())) => {
+            staged.map_err(|_| too_slow()).and_then(|staged| staged)
+        }
+        // The node stops: the record stays Creating, as after a crash, and the next
+        // operation on the ID cancels it once this lease is gone.
+        _ = server.cancel.cancelled() => {
+            return Err(Error::new(ErrorKind::ShuttingDown, "the node stopped during the creation"));
+        }
+    };
+    let (instance, decision) = match staged {
         Ok(staged) => staged,
         Err(e) => {
             abort(server, key, &won).await;
             return Err(e);
         }
     };
-    match decision {
+    let reply = match decision {
         CreateDecision::Reject(reply) => {
             abort(server, key, &won).await;
-            Ok(Some(SpotCreation::Rejected(reply)))
+            return Ok(Some(SpotCreation::Rejected(reply)));
         }
-        CreateDecision::Accept(reply) => {
-            let ready = match server.authority.commit(key, &won).await {
-                Ok(Fenced::Done(ready)) => ready,
-                Ok(Fenced::Moved) => {
-                    return Err(Error::new(
-                        ErrorKind::Unavailable,
-                        format!("Spot {id}'s reservation was cancelled before it committed"),
-                    ))
-                }
-                Err(e) => {
-                    abort(server, key, &won).await;
-                    return Err(store_error(e));
-                }
-            };
-            let live = LiveSpot::start(
-                id.clone(),
-                spot_type.clone(),
-                ready.clone(),
-                instance,
-                SpotHost {
-                    node: server.node.clone(),
-                    lease: server.lease.clone(),
-                    tracker: server.tracker.clone(),
-                    cancel: server.cancel.child_token(),
-                },
-            );
-            server.live().insert(id.clone(), live);
+        CreateDecision::Accept(reply) => reply,
+    };
+    // Reachable before the commit lands, so the owner admits messages from the moment the
+    // store says Ready; nothing runs until the commit is known.
+    let mut ready = won.clone();
+    ready.record.state = AuthorityState::Ready;
+    ready.record.creation_request = None;
+    let (go, wait) = oneshot::channel();
+    let live = LiveSpot::start(
+        id.clone(),
+        spot_type.clone(),
+        ready,
+        instance,
+        SpotHost {
+            node: server.node.clone(),
+            lease: server.lease.clone(),
+            tracker: server.tracker.clone(),
+            cancel: server.cancel.child_token(),
+        },
+        wait,
+    );
+    server.live().insert(id.clone(), live.clone());
+    let committed = match server.authority.commit(key, &won).await {
+        Ok(Fenced::Done(ready)) => Ok(ready),
+        Ok(Fenced::Moved) => Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("Spot {id}'s reservation was cancelled before it committed"),
+        )),
+        // The answer was lost (or not replicated): read what the store has, never guess.
+        Err(e) => match server.authority.read(key).await {
+            Ok(Some(current))
+                if current.record.state == AuthorityState::Ready
+                    && current.record.fence == won.record.fence =>
+            {
+                Ok(current)
+            }
+            Ok(Some(current)) if current.version == won.version => {
+                abort(server, key, &won).await;
+                Err(store_error(e))
+            }
+            _ => Err(store_error(e)),
+        },
+    };
+    match committed {
+        Ok(ready) => {
+            live.set_authority(ready.clone());
+            let _ = go.send(true);
             Ok(Some(SpotCreation::Created(spot_ref(id, &ready), reply)))
+        }
+        Err(e) => {
+            server.live().remove(id);
+            let _ = go.send(false);
+            Err(e)
         }
     }
 }
 
 async fn abort(server: &ObjectServer, key: &ObjectKey, won: &Versioned) {
     if let Err(e) = server.authority.delete(key, won).await {
-        tracing::warn!(spot = %key.id, error = %e, "could not abort a reservation; the next operation on the ID cancels it");
+        tracing::warn!(spot = %key.id, error = %e, "could not abort a reservation; the next get-or-create of the ID cancels it");
     }
 }
 

@@ -19,6 +19,14 @@ use crate::mesh::calls::OutboundCall;
 use crate::wire::{Command, Metadata, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
+/// Marks the refusals that mean "this route is unusable" (the owner no longer owns the
+/// Spot, or cannot be reached), in the error detail both sides of the wire read.
+pub(super) const STALE_ROUTE: &str = "(stale route)";
+
+fn is_stale_route(e: &Error) -> bool {
+    e.is(ErrorKind::Unavailable) && e.to_string().contains(STALE_ROUTE)
+}
+
 /// One direct call to a Spot, as the caller made it.
 pub(crate) struct SpotCall<'a> {
     pub(crate) id: &'a SpotId,
@@ -86,10 +94,10 @@ pub(super) async fn call(server: &ObjectServer, call: SpotCall<'_>) -> Result<By
     } else {
         call_remote(server, &route, call, fence, deadline).await
     };
-    if let Err(e) = &result {
-        if e.is(ErrorKind::Unavailable) {
-            server.resolver.stale(&route);
-        }
+    // Only a route the owner refused (or could not be reached on) is dropped; a full
+    // queue or a handler's own error says nothing about the route.
+    if result.as_ref().is_err_and(is_stale_route) {
+        server.resolver.stale(&route);
     }
     result
 }
@@ -186,7 +194,12 @@ pub(super) fn prepare(
         Ok(checked) => checked,
         Err(error) => return Err(Refusal { error, reply }),
     };
-    let bytes = payload.len();
+    // Payload plus metadata: both stay in memory until the handler ran.
+    let bytes = payload.len()
+        + metadata
+            .iter()
+            .map(|(k, v)| k.len() + v.len())
+            .sum::<usize>();
     let job = SpotJob::Message {
         handler,
         packet: Arc::from(packet),
@@ -209,7 +222,7 @@ fn check_admission(
     let stale = || {
         Error::new(
             ErrorKind::Unavailable,
-            format!("this node does not own Spot {id} (stale route)"),
+            format!("this node does not own Spot {id} {STALE_ROUTE}"),
         )
     };
     let live = server.live().get(id).cloned().ok_or_else(stale)?;
@@ -259,7 +272,7 @@ async fn call_remote(
     {
         return Err(Error::new(
             ErrorKind::Unavailable,
-            format!("the owner of Spot {} restarted", route.key.id),
+            format!("the owner of Spot {} restarted {STALE_ROUTE}", route.key.id),
         ));
     }
     let request = call.kind == PacketKind::Request;

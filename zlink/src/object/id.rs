@@ -126,7 +126,6 @@ impl SpotId {
 const ENTRY_SUFFIX_BYTES: usize = "-entry-".len() + 36;
 
 /// A lowercase canonical UUID v4 (the IDs `spots().create` issues).
-#[cfg_attr(not(test), allow(dead_code))] // used by the managers landing next
 pub(crate) fn uuid_v4() -> String {
     let mut b: [u8; 16] = rand::random();
     b[6] = (b[6] & 0x0f) | 0x40;

@@ -100,7 +100,10 @@ fn close_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
     if !admitted {
         return call.answer(Err(Error::new(
             ErrorKind::Unavailable,
-            format!("this node does not own Spot {id} (stale route)"),
+            format!(
+                "this node does not own Spot {id} {}",
+                super::direct::STALE_ROUTE
+            ),
         )));
     }
     let server = server.clone();

@@ -79,14 +79,6 @@ impl SpotJob {
             }
         }
     }
-
-    /// Completes a job its Spot closed before it ran.
-    fn abandon(self) {
-        self.refuse(Error::new(
-            ErrorKind::Unavailable,
-            "the Spot closed before the message ran",
-        ));
-    }
 }
 
 /// What a Spot's turn loop runs with: its node (weakly), the owner lease its ticks need,
@@ -96,6 +88,31 @@ pub(crate) struct SpotHost {
     pub(crate) lease: Arc<OwnerLease>,
     pub(crate) tracker: TaskTracker,
     pub(crate) cancel: CancellationToken,
+}
+
+/// Runs a hook or handler with panics contained: a panic is an `InternalFailure` for this
+/// one call, and the Spot goes on.
+async fn caught<T>(work: impl std::future::Future<Output = T>) -> Result<T> {
+    std::panic::AssertUnwindSafe(work)
+        .catch_unwind()
+        .await
+        .map_err(|_| {
+            tracing::error!("a Spot handler or hook panicked; the Spot continues");
+            Error::new(ErrorKind::InternalFailure, "the handler panicked")
+        })
+}
+
+/// Closes a Spot's mailbox when its turn loop ends for any reason (a panic included), so
+/// no queued job is left without its answer.
+struct CloseOnExit(Arc<LiveSpot>);
+
+impl Drop for CloseOnExit {
+    fn drop(&mut self) {
+        self.0.refuse_queued(
+            ErrorKind::ShuttingDown,
+            "the Spot stopped before the message ran",
+        );
+    }
 }
 
 /// A running Spot.
@@ -129,31 +146,20 @@ impl LiveSpot {
         })
     }
 
-    /// Starts the turn loop of an accepted, committed Spot: `on_initialize` first, then
-    /// one message at a time until it closes or its node stops.
+    /// Makes the Spot reachable and starts its turn loop. The loop waits for `go`: `true`
+    /// once the creation committed (then `on_initialize` runs, then one message at a
+    /// time until it closes or its node stops), `false` (or dropped) when it did not
+    /// (then whatever was queued is refused and nothing ever runs). Registering before the
+    /// commit means the owner admits messages from the moment the store says Ready.
     pub(crate) fn start(
         id: SpotId,
         spot_type: Arc<SpotType>,
         authority: Versioned,
-        mut instance: Box<dyn Spot>,
+        instance: Box<dyn Spot>,
         host: SpotHost,
+        go: oneshot::Receiver<bool>,
     ) -> Arc<LiveSpot> {
-        let SpotHost {
-            node,
-            lease,
-            tracker,
-            cancel,
-        } = host;
-        let tracker = &tracker;
         let mailbox = Mailbox::new(LIFECYCLE_LANE, spot_type.queue);
-        // Timers stop with the Spot: at its close or its node's stop.
-        let timer_stop = cancel.child_token();
-        let timers = Timers::new(
-            Arc::downgrade(&mailbox),
-            lease,
-            tracker.clone(),
-            timer_stop.clone(),
-        );
         let live = Arc::new(LiveSpot {
             id,
             spot_type,
@@ -161,101 +167,156 @@ impl LiveSpot {
             mailbox,
         });
         let spot = live.clone();
+        let tracker = host.tracker.clone();
         tracker.spawn(async move {
-            let generation = spot.generation();
-            let context = |packet: Option<Arc<str>>, deadline, metadata| {
-                node.upgrade().map(|node| SpotContext {
-                    node,
-                    id: spot.id.clone(),
-                    generation,
-                    packet,
-                    deadline,
-                    metadata,
-                    timers: Some(timers.clone()),
-                })
+            let cancel = host.cancel.clone();
+            let committed = tokio::select! {
+                go = go => go.unwrap_or(false),
+                _ = cancel.cancelled() => false,
             };
-            if let Some(ctx) = context(None, None, Metadata::new()) {
-                if let Err(e) = instance.on_initialize(&ctx).await {
-                    tracing::warn!(spot = %spot.id, error = %e, "on_initialize failed");
-                }
+            // Whatever way the loop ends, the mailbox closes and every queued job gets its
+            // one answer.
+            let closer = CloseOnExit(spot.clone());
+            if committed {
+                spot.run(instance, host).await;
             }
-            loop {
-                let turn = tokio::select! {
-                    turn = spot.mailbox.next_turn() => turn,
-                    _ = cancel.cancelled() => {
-                        timer_stop.cancel();
-                        if let Some(ctx) = context(None, None, Metadata::new()) {
-                            instance.on_closing(&ctx, ClosingReason::HostShutdown).await;
-                        }
-                        for job in spot.mailbox.close() {
-                            job.abandon();
-                        }
-                        return;
-                    }
-                };
-                let Some(mut turn) = turn else { return };
-                let Some(job) = turn.take_job() else { continue };
-                match job {
-                    SpotJob::Message {
-                        handler,
-                        packet,
-                        payload,
-                        metadata,
-                        deadline,
-                        reply,
-                    } => {
-                        let Some(ctx) = context(Some(packet), deadline, metadata) else { return };
-                        let result = std::panic::AssertUnwindSafe(instance.handle(&ctx, handler, payload))
-                            .catch_unwind()
-                            .await
-                            .unwrap_or_else(|_| {
-                                tracing::error!(spot = %spot.id, "a Spot handler panicked; the Spot continues");
-                                Err(Error::new(ErrorKind::InternalFailure, "the handler panicked"))
-                            });
-                        match reply {
-                            Some(reply) => reply.send(result),
-                            None => {
-                                if let Err(e) = result {
-                                    tracing::warn!(spot = %spot.id, error = %e, "Spot send handler failed");
-                                }
-                            }
-                        }
-                    }
-                    SpotJob::Tick {
-                        tick,
-                        done,
-                        cancelled,
-                    } => {
-                        if !cancelled.is_cancelled() {
-                            let name = tick.name.clone();
-                            let Some(ctx) = context(Some(name.clone()), None, Metadata::new()) else { return };
-                            let ticked = std::panic::AssertUnwindSafe(instance.on_timer(&ctx, tick))
-                                .catch_unwind()
-                                .await;
-                            match ticked {
-                                Ok(Ok(())) => {}
-                                Ok(Err(e)) => tracing::warn!(spot = %spot.id, timer = %name, error = %e, "timer handler failed"),
-                                Err(_) => tracing::error!(spot = %spot.id, timer = %name, "a timer handler panicked; the Spot continues"),
-                            }
-                        }
-                        let _ = done.send(());
-                    }
-                    SpotJob::Close { reason, done } => {
-                        timer_stop.cancel();
-                        if let Some(ctx) = context(None, None, Metadata::new()) {
-                            instance.on_closing(&ctx, reason).await;
-                        }
-                        drop(turn);
-                        for job in spot.mailbox.close() {
-                            job.abandon();
-                        }
-                        let _ = done.send(());
-                        return;
-                    }
-                }
-            }
+            drop(closer);
         });
         live
+    }
+
+    /// The turn loop of a committed Spot.
+    async fn run(self: &Arc<Self>, mut instance: Box<dyn Spot>, host: SpotHost) {
+        let SpotHost {
+            node,
+            lease,
+            tracker,
+            cancel,
+        } = host;
+        // Timers stop with the Spot: at its close or its node's stop.
+        let timer_stop = cancel.child_token();
+        let fence = self.fence();
+        let timers = Timers::new(
+            Arc::downgrade(&self.mailbox),
+            lease,
+            fence,
+            tracker,
+            timer_stop.clone(),
+        );
+        let generation = self.generation();
+        let context = |packet: Option<Arc<str>>, deadline, metadata| {
+            node.upgrade().map(|node| SpotContext {
+                node,
+                id: self.id.clone(),
+                generation,
+                packet,
+                deadline,
+                metadata,
+                timers: Some(timers.clone()),
+            })
+        };
+        let Some(ctx) = context(None, None, Metadata::new()) else {
+            return;
+        };
+        if let Err(e) = caught(instance.on_initialize(&ctx)).await.and_then(|r| r) {
+            tracing::warn!(spot = %self.id, error = %e, "on_initialize failed");
+        }
+        loop {
+            let turn = tokio::select! {
+                turn = self.mailbox.next_turn() => turn,
+                _ = cancel.cancelled() => {
+                    timer_stop.cancel();
+                    if let Some(ctx) = context(None, None, Metadata::new()) {
+                        let _ = caught(instance.on_closing(&ctx, ClosingReason::HostShutdown)).await;
+                    }
+                    return;
+                }
+            };
+            let Some(mut turn) = turn else { return };
+            let Some(job) = turn.take_job() else { continue };
+            match job {
+                SpotJob::Message {
+                    handler,
+                    packet,
+                    payload,
+                    metadata,
+                    deadline,
+                    reply,
+                } => {
+                    let Some(ctx) = context(Some(packet), deadline, metadata) else {
+                        return;
+                    };
+                    // A handler stuck past shutdown is stopped: shutdown never waits on it.
+                    let result = tokio::select! {
+                        result = caught(instance.handle(&ctx, handler, payload)) => {
+                            result.and_then(|r| r)
+                        }
+                        _ = cancel.cancelled() => Err(Error::new(
+                            ErrorKind::ShuttingDown,
+                            "the node stopped the handler",
+                        )),
+                    };
+                    match reply {
+                        Some(reply) => reply.send(result),
+                        None => {
+                            if let Err(e) = result {
+                                tracing::warn!(spot = %self.id, error = %e, "Spot send handler failed");
+                            }
+                        }
+                    }
+                }
+                SpotJob::Tick {
+                    tick,
+                    done,
+                    cancelled,
+                } => {
+                    if !cancelled.is_cancelled() {
+                        let name = tick.name.clone();
+                        let Some(ctx) = context(Some(name.clone()), None, Metadata::new()) else {
+                            return;
+                        };
+                        let ticked = tokio::select! {
+                            ticked = caught(instance.on_timer(&ctx, tick)) => ticked.and_then(|r| r),
+                            _ = cancel.cancelled() => Ok(()),
+                        };
+                        if let Err(e) = ticked {
+                            tracing::warn!(spot = %self.id, timer = %name, error = %e, "timer handler failed");
+                        }
+                    }
+                    let _ = done.send(());
+                }
+                SpotJob::Close { reason, done } => {
+                    timer_stop.cancel();
+                    if let Some(ctx) = context(None, None, Metadata::new()) {
+                        let _ = caught(instance.on_closing(&ctx, reason)).await;
+                    }
+                    drop(turn);
+                    self.refuse_queued(
+                        ErrorKind::Unavailable,
+                        "the Spot closed before the message ran",
+                    );
+                    let _ = done.send(());
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Closes the mailbox and answers everything still queued.
+    fn refuse_queued(&self, kind: ErrorKind, why: &str) {
+        for job in self.mailbox.close() {
+            job.refuse(Error::new(kind, why));
+        }
+    }
+
+    /// The owner fence this Spot runs under.
+    fn fence(&self) -> super::authority::OwnerFence {
+        self.authority
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record
+            .fence
+            .clone()
     }
 
     pub(crate) fn set_authority(&self, authority: Versioned) {

@@ -3,7 +3,7 @@
 //! [`closing`](super::closing), [`direct`](super::direct) messaging, the
 //! [`resolver`](super::resolver) and the [`inbound`](super::inbound) commands.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use tokio_util::task::TaskTracker;
 use super::authority::OwnerRoute;
 use super::authority_store::{AuthorityStore, Versioned};
 use super::direct::SpotCall;
-use super::id::{SpotId, StableType};
+use super::id::{ObjectKey, SpotId, StableType};
 use super::inbound::ObjectRoute;
 use super::live_spot::LiveSpot;
 use super::resolver::Resolver;
@@ -82,6 +82,8 @@ pub(crate) struct ObjectServer {
     pub(super) resolver: Arc<Resolver>,
     pub(super) placement_weight: u32,
     pub(super) activations: Semaphore,
+    /// The IDs this node is creating right now.
+    creating: Mutex<HashSet<ObjectKey>>,
     pub(super) tracker: TaskTracker,
     pub(super) cancel: CancellationToken,
 }
@@ -123,6 +125,7 @@ impl ObjectServer {
             resolver,
             placement_weight: settings.placement_weight,
             activations: Semaphore::new(MAX_ACTIVATIONS),
+            creating: Mutex::new(HashSet::new()),
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
         });
@@ -146,6 +149,26 @@ impl ObjectServer {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Marks `key` as being created here until the returned guard is dropped.
+    pub(super) fn creating(&self, key: &ObjectKey) -> Creating<'_> {
+        self.creating
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone());
+        Creating {
+            server: self,
+            key: key.clone(),
+        }
+    }
+
+    /// Whether an attempt of this node is creating `key` now.
+    pub(super) fn is_creating(&self, key: &ObjectKey) -> bool {
+        self.creating
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(key)
+    }
+
     /// The registration of a Spot type this node serves.
     pub(super) fn spot_type(&self, stable_type: &str) -> Result<Arc<SpotType>> {
         let name =
@@ -161,7 +184,7 @@ impl ObjectServer {
     /// Creates the Spot `id` of `stable_type` unless it exists (`get_or_create`), or fails
     /// `AlreadyExists` when it does (`create`).
     pub(crate) async fn create(
-        &self,
+        self: &Arc<Self>,
         id: SpotId,
         stable_type: &str,
         request: Bytes,
@@ -189,6 +212,22 @@ impl ObjectServer {
     /// The Spots this node owns now.
     pub(crate) fn owned(&self) -> usize {
         self.live().len()
+    }
+}
+
+/// One creation in progress on this node; it ends when dropped.
+pub(super) struct Creating<'a> {
+    server: &'a ObjectServer,
+    key: ObjectKey,
+}
+
+impl Drop for Creating<'_> {
+    fn drop(&mut self) {
+        self.server
+            .creating
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.key);
     }
 }
 

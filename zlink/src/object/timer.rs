@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::authority::OwnerFence;
 use super::live_spot::SpotJob;
 use super::mailbox::{Lane, Mailbox};
 use crate::store::OwnerLease;
@@ -92,6 +93,15 @@ impl Schedule {
         }
     }
 
+    /// Takes back a tick that did not run (no lease, a full queue): it was not delivered,
+    /// and the next delivery counts it as skipped.
+    pub(crate) fn forget(&mut self, tick: &TimerTick) {
+        if self.last == tick.scheduled_index {
+            self.last = tick.scheduled_index - tick.skipped - 1;
+            self.delivered = self.delivered.saturating_sub(1);
+        }
+    }
+
     /// The ticks to run now, in order; `due` is when the timer woke for them (what
     /// [`next_due`](Self::next_due) said).
     pub(crate) fn take_due(&mut self, now: Instant, due: Instant) -> Vec<TimerTick> {
@@ -136,6 +146,9 @@ impl Schedule {
 pub(crate) struct Timers {
     mailbox: Weak<Mailbox<SpotJob>>,
     lease: Arc<OwnerLease>,
+    /// The Spot's owner fence: a tick runs only while this node's current lease is the one
+    /// the Spot's authority names.
+    fence: OwnerFence,
     tracker: TaskTracker,
     /// The Spot's own token: cancelled when it closes or its node stops.
     cancel: CancellationToken,
@@ -146,12 +159,14 @@ impl Timers {
     pub(crate) fn new(
         mailbox: Weak<Mailbox<SpotJob>>,
         lease: Arc<OwnerLease>,
+        fence: OwnerFence,
         tracker: TaskTracker,
         cancel: CancellationToken,
     ) -> Arc<Self> {
         Arc::new(Timers {
             mailbox,
             lease,
+            fence,
             tracker,
             cancel,
             running: Mutex::new(HashMap::new()),
@@ -186,8 +201,10 @@ impl Timers {
             previous.cancel();
         }
         let schedule = Schedule::new(name, Instant::now(), period, policy);
-        let (mailbox, lease) = (self.mailbox.clone(), self.lease.clone());
-        self.tracker.spawn(run(schedule, mailbox, lease, token));
+        let (mailbox, lease, fence) =
+            (self.mailbox.clone(), self.lease.clone(), self.fence.clone());
+        self.tracker
+            .spawn(run(schedule, mailbox, lease, fence, token));
         Ok(())
     }
 
@@ -207,6 +224,7 @@ async fn run(
     mut schedule: Schedule,
     mailbox: Weak<Mailbox<SpotJob>>,
     lease: Arc<OwnerLease>,
+    fence: OwnerFence,
     cancel: CancellationToken,
 ) {
     let mut last_end = None;
@@ -217,14 +235,20 @@ async fn run(
             _ = tokio::time::sleep_until(due) => {}
         }
         for tick in schedule.take_due(Instant::now(), due) {
-            // A tick needs the lease: past the admission deadline nothing new starts.
-            if lease.admitting_token().is_none() {
+            // A tick needs the lease the Spot's authority names: past the admission
+            // deadline, or under a newer lease, nothing new starts.
+            if !lease
+                .admitting_token()
+                .is_some_and(|token| fence.held_by(&token))
+            {
+                schedule.forget(&tick);
                 continue;
             }
             let Some(mailbox) = mailbox.upgrade() else {
                 return;
             };
             let (done, finished) = oneshot::channel();
+            let dropped = tick.clone();
             let job = SpotJob::Tick {
                 tick,
                 done,
@@ -232,6 +256,7 @@ async fn run(
             };
             // A full queue drops the tick: it counts as skipped for the next one.
             if mailbox.admit(Lane::Application, job, 0).is_err() {
+                schedule.forget(&dropped);
                 continue;
             }
             drop(mailbox);
@@ -292,6 +317,17 @@ mod tests {
         assert_eq!(
             indices(&s.take_due(start + P * 7, start + P * 7)),
             [(7, 4, 0)]
+        );
+    }
+
+    #[test]
+    fn a_tick_that_did_not_run_counts_as_skipped_next_time() {
+        let (mut s, start) = schedule(TimerPolicy::SkipLateTicks);
+        let first = s.take_due(start + P, start + P);
+        s.forget(&first[0]);
+        assert_eq!(
+            indices(&s.take_due(start + P * 2, start + P * 2)),
+            [(2, 1, 1)]
         );
     }
 
