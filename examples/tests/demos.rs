@@ -32,3 +32,11 @@ fn fanout_demo_filters_by_topic() {
         "{out}"
     );
 }
+
+#[test]
+fn rooms_demo_places_rooms_and_is_honest_about_a_stopped_server() {
+    let out = run(env!("CARGO_BIN_EXE_rooms"));
+    assert!(out.contains("players [\"ana\", \"bo\"]"), "{out}");
+    assert!(out.contains(": Unavailable ("), "{out}");
+    assert!(out.contains("(not re-created)"), "{out}");
+}

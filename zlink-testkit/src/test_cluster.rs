@@ -34,7 +34,7 @@ enum Fabric {
 /// # async fn demo() -> zlink::Result<()> {
 /// use zlink_testkit::TestCluster;
 ///
-/// let cluster = TestCluster::on_tcp_with_redis(3, |_, node| node).await;
+/// let mut cluster = TestCluster::on_tcp_with_redis(3, |_, node| node).await;
 /// let reads = cluster.store_reads(0);
 /// cluster.kill(2).await;
 /// cluster.shutdown().await;

@@ -262,7 +262,10 @@ async fn call_remote(
     let link = calls.peer(&route.owner.rid, admit_by).await.map_err(|e| {
         Error::new(
             ErrorKind::Unavailable,
-            format!("the owner of Spot {} is not reachable: {e}", route.key.id),
+            format!(
+                "the owner of Spot {} is not reachable {STALE_ROUTE}: {e}",
+                route.key.id
+            ),
         )
     })?;
     if node
