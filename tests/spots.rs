@@ -889,3 +889,63 @@ async fn a_creation_whose_caller_gave_up_still_completes() {
     assert_eq!(counters.factories.load(Ordering::SeqCst), 1);
     stop([a]).await;
 }
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Echoed)]
+pub struct Ask(pub String);
+
+/// A Spot that answers by calling the echo channel: the call keeps its turn.
+pub struct Relay {
+    asked: usize,
+}
+
+#[zlink::spot(type = "relay", relocation = recreate)]
+impl Relay {
+    #[handler]
+    async fn ask(&mut self, ask: Ask, ctx: &SpotContext) -> zlink::Result<Echoed> {
+        self.asked += 1;
+        let echo = EchoServiceClient::new(&ctx.runtime(), CHANNEL);
+        let mut reply = echo.echo(&Echo { text: ask.0 }).await?;
+        reply.text = format!("{} (#{})", reply.text, self.asked);
+        Ok(reply)
+    }
+}
+
+impl Spot for Relay {}
+
+#[tokio::test]
+async fn a_spot_handler_calls_a_channel_through_its_nodes_send_path() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let echo = start(
+        discovered_node("echo-server", &store, quick_lease())
+            .channel_server(CHANNEL, echo_handlers("echo-server", Default::default())),
+    )
+    .await;
+    let a = start(
+        discovered_node("a", &store, quick_lease())
+            .spot_type(Relay::spot_type(|_| Relay { asked: 0 }).unwrap()),
+    )
+    .await;
+    let b = plain_node("b", &store).await;
+    wait_until(WAIT, "everyone connected", || async {
+        peer_rids(&a).len() == 2 && peer_rids(&b).len() == 2
+    })
+    .await;
+    a.spots()
+        .get_or_create("relay", Relay::STABLE_TYPE, "")
+        .await
+        .unwrap();
+    let relay = RelayClient::new(&b, "relay");
+    let first = relay.ask(&Ask("hi".into())).await.unwrap();
+    assert_eq!(
+        (first.text.as_str(), first.by.as_str()),
+        ("hi (#1)", "echo-server")
+    );
+    let second = relay.ask(&Ask("again".into())).await.unwrap();
+    assert_eq!(
+        second.text, "again (#2)",
+        "the Spot's state carried over the awaited call"
+    );
+    stop([b, a, echo]).await;
+}
