@@ -949,3 +949,58 @@ async fn a_spot_handler_calls_a_channel_through_its_nodes_send_path() {
     );
     stop([b, a, echo]).await;
 }
+
+#[tokio::test]
+async fn per_node_limits_place_elsewhere_then_refuse_with_capacity_exceeded() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let limited = |rid: &str| {
+        discovered_node(rid, &store, quick_lease())
+            .spot_type(room_type(rid, &counters))
+            .max_spots(2)
+    };
+    let a = start(limited("a")).await;
+    let b = start(limited("b")).await;
+    let caller = plain_node("caller", &store).await;
+    sees_servers(&caller, &["a", "b"]).await;
+    for i in 0..4 {
+        let created = caller
+            .spots()
+            .get_or_create(&format!("r{i}"), "room", "")
+            .await
+            .unwrap();
+        assert!(matches!(created, SpotCreation::Created(..)), "{created:?}");
+    }
+    assert_eq!((a.status().spots_owned, b.status().spots_owned), (2, 2));
+    let full = caller
+        .spots()
+        .get_or_create("r4", "room", "")
+        .await
+        .unwrap_err();
+    assert!(full.is(ErrorKind::CapacityExceeded), "{full}");
+    assert_eq!(
+        caller.spots().find("r4").await.unwrap(),
+        None,
+        "nothing was reserved"
+    );
+    // A type's own limit holds on one node too.
+    let one = start(
+        discovered_node("one", &store, quick_lease())
+            .spot_type(room_type("one", &counters).max_spots(1)),
+    )
+    .await;
+    stop([caller, b, a]).await;
+    wait_until(WAIT, "only `one` serves rooms", || async {
+        peer_rids(&one).is_empty()
+    })
+    .await;
+    one.spots().get_or_create("x1", "room", "").await.unwrap();
+    let type_full = one
+        .spots()
+        .get_or_create("x2", "room", "")
+        .await
+        .unwrap_err();
+    assert!(type_full.is(ErrorKind::CapacityExceeded), "{type_full}");
+    stop([one]).await;
+}

@@ -60,6 +60,7 @@ pub struct RuntimeBuilder {
     spot_types: Vec<crate::object::SpotType>,
     route_cache_max_age: Duration,
     placement_weight: u32,
+    max_spots: u32,
     limits: LinkLimits,
     curve: Option<CurveKeypair>,
     trust: Option<Trust>,
@@ -91,6 +92,7 @@ impl Default for RuntimeBuilder {
             spot_types: Vec::new(),
             route_cache_max_age: crate::object::DEFAULT_ROUTE_CACHE_MAX_AGE,
             placement_weight: 100,
+            max_spots: 0,
             limits: LinkLimits::default(),
             curve: None,
             trust: None,
@@ -205,6 +207,13 @@ impl RuntimeBuilder {
     /// (default 100, 0..=10000; 0 takes no new Spots, like weight 0 on a channel).
     pub fn placement_weight(mut self, weight: u32) -> Self {
         self.placement_weight = weight;
+        self
+    }
+
+    /// The most Spots this node runs, of all types together (default 0: no limit). Counts
+    /// the Spots it runs and those being created; at the limit it takes no new one.
+    pub fn max_spots(mut self, limit: u32) -> Self {
+        self.max_spots = limit;
         self
     }
 
@@ -477,6 +486,7 @@ impl RuntimeBuilder {
                 spot_types: self.spot_types,
                 route_cache_max_age: self.route_cache_max_age,
                 placement_weight: self.placement_weight,
+                max_spots: self.max_spots,
             },
         })
     }

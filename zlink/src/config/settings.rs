@@ -81,6 +81,8 @@ pub(crate) struct Settings {
     pub(crate) route_cache_max_age: Duration,
     /// The node's weight when new Spots are placed (0..=10000; 0 takes none).
     pub(crate) placement_weight: u32,
+    /// The most Spots the node runs (0: no limit).
+    pub(crate) max_spots: u32,
 }
 
 /// Which kind of connection set a [`MeshNode`](crate::mesh::MeshNode) runs.

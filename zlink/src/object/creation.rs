@@ -40,6 +40,7 @@ pub(super) async fn create(
     let key = ObjectKey::from(&id);
     let mut backoff = CREATING_BACKOFF;
     let mut excluded: Vec<String> = Vec::new();
+    let mut full = 0usize;
     loop {
         if Instant::now() >= deadline {
             return Err(Error::new(
@@ -80,14 +81,22 @@ pub(super) async fn create(
             None => {
                 let candidates = candidates(server, stable_type);
                 let Some(target) = placement::pick(&candidates, &excluded).cloned() else {
-                    return Err(Error::new(
-                        ErrorKind::NotFound,
-                        if excluded.is_empty() {
-                            format!("no ready Object Server serves Spot type {stable_type:?}")
-                        } else {
-                            format!("every Object Server of Spot type {stable_type:?} refused Spot {id}")
-                        },
-                    ));
+                    return Err(if full > 0 {
+                        Error::new(
+                            ErrorKind::CapacityExceeded,
+                            format!("every Object Server of Spot type {stable_type:?} is at its Spot limit"),
+                        )
+                    } else if excluded.is_empty() {
+                        Error::new(
+                            ErrorKind::NotFound,
+                            format!("no ready Object Server serves Spot type {stable_type:?}"),
+                        )
+                    } else {
+                        Error::new(
+                            ErrorKind::NotFound,
+                            format!("every Object Server of Spot type {stable_type:?} refused Spot {id}"),
+                        )
+                    });
                 };
                 let attempt = if target.local {
                     try_create(server, &id, &key, &request, stable_type).await
@@ -106,7 +115,13 @@ pub(super) async fn create(
                 match attempt {
                     Ok(Some(outcome)) => return Ok(outcome),
                     Ok(None) => {}
-                    // Refused before it reserved anything: another candidate may try.
+                    // A node at its limit refuses before reserving: another may have room.
+                    Err(e) if e.is(ErrorKind::CapacityExceeded) => {
+                        full += 1;
+                        excluded.push(target.rid);
+                    }
+                    // A placed node that cannot take it: another candidate may try (the
+                    // loop reads the authority again first).
                     Err(e)
                         if !target.local
                             && (e.is(ErrorKind::Unavailable) || e.is(ErrorKind::NotFound)) =>
@@ -219,6 +234,7 @@ async fn attempt(
             return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
         }
     };
+    server.check_capacity(spot_type)?;
     // Taken after the permit: the token must be current when the reservation is written.
     let Some(token) = server.lease.admitting_token() else {
         return Err(Error::new(

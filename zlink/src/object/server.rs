@@ -81,6 +81,8 @@ pub(crate) struct ObjectServer {
     live: Mutex<HashMap<SpotId, Arc<LiveSpot>>>,
     pub(super) resolver: Arc<Resolver>,
     pub(super) placement_weight: u32,
+    /// The most Spots this node runs (0: no limit).
+    max_spots: u32,
     pub(super) activations: Semaphore,
     /// The IDs this node is creating right now.
     creating: Mutex<HashSet<ObjectKey>>,
@@ -124,6 +126,7 @@ impl ObjectServer {
             live: Mutex::new(HashMap::new()),
             resolver,
             placement_weight: settings.placement_weight,
+            max_spots: settings.max_spots,
             activations: Semaphore::new(MAX_ACTIVATIONS),
             creating: Mutex::new(HashSet::new()),
             tracker: TaskTracker::new(),
@@ -159,6 +162,38 @@ impl ObjectServer {
             server: self,
             key: key.clone(),
         }
+    }
+
+    /// Refuses a new Spot past this node's limits (the node-wide one, then the type's),
+    /// counting the Spots it runs and those being created.
+    pub(super) fn check_capacity(&self, spot_type: &SpotType) -> Result<()> {
+        let live = self.live();
+        let creating = self
+            .creating
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len();
+        let full = |limit: u32, used: usize| limit > 0 && used >= limit as usize;
+        if full(self.max_spots, live.len() + creating) {
+            return Err(Error::new(
+                ErrorKind::CapacityExceeded,
+                format!("this node runs its limit of {} Spots", self.max_spots),
+            ));
+        }
+        let of_type = live
+            .values()
+            .filter(|s| s.spot_type.stable_type == spot_type.stable_type)
+            .count();
+        if full(spot_type.max_spots, of_type + creating) {
+            return Err(Error::new(
+                ErrorKind::CapacityExceeded,
+                format!(
+                    "this node runs its limit of {} Spots of type {}",
+                    spot_type.max_spots, spot_type.stable_type
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Whether an attempt of this node is creating `key` now.

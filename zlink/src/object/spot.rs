@@ -102,6 +102,7 @@ pub struct SpotType {
     pub(crate) relocation: Relocation,
     pub(crate) factory: Arc<Factory>,
     pub(crate) queue: LaneLimits,
+    pub(crate) max_spots: u32,
 }
 
 impl std::fmt::Debug for SpotType {
@@ -146,7 +147,17 @@ impl SpotType {
             relocation,
             factory: Arc::new(move |ctx| Box::new(factory(ctx))),
             queue: APPLICATION_LANE,
+            max_spots: 0,
         })
+    }
+
+    /// The most Spots of this type one node runs (default 0: no limit of its own; the
+    /// node's [`max_spots`](crate::RuntimeBuilder::max_spots) still holds). A node at its
+    /// limit takes no new one: placement tries another, and when every node is full the
+    /// creation is `CapacityExceeded`.
+    pub fn max_spots(mut self, limit: u32) -> Self {
+        self.max_spots = limit;
+        self
     }
 
     /// Bounds each Spot's message queue (default 4096 messages and 64 MiB, counting each
