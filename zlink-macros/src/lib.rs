@@ -6,6 +6,7 @@ mod channel;
 mod checks;
 mod crate_path;
 mod handler;
+mod handler_block;
 mod message;
 mod names;
 mod spot;

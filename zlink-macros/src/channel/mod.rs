@@ -7,11 +7,11 @@ mod group;
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
-use syn::spanned::Spanned;
-use syn::{Ident, ImplItem, ItemImpl, Type};
+use syn::{Ident, ItemImpl, Type};
 
 use crate::checks;
-use crate::handler::{is_handler_attr, Flavor, Handler};
+use crate::handler::{Flavor, Handler};
+use crate::handler_block::{self, BlockKind};
 use args::ChannelArgs;
 
 /// Names the generated client defines itself; a handler may not take them.
@@ -25,21 +25,22 @@ pub(crate) struct Group<'a> {
     pub(crate) args: ChannelArgs,
 }
 
+/// How `#[channel(server)]` words its block errors and parses its handlers.
+const BLOCK: BlockKind = BlockKind {
+    attr: "#[channel(server)]",
+    flavor: Flavor::Channel,
+    generic_hint: "serve a concrete type (a newtype around the generic one works)",
+    example: "Pricing",
+};
+
 /// Expands `#[channel(...)]` on `item`. On error the impl block is still emitted (without its
 /// `#[handler]` markers) so the only errors the user sees are ours.
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
-    let mut block: ItemImpl = match syn::parse2(item.clone()) {
+    let mut block = match handler_block::parse(item, &BLOCK) {
         Ok(block) => block,
-        Err(_) => {
-            let error = syn::Error::new(
-                item.span(),
-                "#[channel(server)] goes on an `impl` block whose methods are marked #[handler]",
-            )
-            .to_compile_error();
-            return quote!(#error #item);
-        }
+        Err(error) => return error,
     };
-    let handlers = take_handlers(&mut block);
+    let handlers = handler_block::take_handlers(&mut block, &BLOCK);
     let generated = ChannelArgs::parse(args)
         .and_then(|args| generate(&block, args, handlers))
         .unwrap_or_else(syn::Error::into_compile_error);
@@ -49,50 +50,13 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-/// Removes the `#[handler]` markers and checks each marked method; the checks' errors are
-/// kept for [`generate`] so all of them are reported together.
-fn take_handlers(block: &mut ItemImpl) -> Vec<syn::Result<Handler>> {
-    let mut handlers = Vec::new();
-    for item in &mut block.items {
-        let ImplItem::Fn(method) = item else { continue };
-        let Some(index) = method.attrs.iter().position(is_handler_attr) else {
-            continue;
-        };
-        let marker = method.attrs.remove(index);
-        let mut parsed = Handler::parse(method, &marker, Flavor::Channel);
-        if let Some(extra) = method.attrs.iter().find(|a| is_handler_attr(a)) {
-            let error = syn::Error::new_spanned(extra, "#[handler] is given twice");
-            parsed = Err(crate::combine(parsed.err(), error));
-        }
-        method.attrs.retain(|a| !is_handler_attr(a));
-        handlers.push(parsed);
-    }
-    handlers
-}
-
 fn generate(
     block: &ItemImpl,
     args: ChannelArgs,
     handlers: Vec<syn::Result<Handler>>,
 ) -> syn::Result<TokenStream> {
-    let self_ident = check_block(block)?;
-    let mut errors: Option<syn::Error> = None;
-    let mut checked = Vec::new();
-    for handler in handlers {
-        match handler {
-            Ok(h) => checked.push(h),
-            Err(e) => errors = Some(crate::combine(errors, e)),
-        }
-    }
-    if let Err(e) = checks::no_duplicates(&checked) {
-        errors = Some(crate::combine(errors, e));
-    }
-    if let Err(e) = checks::no_client_name_clash(&checked, &CLIENT_OWN_METHODS) {
-        errors = Some(crate::combine(errors, e));
-    }
-    if let Some(errors) = errors {
-        return Err(errors);
-    }
+    let self_ident = handler_block::self_name(block, &BLOCK)?;
+    let checked = handler_block::checked(handlers, &CLIENT_OWN_METHODS)?;
     if checked.is_empty() {
         return Err(syn::Error::new_spanned(
             &block.self_ty,
@@ -117,33 +81,4 @@ fn generate(
         #compile_checks
         #client_impl
     })
-}
-
-/// The block must be an inherent, non-generic impl of a named type; returns the type's name.
-fn check_block(block: &ItemImpl) -> syn::Result<&Ident> {
-    if let Some((_, path, _)) = &block.trait_ {
-        return Err(syn::Error::new_spanned(
-            path,
-            "#[channel(server)] goes on an inherent `impl Type` block, not a trait impl",
-        ));
-    }
-    if !block.generics.params.is_empty() {
-        return Err(syn::Error::new_spanned(
-            &block.generics,
-            "#[channel(server)] does not support generic impl blocks; serve a concrete type (a newtype around the generic one works)",
-        ));
-    }
-    match &*block.self_ty {
-        Type::Path(p) if p.qself.is_none() => match p.path.segments.last() {
-            Some(last) if last.arguments.is_empty() => Ok(&last.ident),
-            _ => Err(syn::Error::new_spanned(
-                p,
-                "#[channel(server)] needs a named type without generic arguments",
-            )),
-        },
-        other => Err(syn::Error::new_spanned(
-            other,
-            "#[channel(server)] needs a named type, e.g. `impl Pricing`",
-        )),
-    }
 }

@@ -8,11 +8,11 @@ mod dispatch;
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
-use syn::spanned::Spanned;
-use syn::{Ident, ImplItem, ItemImpl, Type};
+use syn::{Ident, ItemImpl, Type};
 
 use crate::checks;
-use crate::handler::{is_handler_attr, Flavor, Handler};
+use crate::handler::{Flavor, Handler};
+use crate::handler_block::{self, BlockKind};
 use args::SpotArgs;
 
 /// Names the generated client defines itself; a handler may not take them.
@@ -26,21 +26,22 @@ pub(crate) struct SpotBlock<'a> {
     pub(crate) args: SpotArgs,
 }
 
+/// How `#[spot(...)]` words its block errors and parses its handlers.
+const BLOCK: BlockKind = BlockKind {
+    attr: "#[spot(...)]",
+    flavor: Flavor::Spot,
+    generic_hint: "declare a concrete Spot type",
+    example: "Room",
+};
+
 /// Expands `#[spot(...)]` on `item`. On error the impl block is still emitted (without its
 /// `#[handler]` markers) so the only errors the user sees are ours.
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
-    let mut block: ItemImpl = match syn::parse2(item.clone()) {
+    let mut block = match handler_block::parse(item, &BLOCK) {
         Ok(block) => block,
-        Err(_) => {
-            let error = syn::Error::new(
-                item.span(),
-                "#[spot(...)] goes on an `impl` block whose methods are marked #[handler]",
-            )
-            .to_compile_error();
-            return quote!(#error #item);
-        }
+        Err(error) => return error,
     };
-    let handlers = take_handlers(&mut block);
+    let handlers = handler_block::take_handlers(&mut block, &BLOCK);
     let generated = SpotArgs::parse(args)
         .and_then(|args| generate(&block, args, handlers))
         .unwrap_or_else(syn::Error::into_compile_error);
@@ -50,48 +51,13 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-fn take_handlers(block: &mut ItemImpl) -> Vec<syn::Result<Handler>> {
-    let mut handlers = Vec::new();
-    for item in &mut block.items {
-        let ImplItem::Fn(method) = item else { continue };
-        let Some(index) = method.attrs.iter().position(is_handler_attr) else {
-            continue;
-        };
-        let marker = method.attrs.remove(index);
-        let mut parsed = Handler::parse(method, &marker, Flavor::Spot);
-        if let Some(extra) = method.attrs.iter().find(|a| is_handler_attr(a)) {
-            let error = syn::Error::new_spanned(extra, "#[handler] is given twice");
-            parsed = Err(crate::combine(parsed.err(), error));
-        }
-        method.attrs.retain(|a| !is_handler_attr(a));
-        handlers.push(parsed);
-    }
-    handlers
-}
-
 fn generate(
     block: &ItemImpl,
     args: SpotArgs,
     handlers: Vec<syn::Result<Handler>>,
 ) -> syn::Result<TokenStream> {
-    let self_ident = check_block(block)?;
-    let mut errors: Option<syn::Error> = None;
-    let mut checked = Vec::new();
-    for handler in handlers {
-        match handler {
-            Ok(h) => checked.push(h),
-            Err(e) => errors = Some(crate::combine(errors, e)),
-        }
-    }
-    if let Err(e) = checks::no_duplicates(&checked) {
-        errors = Some(crate::combine(errors, e));
-    }
-    if let Err(e) = checks::no_client_name_clash(&checked, &CLIENT_OWN_METHODS) {
-        errors = Some(crate::combine(errors, e));
-    }
-    if let Some(errors) = errors {
-        return Err(errors);
-    }
+    let self_ident = handler_block::self_name(block, &BLOCK)?;
+    let checked = handler_block::checked(handlers, &CLIENT_OWN_METHODS)?;
     let client = args
         .client
         .clone()
@@ -110,33 +76,4 @@ fn generate(
         #compile_checks
         #client
     })
-}
-
-/// The block must be an inherent, non-generic impl of a named type; returns the type's name.
-fn check_block(block: &ItemImpl) -> syn::Result<&Ident> {
-    if let Some((_, path, _)) = &block.trait_ {
-        return Err(syn::Error::new_spanned(
-            path,
-            "#[spot(...)] goes on an inherent `impl Type` block, not a trait impl",
-        ));
-    }
-    if !block.generics.params.is_empty() {
-        return Err(syn::Error::new_spanned(
-            &block.generics,
-            "#[spot(...)] does not support generic impl blocks; declare a concrete Spot type",
-        ));
-    }
-    match &*block.self_ty {
-        Type::Path(p) if p.qself.is_none() => match p.path.segments.last() {
-            Some(last) if last.arguments.is_empty() => Ok(&last.ident),
-            _ => Err(syn::Error::new_spanned(
-                p,
-                "#[spot(...)] needs a named type without generic arguments",
-            )),
-        },
-        other => Err(syn::Error::new_spanned(
-            other,
-            "#[spot(...)] needs a named type, e.g. `impl Room`",
-        )),
-    }
 }

@@ -1,0 +1,118 @@
+//! What `#[channel(server)]` and `#[spot(...)]` share about the impl block they annotate:
+//! parsing it, taking out its `#[handler]` methods, checking the block's shape and the
+//! handlers together (every error reported at once).
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::spanned::Spanned;
+use syn::{Ident, ImplItem, ItemImpl, Type};
+
+use crate::checks;
+use crate::handler::{is_handler_attr, Flavor, Handler};
+
+/// Which attribute the block carries, for messages and handler parsing.
+pub(crate) struct BlockKind {
+    /// How the attribute is written in messages, e.g. `#[channel(server)]`.
+    pub(crate) attr: &'static str,
+    /// The handlers' receiver and context.
+    pub(crate) flavor: Flavor,
+    /// What the generic-block message suggests instead.
+    pub(crate) generic_hint: &'static str,
+    /// An example type name for the "needs a named type" message.
+    pub(crate) example: &'static str,
+}
+
+/// Parses `item` as an impl block; otherwise the error to emit (with the item kept).
+pub(crate) fn parse(item: TokenStream, kind: &BlockKind) -> Result<ItemImpl, TokenStream> {
+    syn::parse2(item.clone()).map_err(|_| {
+        let error = syn::Error::new(
+            item.span(),
+            format!(
+                "{} goes on an `impl` block whose methods are marked #[handler]",
+                kind.attr
+            ),
+        )
+        .to_compile_error();
+        quote!(#error #item)
+    })
+}
+
+/// Removes the `#[handler]` markers and checks each marked method; the errors are kept so
+/// all of them are reported together.
+pub(crate) fn take_handlers(block: &mut ItemImpl, kind: &BlockKind) -> Vec<syn::Result<Handler>> {
+    let mut handlers = Vec::new();
+    for item in &mut block.items {
+        let ImplItem::Fn(method) = item else { continue };
+        let Some(index) = method.attrs.iter().position(is_handler_attr) else {
+            continue;
+        };
+        let marker = method.attrs.remove(index);
+        let mut parsed = Handler::parse(method, &marker, kind.flavor);
+        if let Some(extra) = method.attrs.iter().find(|a| is_handler_attr(a)) {
+            let error = syn::Error::new_spanned(extra, "#[handler] is given twice");
+            parsed = Err(crate::combine(parsed.err(), error));
+        }
+        method.attrs.retain(|a| !is_handler_attr(a));
+        handlers.push(parsed);
+    }
+    handlers
+}
+
+/// The checked handlers, or every error among them, their duplicates and their clashes
+/// with the generated client's own methods (`own`).
+pub(crate) fn checked(
+    handlers: Vec<syn::Result<Handler>>,
+    own: &[&str],
+) -> syn::Result<Vec<Handler>> {
+    let mut errors: Option<syn::Error> = None;
+    let mut checked = Vec::new();
+    for handler in handlers {
+        match handler {
+            Ok(h) => checked.push(h),
+            Err(e) => errors = Some(crate::combine(errors, e)),
+        }
+    }
+    if let Err(e) = checks::no_duplicates(&checked) {
+        errors = Some(crate::combine(errors, e));
+    }
+    if let Err(e) = checks::no_client_name_clash(&checked, own) {
+        errors = Some(crate::combine(errors, e));
+    }
+    match errors {
+        Some(errors) => Err(errors),
+        None => Ok(checked),
+    }
+}
+
+/// The block must be an inherent, non-generic impl of a named type; returns the type's name.
+pub(crate) fn self_name<'a>(block: &'a ItemImpl, kind: &BlockKind) -> syn::Result<&'a Ident> {
+    let attr = kind.attr;
+    if let Some((_, path, _)) = &block.trait_ {
+        return Err(syn::Error::new_spanned(
+            path,
+            format!("{attr} goes on an inherent `impl Type` block, not a trait impl"),
+        ));
+    }
+    if !block.generics.params.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &block.generics,
+            format!(
+                "{attr} does not support generic impl blocks; {}",
+                kind.generic_hint
+            ),
+        ));
+    }
+    match &*block.self_ty {
+        Type::Path(p) if p.qself.is_none() => match p.path.segments.last() {
+            Some(last) if last.arguments.is_empty() => Ok(&last.ident),
+            _ => Err(syn::Error::new_spanned(
+                p,
+                format!("{attr} needs a named type without generic arguments"),
+            )),
+        },
+        other => Err(syn::Error::new_spanned(
+            other,
+            format!("{attr} needs a named type, e.g. `impl {}`", kind.example),
+        )),
+    }
+}
