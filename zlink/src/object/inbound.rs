@@ -13,7 +13,7 @@ use super::remote::{decode_generation, CreateReply, CreateRequest};
 use super::server::{ObjectServer, SpotCreation, SpotRef};
 use crate::handler::PacketKind;
 use crate::mesh::{InboundCall, InboundRoute};
-use crate::wire::Command;
+use crate::wire::{Command, RouteFence};
 use crate::{Error, ErrorKind};
 
 /// The inbound route of object commands, held weakly so the node's dispatcher does not
@@ -75,18 +75,25 @@ fn create_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
     });
 }
 
+/// The Spot a fenced command names, and its route fence.
+fn addressed(call: &InboundCall) -> Option<(SpotId, RouteFence)> {
+    let head = &call.message().head;
+    Some((SpotId::new(head.target.as_str()).ok()?, head.fence?))
+}
+
+fn not_addressed() -> Error {
+    Error::new(
+        ErrorKind::ProtocolError,
+        "a Spot command without a valid ID and route fence",
+    )
+}
+
 /// A close of a Spot this node owns, fenced like a message.
 fn close_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
-    let message = call.message();
-    let (Some(fence), Ok(id)) = (
-        message.head.fence,
-        SpotId::new(message.head.target.as_str()),
-    ) else {
-        return call.answer(Err(Error::new(
-            ErrorKind::ProtocolError,
-            "a Spot close without a valid ID and fence",
-        )));
+    let Some((id, fence)) = addressed(&call) else {
+        return call.answer(Err(not_addressed()));
     };
+    let message = call.message();
     let generation = match decode_generation(&message.payload) {
         Ok(generation) => generation,
         Err(e) => return call.answer(Err(e)),
@@ -122,16 +129,10 @@ fn close_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
 
 /// A message for a Spot this node owns.
 fn message_inbound(server: &ObjectServer, call: InboundCall) {
-    let message = call.message();
-    let (Some(fence), Ok(id)) = (
-        message.head.fence,
-        SpotId::new(message.head.target.as_str()),
-    ) else {
-        return call.answer(Err(Error::new(
-            ErrorKind::ProtocolError,
-            "a Spot command without a valid ID and fence",
-        )));
+    let Some((id, fence)) = addressed(&call) else {
+        return call.answer(Err(not_addressed()));
     };
+    let message = call.message();
     let kind = if call.is_request() {
         PacketKind::Request
     } else {
