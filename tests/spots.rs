@@ -1004,3 +1004,41 @@ async fn per_node_limits_place_elsewhere_then_refuse_with_capacity_exceeded() {
     assert!(type_full.is(ErrorKind::CapacityExceeded), "{type_full}");
     stop([one]).await;
 }
+
+#[tokio::test]
+async fn the_route_cache_lives_within_the_admission_deadline() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = object_server("a", &store, &counters).await;
+    let faulty = Arc::new(zlink_testkit::FaultyLocationStore::new(store.clone()));
+    let b_store: Arc<dyn zlink::store::LocationStore> = faulty.clone();
+    let b = plain_node("b", &b_store).await;
+    wait_until(WAIT, "a and b connected", || async {
+        peer_rids(&b) == ["a"]
+    })
+    .await;
+    a.spots().get_or_create("r", "room", "").await.unwrap();
+    b.spots().request("r", &Say("cached".into())).await.unwrap();
+
+    // b loses the store: its cached route still serves it, until its own lease's admission
+    // deadline passes.
+    faulty.set_down(true);
+    b.spots()
+        .request("r", &Say("from the cache".into()))
+        .await
+        .unwrap();
+    wait_until(WAIT, "b's admission deadline passed", || async {
+        !b.discovery().owner_lease().unwrap().admits_new_work()
+    })
+    .await;
+    let expired = b.spots().request("r", &Say("?".into())).await.unwrap_err();
+    assert!(expired.is(ErrorKind::Unavailable), "{expired}");
+
+    faulty.set_down(false);
+    wait_until(WAIT, "b reaches the room again", || async {
+        b.spots().request("r", &Say("back".into())).await.is_ok()
+    })
+    .await;
+    stop([b, a]).await;
+}

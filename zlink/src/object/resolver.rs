@@ -31,6 +31,17 @@ pub(crate) enum Resolution {
     StoreFailure(StoreError),
 }
 
+/// How a freshly read route may be used.
+enum Bound {
+    /// Cached until then.
+    Until(Instant),
+    /// Used for this call only: this node's own admission deadline has passed, so nothing
+    /// it confirms is kept.
+    Once,
+    /// Not at all: its owner is gone.
+    Unusable,
+}
+
 /// The resolver of one node.
 pub(super) struct Resolver {
     node: Weak<MeshNode>,
@@ -102,37 +113,45 @@ impl Resolver {
             version: current.version.clone(),
         });
         match self.route_bound(&route, now) {
-            Some(not_after) => {
+            Bound::Until(not_after) => {
                 self.cache.insert(route.clone(), now, not_after);
                 Resolution::Ready(route)
             }
-            None => Resolution::Unavailable(format!(
+            Bound::Once => Resolution::Ready(route),
+            Bound::Unusable => Resolution::Unavailable(format!(
                 "the owner of Spot {id} ({}) is gone",
                 route.owner.rid
             )),
         }
     }
 
-    /// How long a route may be used: until this node's own admission deadline for a
-    /// route to itself; `None` when the route's owner is this node's previous lifecycle or
-    /// a peer connected under another lifecycle.
-    fn route_bound(&self, route: &ReadyRoute, now: Instant) -> Option<Instant> {
-        let far = now + self.max_age;
+    /// Whether a route may be used, and how long it may be cached: never past this node's
+    /// own local admission deadline (seed 000 §2.2), nor RouteCacheMaxAge. A route to this
+    /// node's previous lifecycle, to a peer connected under another lifecycle, or to this
+    /// node under a lease it no longer holds is unusable.
+    fn route_bound(&self, route: &ReadyRoute, now: Instant) -> Bound {
+        let status = self.lease.status();
+        let cache_until = |deadline: Option<Instant>| match deadline {
+            Some(deadline) if deadline > now => Bound::Until((now + self.max_age).min(deadline)),
+            _ => Bound::Once,
+        };
         if route.owner.rid == self.local.rid {
-            if route.owner.node_generation != self.local.node_generation {
-                return None;
-            }
-            let status = self.lease.status();
-            let ours = status
-                .token
-                .as_ref()
-                .is_some_and(|t| route.fence.held_by(t));
-            return ours.then_some(status.admission_deadline?);
+            let ours = route.owner.node_generation == self.local.node_generation
+                && status
+                    .token
+                    .as_ref()
+                    .is_some_and(|t| route.fence.held_by(t));
+            return match (ours, status.admission_deadline) {
+                (true, Some(deadline)) if deadline > now => cache_until(Some(deadline)),
+                _ => Bound::Unusable,
+            };
         }
-        let node = self.node.upgrade()?;
+        let Some(node) = self.node.upgrade() else {
+            return Bound::Unusable;
+        };
         match node.peers().identity(&route.owner.rid) {
-            Some((_, generation)) if generation != route.owner.node_generation => None,
-            _ => Some(far),
+            Some((_, generation)) if generation != route.owner.node_generation => Bound::Unusable,
+            _ => cache_until(status.admission_deadline),
         }
     }
 

@@ -4,7 +4,7 @@
 //!
 //! Only Ready routes are kept: Missing, Creating and a store failure are never cached, so
 //! a momentary failure never outlives the call that saw it. An entry lives until the
-//! earlier of RouteCacheMaxAge and the bound the resolver gives it (the owner lease's
+//! earlier of RouteCacheMaxAge and the bound the resolver gives it (this node's local
 //! admission deadline), and goes at once on a newer authority, a stale-route result, a
 //! store recovery or an owner lease invalidation.
 
