@@ -235,12 +235,12 @@ fn check_admission(
     if !live.admits(&fence, &token) {
         return Err(stale());
     }
-    let handler = live.spot_type.handler(packet, kind).ok_or_else(|| {
+    let handler = live.object_type.handler(packet, kind).ok_or_else(|| {
         Error::new(
             ErrorKind::NotFound,
             format!(
                 "Spot type {} has no {kind:?} handler for {packet:?}",
-                live.spot_type.stable_type
+                live.object_type.stable_type
             ),
         )
     })?;

@@ -14,7 +14,8 @@ use super::authority_store::Versioned;
 use super::context::SpotContext;
 use super::id::SpotId;
 use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
-use super::spot::{ClosingReason, Spot, SpotType};
+use super::object_type::{Factory, ObjectType};
+use super::spot::{ClosingReason, Spot};
 use super::timer::{TimerTick, Timers};
 use crate::mesh::{MeshNode, PendingReply};
 use crate::store::{LeaseToken, OwnerLease};
@@ -118,7 +119,7 @@ impl Drop for CloseOnExit {
 /// A running Spot.
 pub(crate) struct LiveSpot {
     pub(crate) id: SpotId,
-    pub(crate) spot_type: Arc<SpotType>,
+    pub(crate) object_type: Arc<ObjectType>,
     authority: Mutex<Versioned>,
     mailbox: Arc<Mailbox<SpotJob>>,
 }
@@ -127,12 +128,13 @@ impl LiveSpot {
     /// Makes the staging instance: the factory, then `on_create` with the creator's
     /// request. Nothing is addressable yet.
     pub(crate) async fn stage(
-        spot_type: &SpotType,
+        object_type: &ObjectType,
         ctx: &SpotContext,
         request: Bytes,
     ) -> Result<(Box<dyn Spot>, super::spot::CreateDecision)> {
+        let Factory::Spot(factory) = &object_type.factory;
         let made = std::panic::AssertUnwindSafe(async {
-            let mut instance = (spot_type.factory)(ctx);
+            let mut instance = factory(ctx);
             let decision = instance.on_create(ctx, request).await;
             (instance, decision)
         })
@@ -153,16 +155,16 @@ impl LiveSpot {
     /// commit means the owner admits messages from the moment the store says Ready.
     pub(crate) fn start(
         id: SpotId,
-        spot_type: Arc<SpotType>,
+        object_type: Arc<ObjectType>,
         authority: Versioned,
         instance: Box<dyn Spot>,
         host: SpotHost,
         go: oneshot::Receiver<bool>,
     ) -> Arc<LiveSpot> {
-        let mailbox = Mailbox::new(LIFECYCLE_LANE, spot_type.queue);
+        let mailbox = Mailbox::new(LIFECYCLE_LANE, object_type.queue);
         let live = Arc::new(LiveSpot {
             id,
-            spot_type,
+            object_type,
             authority: Mutex::new(authority),
             mailbox,
         });

@@ -18,6 +18,7 @@ mod direct;
 mod id;
 mod inbound;
 mod live_spot;
+mod object_type;
 mod placement;
 mod remote;
 mod resolver;

@@ -19,6 +19,7 @@ use super::direct::SpotCall;
 use super::id::{ObjectKey, SpotId, StableType};
 use super::inbound::ObjectRoute;
 use super::live_spot::LiveSpot;
+use super::object_type::ObjectType;
 use super::resolver::Resolver;
 use super::spot::SpotType;
 use super::{closing, creation, direct};
@@ -72,7 +73,7 @@ pub(super) fn spot_ref(id: &SpotId, v: &Versioned) -> SpotRef {
 /// The object layer of one node.
 pub(crate) struct ObjectServer {
     pub(super) node: Weak<MeshNode>,
-    pub(super) types: HashMap<StableType, Arc<SpotType>>,
+    pub(super) types: HashMap<StableType, Arc<ObjectType>>,
     pub(super) store: Arc<dyn LocationStore>,
     pub(super) authority: AuthorityStore,
     pub(super) lease: Arc<OwnerLease>,
@@ -117,7 +118,7 @@ impl ObjectServer {
             node: Arc::downgrade(node),
             types: types
                 .iter()
-                .map(|t| (t.stable_type.clone(), Arc::new(t.clone())))
+                .map(|t| (t.0.stable_type.clone(), Arc::new(t.0.clone())))
                 .collect(),
             store: store.clone(),
             authority,
@@ -166,7 +167,7 @@ impl ObjectServer {
 
     /// Refuses a new Spot past this node's limits (the node-wide one, then the type's),
     /// counting the Spots it runs and those being created.
-    pub(super) fn check_capacity(&self, spot_type: &SpotType) -> Result<()> {
+    pub(super) fn check_capacity(&self, spot_type: &ObjectType) -> Result<()> {
         let live = self.live();
         let creating = self
             .creating
@@ -182,14 +183,14 @@ impl ObjectServer {
         }
         let of_type = live
             .values()
-            .filter(|s| s.spot_type.stable_type == spot_type.stable_type)
+            .filter(|s| s.object_type.stable_type == spot_type.stable_type)
             .count();
-        if full(spot_type.max_spots, of_type + creating) {
+        if full(spot_type.max_per_node, of_type + creating) {
             return Err(Error::new(
                 ErrorKind::CapacityExceeded,
                 format!(
                     "this node runs its limit of {} Spots of type {}",
-                    spot_type.max_spots, spot_type.stable_type
+                    spot_type.max_per_node, spot_type.stable_type
                 ),
             ));
         }
@@ -205,7 +206,7 @@ impl ObjectServer {
     }
 
     /// The registration of a Spot type this node serves.
-    pub(super) fn spot_type(&self, stable_type: &str) -> Result<Arc<SpotType>> {
+    pub(super) fn spot_type(&self, stable_type: &str) -> Result<Arc<ObjectType>> {
         let name =
             StableType::new(stable_type).map_err(|e| Error::InvalidArgument(e.to_string()))?;
         self.types.get(&name).cloned().ok_or_else(|| {

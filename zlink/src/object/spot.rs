@@ -8,10 +8,10 @@ use bytes::Bytes;
 
 use super::context::SpotContext;
 use super::id::StableType;
-use super::mailbox::{LaneLimits, APPLICATION_LANE, JOB_OVERHEAD_BYTES};
+use super::object_type::{Factory, ObjectType};
 use super::timer::TimerTick;
 use crate::handler::PacketKind;
-use crate::{Error, Result};
+use crate::Result;
 
 /// What `on_create` decides about a new Spot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,65 +90,23 @@ pub enum Relocation {
     Recreate,
 }
 
-type Factory = dyn Fn(&SpotContext) -> Box<dyn Spot> + Send + Sync;
-
 /// A Spot type a node serves: its stable type name, its packets, its relocation policy
 /// and the factory that makes an instance. Register it with
 /// [`RuntimeBuilder::spot_type`](crate::RuntimeBuilder::spot_type).
-#[derive(Clone)]
-pub struct SpotType {
-    pub(crate) stable_type: StableType,
-    pub(crate) packets: Arc<[(String, PacketKind)]>,
-    pub(crate) relocation: Relocation,
-    pub(crate) factory: Arc<Factory>,
-    pub(crate) queue: LaneLimits,
-    pub(crate) max_spots: u32,
-}
-
-impl std::fmt::Debug for SpotType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SpotType")
-            .field("stable_type", &self.stable_type)
-            .field("packets", &self.packets)
-            .field("relocation", &self.relocation)
-            .field("queue", &self.queue)
-            .finish_non_exhaustive()
-    }
-}
+#[derive(Clone, Debug)]
+pub struct SpotType(pub(crate) ObjectType);
 
 impl SpotType {
     /// A Spot type named `stable_type` (1..=255 bytes) whose Spots are made by `factory`
     /// and moved per `relocation`. The `#[zlink::spot]` macro generates
-    /// `Room::spot_type(factory)` calling this.
+    /// `Room::spot_type(factory)` calling this. A packet listed twice is an error.
     pub fn new<S, F>(stable_type: &str, relocation: Relocation, factory: F) -> Result<Self>
     where
         S: Spot,
         F: Fn(&SpotContext) -> S + Send + Sync + 'static,
     {
-        let stable_type =
-            StableType::new(stable_type).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-        let packets = S::packets();
-        let mut seen = std::collections::HashSet::new();
-        for (name, _) in &packets {
-            if name.is_empty() || name.len() > 255 {
-                return Err(Error::InvalidArgument(format!(
-                    "packet name {name:?} must be 1..=255 bytes"
-                )));
-            }
-            if !seen.insert(name.as_str()) {
-                return Err(Error::InvalidArgument(format!(
-                    "Spot type {stable_type} lists packet {name:?} twice"
-                )));
-            }
-        }
-        Ok(SpotType {
-            stable_type,
-            packets: packets.into(),
-            relocation,
-            factory: Arc::new(move |ctx| Box::new(factory(ctx))),
-            queue: APPLICATION_LANE,
-            max_spots: 0,
-        })
+        let factory = Factory::Spot(Arc::new(move |ctx| Box::new(factory(ctx))));
+        ObjectType::new(stable_type, S::packets(), relocation, factory).map(SpotType)
     }
 
     /// The most Spots of this type one node runs (default 0: no limit of its own; the
@@ -156,40 +114,25 @@ impl SpotType {
     /// limit takes no new one: placement tries another, and when every node is full the
     /// creation is `CapacityExceeded`.
     pub fn max_spots(mut self, limit: u32) -> Self {
-        self.max_spots = limit;
+        self.0.max_per_node = limit;
         self
     }
 
     /// Bounds each Spot's message queue (default 4096 messages and 64 MiB, counting each
-    /// message's payload plus a fixed 64 bytes). A request to a full queue is refused at
-    /// once; a send waits up to the send timeout.
+    /// message's payload and metadata plus a fixed 64 bytes). A request to a full queue is
+    /// refused at once; a send waits up to the send timeout.
     pub fn queue_limits(mut self, messages: usize, bytes: usize) -> Result<Self> {
-        if messages == 0 || bytes <= JOB_OVERHEAD_BYTES {
-            return Err(Error::InvalidArgument(format!(
-                "a Spot queue needs room for at least one message: {messages} messages, {bytes} bytes"
-            )));
-        }
-        self.queue = LaneLimits {
-            jobs: messages,
-            bytes,
-        };
+        self.0.set_queue(messages, bytes)?;
         Ok(self)
     }
 
     /// The stable type name.
     pub fn stable_type(&self) -> &StableType {
-        &self.stable_type
+        &self.0.stable_type
     }
 
     /// Its relocation policy.
     pub fn relocation(&self) -> Relocation {
-        self.relocation
-    }
-
-    /// The handler position of `packet` sent as `kind`, if the type handles it.
-    pub(crate) fn handler(&self, packet: &str, kind: PacketKind) -> Option<usize> {
-        self.packets
-            .iter()
-            .position(|(name, k)| name == packet && *k == kind)
+        self.0.relocation
     }
 }

@@ -1,0 +1,109 @@
+//! What every registered object type has, whatever its kind: its stable type name, its
+//! packets, its relocation policy, its queue bounds, its per-node limit and its factory.
+
+use std::sync::Arc;
+
+use super::context::SpotContext;
+use super::id::{ObjectKind, StableType};
+use super::mailbox::{LaneLimits, APPLICATION_LANE, JOB_OVERHEAD_BYTES};
+use super::spot::{Relocation, Spot};
+use crate::handler::PacketKind;
+use crate::{Error, Result};
+
+/// Makes a Spot from its context.
+pub(crate) type SpotFactory = dyn Fn(&SpotContext) -> Box<dyn Spot> + Send + Sync;
+
+/// Makes one instance of a registered type.
+#[derive(Clone)]
+pub(crate) enum Factory {
+    Spot(Arc<SpotFactory>),
+}
+
+impl Factory {
+    /// The namespace the type's objects live in.
+    pub(crate) fn kind(&self) -> ObjectKind {
+        match self {
+            Factory::Spot(_) => ObjectKind::Spot,
+        }
+    }
+}
+
+/// A registered type of Spot (and, later, Actor).
+#[derive(Clone)]
+pub(crate) struct ObjectType {
+    pub(crate) stable_type: StableType,
+    pub(crate) packets: Arc<[(String, PacketKind)]>,
+    pub(crate) relocation: Relocation,
+    pub(crate) factory: Factory,
+    pub(crate) queue: LaneLimits,
+    /// The most objects of this type one node runs (0: no limit of its own).
+    pub(crate) max_per_node: u32,
+}
+
+impl std::fmt::Debug for ObjectType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectType")
+            .field("kind", &self.factory.kind())
+            .field("stable_type", &self.stable_type)
+            .field("packets", &self.packets)
+            .field("relocation", &self.relocation)
+            .field("queue", &self.queue)
+            .field("max_per_node", &self.max_per_node)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ObjectType {
+    /// Checks the name and the packet list (a name listed twice is an error).
+    pub(crate) fn new(
+        stable_type: &str,
+        packets: Vec<(String, PacketKind)>,
+        relocation: Relocation,
+        factory: Factory,
+    ) -> Result<Self> {
+        let stable_type =
+            StableType::new(stable_type).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        let mut seen = std::collections::HashSet::new();
+        for (name, _) in &packets {
+            if name.is_empty() || name.len() > 255 {
+                return Err(Error::InvalidArgument(format!(
+                    "packet name {name:?} must be 1..=255 bytes"
+                )));
+            }
+            if !seen.insert(name.as_str()) {
+                return Err(Error::InvalidArgument(format!(
+                    "type {stable_type} lists packet {name:?} twice"
+                )));
+            }
+        }
+        Ok(ObjectType {
+            stable_type,
+            packets: packets.into(),
+            relocation,
+            factory,
+            queue: APPLICATION_LANE,
+            max_per_node: 0,
+        })
+    }
+
+    /// Bounds each object's message queue.
+    pub(crate) fn set_queue(&mut self, messages: usize, bytes: usize) -> Result<()> {
+        if messages == 0 || bytes <= JOB_OVERHEAD_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "a queue needs room for at least one message: {messages} messages, {bytes} bytes"
+            )));
+        }
+        self.queue = LaneLimits {
+            jobs: messages,
+            bytes,
+        };
+        Ok(())
+    }
+
+    /// The handler position of `packet` sent as `kind`, if the type handles it.
+    pub(crate) fn handler(&self, packet: &str, kind: PacketKind) -> Option<usize> {
+        self.packets
+            .iter()
+            .position(|(name, k)| name == packet && *k == kind)
+    }
+}
