@@ -1042,3 +1042,45 @@ async fn the_route_cache_lives_within_the_admission_deadline() {
     .await;
     stop([b, a]).await;
 }
+
+#[tokio::test]
+async fn a_close_that_gives_up_waiting_stops_that_incarnation() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = start(
+        discovered_node("a", &store, quick_lease())
+            .request_timeout(std::time::Duration::from_millis(800))
+            .spot_type(room_type("a", &counters)),
+    )
+    .await;
+    let SpotCreation::Created(first, _) = a.spots().get_or_create("s", "room", "").await.unwrap()
+    else {
+        panic!("created")
+    };
+    let stuck = tokio::spawn({
+        let a = a.clone();
+        let patient = zlink::CallOptions::new().timeout(std::time::Duration::from_secs(10));
+        async move {
+            a.spots()
+                .request_with("s", &Say("forever".into()), patient)
+                .await
+        }
+    });
+    wait_until(WAIT, "the handler runs", || async {
+        counters.busy.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    assert!(a.spots().close(&first).await.unwrap(), "released");
+    // The stuck handler was stopped with its incarnation, not left running.
+    let ended = stuck.await.unwrap().unwrap_err();
+    assert!(ended.is(ErrorKind::ShuttingDown), "{ended}");
+    // A new incarnation under the ID runs on its own.
+    counters.busy.store(0, Ordering::SeqCst);
+    let again = a.spots().get_or_create("s", "room", "").await.unwrap();
+    assert!(matches!(again, SpotCreation::Created(..)), "{again:?}");
+    let said = a.spots().request("s", &Say("hi".into())).await.unwrap();
+    assert_eq!(said.lines, 1, "the new incarnation starts empty");
+    assert_eq!(counters.factories.load(Ordering::SeqCst), 2);
+    stop([a]).await;
+}

@@ -87,10 +87,13 @@ pub(super) async fn close(server: &ObjectServer, spot: &SpotRef) -> Result<bool>
                 node.settings().request_timeout
             });
         if tokio::time::timeout(patience, closed).await.is_err() {
-            tracing::warn!(spot = %spot.id, "the Spot's last turn did not end in time; releasing it anyway");
+            tracing::warn!(spot = %spot.id, "the Spot's last turn did not end in time; stopping it and releasing it");
+            live.stop();
         }
+    } else {
+        live.stop();
     }
-    server.live().remove(&spot.id);
+    server.remove_live(&live);
     server.resolver.saw_authority(&key, &closing.record.fence);
     match server
         .authority

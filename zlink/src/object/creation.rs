@@ -99,7 +99,7 @@ pub(super) async fn create(
                     });
                 };
                 let attempt = if target.local {
-                    try_create(server, &id, &key, &request, stable_type).await
+                    try_create(server, &id, &key, &request, stable_type, deadline).await
                 } else {
                     create_remote(
                         server,
@@ -147,7 +147,7 @@ async fn settle_creating(
     // A record this very node lifecycle left, with no attempt of it running any more (its
     // abort failed, say), is cancelled at once.
     let ours = creating.record.route == server.route;
-    if ours && !server.is_creating(key) {
+    if ours && !server.is_creating(key, creating.record.fence.object_generation) {
         tracing::info!(spot = %key.id, "cancelling a creation this node abandoned");
         server
             .authority
@@ -179,13 +179,14 @@ async fn settle_creating(
 ///
 /// The attempt runs on its own task: a caller that gives up (its deadline passed, its
 /// future was dropped) never leaves a half-made record behind; the attempt always ends in
-/// a commit or an abort, within the request timeout.
+/// a commit or an abort, within the request timeout. The caller waits until `wait_until`.
 pub(super) async fn try_create(
     server: &Arc<ObjectServer>,
     id: &SpotId,
     key: &ObjectKey,
     request: &Bytes,
     stable_type: &str,
+    wait_until: Instant,
 ) -> Result<Option<SpotCreation>> {
     let attempt = {
         let (server, id, key, request, stable_type) = (
@@ -200,12 +201,18 @@ pub(super) async fn try_create(
             .clone()
             .spawn(async move { attempt(&server, &id, &key, &request, &stable_type).await })
     };
-    attempt.await.unwrap_or_else(|_| {
-        Err(Error::new(
-            ErrorKind::ShuttingDown,
-            "the node stopped during the creation",
-        ))
-    })
+    match tokio::time::timeout_at(wait_until, attempt).await {
+        Ok(joined) => joined.unwrap_or_else(|_| {
+            Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the node stopped during the creation",
+            ))
+        }),
+        Err(_) => Err(Error::new(
+            ErrorKind::DeadlineExceeded,
+            format!("the creation of Spot {id} did not finish within the caller's deadline; it goes on and settles by itself"),
+        )),
+    }
 }
 
 async fn attempt(
@@ -234,7 +241,7 @@ async fn attempt(
             return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
         }
     };
-    server.check_capacity(spot_type)?;
+    let creating = server.begin_creating(key, spot_type)?;
     // Taken after the permit: the token must be current when the reservation is written.
     let Some(token) = server.lease.admitting_token() else {
         return Err(Error::new(
@@ -242,7 +249,6 @@ async fn attempt(
             "this node's owner lease admits no new work (the Location Store is unreachable)",
         ));
     };
-    let _creating = server.creating(key);
     let draft = Draft {
         shape: ObjectShape::UserSpot,
         stable_type: spot_type.stable_type.as_str().to_string(),
@@ -260,6 +266,7 @@ async fn attempt(
         Reserved::Won(won) => won,
         Reserved::Exists(_) => return Ok(None),
     };
+    creating.reserved(won.record.fence.object_generation);
     let ctx = SpotContext {
         node: node.clone(),
         id: id.clone(),
@@ -312,27 +319,15 @@ async fn attempt(
         },
         wait,
     );
-    server.live().insert(id.clone(), live.clone());
+    server.insert_live(live.clone());
     let committed = match server.authority.commit(key, &won).await {
         Ok(Fenced::Done(ready)) => Ok(ready),
         Ok(Fenced::Moved) => Err(Error::new(
             ErrorKind::Unavailable,
             format!("Spot {id}'s reservation was cancelled before it committed"),
         )),
-        // The answer was lost (or not replicated): read what the store has, never guess.
-        Err(e) => match server.authority.read(key).await {
-            Ok(Some(current))
-                if current.record.state == AuthorityState::Ready
-                    && current.record.fence == won.record.fence =>
-            {
-                Ok(current)
-            }
-            Ok(Some(current)) if current.version == won.version => {
-                abort(server, key, &won).await;
-                Err(store_error(e))
-            }
-            _ => Err(store_error(e)),
-        },
+        // The answer was lost (or not replicated): learn what the store has, never guess.
+        Err(e) => settle_lost_commit(server, key, &won, e).await,
     };
     match committed {
         Ok(ready) => {
@@ -341,10 +336,48 @@ async fn attempt(
             Ok(Some(SpotCreation::Created(spot_ref(id, &ready), reply)))
         }
         Err(e) => {
-            server.live().remove(id);
+            server.remove_live(&live);
             let _ = go.send(false);
             Err(e)
         }
+    }
+}
+
+/// Learns whether a commit whose answer was lost landed: the store is read until it
+/// answers (the Spot stays registered, not yet running, meanwhile), and a reservation
+/// still in place is aborted. Stops only when the node does.
+async fn settle_lost_commit(
+    server: &ObjectServer,
+    key: &ObjectKey,
+    won: &Versioned,
+    lost: crate::store::StoreError,
+) -> Result<Versioned> {
+    let mut backoff = CREATING_BACKOFF;
+    loop {
+        match server.authority.read(key).await {
+            Ok(Some(current))
+                if current.record.state == AuthorityState::Ready
+                    && current.record.fence == won.record.fence =>
+            {
+                return Ok(current);
+            }
+            Ok(Some(current)) if current.version == won.version => {
+                abort(server, key, won).await;
+                return Err(store_error(lost));
+            }
+            // Someone cancelled the reservation (or it was replaced): it never committed.
+            Ok(_) => return Err(store_error(lost)),
+            Err(e) => {
+                tracing::warn!(spot = %key.id, error = %e, "cannot learn whether a commit landed; reading again");
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = server.cancel.cancelled() => {
+                return Err(Error::new(ErrorKind::ShuttingDown, "the node stopped during the creation"));
+            }
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(1));
     }
 }
 

@@ -54,12 +54,17 @@ fn create_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
     };
     let stable_type = message.head.packet.as_str().to_string();
     let server = server.clone();
+    // The creator stops waiting at its deadline; the attempt itself settles regardless.
+    let wait_until = call
+        .deadline()
+        .unwrap_or_else(|| tokio::time::Instant::now() + std::time::Duration::from_secs(30));
     call.run(move |_node, _message| {
         Box::pin(async move {
             let key = ObjectKey::from(&id);
             let request = Bytes::from(request.request);
             let outcome =
-                super::creation::try_create(&server, &id, &key, &request, &stable_type).await?;
+                super::creation::try_create(&server, &id, &key, &request, &stable_type, wait_until)
+                    .await?;
             match outcome {
                 Some(SpotCreation::Created(spot, reply)) => CreateReply::Created {
                     generation: spot.generation,

@@ -103,16 +103,33 @@ async fn caught<T>(work: impl std::future::Future<Output = T>) -> Result<T> {
         })
 }
 
+/// How long `on_closing` may run when the Spot is stopped (its node stops, or its close
+/// gave up waiting): a stuck hook never holds a node's shutdown.
+const STOPPING_HOOK_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The end of a stopped Spot: `on_closing(HostShutdown)` runs once, bounded.
+async fn stopped(instance: &mut Box<dyn Spot>, ctx: Option<SpotContext>) {
+    let Some(ctx) = ctx else { return };
+    let hook = caught(instance.on_closing(&ctx, ClosingReason::HostShutdown));
+    if tokio::time::timeout(STOPPING_HOOK_LIMIT, hook)
+        .await
+        .is_err()
+    {
+        tracing::warn!(spot = %ctx.id, "on_closing did not end in time while stopping");
+    }
+}
+
 /// Closes a Spot's mailbox when its turn loop ends for any reason (a panic included), so
 /// no queued job is left without its answer.
-struct CloseOnExit(Arc<LiveSpot>);
+struct CloseOnExit {
+    spot: Arc<LiveSpot>,
+    kind: ErrorKind,
+    why: &'static str,
+}
 
 impl Drop for CloseOnExit {
     fn drop(&mut self) {
-        self.0.refuse_queued(
-            ErrorKind::ShuttingDown,
-            "the Spot stopped before the message ran",
-        );
+        self.spot.refuse_queued(self.kind, self.why);
     }
 }
 
@@ -122,6 +139,8 @@ pub(crate) struct LiveSpot {
     pub(crate) object_type: Arc<ObjectType>,
     authority: Mutex<Versioned>,
     mailbox: Arc<Mailbox<SpotJob>>,
+    /// Stops this Spot (and only it): its node stops, or its close gave up waiting.
+    cancel: CancellationToken,
 }
 
 impl LiveSpot {
@@ -167,21 +186,34 @@ impl LiveSpot {
             object_type,
             authority: Mutex::new(authority),
             mailbox,
+            cancel: host.cancel.clone(),
         });
         let spot = live.clone();
         let tracker = host.tracker.clone();
         tracker.spawn(async move {
             let cancel = host.cancel.clone();
             let committed = tokio::select! {
-                go = go => go.unwrap_or(false),
+                biased;
                 _ = cancel.cancelled() => false,
+                go = go => go.unwrap_or(false),
             };
             // Whatever way the loop ends, the mailbox closes and every queued job gets its
             // one answer.
-            let closer = CloseOnExit(spot.clone());
-            if committed {
+            let closer = if committed {
+                let closer = CloseOnExit {
+                    spot: spot.clone(),
+                    kind: ErrorKind::ShuttingDown,
+                    why: "the Spot stopped before the message ran",
+                };
                 spot.run(instance, host).await;
-            }
+                closer
+            } else {
+                CloseOnExit {
+                    spot: spot.clone(),
+                    kind: ErrorKind::Unavailable,
+                    why: "the Spot's creation did not commit",
+                }
+            };
             drop(closer);
         });
         live
@@ -220,19 +252,27 @@ impl LiveSpot {
         let Some(ctx) = context(None, None, Metadata::new()) else {
             return;
         };
-        if let Err(e) = caught(instance.on_initialize(&ctx)).await.and_then(|r| r) {
-            tracing::warn!(spot = %self.id, error = %e, "on_initialize failed");
+        let initialized = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => None,
+            result = caught(instance.on_initialize(&ctx)) => Some(result.and_then(|r| r)),
+        };
+        match initialized {
+            None => {
+                timer_stop.cancel();
+                return stopped(&mut instance, context(None, None, Metadata::new())).await;
+            }
+            Some(Err(e)) => tracing::warn!(spot = %self.id, error = %e, "on_initialize failed"),
+            Some(Ok(())) => {}
         }
         loop {
             let turn = tokio::select! {
-                turn = self.mailbox.next_turn() => turn,
+                biased;
                 _ = cancel.cancelled() => {
                     timer_stop.cancel();
-                    if let Some(ctx) = context(None, None, Metadata::new()) {
-                        let _ = caught(instance.on_closing(&ctx, ClosingReason::HostShutdown)).await;
-                    }
-                    return;
+                    return stopped(&mut instance, context(None, None, Metadata::new())).await;
                 }
+                turn = self.mailbox.next_turn() => turn,
             };
             let Some(mut turn) = turn else { return };
             let Some(job) = turn.take_job() else { continue };
@@ -250,13 +290,14 @@ impl LiveSpot {
                     };
                     // A handler stuck past shutdown is stopped: shutdown never waits on it.
                     let result = tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => Err(Error::new(
+                            ErrorKind::ShuttingDown,
+                            "the Spot was stopped during the handler",
+                        )),
                         result = caught(instance.handle(&ctx, handler, payload)) => {
                             result.and_then(|r| r)
                         }
-                        _ = cancel.cancelled() => Err(Error::new(
-                            ErrorKind::ShuttingDown,
-                            "the node stopped the handler",
-                        )),
                     };
                     match reply {
                         Some(reply) => reply.send(result),
@@ -278,8 +319,9 @@ impl LiveSpot {
                             return;
                         };
                         let ticked = tokio::select! {
-                            ticked = caught(instance.on_timer(&ctx, tick)) => ticked.and_then(|r| r),
+                            biased;
                             _ = cancel.cancelled() => Ok(()),
+                            ticked = caught(instance.on_timer(&ctx, tick)) => ticked.and_then(|r| r),
                         };
                         if let Err(e) = ticked {
                             tracing::warn!(spot = %self.id, timer = %name, error = %e, "timer handler failed");
@@ -290,7 +332,12 @@ impl LiveSpot {
                 SpotJob::Close { reason, done } => {
                     timer_stop.cancel();
                     if let Some(ctx) = context(None, None, Metadata::new()) {
-                        let _ = caught(instance.on_closing(&ctx, reason)).await;
+                        // A close that gave up waiting stops the hook too.
+                        tokio::select! {
+                            biased;
+                            _ = cancel.cancelled() => {}
+                            _ = caught(instance.on_closing(&ctx, reason)) => {}
+                        }
                     }
                     drop(turn);
                     self.refuse_queued(
@@ -375,6 +422,13 @@ impl LiveSpot {
         self.mailbox
             .admit_by(Self::lane(&job), job, bytes, by)
             .await
+    }
+
+    /// Stops this Spot now: the running handler or hook is dropped, `on_closing` runs
+    /// (bounded) unless it was running, and everything queued is refused.
+    pub(crate) fn stop(&self) {
+        self.mailbox.seal();
+        self.cancel.cancel();
     }
 
     /// Stops admitting messages (a close has begun).

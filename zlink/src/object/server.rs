@@ -3,7 +3,7 @@
 //! [`closing`](super::closing), [`direct`](super::direct) messaging, the
 //! [`resolver`](super::resolver) and the [`inbound`](super::inbound) commands.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -85,8 +85,10 @@ pub(crate) struct ObjectServer {
     /// The most Spots this node runs (0: no limit).
     max_spots: u32,
     pub(super) activations: Semaphore,
-    /// The IDs this node is creating right now.
-    creating: Mutex<HashSet<ObjectKey>>,
+    /// The creation attempts running on this node, by attempt number: each one's ID and
+    /// type, and its ObjectGeneration once its reservation is won.
+    creating: Mutex<HashMap<u64, InCreation>>,
+    next_attempt: std::sync::atomic::AtomicU64,
     pub(super) tracker: TaskTracker,
     pub(super) cancel: CancellationToken,
 }
@@ -129,7 +131,8 @@ impl ObjectServer {
             placement_weight: settings.placement_weight,
             max_spots: settings.max_spots,
             activations: Semaphore::new(MAX_ACTIVATIONS),
-            creating: Mutex::new(HashSet::new()),
+            creating: Mutex::new(HashMap::new()),
+            next_attempt: std::sync::atomic::AtomicU64::new(0),
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
         });
@@ -153,39 +156,34 @@ impl ObjectServer {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Marks `key` as being created here until the returned guard is dropped.
-    pub(super) fn creating(&self, key: &ObjectKey) -> Creating<'_> {
-        self.creating
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.clone());
-        Creating {
-            server: self,
-            key: key.clone(),
-        }
-    }
-
-    /// Refuses a new Spot past this node's limits (the node-wide one, then the type's),
-    /// counting the Spots it runs and those being created.
-    pub(super) fn check_capacity(&self, spot_type: &ObjectType) -> Result<()> {
+    /// Takes a slot for a new Spot of `spot_type` under this node's limits (the node-wide
+    /// one, then the type's), counting the Spots it runs and those being created; the slot
+    /// is held until the returned guard is dropped. The check and the take are one step,
+    /// so concurrent creations cannot overrun a limit.
+    pub(super) fn begin_creating(
+        &self,
+        key: &ObjectKey,
+        spot_type: &ObjectType,
+    ) -> Result<Creating<'_>> {
+        let mut creating = self.creating.lock().unwrap_or_else(|p| p.into_inner());
         let live = self.live();
-        let creating = self
-            .creating
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len();
         let full = |limit: u32, used: usize| limit > 0 && used >= limit as usize;
-        if full(self.max_spots, live.len() + creating) {
+        if full(self.max_spots, live.len() + creating.len()) {
             return Err(Error::new(
                 ErrorKind::CapacityExceeded,
                 format!("this node runs its limit of {} Spots", self.max_spots),
             ));
         }
+        let same_type = |t: &StableType| *t == spot_type.stable_type;
         let of_type = live
             .values()
-            .filter(|s| s.object_type.stable_type == spot_type.stable_type)
-            .count();
-        if full(spot_type.max_per_node, of_type + creating) {
+            .filter(|s| same_type(&s.object_type.stable_type))
+            .count()
+            + creating
+                .values()
+                .filter(|c| same_type(&c.stable_type))
+                .count();
+        if full(spot_type.max_per_node, of_type) {
             return Err(Error::new(
                 ErrorKind::CapacityExceeded,
                 format!(
@@ -194,15 +192,52 @@ impl ObjectServer {
                 ),
             ));
         }
-        Ok(())
+        let attempt = self
+            .next_attempt
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        creating.insert(
+            attempt,
+            InCreation {
+                key: key.clone(),
+                stable_type: spot_type.stable_type.clone(),
+                generation: None,
+            },
+        );
+        Ok(Creating {
+            server: self,
+            attempt,
+        })
     }
 
-    /// Whether an attempt of this node is creating `key` now.
-    pub(super) fn is_creating(&self, key: &ObjectKey) -> bool {
+    /// Whether an attempt of this node is working on the Creating record of `generation`
+    /// for `key` (or has yet to learn which generation its reservation got).
+    pub(super) fn is_creating(&self, key: &ObjectKey, generation: u64) -> bool {
         self.creating
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .contains(key)
+            .values()
+            .any(|c| c.key == *key && c.generation.is_none_or(|g| g == generation))
+    }
+
+    /// Registers a Spot as running here. An older incarnation still registered under the
+    /// ID (its close gave up waiting) is stopped: the authority names the new one.
+    pub(super) fn insert_live(&self, live: Arc<LiveSpot>) {
+        let previous = self.live().insert(live.id.clone(), live);
+        if let Some(previous) = previous {
+            tracing::warn!(spot = %previous.id, generation = previous.generation(), "stopping an older incarnation still registered here");
+            previous.stop();
+        }
+    }
+
+    /// Removes exactly this registration (a newer incarnation under the ID stays).
+    pub(super) fn remove_live(&self, live: &Arc<LiveSpot>) {
+        let mut registered = self.live();
+        if registered
+            .get(&live.id)
+            .is_some_and(|current| Arc::ptr_eq(current, live))
+        {
+            registered.remove(&live.id);
+        }
     }
 
     /// The registration of a Spot type this node serves.
@@ -251,10 +286,32 @@ impl ObjectServer {
     }
 }
 
-/// One creation in progress on this node; it ends when dropped.
+/// What this node knows of one of its creations in progress.
+struct InCreation {
+    key: ObjectKey,
+    stable_type: StableType,
+    generation: Option<u64>,
+}
+
+/// One creation in progress on this node, holding its capacity slot; it ends when dropped.
 pub(super) struct Creating<'a> {
     server: &'a ObjectServer,
-    key: ObjectKey,
+    attempt: u64,
+}
+
+impl Creating<'_> {
+    /// The reservation is won: the creation works on this ObjectGeneration.
+    pub(super) fn reserved(&self, generation: u64) {
+        if let Some(c) = self
+            .server
+            .creating
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(&self.attempt)
+        {
+            c.generation = Some(generation);
+        }
+    }
 }
 
 impl Drop for Creating<'_> {
@@ -263,7 +320,7 @@ impl Drop for Creating<'_> {
             .creating
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.key);
+            .remove(&self.attempt);
     }
 }
 

@@ -52,6 +52,10 @@ pub struct TimerTick {
 }
 
 /// The pure schedule of one timer: which ticks are due when.
+///
+/// Handing out a due tick and delivering it are two steps: a tick that cannot run (no
+/// lease, a full queue) is never taken back from the schedule, so the schedule only moves
+/// forward; it is counted as skipped by the next tick that is delivered.
 #[derive(Debug, Clone)]
 pub(crate) struct Schedule {
     name: Arc<str>,
@@ -61,6 +65,17 @@ pub(crate) struct Schedule {
     /// The scheduled index of the last tick handed out (0 before the first).
     last: u64,
     delivered: u64,
+    /// Ticks skipped since the last delivery: dropped by the policy or not run.
+    pending_skips: u64,
+}
+
+/// A tick the schedule handed out, not yet delivered.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DueTick {
+    index: u64,
+    at: Instant,
+    /// Ticks the policy dropped between the previous tick handed out and this one.
+    dropped_before: u64,
 }
 
 impl Schedule {
@@ -77,6 +92,7 @@ impl Schedule {
             policy,
             last: 0,
             delivered: 0,
+            pending_skips: 0,
         }
     }
 
@@ -93,18 +109,10 @@ impl Schedule {
         }
     }
 
-    /// Takes back a tick that did not run (no lease, a full queue): it was not delivered,
-    /// and the next delivery counts it as skipped.
-    pub(crate) fn forget(&mut self, tick: &TimerTick) {
-        if self.last == tick.scheduled_index {
-            self.last = tick.scheduled_index - tick.skipped - 1;
-            self.delivered = self.delivered.saturating_sub(1);
-        }
-    }
-
-    /// The ticks to run now, in order; `due` is when the timer woke for them (what
-    /// [`next_due`](Self::next_due) said).
-    pub(crate) fn take_due(&mut self, now: Instant, due: Instant) -> Vec<TimerTick> {
+    /// The ticks due now, in order; `due` is when the timer woke for them (what
+    /// [`next_due`](Self::next_due) said). Each must then be [`delivered`](Self::delivered)
+    /// or [`missed`](Self::missed), in order.
+    pub(crate) fn take_due(&mut self, now: Instant, due: Instant) -> Vec<DueTick> {
         let indices: Vec<u64> = match self.policy {
             TimerPolicy::DelayNextTick => vec![self.last + 1],
             fixed => {
@@ -124,21 +132,40 @@ impl Schedule {
         };
         let mut ticks = Vec::with_capacity(indices.len());
         for index in indices {
-            self.delivered += 1;
-            ticks.push(TimerTick {
-                name: self.name.clone(),
-                scheduled_index: index,
-                delivery_index: self.delivered,
-                skipped: index - self.last - 1,
-                scheduled_at: match self.policy {
+            ticks.push(DueTick {
+                index,
+                at: match self.policy {
                     TimerPolicy::DelayNextTick => due,
                     _ => self.at(index),
                 },
-                period: self.period,
+                dropped_before: index - self.last - 1,
             });
             self.last = index;
         }
         ticks
+    }
+
+    /// The tick as its handler would see it if `due` is delivered next.
+    pub(crate) fn tick(&self, due: &DueTick) -> TimerTick {
+        TimerTick {
+            name: self.name.clone(),
+            scheduled_index: due.index,
+            delivery_index: self.delivered + 1,
+            skipped: self.pending_skips + due.dropped_before,
+            scheduled_at: due.at,
+            period: self.period,
+        }
+    }
+
+    /// Records that `due` was delivered (admitted to its Spot's queue).
+    pub(crate) fn delivered(&mut self) {
+        self.delivered += 1;
+        self.pending_skips = 0;
+    }
+
+    /// Records that `due` did not run: it counts as skipped for the next delivery.
+    pub(crate) fn missed(&mut self, due: &DueTick) {
+        self.pending_skips += due.dropped_before + 1;
     }
 }
 
@@ -234,38 +261,63 @@ async fn run(
             _ = cancel.cancelled() => return,
             _ = tokio::time::sleep_until(due) => {}
         }
-        for tick in schedule.take_due(Instant::now(), due) {
-            // A tick needs the lease the Spot's authority names: past the admission
-            // deadline, or under a newer lease, nothing new starts.
-            if !lease
-                .admitting_token()
-                .is_some_and(|token| fence.held_by(&token))
-            {
-                schedule.forget(&tick);
-                continue;
-            }
-            let Some(mailbox) = mailbox.upgrade() else {
-                return;
-            };
-            let (done, finished) = oneshot::channel();
-            let dropped = tick.clone();
-            let job = SpotJob::Tick {
-                tick,
-                done,
-                cancelled: cancel.clone(),
-            };
-            // A full queue drops the tick: it counts as skipped for the next one.
-            if mailbox.admit(Lane::Application, job, 0).is_err() {
-                schedule.forget(&dropped);
-                continue;
-            }
-            drop(mailbox);
-            tokio::select! {
-                _ = cancel.cancelled() => return,
-                _ = finished => {}
+        let mut batch = schedule.take_due(Instant::now(), due).into_iter();
+        while let Some(next) = batch.next() {
+            match deliver(&schedule, &next, &mailbox, &lease, &fence, &cancel) {
+                Delivery::Admitted(finished) => {
+                    schedule.delivered();
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        _ = finished => {}
+                    }
+                }
+                // Nothing more of this batch can run either: it all counts as skipped.
+                Delivery::NotRun => {
+                    schedule.missed(&next);
+                    batch.by_ref().for_each(|rest| schedule.missed(&rest));
+                }
+                Delivery::SpotGone => return,
             }
         }
         last_end = Some(Instant::now());
+    }
+}
+
+enum Delivery {
+    Admitted(oneshot::Receiver<()>),
+    NotRun,
+    SpotGone,
+}
+
+fn deliver(
+    schedule: &Schedule,
+    due: &DueTick,
+    mailbox: &Weak<Mailbox<SpotJob>>,
+    lease: &OwnerLease,
+    fence: &OwnerFence,
+    cancel: &CancellationToken,
+) -> Delivery {
+    // A tick needs the lease the Spot's authority names: past the admission deadline, or
+    // under a newer lease, nothing new starts.
+    if !lease
+        .admitting_token()
+        .is_some_and(|token| fence.held_by(&token))
+    {
+        return Delivery::NotRun;
+    }
+    let Some(mailbox) = mailbox.upgrade() else {
+        return Delivery::SpotGone;
+    };
+    let (done, finished) = oneshot::channel();
+    let job = SpotJob::Tick {
+        tick: schedule.tick(due),
+        done,
+        cancelled: cancel.clone(),
+    };
+    // A full queue drops the tick.
+    match mailbox.admit(Lane::Application, job, 0) {
+        Ok(_) => Delivery::Admitted(finished),
+        Err(_) => Delivery::NotRun,
     }
 }
 
@@ -280,10 +332,15 @@ mod tests {
         (Schedule::new(Arc::from("t"), start, P, policy), start)
     }
 
-    fn indices(ticks: &[TimerTick]) -> Vec<(u64, u64, u64)> {
-        ticks
+    /// Delivers every due tick (each handler ran) and lists (scheduled, delivery, skipped).
+    fn run(s: &mut Schedule, now: Instant) -> Vec<(u64, u64, u64)> {
+        s.take_due(now, now)
             .iter()
-            .map(|t| (t.scheduled_index, t.delivery_index, t.skipped))
+            .map(|due| {
+                let t = s.tick(due);
+                s.delivered();
+                (t.scheduled_index, t.delivery_index, t.skipped)
+            })
             .collect()
     }
 
@@ -291,12 +348,9 @@ mod tests {
     fn skip_late_ticks_delivers_only_the_latest_due_tick() {
         let (mut s, start) = schedule(TimerPolicy::SkipLateTicks);
         assert_eq!(s.next_due(None), start + P);
-        assert_eq!(indices(&s.take_due(start + P, start + P)), [(1, 1, 0)]);
+        assert_eq!(run(&mut s, start + P), [(1, 1, 0)]);
         // The handler ran 3.5 periods: ticks 2, 3 and 4 are due, only 4 runs.
-        assert_eq!(
-            indices(&s.take_due(start + P * 4 + P / 2, start + P * 4 + P / 2)),
-            [(4, 2, 2)]
-        );
+        assert_eq!(run(&mut s, start + P * 4 + P / 2), [(4, 2, 2)]);
         assert_eq!(s.next_due(Some(start + P * 5)), start + P * 5);
         assert!(
             s.take_due(start + P * 4 + P * 3 / 4, start + P * 4 + P * 3 / 4)
@@ -308,39 +362,48 @@ mod tests {
     #[test]
     fn catch_up_bounded_runs_missed_ticks_in_order_up_to_its_bound() {
         let (mut s, start) = schedule(TimerPolicy::CatchUpBounded(2));
-        assert_eq!(indices(&s.take_due(start + P, start + P)), [(1, 1, 0)]);
+        assert_eq!(run(&mut s, start + P), [(1, 1, 0)]);
         // Ticks 2..=6 are due: the last two run, in order; 2, 3 and 4 are dropped.
-        assert_eq!(
-            indices(&s.take_due(start + P * 6, start + P * 6)),
-            [(5, 2, 3), (6, 3, 0)]
-        );
-        assert_eq!(
-            indices(&s.take_due(start + P * 7, start + P * 7)),
-            [(7, 4, 0)]
-        );
+        assert_eq!(run(&mut s, start + P * 6), [(5, 2, 3), (6, 3, 0)]);
+        assert_eq!(run(&mut s, start + P * 7), [(7, 4, 0)]);
     }
 
     #[test]
     fn a_tick_that_did_not_run_counts_as_skipped_next_time() {
         let (mut s, start) = schedule(TimerPolicy::SkipLateTicks);
         let first = s.take_due(start + P, start + P);
-        s.forget(&first[0]);
-        assert_eq!(
-            indices(&s.take_due(start + P * 2, start + P * 2)),
-            [(2, 1, 1)]
+        s.missed(&first[0]);
+        assert!(
+            s.next_due(None) > start + P,
+            "a missed tick is not due again: the schedule only moves forward"
         );
+        assert_eq!(run(&mut s, start + P * 2), [(2, 1, 1)]);
+    }
+
+    #[test]
+    fn a_batch_that_could_not_run_counts_every_tick_once() {
+        let (mut s, start) = schedule(TimerPolicy::CatchUpBounded(3));
+        // Ticks 1..=5 are due; 3, 4 and 5 are handed out and none runs (2 dropped by policy).
+        for due in s.take_due(start + P * 5, start + P * 5) {
+            s.missed(&due);
+        }
+        assert_eq!(run(&mut s, start + P * 6), [(6, 1, 5)]);
     }
 
     #[test]
     fn delay_next_tick_waits_one_period_after_the_handler_ended() {
         let (mut s, start) = schedule(TimerPolicy::DelayNextTick);
-        assert_eq!(indices(&s.take_due(start + P, start + P)), [(1, 1, 0)]);
+        assert_eq!(run(&mut s, start + P), [(1, 1, 0)]);
         let handler_end = start + P * 3;
         assert_eq!(s.next_due(Some(handler_end)), handler_end + P);
         let second = s.take_due(handler_end + P, handler_end + P);
-        assert_eq!(indices(&second), [(2, 2, 0)]);
+        let tick = s.tick(&second[0]);
         assert_eq!(
-            second[0].scheduled_at,
+            (tick.scheduled_index, tick.delivery_index, tick.skipped),
+            (2, 2, 0)
+        );
+        assert_eq!(
+            tick.scheduled_at,
             handler_end + P,
             "due a period after the end"
         );
@@ -356,11 +419,13 @@ mod tests {
             let (mut s, start) = schedule(policy);
             let mut last = (0, 0);
             for step in [1u32, 2, 7, 8, 8, 20, 21] {
-                for tick in s.take_due(start + P * step, start + P * step) {
-                    assert!(tick.scheduled_index > last.0, "{policy:?}");
-                    assert_eq!(tick.delivery_index, last.1 + 1, "{policy:?}");
-                    assert!(tick.scheduled_index >= tick.delivery_index, "{policy:?}");
-                    last = (tick.scheduled_index, tick.delivery_index);
+                let now = start + P * step;
+                for (index, delivery, _) in run(&mut s, now) {
+                    let tick = (index, delivery);
+                    assert!(tick.0 > last.0, "{policy:?}");
+                    assert_eq!(tick.1, last.1 + 1, "{policy:?}");
+                    assert!(tick.0 >= tick.1, "{policy:?}");
+                    last = tick;
                 }
             }
         }
