@@ -360,6 +360,8 @@ async fn fanout_discovery_finds_a_publisher_after_1000_dead_descriptors() {
             channels: vec![],
             curve_key: None,
             spot_types: vec![],
+            actor_types: vec![],
+            entry_spot: None,
             placement_weight: 0,
         }
         .encode()

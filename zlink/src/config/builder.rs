@@ -58,6 +58,7 @@ pub struct RuntimeBuilder {
     client_server: Vec<ClientServerRole>,
     fanout: Vec<FanoutDeclaration>,
     spot_types: Vec<crate::object::SpotType>,
+    actor_types: Vec<crate::object::ActorType>,
     route_cache_max_age: Duration,
     placement_weight: u32,
     max_spots: u32,
@@ -90,6 +91,7 @@ impl Default for RuntimeBuilder {
             client_server: Vec::new(),
             fanout: Vec::new(),
             spot_types: Vec::new(),
+            actor_types: Vec::new(),
             route_cache_max_age: crate::object::DEFAULT_ROUTE_CACHE_MAX_AGE,
             placement_weight: 100,
             max_spots: 0,
@@ -203,7 +205,15 @@ impl RuntimeBuilder {
         self
     }
 
-    /// This node's weight when new Spots are placed among the nodes serving their type
+    /// Makes this node an Object Server for an Actor type: it creates and runs Actors of
+    /// that type, each starting in this node's Entry Spot (claimed at start). Actors keep
+    /// their authority in the Location Store, so a store is required.
+    pub fn actor_type(mut self, actor_type: crate::object::ActorType) -> Self {
+        self.actor_types.push(actor_type);
+        self
+    }
+
+    /// This node's weight when new Spots and Actors are placed among the nodes serving their type
     /// (default 100, 0..=10000; 0 takes no new Spots, like weight 0 on a channel).
     pub fn placement_weight(mut self, weight: u32) -> Self {
         self.placement_weight = weight;
@@ -349,6 +359,7 @@ impl RuntimeBuilder {
         // no mesh listener.
         let mesh = !self.channels.is_empty()
             || !self.spot_types.is_empty()
+            || !self.actor_types.is_empty()
             || !self.peers.is_empty()
             || self.node_handlers.is_some()
             || self.mesh_name.is_some()
@@ -426,6 +437,19 @@ impl RuntimeBuilder {
                 );
             }
         }
+        let mut actor_types = std::collections::HashSet::new();
+        for actor_type in &self.actor_types {
+            let owner = format!("Actor type {:?}", actor_type.stable_type().as_str());
+            if !actor_types.insert(actor_type.stable_type().clone()) {
+                v.violation(owner.clone(), "registered twice on this node");
+            }
+            if self.store.is_none() {
+                v.violation(
+                    owner,
+                    "needs a Location Store (location_store): Actors keep their authority there",
+                );
+            }
+        }
         if self.placement_weight > crate::config::MAX_WEIGHT {
             v.violation(
                 "placement_weight",
@@ -460,10 +484,12 @@ impl RuntimeBuilder {
             v.violation("liveness deadline", "must exceed the probe interval");
         }
         v.finish()?;
+        let rid = rid.unwrap_or_else(|| generate_rid("node"));
+        let entry_spot = (!self.actor_types.is_empty()).then(|| crate::object::SpotId::entry(&rid));
         Ok(RuntimeConfig {
             settings: Settings {
                 mesh_name: mesh_name.unwrap_or_default(),
-                rid: rid.unwrap_or_else(|| generate_rid("node")),
+                rid,
                 generation: crate::mesh::generate_generation(),
                 listen: listen.unwrap_or_default(),
                 advertise_host: self.advertise_host,
@@ -484,6 +510,8 @@ impl RuntimeBuilder {
                 client_server: self.client_server,
                 fanout: self.fanout,
                 spot_types: self.spot_types,
+                actor_types: self.actor_types,
+                entry_spot,
                 route_cache_max_age: self.route_cache_max_age,
                 placement_weight: self.placement_weight,
                 max_spots: self.max_spots,

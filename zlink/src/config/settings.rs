@@ -77,6 +77,9 @@ pub(crate) struct Settings {
     pub(crate) fanout: Vec<crate::channel::fanout::FanoutDeclaration>,
     /// The Spot types this node serves (the Object Server role).
     pub(crate) spot_types: Vec<crate::object::SpotType>,
+    pub(crate) actor_types: Vec<crate::object::ActorType>,
+    /// This node lifecycle's Entry Spot, when it serves Actor types.
+    pub(crate) entry_spot: Option<crate::object::SpotId>,
     /// RouteCacheMaxAge: how long a confirmed Spot route is reused (0 disables).
     pub(crate) route_cache_max_age: Duration,
     /// The node's weight when new Spots are placed (0..=10000; 0 takes none).

@@ -35,7 +35,15 @@ async fn start_parts(node: &Arc<MeshNode>) -> Result<()> {
     node.add_subsystem(client_server);
     let fanout = FanoutRoles::start(node).await?;
     node.add_subsystem(fanout);
-    if let Some(objects) = ObjectServer::start(node, &node.settings().spot_types)? {
+    let settings = node.settings();
+    let objects = ObjectServer::start(
+        node,
+        &settings.spot_types,
+        &settings.actor_types,
+        settings.entry_spot.clone(),
+    )
+    .await?;
+    if let Some(objects) = objects {
         node.add_subsystem(objects);
     }
     Ok(())

@@ -1,13 +1,16 @@
 //! The host runtime: start, calls, status and shutdown.
 
+mod actors;
 mod channels;
 mod discovery;
 mod fanout;
 mod lifecycle;
+mod objects;
 mod runtime;
 mod spots;
 mod status;
 
+pub use actors::Actors;
 pub use channels::Channels;
 pub use discovery::DiscoveryHandle;
 pub use fanout::FanoutHandle;

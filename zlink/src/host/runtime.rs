@@ -106,6 +106,11 @@ impl Runtime {
         super::Spots::new(self)
     }
 
+    /// Actors: create, find and destroy them, and message them by ID.
+    pub fn actors(&self) -> super::Actors<'_> {
+        super::Actors::new(self)
+    }
+
     /// What this node knows from the Location Store: members and its owner lease.
     pub fn discovery(&self) -> super::DiscoveryHandle<'_> {
         super::DiscoveryHandle::new(self)

@@ -1,16 +1,13 @@
 //! [`Spots`]: the runtime's handle for Spots — creating, finding, closing, and messaging
 //! them by ID.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 
-use super::Runtime;
+use super::{objects, Runtime};
 use crate::call::CallOptions;
-use crate::handler::PacketKind;
-use crate::object::{ObjectServer, SpotCall, SpotCreation, SpotId, SpotRef};
+use crate::object::{ObjectKey, Outcome, SpotCreation, SpotId, SpotRef};
 use crate::wire::{Message, Request};
-use crate::{Error, ErrorKind, Result};
+use crate::{Error, Result};
 
 /// The Spot side of a runtime, from [`Runtime::spots`].
 #[derive(Clone, Copy)]
@@ -22,8 +19,18 @@ fn chosen(id: &str) -> Result<SpotId> {
     SpotId::chosen(id).map_err(|e| Error::InvalidArgument(e.to_string()))
 }
 
-fn addressed(id: &str) -> Result<SpotId> {
-    SpotId::new(id).map_err(|e| Error::InvalidArgument(e.to_string()))
+fn addressed(id: &str) -> Result<ObjectKey> {
+    SpotId::new(id)
+        .map(|id| ObjectKey::from(&id))
+        .map_err(|e| Error::InvalidArgument(e.to_string()))
+}
+
+fn creation(id: SpotId, outcome: Outcome) -> SpotCreation {
+    match outcome {
+        Outcome::Existing(at) => SpotCreation::Existing(SpotRef::at(id, at)),
+        Outcome::Created(at, reply) => SpotCreation::Created(SpotRef::at(id, at), reply),
+        Outcome::Rejected(reply) => SpotCreation::Rejected(reply),
+    }
 }
 
 impl<'a> Spots<'a> {
@@ -31,16 +38,19 @@ impl<'a> Spots<'a> {
         Spots { runtime }
     }
 
-    fn server(self) -> Result<Arc<ObjectServer>> {
-        self.runtime
-            .node
-            .subsystem::<ObjectServer>()
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::NotConfigured,
-                    "Spots need a Location Store on this node (location_store)",
-                )
-            })
+    async fn create_as(
+        self,
+        id: SpotId,
+        stable_type: &str,
+        request: Bytes,
+        must_be_new: bool,
+    ) -> Result<SpotCreation> {
+        let timeout = self.runtime.node.settings().request_timeout;
+        let key = ObjectKey::from(&id);
+        let outcome = objects::server(self.runtime)?
+            .create(key, stable_type, request, timeout, must_be_new)
+            .await?;
+        Ok(creation(id, outcome))
     }
 
     /// Returns Spot `id` if it exists, or creates it as `stable_type` with `request` for
@@ -52,10 +62,7 @@ impl<'a> Spots<'a> {
         stable_type: &str,
         request: impl Into<Bytes>,
     ) -> Result<SpotCreation> {
-        let id = chosen(id)?;
-        let timeout = self.runtime.node.settings().request_timeout;
-        self.server()?
-            .create(id, stable_type, request.into(), timeout, false)
+        self.create_as(chosen(id)?, stable_type, request.into(), false)
             .await
     }
 
@@ -66,22 +73,25 @@ impl<'a> Spots<'a> {
         request: impl Into<Bytes>,
     ) -> Result<SpotCreation> {
         let id = chosen(&crate::object::id_uuid_v4())?;
-        let timeout = self.runtime.node.settings().request_timeout;
-        self.server()?
-            .create(id, stable_type, request.into(), timeout, true)
-            .await
+        self.create_as(id, stable_type, request.into(), true).await
     }
 
     /// The current incarnation of Spot `id`, if it is Ready.
     pub async fn find(self, id: &str) -> Result<Option<SpotRef>> {
-        self.server()?.find(&addressed(id)?).await
+        let spot = SpotId::new(id).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        let found = objects::server(self.runtime)?
+            .find(&ObjectKey::from(&spot))
+            .await?;
+        Ok(found.map(|at| SpotRef::at(spot, at)))
     }
 
     /// Closes exactly the incarnation `spot` names: `on_closing` runs, its messages stop,
     /// its authority is released. `false` when it was gone already; another incarnation
     /// of the ID is `InvalidOperation`.
     pub async fn close(self, spot: &SpotRef) -> Result<bool> {
-        self.server()?.close(spot).await
+        objects::server(self.runtime)?
+            .close(&ObjectKey::from(&spot.id), spot.generation)
+            .await
     }
 
     /// Sends `request` to Spot `id` and waits for its reply (default timeout: the
@@ -98,21 +108,7 @@ impl<'a> Spots<'a> {
         request: &R,
         options: CallOptions,
     ) -> Result<R::Reply> {
-        let settings = self.runtime.node.settings();
-        let timeout = options.timeout.unwrap_or(settings.request_timeout);
-        let reply = self
-            .server()?
-            .call(SpotCall {
-                id: &addressed(id)?,
-                packet: R::PACKET_NAME,
-                payload: request.encode()?,
-                metadata: &options.metadata,
-                kind: PacketKind::Request,
-                timeout,
-                send_timeout: settings.send_timeout,
-            })
-            .await?;
-        R::Reply::decode(&reply)
+        objects::request(self.runtime, &addressed(id)?, request, options).await
     }
 
     /// Sends `message` to Spot `id` one way: complete once queued for the owner (waiting
@@ -129,19 +125,6 @@ impl<'a> Spots<'a> {
         message: &M,
         options: CallOptions,
     ) -> Result<()> {
-        let settings = self.runtime.node.settings();
-        let send_timeout = options.timeout.unwrap_or(settings.send_timeout);
-        self.server()?
-            .call(SpotCall {
-                id: &addressed(id)?,
-                packet: M::PACKET_NAME,
-                payload: message.encode()?,
-                metadata: &options.metadata,
-                kind: PacketKind::Send,
-                timeout: send_timeout,
-                send_timeout,
-            })
-            .await
-            .map(|_| ())
+        objects::send(self.runtime, &addressed(id)?, message, options).await
     }
 }

@@ -37,6 +37,8 @@ pub struct RuntimeStatus {
     pub store_operations: Option<StoreMetrics>,
     /// The Spots this node owns (runs) now.
     pub spots_owned: usize,
+    /// How many Actors this node owns and runs now.
+    pub actors_owned: usize,
 }
 
 /// One ClientServer role.
@@ -167,7 +169,10 @@ impl RuntimeStatus {
             store,
             spots_owned: node
                 .subsystem::<crate::object::ObjectServer>()
-                .map_or(0, |objects| objects.owned()),
+                .map_or(0, |objects| objects.owned(crate::object::ObjectKind::Spot)),
+            actors_owned: node
+                .subsystem::<crate::object::ObjectServer>()
+                .map_or(0, |objects| objects.owned(crate::object::ObjectKind::Actor)),
             store_operations: node
                 .settings()
                 .discovery

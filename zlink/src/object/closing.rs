@@ -1,66 +1,67 @@
-//! Closing a Spot: exactly the incarnation a `SpotRef` names, on its owner (here, or
-//! through command 48 on the owning node).
+//! Closing a Spot or destroying an Actor: exactly the incarnation a reference names, on
+//! its owner (here, or through command 48 or 27 on the owning node).
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::authority::AuthorityState;
 use super::authority_store::{Fenced, Versioned};
-use super::id::ObjectKey;
-use super::live_spot::SpotJob;
+use super::id::{ObjectKey, ObjectKind};
+use super::live_object::ObjectJob;
 use super::remote::encode_generation;
-use super::server::{store_error, ObjectServer, SpotRef};
+use super::server::{store_error, ObjectServer};
 use super::spot::ClosingReason;
 use crate::mesh::calls::OutboundCall;
 use crate::wire::{Command, Metadata, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
-/// Closes exactly the incarnation `spot` names. `false` when it is gone already.
-pub(super) async fn close(server: &ObjectServer, spot: &SpotRef) -> Result<bool> {
-    let key = ObjectKey::from(&spot.id);
-    let Some(current) = server.authority.read(&key).await.map_err(store_error)? else {
+/// Closes exactly the incarnation `generation` of `key`. `false` when it is gone already.
+pub(super) async fn close(
+    server: &ObjectServer,
+    key: &ObjectKey,
+    generation: u64,
+    reason: ClosingReason,
+) -> Result<bool> {
+    let Some(current) = server.authority.read(key).await.map_err(store_error)? else {
         return Ok(false);
     };
-    if current.record.fence.object_generation != spot.generation {
+    if current.record.fence.object_generation != generation {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
             format!(
-                "Spot {} is generation {}, not {}",
-                spot.id, current.record.fence.object_generation, spot.generation
+                "{key} is generation {}, not {generation}",
+                current.record.fence.object_generation
             ),
         ));
     }
     if current.record.route.rid != server.route.rid {
-        return close_remote(server, &current, spot).await;
+        return close_remote(server, key, &current, generation).await;
     }
     let live = server
         .live()
-        .get(&spot.id)
+        .get(key)
         .cloned()
-        .filter(|live| live.generation() == spot.generation);
+        .filter(|live| live.generation() == generation);
     let Some(live) = live else {
         // A Closing record this lifecycle owns, whose Spot is gone already (the delete of
         // an earlier close failed): finish the release.
         if current.record.state == AuthorityState::Closing && current.record.route == server.route {
             server
                 .authority
-                .delete(&key, &current)
+                .delete(key, &current)
                 .await
                 .map_err(store_error)?;
             return Ok(true);
         }
         return Err(Error::new(
             ErrorKind::Unavailable,
-            format!(
-                "Spot {} is owned by this node's previous lifecycle",
-                spot.id
-            ),
+            format!("{key} is owned by this node's previous lifecycle"),
         ));
     };
     let closing = match current.record.state {
         AuthorityState::Ready => match server
             .authority
-            .begin_close(&key, &current)
+            .begin_close(key, &current)
             .await
             .map_err(store_error)?
         {
@@ -73,10 +74,7 @@ pub(super) async fn close(server: &ObjectServer, spot: &SpotRef) -> Result<bool>
     live.set_authority(closing.clone());
     live.seal();
     let (done, closed) = oneshot::channel();
-    let close = SpotJob::Close {
-        reason: ClosingReason::ExplicitClose,
-        done,
-    };
+    let close = ObjectJob::Close { reason, done };
     if live.try_deliver(close, 0).is_ok() {
         // The close waits for the current turn; a handler that never ends does not hold
         // the close forever (the Spot is sealed and its record released regardless).
@@ -87,17 +85,17 @@ pub(super) async fn close(server: &ObjectServer, spot: &SpotRef) -> Result<bool>
                 node.settings().request_timeout
             });
         if tokio::time::timeout(patience, closed).await.is_err() {
-            tracing::warn!(spot = %spot.id, "the Spot's last turn did not end in time; stopping it and releasing it");
+            tracing::warn!(object = %key, "the last turn did not end in time; stopping it and releasing it");
             live.stop();
         }
     } else {
         live.stop();
     }
     server.remove_live(&live);
-    server.resolver.saw_authority(&key, &closing.record.fence);
+    server.resolver.saw_authority(key, &closing.record.fence);
     match server
         .authority
-        .delete(&key, &closing)
+        .delete(key, &closing)
         .await
         .map_err(store_error)?
     {
@@ -105,9 +103,14 @@ pub(super) async fn close(server: &ObjectServer, spot: &SpotRef) -> Result<bool>
     }
 }
 
-/// Closes a Spot through its owner (command 48), with the owner fence of the
-/// authority just read.
-async fn close_remote(server: &ObjectServer, current: &Versioned, spot: &SpotRef) -> Result<bool> {
+/// Closes a Spot (command 48) or destroys an Actor (command 27) through its owner, with
+/// the owner fence of the authority just read.
+async fn close_remote(
+    server: &ObjectServer,
+    key: &ObjectKey,
+    current: &Versioned,
+    generation: u64,
+) -> Result<bool> {
     let Some(node) = server.node.upgrade() else {
         return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
     };
@@ -121,20 +124,23 @@ async fn close_remote(server: &ObjectServer, current: &Versioned, spot: &SpotRef
         .map_err(|e| {
             Error::new(
                 ErrorKind::Unavailable,
-                format!("the owner of Spot {} is not reachable: {e}", spot.id),
+                format!("the owner of {key} is not reachable: {e}"),
             )
         })?;
     let metadata = Metadata::new();
     let outbound = OutboundCall {
-        command: Command::SpotClose,
-        target: spot.id.as_str(),
+        command: match key.kind {
+            ObjectKind::Spot => Command::SpotClose,
+            ObjectKind::Actor => Command::ActorDestroy,
+        },
+        target: &key.id,
         packet: "close",
         fence: Some(RouteFence {
             owner_generation: current.record.fence.owner_generation,
             lease_generation: current.record.fence.lease_generation,
         }),
         metadata: &metadata,
-        payload: encode_generation(spot.generation),
+        payload: encode_generation(generation),
     };
     let timeout = deadline.saturating_duration_since(Instant::now());
     let reply = calls

@@ -1,30 +1,47 @@
-//! What a Spot's handler can see about itself and the message it is handling.
+//! What a Spot's or Actor's handler can see about itself and the message it is handling.
 
 use std::sync::Arc;
 
 use tokio::time::Instant;
 
 use super::id::SpotId;
+use super::kind::{ActorKind, Kind, SpotKind};
 use super::timer::{TimerPolicy, Timers};
 use crate::host::Runtime;
 use crate::mesh::MeshNode;
 use crate::wire::Metadata;
 
-/// The context of one Spot turn.
-pub struct SpotContext {
+/// The context of one turn of a Spot or an Actor.
+pub struct Context<K: Kind> {
     pub(crate) node: Arc<MeshNode>,
-    pub(crate) id: SpotId,
+    pub(crate) id: K::Id,
     pub(crate) generation: u64,
     pub(crate) packet: Option<Arc<str>>,
     pub(crate) deadline: Option<Instant>,
     pub(crate) metadata: Metadata,
-    /// The Spot's timers; `None` while it is being created.
+    /// The object's timers; `None` while it is being created.
     pub(crate) timers: Option<Arc<Timers>>,
+    /// An Actor's Spot (its Entry Spot or the User Spot it joined); `None` for Spots.
+    pub(crate) membership: Option<SpotId>,
 }
 
-impl SpotContext {
-    /// The Spot's global ID.
-    pub fn id(&self) -> &SpotId {
+/// The context of one Spot turn.
+pub type SpotContext = Context<SpotKind>;
+
+/// The context of one Actor turn.
+pub type ActorContext = Context<ActorKind>;
+
+impl Context<ActorKind> {
+    /// The Spot this Actor belongs to now: its node's Entry Spot, or the User Spot it
+    /// joined.
+    pub fn spot(&self) -> Option<&SpotId> {
+        self.membership.as_ref()
+    }
+}
+
+impl<K: Kind> Context<K> {
+    /// The object's global ID.
+    pub fn id(&self) -> &K::Id {
         &self.id
     }
 
@@ -56,10 +73,10 @@ impl SpotContext {
     }
 
     /// Starts the timer `name` (restarting it from now if it runs): every `period` a tick
-    /// runs as a turn of this Spot ([`Spot::on_timer`](super::Spot::on_timer)), behind
-    /// what is queued already. `policy` says what happens when a tick's handler runs
-    /// late. Timers start once the Spot is created (from `on_initialize` on), and stop
-    /// when it closes.
+    /// runs as a turn of this object ([`Spot::on_timer`](super::Spot::on_timer),
+    /// [`Actor::on_timer`](super::Actor::on_timer)), behind what is queued already.
+    /// `policy` says what happens when a tick's handler runs late. Timers start once the
+    /// object is created (from `on_initialize` on), and stop when it closes.
     pub fn start_timer(
         &self,
         name: &str,
@@ -70,7 +87,7 @@ impl SpotContext {
             Some(timers) => timers.start(name, period, policy),
             None => Err(crate::Error::new(
                 crate::ErrorKind::InvalidOperation,
-                "timers start once the Spot is created: start them in on_initialize or a handler",
+                "timers start once the object is created: start them in on_initialize or a handler",
             )),
         }
     }

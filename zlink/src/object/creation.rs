@@ -1,43 +1,57 @@
-//! Creating Spots: the get-or-create loop against the authority, placement onto the nodes
-//! serving a type, one creation attempt (reserve, stage, commit) here or on the placed
-//! node, and the cancellation of a creation its crashed owner left behind.
+//! Creating Spots and Actors: the get-or-create loop against the authority, placement onto
+//! the nodes serving a type, one creation attempt (reserve, stage, commit) here or on the
+//! placed node, and the cancellation of a creation its crashed owner left behind.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::FutureExt;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::actor::ActorInstance;
 use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Draft, Fenced, Reserved, Versioned};
-use super::context::SpotContext;
-use super::id::{ObjectKey, SpotId, StableType};
-use super::live_spot::{LiveSpot, SpotHost};
+use super::context::{ActorContext, SpotContext};
+use super::id::{ActorId, ObjectKey, ObjectKind, SpotId, StableType};
+use super::instance::Instance;
+use super::live_object::{LiveObject, ObjectHost};
+use super::object_ref::Location;
+use super::object_type::{Factory, ObjectType};
 use super::placement;
 use super::remote::{CreateReply, CreateRequest};
-use super::server::{spot_ref, store_error, ObjectServer, SpotCreation, SpotRef};
-use super::spot::CreateDecision;
+use super::server::{store_error, ObjectServer, Outcome};
+use super::spot::{CreateDecision, SpotInstance};
 use crate::mesh::calls::OutboundCall;
+use crate::mesh::MeshNode;
 use crate::wire::{Command, Metadata};
 use crate::{Error, ErrorKind, Result};
 
 /// First pause while another attempt's Creating record settles; doubles up to 500 ms.
 const CREATING_BACKOFF: Duration = Duration::from_millis(20);
 
-/// Creates the Spot `id` of `stable_type` unless it exists (`get_or_create`), or fails
+/// The authority shape of objects in `kind`'s namespace that applications create.
+fn created_shape(kind: ObjectKind) -> ObjectShape {
+    match kind {
+        ObjectKind::Spot => ObjectShape::UserSpot,
+        ObjectKind::Actor => ObjectShape::Actor,
+    }
+}
+
+/// Creates the object `key` of `stable_type` unless it exists (`get_or_create`), or fails
 /// `AlreadyExists` when it does (`create`).
 pub(super) async fn create(
     server: &Arc<ObjectServer>,
-    id: SpotId,
+    key: ObjectKey,
     stable_type: &str,
     request: Bytes,
     timeout: Duration,
     must_be_new: bool,
-) -> Result<SpotCreation> {
+) -> Result<Outcome> {
     let name = StableType::new(stable_type).map_err(|e| Error::InvalidArgument(e.to_string()))?;
     let deadline = Instant::now() + timeout;
-    let key = ObjectKey::from(&id);
+    let id = &key;
     let mut backoff = CREATING_BACKOFF;
     let mut excluded: Vec<String> = Vec::new();
     let mut full = 0usize;
@@ -45,32 +59,27 @@ pub(super) async fn create(
         if Instant::now() >= deadline {
             return Err(Error::new(
                 ErrorKind::DeadlineExceeded,
-                format!("Spot {id} was not created within {timeout:?}"),
+                format!("{id} was not created within {timeout:?}"),
             ));
         }
         match server.authority.read(&key).await.map_err(store_error)? {
             Some(current) => {
-                if current.record.shape != ObjectShape::UserSpot
+                if current.record.shape != created_shape(key.kind)
                     || current.record.stable_type != name.as_str()
                 {
                     return Err(Error::new(
                         ErrorKind::TypeMismatch,
                         format!(
-                            "Spot {id} exists as {:?} of type {:?}",
+                            "{id} exists as {:?} of type {:?}",
                             current.record.shape, current.record.stable_type
                         ),
                     ));
                 }
                 if must_be_new {
-                    return Err(Error::new(
-                        ErrorKind::AlreadyExists,
-                        format!("Spot {id} exists"),
-                    ));
+                    return Err(Error::new(ErrorKind::AlreadyExists, format!("{id} exists")));
                 }
                 match current.record.state {
-                    AuthorityState::Ready => {
-                        return Ok(SpotCreation::Existing(spot_ref(&id, &current)))
-                    }
+                    AuthorityState::Ready => return Ok(Outcome::Existing(Location::of(&current))),
                     AuthorityState::Creating => settle_creating(server, &key, &current).await?,
                     AuthorityState::Closing => {}
                 }
@@ -79,32 +88,41 @@ pub(super) async fn create(
                 backoff = (backoff * 2).min(Duration::from_millis(500));
             }
             None => {
-                let candidates = candidates(server, stable_type);
+                let candidates = candidates(server, key.kind, stable_type);
                 let Some(target) = placement::pick(&candidates, &excluded).cloned() else {
                     return Err(if full > 0 {
                         Error::new(
                             ErrorKind::CapacityExceeded,
-                            format!("every Object Server of Spot type {stable_type:?} is at its Spot limit"),
+                            format!(
+                                "every Object Server of {:?} type {stable_type:?} is at its limit",
+                                key.kind
+                            ),
                         )
                     } else if excluded.is_empty() {
                         Error::new(
                             ErrorKind::NotFound,
-                            format!("no ready Object Server serves Spot type {stable_type:?}"),
+                            format!(
+                                "no ready Object Server serves {:?} type {stable_type:?}",
+                                key.kind
+                            ),
                         )
                     } else {
                         Error::new(
                             ErrorKind::NotFound,
-                            format!("every Object Server of Spot type {stable_type:?} refused Spot {id}"),
+                            format!(
+                                "every Object Server of {:?} type {stable_type:?} refused {id}",
+                                key.kind
+                            ),
                         )
                     });
                 };
                 let attempt = if target.local {
-                    try_create(server, &id, &key, &request, stable_type, deadline).await
+                    try_create(server, &key, &request, stable_type, deadline).await
                 } else {
                     create_remote(
                         server,
                         &target.rid,
-                        &id,
+                        &key,
                         stable_type,
                         &request,
                         must_be_new,
@@ -126,7 +144,7 @@ pub(super) async fn create(
                         if !target.local
                             && (e.is(ErrorKind::Unavailable) || e.is(ErrorKind::NotFound)) =>
                     {
-                        tracing::debug!(spot = %id, target = %target.rid, error = %e, "placement target refused; trying another");
+                        tracing::debug!(object = %id, target = %target.rid, error = %e, "placement target refused; trying another");
                         excluded.push(target.rid);
                     }
                     Err(e) => return Err(e),
@@ -148,7 +166,7 @@ async fn settle_creating(
     // abort failed, say), is cancelled at once.
     let ours = creating.record.route == server.route;
     if ours && !server.is_creating(key, creating.record.fence.object_generation) {
-        tracing::info!(spot = %key.id, "cancelling a creation this node abandoned");
+        tracing::info!(object = %key, "cancelling a creation this node abandoned");
         server
             .authority
             .delete(key, creating)
@@ -164,7 +182,7 @@ async fn settle_creating(
         .map_err(store_error)?
         .is_some_and(|grant| grant.token == owner);
     if !alive {
-        tracing::info!(spot = %key.id, generation = creating.record.fence.object_generation, "cancelling a creation its crashed owner left behind");
+        tracing::info!(object = %key, generation = creating.record.fence.object_generation, "cancelling a creation its crashed owner left behind");
         server
             .authority
             .delete(key, creating)
@@ -182,16 +200,14 @@ async fn settle_creating(
 /// a commit or an abort, within the request timeout. The caller waits until `wait_until`.
 pub(super) async fn try_create(
     server: &Arc<ObjectServer>,
-    id: &SpotId,
     key: &ObjectKey,
     request: &Bytes,
     stable_type: &str,
     wait_until: Instant,
-) -> Result<Option<SpotCreation>> {
+) -> Result<Option<Outcome>> {
     let attempt = {
-        let (server, id, key, request, stable_type) = (
+        let (server, key, request, stable_type) = (
             server.clone(),
-            id.clone(),
             key.clone(),
             request.clone(),
             stable_type.to_string(),
@@ -199,7 +215,7 @@ pub(super) async fn try_create(
         server
             .tracker
             .clone()
-            .spawn(async move { attempt(&server, &id, &key, &request, &stable_type).await })
+            .spawn(async move { attempt(&server, &key, &request, &stable_type).await })
     };
     match tokio::time::timeout_at(wait_until, attempt).await {
         Ok(joined) => joined.unwrap_or_else(|_| {
@@ -210,19 +226,29 @@ pub(super) async fn try_create(
         }),
         Err(_) => Err(Error::new(
             ErrorKind::DeadlineExceeded,
-            format!("the creation of Spot {id} did not finish within the caller's deadline; it goes on and settles by itself"),
+            format!("the creation of {key} did not finish within the caller's deadline; it goes on and settles by itself"),
         )),
     }
 }
 
 async fn attempt(
     server: &Arc<ObjectServer>,
-    id: &SpotId,
     key: &ObjectKey,
     request: &Bytes,
     stable_type: &str,
-) -> Result<Option<SpotCreation>> {
-    let spot_type = &server.spot_type(stable_type)?;
+) -> Result<Option<Outcome>> {
+    let object_type = &server.object_type(key.kind, stable_type)?;
+    // A new Actor starts in this node's Entry Spot.
+    let membership = match key.kind {
+        ObjectKind::Spot => None,
+        ObjectKind::Actor => Some(
+            server
+                .entry
+                .as_ref()
+                .ok_or_else(|| Error::new(ErrorKind::NotFound, "this node serves no Actor type"))?
+                .ready()?,
+        ),
+    };
     let Some(node) = server.node.upgrade() else {
         return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
     };
@@ -230,7 +256,7 @@ async fn attempt(
     let too_slow = || {
         Error::new(
             ErrorKind::DeadlineExceeded,
-            format!("the creation of Spot {id} did not finish in time"),
+            format!("the creation of {key} did not finish in time"),
         )
     };
     let _permit = tokio::select! {
@@ -241,7 +267,7 @@ async fn attempt(
             return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
         }
     };
-    let creating = server.begin_creating(key, spot_type)?;
+    let creating = server.begin_creating(key, object_type)?;
     // Taken after the permit: the token must be current when the reservation is written.
     let Some(token) = server.lease.admitting_token() else {
         return Err(Error::new(
@@ -250,11 +276,11 @@ async fn attempt(
         ));
     };
     let draft = Draft {
-        shape: ObjectShape::UserSpot,
-        stable_type: spot_type.stable_type.as_str().to_string(),
+        shape: created_shape(key.kind),
+        stable_type: object_type.stable_type.as_str().to_string(),
         owner: token,
         route: server.route.clone(),
-        membership: None,
+        membership: membership.as_ref().map(|spot| spot.as_str().to_string()),
         creation_request: request.to_vec(),
     };
     let won = match server
@@ -267,17 +293,18 @@ async fn attempt(
         Reserved::Exists(_) => return Ok(None),
     };
     creating.reserved(won.record.fence.object_generation);
-    let ctx = SpotContext {
-        node: node.clone(),
-        id: id.clone(),
-        generation: won.record.fence.object_generation,
-        packet: None,
-        deadline: Some(deadline),
-        metadata: Metadata::new(),
-        timers: None,
-    };
+    let generation = won.record.fence.object_generation;
+    let staging = stage(
+        object_type,
+        key,
+        &node,
+        generation,
+        membership,
+        deadline,
+        request,
+    );
     let staged = tokio::select! {
-        staged = tokio::time::timeout_at(deadline, LiveSpot::stage(spot_type, &ctx, request.clone())) => {
+        staged = tokio::time::timeout_at(deadline, staging) => {
             staged.map_err(|_| too_slow()).and_then(|staged| staged)
         }
         // The node stops: the record stays Creating, as after a crash, and the next
@@ -296,7 +323,7 @@ async fn attempt(
     let reply = match decision {
         CreateDecision::Reject(reply) => {
             abort(server, key, &won).await;
-            return Ok(Some(SpotCreation::Rejected(reply)));
+            return Ok(Some(Outcome::Rejected(reply)));
         }
         CreateDecision::Accept(reply) => reply,
     };
@@ -306,12 +333,12 @@ async fn attempt(
     ready.record.state = AuthorityState::Ready;
     ready.record.creation_request = None;
     let (go, wait) = oneshot::channel();
-    let live = LiveSpot::start(
-        id.clone(),
-        spot_type.clone(),
+    let live = LiveObject::start(
+        key.clone(),
+        object_type.clone(),
         ready,
         instance,
-        SpotHost {
+        ObjectHost {
             node: server.node.clone(),
             lease: server.lease.clone(),
             tracker: server.tracker.clone(),
@@ -324,7 +351,7 @@ async fn attempt(
         Ok(Fenced::Done(ready)) => Ok(ready),
         Ok(Fenced::Moved) => Err(Error::new(
             ErrorKind::Unavailable,
-            format!("Spot {id}'s reservation was cancelled before it committed"),
+            format!("{key}'s reservation was cancelled before it committed"),
         )),
         // The answer was lost (or not replicated): learn what the store has, never guess.
         Err(e) => settle_lost_commit(server, key, &won, e).await,
@@ -333,7 +360,7 @@ async fn attempt(
         Ok(ready) => {
             live.set_authority(ready.clone());
             let _ = go.send(true);
-            Ok(Some(SpotCreation::Created(spot_ref(id, &ready), reply)))
+            Ok(Some(Outcome::Created(Location::of(&ready), reply)))
         }
         Err(e) => {
             server.remove_live(&live);
@@ -368,7 +395,7 @@ async fn settle_lost_commit(
             // Someone cancelled the reservation (or it was replaced): it never committed.
             Ok(_) => return Err(store_error(lost)),
             Err(e) => {
-                tracing::warn!(spot = %key.id, error = %e, "cannot learn whether a commit landed; reading again");
+                tracing::warn!(object = %key, error = %e, "cannot learn whether a commit landed; reading again");
             }
         }
         tokio::select! {
@@ -383,17 +410,23 @@ async fn settle_lost_commit(
 
 async fn abort(server: &ObjectServer, key: &ObjectKey, won: &Versioned) {
     if let Err(e) = server.authority.delete(key, won).await {
-        tracing::warn!(spot = %key.id, error = %e, "could not abort a reservation; the next get-or-create of the ID cancels it");
+        tracing::warn!(object = %key, error = %e, "could not abort a reservation; the next get-or-create of the ID cancels it");
     }
 }
 
-/// The nodes a new Spot of `stable_type` may be placed on, with their weights.
-fn candidates(server: &ObjectServer, stable_type: &str) -> Vec<placement::Candidate> {
+/// The nodes a new object of `stable_type` may be placed on, with their weights: those
+/// serving the type (an Actor also needs the node's Entry Spot claimed).
+fn candidates(
+    server: &ObjectServer,
+    kind: ObjectKind,
+    stable_type: &str,
+) -> Vec<placement::Candidate> {
     let mut candidates = Vec::new();
-    let serves_here = StableType::new(stable_type)
-        .ok()
-        .is_some_and(|t| server.types.contains_key(&t));
-    if serves_here && server.lease.admitting_token().is_some() {
+    let entry_ready = match kind {
+        ObjectKind::Spot => true,
+        ObjectKind::Actor => server.entry.as_ref().is_some_and(|e| e.ready().is_ok()),
+    };
+    if server.serves(kind, stable_type) && entry_ready && server.lease.admitting_token().is_some() {
         candidates.push(placement::Candidate {
             rid: server.route.rid.clone(),
             weight: server.placement_weight,
@@ -406,7 +439,12 @@ fn candidates(server: &ObjectServer, stable_type: &str) -> Vec<placement::Candid
     let members = node.discovery().map(|d| d.status().members);
     for member in members.unwrap_or_default() {
         if member.rid == server.route.rid
-            || !member.spot_types.iter().any(|t| t == stable_type)
+            || !match kind {
+                ObjectKind::Spot => &member.spot_types,
+                ObjectKind::Actor => &member.actor_types,
+            }
+            .iter()
+            .any(|t| t == stable_type)
             || node.peers().link(&member.rid).is_none()
         {
             continue;
@@ -420,17 +458,17 @@ fn candidates(server: &ObjectServer, stable_type: &str) -> Vec<placement::Candid
     candidates
 }
 
-/// Asks node `rid` (chosen by placement) to create the Spot. `None` when another
+/// Asks node `rid` (chosen by placement) to create the object. `None` when another
 /// attempt holds the ID: the caller reads the authority again.
 async fn create_remote(
     server: &ObjectServer,
     rid: &str,
-    id: &SpotId,
+    key: &ObjectKey,
     stable_type: &str,
     request: &Bytes,
     must_be_new: bool,
     deadline: Instant,
-) -> Result<Option<SpotCreation>> {
+) -> Result<Option<Outcome>> {
     let Some(node) = server.node.upgrade() else {
         return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
     };
@@ -440,8 +478,11 @@ async fn create_remote(
     let link = calls.peer(rid, admit_by).await?;
     let metadata = Metadata::new();
     let outbound = OutboundCall {
-        command: Command::SpotCreate,
-        target: id.as_str(),
+        command: match key.kind {
+            ObjectKind::Spot => Command::SpotCreate,
+            ObjectKind::Actor => Command::ActorCreate,
+        },
+        target: &key.id,
         packet: stable_type,
         fence: None,
         metadata: &metadata,
@@ -456,28 +497,86 @@ async fn create_remote(
         .request(&link, &outbound, deadline, timeout, admit_by)
         .await?;
     Ok(match CreateReply::decode(&reply)? {
-        CreateReply::Created { generation, reply } => Some(SpotCreation::Created(
-            SpotRef {
-                id: id.clone(),
+        CreateReply::Created { generation, reply } => Some(Outcome::Created(
+            Location {
                 generation,
                 mesh_name: server.route.mesh_name.clone(),
                 rid: rid.to_string(),
             },
             Bytes::from(reply),
         )),
-        CreateReply::Rejected { reply } => Some(SpotCreation::Rejected(Bytes::from(reply))),
+        CreateReply::Rejected { reply } => Some(Outcome::Rejected(Bytes::from(reply))),
         CreateReply::Lost => None,
     })
 }
 
-/// The Spot's current Ready incarnation, if any.
-pub(super) async fn find(server: &ObjectServer, id: &SpotId) -> Result<Option<SpotRef>> {
-    let current = server
-        .authority
-        .read(&ObjectKey::from(id))
-        .await
-        .map_err(store_error)?;
+/// The object's current Ready incarnation, if any.
+pub(super) async fn find(server: &ObjectServer, key: &ObjectKey) -> Result<Option<Location>> {
+    let current = server.authority.read(key).await.map_err(store_error)?;
     Ok(current
-        .filter(|v| v.record.state == AuthorityState::Ready)
-        .map(|v| spot_ref(id, &v)))
+        .filter(|v| {
+            v.record.state == AuthorityState::Ready && v.record.shape == created_shape(key.kind)
+        })
+        .map(|v| Location::of(&v)))
+}
+
+/// Makes the staging instance: the factory, then (for a Spot) `on_create` with the
+/// creator's request. Nothing is addressable yet; a panic is this creation's
+/// `InternalFailure`.
+async fn stage(
+    object_type: &ObjectType,
+    key: &ObjectKey,
+    node: &Arc<MeshNode>,
+    generation: u64,
+    membership: Option<SpotId>,
+    deadline: Instant,
+    request: &Bytes,
+) -> Result<(Box<dyn Instance>, CreateDecision)> {
+    let bad_id = |e: super::id::IdError| Error::InvalidArgument(e.to_string());
+    let made = std::panic::AssertUnwindSafe(async {
+        Ok::<_, Error>(match &object_type.factory {
+            Factory::Spot(factory) => {
+                let ctx = SpotContext {
+                    node: node.clone(),
+                    id: SpotId::new(&key.id).map_err(bad_id)?,
+                    generation,
+                    packet: None,
+                    deadline: Some(deadline),
+                    metadata: Metadata::new(),
+                    timers: None,
+                    membership: None,
+                };
+                let mut spot = factory(&ctx);
+                let decision = spot.on_create(&ctx, request.clone()).await;
+                let instance = SpotInstance { id: ctx.id, spot };
+                (Box::new(instance) as Box<dyn Instance>, decision)
+            }
+            Factory::Actor(factory) => {
+                let ctx = ActorContext {
+                    node: node.clone(),
+                    id: ActorId::new(&key.id).map_err(bad_id)?,
+                    generation,
+                    packet: None,
+                    deadline: Some(deadline),
+                    metadata: Metadata::new(),
+                    timers: None,
+                    membership,
+                };
+                let actor = factory(&ctx);
+                let instance = ActorInstance { id: ctx.id, actor };
+                (
+                    Box::new(instance) as Box<dyn Instance>,
+                    CreateDecision::Accept(Bytes::new()),
+                )
+            }
+        })
+    })
+    .catch_unwind()
+    .await;
+    made.map_err(|_| {
+        Error::new(
+            ErrorKind::InternalFailure,
+            format!("the factory of {key} panicked"),
+        )
+    })?
 }

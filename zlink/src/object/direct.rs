@@ -1,5 +1,5 @@
-//! Direct messages to a Spot by ID: resolve the owner, then queue on a Spot this node owns
-//! or send over the mesh with the resolved route fence.
+//! Direct messages to a Spot or Actor by ID: resolve the owner, then queue on an object
+//! this node owns or send over the mesh with the resolved route fence.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,8 +8,8 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::id::SpotId;
-use super::live_spot::{LiveSpot, ReplyTo, SpotJob};
+use super::id::{ObjectKey, ObjectKind};
+use super::live_object::{LiveObject, ObjectJob, ReplyTo};
 use super::mailbox::Refused;
 use super::resolver::Resolution;
 use super::route_cache::ReadyRoute;
@@ -20,16 +20,16 @@ use crate::wire::{Command, Metadata, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
 /// Marks the refusals that mean "this route is unusable" (the owner no longer owns the
-/// Spot, or cannot be reached), in the error detail both sides of the wire read.
+/// object, or cannot be reached), in the error detail both sides of the wire read.
 pub(super) const STALE_ROUTE: &str = "(stale route)";
 
 fn is_stale_route(e: &Error) -> bool {
     e.is(ErrorKind::Unavailable) && e.to_string().contains(STALE_ROUTE)
 }
 
-/// One direct call to a Spot, as the caller made it.
-pub(crate) struct SpotCall<'a> {
-    pub(crate) id: &'a SpotId,
+/// One direct call to a Spot or Actor, as the caller made it.
+pub(crate) struct ObjectCall<'a> {
+    pub(crate) key: &'a ObjectKey,
     pub(crate) packet: &'a str,
     pub(crate) payload: Bytes,
     pub(crate) metadata: &'a Metadata,
@@ -40,10 +40,10 @@ pub(crate) struct SpotCall<'a> {
     pub(crate) send_timeout: Duration,
 }
 
-/// A message ready to queue on a Spot this node owns.
+/// A message ready to queue on an object this node owns.
 pub(super) struct Prepared {
-    pub(super) live: Arc<LiveSpot>,
-    pub(super) job: SpotJob,
+    pub(super) live: Arc<LiveObject>,
+    pub(super) job: ObjectJob,
     pub(super) bytes: usize,
 }
 
@@ -53,9 +53,9 @@ pub(super) struct Refusal {
     pub(super) reply: Option<ReplyTo>,
 }
 
-/// A message on its way into a Spot this node owns.
+/// A message on its way into an object this node owns.
 pub(super) struct Admission<'a> {
-    pub(super) id: &'a SpotId,
+    pub(super) key: &'a ObjectKey,
     pub(super) packet: &'a str,
     pub(super) payload: Bytes,
     pub(super) metadata: Metadata,
@@ -65,23 +65,20 @@ pub(super) struct Admission<'a> {
     pub(super) reply: Option<ReplyTo>,
 }
 
-/// Sends or requests a packet to a Spot by its ID only.
-pub(super) async fn call(server: &ObjectServer, call: SpotCall<'_>) -> Result<Bytes> {
+/// Sends or requests a packet to a Spot or Actor by its ID only.
+pub(super) async fn call(server: &ObjectServer, call: ObjectCall<'_>) -> Result<Bytes> {
     let deadline = Instant::now() + call.timeout;
-    let id = call.id;
+    let id = call.key;
     let route = match server.resolver.resolve(id).await {
         Resolution::Ready(route) => route,
         Resolution::Missing => {
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!("there is no Spot {id}"),
-            ))
+            return Err(Error::new(ErrorKind::NotFound, format!("there is no {id}")))
         }
         Resolution::Unavailable(why) => return Err(Error::new(ErrorKind::Unavailable, why)),
         Resolution::StoreFailure(e) => {
             return Err(Error::new(
                 ErrorKind::Unavailable,
-                format!("the Location Store could not say where Spot {id} is: {e}"),
+                format!("the Location Store could not say where {id} is: {e}"),
             ))
         }
     };
@@ -104,11 +101,11 @@ pub(super) async fn call(server: &ObjectServer, call: SpotCall<'_>) -> Result<By
 
 async fn call_local(
     server: &ObjectServer,
-    call: SpotCall<'_>,
+    call: ObjectCall<'_>,
     fence: RouteFence,
     deadline: Instant,
 ) -> Result<Bytes> {
-    let id = call.id.clone();
+    let id = call.key.clone();
     let request = call.kind == PacketKind::Request;
     let (tx, rx) = if request {
         let (tx, rx) = oneshot::channel();
@@ -119,7 +116,7 @@ async fn call_local(
     let Prepared { live, job, bytes } = prepare(
         server,
         Admission {
-            id: call.id,
+            key: call.key,
             packet: call.packet,
             payload: call.payload,
             metadata: call.metadata.clone(),
@@ -141,14 +138,13 @@ async fn call_local(
         return Err(match refused {
             Refused::Full(_) if send_by.is_some() => Error::new(
                 ErrorKind::DeadlineExceeded,
-                format!("Spot {id}'s queue stayed full for the send timeout"),
+                format!("{id}'s queue stayed full for the send timeout"),
             ),
-            Refused::Full(_) => Error::new(
-                ErrorKind::CapacityExceeded,
-                format!("Spot {id}'s queue is full"),
-            ),
+            Refused::Full(_) => {
+                Error::new(ErrorKind::CapacityExceeded, format!("{id}'s queue is full"))
+            }
             Refused::Sealed | Refused::Closed => {
-                Error::new(ErrorKind::Unavailable, format!("Spot {id} is closing"))
+                Error::new(ErrorKind::Unavailable, format!("{id} is closing"))
             }
         });
     }
@@ -158,20 +154,15 @@ async fn call_local(
             .map_err(|_| {
                 Error::new(
                     ErrorKind::DeadlineExceeded,
-                    format!("Spot {id} did not answer in time"),
+                    format!("{id} did not answer in time"),
                 )
             })?
-            .unwrap_or_else(|_| {
-                Err(Error::new(
-                    ErrorKind::Unavailable,
-                    format!("Spot {id} stopped"),
-                ))
-            }),
+            .unwrap_or_else(|_| Err(Error::new(ErrorKind::Unavailable, format!("{id} stopped")))),
         None => Ok(Bytes::new()),
     }
 }
 
-/// Checks the fence and the handler, and builds the job for a Spot this node owns.
+/// Checks the fence and the handler, and builds the job for an object this node owns.
 /// On refusal the reply capability comes back with the error, so the caller answers
 /// with the real reason.
 #[allow(clippy::result_large_err)]
@@ -180,7 +171,7 @@ pub(super) fn prepare(
     admission: Admission<'_>,
 ) -> std::result::Result<Prepared, Refusal> {
     let Admission {
-        id,
+        key,
         packet,
         payload,
         metadata,
@@ -189,7 +180,7 @@ pub(super) fn prepare(
         deadline,
         reply,
     } = admission;
-    let checked = check_admission(server, id, packet, kind, fence);
+    let checked = check_admission(server, key, packet, kind, fence);
     let (live, handler) = match checked {
         Ok(checked) => checked,
         Err(error) => return Err(Refusal { error, reply }),
@@ -200,7 +191,7 @@ pub(super) fn prepare(
             .iter()
             .map(|(k, v)| k.len() + v.len())
             .sum::<usize>();
-    let job = SpotJob::Message {
+    let job = ObjectJob::Message {
         handler,
         packet: Arc::from(packet),
         payload,
@@ -211,18 +202,19 @@ pub(super) fn prepare(
     Ok(Prepared { live, job, bytes })
 }
 
-/// The owned Spot `id` and the handler position of `packet`, when the fence holds.
+/// The owned object `key` and the handler position of `packet`, when the fence holds.
 fn check_admission(
     server: &ObjectServer,
-    id: &SpotId,
+    key: &ObjectKey,
     packet: &str,
     kind: PacketKind,
     fence: RouteFence,
-) -> Result<(Arc<LiveSpot>, usize)> {
+) -> Result<(Arc<LiveObject>, usize)> {
+    let id = key;
     let stale = || {
         Error::new(
             ErrorKind::Unavailable,
-            format!("this node does not own Spot {id} {STALE_ROUTE}"),
+            format!("this node does not own {id} {STALE_ROUTE}"),
         )
     };
     let live = server.live().get(id).cloned().ok_or_else(stale)?;
@@ -239,8 +231,8 @@ fn check_admission(
         Error::new(
             ErrorKind::NotFound,
             format!(
-                "Spot type {} has no {kind:?} handler for {packet:?}",
-                live.object_type.stable_type
+                "{:?} type {} has no {kind:?} handler for {packet:?}",
+                key.kind, live.object_type.stable_type
             ),
         )
     })?;
@@ -250,7 +242,7 @@ fn check_admission(
 async fn call_remote(
     server: &ObjectServer,
     route: &ReadyRoute,
-    call: SpotCall<'_>,
+    call: ObjectCall<'_>,
     fence: RouteFence,
     deadline: Instant,
 ) -> Result<Bytes> {
@@ -263,8 +255,8 @@ async fn call_remote(
         Error::new(
             ErrorKind::Unavailable,
             format!(
-                "the owner of Spot {} is not reachable {STALE_ROUTE}: {e}",
-                route.key.id
+                "the owner of {} is not reachable {STALE_ROUTE}: {e}",
+                route.key
             ),
         )
     })?;
@@ -275,15 +267,16 @@ async fn call_remote(
     {
         return Err(Error::new(
             ErrorKind::Unavailable,
-            format!("the owner of Spot {} restarted {STALE_ROUTE}", route.key.id),
+            format!("the owner of {} restarted {STALE_ROUTE}", route.key),
         ));
     }
     let request = call.kind == PacketKind::Request;
     let outbound = OutboundCall {
-        command: if request {
-            Command::SpotRequest
-        } else {
-            Command::SpotSend
+        command: match (route.key.kind, request) {
+            (ObjectKind::Spot, true) => Command::SpotRequest,
+            (ObjectKind::Spot, false) => Command::SpotSend,
+            (ObjectKind::Actor, true) => Command::ActorRequest,
+            (ObjectKind::Actor, false) => Command::ActorSend,
         },
         target: &route.key.id,
         packet: call.packet,

@@ -181,6 +181,15 @@ pub struct ObjectKey {
     pub id: Arc<str>,
 }
 
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            ObjectKind::Spot => write!(f, "Spot {}", self.id),
+            ObjectKind::Actor => write!(f, "Actor {}", self.id),
+        }
+    }
+}
+
 impl From<&SpotId> for ObjectKey {
     fn from(id: &SpotId) -> Self {
         ObjectKey {

@@ -1,16 +1,16 @@
-//! The object commands a node receives: creations placed on it (47), closes of its Spots
-//! (48), and messages for them (21, 22).
+//! The object commands a node receives: creations placed on it (47, 49), closes of its
+//! Spots and destroys of its Actors (48, 27), and messages for them (21, 22, 24, 25).
 
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 
 use super::direct::{Admission, Prepared, Refusal};
-use super::id::{ObjectKey, SpotId};
-use super::live_spot::ReplyTo;
+use super::id::{ActorId, ObjectKey, SpotId};
+use super::live_object::ReplyTo;
 use super::mailbox::Refused;
 use super::remote::{decode_generation, CreateReply, CreateRequest};
-use super::server::{ObjectServer, SpotCreation, SpotRef};
+use super::server::{ObjectServer, Outcome};
 use crate::handler::PacketKind;
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::wire::{Command, RouteFence};
@@ -35,8 +35,8 @@ impl InboundRoute for ObjectRoute {
 /// An admitted object command from a peer.
 fn deliver_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
     match call.message().command {
-        Command::SpotCreate => create_inbound(server, call),
-        Command::SpotClose => close_inbound(server, call),
+        Command::SpotCreate | Command::ActorCreate => create_inbound(server, call),
+        Command::SpotClose | Command::ActorDestroy => close_inbound(server, call),
         _ => message_inbound(server, call),
     }
 }
@@ -44,11 +44,16 @@ fn deliver_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
 /// A creation placed on this node: one attempt, whose outcome goes back.
 fn create_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
     let message = call.message();
+    let target = message.head.target.as_str();
     // The creator's bad ID is a refused operation here, not this node's argument error.
-    let parsed = SpotId::chosen(message.head.target.as_str())
+    let key = match message.command {
+        Command::ActorCreate => ActorId::new(target).map(|id| ObjectKey::from(&id)),
+        _ => SpotId::chosen(target).map(|id| ObjectKey::from(&id)),
+    };
+    let parsed = key
         .map_err(|e| Error::new(ErrorKind::InvalidOperation, e.to_string()))
-        .and_then(|id| Ok((id, CreateRequest::decode(&message.payload)?)));
-    let (id, request) = match parsed {
+        .and_then(|key| Ok((key, CreateRequest::decode(&message.payload)?)));
+    let (key, request) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => return call.answer(Err(e)),
     };
@@ -60,42 +65,48 @@ fn create_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
         .unwrap_or_else(|| tokio::time::Instant::now() + std::time::Duration::from_secs(30));
     call.run(move |_node, _message| {
         Box::pin(async move {
-            let key = ObjectKey::from(&id);
             let request = Bytes::from(request.request);
             let outcome =
-                super::creation::try_create(&server, &id, &key, &request, &stable_type, wait_until)
+                super::creation::try_create(&server, &key, &request, &stable_type, wait_until)
                     .await?;
             match outcome {
-                Some(SpotCreation::Created(spot, reply)) => CreateReply::Created {
-                    generation: spot.generation,
+                Some(Outcome::Created(location, reply)) => CreateReply::Created {
+                    generation: location.generation,
                     reply: reply.to_vec(),
                 },
-                Some(SpotCreation::Rejected(reply)) => CreateReply::Rejected {
+                Some(Outcome::Rejected(reply)) => CreateReply::Rejected {
                     reply: reply.to_vec(),
                 },
-                Some(SpotCreation::Existing(_)) | None => CreateReply::Lost,
+                Some(Outcome::Existing(_)) | None => CreateReply::Lost,
             }
             .encode()
         })
     });
 }
 
-/// The Spot a fenced command names, and its route fence.
-fn addressed(call: &InboundCall) -> Option<(SpotId, RouteFence)> {
-    let head = &call.message().head;
-    Some((SpotId::new(head.target.as_str()).ok()?, head.fence?))
+/// The object a fenced command names, and its route fence.
+fn addressed(call: &InboundCall) -> Option<(ObjectKey, RouteFence)> {
+    let message = call.message();
+    let target = message.head.target.as_str();
+    let key = match message.command {
+        Command::ActorSend | Command::ActorRequest | Command::ActorDestroy => {
+            ObjectKey::from(&ActorId::new(target).ok()?)
+        }
+        _ => ObjectKey::from(&SpotId::new(target).ok()?),
+    };
+    Some((key, message.head.fence?))
 }
 
 fn not_addressed() -> Error {
     Error::new(
         ErrorKind::ProtocolError,
-        "a Spot command without a valid ID and route fence",
+        "an object command without a valid ID and route fence",
     )
 }
 
-/// A close of a Spot this node owns, fenced like a message.
+/// A close of a Spot (or destroy of an Actor) this node owns, fenced like a message.
 fn close_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
-    let Some((id, fence)) = addressed(&call) else {
+    let Some((key, fence)) = addressed(&call) else {
         return call.answer(Err(not_addressed()));
     };
     let message = call.message();
@@ -103,7 +114,7 @@ fn close_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
         Ok(generation) => generation,
         Err(e) => return call.answer(Err(e)),
     };
-    let owned = server.live().get(&id).cloned();
+    let owned = server.live().get(&key).cloned();
     let token = server.lease.admitting_token();
     let admitted = match (owned, token) {
         (Some(live), Some(token)) => live.admits(&fence, &token),
@@ -113,28 +124,20 @@ fn close_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
         return call.answer(Err(Error::new(
             ErrorKind::Unavailable,
             format!(
-                "this node does not own Spot {id} {}",
+                "this node does not own {key} {}",
                 super::direct::STALE_ROUTE
             ),
         )));
     }
     let server = server.clone();
     call.run(move |_node, _message| {
-        Box::pin(async move {
-            let spot = SpotRef {
-                id,
-                generation,
-                mesh_name: server.route.mesh_name.clone(),
-                rid: server.route.rid.clone(),
-            };
-            crate::wire::cbor_encode(&server.close(&spot).await?)
-        })
+        Box::pin(async move { crate::wire::cbor_encode(&server.close(&key, generation).await?) })
     });
 }
 
-/// A message for a Spot this node owns.
+/// A message for a Spot or Actor this node owns.
 fn message_inbound(server: &ObjectServer, call: InboundCall) {
-    let Some((id, fence)) = addressed(&call) else {
+    let Some((key, fence)) = addressed(&call) else {
         return call.answer(Err(not_addressed()));
     };
     let message = call.message();
@@ -154,7 +157,7 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
     let prepared = super::direct::prepare(
         server,
         Admission {
-            id: &id,
+            key: &key,
             packet: packet.as_str(),
             payload,
             metadata,
@@ -179,8 +182,8 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
         job.refuse(Error::new(
             ErrorKind::Unavailable,
             match refused {
-                Refused::Full(_) => format!("Spot {id}'s queue is full"),
-                Refused::Sealed | Refused::Closed => format!("Spot {id} is closing"),
+                Refused::Full(_) => format!("{key}'s queue is full"),
+                Refused::Sealed | Refused::Closed => format!("{key} is closing"),
             },
         ));
     }

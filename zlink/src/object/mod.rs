@@ -1,23 +1,27 @@
-//! Spots: stateful objects addressed by a global ID wherever they live.
+//! Spots and Actors: stateful objects addressed by a global ID wherever they live.
 //!
-//! A node that registers a [`SpotType`] is an Object Server for it. Spots are created
-//! through the Location Store (exactly one racing creation wins and exactly one factory
-//! runs), run one turn at a time on their owner (`&mut self` handlers over a bounded,
-//! two-lane mailbox), and take messages by ID from any node of the mesh: the sender
-//! resolves the ID through its positive route cache or one store read, and the owner
-//! admits the message only under the owner fence it was resolved with.
+//! A node that registers a [`SpotType`] or an [`ActorType`] is an Object Server for it.
+//! Objects are created through the Location Store (exactly one racing creation wins and
+//! exactly one factory runs), run one turn at a time on their owner (`&mut self` handlers
+//! over a bounded, two-lane mailbox), and take messages by ID from any node of the mesh:
+//! the sender resolves the ID through its positive route cache or one store read, and the
+//! owner admits the message only under the owner fence it was resolved with.
 //!
-//! Built so far: User Spots with placement onto the nodes serving their type, direct send
-//! and request by ID from any node, timers, close, and `#[zlink::spot]`. Actors and live
-//! relocation come next.
+//! A new Actor starts in its node's Entry Spot, the framework's Spot for one node
+//! lifecycle. Live relocation comes next.
 
+mod actor;
 mod closing;
 mod context;
 mod creation;
 mod direct;
+mod entry;
 mod id;
 mod inbound;
-mod live_spot;
+mod instance;
+mod kind;
+mod live_object;
+mod object_ref;
 mod object_type;
 mod placement;
 mod remote;
@@ -31,16 +35,21 @@ pub(crate) mod authority_store;
 pub(crate) mod mailbox;
 pub(crate) mod route_cache;
 
-pub use context::SpotContext;
+pub use actor::{Actor, ActorCreation, ActorHandlers, ActorType};
+pub use context::{ActorContext, Context, SpotContext};
+pub use kind::{ActorKind, Kind, SpotKind};
+pub use object_ref::{ActorRef, ObjectRef, SpotRef};
 pub(crate) use route_cache::DEFAULT_ROUTE_CACHE_MAX_AGE;
 
 /// MessageFollowDuration: how long a moved object's old owner relays what still arrives
 /// (relocation comes later; the route cache rule already holds against it).
 pub(crate) const MESSAGE_FOLLOW_DURATION: std::time::Duration = std::time::Duration::from_secs(30);
-pub(crate) use direct::SpotCall;
+pub(crate) use direct::ObjectCall;
 pub(crate) use id::uuid_v4 as id_uuid_v4;
 pub use id::{is_entry_spot_id, ActorId, IdError, SpotId, StableType, MAX_OBJECT_ID_BYTES};
+pub(crate) use id::{ObjectKey, ObjectKind};
 pub(crate) use server::ObjectServer;
-pub use server::{SpotCreation, SpotRef};
+pub(crate) use server::Outcome;
+pub use server::SpotCreation;
 pub use spot::{ClosingReason, CreateDecision, Relocation, Spot, SpotHandlers, SpotType};
 pub use timer::{TimerPolicy, TimerTick};

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::context::SpotContext;
+use super::actor::Actor;
+use super::context::{ActorContext, SpotContext};
 use super::id::{ObjectKind, StableType};
 use super::mailbox::{LaneLimits, APPLICATION_LANE, JOB_OVERHEAD_BYTES};
 use super::spot::{Relocation, Spot};
@@ -13,10 +14,14 @@ use crate::{Error, Result};
 /// Makes a Spot from its context.
 pub(crate) type SpotFactory = dyn Fn(&SpotContext) -> Box<dyn Spot> + Send + Sync;
 
+/// Makes an Actor from its context.
+pub(crate) type ActorFactory = dyn Fn(&ActorContext) -> Box<dyn Actor> + Send + Sync;
+
 /// Makes one instance of a registered type.
 #[derive(Clone)]
 pub(crate) enum Factory {
     Spot(Arc<SpotFactory>),
+    Actor(Arc<ActorFactory>),
 }
 
 impl Factory {
@@ -24,11 +29,12 @@ impl Factory {
     pub(crate) fn kind(&self) -> ObjectKind {
         match self {
             Factory::Spot(_) => ObjectKind::Spot,
+            Factory::Actor(_) => ObjectKind::Actor,
         }
     }
 }
 
-/// A registered type of Spot (and, later, Actor).
+/// A registered type of Spot or Actor.
 #[derive(Clone)]
 pub(crate) struct ObjectType {
     pub(crate) stable_type: StableType,
@@ -84,6 +90,11 @@ impl ObjectType {
             queue: APPLICATION_LANE,
             max_per_node: 0,
         })
+    }
+
+    /// Spot or Actor.
+    pub(crate) fn kind(&self) -> ObjectKind {
+        self.factory.kind()
     }
 
     /// Bounds each object's message queue.

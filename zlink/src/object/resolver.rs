@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 
 use super::authority::{AuthorityState, OwnerFence, OwnerRoute};
 use super::authority_store::AuthorityStore;
-use super::id::{ObjectKey, SpotId};
+use super::id::ObjectKey;
 use super::route_cache::{ReadyRoute, RouteCache};
 use crate::mesh::peer_table::PeerEvent;
 use crate::mesh::MeshNode;
@@ -84,9 +84,10 @@ impl Resolver {
         self.cache.saw_authority(key, fence);
     }
 
-    /// Where messages for `id` go now: the cache, or one authority read.
-    pub(super) async fn resolve(&self, id: &SpotId) -> Resolution {
-        let key = ObjectKey::from(id);
+    /// Where messages for `key` go now: the cache, or one authority read.
+    pub(super) async fn resolve(&self, key: &ObjectKey) -> Resolution {
+        let id = key;
+        let key = key.clone();
         let now = Instant::now();
         if let Some(route) = self.cache.get(&key, now) {
             return Resolution::Ready(route);
@@ -103,7 +104,7 @@ impl Resolver {
             Err(e) => return Resolution::StoreFailure(e),
         };
         if current.record.state != AuthorityState::Ready {
-            return Resolution::Unavailable(format!("Spot {id} is {:?}", current.record.state));
+            return Resolution::Unavailable(format!("{id} is {:?}", current.record.state));
         }
         let route = Arc::new(ReadyRoute {
             key: key.clone(),
@@ -118,10 +119,9 @@ impl Resolver {
                 Resolution::Ready(route)
             }
             Bound::Once => Resolution::Ready(route),
-            Bound::Unusable => Resolution::Unavailable(format!(
-                "the owner of Spot {id} ({}) is gone",
-                route.owner.rid
-            )),
+            Bound::Unusable => {
+                Resolution::Unavailable(format!("the owner of {id} ({}) is gone", route.owner.rid))
+            }
         }
     }
 

@@ -13,15 +13,18 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::actor::ActorType;
 use super::authority::OwnerRoute;
-use super::authority_store::{AuthorityStore, Versioned};
-use super::direct::SpotCall;
-use super::id::{ObjectKey, SpotId, StableType};
+use super::authority_store::AuthorityStore;
+use super::direct::ObjectCall;
+use super::entry::EntrySpot;
+use super::id::{ObjectKey, ObjectKind, SpotId, StableType};
 use super::inbound::ObjectRoute;
-use super::live_spot::LiveSpot;
+use super::live_object::LiveObject;
+use super::object_ref::{Location, SpotRef};
 use super::object_type::ObjectType;
 use super::resolver::Resolver;
-use super::spot::SpotType;
+use super::spot::{ClosingReason, SpotType};
 use super::{closing, creation, direct};
 use crate::mesh::{InboundRoute, MeshNode, Subsystem};
 use crate::store::{LocationStore, OwnerLease, StoreError};
@@ -31,21 +34,7 @@ use crate::{Error, ErrorKind, Result};
 /// Creations one node runs at once (factory through commit).
 const MAX_ACTIVATIONS: usize = 128;
 
-/// A Spot's location snapshot: the exact incarnation `close` acts on. Not a message
-/// target: messages go by ID.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SpotRef {
-    /// The Spot's ID.
-    pub id: SpotId,
-    /// Its ObjectGeneration.
-    pub generation: u64,
-    /// The MeshName of its owner.
-    pub mesh_name: String,
-    /// The RID of its owner.
-    pub rid: String,
-}
-
-/// The outcome of a create or get-or-create.
+/// The outcome of a create or get-or-create of a Spot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SpotCreation {
     /// The Spot existed already (no factory ran, no reply).
@@ -56,30 +45,34 @@ pub enum SpotCreation {
     Rejected(Bytes),
 }
 
+/// What a creation did, whatever the object's kind.
+#[derive(Debug, Clone)]
+pub(crate) enum Outcome {
+    /// The object existed already.
+    Existing(Location),
+    /// This call created it, with the `on_create` reply (empty for Actors).
+    Created(Location, Bytes),
+    /// `on_create` declined, with this reply.
+    Rejected(Bytes),
+}
+
 /// Turns a store failure into the caller's error.
 pub(super) fn store_error(e: StoreError) -> Error {
     Error::from(e)
 }
 
-pub(super) fn spot_ref(id: &SpotId, v: &Versioned) -> SpotRef {
-    SpotRef {
-        id: id.clone(),
-        generation: v.record.fence.object_generation,
-        mesh_name: v.record.route.mesh_name.clone(),
-        rid: v.record.route.rid.clone(),
-    }
-}
-
 /// The object layer of one node.
 pub(crate) struct ObjectServer {
     pub(super) node: Weak<MeshNode>,
-    pub(super) types: HashMap<StableType, Arc<ObjectType>>,
+    pub(super) types: HashMap<(ObjectKind, StableType), Arc<ObjectType>>,
     pub(super) store: Arc<dyn LocationStore>,
     pub(super) authority: AuthorityStore,
     pub(super) lease: Arc<OwnerLease>,
     /// This node as an owner: where its Spots' messages go.
     pub(super) route: OwnerRoute,
-    live: Mutex<HashMap<SpotId, Arc<LiveSpot>>>,
+    live: Mutex<HashMap<ObjectKey, Arc<LiveObject>>>,
+    /// This node's Entry Spot, when it serves Actor types.
+    pub(super) entry: Option<Arc<EntrySpot>>,
     pub(super) resolver: Arc<Resolver>,
     pub(super) placement_weight: u32,
     /// The most Spots this node runs (0: no limit).
@@ -95,8 +88,14 @@ pub(crate) struct ObjectServer {
 
 impl ObjectServer {
     /// The object layer of `node`, when it has a Location Store (objects keep their
-    /// authority there); its inbound routes are registered.
-    pub(crate) fn start(node: &Arc<MeshNode>, types: &[SpotType]) -> Result<Option<Arc<Self>>> {
+    /// authority there); its inbound routes are registered, and with Actor types its Entry
+    /// Spot is claimed.
+    pub(crate) async fn start(
+        node: &Arc<MeshNode>,
+        spot_types: &[SpotType],
+        actor_types: &[ActorType],
+        entry: Option<SpotId>,
+    ) -> Result<Option<Arc<Self>>> {
         let services = node.services();
         let (Some(store), Some(lease)) = (services.store(), services.lease()) else {
             return Ok(None);
@@ -118,15 +117,18 @@ impl ObjectServer {
         ));
         let server = Arc::new(ObjectServer {
             node: Arc::downgrade(node),
-            types: types
+            types: spot_types
                 .iter()
-                .map(|t| (t.0.stable_type.clone(), Arc::new(t.0.clone())))
+                .map(|t| &t.0)
+                .chain(actor_types.iter().map(|t| &t.0))
+                .map(|t| ((t.kind(), t.stable_type.clone()), Arc::new(t.clone())))
                 .collect(),
             store: store.clone(),
             authority,
             lease: lease.clone(),
             route,
             live: Mutex::new(HashMap::new()),
+            entry: entry.map(|id| Arc::new(EntrySpot::new(id))),
             resolver,
             placement_weight: settings.placement_weight,
             max_spots: settings.max_spots,
@@ -142,22 +144,30 @@ impl ObjectServer {
             Command::SpotRequest,
             Command::SpotCreate,
             Command::SpotClose,
+            Command::ActorSend,
+            Command::ActorRequest,
+            Command::ActorCreate,
+            Command::ActorDestroy,
         ] {
             node.dispatcher().register(command, route.clone())?;
         }
         server
             .resolver
             .watch(node, &server.tracker, server.cancel.clone());
+        if let Some(entry) = &server.entry {
+            entry.claim(&server).await;
+        }
         Ok(Some(server))
     }
 
-    /// The Spots this node runs, by ID.
-    pub(super) fn live(&self) -> std::sync::MutexGuard<'_, HashMap<SpotId, Arc<LiveSpot>>> {
+    /// The objects this node runs.
+    pub(super) fn live(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Arc<LiveObject>>> {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Takes a slot for a new Spot of `spot_type` under this node's limits (the node-wide
-    /// one, then the type's), counting the Spots it runs and those being created; the slot
+    /// Takes a slot for a new object of `spot_type` under this node's limits (for Spots
+    /// the node-wide one, then the type's), counting those it runs and those being
+    /// created; the slot
     /// is held until the returned guard is dropped. The check and the take are one step,
     /// so concurrent creations cannot overrun a limit.
     pub(super) fn begin_creating(
@@ -168,7 +178,12 @@ impl ObjectServer {
         let mut creating = self.creating.lock().unwrap_or_else(|p| p.into_inner());
         let live = self.live();
         let full = |limit: u32, used: usize| limit > 0 && used >= limit as usize;
-        if full(self.max_spots, live.len() + creating.len()) {
+        let spots = live.keys().filter(|k| k.kind == ObjectKind::Spot).count()
+            + creating
+                .values()
+                .filter(|c| c.key.kind == ObjectKind::Spot)
+                .count();
+        if key.kind == ObjectKind::Spot && full(self.max_spots, spots) {
             return Err(Error::new(
                 ErrorKind::CapacityExceeded,
                 format!("this node runs its limit of {} Spots", self.max_spots),
@@ -219,70 +234,86 @@ impl ObjectServer {
             .any(|c| c.key == *key && c.generation.is_none_or(|g| g == generation))
     }
 
-    /// Registers a Spot as running here. An older incarnation still registered under the
-    /// ID (its close gave up waiting) is stopped: the authority names the new one.
-    pub(super) fn insert_live(&self, live: Arc<LiveSpot>) {
-        let previous = self.live().insert(live.id.clone(), live);
+    /// Registers an object as running here. An older incarnation still registered under
+    /// the ID (its close gave up waiting) is stopped: the authority names the new one.
+    pub(super) fn insert_live(&self, live: Arc<LiveObject>) {
+        let previous = self.live().insert(live.key.clone(), live);
         if let Some(previous) = previous {
-            tracing::warn!(spot = %previous.id, generation = previous.generation(), "stopping an older incarnation still registered here");
+            tracing::warn!(object = %previous.key, generation = previous.generation(), "stopping an older incarnation still registered here");
             previous.stop();
         }
     }
 
     /// Removes exactly this registration (a newer incarnation under the ID stays).
-    pub(super) fn remove_live(&self, live: &Arc<LiveSpot>) {
+    pub(super) fn remove_live(&self, live: &Arc<LiveObject>) {
         let mut registered = self.live();
         if registered
-            .get(&live.id)
+            .get(&live.key)
             .is_some_and(|current| Arc::ptr_eq(current, live))
         {
-            registered.remove(&live.id);
+            registered.remove(&live.key);
         }
     }
 
-    /// The registration of a Spot type this node serves.
-    pub(super) fn spot_type(&self, stable_type: &str) -> Result<Arc<ObjectType>> {
+    /// The registration of a type of `kind` this node serves.
+    pub(super) fn object_type(
+        &self,
+        kind: ObjectKind,
+        stable_type: &str,
+    ) -> Result<Arc<ObjectType>> {
         let name =
             StableType::new(stable_type).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-        self.types.get(&name).cloned().ok_or_else(|| {
+        self.types.get(&(kind, name)).cloned().ok_or_else(|| {
             Error::new(
                 ErrorKind::NotFound,
-                format!("this node serves no Spot type {stable_type:?}"),
+                format!("this node serves no {kind:?} type {stable_type:?}"),
             )
         })
     }
 
-    /// Creates the Spot `id` of `stable_type` unless it exists (`get_or_create`), or fails
-    /// `AlreadyExists` when it does (`create`).
+    /// Whether this node serves `stable_type` of `kind`.
+    pub(super) fn serves(&self, kind: ObjectKind, stable_type: &str) -> bool {
+        StableType::new(stable_type)
+            .ok()
+            .is_some_and(|t| self.types.contains_key(&(kind, t)))
+    }
+
+    /// Creates the object `key` of `stable_type` unless it exists (`get_or_create`), or
+    /// fails `AlreadyExists` when it does (`create`).
     pub(crate) async fn create(
         self: &Arc<Self>,
-        id: SpotId,
+        key: ObjectKey,
         stable_type: &str,
         request: Bytes,
         timeout: Duration,
         must_be_new: bool,
-    ) -> Result<SpotCreation> {
-        creation::create(self, id, stable_type, request, timeout, must_be_new).await
+    ) -> Result<Outcome> {
+        creation::create(self, key, stable_type, request, timeout, must_be_new).await
     }
 
-    /// The Spot's current Ready incarnation, if any.
-    pub(crate) async fn find(&self, id: &SpotId) -> Result<Option<SpotRef>> {
-        creation::find(self, id).await
+    /// The object's current Ready incarnation, if any.
+    pub(crate) async fn find(&self, key: &ObjectKey) -> Result<Option<Location>> {
+        creation::find(self, key).await
     }
 
-    /// Closes exactly the incarnation `spot` names. `false` when it is gone already.
-    pub(crate) async fn close(&self, spot: &SpotRef) -> Result<bool> {
-        closing::close(self, spot).await
+    /// Closes (a Spot) or destroys (an Actor) exactly the incarnation `generation` of
+    /// `key`. `false` when it is gone already.
+    pub(crate) async fn close(&self, key: &ObjectKey, generation: u64) -> Result<bool> {
+        let reason = match key.kind {
+            ObjectKind::Spot => ClosingReason::ExplicitClose,
+            ObjectKind::Actor => ClosingReason::Destroyed,
+        };
+        closing::close(self, key, generation, reason).await
     }
 
-    /// Sends or requests a packet to a Spot by its ID only.
-    pub(crate) async fn call(&self, call: SpotCall<'_>) -> Result<Bytes> {
+    /// Sends or requests a packet to a Spot or Actor by its ID only.
+    pub(crate) async fn call(&self, call: ObjectCall<'_>) -> Result<Bytes> {
         direct::call(self, call).await
     }
 
-    /// The Spots this node owns now.
-    pub(crate) fn owned(&self) -> usize {
-        self.live().len()
+    /// The objects of `kind` this node owns now.
+    pub(crate) fn owned(&self, kind: ObjectKind) -> usize {
+        self.live().keys().filter(|k| k.kind == kind).count()
     }
 }
 

@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::context::SpotContext;
-use super::id::StableType;
+use super::id::{SpotId, StableType};
+use super::instance::{Instance, TurnInfo};
 use super::object_type::{Factory, ObjectType};
 use super::timer::TimerTick;
 use crate::handler::PacketKind;
@@ -22,11 +23,13 @@ pub enum CreateDecision {
     Reject(Bytes),
 }
 
-/// Why a Spot is closing.
+/// Why a Spot or Actor is closing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClosingReason {
-    /// Closed through `spots().close`.
+    /// A Spot closed through `spots().close`.
     ExplicitClose,
+    /// An Actor destroyed through `actors().destroy`.
+    Destroyed,
     /// Its node is shutting down.
     HostShutdown,
 }
@@ -134,5 +137,49 @@ impl SpotType {
     /// Its relocation policy.
     pub fn relocation(&self) -> Relocation {
         self.0.relocation
+    }
+}
+
+/// A Spot as its turn loop drives it.
+pub(crate) struct SpotInstance {
+    pub(crate) id: SpotId,
+    pub(crate) spot: Box<dyn Spot>,
+}
+
+impl SpotInstance {
+    fn context(&self, turn: TurnInfo) -> SpotContext {
+        SpotContext {
+            node: turn.node,
+            id: self.id.clone(),
+            generation: turn.generation,
+            packet: turn.packet,
+            deadline: turn.deadline,
+            metadata: turn.metadata,
+            timers: turn.timers,
+            membership: None,
+        }
+    }
+}
+
+#[async_trait]
+impl Instance for SpotInstance {
+    async fn handle(&mut self, turn: TurnInfo, handler: usize, payload: Bytes) -> Result<Bytes> {
+        let ctx = self.context(turn);
+        self.spot.handle(&ctx, handler, payload).await
+    }
+
+    async fn on_initialize(&mut self, turn: TurnInfo) -> Result<()> {
+        let ctx = self.context(turn);
+        self.spot.on_initialize(&ctx).await
+    }
+
+    async fn on_timer(&mut self, turn: TurnInfo, tick: TimerTick) -> Result<()> {
+        let ctx = self.context(turn);
+        self.spot.on_timer(&ctx, tick).await
+    }
+
+    async fn on_closing(&mut self, turn: TurnInfo, reason: ClosingReason) {
+        let ctx = self.context(turn);
+        self.spot.on_closing(&ctx, reason).await
     }
 }

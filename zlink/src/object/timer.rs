@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::authority::OwnerFence;
-use super::live_spot::SpotJob;
+use super::live_object::ObjectJob;
 use super::mailbox::{Lane, Mailbox};
 use crate::store::OwnerLease;
 use crate::{Error, Result};
@@ -171,7 +171,7 @@ impl Schedule {
 
 /// The timers of one Spot.
 pub(crate) struct Timers {
-    mailbox: Weak<Mailbox<SpotJob>>,
+    mailbox: Weak<Mailbox<ObjectJob>>,
     lease: Arc<OwnerLease>,
     /// The Spot's owner fence: a tick runs only while this node's current lease is the one
     /// the Spot's authority names.
@@ -184,7 +184,7 @@ pub(crate) struct Timers {
 
 impl Timers {
     pub(crate) fn new(
-        mailbox: Weak<Mailbox<SpotJob>>,
+        mailbox: Weak<Mailbox<ObjectJob>>,
         lease: Arc<OwnerLease>,
         fence: OwnerFence,
         tracker: TaskTracker,
@@ -249,7 +249,7 @@ impl Timers {
 
 async fn run(
     mut schedule: Schedule,
-    mailbox: Weak<Mailbox<SpotJob>>,
+    mailbox: Weak<Mailbox<ObjectJob>>,
     lease: Arc<OwnerLease>,
     fence: OwnerFence,
     cancel: CancellationToken,
@@ -292,7 +292,7 @@ enum Delivery {
 fn deliver(
     schedule: &Schedule,
     due: &DueTick,
-    mailbox: &Weak<Mailbox<SpotJob>>,
+    mailbox: &Weak<Mailbox<ObjectJob>>,
     lease: &OwnerLease,
     fence: &OwnerFence,
     cancel: &CancellationToken,
@@ -309,7 +309,7 @@ fn deliver(
         return Delivery::SpotGone;
     };
     let (done, finished) = oneshot::channel();
-    let job = SpotJob::Tick {
+    let job = ObjectJob::Tick {
         tick: schedule.tick(due),
         done,
         cancelled: cancel.clone(),

@@ -32,6 +32,12 @@ pub struct MeshDescriptor {
     /// The Spot types the node creates and runs (its Object Server role), sorted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spot_types: Vec<String>,
+    /// The Actor types the node creates and runs, sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actor_types: Vec<String>,
+    /// The node's Entry Spot (this lifecycle's), when it serves Actor types.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_spot: Option<String>,
     /// The node's placement weight for new Spots (0..=10000; 0 takes none).
     #[serde(default = "default_placement_weight")]
     pub placement_weight: u32,

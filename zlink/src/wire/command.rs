@@ -31,6 +31,13 @@ pub enum Command {
     SpotSend = 21,
     /// Request to a Spot, by ID, with the route fence the sender resolved.
     SpotRequest = 22,
+    /// One-way message to an Actor, by ID, with the route fence the sender resolved.
+    ActorSend = 24,
+    /// Request to an Actor, by ID, with the route fence the sender resolved.
+    ActorRequest = 25,
+    /// Destroy one incarnation of an Actor on its owner (target: the Actor ID, with the
+    /// route fence; payload: the ObjectGeneration).
+    ActorDestroy = 27,
     /// A classic fanout event (on a PUB/SUB pair, after the topic frame).
     FanoutEvent = 40,
     /// Create a User Spot on the node chosen by placement (target: the Spot ID; packet: the
@@ -39,6 +46,9 @@ pub enum Command {
     /// Close one incarnation of a Spot on its owner (target: the Spot ID, with the route
     /// fence; payload: the ObjectGeneration).
     SpotClose = 48,
+    /// Create an Actor on the node chosen by placement, in its Entry Spot (target: the
+    /// Actor ID; packet: the stable type).
+    ActorCreate = 49,
 }
 
 impl Command {
@@ -58,9 +68,13 @@ impl Command {
             20 => Command::Reply,
             21 => Command::SpotSend,
             22 => Command::SpotRequest,
+            24 => Command::ActorSend,
+            25 => Command::ActorRequest,
+            27 => Command::ActorDestroy,
             40 => Command::FanoutEvent,
             47 => Command::SpotCreate,
             48 => Command::SpotClose,
+            49 => Command::ActorCreate,
             _ => return None,
         })
     }
@@ -75,27 +89,39 @@ impl Command {
                 | Command::ChannelRequest
                 | Command::SpotSend
                 | Command::SpotRequest
+                | Command::ActorSend
+                | Command::ActorRequest
                 | Command::FanoutEvent
                 | Command::SpotCreate
                 | Command::SpotClose
+                | Command::ActorCreate
+                | Command::ActorDestroy
         )
     }
 
-    /// Whether the command addresses a Spot by ID (its head carries the Spot ID and a
+    /// Whether the command addresses a Spot or Actor by ID (its head carries the ID and a
     /// route fence).
     pub fn is_object(self) -> bool {
         matches!(
             self,
-            Command::SpotSend | Command::SpotRequest | Command::SpotClose
+            Command::SpotSend
+                | Command::SpotRequest
+                | Command::SpotClose
+                | Command::ActorSend
+                | Command::ActorRequest
+                | Command::ActorDestroy
         )
     }
 
-    /// Whether the head names a target (a ChannelName or a Spot ID).
+    /// Whether the head names a target (a ChannelName, a Spot ID or an Actor ID).
     pub fn has_target(self) -> bool {
         self.is_object()
             || matches!(
                 self,
-                Command::ChannelSend | Command::ChannelRequest | Command::SpotCreate
+                Command::ChannelSend
+                    | Command::ChannelRequest
+                    | Command::SpotCreate
+                    | Command::ActorCreate
             )
     }
 
@@ -108,6 +134,9 @@ impl Command {
                 | Command::SpotRequest
                 | Command::SpotCreate
                 | Command::SpotClose
+                | Command::ActorRequest
+                | Command::ActorCreate
+                | Command::ActorDestroy
         )
     }
 }

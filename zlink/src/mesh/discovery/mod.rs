@@ -187,6 +187,21 @@ impl Discovery {
                 types.sort();
                 types
             },
+            actor_types: {
+                let mut types: Vec<String> = self
+                    .node_settings
+                    .actor_types
+                    .iter()
+                    .map(|t| t.stable_type().as_str().to_string())
+                    .collect();
+                types.sort();
+                types
+            },
+            entry_spot: self
+                .node_settings
+                .entry_spot
+                .as_ref()
+                .map(|id| id.as_str().to_string()),
             placement_weight: self.node_settings.placement_weight,
         }
     }

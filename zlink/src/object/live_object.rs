@@ -1,5 +1,5 @@
-//! A Spot running on its owner node: its instance, owned by one task that takes one turn
-//! at a time from the Spot's mailbox, and the authority it was admitted under.
+//! A Spot or Actor running on its owner node: its instance, owned by one task that takes
+//! one turn at a time from the object's mailbox, and the authority it was admitted under.
 
 use std::sync::{Arc, Mutex, Weak};
 
@@ -11,11 +11,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::authority_store::Versioned;
-use super::context::SpotContext;
-use super::id::SpotId;
+use super::id::{ObjectKey, SpotId};
+use super::instance::{Instance, TurnInfo};
 use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
-use super::object_type::{Factory, ObjectType};
-use super::spot::{ClosingReason, Spot};
+use super::object_type::ObjectType;
+use super::spot::ClosingReason;
 use super::timer::{TimerTick, Timers};
 use crate::mesh::{MeshNode, PendingReply};
 use crate::store::{LeaseToken, OwnerLease};
@@ -41,8 +41,8 @@ impl ReplyTo {
     }
 }
 
-/// One unit of work for a Spot's turn loop.
-pub(crate) enum SpotJob {
+/// One unit of work for an object's turn loop.
+pub(crate) enum ObjectJob {
     /// A message for a handler; a request carries where its result goes.
     Message {
         handler: usize,
@@ -66,25 +66,25 @@ pub(crate) enum SpotJob {
     },
 }
 
-impl SpotJob {
+impl ObjectJob {
     /// Completes a job that will not run, exactly once, with `error`.
     pub(crate) fn refuse(self, error: Error) {
         match self {
-            SpotJob::Message { reply, .. } => {
+            ObjectJob::Message { reply, .. } => {
                 if let Some(reply) = reply {
                     reply.send(Err(error));
                 }
             }
-            SpotJob::Close { done, .. } | SpotJob::Tick { done, .. } => {
+            ObjectJob::Close { done, .. } | ObjectJob::Tick { done, .. } => {
                 let _ = done.send(());
             }
         }
     }
 }
 
-/// What a Spot's turn loop runs with: its node (weakly), the owner lease its ticks need,
+/// What an object's turn loop runs with: its node (weakly), the owner lease its ticks need,
 /// the task tracker and the token that stops it with its node.
-pub(crate) struct SpotHost {
+pub(crate) struct ObjectHost {
     pub(crate) node: Weak<MeshNode>,
     pub(crate) lease: Arc<OwnerLease>,
     pub(crate) tracker: TaskTracker,
@@ -92,103 +92,94 @@ pub(crate) struct SpotHost {
 }
 
 /// Runs a hook or handler with panics contained: a panic is an `InternalFailure` for this
-/// one call, and the Spot goes on.
+/// one call, and the object goes on.
 async fn caught<T>(work: impl std::future::Future<Output = T>) -> Result<T> {
     std::panic::AssertUnwindSafe(work)
         .catch_unwind()
         .await
         .map_err(|_| {
-            tracing::error!("a Spot handler or hook panicked; the Spot continues");
+            tracing::error!("a handler or hook panicked; the object continues");
             Error::new(ErrorKind::InternalFailure, "the handler panicked")
         })
 }
 
-/// How long `on_closing` may run when the Spot is stopped (its node stops, or its close
+/// How long `on_closing` may run when the object is stopped (its node stops, or its close
 /// gave up waiting): a stuck hook never holds a node's shutdown.
 const STOPPING_HOOK_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The end of a stopped Spot: `on_closing(HostShutdown)` runs once, bounded.
-async fn stopped(instance: &mut Box<dyn Spot>, ctx: Option<SpotContext>) {
-    let Some(ctx) = ctx else { return };
-    let hook = caught(instance.on_closing(&ctx, ClosingReason::HostShutdown));
+/// The end of a stopped object: `on_closing(HostShutdown)` runs once, bounded.
+async fn stopped(key: &ObjectKey, instance: &mut Box<dyn Instance>, turn: Option<TurnInfo>) {
+    let Some(turn) = turn else { return };
+    let hook = caught(instance.on_closing(turn, ClosingReason::HostShutdown));
     if tokio::time::timeout(STOPPING_HOOK_LIMIT, hook)
         .await
         .is_err()
     {
-        tracing::warn!(spot = %ctx.id, "on_closing did not end in time while stopping");
+        tracing::warn!(object = %key, "on_closing did not end in time while stopping");
     }
 }
 
-/// Closes a Spot's mailbox when its turn loop ends for any reason (a panic included), so
+/// Closes an object's mailbox when its turn loop ends for any reason (a panic included), so
 /// no queued job is left without its answer.
 struct CloseOnExit {
-    spot: Arc<LiveSpot>,
+    object: Arc<LiveObject>,
     kind: ErrorKind,
     why: &'static str,
 }
 
 impl Drop for CloseOnExit {
     fn drop(&mut self) {
-        self.spot.refuse_queued(self.kind, self.why);
+        self.object.refuse_queued(self.kind, self.why);
     }
 }
 
-/// A running Spot.
-pub(crate) struct LiveSpot {
-    pub(crate) id: SpotId,
+/// The execution gate: one turn at a time among the objects that share it (a SpotWide
+/// Spot and its member Actors); every other object has a gate of its own.
+pub(crate) type Gate = tokio::sync::Mutex<()>;
+
+/// A running Spot or Actor.
+pub(crate) struct LiveObject {
+    pub(crate) key: ObjectKey,
     pub(crate) object_type: Arc<ObjectType>,
     authority: Mutex<Versioned>,
-    mailbox: Arc<Mailbox<SpotJob>>,
-    /// Stops this Spot (and only it): its node stops, or its close gave up waiting.
+    mailbox: Arc<Mailbox<ObjectJob>>,
+    /// Stops this object (and only it): its node stops, or its close gave up waiting.
     cancel: CancellationToken,
+    gate: Mutex<Arc<Gate>>,
+    /// An Actor's Spot; `None` for Spots.
+    membership: Mutex<Option<SpotId>>,
 }
 
-impl LiveSpot {
-    /// Makes the staging instance: the factory, then `on_create` with the creator's
-    /// request. Nothing is addressable yet.
-    pub(crate) async fn stage(
-        object_type: &ObjectType,
-        ctx: &SpotContext,
-        request: Bytes,
-    ) -> Result<(Box<dyn Spot>, super::spot::CreateDecision)> {
-        let Factory::Spot(factory) = &object_type.factory;
-        let made = std::panic::AssertUnwindSafe(async {
-            let mut instance = factory(ctx);
-            let decision = instance.on_create(ctx, request).await;
-            (instance, decision)
-        })
-        .catch_unwind()
-        .await;
-        made.map_err(|_| {
-            Error::new(
-                ErrorKind::InternalFailure,
-                "the Spot factory or on_create panicked",
-            )
-        })
-    }
-
-    /// Makes the Spot reachable and starts its turn loop. The loop waits for `go`: `true`
+impl LiveObject {
+    /// Makes the object reachable and starts its turn loop. The loop waits for `go`: `true`
     /// once the creation committed (then `on_initialize` runs, then one message at a
     /// time until it closes or its node stops), `false` (or dropped) when it did not
     /// (then whatever was queued is refused and nothing ever runs). Registering before the
     /// commit means the owner admits messages from the moment the store says Ready.
     pub(crate) fn start(
-        id: SpotId,
+        key: ObjectKey,
         object_type: Arc<ObjectType>,
         authority: Versioned,
-        instance: Box<dyn Spot>,
-        host: SpotHost,
+        instance: Box<dyn Instance>,
+        host: ObjectHost,
         go: oneshot::Receiver<bool>,
-    ) -> Arc<LiveSpot> {
+    ) -> Arc<LiveObject> {
         let mailbox = Mailbox::new(LIFECYCLE_LANE, object_type.queue);
-        let live = Arc::new(LiveSpot {
-            id,
+        let membership = authority
+            .record
+            .membership
+            .as_deref()
+            .and_then(|spot| SpotId::new(spot).ok());
+        let live = Arc::new(LiveObject {
+            key,
             object_type,
             authority: Mutex::new(authority),
             mailbox,
             cancel: host.cancel.clone(),
+            gate: Mutex::new(Arc::new(Gate::new(()))),
+            membership: Mutex::new(membership),
         });
-        let spot = live.clone();
+        let object = live.clone();
         let tracker = host.tracker.clone();
         tracker.spawn(async move {
             let cancel = host.cancel.clone();
@@ -201,17 +192,17 @@ impl LiveSpot {
             // one answer.
             let closer = if committed {
                 let closer = CloseOnExit {
-                    spot: spot.clone(),
+                    object: object.clone(),
                     kind: ErrorKind::ShuttingDown,
-                    why: "the Spot stopped before the message ran",
+                    why: "the object stopped before the message ran",
                 };
-                spot.run(instance, host).await;
+                object.run(instance, host).await;
                 closer
             } else {
                 CloseOnExit {
-                    spot: spot.clone(),
+                    object: object.clone(),
                     kind: ErrorKind::Unavailable,
-                    why: "the Spot's creation did not commit",
+                    why: "the object's creation did not commit",
                 }
             };
             drop(closer);
@@ -219,15 +210,15 @@ impl LiveSpot {
         live
     }
 
-    /// The turn loop of a committed Spot.
-    async fn run(self: &Arc<Self>, mut instance: Box<dyn Spot>, host: SpotHost) {
-        let SpotHost {
+    /// The turn loop of a committed object.
+    async fn run(self: &Arc<Self>, mut instance: Box<dyn Instance>, host: ObjectHost) {
+        let ObjectHost {
             node,
             lease,
             tracker,
             cancel,
         } = host;
-        // Timers stop with the Spot: at its close or its node's stop.
+        // Timers stop with the object: at its close or its node's stop.
         let timer_stop = cancel.child_token();
         let fence = self.fence();
         let timers = Timers::new(
@@ -239,14 +230,14 @@ impl LiveSpot {
         );
         let generation = self.generation();
         let context = |packet: Option<Arc<str>>, deadline, metadata| {
-            node.upgrade().map(|node| SpotContext {
+            node.upgrade().map(|node| TurnInfo {
                 node,
-                id: self.id.clone(),
                 generation,
                 packet,
                 deadline,
                 metadata,
                 timers: Some(timers.clone()),
+                membership: self.membership(),
             })
         };
         let Some(ctx) = context(None, None, Metadata::new()) else {
@@ -255,14 +246,19 @@ impl LiveSpot {
         let initialized = tokio::select! {
             biased;
             _ = cancel.cancelled() => None,
-            result = caught(instance.on_initialize(&ctx)) => Some(result.and_then(|r| r)),
+            result = caught(instance.on_initialize(ctx)) => Some(result.and_then(|r| r)),
         };
         match initialized {
             None => {
                 timer_stop.cancel();
-                return stopped(&mut instance, context(None, None, Metadata::new())).await;
+                return stopped(
+                    &self.key,
+                    &mut instance,
+                    context(None, None, Metadata::new()),
+                )
+                .await;
             }
-            Some(Err(e)) => tracing::warn!(spot = %self.id, error = %e, "on_initialize failed"),
+            Some(Err(e)) => tracing::warn!(object = %self.key, error = %e, "on_initialize failed"),
             Some(Ok(())) => {}
         }
         loop {
@@ -270,14 +266,25 @@ impl LiveSpot {
                 biased;
                 _ = cancel.cancelled() => {
                     timer_stop.cancel();
-                    return stopped(&mut instance, context(None, None, Metadata::new())).await;
+                    return stopped(&self.key, &mut instance, context(None, None, Metadata::new())).await;
                 }
                 turn = self.mailbox.next_turn() => turn,
             };
             let Some(mut turn) = turn else { return };
             let Some(job) = turn.take_job() else { continue };
+            // One turn at a time among the objects sharing the gate.
+            let gate = self.gate();
+            let _gate = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => {
+                    job.refuse(Error::new(ErrorKind::ShuttingDown, "the object stopped before the message ran"));
+                    timer_stop.cancel();
+                    return stopped(&self.key, &mut instance, context(None, None, Metadata::new())).await;
+                }
+                held = gate.lock() => held,
+            };
             match job {
-                SpotJob::Message {
+                ObjectJob::Message {
                     handler,
                     packet,
                     payload,
@@ -293,9 +300,9 @@ impl LiveSpot {
                         biased;
                         _ = cancel.cancelled() => Err(Error::new(
                             ErrorKind::ShuttingDown,
-                            "the Spot was stopped during the handler",
+                            "the object was stopped during the handler",
                         )),
-                        result = caught(instance.handle(&ctx, handler, payload)) => {
+                        result = caught(instance.handle(ctx, handler, payload)) => {
                             result.and_then(|r| r)
                         }
                     };
@@ -303,12 +310,12 @@ impl LiveSpot {
                         Some(reply) => reply.send(result),
                         None => {
                             if let Err(e) = result {
-                                tracing::warn!(spot = %self.id, error = %e, "Spot send handler failed");
+                                tracing::warn!(object = %self.key, error = %e, "send handler failed");
                             }
                         }
                     }
                 }
-                SpotJob::Tick {
+                ObjectJob::Tick {
                     tick,
                     done,
                     cancelled,
@@ -321,28 +328,28 @@ impl LiveSpot {
                         let ticked = tokio::select! {
                             biased;
                             _ = cancel.cancelled() => Ok(()),
-                            ticked = caught(instance.on_timer(&ctx, tick)) => ticked.and_then(|r| r),
+                            ticked = caught(instance.on_timer(ctx, tick)) => ticked.and_then(|r| r),
                         };
                         if let Err(e) = ticked {
-                            tracing::warn!(spot = %self.id, timer = %name, error = %e, "timer handler failed");
+                            tracing::warn!(object = %self.key, timer = %name, error = %e, "timer handler failed");
                         }
                     }
                     let _ = done.send(());
                 }
-                SpotJob::Close { reason, done } => {
+                ObjectJob::Close { reason, done } => {
                     timer_stop.cancel();
                     if let Some(ctx) = context(None, None, Metadata::new()) {
                         // A close that gave up waiting stops the hook too.
                         tokio::select! {
                             biased;
                             _ = cancel.cancelled() => {}
-                            _ = caught(instance.on_closing(&ctx, reason)) => {}
+                            _ = caught(instance.on_closing(ctx, reason)) => {}
                         }
                     }
                     drop(turn);
                     self.refuse_queued(
                         ErrorKind::Unavailable,
-                        "the Spot closed before the message ran",
+                        "the object closed before the message ran",
                     );
                     let _ = done.send(());
                     return;
@@ -358,7 +365,7 @@ impl LiveSpot {
         }
     }
 
-    /// The owner fence this Spot runs under.
+    /// The owner fence this object runs under.
     fn fence(&self) -> super::authority::OwnerFence {
         self.authority
             .lock()
@@ -370,6 +377,19 @@ impl LiveSpot {
 
     pub(crate) fn set_authority(&self, authority: Versioned) {
         *self.authority.lock().unwrap_or_else(|p| p.into_inner()) = authority;
+    }
+
+    /// An Actor's Spot now; `None` for Spots.
+    pub(crate) fn membership(&self) -> Option<SpotId> {
+        self.membership
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The gate this object's turns take now.
+    pub(crate) fn gate(&self) -> Arc<Gate> {
+        self.gate.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Its ObjectGeneration.
@@ -393,10 +413,10 @@ impl LiveSpot {
             && authority.record.fence.held_by(lease)
     }
 
-    fn lane(job: &SpotJob) -> Lane {
+    fn lane(job: &ObjectJob) -> Lane {
         match job {
-            SpotJob::Close { .. } => Lane::Lifecycle,
-            SpotJob::Message { .. } | SpotJob::Tick { .. } => Lane::Application,
+            ObjectJob::Close { .. } => Lane::Lifecycle,
+            ObjectJob::Message { .. } | ObjectJob::Tick { .. } => Lane::Application,
         }
     }
 
@@ -405,9 +425,9 @@ impl LiveSpot {
     #[allow(clippy::result_large_err)]
     pub(crate) fn try_deliver(
         &self,
-        job: SpotJob,
+        job: ObjectJob,
         bytes: usize,
-    ) -> std::result::Result<(), (Refused, SpotJob)> {
+    ) -> std::result::Result<(), (Refused, ObjectJob)> {
         self.mailbox.admit(Self::lane(&job), job, bytes)
     }
 
@@ -415,10 +435,10 @@ impl LiveSpot {
     #[allow(clippy::result_large_err)]
     pub(crate) async fn deliver_by(
         &self,
-        job: SpotJob,
+        job: ObjectJob,
         bytes: usize,
         by: Instant,
-    ) -> std::result::Result<(), (Refused, SpotJob)> {
+    ) -> std::result::Result<(), (Refused, ObjectJob)> {
         self.mailbox
             .admit_by(Self::lane(&job), job, bytes, by)
             .await

@@ -1,0 +1,164 @@
+//! The Actor an application writes: a stateful object with a global ID that belongs to
+//! one Spot at a time, run one turn at a time, and the type registration that creates it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use super::context::ActorContext;
+use super::id::{ActorId, StableType};
+use super::instance::{Instance, TurnInfo};
+use super::object_ref::ActorRef;
+use super::object_type::{Factory, ObjectType};
+use super::spot::{ClosingReason, Relocation};
+use super::timer::TimerTick;
+use crate::handler::PacketKind;
+use crate::Result;
+
+/// An Actor's handlers: the packets it takes and the dispatch to them. The
+/// `#[zlink::actor]` macro writes this from `#[handler]` methods; by hand, `packets`
+/// lists the packet names in order and `handle` receives the position of the one that
+/// arrived.
+#[async_trait]
+pub trait ActorHandlers: Send + 'static {
+    /// The packets this Actor type handles, in handler order. A name listed twice is an
+    /// error when the type is registered.
+    fn packets() -> Vec<(String, PacketKind)>
+    where
+        Self: Sized;
+
+    /// Handles one message for the handler at position `handler` of
+    /// [`packets`](Self::packets). For a request, `Ok(bytes)` is the reply payload and an
+    /// `Err` becomes an error reply; for a send, the bytes are ignored.
+    async fn handle(&mut self, ctx: &ActorContext, handler: usize, payload: Bytes)
+        -> Result<Bytes>;
+}
+
+/// An Actor: state plus handlers that run one at a time (`&mut self`). Two messages to
+/// one Actor never run concurrently, and messages from one sender run in the order sent.
+/// An Actor owns only its own state: to change its Spot's, it sends the Spot a message.
+///
+/// The lifecycle hooks have defaults; `impl Actor for Player {}` takes them all.
+#[async_trait]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an Actor",
+    label = "not an Actor",
+    note = "add `impl zlink::object::Actor for {Self} {{}}` (its lifecycle hooks all have defaults)"
+)]
+pub trait Actor: ActorHandlers {
+    /// Finishes initialising a new Actor, before its first message.
+    async fn on_initialize(&mut self, _ctx: &ActorContext) -> Result<()> {
+        Ok(())
+    }
+
+    /// A tick of one of the Actor's timers (started with
+    /// [`Context::start_timer`](super::Context::start_timer)). An `Err` is logged.
+    async fn on_timer(&mut self, _ctx: &ActorContext, _tick: TimerTick) -> Result<()> {
+        Ok(())
+    }
+
+    /// The Actor's last turn: destroyed ([`ClosingReason::Destroyed`]) or its node is
+    /// stopping.
+    async fn on_closing(&mut self, _ctx: &ActorContext, _reason: ClosingReason) {}
+}
+
+/// An Actor type a node serves: its stable type name, its packets, its relocation policy
+/// and the factory that makes an instance. Register it with
+/// [`RuntimeBuilder::actor_type`](crate::RuntimeBuilder::actor_type); a node that does is
+/// an Object Server for Actors and runs an Entry Spot, the home of its new Actors.
+#[derive(Clone, Debug)]
+pub struct ActorType(pub(crate) ObjectType);
+
+impl ActorType {
+    /// An Actor type named `stable_type` (1..=255 bytes) whose Actors are made by
+    /// `factory` and moved per `relocation`. The `#[zlink::actor]` macro generates
+    /// `Player::actor_type(factory)` calling this. A packet listed twice is an error.
+    pub fn new<A, F>(stable_type: &str, relocation: Relocation, factory: F) -> Result<Self>
+    where
+        A: Actor,
+        F: Fn(&ActorContext) -> A + Send + Sync + 'static,
+    {
+        let factory = Factory::Actor(Arc::new(move |ctx| Box::new(factory(ctx))));
+        ObjectType::new(stable_type, A::packets(), relocation, factory).map(ActorType)
+    }
+
+    /// The most Actors of this type one node runs (default 0: no limit). A node at its
+    /// limit takes no new one: placement tries another, and when every node is full the
+    /// creation is `CapacityExceeded`.
+    pub fn max_actors(mut self, limit: u32) -> Self {
+        self.0.max_per_node = limit;
+        self
+    }
+
+    /// Bounds each Actor's message queue (default 4096 messages and 64 MiB, counting each
+    /// message's payload and metadata plus a fixed 64 bytes). A request to a full queue is
+    /// refused at once; a send waits up to the send timeout.
+    pub fn queue_limits(mut self, messages: usize, bytes: usize) -> Result<Self> {
+        self.0.set_queue(messages, bytes)?;
+        Ok(self)
+    }
+
+    /// The stable type name.
+    pub fn stable_type(&self) -> &StableType {
+        &self.0.stable_type
+    }
+
+    /// Its relocation policy.
+    pub fn relocation(&self) -> Relocation {
+        self.0.relocation
+    }
+}
+
+/// An Actor as its turn loop drives it.
+pub(crate) struct ActorInstance {
+    pub(crate) id: ActorId,
+    pub(crate) actor: Box<dyn Actor>,
+}
+
+impl ActorInstance {
+    fn context(&self, turn: TurnInfo) -> ActorContext {
+        ActorContext {
+            node: turn.node,
+            id: self.id.clone(),
+            generation: turn.generation,
+            packet: turn.packet,
+            deadline: turn.deadline,
+            metadata: turn.metadata,
+            timers: turn.timers,
+            membership: turn.membership,
+        }
+    }
+}
+
+#[async_trait]
+impl Instance for ActorInstance {
+    async fn handle(&mut self, turn: TurnInfo, handler: usize, payload: Bytes) -> Result<Bytes> {
+        let ctx = self.context(turn);
+        self.actor.handle(&ctx, handler, payload).await
+    }
+
+    async fn on_initialize(&mut self, turn: TurnInfo) -> Result<()> {
+        let ctx = self.context(turn);
+        self.actor.on_initialize(&ctx).await
+    }
+
+    async fn on_timer(&mut self, turn: TurnInfo, tick: TimerTick) -> Result<()> {
+        let ctx = self.context(turn);
+        self.actor.on_timer(&ctx, tick).await
+    }
+
+    async fn on_closing(&mut self, turn: TurnInfo, reason: ClosingReason) {
+        let ctx = self.context(turn);
+        self.actor.on_closing(&ctx, reason).await
+    }
+}
+
+/// The outcome of an Actor's get-or-create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ActorCreation {
+    /// The Actor existed already (no factory ran).
+    Existing(ActorRef),
+    /// This call created it, in its node's Entry Spot.
+    Created(ActorRef),
+}

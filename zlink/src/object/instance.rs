@@ -1,0 +1,36 @@
+//! What the turn loop runs, whatever the object's kind: one internal trait the Spot and
+//! Actor adapters implement, and what the loop knows of each turn.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::id::SpotId;
+use super::spot::ClosingReason;
+use super::timer::{TimerTick, Timers};
+use crate::mesh::MeshNode;
+use crate::wire::Metadata;
+use crate::Result;
+
+/// What the turn loop knows of one turn; an adapter adds the object's typed ID to make
+/// the application's [`Context`](super::Context).
+pub(crate) struct TurnInfo {
+    pub(crate) node: Arc<MeshNode>,
+    pub(crate) generation: u64,
+    pub(crate) packet: Option<Arc<str>>,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) metadata: Metadata,
+    pub(crate) timers: Option<Arc<Timers>>,
+    pub(crate) membership: Option<SpotId>,
+}
+
+/// A running object's instance, as its turn loop drives it.
+#[async_trait]
+pub(crate) trait Instance: Send + 'static {
+    async fn handle(&mut self, turn: TurnInfo, handler: usize, payload: Bytes) -> Result<Bytes>;
+    async fn on_initialize(&mut self, turn: TurnInfo) -> Result<()>;
+    async fn on_timer(&mut self, turn: TurnInfo, tick: TimerTick) -> Result<()>;
+    async fn on_closing(&mut self, turn: TurnInfo, reason: ClosingReason);
+}
