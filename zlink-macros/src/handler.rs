@@ -1,4 +1,4 @@
-//! One `#[handler]` method of a channel group or a Spot: its signature, checked and
+//! One `#[handler]` method of a channel group, a Spot or an Actor: its signature, checked and
 //! reduced to what generation needs.
 
 use proc_macro2::Span;
@@ -30,6 +30,8 @@ pub(crate) enum Flavor {
     Channel,
     /// `#[spot(...)]`: `&mut self`, `SpotContext` (one turn at a time).
     Spot,
+    /// `#[actor(...)]`: `&mut self`, `ActorContext` (one turn at a time).
+    Actor,
 }
 
 impl Flavor {
@@ -37,13 +39,14 @@ impl Flavor {
         match self {
             Flavor::Channel => "HandlerContext",
             Flavor::Spot => "SpotContext",
+            Flavor::Actor => "ActorContext",
         }
     }
 
     fn receiver(self) -> &'static str {
         match self {
             Flavor::Channel => "&self",
-            Flavor::Spot => "&mut self",
+            Flavor::Spot | Flavor::Actor => "&mut self",
         }
     }
 
@@ -127,12 +130,13 @@ fn check_receiver(first: Option<&FnArg>, fn_span: Span, flavor: Flavor) -> syn::
     let message = match flavor {
         Flavor::Channel => "a #[handler] takes `&self` first: the group is shared by concurrent calls, so handlers cannot take `self` or `&mut self` (a stateful object that runs one turn at a time is a Spot: #[zlink::spot(...)])",
         Flavor::Spot => "a Spot #[handler] takes `&mut self` first: a Spot runs one turn at a time and owns its state, so its handlers mutate it directly",
+        Flavor::Actor => "an Actor #[handler] takes `&mut self` first: an Actor runs one turn at a time and owns its state, so its handlers mutate it directly",
     };
     let fits = |r: &syn::Receiver| {
         r.reference.is_some()
             && match flavor {
                 Flavor::Channel => r.mutability.is_none(),
-                Flavor::Spot => r.mutability.is_some(),
+                Flavor::Spot | Flavor::Actor => r.mutability.is_some(),
             }
     };
     match first {
@@ -189,16 +193,22 @@ fn context_type(arg: &FnArg, flavor: Flavor) -> syn::Result<bool> {
         Flavor::Spot => {
             "the third argument is the Spot context: `ctx: &zlink::object::SpotContext`"
         }
+        Flavor::Actor => {
+            "the third argument is the Actor context: `ctx: &zlink::object::ActorContext`"
+        }
     };
     let FnArg::Typed(pat) = arg else {
         return Err(syn::Error::new_spanned(arg, message));
     };
     if is_context(&pat.ty, flavor) {
         let by_ref = matches!(&*pat.ty, Type::Reference(_));
-        if flavor == Flavor::Spot && !by_ref {
+        if flavor != Flavor::Channel && !by_ref {
             return Err(syn::Error::new_spanned(
                 &pat.ty,
-                "take the Spot context by reference: `ctx: &SpotContext`",
+                format!(
+                    "take the context by reference: `ctx: &{}`",
+                    flavor.context()
+                ),
             ));
         }
         Ok(by_ref)

@@ -9,7 +9,7 @@ mod handler;
 mod handler_block;
 mod message;
 mod names;
-mod spot;
+mod object;
 
 use proc_macro::TokenStream;
 
@@ -144,17 +144,36 @@ pub fn channel(args: TokenStream, item: TokenStream) -> TokenStream {
 /// `impl zlink::object::Spot for Type {}` to take their defaults.
 #[proc_macro_attribute]
 pub fn spot(args: TokenStream, item: TokenStream) -> TokenStream {
-    spot::expand(args.into(), item.into()).into()
+    object::expand(&object::SPOT, args.into(), item.into()).into()
 }
 
-/// Marks a handler method inside a `#[zlink::channel(server)]` or `#[zlink::spot(...)]`
-/// block; see [`macro@channel`] and [`macro@spot`]. Anywhere else it is an error.
+/// Turns an `impl` block into an Actor type: its dispatch, its declaration and a typed
+/// client addressed by global ID.
+///
+/// `#[actor(type = "player", relocation = recreate)]` marks the block, with the same keys
+/// as [`macro@spot`]. Each `#[handler]` method is
+/// `async fn name(&mut self, message: M, ctx: &ActorContext)`. The macro generates:
+/// - `impl zlink::object::ActorHandlers` (decode, call, encode);
+/// - `Type::STABLE_TYPE`, `Type::RELOCATION` and `Type::actor_type(factory)` for
+///   `RuntimeBuilder::actor_type`;
+/// - `XxxClient::new(&runtime, "actor-id")` with one method per handler.
+///
+/// The lifecycle hooks are the `zlink::object::Actor` trait: write
+/// `impl zlink::object::Actor for Type {}` to take their defaults.
+#[proc_macro_attribute]
+pub fn actor(args: TokenStream, item: TokenStream) -> TokenStream {
+    object::expand(&object::ACTOR, args.into(), item.into()).into()
+}
+
+/// Marks a handler method inside a `#[zlink::channel(server)]`, `#[zlink::spot(...)]` or
+/// `#[zlink::actor(...)]` block; see [`macro@channel`], [`macro@spot`] and
+/// [`macro@actor`]. Anywhere else it is an error.
 #[proc_macro_attribute]
 pub fn handler(_args: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);
     let error = syn::Error::new(
         proc_macro2::Span::call_site(),
-        "#[handler] only marks methods inside a #[zlink::channel(server)] or #[zlink::spot(...)] impl block; put one of them on the enclosing impl",
+        "#[handler] only marks methods inside a #[zlink::channel(server)], #[zlink::spot(...)] or #[zlink::actor(...)] impl block; put one of them on the enclosing impl",
     )
     .to_compile_error();
     quote::quote!(#error #item).into()

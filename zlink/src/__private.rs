@@ -15,12 +15,16 @@ pub fn no_handler(ctx: &crate::HandlerContext, handler: usize) -> Error {
     )
 }
 
-/// The error a generated Spot dispatch returns for a handler position it does not have.
-pub fn no_spot_handler(ctx: &crate::object::SpotContext, handler: usize) -> Error {
+/// The error a generated Spot or Actor dispatch returns for a handler position it does not
+/// have.
+pub fn no_object_handler<K: crate::object::Kind>(
+    ctx: &crate::object::Context<K>,
+    handler: usize,
+) -> Error {
     Error::new(
         ErrorKind::NotFound,
         format!(
-            "no handler at position {handler} for packet {} of Spot {}",
+            "no handler at position {handler} for packet {} of {}",
             ctx.packet().unwrap_or("?"),
             ctx.id()
         ),

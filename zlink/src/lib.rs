@@ -84,7 +84,7 @@ pub use host::{
 pub use link::LinkLimits;
 pub use mesh::{generate_rid, DiscoveryStatus, PeerStatus};
 pub use wire::{cbor_decode, cbor_encode, Cbor, Codec, Json, Message, Metadata, Request};
-pub use zlink_macros::{channel, handler, spot, Message};
+pub use zlink_macros::{actor, channel, handler, spot, Message};
 
 /// ClientServer roles: a Server's own listener for outside callers, Clients that connect
 /// to it. Declare them with [`ClientServer`] and

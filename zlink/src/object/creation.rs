@@ -514,9 +514,7 @@ async fn create_remote(
 pub(super) async fn find(server: &ObjectServer, key: &ObjectKey) -> Result<Option<Location>> {
     let current = server.authority.read(key).await.map_err(store_error)?;
     Ok(current
-        .filter(|v| {
-            v.record.state == AuthorityState::Ready && v.record.shape == created_shape(key.kind)
-        })
+        .filter(|v| v.record.state == AuthorityState::Ready)
         .map(|v| Location::of(&v)))
 }
 

@@ -1,20 +1,22 @@
-//! The arguments of `#[spot(...)]`.
+//! The arguments of `#[spot(...)]` and `#[actor(...)]`.
 
 use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
 use syn::{Ident, LitStr, Path};
 
+use super::ObjectKind;
 use crate::attr_keys::{self, set_once};
 use crate::{crate_path, names};
 
-/// The relocation policy a Spot type declares.
+/// The relocation policy an object type declares.
 pub(crate) enum Policy {
     Disable,
     Recreate,
 }
 
-/// What `#[spot(type = "...", relocation = ..., client = Name, crate = "...")]` declares.
-pub(crate) struct SpotArgs {
+/// What `#[spot(type = "...", relocation = ..., client = Name, crate = "...")]` (or the
+/// same for `#[actor]`) declares.
+pub(crate) struct ObjectArgs {
     /// The stable type name, validated.
     pub(crate) stable_type: String,
     /// The relocation policy (mandatory).
@@ -27,18 +29,25 @@ pub(crate) struct SpotArgs {
 
 const EXPECTED: &str = "expected `type = \"stable-type\"`, `relocation = disable | recreate`, `client = ClientTypeName` or `crate = \"path\"`";
 
-impl SpotArgs {
-    pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Self> {
+impl ObjectArgs {
+    pub(crate) fn parse(tokens: TokenStream, kind: &ObjectKind) -> syn::Result<Self> {
+        let ObjectKind {
+            attr_name: attr,
+            noun,
+            example_type: example,
+            ..
+        } = kind;
         let mut stable_type: Option<LitStr> = None;
         let mut policy: Option<Policy> = None;
         let mut client: Option<Ident> = None;
         let mut krate: Option<Path> = None;
-        let parser = syn::meta::parser(|meta| match attr_keys::key(&meta).as_str() {
+        let parser = syn::meta::parser(|meta| {
+            match attr_keys::key(&meta).as_str() {
             "type" => set_once(&mut stable_type, &meta, |m| {
                 m.value()?.parse::<LitStr>().map_err(|e| {
                     syn::Error::new(
                         e.span(),
-                        "the stable type must be a string literal, e.g. type = \"room\"",
+                        format!("the stable type must be a string literal, e.g. type = \"{example}\""),
                     )
                 })
             }),
@@ -59,25 +68,27 @@ impl SpotArgs {
             }),
             "client" => set_once(&mut client, &meta, |m| m.value()?.parse()),
             "crate" => set_once(&mut krate, &meta, crate_path::parse),
-            "server" => Err(meta.error(
-                "`server` belongs to #[channel(server)]; a Spot declares `type` and `relocation`",
-            )),
-            _ => Err(meta.error(format!("unknown key in #[spot(...)]; {EXPECTED}"))),
+            "server" => Err(meta.error(format!(
+                "`server` belongs to #[channel(server)]; a{} {noun} declares `type` and `relocation`",
+                if noun.starts_with('A') { "n" } else { "" }
+            ))),
+            _ => Err(meta.error(format!("unknown key in #[{attr}(...)]; {EXPECTED}"))),
+        }
         });
         parser.parse2(tokens)?;
         let Some(stable_type) = stable_type else {
             return Err(syn::Error::new(
                 Span::call_site(),
-                "#[spot(...)] needs its stable type: #[spot(type = \"room\", relocation = disable)]",
+                format!("#[{attr}(...)] needs its stable type: #[{attr}(type = \"{example}\", relocation = disable)]"),
             ));
         };
         let Some(policy) = policy else {
             return Err(syn::Error::new(
                 Span::call_site(),
-                "#[spot(...)] needs exactly one relocation policy: `relocation = disable` or `relocation = recreate`",
+                format!("#[{attr}(...)] needs exactly one relocation policy: `relocation = disable` or `relocation = recreate`"),
             ));
         };
-        Ok(SpotArgs {
+        Ok(ObjectArgs {
             stable_type: names::check(&stable_type, "the stable type")?,
             policy,
             client,

@@ -1,4 +1,4 @@
-//! The generated typed client: addressed by the Spot's global ID only, one method per
+//! The generated typed client: addressed by the object's global ID only, one method per
 //! handler (plus a `_with` form taking `CallOptions`).
 
 use proc_macro2::{Span, TokenStream};
@@ -6,23 +6,26 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::Ident;
 
-use super::SpotBlock;
+use super::ObjectBlock;
 use crate::handler::{Handler, HandlerKind};
 
 fn local(name: &str) -> Ident {
     Ident::new(&format!("__zlink_{name}"), Span::mixed_site())
 }
 
-pub(crate) fn generate(spot: &SpotBlock) -> TokenStream {
+pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
+    let noun = spot.kind.noun;
     let krate = &spot.args.krate;
     let (runtime, id, f) = (local("runtime"), local("id"), local("f"));
     let self_ty = spot.self_ty;
     let client = &spot.client;
     let type_doc = format!(
-        "Typed client of one [`{}`] Spot, addressed by its global ID: the owner is found \
+        "Typed client of one [`{}`] {noun}, addressed by its global ID: the owner is found \
          through the route cache or the Location Store, wherever it runs. Cheap to clone.",
         quote!(#self_ty)
     );
+    let new_doc = format!("A client of the {noun} with global ID `id`, calling through `runtime`.");
+    let id_doc = format!("The {noun} ID this client addresses.");
     let methods = spot.handlers.iter().map(|h| method(spot, h));
     quote! {
         #[doc = #type_doc]
@@ -42,7 +45,7 @@ pub(crate) fn generate(spot: &SpotBlock) -> TokenStream {
 
         #[allow(private_interfaces)]
         impl #client {
-            /// A client of the Spot with global ID `id`, calling through `runtime`.
+            #[doc = #new_doc]
             pub fn new(
                 #runtime: &#krate::Runtime,
                 #id: impl ::core::convert::Into<::std::string::String>,
@@ -54,7 +57,7 @@ pub(crate) fn generate(spot: &SpotBlock) -> TokenStream {
                 }
             }
 
-            /// The Spot ID this client addresses.
+            #[doc = #id_doc]
             pub fn id(&self) -> &str {
                 &self.id
             }
@@ -64,8 +67,10 @@ pub(crate) fn generate(spot: &SpotBlock) -> TokenStream {
     }
 }
 
-fn method(spot: &SpotBlock, h: &Handler) -> TokenStream {
+fn method(spot: &ObjectBlock, h: &Handler) -> TokenStream {
     let krate = &spot.args.krate;
+    let noun = spot.kind.noun;
+    let manager = Ident::new(spot.kind.manager, Span::call_site());
     let message = &h.message;
     let name = &h.method;
     let name_with = format_ident!("{}_with", name);
@@ -77,7 +82,7 @@ fn method(spot: &SpotBlock, h: &Handler) -> TokenStream {
     match h.kind {
         HandlerKind::Request { .. } => {
             let doc =
-                format!("Sends a `{message_text}` request to this Spot and returns its reply.");
+                format!("Sends a `{message_text}` request to this {noun} and returns its reply.");
             quote_spanned! {message.span()=>
                 #(#docs)*
                 #separator
@@ -95,13 +100,13 @@ fn method(spot: &SpotBlock, h: &Handler) -> TokenStream {
                     #sent: &#message,
                     #options: #krate::CallOptions,
                 ) -> #krate::Result<<#message as #krate::Request>::Reply> {
-                    self.runtime.spots().request_with(&self.id, #sent, #options).await
+                    self.runtime.#manager().request_with(&self.id, #sent, #options).await
                 }
             }
         }
         HandlerKind::Send => {
             let doc = format!(
-                "Sends a one-way `{message_text}` to this Spot; completes when it is queued for the owner."
+                "Sends a one-way `{message_text}` to this {noun}; completes when it is queued for the owner."
             );
             quote_spanned! {message.span()=>
                 #(#docs)*
@@ -117,7 +122,7 @@ fn method(spot: &SpotBlock, h: &Handler) -> TokenStream {
                     #sent: &#message,
                     #options: #krate::CallOptions,
                 ) -> #krate::Result<()> {
-                    self.runtime.spots().send_with(&self.id, #sent, #options).await
+                    self.runtime.#manager().send_with(&self.id, #sent, #options).await
                 }
             }
         }

@@ -1,6 +1,6 @@
-//! The generated `SpotHandlers` implementation (dispatch by handler position: decode,
-//! call with `&mut self`, encode) and the type's declaration (`STABLE_TYPE`,
-//! `RELOCATION`, `spot_type(factory)`).
+//! The generated `SpotHandlers` / `ActorHandlers` implementation (dispatch by handler
+//! position: decode, call with `&mut self`, encode) and the type's declaration
+//! (`STABLE_TYPE`, `RELOCATION`, `spot_type(factory)` / `actor_type(factory)`).
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -8,15 +8,35 @@ use syn::spanned::Spanned;
 use syn::Ident;
 
 use super::args::Policy;
-use super::SpotBlock;
+use super::ObjectBlock;
 use crate::handler::HandlerKind;
 
 fn local(name: &str) -> Ident {
     Ident::new(&format!("__zlink_{name}"), Span::mixed_site())
 }
 
-pub(crate) fn generate(spot: &SpotBlock) -> TokenStream {
+pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
     let krate = &spot.args.krate;
+    let kind = spot.kind;
+    let name = |text: &str| Ident::new(text, Span::call_site());
+    let (handlers_trait, context, type_struct, register) = (
+        name(kind.handlers_trait),
+        name(kind.context),
+        name(kind.type_struct),
+        name(kind.register),
+    );
+    let noun = kind.noun;
+    let stable_doc =
+        format!("The stable type name this {noun} type is registered and created under.");
+    let relocation_doc = format!(
+        "What happens to a{} {noun} of this type when it is moved to another node.",
+        if noun.starts_with('A') { "n" } else { "" }
+    );
+    let register_doc = format!(
+        "This {noun} type, its {noun}s made by `factory`: register it with \
+         `RuntimeBuilder::{}` on every node that serves it.",
+        kind.register
+    );
     let self_ty = spot.self_ty;
     let (ctx, handler, payload, message, reply, factory) = (
         local("ctx"),
@@ -72,41 +92,40 @@ pub(crate) fn generate(spot: &SpotBlock) -> TokenStream {
     quote! {
         #[automatically_derived]
         #[#krate::async_trait]
-        impl #krate::object::SpotHandlers for #self_ty {
+        impl #krate::object::#handlers_trait for #self_ty {
             fn packets() -> ::std::vec::Vec<(::std::string::String, #krate::PacketKind)> {
                 ::std::vec![#(#packets),*]
             }
 
             async fn handle(
                 &mut self,
-                #ctx: &#krate::object::SpotContext,
+                #ctx: &#krate::object::#context,
                 #handler: usize,
                 #payload: #krate::Bytes,
             ) -> #krate::Result<#krate::Bytes> {
                 match #handler {
                     #(#branches)*
-                    _ => ::core::result::Result::Err(#krate::__private::no_spot_handler(#ctx, #handler)),
+                    _ => ::core::result::Result::Err(#krate::__private::no_object_handler(#ctx, #handler)),
                 }
             }
         }
 
         #[automatically_derived]
         impl #self_ty {
-            /// The stable type name this Spot type is registered and created under.
+            #[doc = #stable_doc]
             pub const STABLE_TYPE: &'static str = #stable_type;
 
-            /// What happens to a Spot of this type when it is moved to another node.
+            #[doc = #relocation_doc]
             pub const RELOCATION: #krate::object::Relocation = #policy;
 
-            /// This Spot type, its Spots made by `factory`: register it with
-            /// `RuntimeBuilder::spot_type` on every node that serves it.
-            pub fn spot_type(
-                #factory: impl ::core::ops::Fn(&#krate::object::SpotContext) -> Self
+            #[doc = #register_doc]
+            pub fn #register(
+                #factory: impl ::core::ops::Fn(&#krate::object::#context) -> Self
                     + ::core::marker::Send
                     + ::core::marker::Sync
                     + 'static,
-            ) -> #krate::Result<#krate::object::SpotType> {
-                #krate::object::SpotType::new(Self::STABLE_TYPE, Self::RELOCATION, #factory)
+            ) -> #krate::Result<#krate::object::#type_struct> {
+                #krate::object::#type_struct::new(Self::STABLE_TYPE, Self::RELOCATION, #factory)
             }
         }
     }

@@ -1,0 +1,326 @@
+//! Actors addressed by global ID, over real TCP on 127.0.0.1 and a real `redis-server`:
+//! creation in the node's Entry Spot, creation races, serial turns and FIFO order, direct
+//! requests by ID from another node, destroy and its generation check, a dead owner.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use zlink::object::{is_entry_spot_id, Actor, ActorContext, ActorCreation, ClosingReason};
+use zlink::{ErrorKind, Runtime};
+use zlink_testkit::{wait_until, RedisServer};
+use zlink_tests::*;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Scored)]
+pub struct Score(pub u32);
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Scored {
+    pub total: u32,
+    pub by: String,
+    pub spot: Option<String>,
+    pub generation: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Note(pub u32);
+
+#[derive(Clone, Default)]
+struct Counters {
+    factories: Arc<AtomicUsize>,
+    busy: Arc<AtomicUsize>,
+    overlaps: Arc<AtomicUsize>,
+    notes: Arc<Mutex<Vec<u32>>>,
+    closings: Arc<Mutex<Vec<ClosingReason>>>,
+}
+
+pub struct Player {
+    node: String,
+    total: u32,
+    counters: Counters,
+}
+
+#[zlink::actor(type = "player", relocation = recreate)]
+impl Player {
+    /// Adds to the player's score.
+    #[handler]
+    async fn score(&mut self, score: Score, ctx: &ActorContext) -> zlink::Result<Scored> {
+        if self.counters.busy.fetch_add(1, Ordering::SeqCst) > 0 {
+            self.counters.overlaps.fetch_add(1, Ordering::SeqCst);
+        }
+        tokio::task::yield_now().await;
+        self.total += score.0;
+        self.counters.busy.fetch_sub(1, Ordering::SeqCst);
+        Ok(Scored {
+            total: self.total,
+            by: self.node.clone(),
+            spot: ctx.spot().map(|s| s.to_string()),
+            generation: ctx.generation(),
+        })
+    }
+
+    /// Notes a number, in arrival order.
+    #[handler]
+    async fn note(&mut self, note: Note, _ctx: &ActorContext) -> zlink::Result<()> {
+        if self.counters.busy.fetch_add(1, Ordering::SeqCst) > 0 {
+            self.counters.overlaps.fetch_add(1, Ordering::SeqCst);
+        }
+        tokio::task::yield_now().await;
+        self.counters.notes.lock().unwrap().push(note.0);
+        self.counters.busy.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+#[zlink::async_trait]
+impl Actor for Player {
+    async fn on_closing(&mut self, _ctx: &ActorContext, reason: ClosingReason) {
+        self.counters.closings.lock().unwrap().push(reason);
+    }
+}
+
+fn player_type(node: &str, counters: &Counters) -> zlink::object::ActorType {
+    let (node, counters) = (node.to_string(), counters.clone());
+    Player::actor_type(move |_ctx| {
+        counters.factories.fetch_add(1, Ordering::SeqCst);
+        Player {
+            node: node.clone(),
+            total: 0,
+            counters: counters.clone(),
+        }
+    })
+    .expect("a valid Actor type")
+}
+
+async fn actor_server(
+    rid: &str,
+    store: &Arc<dyn zlink::store::LocationStore>,
+    counters: &Counters,
+    weight: u32,
+) -> Runtime {
+    start(
+        discovered_node(rid, store, quick_lease())
+            .placement_weight(weight)
+            .actor_type(player_type(rid, counters)),
+    )
+    .await
+}
+
+/// The Entry Spot `rt` published in its descriptor, as `other` sees it.
+fn entry_spot_of(other: &Runtime, rid: &str) -> Option<String> {
+    other
+        .discovery()
+        .status()
+        .map(|status| status.members)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|m| m.rid == rid)
+        .and_then(|m| m.entry_spot)
+}
+
+#[tokio::test]
+async fn a_new_actor_starts_in_its_nodes_entry_spot_and_takes_requests_by_id_from_any_node() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = actor_server("a", &store, &counters, 100).await;
+    let b = start(discovered_node("b", &store, quick_lease())).await;
+    wait_until(WAIT, "b sees a's Actor type", || async {
+        entry_spot_of(&b, "a").is_some() && peer_rids(&b) == ["a"]
+    })
+    .await;
+    // b serves no Actor type: placement puts the Actor on a.
+    let created = b.actors().get_or_create("p1", "player").await.unwrap();
+    let ActorCreation::Created(actor) = created else {
+        panic!("created: {created:?}")
+    };
+    assert_eq!(actor.rid, "a");
+    let client = PlayerClient::new(&b, "p1");
+    let first = client.score(&Score(5)).await.unwrap();
+    let second = client.score(&Score(2)).await.unwrap();
+    assert_eq!((first.total, second.total, second.by.as_str()), (5, 7, "a"));
+    let entry = entry_spot_of(&b, "a").unwrap();
+    assert_eq!(second.spot.as_deref(), Some(entry.as_str()));
+    assert!(is_entry_spot_id(&entry), "{entry}");
+    assert_eq!(second.generation, actor.generation);
+    // The Entry Spot is a Ready Spot of the store, and the Actor is found by ID.
+    assert!(b.spots().find(&entry).await.unwrap().is_some());
+    assert_eq!(b.actors().find("p1").await.unwrap(), Some(actor));
+    assert_eq!(a.status().actors_owned, 1);
+    stop([a, b]).await;
+}
+
+#[tokio::test]
+async fn only_one_actor_factory_runs_under_a_creation_race_across_3_nodes() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let nodes = [
+        actor_server("a", &store, &counters, 100).await,
+        actor_server("b", &store, &counters, 100).await,
+        actor_server("c", &store, &counters, 100).await,
+    ];
+    let calls = nodes.iter().flat_map(|rt| {
+        (0..4).map(move |_| {
+            let rt = rt.clone();
+            async move { rt.actors().get_or_create("racer", "player").await }
+        })
+    });
+    let results = futures::future::join_all(calls).await;
+    let created = results
+        .iter()
+        .filter(|r| matches!(r, Ok(ActorCreation::Created(_))))
+        .count();
+    let existing = results
+        .iter()
+        .filter(|r| matches!(r, Ok(ActorCreation::Existing(_))))
+        .count();
+    assert_eq!((created, existing), (1, 11), "{results:?}");
+    assert_eq!(counters.factories.load(Ordering::SeqCst), 1);
+    // create on an existing ID is AlreadyExists; another type under it, TypeMismatch.
+    let again = nodes[1]
+        .actors()
+        .create("racer", "player")
+        .await
+        .unwrap_err();
+    assert!(again.is(ErrorKind::AlreadyExists), "{again}");
+    let other = nodes[2].actors().get_or_create("racer", "monster").await;
+    assert!(other.unwrap_err().is(ErrorKind::TypeMismatch));
+    let [a, b, c] = nodes;
+    stop([a, b, c]).await;
+}
+
+#[tokio::test]
+async fn two_messages_for_one_actor_never_run_at_the_same_time_and_one_origin_is_fifo() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = actor_server("a", &store, &counters, 100).await;
+    let b = start(discovered_node("b", &store, quick_lease())).await;
+    wait_until(WAIT, "b sees a", || async {
+        entry_spot_of(&b, "a").is_some() && peer_rids(&b) == ["a"]
+    })
+    .await;
+    b.actors().create("fifo", "player").await.unwrap();
+    let client = PlayerClient::new(&b, "fifo");
+    for i in 0..100 {
+        client.note(&Note(i)).await.unwrap();
+    }
+    // Concurrent requests from both nodes besides.
+    let requests = (0..20).map(|i| {
+        let rt = if i % 2 == 0 { a.clone() } else { b.clone() };
+        async move { PlayerClient::new(&rt, "fifo").score(&Score(1)).await }
+    });
+    for result in futures::future::join_all(requests).await {
+        result.unwrap();
+    }
+    wait_until(WAIT, "every note ran", || async {
+        counters.notes.lock().unwrap().len() == 100
+    })
+    .await;
+    assert_eq!(
+        *counters.notes.lock().unwrap(),
+        (0..100).collect::<Vec<_>>()
+    );
+    assert_eq!(counters.overlaps.load(Ordering::SeqCst), 0);
+    stop([a, b]).await;
+}
+
+#[tokio::test]
+async fn destroy_checks_the_generation_and_a_destroyed_actor_is_gone() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = actor_server("a", &store, &counters, 100).await;
+    let b = actor_server("b", &store, &counters, 0).await;
+    wait_until(WAIT, "a and b connected", || async {
+        peer_rids(&b) == ["a"] && entry_spot_of(&b, "a").is_some()
+    })
+    .await;
+    let first = b.actors().create("p", "player").await.unwrap();
+    assert_eq!(first.rid, "a", "b takes no new Actors (weight 0)");
+    let mut stale = first.clone();
+    stale.generation += 1;
+    let wrong = b.actors().destroy(&stale).await.unwrap_err();
+    assert!(wrong.is(ErrorKind::InvalidOperation), "{wrong}");
+    // Destroyed from the other node, through the owner.
+    assert!(b.actors().destroy(&first).await.unwrap());
+    assert_eq!(
+        *counters.closings.lock().unwrap(),
+        [ClosingReason::Destroyed]
+    );
+    assert!(!b.actors().destroy(&first).await.unwrap(), "gone already");
+    let gone = b.actors().request("p", &Score(1)).await.unwrap_err();
+    assert!(gone.is(ErrorKind::NotFound), "{gone}");
+    assert_eq!(b.actors().find("p").await.unwrap(), None);
+    // A new incarnation has a higher generation; the old reference names nothing.
+    let second = b.actors().create("p", "player").await.unwrap();
+    assert!(second.generation > first.generation);
+    let old = b.actors().destroy(&first).await.unwrap_err();
+    assert!(old.is(ErrorKind::InvalidOperation), "{old}");
+    assert_eq!(
+        PlayerClient::new(&b, "p")
+            .score(&Score(3))
+            .await
+            .unwrap()
+            .total,
+        3,
+        "the new incarnation starts fresh"
+    );
+    stop([a, b]).await;
+}
+
+#[tokio::test]
+async fn a_dead_actor_owner_gives_unavailable_and_nothing_is_activated_elsewhere() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = actor_server("a", &store, &counters, 100).await;
+    let b = actor_server("b", &store, &counters, 0).await;
+    wait_until(WAIT, "a and b connected", || async {
+        peer_rids(&b) == ["a"] && entry_spot_of(&b, "a").is_some()
+    })
+    .await;
+    b.actors().create("p", "player").await.unwrap();
+    PlayerClient::new(&b, "p").score(&Score(1)).await.unwrap();
+    a.crash().await;
+    wait_until(WAIT, "b lost a", || async { peer_rids(&b).is_empty() }).await;
+    let dead = PlayerClient::new(&b, "p")
+        .score(&Score(1))
+        .await
+        .unwrap_err();
+    assert!(dead.is(ErrorKind::Unavailable), "{dead}");
+    let found = b.actors().get_or_create("p", "player").await.unwrap();
+    assert!(
+        matches!(found, ActorCreation::Existing(ref r) if r.rid == "a"),
+        "{found:?}"
+    );
+    assert_eq!(counters.factories.load(Ordering::SeqCst), 1);
+    stop([b]).await;
+}
+
+#[tokio::test]
+async fn spots_and_actors_are_separate_id_namespaces() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = actor_server("a", &store, &counters, 100).await;
+    a.actors().create("same", "player").await.unwrap();
+    // No Spot named "same" exists, though an Actor does.
+    assert_eq!(a.spots().find("same").await.unwrap(), None);
+    let missing = a
+        .spots()
+        .get_or_create("same", "room", "")
+        .await
+        .unwrap_err();
+    assert!(
+        missing.is(ErrorKind::NotFound),
+        "no node serves rooms: {missing}"
+    );
+    assert!(!matches!(
+        a.actors().get_or_create("same", "player").await.unwrap(),
+        ActorCreation::Created(_)
+    ));
+    stop([a]).await;
+}

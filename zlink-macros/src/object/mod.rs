@@ -1,0 +1,130 @@
+//! `#[spot(type = "...", relocation = ...)]` and `#[actor(...)]`: turn an impl block of
+//! `&mut self` `#[handler]` methods into a Spot or Actor type's dispatch, its registration
+//! and a typed client addressed by global ID. The two differ only in names.
+
+mod args;
+mod client;
+mod dispatch;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::{Ident, ItemImpl, Type};
+
+use crate::checks;
+use crate::handler::{Flavor, Handler};
+use crate::handler_block::{self, BlockKind};
+use args::ObjectArgs;
+
+/// Names the generated client defines itself; a handler may not take them.
+const CLIENT_OWN_METHODS: [&str; 2] = ["new", "id"];
+
+/// What differs between `#[spot]` and `#[actor]`: the words and the runtime's names.
+pub(crate) struct ObjectKind {
+    pub(crate) block: BlockKind,
+    /// The attribute's name, e.g. `spot`.
+    pub(crate) attr_name: &'static str,
+    /// The kind as a word, e.g. `Spot`.
+    pub(crate) noun: &'static str,
+    /// An example stable type, e.g. `room`.
+    pub(crate) example_type: &'static str,
+    pub(crate) handlers_trait: &'static str,
+    pub(crate) context: &'static str,
+    pub(crate) type_struct: &'static str,
+    /// The generated registration function and the builder method it feeds.
+    pub(crate) register: &'static str,
+    /// The runtime's handle for the kind, e.g. `spots`.
+    pub(crate) manager: &'static str,
+}
+
+pub(crate) const SPOT: ObjectKind = ObjectKind {
+    block: BlockKind {
+        attr: "#[spot(...)]",
+        flavor: Flavor::Spot,
+        generic_hint: "declare a concrete Spot type",
+        example: "Room",
+    },
+    attr_name: "spot",
+    noun: "Spot",
+    example_type: "room",
+    handlers_trait: "SpotHandlers",
+    context: "SpotContext",
+    type_struct: "SpotType",
+    register: "spot_type",
+    manager: "spots",
+};
+
+pub(crate) const ACTOR: ObjectKind = ObjectKind {
+    block: BlockKind {
+        attr: "#[actor(...)]",
+        flavor: Flavor::Actor,
+        generic_hint: "declare a concrete Actor type",
+        example: "Player",
+    },
+    attr_name: "actor",
+    noun: "Actor",
+    example_type: "player",
+    handlers_trait: "ActorHandlers",
+    context: "ActorContext",
+    type_struct: "ActorType",
+    register: "actor_type",
+    manager: "actors",
+};
+
+/// Everything generation needs about one annotated impl block.
+pub(crate) struct ObjectBlock<'a> {
+    pub(crate) kind: &'static ObjectKind,
+    pub(crate) self_ty: &'a Type,
+    pub(crate) client: Ident,
+    pub(crate) handlers: Vec<Handler>,
+    pub(crate) args: ObjectArgs,
+}
+
+/// Expands `#[spot(...)]` or `#[actor(...)]` on `item`. On error the impl block is still
+/// emitted (without its `#[handler]` markers) so the only errors the user sees are ours.
+pub(crate) fn expand(
+    kind: &'static ObjectKind,
+    args: TokenStream,
+    item: TokenStream,
+) -> TokenStream {
+    let mut block = match handler_block::parse(item, &kind.block) {
+        Ok(block) => block,
+        Err(error) => return error,
+    };
+    let handlers = handler_block::take_handlers(&mut block, &kind.block);
+    let generated = ObjectArgs::parse(args, kind)
+        .and_then(|args| generate(kind, &block, args, handlers))
+        .unwrap_or_else(syn::Error::into_compile_error);
+    quote! {
+        #block
+        #generated
+    }
+}
+
+fn generate(
+    kind: &'static ObjectKind,
+    block: &ItemImpl,
+    args: ObjectArgs,
+    handlers: Vec<syn::Result<Handler>>,
+) -> syn::Result<TokenStream> {
+    let self_ident = handler_block::self_name(block, &kind.block)?;
+    let checked = handler_block::checked(handlers, &CLIENT_OWN_METHODS)?;
+    let client = args
+        .client
+        .clone()
+        .unwrap_or_else(|| format_ident!("{}Client", self_ident));
+    let spot = ObjectBlock {
+        kind,
+        self_ty: &block.self_ty,
+        client,
+        handlers: checked,
+        args,
+    };
+    let dispatch = dispatch::generate(&spot);
+    let compile_checks = checks::generate(&spot.args.krate, &spot.handlers);
+    let client = client::generate(&spot);
+    Ok(quote! {
+        #dispatch
+        #compile_checks
+        #client
+    })
+}
