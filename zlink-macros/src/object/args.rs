@@ -23,6 +23,8 @@ pub(crate) struct ObjectArgs {
     pub(crate) policy: Policy,
     /// The generated client's type name, when the user renames it.
     pub(crate) client: Option<Ident>,
+    /// A Spot's member Actor type (`actors = Player`), when it takes Actors.
+    pub(crate) actors: Option<Path>,
     /// The path generated code uses for the runtime crate.
     pub(crate) krate: Path,
 }
@@ -40,6 +42,7 @@ impl ObjectArgs {
         let mut stable_type: Option<LitStr> = None;
         let mut policy: Option<Policy> = None;
         let mut client: Option<Ident> = None;
+        let mut actors: Option<Path> = None;
         let mut krate: Option<Path> = None;
         let parser = syn::meta::parser(|meta| {
             match attr_keys::key(&meta).as_str() {
@@ -67,6 +70,10 @@ impl ObjectArgs {
                 }
             }),
             "client" => set_once(&mut client, &meta, |m| m.value()?.parse()),
+            "actors" if *noun == "Spot" => set_once(&mut actors, &meta, |m| m.value()?.parse()),
+            "actors" => Err(meta.error(
+                "`actors` belongs to #[spot(...)]: it names the Actor type a Spot takes as members",
+            )),
             "crate" => set_once(&mut krate, &meta, crate_path::parse),
             "server" => Err(meta.error(format!(
                 "`server` belongs to #[channel(server)]; a{} {noun} declares `type` and `relocation`",
@@ -92,6 +99,7 @@ impl ObjectArgs {
             stable_type: names::check(&stable_type, "the stable type")?,
             policy,
             client,
+            actors,
             krate: krate.unwrap_or_else(crate_path::default_path),
         })
     }

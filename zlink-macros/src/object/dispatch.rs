@@ -26,6 +26,12 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
         name(kind.register),
     );
     let noun = kind.noun;
+    let member_hooks = spot.members.forward(krate);
+    let takes_actors = spot.args.actors.as_ref().map(|actors| {
+        quote_spanned! {actors.span()=>
+            .and_then(|__zlink_type| __zlink_type.takes_actors(<#actors>::STABLE_TYPE))
+        }
+    });
     let stable_doc =
         format!("The stable type name this {noun} type is registered and created under.");
     let relocation_doc = format!(
@@ -108,6 +114,8 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
                     _ => ::core::result::Result::Err(#krate::__private::no_object_handler(#ctx, #handler)),
                 }
             }
+
+            #member_hooks
         }
 
         #[automatically_derived]
@@ -126,6 +134,7 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
                     + 'static,
             ) -> #krate::Result<#krate::object::#type_struct> {
                 #krate::object::#type_struct::new(Self::STABLE_TYPE, Self::RELOCATION, #factory)
+                    #takes_actors
             }
         }
     }

@@ -5,6 +5,7 @@
 mod args;
 mod client;
 mod dispatch;
+mod members;
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -14,6 +15,7 @@ use crate::checks;
 use crate::handler::{Flavor, Handler};
 use crate::handler_block::{self, BlockKind};
 use args::ObjectArgs;
+use members::MemberHooks;
 
 /// Names the generated client defines itself; a handler may not take them.
 const CLIENT_OWN_METHODS: [&str; 2] = ["new", "id"];
@@ -76,6 +78,7 @@ pub(crate) struct ObjectBlock<'a> {
     pub(crate) self_ty: &'a Type,
     pub(crate) client: Ident,
     pub(crate) handlers: Vec<Handler>,
+    pub(crate) members: MemberHooks,
     pub(crate) args: ObjectArgs,
 }
 
@@ -91,8 +94,9 @@ pub(crate) fn expand(
         Err(error) => return error,
     };
     let handlers = handler_block::take_handlers(&mut block, &kind.block);
+    let members = MemberHooks::take(&mut block);
     let generated = ObjectArgs::parse(args, kind)
-        .and_then(|args| generate(kind, &block, args, handlers))
+        .and_then(|args| generate(kind, &block, args, handlers, members?))
         .unwrap_or_else(syn::Error::into_compile_error);
     quote! {
         #block
@@ -105,8 +109,17 @@ fn generate(
     block: &ItemImpl,
     args: ObjectArgs,
     handlers: Vec<syn::Result<Handler>>,
+    members: MemberHooks,
 ) -> syn::Result<TokenStream> {
     let self_ident = handler_block::self_name(block, &kind.block)?;
+    if let (Some((name, span)), None) = (members.first(), &args.actors) {
+        let message = if kind.noun == "Spot" {
+            format!("#[{name}] is a membership callback: it runs only on a Spot that takes Actors; declare their type in the attribute, e.g. #[spot(type = \"room\", relocation = disable, actors = Player)]")
+        } else {
+            format!("#[{name}] is a Spot's membership callback; an Actor has none (it hears its Join's outcome in Actor::on_join_completed)")
+        };
+        return Err(syn::Error::new(span, message));
+    }
     let checked = handler_block::checked(handlers, &CLIENT_OWN_METHODS)?;
     let client = args
         .client
@@ -117,6 +130,7 @@ fn generate(
         self_ty: &block.self_ty,
         client,
         handlers: checked,
+        members,
         args,
     };
     let dispatch = dispatch::generate(&spot);

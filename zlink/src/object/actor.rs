@@ -9,6 +9,7 @@ use bytes::Bytes;
 use super::context::ActorContext;
 use super::id::{ActorId, StableType};
 use super::instance::{Instance, TurnInfo};
+use super::membership::JoinOutcome;
 use super::object_ref::ActorRef;
 use super::object_type::{Factory, ObjectType};
 use super::spot::{ClosingReason, Relocation};
@@ -57,6 +58,10 @@ pub trait Actor: ActorHandlers {
     async fn on_timer(&mut self, _ctx: &ActorContext, _tick: TimerTick) -> Result<()> {
         Ok(())
     }
+
+    /// How a Join this Actor registered ([`Context::join_spot`](super::Context::join_spot))
+    /// ended; it runs before any message that arrived after the Join's handler.
+    async fn on_join_completed(&mut self, _ctx: &ActorContext, _outcome: JoinOutcome) {}
 
     /// The Actor's last turn: destroyed ([`ClosingReason::Destroyed`]) or its node is
     /// stopping.
@@ -127,6 +132,7 @@ impl ActorInstance {
             metadata: turn.metadata,
             timers: turn.timers,
             membership: turn.membership,
+            joins: turn.joins,
         }
     }
 }
@@ -151,6 +157,11 @@ impl Instance for ActorInstance {
     async fn on_closing(&mut self, turn: TurnInfo, reason: ClosingReason) {
         let ctx = self.context(turn);
         self.actor.on_closing(&ctx, reason).await
+    }
+
+    async fn on_join_completed(&mut self, turn: TurnInfo, outcome: JoinOutcome) {
+        let ctx = self.context(turn);
+        self.actor.on_join_completed(&ctx, outcome).await
     }
 }
 

@@ -199,6 +199,29 @@ impl AuthorityStore {
         })
     }
 
+    /// Writes `current` changed by `change`, at exactly `current`'s version.
+    async fn update(
+        &self,
+        key: &ObjectKey,
+        current: &Versioned,
+        what: &str,
+        change: impl FnOnce(&mut Authority),
+    ) -> StoreResult<Fenced<Versioned>> {
+        let mut record = current.record.clone();
+        change(&mut record);
+        Ok(
+            match self.replace(key, &current.version, Some(&record)).await? {
+                Fenced::Done(Some(version)) => Fenced::Done(Versioned { record, version }),
+                Fenced::Done(None) => {
+                    return Err(StoreError::Protocol(format!(
+                        "{what} applied without a version"
+                    )))
+                }
+                Fenced::Moved => Fenced::Moved,
+            },
+        )
+    }
+
     /// Creating → Ready: publishes the reservation the caller won, dropping the kept
     /// creation request.
     pub(crate) async fn commit(
@@ -206,20 +229,11 @@ impl AuthorityStore {
         key: &ObjectKey,
         won: &Versioned,
     ) -> StoreResult<Fenced<Versioned>> {
-        let mut record = won.record.clone();
-        record.state = AuthorityState::Ready;
-        record.creation_request = None;
-        Ok(
-            match self.replace(key, &won.version, Some(&record)).await? {
-                Fenced::Done(Some(version)) => Fenced::Done(Versioned { record, version }),
-                Fenced::Done(None) => {
-                    return Err(StoreError::Protocol(
-                        "a commit applied without a version".into(),
-                    ))
-                }
-                Fenced::Moved => Fenced::Moved,
-            },
-        )
+        self.update(key, won, "a commit", |record| {
+            record.state = AuthorityState::Ready;
+            record.creation_request = None;
+        })
+        .await
     }
 
     /// Ready → Closing: no new message is admitted; the owner finishes and then deletes.
@@ -228,19 +242,27 @@ impl AuthorityStore {
         key: &ObjectKey,
         ready: &Versioned,
     ) -> StoreResult<Fenced<Versioned>> {
-        let mut record = ready.record.clone();
-        record.state = AuthorityState::Closing;
-        Ok(
-            match self.replace(key, &ready.version, Some(&record)).await? {
-                Fenced::Done(Some(version)) => Fenced::Done(Versioned { record, version }),
-                Fenced::Done(None) => {
-                    return Err(StoreError::Protocol(
-                        "a close applied without a version".into(),
-                    ))
-                }
-                Fenced::Moved => Fenced::Moved,
-            },
-        )
+        self.update(key, ready, "a close", |record| {
+            record.state = AuthorityState::Closing;
+        })
+        .await
+    }
+
+    /// Moves a Ready Actor to another Spot (a membership change on its own node),
+    /// fenced on the exact authority the move was admitted under.
+    pub(crate) async fn set_membership(
+        &self,
+        key: &ObjectKey,
+        ready: &Versioned,
+        spot: &str,
+    ) -> StoreResult<Fenced<Versioned>> {
+        if ready.record.state != AuthorityState::Ready || ready.record.shape != ObjectShape::Actor {
+            return Ok(Fenced::Moved);
+        }
+        self.update(key, ready, "a membership change", |record| {
+            record.membership = Some(spot.to_string());
+        })
+        .await
     }
 
     /// Removes the record at exactly this version: Abort of a reservation, or the end of

@@ -58,6 +58,19 @@ pub(super) async fn close(
             format!("{key} is owned by this node's previous lifecycle"),
         ));
     };
+    // A User Spot with member Actors stays (admission and authority kept); an Actor is
+    // destroyed only from its Entry Spot (it leaves a User Spot first).
+    if live.member_count() > 0 {
+        return Ok(false);
+    }
+    if key.kind == ObjectKind::Actor
+        && live.membership() != server.entry.as_ref().map(|e| e.id.clone())
+    {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("{key} is a member of a User Spot: it leaves it (to its Entry Spot) before it is destroyed"),
+        ));
+    }
     let closing = match current.record.state {
         AuthorityState::Ready => match server
             .authority

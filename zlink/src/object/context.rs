@@ -6,6 +6,7 @@ use tokio::time::Instant;
 
 use super::id::SpotId;
 use super::kind::{ActorKind, Kind, SpotKind};
+use super::membership::{JoinRequest, JoinSlot};
 use super::timer::{TimerPolicy, Timers};
 use crate::host::Runtime;
 use crate::mesh::MeshNode;
@@ -23,6 +24,8 @@ pub struct Context<K: Kind> {
     pub(crate) timers: Option<Arc<Timers>>,
     /// An Actor's Spot (its Entry Spot or the User Spot it joined); `None` for Spots.
     pub(crate) membership: Option<SpotId>,
+    /// Where an Actor handler registers its Join (`None` outside Actor handlers).
+    pub(crate) joins: Option<Arc<JoinSlot>>,
 }
 
 /// The context of one Spot turn.
@@ -36,6 +39,38 @@ impl Context<ActorKind> {
     /// joined.
     pub fn spot(&self) -> Option<&SpotId> {
         self.membership.as_ref()
+    }
+
+    /// Registers a Join of the User Spot `spot` on this node, with `request` for its
+    /// `on_actor_join` (at most 1 MiB). It runs when this handler ends normally (not if it
+    /// fails), before the Actor's next message; the outcome arrives in
+    /// [`Actor::on_join_completed`](super::Actor::on_join_completed). One Join per
+    /// handler; lifecycle hooks cannot join (`InvalidOperation`).
+    pub fn join_spot(&self, spot: &str, request: impl Into<bytes::Bytes>) -> crate::Result<()> {
+        let spot = SpotId::new(spot).map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+        self.register_join(spot, request.into())
+    }
+
+    /// Registers a Join of this node's Entry Spot: leaving the User Spot the Actor is in.
+    /// Runs like [`join_spot`](Self::join_spot).
+    pub fn leave_spot(&self) -> crate::Result<()> {
+        let entry = self.node.settings().entry_spot.clone().ok_or_else(|| {
+            crate::Error::new(
+                crate::ErrorKind::Unavailable,
+                "this node runs no Entry Spot",
+            )
+        })?;
+        self.register_join(entry, bytes::Bytes::new())
+    }
+
+    fn register_join(&self, spot: SpotId, request: bytes::Bytes) -> crate::Result<()> {
+        match &self.joins {
+            Some(slot) => slot.register(JoinRequest { spot, request }),
+            None => Err(crate::Error::new(
+                crate::ErrorKind::InvalidOperation,
+                "a Join is registered from an Actor's handler, not from a lifecycle hook",
+            )),
+        }
     }
 }
 

@@ -340,6 +340,7 @@ async fn attempt(
         instance,
         ObjectHost {
             node: server.node.clone(),
+            server: Arc::downgrade(server),
             lease: server.lease.clone(),
             tracker: server.tracker.clone(),
             cancel: server.cancel.child_token(),
@@ -543,6 +544,7 @@ async fn stage(
                     metadata: Metadata::new(),
                     timers: None,
                     membership: None,
+                    joins: None,
                 };
                 let mut spot = factory(&ctx);
                 let decision = spot.on_create(&ctx, request.clone()).await;
@@ -559,6 +561,7 @@ async fn stage(
                     metadata: Metadata::new(),
                     timers: None,
                     membership,
+                    joins: None,
                 };
                 let actor = factory(&ctx);
                 let instance = ActorInstance { id: ctx.id, actor };

@@ -127,6 +127,13 @@ async fn call_local(
         },
     )
     .map_err(|refusal| refusal.error)?;
+    // A request to an object behind the gate this very turn holds would wait for itself.
+    if request && live.gate_held_by_caller() {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("{id} shares this handler's execution gate (a SpotWide Spot and its members): a request to it would wait for itself; send it one way instead"),
+        ));
+    }
     // A local send waits for room up to the send timeout; a request does not.
     let send_by = (!request).then(|| Instant::now() + call.send_timeout);
     let delivered = match send_by {

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::id::SpotId;
+use super::membership::{JoinDecision, JoinOutcome, JoinSlot, MemberEvent};
 use super::spot::ClosingReason;
 use super::timer::{TimerTick, Timers};
 use crate::mesh::MeshNode;
@@ -24,6 +25,8 @@ pub(crate) struct TurnInfo {
     pub(crate) metadata: Metadata,
     pub(crate) timers: Option<Arc<Timers>>,
     pub(crate) membership: Option<SpotId>,
+    /// Where an Actor handler registers its Join (`None` outside Actor handlers).
+    pub(crate) joins: Option<Arc<JoinSlot>>,
 }
 
 /// A running object's instance, as its turn loop drives it.
@@ -33,4 +36,12 @@ pub(crate) trait Instance: Send + 'static {
     async fn on_initialize(&mut self, turn: TurnInfo) -> Result<()>;
     async fn on_timer(&mut self, turn: TurnInfo, tick: TimerTick) -> Result<()>;
     async fn on_closing(&mut self, turn: TurnInfo, reason: ClosingReason);
+
+    /// A membership callback (Spots that take Actors).
+    async fn on_member(&mut self, _turn: TurnInfo, _event: MemberEvent) -> JoinDecision {
+        JoinDecision::Accept(Bytes::new())
+    }
+
+    /// How a Join this Actor registered ended.
+    async fn on_join_completed(&mut self, _turn: TurnInfo, _outcome: JoinOutcome) {}
 }

@@ -10,11 +10,15 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use std::collections::HashSet;
+
 use super::authority_store::Versioned;
-use super::id::{ObjectKey, SpotId};
+use super::id::{ObjectKey, ObjectKind, SpotId};
 use super::instance::{Instance, TurnInfo};
 use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
+use super::membership::{self, Execution, JoinDecision, JoinSlot, MemberEvent};
 use super::object_type::ObjectType;
+use super::server::ObjectServer;
 use super::spot::ClosingReason;
 use super::timer::{TimerTick, Timers};
 use crate::mesh::{MeshNode, PendingReply};
@@ -64,6 +68,11 @@ pub(crate) enum ObjectJob {
         reason: ClosingReason,
         done: oneshot::Sender<()>,
     },
+    /// A membership callback of a Spot that takes Actors; `done` gets its decision.
+    Member {
+        event: MemberEvent,
+        done: oneshot::Sender<JoinDecision>,
+    },
 }
 
 impl ObjectJob {
@@ -78,6 +87,8 @@ impl ObjectJob {
             ObjectJob::Close { done, .. } | ObjectJob::Tick { done, .. } => {
                 let _ = done.send(());
             }
+            // Dropping `done` tells the Join the Spot could not take it.
+            ObjectJob::Member { .. } => {}
         }
     }
 }
@@ -86,6 +97,8 @@ impl ObjectJob {
 /// the task tracker and the token that stops it with its node.
 pub(crate) struct ObjectHost {
     pub(crate) node: Weak<MeshNode>,
+    /// The object layer, for the Joins an Actor's handlers register.
+    pub(crate) server: Weak<ObjectServer>,
     pub(crate) lease: Arc<OwnerLease>,
     pub(crate) tracker: TaskTracker,
     pub(crate) cancel: CancellationToken,
@@ -137,6 +150,12 @@ impl Drop for CloseOnExit {
 /// Spot and its member Actors); every other object has a gate of its own.
 pub(crate) type Gate = tokio::sync::Mutex<()>;
 
+tokio::task_local! {
+    /// The gate the running turn holds: a request from a handler to an object behind the
+    /// same gate would wait for itself.
+    static TURN_GATE: Arc<Gate>;
+}
+
 /// A running Spot or Actor.
 pub(crate) struct LiveObject {
     pub(crate) key: ObjectKey,
@@ -145,9 +164,15 @@ pub(crate) struct LiveObject {
     mailbox: Arc<Mailbox<ObjectJob>>,
     /// Stops this object (and only it): its node stops, or its close gave up waiting.
     cancel: CancellationToken,
+    /// Its own gate, and the one its turns take now (a SpotWide Spot's, for a member).
+    own_gate: Arc<Gate>,
     gate: Mutex<Arc<Gate>>,
     /// An Actor's Spot; `None` for Spots.
     membership: Mutex<Option<SpotId>>,
+    /// A Spot's member Actors on this node.
+    members: Mutex<HashSet<Arc<str>>>,
+    /// The Join an Actor's running handler registered.
+    joins: Arc<JoinSlot>,
 }
 
 impl LiveObject {
@@ -170,14 +195,18 @@ impl LiveObject {
             .membership
             .as_deref()
             .and_then(|spot| SpotId::new(spot).ok());
+        let own_gate = Arc::new(Gate::new(()));
         let live = Arc::new(LiveObject {
             key,
             object_type,
             authority: Mutex::new(authority),
             mailbox,
             cancel: host.cancel.clone(),
-            gate: Mutex::new(Arc::new(Gate::new(()))),
+            gate: Mutex::new(own_gate.clone()),
+            own_gate,
             membership: Mutex::new(membership),
+            members: Mutex::new(HashSet::new()),
+            joins: Arc::new(JoinSlot::default()),
         });
         let object = live.clone();
         let tracker = host.tracker.clone();
@@ -214,6 +243,7 @@ impl LiveObject {
     async fn run(self: &Arc<Self>, mut instance: Box<dyn Instance>, host: ObjectHost) {
         let ObjectHost {
             node,
+            server,
             lease,
             tracker,
             cancel,
@@ -229,7 +259,9 @@ impl LiveObject {
             timer_stop.clone(),
         );
         let generation = self.generation();
-        let context = |packet: Option<Arc<str>>, deadline, metadata| {
+        let is_actor = self.key.kind == ObjectKind::Actor;
+        // Only an Actor's handlers and ticks may register a Join.
+        let handler_context = |packet: Option<Arc<str>>, deadline, metadata| {
             node.upgrade().map(|node| TurnInfo {
                 node,
                 generation,
@@ -238,6 +270,13 @@ impl LiveObject {
                 metadata,
                 timers: Some(timers.clone()),
                 membership: self.membership(),
+                joins: is_actor.then(|| self.joins.clone()),
+            })
+        };
+        let context = |packet: Option<Arc<str>>, deadline, metadata| {
+            handler_context(packet, deadline, metadata).map(|mut turn| {
+                turn.joins = None;
+                turn
             })
         };
         let Some(ctx) = context(None, None, Metadata::new()) else {
@@ -274,7 +313,7 @@ impl LiveObject {
             let Some(job) = turn.take_job() else { continue };
             // One turn at a time among the objects sharing the gate.
             let gate = self.gate();
-            let _gate = tokio::select! {
+            let held = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => {
                     job.refuse(Error::new(ErrorKind::ShuttingDown, "the object stopped before the message ran"));
@@ -292,20 +331,21 @@ impl LiveObject {
                     deadline,
                     reply,
                 } => {
-                    let Some(ctx) = context(Some(packet), deadline, metadata) else {
+                    let Some(ctx) = handler_context(Some(packet), deadline, metadata) else {
                         return;
                     };
                     // A handler stuck past shutdown is stopped: shutdown never waits on it.
+                    let handled = TURN_GATE
+                        .scope(gate.clone(), caught(instance.handle(ctx, handler, payload)));
                     let result = tokio::select! {
                         biased;
                         _ = cancel.cancelled() => Err(Error::new(
                             ErrorKind::ShuttingDown,
                             "the object was stopped during the handler",
                         )),
-                        result = caught(instance.handle(ctx, handler, payload)) => {
-                            result.and_then(|r| r)
-                        }
+                        result = handled => result.and_then(|r| r),
                     };
+                    let joined = result.is_ok();
                     match reply {
                         Some(reply) => reply.send(result),
                         None => {
@@ -314,27 +354,52 @@ impl LiveObject {
                             }
                         }
                     }
+                    drop(held);
+                    self.after_handler(joined, &server, &mut instance, &context, &cancel)
+                        .await;
                 }
                 ObjectJob::Tick {
                     tick,
                     done,
                     cancelled,
                 } => {
+                    let mut joined = false;
                     if !cancelled.is_cancelled() {
                         let name = tick.name.clone();
-                        let Some(ctx) = context(Some(name.clone()), None, Metadata::new()) else {
+                        let Some(ctx) = handler_context(Some(name.clone()), None, Metadata::new())
+                        else {
                             return;
                         };
+                        let ticking =
+                            TURN_GATE.scope(gate.clone(), caught(instance.on_timer(ctx, tick)));
                         let ticked = tokio::select! {
                             biased;
                             _ = cancel.cancelled() => Ok(()),
-                            ticked = caught(instance.on_timer(ctx, tick)) => ticked.and_then(|r| r),
+                            ticked = ticking => ticked.and_then(|r| r),
                         };
+                        joined = ticked.is_ok();
                         if let Err(e) = ticked {
                             tracing::warn!(object = %self.key, timer = %name, error = %e, "timer handler failed");
                         }
                     }
                     let _ = done.send(());
+                    drop(held);
+                    self.after_handler(joined, &server, &mut instance, &context, &cancel)
+                        .await;
+                }
+                ObjectJob::Member { event, done } => {
+                    let Some(ctx) = context(None, None, Metadata::new()) else {
+                        return;
+                    };
+                    let decided = tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => None,
+                        decided = caught(instance.on_member(ctx, event)) => decided.ok(),
+                    };
+                    // A panicking callback declines nothing: the Join sees the Spot fail.
+                    if let Some(decision) = decided {
+                        let _ = done.send(decision);
+                    }
                 }
                 ObjectJob::Close { reason, done } => {
                     timer_stop.cancel();
@@ -347,6 +412,7 @@ impl LiveObject {
                         }
                     }
                     drop(turn);
+                    drop(held);
                     self.refuse_queued(
                         ErrorKind::Unavailable,
                         "the object closed before the message ran",
@@ -356,6 +422,99 @@ impl LiveObject {
                 }
             }
         }
+    }
+
+    /// After an Actor's handler or tick: the Join it registered runs (only if it ended
+    /// normally), before the next message, and the Actor hears the outcome as a turn.
+    async fn after_handler<C>(
+        self: &Arc<Self>,
+        ended_normally: bool,
+        server: &Weak<ObjectServer>,
+        instance: &mut Box<dyn Instance>,
+        context: &C,
+        cancel: &CancellationToken,
+    ) where
+        C: Fn(Option<Arc<str>>, Option<Instant>, Metadata) -> Option<TurnInfo>,
+    {
+        let Some(join) = self.joins.take() else {
+            return;
+        };
+        if !ended_normally {
+            return;
+        }
+        let Some(server) = server.upgrade() else {
+            return;
+        };
+        let outcome = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return,
+            outcome = membership::join(&server, self, join) => outcome,
+        };
+        drop(server);
+        let gate = self.gate();
+        let _held = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return,
+            held = gate.lock() => held,
+        };
+        if let Some(turn) = context(None, None, Metadata::new()) {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => {}
+                _ = caught(instance.on_join_completed(turn, outcome)) => {}
+            }
+        }
+    }
+
+    /// Whether the running turn holds this object's gate: a request to it from there
+    /// would wait for itself.
+    pub(crate) fn gate_held_by_caller(&self) -> bool {
+        let gate = self.gate();
+        TURN_GATE
+            .try_with(|held| Arc::ptr_eq(held, &gate))
+            .unwrap_or(false)
+    }
+
+    /// The authority this object runs under now.
+    pub(crate) fn authority(&self) -> Versioned {
+        self.authority
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Moves an Actor to `spot`'s gate (a SpotWide Spot's), or back to its own.
+    pub(crate) fn use_gate_of(&self, spot: Option<&LiveObject>) {
+        let gate = match spot {
+            Some(spot) if spot.object_type.execution == Execution::SpotWide => {
+                spot.own_gate.clone()
+            }
+            _ => self.own_gate.clone(),
+        };
+        *self.gate.lock().unwrap_or_else(|p| p.into_inner()) = gate;
+    }
+
+    pub(crate) fn set_membership(&self, spot: Option<SpotId>) {
+        *self.membership.lock().unwrap_or_else(|p| p.into_inner()) = spot;
+    }
+
+    pub(crate) fn add_member(&self, actor: &Arc<str>) {
+        self.members
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(actor.clone());
+    }
+
+    pub(crate) fn remove_member(&self, actor: &str) {
+        self.members
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(actor);
+    }
+
+    /// How many Actors are members of this Spot now.
+    pub(crate) fn member_count(&self) -> usize {
+        self.members.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// Closes the mailbox and answers everything still queued.
@@ -415,7 +574,7 @@ impl LiveObject {
 
     fn lane(job: &ObjectJob) -> Lane {
         match job {
-            ObjectJob::Close { .. } => Lane::Lifecycle,
+            ObjectJob::Close { .. } | ObjectJob::Member { .. } => Lane::Lifecycle,
             ObjectJob::Message { .. } | ObjectJob::Tick { .. } => Lane::Application,
         }
     }

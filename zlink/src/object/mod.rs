@@ -21,6 +21,7 @@ mod inbound;
 mod instance;
 mod kind;
 mod live_object;
+mod membership;
 mod object_ref;
 mod object_type;
 mod placement;
@@ -38,6 +39,7 @@ pub(crate) mod route_cache;
 pub use actor::{Actor, ActorCreation, ActorHandlers, ActorType};
 pub use context::{ActorContext, Context, SpotContext};
 pub use kind::{ActorKind, Kind, SpotKind};
+pub use membership::{Execution, JoinDecision, JoinOutcome};
 pub use object_ref::{ActorRef, ObjectRef, SpotRef};
 pub(crate) use route_cache::DEFAULT_ROUTE_CACHE_MAX_AGE;
 

@@ -7,6 +7,7 @@ use super::actor::Actor;
 use super::context::{ActorContext, SpotContext};
 use super::id::{ObjectKind, StableType};
 use super::mailbox::{LaneLimits, APPLICATION_LANE, JOB_OVERHEAD_BYTES};
+use super::membership::Execution;
 use super::spot::{Relocation, Spot};
 use crate::handler::PacketKind;
 use crate::{Error, Result};
@@ -44,6 +45,10 @@ pub(crate) struct ObjectType {
     pub(crate) queue: LaneLimits,
     /// The most objects of this type one node runs (0: no limit of its own).
     pub(crate) max_per_node: u32,
+    /// A Spot type's member Actor type, when it takes Actors.
+    pub(crate) members: Option<StableType>,
+    /// How a Spot type runs its member Actors.
+    pub(crate) execution: Execution,
 }
 
 impl std::fmt::Debug for ObjectType {
@@ -55,6 +60,8 @@ impl std::fmt::Debug for ObjectType {
             .field("relocation", &self.relocation)
             .field("queue", &self.queue)
             .field("max_per_node", &self.max_per_node)
+            .field("members", &self.members)
+            .field("execution", &self.execution)
             .finish_non_exhaustive()
     }
 }
@@ -89,6 +96,8 @@ impl ObjectType {
             factory,
             queue: APPLICATION_LANE,
             max_per_node: 0,
+            members: None,
+            execution: Execution::SpotWide,
         })
     }
 

@@ -9,6 +9,8 @@ use bytes::Bytes;
 use super::context::SpotContext;
 use super::id::{SpotId, StableType};
 use super::instance::{Instance, TurnInfo};
+use super::membership::{Execution, JoinDecision, MemberEvent};
+use super::object_ref::ActorRef;
 use super::object_type::{Factory, ObjectType};
 use super::timer::TimerTick;
 use crate::handler::PacketKind;
@@ -49,6 +51,25 @@ pub trait SpotHandlers: Send + 'static {
     /// [`packets`](Self::packets). For a request, `Ok(bytes)` is the reply payload and an
     /// `Err` becomes an error reply; for a send, the bytes are ignored.
     async fn handle(&mut self, ctx: &SpotContext, handler: usize, payload: Bytes) -> Result<Bytes>;
+
+    /// An Actor of this node asks to join: accept or decline, with a reply for the Actor.
+    /// Called only when the Spot type takes Actors ([`SpotType::takes_actors`]); runs
+    /// on the Spot's lifecycle lane, before its queued messages. The `#[zlink::spot]`
+    /// macro writes it from an `#[on_actor_join]` method.
+    async fn on_actor_join(
+        &mut self,
+        _ctx: &SpotContext,
+        _actor: &ActorRef,
+        _request: Bytes,
+    ) -> JoinDecision {
+        JoinDecision::Accept(Bytes::new())
+    }
+
+    /// An Actor joined (its membership is committed). From `#[on_joined_actor]`.
+    async fn on_joined_actor(&mut self, _ctx: &SpotContext, _actor: &ActorRef) {}
+
+    /// An Actor left for another Spot (not when it is destroyed). From `#[on_leave_actor]`.
+    async fn on_leave_actor(&mut self, _ctx: &SpotContext, _actor: &ActorRef) {}
 }
 
 /// A Spot: state plus handlers that run one at a time (`&mut self`). Two messages to one
@@ -129,6 +150,30 @@ impl SpotType {
         Ok(self)
     }
 
+    /// Makes Spots of this type take Actors of `actor_type` as members: its membership
+    /// callbacks run, and Actors of that type may join it. The `#[zlink::spot]` macro's
+    /// `actors = Player` key calls this.
+    pub fn takes_actors(mut self, actor_type: &str) -> Result<Self> {
+        let actor_type = StableType::new(actor_type)
+            .map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
+        self.0.members = Some(actor_type);
+        Ok(self)
+    }
+
+    /// How its Spots run their turns and their member Actors' (default
+    /// [`Execution::SpotWide`]). [`Execution::PerActor`] needs the `recreate` relocation
+    /// policy: such a Spot is a stateless shell.
+    pub fn execution(mut self, execution: Execution) -> Result<Self> {
+        if execution == Execution::PerActor && self.0.relocation != Relocation::Recreate {
+            return Err(crate::Error::InvalidArgument(format!(
+                "Spot type {} runs PerActor, so its Spot is a stateless shell: its relocation policy must be `recreate`",
+                self.0.stable_type
+            )));
+        }
+        self.0.execution = execution;
+        Ok(self)
+    }
+
     /// The stable type name.
     pub fn stable_type(&self) -> &StableType {
         &self.0.stable_type
@@ -157,6 +202,7 @@ impl SpotInstance {
             metadata: turn.metadata,
             timers: turn.timers,
             membership: None,
+            joins: None,
         }
     }
 }
@@ -181,5 +227,22 @@ impl Instance for SpotInstance {
     async fn on_closing(&mut self, turn: TurnInfo, reason: ClosingReason) {
         let ctx = self.context(turn);
         self.spot.on_closing(&ctx, reason).await
+    }
+
+    async fn on_member(&mut self, turn: TurnInfo, event: MemberEvent) -> JoinDecision {
+        let ctx = self.context(turn);
+        match event {
+            MemberEvent::Join { actor, request } => {
+                self.spot.on_actor_join(&ctx, &actor, request).await
+            }
+            MemberEvent::Joined { actor } => {
+                self.spot.on_joined_actor(&ctx, &actor).await;
+                JoinDecision::Accept(Bytes::new())
+            }
+            MemberEvent::Left { actor } => {
+                self.spot.on_leave_actor(&ctx, &actor).await;
+                JoinDecision::Accept(Bytes::new())
+            }
+        }
     }
 }

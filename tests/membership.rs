@@ -1,0 +1,388 @@
+//! Actor membership on one node, over real TCP on 127.0.0.1 and a real `redis-server`: an
+//! Actor joins a User Spot and leaves it again with the callbacks in their order, a
+//! declined or impossible Join keeps it where it was, a Spot with members does not close,
+//! and SpotWide and PerActor Spots run their members one gate or one lane each.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use zlink::object::{
+    is_entry_spot_id, Actor, ActorContext, ActorRef, Execution, JoinDecision, JoinOutcome, Spot,
+    SpotContext,
+};
+use zlink::{Bytes, ErrorKind, Runtime};
+use zlink_testkit::RedisServer;
+use zlink_tests::*;
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Enter {
+    pub spot: String,
+    pub request: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Exit;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Here)]
+pub struct Where;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Here(pub Option<String>);
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Here)]
+pub struct AskRoom(pub String);
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Met)]
+pub struct Meet;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Met(pub bool);
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Here)]
+pub struct Name;
+
+pub struct Room {
+    log: Log,
+}
+
+#[zlink::spot(type = "room", relocation = recreate, actors = Player)]
+impl Room {
+    #[handler]
+    async fn name(&mut self, _name: Name, ctx: &SpotContext) -> zlink::Result<Here> {
+        Ok(Here(Some(ctx.id().to_string())))
+    }
+
+    #[on_actor_join]
+    async fn admit(
+        &mut self,
+        actor: &ActorRef,
+        request: Bytes,
+        _ctx: &SpotContext,
+    ) -> JoinDecision {
+        self.log.lock().unwrap().push(format!("join {}", actor.id));
+        if request.as_ref() == b"no" {
+            JoinDecision::Reject(Bytes::from_static(b"full"))
+        } else {
+            JoinDecision::Accept(Bytes::from_static(b"welcome"))
+        }
+    }
+
+    #[on_joined_actor]
+    async fn joined(&mut self, actor: &ActorRef, _ctx: &SpotContext) {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("joined {}", actor.id));
+    }
+
+    #[on_leave_actor]
+    async fn left(&mut self, actor: &ActorRef, _ctx: &SpotContext) {
+        self.log.lock().unwrap().push(format!("left {}", actor.id));
+    }
+}
+
+impl Spot for Room {}
+
+/// A Spot type that takes no Actors.
+pub struct Hall;
+
+#[zlink::spot(type = "hall", relocation = disable)]
+impl Hall {
+    #[handler]
+    async fn name(&mut self, _name: Name, ctx: &SpotContext) -> zlink::Result<Here> {
+        Ok(Here(Some(ctx.id().to_string())))
+    }
+}
+
+impl Spot for Hall {}
+
+pub struct Player {
+    log: Log,
+    /// How many `meet` handlers run now, across the node's players.
+    inside: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[zlink::actor(type = "player", relocation = recreate)]
+impl Player {
+    #[handler]
+    async fn enter(&mut self, enter: Enter, ctx: &ActorContext) -> zlink::Result<()> {
+        ctx.join_spot(&enter.spot, enter.request.into_bytes())?;
+        let twice = ctx.join_spot(&enter.spot, Bytes::new()).unwrap_err();
+        assert!(twice.is(ErrorKind::InvalidOperation), "{twice}");
+        Ok(())
+    }
+
+    #[handler]
+    async fn exit(&mut self, _exit: Exit, ctx: &ActorContext) -> zlink::Result<()> {
+        ctx.leave_spot()
+    }
+
+    #[handler]
+    async fn where_am_i(&mut self, _where: Where, ctx: &ActorContext) -> zlink::Result<Here> {
+        Ok(Here(ctx.spot().map(|s| s.to_string())))
+    }
+
+    #[handler]
+    async fn ask_room(&mut self, ask: AskRoom, ctx: &ActorContext) -> zlink::Result<Here> {
+        RoomClient::new(&ctx.runtime(), ask.0).name(&Name).await
+    }
+
+    /// Whether another player's `meet` ran at the same time as this one.
+    #[handler]
+    async fn meet(&mut self, _meet: Meet, _ctx: &ActorContext) -> zlink::Result<Met> {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.inside.fetch_add(1, SeqCst);
+        let mut met = false;
+        for _ in 0..60 {
+            if self.inside.load(SeqCst) >= 2 {
+                met = true;
+                // Stay long enough for the other to see this one too.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        self.inside.fetch_sub(1, SeqCst);
+        Ok(Met(met))
+    }
+}
+
+#[zlink::async_trait]
+impl Actor for Player {
+    async fn on_join_completed(&mut self, ctx: &ActorContext, outcome: JoinOutcome) {
+        let line = match outcome {
+            JoinOutcome::Accepted { spot, reply } => format!(
+                "{} accepted {} {}",
+                ctx.id(),
+                if is_entry_spot_id(spot.as_str()) {
+                    "entry"
+                } else {
+                    spot.as_str()
+                },
+                String::from_utf8_lossy(&reply)
+            ),
+            JoinOutcome::Rejected { reply } => {
+                format!("{} rejected {}", ctx.id(), String::from_utf8_lossy(&reply))
+            }
+            JoinOutcome::Failed(e) => format!("{} failed {:?}", ctx.id(), e.kind().unwrap()),
+        };
+        self.log.lock().unwrap().push(line);
+    }
+}
+
+async fn node_with(
+    redis: &RedisServer,
+    execution: Execution,
+    log: &Log,
+) -> (Runtime, Arc<dyn zlink::store::LocationStore>) {
+    let store = redis_store(redis);
+    let (room_log, player_log, inside) = (log.clone(), log.clone(), Arc::default());
+    let rooms = Room::spot_type(move |_| Room {
+        log: room_log.clone(),
+    })
+    .and_then(|t| t.execution(execution))
+    .unwrap();
+    let players = Player::actor_type(move |_| Player {
+        log: player_log.clone(),
+        inside: Arc::clone(&inside),
+    })
+    .unwrap();
+    let halls = Hall::spot_type(|_| Hall).unwrap();
+    let rt = start(
+        discovered_node("a", &store, quick_lease())
+            .spot_type(rooms)
+            .spot_type(halls)
+            .actor_type(players),
+    )
+    .await;
+    (rt, store)
+}
+
+/// Waits until the log holds `line`.
+async fn logged(log: &Log, line: &str) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !log.lock().unwrap().iter().any(|l| l == line) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{line:?} not logged within {WAIT:?}: {:?}",
+            log.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+async fn spot_of(rt: &Runtime, actor: &str) -> Option<String> {
+    PlayerClient::new(rt, actor)
+        .where_am_i(&Where)
+        .await
+        .unwrap()
+        .0
+}
+
+#[tokio::test]
+async fn an_actor_joins_a_user_spot_on_its_node_and_leaves_it_with_the_callbacks_in_order() {
+    let redis = RedisServer::start().expect("redis-server");
+    let log = Log::default();
+    let (a, _) = node_with(&redis, Execution::SpotWide, &log).await;
+    a.spots().get_or_create("r", "room", "").await.unwrap();
+    a.actors().create("p", "player").await.unwrap();
+    let entry = spot_of(&a, "p").await.unwrap();
+    assert!(is_entry_spot_id(&entry));
+    let p = PlayerClient::new(&a, "p");
+    p.enter(&Enter {
+        spot: "r".into(),
+        request: "hi".into(),
+    })
+    .await
+    .unwrap();
+    // The next message runs after the Join: the Actor is in the room.
+    assert_eq!(spot_of(&a, "p").await.as_deref(), Some("r"));
+    p.exit(&Exit).await.unwrap();
+    assert_eq!(spot_of(&a, "p").await, Some(entry));
+    logged(&log, "left p").await;
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "join p",
+            "joined p",
+            "p accepted r welcome",
+            "p accepted entry ",
+            "left p"
+        ]
+    );
+    stop([a]).await;
+}
+
+#[tokio::test]
+async fn a_declined_or_impossible_join_keeps_the_actor_where_it_was() {
+    let redis = RedisServer::start().expect("redis-server");
+    let log = Log::default();
+    let (a, store) = node_with(&redis, Execution::SpotWide, &log).await;
+    a.spots().get_or_create("r", "room", "").await.unwrap();
+    a.spots().get_or_create("h", "hall", "").await.unwrap();
+    a.actors().create("p", "player").await.unwrap();
+    let entry = spot_of(&a, "p").await;
+    let p = PlayerClient::new(&a, "p");
+    let enter = |spot: &str, request: &str| Enter {
+        spot: spot.into(),
+        request: request.into(),
+    };
+    p.enter(&enter("r", "no")).await.unwrap();
+    logged(&log, "p rejected full").await;
+    p.enter(&enter("nowhere", "")).await.unwrap();
+    logged(&log, "p failed NotFound").await;
+    p.enter(&enter("h", "")).await.unwrap();
+    logged(&log, "p failed InvalidOperation").await;
+    // A room on another node: joining it would be a relocation.
+    let b = start(
+        discovered_node("b", &store, quick_lease()).spot_type(
+            Room::spot_type(|_| Room {
+                log: Log::default(),
+            })
+            .unwrap(),
+        ),
+    )
+    .await;
+    b.spots().get_or_create("far", "room", "").await.unwrap();
+    let far = b.spots().find("far").await.unwrap().unwrap();
+    assert_eq!(far.rid, "b");
+    p.enter(&enter("far", "")).await.unwrap();
+    logged(&log, "p failed Unavailable").await;
+    assert_eq!(spot_of(&a, "p").await, entry, "still in its Entry Spot");
+    stop([a, b]).await;
+}
+
+#[tokio::test]
+async fn a_spot_with_member_actors_closes_as_false_and_keeps_its_authority() {
+    let redis = RedisServer::start().expect("redis-server");
+    let log = Log::default();
+    let (a, _) = node_with(&redis, Execution::SpotWide, &log).await;
+    a.spots().get_or_create("r", "room", "").await.unwrap();
+    let room = a.spots().find("r").await.unwrap().unwrap();
+    let player = a.actors().create("p", "player").await.unwrap();
+    let p = PlayerClient::new(&a, "p");
+    p.enter(&Enter {
+        spot: "r".into(),
+        request: String::new(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(spot_of(&a, "p").await.as_deref(), Some("r"));
+    assert!(!a.spots().close(&room).await.unwrap(), "a member is in it");
+    assert_eq!(a.spots().find("r").await.unwrap(), Some(room.clone()));
+    let in_room = a.actors().destroy(&player).await.unwrap_err();
+    assert!(in_room.is(ErrorKind::InvalidOperation), "{in_room}");
+    p.exit(&Exit).await.unwrap();
+    logged(&log, "left p").await;
+    assert!(a.actors().destroy(&player).await.unwrap());
+    assert!(a.spots().close(&room).await.unwrap(), "empty now");
+    stop([a]).await;
+}
+
+#[tokio::test]
+async fn spot_wide_members_share_one_gate_and_per_actor_members_run_at_the_same_time() {
+    for (execution, together) in [(Execution::SpotWide, false), (Execution::PerActor, true)] {
+        let redis = RedisServer::start().expect("redis-server");
+        let log = Log::default();
+        let (a, _) = node_with(&redis, execution, &log).await;
+        a.spots().get_or_create("r", "room", "").await.unwrap();
+        for id in ["p1", "p2"] {
+            a.actors().create(id, "player").await.unwrap();
+            PlayerClient::new(&a, id)
+                .enter(&Enter {
+                    spot: "r".into(),
+                    request: String::new(),
+                })
+                .await
+                .unwrap();
+            assert_eq!(spot_of(&a, id).await.as_deref(), Some("r"));
+        }
+        let (one, two) = (PlayerClient::new(&a, "p1"), PlayerClient::new(&a, "p2"));
+        let (m1, m2) = tokio::join!(one.meet(&Meet), two.meet(&Meet));
+        let met = (m1.unwrap().0, m2.unwrap().0);
+        assert_eq!(met, (together, together), "{execution:?}");
+        stop([a]).await;
+    }
+}
+
+#[tokio::test]
+async fn a_request_to_an_object_behind_the_callers_own_gate_is_invalid_operation() {
+    let redis = RedisServer::start().expect("redis-server");
+    let log = Log::default();
+    let (a, _) = node_with(&redis, Execution::SpotWide, &log).await;
+    a.spots().get_or_create("r", "room", "").await.unwrap();
+    a.spots().get_or_create("r2", "room", "").await.unwrap();
+    a.actors().create("p", "player").await.unwrap();
+    let p = PlayerClient::new(&a, "p");
+    // From the Entry Spot, asking a room is fine.
+    assert_eq!(
+        p.ask_room(&AskRoom("r".into())).await.unwrap().0.as_deref(),
+        Some("r")
+    );
+    p.enter(&Enter {
+        spot: "r".into(),
+        request: String::new(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(spot_of(&a, "p").await.as_deref(), Some("r"));
+    // Inside r's gate, a request to r would wait for itself; another room is fine.
+    let own = p.ask_room(&AskRoom("r".into())).await.unwrap_err();
+    assert!(own.is(ErrorKind::InvalidOperation), "{own}");
+    assert_eq!(
+        p.ask_room(&AskRoom("r2".into()))
+            .await
+            .unwrap()
+            .0
+            .as_deref(),
+        Some("r2")
+    );
+    stop([a]).await;
+}

@@ -1,0 +1,269 @@
+//! Actor membership on one node (digest §4.2–4.5): an Actor belongs to exactly one Spot —
+//! its node's Entry Spot, or a User Spot it joined — and moves between Spots of its own
+//! node with a Join registered from one of its handlers.
+//!
+//! The Join runs after the handler that registered it ended normally, before the Actor's
+//! next message (messages that arrive meanwhile wait behind it): the target Spot admits it
+//! (`on_actor_join`), the Actor's authority records the new membership (fenced on its exact
+//! authority), the target hears `on_joined_actor`, the Spot left hears `on_leave_actor`
+//! (one-way), and the Actor learns the outcome (`on_join_completed`). A Join to a Spot on
+//! another node is a relocation, which comes with live relocation.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+
+use super::authority_store::Fenced;
+use super::id::{ObjectKey, SpotId};
+use super::live_object::{LiveObject, ObjectJob};
+use super::object_ref::{ActorRef, Location};
+use super::server::{store_error, ObjectServer};
+use crate::{Error, ErrorKind};
+
+/// How long a Join may take, from the end of the handler that registered it.
+pub(crate) const JOIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest Join request.
+pub(crate) const MAX_JOIN_REQUEST: usize = 1024 * 1024;
+
+/// How a User Spot runs its own turns and its member Actors' (fixed per Spot type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Execution {
+    /// One gate for the Spot, its member Actors and all their timers: one turn at a time
+    /// among them all (the default).
+    #[default]
+    SpotWide,
+    /// One lane per member Actor plus the Spot's own: different lanes run concurrently,
+    /// each one turn at a time. The Spot is a stateless shell, recreated on relocation.
+    PerActor,
+}
+
+/// What a Spot's `on_actor_join` decides about an Actor joining it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JoinDecision {
+    /// The Actor joins; it gets this reply in its [`JoinOutcome::Accepted`].
+    Accept(Bytes),
+    /// The Actor stays where it is; it gets this reply in its [`JoinOutcome::Rejected`].
+    Reject(Bytes),
+}
+
+/// How a Join ended, as the Actor hears it in
+/// [`Actor::on_join_completed`](super::Actor::on_join_completed).
+#[derive(Debug, Clone)]
+pub enum JoinOutcome {
+    /// The Actor is now a member of `spot`; `reply` is the Spot's (empty for an Entry
+    /// Spot, or when the Actor was a member already).
+    Accepted {
+        /// The Spot the Actor belongs to now.
+        spot: SpotId,
+        /// What `on_actor_join` replied.
+        reply: Bytes,
+    },
+    /// The Spot declined; the Actor stays where it was.
+    Rejected {
+        /// What `on_actor_join` replied.
+        reply: Bytes,
+    },
+    /// The Join did not happen, for this reason (`NotFound`: no such Spot; `Unavailable`:
+    /// the Spot is on another node, closing, or the Actor's authority moved;
+    /// `InvalidOperation`: the Spot does not take Actors of this type; `DeadlineExceeded`).
+    /// The Actor stays where it was.
+    Failed(Error),
+}
+
+/// A Join registered by a handler, run when the handler ends.
+#[derive(Debug)]
+pub(crate) struct JoinRequest {
+    pub(crate) spot: SpotId,
+    pub(crate) request: Bytes,
+}
+
+/// The Join a handler registered, if any: at most one per handler.
+#[derive(Debug, Default)]
+pub(crate) struct JoinSlot(Mutex<Option<JoinRequest>>);
+
+impl JoinSlot {
+    pub(crate) fn register(&self, join: JoinRequest) -> crate::Result<()> {
+        if join.request.len() > MAX_JOIN_REQUEST {
+            return Err(Error::InvalidArgument(format!(
+                "a Join request is at most {MAX_JOIN_REQUEST} bytes, got {}",
+                join.request.len()
+            )));
+        }
+        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_some() {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "this handler registered a Join already",
+            ));
+        }
+        *slot = Some(join);
+        Ok(())
+    }
+
+    pub(crate) fn take(&self) -> Option<JoinRequest> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// A membership callback for a Spot, run on its lifecycle lane.
+pub(crate) enum MemberEvent {
+    Join { actor: ActorRef, request: Bytes },
+    Joined { actor: ActorRef },
+    Left { actor: ActorRef },
+}
+
+fn failed(kind: ErrorKind, why: impl Into<String>) -> JoinOutcome {
+    JoinOutcome::Failed(Error::new(kind, why))
+}
+
+/// Runs a membership callback on `spot`'s lifecycle lane; `None` when the Spot could not
+/// take it (closing, full, stopped) or did not answer within the Join's time.
+async fn on_spot(spot: &LiveObject, event: MemberEvent) -> Option<JoinDecision> {
+    let (done, answer) = oneshot::channel();
+    spot.try_deliver(ObjectJob::Member { event, done }, 0)
+        .ok()?;
+    tokio::time::timeout(JOIN_TIMEOUT, answer).await.ok()?.ok()
+}
+
+/// Runs the Join `join` of `actor` (a Ready Actor this node owns).
+pub(crate) async fn join(
+    server: &ObjectServer,
+    actor: &Arc<LiveObject>,
+    join: JoinRequest,
+) -> JoinOutcome {
+    let JoinRequest { spot, request } = join;
+    let source = actor.membership();
+    if source.as_ref() == Some(&spot) {
+        return JoinOutcome::Accepted {
+            spot,
+            reply: Bytes::new(),
+        };
+    }
+    let Some(entry) = server.entry.as_ref() else {
+        return failed(ErrorKind::Unavailable, "this node runs no Entry Spot");
+    };
+    let to_entry = spot == entry.id;
+    let target = if to_entry {
+        None
+    } else {
+        let live = server.live().get(&ObjectKey::from(&spot)).cloned();
+        match live {
+            Some(target) => Some(target),
+            None => return elsewhere(server, &spot).await,
+        }
+    };
+    if let Some(target) = &target {
+        if target.object_type.members.as_ref() != Some(&actor.object_type.stable_type) {
+            return failed(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "Spot {spot} (type {}) takes no Actors of type {}",
+                    target.object_type.stable_type, actor.object_type.stable_type
+                ),
+            );
+        }
+    }
+    let Ok(actor_id) = super::id::ActorId::new(&actor.key.id) else {
+        return failed(ErrorKind::InternalFailure, "an Actor with an invalid ID");
+    };
+    let authority = actor.authority();
+    let actor_ref = ActorRef::at(actor_id, Location::of(&authority));
+    let reply = match &target {
+        None => Bytes::new(),
+        Some(target) => {
+            let event = MemberEvent::Join {
+                actor: actor_ref.clone(),
+                request,
+            };
+            match on_spot(target, event).await {
+                Some(JoinDecision::Accept(reply)) => reply,
+                Some(JoinDecision::Reject(reply)) => return JoinOutcome::Rejected { reply },
+                None => {
+                    return failed(
+                        ErrorKind::Unavailable,
+                        format!("Spot {spot} did not admit the Join (closing, full or too slow)"),
+                    )
+                }
+            }
+        }
+    };
+    // The membership change is one fenced write on the Actor's exact authority; an answer
+    // that was lost is read back, never guessed.
+    let written = match server
+        .authority
+        .set_membership(&actor.key, &authority, spot.as_str())
+        .await
+    {
+        Ok(Fenced::Done(written)) => Ok(written),
+        Ok(Fenced::Moved) => Err(failed(
+            ErrorKind::Unavailable,
+            "the Actor's authority changed during the Join",
+        )),
+        Err(lost) => match server.authority.read(&actor.key).await {
+            Ok(Some(current))
+                if current.record.fence == authority.record.fence
+                    && current.record.membership.as_deref() == Some(spot.as_str()) =>
+            {
+                Ok(current)
+            }
+            _ => Err(JoinOutcome::Failed(store_error(lost))),
+        },
+    };
+    let written = match written {
+        Ok(written) => written,
+        Err(outcome) => return outcome,
+    };
+    actor.set_authority(written);
+    let previous = source
+        .as_ref()
+        .and_then(|s| server.live().get(&ObjectKey::from(s)).cloned());
+    if let Some(previous) = &previous {
+        previous.remove_member(&actor.key.id);
+    }
+    match &target {
+        Some(target) => {
+            target.add_member(&actor.key.id);
+            actor.use_gate_of(Some(target));
+            let _ = on_spot(
+                target,
+                MemberEvent::Joined {
+                    actor: actor_ref.clone(),
+                },
+            )
+            .await;
+        }
+        None => actor.use_gate_of(None),
+    }
+    actor.set_membership(Some(spot.clone()));
+    // The Spot left hears it one-way: its answer does not hold the Actor.
+    if let Some(previous) = previous {
+        let (done, _) = oneshot::channel();
+        let left = ObjectJob::Member {
+            event: MemberEvent::Left { actor: actor_ref },
+            done,
+        };
+        let _ = previous.try_deliver(left, 0);
+    }
+    JoinOutcome::Accepted { spot, reply }
+}
+
+/// A Join target this node does not run: missing, or on another node.
+async fn elsewhere(server: &ObjectServer, spot: &SpotId) -> JoinOutcome {
+    match server.authority.read(&ObjectKey::from(spot)).await {
+        Ok(None) => failed(ErrorKind::NotFound, format!("there is no Spot {spot}")),
+        Ok(Some(current)) if current.record.route.rid != server.route.rid => failed(
+            ErrorKind::Unavailable,
+            format!(
+                "Spot {spot} runs on node {}: joining it is a relocation, which this version does not do",
+                current.record.route.rid
+            ),
+        ),
+        Ok(Some(_)) => failed(
+            ErrorKind::Unavailable,
+            format!("Spot {spot} is not running here"),
+        ),
+        Err(e) => JoinOutcome::Failed(store_error(e)),
+    }
+}
