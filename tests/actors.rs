@@ -26,6 +26,9 @@ pub struct Scored {
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
 pub struct Note(pub u32);
 
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Tick(pub u64);
+
 #[derive(Clone, Default)]
 struct Counters {
     factories: Arc<AtomicUsize>,
@@ -33,6 +36,7 @@ struct Counters {
     overlaps: Arc<AtomicUsize>,
     notes: Arc<Mutex<Vec<u32>>>,
     closings: Arc<Mutex<Vec<ClosingReason>>>,
+    ticks: Arc<AtomicUsize>,
 }
 
 pub struct Player {
@@ -71,10 +75,29 @@ impl Player {
         self.counters.busy.fetch_sub(1, Ordering::SeqCst);
         Ok(())
     }
+
+    /// Starts ticking every `n` milliseconds.
+    #[handler]
+    async fn tick(&mut self, tick: Tick, ctx: &ActorContext) -> zlink::Result<()> {
+        ctx.start_timer(
+            "beat",
+            std::time::Duration::from_millis(tick.0),
+            zlink::object::TimerPolicy::SkipLateTicks,
+        )
+    }
 }
 
 #[zlink::async_trait]
 impl Actor for Player {
+    async fn on_timer(
+        &mut self,
+        _ctx: &ActorContext,
+        _tick: zlink::object::TimerTick,
+    ) -> zlink::Result<()> {
+        self.counters.ticks.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
     async fn on_closing(&mut self, _ctx: &ActorContext, reason: ClosingReason) {
         self.counters.closings.lock().unwrap().push(reason);
     }
@@ -322,5 +345,33 @@ async fn spots_and_actors_are_separate_id_namespaces() {
         a.actors().get_or_create("same", "player").await.unwrap(),
         ActorCreation::Created(_)
     ));
+    stop([a]).await;
+}
+
+#[tokio::test]
+async fn an_actors_timer_ticks_as_its_turns_and_stops_when_it_is_destroyed() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = actor_server("a", &store, &counters, 100).await;
+    let actor = a.actors().create("t", "player").await.unwrap();
+    PlayerClient::new(&a, "t").tick(&Tick(10)).await.unwrap();
+    wait_until(WAIT, "ticks run", || async {
+        counters.ticks.load(Ordering::SeqCst) >= 3
+    })
+    .await;
+    assert!(a.actors().destroy(&actor).await.unwrap());
+    let after = counters.ticks.load(Ordering::SeqCst);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(
+        counters.ticks.load(Ordering::SeqCst),
+        after,
+        "no tick of a destroyed Actor"
+    );
+    // The Entry Spot closes with its node only.
+    let entry = a.status().entry_spot.expect("an Entry Spot");
+    let entry_ref = a.spots().find(&entry).await.unwrap().unwrap();
+    let refused = a.spots().close(&entry_ref).await.unwrap_err();
+    assert!(refused.is(ErrorKind::InvalidOperation), "{refused}");
     stop([a]).await;
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use zlink::object::{
-    is_entry_spot_id, Actor, ActorContext, ActorRef, Execution, JoinDecision, JoinOutcome, Spot,
-    SpotContext,
+    is_entry_spot_id, Actor, ActorContext, ActorRef, EntryHooks, Execution, JoinDecision,
+    JoinOutcome, Spot, SpotContext,
 };
 use zlink::{Bytes, ErrorKind, Runtime};
 use zlink_testkit::RedisServer;
@@ -177,11 +177,39 @@ impl Actor for Player {
     }
 }
 
+/// What the Entry Spot tells the application, in order.
+struct EntryLog(Log);
+
+#[zlink::async_trait]
+impl EntryHooks for EntryLog {
+    async fn on_create_actor(&mut self, _ctx: &SpotContext, actor: &ActorRef) {
+        self.0.lock().unwrap().push(format!("created {}", actor.id));
+    }
+
+    async fn on_joined_actor(&mut self, _ctx: &SpotContext, actor: &ActorRef) {
+        self.0.lock().unwrap().push(format!("joined {}", actor.id));
+    }
+
+    async fn on_leave_actor(&mut self, _ctx: &SpotContext, actor: &ActorRef) {
+        self.0.lock().unwrap().push(format!("left {}", actor.id));
+    }
+}
+
 async fn node_with(
     redis: &RedisServer,
     execution: Execution,
     log: &Log,
 ) -> (Runtime, Arc<dyn zlink::store::LocationStore>) {
+    node_with_entry_log(redis, execution, log, &Log::default()).await
+}
+
+async fn node_with_entry_log(
+    redis: &RedisServer,
+    execution: Execution,
+    log: &Log,
+    entry_log: &Log,
+) -> (Runtime, Arc<dyn zlink::store::LocationStore>) {
+    let entry_log = entry_log.clone();
     let store = redis_store(redis);
     let (room_log, player_log, inside) = (log.clone(), log.clone(), Arc::default());
     let rooms = Room::spot_type(move |_| Room {
@@ -199,7 +227,8 @@ async fn node_with(
         discovered_node("a", &store, quick_lease())
             .spot_type(rooms)
             .spot_type(halls)
-            .actor_type(players),
+            .actor_type(players)
+            .entry_hooks(move || EntryLog(entry_log.clone())),
     )
     .await;
     (rt, store)
@@ -229,8 +258,8 @@ async fn spot_of(rt: &Runtime, actor: &str) -> Option<String> {
 #[tokio::test]
 async fn an_actor_joins_a_user_spot_on_its_node_and_leaves_it_with_the_callbacks_in_order() {
     let redis = RedisServer::start().expect("redis-server");
-    let log = Log::default();
-    let (a, _) = node_with(&redis, Execution::SpotWide, &log).await;
+    let (log, entry_log) = (Log::default(), Log::default());
+    let (a, _) = node_with_entry_log(&redis, Execution::SpotWide, &log, &entry_log).await;
     a.spots().get_or_create("r", "room", "").await.unwrap();
     a.actors().create("p", "player").await.unwrap();
     let entry = spot_of(&a, "p").await.unwrap();
@@ -256,6 +285,12 @@ async fn an_actor_joins_a_user_spot_on_its_node_and_leaves_it_with_the_callbacks
             "p accepted entry ",
             "left p"
         ]
+    );
+    // The Entry Spot saw the Actor created in it, leave, and come back.
+    logged(&entry_log, "joined p").await;
+    assert_eq!(
+        *entry_log.lock().unwrap(),
+        ["created p", "left p", "joined p"]
     );
     stop([a]).await;
 }

@@ -59,6 +59,7 @@ pub struct RuntimeBuilder {
     fanout: Vec<FanoutDeclaration>,
     spot_types: Vec<crate::object::SpotType>,
     actor_types: Vec<crate::object::ActorType>,
+    entry_hooks: Option<Arc<crate::object::EntryHooksFactory>>,
     route_cache_max_age: Duration,
     placement_weight: u32,
     max_spots: u32,
@@ -92,6 +93,7 @@ impl Default for RuntimeBuilder {
             fanout: Vec::new(),
             spot_types: Vec::new(),
             actor_types: Vec::new(),
+            entry_hooks: None,
             route_cache_max_age: crate::object::DEFAULT_ROUTE_CACHE_MAX_AGE,
             placement_weight: 100,
             max_spots: 0,
@@ -210,6 +212,18 @@ impl RuntimeBuilder {
     /// their authority in the Location Store, so a store is required.
     pub fn actor_type(mut self, actor_type: crate::object::ActorType) -> Self {
         self.actor_types.push(actor_type);
+        self
+    }
+
+    /// What the application hears from this node's Entry Spot: `make` builds its
+    /// [`EntryHooks`](crate::object::EntryHooks) when the node starts (Actors created in
+    /// it, joining it and leaving it).
+    pub fn entry_hooks<H, F>(mut self, make: F) -> Self
+    where
+        H: crate::object::EntryHooks,
+        F: Fn() -> H + Send + Sync + 'static,
+    {
+        self.entry_hooks = Some(Arc::new(move || Box::new(make())));
         self
     }
 
@@ -511,6 +525,7 @@ impl RuntimeBuilder {
                 fanout: self.fanout,
                 spot_types: self.spot_types,
                 actor_types: self.actor_types,
+                entry_hooks: self.entry_hooks,
                 entry_spot,
                 route_cache_max_age: self.route_cache_max_age,
                 placement_weight: self.placement_weight,

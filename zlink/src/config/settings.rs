@@ -80,6 +80,8 @@ pub(crate) struct Settings {
     pub(crate) actor_types: Vec<crate::object::ActorType>,
     /// This node lifecycle's Entry Spot, when it serves Actor types.
     pub(crate) entry_spot: Option<crate::object::SpotId>,
+    /// Makes the application's Entry Spot hooks.
+    pub(crate) entry_hooks: Option<Arc<crate::object::EntryHooksFactory>>,
     /// RouteCacheMaxAge: how long a confirmed Spot route is reused (0 disables).
     pub(crate) route_cache_max_age: Duration,
     /// The node's weight when new Spots are placed (0..=10000; 0 takes none).

@@ -39,6 +39,8 @@ pub struct RuntimeStatus {
     pub spots_owned: usize,
     /// How many Actors this node owns and runs now.
     pub actors_owned: usize,
+    /// This node lifecycle's Entry Spot, when it serves Actor types.
+    pub entry_spot: Option<String>,
 }
 
 /// One ClientServer role.
@@ -170,6 +172,11 @@ impl RuntimeStatus {
             spots_owned: node
                 .subsystem::<crate::object::ObjectServer>()
                 .map_or(0, |objects| objects.owned(crate::object::ObjectKind::Spot)),
+            entry_spot: node
+                .settings()
+                .entry_spot
+                .as_ref()
+                .map(|id| id.as_str().to_string()),
             actors_owned: node
                 .subsystem::<crate::object::ObjectServer>()
                 .map_or(0, |objects| objects.owned(crate::object::ObjectKind::Actor)),

@@ -4,7 +4,7 @@
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::authority::AuthorityState;
+use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Fenced, Versioned};
 use super::id::{ObjectKey, ObjectKind};
 use super::live_object::ObjectJob;
@@ -25,6 +25,12 @@ pub(super) async fn close(
     let Some(current) = server.authority.read(key).await.map_err(store_error)? else {
         return Ok(false);
     };
+    if current.record.shape == ObjectShape::EntrySpot {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("{key} is an Entry Spot: it closes with its node"),
+        ));
+    }
     if current.record.fence.object_generation != generation {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
@@ -105,6 +111,11 @@ pub(super) async fn close(
         live.stop();
     }
     server.remove_live(&live);
+    if let Some(spot) = live.membership() {
+        if let Some(spot) = server.live().get(&ObjectKey::from(&spot)).cloned() {
+            spot.remove_member(&key.id);
+        }
+    }
     server.resolver.saw_authority(key, &closing.record.fence);
     match server
         .authority

@@ -360,6 +360,9 @@ async fn attempt(
     match committed {
         Ok(ready) => {
             live.set_authority(ready.clone());
+            if key.kind == ObjectKind::Actor {
+                super::membership::created_in_entry(server, &live, &ready);
+            }
             let _ = go.send(true);
             Ok(Some(Outcome::Created(Location::of(&ready), reply)))
         }
@@ -569,6 +572,12 @@ async fn stage(
                     Box::new(instance) as Box<dyn Instance>,
                     CreateDecision::Accept(Bytes::new()),
                 )
+            }
+            Factory::Entry => {
+                return Err(Error::new(
+                    ErrorKind::InvalidOperation,
+                    "an Entry Spot is made by its node, never by a creation",
+                ))
             }
         })
     })

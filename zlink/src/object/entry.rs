@@ -3,16 +3,113 @@
 //!
 //! Its authority is claimed under the node's owner lease when the object layer starts; a
 //! store that cannot take the claim then is tried again in the background, and until the
-//! claim lands the node creates no Actor.
+//! claim lands the node creates no Actor. It runs like a PerActor Spot: each member Actor
+//! has a lane of its own, and the application's [`EntryHooks`] hear, on the Entry Spot's
+//! lifecycle lane, which Actors were created in it, joined it and left it.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::sync::oneshot;
+
 use super::authority::ObjectShape;
 use super::authority_store::{Draft, Fenced, Reserved, Versioned};
+use super::context::SpotContext;
 use super::id::{ObjectKey, SpotId};
+use super::instance::{Instance, TurnInfo};
+use super::live_object::{LiveObject, ObjectHost};
+use super::membership::{Execution, JoinDecision, MemberEvent};
+use super::object_ref::ActorRef;
+use super::object_type::{Factory, ObjectType};
 use super::server::ObjectServer;
+use super::spot::{ClosingReason, Relocation};
+use super::timer::TimerTick;
 use crate::{Error, ErrorKind, Result};
+
+/// What an application hears from its node's Entry Spot (register with
+/// [`RuntimeBuilder::entry_hooks`](crate::RuntimeBuilder::entry_hooks)). The callbacks run
+/// one at a time on the Entry Spot's lifecycle lane; the defaults do nothing.
+#[async_trait]
+pub trait EntryHooks: Send + 'static {
+    /// A new Actor was created in this Entry Spot (its initial membership).
+    async fn on_create_actor(&mut self, _ctx: &SpotContext, _actor: &ActorRef) {}
+
+    /// An Actor came back to this Entry Spot from a User Spot.
+    async fn on_joined_actor(&mut self, _ctx: &SpotContext, _actor: &ActorRef) {}
+
+    /// An Actor left this Entry Spot for a User Spot.
+    async fn on_leave_actor(&mut self, _ctx: &SpotContext, _actor: &ActorRef) {}
+}
+
+/// Makes the Entry Spot's hooks when the node starts.
+pub(crate) type EntryHooksFactory = dyn Fn() -> Box<dyn EntryHooks> + Send + Sync;
+
+/// The hooks an application registered none of.
+struct NoHooks;
+
+impl EntryHooks for NoHooks {}
+
+/// The Entry Spot as its turn loop drives it.
+struct EntryInstance {
+    id: SpotId,
+    hooks: Box<dyn EntryHooks>,
+}
+
+#[async_trait]
+impl Instance for EntryInstance {
+    async fn handle(&mut self, _turn: TurnInfo, _handler: usize, _payload: Bytes) -> Result<Bytes> {
+        Err(Error::new(
+            ErrorKind::NotFound,
+            "an Entry Spot has no handlers",
+        ))
+    }
+
+    async fn on_initialize(&mut self, _turn: TurnInfo) -> Result<()> {
+        Ok(())
+    }
+
+    async fn on_timer(&mut self, _turn: TurnInfo, _tick: TimerTick) -> Result<()> {
+        Ok(())
+    }
+
+    async fn on_closing(&mut self, _turn: TurnInfo, _reason: ClosingReason) {}
+
+    async fn on_member(&mut self, turn: TurnInfo, event: MemberEvent) -> JoinDecision {
+        let ctx = SpotContext {
+            node: turn.node,
+            id: self.id.clone(),
+            generation: turn.generation,
+            packet: None,
+            deadline: None,
+            metadata: turn.metadata,
+            timers: None,
+            membership: None,
+            joins: None,
+        };
+        match event {
+            MemberEvent::Created { actor } => self.hooks.on_create_actor(&ctx, &actor).await,
+            MemberEvent::Joined { actor } => self.hooks.on_joined_actor(&ctx, &actor).await,
+            MemberEvent::Left { actor } => self.hooks.on_leave_actor(&ctx, &actor).await,
+            // An Entry Spot admits every Actor of its node: it has no admission callback.
+            MemberEvent::Join { .. } => {}
+        }
+        JoinDecision::Accept(Bytes::new())
+    }
+}
+
+/// The registration an Entry Spot runs under.
+fn entry_type() -> Result<ObjectType> {
+    let mut entry = ObjectType::new(
+        ENTRY_STABLE_TYPE,
+        Vec::new(),
+        Relocation::Disable,
+        Factory::Entry,
+    )?;
+    entry.execution = Execution::PerActor;
+    Ok(entry)
+}
 
 /// The stable type recorded for Entry Spots.
 pub(crate) const ENTRY_STABLE_TYPE: &str = "zlink.entry";
@@ -21,13 +118,17 @@ pub(crate) const ENTRY_STABLE_TYPE: &str = "zlink.entry";
 pub(crate) struct EntrySpot {
     pub(crate) id: SpotId,
     claimed: Mutex<Option<Versioned>>,
+    hooks: Mutex<Option<Box<dyn EntryHooks>>>,
 }
 
 impl EntrySpot {
-    pub(crate) fn new(id: SpotId) -> Self {
+    pub(crate) fn new(id: SpotId, hooks: Option<&EntryHooksFactory>) -> Self {
         EntrySpot {
             id,
             claimed: Mutex::new(None),
+            hooks: Mutex::new(Some(
+                hooks.map_or_else(|| Box::new(NoHooks) as Box<dyn EntryHooks>, |make| make()),
+            )),
         }
     }
 
@@ -79,7 +180,7 @@ impl EntrySpot {
         });
     }
 
-    async fn try_claim(&self, server: &ObjectServer) -> Result<()> {
+    async fn try_claim(&self, server: &Arc<ObjectServer>) -> Result<()> {
         let key = ObjectKey::from(&self.id);
         let Some(owner) = server.lease.admitting_token() else {
             return Err(Error::new(
@@ -121,7 +222,37 @@ impl EntrySpot {
             _ => won,
         };
         tracing::info!(entry = %self.id, "Entry Spot claimed");
+        self.run(server, key, ready.clone())?;
         *self.claimed.lock().unwrap_or_else(|p| p.into_inner()) = Some(ready);
+        Ok(())
+    }
+
+    /// Starts the claimed Entry Spot's turn loop on this node.
+    fn run(&self, server: &Arc<ObjectServer>, key: ObjectKey, ready: Versioned) -> Result<()> {
+        let Some(hooks) = self.hooks.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return Ok(());
+        };
+        let instance = EntryInstance {
+            id: self.id.clone(),
+            hooks,
+        };
+        let (go, wait) = oneshot::channel();
+        let live = LiveObject::start(
+            key,
+            Arc::new(entry_type()?),
+            ready,
+            Box::new(instance),
+            ObjectHost {
+                node: server.node.clone(),
+                server: Arc::downgrade(server),
+                lease: server.lease.clone(),
+                tracker: server.tracker.clone(),
+                cancel: server.cancel.child_token(),
+            },
+            wait,
+        );
+        server.insert_live(live);
+        let _ = go.send(true);
         Ok(())
     }
 }

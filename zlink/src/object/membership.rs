@@ -15,7 +15,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
-use super::authority_store::Fenced;
+use super::authority_store::{Fenced, Versioned};
 use super::id::{ObjectKey, SpotId};
 use super::live_object::{LiveObject, ObjectJob};
 use super::object_ref::{ActorRef, Location};
@@ -109,9 +109,20 @@ impl JoinSlot {
 
 /// A membership callback for a Spot, run on its lifecycle lane.
 pub(crate) enum MemberEvent {
-    Join { actor: ActorRef, request: Bytes },
-    Joined { actor: ActorRef },
-    Left { actor: ActorRef },
+    /// A new Actor's initial membership (Entry Spots only).
+    Created {
+        actor: ActorRef,
+    },
+    Join {
+        actor: ActorRef,
+        request: Bytes,
+    },
+    Joined {
+        actor: ActorRef,
+    },
+    Left {
+        actor: ActorRef,
+    },
 }
 
 fn failed(kind: ErrorKind, why: impl Into<String>) -> JoinOutcome {
@@ -145,16 +156,12 @@ pub(crate) async fn join(
         return failed(ErrorKind::Unavailable, "this node runs no Entry Spot");
     };
     let to_entry = spot == entry.id;
-    let target = if to_entry {
-        None
-    } else {
-        let live = server.live().get(&ObjectKey::from(&spot)).cloned();
-        match live {
-            Some(target) => Some(target),
-            None => return elsewhere(server, &spot).await,
-        }
+    let live = server.live().get(&ObjectKey::from(&spot)).cloned();
+    let target = match live {
+        Some(target) => Some(target),
+        None => return elsewhere(server, &spot).await,
     };
-    if let Some(target) = &target {
+    if let Some(target) = target.as_ref().filter(|_| !to_entry) {
         if target.object_type.members.as_ref() != Some(&actor.object_type.stable_type) {
             return failed(
                 ErrorKind::InvalidOperation,
@@ -170,7 +177,8 @@ pub(crate) async fn join(
     };
     let authority = actor.authority();
     let actor_ref = ActorRef::at(actor_id, Location::of(&authority));
-    let reply = match &target {
+    // An Entry Spot admits every Actor of its node: no admission callback.
+    let reply = match target.as_ref().filter(|_| !to_entry) {
         None => Bytes::new(),
         Some(target) => {
             let event = MemberEvent::Join {
@@ -266,4 +274,27 @@ async fn elsewhere(server: &ObjectServer, spot: &SpotId) -> JoinOutcome {
         ),
         Err(e) => JoinOutcome::Failed(store_error(e)),
     }
+}
+
+/// Tells this node's Entry Spot that `actor` was created in it (one-way, on its lifecycle
+/// lane, ahead of the Actor's first turn).
+pub(crate) fn created_in_entry(server: &ObjectServer, actor: &LiveObject, ready: &Versioned) {
+    let Some(entry) = server.entry.as_ref() else {
+        return;
+    };
+    let Some(entry_spot) = server.live().get(&ObjectKey::from(&entry.id)).cloned() else {
+        return;
+    };
+    let Ok(id) = super::id::ActorId::new(&actor.key.id) else {
+        return;
+    };
+    entry_spot.add_member(&actor.key.id);
+    let (done, _) = oneshot::channel();
+    let created = ObjectJob::Member {
+        event: MemberEvent::Created {
+            actor: ActorRef::at(id, Location::of(ready)),
+        },
+        done,
+    };
+    let _ = entry_spot.try_deliver(created, 0);
 }

@@ -38,6 +38,8 @@ pub(crate) mod route_cache;
 
 pub use actor::{Actor, ActorCreation, ActorHandlers, ActorType};
 pub use context::{ActorContext, Context, SpotContext};
+pub use entry::EntryHooks;
+pub(crate) use entry::EntryHooksFactory;
 pub use kind::{ActorKind, Kind, SpotKind};
 pub use membership::{Execution, JoinDecision, JoinOutcome};
 pub use object_ref::{ActorRef, ObjectRef, SpotRef};

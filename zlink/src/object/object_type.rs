@@ -23,13 +23,15 @@ pub(crate) type ActorFactory = dyn Fn(&ActorContext) -> Box<dyn Actor> + Send + 
 pub(crate) enum Factory {
     Spot(Arc<SpotFactory>),
     Actor(Arc<ActorFactory>),
+    /// The framework's Entry Spot: never made by a creation.
+    Entry,
 }
 
 impl Factory {
     /// The namespace the type's objects live in.
     pub(crate) fn kind(&self) -> ObjectKind {
         match self {
-            Factory::Spot(_) => ObjectKind::Spot,
+            Factory::Spot(_) | Factory::Entry => ObjectKind::Spot,
             Factory::Actor(_) => ObjectKind::Actor,
         }
     }

@@ -128,7 +128,7 @@ impl ObjectServer {
             lease: lease.clone(),
             route,
             live: Mutex::new(HashMap::new()),
-            entry: entry.map(|id| Arc::new(EntrySpot::new(id))),
+            entry: entry.map(|id| Arc::new(EntrySpot::new(id, settings.entry_hooks.as_deref()))),
             resolver,
             placement_weight: settings.placement_weight,
             max_spots: settings.max_spots,

@@ -235,6 +235,7 @@ impl Instance for SpotInstance {
             MemberEvent::Join { actor, request } => {
                 self.spot.on_actor_join(&ctx, &actor, request).await
             }
+            MemberEvent::Created { .. } => JoinDecision::Accept(Bytes::new()),
             MemberEvent::Joined { actor } => {
                 self.spot.on_joined_actor(&ctx, &actor).await;
                 JoinDecision::Accept(Bytes::new())
