@@ -4,13 +4,15 @@
 //!   echo with CBOR-encoded payloads, and a tarpc echo over TCP;
 //! - `clientserver`: ClientServer request/reply vs the same three baselines;
 //! - `fanout`: one publisher to 4 subscribers, zlink fanout vs raw zeromq PUB/SUB;
-//! - `objects`: Spot requests by ID vs channel requests on the same nodes, route-cache
+//! - `objects`: Spot requests by ID vs channel requests on the same nodes, local Actor
+//!   requests and sends vs kameo's ask/tell in one process, route-cache
 //!   misses, and the creation rate.
 //!
 //! Each prints readable lines, then one JSON object as the last line.
 
 mod drive;
 mod fanout;
+mod local_actors;
 mod objects;
 mod raw;
 mod raw_cbor;
@@ -376,8 +378,50 @@ async fn objects(plan: RpcPlan) -> Result<(), BoxError> {
         "Spot / channel: throughput {throughput_ratio:.2}, speed at p50 {p50_ratio:.2} (target >= 0.9); a miss adds {:.1} us at p50",
         f.cold_latency.p50_us - f.spot_latency.p50_us
     );
+    let local = local_actors::run(
+        &payload,
+        plan.warmup,
+        plan.requests,
+        plan.window,
+        plan.duration,
+    )
+    .await?;
+    let local_figures = |name: &str, f: &local_actors::LocalFigures| {
+        println!("{name}:");
+        println!(
+            "  sequential: {} requests: p50 {:.2} us, p99 {:.2} us",
+            f.request.count, f.request.p50_us, f.request.p99_us
+        );
+        println!(
+            "  pipelined ({} callers, one Actor each): {:.0} requests/s",
+            plan.window,
+            f.requests.per_second()
+        );
+        println!(
+            "  one-way: {} sends to one Actor: {:.0} per second",
+            f.sends.messages,
+            f.sends.per_second()
+        );
+    };
+    local_figures("local Actor, zlink (request/send by ID)", &local.zlink);
+    local_figures("local actor, kameo (ask/tell)", &local.kameo);
+    let local_p50 = local.kameo.request.p50_us / local.zlink.request.p50_us;
+    let local_requests = local.zlink.requests.per_second() / local.kameo.requests.per_second();
+    let local_sends = local.zlink.sends.per_second() / local.kameo.sends.per_second();
+    println!(
+        "zlink / kameo, local: request speed at p50 {local_p50:.2}, pipelined requests {local_requests:.2}, one-way sends {local_sends:.2} (goal >= 1.0)"
+    );
     let summary = serde_json::json!({
         "benchmark": "objects",
+        "local_zlink_request_p50_us": round3(local.zlink.request.p50_us),
+        "local_kameo_request_p50_us": round3(local.kameo.request.p50_us),
+        "local_request_speed_vs_kameo": round3(local_p50),
+        "local_zlink_requests_per_s": local.zlink.requests.per_second().round(),
+        "local_kameo_requests_per_s": local.kameo.requests.per_second().round(),
+        "local_requests_vs_kameo": round3(local_requests),
+        "local_zlink_sends_per_s": local.zlink.sends.per_second().round(),
+        "local_kameo_sends_per_s": local.kameo.sends.per_second().round(),
+        "local_sends_vs_kameo": round3(local_sends),
         "store": f.store,
         "payload_bytes": plan.payload_bytes,
         "channel_p50_us": round3(f.channel_latency.p50_us),

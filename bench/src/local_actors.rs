@@ -1,0 +1,242 @@
+//! Local Actor messaging in one process: a zlink Actor's request and one-way send by ID
+//! against kameo's `ask` and `tell` to a local actor, with the same payload, measured the
+//! same way in the same run.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kameo::actor::Spawn;
+use kameo::message::{Context, Message};
+use tokio::time::Instant;
+use zlink::object::{Actor, ActorContext};
+use zlink::Runtime;
+
+use crate::stats::{Latency, Throughput};
+use crate::zlink_rpc::{Echo, Echoed};
+use crate::BoxError;
+
+/// A one-way message carrying the payload; the Actor counts what arrived.
+#[derive(Debug, serde::Serialize, serde::Deserialize, zlink::Message)]
+pub struct Push(#[serde(with = "serde_bytes")] pub Vec<u8>);
+
+/// How many one-way messages an Actor has taken.
+#[derive(Debug, serde::Serialize, serde::Deserialize, zlink::Message)]
+#[message(reply = Count)]
+pub struct HowMany;
+
+#[derive(Debug, serde::Serialize, serde::Deserialize, zlink::Message)]
+pub struct Count(pub u64);
+
+/// The zlink contestant: echoes requests, counts sends.
+pub struct EchoActor {
+    pushed: u64,
+}
+
+#[zlink::actor(type = "bench-echo-actor", relocation = recreate)]
+impl EchoActor {
+    #[handler]
+    async fn echo(&mut self, e: Echo, _ctx: &ActorContext) -> zlink::Result<Echoed> {
+        Ok(Echoed(e.0))
+    }
+
+    #[handler]
+    async fn push(&mut self, p: Push, _ctx: &ActorContext) -> zlink::Result<()> {
+        self.pushed += p.0.len().min(1) as u64;
+        Ok(())
+    }
+
+    #[handler]
+    async fn how_many(&mut self, _q: HowMany, _ctx: &ActorContext) -> zlink::Result<Count> {
+        Ok(Count(self.pushed))
+    }
+}
+
+impl Actor for EchoActor {}
+
+/// The kameo contestant: the same work on the same payload.
+#[derive(kameo::Actor)]
+pub struct KameoEcho {
+    pushed: u64,
+}
+
+impl Message<Echo> for KameoEcho {
+    type Reply = Vec<u8>;
+
+    async fn handle(&mut self, e: Echo, _ctx: &mut Context<Self, Self::Reply>) -> Vec<u8> {
+        e.0
+    }
+}
+
+impl Message<Push> for KameoEcho {
+    type Reply = ();
+
+    async fn handle(&mut self, p: Push, _ctx: &mut Context<Self, Self::Reply>) {
+        self.pushed += p.0.len().min(1) as u64;
+    }
+}
+
+impl Message<HowMany> for KameoEcho {
+    type Reply = u64;
+
+    async fn handle(&mut self, _q: HowMany, _ctx: &mut Context<Self, Self::Reply>) -> u64 {
+        self.pushed
+    }
+}
+
+/// One contestant's figures.
+pub struct LocalFigures {
+    pub request: Latency,
+    pub requests: Throughput,
+    pub sends: Throughput,
+}
+
+/// Both contestants' figures.
+pub struct LocalComparison {
+    pub zlink: LocalFigures,
+    pub kameo: LocalFigures,
+}
+
+/// Mailbox bound for both: zlink's default Actor queue.
+const MAILBOX: usize = 4096;
+
+pub async fn run(
+    payload: &[u8],
+    warmup: usize,
+    requests: usize,
+    window: usize,
+    duration: Duration,
+) -> Result<LocalComparison, BoxError> {
+    let payload: Arc<[u8]> = payload.into();
+    let rt = Runtime::builder()
+        .mesh_name("bench-local")
+        .rid("local")
+        .listen("tcp://127.0.0.1:0")
+        .location_store(<dyn zlink::store::LocationStore>::in_memory())
+        .actor_type(EchoActor::actor_type(|_| EchoActor { pushed: 0 })?)
+        .build()?
+        .start()
+        .await?;
+    let ids: Vec<Arc<str>> = (0..window.max(1))
+        .map(|i| Arc::from(format!("local-{i}")))
+        .collect();
+    for id in &ids {
+        rt.actors().create(id, EchoActor::STABLE_TYPE).await?;
+    }
+    let zlink = {
+        let clients: Vec<EchoActorClient> = ids
+            .iter()
+            .map(|id| EchoActorClient::new(&rt, &**id))
+            .collect();
+        let one = clients[0].clone();
+        let request = {
+            let payload = payload.clone();
+            move |client: EchoActorClient| {
+                let payload = payload.clone();
+                async move {
+                    let reply = client.echo(&Echo(payload.to_vec())).await?;
+                    crate::drive::check_echo(payload.len(), reply.0.len())
+                }
+            }
+        };
+        let latency = crate::drive::sequential(|| request(one.clone()), warmup, requests).await?;
+        let next = Arc::new(AtomicU64::new(0));
+        let requests_throughput = {
+            let (clients, request) = (clients.clone(), request.clone());
+            crate::drive::pipelined(
+                move || {
+                    let i = next.fetch_add(1, Ordering::Relaxed) as usize % clients.len();
+                    request(clients[i].clone())
+                },
+                window,
+                duration,
+            )
+            .await?
+        };
+        let count = (requests * 20).max(10_000) as u64;
+        let started = Instant::now();
+        for _ in 0..count {
+            one.push(&Push(payload.to_vec())).await?;
+        }
+        // Every send has run when this answers (one Actor, one origin: FIFO).
+        let Count(pushed) = one.how_many(&HowMany).await?;
+        if pushed < count {
+            return Err(format!("{pushed} of {count} sends arrived").into());
+        }
+        LocalFigures {
+            request: Latency::of(latency).ok_or("no samples")?,
+            requests: requests_throughput,
+            sends: Throughput {
+                messages: count,
+                elapsed: started.elapsed(),
+            },
+        }
+    };
+    rt.shutdown().await;
+
+    let kameo = {
+        let refs: Vec<_> = (0..window.max(1))
+            .map(|_| {
+                KameoEcho::spawn_with_mailbox(
+                    KameoEcho { pushed: 0 },
+                    kameo::mailbox::bounded(MAILBOX),
+                )
+            })
+            .collect();
+        let one = refs[0].clone();
+        let request = {
+            let payload = payload.clone();
+            move |actor: kameo::actor::ActorRef<KameoEcho>| {
+                let payload = payload.clone();
+                async move {
+                    let reply = actor
+                        .ask(Echo(payload.to_vec()))
+                        .await
+                        .map_err(|e| format!("kameo ask: {e}"))?;
+                    crate::drive::check_echo(payload.len(), reply.len())
+                }
+            }
+        };
+        let latency = crate::drive::sequential(|| request(one.clone()), warmup, requests).await?;
+        let next = Arc::new(AtomicU64::new(0));
+        let requests_throughput = {
+            let (refs, request) = (refs.clone(), request.clone());
+            crate::drive::pipelined(
+                move || {
+                    let i = next.fetch_add(1, Ordering::Relaxed) as usize % refs.len();
+                    request(refs[i].clone())
+                },
+                window,
+                duration,
+            )
+            .await?
+        };
+        let count = (requests * 20).max(10_000) as u64;
+        let started = Instant::now();
+        for _ in 0..count {
+            one.tell(Push(payload.to_vec()))
+                .await
+                .map_err(|e| format!("kameo tell: {e}"))?;
+        }
+        let pushed = one
+            .ask(HowMany)
+            .await
+            .map_err(|e| format!("kameo ask: {e}"))?;
+        if pushed < count {
+            return Err(format!("{pushed} of {count} tells arrived").into());
+        }
+        let sends = Throughput {
+            messages: count,
+            elapsed: started.elapsed(),
+        };
+        for actor in &refs {
+            actor.kill();
+        }
+        LocalFigures {
+            request: Latency::of(latency).ok_or("no samples")?,
+            requests: requests_throughput,
+            sends,
+        }
+    };
+    Ok(LocalComparison { zlink, kameo })
+}
