@@ -29,7 +29,7 @@ use stats::{Latency, Throughput};
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 const USAGE: &str = "\
-usage: zlink-bench (rpc | clientserver | fanout | objects) [--seconds S] [--requests N]
+usage: zlink-bench (rpc | clientserver | fanout | objects | local) [--seconds S] [--requests N]
 
   rpc            raw zeromq DEALER->ROUTER echo vs zlink RouteMesh request_to_channel
                  on 127.0.0.1, 64-byte payloads: sequential latency and pipelined
@@ -44,7 +44,11 @@ usage: zlink-bench (rpc | clientserver | fanout | objects) [--seconds S] [--requ
                  the same two nodes: sequential latency and pipelined throughput (64
                  callers over 64 Spots vs 64 in flight); a node without a route cache:
                  store reads per call and latency of a miss; get_or_create per second.
-                 The store is a private redis-server when installed
+                 The store is a private redis-server when installed. Then the local
+                 comparison below
+  local          a local Actor's request and one-way send by ID in one process vs
+                 kameo's ask and tell (same payload, same mailbox bound): sequential
+                 latency, pipelined requests (64 callers, one actor each), sends/s
   --seconds S    how long each pipelined or publishing run lasts, 1..=60 (default 3)
   --requests N   measured sequential round trips, 100..=1000000 (default 5000)
   --curve        rpc only: also run zlink with ZMTP CURVE on both nodes and report
@@ -59,6 +63,7 @@ enum Bench {
     ClientServer,
     Fanout,
     Objects,
+    Local,
 }
 
 /// What one `rpc` run does.
@@ -92,6 +97,7 @@ fn parse_args(args: &[String]) -> Result<(Bench, RpcPlan), String> {
         "clientserver" => Bench::ClientServer,
         "fanout" => Bench::Fanout,
         "objects" => Bench::Objects,
+        "local" => Bench::Local,
         other => return Err(format!("unknown command {other:?}")),
     };
     let mut plan = RpcPlan::default();
@@ -378,8 +384,53 @@ async fn objects(plan: RpcPlan) -> Result<(), BoxError> {
         "Spot / channel: throughput {throughput_ratio:.2}, speed at p50 {p50_ratio:.2} (target >= 0.9); a miss adds {:.1} us at p50",
         f.cold_latency.p50_us - f.spot_latency.p50_us
     );
+    let local = local_comparison(&plan, &payload).await?;
+    let mut summary = serde_json::json!({
+        "benchmark": "objects",
+        "store": f.store,
+        "payload_bytes": plan.payload_bytes,
+        "channel_p50_us": round3(f.channel_latency.p50_us),
+        "spot_p50_us": round3(f.spot_latency.p50_us),
+        "spot_vs_channel_p50_speed": round3(p50_ratio),
+        "channel_pipelined_msgs_per_s": f.channel_throughput.per_second().round(),
+        "spot_pipelined_msgs_per_s": f.spot_throughput.per_second().round(),
+        "spot_vs_channel_throughput": round3(throughput_ratio),
+        "miss_p50_us": round3(f.cold_latency.p50_us),
+        "miss_added_p50_us": round3(f.cold_latency.p50_us - f.spot_latency.p50_us),
+        "store_reads_per_miss": round3(f.reads_per_miss),
+        "creations_per_s": f.creations.per_second().round(),
+    });
+    if let (Some(fields), serde_json::Value::Object(local)) = (summary.as_object_mut(), local) {
+        fields.extend(local);
+    }
+    println!("{summary}");
+    Ok(())
+}
+
+/// `local`: only the local Actor comparison with kameo.
+async fn local(plan: RpcPlan) -> Result<(), BoxError> {
+    let payload: Vec<u8> = (0..plan.payload_bytes).map(|i| (i % 251) as u8).collect();
+    println!(
+        "local Actor benchmark: one process, {}-byte payloads, {} tokio worker threads",
+        plan.payload_bytes,
+        tokio::runtime::Handle::current().metrics().num_workers()
+    );
+    let mut summary =
+        serde_json::json!({ "benchmark": "local", "payload_bytes": plan.payload_bytes });
+    if let (Some(fields), serde_json::Value::Object(local)) = (
+        summary.as_object_mut(),
+        local_comparison(&plan, &payload).await?,
+    ) {
+        fields.extend(local);
+    }
+    println!("{summary}");
+    Ok(())
+}
+
+/// Runs and prints the local Actor comparison; its JSON fields.
+async fn local_comparison(plan: &RpcPlan, payload: &[u8]) -> Result<serde_json::Value, BoxError> {
     let local = local_actors::run(
-        &payload,
+        payload,
         plan.warmup,
         plan.requests,
         plan.window,
@@ -411,8 +462,7 @@ async fn objects(plan: RpcPlan) -> Result<(), BoxError> {
     println!(
         "zlink / kameo, local: request speed at p50 {local_p50:.2}, pipelined requests {local_requests:.2}, one-way sends {local_sends:.2} (goal >= 1.0)"
     );
-    let summary = serde_json::json!({
-        "benchmark": "objects",
+    Ok(serde_json::json!({
         "local_zlink_request_p50_us": round3(local.zlink.request.p50_us),
         "local_kameo_request_p50_us": round3(local.kameo.request.p50_us),
         "local_request_speed_vs_kameo": round3(local_p50),
@@ -422,21 +472,7 @@ async fn objects(plan: RpcPlan) -> Result<(), BoxError> {
         "local_zlink_sends_per_s": local.zlink.sends.per_second().round(),
         "local_kameo_sends_per_s": local.kameo.sends.per_second().round(),
         "local_sends_vs_kameo": round3(local_sends),
-        "store": f.store,
-        "payload_bytes": plan.payload_bytes,
-        "channel_p50_us": round3(f.channel_latency.p50_us),
-        "spot_p50_us": round3(f.spot_latency.p50_us),
-        "spot_vs_channel_p50_speed": round3(p50_ratio),
-        "channel_pipelined_msgs_per_s": f.channel_throughput.per_second().round(),
-        "spot_pipelined_msgs_per_s": f.spot_throughput.per_second().round(),
-        "spot_vs_channel_throughput": round3(throughput_ratio),
-        "miss_p50_us": round3(f.cold_latency.p50_us),
-        "miss_added_p50_us": round3(f.cold_latency.p50_us - f.spot_latency.p50_us),
-        "store_reads_per_miss": round3(f.reads_per_miss),
-        "creations_per_s": f.creations.per_second().round(),
-    });
-    println!("{summary}");
-    Ok(())
+    }))
 }
 
 fn round3(x: f64) -> f64 {
@@ -470,6 +506,7 @@ fn main() -> ExitCode {
         match bench {
             Bench::Fanout => fanout::run(plan.payload_bytes, plan.duration).await,
             Bench::Objects => objects(plan).await,
+            Bench::Local => local(plan).await,
             _ => rpc(plan, bench).await,
         }
     };

@@ -39,7 +39,8 @@ pub(crate) struct MeshNode {
     work: Arc<HandlerWork>,
     cancel: CancellationToken,
     /// What the runtime started next to this node, in start order.
-    subsystems: Mutex<Vec<Arc<dyn Subsystem>>>,
+    /// Each subsystem, with itself as `Any` so a lookup by type clones only the match.
+    subsystems: Mutex<Vec<(Arc<dyn Subsystem>, Arc<dyn std::any::Any + Send + Sync>)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -208,19 +209,24 @@ impl MeshNode {
 
     /// Registers a subsystem started next to this node (drained and stopped in reverse).
     pub(crate) fn add_subsystem(&self, subsystem: Arc<dyn Subsystem>) {
-        lock(&self.subsystems).push(subsystem);
+        let any = subsystem.clone().into_any();
+        lock(&self.subsystems).push((subsystem, any));
     }
 
     /// The subsystem of type `T`, if the runtime started one.
     pub(crate) fn subsystem<T: Subsystem>(&self) -> Option<Arc<T>> {
         lock(&self.subsystems)
             .iter()
-            .find_map(|s| s.clone().into_any().downcast::<T>().ok())
+            .find(|(_, any)| any.is::<T>())
+            .and_then(|(_, any)| any.clone().downcast::<T>().ok())
     }
 
     /// The subsystems in reverse start order.
     pub(crate) fn subsystems_reversed(&self) -> Vec<Arc<dyn Subsystem>> {
-        let mut all = lock(&self.subsystems).clone();
+        let mut all: Vec<Arc<dyn Subsystem>> = lock(&self.subsystems)
+            .iter()
+            .map(|(s, _)| s.clone())
+            .collect();
         all.reverse();
         all
     }

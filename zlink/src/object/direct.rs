@@ -200,7 +200,10 @@ pub(super) fn prepare(
             .sum::<usize>();
     let job = ObjectJob::Message {
         handler,
-        packet: Arc::from(packet),
+        packet: live
+            .object_type
+            .packet_name(handler)
+            .unwrap_or_else(|| Arc::from(packet)),
         payload,
         metadata,
         deadline,
@@ -225,14 +228,20 @@ fn check_admission(
         )
     };
     let live = server.live().get(id).cloned().ok_or_else(stale)?;
-    let token = server.lease.admitting_token().ok_or_else(|| {
-        Error::new(
-            ErrorKind::Unavailable,
-            "the owner's lease admits no new work",
-        )
-    })?;
-    if !live.admits(&fence, &token) {
-        return Err(stale());
+    let mut leased = false;
+    let admitted = server.lease.admits_with(|token| {
+        leased = true;
+        live.admits(&fence, token)
+    });
+    if !admitted {
+        return Err(if leased {
+            stale()
+        } else {
+            Error::new(
+                ErrorKind::Unavailable,
+                "the owner's lease admits no new work",
+            )
+        });
     }
     let handler = live.object_type.handler(packet, kind).ok_or_else(|| {
         Error::new(

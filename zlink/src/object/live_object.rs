@@ -313,14 +313,18 @@ impl LiveObject {
             let Some(job) = turn.take_job() else { continue };
             // One turn at a time among the objects sharing the gate.
             let gate = self.gate();
-            let held = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => {
-                    job.refuse(Error::new(ErrorKind::ShuttingDown, "the object stopped before the message ran"));
-                    timer_stop.cancel();
-                    return stopped(&self.key, &mut instance, context(None, None, Metadata::new())).await;
-                }
-                held = gate.lock() => held,
+            // An uncontended gate (every object but a busy SpotWide member) is taken at once.
+            let held = match gate.try_lock() {
+                Ok(held) => held,
+                Err(_) => tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => {
+                        job.refuse(Error::new(ErrorKind::ShuttingDown, "the object stopped before the message ran"));
+                        timer_stop.cancel();
+                        return stopped(&self.key, &mut instance, context(None, None, Metadata::new())).await;
+                    }
+                    held = gate.lock() => held,
+                },
             };
             match job {
                 ObjectJob::Message {
@@ -337,13 +341,15 @@ impl LiveObject {
                     // A handler stuck past shutdown is stopped: shutdown never waits on it.
                     let handled = TURN_GATE
                         .scope(gate.clone(), caught(instance.handle(ctx, handler, payload)));
+                    // The handler goes first: one that finishes at once never polls the
+                    // stop token; one that hangs is dropped when the token fires.
                     let result = tokio::select! {
                         biased;
+                        result = handled => result.and_then(|r| r),
                         _ = cancel.cancelled() => Err(Error::new(
                             ErrorKind::ShuttingDown,
                             "the object was stopped during the handler",
                         )),
-                        result = handled => result.and_then(|r| r),
                     };
                     let joined = result.is_ok();
                     match reply {
@@ -374,8 +380,8 @@ impl LiveObject {
                             TURN_GATE.scope(gate.clone(), caught(instance.on_timer(ctx, tick)));
                         let ticked = tokio::select! {
                             biased;
-                            _ = cancel.cancelled() => Ok(()),
                             ticked = ticking => ticked.and_then(|r| r),
+                            _ = cancel.cancelled() => Ok(()),
                         };
                         joined = ticked.is_ok();
                         if let Err(e) = ticked {

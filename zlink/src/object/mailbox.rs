@@ -97,6 +97,8 @@ struct State<J> {
     application_owed: bool,
     sealed: bool,
     closed: bool,
+    /// Senders waiting for room (only they are woken when a job completes).
+    room_waiters: usize,
 }
 
 impl<J> State<J> {
@@ -182,6 +184,7 @@ impl<J> Mailbox<J> {
                 application_owed: false,
                 sealed: false,
                 closed: false,
+                room_waiters: 0,
             }),
             arrived: Notify::new(),
             released: Notify::new(),
@@ -230,14 +233,25 @@ impl<J> Mailbox<J> {
     ) -> Result<(), (Refused, J)> {
         loop {
             let room = self.released.notified();
-            match self.admit(lane, job, payload_bytes) {
+            tokio::pin!(room);
+            room.as_mut().enable();
+            self.state().room_waiters += 1;
+            let admitted = self.admit(lane, job, payload_bytes);
+            let outcome = match admitted {
                 Err((Refused::Full(l), back)) => {
                     job = back;
-                    if tokio::time::timeout_at(deadline, room).await.is_err() {
-                        return Err((Refused::Full(l), job));
-                    }
+                    tokio::time::timeout_at(deadline, room)
+                        .await
+                        .map_err(|_| Refused::Full(l))
                 }
-                other => return other,
+                other => {
+                    self.state().room_waiters -= 1;
+                    return other;
+                }
+            };
+            self.state().room_waiters -= 1;
+            if let Err(full) = outcome {
+                return Err((full, job));
             }
         }
     }
@@ -247,32 +261,46 @@ impl<J> Mailbox<J> {
         let used = &mut state.lane(lane).used;
         used.jobs = used.jobs.saturating_sub(1);
         used.bytes = used.bytes.saturating_sub(bytes);
+        // Only a sender waiting for room needs to hear of it.
+        let waiting = state.room_waiters > 0;
         drop(state);
-        self.released.notify_waiters();
+        if waiting {
+            self.released.notify_waiters();
+        }
+    }
+
+    /// The job to run now, if one is queued; `Err` once the mailbox is closed.
+    fn try_next(self: &Arc<Self>) -> Result<Option<Turn<J>>, ()> {
+        let mut state = self.state();
+        if state.closed {
+            return Err(());
+        }
+        let Some(lane) = state.pick() else {
+            return Ok(None);
+        };
+        Ok(state
+            .lane(lane)
+            .queued
+            .pop_front()
+            .map(|(job, bytes)| Turn {
+                job: Some(job),
+                lane,
+                bytes,
+                mailbox: self.clone(),
+            }))
     }
 
     /// The next job to run, lifecycle first under the run cap; waits for one. `None` once
     /// the mailbox is closed.
     pub(crate) async fn next_turn(self: &Arc<Self>) -> Option<Turn<J>> {
         loop {
-            let arrived = self.arrived.notified();
-            {
-                let mut state = self.state();
-                if state.closed {
-                    return None;
-                }
-                if let Some(lane) = state.pick() {
-                    if let Some((job, bytes)) = state.lane(lane).queued.pop_front() {
-                        return Some(Turn {
-                            job: Some(job),
-                            lane,
-                            bytes,
-                            mailbox: self.clone(),
-                        });
-                    }
-                }
+            // A queued job is taken without arming a wakeup; `notify_one` keeps a permit
+            // for a job that arrives between the look and the wait.
+            match self.try_next() {
+                Err(()) => return None,
+                Ok(Some(turn)) => return Some(turn),
+                Ok(None) => self.arrived.notified().await,
             }
-            arrived.await;
         }
     }
 
@@ -312,7 +340,8 @@ impl<J> Mailbox<J> {
         let mut left: Vec<J> = state.lifecycle.queued.drain(..).map(|(j, _)| j).collect();
         left.extend(state.application.queued.drain(..).map(|(j, _)| j));
         drop(state);
-        self.arrived.notify_waiters();
+        // The turn loop may be waiting (a permit wakes it if it is not yet).
+        self.arrived.notify_one();
         self.released.notify_waiters();
         left
     }

@@ -42,6 +42,8 @@ impl Factory {
 pub(crate) struct ObjectType {
     pub(crate) stable_type: StableType,
     pub(crate) packets: Arc<[(String, PacketKind)]>,
+    /// The packet names again, shared, for the handler turns that carry them.
+    packet_names: Arc<[Arc<str>]>,
     pub(crate) relocation: Relocation,
     pub(crate) factory: Factory,
     pub(crate) queue: LaneLimits,
@@ -93,6 +95,10 @@ impl ObjectType {
         }
         Ok(ObjectType {
             stable_type,
+            packet_names: packets
+                .iter()
+                .map(|(name, _)| Arc::from(name.as_str()))
+                .collect(),
             packets: packets.into(),
             relocation,
             factory,
@@ -123,6 +129,11 @@ impl ObjectType {
     }
 
     /// The handler position of `packet` sent as `kind`, if the type handles it.
+    /// The packet name of the handler at `position`.
+    pub(crate) fn packet_name(&self, position: usize) -> Option<Arc<str>> {
+        self.packet_names.get(position).cloned()
+    }
+
     pub(crate) fn handler(&self, packet: &str, kind: PacketKind) -> Option<usize> {
         self.packets
             .iter()

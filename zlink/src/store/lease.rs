@@ -121,6 +121,13 @@ impl OwnerLease {
     }
 
     /// The token, if the host may act under it right now.
+    /// Whether new work is admitted now and `check` holds for the current token (without
+    /// copying it: the hot path of every object message).
+    pub(crate) fn admits_with(&self, check: impl FnOnce(&LeaseToken) -> bool) -> bool {
+        let status = self.status.borrow();
+        status.admits_new_work() && status.token.as_ref().is_some_and(check)
+    }
+
     pub(crate) fn admitting_token(&self) -> Option<LeaseToken> {
         let status = self.status.borrow();
         status
