@@ -25,6 +25,9 @@ use crate::config::Settings;
 use crate::store::OwnerLease;
 use crate::wire::{Command, ControlHeader};
 
+/// A subsystem as `Any`, for lookups by type.
+type AnySubsystem = Arc<dyn std::any::Any + Send + Sync>;
+
 /// One node: a RouteMesh member, or one ClientServer role.
 pub(crate) struct MeshNode {
     settings: Arc<Settings>,
@@ -40,7 +43,7 @@ pub(crate) struct MeshNode {
     cancel: CancellationToken,
     /// What the runtime started next to this node, in start order.
     /// Each subsystem, with itself as `Any` so a lookup by type clones only the match.
-    subsystems: Mutex<Vec<(Arc<dyn Subsystem>, Arc<dyn std::any::Any + Send + Sync>)>>,
+    subsystems: Mutex<Vec<(Arc<dyn Subsystem>, AnySubsystem)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
