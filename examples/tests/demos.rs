@@ -36,7 +36,18 @@ fn fanout_demo_filters_by_topic() {
 #[test]
 fn rooms_demo_places_rooms_and_is_honest_about_a_stopped_server() {
     let out = run(env!("CARGO_BIN_EXE_rooms"));
-    assert!(out.contains("players [\"ana\", \"bo\"]"), "{out}");
+    // Players are Actors that join a room on their node, talk, and leave.
+    assert!(out.contains("ana  created on rooms-east"), "{out}");
+    assert!(out.contains("accepted (welcome to the"), "{out}");
+    assert!(
+        out.contains("players [\"ana\", \"bo\"], lines [\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("failed: Unavailable (joining another node's room"),
+        "{out}"
+    );
+    assert!(out.contains("back in an Entry Spot (true)"), "{out}");
     assert!(out.contains(": Unavailable ("), "{out}");
     assert!(out.contains("(not re-created)"), "{out}");
 }

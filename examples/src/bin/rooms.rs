@@ -1,8 +1,9 @@
-//! Chat rooms as Spots: three nodes in one process on 127.0.0.1 and the embedded Location
-//! Store. Two nodes serve rooms, one is a lobby. Rooms are created from the lobby (placement
-//! picks a server), players join and talk by room ID from any node, then one room server
-//! stops: its rooms are honestly `Unavailable`, nothing is re-created elsewhere, and the
-//! other server's rooms go on.
+//! Chat rooms as Spots and players as Actors: three nodes in one process on 127.0.0.1 and
+//! the embedded Location Store. `rooms-east` serves rooms and players, `rooms-west` serves
+//! rooms, the lobby serves nothing. Rooms are opened from the lobby (placement picks a
+//! server); players are created in east's Entry Spot, join a room on their node, talk,
+//! and leave; everything is addressed by ID from any node. Then west stops: its rooms are
+//! honestly `Unavailable`, and nothing is re-created elsewhere.
 //!
 //! Run: `cargo run -p zlink-examples --bin rooms`
 //!
@@ -13,32 +14,30 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use zlink::object::{CreateDecision, Spot, SpotContext, SpotCreation};
+use zlink::object::{
+    Actor, ActorContext, ActorRef, CreateDecision, JoinDecision, JoinOutcome, Spot, SpotContext,
+    SpotCreation,
+};
 use zlink::store::{LocationStore, RedisLocationStore, RedisOptions};
 use zlink::{Bytes, ErrorKind, Runtime};
 
+/// A line said in a room (one-way).
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
-#[message(reply = Members)]
-struct Join {
-    player: String,
-}
-
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-struct Members {
-    players: Vec<String>,
-    host: String,
-}
-
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-#[message(reply = Heard)]
 struct Say {
     player: String,
     text: String,
 }
 
+/// Who is in a room and what was said.
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
-struct Heard {
-    lines: usize,
+#[message(reply = Members)]
+struct Who;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+struct Members {
+    host: String,
+    players: Vec<String>,
+    lines: Vec<String>,
 }
 
 /// One room: its players and what was said, on whichever node runs it.
@@ -49,26 +48,47 @@ struct Room {
     lines: Vec<String>,
 }
 
-#[zlink::spot(type = "room", relocation = disable)]
+#[zlink::spot(type = "room", relocation = disable, actors = Player)]
 impl Room {
     #[handler]
-    async fn join(&mut self, join: Join, _ctx: &SpotContext) -> zlink::Result<Members> {
-        if !self.players.contains(&join.player) {
-            self.players.push(join.player);
-        }
-        Ok(Members {
-            players: self.players.clone(),
-            host: self.host.clone(),
-        })
+    async fn say(&mut self, say: Say, _ctx: &SpotContext) -> zlink::Result<()> {
+        self.lines
+            .push(format!("[{}] {}: {}", self.topic, say.player, say.text));
+        Ok(())
     }
 
     #[handler]
-    async fn say(&mut self, say: Say, _ctx: &SpotContext) -> zlink::Result<Heard> {
-        self.lines
-            .push(format!("[{}] {}: {}", self.topic, say.player, say.text));
-        Ok(Heard {
-            lines: self.lines.len(),
+    async fn who(&mut self, _who: Who, _ctx: &SpotContext) -> zlink::Result<Members> {
+        Ok(Members {
+            host: self.host.clone(),
+            players: self.players.clone(),
+            lines: self.lines.clone(),
         })
+    }
+
+    /// A room takes at most four players.
+    #[on_actor_join]
+    async fn admit(
+        &mut self,
+        _actor: &ActorRef,
+        _request: Bytes,
+        _ctx: &SpotContext,
+    ) -> JoinDecision {
+        if self.players.len() < 4 {
+            JoinDecision::Accept(Bytes::from(format!("welcome to the {}", self.topic)))
+        } else {
+            JoinDecision::Reject(Bytes::from_static(b"the room is full"))
+        }
+    }
+
+    #[on_joined_actor]
+    async fn joined(&mut self, actor: &ActorRef, _ctx: &SpotContext) {
+        self.players.push(actor.id.to_string());
+    }
+
+    #[on_leave_actor]
+    async fn left(&mut self, actor: &ActorRef, _ctx: &SpotContext) {
+        self.players.retain(|p| p != actor.id.as_str());
     }
 }
 
@@ -80,19 +100,113 @@ impl Spot for Room {
     }
 }
 
+/// Asks a player to join a room (one-way; the outcome arrives as `on_join_completed`).
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+struct Enter {
+    room: String,
+}
+
+/// Asks a player to leave its room for its node's Entry Spot.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+struct Leave;
+
+/// Asks a player to say something in its room.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+struct Talk {
+    text: String,
+}
+
+/// Where a player is and how its last Join went.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Status)]
+struct Whereabouts;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+struct Status {
+    spot: Option<String>,
+    last_join: String,
+}
+
+/// One player, an Actor: it belongs to one Spot at a time.
+struct Player {
+    last_join: String,
+}
+
+#[zlink::actor(type = "player", relocation = recreate)]
+impl Player {
+    #[handler]
+    async fn enter(&mut self, enter: Enter, ctx: &ActorContext) -> zlink::Result<()> {
+        ctx.join_spot(&enter.room, Bytes::new())
+    }
+
+    #[handler]
+    async fn leave(&mut self, _leave: Leave, ctx: &ActorContext) -> zlink::Result<()> {
+        ctx.leave_spot()
+    }
+
+    #[handler]
+    async fn talk(&mut self, talk: Talk, ctx: &ActorContext) -> zlink::Result<()> {
+        let Some(room) = ctx.spot() else {
+            return Ok(());
+        };
+        // One-way: a room's turn and its players' share one gate, so a player never
+        // waits on its own room.
+        RoomClient::new(&ctx.runtime(), room.as_str())
+            .say(&Say {
+                player: ctx.id().to_string(),
+                text: talk.text,
+            })
+            .await
+    }
+
+    #[handler]
+    async fn whereabouts(&mut self, _w: Whereabouts, ctx: &ActorContext) -> zlink::Result<Status> {
+        Ok(Status {
+            spot: ctx.spot().map(|s| s.to_string()),
+            last_join: self.last_join.clone(),
+        })
+    }
+}
+
+#[zlink::async_trait]
+impl Actor for Player {
+    async fn on_join_completed(&mut self, _ctx: &ActorContext, outcome: JoinOutcome) {
+        self.last_join = match outcome {
+            JoinOutcome::Accepted { reply, .. } => {
+                format!("accepted ({})", String::from_utf8_lossy(&reply))
+            }
+            JoinOutcome::Rejected { reply } => {
+                format!("rejected ({})", String::from_utf8_lossy(&reply))
+            }
+            JoinOutcome::Failed(e) => format!(
+                "failed: {:?}",
+                e.kind().unwrap_or(ErrorKind::InternalFailure)
+            ),
+        };
+    }
+}
+
 const MESH: &str = "rooms";
+
+/// What a node serves.
+#[derive(Clone, Copy, PartialEq)]
+enum Serves {
+    Nothing,
+    Rooms,
+    RoomsAndPlayers,
+}
 
 async fn start_node(
     rid: &str,
     store: &Arc<dyn LocationStore>,
-    serves_rooms: bool,
+    serves: Serves,
 ) -> zlink::Result<Runtime> {
     let mut builder = Runtime::builder()
         .mesh_name(MESH)
         .rid(rid)
         .listen("tcp://127.0.0.1:0")
         .location_store(store.clone());
-    if serves_rooms {
+    if serves != Serves::Nothing {
         let host = rid.to_string();
         builder = builder.spot_type(Room::spot_type(move |_| Room {
             host: host.clone(),
@@ -101,11 +215,16 @@ async fn start_node(
             lines: Vec::new(),
         })?);
     }
+    if serves == Serves::RoomsAndPlayers {
+        builder = builder.actor_type(Player::actor_type(|_| Player {
+            last_join: "none yet".into(),
+        })?);
+    }
     builder.build()?.start().await
 }
 
 /// Waits until `lobby` is connected to `count` room servers. (A member is connected only
-/// after its descriptor, with the Spot types it serves, was read.)
+/// after its descriptor, with the types it serves, was read.)
 async fn wait_for_servers(lobby: &Runtime, count: usize) -> zlink::Result<()> {
     lobby
         .wait_for_peers(Duration::from_secs(10), |peers| {
@@ -128,100 +247,142 @@ async fn open_room(lobby: &Runtime, id: &str, topic: &str) -> zlink::Result<Stri
     }
 }
 
+/// Asks `player` to join `room` and reports where it ended up.
+async fn enter(rt: &Runtime, player: &str, room: &str) -> zlink::Result<Status> {
+    let client = PlayerClient::new(rt, player);
+    client.enter(&Enter { room: room.into() }).await?;
+    // Its next message runs after the Join: this answer already shows the outcome.
+    client.whereabouts(&Whereabouts).await
+}
+
 async fn one_process() -> zlink::Result<()> {
     let store = <dyn LocationStore>::in_memory();
-    let east = start_node("rooms-east", &store, true).await?;
-    let west = start_node("rooms-west", &store, true).await?;
-    let lobby = start_node("lobby", &store, false).await?;
+    let east = start_node("rooms-east", &store, Serves::RoomsAndPlayers).await?;
+    let west = start_node("rooms-west", &store, Serves::Rooms).await?;
+    let lobby = start_node("lobby", &store, Serves::Nothing).await?;
     wait_for_servers(&lobby, 2).await?;
+    wait_for_servers(&west, 1).await?;
 
     println!("Opening rooms from the lobby (placement picks a room server):");
-    let mut hosts = Vec::new();
-    for (id, topic) in [
-        ("arena-1", "arena"),
-        ("arena-2", "arena"),
-        ("tavern", "tavern"),
-        ("library", "library"),
-    ] {
-        let host = open_room(&lobby, id, topic).await?;
-        println!("  {id:<8} runs on {host}");
-        hosts.push((id, host));
+    // Placement is weighted at random: rooms are opened until each server runs one.
+    let topics = ["arena", "tavern", "library", "garden", "forge", "harbor"];
+    let mut rooms: Vec<(String, String)> = Vec::new();
+    for i in 0..24 {
+        let both = ["rooms-east", "rooms-west"]
+            .iter()
+            .all(|server| rooms.iter().any(|(_, host)| host == server));
+        if i >= 4 && both {
+            break;
+        }
+        let topic = topics[i % topics.len()];
+        let id = format!("{topic}-{}", i / topics.len() + 1);
+        let host = open_room(&lobby, &id, topic).await?;
+        println!("  {id:<9} runs on {host}");
+        rooms.push((id, host));
     }
+    let room_on = |server: &str| {
+        rooms
+            .iter()
+            .find(|(_, host)| host == server)
+            .map(|(id, _)| id.as_str())
+    };
+    let (east_room, west_room) = (room_on("rooms-east"), room_on("rooms-west"));
 
     println!();
-    println!("Players join and talk by room ID, from any node:");
-    for (id, _) in &hosts {
-        let via_east = RoomClient::new(&east, *id);
-        let via_west = RoomClient::new(&west, *id);
-        via_east
-            .join(&Join {
-                player: "ana".into(),
-            })
-            .await?;
-        let members = via_west
-            .join(&Join {
-                player: "bo".into(),
-            })
-            .await?;
-        let heard = RoomClient::new(&lobby, *id)
-            .say(&Say {
-                player: "ana".into(),
+    println!("Players are Actors, created from the lobby in rooms-east's Entry Spot:");
+    for player in ["ana", "bo"] {
+        let created = lobby.actors().create(player, Player::STABLE_TYPE).await?;
+        println!("  {player:<4} created on {}", created.rid);
+    }
+    if let Some(room) = east_room {
+        for player in ["ana", "bo"] {
+            let status = enter(&lobby, player, room).await?;
+            println!(
+                "  {player:<4} joins {room} (same node): {}",
+                status.last_join
+            );
+        }
+        PlayerClient::new(&west, "ana")
+            .talk(&Talk {
                 text: "hello".into(),
             })
             .await?;
+        PlayerClient::new(&lobby, "bo")
+            .talk(&Talk {
+                text: "hi ana".into(),
+            })
+            .await?;
+        // Each player's talk ran before its next message; the room's lines follow.
+        PlayerClient::new(&lobby, "ana")
+            .whereabouts(&Whereabouts)
+            .await?;
+        PlayerClient::new(&lobby, "bo")
+            .whereabouts(&Whereabouts)
+            .await?;
+        let members = RoomClient::new(&west, room).who(&Who).await?;
         println!(
-            "  {id:<8} (on {}): players {:?}, {} line(s)",
-            members.host, members.players, heard.lines
+            "  {room} (on {}): players {:?}, lines {:?}",
+            members.host, members.players, members.lines
+        );
+    }
+    if let Some(room) = west_room {
+        let status = enter(&lobby, "ana", room).await?;
+        println!(
+            "  ana  tries {room} on rooms-west: {} (joining another node's room is a relocation, which comes with live relocation); she stays in {:?}",
+            status.last_join, status.spot
+        );
+    }
+    if let Some(room) = east_room {
+        PlayerClient::new(&lobby, "bo").leave(&Leave).await?;
+        let status = PlayerClient::new(&lobby, "bo")
+            .whereabouts(&Whereabouts)
+            .await?;
+        let members = RoomClient::new(&lobby, room).who(&Who).await?;
+        println!(
+            "  bo   leaves {room}: back in an Entry Spot ({}); {room} has {:?}",
+            status
+                .spot
+                .as_deref()
+                .is_some_and(zlink::object::is_entry_spot_id),
+            members.players
         );
     }
 
-    // Stop the node that runs the first room.
-    let (doomed_room, doomed_host) = hosts[0].clone();
-    let (killed, survivor) = if doomed_host == "rooms-east" {
-        (east, west)
-    } else {
-        (west, east)
-    };
     println!();
-    println!("Stopping {doomed_host} (its rooms are not handed over: they stay with it)...");
-    killed.shutdown().await;
-    for (id, host) in &hosts {
-        let room = RoomClient::new(&lobby, *id);
-        let mut outcome = room
-            .say(&Say {
-                player: "ana".into(),
-                text: "still here?".into(),
-            })
-            .await;
-        // The first call after the crash may still be in flight to the dead node.
-        if outcome.is_err() && host != &doomed_host {
-            outcome = room
-                .say(&Say {
-                    player: "ana".into(),
-                    text: "still here?".into(),
-                })
-                .await;
+    println!("Stopping rooms-west (its rooms are not handed over: they stay with it)...");
+    west.shutdown().await;
+    for (id, host) in &rooms {
+        let room = RoomClient::new(&lobby, id.as_str());
+        let mut outcome = room.who(&Who).await;
+        // The first call after the stop may still be in flight to the stopped node.
+        if outcome.is_err() && host != "rooms-west" {
+            outcome = room.who(&Who).await;
         }
         match outcome {
-            Ok(heard) => println!("  {id:<8} on {host}: answered ({} lines)", heard.lines),
+            Ok(members) => println!(
+                "  {id:<8} on {host}: answered ({} lines)",
+                members.lines.len()
+            ),
             Err(e) => println!(
-                "  {id:<8} on {host}: {:?} ({e})",
+                "  {id:<9} on {host}: {:?} ({e})",
                 e.kind().unwrap_or(ErrorKind::InternalFailure)
             ),
         }
     }
-    let again = lobby
-        .spots()
-        .get_or_create(doomed_room, Room::STABLE_TYPE, "arena".to_string())
-        .await?;
-    let where_now = match again {
-        SpotCreation::Existing(room) => format!("still owned by {} (not re-created)", room.rid),
-        other => format!("{other:?}"),
-    };
-    println!("  get_or_create({doomed_room:?}) -> {where_now}");
+    if let Some(room) = west_room {
+        let again = lobby
+            .spots()
+            .get_or_create(room, Room::STABLE_TYPE, "again".to_string())
+            .await?;
+        let where_now = match again {
+            SpotCreation::Existing(room) => format!("still owned by {} (not re-created)", room.rid),
+            other => format!("{other:?}"),
+        };
+        println!("  get_or_create({room:?}) -> {where_now}");
+    }
 
     lobby.shutdown().await;
-    survivor.shutdown().await;
+    east.shutdown().await;
     Ok(())
 }
 
@@ -230,21 +391,24 @@ async fn one_node(redis: &str, role: &str, rid: &str) -> zlink::Result<()> {
         Arc::new(RedisLocationStore::new(RedisOptions::new(redis, MESH))?);
     match role {
         "server" => {
-            let node = start_node(rid, &store, true).await?;
+            let node = start_node(rid, &store, Serves::RoomsAndPlayers).await?;
             println!("room server {rid} is up; press Ctrl-C to stop");
             let _ = tokio::signal::ctrl_c().await;
             node.shutdown().await;
         }
         _ => {
-            let lobby = start_node(rid, &store, false).await?;
+            let lobby = start_node(rid, &store, Serves::Nothing).await?;
             wait_for_servers(&lobby, 1).await?;
             let host = open_room(&lobby, "arena-1", "arena").await?;
-            let members = RoomClient::new(&lobby, "arena-1")
-                .join(&Join {
-                    player: rid.to_string(),
-                })
+            lobby
+                .actors()
+                .get_or_create(rid, Player::STABLE_TYPE)
                 .await?;
-            println!("arena-1 runs on {host}; players {:?}", members.players);
+            let status = enter(&lobby, rid, "arena-1").await?;
+            println!(
+                "arena-1 runs on {host}; {rid} joins it: {}",
+                status.last_join
+            );
             lobby.shutdown().await;
         }
     }
