@@ -385,6 +385,66 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_membership_change_of_an_older_incarnation_changes_nothing() {
+        use crate::object::id::ActorId;
+        let authority = store();
+        let actor = ObjectKey::from(&ActorId::new("p").unwrap());
+        let mut as_actor = draft("a");
+        as_actor.shape = ObjectShape::Actor;
+        as_actor.membership = Some("entry".into());
+        let ready = |authority: AuthorityStore, draft: Draft| {
+            let actor = actor.clone();
+            async move {
+                let Reserved::Won(won) = authority.reserve(&actor, draft).await.unwrap() else {
+                    panic!("lost")
+                };
+                let Fenced::Done(ready) = authority.commit(&actor, &won).await.unwrap() else {
+                    panic!("moved")
+                };
+                ready
+            }
+        };
+        let first = ready(authority.clone(), as_actor.clone()).await;
+        assert_eq!(
+            authority.delete(&actor, &first).await.unwrap(),
+            Fenced::Done(())
+        );
+        let second = ready(authority.clone(), as_actor).await;
+        assert!(second.record.fence.object_generation > first.record.fence.object_generation);
+        // A Join admitted under the first incarnation moves nothing of the second.
+        assert_eq!(
+            authority
+                .set_membership(&actor, &first, "room")
+                .await
+                .unwrap(),
+            Fenced::Moved
+        );
+        let Fenced::Done(moved) = authority
+            .set_membership(&actor, &second, "room")
+            .await
+            .unwrap()
+        else {
+            panic!("moved")
+        };
+        assert_eq!(moved.record.membership.as_deref(), Some("room"));
+        assert_eq!(authority.read(&actor).await.unwrap(), Some(moved));
+        // A Spot's record has no membership to change.
+        let Reserved::Won(won) = authority.reserve(&key("r"), draft("b")).await.unwrap() else {
+            panic!("lost")
+        };
+        let Fenced::Done(spot) = authority.commit(&key("r"), &won).await.unwrap() else {
+            panic!("moved")
+        };
+        assert_eq!(
+            authority
+                .set_membership(&key("r"), &spot, "room")
+                .await
+                .unwrap(),
+            Fenced::Moved
+        );
+    }
+
+    #[tokio::test]
     async fn an_exhausted_counter_reserves_nothing() {
         let memory = Arc::new(MemoryLocationStore::new());
         let authority = AuthorityStore::new(memory.clone());
