@@ -88,7 +88,13 @@ impl Room {
     }
 }
 
-impl Spot for Room {}
+#[zlink::async_trait]
+impl Spot for Room {
+    async fn on_closing(&mut self, _ctx: &SpotContext, _reason: zlink::object::ClosingReason) {
+        // A slow last turn: Joins arriving meanwhile must not land.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
 
 /// A Spot type that takes no Actors.
 pub struct Hall;
@@ -174,6 +180,20 @@ impl Actor for Player {
             JoinOutcome::Failed(e) => format!("{} failed {:?}", ctx.id(), e.kind().unwrap()),
         };
         self.log.lock().unwrap().push(line);
+        // From its completion, a member asks its new room: behind the same SpotWide gate,
+        // that is refused at once rather than left to time out.
+        if let Some(room) = ctx.spot().filter(|s| s.as_str().starts_with("r")) {
+            let asked = RoomClient::new(&ctx.runtime(), room.as_str())
+                .name(&Name)
+                .await;
+            if let Err(e) = asked {
+                self.log.lock().unwrap().push(format!(
+                    "{} asked {room}: {:?}",
+                    ctx.id(),
+                    e.kind().unwrap()
+                ));
+            }
+        }
     }
 }
 
@@ -282,6 +302,7 @@ async fn an_actor_joins_a_user_spot_on_its_node_and_leaves_it_with_the_callbacks
             "join p",
             "joined p",
             "p accepted r welcome",
+            "p asked r: InvalidOperation",
             "p accepted entry ",
             "left p"
         ]
@@ -418,6 +439,41 @@ async fn a_request_to_an_object_behind_the_callers_own_gate_is_invalid_operation
             .0
             .as_deref(),
         Some("r2")
+    );
+    stop([a]).await;
+}
+
+#[tokio::test]
+async fn a_join_and_a_close_of_one_spot_never_both_succeed() {
+    let redis = RedisServer::start().expect("redis-server");
+    let log = Log::default();
+    let (a, _) = node_with(&redis, Execution::SpotWide, &log).await;
+    a.spots().get_or_create("r", "room", "").await.unwrap();
+    let room = a.spots().find("r").await.unwrap().unwrap();
+    a.actors().create("p", "player").await.unwrap();
+    let entry = spot_of(&a, "p").await;
+    // The close is under way (its last turn is slow) when the Join is registered.
+    let closing = tokio::spawn({
+        let (a, room) = (a.clone(), room.clone());
+        async move { a.spots().close(&room).await }
+    });
+    zlink_testkit::wait_until(WAIT, "the close began", || async {
+        a.spots().find("r").await.unwrap().is_none()
+    })
+    .await;
+    PlayerClient::new(&a, "p")
+        .enter(&Enter {
+            spot: "r".into(),
+            request: String::new(),
+        })
+        .await
+        .unwrap();
+    assert!(closing.await.unwrap().unwrap(), "the close went through");
+    logged(&log, "p failed Unavailable").await;
+    assert_eq!(
+        spot_of(&a, "p").await,
+        entry,
+        "the Actor stayed in its Entry Spot"
     );
     stop([a]).await;
 }

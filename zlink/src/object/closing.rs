@@ -64,19 +64,21 @@ pub(super) async fn close(
             format!("{key} is owned by this node's previous lifecycle"),
         ));
     };
-    // A User Spot with member Actors stays (admission and authority kept); an Actor is
-    // destroyed only from its Entry Spot (it leaves a User Spot first).
-    if live.member_count() > 0 {
-        return Ok(false);
-    }
-    if key.kind == ObjectKind::Actor
-        && live.membership() != server.entry.as_ref().map(|e| e.id.clone())
-    {
+    // An Actor is destroyed only from its Entry Spot (it leaves a User Spot first): the
+    // store says where it is, even while a Join is under way.
+    let entry = server.entry.as_ref().map(|e| e.id.as_str());
+    if key.kind == ObjectKind::Actor && current.record.membership.as_deref() != entry {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
             format!("{key} is a member of a User Spot: it leaves it (to its Entry Spot) before it is destroyed"),
         ));
     }
+    // A User Spot with member Actors stays (admission and authority kept). Once this
+    // passes, no Join lands here until the close is over (or did not go through).
+    if !live.close_if_empty() {
+        return Ok(false);
+    }
+    let reopen = Reopen(Some(&live));
     let closing = match current.record.state {
         AuthorityState::Ready => match server
             .authority
@@ -85,11 +87,31 @@ pub(super) async fn close(
             .map_err(store_error)?
         {
             Fenced::Done(closing) => closing,
-            Fenced::Moved => return Ok(false),
+            // Something changed the record since it was read (a Join's membership write,
+            // another close): say so rather than guess.
+            Fenced::Moved => {
+                return match server.authority.read(key).await.map_err(store_error)? {
+                    None => Ok(false),
+                    Some(now) if now.record.fence.object_generation != generation => {
+                        Err(Error::new(
+                            ErrorKind::InvalidOperation,
+                            format!(
+                                "{key} is generation {}, not {generation}",
+                                now.record.fence.object_generation
+                            ),
+                        ))
+                    }
+                    Some(_) => Err(Error::new(
+                        ErrorKind::Unavailable,
+                        format!("{key} changed while it was being closed; close it again"),
+                    )),
+                }
+            }
         },
         AuthorityState::Closing => current,
         AuthorityState::Creating => return Ok(false),
     };
+    reopen.disarm();
     live.set_authority(closing.clone());
     live.seal();
     let (done, closed) = oneshot::channel();
@@ -171,4 +193,21 @@ async fn close_remote(
         .request(&link, &outbound, deadline, timeout, admit_by)
         .await?;
     crate::wire::cbor_decode(&reply)
+}
+
+/// Opens a Spot to Joins again when its close does not go through.
+struct Reopen<'a>(Option<&'a super::live_object::LiveObject>);
+
+impl Reopen<'_> {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Reopen<'_> {
+    fn drop(&mut self) {
+        if let Some(live) = self.0 {
+            live.reopen();
+        }
+    }
 }

@@ -17,7 +17,7 @@ use super::id::{ObjectKey, ObjectKind, SpotId};
 use super::instance::{Instance, TurnInfo};
 use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
 use super::membership::{self, Execution, JoinDecision, JoinSlot, MemberEvent};
-use super::object_type::ObjectType;
+use super::object_type::{Factory, ObjectType};
 use super::server::ObjectServer;
 use super::spot::ClosingReason;
 use super::timer::{TimerTick, Timers};
@@ -121,10 +121,24 @@ async fn caught<T>(work: impl std::future::Future<Output = T>) -> Result<T> {
 const STOPPING_HOOK_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The end of a stopped object: `on_closing(HostShutdown)` runs once, bounded.
-async fn stopped(key: &ObjectKey, instance: &mut Box<dyn Instance>, turn: Option<TurnInfo>) {
+async fn stopped(
+    key: &ObjectKey,
+    gate: Arc<Gate>,
+    instance: &mut Box<dyn Instance>,
+    turn: Option<TurnInfo>,
+) {
     let Some(turn) = turn else { return };
-    let hook = caught(instance.on_closing(turn, ClosingReason::HostShutdown));
-    if tokio::time::timeout(STOPPING_HOOK_LIMIT, hook)
+    // Even the last hooks of a SpotWide Spot and its members take turns.
+    let last_turn = async {
+        let _held = gate.lock().await;
+        TURN_GATE
+            .scope(
+                gate.clone(),
+                caught(instance.on_closing(turn, ClosingReason::HostShutdown)),
+            )
+            .await
+    };
+    if tokio::time::timeout(STOPPING_HOOK_LIMIT, last_turn)
         .await
         .is_err()
     {
@@ -144,6 +158,13 @@ impl Drop for CloseOnExit {
     fn drop(&mut self) {
         self.object.refuse_queued(self.kind, self.why);
     }
+}
+
+/// A Spot's members on this node.
+#[derive(Default)]
+struct Members {
+    actors: HashSet<Arc<str>>,
+    closing: bool,
 }
 
 /// The execution gate: one turn at a time among the objects that share it (a SpotWide
@@ -169,8 +190,9 @@ pub(crate) struct LiveObject {
     gate: Mutex<Arc<Gate>>,
     /// An Actor's Spot; `None` for Spots.
     membership: Mutex<Option<SpotId>>,
-    /// A Spot's member Actors on this node.
-    members: Mutex<HashSet<Arc<str>>>,
+    /// A Spot's member Actors on this node, and whether it is closing (then it takes
+    /// none: a close and a Join never both succeed).
+    members: Mutex<Members>,
     /// The Join an Actor's running handler registered.
     joins: Arc<JoinSlot>,
 }
@@ -205,7 +227,7 @@ impl LiveObject {
             gate: Mutex::new(own_gate.clone()),
             own_gate,
             membership: Mutex::new(membership),
-            members: Mutex::new(HashSet::new()),
+            members: Mutex::new(Members::default()),
             joins: Arc::new(JoinSlot::default()),
         });
         let object = live.clone();
@@ -292,6 +314,7 @@ impl LiveObject {
                 timer_stop.cancel();
                 return stopped(
                     &self.key,
+                    self.gate(),
                     &mut instance,
                     context(None, None, Metadata::new()),
                 )
@@ -305,7 +328,7 @@ impl LiveObject {
                 biased;
                 _ = cancel.cancelled() => {
                     timer_stop.cancel();
-                    return stopped(&self.key, &mut instance, context(None, None, Metadata::new())).await;
+                    return stopped(&self.key, self.gate(), &mut instance, context(None, None, Metadata::new())).await;
                 }
                 turn = self.mailbox.next_turn() => turn,
             };
@@ -321,7 +344,7 @@ impl LiveObject {
                     _ = cancel.cancelled() => {
                         job.refuse(Error::new(ErrorKind::ShuttingDown, "the object stopped before the message ran"));
                         timer_stop.cancel();
-                        return stopped(&self.key, &mut instance, context(None, None, Metadata::new())).await;
+                        return stopped(&self.key, self.gate(), &mut instance, context(None, None, Metadata::new())).await;
                     }
                     held = gate.lock() => held,
                 },
@@ -397,10 +420,16 @@ impl LiveObject {
                     let Some(ctx) = context(None, None, Metadata::new()) else {
                         return;
                     };
+                    // A Join its Actor gave up on is not admitted any more.
+                    if matches!(event, MemberEvent::Join { .. }) && done.is_closed() {
+                        continue;
+                    }
+                    let deciding =
+                        TURN_GATE.scope(gate.clone(), caught(instance.on_member(ctx, event)));
                     let decided = tokio::select! {
                         biased;
                         _ = cancel.cancelled() => None,
-                        decided = caught(instance.on_member(ctx, event)) => decided.ok(),
+                        decided = deciding => decided.ok(),
                     };
                     // A panicking callback declines nothing: the Join sees the Spot fail.
                     if let Some(decision) = decided {
@@ -411,10 +440,12 @@ impl LiveObject {
                     timer_stop.cancel();
                     if let Some(ctx) = context(None, None, Metadata::new()) {
                         // A close that gave up waiting stops the hook too.
+                        let closing =
+                            TURN_GATE.scope(gate.clone(), caught(instance.on_closing(ctx, reason)));
                         tokio::select! {
                             biased;
                             _ = cancel.cancelled() => {}
-                            _ = caught(instance.on_closing(ctx, reason)) => {}
+                            _ = closing => {}
                         }
                     }
                     drop(turn);
@@ -464,10 +495,14 @@ impl LiveObject {
             held = gate.lock() => held,
         };
         if let Some(turn) = context(None, None, Metadata::new()) {
+            let completed = TURN_GATE.scope(
+                gate.clone(),
+                caught(instance.on_join_completed(turn, outcome)),
+            );
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => {}
-                _ = caught(instance.on_join_completed(turn, outcome)) => {}
+                _ = completed => {}
             }
         }
     }
@@ -504,23 +539,43 @@ impl LiveObject {
         *self.membership.lock().unwrap_or_else(|p| p.into_inner()) = spot;
     }
 
-    pub(crate) fn add_member(&self, actor: &Arc<str>) {
-        self.members
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(actor.clone());
+    fn members(&self) -> std::sync::MutexGuard<'_, Members> {
+        self.members.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts `actor` as a member; `false` once the Spot is closing.
+    pub(crate) fn add_member(&self, actor: &Arc<str>) -> bool {
+        let mut members = self.members();
+        if members.closing {
+            return false;
+        }
+        members.actors.insert(actor.clone());
+        true
     }
 
     pub(crate) fn remove_member(&self, actor: &str) {
-        self.members
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(actor);
+        self.members().actors.remove(actor);
     }
 
-    /// How many Actors are members of this Spot now.
-    pub(crate) fn member_count(&self) -> usize {
-        self.members.lock().unwrap_or_else(|p| p.into_inner()).len()
+    /// Starts closing if no Actor is a member: from then on no Join lands here. `false`
+    /// (nothing changed) while it has members.
+    pub(crate) fn close_if_empty(&self) -> bool {
+        let mut members = self.members();
+        if !members.actors.is_empty() {
+            return false;
+        }
+        members.closing = true;
+        true
+    }
+
+    /// A close that did not go through: Joins may land again.
+    pub(crate) fn reopen(&self) {
+        self.members().closing = false;
+    }
+
+    /// Whether this is its node's Entry Spot.
+    pub(crate) fn is_entry(&self) -> bool {
+        matches!(self.object_type.factory, Factory::Entry)
     }
 
     /// Closes the mailbox and answers everything still queued.
@@ -582,6 +637,18 @@ impl LiveObject {
         match job {
             ObjectJob::Close { .. } | ObjectJob::Member { .. } => Lane::Lifecycle,
             ObjectJob::Message { .. } | ObjectJob::Tick { .. } => Lane::Application,
+        }
+    }
+
+    /// Queues a framework notice on the lifecycle lane, past its bound; `false` once the
+    /// object is closed.
+    pub(crate) fn deliver_notice(&self, job: ObjectJob) -> bool {
+        match self.mailbox.admit_notice(Lane::Lifecycle, job) {
+            Ok(()) => true,
+            Err((_, job)) => {
+                job.refuse(Error::new(ErrorKind::Unavailable, "the object is closed"));
+                false
+            }
         }
     }
 

@@ -223,6 +223,23 @@ impl<J> Mailbox<J> {
         Ok(())
     }
 
+    /// Admits a framework notice to `lane` even past its bounds (it still counts): a
+    /// notice stands for one object event, so their number is bounded by the objects,
+    /// and losing one would lose a callback. Refused only when closed.
+    pub(crate) fn admit_notice(&self, lane: Lane, job: J) -> Result<(), (Refused, J)> {
+        let mut state = self.state();
+        if state.closed {
+            return Err((Refused::Closed, job));
+        }
+        let target = state.lane(lane);
+        target.used.jobs += 1;
+        target.used.bytes += JOB_OVERHEAD_BYTES;
+        target.queued.push_back((job, JOB_OVERHEAD_BYTES));
+        drop(state);
+        self.arrived.notify_one();
+        Ok(())
+    }
+
     /// Admits `job`, waiting for room until `deadline` (a send's send timeout).
     pub(crate) async fn admit_by(
         &self,
@@ -231,27 +248,27 @@ impl<J> Mailbox<J> {
         payload_bytes: usize,
         deadline: tokio::time::Instant,
     ) -> Result<(), (Refused, J)> {
+        // Counted while waiting, however the wait ends (a dropped future included).
+        struct Waiting<'a, J>(&'a Mailbox<J>);
+        impl<J> Drop for Waiting<'_, J> {
+            fn drop(&mut self) {
+                self.0.state().room_waiters -= 1;
+            }
+        }
+        self.state().room_waiters += 1;
+        let _waiting = Waiting(self);
         loop {
             let room = self.released.notified();
             tokio::pin!(room);
             room.as_mut().enable();
-            self.state().room_waiters += 1;
-            let admitted = self.admit(lane, job, payload_bytes);
-            let outcome = match admitted {
+            match self.admit(lane, job, payload_bytes) {
                 Err((Refused::Full(l), back)) => {
                     job = back;
-                    tokio::time::timeout_at(deadline, room)
-                        .await
-                        .map_err(|_| Refused::Full(l))
+                    if tokio::time::timeout_at(deadline, room).await.is_err() {
+                        return Err((Refused::Full(l), job));
+                    }
                 }
-                other => {
-                    self.state().room_waiters -= 1;
-                    return other;
-                }
-            };
-            self.state().room_waiters -= 1;
-            if let Err(full) = outcome {
-                return Err((full, job));
+                other => return other,
             }
         }
     }

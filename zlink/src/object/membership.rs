@@ -130,11 +130,12 @@ fn failed(kind: ErrorKind, why: impl Into<String>) -> JoinOutcome {
 }
 
 /// Runs a membership callback on `spot`'s lifecycle lane; `None` when the Spot could not
-/// take it (closing, full, stopped) or did not answer within the Join's time.
+/// take it (closed, stopped) or did not answer within the Join's time.
 async fn on_spot(spot: &LiveObject, event: MemberEvent) -> Option<JoinDecision> {
     let (done, answer) = oneshot::channel();
-    spot.try_deliver(ObjectJob::Member { event, done }, 0)
-        .ok()?;
+    if !spot.deliver_notice(ObjectJob::Member { event, done }) {
+        return None;
+    }
     tokio::time::timeout(JOIN_TIMEOUT, answer).await.ok()?.ok()
 }
 
@@ -159,6 +160,7 @@ pub(crate) async fn join(
     let live = server.live().get(&ObjectKey::from(&spot)).cloned();
     let target = match live {
         Some(target) => Some(target),
+        None if to_entry => None,
         None => return elsewhere(server, &spot).await,
     };
     if let Some(target) = target.as_ref().filter(|_| !to_entry) {
@@ -197,64 +199,136 @@ pub(crate) async fn join(
             }
         }
     };
+    let Some(target) = target else {
+        return failed(
+            ErrorKind::Unavailable,
+            format!("Spot {spot} is not running here"),
+        );
+    };
+    // The seat is taken before the write: a Spot that began closing takes no one, and a
+    // Join cancelled midway gives it back.
+    if !target.add_member(&actor.key.id) {
+        return failed(ErrorKind::Unavailable, format!("Spot {spot} is closing"));
+    }
+    let seat = Seat {
+        spot: &target,
+        actor: &actor.key.id,
+        taken: true,
+    };
     // The membership change is one fenced write on the Actor's exact authority; an answer
-    // that was lost is read back, never guessed.
+    // that was lost is read back until the store answers, never guessed.
     let written = match server
         .authority
         .set_membership(&actor.key, &authority, spot.as_str())
         .await
     {
         Ok(Fenced::Done(written)) => Ok(written),
-        Ok(Fenced::Moved) => Err(failed(
-            ErrorKind::Unavailable,
-            "the Actor's authority changed during the Join",
-        )),
-        Err(lost) => match server.authority.read(&actor.key).await {
-            Ok(Some(current))
-                if current.record.fence == authority.record.fence
-                    && current.record.membership.as_deref() == Some(spot.as_str()) =>
-            {
-                Ok(current)
-            }
-            _ => Err(JoinOutcome::Failed(store_error(lost))),
-        },
+        Ok(Fenced::Moved) => Err(None),
+        Err(lost) => Err(Some(lost)),
     };
     let written = match written {
         Ok(written) => written,
-        Err(outcome) => return outcome,
+        Err(lost) => {
+            let current = settle_lost_write(server, actor, &authority).await;
+            let landed = current
+                .as_ref()
+                .is_some_and(|current| current.record.membership.as_deref() == Some(spot.as_str()));
+            match current {
+                Some(current) if landed => current,
+                other => {
+                    // Stay where the store says the Actor is, at its current version.
+                    if let Some(current) = other {
+                        actor.set_authority(current);
+                    }
+                    return JoinOutcome::Failed(match lost {
+                        Some(lost) => store_error(lost),
+                        None => Error::new(
+                            ErrorKind::Unavailable,
+                            "the Actor's authority changed during the Join",
+                        ),
+                    });
+                }
+            }
+        }
     };
+    // Committed: the node's view follows at once, with no await in between.
+    seat.keep();
     actor.set_authority(written);
+    actor.set_membership(Some(spot.clone()));
     let previous = source
         .as_ref()
         .and_then(|s| server.live().get(&ObjectKey::from(s)).cloned());
     if let Some(previous) = &previous {
         previous.remove_member(&actor.key.id);
     }
-    match &target {
-        Some(target) => {
-            target.add_member(&actor.key.id);
-            actor.use_gate_of(Some(target));
-            let _ = on_spot(
-                target,
-                MemberEvent::Joined {
-                    actor: actor_ref.clone(),
-                },
-            )
-            .await;
-        }
-        None => actor.use_gate_of(None),
-    }
-    actor.set_membership(Some(spot.clone()));
+    actor.use_gate_of(Some(&target));
+    let _ = on_spot(
+        &target,
+        MemberEvent::Joined {
+            actor: actor_ref.clone(),
+        },
+    )
+    .await;
     // The Spot left hears it one-way: its answer does not hold the Actor.
     if let Some(previous) = previous {
-        let (done, _) = oneshot::channel();
-        let left = ObjectJob::Member {
-            event: MemberEvent::Left { actor: actor_ref },
-            done,
-        };
-        let _ = previous.try_deliver(left, 0);
+        notify(&previous, MemberEvent::Left { actor: actor_ref });
     }
     JoinOutcome::Accepted { spot, reply }
+}
+
+/// A member seat taken on a Spot for a Join under way; given back unless kept.
+struct Seat<'a> {
+    spot: &'a LiveObject,
+    actor: &'a Arc<str>,
+    taken: bool,
+}
+
+impl Seat<'_> {
+    fn keep(mut self) {
+        self.taken = false;
+    }
+}
+
+impl Drop for Seat<'_> {
+    fn drop(&mut self) {
+        if self.taken {
+            self.spot.remove_member(self.actor);
+        }
+    }
+}
+
+/// The Actor's authority after a membership write whose answer was lost or that missed:
+/// read until the store answers (or the Join's time is up). `None` when it is gone or is
+/// another incarnation now.
+async fn settle_lost_write(
+    server: &ObjectServer,
+    actor: &LiveObject,
+    admitted: &Versioned,
+) -> Option<Versioned> {
+    let deadline = tokio::time::Instant::now() + JOIN_TIMEOUT;
+    let mut backoff = Duration::from_millis(20);
+    loop {
+        match server.authority.read(&actor.key).await {
+            Ok(current) => {
+                return current.filter(|c| c.record.fence == admitted.record.fence);
+            }
+            Err(e) => {
+                tracing::warn!(object = %actor.key, error = %e, "cannot learn whether a membership write landed; reading again");
+            }
+        }
+        if tokio::time::Instant::now() + backoff > deadline {
+            return None;
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_millis(500));
+    }
+}
+
+/// A one-way membership notice: framework work, admitted past the lane's bound so no
+/// callback is lost to a burst (one per Actor event, so it stays bounded by the Actors).
+fn notify(spot: &LiveObject, event: MemberEvent) -> bool {
+    let (done, _) = oneshot::channel();
+    spot.deliver_notice(ObjectJob::Member { event, done })
 }
 
 /// A Join target this node does not run: missing, or on another node.
@@ -288,13 +362,13 @@ pub(crate) fn created_in_entry(server: &ObjectServer, actor: &LiveObject, ready:
     let Ok(id) = super::id::ActorId::new(&actor.key.id) else {
         return;
     };
-    entry_spot.add_member(&actor.key.id);
-    let (done, _) = oneshot::channel();
-    let created = ObjectJob::Member {
-        event: MemberEvent::Created {
-            actor: ActorRef::at(id, Location::of(ready)),
-        },
-        done,
+    if !entry_spot.add_member(&actor.key.id) {
+        return;
+    }
+    let created = MemberEvent::Created {
+        actor: ActorRef::at(id, Location::of(ready)),
     };
-    let _ = entry_spot.try_deliver(created, 0);
+    if !notify(&entry_spot, created) {
+        entry_spot.remove_member(&actor.key.id);
+    }
 }

@@ -178,7 +178,11 @@ impl ObjectServer {
         let mut creating = self.creating.lock().unwrap_or_else(|p| p.into_inner());
         let live = self.live();
         let full = |limit: u32, used: usize| limit > 0 && used >= limit as usize;
-        let spots = live.keys().filter(|k| k.kind == ObjectKind::Spot).count()
+        // The Entry Spot is the framework's: it counts against no limit.
+        let spots = live
+            .values()
+            .filter(|l| l.key.kind == ObjectKind::Spot && !l.is_entry())
+            .count()
             + creating
                 .values()
                 .filter(|c| c.key.kind == ObjectKind::Spot)
@@ -311,9 +315,12 @@ impl ObjectServer {
         direct::call(self, call).await
     }
 
-    /// The objects of `kind` this node owns now.
+    /// The objects of `kind` this node owns now (its Entry Spot aside).
     pub(crate) fn owned(&self, kind: ObjectKind) -> usize {
-        self.live().keys().filter(|k| k.kind == kind).count()
+        self.live()
+            .values()
+            .filter(|l| l.key.kind == kind && !l.is_entry())
+            .count()
     }
 }
 
