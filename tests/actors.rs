@@ -29,6 +29,11 @@ pub struct Note(pub u32);
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
 pub struct Tick(pub u64);
 
+/// Holds the Actor's turn for this many milliseconds, then answers.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Scored)]
+pub struct Stall(pub u64);
+
 #[derive(Clone, Default)]
 struct Counters {
     factories: Arc<AtomicUsize>,
@@ -74,6 +79,17 @@ impl Player {
         self.counters.notes.lock().unwrap().push(note.0);
         self.counters.busy.fetch_sub(1, Ordering::SeqCst);
         Ok(())
+    }
+
+    #[handler]
+    async fn stall(&mut self, stall: Stall, ctx: &ActorContext) -> zlink::Result<Scored> {
+        tokio::time::sleep(std::time::Duration::from_millis(stall.0)).await;
+        Ok(Scored {
+            total: self.total,
+            by: self.node.clone(),
+            spot: None,
+            generation: ctx.generation(),
+        })
     }
 
     /// Starts ticking every `n` milliseconds.
@@ -373,5 +389,28 @@ async fn an_actors_timer_ticks_as_its_turns_and_stops_when_it_is_destroyed() {
     let entry_ref = a.spots().find(&entry).await.unwrap().unwrap();
     let refused = a.spots().close(&entry_ref).await.unwrap_err();
     assert!(refused.is(ErrorKind::InvalidOperation), "{refused}");
+    stop([a]).await;
+}
+
+#[tokio::test]
+async fn a_local_request_ends_at_its_deadline_and_its_late_reply_is_discarded() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = actor_server("a", &store, &counters, 100).await;
+    a.actors().create("slow", "player").await.unwrap();
+    let client = PlayerClient::new(&a, "slow");
+    let started = tokio::time::Instant::now();
+    let short = zlink::CallOptions::new().timeout(std::time::Duration::from_millis(150));
+    let late = client.stall_with(&Stall(600), short).await.unwrap_err();
+    assert!(late.is(ErrorKind::DeadlineExceeded), "{late}");
+    let waited = started.elapsed();
+    assert!(
+        waited < std::time::Duration::from_millis(550),
+        "ended at its deadline, not at the handler's end: {waited:?}"
+    );
+    // The stalled turn's reply finds no caller; the next request gets its own answer.
+    let next = client.score(&Score(4)).await.unwrap();
+    assert_eq!(next.total, 4);
     stop([a]).await;
 }

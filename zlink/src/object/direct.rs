@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::id::{ObjectKey, ObjectKind};
@@ -22,6 +21,9 @@ use crate::{Error, ErrorKind, Result};
 /// Marks the refusals that mean "this route is unusable" (the owner no longer owns the
 /// object, or cannot be reached), in the error detail both sides of the wire read.
 pub(super) const STALE_ROUTE: &str = "(stale route)";
+
+/// The connection id local requests are registered under in the local pending table.
+pub(super) const LOCAL_CALLS: crate::link::ConnId = u64::MAX;
 
 fn is_stale_route(e: &Error) -> bool {
     e.is(ErrorKind::Unavailable) && e.to_string().contains(STALE_ROUTE)
@@ -107,9 +109,20 @@ async fn call_local(
 ) -> Result<Bytes> {
     let id = call.key.clone();
     let request = call.kind == PacketKind::Request;
+    // A request waits in the node's local pending table, whose one sweeper ends it at its
+    // deadline: no request arms a timer of its own.
     let (tx, rx) = if request {
-        let (tx, rx) = oneshot::channel();
-        (Some(ReplyTo::Local(tx)), Some(rx))
+        let Some((guard, rx)) = server
+            .local_calls
+            .register(LOCAL_CALLS, deadline, call.timeout)
+        else {
+            return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
+        };
+        let reply = ReplyTo::Pending {
+            table: server.local_calls.clone(),
+            correlation: guard.correlation,
+        };
+        (Some(reply), Some((guard, rx)))
     } else {
         (None, None)
     };
@@ -156,14 +169,8 @@ async fn call_local(
         });
     }
     match rx {
-        Some(rx) => tokio::time::timeout_at(deadline, rx)
+        Some((_guard, rx)) => rx
             .await
-            .map_err(|_| {
-                Error::new(
-                    ErrorKind::DeadlineExceeded,
-                    format!("{id} did not answer in time"),
-                )
-            })?
             .unwrap_or_else(|_| Err(Error::new(ErrorKind::Unavailable, format!("{id} stopped")))),
         None => Ok(Bytes::new()),
     }

@@ -21,6 +21,7 @@ use super::object_type::{Factory, ObjectType};
 use super::server::ObjectServer;
 use super::spot::ClosingReason;
 use super::timer::{TimerTick, Timers};
+use crate::call::PendingTable;
 use crate::mesh::{MeshNode, PendingReply};
 use crate::store::{LeaseToken, OwnerLease};
 use crate::wire::{Metadata, RouteFence};
@@ -29,7 +30,11 @@ use crate::{Error, ErrorKind, Result};
 /// Where a message's result goes: a waiting local caller, or the reply route of a request
 /// (or the in-flight permit of a send) that came over the mesh.
 pub(crate) enum ReplyTo {
-    Local(oneshot::Sender<Result<Bytes>>),
+    /// A caller on this node, waiting in the node's local pending table.
+    Pending {
+        table: Arc<PendingTable>,
+        correlation: u64,
+    },
     Remote(PendingReply),
 }
 
@@ -37,8 +42,10 @@ impl ReplyTo {
     /// Delivers the result, once.
     pub(crate) fn send(self, result: Result<Bytes>) {
         match self {
-            ReplyTo::Local(tx) => {
-                let _ = tx.send(result);
+            // A caller that gave up (deadline, cancellation) has no entry any more: the
+            // late result is discarded.
+            ReplyTo::Pending { table, correlation } => {
+                table.complete(correlation, super::direct::LOCAL_CALLS, result);
             }
             ReplyTo::Remote(pending) => pending.finish(result),
         }

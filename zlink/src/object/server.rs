@@ -26,6 +26,7 @@ use super::object_type::ObjectType;
 use super::resolver::Resolver;
 use super::spot::{ClosingReason, SpotType};
 use super::{closing, creation, direct};
+use crate::call::PendingTable;
 use crate::mesh::{InboundRoute, MeshNode, Subsystem};
 use crate::store::{LocationStore, OwnerLease, StoreError};
 use crate::wire::Command;
@@ -84,6 +85,9 @@ pub(crate) struct ObjectServer {
     next_attempt: std::sync::atomic::AtomicU64,
     pub(super) tracker: TaskTracker,
     pub(super) cancel: CancellationToken,
+    /// Requests from this node to objects it owns, until their replies; one sweeper ends
+    /// them at their deadlines.
+    pub(super) local_calls: Arc<PendingTable>,
 }
 
 impl ObjectServer {
@@ -137,7 +141,11 @@ impl ObjectServer {
             next_attempt: std::sync::atomic::AtomicU64::new(0),
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
+            local_calls: Arc::new(PendingTable::default()),
         });
+        server
+            .tracker
+            .spawn(server.local_calls.clone().run_sweeper());
         let route: Arc<dyn InboundRoute> = Arc::new(ObjectRoute(Arc::downgrade(&server)));
         for command in [
             Command::SpotSend,
@@ -372,6 +380,7 @@ impl Subsystem for ObjectServer {
 
     async fn stop(&self, _crashed: bool) {
         self.cancel.cancel();
+        self.local_calls.close();
         self.tracker.close();
         self.tracker.wait().await;
         self.live().clear();
