@@ -1,6 +1,6 @@
 //! Hostile peers against the object commands, over real TCP on 127.0.0.1: an admitted raw
-//! DEALER sends malformed creations and closes, Spot messages with forged fences and a
-//! creation flood. Every one gets a terminal answer, and the node keeps serving.
+//! DEALER sends malformed creations, closes and destroys, Spot and Actor messages without
+//! or with forged fences, and a creation flood. Every one gets a terminal answer, and the node keeps serving.
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -185,6 +185,52 @@ async fn malformed_object_commands_get_an_error_reply_and_the_node_keeps_serving
                 "Ping",
                 FENCE,
                 Bytes::new(),
+            ),
+            ErrorKind::Unavailable,
+        ),
+        // An Actor request without a route fence.
+        (
+            call(Command::ActorRequest, 5, "p", "Ping", None, Bytes::new()),
+            ErrorKind::ProtocolError,
+        ),
+        // An Actor request with a forged fence for an Actor this node does not run.
+        (
+            call(Command::ActorRequest, 6, "p", "Ping", FENCE, Bytes::new()),
+            ErrorKind::Unavailable,
+        ),
+        // An Actor creation whose record is not CBOR.
+        (
+            call(
+                Command::ActorCreate,
+                7,
+                "p",
+                "player",
+                None,
+                Bytes::from_static(b"\x00\xff"),
+            ),
+            ErrorKind::ProtocolError,
+        ),
+        // An Actor creation of a type this node does not serve.
+        (
+            call(
+                Command::ActorCreate,
+                8,
+                "p",
+                "player",
+                None,
+                create_request(),
+            ),
+            ErrorKind::NotFound,
+        ),
+        // A destroy of an Actor it does not run, with a made-up fence.
+        (
+            call(
+                Command::ActorDestroy,
+                9,
+                "p",
+                "close",
+                FENCE,
+                Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 1]),
             ),
             ErrorKind::Unavailable,
         ),
