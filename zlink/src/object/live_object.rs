@@ -298,7 +298,7 @@ impl LiveObject {
                 deadline,
                 metadata,
                 timers: Some(timers.clone()),
-                membership: self.membership(),
+                membership: if is_actor { self.membership() } else { None },
                 joins: is_actor.then(|| self.joins.clone()),
             })
         };
@@ -480,6 +480,9 @@ impl LiveObject {
     ) where
         C: Fn(Option<Arc<str>>, Option<Instant>, Metadata) -> Option<TurnInfo>,
     {
+        if self.key.kind != ObjectKind::Actor {
+            return;
+        }
         let Some(join) = self.joins.take() else {
             return;
         };
