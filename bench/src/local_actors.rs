@@ -100,6 +100,62 @@ pub struct LocalComparison {
 /// Mailbox bound for both: zlink's default Actor queue.
 const MAILBOX: usize = 4096;
 
+/// The plan both contestants follow.
+#[derive(Clone, Copy)]
+struct Plan {
+    warmup: usize,
+    requests: usize,
+    window: usize,
+    duration: Duration,
+}
+
+impl Plan {
+    /// One-way messages in the send run.
+    fn sends(&self) -> u64 {
+        (self.requests * 20).max(10_000) as u64
+    }
+}
+
+/// Sequential requests to the first target, then `window` callers spread over all of
+/// them; the same for both contestants.
+async fn requests_over<T, F, Fut>(
+    targets: Vec<T>,
+    request: F,
+    plan: Plan,
+) -> Result<(Latency, Throughput), BoxError>
+where
+    T: Clone + Send + Sync + 'static,
+    F: Fn(T) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    let one = targets[0].clone();
+    let latency =
+        crate::drive::sequential(|| request(one.clone()), plan.warmup, plan.requests).await?;
+    let next = Arc::new(AtomicU64::new(0));
+    let throughput = crate::drive::pipelined(
+        move || {
+            let i = next.fetch_add(1, Ordering::Relaxed) as usize % targets.len();
+            request(targets[i].clone())
+        },
+        plan.window,
+        plan.duration,
+    )
+    .await?;
+    Ok((Latency::of(latency).ok_or("no samples")?, throughput))
+}
+
+/// How long `count` one-way sends took, once `flush` (answered after every send ran)
+/// reports how many arrived.
+fn sends_figure(count: u64, arrived: u64, started: Instant) -> Result<Throughput, BoxError> {
+    if arrived < count {
+        return Err(format!("{arrived} of {count} one-way messages arrived").into());
+    }
+    Ok(Throughput {
+        messages: count,
+        elapsed: started.elapsed(),
+    })
+}
+
 pub async fn run(
     payload: &[u8],
     warmup: usize,
@@ -107,7 +163,19 @@ pub async fn run(
     window: usize,
     duration: Duration,
 ) -> Result<LocalComparison, BoxError> {
+    let plan = Plan {
+        warmup,
+        requests,
+        window: window.max(1),
+        duration,
+    };
     let payload: Arc<[u8]> = payload.into();
+    let zlink = zlink_figures(&payload, plan).await?;
+    let kameo = kameo_figures(&payload, plan).await?;
+    Ok(LocalComparison { zlink, kameo })
+}
+
+async fn zlink_figures(payload: &Arc<[u8]>, plan: Plan) -> Result<LocalFigures, BoxError> {
     let rt = Runtime::builder()
         .mesh_name("bench-local")
         .rid("local")
@@ -117,126 +185,79 @@ pub async fn run(
         .build()?
         .start()
         .await?;
-    let ids: Vec<Arc<str>> = (0..window.max(1))
-        .map(|i| Arc::from(format!("local-{i}")))
-        .collect();
-    for id in &ids {
-        rt.actors().create(id, EchoActor::STABLE_TYPE).await?;
+    let mut clients = Vec::new();
+    for i in 0..plan.window {
+        let id = format!("local-{i}");
+        rt.actors().create(&id, EchoActor::STABLE_TYPE).await?;
+        clients.push(EchoActorClient::new(&rt, id));
     }
-    let zlink = {
-        let clients: Vec<EchoActorClient> = ids
-            .iter()
-            .map(|id| EchoActorClient::new(&rt, &**id))
-            .collect();
-        let one = clients[0].clone();
-        let request = {
+    let one = clients[0].clone();
+    let echo = {
+        let payload = payload.clone();
+        move |client: EchoActorClient| {
             let payload = payload.clone();
-            move |client: EchoActorClient| {
-                let payload = payload.clone();
-                async move {
-                    let reply = client.echo(&Echo(payload.to_vec())).await?;
-                    crate::drive::check_echo(payload.len(), reply.0.len())
-                }
+            async move {
+                let reply = client.echo(&Echo(payload.to_vec())).await?;
+                crate::drive::check_echo(payload.len(), reply.0.len())
             }
-        };
-        let latency = crate::drive::sequential(|| request(one.clone()), warmup, requests).await?;
-        let next = Arc::new(AtomicU64::new(0));
-        let requests_throughput = {
-            let (clients, request) = (clients.clone(), request.clone());
-            crate::drive::pipelined(
-                move || {
-                    let i = next.fetch_add(1, Ordering::Relaxed) as usize % clients.len();
-                    request(clients[i].clone())
-                },
-                window,
-                duration,
-            )
-            .await?
-        };
-        let count = (requests * 20).max(10_000) as u64;
-        let started = Instant::now();
-        for _ in 0..count {
-            one.push(&Push(payload.to_vec())).await?;
-        }
-        // Every send has run when this answers (one Actor, one origin: FIFO).
-        let Count(pushed) = one.how_many(&HowMany).await?;
-        if pushed < count {
-            return Err(format!("{pushed} of {count} sends arrived").into());
-        }
-        LocalFigures {
-            request: Latency::of(latency).ok_or("no samples")?,
-            requests: requests_throughput,
-            sends: Throughput {
-                messages: count,
-                elapsed: started.elapsed(),
-            },
         }
     };
+    let (request, requests) = requests_over(clients, echo, plan).await?;
+    let count = plan.sends();
+    let started = Instant::now();
+    for _ in 0..count {
+        one.push(&Push(payload.to_vec())).await?;
+    }
+    // Every send has run when this answers (one Actor, one origin: FIFO).
+    let Count(arrived) = one.how_many(&HowMany).await?;
+    let sends = sends_figure(count, arrived, started)?;
     rt.shutdown().await;
+    Ok(LocalFigures {
+        request,
+        requests,
+        sends,
+    })
+}
 
-    let kameo = {
-        let refs: Vec<_> = (0..window.max(1))
-            .map(|_| {
-                KameoEcho::spawn_with_mailbox(
-                    KameoEcho { pushed: 0 },
-                    kameo::mailbox::bounded(MAILBOX),
-                )
-            })
-            .collect();
-        let one = refs[0].clone();
-        let request = {
+async fn kameo_figures(payload: &Arc<[u8]>, plan: Plan) -> Result<LocalFigures, BoxError> {
+    let refs: Vec<_> = (0..plan.window)
+        .map(|_| {
+            KameoEcho::spawn_with_mailbox(KameoEcho { pushed: 0 }, kameo::mailbox::bounded(MAILBOX))
+        })
+        .collect();
+    let one = refs[0].clone();
+    let ask = {
+        let payload = payload.clone();
+        move |actor: kameo::actor::ActorRef<KameoEcho>| {
             let payload = payload.clone();
-            move |actor: kameo::actor::ActorRef<KameoEcho>| {
-                let payload = payload.clone();
-                async move {
-                    let reply = actor
-                        .ask(Echo(payload.to_vec()))
-                        .await
-                        .map_err(|e| format!("kameo ask: {e}"))?;
-                    crate::drive::check_echo(payload.len(), reply.len())
-                }
+            async move {
+                let reply = actor
+                    .ask(Echo(payload.to_vec()))
+                    .await
+                    .map_err(|e| format!("kameo ask: {e}"))?;
+                crate::drive::check_echo(payload.len(), reply.len())
             }
-        };
-        let latency = crate::drive::sequential(|| request(one.clone()), warmup, requests).await?;
-        let next = Arc::new(AtomicU64::new(0));
-        let requests_throughput = {
-            let (refs, request) = (refs.clone(), request.clone());
-            crate::drive::pipelined(
-                move || {
-                    let i = next.fetch_add(1, Ordering::Relaxed) as usize % refs.len();
-                    request(refs[i].clone())
-                },
-                window,
-                duration,
-            )
-            .await?
-        };
-        let count = (requests * 20).max(10_000) as u64;
-        let started = Instant::now();
-        for _ in 0..count {
-            one.tell(Push(payload.to_vec()))
-                .await
-                .map_err(|e| format!("kameo tell: {e}"))?;
-        }
-        let pushed = one
-            .ask(HowMany)
-            .await
-            .map_err(|e| format!("kameo ask: {e}"))?;
-        if pushed < count {
-            return Err(format!("{pushed} of {count} tells arrived").into());
-        }
-        let sends = Throughput {
-            messages: count,
-            elapsed: started.elapsed(),
-        };
-        for actor in &refs {
-            actor.kill();
-        }
-        LocalFigures {
-            request: Latency::of(latency).ok_or("no samples")?,
-            requests: requests_throughput,
-            sends,
         }
     };
-    Ok(LocalComparison { zlink, kameo })
+    let (request, requests) = requests_over(refs.clone(), ask, plan).await?;
+    let count = plan.sends();
+    let started = Instant::now();
+    for _ in 0..count {
+        one.tell(Push(payload.to_vec()))
+            .await
+            .map_err(|e| format!("kameo tell: {e}"))?;
+    }
+    let arrived = one
+        .ask(HowMany)
+        .await
+        .map_err(|e| format!("kameo ask: {e}"))?;
+    let sends = sends_figure(count, arrived, started)?;
+    for actor in &refs {
+        actor.kill();
+    }
+    Ok(LocalFigures {
+        request,
+        requests,
+        sends,
+    })
 }

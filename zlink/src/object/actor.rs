@@ -7,11 +7,11 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::context::ActorContext;
-use super::id::{ActorId, StableType};
+use super::id::ActorId;
 use super::instance::{Instance, TurnInfo};
 use super::membership::JoinOutcome;
 use super::object_ref::ActorRef;
-use super::object_type::{Factory, ObjectType};
+use super::object_type::{ActorType, Factory, TypeDef};
 use super::spot::{ClosingReason, Relocation};
 use super::timer::TimerTick;
 use crate::handler::PacketKind;
@@ -68,50 +68,24 @@ pub trait Actor: ActorHandlers {
     async fn on_closing(&mut self, _ctx: &ActorContext, _reason: ClosingReason) {}
 }
 
-/// An Actor type a node serves: its stable type name, its packets, its relocation policy
-/// and the factory that makes an instance. Register it with
-/// [`RuntimeBuilder::actor_type`](crate::RuntimeBuilder::actor_type); a node that does is
-/// an Object Server for Actors and runs an Entry Spot, the home of its new Actors.
-#[derive(Clone, Debug)]
-pub struct ActorType(pub(crate) ObjectType);
-
 impl ActorType {
     /// An Actor type named `stable_type` (1..=255 bytes) whose Actors are made by
     /// `factory` and moved per `relocation`. The `#[zlink::actor]` macro generates
-    /// `Player::actor_type(factory)` calling this. A packet listed twice is an error.
+    /// `Player::actor_type(factory)` calling this. A packet listed twice is an error. A
+    /// node that registers one ([`RuntimeBuilder::actor_type`](crate::RuntimeBuilder::actor_type))
+    /// runs an Entry Spot, the home of its new Actors.
     pub fn new<A, F>(stable_type: &str, relocation: Relocation, factory: F) -> Result<Self>
     where
         A: Actor,
         F: Fn(&ActorContext) -> A + Send + Sync + 'static,
     {
         let factory = Factory::Actor(Arc::new(move |ctx| Box::new(factory(ctx))));
-        ObjectType::new(stable_type, A::packets(), relocation, factory).map(ActorType)
+        TypeDef::new(stable_type, A::packets(), relocation, factory).map(ActorType::of)
     }
 
-    /// The most Actors of this type one node runs (default 0: no limit). A node at its
-    /// limit takes no new one: placement tries another, and when every node is full the
-    /// creation is `CapacityExceeded`.
-    pub fn max_actors(mut self, limit: u32) -> Self {
-        self.0.max_per_node = limit;
-        self
-    }
-
-    /// Bounds each Actor's message queue (default 4096 messages and 64 MiB, counting each
-    /// message's payload and metadata plus a fixed 64 bytes). A request to a full queue is
-    /// refused at once; a send waits up to the send timeout.
-    pub fn queue_limits(mut self, messages: usize, bytes: usize) -> Result<Self> {
-        self.0.set_queue(messages, bytes)?;
-        Ok(self)
-    }
-
-    /// The stable type name.
-    pub fn stable_type(&self) -> &StableType {
-        &self.0.stable_type
-    }
-
-    /// Its relocation policy.
-    pub fn relocation(&self) -> Relocation {
-        self.0.relocation
+    /// The most Actors of this type one node runs: [`max_per_node`](Self::max_per_node).
+    pub fn max_actors(self, limit: u32) -> Self {
+        self.max_per_node(limit)
     }
 }
 

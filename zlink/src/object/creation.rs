@@ -18,7 +18,7 @@ use super::id::{ActorId, ObjectKey, ObjectKind, SpotId, StableType};
 use super::instance::Instance;
 use super::live_object::{LiveObject, ObjectHost};
 use super::object_ref::Location;
-use super::object_type::{Factory, ObjectType};
+use super::object_type::{Factory, TypeDef};
 use super::placement;
 use super::remote::{CreateReply, CreateRequest};
 use super::server::{store_error, ObjectServer, Outcome};
@@ -526,7 +526,7 @@ pub(super) async fn find(server: &ObjectServer, key: &ObjectKey) -> Result<Optio
 /// creator's request. Nothing is addressable yet; a panic is this creation's
 /// `InternalFailure`.
 async fn stage(
-    object_type: &ObjectType,
+    object_type: &TypeDef,
     key: &ObjectKey,
     node: &Arc<MeshNode>,
     generation: u64,

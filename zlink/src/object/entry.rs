@@ -22,7 +22,7 @@ use super::instance::{Instance, TurnInfo};
 use super::live_object::{LiveObject, ObjectHost};
 use super::membership::{Execution, JoinDecision, MemberEvent};
 use super::object_ref::ActorRef;
-use super::object_type::{Factory, ObjectType};
+use super::object_type::{Factory, TypeDef};
 use super::server::ObjectServer;
 use super::spot::{ClosingReason, Relocation};
 use super::timer::TimerTick;
@@ -100,8 +100,8 @@ impl Instance for EntryInstance {
 }
 
 /// The registration an Entry Spot runs under.
-fn entry_type() -> Result<ObjectType> {
-    let mut entry = ObjectType::new(
+fn entry_type() -> Result<TypeDef> {
+    let mut entry = TypeDef::new(
         ENTRY_STABLE_TYPE,
         Vec::new(),
         Relocation::Disable,

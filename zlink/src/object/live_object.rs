@@ -17,7 +17,7 @@ use super::id::{ObjectKey, ObjectKind, SpotId};
 use super::instance::{Instance, TurnInfo};
 use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
 use super::membership::{self, Execution, JoinDecision, JoinSlot, MemberEvent};
-use super::object_type::{Factory, ObjectType};
+use super::object_type::{Factory, TypeDef};
 use super::server::ObjectServer;
 use super::spot::ClosingReason;
 use super::timer::{TimerTick, Timers};
@@ -187,7 +187,7 @@ tokio::task_local! {
 /// A running Spot or Actor.
 pub(crate) struct LiveObject {
     pub(crate) key: ObjectKey,
-    pub(crate) object_type: Arc<ObjectType>,
+    pub(crate) object_type: Arc<TypeDef>,
     authority: Mutex<Versioned>,
     mailbox: Arc<Mailbox<ObjectJob>>,
     /// Stops this object (and only it): its node stops, or its close gave up waiting.
@@ -212,7 +212,7 @@ impl LiveObject {
     /// commit means the owner admits messages from the moment the store says Ready.
     pub(crate) fn start(
         key: ObjectKey,
-        object_type: Arc<ObjectType>,
+        object_type: Arc<TypeDef>,
         authority: Versioned,
         instance: Box<dyn Instance>,
         host: ObjectHost,

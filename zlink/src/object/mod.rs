@@ -36,13 +36,14 @@ pub(crate) mod authority_store;
 pub(crate) mod mailbox;
 pub(crate) mod route_cache;
 
-pub use actor::{Actor, ActorCreation, ActorHandlers, ActorType};
+pub use actor::{Actor, ActorCreation, ActorHandlers};
 pub use context::{ActorContext, Context, SpotContext};
 pub use entry::EntryHooks;
 pub(crate) use entry::EntryHooksFactory;
 pub use kind::{ActorKind, Kind, SpotKind};
 pub use membership::{Execution, JoinDecision, JoinOutcome};
 pub use object_ref::{ActorRef, ObjectRef, SpotRef};
+pub use object_type::{ActorType, ObjectType, SpotType};
 pub(crate) use route_cache::DEFAULT_ROUTE_CACHE_MAX_AGE;
 
 /// MessageFollowDuration: how long a moved object's old owner relays what still arrives
@@ -55,5 +56,5 @@ pub(crate) use id::{ObjectKey, ObjectKind};
 pub(crate) use server::ObjectServer;
 pub(crate) use server::Outcome;
 pub use server::SpotCreation;
-pub use spot::{ClosingReason, CreateDecision, Relocation, Spot, SpotHandlers, SpotType};
+pub use spot::{ClosingReason, CreateDecision, Relocation, Spot, SpotHandlers};
 pub use timer::{TimerPolicy, TimerTick};

@@ -1,11 +1,13 @@
 //! What every registered object type has, whatever its kind: its stable type name, its
 //! packets, its relocation policy, its queue bounds, its per-node limit and its factory.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::actor::Actor;
 use super::context::{ActorContext, SpotContext};
 use super::id::{ObjectKind, StableType};
+use super::kind::{ActorKind, Kind, SpotKind};
 use super::mailbox::{LaneLimits, APPLICATION_LANE, JOB_OVERHEAD_BYTES};
 use super::membership::Execution;
 use super::spot::{Relocation, Spot};
@@ -39,7 +41,7 @@ impl Factory {
 
 /// A registered type of Spot or Actor.
 #[derive(Clone)]
-pub(crate) struct ObjectType {
+pub(crate) struct TypeDef {
     pub(crate) stable_type: StableType,
     pub(crate) packets: Arc<[(String, PacketKind)]>,
     /// The packet names again, shared, for the handler turns that carry them.
@@ -55,9 +57,9 @@ pub(crate) struct ObjectType {
     pub(crate) execution: Execution,
 }
 
-impl std::fmt::Debug for ObjectType {
+impl std::fmt::Debug for TypeDef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ObjectType")
+        f.debug_struct("TypeDef")
             .field("kind", &self.factory.kind())
             .field("stable_type", &self.stable_type)
             .field("packets", &self.packets)
@@ -70,7 +72,7 @@ impl std::fmt::Debug for ObjectType {
     }
 }
 
-impl ObjectType {
+impl TypeDef {
     /// Checks the name and the packet list (a name listed twice is an error).
     pub(crate) fn new(
         stable_type: &str,
@@ -93,7 +95,7 @@ impl ObjectType {
                 )));
             }
         }
-        Ok(ObjectType {
+        Ok(TypeDef {
             stable_type,
             packet_names: packets
                 .iter()
@@ -138,5 +140,69 @@ impl ObjectType {
         self.packets
             .iter()
             .position(|(name, k)| name == packet && *k == kind)
+    }
+}
+
+/// A Spot or Actor type a node serves: its stable type name, its packets, its relocation
+/// policy, its queue bounds and the factory that makes an instance. Made by
+/// [`SpotType::new`] / [`ActorType::new`] (or the macros' `Room::spot_type(factory)`);
+/// register it with [`RuntimeBuilder::spot_type`](crate::RuntimeBuilder::spot_type) or
+/// [`RuntimeBuilder::actor_type`](crate::RuntimeBuilder::actor_type).
+pub struct ObjectType<K: Kind> {
+    pub(crate) def: TypeDef,
+    kind: PhantomData<K>,
+}
+
+/// A Spot type.
+pub type SpotType = ObjectType<SpotKind>;
+
+/// An Actor type.
+pub type ActorType = ObjectType<ActorKind>;
+
+impl<K: Kind> Clone for ObjectType<K> {
+    fn clone(&self) -> Self {
+        ObjectType::of(self.def.clone())
+    }
+}
+
+impl<K: Kind> std::fmt::Debug for ObjectType<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.def.fmt(f)
+    }
+}
+
+impl<K: Kind> ObjectType<K> {
+    pub(crate) fn of(def: TypeDef) -> Self {
+        ObjectType {
+            def,
+            kind: PhantomData,
+        }
+    }
+
+    /// Bounds each object's message queue (default 4096 messages and 64 MiB, counting
+    /// each message's payload and metadata plus a fixed 64 bytes). A request to a full
+    /// queue is refused at once; a send waits up to the send timeout.
+    pub fn queue_limits(mut self, messages: usize, bytes: usize) -> Result<Self> {
+        self.def.set_queue(messages, bytes)?;
+        Ok(self)
+    }
+
+    /// The most objects of this type one node runs (default 0: no limit of its own; for
+    /// Spots the node's [`max_spots`](crate::RuntimeBuilder::max_spots) still holds). A
+    /// node at its limit takes no new one: placement tries another, and when every node
+    /// is full the creation is `CapacityExceeded`.
+    pub fn max_per_node(mut self, limit: u32) -> Self {
+        self.def.max_per_node = limit;
+        self
+    }
+
+    /// The stable type name.
+    pub fn stable_type(&self) -> &StableType {
+        &self.def.stable_type
+    }
+
+    /// Its relocation policy.
+    pub fn relocation(&self) -> Relocation {
+        self.def.relocation
     }
 }

@@ -13,7 +13,6 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::actor::ActorType;
 use super::authority::OwnerRoute;
 use super::authority_store::AuthorityStore;
 use super::direct::ObjectCall;
@@ -22,9 +21,10 @@ use super::id::{ObjectKey, ObjectKind, SpotId, StableType};
 use super::inbound::ObjectRoute;
 use super::live_object::LiveObject;
 use super::object_ref::{Location, SpotRef};
-use super::object_type::ObjectType;
+use super::object_type::TypeDef;
+use super::object_type::{ActorType, SpotType};
 use super::resolver::Resolver;
-use super::spot::{ClosingReason, SpotType};
+use super::spot::ClosingReason;
 use super::{closing, creation, direct};
 use crate::call::PendingTable;
 use crate::mesh::{InboundRoute, MeshNode, Subsystem};
@@ -65,7 +65,7 @@ pub(super) fn store_error(e: StoreError) -> Error {
 /// The object layer of one node.
 pub(crate) struct ObjectServer {
     pub(super) node: Weak<MeshNode>,
-    pub(super) types: HashMap<(ObjectKind, StableType), Arc<ObjectType>>,
+    pub(super) types: HashMap<(ObjectKind, StableType), Arc<TypeDef>>,
     pub(super) store: Arc<dyn LocationStore>,
     pub(super) authority: AuthorityStore,
     pub(super) lease: Arc<OwnerLease>,
@@ -123,8 +123,8 @@ impl ObjectServer {
             node: Arc::downgrade(node),
             types: spot_types
                 .iter()
-                .map(|t| &t.0)
-                .chain(actor_types.iter().map(|t| &t.0))
+                .map(|t| &t.def)
+                .chain(actor_types.iter().map(|t| &t.def))
                 .map(|t| ((t.kind(), t.stable_type.clone()), Arc::new(t.clone())))
                 .collect(),
             store: store.clone(),
@@ -181,7 +181,7 @@ impl ObjectServer {
     pub(super) fn begin_creating(
         &self,
         key: &ObjectKey,
-        spot_type: &ObjectType,
+        spot_type: &TypeDef,
     ) -> Result<Creating<'_>> {
         let mut creating = self.creating.lock().unwrap_or_else(|p| p.into_inner());
         let live = self.live();
@@ -268,11 +268,7 @@ impl ObjectServer {
     }
 
     /// The registration of a type of `kind` this node serves.
-    pub(super) fn object_type(
-        &self,
-        kind: ObjectKind,
-        stable_type: &str,
-    ) -> Result<Arc<ObjectType>> {
+    pub(super) fn object_type(&self, kind: ObjectKind, stable_type: &str) -> Result<Arc<TypeDef>> {
         let name =
             StableType::new(stable_type).map_err(|e| Error::InvalidArgument(e.to_string()))?;
         self.types.get(&(kind, name)).cloned().ok_or_else(|| {

@@ -11,7 +11,7 @@ use super::id::{SpotId, StableType};
 use super::instance::{Instance, TurnInfo};
 use super::membership::{Execution, JoinDecision, MemberEvent};
 use super::object_ref::ActorRef;
-use super::object_type::{Factory, ObjectType};
+use super::object_type::{Factory, SpotType, TypeDef};
 use super::timer::TimerTick;
 use crate::handler::PacketKind;
 use crate::Result;
@@ -114,12 +114,6 @@ pub enum Relocation {
     Recreate,
 }
 
-/// A Spot type a node serves: its stable type name, its packets, its relocation policy
-/// and the factory that makes an instance. Register it with
-/// [`RuntimeBuilder::spot_type`](crate::RuntimeBuilder::spot_type).
-#[derive(Clone, Debug)]
-pub struct SpotType(pub(crate) ObjectType);
-
 impl SpotType {
     /// A Spot type named `stable_type` (1..=255 bytes) whose Spots are made by `factory`
     /// and moved per `relocation`. The `#[zlink::spot]` macro generates
@@ -130,24 +124,12 @@ impl SpotType {
         F: Fn(&SpotContext) -> S + Send + Sync + 'static,
     {
         let factory = Factory::Spot(Arc::new(move |ctx| Box::new(factory(ctx))));
-        ObjectType::new(stable_type, S::packets(), relocation, factory).map(SpotType)
+        TypeDef::new(stable_type, S::packets(), relocation, factory).map(SpotType::of)
     }
 
-    /// The most Spots of this type one node runs (default 0: no limit of its own; the
-    /// node's [`max_spots`](crate::RuntimeBuilder::max_spots) still holds). A node at its
-    /// limit takes no new one: placement tries another, and when every node is full the
-    /// creation is `CapacityExceeded`.
-    pub fn max_spots(mut self, limit: u32) -> Self {
-        self.0.max_per_node = limit;
-        self
-    }
-
-    /// Bounds each Spot's message queue (default 4096 messages and 64 MiB, counting each
-    /// message's payload and metadata plus a fixed 64 bytes). A request to a full queue is
-    /// refused at once; a send waits up to the send timeout.
-    pub fn queue_limits(mut self, messages: usize, bytes: usize) -> Result<Self> {
-        self.0.set_queue(messages, bytes)?;
-        Ok(self)
+    /// The most Spots of this type one node runs: [`max_per_node`](Self::max_per_node).
+    pub fn max_spots(self, limit: u32) -> Self {
+        self.max_per_node(limit)
     }
 
     /// Makes Spots of this type take Actors of `actor_type` as members: its membership
@@ -156,7 +138,7 @@ impl SpotType {
     pub fn takes_actors(mut self, actor_type: &str) -> Result<Self> {
         let actor_type = StableType::new(actor_type)
             .map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
-        self.0.members = Some(actor_type);
+        self.def.members = Some(actor_type);
         Ok(self)
     }
 
@@ -164,24 +146,14 @@ impl SpotType {
     /// [`Execution::SpotWide`]). [`Execution::PerActor`] needs the `recreate` relocation
     /// policy: such a Spot is a stateless shell.
     pub fn execution(mut self, execution: Execution) -> Result<Self> {
-        if execution == Execution::PerActor && self.0.relocation != Relocation::Recreate {
+        if execution == Execution::PerActor && self.def.relocation != Relocation::Recreate {
             return Err(crate::Error::InvalidArgument(format!(
                 "Spot type {} runs PerActor, so its Spot is a stateless shell: its relocation policy must be `recreate`",
-                self.0.stable_type
+                self.def.stable_type
             )));
         }
-        self.0.execution = execution;
+        self.def.execution = execution;
         Ok(self)
-    }
-
-    /// The stable type name.
-    pub fn stable_type(&self) -> &StableType {
-        &self.0.stable_type
-    }
-
-    /// Its relocation policy.
-    pub fn relocation(&self) -> Relocation {
-        self.0.relocation
     }
 }
 
