@@ -24,7 +24,7 @@ impl Metadata {
 
     /// Sets `key` to `value` (last write wins). Fails with
     /// [`Error::InvalidArgument`] for an empty or over-long key, or when the encoded
-    /// metadata would exceed [`MAX_METADATA_BYTES`]; the metadata is then unchanged.
+    /// metadata would exceed `MAX_METADATA_BYTES` (1024 bytes); the metadata is then unchanged.
     pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) -> Result<()> {
         let key = key.into();
         if key.is_empty() || key.len() > MAX_KEY_BYTES {
