@@ -97,17 +97,7 @@ pub(crate) struct ActorInstance {
 
 impl ActorInstance {
     fn context(&self, turn: TurnInfo) -> ActorContext {
-        ActorContext {
-            node: turn.node,
-            id: self.id.clone(),
-            generation: turn.generation,
-            packet: turn.packet,
-            deadline: turn.deadline,
-            metadata: turn.metadata,
-            timers: turn.timers,
-            membership: turn.membership,
-            joins: turn.joins,
-        }
+        turn.context(self.id.clone())
     }
 }
 

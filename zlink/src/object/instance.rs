@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::time::Instant;
 
+use super::context::Context;
 use super::id::SpotId;
+use super::kind::Kind;
 use super::membership::{JoinDecision, JoinOutcome, JoinSlot, MemberEvent};
 use super::spot::ClosingReason;
 use super::timer::{TimerTick, Timers};
@@ -27,6 +29,23 @@ pub(crate) struct TurnInfo {
     pub(crate) membership: Option<SpotId>,
     /// Where an Actor handler registers its Join (`None` outside Actor handlers).
     pub(crate) joins: Option<Arc<JoinSlot>>,
+}
+
+impl TurnInfo {
+    /// The application's context of this turn, for the object `id`.
+    pub(crate) fn context<K: Kind>(self, id: K::Id) -> Context<K> {
+        Context {
+            node: self.node,
+            id,
+            generation: self.generation,
+            packet: self.packet,
+            deadline: self.deadline,
+            metadata: self.metadata,
+            timers: self.timers,
+            membership: self.membership,
+            joins: self.joins,
+        }
+    }
 }
 
 /// A running object's instance, as its turn loop drives it.

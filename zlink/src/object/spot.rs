@@ -165,17 +165,7 @@ pub(crate) struct SpotInstance {
 
 impl SpotInstance {
     fn context(&self, turn: TurnInfo) -> SpotContext {
-        SpotContext {
-            node: turn.node,
-            id: self.id.clone(),
-            generation: turn.generation,
-            packet: turn.packet,
-            deadline: turn.deadline,
-            metadata: turn.metadata,
-            timers: turn.timers,
-            membership: None,
-            joins: None,
-        }
+        turn.context(self.id.clone())
     }
 }
 
