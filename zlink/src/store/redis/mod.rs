@@ -14,6 +14,7 @@ mod durable;
 mod holder;
 mod keys;
 mod options;
+mod relocation;
 mod reply;
 mod scripts;
 
@@ -30,6 +31,7 @@ use self::durable::DurableWrites;
 use self::holder::{holder_text, parse_holder, RawEntry};
 use self::keys::{Keys, ScopeKeys};
 pub use self::options::{RedisOptions, RedisTarget, ReplicaWait};
+pub use self::relocation::RedisRelocationStore;
 use self::reply::{bytes, int, item, remaining_ms, status, text, unsigned};
 use super::types::{
     check_lease_ttl, check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition,
@@ -117,6 +119,30 @@ fn refused_unrun(e: &redis::RedisError) -> bool {
     ) || e.code() == Some("OOM")
 }
 
+/// Runs one Redis call within `timeout`, classifying a failure by whether the call may
+/// have changed the store.
+async fn run_within(
+    timeout: Duration,
+    effect: Effect,
+    call: impl Future<Output = redis::RedisResult<Value>>,
+) -> StoreResult<Value> {
+    let failed = |detail: String, sent: bool| match (effect, sent) {
+        (Effect::Change, true) => StoreError::OutcomeUnknown(detail),
+        _ => StoreError::Unavailable(detail),
+    };
+    match tokio::time::timeout(timeout, call).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) if e.is_connection_refusal() || refused_unrun(&e) => {
+            Err(failed(e.to_string(), false))
+        }
+        Ok(Err(e)) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
+            Err(failed(e.to_string(), true))
+        }
+        Ok(Err(e)) => Err(StoreError::Protocol(e.to_string())),
+        Err(_) => Err(failed(format!("no answer within {timeout:?}"), true)),
+    }
+}
+
 impl RedisLocationStore {
     /// Prepares a store for `options`. Does not contact Redis: the connection is made on
     /// first use and remade after failures, so a node can start during an outage.
@@ -143,21 +169,7 @@ impl RedisLocationStore {
         effect: Effect,
         call: impl Future<Output = redis::RedisResult<Value>>,
     ) -> StoreResult<Value> {
-        let failed = |detail: String, sent: bool| match (effect, sent) {
-            (Effect::Change, true) => StoreError::OutcomeUnknown(detail),
-            _ => StoreError::Unavailable(detail),
-        };
-        match tokio::time::timeout(self.timeout, call).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) if e.is_connection_refusal() || refused_unrun(&e) => {
-                Err(failed(e.to_string(), false))
-            }
-            Ok(Err(e)) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
-                Err(failed(e.to_string(), true))
-            }
-            Ok(Err(e)) => Err(StoreError::Protocol(e.to_string())),
-            Err(_) => Err(failed(format!("no answer within {:?}", self.timeout), true)),
-        }
+        run_within(self.timeout, effect, call).await
     }
 
     /// Runs one prepared script on the connection for its effect.
