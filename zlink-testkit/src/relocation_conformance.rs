@@ -97,10 +97,8 @@ pub async fn a_retention_expires_the_payload(s: RelocationStoreUnderTest) {
         async move { read(store.as_ref(), "short").await == PayloadRead::Missing }
     })
     .await;
-    assert!(matches!(
-        store.put(&r, &Bytes::from_static(b"y"), LONG).await,
-        Ok(PutOutcome::Stored { .. })
-    ));
+    let again = store.put(&r, &Bytes::from_static(b"y"), LONG).await;
+    assert!(matches!(again, Ok(PutOutcome::Stored { .. })), "{again:?}");
 }
 
 /// A renew restarts a live payload's retention; renewing what is not there is `Missing`.

@@ -12,6 +12,9 @@ use crate::{crate_path, names};
 pub(crate) enum Policy {
     Disable,
     Recreate,
+    /// Kept across a move by the type's `RelocationState` adapter; the span is the
+    /// attribute's, where a missing adapter is reported.
+    Preserve(proc_macro2::Span),
 }
 
 /// What `#[spot(type = "...", relocation = ..., client = Name, crate = "...")]` (or the
@@ -59,13 +62,14 @@ impl ObjectArgs {
                 match value.to_string().as_str() {
                     "disable" => Ok(Policy::Disable),
                     "recreate" => Ok(Policy::Recreate),
-                    "preserve" => Err(syn::Error::new(
+                    "preserve" if *noun == "Spot" => Err(syn::Error::new(
                         value.span(),
-                        "relocation = preserve needs a state adapter, which comes with live relocation; use `disable` or `recreate` for now",
+                        "a Spot moves as `disable` or `recreate` for now; `preserve` is for Actors",
                     )),
+                    "preserve" => Ok(Policy::Preserve(value.span())),
                     _ => Err(syn::Error::new(
                         value.span(),
-                        "relocation is `disable` (never moved) or `recreate` (a fresh instance on the target)",
+                        "relocation is `disable` (never moved), `recreate` (a fresh instance on the target) or `preserve` (state kept by the type's `RelocationState` adapter)",
                     )),
                 }
             }),
@@ -92,7 +96,11 @@ impl ObjectArgs {
         let Some(policy) = policy else {
             return Err(syn::Error::new(
                 Span::call_site(),
-                format!("#[{attr}(...)] needs exactly one relocation policy: `relocation = disable` or `relocation = recreate`"),
+                if *noun == "Spot" {
+                    format!("#[{attr}(...)] needs exactly one relocation policy: `relocation = disable` or `relocation = recreate`")
+                } else {
+                    format!("#[{attr}(...)] needs exactly one relocation policy: `relocation = disable`, `relocation = recreate` or `relocation = preserve`")
+                },
             ));
         };
         Ok(ObjectArgs {

@@ -94,6 +94,19 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
     let policy = match spot.args.policy {
         Policy::Disable => quote!(#krate::object::Relocation::Disable),
         Policy::Recreate => quote!(#krate::object::Relocation::Recreate),
+        Policy::Preserve(_) => quote!(#krate::object::Relocation::Preserve),
+    };
+    // `preserve` hands the framework the type's adapter; without one this fails to
+    // compile, pointing at the attribute.
+    let state_adapter = match spot.args.policy {
+        Policy::Preserve(span) => quote_spanned! {span=>
+            fn relocation_state(
+                &mut self,
+            ) -> ::core::option::Option<&mut dyn #krate::object::RelocationState> {
+                ::core::option::Option::Some(self)
+            }
+        },
+        _ => quote!(),
     };
     quote! {
         #[automatically_derived]
@@ -116,6 +129,7 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
             }
 
             #member_hooks
+            #state_adapter
         }
 
         #[automatically_derived]

@@ -61,6 +61,7 @@ pub struct RuntimeBuilder {
     actor_types: Vec<crate::object::ActorType>,
     entry_hooks: Option<Arc<crate::object::EntryHooksFactory>>,
     route_cache_max_age: Duration,
+    message_follow_duration: Duration,
     placement_weight: u32,
     max_spots: u32,
     limits: LinkLimits,
@@ -95,6 +96,7 @@ impl Default for RuntimeBuilder {
             actor_types: Vec::new(),
             entry_hooks: None,
             route_cache_max_age: crate::object::DEFAULT_ROUTE_CACHE_MAX_AGE,
+            message_follow_duration: crate::object::MESSAGE_FOLLOW_DURATION,
             placement_weight: 100,
             max_spots: 0,
             limits: LinkLimits::default(),
@@ -247,6 +249,15 @@ impl RuntimeBuilder {
     /// the detour after a move closes.
     pub fn route_cache_max_age(mut self, max_age: Duration) -> Self {
         self.route_cache_max_age = max_age;
+        self
+    }
+
+    /// MessageFollowDuration: after an object moved away from this node, how long this
+    /// node relays what still arrives for it on the old route (default 30 s; 0 disables:
+    /// such messages are then `Unavailable` and the sender looks the owner up again). A
+    /// change applies to moves that start after it.
+    pub fn message_follow_duration(mut self, duration: Duration) -> Self {
+        self.message_follow_duration = duration;
         self
     }
 
@@ -474,15 +485,16 @@ impl RuntimeBuilder {
                 ),
             );
         }
-        let follow = crate::object::MESSAGE_FOLLOW_DURATION;
+        let follow = self.message_follow_duration;
         if !self.route_cache_max_age.is_zero()
+            && !follow.is_zero()
             && self.route_cache_max_age + Duration::from_secs(5) > follow
         {
             v.violation(
                 "route_cache_max_age",
                 format!(
                     "must be at most MessageFollowDuration - 5 s ({:?}), got {:?}",
-                    follow - Duration::from_secs(5),
+                    follow.saturating_sub(Duration::from_secs(5)),
                     self.route_cache_max_age
                 ),
             );
@@ -528,6 +540,7 @@ impl RuntimeBuilder {
                 entry_hooks: self.entry_hooks,
                 entry_spot,
                 route_cache_max_age: self.route_cache_max_age,
+                message_follow_duration: self.message_follow_duration,
                 placement_weight: self.placement_weight,
                 max_spots: self.max_spots,
             },

@@ -84,6 +84,9 @@ pub(crate) struct Settings {
     pub(crate) entry_hooks: Option<Arc<crate::object::EntryHooksFactory>>,
     /// RouteCacheMaxAge: how long a confirmed Spot route is reused (0 disables).
     pub(crate) route_cache_max_age: Duration,
+    /// MessageFollowDuration: how long a moved object's old owner relays what still
+    /// arrives on the old route (0: not at all).
+    pub(crate) message_follow_duration: Duration,
     /// The node's weight when new Spots are placed (0..=10000; 0 takes none).
     pub(crate) placement_weight: u32,
     /// The most Spots the node runs (0: no limit).

@@ -84,6 +84,25 @@ impl<'a> Actors<'a> {
             .await
     }
 
+    /// Moves Actor `id`, which runs on this node in its Entry Spot, live to node `to` (a
+    /// RID), or with `None` to the node placement picks among the others serving its type.
+    /// Its queued messages and timers move with it, and (`relocation = preserve`) its
+    /// state; what still arrives here follows it for MessageFollowDuration. Returns the
+    /// Actor where it runs now (same ObjectGeneration).
+    ///
+    /// Refused before anything stops: a type declared `relocation = disable` is
+    /// `Rejected`; an Actor this node does not run is `NotFound`. A failure before the
+    /// target confirmed it can take the Actor leaves it running here with its queue in
+    /// order. Past that point the move is not undone: a target that fails to commit leaves
+    /// the Actor `Unavailable`.
+    pub async fn relocate(self, id: &str, to: Option<&str>) -> Result<ActorRef> {
+        let id = actor_id(id)?;
+        let at = objects::server(self.runtime)?
+            .relocate(&ObjectKey::from(&id), to)
+            .await?;
+        Ok(ActorRef::at(id, at))
+    }
+
     /// Sends `request` to Actor `id` and waits for its reply (default timeout: the
     /// runtime's request timeout). Only the ID is given: the owner is found through the
     /// route cache or the Location Store.

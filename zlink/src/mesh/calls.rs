@@ -27,6 +27,8 @@ pub(crate) struct OutboundCall<'a> {
     pub(crate) packet: &'a str,
     /// The resolved owner fence (Spot commands only).
     pub(crate) fence: Option<crate::wire::RouteFence>,
+    /// Forwarding hops so far (0 unless Message Follow relays it).
+    pub(crate) hops: u8,
     pub(crate) metadata: &'a Metadata,
     pub(crate) payload: Bytes,
 }
@@ -43,6 +45,28 @@ enum Refused {
     /// The connection ended: another candidate may take it.
     Closed,
     Failed(Error),
+}
+
+/// A request its link's queue accepted, waiting for its one terminal result.
+pub(crate) struct SubmittedRequest {
+    guard: crate::call::PendingGuard,
+    reply: tokio::sync::oneshot::Receiver<Result<Bytes>>,
+}
+
+impl SubmittedRequest {
+    /// The request's terminal result: its reply, an error reply, its deadline, or the
+    /// runtime stopping.
+    pub(crate) async fn reply(self) -> Result<Bytes> {
+        let SubmittedRequest { guard, reply } = self;
+        let outcome = reply.await;
+        drop(guard);
+        outcome.unwrap_or_else(|_| {
+            Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the runtime stopped before the reply",
+            ))
+        })
+    }
 }
 
 /// The outbound side of one node.
@@ -205,6 +229,7 @@ impl Calls {
                 target: call.target,
                 packet: call.packet,
                 fence: call.fence,
+                hops: call.hops,
             },
             call.metadata,
             call.payload.clone(),
@@ -245,6 +270,22 @@ impl Calls {
         }
     }
 
+    /// Queues a request on `link` and returns at once once its queue accepted it, with
+    /// the reply still to come: requests submitted one after another from one task leave
+    /// in that order (Message Follow relays keep each sender's order this way).
+    pub(crate) async fn submit_request(
+        &self,
+        link: &PeerLink,
+        call: &OutboundCall<'_>,
+        deadline: Instant,
+        timeout: std::time::Duration,
+        admit_by: Instant,
+    ) -> Result<SubmittedRequest> {
+        self.submit_on(link, call, deadline, timeout, admit_by)
+            .await
+            .map_err(|refused| self.refused(link, refused))
+    }
+
     /// A request on `link`: `Err` when the queue refused it, else the request's result.
     async fn request_on(
         &self,
@@ -254,6 +295,20 @@ impl Calls {
         timeout: std::time::Duration,
         admit_by: Instant,
     ) -> std::result::Result<Result<Bytes>, Refused> {
+        let submitted = self
+            .submit_on(link, call, deadline, timeout, admit_by)
+            .await?;
+        Ok(submitted.reply().await)
+    }
+
+    async fn submit_on(
+        &self,
+        link: &PeerLink,
+        call: &OutboundCall<'_>,
+        deadline: Instant,
+        timeout: std::time::Duration,
+        admit_by: Instant,
+    ) -> std::result::Result<SubmittedRequest, Refused> {
         let (guard, reply) = self
             .pending
             .register(link.conn().id(), deadline, timeout)
@@ -275,19 +330,13 @@ impl Calls {
                 target: call.target,
                 packet: call.packet,
                 fence: call.fence,
+                hops: call.hops,
             },
             call.metadata,
             call.payload.clone(),
         );
         self.admit(link, frames, admit_by.min(deadline)).await?;
-        let outcome = reply.await;
-        drop(guard);
-        Ok(outcome.unwrap_or_else(|_| {
-            Err(Error::new(
-                ErrorKind::ShuttingDown,
-                "the runtime stopped before the reply",
-            ))
-        }))
+        Ok(SubmittedRequest { guard, reply })
     }
 
     /// What every call checks first (the node serves; the packet name fits the wire's
@@ -349,6 +398,7 @@ impl Calls {
         let now = self.clock.now();
         let deadline = now + timeout;
         let call = OutboundCall {
+            hops: 0,
             command,
             target: channel,
             packet,
@@ -408,6 +458,7 @@ impl Calls {
             .peer(rid, if request { admit_by } else { deadline })
             .await?;
         let call = OutboundCall {
+            hops: 0,
             command,
             target: "",
             packet,

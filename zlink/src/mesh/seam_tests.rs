@@ -62,6 +62,7 @@ async fn a_subsystem_registers_an_inbound_route_and_receives_its_command() {
         .expect("a reaches b");
     let metadata = Metadata::new();
     let call = OutboundCall {
+        hops: 0,
         command: Command::SpotRequest,
         target: "spot-1",
         packet: "Reverse",

@@ -12,6 +12,7 @@ use super::instance::{Instance, TurnInfo};
 use super::membership::JoinOutcome;
 use super::object_ref::ActorRef;
 use super::object_type::{ActorType, Factory, TypeDef};
+use super::relocation::RelocationState;
 use super::spot::{ClosingReason, Relocation};
 use super::timer::TimerTick;
 use crate::handler::PacketKind;
@@ -34,6 +35,13 @@ pub trait ActorHandlers: Send + 'static {
     /// `Err` becomes an error reply; for a send, the bytes are ignored.
     async fn handle(&mut self, ctx: &ActorContext, handler: usize, payload: Bytes)
         -> Result<Bytes>;
+
+    /// The state adapter of a type declared [`Relocation::Preserve`]: the macro returns
+    /// `Some(self)` for `relocation = preserve` (and fails to compile unless the type
+    /// implements [`RelocationState`]). Other types keep the default `None`.
+    fn relocation_state(&mut self) -> Option<&mut dyn RelocationState> {
+        None
+    }
 }
 
 /// An Actor: state plus handlers that run one at a time (`&mut self`). Two messages to
@@ -126,6 +134,29 @@ impl Instance for ActorInstance {
     async fn on_join_completed(&mut self, turn: TurnInfo, outcome: JoinOutcome) {
         let ctx = self.context(turn);
         self.actor.on_join_completed(&ctx, outcome).await
+    }
+
+    fn capture_state(&mut self) -> Option<Result<Vec<u8>>> {
+        Some(match self.actor.relocation_state() {
+            Some(state) => state.capture(),
+            None => Err(crate::Error::new(
+                crate::ErrorKind::InvalidOperation,
+                format!(
+                    "Actor {} is declared relocation = preserve but its type returns no state adapter",
+                    self.id
+                ),
+            )),
+        })
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<()> {
+        match self.actor.relocation_state() {
+            Some(adapter) => adapter.restore(state),
+            None => Err(crate::Error::new(
+                crate::ErrorKind::InvalidOperation,
+                format!("Actor {} has no state adapter to restore into", self.id),
+            )),
+        }
     }
 }
 

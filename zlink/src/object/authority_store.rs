@@ -265,6 +265,26 @@ impl AuthorityStore {
         .await
     }
 
+    /// A move's owner change (NewOwner): `next` replaces the record at exactly the version
+    /// the source sealed it under. The caller built `next` with AOG + 1 and the same
+    /// ObjectGeneration.
+    pub(crate) async fn move_owner(
+        &self,
+        key: &ObjectKey,
+        sealed_at: &StoreVersion,
+        next: &Authority,
+    ) -> StoreResult<Fenced<StoreVersion>> {
+        Ok(match self.replace(key, sealed_at, Some(next)).await? {
+            Fenced::Done(Some(version)) => Fenced::Done(version),
+            Fenced::Done(None) => {
+                return Err(StoreError::Protocol(
+                    "an owner change applied without a version".into(),
+                ))
+            }
+            Fenced::Moved => Fenced::Moved,
+        })
+    }
+
     /// Removes the record at exactly this version: Abort of a reservation, or the end of
     /// a close or destroy. The generation counter stays, so the ID's next incarnation gets
     /// a higher ObjectGeneration.

@@ -175,6 +175,7 @@ async fn close_remote(
         })?;
     let metadata = Metadata::new();
     let outbound = OutboundCall {
+        hops: 0,
         command: match key.kind {
             ObjectKind::Spot => Command::SpotClose,
             ObjectKind::Actor => Command::ActorDestroy,

@@ -346,6 +346,7 @@ async fn attempt(
             cancel: server.cancel.child_token(),
         },
         wait,
+        None,
     );
     server.insert_live(live.clone());
     let committed = match server.authority.commit(key, &won).await {
@@ -420,7 +421,7 @@ async fn abort(server: &ObjectServer, key: &ObjectKey, won: &Versioned) {
 
 /// The nodes a new object of `stable_type` may be placed on, with their weights: those
 /// serving the type (an Actor also needs the node's Entry Spot claimed).
-fn candidates(
+pub(super) fn candidates(
     server: &ObjectServer,
     kind: ObjectKind,
     stable_type: &str,
@@ -482,6 +483,7 @@ async fn create_remote(
     let link = calls.peer(rid, admit_by).await?;
     let metadata = Metadata::new();
     let outbound = OutboundCall {
+        hops: 0,
         command: match key.kind {
             ObjectKind::Spot => Command::SpotCreate,
             ObjectKind::Actor => Command::ActorCreate,
@@ -525,7 +527,7 @@ pub(super) async fn find(server: &ObjectServer, key: &ObjectKey) -> Result<Optio
 /// Makes the staging instance: the factory, then (for a Spot) `on_create` with the
 /// creator's request. Nothing is addressable yet; a panic is this creation's
 /// `InternalFailure`.
-async fn stage(
+pub(super) async fn stage(
     object_type: &TypeDef,
     key: &ObjectKey,
     node: &Arc<MeshNode>,

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use super::id::{ObjectKey, ObjectKind};
 use super::live_object::{LiveObject, ObjectJob, ReplyTo};
 use super::mailbox::Refused;
+use super::relocation::{Held, Offer};
 use super::resolver::Resolution;
 use super::route_cache::ReadyRoute;
 use super::server::ObjectServer;
@@ -65,6 +66,10 @@ pub(super) struct Admission<'a> {
     pub(super) fence: RouteFence,
     pub(super) deadline: Option<Instant>,
     pub(super) reply: Option<ReplyTo>,
+    /// The node it came from (`None`: this node).
+    pub(super) sender: Option<String>,
+    /// Message Follow relays before it arrived.
+    pub(super) hops: u8,
 }
 
 /// Sends or requests a packet to a Spot or Actor by its ID only.
@@ -126,7 +131,7 @@ async fn call_local(
     } else {
         (None, None)
     };
-    let Prepared { live, job, bytes } = prepare(
+    let prepared = prepare(
         server,
         Admission {
             key: call.key,
@@ -137,9 +142,15 @@ async fn call_local(
             fence,
             deadline: Some(deadline),
             reply: tx,
+            sender: None,
+            hops: 0,
         },
     )
     .map_err(|refusal| refusal.error)?;
+    let Some(Prepared { live, job, bytes }) = prepared else {
+        // The object is leaving this node: its hold or relay took the message.
+        return wait_local(rx, &id).await;
+    };
     // A request to an object behind the gate this very turn holds would wait for itself.
     if request && live.gate_held_by_caller() {
         return Err(Error::new(
@@ -154,7 +165,15 @@ async fn call_local(
         None => live.try_deliver(job, bytes),
     };
     if let Err((refused, job)) = delivered {
-        drop(job);
+        if refused == Refused::Sealed {
+            if let Some(job) = to_departure(server, &live, fence, job, None, 0) {
+                drop(job);
+            } else {
+                return wait_local(rx, &id).await;
+            }
+        } else {
+            drop(job);
+        }
         return Err(match refused {
             Refused::Full(_) if send_by.is_some() => Error::new(
                 ErrorKind::DeadlineExceeded,
@@ -168,11 +187,46 @@ async fn call_local(
             }
         });
     }
+    wait_local(rx, &id).await
+}
+
+type LocalWait = Option<(
+    crate::call::PendingGuard,
+    tokio::sync::oneshot::Receiver<Result<Bytes>>,
+)>;
+
+/// A local request's result (a send is done once queued).
+async fn wait_local(rx: LocalWait, id: &ObjectKey) -> Result<Bytes> {
     match rx {
         Some((_guard, rx)) => rx
             .await
             .unwrap_or_else(|_| Err(Error::new(ErrorKind::Unavailable, format!("{id} stopped")))),
         None => Ok(Bytes::new()),
+    }
+}
+
+/// A job a sealed mailbox refused, offered to the object's departure (the seal of a move
+/// landed between the admission check and the queue). `None`: the departure took it.
+pub(super) fn to_departure(
+    server: &ObjectServer,
+    live: &LiveObject,
+    fence: RouteFence,
+    job: ObjectJob,
+    sender: Option<String>,
+    hops: u8,
+) -> Option<ObjectJob> {
+    let Some(departure) = server.departures.get(&live.key, &fence) else {
+        return Some(job);
+    };
+    drop(departure);
+    let mut held = super::relocation::job_to_held(&live.object_type, job)?;
+    held.sender = sender;
+    held.hops = hops;
+    match server.departures.offer(&live.key, &fence, held) {
+        Offer::Taken => None,
+        Offer::NotDeparting(held) => {
+            super::relocation::held_to_job(&live.object_type, held).map(|(job, _)| job)
+        }
     }
 }
 
@@ -183,7 +237,7 @@ async fn call_local(
 pub(super) fn prepare(
     server: &ObjectServer,
     admission: Admission<'_>,
-) -> std::result::Result<Prepared, Refusal> {
+) -> std::result::Result<Option<Prepared>, Refusal> {
     let Admission {
         key,
         packet,
@@ -193,7 +247,29 @@ pub(super) fn prepare(
         fence,
         deadline,
         reply,
+        sender,
+        hops,
     } = admission;
+    // An object leaving this node: its hold (or, past relay-ready, its relay) takes the
+    // message, on the old route only.
+    let (payload, metadata, reply) = if server.departures.len() > 0 {
+        let held = Held {
+            packet: Arc::from(packet),
+            kind,
+            payload,
+            metadata,
+            deadline,
+            reply,
+            sender,
+            hops,
+        };
+        match server.departures.offer(key, &fence, held) {
+            Offer::Taken => return Ok(None),
+            Offer::NotDeparting(held) => (held.payload, held.metadata, held.reply),
+        }
+    } else {
+        (payload, metadata, reply)
+    };
     let checked = check_admission(server, key, packet, kind, fence);
     let (live, handler) = match checked {
         Ok(checked) => checked,
@@ -216,7 +292,7 @@ pub(super) fn prepare(
         deadline,
         reply,
     };
-    Ok(Prepared { live, job, bytes })
+    Ok(Some(Prepared { live, job, bytes }))
 }
 
 /// The owned object `key` and the handler position of `packet`, when the fence holds.
@@ -295,6 +371,7 @@ async fn call_remote(
     }
     let request = call.kind == PacketKind::Request;
     let outbound = OutboundCall {
+        hops: 0,
         command: match (route.key.kind, request) {
             (ObjectKind::Spot, true) => Command::SpotRequest,
             (ObjectKind::Spot, false) => Command::SpotSend,

@@ -240,6 +240,7 @@ impl EntrySpot {
                 cancel: server.cancel.child_token(),
             },
             wait,
+            None,
         );
         server.insert_live(live);
         let _ = go.send(true);

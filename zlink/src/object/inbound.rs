@@ -146,12 +146,14 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
     } else {
         PacketKind::Send
     };
-    let (packet, payload, metadata, deadline) = (
+    let (packet, payload, metadata, deadline, hops) = (
         message.head.packet.clone(),
         message.payload.clone(),
         message.metadata.clone(),
         call.deadline(),
+        message.head.hops,
     );
+    let sender = call.from().rid().to_string();
     // The Spot's own task answers: no task waits here for the turn.
     let pending = call.into_pending();
     let prepared = super::direct::prepare(
@@ -165,10 +167,14 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
             fence,
             deadline,
             reply: Some(ReplyTo::Remote(pending)),
+            sender: Some(sender.clone()),
+            hops,
         },
     );
     let Prepared { live, job, bytes } = match prepared {
-        Ok(prepared) => prepared,
+        Ok(Some(prepared)) => prepared,
+        // Held or relayed for an object leaving this node.
+        Ok(None) => return,
         Err(Refusal { error, reply }) => {
             if let Some(reply) = reply {
                 reply.send(Err(error));
@@ -179,6 +185,15 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
     // Read path: never wait for room. A full remote queue is Unavailable to the caller
     // (digest §3.3), which is what a refused job answers.
     if let Err((refused, job)) = live.try_deliver(job, bytes) {
+        let job = match refused {
+            Refused::Sealed => {
+                match super::direct::to_departure(server, &live, fence, job, Some(sender), hops) {
+                    Some(job) => job,
+                    None => return,
+                }
+            }
+            _ => job,
+        };
         job.refuse(Error::new(
             ErrorKind::Unavailable,
             match refused {

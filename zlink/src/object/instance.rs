@@ -63,4 +63,18 @@ pub(crate) trait Instance: Send + 'static {
 
     /// How a Join this Actor registered ended.
     async fn on_join_completed(&mut self, _turn: TurnInfo, _outcome: JoinOutcome) {}
+
+    /// The object's state for a move (`relocation = preserve`); `None` when its type keeps
+    /// no state across a move.
+    fn capture_state(&mut self) -> Option<Result<Vec<u8>>> {
+        None
+    }
+
+    /// Takes the state captured on the node the object came from.
+    fn restore_state(&mut self, _state: &[u8]) -> Result<()> {
+        Err(crate::Error::new(
+            crate::ErrorKind::InvalidOperation,
+            "this object's type has no state adapter",
+        ))
+    }
 }

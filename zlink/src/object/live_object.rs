@@ -18,9 +18,10 @@ use super::instance::{Instance, TurnInfo};
 use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
 use super::membership::{self, Execution, JoinDecision, JoinSlot, MemberEvent};
 use super::object_type::{Factory, TypeDef};
+use super::relocation::Departure;
 use super::server::ObjectServer;
 use super::spot::ClosingReason;
-use super::timer::{TimerTick, Timers};
+use super::timer::{TimerRecord, TimerTick, Timers};
 use crate::call::PendingTable;
 use crate::mesh::{MeshNode, PendingReply};
 use crate::store::{LeaseToken, OwnerLease};
@@ -80,6 +81,37 @@ pub(crate) enum ObjectJob {
         event: MemberEvent,
         done: oneshot::Sender<JoinDecision>,
     },
+    /// The seal of a move, at a turn boundary: the loop holds new arrivals, hands its
+    /// backlog, timers and state to `captured`, and waits on `resume` for the outcome.
+    Relocate {
+        captured: oneshot::Sender<Captured>,
+        resume: oneshot::Receiver<Resume>,
+    },
+}
+
+/// What an object's seal handed to its move.
+pub(crate) struct Captured {
+    /// The authority it was sealed under.
+    pub(crate) authority: Versioned,
+    /// Its queued application work, oldest first, with each job's bytes.
+    pub(crate) backlog: Vec<(ObjectJob, usize)>,
+    pub(crate) timers: Vec<TimerRecord>,
+    /// The application's state (`preserve`), or `None`.
+    pub(crate) state: Option<Result<Vec<u8>>>,
+    /// Where what arrives after the seal waits.
+    pub(crate) departure: Arc<Departure>,
+}
+
+/// How a move ended for the object's turn loop on the source.
+pub(crate) enum Resume {
+    /// Cancelled before relay-ready: the backlog goes back ahead, what was held after it,
+    /// and the object runs on here.
+    Cancelled {
+        backlog: Vec<(ObjectJob, usize)>,
+        held: Vec<(ObjectJob, usize)>,
+    },
+    /// Handed over: the loop ends without a closing hook (the object lives on elsewhere).
+    Moved,
 }
 
 impl ObjectJob {
@@ -96,6 +128,8 @@ impl ObjectJob {
             }
             // Dropping `done` tells the Join the Spot could not take it.
             ObjectJob::Member { .. } => {}
+            // Dropping `captured` tells the move the object could not be sealed.
+            ObjectJob::Relocate { .. } => {}
         }
     }
 }
@@ -202,6 +236,9 @@ pub(crate) struct LiveObject {
     members: Mutex<Members>,
     /// The Join an Actor's running handler registered.
     joins: Arc<JoinSlot>,
+    /// An object that arrived by a move: its timers continue, and `on_initialize` does not
+    /// run again.
+    arrived_with: Mutex<Option<Vec<TimerRecord>>>,
 }
 
 impl LiveObject {
@@ -217,6 +254,7 @@ impl LiveObject {
         instance: Box<dyn Instance>,
         host: ObjectHost,
         go: oneshot::Receiver<bool>,
+        arrived_with: Option<Vec<TimerRecord>>,
     ) -> Arc<LiveObject> {
         let mailbox = Mailbox::new(LIFECYCLE_LANE, object_type.queue);
         let membership = authority
@@ -236,6 +274,7 @@ impl LiveObject {
             membership: Mutex::new(membership),
             members: Mutex::new(Members::default()),
             joins: Arc::new(JoinSlot::default()),
+            arrived_with: Mutex::new(arrived_with),
         });
         let object = live.clone();
         let tracker = host.tracker.clone();
@@ -311,10 +350,24 @@ impl LiveObject {
         let Some(ctx) = context(None, None, Metadata::new()) else {
             return;
         };
-        let initialized = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => None,
-            result = caught(instance.on_initialize(ctx)) => Some(result.and_then(|r| r)),
+        let arrived = self
+            .arrived_with
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let initialized = match arrived {
+            // A moved object was initialised where it was created.
+            Some(records) => {
+                if let Err(e) = timers.resume(&records) {
+                    tracing::warn!(object = %self.key, error = %e, "the moved timers did not resume");
+                }
+                Some(Ok(()))
+            }
+            None => tokio::select! {
+                biased;
+                _ = cancel.cancelled() => None,
+                result = caught(instance.on_initialize(ctx)) => Some(result.and_then(|r| r)),
+            },
         };
         match initialized {
             None => {
@@ -443,6 +496,70 @@ impl LiveObject {
                         let _ = done.send(decision);
                     }
                 }
+                ObjectJob::Relocate { captured, resume } => {
+                    let Some(layer) = server.upgrade() else {
+                        continue;
+                    };
+                    let authority = self.authority();
+                    // Held from here on: what arrives after the seal waits for the outcome.
+                    let departure = layer.departures.hold(
+                        &self.key,
+                        authority.record.fence.clone(),
+                        authority.record.route.clone(),
+                    );
+                    drop(layer);
+                    self.mailbox.seal();
+                    let backlog = self.mailbox.take_application_backlog();
+                    let records = timers.capture();
+                    let state = instance.capture_state();
+                    let sealed = Captured {
+                        authority,
+                        backlog,
+                        timers: records.clone(),
+                        state,
+                        departure,
+                    };
+                    if let Err(sealed) = captured.send(sealed) {
+                        // The move gave up before the seal: nothing changed.
+                        self.cancel_departure(&server, sealed);
+                        let _ = timers.resume(&records);
+                        continue;
+                    }
+                    let resumed = tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => None,
+                        resumed = resume => Some(resumed),
+                    };
+                    match resumed {
+                        None => {
+                            timer_stop.cancel();
+                            return stopped(
+                                &self.key,
+                                self.gate(),
+                                &mut instance,
+                                context(None, None, Metadata::new()),
+                            )
+                            .await;
+                        }
+                        Some(Ok(Resume::Cancelled { backlog, held })) => {
+                            self.mailbox.put_back(backlog, held);
+                            if let Err(e) = timers.resume(&records) {
+                                tracing::warn!(object = %self.key, error = %e, "timers did not resume after a cancelled move");
+                            }
+                        }
+                        // A move that vanished without an outcome handed nothing over.
+                        Some(Ok(Resume::Moved)) | Some(Err(_)) => {
+                            timer_stop.cancel();
+                            drop(turn);
+                            drop(held);
+                            self.refuse_queued(
+                                ErrorKind::Unavailable,
+                                "the object moved to another node",
+                            );
+                            return;
+                        }
+                    }
+                }
                 ObjectJob::Close { reason, done } => {
                     timer_stop.cancel();
                     if let Some(ctx) = context(None, None, Metadata::new()) {
@@ -515,6 +632,20 @@ impl LiveObject {
                 _ = completed => {}
             }
         }
+    }
+
+    /// Undoes a seal whose move went away before taking it.
+    fn cancel_departure(&self, server: &Weak<ObjectServer>, sealed: Captured) {
+        if let Some(layer) = server.upgrade() {
+            layer.departures.remove(&sealed.departure);
+        }
+        let held = sealed
+            .departure
+            .release()
+            .into_iter()
+            .filter_map(|held| super::relocation::held_to_job(&self.object_type, held))
+            .collect();
+        self.mailbox.put_back(sealed.backlog, held);
     }
 
     /// Whether the running turn holds this object's gate: a request to it from there
@@ -645,7 +776,9 @@ impl LiveObject {
 
     fn lane(job: &ObjectJob) -> Lane {
         match job {
-            ObjectJob::Close { .. } | ObjectJob::Member { .. } => Lane::Lifecycle,
+            ObjectJob::Close { .. } | ObjectJob::Member { .. } | ObjectJob::Relocate { .. } => {
+                Lane::Lifecycle
+            }
             ObjectJob::Message { .. } | ObjectJob::Tick { .. } => Lane::Application,
         }
     }

@@ -329,8 +329,7 @@ impl<J> Mailbox<J> {
 
     /// Takes every queued application job out, oldest first, releasing their room (a
     /// sealed mailbox's backlog, to move with its object).
-    #[cfg_attr(not(test), allow(dead_code))] // relocation (#13) moves the backlog
-    pub(crate) fn take_application_backlog(&self) -> Vec<J> {
+    pub(crate) fn take_application_backlog(&self) -> Vec<(J, usize)> {
         let mut state = self.state();
         let lane = &mut state.application;
         let jobs: Vec<(J, usize)> = lane.queued.drain(..).collect();
@@ -340,13 +339,33 @@ impl<J> Mailbox<J> {
         }
         drop(state);
         self.released.notify_waiters();
-        jobs.into_iter().map(|(job, _)| job).collect()
+        jobs.into_iter()
+            .map(|(job, bytes)| (job, bytes - JOB_OVERHEAD_BYTES.min(bytes)))
+            .collect()
     }
 
-    /// Opens a sealed mailbox again (a move that was cancelled before its boundary).
-    #[cfg_attr(not(test), allow(dead_code))] // relocation (#13) cancels before its boundary
-    pub(crate) fn unseal(&self) {
-        self.state().sealed = false;
+    /// Opens a sealed mailbox again (a move cancelled before its boundary): `front` (the
+    /// backlog taken out) goes back ahead of what is queued, `back` (what arrived while
+    /// sealed) after it, each in its order and counted again, past the bounds (it was
+    /// admitted once already).
+    pub(crate) fn put_back(&self, front: Vec<(J, usize)>, back: Vec<(J, usize)>) {
+        let mut state = self.state();
+        let lane = &mut state.application;
+        for (job, payload) in front.into_iter().rev() {
+            let bytes = payload.saturating_add(JOB_OVERHEAD_BYTES);
+            lane.used.jobs += 1;
+            lane.used.bytes += bytes;
+            lane.queued.push_front((job, bytes));
+        }
+        for (job, payload) in back {
+            let bytes = payload.saturating_add(JOB_OVERHEAD_BYTES);
+            lane.used.jobs += 1;
+            lane.used.bytes += bytes;
+            lane.queued.push_back((job, bytes));
+        }
+        state.sealed = false;
+        drop(state);
+        self.arrived.notify_one();
     }
 
     /// Ends the mailbox: nothing more is admitted or run; queued jobs are returned so
@@ -495,10 +514,19 @@ mod tests {
             Err((Refused::Sealed, "c"))
         );
         m.admit(Lane::Lifecycle, "seal-step", 0).unwrap();
-        assert_eq!(m.take_application_backlog(), ["a", "b"]);
+        let backlog = m.take_application_backlog();
+        assert_eq!(backlog, [("a", 0), ("b", 0)]);
         assert_eq!(m.used(Lane::Application), (0, 0));
-        m.unseal();
-        m.admit(Lane::Application, "d", 0).unwrap();
+        // A cancelled move puts the backlog back ahead, and what arrived meanwhile after.
+        m.put_back(backlog, vec![("c", 0)]);
+        assert_eq!(m.used(Lane::Application).0, 3, "counted again");
+        let mut order = Vec::new();
+        while let Ok(Some(mut turn)) = m.try_next() {
+            if turn.lane == Lane::Application {
+                order.push(turn.take_job().unwrap());
+            }
+        }
+        assert_eq!(order, ["a", "b", "c"]);
     }
 
     #[tokio::test]

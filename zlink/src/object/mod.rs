@@ -8,12 +8,13 @@
 //! owner admits the message only under the owner fence it was resolved with.
 //!
 //! A new Actor starts in its node's Entry Spot, the framework's Spot for one node
-//! lifecycle. Live relocation comes next.
+//! lifecycle. A running Actor moves to another node live ([`relocation`]): its queue and
+//! timers move with it, and messages that still arrive at the old owner follow it.
 
 mod actor;
 mod closing;
 mod context;
-mod creation;
+pub(crate) mod creation;
 mod direct;
 mod entry;
 mod id;
@@ -24,7 +25,8 @@ mod live_object;
 mod membership;
 mod object_ref;
 mod object_type;
-mod placement;
+pub(crate) mod placement;
+mod relocation;
 mod remote;
 mod resolver;
 mod server;
@@ -44,10 +46,11 @@ pub use kind::{ActorKind, Kind, SpotKind};
 pub use membership::{Execution, JoinDecision, JoinOutcome};
 pub use object_ref::{ActorRef, ObjectRef, SpotRef};
 pub use object_type::{ActorType, ObjectType, SpotType};
+pub use relocation::{RelocationState, MAX_CAPTURED_STATE_BYTES};
 pub(crate) use route_cache::DEFAULT_ROUTE_CACHE_MAX_AGE;
 
-/// MessageFollowDuration: how long a moved object's old owner relays what still arrives
-/// (relocation comes later; the route cache rule already holds against it).
+/// MessageFollowDuration's default: how long a moved object's old owner relays what still
+/// arrives.
 pub(crate) const MESSAGE_FOLLOW_DURATION: std::time::Duration = std::time::Duration::from_secs(30);
 pub(crate) use direct::ObjectCall;
 pub(crate) use id::uuid_v4 as id_uuid_v4;

@@ -79,6 +79,16 @@ impl Resolver {
         self.cache.stale(route);
     }
 
+    /// A follow notice: `key` moved away from `fence` on `owner`.
+    pub(crate) fn moved(&self, key: &ObjectKey, fence: &OwnerFence, owner: &OwnerRoute) -> bool {
+        self.cache.moved(key, fence, owner)
+    }
+
+    /// Forgets the cached route of `key` (this node moved it away).
+    pub(crate) fn forget(&self, key: &ObjectKey) {
+        self.cache.forget(key);
+    }
+
     /// A later authority of `key` was seen.
     pub(super) fn saw_authority(&self, key: &ObjectKey, fence: &OwnerFence) {
         self.cache.saw_authority(key, fence);

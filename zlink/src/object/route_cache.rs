@@ -140,6 +140,25 @@ impl RouteCache {
         }
     }
 
+    /// A follow notice: the object moved away from `fence` on `owner`. Drops the entry only
+    /// if it is exactly that route (never a newer one stored meanwhile); `true` if it did.
+    pub(crate) fn moved(&self, key: &ObjectKey, fence: &OwnerFence, owner: &OwnerRoute) -> bool {
+        let mut entries = self.entries();
+        if entries
+            .get(key)
+            .is_some_and(|e| e.route.fence == *fence && e.route.owner == *owner)
+        {
+            entries.remove(key);
+            return true;
+        }
+        false
+    }
+
+    /// Drops the entry of `key` whatever it holds (this node moved the object away).
+    pub(crate) fn forget(&self, key: &ObjectKey) {
+        self.entries().remove(key);
+    }
+
     /// The owner lease `lease` is invalid: drops every route to that owner.
     pub(crate) fn lease_invalidated(&self, lease: &LeaseToken) {
         self.entries().retain(|_, e| !e.route.fence.held_by(lease));

@@ -23,6 +23,7 @@ use super::live_object::LiveObject;
 use super::object_ref::{Location, SpotRef};
 use super::object_type::TypeDef;
 use super::object_type::{ActorType, SpotType};
+use super::relocation::{self, Arrivals, Departures, RelocationPermits};
 use super::resolver::Resolver;
 use super::spot::ClosingReason;
 use super::{closing, creation, direct};
@@ -88,6 +89,12 @@ pub(crate) struct ObjectServer {
     /// Requests from this node to objects it owns, until their replies; one sweeper ends
     /// them at their deadlines.
     pub(super) local_calls: Arc<PendingTable>,
+    /// Objects leaving this node: their holds, relays and Message Follow routes.
+    pub(crate) departures: Departures,
+    /// Objects arriving on this node, until their owner change commits.
+    pub(crate) arrivals: Arrivals,
+    /// Bounds on the moves this node runs at once.
+    pub(crate) permits: RelocationPermits,
 }
 
 impl ObjectServer {
@@ -142,6 +149,9 @@ impl ObjectServer {
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
             local_calls: Arc::new(PendingTable::default()),
+            departures: Departures::default(),
+            arrivals: Arrivals::default(),
+            permits: RelocationPermits::new(),
         });
         server
             .tracker
@@ -159,6 +169,7 @@ impl ObjectServer {
         ] {
             node.dispatcher().register(command, route.clone())?;
         }
+        relocation::register_routes(node, &server)?;
         server
             .resolver
             .watch(node, &server.tracker, server.cancel.clone());
@@ -317,6 +328,16 @@ impl ObjectServer {
     /// Sends or requests a packet to a Spot or Actor by its ID only.
     pub(crate) async fn call(&self, call: ObjectCall<'_>) -> Result<Bytes> {
         direct::call(self, call).await
+    }
+
+    /// Moves the object `key`, which this node owns, to `to` or to the node placement
+    /// picks; returns where it runs now.
+    pub(crate) async fn relocate(
+        self: &Arc<Self>,
+        key: &ObjectKey,
+        to: Option<&str>,
+    ) -> Result<Location> {
+        relocation::relocate(self, key, to).await
     }
 
     /// The objects of `kind` this node owns now (its Entry Spot aside).

@@ -112,6 +112,10 @@ pub enum Relocation {
     Disable,
     /// Moved by creating a fresh instance on the target (queued work still moves).
     Recreate,
+    /// Moved with its state: the type's [`RelocationState`](super::RelocationState)
+    /// adapter captures it on the source and restores it on the target (queued work and
+    /// timers move too).
+    Preserve,
 }
 
 impl SpotType {

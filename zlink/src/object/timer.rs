@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -169,6 +170,78 @@ impl Schedule {
     }
 }
 
+/// One running timer as it moves with its object to another node: its schedule's
+/// position, so the target continues it rather than starting it again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct TimerRecord {
+    pub(crate) name: String,
+    pub(crate) period_ms: u64,
+    /// 0 skip late ticks, 1 catch up (with `catch_up`), 2 delay the next tick.
+    pub(crate) policy: u8,
+    pub(crate) catch_up: u32,
+    /// Time until the next tick is due, from the capture.
+    pub(crate) next_in_ms: u64,
+    pub(crate) last: u64,
+    pub(crate) delivered: u64,
+    pub(crate) skipped: u64,
+}
+
+impl Schedule {
+    /// This schedule's position, `now`.
+    fn record(&self, now: Instant) -> TimerRecord {
+        let (policy, catch_up) = match self.policy {
+            TimerPolicy::SkipLateTicks => (0, 0),
+            TimerPolicy::CatchUpBounded(n) => (1, n),
+            TimerPolicy::DelayNextTick => (2, 0),
+        };
+        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        TimerRecord {
+            name: self.name.to_string(),
+            period_ms: millis(self.period),
+            policy,
+            catch_up,
+            next_in_ms: millis(self.at(self.last + 1).saturating_duration_since(now)),
+            last: self.last,
+            delivered: self.delivered,
+            skipped: self.pending_skips,
+        }
+    }
+
+    /// A schedule continued from `record`, `now`: its next tick is due when it was due on
+    /// the node it came from. A record that does not describe a timer is refused.
+    fn resume(record: &TimerRecord, now: Instant) -> Result<Self> {
+        let policy = match (record.policy, record.catch_up) {
+            (0, _) => TimerPolicy::SkipLateTicks,
+            (1, n) if n > 0 => TimerPolicy::CatchUpBounded(n),
+            (2, _) => TimerPolicy::DelayNextTick,
+            _ => return Err(Error::InvalidArgument("an unknown timer policy".into())),
+        };
+        if record.name.is_empty() || record.name.len() > 255 || record.period_ms == 0 {
+            return Err(Error::InvalidArgument("a malformed timer record".into()));
+        }
+        let period = Duration::from_millis(record.period_ms);
+        let next = now + Duration::from_millis(record.next_in_ms.min(record.period_ms));
+        // The schedule is anchored so that tick `last + 1` falls at `next`.
+        let back = u32::try_from(record.last.saturating_add(1))
+            .ok()
+            .and_then(|n| period.checked_mul(n))
+            .and_then(|d| next.checked_sub(d));
+        let (start, last) = match back {
+            Some(start) => (start, record.last),
+            None => (next.checked_sub(period).unwrap_or(now), 0),
+        };
+        Ok(Schedule {
+            name: Arc::from(record.name.as_str()),
+            start,
+            period,
+            policy,
+            last,
+            delivered: record.delivered,
+            pending_skips: record.skipped,
+        })
+    }
+}
+
 /// The timers of one Spot.
 pub(crate) struct Timers {
     mailbox: Weak<Mailbox<ObjectJob>>,
@@ -179,7 +252,14 @@ pub(crate) struct Timers {
     tracker: TaskTracker,
     /// The Spot's own token: cancelled when it closes or its node stops.
     cancel: CancellationToken,
-    running: Mutex<HashMap<Arc<str>, CancellationToken>>,
+    running: Mutex<HashMap<Arc<str>, Running>>,
+}
+
+/// A running timer: its stop token and its schedule (shared with its task, so the
+/// schedule can be captured when the object moves).
+struct Running {
+    token: CancellationToken,
+    schedule: Arc<Mutex<Schedule>>,
 }
 
 impl Timers {
@@ -200,7 +280,7 @@ impl Timers {
         })
     }
 
-    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, CancellationToken>> {
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Running>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -223,23 +303,61 @@ impl Timers {
             ));
         }
         let name: Arc<str> = Arc::from(name);
+        self.spawn(Schedule::new(name, Instant::now(), period, policy));
+        Ok(())
+    }
+
+    fn spawn(&self, schedule: Schedule) {
+        let name = schedule.name.clone();
         let token = self.cancel.child_token();
-        if let Some(previous) = self.running().insert(name.clone(), token.clone()) {
-            previous.cancel();
+        let schedule = Arc::new(Mutex::new(schedule));
+        let running = Running {
+            token: token.clone(),
+            schedule: schedule.clone(),
+        };
+        if let Some(previous) = self.running().insert(name, running) {
+            previous.token.cancel();
         }
-        let schedule = Schedule::new(name, Instant::now(), period, policy);
         let (mailbox, lease, fence) =
             (self.mailbox.clone(), self.lease.clone(), self.fence.clone());
         self.tracker
             .spawn(run(schedule, mailbox, lease, fence, token));
+    }
+
+    /// Stops every timer and returns where each one's schedule stood (the object is
+    /// moving: its timers continue on the target).
+    pub(crate) fn capture(&self) -> Vec<TimerRecord> {
+        let now = Instant::now();
+        let mut records: Vec<TimerRecord> = self
+            .running()
+            .drain()
+            .map(|(_, running)| {
+                running.token.cancel();
+                lock(&running.schedule).record(now)
+            })
+            .collect();
+        records.sort_by(|a, b| a.name.cmp(&b.name));
+        records
+    }
+
+    /// Continues timers captured on the node the object came from.
+    pub(crate) fn resume(&self, records: &[TimerRecord]) -> Result<()> {
+        let now = Instant::now();
+        let schedules = records
+            .iter()
+            .map(|record| Schedule::resume(record, now))
+            .collect::<Result<Vec<_>>>()?;
+        for schedule in schedules {
+            self.spawn(schedule);
+        }
         Ok(())
     }
 
     /// Stops the timer `name`; a tick already running finishes. `false` if none ran.
     pub(crate) fn cancel(&self, name: &str) -> bool {
         match self.running().remove(name) {
-            Some(token) => {
-                token.cancel();
+            Some(running) => {
+                running.token.cancel();
                 true
             }
             None => false,
@@ -247,8 +365,12 @@ impl Timers {
     }
 }
 
+fn lock(schedule: &Mutex<Schedule>) -> std::sync::MutexGuard<'_, Schedule> {
+    schedule.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 async fn run(
-    mut schedule: Schedule,
+    schedule: Arc<Mutex<Schedule>>,
     mailbox: Weak<Mailbox<ObjectJob>>,
     lease: Arc<OwnerLease>,
     fence: OwnerFence,
@@ -256,16 +378,17 @@ async fn run(
 ) {
     let mut last_end = None;
     loop {
-        let due = schedule.next_due(last_end);
+        let due = lock(&schedule).next_due(last_end);
         tokio::select! {
             _ = cancel.cancelled() => return,
             _ = tokio::time::sleep_until(due) => {}
         }
-        let mut batch = schedule.take_due(Instant::now(), due).into_iter();
+        let mut batch = lock(&schedule).take_due(Instant::now(), due).into_iter();
         while let Some(next) = batch.next() {
-            match deliver(&schedule, &next, &mailbox, &lease, &fence, &cancel) {
+            let delivery = deliver(&lock(&schedule), &next, &mailbox, &lease, &fence, &cancel);
+            match delivery {
                 Delivery::Admitted(finished) => {
-                    schedule.delivered();
+                    lock(&schedule).delivered();
                     tokio::select! {
                         _ = cancel.cancelled() => return,
                         _ = finished => {}
@@ -273,6 +396,7 @@ async fn run(
                 }
                 // Nothing more of this batch can run either: it all counts as skipped.
                 Delivery::NotRun => {
+                    let mut schedule = lock(&schedule);
                     schedule.missed(&next);
                     batch.by_ref().for_each(|rest| schedule.missed(&rest));
                 }

@@ -69,13 +69,14 @@ pub(crate) fn encode_call_head(
         target,
         packet,
         fence,
+        hops,
     } = to;
     let mut head =
         BytesMut::with_capacity(CALL_FIXED_LEN + target.len() + packet.len() + FENCE_LEN);
     head.put_slice(&super::prefix(command, flags));
     head.put_u64(correlation);
     head.put_u32(deadline_ms);
-    head.put_u8(0);
+    head.put_u8(hops);
     // Names are validated to 1..=255 bytes where they enter the program (builder, macros);
     // a longer one is truncated here rather than corrupting the layout.
     let target = &target.as_bytes()[..target.len().min(255)];

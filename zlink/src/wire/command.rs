@@ -38,6 +38,17 @@ pub enum Command {
     /// Destroy one incarnation of an Actor on its owner (target: the Actor ID, with the
     /// route fence; payload: the ObjectGeneration).
     ActorDestroy = 27,
+    /// Relocation, source to target: the moving object's state and timers (target: the
+    /// object ID; payload: the restore record). The reply is relay-ready: the target
+    /// registered the object's temporary queue and built its instance.
+    RelocationRestore = 31,
+    /// Relocation, source to target, after the relayed prefix: commit the move now (the
+    /// target commits 1000 ms after relay-ready otherwise). The reply says whether the
+    /// owner change committed.
+    RelocationCutover = 32,
+    /// Relocation, source to target: answered at once, so its reply proves that everything
+    /// sent before it on the connection was admitted.
+    RelocationBarrier = 33,
     /// A classic fanout event (on a PUB/SUB pair, after the topic frame).
     FanoutEvent = 40,
     /// Create a User Spot on the node chosen by placement (target: the Spot ID; packet: the
@@ -49,6 +60,9 @@ pub enum Command {
     /// Create an Actor on the node chosen by placement, in its Entry Spot (target: the
     /// Actor ID; packet: the stable type).
     ActorCreate = 49,
+    /// One-way notice to the original sender of a relayed message: the object moved, from
+    /// the source route to the target route (payload: the notice record).
+    MessageFollow = 50,
 }
 
 impl Command {
@@ -71,10 +85,14 @@ impl Command {
             24 => Command::ActorSend,
             25 => Command::ActorRequest,
             27 => Command::ActorDestroy,
+            31 => Command::RelocationRestore,
+            32 => Command::RelocationCutover,
+            33 => Command::RelocationBarrier,
             40 => Command::FanoutEvent,
             47 => Command::SpotCreate,
             48 => Command::SpotClose,
             49 => Command::ActorCreate,
+            50 => Command::MessageFollow,
             _ => return None,
         })
     }
@@ -96,6 +114,10 @@ impl Command {
                 | Command::SpotClose
                 | Command::ActorCreate
                 | Command::ActorDestroy
+                | Command::RelocationRestore
+                | Command::RelocationCutover
+                | Command::RelocationBarrier
+                | Command::MessageFollow
         )
     }
 
@@ -122,6 +144,10 @@ impl Command {
                     | Command::ChannelRequest
                     | Command::SpotCreate
                     | Command::ActorCreate
+                    | Command::RelocationRestore
+                    | Command::RelocationCutover
+                    | Command::RelocationBarrier
+                    | Command::MessageFollow
             )
     }
 
@@ -137,6 +163,9 @@ impl Command {
                 | Command::ActorRequest
                 | Command::ActorCreate
                 | Command::ActorDestroy
+                | Command::RelocationRestore
+                | Command::RelocationCutover
+                | Command::RelocationBarrier
         )
     }
 }

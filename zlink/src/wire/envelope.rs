@@ -86,6 +86,8 @@ pub(crate) struct Addressed<'a> {
     pub(crate) target: &'a str,
     pub(crate) packet: &'a str,
     pub(crate) fence: Option<RouteFence>,
+    /// Forwarding hops so far (Message Follow relays count up; 0 from the sender).
+    pub(crate) hops: u8,
 }
 
 /// Encodes an application command from borrowed parts: the hot path's encoder.
@@ -158,6 +160,7 @@ impl Envelope {
                     target: call.head.target.as_str(),
                     packet: call.head.packet.as_str(),
                     fence: call.head.fence,
+                    hops: call.head.hops,
                 },
                 &call.metadata,
                 call.payload.clone(),

@@ -26,6 +26,7 @@ pub(crate) fn event(topic: Bytes, packet: &str, metadata: &Metadata, payload: By
             target: "",
             packet,
             fence: None,
+            hops: 0,
         },
         metadata,
         payload,

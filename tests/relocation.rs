@@ -1,0 +1,510 @@
+//! Live relocation of Actors over real TCP on 127.0.0.1 and a real `redis-server`: the
+//! move itself (state, queue, timers, generation), Message Follow on the old route, the
+//! follow notice, chains of moves, and the failures that keep the source (seed 000 §2.5,
+//! §5 "Movement and Message Follow"; seed 002 §5).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use zlink::object::{Actor, ActorContext, RelocationState};
+use zlink::{ErrorKind, Runtime};
+use zlink_testkit::{wait_until, RedisServer};
+use zlink_tests::*;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Counted)]
+pub struct Add(pub u64);
+
+#[derive(Debug, Clone, Serialize, Deserialize, zlink::Message)]
+pub struct Counted {
+    pub total: u64,
+    pub by: String,
+    pub generation: u64,
+}
+
+/// One-way: appends `n` to the Actor's log.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Log(pub u64);
+
+/// Holds the Actor's turn for this many milliseconds.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Counted)]
+pub struct Hold(pub u64);
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = History)]
+pub struct Show;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct History {
+    pub log: Vec<u64>,
+    pub ticks: u64,
+    pub by: String,
+}
+
+/// Starts a 50 ms timer.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Beat;
+
+#[derive(Default, Clone)]
+struct Seen {
+    factories: Arc<AtomicUsize>,
+    initialized: Arc<AtomicUsize>,
+    handled_by: Arc<Mutex<Vec<String>>>,
+}
+
+/// A counter whose total, log and tick count move with it.
+pub struct Counter {
+    node: String,
+    total: u64,
+    log: Vec<u64>,
+    ticks: u64,
+    seen: Seen,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CounterState {
+    total: u64,
+    log: Vec<u64>,
+    ticks: u64,
+}
+
+impl RelocationState for Counter {
+    fn capture(&self) -> zlink::Result<Vec<u8>> {
+        serde_json::to_vec(&CounterState {
+            total: self.total,
+            log: self.log.clone(),
+            ticks: self.ticks,
+        })
+        .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))
+    }
+
+    fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
+        let state: CounterState = serde_json::from_slice(state)
+            .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))?;
+        self.total = state.total;
+        self.log = state.log;
+        self.ticks = state.ticks;
+        Ok(())
+    }
+}
+
+#[zlink::actor(type = "counter", relocation = preserve)]
+impl Counter {
+    #[handler]
+    async fn add(&mut self, add: Add, ctx: &ActorContext) -> zlink::Result<Counted> {
+        self.total += add.0;
+        self.seen.handled_by.lock().unwrap().push(self.node.clone());
+        Ok(Counted {
+            total: self.total,
+            by: self.node.clone(),
+            generation: ctx.generation(),
+        })
+    }
+
+    #[handler]
+    async fn log(&mut self, log: Log, _ctx: &ActorContext) -> zlink::Result<()> {
+        self.log.push(log.0);
+        Ok(())
+    }
+
+    #[handler]
+    async fn hold(&mut self, hold: Hold, ctx: &ActorContext) -> zlink::Result<Counted> {
+        tokio::time::sleep(Duration::from_millis(hold.0)).await;
+        Ok(Counted {
+            total: self.total,
+            by: self.node.clone(),
+            generation: ctx.generation(),
+        })
+    }
+
+    #[handler]
+    async fn show(&mut self, _show: Show, _ctx: &ActorContext) -> zlink::Result<History> {
+        Ok(History {
+            log: self.log.clone(),
+            ticks: self.ticks,
+            by: self.node.clone(),
+        })
+    }
+
+    #[handler]
+    async fn beat(&mut self, _beat: Beat, ctx: &ActorContext) -> zlink::Result<()> {
+        ctx.start_timer(
+            "beat",
+            Duration::from_millis(50),
+            zlink::object::TimerPolicy::SkipLateTicks,
+        )
+    }
+}
+
+#[zlink::async_trait]
+impl Actor for Counter {
+    async fn on_initialize(&mut self, _ctx: &ActorContext) -> zlink::Result<()> {
+        self.seen.initialized.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn on_timer(
+        &mut self,
+        _ctx: &ActorContext,
+        _tick: zlink::object::TimerTick,
+    ) -> zlink::Result<()> {
+        self.ticks += 1;
+        Ok(())
+    }
+}
+
+/// A fixed Actor: never moved.
+pub struct Anchor;
+
+#[zlink::actor(type = "anchor", relocation = disable)]
+impl Anchor {
+    #[handler]
+    async fn add(&mut self, add: Add, ctx: &ActorContext) -> zlink::Result<Counted> {
+        Ok(Counted {
+            total: add.0,
+            by: String::new(),
+            generation: ctx.generation(),
+        })
+    }
+}
+
+impl Actor for Anchor {}
+
+fn counter_type(node: &str, seen: &Seen) -> zlink::object::ActorType {
+    let (node, seen) = (node.to_string(), seen.clone());
+    Counter::actor_type(move |_ctx| {
+        seen.factories.fetch_add(1, Ordering::SeqCst);
+        Counter {
+            node: node.clone(),
+            total: 0,
+            log: Vec::new(),
+            ticks: 0,
+            seen: seen.clone(),
+        }
+    })
+    .expect("a valid Actor type")
+}
+
+struct Mesh {
+    _redis: RedisServer,
+    nodes: Vec<Runtime>,
+    seen: Seen,
+}
+
+/// `servers` nodes serving the counter type (the first takes new Actors: the others
+/// have placement weight 0), plus one client node `client` that serves nothing.
+async fn mesh(servers: &[&str], follow: Option<Duration>) -> Mesh {
+    mesh_limited(servers, follow, 0).await
+}
+
+/// [`mesh`], with at most `limit` counters per node (0: no limit).
+async fn mesh_limited(servers: &[&str], follow: Option<Duration>, limit: u32) -> Mesh {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let seen = Seen::default();
+    let mut nodes = Vec::new();
+    for (i, rid) in servers.iter().enumerate() {
+        let mut builder = discovered_node(rid, &store, quick_lease())
+            .placement_weight(if i == 0 { 100 } else { 0 })
+            .actor_type(counter_type(rid, &seen).max_actors(limit))
+            .actor_type(Anchor::actor_type(|_| Anchor).expect("anchor type"));
+        if let Some(follow) = follow {
+            builder = builder.message_follow_duration(follow);
+        }
+        nodes.push(start(builder).await);
+    }
+    nodes.push(start(discovered_node("client", &store, quick_lease())).await);
+    for rt in &nodes {
+        wait_until(WAIT, "every node sees every server", || async {
+            let peers = peer_rids(rt);
+            servers
+                .iter()
+                .all(|s| *s == rt.rid() || peers.iter().any(|p| p == s))
+                && rt
+                    .discovery()
+                    .status()
+                    .map(|s| s.members.iter().filter(|m| m.entry_spot.is_some()).count())
+                    .unwrap_or(0)
+                    == servers.iter().filter(|s| **s != rt.rid()).count()
+        })
+        .await;
+    }
+    Mesh {
+        _redis: redis,
+        nodes,
+        seen,
+    }
+}
+
+fn record_reads(rt: &Runtime) -> u64 {
+    rt.status()
+        .store_operations
+        .map(|m| m.reads.record.calls)
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_moved_actor_keeps_its_state_generation_queue_and_timers() {
+    let m = mesh(&["a", "b"], None).await;
+    let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
+    let created = client.actors().create("c1", "counter").await.unwrap();
+    assert_eq!(created.rid, "a");
+    let counter = CounterClient::new(client, "c1");
+    assert_eq!(counter.add(&Add(5)).await.unwrap().total, 5);
+    counter.beat(&Beat).await.unwrap();
+    wait_until(WAIT, "the timer ticks on a", || async {
+        counter.show(&Show).await.unwrap().ticks >= 2
+    })
+    .await;
+    // A long turn, and work queued behind it: the move waits for the turn to end, and the
+    // queue moves with the Actor.
+    let holding = tokio::spawn({
+        let counter = CounterClient::new(client, "c1");
+        async move { counter.hold(&Hold(300)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    for n in 0..20 {
+        counter.log(&Log(n)).await.unwrap();
+    }
+    let queued = tokio::spawn({
+        let counter = CounterClient::new(client, "c1");
+        async move { counter.add(&Add(1)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let moved = a.actors().relocate("c1", Some("b")).await.unwrap();
+    assert_eq!(moved.rid, "b");
+    assert_eq!(moved.generation, created.generation, "the same incarnation");
+    assert_eq!(
+        holding.await.unwrap().unwrap().by,
+        "a",
+        "the running turn ended on a"
+    );
+    let after_queue = queued.await.unwrap().unwrap();
+    assert_eq!((after_queue.total, after_queue.by.as_str()), (6, "b"));
+    let next = counter.add(&Add(10)).await.unwrap();
+    assert_eq!((next.total, next.by.as_str()), (16, "b"));
+    assert_eq!(next.generation, created.generation);
+    let history = counter.show(&Show).await.unwrap();
+    assert_eq!(
+        history.log,
+        (0..20).collect::<Vec<_>>(),
+        "the queue moved in order"
+    );
+    let ticks_at_move = history.ticks;
+    wait_until(WAIT, "the timer ticks on b", || async {
+        counter.show(&Show).await.unwrap().ticks >= ticks_at_move + 2
+    })
+    .await;
+    assert_eq!(
+        m.seen.initialized.load(Ordering::SeqCst),
+        1,
+        "on_initialize ran once, on a"
+    );
+    assert_eq!(client.actors().find("c1").await.unwrap(), Some(moved));
+    assert_eq!((a.status().actors_owned, b.status().actors_owned), (0, 1));
+    stop(m.nodes).await;
+}
+
+#[tokio::test]
+async fn the_old_route_relays_to_the_new_owner_and_a_notice_drops_the_senders_cache() {
+    let m = mesh(&["a", "b"], None).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    client.actors().create("c2", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "c2");
+    assert_eq!(counter.add(&Add(1)).await.unwrap().by, "a");
+    a.actors().relocate("c2", Some("b")).await.unwrap();
+    // The client still holds the route to a: a relays, b answers, and no store is read.
+    let reads = record_reads(client);
+    let relayed = counter.add(&Add(1)).await.unwrap();
+    assert_eq!((relayed.total, relayed.by.as_str()), (2, "b"));
+    assert_eq!(
+        record_reads(client),
+        reads,
+        "the relayed call read no store"
+    );
+    // a's notice drops the client's cached route: the next call reads the owner once.
+    wait_until(WAIT, "the notice drops the cached route", || async {
+        let before = record_reads(client);
+        counter.add(&Add(0)).await.unwrap();
+        record_reads(client) == before + 1
+    })
+    .await;
+    let direct = record_reads(client);
+    counter.add(&Add(0)).await.unwrap();
+    assert_eq!(record_reads(client), direct, "then b is cached");
+    stop(m.nodes).await;
+}
+
+#[tokio::test]
+async fn a_relay_keeps_sends_and_requests_of_one_sender_in_order() {
+    let m = mesh(&["a", "b"], None).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    client.actors().create("c3", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "c3");
+    counter.log(&Log(0)).await.unwrap();
+    let sender = tokio::spawn({
+        let counter = CounterClient::new(client, "c3");
+        async move {
+            for n in 1..400u64 {
+                if n % 10 == 0 {
+                    counter.add(&Add(1)).await.unwrap();
+                } else {
+                    counter.log(&Log(n)).await.unwrap();
+                }
+            }
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    a.actors().relocate("c3", Some("b")).await.unwrap();
+    sender.await.unwrap();
+    let history = counter.show(&Show).await.unwrap();
+    let expected: Vec<u64> = (0..400).filter(|n| n % 10 != 0 || *n == 0).collect();
+    assert_eq!(
+        history.log, expected,
+        "nothing lost, duplicated or reordered"
+    );
+    assert_eq!(history.by, "b");
+    stop(m.nodes).await;
+}
+
+#[tokio::test]
+async fn a_disabled_type_is_refused_before_anything_stops() {
+    let m = mesh(&["a", "b"], None).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    client.actors().create("fixed", "anchor").await.unwrap();
+    let err = a.actors().relocate("fixed", Some("b")).await.unwrap_err();
+    assert!(err.is(ErrorKind::Rejected), "{err}");
+    assert_eq!(
+        client.actors().find("fixed").await.unwrap().unwrap().rid,
+        "a"
+    );
+    let err = client.actors().relocate("fixed", None).await.unwrap_err();
+    assert!(err.is(ErrorKind::NotFound), "{err}");
+    stop(m.nodes).await;
+}
+
+#[tokio::test]
+async fn a_move_refused_by_the_target_keeps_the_actor_on_the_source_with_its_queue() {
+    let m = mesh_limited(&["a", "b"], None, 1).await;
+    let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
+    // b runs its one counter: it refuses a restore past its limit.
+    client.actors().create("filler", "counter").await.unwrap();
+    a.actors().relocate("filler", Some("b")).await.unwrap();
+    assert_eq!(b.status().actors_owned, 1);
+    client.actors().create("c4", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "c4");
+    counter.add(&Add(3)).await.unwrap();
+    let holding = tokio::spawn({
+        let counter = CounterClient::new(client, "c4");
+        async move { counter.hold(&Hold(200)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    for n in 0..10 {
+        counter.log(&Log(n)).await.unwrap();
+    }
+    let relocating = tokio::spawn({
+        let a = a.clone();
+        async move { a.actors().relocate("c4", Some("b")).await }
+    });
+    // Sent while the move is under way: held, then given back in order.
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    for n in 10..20 {
+        counter.log(&Log(n)).await.unwrap();
+    }
+    let err = relocating.await.unwrap().unwrap_err();
+    assert!(err.is(ErrorKind::CapacityExceeded), "{err}");
+    holding.await.unwrap().unwrap();
+    let history = counter.show(&Show).await.unwrap();
+    assert_eq!(
+        history.log,
+        (0..20).collect::<Vec<_>>(),
+        "nothing lost or reordered"
+    );
+    assert_eq!(history.by, "a");
+    assert_eq!(counter.add(&Add(1)).await.unwrap().total, 4);
+    let err = a
+        .actors()
+        .relocate("c4", Some("nowhere"))
+        .await
+        .unwrap_err();
+    assert!(err.is(ErrorKind::NotFound), "{err}");
+    assert_eq!(client.actors().find("c4").await.unwrap().unwrap().rid, "a");
+    stop(m.nodes).await;
+}
+
+#[tokio::test]
+async fn a_chain_of_three_moves_within_the_follow_window_still_delivers() {
+    let m = mesh(&["a", "b", "c", "d"], None).await;
+    let client = &m.nodes[4];
+    client.actors().create("c5", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "c5");
+    assert_eq!(counter.add(&Add(1)).await.unwrap().by, "a");
+    m.nodes[0].actors().relocate("c5", Some("b")).await.unwrap();
+    m.nodes[1].actors().relocate("c5", Some("c")).await.unwrap();
+    m.nodes[2].actors().relocate("c5", Some("d")).await.unwrap();
+    // The client's route still names a: a → b → c → d, three hops.
+    let reads = record_reads(client);
+    let reached = counter.add(&Add(1)).await.unwrap();
+    assert_eq!((reached.total, reached.by.as_str()), (2, "d"));
+    assert_eq!(record_reads(client), reads);
+    stop(m.nodes).await;
+}
+
+#[tokio::test]
+async fn follow_hops_beyond_eight_are_unavailable() {
+    let m = mesh(&["a", "b"], None).await;
+    let client = &m.nodes[2];
+    let ping_pong = |id: &'static str, moves: usize| {
+        let nodes = m.nodes.clone();
+        async move {
+            for n in 0..moves {
+                let (from, to) = if n % 2 == 0 { (0, "b") } else { (1, "a") };
+                nodes[from].actors().relocate(id, Some(to)).await.unwrap();
+            }
+        }
+    };
+    // Eight moves between a and b: the client's route to a is eight relays behind.
+    client.actors().create("eight", "counter").await.unwrap();
+    let eight = CounterClient::new(client, "eight");
+    assert_eq!(eight.add(&Add(1)).await.unwrap().by, "a");
+    ping_pong("eight", 8).await;
+    assert_eq!(
+        eight.add(&Add(1)).await.unwrap().by,
+        "a",
+        "eight hops deliver"
+    );
+    // Nine are one too many.
+    client.actors().create("c6", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "c6");
+    assert_eq!(counter.add(&Add(1)).await.unwrap().by, "a");
+    ping_pong("c6", 9).await;
+    let err = counter.add(&Add(1)).await.unwrap_err();
+    assert!(err.is(ErrorKind::Unavailable), "{err}");
+    assert!(err.to_string().contains("more than 8"), "{err}");
+    // Not resubmitted: the next call looks the owner up and reaches it.
+    let next = counter.add(&Add(1)).await.unwrap();
+    assert_eq!((next.total, next.by.as_str()), (2, "b"));
+    stop(m.nodes).await;
+}
+
+#[tokio::test]
+async fn with_message_follow_off_the_old_route_is_unavailable_and_not_resubmitted() {
+    let m = mesh(&["a", "b"], Some(Duration::ZERO)).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    client.actors().create("c7", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "c7");
+    counter.add(&Add(1)).await.unwrap();
+    a.actors().relocate("c7", Some("b")).await.unwrap();
+    let err = counter.add(&Add(1)).await.unwrap_err();
+    assert!(err.is(ErrorKind::Unavailable), "{err}");
+    let next = counter.add(&Add(1)).await.unwrap();
+    assert_eq!(
+        (next.total, next.by.as_str()),
+        (2, "b"),
+        "the failed call did not run"
+    );
+    stop(m.nodes).await;
+}

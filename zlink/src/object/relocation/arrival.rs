@@ -1,0 +1,340 @@
+//! The target side of one move: build the arriving object under the fence it will own it
+//! with (its mailbox is the temporary queue: it admits the relay, dispatches nothing),
+//! then commit the owner change on the cutover or 1000 ms after relay-ready.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures::FutureExt;
+use tokio::sync::{oneshot, OnceCell};
+use tokio::time::Instant;
+
+use super::permits::Permit;
+use super::record::{RelayReady, RestoreRecord};
+use super::{CUTOVER_FALLBACK, RELOCATION_DEADLINE};
+use crate::object::authority::{Authority, AuthorityState, ObjectShape, OwnerFence};
+use crate::object::authority_store::{Fenced, Versioned};
+use crate::object::id::{ObjectKey, ObjectKind, SpotId};
+use crate::object::live_object::{LiveObject, ObjectHost};
+use crate::object::server::ObjectServer;
+use crate::object::spot::Relocation;
+use crate::store::StoreVersion;
+use crate::{Error, ErrorKind, Result};
+
+/// One object arriving on this node, until its owner change committed (or failed).
+pub(crate) struct Arrival {
+    relocation_id: String,
+    source_version: StoreVersion,
+    expected: Authority,
+    live: Arc<LiveObject>,
+    go: Mutex<Option<oneshot::Sender<bool>>>,
+    outcome: OnceCell<Result<()>>,
+    deadline: Instant,
+    _permit: Permit,
+}
+
+/// The arrivals of one node, by object.
+#[derive(Default)]
+pub(crate) struct Arrivals {
+    map: Mutex<HashMap<ObjectKey, Arc<Arrival>>>,
+}
+
+impl Arrivals {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Arc<Arrival>>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn get(&self, key: &ObjectKey) -> Option<Arc<Arrival>> {
+        self.map().get(key).cloned()
+    }
+
+    fn remove(&self, key: &ObjectKey, arrival: &Arc<Arrival>) {
+        let mut map = self.map();
+        if map.get(key).is_some_and(|a| Arc::ptr_eq(a, arrival)) {
+            map.remove(key);
+        }
+    }
+}
+
+fn ready_of(arrival: &Arrival) -> RelayReady {
+    RelayReady {
+        target_fence: arrival.expected.fence.clone(),
+        target_route: arrival.expected.route.clone(),
+    }
+}
+
+/// A restore (command 31) from the node `key` leaves: relay-ready, or why not.
+pub(crate) async fn arrive(
+    server: &Arc<ObjectServer>,
+    key: ObjectKey,
+    record: RestoreRecord,
+) -> Result<RelayReady> {
+    if let Some(arrival) = server.arrivals.get(&key) {
+        // A repeated restore of the same move is answered again; another one is refused.
+        return if arrival.relocation_id == record.relocation_id {
+            Ok(ready_of(&arrival))
+        } else {
+            Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("{key} is arriving here by another move"),
+            ))
+        };
+    }
+    if server.live().contains_key(&key) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("{key} already runs on this node"),
+        ));
+    }
+    if key.kind != ObjectKind::Actor {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "only Actors arrive by a move so far",
+        ));
+    }
+    let object_type = server.object_type(key.kind, &record.stable_type)?;
+    match (object_type.relocation, record.state.is_some()) {
+        (Relocation::Disable, _) => {
+            return Err(Error::new(
+                ErrorKind::Rejected,
+                format!(
+                    "type {} is declared relocation = disable here",
+                    record.stable_type
+                ),
+            ))
+        }
+        (Relocation::Preserve, false) | (Relocation::Recreate, true) => {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "type {} is declared with another relocation policy on this node",
+                    record.stable_type
+                ),
+            ))
+        }
+        _ => {}
+    }
+    let entry = server
+        .entry
+        .as_ref()
+        .ok_or_else(|| Error::new(ErrorKind::Unavailable, "this node has no Entry Spot"))?;
+    entry.ready()?;
+    let token = server.lease.admitting_token().ok_or_else(|| {
+        Error::new(
+            ErrorKind::Unavailable,
+            "this node's lease admits no new work",
+        )
+    })?;
+    let permit = server
+        .permits
+        .inbound(record.state.as_ref().map_or(0, Vec::len))?;
+    let slot = server.begin_creating(&key, &object_type)?;
+    let node = server
+        .node
+        .upgrade()
+        .ok_or_else(|| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?;
+    let source = &record.source_fence;
+    let expected = Authority {
+        state: AuthorityState::Ready,
+        shape: ObjectShape::Actor,
+        stable_type: record.stable_type.clone(),
+        fence: OwnerFence {
+            object_generation: source.object_generation,
+            owner_generation: source.owner_generation + 1,
+            owner: token.owner.0.clone(),
+            lease_generation: token.generation,
+        },
+        route: server.route.clone(),
+        membership: Some(entry.id.to_string()),
+        creation_request: None,
+    };
+    let deadline = Instant::now() + RELOCATION_DEADLINE;
+    let membership = SpotId::new(entry.id.as_str()).ok();
+    let (mut instance, _) = crate::object::creation::stage(
+        &object_type,
+        &key,
+        &node,
+        source.object_generation,
+        membership,
+        deadline,
+        &Bytes::new(),
+    )
+    .await?;
+    if let Some(state) = &record.state {
+        let restored = std::panic::AssertUnwindSafe(async { instance.restore_state(state) })
+            .catch_unwind()
+            .await
+            .map_err(|_| {
+                Error::new(
+                    ErrorKind::InternalFailure,
+                    "the state adapter's restore panicked",
+                )
+            })?;
+        restored.map_err(|e| {
+            Error::new(
+                ErrorKind::InternalFailure,
+                format!("restoring {key}'s state failed: {e}"),
+            )
+        })?;
+    }
+    let (go, wait) = oneshot::channel();
+    let live = LiveObject::start(
+        key.clone(),
+        object_type,
+        Versioned {
+            record: expected.clone(),
+            version: StoreVersion(String::new()),
+        },
+        instance,
+        ObjectHost {
+            node: server.node.clone(),
+            server: Arc::downgrade(server),
+            lease: server.lease.clone(),
+            tracker: server.tracker.clone(),
+            cancel: server.cancel.child_token(),
+        },
+        wait,
+        Some(record.timers.clone()),
+    );
+    // From here the temporary queue admits what the source relays under the new fence.
+    server.insert_live(live.clone());
+    drop(slot);
+    let arrival = Arc::new(Arrival {
+        relocation_id: record.relocation_id.clone(),
+        source_version: StoreVersion(record.source_version.clone()),
+        expected,
+        live,
+        go: Mutex::new(Some(go)),
+        outcome: OnceCell::new(),
+        deadline,
+        _permit: permit,
+    });
+    server.arrivals.map().insert(key.clone(), arrival.clone());
+    let ready = ready_of(&arrival);
+    // No cutover within the fallback: the target commits by itself.
+    let weak = Arc::downgrade(server);
+    let cancel = server.cancel.clone();
+    server.tracker.spawn(async move {
+        tokio::select! {
+            _ = tokio::time::sleep(CUTOVER_FALLBACK) => {}
+            _ = cancel.cancelled() => return,
+        }
+        if let Some(server) = weak.upgrade() {
+            let _ = commit(&server, &key, &arrival.relocation_id).await;
+        }
+    });
+    Ok(ready)
+}
+
+/// The cutover (or the fallback): commits the owner change once; a second call gets the
+/// first one's outcome.
+pub(crate) async fn commit(
+    server: &Arc<ObjectServer>,
+    key: &ObjectKey,
+    relocation_id: &str,
+) -> Result<()> {
+    let Some(arrival) = server
+        .arrivals
+        .get(key)
+        .filter(|a| a.relocation_id == relocation_id)
+    else {
+        // Committed already and cleaned up: the store knows.
+        return match server.authority.read(key).await {
+            Ok(Some(current)) if current.record.route.rid == server.route.rid => Ok(()),
+            _ => Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("no move of {key} is arriving here"),
+            )),
+        };
+    };
+    arrival
+        .outcome
+        .get_or_init(|| commit_once(server, key, &arrival))
+        .await
+        .clone()
+}
+
+async fn commit_once(
+    server: &Arc<ObjectServer>,
+    key: &ObjectKey,
+    arrival: &Arc<Arrival>,
+) -> Result<()> {
+    let mut pause = std::time::Duration::from_millis(20);
+    let outcome = loop {
+        // The target's lease is read again right before the owner change.
+        let leased = server
+            .lease
+            .admitting_token()
+            .is_some_and(|token| arrival.expected.fence.held_by(&token));
+        if !leased {
+            break Err(Error::new(
+                ErrorKind::Unavailable,
+                "the target's lease lapsed before the owner change",
+            ));
+        }
+        match server
+            .authority
+            .move_owner(key, &arrival.source_version, &arrival.expected)
+            .await
+        {
+            Ok(Fenced::Done(version)) => break Ok(version),
+            Ok(Fenced::Moved) => {
+                break match server.authority.read(key).await {
+                    Ok(Some(current)) if current.record == arrival.expected => Ok(current.version),
+                    _ => Err(Error::new(
+                        ErrorKind::Unavailable,
+                        format!("{key}'s authority changed before the owner change"),
+                    )),
+                }
+            }
+            // Unknown or unavailable: dispatch stays closed while the store is asked again.
+            Err(e) => {
+                if Instant::now() + pause >= arrival.deadline {
+                    break Err(Error::new(
+                        ErrorKind::Unavailable,
+                        format!("the store did not take {key}'s owner change: {e}"),
+                    ));
+                }
+                tracing::warn!(object = %key, error = %e, "owner change not confirmed; asking the store again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_millis(500));
+            }
+        }
+    };
+    server.arrivals.remove(key, arrival);
+    let go = arrival.go.lock().unwrap_or_else(|p| p.into_inner()).take();
+    match outcome {
+        Ok(version) => {
+            let ready = Versioned {
+                record: arrival.expected.clone(),
+                version,
+            };
+            arrival.live.set_authority(ready);
+            join_entry(server, key);
+            if let Some(go) = go {
+                let _ = go.send(true);
+            }
+            tracing::info!(object = %key, relocation = %arrival.relocation_id, "arrived: owner change committed");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!(object = %key, relocation = %arrival.relocation_id, error = %e, "the arrival did not commit");
+            server.remove_live(&arrival.live);
+            if let Some(go) = go {
+                let _ = go.send(false);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The arrived Actor is a member of this node's Entry Spot (no callback: a move is not a
+/// creation or a join).
+fn join_entry(server: &ObjectServer, key: &ObjectKey) {
+    if let Some(entry) = server.entry.as_ref() {
+        if let Some(spot) = server.live().get(&ObjectKey::from(&entry.id)).cloned() {
+            spot.add_member(&key.id);
+        }
+    }
+}

@@ -1,0 +1,558 @@
+//! The source side of a move, per object: the **ingress hold** that keeps what arrives
+//! after the seal, then the **relay** to the target, then the **Message Follow** route that
+//! relays what still arrives on the old route for MessageFollowDuration.
+//!
+//! Every message for a departing object goes through one relay task, so it reaches the
+//! target in the order the source accepted it: the saved queue, then the hold, then what
+//! follows. A relay keeps the message's packet, payload, metadata, deadline and reply
+//! capability (the reply comes back through this node), runs no handler here and reads no
+//! store. It counts one more hop; past [`MAX_FOLLOW_HOPS`](super::MAX_FOLLOW_HOPS) the
+//! message is `Unavailable`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
+
+use super::record::FollowNotice;
+use super::{HOLD_BYTES, HOLD_MESSAGES, MAX_FOLLOW_HOPS};
+use crate::handler::PacketKind;
+use crate::mesh::calls::OutboundCall;
+use crate::mesh::peer_table::PeerLink;
+use crate::mesh::MeshNode;
+use crate::object::authority::{OwnerFence, OwnerRoute};
+use crate::object::id::{ObjectKey, ObjectKind};
+use crate::object::live_object::ReplyTo;
+use crate::wire::{Command, Metadata, RouteFence};
+use crate::{Error, ErrorKind};
+
+/// One message for a departing object, as the source accepted it.
+pub(crate) struct Held {
+    pub(crate) packet: Arc<str>,
+    pub(crate) kind: PacketKind,
+    pub(crate) payload: Bytes,
+    pub(crate) metadata: Metadata,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) reply: Option<ReplyTo>,
+    /// The node it came from (`None`: this node), which a notice may go back to.
+    pub(crate) sender: Option<String>,
+    /// Relays before it reached this node.
+    pub(crate) hops: u8,
+}
+
+impl Held {
+    pub(crate) fn bytes(&self) -> usize {
+        self.payload.len()
+            + self
+                .metadata
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>()
+    }
+
+    /// Ends the message with `error` (a request hears it; a send is logged).
+    pub(crate) fn refuse(self, error: Error) {
+        match self.reply {
+            Some(reply) => reply.send(Err(error)),
+            None => {
+                tracing::warn!(packet = %self.packet, error = %error, "a relayed send was dropped")
+            }
+        }
+    }
+}
+
+/// Where the notice to one sender stands (seed 000 §2.5): at most one in flight, and none
+/// again once one was sent, for as long as this route lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NoticeState {
+    InFlight,
+    SentUntilExpiry,
+}
+
+enum Phase {
+    /// Sealed: what arrives waits here, in order, within the hold's bounds.
+    Holding { held: VecDeque<Held>, bytes: usize },
+    /// Relay-ready was accepted: everything goes to the target, in order. `until` is set
+    /// when the owner change committed (the Message Follow window).
+    Relaying {
+        to: mpsc::UnboundedSender<RelayItem>,
+        target_fence: OwnerFence,
+        target_route: OwnerRoute,
+        until: Option<Instant>,
+        notices: HashMap<String, NoticeState>,
+    },
+}
+
+/// One object's departure from this node.
+pub(crate) struct Departure {
+    pub(crate) key: ObjectKey,
+    /// The fence messages for the old route carry.
+    source_fence: OwnerFence,
+    source_route: OwnerRoute,
+    phase: Mutex<Phase>,
+}
+
+/// What the relay task sends, in order.
+pub(crate) enum RelayItem {
+    Message(Held),
+    /// A request of the move itself (the cutover), after everything before it.
+    Control {
+        command: Command,
+        payload: Bytes,
+        done: oneshot::Sender<crate::Result<Bytes>>,
+    },
+    /// A barrier, then the notice to `sender` once the barrier's reply proves the
+    /// relayed messages were admitted on the target.
+    Notice {
+        sender: String,
+        notice: FollowNotice,
+    },
+}
+
+/// The departures of one node, by object and the owner generation they leave from: an
+/// object that comes back and leaves again has one route per visit, so a chain of moves
+/// through this node keeps every link.
+#[derive(Default)]
+pub(crate) struct Departures {
+    map: Mutex<HashMap<(ObjectKey, u64), Arc<Departure>>>,
+    /// How many there are: the message path skips the lookup while there are none.
+    count: AtomicUsize,
+}
+
+/// What became of a message offered to the departures.
+pub(crate) enum Offer {
+    /// Not a departing object's (or not for its old route): the normal path takes it.
+    NotDeparting(Held),
+    /// Held, relayed, or refused with its answer given.
+    Taken,
+}
+
+impl Departures {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<(ObjectKey, u64), Arc<Departure>>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts holding for `key` (at its seal).
+    pub(crate) fn hold(
+        &self,
+        key: &ObjectKey,
+        source_fence: OwnerFence,
+        source_route: OwnerRoute,
+    ) -> Arc<Departure> {
+        let slot = (key.clone(), source_fence.owner_generation);
+        let departure = Arc::new(Departure {
+            key: key.clone(),
+            source_fence,
+            source_route,
+            phase: Mutex::new(Phase::Holding {
+                held: VecDeque::new(),
+                bytes: 0,
+            }),
+        });
+        let mut map = self.map();
+        if map.insert(slot, departure.clone()).is_none() {
+            self.count.fetch_add(1, Ordering::Relaxed);
+        }
+        departure
+    }
+
+    /// Removes exactly this departure.
+    pub(crate) fn remove(&self, departure: &Arc<Departure>) {
+        let mut map = self.map();
+        let slot = (
+            departure.key.clone(),
+            departure.source_fence.owner_generation,
+        );
+        if map.get(&slot).is_some_and(|d| Arc::ptr_eq(d, departure)) {
+            map.remove(&slot);
+            self.count.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether `key` is departing (held or followed) on the route `fence`.
+    pub(crate) fn get(&self, key: &ObjectKey, fence: &RouteFence) -> Option<Arc<Departure>> {
+        if self.count.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let slot = (key.clone(), fence.owner_generation);
+        let departure = self.map().get(&slot).cloned()?;
+        (departure.source_fence.lease_generation == fence.lease_generation).then_some(departure)
+    }
+
+    /// Offers a message that arrived for `key` on the route `fence`.
+    pub(crate) fn offer(&self, key: &ObjectKey, fence: &RouteFence, held: Held) -> Offer {
+        match self.get(key, fence) {
+            None => Offer::NotDeparting(held),
+            Some(departure) => match departure.take(held) {
+                Ok(()) => Offer::Taken,
+                // The follow window closed: the old route is stale like any other.
+                Err(held) => {
+                    self.remove(&departure);
+                    Offer::NotDeparting(held)
+                }
+            },
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+}
+
+impl Departure {
+    fn phase(&self) -> std::sync::MutexGuard<'_, Phase> {
+        self.phase.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Holds or relays `held`; `Err` gives it back once the follow window has closed.
+    #[allow(clippy::result_large_err)] // handed straight back to the caller, not stored
+    fn take(&self, held: Held) -> Result<(), Held> {
+        if held.hops >= MAX_FOLLOW_HOPS {
+            held.refuse(Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "{} moved more than {MAX_FOLLOW_HOPS} times within the follow window {}",
+                    self.key,
+                    crate::object::direct::STALE_ROUTE
+                ),
+            ));
+            return Ok(());
+        }
+        let mut phase = self.phase();
+        match &mut *phase {
+            Phase::Holding { held: queue, bytes } => {
+                let size = held.bytes();
+                if queue.len() >= HOLD_MESSAGES || *bytes + size > HOLD_BYTES {
+                    drop(phase);
+                    held.refuse(Error::new(
+                        ErrorKind::Unavailable,
+                        format!("{} is moving and its hold is full", self.key),
+                    ));
+                    return Ok(());
+                }
+                *bytes += size;
+                queue.push_back(held);
+                Ok(())
+            }
+            Phase::Relaying {
+                to,
+                target_fence,
+                target_route,
+                until,
+                notices,
+            } => {
+                if until.is_some_and(|until| Instant::now() >= until) {
+                    return Err(held);
+                }
+                let notice = match (&held.sender, held.hops) {
+                    (Some(sender), 0) if !notices.contains_key(sender) => {
+                        notices.insert(sender.clone(), NoticeState::InFlight);
+                        Some(RelayItem::Notice {
+                            sender: sender.clone(),
+                            notice: FollowNotice {
+                                kind: match self.key.kind {
+                                    ObjectKind::Spot => 's',
+                                    ObjectKind::Actor => 'a',
+                                },
+                                id: self.key.id.to_string(),
+                                source_fence: self.source_fence.clone(),
+                                source_route: self.source_route.clone(),
+                                target_fence: target_fence.clone(),
+                                target_route: target_route.clone(),
+                                hops: held.hops + 1,
+                            },
+                        })
+                    }
+                    _ => None,
+                };
+                if let Err(mpsc::error::SendError(RelayItem::Message(held))) =
+                    to.send(RelayItem::Message(held))
+                {
+                    drop(phase);
+                    held.refuse(unreachable_target(&self.key));
+                    return Ok(());
+                }
+                if let Some(notice) = notice {
+                    let _ = to.send(notice);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Gives back what the hold kept (the move was cancelled before relay-ready).
+    pub(crate) fn release(&self) -> Vec<Held> {
+        match &mut *self.phase() {
+            Phase::Holding { held, bytes } => {
+                *bytes = 0;
+                held.drain(..).collect()
+            }
+            Phase::Relaying { .. } => Vec::new(),
+        }
+    }
+
+    /// Relay-ready was accepted: `saved` (the captured queue) goes first, then the hold,
+    /// then everything that arrives later, all through one relay task to `link`.
+    pub(crate) fn start_relay(
+        self: &Arc<Self>,
+        node: &Arc<MeshNode>,
+        tracker: &TaskTracker,
+        link: PeerLink,
+        target_fence: OwnerFence,
+        target_route: OwnerRoute,
+        saved: Vec<Held>,
+    ) -> mpsc::UnboundedSender<RelayItem> {
+        let (to, from) = mpsc::unbounded_channel();
+        let mut phase = self.phase();
+        let held = match &mut *phase {
+            Phase::Holding { held, .. } => std::mem::take(held),
+            Phase::Relaying { to, .. } => return to.clone(),
+        };
+        for message in saved.into_iter().chain(held) {
+            let _ = to.send(RelayItem::Message(message));
+        }
+        let fence = RouteFence {
+            owner_generation: target_fence.owner_generation,
+            lease_generation: target_fence.lease_generation,
+        };
+        *phase = Phase::Relaying {
+            to: to.clone(),
+            target_fence,
+            target_route,
+            until: None,
+            notices: HashMap::new(),
+        };
+        drop(phase);
+        let relay = Relay {
+            node: Arc::downgrade(node),
+            tracker: tracker.clone(),
+            link,
+            key: self.key.clone(),
+            fence,
+            departure: Arc::downgrade(self),
+        };
+        tracker.spawn(relay.run(from));
+        to
+    }
+
+    /// The owner change committed: the old route is followed until `until`.
+    pub(crate) fn committed(&self, until: Instant) {
+        if let Phase::Relaying { until: at, .. } = &mut *self.phase() {
+            *at = Some(until);
+        }
+    }
+
+    fn notice_done(&self, sender: &str, sent: bool) {
+        if let Phase::Relaying { notices, .. } = &mut *self.phase() {
+            if sent {
+                notices.insert(sender.to_string(), NoticeState::SentUntilExpiry);
+            } else {
+                notices.remove(sender);
+            }
+        }
+    }
+}
+
+fn unreachable_target(key: &ObjectKey) -> Error {
+    Error::new(
+        ErrorKind::Unavailable,
+        format!(
+            "{key} moved and its new owner cannot be reached {}",
+            crate::object::direct::STALE_ROUTE
+        ),
+    )
+}
+
+/// The task that carries one departure's messages to the target, in order.
+struct Relay {
+    node: Weak<MeshNode>,
+    /// The object layer's tasks: replies still to come are waited for on it.
+    tracker: TaskTracker,
+    link: PeerLink,
+    key: ObjectKey,
+    /// The fence the target admits the object's messages under.
+    fence: RouteFence,
+    departure: Weak<Departure>,
+}
+
+/// The packet name the relocation's own requests carry.
+pub(crate) const CONTROL_PACKET: &str = "zlink.relocation";
+
+impl Relay {
+    async fn run(self, mut from: mpsc::UnboundedReceiver<RelayItem>) {
+        while let Some(item) = from.recv().await {
+            let Some(node) = self.node.upgrade() else {
+                return refuse_all(item, from, &self.key);
+            };
+            match item {
+                RelayItem::Message(held) => self.relay(&node, held).await,
+                RelayItem::Control {
+                    command,
+                    payload,
+                    done,
+                } => {
+                    let submitted = self.control(&node, command, payload).await;
+                    self.tracker.spawn(async move {
+                        let result = match submitted {
+                            Ok(submitted) => submitted.reply().await,
+                            Err(e) => Err(e),
+                        };
+                        let _ = done.send(result);
+                    });
+                }
+                RelayItem::Notice { sender, notice } => {
+                    let barrier = self
+                        .control(&node, Command::RelocationBarrier, Bytes::new())
+                        .await;
+                    let departure = self.departure.clone();
+                    let node2 = node.clone();
+                    self.tracker.spawn(async move {
+                        let admitted = match barrier {
+                            Ok(submitted) => submitted.reply().await.is_ok(),
+                            Err(_) => false,
+                        };
+                        let sent = admitted && send_notice(&node2, &sender, &notice).await;
+                        if let Some(departure) = departure.upgrade() {
+                            departure.notice_done(&sender, sent);
+                        }
+                    });
+                }
+            }
+        }
+    }
+
+    async fn control(
+        &self,
+        node: &Arc<MeshNode>,
+        command: Command,
+        payload: Bytes,
+    ) -> crate::Result<crate::mesh::calls::SubmittedRequest> {
+        let settings = node.settings();
+        let now = Instant::now();
+        let metadata = Metadata::new();
+        let call = OutboundCall {
+            hops: 0,
+            command,
+            target: &self.key.id,
+            packet: CONTROL_PACKET,
+            fence: None,
+            metadata: &metadata,
+            payload,
+        };
+        let timeout = settings.request_timeout;
+        node.calls()
+            .submit_request(
+                &self.link,
+                &call,
+                now + timeout,
+                timeout,
+                now + settings.send_timeout,
+            )
+            .await
+    }
+
+    async fn relay(&self, node: &Arc<MeshNode>, held: Held) {
+        let settings = node.settings();
+        let now = Instant::now();
+        let request = held.kind == PacketKind::Request;
+        let command = match (self.key.kind, request) {
+            (ObjectKind::Spot, true) => Command::SpotRequest,
+            (ObjectKind::Spot, false) => Command::SpotSend,
+            (ObjectKind::Actor, true) => Command::ActorRequest,
+            (ObjectKind::Actor, false) => Command::ActorSend,
+        };
+        let call = OutboundCall {
+            hops: held.hops + 1,
+            command,
+            target: &self.key.id,
+            packet: &held.packet,
+            fence: Some(self.fence),
+            metadata: &held.metadata,
+            payload: held.payload.clone(),
+        };
+        let admit_by = now + settings.send_timeout;
+        let calls = node.calls();
+        if !request {
+            let sent = calls.send(&self.link, &call, admit_by).await;
+            if let Some(reply) = held.reply {
+                reply.send(sent.map(|()| Bytes::new()));
+            }
+            return;
+        }
+        let deadline = held.deadline.unwrap_or(now + settings.request_timeout);
+        if deadline <= now {
+            return held.refuse(Error::new(
+                ErrorKind::DeadlineExceeded,
+                "the request's deadline passed while its object moved",
+            ));
+        }
+        let timeout = deadline - now;
+        match calls
+            .submit_request(&self.link, &call, deadline, timeout, admit_by.min(deadline))
+            .await
+        {
+            Ok(submitted) => {
+                let reply = held.reply;
+                self.tracker.spawn(async move {
+                    let result = submitted.reply().await;
+                    if let Some(reply) = reply {
+                        reply.send(result);
+                    }
+                });
+            }
+            Err(e) => {
+                if let Some(reply) = held.reply {
+                    reply.send(Err(e));
+                }
+            }
+        }
+    }
+}
+
+fn refuse_all(item: RelayItem, mut rest: mpsc::UnboundedReceiver<RelayItem>, key: &ObjectKey) {
+    let mut next = Some(item);
+    while let Some(item) = next.take().or_else(|| rest.try_recv().ok()) {
+        match item {
+            RelayItem::Message(held) => held.refuse(Error::new(
+                ErrorKind::ShuttingDown,
+                format!("the node stopped while relaying a message for {key}"),
+            )),
+            RelayItem::Control { done, .. } => {
+                let _ = done.send(Err(Error::new(
+                    ErrorKind::ShuttingDown,
+                    "the node is stopping",
+                )));
+            }
+            RelayItem::Notice { .. } => {}
+        }
+    }
+}
+
+/// Tells `sender` the object moved (command 50, one way). A lost notice is harmless: the
+/// sender's cached route expires anyway.
+async fn send_notice(node: &Arc<MeshNode>, sender: &str, notice: &FollowNotice) -> bool {
+    let Ok(payload) = notice.encode() else {
+        return false;
+    };
+    let settings = node.settings();
+    let calls = node.calls();
+    let by = Instant::now() + settings.send_timeout;
+    let Ok(link) = calls.peer(sender, by).await else {
+        return false;
+    };
+    let metadata = Metadata::new();
+    let call = OutboundCall {
+        hops: 0,
+        command: Command::MessageFollow,
+        target: &notice.id,
+        packet: CONTROL_PACKET,
+        fence: None,
+        metadata: &metadata,
+        payload,
+    };
+    calls.send(&link, &call, by).await.is_ok()
+}

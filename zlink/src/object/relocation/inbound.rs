@@ -1,0 +1,113 @@
+//! The relocation commands a node receives: restore (31) and cutover (32) of an object
+//! arriving here, the barrier (33) of a relay, and the follow notice (50) for a route this
+//! node's cache may hold.
+
+use std::sync::{Arc, Weak};
+
+use bytes::Bytes;
+
+use super::arrival;
+use super::record::{CutoverRecord, FollowNotice, RestoreRecord};
+use crate::mesh::{InboundCall, InboundRoute, MeshNode};
+use crate::object::id::{ActorId, ObjectKey, SpotId};
+use crate::object::server::ObjectServer;
+use crate::wire::Command;
+use crate::{Error, ErrorKind, Result};
+
+struct RelocationRoute(Weak<ObjectServer>);
+
+/// Registers the relocation commands of `server` on `node`.
+pub(crate) fn register_routes(node: &MeshNode, server: &Arc<ObjectServer>) -> Result<()> {
+    let route: Arc<dyn InboundRoute> = Arc::new(RelocationRoute(Arc::downgrade(server)));
+    for command in [
+        Command::RelocationRestore,
+        Command::RelocationCutover,
+        Command::RelocationBarrier,
+        Command::MessageFollow,
+    ] {
+        node.dispatcher().register(command, route.clone())?;
+    }
+    Ok(())
+}
+
+impl InboundRoute for RelocationRoute {
+    fn deliver(&self, call: InboundCall) {
+        let Some(server) = self.0.upgrade() else {
+            return call.answer(Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the node is stopping",
+            )));
+        };
+        match call.message().command {
+            // Everything sent before it on this connection was admitted already: the
+            // reader admits in order, and this answer leaves after it.
+            Command::RelocationBarrier => call.answer(Ok(Bytes::new())),
+            Command::MessageFollow => followed(&server, call),
+            Command::RelocationRestore => restore(server, call),
+            _ => cutover(server, call),
+        }
+    }
+}
+
+fn protocol(detail: &str) -> Error {
+    Error::new(ErrorKind::ProtocolError, detail.to_string())
+}
+
+fn actor_key(call: &InboundCall) -> Result<ObjectKey> {
+    ActorId::new(call.message().head.target.as_str())
+        .map(|id| ObjectKey::from(&id))
+        .map_err(|e| protocol(&format!("a relocation command for a bad Actor ID: {e}")))
+}
+
+fn restore(server: Arc<ObjectServer>, call: InboundCall) {
+    let parsed =
+        actor_key(&call).and_then(|key| Ok((key, RestoreRecord::decode(&call.message().payload)?)));
+    let (key, record) = match parsed {
+        Ok(parsed) => parsed,
+        Err(e) => return call.answer(Err(e)),
+    };
+    call.run(move |_node, _message| {
+        Box::pin(async move { arrival::arrive(&server, key, record).await?.encode() })
+    });
+}
+
+fn cutover(server: Arc<ObjectServer>, call: InboundCall) {
+    let parsed =
+        actor_key(&call).and_then(|key| Ok((key, CutoverRecord::decode(&call.message().payload)?)));
+    let (key, record) = match parsed {
+        Ok(parsed) => parsed,
+        Err(e) => return call.answer(Err(e)),
+    };
+    call.run(move |_node, _message| {
+        Box::pin(async move {
+            arrival::commit(&server, &key, &record.relocation_id).await?;
+            Ok(Bytes::new())
+        })
+    });
+}
+
+/// A notice drops this node's cached route only if it is exactly the notice's source route,
+/// and only from the node that owned it: a peer cannot invalidate another's routes.
+fn followed(server: &ObjectServer, call: InboundCall) {
+    let notice = match FollowNotice::decode(&call.message().payload) {
+        Ok(notice) => notice,
+        Err(e) => {
+            tracing::warn!(peer = %call.from().rid(), error = %e, "a malformed follow notice");
+            return;
+        }
+    };
+    if notice.source_route.rid.as_str() != &**call.from().rid() {
+        tracing::warn!(peer = %call.from().rid(), "a follow notice for a route the peer does not own");
+        return;
+    }
+    let key = match notice.kind {
+        's' => SpotId::new(&notice.id).map(|id| ObjectKey::from(&id)).ok(),
+        _ => ActorId::new(&notice.id).map(|id| ObjectKey::from(&id)).ok(),
+    };
+    if let Some(key) = key {
+        let dropped = server
+            .resolver
+            .moved(&key, &notice.source_fence, &notice.source_route);
+        tracing::debug!(object = %key, dropped, "follow notice");
+    }
+}

@@ -1,0 +1,111 @@
+//! Live relocation: a planned move of a running object to another node, losing nothing
+//! (seed 000 §2.5, §3.3; seed 002 §5).
+//!
+//! The flow of one unit (an Entry-Spot Actor here), source S to target T, over the one
+//! ordered connection between them:
+//!
+//! 1. **Seal** at a turn boundary: what arrives from now on waits in S's ingress hold.
+//! 2. **Capture** the queued work, the timers and (`preserve`) the state.
+//! 3. **Restore** (command 31): T checks it serves the type, takes a capacity slot,
+//!    builds the instance (factory, then the adapter's restore) and registers it under
+//!    the fence it will own it with, not dispatching yet: its mailbox is the temporary
+//!    queue. T answers **relay-ready**. A failure before that answer cancels the move:
+//!    S puts its queue back and runs on.
+//! 4. From relay-ready on there is no way back. S relays the saved queue, then the hold,
+//!    then whatever still arrives, in order; then the **cutover** (command 32).
+//! 5. T commits on the cutover, or 1000 ms after relay-ready: one CAS at S's exact
+//!    StoreVersion, NewOwner with AOG + 1, the ObjectGeneration kept. Only then does its
+//!    turn loop start, with the queue already in order and the timers re-armed.
+//! 6. S keeps the committed source → target route for MessageFollowDuration and relays
+//!    what still arrives on the old route ([`departure`]); a notice (command 50) tells
+//!    each sender once, so its next call resolves the new owner.
+
+mod arrival;
+mod departure;
+mod inbound;
+mod permits;
+mod record;
+mod source;
+mod state;
+
+use std::time::Duration;
+
+pub(crate) use arrival::Arrivals;
+pub(crate) use departure::{Departure, Departures, Held, Offer};
+pub(crate) use inbound::register_routes;
+pub(crate) use permits::RelocationPermits;
+pub(crate) use source::relocate;
+pub use state::{RelocationState, MAX_CAPTURED_STATE_BYTES};
+
+use super::live_object::ObjectJob;
+use super::object_type::TypeDef;
+use crate::handler::PacketKind;
+use crate::{Error, ErrorKind};
+
+/// The most times one message is relayed by Message Follow.
+pub(crate) const MAX_FOLLOW_HOPS: u8 = 8;
+/// The ingress hold of one sealed object: at most this many messages...
+pub(crate) const HOLD_MESSAGES: usize = 1024;
+/// ...and this many bytes.
+pub(crate) const HOLD_BYTES: usize = 16 * 1024 * 1024;
+/// The target commits this long after relay-ready if no cutover came.
+pub(crate) const CUTOVER_FALLBACK: Duration = Duration::from_millis(1000);
+/// The longest one move may take, seal to commit.
+pub(crate) const RELOCATION_DEADLINE: Duration = Duration::from_secs(30);
+
+/// A queued job as the relay carries it (a tick is not carried: its timer moves).
+pub(crate) fn job_to_held(object_type: &TypeDef, job: ObjectJob) -> Option<Held> {
+    match job {
+        ObjectJob::Message {
+            handler,
+            packet,
+            payload,
+            metadata,
+            deadline,
+            reply,
+        } => {
+            let kind = object_type
+                .packets
+                .get(handler)
+                .map_or(PacketKind::Send, |(_, kind)| *kind);
+            Some(Held {
+                packet,
+                kind,
+                payload,
+                metadata,
+                deadline,
+                reply,
+                sender: None,
+                hops: 0,
+            })
+        }
+        other => {
+            other.refuse(Error::new(ErrorKind::Unavailable, "the object moved"));
+            None
+        }
+    }
+}
+
+/// A held message back as a job of its object (a cancelled move), with its bytes.
+pub(crate) fn held_to_job(object_type: &TypeDef, held: Held) -> Option<(ObjectJob, usize)> {
+    let Some(handler) = object_type.handler(&held.packet, held.kind) else {
+        let why = format!(
+            "type {} has no handler for {:?}",
+            object_type.stable_type, held.packet
+        );
+        held.refuse(Error::new(ErrorKind::NotFound, why));
+        return None;
+    };
+    let bytes = held.bytes();
+    Some((
+        ObjectJob::Message {
+            handler,
+            packet: held.packet,
+            payload: held.payload,
+            metadata: held.metadata,
+            deadline: held.deadline,
+            reply: held.reply,
+        },
+        bytes,
+    ))
+}

@@ -1,0 +1,238 @@
+//! The records of the relocation commands between two nodes (31 restore, 32 cutover, 50
+//! the follow notice). CBOR, bounded like every other wire record; a record that does
+//! not decode, or decodes to a zero generation, is a protocol error.
+
+use serde::{Deserialize, Serialize};
+
+use crate::object::authority::{OwnerFence, OwnerRoute};
+use crate::object::timer::TimerRecord;
+use crate::{Error, ErrorKind, Result};
+
+/// The most timers one relocating object carries.
+pub(crate) const MAX_TIMERS: usize = 1024;
+
+/// Source to target: everything the target needs to run the object, but its queue (the
+/// saved queue follows on the same connection, as relayed messages).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RestoreRecord {
+    /// Names this move in both nodes' logs and tells a repeated restore from another one.
+    pub(crate) relocation_id: String,
+    /// The object's stable type: the target must serve it with the same policy.
+    pub(crate) stable_type: String,
+    /// The authority the source moves the object under: the target's commit is fenced on
+    /// its exact version, and keeps its ObjectGeneration.
+    pub(crate) source_fence: OwnerFence,
+    pub(crate) source_version: String,
+    /// The application's captured state (`preserve`); `None` for `recreate`.
+    #[serde(default, with = "serde_bytes")]
+    pub(crate) state: Option<Vec<u8>>,
+    /// The object's running timers.
+    pub(crate) timers: Vec<TimerRecord>,
+}
+
+/// Target to source: the temporary queue is registered and the instance is built; relay
+/// to this fence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RelayReady {
+    /// The fence the object will run under on the target (AOG + 1, the target's lease).
+    pub(crate) target_fence: OwnerFence,
+    pub(crate) target_route: OwnerRoute,
+}
+
+/// The relocation a cutover (or a barrier) is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CutoverRecord {
+    pub(crate) relocation_id: String,
+}
+
+/// Relaying node to the original sender: the object moved (command 50). The sender drops
+/// its cached route only if it is exactly `source`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct FollowNotice {
+    /// `'s'` for a Spot, `'a'` for an Actor, and the ID.
+    pub(crate) kind: char,
+    pub(crate) id: String,
+    /// The route the sender used, and the one the message was relayed to.
+    pub(crate) source_fence: OwnerFence,
+    pub(crate) source_route: OwnerRoute,
+    pub(crate) target_fence: OwnerFence,
+    pub(crate) target_route: OwnerRoute,
+    /// Relays of the message so far (1..=8).
+    pub(crate) hops: u8,
+}
+
+fn protocol(what: &str, detail: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::ProtocolError, format!("{what}: {detail}"))
+}
+
+fn check_fence(what: &str, fence: &OwnerFence) -> Result<()> {
+    if fence.object_generation == 0 || fence.owner_generation == 0 || fence.lease_generation == 0 {
+        return Err(protocol(what, "a zero generation"));
+    }
+    Ok(())
+}
+
+impl RestoreRecord {
+    pub(crate) fn encode(&self) -> Result<bytes::Bytes> {
+        crate::wire::cbor_encode(self)
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self> {
+        let record: RestoreRecord =
+            crate::wire::cbor_decode(bytes).map_err(|e| protocol("a restore record", e))?;
+        check_fence("a restore record", &record.source_fence)?;
+        if record.timers.len() > MAX_TIMERS {
+            return Err(protocol(
+                "a restore record",
+                format!("{} timers (at most {MAX_TIMERS})", record.timers.len()),
+            ));
+        }
+        if record.relocation_id.is_empty() || record.relocation_id.len() > 64 {
+            return Err(protocol(
+                "a restore record",
+                "a relocation id of 1..=64 bytes",
+            ));
+        }
+        Ok(record)
+    }
+}
+
+impl RelayReady {
+    pub(crate) fn encode(&self) -> Result<bytes::Bytes> {
+        crate::wire::cbor_encode(self)
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self> {
+        let record: RelayReady =
+            crate::wire::cbor_decode(bytes).map_err(|e| protocol("a relay-ready record", e))?;
+        check_fence("a relay-ready record", &record.target_fence)?;
+        Ok(record)
+    }
+}
+
+impl CutoverRecord {
+    pub(crate) fn encode(&self) -> Result<bytes::Bytes> {
+        crate::wire::cbor_encode(self)
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self> {
+        crate::wire::cbor_decode(bytes).map_err(|e| protocol("a cutover record", e))
+    }
+}
+
+impl FollowNotice {
+    pub(crate) fn encode(&self) -> Result<bytes::Bytes> {
+        crate::wire::cbor_encode(self)
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self> {
+        let notice: FollowNotice =
+            crate::wire::cbor_decode(bytes).map_err(|e| protocol("a follow notice", e))?;
+        check_fence("a follow notice", &notice.source_fence)?;
+        check_fence("a follow notice", &notice.target_fence)?;
+        if !(1..=super::MAX_FOLLOW_HOPS).contains(&notice.hops) {
+            return Err(protocol("a follow notice", "hops outside 1..=8"));
+        }
+        if notice.source_fence.object_generation != notice.target_fence.object_generation
+            || notice.target_fence.owner_generation <= notice.source_fence.owner_generation
+        {
+            return Err(protocol(
+                "a follow notice",
+                "the target is not a later owner of the same incarnation",
+            ));
+        }
+        if !matches!(notice.kind, 's' | 'a') {
+            return Err(protocol("a follow notice", "an unknown object kind"));
+        }
+        Ok(notice)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fence(owner_generation: u64) -> OwnerFence {
+        OwnerFence {
+            object_generation: 4,
+            owner_generation,
+            owner: "o".into(),
+            lease_generation: 2,
+        }
+    }
+
+    fn route() -> OwnerRoute {
+        OwnerRoute {
+            mesh_name: "m".into(),
+            rid: "n".into(),
+            node_generation: 1,
+        }
+    }
+
+    #[test]
+    fn records_round_trip_and_garbage_is_a_protocol_error() {
+        let restore = RestoreRecord {
+            relocation_id: "r1".into(),
+            stable_type: "player".into(),
+            source_fence: fence(1),
+            source_version: "7".into(),
+            state: Some(vec![1, 2, 3]),
+            timers: Vec::new(),
+        };
+        assert_eq!(
+            RestoreRecord::decode(&restore.encode().unwrap()).unwrap(),
+            restore
+        );
+        for garbage in [&b""[..], b"\xff\xff", b"\x00"] {
+            assert!(RestoreRecord::decode(garbage)
+                .unwrap_err()
+                .is(ErrorKind::ProtocolError));
+            assert!(FollowNotice::decode(garbage)
+                .unwrap_err()
+                .is(ErrorKind::ProtocolError));
+            assert!(RelayReady::decode(garbage)
+                .unwrap_err()
+                .is(ErrorKind::ProtocolError));
+        }
+        let mut zero = restore.clone();
+        zero.source_fence.lease_generation = 0;
+        assert!(RestoreRecord::decode(&zero.encode().unwrap()).is_err());
+    }
+
+    #[test]
+    fn a_notice_must_name_a_later_owner_and_stay_within_eight_hops() {
+        let notice = FollowNotice {
+            kind: 'a',
+            id: "p".into(),
+            source_fence: fence(1),
+            source_route: route(),
+            target_fence: fence(2),
+            target_route: route(),
+            hops: 1,
+        };
+        assert_eq!(
+            FollowNotice::decode(&notice.encode().unwrap()).unwrap(),
+            notice
+        );
+        for bad in [
+            FollowNotice {
+                hops: 9,
+                ..notice.clone()
+            },
+            FollowNotice {
+                hops: 0,
+                ..notice.clone()
+            },
+            FollowNotice {
+                target_fence: fence(1),
+                ..notice.clone()
+            },
+            FollowNotice {
+                kind: 'x',
+                ..notice.clone()
+            },
+        ] {
+            assert!(FollowNotice::decode(&bad.encode().unwrap()).is_err());
+        }
+    }
+}
