@@ -508,3 +508,115 @@ async fn with_message_follow_off_the_old_route_is_unavailable_and_not_resubmitte
     );
     stop(m.nodes).await;
 }
+
+#[tokio::test]
+async fn relocate_all_moves_every_movable_actor_while_callers_keep_calling() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let seen = Seen::default();
+    let mut nodes = Vec::new();
+    for rid in ["a", "b"] {
+        let builder = discovered_node(rid, &store, quick_lease())
+            .actor_type(counter_type(rid, &seen))
+            .actor_type(Anchor::actor_type(|_| Anchor).expect("anchor type"));
+        nodes.push(start(builder).await);
+    }
+    nodes.push(start(discovered_node("client", &store, quick_lease())).await);
+    let (a, client) = (&nodes[0], &nodes[2]);
+    for rt in &nodes {
+        let servers_seen = if rt.rid() == "client" { 2 } else { 1 };
+        wait_until(WAIT, "every node sees the other servers", || async {
+            rt.discovery().status().is_some_and(|s| {
+                s.members.iter().filter(|m| m.entry_spot.is_some()).count() == servers_seen
+            }) && peer_rids(rt).len() >= servers_seen
+        })
+        .await;
+    }
+    for n in 0..20 {
+        client
+            .actors()
+            .create(&format!("d{n}"), "counter")
+            .await
+            .unwrap();
+    }
+    for n in 0..2 {
+        client
+            .actors()
+            .create(&format!("fixed{n}"), "anchor")
+            .await
+            .unwrap();
+    }
+    let mut on_a = Vec::new();
+    let mut anchors_on_a = Vec::new();
+    for n in 0..20 {
+        let id = format!("d{n}");
+        if client.actors().find(&id).await.unwrap().unwrap().rid == "a" {
+            on_a.push(id);
+        }
+    }
+    for n in 0..2 {
+        let id = format!("fixed{n}");
+        if client.actors().find(&id).await.unwrap().unwrap().rid == "a" {
+            anchors_on_a.push(id);
+        }
+    }
+    // A caller keeps calling every counter while a relocates them all.
+    let stop_calls = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let caller = tokio::spawn({
+        let client = client.clone();
+        let stop_calls = stop_calls.clone();
+        async move {
+            let mut calls = 0u64;
+            while !stop_calls.load(Ordering::Relaxed) {
+                let id = format!("d{}", calls % 20);
+                CounterClient::new(&client, &id).add(&Add(1)).await?;
+                calls += 1;
+            }
+            Ok::<u64, zlink::Error>(calls)
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let report = a.relocate_all().await.unwrap();
+    stop_calls.store(true, Ordering::Relaxed);
+    let calls = caller
+        .await
+        .unwrap()
+        .expect("no call failed during the drain");
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    let mut moved: Vec<String> = report.moved.iter().map(|r| r.id.to_string()).collect();
+    moved.sort();
+    on_a.sort();
+    assert_eq!(moved, on_a, "every counter a owned moved");
+    assert!(report.moved.iter().all(|r| r.rid == "b"));
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    let mut blocked: Vec<String> = report.blocked.iter().map(|b| b.id.clone()).collect();
+    blocked.sort();
+    assert_eq!(blocked, anchors_on_a);
+    assert!(report
+        .blocked
+        .iter()
+        .all(|b| b.reason == zlink::object::BlockedReason::RelocationDisabled && !b.is_spot));
+    assert_eq!(a.status().actors_owned, anchors_on_a.len());
+    let mut total = 0;
+    for n in 0..20 {
+        let counted = CounterClient::new(client, format!("d{n}"))
+            .add(&Add(0))
+            .await
+            .unwrap();
+        assert_eq!(counted.by, "b");
+        total += counted.total;
+    }
+    assert_eq!(total, calls, "every call ran exactly once");
+    // While relocated (everything movable left), a takes no new Actors.
+    if report.is_complete() {
+        for n in 0..5 {
+            let made = client
+                .actors()
+                .create(&format!("new{n}"), "counter")
+                .await
+                .unwrap();
+            assert_eq!(made.rid, "b");
+        }
+    }
+    stop(nodes).await;
+}

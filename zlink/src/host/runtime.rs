@@ -111,6 +111,32 @@ impl Runtime {
         super::Actors::new(self)
     }
 
+    /// Moves every object this node owns to other nodes, live (a planned maintenance):
+    /// each Actor in the Entry Spot goes to the node placement picks, with its queue,
+    /// timers and (`relocation = preserve`) state, while callers keep calling it by ID.
+    /// Meanwhile this node takes no new objects. Objects that may not move stay and are
+    /// reported as blocked; moves that fail are reported with their errors.
+    ///
+    /// When everything moved, the node stays up taking no objects: it relays what still
+    /// arrives on old routes (for MessageFollowDuration) until it is shut down. Otherwise
+    /// it serves again. See [`drain`](Self::drain) to move everything and stop.
+    pub async fn relocate_all(&self) -> Result<crate::object::RelocationReport> {
+        Ok(super::objects::server(self)?.relocate_all().await)
+    }
+
+    /// [`relocate_all`](Self::relocate_all), then keeps relaying old-route messages for
+    /// `linger` (callers that cached this node reach the new owners meanwhile, and are
+    /// told to look them up), then [`shutdown`](Self::shutdown). Objects that did not move
+    /// are stopped with the node.
+    pub async fn drain(&self, linger: Duration) -> Result<crate::object::RelocationReport> {
+        let report = self.relocate_all().await?;
+        if !linger.is_zero() {
+            tokio::time::sleep(linger).await;
+        }
+        self.shutdown().await;
+        Ok(report)
+    }
+
     /// What this node knows from the Location Store: members and its owner lease.
     pub fn discovery(&self) -> super::DiscoveryHandle<'_> {
         super::DiscoveryHandle::new(self)

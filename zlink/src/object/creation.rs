@@ -238,6 +238,12 @@ async fn attempt(
     stable_type: &str,
 ) -> Result<Option<Outcome>> {
     let object_type = &server.object_type(key.kind, stable_type)?;
+    if server.is_draining() {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            "this node is relocating its objects away and takes no new ones",
+        ));
+    }
     // A new Actor starts in this node's Entry Spot.
     let membership = match key.kind {
         ObjectKind::Spot => None,
@@ -431,7 +437,11 @@ pub(super) fn candidates(
         ObjectKind::Spot => true,
         ObjectKind::Actor => server.entry.as_ref().is_some_and(|e| e.ready().is_ok()),
     };
-    if server.serves(kind, stable_type) && entry_ready && server.lease.admitting_token().is_some() {
+    if server.serves(kind, stable_type)
+        && entry_ready
+        && !server.is_draining()
+        && server.lease.admitting_token().is_some()
+    {
         candidates.push(placement::Candidate {
             rid: server.route.rid.clone(),
             weight: server.placement_weight,

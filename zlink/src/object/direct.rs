@@ -166,7 +166,7 @@ async fn call_local(
     };
     if let Err((refused, job)) = delivered {
         if refused == Refused::Sealed {
-            if let Some(job) = to_departure(server, &live, fence, job, None, 0) {
+            if let Some(job) = to_departure(server, &live, fence, job, bytes, None, 0) {
                 drop(job);
             } else {
                 return wait_local(rx, &id).await;
@@ -212,20 +212,23 @@ pub(super) fn to_departure(
     live: &LiveObject,
     fence: RouteFence,
     job: ObjectJob,
+    bytes: usize,
     sender: Option<String>,
     hops: u8,
 ) -> Option<ObjectJob> {
-    let Some(departure) = server.departures.get(&live.key, &fence) else {
-        return Some(job);
-    };
-    drop(departure);
+    if server.departures.get(&live.key, &fence).is_none() {
+        // Gone already: a cancelled move reopened the queue.
+        return live.try_deliver(job, bytes).err().map(|(_, job)| job);
+    }
     let mut held = super::relocation::job_to_held(&live.object_type, job)?;
     held.sender = sender;
     held.hops = hops;
     match server.departures.offer(&live.key, &fence, held) {
         Offer::Taken => None,
+        // The move was cancelled: the queue admits again (after what it held).
         Offer::NotDeparting(held) => {
-            super::relocation::held_to_job(&live.object_type, held).map(|(job, _)| job)
+            let (job, bytes) = super::relocation::held_to_job(&live.object_type, held)?;
+            live.try_deliver(job, bytes).err().map(|(_, job)| job)
         }
     }
 }

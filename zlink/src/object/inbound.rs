@@ -187,7 +187,15 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
     if let Err((refused, job)) = live.try_deliver(job, bytes) {
         let job = match refused {
             Refused::Sealed => {
-                match super::direct::to_departure(server, &live, fence, job, Some(sender), hops) {
+                match super::direct::to_departure(
+                    server,
+                    &live,
+                    fence,
+                    job,
+                    bytes,
+                    Some(sender),
+                    hops,
+                ) {
                     Some(job) => job,
                     None => return,
                 }

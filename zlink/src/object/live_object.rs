@@ -104,12 +104,9 @@ pub(crate) struct Captured {
 
 /// How a move ended for the object's turn loop on the source.
 pub(crate) enum Resume {
-    /// Cancelled before relay-ready: the backlog goes back ahead, what was held after it,
+    /// Cancelled before relay-ready: the queue is back in order (the move put it back)
     /// and the object runs on here.
-    Cancelled {
-        backlog: Vec<(ObjectJob, usize)>,
-        held: Vec<(ObjectJob, usize)>,
-    },
+    Cancelled,
     /// Handed over: the loop ends without a closing hook (the object lives on elsewhere).
     Moved,
 }
@@ -541,8 +538,7 @@ impl LiveObject {
                             )
                             .await;
                         }
-                        Some(Ok(Resume::Cancelled { backlog, held })) => {
-                            self.mailbox.put_back(backlog, held);
+                        Some(Ok(Resume::Cancelled)) => {
                             if let Err(e) = timers.resume(&records) {
                                 tracing::warn!(object = %self.key, error = %e, "timers did not resume after a cancelled move");
                             }
@@ -636,16 +632,19 @@ impl LiveObject {
 
     /// Undoes a seal whose move went away before taking it.
     fn cancel_departure(&self, server: &Weak<ObjectServer>, sealed: Captured) {
+        sealed.departure.cancel(self, sealed.backlog);
         if let Some(layer) = server.upgrade() {
             layer.departures.remove(&sealed.departure);
         }
-        let held = sealed
-            .departure
-            .release()
-            .into_iter()
-            .filter_map(|held| super::relocation::held_to_job(&self.object_type, held))
-            .collect();
-        self.mailbox.put_back(sealed.backlog, held);
+    }
+
+    /// Opens a sealed queue again after a cancelled move: `backlog` ahead, `held` after.
+    pub(crate) fn reopen_after_move(
+        &self,
+        backlog: Vec<(ObjectJob, usize)>,
+        held: Vec<(ObjectJob, usize)>,
+    ) {
+        self.mailbox.put_back(backlog, held);
     }
 
     /// Whether the running turn holds this object's gate: a request to it from there

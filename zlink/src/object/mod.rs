@@ -46,7 +46,9 @@ pub use kind::{ActorKind, Kind, SpotKind};
 pub use membership::{Execution, JoinDecision, JoinOutcome};
 pub use object_ref::{ActorRef, ObjectRef, SpotRef};
 pub use object_type::{ActorType, ObjectType, SpotType};
-pub use relocation::{RelocationState, MAX_CAPTURED_STATE_BYTES};
+pub use relocation::{
+    BlockedObject, BlockedReason, RelocationReport, RelocationState, MAX_CAPTURED_STATE_BYTES,
+};
 pub(crate) use route_cache::DEFAULT_ROUTE_CACHE_MAX_AGE;
 
 /// MessageFollowDuration's default: how long a moved object's old owner relays what still

@@ -95,6 +95,8 @@ pub(crate) struct ObjectServer {
     pub(crate) arrivals: Arrivals,
     /// Bounds on the moves this node runs at once.
     pub(crate) permits: RelocationPermits,
+    /// Relocating everything away: no new object is placed here, and none moves in.
+    pub(crate) draining: std::sync::atomic::AtomicBool,
 }
 
 impl ObjectServer {
@@ -152,6 +154,7 @@ impl ObjectServer {
             departures: Departures::default(),
             arrivals: Arrivals::default(),
             permits: RelocationPermits::new(),
+            draining: std::sync::atomic::AtomicBool::new(false),
         });
         server
             .tracker
@@ -338,6 +341,16 @@ impl ObjectServer {
         to: Option<&str>,
     ) -> Result<Location> {
         relocation::relocate(self, key, to).await
+    }
+
+    /// Moves every movable object this node owns to other nodes.
+    pub(crate) async fn relocate_all(self: &Arc<Self>) -> relocation::RelocationReport {
+        relocation::relocate_all(self).await
+    }
+
+    /// Whether this node is relocating everything away (it takes no new objects).
+    pub(crate) fn is_draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The objects of `kind` this node owns now (its Entry Spot aside).

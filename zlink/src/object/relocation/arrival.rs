@@ -31,7 +31,8 @@ pub(crate) struct Arrival {
     go: Mutex<Option<oneshot::Sender<bool>>>,
     outcome: OnceCell<Result<()>>,
     deadline: Instant,
-    _permit: Permit,
+    /// The inbound permit, returned when the arrival settles.
+    permit: Mutex<Option<Permit>>,
 }
 
 /// The arrivals of one node, by object.
@@ -91,6 +92,12 @@ pub(crate) async fn arrive(
         return Err(Error::new(
             ErrorKind::InvalidOperation,
             "only Actors arrive by a move so far",
+        ));
+    }
+    if server.is_draining() {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            "this node is relocating its objects away and takes none in",
         ));
     }
     let object_type = server.object_type(key.kind, &record.stable_type)?;
@@ -208,20 +215,27 @@ pub(crate) async fn arrive(
         go: Mutex::new(Some(go)),
         outcome: OnceCell::new(),
         deadline,
-        _permit: permit,
+        permit: Mutex::new(Some(permit)),
     });
     server.arrivals.map().insert(key.clone(), arrival.clone());
     let ready = ready_of(&arrival);
     // No cutover within the fallback: the target commits by itself.
     let weak = Arc::downgrade(server);
     let cancel = server.cancel.clone();
+    let relocation_id = record.relocation_id;
     server.tracker.spawn(async move {
         tokio::select! {
             _ = tokio::time::sleep(CUTOVER_FALLBACK) => {}
             _ = cancel.cancelled() => return,
         }
         if let Some(server) = weak.upgrade() {
-            let _ = commit(&server, &key, &arrival.relocation_id).await;
+            if server
+                .arrivals
+                .get(&key)
+                .is_some_and(|a| a.relocation_id == relocation_id)
+            {
+                let _ = commit(&server, &key, &relocation_id).await;
+            }
         }
     });
     Ok(ready)
@@ -303,6 +317,11 @@ async fn commit_once(
         }
     };
     server.arrivals.remove(key, arrival);
+    arrival
+        .permit
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
     let go = arrival.go.lock().unwrap_or_else(|p| p.into_inner()).take();
     match outcome {
         Ok(version) => {

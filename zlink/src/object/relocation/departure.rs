@@ -26,7 +26,7 @@ use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
 use crate::object::authority::{OwnerFence, OwnerRoute};
 use crate::object::id::{ObjectKey, ObjectKind};
-use crate::object::live_object::ReplyTo;
+use crate::object::live_object::{LiveObject, ObjectJob, ReplyTo};
 use crate::wire::{Command, Metadata, RouteFence};
 use crate::{Error, ErrorKind};
 
@@ -74,6 +74,9 @@ enum NoticeState {
 }
 
 enum Phase {
+    /// The move was cancelled before relay-ready: what was held is back in the object's
+    /// queue, which admits again; nothing is taken here any more.
+    Released,
     /// Sealed: what arrives waits here, in order, within the hold's bounds.
     Holding { held: VecDeque<Held>, bytes: usize },
     /// Relay-ready was accepted: everything goes to the target, in order. `until` is set
@@ -224,6 +227,7 @@ impl Departure {
         }
         let mut phase = self.phase();
         match &mut *phase {
+            Phase::Released => Err(held),
             Phase::Holding { held: queue, bytes } => {
                 let size = held.bytes();
                 if queue.len() >= HOLD_MESSAGES || *bytes + size > HOLD_BYTES {
@@ -284,15 +288,23 @@ impl Departure {
         }
     }
 
-    /// Gives back what the hold kept (the move was cancelled before relay-ready).
-    pub(crate) fn release(&self) -> Vec<Held> {
-        match &mut *self.phase() {
-            Phase::Holding { held, bytes } => {
-                *bytes = 0;
-                held.drain(..).collect()
+    /// The move was cancelled before relay-ready: `backlog` (the captured queue) goes back
+    /// ahead in `live`'s queue, then what the hold kept, and the queue admits again. One
+    /// step under the hold's lock, so a message that arrives meanwhile queues after them.
+    pub(crate) fn cancel(&self, live: &LiveObject, backlog: Vec<(ObjectJob, usize)>) {
+        let mut phase = self.phase();
+        let held = match std::mem::replace(&mut *phase, Phase::Released) {
+            Phase::Holding { held, .. } => held,
+            other => {
+                *phase = other;
+                VecDeque::new()
             }
-            Phase::Relaying { .. } => Vec::new(),
-        }
+        };
+        let held = held
+            .into_iter()
+            .filter_map(|held| super::held_to_job(&live.object_type, held))
+            .collect();
+        live.reopen_after_move(backlog, held);
     }
 
     /// Relay-ready was accepted: `saved` (the captured queue) goes first, then the hold,
@@ -311,6 +323,7 @@ impl Departure {
         let held = match &mut *phase {
             Phase::Holding { held, .. } => std::mem::take(held),
             Phase::Relaying { to, .. } => return to.clone(),
+            Phase::Released => VecDeque::new(),
         };
         for message in saved.into_iter().chain(held) {
             let _ = to.send(RelayItem::Message(message));

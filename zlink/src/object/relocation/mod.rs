@@ -22,6 +22,7 @@
 
 mod arrival;
 mod departure;
+mod drain;
 mod inbound;
 mod permits;
 mod record;
@@ -32,6 +33,8 @@ use std::time::Duration;
 
 pub(crate) use arrival::Arrivals;
 pub(crate) use departure::{Departure, Departures, Held, Offer};
+pub(crate) use drain::relocate_all;
+pub use drain::{BlockedObject, BlockedReason, RelocationReport};
 pub(crate) use inbound::register_routes;
 pub(crate) use permits::RelocationPermits;
 pub(crate) use source::relocate;

@@ -1,6 +1,7 @@
 //! The bounds on relocation work one runtime does at once (digest §7.1): moves out, moves
-//! in, and state bytes in flight. Taken without waiting, all or nothing: a move that does
-//! not get its permits is refused before anything is sealed.
+//! in, and state bytes in flight. Taken all or nothing, before anything is sealed: a move
+//! out waits for its permits (until its deadline) without holding any; a move in that
+//! finds none is refused.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -20,6 +21,8 @@ pub(crate) struct RelocationPermits {
     outbound: Arc<AtomicUsize>,
     inbound: Arc<AtomicUsize>,
     bytes: Arc<AtomicUsize>,
+    /// Wakes moves waiting for permits when some return.
+    returned: Arc<tokio::sync::Notify>,
 }
 
 /// Permits held by one move; they return when it is dropped.
@@ -28,6 +31,7 @@ pub(crate) struct Permit {
     count: Arc<AtomicUsize>,
     bytes: Arc<AtomicUsize>,
     held_bytes: usize,
+    returned: Arc<tokio::sync::Notify>,
 }
 
 impl Permit {
@@ -38,6 +42,7 @@ impl Permit {
             self.bytes
                 .fetch_sub(self.held_bytes - bytes, Ordering::AcqRel);
             self.held_bytes = bytes;
+            self.returned.notify_waiters();
         }
     }
 }
@@ -46,6 +51,7 @@ impl Drop for Permit {
     fn drop(&mut self) {
         self.count.fetch_sub(1, Ordering::AcqRel);
         self.bytes.fetch_sub(self.held_bytes, Ordering::AcqRel);
+        self.returned.notify_waiters();
     }
 }
 
@@ -63,6 +69,28 @@ impl RelocationPermits {
             outbound: Arc::new(AtomicUsize::new(0)),
             inbound: Arc::new(AtomicUsize::new(0)),
             bytes: Arc::new(AtomicUsize::new(0)),
+            returned: Arc::new(tokio::sync::Notify::new()),
+        }
+    }
+
+    /// A move out, waiting until `deadline` for its permits to be free.
+    pub(crate) async fn outbound_by(
+        &self,
+        bytes: usize,
+        deadline: tokio::time::Instant,
+    ) -> Result<Permit> {
+        loop {
+            let returned = self.returned.notified();
+            tokio::pin!(returned);
+            returned.as_mut().enable();
+            match self.outbound(bytes) {
+                Ok(permit) => return Ok(permit),
+                Err(e) => {
+                    if tokio::time::timeout_at(deadline, returned).await.is_err() {
+                        return Err(e);
+                    }
+                }
+            }
         }
     }
 
@@ -100,6 +128,7 @@ impl RelocationPermits {
             count: count.clone(),
             bytes: self.bytes.clone(),
             held_bytes: bytes,
+            returned: self.returned.clone(),
         })
     }
 }

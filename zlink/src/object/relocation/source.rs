@@ -9,9 +9,7 @@ use tokio::time::Instant;
 
 use super::departure::{Departure, RelayItem};
 use super::record::{CutoverRecord, RelayReady, RestoreRecord};
-use super::{
-    held_to_job, job_to_held, CUTOVER_FALLBACK, MAX_CAPTURED_STATE_BYTES, RELOCATION_DEADLINE,
-};
+use super::{job_to_held, CUTOVER_FALLBACK, MAX_CAPTURED_STATE_BYTES, RELOCATION_DEADLINE};
 use crate::mesh::calls::OutboundCall;
 use crate::object::authority::AuthorityState;
 use crate::object::authority_store::Versioned;
@@ -43,7 +41,7 @@ pub(crate) async fn relocate(
         Relocation::Preserve => MAX_CAPTURED_STATE_BYTES,
         _ => 0,
     };
-    let mut permit = server.permits.outbound(reserve)?;
+    let mut permit = server.permits.outbound_by(reserve, deadline).await?;
     let node = server
         .node
         .upgrade()
@@ -303,19 +301,10 @@ fn cancel_move(
     backlog: Vec<(ObjectJob, usize)>,
     resume: oneshot::Sender<Resume>,
 ) {
+    tracing::info!(object = %live.key, "move cancelled before relay-ready: the object runs on here");
+    departure.cancel(live, backlog);
     server.departures.remove(departure);
-    let held = departure
-        .release()
-        .into_iter()
-        .filter_map(|held| held_to_job(&live.object_type, held))
-        .collect();
-    if let Err(Resume::Cancelled { backlog, held }) =
-        resume.send(Resume::Cancelled { backlog, held })
-    {
-        for (job, _) in backlog.into_iter().chain(held) {
-            job.refuse(Error::new(ErrorKind::Unavailable, "the object stopped"));
-        }
-    }
+    let _ = resume.send(Resume::Cancelled);
 }
 
 /// The Actor is no longer a member of this node's Entry Spot.

@@ -1,0 +1,125 @@
+//! The host-level move: every object this node owns goes to other nodes, and the node
+//! takes no new ones while it does (digest §7.5, PlannedMaintenance).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use futures::StreamExt;
+
+use super::source::relocate;
+use crate::object::id::{ActorId, ObjectKey, ObjectKind};
+use crate::object::object_ref::ActorRef;
+use crate::object::server::ObjectServer;
+use crate::object::spot::Relocation;
+use crate::Error;
+
+/// Moves one node runs at once while it relocates everything.
+const DRAIN_CONCURRENCY: usize = 16;
+
+/// Why an object stayed on a node that relocated everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BlockedReason {
+    /// Its type is declared `relocation = disable`.
+    RelocationDisabled,
+    /// An Actor that belongs to a User Spot: it moves with its Spot, which does not move
+    /// between nodes yet.
+    InUserSpot,
+    /// A Spot: Spots do not move between nodes yet.
+    SpotNotMovable,
+}
+
+/// An object that stayed, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockedObject {
+    /// Its ID.
+    pub id: String,
+    /// Whether it is a Spot (else an Actor).
+    pub is_spot: bool,
+    /// Why it stayed.
+    pub reason: BlockedReason,
+}
+
+/// What [`Runtime::relocate_all`](crate::Runtime::relocate_all) did.
+#[derive(Debug, Clone, Default)]
+pub struct RelocationReport {
+    /// The Actors that moved, each where it runs now.
+    pub moved: Vec<ActorRef>,
+    /// The objects that may not move, untouched.
+    pub blocked: Vec<BlockedObject>,
+    /// The moves that failed, each with its error: an Actor whose move failed before its
+    /// target confirmed runs on here; one whose target failed later is unavailable.
+    pub failed: Vec<(ActorId, Error)>,
+}
+
+impl RelocationReport {
+    /// Whether everything this node owned moved.
+    pub fn is_complete(&self) -> bool {
+        self.blocked.is_empty() && self.failed.is_empty()
+    }
+}
+
+/// Moves every movable object of `server` to other nodes chosen by placement. The node
+/// takes no new objects meanwhile; when everything moved it stays that way (it is
+/// relocated: ready to stop), otherwise it serves again.
+pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport {
+    server.draining.store(true, Ordering::SeqCst);
+    let mut report = RelocationReport::default();
+    let mut movable = Vec::new();
+    let owned: Vec<_> = server
+        .live()
+        .values()
+        .filter(|live| !live.is_entry())
+        .cloned()
+        .collect();
+    for live in owned {
+        let blocked = |reason| BlockedObject {
+            id: live.key.id.to_string(),
+            is_spot: live.key.kind == ObjectKind::Spot,
+            reason,
+        };
+        if live.key.kind == ObjectKind::Spot {
+            report.blocked.push(blocked(BlockedReason::SpotNotMovable));
+        } else if live.object_type.relocation == Relocation::Disable {
+            report
+                .blocked
+                .push(blocked(BlockedReason::RelocationDisabled));
+        } else if live
+            .membership()
+            .is_some_and(|spot| !crate::object::is_entry_spot_id(spot.as_str()))
+        {
+            report.blocked.push(blocked(BlockedReason::InUserSpot));
+        } else {
+            movable.push(live.key.clone());
+        }
+    }
+    let moves = futures::stream::iter(movable.into_iter().map(|key: ObjectKey| {
+        let server = server.clone();
+        async move {
+            let outcome = relocate(&server, &key, None).await;
+            (key, outcome)
+        }
+    }))
+    .buffer_unordered(DRAIN_CONCURRENCY)
+    .collect::<Vec<_>>()
+    .await;
+    for (key, outcome) in moves {
+        let Ok(id) = ActorId::new(&key.id) else {
+            continue;
+        };
+        match outcome {
+            Ok(at) => report.moved.push(ActorRef::at(id, at)),
+            Err(e) => report.failed.push((id, e)),
+        }
+    }
+    if !report.is_complete() {
+        server.draining.store(false, Ordering::SeqCst);
+    }
+    tracing::info!(
+        moved = report.moved.len(),
+        blocked = report.blocked.len(),
+        failed = report.failed.len(),
+        "relocated the node's objects"
+    );
+    report
+}
