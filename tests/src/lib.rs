@@ -7,6 +7,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use zlink::{HandlerContext, PeerSpec, Runtime, RuntimeBuilder};
 
+pub mod relocating;
+
 /// Echo request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, zlink::Message)]
 #[message(reply = Echoed)]

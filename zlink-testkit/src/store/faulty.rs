@@ -19,6 +19,9 @@ struct Faults {
     fail_next: usize,
     lose_next: usize,
     drop_next: usize,
+    /// Record batches only (`apply`): object authority changes, not leases or descriptors.
+    applies_down: bool,
+    lose_next_apply: usize,
     calls: usize,
 }
 
@@ -75,6 +78,17 @@ impl FaultyLocationStore {
     /// The next `n` changing calls are not applied, and report `OutcomeUnknown`.
     pub fn drop_next(&self, n: usize) {
         self.faults().drop_next = n;
+    }
+
+    /// While set, every `apply` (a record batch: an object's authority change) fails
+    /// `Unavailable`; leases and descriptors go on.
+    pub fn set_applies_down(&self, down: bool) {
+        self.faults().applies_down = down;
+    }
+
+    /// The next `n` `apply` batches are applied, but report `OutcomeUnknown`.
+    pub fn lose_result_of_next_apply(&self, n: usize) {
+        self.faults().lose_next_apply = n;
     }
 
     /// How many calls reached this wrapper.
@@ -181,7 +195,27 @@ impl LocationStore for FaultyLocationStore {
     }
 
     async fn apply(&self, batch: &Batch) -> StoreResult<ApplyOutcome> {
-        self.call(true, self.inner.apply(batch)).await
+        let batch_fault = {
+            let mut f = self.faults();
+            if f.applies_down {
+                Some(Fault::Fail)
+            } else if f.lose_next_apply > 0 {
+                f.lose_next_apply -= 1;
+                Some(Fault::LoseResult)
+            } else {
+                None
+            }
+        };
+        match batch_fault {
+            Some(Fault::Fail) => Err(StoreError::Unavailable("injected: batches refused".into())),
+            Some(_) => {
+                let _ = self.inner.apply(batch).await;
+                Err(StoreError::OutcomeUnknown(
+                    "injected: batch result lost".into(),
+                ))
+            }
+            None => self.call(true, self.inner.apply(batch)).await,
+        }
     }
 
     async fn next_generation(&self, counter: &RecordKey) -> StoreResult<u64> {

@@ -62,6 +62,7 @@ pub struct RuntimeBuilder {
     entry_hooks: Option<Arc<crate::object::EntryHooksFactory>>,
     route_cache_max_age: Duration,
     message_follow_duration: Duration,
+    drop_relocation_cutover: bool,
     placement_weight: u32,
     max_spots: u32,
     limits: LinkLimits,
@@ -97,6 +98,7 @@ impl Default for RuntimeBuilder {
             entry_hooks: None,
             route_cache_max_age: crate::object::DEFAULT_ROUTE_CACHE_MAX_AGE,
             message_follow_duration: crate::object::MESSAGE_FOLLOW_DURATION,
+            drop_relocation_cutover: false,
             placement_weight: 100,
             max_spots: 0,
             limits: LinkLimits::default(),
@@ -375,6 +377,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Test-only fault: moves out of this node never send their cutover, so each target
+    /// commits on its 1000 ms fallback. Only available with the `test-timing` feature.
+    #[cfg(feature = "test-timing")]
+    pub fn test_drop_relocation_cutover(mut self) -> Self {
+        self.drop_relocation_cutover = true;
+        self
+    }
+
     /// Validates everything and reports all violations together as
     /// [`Error::Config`](crate::Error::Config).
     pub fn build(self) -> Result<RuntimeConfig> {
@@ -541,6 +551,7 @@ impl RuntimeBuilder {
                 entry_spot,
                 route_cache_max_age: self.route_cache_max_age,
                 message_follow_duration: self.message_follow_duration,
+                drop_relocation_cutover: self.drop_relocation_cutover,
                 placement_weight: self.placement_weight,
                 max_spots: self.max_spots,
             },

@@ -87,6 +87,9 @@ pub(crate) struct Settings {
     /// MessageFollowDuration: how long a moved object's old owner relays what still
     /// arrives on the old route (0: not at all).
     pub(crate) message_follow_duration: Duration,
+    /// Test-only fault: a move never sends its cutover (the target commits on the
+    /// 1000 ms fallback). Always `false` outside the `test-timing` feature.
+    pub(crate) drop_relocation_cutover: bool,
     /// The node's weight when new Spots are placed (0..=10000; 0 takes none).
     pub(crate) placement_weight: u32,
     /// The most Spots the node runs (0: no limit).

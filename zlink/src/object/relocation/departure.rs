@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, Weak};
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::record::FollowNotice;
@@ -313,6 +314,7 @@ impl Departure {
         self: &Arc<Self>,
         node: &Arc<MeshNode>,
         tracker: &TaskTracker,
+        stop: &CancellationToken,
         link: PeerLink,
         target_fence: OwnerFence,
         target_route: OwnerRoute,
@@ -343,6 +345,7 @@ impl Departure {
         let relay = Relay {
             node: Arc::downgrade(node),
             tracker: tracker.clone(),
+            stop: stop.clone(),
             link,
             key: self.key.clone(),
             fence,
@@ -385,6 +388,8 @@ struct Relay {
     node: Weak<MeshNode>,
     /// The object layer's tasks: replies still to come are waited for on it.
     tracker: TaskTracker,
+    /// The object layer stopping: what is still queued is refused.
+    stop: CancellationToken,
     link: PeerLink,
     key: ObjectKey,
     /// The fence the target admits the object's messages under.
@@ -397,9 +402,22 @@ pub(crate) const CONTROL_PACKET: &str = "zlink.relocation";
 
 impl Relay {
     async fn run(self, mut from: mpsc::UnboundedReceiver<RelayItem>) {
-        while let Some(item) = from.recv().await {
+        loop {
+            let item = tokio::select! {
+                biased;
+                _ = self.stop.cancelled() => None,
+                item = from.recv() => item,
+            };
+            let Some(item) = item else {
+                from.close();
+                while let Ok(item) = from.try_recv() {
+                    refuse(item, &self.key);
+                }
+                return;
+            };
             let Some(node) = self.node.upgrade() else {
-                return refuse_all(item, from, &self.key);
+                refuse(item, &self.key);
+                continue;
             };
             match item {
                 RelayItem::Message(held) => self.relay(&node, held).await,
@@ -409,9 +427,10 @@ impl Relay {
                     done,
                 } => {
                     let submitted = self.control(&node, command, payload).await;
+                    let stop = self.stop.clone();
                     self.tracker.spawn(async move {
                         let result = match submitted {
-                            Ok(submitted) => submitted.reply().await,
+                            Ok(submitted) => until_stopped(&stop, submitted.reply()).await,
                             Err(e) => Err(e),
                         };
                         let _ = done.send(result);
@@ -423,9 +442,10 @@ impl Relay {
                         .await;
                     let departure = self.departure.clone();
                     let node2 = node.clone();
+                    let stop = self.stop.clone();
                     self.tracker.spawn(async move {
                         let admitted = match barrier {
-                            Ok(submitted) => submitted.reply().await.is_ok(),
+                            Ok(submitted) => until_stopped(&stop, submitted.reply()).await.is_ok(),
                             Err(_) => false,
                         };
                         let sent = admitted && send_notice(&node2, &sender, &notice).await;
@@ -510,8 +530,9 @@ impl Relay {
         {
             Ok(submitted) => {
                 let reply = held.reply;
+                let stop = self.stop.clone();
                 self.tracker.spawn(async move {
-                    let result = submitted.reply().await;
+                    let result = until_stopped(&stop, submitted.reply()).await;
                     if let Some(reply) = reply {
                         reply.send(result);
                     }
@@ -526,22 +547,31 @@ impl Relay {
     }
 }
 
-fn refuse_all(item: RelayItem, mut rest: mpsc::UnboundedReceiver<RelayItem>, key: &ObjectKey) {
-    let mut next = Some(item);
-    while let Some(item) = next.take().or_else(|| rest.try_recv().ok()) {
-        match item {
-            RelayItem::Message(held) => held.refuse(Error::new(
+/// A relayed request's reply, or `ShuttingDown` once the object layer stops.
+async fn until_stopped(
+    stop: &CancellationToken,
+    reply: impl std::future::Future<Output = crate::Result<Bytes>>,
+) -> crate::Result<Bytes> {
+    tokio::select! {
+        result = reply => result,
+        _ = stop.cancelled() => Err(Error::new(ErrorKind::ShuttingDown, "the node stopped before the relayed reply")),
+    }
+}
+
+/// Ends an item the relay will not carry (its node is stopping).
+fn refuse(item: RelayItem, key: &ObjectKey) {
+    match item {
+        RelayItem::Message(held) => held.refuse(Error::new(
+            ErrorKind::ShuttingDown,
+            format!("the node stopped while relaying a message for {key}"),
+        )),
+        RelayItem::Control { done, .. } => {
+            let _ = done.send(Err(Error::new(
                 ErrorKind::ShuttingDown,
-                format!("the node stopped while relaying a message for {key}"),
-            )),
-            RelayItem::Control { done, .. } => {
-                let _ = done.send(Err(Error::new(
-                    ErrorKind::ShuttingDown,
-                    "the node is stopping",
-                )));
-            }
-            RelayItem::Notice { .. } => {}
+                "the node is stopping",
+            )));
         }
+        RelayItem::Notice { .. } => {}
     }
 }
 

@@ -142,6 +142,7 @@ pub(crate) async fn relocate(
     let relay = departure.start_relay(
         &node,
         &server.tracker,
+        &server.cancel,
         link,
         ready.target_fence.clone(),
         ready.target_route.clone(),
@@ -153,11 +154,15 @@ pub(crate) async fn relocate(
     server.resolver.forget(key);
     let (done_tx, done_rx) = oneshot::channel();
     let cutover = CutoverRecord { relocation_id };
-    let _ = relay.send(RelayItem::Control {
-        command: Command::RelocationCutover,
-        payload: cutover.encode()?,
-        done: done_tx,
-    });
+    if settings.drop_relocation_cutover {
+        drop(done_tx);
+    } else {
+        let _ = relay.send(RelayItem::Control {
+            command: Command::RelocationCutover,
+            payload: cutover.encode()?,
+            done: done_tx,
+        });
+    }
     drop(relay);
     let committed = match tokio::time::timeout_at(deadline, done_rx).await {
         Ok(Ok(Ok(_))) => true,
@@ -332,7 +337,9 @@ async fn confirm_commit(
                 if record.fence == ready.target_fence {
                     return true;
                 }
-                if Instant::now() >= deadline {
+                // A target whose lease is gone can no longer commit (it checks its lease
+                // right before the owner change).
+                if Instant::now() >= deadline || !target_lease_alive(server, ready).await {
                     return false;
                 }
             }
@@ -346,6 +353,16 @@ async fn confirm_commit(
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(std::time::Duration::from_secs(1));
+    }
+}
+
+/// Whether the target still holds the lease it would commit under; `true` when the
+/// store cannot say (the caller keeps asking).
+async fn target_lease_alive(server: &ObjectServer, ready: &RelayReady) -> bool {
+    let owner = crate::store::OwnerId(ready.target_fence.owner.clone());
+    match server.store.read_lease(&owner).await {
+        Ok(grant) => grant.is_some_and(|g| g.token == ready.target_fence.lease()),
+        Err(_) => true,
     }
 }
 

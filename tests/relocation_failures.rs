@@ -1,0 +1,252 @@
+//! What a move does when something fails on the way (seed 002 §5, each row one test), over
+//! real TCP on 127.0.0.1 and a real `redis-server`, with the testkit's store faults and
+//! crashed nodes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use zlink::ErrorKind;
+use zlink_testkit::{wait_until, FaultyLocationStore};
+use zlink_tests::relocating::*;
+use zlink_tests::*;
+
+#[tokio::test]
+async fn an_explicit_failure_before_relay_ready_keeps_the_source_owner_queue_and_admission() {
+    // b takes one counter: a second is refused at the restore, before relay-ready.
+    let m = mesh_limited(&["a", "b"], None, 1).await;
+    let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
+    client.actors().create("filler", "counter").await.unwrap();
+    a.actors().relocate("filler", Some("b")).await.unwrap();
+    assert_eq!(b.status().actors_owned, 1);
+    let created = client.actors().create("f1", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "f1");
+    counter.add(&Add(3)).await.unwrap();
+    let holding = tokio::spawn({
+        let counter = CounterClient::new(client, "f1");
+        async move { counter.hold(&Hold(200)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    for n in 0..10 {
+        counter.log(&Log(n)).await.unwrap();
+    }
+    let relocating = tokio::spawn({
+        let a = a.clone();
+        async move { a.actors().relocate("f1", Some("b")).await }
+    });
+    // Sent while the move is under way: held, then given back in order.
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    for n in 10..20 {
+        counter.log(&Log(n)).await.unwrap();
+    }
+    let err = relocating.await.unwrap().unwrap_err();
+    assert!(err.is(ErrorKind::CapacityExceeded), "{err}");
+    holding.await.unwrap().unwrap();
+    let history = counter.show(&Show).await.unwrap();
+    assert_eq!(
+        history.log,
+        (0..20).collect::<Vec<_>>(),
+        "nothing lost or reordered"
+    );
+    assert_eq!(history.by, "a");
+    assert_eq!(
+        counter.add(&Add(1)).await.unwrap().total,
+        4,
+        "admission is open again"
+    );
+    // No other target was tried, and the authority never changed.
+    assert_eq!(client.actors().find("f1").await.unwrap(), Some(created));
+    stop(m.nodes).await;
+}
+
+#[tokio::test]
+async fn after_relay_ready_a_lost_cutover_still_ends_in_the_targets_commit() {
+    let m = mesh_custom(&["a", "b"], 0, |rid, _, builder| {
+        if rid == "a" {
+            builder.test_drop_relocation_cutover()
+        } else {
+            builder
+        }
+    })
+    .await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    client.actors().create("f2", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "f2");
+    counter.add(&Add(1)).await.unwrap();
+    let started = tokio::time::Instant::now();
+    let moved = a.actors().relocate("f2", Some("b")).await.unwrap();
+    assert_eq!(moved.rid, "b");
+    assert!(
+        started.elapsed() >= Duration::from_millis(1000),
+        "with no cutover the target commits on its 1000 ms fallback"
+    );
+    let next = counter.add(&Add(1)).await.unwrap();
+    assert_eq!((next.total, next.by.as_str()), (2, "b"));
+    stop(m.nodes).await;
+}
+
+#[tokio::test]
+async fn an_owner_change_whose_store_result_is_unknown_is_reread_and_dispatch_waits() {
+    let faulty = Arc::new(std::sync::Mutex::new(None::<Arc<FaultyLocationStore>>));
+    let m = mesh_custom(&["a", "b"], 0, |rid, store, builder| {
+        if rid != "b" {
+            return builder;
+        }
+        let wrapped = Arc::new(FaultyLocationStore::new(store.clone()));
+        *faulty.lock().unwrap() = Some(wrapped.clone());
+        builder.location_store(wrapped)
+    })
+    .await;
+    let b_store = faulty.lock().unwrap().clone().expect("b's store");
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    client.actors().create("f3", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "f3");
+    counter.add(&Add(1)).await.unwrap();
+    // b's first owner-change write lands but its answer is lost; then b's writes are
+    // refused for a while.
+    b_store.lose_result_of_next_apply(1);
+    let moved = a.actors().relocate("f3", Some("b")).await.unwrap();
+    assert_eq!(
+        moved.rid, "b",
+        "the lost answer was re-read: the move committed once"
+    );
+    assert_eq!(counter.add(&Add(1)).await.unwrap().total, 2);
+
+    client.actors().create("f4", "counter").await.unwrap();
+    let other = CounterClient::new(client, "f4");
+    other.add(&Add(5)).await.unwrap();
+    b_store.set_applies_down(true);
+    let moving = tokio::spawn({
+        let a = a.clone();
+        async move { a.actors().relocate("f4", Some("b")).await }
+    });
+    // Sent during the move: it waits, and nothing runs, while b cannot commit.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let waiting = tokio::spawn({
+        let client = client.clone();
+        async move { CounterClient::new(&client, "f4").add(&Add(1)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(
+        !waiting.is_finished(),
+        "no dispatch before the owner change is known"
+    );
+    assert_eq!(client.actors().find("f4").await.unwrap().unwrap().rid, "a");
+    b_store.set_applies_down(false);
+    let moved = moving.await.unwrap().unwrap();
+    assert_eq!(moved.rid, "b");
+    let ran = waiting.await.unwrap().unwrap();
+    assert_eq!((ran.total, ran.by.as_str()), (6, "b"));
+    stop(m.nodes).await;
+}
+
+#[tokio::test]
+async fn a_target_that_dies_after_the_commit_leaves_the_actor_unavailable_with_no_takeover() {
+    let m = mesh(&["a", "b"], None).await;
+    let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
+    client.actors().create("f5", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "f5");
+    counter.add(&Add(1)).await.unwrap();
+    let moved = a.actors().relocate("f5", Some("b")).await.unwrap();
+    b.crash().await;
+    let err = counter.add(&Add(1)).await.unwrap_err();
+    assert!(err.is(ErrorKind::Unavailable), "{err}");
+    // Past b's lease, the authority still names b: nobody takes the Actor over.
+    tokio::time::sleep(quick_lease().ttl + Duration::from_millis(500)).await;
+    assert_eq!(client.actors().find("f5").await.unwrap(), Some(moved));
+    let err = counter.add(&Add(1)).await.unwrap_err();
+    assert!(err.is(ErrorKind::Unavailable), "{err}");
+    assert_eq!(a.status().actors_owned, 0);
+    stop(m.nodes).await;
+}
+
+#[tokio::test]
+async fn a_target_that_dies_before_its_commit_is_not_replaced_and_the_move_is_not_resumed() {
+    // No cutover: b would commit on its fallback, 1000 ms after relay-ready; it dies first.
+    let m = mesh_custom(&["a", "b", "c"], 0, |rid, _, builder| {
+        if rid == "a" {
+            builder.test_drop_relocation_cutover()
+        } else {
+            builder
+        }
+    })
+    .await;
+    let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[3]);
+    let created = client.actors().create("f6", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "f6");
+    counter.add(&Add(1)).await.unwrap();
+    let moving = tokio::spawn({
+        let a = a.clone();
+        async move { a.actors().relocate("f6", Some("b")).await }
+    });
+    wait_until(WAIT, "b holds the arriving Actor", || async {
+        b.status().actors_owned == 1
+    })
+    .await;
+    b.crash().await;
+    let err = moving.await.unwrap().unwrap_err();
+    assert!(err.is(ErrorKind::Unavailable), "{err}");
+    // Past relay-ready there is no way back to a, and c is never chosen.
+    assert_eq!(
+        client.actors().find("f6").await.unwrap(),
+        Some(created.clone())
+    );
+    let err = counter.add(&Add(1)).await.unwrap_err();
+    assert!(err.is(ErrorKind::Unavailable), "{err}");
+    assert_eq!(
+        (a.status().actors_owned, m.nodes[2].status().actors_owned),
+        (0, 0)
+    );
+    // b comes back as a new lifecycle: the move is not resumed there either.
+    let b2 = start(
+        discovered_node("b", &m.store, quick_lease())
+            .placement_weight(0)
+            .actor_type(counter_type("b", &m.seen)),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(b2.status().actors_owned, 0);
+    assert_eq!(client.actors().find("f6").await.unwrap(), Some(created));
+    let mut nodes = m.nodes;
+    nodes.push(b2);
+    stop(nodes).await;
+}
+
+#[tokio::test]
+async fn a_source_that_dies_after_relay_ready_does_not_stop_the_targets_commit() {
+    let m = mesh_custom(&["a", "b"], 0, |rid, _, builder| {
+        if rid == "a" {
+            builder.test_drop_relocation_cutover()
+        } else {
+            builder
+        }
+    })
+    .await;
+    let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
+    client.actors().create("f7", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "f7");
+    counter.add(&Add(4)).await.unwrap();
+    let moving = tokio::spawn({
+        let a = a.clone();
+        async move { a.actors().relocate("f7", Some("b")).await }
+    });
+    wait_until(WAIT, "b holds the arriving Actor", || async {
+        b.status().actors_owned == 1
+    })
+    .await;
+    a.crash().await;
+    let _ = moving.await;
+    // b commits on its own, 1000 ms after relay-ready, with the state a sent.
+    wait_until(WAIT, "the authority names b", || async {
+        client
+            .actors()
+            .find("f7")
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|at| at.rid == "b")
+    })
+    .await;
+    let next = counter.add(&Add(1)).await.unwrap();
+    assert_eq!((next.total, next.by.as_str()), (5, "b"));
+    stop(m.nodes).await;
+}

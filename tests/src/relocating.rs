@@ -1,0 +1,265 @@
+//! A relocatable counter Actor (`relocation = preserve`), a fixed one, and a small mesh
+//! of nodes serving them over real TCP and a private `redis-server`, for the relocation
+//! tests.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use zlink::object::{Actor, ActorContext, RelocationState};
+use zlink::Runtime;
+use zlink_testkit::{wait_until, RedisServer};
+
+use crate::{discovered_node, peer_rids, quick_lease, redis_store, start, WAIT};
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Counted)]
+pub struct Add(pub u64);
+
+#[derive(Debug, Clone, Serialize, Deserialize, zlink::Message)]
+pub struct Counted {
+    pub total: u64,
+    pub by: String,
+    pub generation: u64,
+}
+
+/// One-way: appends `n` to the Actor's log.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Log(pub u64);
+
+/// Holds the Actor's turn for this many milliseconds.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Counted)]
+pub struct Hold(pub u64);
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = History)]
+pub struct Show;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct History {
+    pub log: Vec<u64>,
+    pub ticks: u64,
+    pub by: String,
+}
+
+/// Starts a 50 ms timer.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Beat;
+
+#[derive(Default, Clone)]
+pub struct Seen {
+    pub factories: Arc<AtomicUsize>,
+    pub initialized: Arc<AtomicUsize>,
+    pub handled_by: Arc<Mutex<Vec<String>>>,
+}
+
+/// A counter whose total, log and tick count move with it.
+pub struct Counter {
+    node: String,
+    total: u64,
+    log: Vec<u64>,
+    ticks: u64,
+    seen: Seen,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CounterState {
+    total: u64,
+    log: Vec<u64>,
+    ticks: u64,
+}
+
+impl RelocationState for Counter {
+    fn capture(&self) -> zlink::Result<Vec<u8>> {
+        serde_json::to_vec(&CounterState {
+            total: self.total,
+            log: self.log.clone(),
+            ticks: self.ticks,
+        })
+        .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))
+    }
+
+    fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
+        let state: CounterState = serde_json::from_slice(state)
+            .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))?;
+        self.total = state.total;
+        self.log = state.log;
+        self.ticks = state.ticks;
+        Ok(())
+    }
+}
+
+#[zlink::actor(type = "counter", relocation = preserve)]
+impl Counter {
+    #[handler]
+    async fn add(&mut self, add: Add, ctx: &ActorContext) -> zlink::Result<Counted> {
+        self.total += add.0;
+        self.seen.handled_by.lock().unwrap().push(self.node.clone());
+        Ok(Counted {
+            total: self.total,
+            by: self.node.clone(),
+            generation: ctx.generation(),
+        })
+    }
+
+    #[handler]
+    async fn log(&mut self, log: Log, _ctx: &ActorContext) -> zlink::Result<()> {
+        self.log.push(log.0);
+        Ok(())
+    }
+
+    #[handler]
+    async fn hold(&mut self, hold: Hold, ctx: &ActorContext) -> zlink::Result<Counted> {
+        tokio::time::sleep(Duration::from_millis(hold.0)).await;
+        Ok(Counted {
+            total: self.total,
+            by: self.node.clone(),
+            generation: ctx.generation(),
+        })
+    }
+
+    #[handler]
+    async fn show(&mut self, _show: Show, _ctx: &ActorContext) -> zlink::Result<History> {
+        Ok(History {
+            log: self.log.clone(),
+            ticks: self.ticks,
+            by: self.node.clone(),
+        })
+    }
+
+    #[handler]
+    async fn beat(&mut self, _beat: Beat, ctx: &ActorContext) -> zlink::Result<()> {
+        ctx.start_timer(
+            "beat",
+            Duration::from_millis(50),
+            zlink::object::TimerPolicy::SkipLateTicks,
+        )
+    }
+}
+
+#[zlink::async_trait]
+impl Actor for Counter {
+    async fn on_initialize(&mut self, _ctx: &ActorContext) -> zlink::Result<()> {
+        self.seen.initialized.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn on_timer(
+        &mut self,
+        _ctx: &ActorContext,
+        _tick: zlink::object::TimerTick,
+    ) -> zlink::Result<()> {
+        self.ticks += 1;
+        Ok(())
+    }
+}
+
+/// A fixed Actor: never moved.
+pub struct Anchor;
+
+#[zlink::actor(type = "anchor", relocation = disable)]
+impl Anchor {
+    #[handler]
+    async fn add(&mut self, add: Add, ctx: &ActorContext) -> zlink::Result<Counted> {
+        Ok(Counted {
+            total: add.0,
+            by: String::new(),
+            generation: ctx.generation(),
+        })
+    }
+}
+
+impl Actor for Anchor {}
+
+pub fn counter_type(node: &str, seen: &Seen) -> zlink::object::ActorType {
+    let (node, seen) = (node.to_string(), seen.clone());
+    Counter::actor_type(move |_ctx| {
+        seen.factories.fetch_add(1, Ordering::SeqCst);
+        Counter {
+            node: node.clone(),
+            total: 0,
+            log: Vec::new(),
+            ticks: 0,
+            seen: seen.clone(),
+        }
+    })
+    .expect("a valid Actor type")
+}
+
+pub struct Mesh {
+    pub redis: RedisServer,
+    /// The Location Store every node was given first.
+    pub store: Arc<dyn zlink::store::LocationStore>,
+    pub nodes: Vec<Runtime>,
+    pub seen: Seen,
+}
+
+/// `servers` nodes serving the counter type (the first takes new Actors: the others
+/// have placement weight 0), plus one client node `client` that serves nothing.
+pub async fn mesh(servers: &[&str], follow: Option<Duration>) -> Mesh {
+    mesh_limited(servers, follow, 0).await
+}
+
+/// [`mesh`], with at most `limit` counters per node (0: no limit).
+pub async fn mesh_limited(servers: &[&str], follow: Option<Duration>, limit: u32) -> Mesh {
+    mesh_custom(servers, limit, |_, _, builder| match follow {
+        Some(follow) => builder.message_follow_duration(follow),
+        None => builder,
+    })
+    .await
+}
+
+/// [`mesh_limited`], each server's builder passed through `configure` (with its RID and
+/// the shared store) last.
+pub async fn mesh_custom(
+    servers: &[&str],
+    limit: u32,
+    configure: impl Fn(
+        &str,
+        &Arc<dyn zlink::store::LocationStore>,
+        zlink::RuntimeBuilder,
+    ) -> zlink::RuntimeBuilder,
+) -> Mesh {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let seen = Seen::default();
+    let mut nodes = Vec::new();
+    for (i, rid) in servers.iter().enumerate() {
+        let builder = discovered_node(rid, &store, quick_lease())
+            .placement_weight(if i == 0 { 100 } else { 0 })
+            .actor_type(counter_type(rid, &seen).max_actors(limit))
+            .actor_type(Anchor::actor_type(|_| Anchor).expect("anchor type"));
+        nodes.push(start(configure(rid, &store, builder)).await);
+    }
+    nodes.push(start(discovered_node("client", &store, quick_lease())).await);
+    for rt in &nodes {
+        wait_until(WAIT, "every node sees every server", || async {
+            let peers = peer_rids(rt);
+            servers
+                .iter()
+                .all(|s| *s == rt.rid() || peers.iter().any(|p| p == s))
+                && rt
+                    .discovery()
+                    .status()
+                    .map(|s| s.members.iter().filter(|m| m.entry_spot.is_some()).count())
+                    .unwrap_or(0)
+                    == servers.iter().filter(|s| **s != rt.rid()).count()
+        })
+        .await;
+    }
+    Mesh {
+        redis,
+        store,
+        nodes,
+        seen,
+    }
+}
+
+pub fn record_reads(rt: &Runtime) -> u64 {
+    rt.status()
+        .store_operations
+        .map(|m| m.reads.record.calls)
+        .unwrap_or(0)
+}
