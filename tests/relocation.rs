@@ -386,3 +386,41 @@ async fn relocate_all_moves_every_movable_actor_while_callers_keep_calling() {
     }
     stop(nodes).await;
 }
+
+#[tokio::test]
+async fn recreate_builds_a_fresh_instance_while_the_queue_and_timers_still_move() {
+    let m = mesh(&["a", "b"], None).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    let created = client.actors().create("r1", "fresh").await.unwrap();
+    let fresh = FreshClient::new(client, "r1");
+    assert_eq!(fresh.add(&Add(7)).await.unwrap().total, 7);
+    fresh.beat(&Beat).await.unwrap();
+    let holding = tokio::spawn({
+        let fresh = FreshClient::new(client, "r1");
+        async move { fresh.hold(&Hold(200)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    for n in 0..10 {
+        fresh.log(&Log(n)).await.unwrap();
+    }
+    let moved = a.actors().relocate("r1", Some("b")).await.unwrap();
+    assert_eq!(moved.generation, created.generation);
+    holding.await.unwrap().unwrap();
+    let history = fresh.show(&Show).await.unwrap();
+    assert_eq!(history.by, "b");
+    assert_eq!(
+        history.log,
+        (0..10).collect::<Vec<_>>(),
+        "the queue moved and ran on b"
+    );
+    assert_eq!(
+        fresh.add(&Add(1)).await.unwrap().total,
+        1,
+        "the fields started again"
+    );
+    wait_until(WAIT, "the timer moved and ticks on b", || async {
+        fresh.show(&Show).await.unwrap().ticks >= 2
+    })
+    .await;
+    stop(m.nodes).await;
+}

@@ -156,6 +156,74 @@ impl Actor for Counter {
     }
 }
 
+/// An Actor moved by a fresh instance (`relocation = recreate`): its queue and timers
+/// move, its fields start again.
+pub struct Fresh {
+    pub node: String,
+    pub total: u64,
+    pub log: Vec<u64>,
+    pub ticks: u64,
+}
+
+#[zlink::actor(type = "fresh", relocation = recreate)]
+impl Fresh {
+    #[handler]
+    async fn add(&mut self, add: Add, ctx: &ActorContext) -> zlink::Result<Counted> {
+        self.total += add.0;
+        Ok(Counted {
+            total: self.total,
+            by: self.node.clone(),
+            generation: ctx.generation(),
+        })
+    }
+
+    #[handler]
+    async fn log(&mut self, log: Log, _ctx: &ActorContext) -> zlink::Result<()> {
+        self.log.push(log.0);
+        Ok(())
+    }
+
+    #[handler]
+    async fn hold(&mut self, hold: Hold, ctx: &ActorContext) -> zlink::Result<Counted> {
+        tokio::time::sleep(Duration::from_millis(hold.0)).await;
+        Ok(Counted {
+            total: self.total,
+            by: self.node.clone(),
+            generation: ctx.generation(),
+        })
+    }
+
+    #[handler]
+    async fn show(&mut self, _show: Show, _ctx: &ActorContext) -> zlink::Result<History> {
+        Ok(History {
+            log: self.log.clone(),
+            ticks: self.ticks,
+            by: self.node.clone(),
+        })
+    }
+
+    #[handler]
+    async fn beat(&mut self, _beat: Beat, ctx: &ActorContext) -> zlink::Result<()> {
+        ctx.start_timer(
+            "beat",
+            Duration::from_millis(50),
+            zlink::object::TimerPolicy::SkipLateTicks,
+        )
+    }
+}
+
+#[zlink::async_trait]
+impl Actor for Fresh {
+    async fn on_timer(
+        &mut self,
+        _ctx: &ActorContext,
+        _tick: zlink::object::TimerTick,
+    ) -> zlink::Result<()> {
+        self.ticks += 1;
+        Ok(())
+    }
+}
+
 /// A fixed Actor: never moved.
 pub struct Anchor;
 
@@ -184,6 +252,18 @@ pub fn counter_type(node: &str, seen: &Seen) -> zlink::object::ActorType {
             ticks: 0,
             seen: seen.clone(),
         }
+    })
+    .expect("a valid Actor type")
+}
+
+/// The [`Fresh`] type as node `node` makes it.
+pub fn fresh_type(node: &str) -> zlink::object::ActorType {
+    let node = node.to_string();
+    Fresh::actor_type(move |_ctx| Fresh {
+        node: node.clone(),
+        total: 0,
+        log: Vec::new(),
+        ticks: 0,
     })
     .expect("a valid Actor type")
 }
@@ -230,7 +310,8 @@ pub async fn mesh_custom(
         let builder = discovered_node(rid, &store, quick_lease())
             .placement_weight(if i == 0 { 100 } else { 0 })
             .actor_type(counter_type(rid, &seen).max_actors(limit))
-            .actor_type(Anchor::actor_type(|_| Anchor).expect("anchor type"));
+            .actor_type(Anchor::actor_type(|_| Anchor).expect("anchor type"))
+            .actor_type(fresh_type(rid));
         nodes.push(start(configure(rid, &store, builder)).await);
     }
     nodes.push(start(discovered_node("client", &store, quick_lease())).await);

@@ -508,7 +508,11 @@ impl LiveObject {
                     self.mailbox.seal();
                     let backlog = self.mailbox.take_application_backlog();
                     let records = timers.capture();
-                    let state = instance.capture_state();
+                    // Only `preserve` carries the application's state across.
+                    let state = match self.object_type.relocation {
+                        super::spot::Relocation::Preserve => instance.capture_state(),
+                        _ => None,
+                    };
                     let sealed = Captured {
                         authority,
                         backlog,
