@@ -229,6 +229,17 @@ async fn node_with_entry_log(
     log: &Log,
     entry_log: &Log,
 ) -> (Runtime, Arc<dyn zlink::store::LocationStore>) {
+    node_as("a", 100, redis, execution, log, entry_log).await
+}
+
+async fn node_as(
+    rid: &str,
+    placement_weight: u32,
+    redis: &RedisServer,
+    execution: Execution,
+    log: &Log,
+    entry_log: &Log,
+) -> (Runtime, Arc<dyn zlink::store::LocationStore>) {
     let entry_log = entry_log.clone();
     let store = redis_store(redis);
     let (room_log, player_log, inside) = (log.clone(), log.clone(), Arc::default());
@@ -244,7 +255,8 @@ async fn node_with_entry_log(
     .unwrap();
     let halls = Hall::spot_type(|_| Hall).unwrap();
     let rt = start(
-        discovered_node("a", &store, quick_lease())
+        discovered_node(rid, &store, quick_lease())
+            .placement_weight(placement_weight)
             .spot_type(rooms)
             .spot_type(halls)
             .actor_type(players)
@@ -336,7 +348,7 @@ async fn a_declined_or_impossible_join_keeps_the_actor_where_it_was() {
     logged(&log, "p failed NotFound").await;
     p.enter(&enter("h", "")).await.unwrap();
     logged(&log, "p failed InvalidOperation").await;
-    // A room on another node: joining it would be a relocation.
+    // A room on a node that runs no players: no compatible node.
     let b = start(
         discovered_node("b", &store, quick_lease()).spot_type(
             Room::spot_type(|_| Room {
@@ -476,4 +488,85 @@ async fn a_join_and_a_close_of_one_spot_never_both_succeed() {
         "the Actor stayed in its Entry Spot"
     );
     stop([a]).await;
+}
+
+#[tokio::test]
+async fn a_join_to_a_spot_on_another_node_moves_the_actor_with_the_callbacks_in_order() {
+    let redis = RedisServer::start().expect("redis-server");
+    let (log, entry_log) = (Log::default(), Log::default());
+    // b alone places the room on itself; a, started next, takes the Actor.
+    let (b, _) = node_as("b", 100, &redis, Execution::SpotWide, &log, &Log::default()).await;
+    b.spots().get_or_create("remote", "room", "").await.unwrap();
+    assert_eq!(b.spots().find("remote").await.unwrap().unwrap().rid, "b");
+    let (a, _) = node_as("a", 100, &redis, Execution::SpotWide, &log, &entry_log).await;
+    zlink_testkit::wait_until(WAIT, "a and b see each other's Entry Spots", || async {
+        [&a, &b].iter().all(|rt| {
+            rt.discovery()
+                .status()
+                .is_some_and(|s| s.members.iter().any(|m| m.entry_spot.is_some()))
+        })
+    })
+    .await;
+    let created = loop {
+        // Placement picks a or b; the test wants an Actor on a.
+        let made = a.actors().create("p", "player").await.unwrap();
+        if made.rid == "a" {
+            break made;
+        }
+        a.actors().destroy(&made).await.unwrap();
+        entry_log.lock().unwrap().clear();
+    };
+    let p = PlayerClient::new(&a, "p");
+    p.enter(&Enter {
+        spot: "remote".into(),
+        request: "hi".into(),
+    })
+    .await
+    .unwrap();
+    // The next message runs after the Join: on b, in the room, same incarnation.
+    assert_eq!(spot_of(&a, "p").await.as_deref(), Some("remote"));
+    let moved = a.actors().find("p").await.unwrap().unwrap();
+    assert_eq!(
+        (moved.rid.as_str(), moved.generation),
+        ("b", created.generation)
+    );
+    logged(&log, "p asked remote: InvalidOperation").await;
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "join p",
+            "joined p",
+            "p accepted remote welcome",
+            "p asked remote: InvalidOperation"
+        ],
+        "admitted on b, joined there, then the completion on b, behind the room's gate"
+    );
+    logged(&entry_log, "left p").await;
+    assert_eq!(*entry_log.lock().unwrap(), ["created p", "left p"]);
+    // Declined by a Spot on another node: the Actor stays, and hears it where it is.
+    let q = loop {
+        let made = a.actors().create("q", "player").await.unwrap();
+        if made.rid == "a" {
+            break made;
+        }
+        a.actors().destroy(&made).await.unwrap();
+    };
+    PlayerClient::new(&a, "q")
+        .enter(&Enter {
+            spot: "remote".into(),
+            request: "no".into(),
+        })
+        .await
+        .unwrap();
+    logged(&log, "q rejected full").await;
+    assert_eq!(a.actors().find("q").await.unwrap(), Some(q));
+    assert_eq!(
+        PlayerClient::new(&a, "q")
+            .where_am_i(&Where)
+            .await
+            .unwrap()
+            .0,
+        spot_of(&a, "q").await
+    );
+    stop([a, b]).await;
 }

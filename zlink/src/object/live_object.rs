@@ -16,7 +16,9 @@ use super::authority_store::Versioned;
 use super::id::{ObjectKey, ObjectKind, SpotId};
 use super::instance::{Instance, TurnInfo};
 use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
-use super::membership::{self, Execution, JoinDecision, JoinSlot, MemberEvent};
+use super::membership::{
+    self, Execution, JoinDecision, JoinOutcome, JoinSlot, JoinStep, MemberEvent,
+};
 use super::object_type::{Factory, TypeDef};
 use super::relocation::Departure;
 use super::server::ObjectServer;
@@ -100,6 +102,14 @@ pub(crate) struct Captured {
     pub(crate) state: Option<Result<Vec<u8>>>,
     /// Where what arrives after the seal waits.
     pub(crate) departure: Arc<Departure>,
+}
+
+/// What an object that arrived by a move starts with on its new node.
+pub(crate) struct Arrived {
+    /// Its timers, continued.
+    pub(crate) timers: Vec<TimerRecord>,
+    /// The outcome of the Join that moved it, heard before its first message here.
+    pub(crate) joined: Option<JoinOutcome>,
 }
 
 /// How a move ended for the object's turn loop on the source.
@@ -235,7 +245,7 @@ pub(crate) struct LiveObject {
     joins: Arc<JoinSlot>,
     /// An object that arrived by a move: its timers continue, and `on_initialize` does not
     /// run again.
-    arrived_with: Mutex<Option<Vec<TimerRecord>>>,
+    arrived_with: Mutex<Option<Arrived>>,
 }
 
 impl LiveObject {
@@ -251,7 +261,7 @@ impl LiveObject {
         instance: Box<dyn Instance>,
         host: ObjectHost,
         go: oneshot::Receiver<bool>,
-        arrived_with: Option<Vec<TimerRecord>>,
+        arrived_with: Option<Arrived>,
     ) -> Arc<LiveObject> {
         let mailbox = Mailbox::new(LIFECYCLE_LANE, object_type.queue);
         let membership = authority
@@ -353,10 +363,18 @@ impl LiveObject {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         let initialized = match arrived {
-            // A moved object was initialised where it was created.
-            Some(records) => {
+            // A moved object was initialised where it was created; a Join that moved it
+            // completes before its first message here.
+            Some(Arrived {
+                timers: records,
+                joined,
+            }) => {
                 if let Err(e) = timers.resume(&records) {
                     tracing::warn!(object = %self.key, error = %e, "the moved timers did not resume");
+                }
+                if let Some(outcome) = joined {
+                    self.complete_join(&mut instance, &context, &cancel, outcome)
+                        .await;
                 }
                 Some(Ok(()))
             }
@@ -441,8 +459,18 @@ impl LiveObject {
                         }
                     }
                     drop(held);
-                    self.after_handler(joined, &server, &mut instance, &context, &cancel)
+                    let left = self
+                        .after_handler(joined, &server, &mut instance, &timers, &context, &cancel)
                         .await;
+                    if left {
+                        timer_stop.cancel();
+                        drop(turn);
+                        self.refuse_queued(
+                            ErrorKind::Unavailable,
+                            "the object moved to another node",
+                        );
+                        return;
+                    }
                 }
                 ObjectJob::Tick {
                     tick,
@@ -470,8 +498,18 @@ impl LiveObject {
                     }
                     let _ = done.send(());
                     drop(held);
-                    self.after_handler(joined, &server, &mut instance, &context, &cancel)
+                    let left = self
+                        .after_handler(joined, &server, &mut instance, &timers, &context, &cancel)
                         .await;
+                    if left {
+                        timer_stop.cancel();
+                        drop(turn);
+                        self.refuse_queued(
+                            ErrorKind::Unavailable,
+                            "the object moved to another node",
+                        );
+                        return;
+                    }
                 }
                 ObjectJob::Member { event, done } => {
                     let Some(ctx) = context(None, None, Metadata::new()) else {
@@ -497,29 +535,9 @@ impl LiveObject {
                     let Some(layer) = server.upgrade() else {
                         continue;
                     };
-                    let authority = self.authority();
-                    // Held from here on: what arrives after the seal waits for the outcome.
-                    let departure = layer.departures.hold(
-                        &self.key,
-                        authority.record.fence.clone(),
-                        authority.record.route.clone(),
-                    );
+                    let sealed = self.seal_for_move(&layer, &timers, &mut instance);
                     drop(layer);
-                    self.mailbox.seal();
-                    let backlog = self.mailbox.take_application_backlog();
-                    let records = timers.capture();
-                    // Only `preserve` carries the application's state across.
-                    let state = match self.object_type.relocation {
-                        super::spot::Relocation::Preserve => instance.capture_state(),
-                        _ => None,
-                    };
-                    let sealed = Captured {
-                        authority,
-                        backlog,
-                        timers: records.clone(),
-                        state,
-                        departure,
-                    };
+                    let records = sealed.timers.clone();
                     if let Err(sealed) = captured.send(sealed) {
                         // The move gave up before the seal: nothing changed.
                         self.cancel_departure(&server, sealed);
@@ -587,34 +605,68 @@ impl LiveObject {
 
     /// After an Actor's handler or tick: the Join it registered runs (only if it ended
     /// normally), before the next message, and the Actor hears the outcome as a turn.
+    /// `true` when the Join moved the Actor to another node (its loop here ends).
     async fn after_handler<C>(
         self: &Arc<Self>,
         ended_normally: bool,
         server: &Weak<ObjectServer>,
         instance: &mut Box<dyn Instance>,
+        timers: &Timers,
         context: &C,
         cancel: &CancellationToken,
-    ) where
+    ) -> bool
+    where
         C: Fn(Option<Arc<str>>, Option<Instant>, Metadata) -> Option<TurnInfo>,
     {
         if self.key.kind != ObjectKind::Actor {
-            return;
+            return false;
         }
         let Some(join) = self.joins.take() else {
-            return;
+            return false;
         };
         if !ended_normally {
-            return;
+            return false;
         }
         let Some(server) = server.upgrade() else {
-            return;
+            return false;
         };
-        let outcome = tokio::select! {
+        let step = tokio::select! {
             biased;
-            _ = cancel.cancelled() => return,
-            outcome = membership::join(&server, self, join) => outcome,
+            _ = cancel.cancelled() => return false,
+            step = membership::join(&server, self, join) => step,
+        };
+        let outcome = match step {
+            JoinStep::Done(outcome) => outcome,
+            // A Spot on another node: the Join is a move of this Actor.
+            JoinStep::Across { spot, request, rid } => {
+                let across = super::relocation::join_across(
+                    &server, self, instance, timers, spot, request, &rid,
+                );
+                match tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return false,
+                    outcome = across => outcome,
+                } {
+                    Some(outcome) => outcome,
+                    None => return true,
+                }
+            }
         };
         drop(server);
+        self.complete_join(instance, context, cancel, outcome).await;
+        false
+    }
+
+    /// The Actor hears how its Join ended, as a turn.
+    async fn complete_join<C>(
+        &self,
+        instance: &mut Box<dyn Instance>,
+        context: &C,
+        cancel: &CancellationToken,
+        outcome: JoinOutcome,
+    ) where
+        C: Fn(Option<Arc<str>>, Option<Instant>, Metadata) -> Option<TurnInfo>,
+    {
         let gate = self.gate();
         let _held = tokio::select! {
             biased;
@@ -631,6 +683,38 @@ impl LiveObject {
                 _ = cancel.cancelled() => {}
                 _ = completed => {}
             }
+        }
+    }
+
+    /// Seals this object for a move at a turn boundary: what arrives from now on waits in
+    /// its hold; its queue, timers and (`preserve`) state are taken out.
+    pub(crate) fn seal_for_move(
+        &self,
+        layer: &ObjectServer,
+        timers: &Timers,
+        instance: &mut Box<dyn Instance>,
+    ) -> Captured {
+        let authority = self.authority();
+        // Held from here on: what arrives after the seal waits for the outcome.
+        let departure = layer.departures.hold(
+            &self.key,
+            authority.record.fence.clone(),
+            authority.record.route.clone(),
+        );
+        self.mailbox.seal();
+        let backlog = self.mailbox.take_application_backlog();
+        let timers = timers.capture();
+        // Only `preserve` carries the application's state across.
+        let state = match self.object_type.relocation {
+            super::spot::Relocation::Preserve => instance.capture_state(),
+            _ => None,
+        };
+        Captured {
+            authority,
+            backlog,
+            timers,
+            state,
+            departure,
         }
     }
 

@@ -7,7 +7,7 @@
 //! (`on_actor_join`), the Actor's authority records the new membership (fenced on its exact
 //! authority), the target hears `on_joined_actor`, the Spot left hears `on_leave_actor`
 //! (one-way), and the Actor learns the outcome (`on_join_completed`). A Join to a Spot on
-//! another node is a relocation, which comes with live relocation.
+//! another node moves the Actor there ([`relocation`](super::relocation)).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -107,6 +107,18 @@ impl JoinSlot {
     }
 }
 
+/// Where a Join goes from here.
+pub(crate) enum JoinStep {
+    /// Ended on this node.
+    Done(JoinOutcome),
+    /// The Spot runs on node `rid`: the Join moves the Actor there.
+    Across {
+        spot: SpotId,
+        request: Bytes,
+        rid: String,
+    },
+}
+
 /// A membership callback for a Spot, run on its lifecycle lane.
 pub(crate) enum MemberEvent {
     /// A new Actor's initial membership (Entry Spots only).
@@ -144,8 +156,27 @@ pub(crate) async fn join(
     server: &ObjectServer,
     actor: &Arc<LiveObject>,
     join: JoinRequest,
-) -> JoinOutcome {
+) -> JoinStep {
     let JoinRequest { spot, request } = join;
+    let live = server.live().get(&ObjectKey::from(&spot)).cloned();
+    let to_entry = server.entry.as_ref().is_some_and(|e| e.id == spot);
+    if live.is_none() && !to_entry && actor.membership().as_ref() != Some(&spot) {
+        return match elsewhere(server, &spot).await {
+            Ok(rid) => JoinStep::Across { spot, request, rid },
+            Err(outcome) => JoinStep::Done(outcome),
+        };
+    }
+    JoinStep::Done(join_here(server, actor, spot, request, live).await)
+}
+
+/// A Join to a Spot of this node (or the Entry Spot).
+async fn join_here(
+    server: &ObjectServer,
+    actor: &Arc<LiveObject>,
+    spot: SpotId,
+    request: Bytes,
+    live: Option<Arc<LiveObject>>,
+) -> JoinOutcome {
     let source = actor.membership();
     if source.as_ref() == Some(&spot) {
         return JoinOutcome::Accepted {
@@ -157,11 +188,15 @@ pub(crate) async fn join(
         return failed(ErrorKind::Unavailable, "this node runs no Entry Spot");
     };
     let to_entry = spot == entry.id;
-    let live = server.live().get(&ObjectKey::from(&spot)).cloned();
     let target = match live {
         Some(target) => Some(target),
         None if to_entry => None,
-        None => return elsewhere(server, &spot).await,
+        None => {
+            return failed(
+                ErrorKind::Unavailable,
+                format!("Spot {spot} is not running here"),
+            )
+        }
     };
     if let Some(target) = target.as_ref().filter(|_| !to_entry) {
         if target.object_type.members.as_ref() != Some(&actor.object_type.stable_type) {
@@ -324,6 +359,25 @@ async fn settle_lost_write(
     }
 }
 
+/// Tells `spot` that `actor` left it (one-way).
+pub(crate) fn notify_left(spot: &LiveObject, actor: ActorRef) -> bool {
+    notify(spot, MemberEvent::Left { actor })
+}
+
+/// Runs `on_joined_actor` of `spot` for `actor`, waiting for it (bounded).
+pub(crate) async fn joined(spot: &LiveObject, actor: ActorRef) {
+    let _ = on_spot(spot, MemberEvent::Joined { actor }).await;
+}
+
+/// Asks `spot` to admit `actor` (`on_actor_join`); `None` when it could not answer.
+pub(crate) async fn admit(
+    spot: &LiveObject,
+    actor: ActorRef,
+    request: Bytes,
+) -> Option<JoinDecision> {
+    on_spot(spot, MemberEvent::Join { actor, request }).await
+}
+
 /// A one-way membership notice: framework work, admitted past the lane's bound so no
 /// callback is lost to a burst (one per Actor event, so it stays bounded by the Actors).
 fn notify(spot: &LiveObject, event: MemberEvent) -> bool {
@@ -331,22 +385,25 @@ fn notify(spot: &LiveObject, event: MemberEvent) -> bool {
     spot.deliver_notice(ObjectJob::Member { event, done })
 }
 
-/// A Join target this node does not run: missing, or on another node.
-async fn elsewhere(server: &ObjectServer, spot: &SpotId) -> JoinOutcome {
+/// A Join target this node does not run: the node it is Ready on, or why it cannot be
+/// joined (missing, not Ready, the store cannot say).
+async fn elsewhere(server: &ObjectServer, spot: &SpotId) -> Result<String, JoinOutcome> {
     match server.authority.read(&ObjectKey::from(spot)).await {
-        Ok(None) => failed(ErrorKind::NotFound, format!("there is no Spot {spot}")),
-        Ok(Some(current)) if current.record.route.rid != server.route.rid => failed(
-            ErrorKind::Unavailable,
-            format!(
-                "Spot {spot} runs on node {}: joining it is a relocation, which this version does not do",
-                current.record.route.rid
-            ),
-        ),
-        Ok(Some(_)) => failed(
+        Ok(None) => Err(failed(
+            ErrorKind::NotFound,
+            format!("there is no Spot {spot}"),
+        )),
+        Ok(Some(current))
+            if current.record.route.rid != server.route.rid
+                && current.record.state == super::authority::AuthorityState::Ready =>
+        {
+            Ok(current.record.route.rid)
+        }
+        Ok(Some(_)) => Err(failed(
             ErrorKind::Unavailable,
             format!("Spot {spot} is not running here"),
-        ),
-        Err(e) => JoinOutcome::Failed(store_error(e)),
+        )),
+        Err(e) => Err(JoinOutcome::Failed(store_error(e))),
     }
 }
 

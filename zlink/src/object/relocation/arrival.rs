@@ -11,12 +11,16 @@ use tokio::sync::{oneshot, OnceCell};
 use tokio::time::Instant;
 
 use super::permits::Permit;
-use super::record::{RelayReady, RestoreRecord};
+use super::record::{JoinIntent, RelayReady, RestoreRecord, RestoreReply};
 use super::{CUTOVER_FALLBACK, RELOCATION_DEADLINE};
 use crate::object::authority::{Authority, AuthorityState, ObjectShape, OwnerFence};
 use crate::object::authority_store::{Fenced, Versioned};
-use crate::object::id::{ObjectKey, ObjectKind, SpotId};
-use crate::object::live_object::{LiveObject, ObjectHost};
+use crate::object::id::{ActorId, ObjectKey, ObjectKind, SpotId};
+use crate::object::instance::Instance;
+use crate::object::live_object::{Arrived, LiveObject, ObjectHost};
+use crate::object::membership::{JoinDecision, JoinOutcome};
+use crate::object::object_ref::{ActorRef, Location};
+use crate::object::object_type::TypeDef;
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
 use crate::store::StoreVersion;
@@ -33,6 +37,99 @@ pub(crate) struct Arrival {
     deadline: Instant,
     /// The inbound permit, returned when the arrival settles.
     permit: Mutex<Option<Permit>>,
+    /// The Join this move carries out, admitted by its Spot (holding a seat there).
+    joining: Option<Joining>,
+}
+
+/// A Join admitted by its Spot on this node: the seat is taken until the commit.
+struct Joining {
+    spot: SpotId,
+    target: Arc<LiveObject>,
+    reply: Bytes,
+    actor: ActorRef,
+}
+
+enum Admitted {
+    Yes(Joining),
+    Declined(Bytes),
+}
+
+/// Runs the Join's admission on its Spot here: the Spot must run here and take Actors of
+/// this type; `on_actor_join` decides (an Entry Spot admits every Actor).
+async fn admit_join(
+    server: &ObjectServer,
+    key: &ObjectKey,
+    record: &RestoreRecord,
+    intent: &JoinIntent,
+    object_type: &TypeDef,
+) -> Result<Admitted> {
+    let spot = SpotId::new(&intent.spot).map_err(|e| {
+        Error::new(
+            ErrorKind::ProtocolError,
+            format!("a Join to a bad Spot ID: {e}"),
+        )
+    })?;
+    let target = server
+        .live()
+        .get(&ObjectKey::from(&spot))
+        .cloned()
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("Spot {spot} is not running here"),
+            )
+        })?;
+    let actor_id =
+        ActorId::new(&key.id).map_err(|e| Error::new(ErrorKind::ProtocolError, e.to_string()))?;
+    let actor = ActorRef::at(
+        actor_id,
+        Location {
+            generation: record.source_fence.object_generation,
+            mesh_name: server.route.mesh_name.clone(),
+            rid: server.route.rid.clone(),
+        },
+    );
+    let reply = if target.is_entry() {
+        Bytes::new()
+    } else {
+        if target.object_type.members.as_ref() != Some(&object_type.stable_type) {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "Spot {spot} (type {}) takes no Actors of type {}",
+                    target.object_type.stable_type, object_type.stable_type
+                ),
+            ));
+        }
+        match crate::object::membership::admit(
+            &target,
+            actor.clone(),
+            Bytes::from(intent.request.clone()),
+        )
+        .await
+        {
+            Some(JoinDecision::Accept(reply)) => reply,
+            Some(JoinDecision::Reject(reply)) => return Ok(Admitted::Declined(reply)),
+            None => {
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("Spot {spot} did not admit the Join (closing, full or too slow)"),
+                ))
+            }
+        }
+    };
+    if !target.add_member(&key.id) {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("Spot {spot} is closing"),
+        ));
+    }
+    Ok(Admitted::Yes(Joining {
+        spot,
+        target,
+        reply,
+        actor,
+    }))
 }
 
 /// The arrivals of one node, by object.
@@ -70,11 +167,11 @@ pub(crate) async fn arrive(
     server: &Arc<ObjectServer>,
     key: ObjectKey,
     record: RestoreRecord,
-) -> Result<RelayReady> {
+) -> Result<RestoreReply> {
     if let Some(arrival) = server.arrivals.get(&key) {
         // A repeated restore of the same move is answered again; another one is refused.
         return if arrival.relocation_id == record.relocation_id {
-            Ok(ready_of(&arrival))
+            Ok(RestoreReply::Ready(ready_of(&arrival)))
         } else {
             Err(Error::new(
                 ErrorKind::Unavailable,
@@ -137,6 +234,21 @@ pub(crate) async fn arrive(
         .permits
         .inbound(record.state.as_ref().map_or(0, Vec::len))?;
     let slot = server.begin_creating(&key, &object_type)?;
+    // A Join's Spot admits the Actor before anything is built for it.
+    let joining = match &record.join {
+        Some(intent) => match admit_join(server, &key, &record, intent, &object_type).await? {
+            Admitted::Yes(joining) => Some(joining),
+            Admitted::Declined(reply) => {
+                return Ok(RestoreReply::Declined {
+                    reply: reply.to_vec(),
+                })
+            }
+        },
+        None => None,
+    };
+    let home = joining
+        .as_ref()
+        .map_or_else(|| entry.id.clone(), |j| j.spot.clone());
     let node = server
         .node
         .upgrade()
@@ -153,16 +265,99 @@ pub(crate) async fn arrive(
             lease_generation: token.generation,
         },
         route: server.route.clone(),
-        membership: Some(entry.id.to_string()),
+        membership: Some(home.to_string()),
         creation_request: None,
     };
     let deadline = Instant::now() + RELOCATION_DEADLINE;
-    let membership = SpotId::new(entry.id.as_str()).ok();
+    let membership = Some(home.clone());
+    let built = build(&object_type, &key, &node, &record, membership, deadline).await;
+    let instance = match built {
+        Ok(instance) => instance,
+        Err(e) => {
+            // The Join's seat is given back: nothing arrived.
+            if let Some(joining) = &joining {
+                joining.target.remove_member(&key.id);
+            }
+            return Err(e);
+        }
+    };
+    let (go, wait) = oneshot::channel();
+    let live = LiveObject::start(
+        key.clone(),
+        object_type,
+        Versioned {
+            record: expected.clone(),
+            version: StoreVersion(String::new()),
+        },
+        instance,
+        ObjectHost {
+            node: server.node.clone(),
+            server: Arc::downgrade(server),
+            lease: server.lease.clone(),
+            tracker: server.tracker.clone(),
+            cancel: server.cancel.child_token(),
+        },
+        wait,
+        Some(Arrived {
+            timers: record.timers.clone(),
+            joined: joining.as_ref().map(|j| JoinOutcome::Accepted {
+                spot: j.spot.clone(),
+                reply: j.reply.clone(),
+            }),
+        }),
+    );
+    // From here the temporary queue admits what the source relays under the new fence.
+    server.insert_live(live.clone());
+    drop(slot);
+    let arrival = Arc::new(Arrival {
+        relocation_id: record.relocation_id.clone(),
+        source_version: StoreVersion(record.source_version.clone()),
+        expected,
+        live,
+        go: Mutex::new(Some(go)),
+        outcome: OnceCell::new(),
+        deadline,
+        permit: Mutex::new(Some(permit)),
+        joining,
+    });
+    server.arrivals.map().insert(key.clone(), arrival.clone());
+    let ready = RestoreReply::Ready(ready_of(&arrival));
+    // No cutover within the fallback: the target commits by itself.
+    let weak = Arc::downgrade(server);
+    let cancel = server.cancel.clone();
+    let relocation_id = record.relocation_id;
+    server.tracker.spawn(async move {
+        tokio::select! {
+            _ = tokio::time::sleep(CUTOVER_FALLBACK) => {}
+            _ = cancel.cancelled() => return,
+        }
+        if let Some(server) = weak.upgrade() {
+            if server
+                .arrivals
+                .get(&key)
+                .is_some_and(|a| a.relocation_id == relocation_id)
+            {
+                let _ = commit(&server, &key, &relocation_id).await;
+            }
+        }
+    });
+    Ok(ready)
+}
+
+/// The hidden instance: the factory's, with the captured state restored (`preserve`).
+async fn build(
+    object_type: &TypeDef,
+    key: &ObjectKey,
+    node: &Arc<crate::mesh::MeshNode>,
+    record: &RestoreRecord,
+    membership: Option<SpotId>,
+    deadline: Instant,
+) -> Result<Box<dyn Instance>> {
     let (mut instance, _) = crate::object::creation::stage(
-        &object_type,
-        &key,
-        &node,
-        source.object_generation,
+        object_type,
+        key,
+        node,
+        record.source_fence.object_generation,
         membership,
         deadline,
         &Bytes::new(),
@@ -185,60 +380,7 @@ pub(crate) async fn arrive(
             )
         })?;
     }
-    let (go, wait) = oneshot::channel();
-    let live = LiveObject::start(
-        key.clone(),
-        object_type,
-        Versioned {
-            record: expected.clone(),
-            version: StoreVersion(String::new()),
-        },
-        instance,
-        ObjectHost {
-            node: server.node.clone(),
-            server: Arc::downgrade(server),
-            lease: server.lease.clone(),
-            tracker: server.tracker.clone(),
-            cancel: server.cancel.child_token(),
-        },
-        wait,
-        Some(record.timers.clone()),
-    );
-    // From here the temporary queue admits what the source relays under the new fence.
-    server.insert_live(live.clone());
-    drop(slot);
-    let arrival = Arc::new(Arrival {
-        relocation_id: record.relocation_id.clone(),
-        source_version: StoreVersion(record.source_version.clone()),
-        expected,
-        live,
-        go: Mutex::new(Some(go)),
-        outcome: OnceCell::new(),
-        deadline,
-        permit: Mutex::new(Some(permit)),
-    });
-    server.arrivals.map().insert(key.clone(), arrival.clone());
-    let ready = ready_of(&arrival);
-    // No cutover within the fallback: the target commits by itself.
-    let weak = Arc::downgrade(server);
-    let cancel = server.cancel.clone();
-    let relocation_id = record.relocation_id;
-    server.tracker.spawn(async move {
-        tokio::select! {
-            _ = tokio::time::sleep(CUTOVER_FALLBACK) => {}
-            _ = cancel.cancelled() => return,
-        }
-        if let Some(server) = weak.upgrade() {
-            if server
-                .arrivals
-                .get(&key)
-                .is_some_and(|a| a.relocation_id == relocation_id)
-            {
-                let _ = commit(&server, &key, &relocation_id).await;
-            }
-        }
-    });
-    Ok(ready)
+    Ok(instance)
 }
 
 /// The cutover (or the fallback): commits the owner change once; a second call gets the
@@ -330,7 +472,17 @@ async fn commit_once(
                 version,
             };
             arrival.live.set_authority(ready);
-            join_entry(server, key);
+            match &arrival.joining {
+                // The Spot joined hears it before the Actor's first turn here.
+                Some(joining) => {
+                    arrival.live.set_membership(Some(joining.spot.clone()));
+                    arrival.live.use_gate_of(Some(&joining.target));
+                    let mut actor = joining.actor.clone();
+                    actor.rid = server.route.rid.clone();
+                    crate::object::membership::joined(&joining.target, actor).await;
+                }
+                None => join_entry(server, key),
+            }
             if let Some(go) = go {
                 let _ = go.send(true);
             }
@@ -340,6 +492,9 @@ async fn commit_once(
         Err(e) => {
             tracing::warn!(object = %key, relocation = %arrival.relocation_id, error = %e, "the arrival did not commit");
             server.remove_live(&arrival.live);
+            if let Some(joining) = &arrival.joining {
+                joining.target.remove_member(&key.id);
+            }
             if let Some(go) = go {
                 let _ = go.send(false);
             }

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::record::FollowNotice;
+use super::record::{FollowNotice, RelayReady};
 use super::{HOLD_BYTES, HOLD_MESSAGES, MAX_FOLLOW_HOPS};
 use crate::handler::PacketKind;
 use crate::mesh::calls::OutboundCall;
@@ -28,6 +28,7 @@ use crate::mesh::MeshNode;
 use crate::object::authority::{OwnerFence, OwnerRoute};
 use crate::object::id::{ObjectKey, ObjectKind};
 use crate::object::live_object::{LiveObject, ObjectJob, ReplyTo};
+use crate::object::server::ObjectServer;
 use crate::wire::{Command, Metadata, RouteFence};
 use crate::{Error, ErrorKind};
 
@@ -312,14 +313,14 @@ impl Departure {
     /// then everything that arrives later, all through one relay task to `link`.
     pub(crate) fn start_relay(
         self: &Arc<Self>,
+        server: &ObjectServer,
         node: &Arc<MeshNode>,
-        tracker: &TaskTracker,
-        stop: &CancellationToken,
         link: PeerLink,
-        target_fence: OwnerFence,
-        target_route: OwnerRoute,
+        ready: &RelayReady,
         saved: Vec<Held>,
     ) -> mpsc::UnboundedSender<RelayItem> {
+        let (target_fence, target_route) = (ready.target_fence.clone(), ready.target_route.clone());
+        let (tracker, stop) = (&server.tracker, &server.cancel);
         let (to, from) = mpsc::unbounded_channel();
         let mut phase = self.phase();
         let held = match &mut *phase {

@@ -28,6 +28,46 @@ pub(crate) struct RestoreRecord {
     pub(crate) state: Option<Vec<u8>>,
     /// The object's running timers.
     pub(crate) timers: Vec<TimerRecord>,
+    /// A cross-node Join: the target Spot on the target node the Actor joins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) join: Option<JoinIntent>,
+}
+
+/// The Join a move carries out: the Spot to join on the target, and the request its
+/// `on_actor_join` decides on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct JoinIntent {
+    pub(crate) spot: String,
+    #[serde(with = "serde_bytes")]
+    pub(crate) request: Vec<u8>,
+}
+
+/// Target to source, answering a restore.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum RestoreReply {
+    /// Relay-ready.
+    Ready(RelayReady),
+    /// The Join's target Spot declined the Actor (`on_actor_join` rejected it): nothing
+    /// was built; the Actor stays.
+    Declined {
+        #[serde(with = "serde_bytes")]
+        reply: Vec<u8>,
+    },
+}
+
+impl RestoreReply {
+    pub(crate) fn encode(&self) -> Result<bytes::Bytes> {
+        crate::wire::cbor_encode(self)
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self> {
+        let reply: RestoreReply =
+            crate::wire::cbor_decode(bytes).map_err(|e| protocol("a restore reply", e))?;
+        if let RestoreReply::Ready(ready) = &reply {
+            check_fence("a relay-ready record", &ready.target_fence)?;
+        }
+        Ok(reply)
+    }
 }
 
 /// Target to source: the temporary queue is registered and the instance is built; relay
@@ -93,19 +133,6 @@ impl RestoreRecord {
                 "a relocation id of 1..=64 bytes",
             ));
         }
-        Ok(record)
-    }
-}
-
-impl RelayReady {
-    pub(crate) fn encode(&self) -> Result<bytes::Bytes> {
-        crate::wire::cbor_encode(self)
-    }
-
-    pub(crate) fn decode(bytes: &[u8]) -> Result<Self> {
-        let record: RelayReady =
-            crate::wire::cbor_decode(bytes).map_err(|e| protocol("a relay-ready record", e))?;
-        check_fence("a relay-ready record", &record.target_fence)?;
         Ok(record)
     }
 }
@@ -178,6 +205,7 @@ mod tests {
             source_version: "7".into(),
             state: Some(vec![1, 2, 3]),
             timers: Vec::new(),
+            join: None,
         };
         assert_eq!(
             RestoreRecord::decode(&restore.encode().unwrap()).unwrap(),
@@ -190,7 +218,7 @@ mod tests {
             assert!(FollowNotice::decode(garbage)
                 .unwrap_err()
                 .is(ErrorKind::ProtocolError));
-            assert!(RelayReady::decode(garbage)
+            assert!(RestoreReply::decode(garbage)
                 .unwrap_err()
                 .is(ErrorKind::ProtocolError));
         }

@@ -8,9 +8,12 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::departure::{Departure, RelayItem};
-use super::record::{CutoverRecord, RelayReady, RestoreRecord};
+use super::permits::Permit;
+use super::record::{CutoverRecord, RelayReady, RestoreRecord, RestoreReply};
 use super::{job_to_held, CUTOVER_FALLBACK, MAX_CAPTURED_STATE_BYTES, RELOCATION_DEADLINE};
 use crate::mesh::calls::OutboundCall;
+use crate::mesh::peer_table::PeerLink;
+use crate::mesh::MeshNode;
 use crate::object::authority::AuthorityState;
 use crate::object::authority_store::Versioned;
 use crate::object::id::{ObjectKey, ObjectKind};
@@ -21,6 +24,31 @@ use crate::object::spot::Relocation;
 use crate::wire::{Command, Metadata};
 use crate::{Error, ErrorKind, Result};
 
+/// Where a move goes, and what it holds while it runs.
+pub(crate) struct Route {
+    node: Arc<MeshNode>,
+    link: PeerLink,
+    target: String,
+    permit: Permit,
+    deadline: Instant,
+}
+
+/// A Join to a Spot on the target: the target admits it (`on_actor_join`) before it
+/// takes the Actor.
+pub(crate) use super::record::JoinIntent;
+
+/// How a hand-over ended for the object on the source.
+pub(crate) enum HandOver {
+    /// The target committed: the object runs there now.
+    Moved(Location),
+    /// Cancelled before relay-ready: the object's queue is back in order and it runs on
+    /// here (a Join's target Spot declined it: `Declined` with its reply).
+    Cancelled(Error),
+    Declined(Bytes),
+    /// Handed over, but the target did not commit: the object is unavailable.
+    Lost(Error),
+}
+
 /// Moves the object `key`, which this node owns, to `to` (a node's RID) or to the node
 /// placement picks among those serving its type. Returns where it runs now.
 pub(crate) async fn relocate(
@@ -28,7 +56,6 @@ pub(crate) async fn relocate(
     key: &ObjectKey,
     to: Option<&str>,
 ) -> Result<Location> {
-    let deadline = Instant::now() + RELOCATION_DEADLINE;
     let live = server.live().get(key).cloned().ok_or_else(|| {
         Error::new(
             ErrorKind::NotFound,
@@ -36,23 +63,7 @@ pub(crate) async fn relocate(
         )
     })?;
     check_movable(&live)?;
-    let target = choose_target(server, &live, to)?;
-    let reserve = match live.object_type.relocation {
-        Relocation::Preserve => MAX_CAPTURED_STATE_BYTES,
-        _ => 0,
-    };
-    let mut permit = server.permits.outbound_by(reserve, deadline).await?;
-    let node = server
-        .node
-        .upgrade()
-        .ok_or_else(|| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?;
-    let settings = node.settings();
-    let link = node
-        .calls()
-        .peer(&target, Instant::now() + settings.send_timeout)
-        .await
-        .map_err(|e| Error::new(ErrorKind::Unavailable, format!("node {target}: {e}")))?;
-
+    let route = prepare(server, &live, to).await?;
     // Seal at the next turn boundary.
     let (captured_tx, captured_rx) = oneshot::channel();
     let (resume_tx, resume_rx) = oneshot::channel();
@@ -65,7 +76,7 @@ pub(crate) async fn relocate(
             format!("{key} is closing"),
         ));
     }
-    let sealed = tokio::time::timeout_at(deadline, captured_rx)
+    let sealed = tokio::time::timeout_at(route.deadline, captured_rx)
         .await
         .map_err(|_| {
             Error::new(
@@ -74,6 +85,75 @@ pub(crate) async fn relocate(
             )
         })?
         .map_err(|_| Error::new(ErrorKind::Unavailable, format!("{key} stopped")))?;
+    let resume = std::sync::Mutex::new(Some(resume_tx));
+    let take_resume = || resume.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let outcome = hand_over(server, &live, route, sealed, None, || {
+        if let Some(resume) = take_resume() {
+            let _ = resume.send(Resume::Moved);
+        }
+    })
+    .await;
+    // Not handed over: the object's loop runs on.
+    if let Some(resume) = take_resume() {
+        let _ = resume.send(Resume::Cancelled);
+    }
+    match outcome {
+        HandOver::Moved(at) => Ok(at),
+        HandOver::Lost(e) | HandOver::Cancelled(e) => Err(e),
+        HandOver::Declined(_) => Err(Error::new(ErrorKind::Rejected, "the target declined")),
+    }
+}
+
+/// Checks the target and takes the permits and the connection a move needs.
+pub(crate) async fn prepare(
+    server: &ObjectServer,
+    live: &LiveObject,
+    to: Option<&str>,
+) -> Result<Route> {
+    let deadline = Instant::now() + RELOCATION_DEADLINE;
+    let target = choose_target(server, live, to)?;
+    let reserve = match live.object_type.relocation {
+        Relocation::Preserve => MAX_CAPTURED_STATE_BYTES,
+        _ => 0,
+    };
+    let permit = server.permits.outbound_by(reserve, deadline).await?;
+    let node = server
+        .node
+        .upgrade()
+        .ok_or_else(|| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?;
+    let link = node
+        .calls()
+        .peer(&target, Instant::now() + node.settings().send_timeout)
+        .await
+        .map_err(|e| Error::new(ErrorKind::Unavailable, format!("node {target}: {e}")))?;
+    Ok(Route {
+        node,
+        link,
+        target,
+        permit,
+        deadline,
+    })
+}
+
+/// Hands a sealed object to the target: restore, then (past relay-ready) relay and cut
+/// over. Before relay-ready a failure puts the object's queue back (it runs on here);
+/// `moved` runs once the object is handed over, before the commit is known.
+pub(crate) async fn hand_over(
+    server: &Arc<ObjectServer>,
+    live: &Arc<LiveObject>,
+    route: Route,
+    sealed: Captured,
+    join: Option<JoinIntent>,
+    moved: impl FnOnce(),
+) -> HandOver {
+    let Route {
+        node,
+        link,
+        target,
+        mut permit,
+        deadline,
+    } = route;
+    let key = &live.key;
     let Captured {
         authority,
         backlog,
@@ -81,44 +161,38 @@ pub(crate) async fn relocate(
         state,
         departure,
     } = sealed;
-    let cancel = |backlog, error: Error, resume: oneshot::Sender<Resume>| {
-        cancel_move(server, &live, &departure, backlog, resume);
-        Err(error)
+    let cancel = |backlog, outcome: HandOver| {
+        tracing::info!(object = %key, "move cancelled before relay-ready: the object runs on here");
+        departure.cancel(live, backlog);
+        server.departures.remove(&departure);
+        outcome
     };
     if authority.record.state != AuthorityState::Ready {
-        return cancel(
-            backlog,
-            Error::new(ErrorKind::Unavailable, format!("{key} is closing")),
-            resume_tx,
-        );
+        let closing = Error::new(ErrorKind::Unavailable, format!("{key} is closing"));
+        return cancel(backlog, HandOver::Cancelled(closing));
     }
     let state = match state.transpose() {
         Ok(state) => state,
         Err(e) => {
-            return cancel(
-                backlog,
-                Error::new(
-                    ErrorKind::InternalFailure,
-                    format!("capturing {key}'s state failed: {e}"),
-                ),
-                resume_tx,
-            )
+            let failed = Error::new(
+                ErrorKind::InternalFailure,
+                format!("capturing {key}'s state failed: {e}"),
+            );
+            return cancel(backlog, HandOver::Cancelled(failed));
         }
     };
     if state
         .as_ref()
         .is_some_and(|s| s.len() > MAX_CAPTURED_STATE_BYTES)
     {
-        return cancel(
-            backlog,
-            Error::new(
-                ErrorKind::CapacityExceeded,
-                format!("{key}'s captured state exceeds {MAX_CAPTURED_STATE_BYTES} bytes"),
-            ),
-            resume_tx,
+        let oversized = Error::new(
+            ErrorKind::CapacityExceeded,
+            format!("{key}'s captured state exceeds {MAX_CAPTURED_STATE_BYTES} bytes"),
         );
+        return cancel(backlog, HandOver::Cancelled(oversized));
     }
     permit.shrink_to(state.as_ref().map_or(0, Vec::len));
+    let joining = join.is_some();
     let relocation_id = crate::object::id_uuid_v4();
     let record = RestoreRecord {
         relocation_id: relocation_id.clone(),
@@ -127,10 +201,14 @@ pub(crate) async fn relocate(
         source_version: authority.version.0.clone(),
         state,
         timers,
+        join,
     };
-    let ready = match restore_on_target(server, &node, &link, key, &record, deadline).await {
-        Ok(ready) => ready,
-        Err(e) => return cancel(backlog, e, resume_tx),
+    let ready = match restore_on_target(&node, &link, key, &record, deadline).await {
+        Ok(RestoreReply::Ready(ready)) => ready,
+        Ok(RestoreReply::Declined { reply }) => {
+            return cancel(backlog, HandOver::Declined(Bytes::from(reply)))
+        }
+        Err(e) => return cancel(backlog, HandOver::Cancelled(e)),
     };
     tracing::info!(object = %key, relocation = %relocation_id, target = %target, "relay-ready: handing over");
 
@@ -139,29 +217,23 @@ pub(crate) async fn relocate(
         .into_iter()
         .filter_map(|(job, _)| job_to_held(&live.object_type, job))
         .collect();
-    let relay = departure.start_relay(
-        &node,
-        &server.tracker,
-        &server.cancel,
-        link,
-        ready.target_fence.clone(),
-        ready.target_route.clone(),
-        saved,
-    );
-    let _ = resume_tx.send(Resume::Moved);
-    server.remove_live(&live);
-    leave_entry(server, key);
+    let relay = departure.start_relay(server, &node, link, &ready, saved);
+    moved();
+    server.remove_live(live);
+    leave_source_spot(server, live, &authority, joining);
     server.resolver.forget(key);
+    let settings = node.settings();
     let (done_tx, done_rx) = oneshot::channel();
     let cutover = CutoverRecord { relocation_id };
-    if settings.drop_relocation_cutover {
-        drop(done_tx);
-    } else {
-        let _ = relay.send(RelayItem::Control {
-            command: Command::RelocationCutover,
-            payload: cutover.encode()?,
-            done: done_tx,
-        });
+    match cutover.encode() {
+        Ok(payload) if !settings.drop_relocation_cutover => {
+            let _ = relay.send(RelayItem::Control {
+                command: Command::RelocationCutover,
+                payload,
+                done: done_tx,
+            });
+        }
+        _ => drop(done_tx),
     }
     drop(relay);
     let committed = match tokio::time::timeout_at(deadline, done_rx).await {
@@ -169,21 +241,20 @@ pub(crate) async fn relocate(
         // The cutover's answer was lost: the store says what happened.
         _ => confirm_commit(server, key, &ready, deadline).await,
     };
-    let follow = settings.message_follow_duration;
     drop(permit);
+    finish(server, &departure, settings.message_follow_duration);
     if !committed {
-        finish(server, &departure, follow);
-        return Err(Error::new(
+        return HandOver::Lost(Error::new(
             ErrorKind::Unavailable,
             format!("{key} was handed to {target}, which did not commit it: it is unavailable"),
         ));
     }
-    finish(server, &departure, follow);
-    Ok(Location {
+    let at = Location {
         generation: ready.target_fence.object_generation,
         mesh_name: ready.target_route.mesh_name.clone(),
         rid: ready.target_route.rid.clone(),
-    })
+    };
+    HandOver::Moved(at)
 }
 
 /// What may move: Actors of a type that allows it (Spots move with their aggregate,
@@ -256,15 +327,14 @@ fn choose_target(server: &ObjectServer, live: &LiveObject, to: Option<&str>) -> 
     }
 }
 
-/// Sends the restore (command 31) and waits for relay-ready.
+/// Sends the restore (command 31) and waits for relay-ready (or a Join's decline).
 async fn restore_on_target(
-    _server: &ObjectServer,
-    node: &Arc<crate::mesh::MeshNode>,
-    link: &crate::mesh::peer_table::PeerLink,
+    node: &Arc<MeshNode>,
+    link: &PeerLink,
     key: &ObjectKey,
     record: &RestoreRecord,
     deadline: Instant,
-) -> Result<RelayReady> {
+) -> Result<RestoreReply> {
     let settings = node.settings();
     let metadata = Metadata::new();
     let payload: Bytes = record.encode()?;
@@ -283,40 +353,42 @@ async fn restore_on_target(
         .calls()
         .request(link, &call, deadline, timeout, admit_by)
         .await?;
-    let ready = RelayReady::decode(&reply)?;
-    let source = &record.source_fence;
-    let target = &ready.target_fence;
-    if target.object_generation != source.object_generation
-        || target.owner_generation != source.owner_generation + 1
-    {
-        return Err(Error::new(
-            ErrorKind::ProtocolError,
-            "relay-ready names another incarnation or owner generation",
-        ));
+    let reply = RestoreReply::decode(&reply)?;
+    if let RestoreReply::Ready(ready) = &reply {
+        let source = &record.source_fence;
+        let target = &ready.target_fence;
+        if target.object_generation != source.object_generation
+            || target.owner_generation != source.owner_generation + 1
+        {
+            return Err(Error::new(
+                ErrorKind::ProtocolError,
+                "relay-ready names another incarnation or owner generation",
+            ));
+        }
     }
-    Ok(ready)
+    Ok(reply)
 }
 
-/// A move cancelled before relay-ready: the object runs on here with its queue in order
-/// (the saved backlog, then what the hold kept).
-fn cancel_move(
+/// The Actor is no longer a member of the Spot it belonged to here. A Join tells that
+/// Spot (`on_leave_actor`, one-way); a host move does not (the Actor did not leave its
+/// Spot: it moved with it, or from one Entry Spot to another).
+fn leave_source_spot(
     server: &ObjectServer,
     live: &LiveObject,
-    departure: &Arc<Departure>,
-    backlog: Vec<(ObjectJob, usize)>,
-    resume: oneshot::Sender<Resume>,
+    authority: &Versioned,
+    joining: bool,
 ) {
-    tracing::info!(object = %live.key, "move cancelled before relay-ready: the object runs on here");
-    departure.cancel(live, backlog);
-    server.departures.remove(departure);
-    let _ = resume.send(Resume::Cancelled);
-}
-
-/// The Actor is no longer a member of this node's Entry Spot.
-fn leave_entry(server: &ObjectServer, key: &ObjectKey) {
-    if let Some(entry) = server.entry.as_ref() {
-        if let Some(spot) = server.live().get(&ObjectKey::from(&entry.id)).cloned() {
-            spot.remove_member(&key.id);
+    let Some(spot) = live.membership() else {
+        return;
+    };
+    let Some(previous) = server.live().get(&ObjectKey::from(&spot)).cloned() else {
+        return;
+    };
+    previous.remove_member(&live.key.id);
+    if joining {
+        if let Ok(id) = crate::object::ActorId::new(&live.key.id) {
+            let actor = crate::object::ActorRef::at(id, Location::of(authority));
+            crate::object::membership::notify_left(&previous, actor);
         }
     }
 }
