@@ -6,7 +6,9 @@
 //! - `fanout`: one publisher to 4 subscribers, zlink fanout vs raw zeromq PUB/SUB;
 //! - `objects`: Spot requests by ID vs channel requests on the same nodes, local Actor
 //!   requests and sends vs kameo's ask/tell in one process, route-cache
-//!   misses, and the creation rate.
+//!   misses, and the creation rate;
+//! - `relocation`: the pause of a live move, the p99 of requests during a host drain
+//!   against the same load with no move, and the cost of a Message Follow hop.
 //!
 //! Each prints readable lines, then one JSON object as the last line.
 
@@ -16,6 +18,7 @@ mod local_actors;
 mod objects;
 mod raw;
 mod raw_cbor;
+mod relocation;
 mod stats;
 mod tarpc_echo;
 mod zlink_rpc;
@@ -29,7 +32,7 @@ use stats::{Latency, Throughput};
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 const USAGE: &str = "\
-usage: zlink-bench (rpc | clientserver | fanout | objects | local) [--seconds S] [--requests N]
+usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation) [--seconds S] [--requests N]
 
   rpc            raw zeromq DEALER->ROUTER echo vs zlink RouteMesh request_to_channel
                  on 127.0.0.1, 64-byte payloads: sequential latency and pipelined
@@ -49,6 +52,12 @@ usage: zlink-bench (rpc | clientserver | fanout | objects | local) [--seconds S]
   local          a local Actor's request and one-way send by ID in one process vs
                  kameo's ask and tell (same payload, same mailbox bound): sequential
                  latency, pipelined requests (64 callers, one actor each), sends/s
+  relocation     three nodes and 100 preserve Actors: the pause of one move (seal to
+                 the target's first dispatch), idle and under load (200 moves each);
+                 the p99 of 4 senders' requests during relocate_all of the 100 Actors
+                 vs the same load with no move; the added latency of one Message
+                 Follow hop and how many calls take the detour before the notice
+                 drops the cached route
   --seconds S    how long each pipelined or publishing run lasts, 1..=60 (default 3)
   --requests N   measured sequential round trips, 100..=1000000 (default 5000)
   --curve        rpc only: also run zlink with ZMTP CURVE on both nodes and report
@@ -64,6 +73,7 @@ enum Bench {
     Fanout,
     Objects,
     Local,
+    Relocation,
 }
 
 /// What one `rpc` run does.
@@ -98,6 +108,7 @@ fn parse_args(args: &[String]) -> Result<(Bench, RpcPlan), String> {
         "fanout" => Bench::Fanout,
         "objects" => Bench::Objects,
         "local" => Bench::Local,
+        "relocation" => Bench::Relocation,
         other => return Err(format!("unknown command {other:?}")),
     };
     let mut plan = RpcPlan::default();
@@ -407,6 +418,65 @@ async fn objects(plan: RpcPlan) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// `relocation`: the pause of a move, the interruption of a drain, the follow hop.
+async fn relocation(plan: RpcPlan) -> Result<(), BoxError> {
+    let f = relocation::run(200, plan.duration).await?;
+    println!(
+        "relocation benchmark: 3 nodes, 100 preserve Actors (8-byte state), store: {}",
+        f.store
+    );
+    let pause = |name: &str, l: &Latency| {
+        println!(
+            "  pause, {name}: {} moves: p50 {:.2} ms, p99 {:.2} ms (target p99 < 50 ms)",
+            l.count,
+            l.p50_us / 1000.0,
+            l.p99_us / 1000.0
+        )
+    };
+    pause("idle", &f.pause_idle);
+    pause("4 senders loading other Actors", &f.pause_loaded);
+    println!(
+        "  relocate_all: {} Actors in {:.1} ms; the {} requests that overlapped it: p99 {:.2} ms vs {:.2} ms with no move ({:.2}x), p50 {:.2} vs {:.2} ms",
+        f.drained,
+        f.drain_elapsed.as_secs_f64() * 1000.0,
+        f.during_drain.count,
+        f.during_drain.p99_us / 1000.0,
+        f.baseline.p99_us / 1000.0,
+        f.during_drain.p99_us / f.baseline.p99_us,
+        f.during_drain.p50_us / 1000.0,
+        f.baseline.p50_us / 1000.0
+    );
+    println!(
+        "  follow: relayed call p50 {:.1} us vs direct {:.1} us (+{:.1} us per hop); the call after the notice re-reads the store: p50 {:.1} us; {:.2} calls took the detour per move (without the notice: every call for the route cache's max age, 15 s)",
+        f.follow_relayed.p50_us,
+        f.direct.p50_us,
+        f.follow_relayed.p50_us - f.direct.p50_us,
+        f.follow_reread.p50_us,
+        f.detour_calls
+    );
+    let summary = serde_json::json!({
+        "benchmark": "relocation",
+        "store": f.store,
+        "pause_idle_p50_ms": round3(f.pause_idle.p50_us / 1000.0),
+        "pause_idle_p99_ms": round3(f.pause_idle.p99_us / 1000.0),
+        "pause_loaded_p50_ms": round3(f.pause_loaded.p50_us / 1000.0),
+        "pause_loaded_p99_ms": round3(f.pause_loaded.p99_us / 1000.0),
+        "drain_actors": f.drained,
+        "drain_ms": round3(f.drain_elapsed.as_secs_f64() * 1000.0),
+        "request_p99_ms_no_move": round3(f.baseline.p99_us / 1000.0),
+        "request_p99_ms_during_drain": round3(f.during_drain.p99_us / 1000.0),
+        "drain_p99_ratio": round3(f.during_drain.p99_us / f.baseline.p99_us),
+        "requests_during_drain": f.during_drain.count,
+        "follow_relayed_p50_us": round3(f.follow_relayed.p50_us),
+        "direct_p50_us": round3(f.direct.p50_us),
+        "follow_added_p50_us_per_hop": round3(f.follow_relayed.p50_us - f.direct.p50_us),
+        "reread_after_notice_p50_us": round3(f.follow_reread.p50_us),
+        "detour_calls_per_move": round3(f.detour_calls),
+    });
+    println!("{summary}");
+    Ok(())
+}
+
 /// `local`: only the local Actor comparison with kameo.
 async fn local(plan: RpcPlan) -> Result<(), BoxError> {
     let payload: Vec<u8> = (0..plan.payload_bytes).map(|i| (i % 251) as u8).collect();
@@ -507,6 +577,7 @@ fn main() -> ExitCode {
             Bench::Fanout => fanout::run(plan.payload_bytes, plan.duration).await,
             Bench::Objects => objects(plan).await,
             Bench::Local => local(plan).await,
+            Bench::Relocation => relocation(plan).await,
             _ => rpc(plan, bench).await,
         }
     };
