@@ -3,7 +3,11 @@
 use std::process::Command;
 
 fn run(bin: &str) -> String {
-    let output = Command::new(bin).output().expect("run demo");
+    run_with(bin, &[])
+}
+
+fn run_with(bin: &str, args: &[&str]) -> String {
+    let output = Command::new(bin).args(args).output().expect("run demo");
     let stdout = String::from_utf8_lossy(&output.stdout).to_string();
     assert!(
         output.status.success(),
@@ -44,10 +48,20 @@ fn rooms_demo_places_rooms_and_is_honest_about_a_stopped_server() {
         "{out}"
     );
     assert!(
-        out.contains("failed: Unavailable (joining another node's room"),
+        out.contains("failed: Unavailable (rooms-west runs no players"),
         "{out}"
     );
     assert!(out.contains("back in an Entry Spot (true)"), "{out}");
     assert!(out.contains(": Unavailable ("), "{out}");
     assert!(out.contains("(not re-created)"), "{out}");
+}
+
+#[test]
+fn rooms_drain_moves_the_walking_players_and_loses_no_step() {
+    let out = run_with(env!("CARGO_BIN_EXE_rooms"), &["--drain", "rooms-east"]);
+    assert!(out.contains("Draining rooms-east while they walk"), "{out}");
+    assert!(out.contains("players to rooms-north in"), "{out}");
+    assert!(out.contains("(InUserSpot)"), "the seated player stays: {out}");
+    assert!(out.contains("; 0 moves failed"), "{out}");
+    assert!(out.contains("failed calls: 0, lost: 0"), "{out}");
 }

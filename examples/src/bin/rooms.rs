@@ -7,6 +7,10 @@
 //!
 //! Run: `cargo run -p zlink-examples --bin rooms`
 //!
+//! With `--drain rooms-east`: players walk (requests, counted by each player) from the
+//! lobby while rooms-east moves every player it runs to rooms-north, live; the count at the
+//! end shows no step was lost. Players sitting in a room stay (a room does not move yet).
+//!
 //! With `--redis URL --role server --rid NAME` or `--redis URL --role lobby`, one node per
 //! process, finding each other through Redis.
 
@@ -15,8 +19,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use zlink::object::{
-    Actor, ActorContext, ActorRef, CreateDecision, JoinDecision, JoinOutcome, Spot, SpotContext,
-    SpotCreation,
+    Actor, ActorContext, ActorRef, CreateDecision, JoinDecision, JoinOutcome, RelocationState,
+    Spot, SpotContext, SpotCreation,
 };
 use zlink::store::{LocationStore, RedisLocationStore, RedisOptions};
 use zlink::{Bytes, ErrorKind, Runtime};
@@ -116,6 +120,14 @@ struct Talk {
     text: String,
 }
 
+/// A player takes one step; the reply is how many it took so far.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Steps)]
+struct Step;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+struct Steps(u64);
+
 /// Where a player is and how its last Join went.
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
 #[message(reply = Status)]
@@ -127,13 +139,45 @@ struct Status {
     last_join: String,
 }
 
-/// One player, an Actor: it belongs to one Spot at a time.
+/// One player, an Actor: it belongs to one Spot at a time. Its state moves with it when
+/// it moves to another node (`relocation = preserve`).
 struct Player {
     last_join: String,
+    steps: u64,
 }
 
-#[zlink::actor(type = "player", relocation = recreate)]
+/// What of a player moves with it: the framework's own codec (CBOR) encodes it.
+#[derive(Serialize, Deserialize, zlink::Message)]
+struct PlayerState {
+    last_join: String,
+    steps: u64,
+}
+
+impl RelocationState for Player {
+    fn capture(&self) -> zlink::Result<Vec<u8>> {
+        let state = PlayerState {
+            last_join: self.last_join.clone(),
+            steps: self.steps,
+        };
+        Ok(zlink::Message::encode(&state)?.to_vec())
+    }
+
+    fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
+        let state: PlayerState = zlink::Message::decode(state)?;
+        self.last_join = state.last_join;
+        self.steps = state.steps;
+        Ok(())
+    }
+}
+
+#[zlink::actor(type = "player", relocation = preserve)]
 impl Player {
+    #[handler]
+    async fn step(&mut self, _step: Step, _ctx: &ActorContext) -> zlink::Result<Steps> {
+        self.steps += 1;
+        Ok(Steps(self.steps))
+    }
+
     #[handler]
     async fn enter(&mut self, enter: Enter, ctx: &ActorContext) -> zlink::Result<()> {
         ctx.join_spot(&enter.room, Bytes::new())
@@ -218,6 +262,7 @@ async fn start_node(
     if serves == Serves::RoomsAndPlayers {
         builder = builder.actor_type(Player::actor_type(|_| Player {
             last_join: "none yet".into(),
+            steps: 0,
         })?);
     }
     builder.build()?.start().await
@@ -328,7 +373,7 @@ async fn one_process() -> zlink::Result<()> {
     if let Some(room) = west_room {
         let status = enter(&lobby, "ana", room).await?;
         println!(
-            "  ana  tries {room} on rooms-west: {} (joining another node's room is a relocation, which comes with live relocation); she stays in {:?}",
+            "  ana  tries {room} on rooms-west: {} (rooms-west runs no players, so she cannot move there); she stays in {:?}",
             status.last_join, status.spot
         );
     }
@@ -386,6 +431,114 @@ async fn one_process() -> zlink::Result<()> {
     Ok(())
 }
 
+/// `--drain NODE`: players walk while NODE moves every player it runs to the other node.
+async fn drain_demo(drained: &str) -> zlink::Result<()> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let store = <dyn LocationStore>::in_memory();
+    let east = start_node("rooms-east", &store, Serves::RoomsAndPlayers).await?;
+    let north = start_node("rooms-north", &store, Serves::RoomsAndPlayers).await?;
+    let lobby = start_node("lobby", &store, Serves::Nothing).await?;
+    wait_for_servers(&lobby, 2).await?;
+    wait_for_servers(&east, 1).await?;
+    wait_for_servers(&north, 1).await?;
+    let (node, other) = match drained {
+        "rooms-east" => (&east, &north),
+        "rooms-north" => (&north, &east),
+        other => {
+            return Err(zlink::Error::InvalidArgument(format!(
+                "--drain takes rooms-east or rooms-north, not {other:?}"
+            )))
+        }
+    };
+    let players: Vec<String> = (1..=20).map(|n| format!("walker-{n}")).collect();
+    for player in &players {
+        lobby.actors().create(player, Player::STABLE_TYPE).await?;
+    }
+    // One of them sits in a room on the drained node: it stays (rooms do not move yet).
+    // Placement picks the room's node: rooms are opened until one lands there.
+    let mut room = None;
+    for n in 1..=20 {
+        let id = format!("arena-{n}");
+        if open_room(&lobby, &id, "arena").await? == node.rid() {
+            room = Some(id);
+            break;
+        }
+    }
+    let mut on_node = Vec::new();
+    for player in &players {
+        if lobby
+            .actors()
+            .find(player)
+            .await?
+            .is_some_and(|at| at.rid == node.rid())
+        {
+            on_node.push(player.clone());
+        }
+    }
+    println!(
+        "20 players walk from the lobby; {} of them run on {drained}.",
+        on_node.len()
+    );
+    if let (Some(sitter), Some(room)) = (on_node.first(), &room) {
+        enter(&lobby, sitter, room).await?;
+        println!("  {sitter} sits in {room} on {drained}");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let mut walkers = Vec::new();
+    for (i, player) in players.iter().enumerate() {
+        let (lobby, player) = (lobby.clone(), player.clone());
+        let (stop, answered, failed) = (stop.clone(), answered.clone(), failed.clone());
+        walkers.push(tokio::spawn(async move {
+            let client = PlayerClient::new(&lobby, &player);
+            while !stop.load(Ordering::Relaxed) {
+                match client.step(&Step).await {
+                    Ok(_) => answered.fetch_add(1, Ordering::Relaxed),
+                    Err(_) => failed.fetch_add(1, Ordering::Relaxed),
+                };
+                tokio::time::sleep(Duration::from_millis(1 + i as u64 % 3)).await;
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    println!("Draining {drained} while they walk...");
+    let started = tokio::time::Instant::now();
+    let report = node.relocate_all().await?;
+    println!(
+        "  moved {} players to {} in {:.1} ms; {} stayed: {:?}; {} moves failed",
+        report.moved.len(),
+        other.rid(),
+        started.elapsed().as_secs_f64() * 1000.0,
+        report.blocked.len(),
+        report
+            .blocked
+            .iter()
+            .map(|b| format!("{} ({:?})", b.id, b.reason))
+            .collect::<Vec<_>>(),
+        report.failed.len()
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::Relaxed);
+    for walker in walkers {
+        let _ = walker.await;
+    }
+    let mut counted = 0;
+    for player in &players {
+        counted += PlayerClient::new(&lobby, player).step(&Step).await?.0 - 1;
+    }
+    let answered = answered.load(Ordering::Relaxed);
+    println!(
+        "  steps answered: {answered}, steps the players counted: {counted}, failed calls: {}, lost: {}",
+        failed.load(Ordering::Relaxed),
+        answered.abs_diff(counted)
+    );
+    lobby.shutdown().await;
+    east.shutdown().await;
+    north.shutdown().await;
+    Ok(())
+}
+
 async fn one_node(redis: &str, role: &str, rid: &str) -> zlink::Result<()> {
     let store: Arc<dyn LocationStore> =
         Arc::new(RedisLocationStore::new(RedisOptions::new(redis, MESH))?);
@@ -424,6 +577,9 @@ async fn main() -> zlink::Result<()> {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
+    if let Some(node) = value("--drain") {
+        return drain_demo(&node).await;
+    }
     match value("--redis") {
         Some(redis) => {
             let role = value("--role").unwrap_or_else(|| "lobby".into());
