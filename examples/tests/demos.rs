@@ -61,7 +61,10 @@ fn rooms_drain_moves_the_walking_players_and_loses_no_step() {
     let out = run_with(env!("CARGO_BIN_EXE_rooms"), &["--drain", "rooms-east"]);
     assert!(out.contains("Draining rooms-east while they walk"), "{out}");
     assert!(out.contains("players to rooms-north in"), "{out}");
-    assert!(out.contains("(InUserSpot)"), "the seated player stays: {out}");
+    assert!(
+        out.contains("(InUserSpot)"),
+        "the seated player stays: {out}"
+    );
     assert!(out.contains("; 0 moves failed"), "{out}");
     assert!(out.contains("failed calls: 0, lost: 0"), "{out}");
 }

@@ -472,6 +472,8 @@ async fn commit_once(
                 version,
             };
             arrival.live.set_authority(ready);
+            // This node's own cached route (to the old owner) is stale now.
+            server.resolver.forget(key);
             match &arrival.joining {
                 // The Spot joined hears it before the Actor's first turn here.
                 Some(joining) => {
