@@ -283,3 +283,198 @@ async fn a_flood_of_creations_is_answered_and_bounded() {
     a.spots().request("after", &Ping).await.unwrap();
     a.shutdown().await;
 }
+
+/// The restore record as a peer could write it (the field names of the wire record).
+#[derive(Serialize)]
+struct RawRestore {
+    relocation_id: String,
+    stable_type: String,
+    source_fence: RawFence,
+    source_version: String,
+    #[serde(with = "serde_bytes")]
+    state: Option<Vec<u8>>,
+    timers: Vec<RawTimer>,
+}
+
+#[derive(Serialize)]
+struct RawFence {
+    object_generation: u64,
+    owner_generation: u64,
+    owner: String,
+    lease_generation: u64,
+}
+
+#[derive(Serialize, Clone)]
+struct RawTimer {
+    name: String,
+    period_ms: u64,
+    policy: u8,
+    catch_up: u32,
+    next_in_ms: u64,
+    last: u64,
+    delivered: u64,
+    skipped: u64,
+}
+
+fn cbor(value: &impl Serialize) -> Bytes {
+    let mut out = Vec::new();
+    ciborium::into_writer(value, &mut out).expect("cbor");
+    Bytes::from(out)
+}
+
+fn restore(stable_type: &str, generation: u64, timers: usize) -> Bytes {
+    let timer = RawTimer {
+        name: "t".into(),
+        period_ms: 10,
+        policy: 0,
+        catch_up: 0,
+        next_in_ms: 1,
+        last: 0,
+        delivered: 0,
+        skipped: 0,
+    };
+    cbor(&RawRestore {
+        relocation_id: "r-1".into(),
+        stable_type: stable_type.into(),
+        source_fence: RawFence {
+            object_generation: generation,
+            owner_generation: generation,
+            owner: "someone".into(),
+            lease_generation: generation,
+        },
+        source_version: "1".into(),
+        state: None,
+        timers: vec![timer; timers],
+    })
+}
+
+#[tokio::test]
+async fn hostile_relocation_commands_get_an_error_reply_and_the_node_keeps_serving() {
+    let a = object_server().await;
+    let mut raw = admitted_raw(&a.endpoint()).await;
+    let packet = "zlink.relocation";
+    let cases: Vec<(Vec<Bytes>, Option<ErrorKind>)> = vec![
+        // A restore whose record is not CBOR.
+        (
+            call(
+                Command::RelocationRestore,
+                1,
+                "p",
+                packet,
+                None,
+                Bytes::from_static(b"\xff\x00"),
+            ),
+            Some(ErrorKind::ProtocolError),
+        ),
+        // A restore with zero generations.
+        (
+            call(
+                Command::RelocationRestore,
+                2,
+                "p",
+                packet,
+                None,
+                restore("player", 0, 0),
+            ),
+            Some(ErrorKind::ProtocolError),
+        ),
+        // A restore carrying more timers than any object may have.
+        (
+            call(
+                Command::RelocationRestore,
+                3,
+                "p",
+                packet,
+                None,
+                restore("player", 1, 2000),
+            ),
+            Some(ErrorKind::ProtocolError),
+        ),
+        // A restore of an Actor type this node does not serve: nothing is built.
+        (
+            call(
+                Command::RelocationRestore,
+                4,
+                "p",
+                packet,
+                None,
+                restore("player", 1, 1),
+            ),
+            Some(ErrorKind::NotFound),
+        ),
+        // A cutover that is not CBOR, and one for a move that is not arriving here.
+        (
+            call(
+                Command::RelocationCutover,
+                5,
+                "p",
+                packet,
+                None,
+                Bytes::from_static(b"\x01"),
+            ),
+            Some(ErrorKind::ProtocolError),
+        ),
+        (
+            call(
+                Command::RelocationCutover,
+                6,
+                "p",
+                packet,
+                None,
+                cbor(&std::collections::BTreeMap::from([(
+                    "relocation_id",
+                    "r-9",
+                )])),
+            ),
+            Some(ErrorKind::Unavailable),
+        ),
+        // A barrier is answered at once, and changes nothing.
+        (
+            call(
+                Command::RelocationBarrier,
+                7,
+                "p",
+                packet,
+                None,
+                Bytes::new(),
+            ),
+            None,
+        ),
+    ];
+    for (frames, kind) in cases {
+        raw.send(&slices(&frames)).await.expect("sent");
+        let (correlation, failed) = reply(&mut raw).await;
+        assert_eq!(
+            failed,
+            kind.map(ErrorKind::code),
+            "correlation {correlation}: {kind:?}"
+        );
+    }
+    // Follow notices are one-way: garbage, and a forged one for a route the peer does not
+    // own, are dropped without an answer; the next request is answered in order.
+    raw.send(&slices(&call(
+        Command::MessageFollow,
+        0,
+        "p",
+        packet,
+        None,
+        Bytes::from_static(b"\xff"),
+    )))
+    .await
+    .expect("sent");
+    raw.send(&slices(&call(
+        Command::RelocationBarrier,
+        8,
+        "p",
+        packet,
+        None,
+        Bytes::new(),
+    )))
+    .await
+    .expect("sent");
+    assert_eq!(reply(&mut raw).await, (8, None));
+    assert_eq!(a.status().actors_owned, 0, "nothing arrived");
+    a.spots().get_or_create("fine", "target", "").await.unwrap();
+    a.spots().request("fine", &Ping).await.unwrap();
+    a.shutdown().await;
+}

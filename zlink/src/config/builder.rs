@@ -63,6 +63,7 @@ pub struct RuntimeBuilder {
     route_cache_max_age: Duration,
     message_follow_duration: Duration,
     drop_relocation_cutover: bool,
+    drop_follow_notices: bool,
     placement_weight: u32,
     max_spots: u32,
     limits: LinkLimits,
@@ -99,6 +100,7 @@ impl Default for RuntimeBuilder {
             route_cache_max_age: crate::object::DEFAULT_ROUTE_CACHE_MAX_AGE,
             message_follow_duration: crate::object::MESSAGE_FOLLOW_DURATION,
             drop_relocation_cutover: false,
+            drop_follow_notices: false,
             placement_weight: 100,
             max_spots: 0,
             limits: LinkLimits::default(),
@@ -385,6 +387,15 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Test-only fault: follow notices sent to this node are lost, so its cached routes
+    /// to objects that moved expire only with their max age. Only available with the
+    /// `test-timing` feature.
+    #[cfg(feature = "test-timing")]
+    pub fn test_drop_follow_notices(mut self) -> Self {
+        self.drop_follow_notices = true;
+        self
+    }
+
     /// Validates everything and reports all violations together as
     /// [`Error::Config`](crate::Error::Config).
     pub fn build(self) -> Result<RuntimeConfig> {
@@ -552,6 +563,7 @@ impl RuntimeBuilder {
                 route_cache_max_age: self.route_cache_max_age,
                 message_follow_duration: self.message_follow_duration,
                 drop_relocation_cutover: self.drop_relocation_cutover,
+                drop_follow_notices: self.drop_follow_notices,
                 placement_weight: self.placement_weight,
                 max_spots: self.max_spots,
             },

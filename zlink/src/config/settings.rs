@@ -90,6 +90,9 @@ pub(crate) struct Settings {
     /// Test-only fault: a move never sends its cutover (the target commits on the
     /// 1000 ms fallback). Always `false` outside the `test-timing` feature.
     pub(crate) drop_relocation_cutover: bool,
+    /// Test-only fault: follow notices (command 50) arriving here are lost. Always
+    /// `false` outside the `test-timing` feature.
+    pub(crate) drop_follow_notices: bool,
     /// The node's weight when new Spots are placed (0..=10000; 0 takes none).
     pub(crate) placement_weight: u32,
     /// The most Spots the node runs (0: no limit).

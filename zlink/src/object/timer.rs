@@ -456,6 +456,44 @@ mod tests {
         (Schedule::new(Arc::from("t"), start, P, policy), start)
     }
 
+    #[test]
+    fn a_moved_schedule_continues_where_it_was_and_a_malformed_record_is_refused() {
+        let (mut s, start) = schedule(TimerPolicy::CatchUpBounded(2));
+        run(&mut s, start + P * 3);
+        let record = s.record(start + P * 3 + P / 4);
+        assert_eq!(
+            (record.last, record.delivered, record.next_in_ms),
+            (3, 2, 75)
+        );
+        // On the target, the next tick is due 75 ms after the restore, then every period.
+        let there = start + Duration::from_secs(10);
+        let mut moved = Schedule::resume(&record, there).unwrap();
+        assert_eq!(moved.next_due(None), there + Duration::from_millis(75));
+        let ticks = run(&mut moved, there + Duration::from_millis(75));
+        assert_eq!(ticks, [(4, 3, 0)], "it carries on from tick 4, delivery 3");
+        for bad in [
+            TimerRecord {
+                policy: 9,
+                ..record.clone()
+            },
+            TimerRecord {
+                period_ms: 0,
+                ..record.clone()
+            },
+            TimerRecord {
+                policy: 1,
+                catch_up: 0,
+                ..record.clone()
+            },
+            TimerRecord {
+                name: String::new(),
+                ..record.clone()
+            },
+        ] {
+            assert!(Schedule::resume(&bad, there).is_err());
+        }
+    }
+
     /// Delivers every due tick (each handler ran) and lists (scheduled, delivery, skipped).
     fn run(s: &mut Schedule, now: Instant) -> Vec<(u64, u64, u64)> {
         s.take_due(now, now)

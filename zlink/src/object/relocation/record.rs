@@ -227,6 +227,45 @@ mod tests {
         assert!(RestoreRecord::decode(&zero.encode().unwrap()).is_err());
     }
 
+    proptest::proptest! {
+        /// No byte string makes a relocation decoder panic: each is a record or a
+        /// protocol error.
+        #[test]
+        fn relocation_decoders_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            for result in [
+                RestoreRecord::decode(&bytes).map(|_| ()),
+                RestoreReply::decode(&bytes).map(|_| ()),
+                CutoverRecord::decode(&bytes).map(|_| ()),
+                FollowNotice::decode(&bytes).map(|_| ()),
+            ] {
+                if let Err(e) = result {
+                    proptest::prop_assert!(e.is(ErrorKind::ProtocolError));
+                }
+            }
+        }
+
+        /// A valid record with any of its bytes changed still decodes to a record or a
+        /// protocol error.
+        #[test]
+        fn a_mutated_restore_record_is_a_record_or_a_protocol_error(at in 0usize..4096, byte in proptest::prelude::any::<u8>()) {
+            let record = RestoreRecord {
+                relocation_id: "r1".into(),
+                stable_type: "player".into(),
+                source_fence: fence(1),
+                source_version: "7".into(),
+                state: Some(vec![9; 40]),
+                timers: Vec::new(),
+                join: Some(JoinIntent { spot: "room".into(), request: vec![1, 2] }),
+            };
+            let mut bytes = record.encode().unwrap().to_vec();
+            let at = at % bytes.len();
+            bytes[at] = byte;
+            if let Err(e) = RestoreRecord::decode(&bytes) {
+                proptest::prop_assert!(e.is(ErrorKind::ProtocolError));
+            }
+        }
+    }
+
     #[test]
     fn a_notice_must_name_a_later_owner_and_stay_within_eight_hops() {
         let notice = FollowNotice {
