@@ -127,15 +127,19 @@ impl Spot for Table {}
 #[tokio::test]
 async fn actors_chapter() -> zlink::Result<()> {
     // ANCHOR: nodes
-    use zlink::store::LocationStore;
+    use zlink::store::{LocationStore, RelocationStore};
 
     let store = <dyn LocationStore>::in_memory();
+    // Players move between nodes (`relocation = recreate`): the nodes share a Relocation
+    // Store too.
+    let relocation = <dyn RelocationStore>::in_memory();
     // The game server runs tables and players; its Entry Spot is the players' first home.
     let game = Runtime::builder()
         .mesh_name("cards")
         .rid("game-1")
         .listen("tcp://127.0.0.1:0")
         .location_store(store.clone())
+        .relocation_store(relocation.clone())
         .spot_type(Table::spot_type(|_ctx| Table::default())?)
         .actor_type(Player::actor_type(|_ctx| Player::default())?)
         .build()?

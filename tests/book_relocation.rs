@@ -2,12 +2,13 @@
 //! adapter, a live move by ID, and a node relocating everything before it stops, over
 //! real TCP on 127.0.0.1 with a private `redis-server`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use zlink::Runtime;
 use zlink_testkit::{wait_until, RedisServer};
-use zlink_tests::{discovered_node, quick_lease, redis_store, WAIT};
+use zlink_tests::{quick_lease, WAIT};
 
 // ANCHOR: wallet
 use zlink::object::{Actor, ActorContext, RelocationState};
@@ -66,21 +67,34 @@ impl Wallet {
 impl Actor for Wallet {}
 // ANCHOR_END: wallet
 
-async fn wallet_node(
-    rid: &str,
-    store: &std::sync::Arc<dyn zlink::store::LocationStore>,
-) -> zlink::Result<Runtime> {
+async fn wallet_node(rid: &str, redis_url: &str) -> zlink::Result<Runtime> {
     // ANCHOR: node
+    use zlink::store::{RedisLocationStore, RedisOptions, RedisRelocationStore};
+
     let node = rid.to_string();
     let wallets = Wallet::actor_type(move |_ctx| Wallet {
         coins: 0,
         node: node.clone(),
     })?;
-    let runtime = discovered_node(rid, store, quick_lease())
+    let runtime = Runtime::builder()
+        .mesh_name("game")
+        .rid(rid)
+        .listen("tcp://127.0.0.1:0")
+        .location_store(Arc::new(RedisLocationStore::new(RedisOptions::new(
+            redis_url, "game",
+        ))?))
+        // Types that move need a Relocation Store, shared by the nodes of the mesh (the
+        // same Redis works; give it its own prefix).
+        .relocation_store(Arc::new(RedisRelocationStore::new(RedisOptions::new(
+            redis_url,
+            "game-relocation",
+        ))?))
         .actor_type(wallets)
         // How long a node relays what still arrives for an object that moved away
         // (the default; 0 turns Message Follow off).
         .message_follow_duration(Duration::from_secs(30))
+        .owner_lease(quick_lease())
+        .discovery_interval(Duration::from_millis(100))
         .build()?
         .start()
         .await?;
@@ -91,9 +105,8 @@ async fn wallet_node(
 #[tokio::test]
 async fn relocation_chapter() -> zlink::Result<()> {
     let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let a = wallet_node("a", &store).await?;
-    let b = wallet_node("b", &store).await?;
+    let a = wallet_node("a", &redis.url()).await?;
+    let b = wallet_node("b", &redis.url()).await?;
     for rt in [&a, &b] {
         wait_until(WAIT, "a and b see each other", || async {
             rt.discovery()

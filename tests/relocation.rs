@@ -474,3 +474,62 @@ async fn a_lost_notice_leaves_the_detour_only_until_the_cached_route_expires() {
     nodes.push(client);
     stop(nodes).await;
 }
+
+#[tokio::test]
+async fn a_relayed_reply_lost_with_its_connection_is_read_from_the_relocation_store() {
+    // a treats every reply to what it relays as lost with the connection.
+    let m = mesh_custom(&["a", "b"], 0, |rid, _, builder| {
+        if rid == "a" {
+            builder.test_lose_relayed_replies()
+        } else {
+            builder
+        }
+    })
+    .await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    client.actors().create("t1", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "t1");
+    counter.add(&Add(1)).await.unwrap();
+    a.actors().relocate("t1", Some("b")).await.unwrap();
+    // Relayed by a; b recorded the result before replying; a reads it back.
+    let relayed = counter.add(&Add(1)).await.unwrap();
+    assert_eq!((relayed.total, relayed.by.as_str()), (2, "b"));
+    // It ran exactly once.
+    let next = counter.add(&Add(1)).await.unwrap();
+    assert_eq!(next.total, 3);
+    stop(m.nodes).await;
+}
+
+#[test]
+fn a_movable_type_without_a_relocation_store_is_a_startup_error() {
+    let seen = Seen::default();
+    let err = node("x")
+        .location_store(<dyn zlink::store::LocationStore>::in_memory())
+        .actor_type(counter_type("x", &seen))
+        .actor_type(fresh_type("x"))
+        .actor_type(Anchor::actor_type(|_| Anchor).unwrap())
+        .build()
+        .err()
+        .expect("refused");
+    let text = err.to_string();
+    assert!(
+        text.contains("\"counter\"")
+            && text.contains("relocation = preserve: it needs a Relocation Store"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"fresh\"") && text.contains("relocation = recreate"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("\"anchor\""),
+        "a type that never moves needs none: {text}"
+    );
+    // With one, the same node builds.
+    node("x")
+        .location_store(<dyn zlink::store::LocationStore>::in_memory())
+        .relocation_store(relocation_store())
+        .actor_type(counter_type("x", &seen))
+        .build()
+        .expect("valid with a Relocation Store");
+}

@@ -181,6 +181,7 @@ async fn zlink_figures(payload: &Arc<[u8]>, plan: Plan) -> Result<LocalFigures, 
         .rid("local")
         .listen("tcp://127.0.0.1:0")
         .location_store(<dyn zlink::store::LocationStore>::in_memory())
+        .relocation_store(<dyn zlink::store::RelocationStore>::in_memory())
         .actor_type(EchoActor::actor_type(|_| EchoActor { pushed: 0 })?)
         .build()?
         .start()

@@ -18,7 +18,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use zlink::object::{Actor, ActorContext, RelocationState};
-use zlink::store::{LocationStore, RedisLocationStore, RedisOptions};
+use zlink::store::{
+    LocationStore, RedisLocationStore, RedisOptions, RedisRelocationStore, RelocationStore,
+};
 use zlink::Runtime;
 
 use crate::stats::Latency;
@@ -87,7 +89,7 @@ struct Mesh {
 
 async fn node(
     rid: &str,
-    store: &Arc<dyn LocationStore>,
+    (store, relocation): &(Arc<dyn LocationStore>, Arc<dyn RelocationStore>),
     weight: u32,
     tally: bool,
 ) -> Result<Runtime, BoxError> {
@@ -96,6 +98,7 @@ async fn node(
         .rid(rid)
         .listen("tcp://127.0.0.1:0")
         .location_store(store.clone())
+        .relocation_store(relocation.clone())
         .placement_weight(weight)
         .discovery_interval(Duration::from_millis(100));
     if tally {
@@ -106,12 +109,21 @@ async fn node(
 
 async fn mesh() -> Result<Mesh, BoxError> {
     let redis = zlink_testkit::RedisServer::start().ok();
-    let store: Arc<dyn LocationStore> = match &redis {
-        Some(redis) => Arc::new(RedisLocationStore::new(RedisOptions::new(
-            redis.url(),
-            "bench",
-        ))?),
-        None => <dyn LocationStore>::in_memory(),
+    let store: (Arc<dyn LocationStore>, Arc<dyn RelocationStore>) = match &redis {
+        Some(redis) => (
+            Arc::new(RedisLocationStore::new(RedisOptions::new(
+                redis.url(),
+                "bench",
+            ))?),
+            Arc::new(RedisRelocationStore::new(RedisOptions::new(
+                redis.url(),
+                "bench-relocation",
+            ))?),
+        ),
+        None => (
+            <dyn LocationStore>::in_memory(),
+            <dyn RelocationStore>::in_memory(),
+        ),
     };
     let mut nodes = Vec::new();
     for (rid, weight) in [("a", 100), ("b", 100), ("c", 100)] {

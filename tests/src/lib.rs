@@ -176,8 +176,19 @@ pub fn redis_store(server: &zlink_testkit::RedisServer) -> Arc<dyn zlink::store:
     Arc::new(zlink::store::RedisLocationStore::new(options).expect("redis options"))
 }
 
+/// One in-memory Relocation Store for every node of this test process: the nodes of a
+/// test share it, as the nodes of a mesh share one, and its references are unique, so
+/// tests running side by side never meet in it.
+pub fn relocation_store() -> Arc<dyn zlink::store::RelocationStore> {
+    static STORE: std::sync::OnceLock<Arc<dyn zlink::store::RelocationStore>> =
+        std::sync::OnceLock::new();
+    STORE
+        .get_or_init(<dyn zlink::store::RelocationStore>::in_memory)
+        .clone()
+}
+
 /// A node that finds its peers through `store` (no manual peers), re-reading the member
-/// list every 100 ms, with `lease` timings.
+/// list every 100 ms, with `lease` timings and the process's Relocation Store.
 pub fn discovered_node(
     rid: &str,
     store: &Arc<dyn zlink::store::LocationStore>,
@@ -185,6 +196,7 @@ pub fn discovered_node(
 ) -> RuntimeBuilder {
     node(rid)
         .location_store(store.clone())
+        .relocation_store(relocation_store())
         .owner_lease(lease)
         .discovery_interval(Duration::from_millis(100))
 }

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use zlink::store::{LocationStore, OwnerLeaseSettings, RedisLocationStore, RedisOptions};
+use zlink::store::{
+    LocationStore, OwnerLeaseSettings, RedisLocationStore, RedisOptions, RelocationStore,
+};
 use zlink::{Runtime, RuntimeBuilder};
 
 use crate::{wait_until, LinkFault, MemNetwork, MemoryLocationStore, RedisServer};
@@ -193,11 +195,19 @@ impl TestCluster {
     }
 }
 
+/// The Relocation Store of every cluster of this process (references are unique, so
+/// clusters never meet in it).
+fn relocation_store() -> Arc<dyn RelocationStore> {
+    static STORE: std::sync::OnceLock<Arc<dyn RelocationStore>> = std::sync::OnceLock::new();
+    STORE.get_or_init(<dyn RelocationStore>::in_memory).clone()
+}
+
 fn base(rid: &str, store: &Arc<dyn LocationStore>) -> RuntimeBuilder {
     Runtime::builder()
         .mesh_name(CLUSTER_MESH)
         .rid(rid)
         .location_store(store.clone())
+        .relocation_store(relocation_store())
         .owner_lease(quick_lease())
         .discovery_interval(Duration::from_millis(50))
 }

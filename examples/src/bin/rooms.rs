@@ -22,7 +22,9 @@ use zlink::object::{
     Actor, ActorContext, ActorRef, CreateDecision, JoinDecision, JoinOutcome, RelocationState,
     Spot, SpotContext, SpotCreation,
 };
-use zlink::store::{LocationStore, RedisLocationStore, RedisOptions};
+use zlink::store::{
+    LocationStore, RedisLocationStore, RedisOptions, RedisRelocationStore, RelocationStore,
+};
 use zlink::{Bytes, ErrorKind, Runtime};
 
 /// A line said in a room (one-way).
@@ -240,16 +242,29 @@ enum Serves {
     RoomsAndPlayers,
 }
 
-async fn start_node(
-    rid: &str,
-    store: &Arc<dyn LocationStore>,
-    serves: Serves,
-) -> zlink::Result<Runtime> {
+/// The stores every node of the example shares.
+struct Stores {
+    location: Arc<dyn LocationStore>,
+    relocation: Arc<dyn RelocationStore>,
+}
+
+impl Stores {
+    /// The embedded stores of one process.
+    fn in_memory() -> Self {
+        Stores {
+            location: <dyn LocationStore>::in_memory(),
+            relocation: <dyn RelocationStore>::in_memory(),
+        }
+    }
+}
+
+async fn start_node(rid: &str, stores: &Stores, serves: Serves) -> zlink::Result<Runtime> {
     let mut builder = Runtime::builder()
         .mesh_name(MESH)
         .rid(rid)
         .listen("tcp://127.0.0.1:0")
-        .location_store(store.clone());
+        .location_store(stores.location.clone())
+        .relocation_store(stores.relocation.clone());
     if serves != Serves::Nothing {
         let host = rid.to_string();
         builder = builder.spot_type(Room::spot_type(move |_| Room {
@@ -301,7 +316,7 @@ async fn enter(rt: &Runtime, player: &str, room: &str) -> zlink::Result<Status> 
 }
 
 async fn one_process() -> zlink::Result<()> {
-    let store = <dyn LocationStore>::in_memory();
+    let store = Stores::in_memory();
     let east = start_node("rooms-east", &store, Serves::RoomsAndPlayers).await?;
     let west = start_node("rooms-west", &store, Serves::Rooms).await?;
     let lobby = start_node("lobby", &store, Serves::Nothing).await?;
@@ -434,7 +449,7 @@ async fn one_process() -> zlink::Result<()> {
 /// `--drain NODE`: players walk while NODE moves every player it runs to the other node.
 async fn drain_demo(drained: &str) -> zlink::Result<()> {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-    let store = <dyn LocationStore>::in_memory();
+    let store = Stores::in_memory();
     let east = start_node("rooms-east", &store, Serves::RoomsAndPlayers).await?;
     let north = start_node("rooms-north", &store, Serves::RoomsAndPlayers).await?;
     let lobby = start_node("lobby", &store, Serves::Nothing).await?;
@@ -540,8 +555,13 @@ async fn drain_demo(drained: &str) -> zlink::Result<()> {
 }
 
 async fn one_node(redis: &str, role: &str, rid: &str) -> zlink::Result<()> {
-    let store: Arc<dyn LocationStore> =
-        Arc::new(RedisLocationStore::new(RedisOptions::new(redis, MESH))?);
+    let store = Stores {
+        location: Arc::new(RedisLocationStore::new(RedisOptions::new(redis, MESH))?),
+        relocation: Arc::new(RedisRelocationStore::new(RedisOptions::new(
+            redis,
+            "rooms-relocation",
+        ))?),
+    };
     match role {
         "server" => {
             let node = start_node(rid, &store, Serves::RoomsAndPlayers).await?;

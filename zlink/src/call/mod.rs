@@ -5,4 +5,4 @@ mod options;
 mod pending;
 
 pub use options::CallOptions;
-pub(crate) use pending::{PendingGuard, PendingTable};
+pub(crate) use pending::{PendingGuard, PendingTable, CONNECTION_LOST};

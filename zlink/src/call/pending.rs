@@ -60,6 +60,10 @@ impl Slots {
     }
 }
 
+/// What a request hears when its connection was lost before its reply: whether the
+/// target ran it is unknown.
+pub(crate) const CONNECTION_LOST: &str = "connection to the target was lost before the reply";
+
 /// Outstanding requests by correlation id. A reply completes its entry only when it arrives
 /// on the connection the request went out on; anything without an entry is late and dropped.
 #[derive(Default)]
@@ -145,12 +149,7 @@ impl PendingTable {
     pub(crate) fn fail_connection(&self, conn: ConnId) {
         self.fail_where(
             |e| e.conn == conn,
-            |_| {
-                Error::new(
-                    ErrorKind::Unavailable,
-                    "connection to the target was lost before the reply",
-                )
-            },
+            |_| Error::new(ErrorKind::Unavailable, CONNECTION_LOST),
         );
     }
 

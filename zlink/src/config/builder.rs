@@ -64,6 +64,8 @@ pub struct RuntimeBuilder {
     message_follow_duration: Duration,
     drop_relocation_cutover: bool,
     drop_follow_notices: bool,
+    lose_relayed_replies: bool,
+    relocation_store: Option<Arc<dyn crate::store::RelocationStore>>,
     placement_weight: u32,
     max_spots: u32,
     limits: LinkLimits,
@@ -101,6 +103,8 @@ impl Default for RuntimeBuilder {
             message_follow_duration: crate::object::MESSAGE_FOLLOW_DURATION,
             drop_relocation_cutover: false,
             drop_follow_notices: false,
+            lose_relayed_replies: false,
+            relocation_store: None,
             placement_weight: 100,
             max_spots: 0,
             limits: LinkLimits::default(),
@@ -347,6 +351,18 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Registers the Relocation Store: where a moved object's new owner records the
+    /// results of requests relayed to it, so the old owner can still deliver each one if
+    /// their connection is lost before the reply. Required on a node that registers a
+    /// Spot or Actor type declared `relocation = recreate` or `preserve`; every node of a
+    /// mesh registers the same store (`RedisRelocationStore`, or
+    /// `<dyn RelocationStore>::in_memory()` shared by the runtimes of one process). It may
+    /// share a Redis deployment with the Location Store.
+    pub fn relocation_store(mut self, store: Arc<dyn crate::store::RelocationStore>) -> Self {
+        self.relocation_store = Some(store);
+        self
+    }
+
     /// Owner lease timings (default renew 5 s, TTL 15 s, renew timeout 3 s, fencing margin
     /// 5 s; `renew + timeout < ttl - margin`). Needs a Location Store.
     pub fn owner_lease(mut self, settings: OwnerLeaseSettings) -> Self {
@@ -384,6 +400,15 @@ impl RuntimeBuilder {
     #[cfg(feature = "test-timing")]
     pub fn test_drop_relocation_cutover(mut self) -> Self {
         self.drop_relocation_cutover = true;
+        self
+    }
+
+    /// Test-only fault: every reply to a request this node relays for an object that
+    /// moved away is treated as lost with its connection, so the result is read from the
+    /// Relocation Store. Only available with the `test-timing` feature.
+    #[cfg(feature = "test-timing")]
+    pub fn test_lose_relayed_replies(mut self) -> Self {
+        self.lose_relayed_replies = true;
         self
     }
 
@@ -478,10 +503,16 @@ impl RuntimeBuilder {
             }
             if self.store.is_none() {
                 v.violation(
-                    owner,
+                    owner.clone(),
                     "needs a Location Store (location_store): Spots keep their authority there",
                 );
             }
+            Self::relocatable(
+                &mut v,
+                owner,
+                spot_type.relocation(),
+                self.relocation_store.is_some(),
+            );
         }
         let mut actor_types = std::collections::HashSet::new();
         for actor_type in &self.actor_types {
@@ -491,10 +522,16 @@ impl RuntimeBuilder {
             }
             if self.store.is_none() {
                 v.violation(
-                    owner,
+                    owner.clone(),
                     "needs a Location Store (location_store): Actors keep their authority there",
                 );
             }
+            Self::relocatable(
+                &mut v,
+                owner,
+                actor_type.relocation(),
+                self.relocation_store.is_some(),
+            );
         }
         if self.placement_weight > crate::config::MAX_WEIGHT {
             v.violation(
@@ -564,10 +601,32 @@ impl RuntimeBuilder {
                 message_follow_duration: self.message_follow_duration,
                 drop_relocation_cutover: self.drop_relocation_cutover,
                 drop_follow_notices: self.drop_follow_notices,
+                lose_relayed_replies: self.lose_relayed_replies,
+                relocation_store: self.relocation_store,
                 placement_weight: self.placement_weight,
                 max_spots: self.max_spots,
             },
         })
+    }
+
+    /// A type that moves needs the Relocation Store.
+    fn relocatable(
+        v: &mut Validator,
+        owner: String,
+        policy: crate::object::Relocation,
+        has_store: bool,
+    ) {
+        let moves = match policy {
+            crate::object::Relocation::Disable => None,
+            crate::object::Relocation::Recreate => Some("recreate"),
+            crate::object::Relocation::Preserve => Some("preserve"),
+        };
+        if let (Some(policy), false) = (moves, has_store) {
+            v.violation(
+            owner,
+            format!("is declared relocation = {policy}: it needs a Relocation Store (relocation_store), where a move keeps the results of the requests it relays"),
+        );
+        }
     }
 
     /// CURVE keys and trust; plaintext on a non-loopback bind only when allowed.

@@ -93,6 +93,10 @@ pub(crate) struct Settings {
     /// Test-only fault: follow notices (command 50) arriving here are lost. Always
     /// `false` outside the `test-timing` feature.
     pub(crate) drop_follow_notices: bool,
+    /// Test-only fault: every reply to a request this node relays is treated as lost.
+    pub(crate) lose_relayed_replies: bool,
+    /// The Relocation Store: terminal results of requests relayed during moves.
+    pub(crate) relocation_store: Option<Arc<dyn crate::store::RelocationStore>>,
     /// The node's weight when new Spots are placed (0..=10000; 0 takes none).
     pub(crate) placement_weight: u32,
     /// The most Spots the node runs (0: no limit).

@@ -146,7 +146,7 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
     } else {
         PacketKind::Send
     };
-    let (packet, payload, metadata, deadline, hops) = (
+    let (packet, payload, mut metadata, deadline, hops) = (
         message.head.packet.clone(),
         message.payload.clone(),
         message.metadata.clone(),
@@ -154,8 +154,22 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
         message.head.hops,
     );
     let sender = call.from().rid().to_string();
+    // A request relayed from the object's old owner: its result is recorded before the
+    // reply leaves (the framework's key never reaches the handler).
+    let relay_id = metadata.remove(super::relocation::RELAY_ID_KEY);
+    let recorder = match (relay_id, &server.relocation_store) {
+        (Some(id), Some(store)) if hops > 0 && call.is_request() => {
+            super::relocation::Recorder::new(store.clone(), &id, deadline, server.tracker.clone())
+                .ok()
+        }
+        _ => None,
+    };
     // The Spot's own task answers: no task waits here for the turn.
     let pending = call.into_pending();
+    let reply = match recorder {
+        Some(recorder) => ReplyTo::Recorded { pending, recorder },
+        None => ReplyTo::Remote(pending),
+    };
     let prepared = super::direct::prepare(
         server,
         Admission {
@@ -166,7 +180,7 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
             kind,
             fence,
             deadline,
-            reply: Some(ReplyTo::Remote(pending)),
+            reply: Some(reply),
             sender: Some(sender.clone()),
             hops,
         },

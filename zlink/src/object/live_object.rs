@@ -39,6 +39,12 @@ pub(crate) enum ReplyTo {
         correlation: u64,
     },
     Remote(PendingReply),
+    /// A request relayed here from an object's old owner: its result is recorded in the
+    /// Relocation Store before the reply leaves.
+    Recorded {
+        pending: PendingReply,
+        recorder: super::relocation::Recorder,
+    },
 }
 
 impl ReplyTo {
@@ -51,6 +57,7 @@ impl ReplyTo {
                 table.complete(correlation, super::direct::LOCAL_CALLS, result);
             }
             ReplyTo::Remote(pending) => pending.finish(result),
+            ReplyTo::Recorded { pending, recorder } => recorder.record_then_reply(pending, result),
         }
     }
 }

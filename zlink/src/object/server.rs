@@ -97,6 +97,8 @@ pub(crate) struct ObjectServer {
     pub(crate) permits: RelocationPermits,
     /// Relocating everything away: no new object is placed here, and none moves in.
     pub(crate) draining: std::sync::atomic::AtomicBool,
+    /// Where relayed requests' results are recorded (required with movable types).
+    pub(crate) relocation_store: Option<Arc<dyn crate::store::RelocationStore>>,
 }
 
 impl ObjectServer {
@@ -155,6 +157,7 @@ impl ObjectServer {
             arrivals: Arrivals::default(),
             permits: RelocationPermits::new(),
             draining: std::sync::atomic::AtomicBool::new(false),
+            relocation_store: settings.relocation_store.clone(),
         });
         server
             .tracker

@@ -50,6 +50,11 @@ impl Metadata {
         self.entries.get(key).map(String::as_str)
     }
 
+    /// Removes `key` (the framework's own keys, before a handler sees the metadata).
+    pub(crate) fn remove(&mut self, key: &str) -> Option<String> {
+        self.entries.remove(key)
+    }
+
     /// Whether there are no entries.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()

@@ -129,6 +129,7 @@ pub(crate) struct Departures {
 }
 
 /// What became of a message offered to the departures.
+#[allow(clippy::large_enum_variant)] // returned at once to the caller that owns the message
 pub(crate) enum Offer {
     /// Not a departing object's (or not for its old route): the normal path takes it.
     NotDeparting(Held),
@@ -347,6 +348,7 @@ impl Departure {
             node: Arc::downgrade(node),
             tracker: tracker.clone(),
             stop: stop.clone(),
+            terminals: server.relocation_store.clone(),
             link,
             key: self.key.clone(),
             fence,
@@ -391,6 +393,8 @@ struct Relay {
     tracker: TaskTracker,
     /// The object layer stopping: what is still queued is refused.
     stop: CancellationToken,
+    /// Where the new owner records relayed requests' results.
+    terminals: Option<Arc<dyn crate::store::RelocationStore>>,
     link: PeerLink,
     key: ObjectKey,
     /// The fence the target admits the object's messages under.
@@ -499,13 +503,26 @@ impl Relay {
             (ObjectKind::Actor, true) => Command::ActorRequest,
             (ObjectKind::Actor, false) => Command::ActorSend,
         };
+        // A request carries a relay ID: the new owner records its result under it, so a
+        // reply lost with the connection can still be delivered.
+        let mut metadata = held.metadata.clone();
+        let relay_id = match (&self.terminals, request) {
+            (Some(_), true) => {
+                let id = crate::object::id_uuid_v4();
+                metadata
+                    .insert(super::RELAY_ID_KEY, id.clone())
+                    .ok()
+                    .map(|()| id)
+            }
+            _ => None,
+        };
         let call = OutboundCall {
             hops: held.hops + 1,
             command,
             target: &self.key.id,
             packet: &held.packet,
             fence: Some(self.fence),
-            metadata: &held.metadata,
+            metadata: &metadata,
             payload: held.payload.clone(),
         };
         let admit_by = now + settings.send_timeout;
@@ -532,8 +549,25 @@ impl Relay {
             Ok(submitted) => {
                 let reply = held.reply;
                 let stop = self.stop.clone();
+                let terminals = self.terminals.clone().zip(relay_id);
+                let lose = settings.lose_relayed_replies;
                 self.tracker.spawn(async move {
-                    let result = until_stopped(&stop, submitted.reply()).await;
+                    let mut result = until_stopped(&stop, submitted.reply()).await;
+                    if lose {
+                        result = Err(Error::new(ErrorKind::Unavailable, crate::call::CONNECTION_LOST));
+                    }
+                    let lost = result
+                        .as_ref()
+                        .is_err_and(|e| e.to_string().contains(crate::call::CONNECTION_LOST));
+                    if let (true, Some((store, id))) = (lost, terminals) {
+                        let recovered = tokio::select! {
+                            found = super::terminal::recover(store.as_ref(), &id, deadline) => found,
+                            _ = stop.cancelled() => None,
+                        };
+                        if let Some(recorded) = recovered {
+                            result = recorded;
+                        }
+                    }
                     if let Some(reply) = reply {
                         reply.send(result);
                     }

@@ -29,6 +29,7 @@ mod permits;
 mod record;
 mod source;
 mod state;
+mod terminal;
 
 use std::time::Duration;
 
@@ -41,6 +42,7 @@ pub(crate) use join::join_across;
 pub(crate) use permits::RelocationPermits;
 pub(crate) use source::relocate;
 pub use state::{RelocationState, MAX_CAPTURED_STATE_BYTES};
+pub(crate) use terminal::{Recorder, RELAY_ID_KEY};
 
 use super::live_object::ObjectJob;
 use super::object_type::TypeDef;
