@@ -11,7 +11,7 @@ use tokio::sync::{oneshot, OnceCell};
 use tokio::time::Instant;
 
 use super::permits::Permit;
-use super::record::{JoinIntent, RelayReady, RestoreRecord, RestoreReply};
+use super::record::{JoinIntent, MovedState, RelayReady, RestoreRecord, RestoreReply};
 use super::{CUTOVER_FALLBACK, RELOCATION_DEADLINE};
 use crate::object::authority::{Authority, AuthorityState, ObjectShape, OwnerFence};
 use crate::object::authority_store::{Fenced, Versioned};
@@ -24,6 +24,7 @@ use crate::object::object_type::TypeDef;
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
 use crate::store::StoreVersion;
+use crate::store::{PayloadRead, PayloadRef};
 use crate::{Error, ErrorKind, Result};
 
 /// One object arriving on this node, until its owner change committed (or failed).
@@ -232,7 +233,7 @@ pub(crate) async fn arrive(
     })?;
     let permit = server
         .permits
-        .inbound(record.state.as_ref().map_or(0, Vec::len))?;
+        .inbound(record.state.as_ref().map_or(0, MovedState::len))?;
     let slot = server.begin_creating(&key, &object_type)?;
     // A Join's Spot admits the Actor before anything is built for it.
     let joining = match &record.join {
@@ -270,7 +271,16 @@ pub(crate) async fn arrive(
     };
     let deadline = Instant::now() + RELOCATION_DEADLINE;
     let membership = Some(home.clone());
-    let built = build(&object_type, &key, &node, &record, membership, deadline).await;
+    let built = build(
+        server,
+        &object_type,
+        &key,
+        &node,
+        &record,
+        membership,
+        deadline,
+    )
+    .await;
     let instance = match built {
         Ok(instance) => instance,
         Err(e) => {
@@ -344,8 +354,40 @@ pub(crate) async fn arrive(
     Ok(ready)
 }
 
+/// The captured state's bytes: inline, or read from the Relocation Store (a state that
+/// is not there, or not whole, is lost data: nothing is built).
+async fn fetch_state(server: &ObjectServer, state: &MovedState) -> Result<Bytes> {
+    let (reference, len) = match state {
+        MovedState::Inline(bytes) => return Ok(Bytes::copy_from_slice(bytes)),
+        MovedState::Stored { reference, len } => (reference, *len),
+    };
+    let store = server.relocation_store.as_ref().ok_or_else(|| {
+        Error::new(
+            ErrorKind::NotConfigured,
+            "this node has no Relocation Store to read the moved state from",
+        )
+    })?;
+    let reference = PayloadRef::new(reference.clone()).map_err(Error::from)?;
+    match store.read(&reference).await {
+        Ok(PayloadRead::Found { bytes, .. }) if bytes.len() as u64 == len => Ok(bytes),
+        Ok(PayloadRead::Found { bytes, .. }) => Err(Error::new(
+            ErrorKind::DataLost,
+            format!("the moved state has {} bytes, not {len}", bytes.len()),
+        )),
+        Ok(PayloadRead::Missing) => Err(Error::new(
+            ErrorKind::DataLost,
+            "the moved state is not in the Relocation Store",
+        )),
+        Err(e) => Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("the Relocation Store did not give the moved state: {e}"),
+        )),
+    }
+}
+
 /// The hidden instance: the factory's, with the captured state restored (`preserve`).
 async fn build(
+    server: &ObjectServer,
     object_type: &TypeDef,
     key: &ObjectKey,
     node: &Arc<crate::mesh::MeshNode>,
@@ -364,7 +406,8 @@ async fn build(
     )
     .await?;
     if let Some(state) = &record.state {
-        let restored = std::panic::AssertUnwindSafe(async { instance.restore_state(state) })
+        let state = fetch_state(server, state).await?;
+        let restored = std::panic::AssertUnwindSafe(async { instance.restore_state(&state) })
             .catch_unwind()
             .await
             .map_err(|_| {

@@ -55,6 +55,9 @@ pub(crate) const MAX_FOLLOW_HOPS: u8 = 8;
 pub(crate) const HOLD_MESSAGES: usize = 1024;
 /// ...and this many bytes.
 pub(crate) const HOLD_BYTES: usize = 16 * 1024 * 1024;
+/// A captured state up to this size travels inside the restore; a larger one through the
+/// Relocation Store.
+pub(crate) const INLINE_STATE_BYTES: usize = 1024 * 1024;
 /// The target commits this long after relay-ready if no cutover came.
 pub(crate) const CUTOVER_FALLBACK: Duration = Duration::from_millis(1000);
 /// The longest one move may take, seal to commit.

@@ -24,13 +24,32 @@ pub(crate) struct RestoreRecord {
     pub(crate) source_fence: OwnerFence,
     pub(crate) source_version: String,
     /// The application's captured state (`preserve`); `None` for `recreate`.
-    #[serde(default, with = "serde_bytes")]
-    pub(crate) state: Option<Vec<u8>>,
+    #[serde(default)]
+    pub(crate) state: Option<MovedState>,
     /// The object's running timers.
     pub(crate) timers: Vec<TimerRecord>,
     /// A cross-node Join: the target Spot on the target node the Actor joins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) join: Option<JoinIntent>,
+}
+
+/// Where a moved object's captured state is: in the restore itself when it is small, in
+/// the Relocation Store when it is not (a connection's messages are bounded well below
+/// the 64 MiB a state may take).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum MovedState {
+    Inline(#[serde(with = "serde_bytes")] Vec<u8>),
+    Stored { reference: String, len: u64 },
+}
+
+impl MovedState {
+    /// The state's size in bytes.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            MovedState::Inline(bytes) => bytes.len(),
+            MovedState::Stored { len, .. } => usize::try_from(*len).unwrap_or(usize::MAX),
+        }
+    }
 }
 
 /// The Join a move carries out: the Spot to join on the target, and the request its
@@ -203,7 +222,7 @@ mod tests {
             stable_type: "player".into(),
             source_fence: fence(1),
             source_version: "7".into(),
-            state: Some(vec![1, 2, 3]),
+            state: Some(MovedState::Inline(vec![1, 2, 3])),
             timers: Vec::new(),
             join: None,
         };
@@ -253,7 +272,7 @@ mod tests {
                 stable_type: "player".into(),
                 source_fence: fence(1),
                 source_version: "7".into(),
-                state: Some(vec![9; 40]),
+                state: Some(MovedState::Stored { reference: "zlink:state:r1".into(), len: 40 }),
                 timers: Vec::new(),
                 join: Some(JoinIntent { spot: "room".into(), request: vec![1, 2] }),
             };

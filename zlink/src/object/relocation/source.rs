@@ -9,7 +9,8 @@ use tokio::time::Instant;
 
 use super::departure::{Departure, RelayItem};
 use super::permits::Permit;
-use super::record::{CutoverRecord, RelayReady, RestoreRecord, RestoreReply};
+use super::record::{CutoverRecord, MovedState, RelayReady, RestoreRecord, RestoreReply};
+use super::INLINE_STATE_BYTES;
 use super::{job_to_held, CUTOVER_FALLBACK, MAX_CAPTURED_STATE_BYTES, RELOCATION_DEADLINE};
 use crate::mesh::calls::OutboundCall;
 use crate::mesh::peer_table::PeerLink;
@@ -21,6 +22,7 @@ use crate::object::live_object::{Captured, LiveObject, ObjectJob, Resume};
 use crate::object::object_ref::Location;
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
+use crate::store::{PayloadRef, PutOutcome};
 use crate::wire::{Command, Metadata};
 use crate::{Error, ErrorKind, Result};
 
@@ -194,6 +196,13 @@ pub(crate) async fn hand_over(
     permit.shrink_to(state.as_ref().map_or(0, Vec::len));
     let joining = join.is_some();
     let relocation_id = crate::object::id_uuid_v4();
+    let state = match place_state(server, &relocation_id, state).await {
+        Ok(state) => state,
+        Err(e) => return cancel(backlog, HandOver::Cancelled(e)),
+    };
+    // A state left in the Relocation Store is removed once the target has read it (or
+    // the move is cancelled); its retention bounds it if this node dies first.
+    let _payload = StoredState::of(server, &state);
     let record = RestoreRecord {
         relocation_id: relocation_id.clone(),
         stable_type: live.object_type.stable_type.to_string(),
@@ -255,6 +264,79 @@ pub(crate) async fn hand_over(
         rid: ready.target_route.rid.clone(),
     };
     HandOver::Moved(at)
+}
+
+/// A captured state placed for the target: inline, or (above [`INLINE_STATE_BYTES`]) put
+/// in the Relocation Store under the move's ID.
+async fn place_state(
+    server: &ObjectServer,
+    relocation_id: &str,
+    state: Option<Vec<u8>>,
+) -> Result<Option<MovedState>> {
+    let Some(state) = state else {
+        return Ok(None);
+    };
+    let Some(store) = server
+        .relocation_store
+        .as_ref()
+        .filter(|_| state.len() > INLINE_STATE_BYTES)
+    else {
+        return Ok(Some(MovedState::Inline(state)));
+    };
+    let reference = format!("zlink:state:{relocation_id}");
+    let payload_ref = PayloadRef::new(reference.clone()).map_err(Error::from)?;
+    let len = state.len() as u64;
+    match store
+        .put(&payload_ref, &Bytes::from(state), STATE_RETENTION)
+        .await
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("the Relocation Store did not take the state: {e}"),
+            )
+        })? {
+        PutOutcome::Stored { .. } | PutOutcome::AlreadyStored { .. } => {
+            Ok(Some(MovedState::Stored { reference, len }))
+        }
+        PutOutcome::Conflict => Err(Error::new(
+            ErrorKind::InternalFailure,
+            "another state is stored under this move's reference",
+        )),
+    }
+}
+
+/// How long a state put in the Relocation Store for a move is kept at most.
+const STATE_RETENTION: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
+/// Removes a state the move put in the Relocation Store when the move is over here.
+struct StoredState {
+    store: Arc<dyn crate::store::RelocationStore>,
+    reference: PayloadRef,
+    tracker: tokio_util::task::TaskTracker,
+}
+
+impl StoredState {
+    fn of(server: &ObjectServer, state: &Option<MovedState>) -> Option<Self> {
+        let Some(MovedState::Stored { reference, .. }) = state else {
+            return None;
+        };
+        Some(StoredState {
+            store: server.relocation_store.clone()?,
+            reference: PayloadRef::new(reference.clone()).ok()?,
+            tracker: server.tracker.clone(),
+        })
+    }
+}
+
+impl Drop for StoredState {
+    fn drop(&mut self) {
+        let (store, reference) = (self.store.clone(), self.reference.clone());
+        self.tracker.spawn(async move {
+            if let Err(e) = store.delete(&reference).await {
+                tracing::debug!(reference = %reference, error = %e, "a moved state stays until its retention ends");
+            }
+        });
+    }
 }
 
 /// What may move: Actors of a type that allows it (Spots move with their aggregate,
