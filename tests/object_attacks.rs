@@ -287,6 +287,7 @@ async fn a_flood_of_creations_is_answered_and_bounded() {
 /// The restore record as a peer could write it (the field names of the wire record).
 #[derive(Serialize)]
 struct RawRestore {
+    kind: char,
     relocation_id: String,
     stable_type: String,
     source_fence: RawFence,
@@ -294,6 +295,12 @@ struct RawRestore {
     #[serde(with = "serde_bytes")]
     state: Option<Vec<u8>>,
     timers: Vec<RawTimer>,
+}
+
+#[derive(Serialize)]
+struct RawCutover {
+    kind: char,
+    relocation_id: String,
 }
 
 #[derive(Serialize)]
@@ -334,6 +341,7 @@ fn restore(stable_type: &str, generation: u64, timers: usize) -> Bytes {
         skipped: 0,
     };
     cbor(&RawRestore {
+        kind: 'a',
         relocation_id: "r-1".into(),
         stable_type: stable_type.into(),
         source_fence: RawFence {
@@ -421,10 +429,10 @@ async fn hostile_relocation_commands_get_an_error_reply_and_the_node_keeps_servi
                 "p",
                 packet,
                 None,
-                cbor(&std::collections::BTreeMap::from([(
-                    "relocation_id",
-                    "r-9",
-                )])),
+                cbor(&RawCutover {
+                    kind: 'a',
+                    relocation_id: "r-9".into(),
+                }),
             ),
             Some(ErrorKind::Unavailable),
         ),

@@ -559,3 +559,55 @@ async fn a_state_larger_than_a_message_moves_through_the_relocation_store() {
     assert_eq!((weighed.len, weighed.sum), (filled.len, filled.sum));
     stop(m.nodes).await;
 }
+
+#[tokio::test]
+async fn a_spot_without_members_moves_with_its_state_queue_and_timers() {
+    let m = mesh(&["a", "b"], None).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    client
+        .spots()
+        .get_or_create("l1", "ledger", "")
+        .await
+        .unwrap();
+    let created = client.spots().find("l1").await.unwrap().unwrap();
+    assert_eq!(created.rid, "a");
+    let ledger = LedgerClient::new(client, "l1");
+    ledger.log(&Log(0)).await.unwrap();
+    ledger.beat(&Beat).await.unwrap();
+    let holding = tokio::spawn({
+        let ledger = LedgerClient::new(client, "l1");
+        async move { ledger.hold(&Hold(200)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    for n in 1..10 {
+        ledger.log(&Log(n)).await.unwrap();
+    }
+    let moved = a.spots().relocate("l1", Some("b")).await.unwrap();
+    assert_eq!(
+        (moved.rid.as_str(), moved.generation),
+        ("b", created.generation)
+    );
+    holding.await.unwrap().unwrap();
+    let history = ledger.show(&Show).await.unwrap();
+    assert_eq!(history.by, "b");
+    assert_eq!(
+        history.log,
+        (0..10).collect::<Vec<_>>(),
+        "state and queue moved in order"
+    );
+    let ticks = history.ticks;
+    wait_until(WAIT, "the timer ticks on b", || async {
+        ledger.show(&Show).await.unwrap().ticks >= ticks + 2
+    })
+    .await;
+    // The instance left on a heard its last turn.
+    assert_eq!(
+        *m.seen.closings.lock().unwrap(),
+        [("a".to_string(), zlink::object::ClosingReason::RelocationOut)]
+    );
+    // An Entry Spot stays with its node.
+    let entry = a.status().entry_spot.unwrap();
+    let err = a.spots().relocate(&entry, Some("b")).await.unwrap_err();
+    assert!(err.is(ErrorKind::InvalidOperation), "{err}");
+    stop(m.nodes).await;
+}

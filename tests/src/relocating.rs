@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use zlink::object::{Actor, ActorContext, RelocationState};
+use zlink::object::{Actor, ActorContext, RelocationState, SpotContext};
 use zlink::Runtime;
 use zlink_testkit::{wait_until, RedisServer};
 
@@ -50,6 +50,8 @@ pub struct Beat;
 
 #[derive(Default, Clone)]
 pub struct Seen {
+    /// Last turns of the Spots: (node, reason).
+    pub closings: Arc<Mutex<Vec<(String, zlink::object::ClosingReason)>>>,
     pub factories: Arc<AtomicUsize>,
     pub initialized: Arc<AtomicUsize>,
     pub handled_by: Arc<Mutex<Vec<String>>>,
@@ -224,6 +226,98 @@ impl Actor for Fresh {
     }
 }
 
+/// A Spot whose entries and tick count move with it (`relocation = preserve`); the
+/// instances it leaves behind report their last turn in `closings`.
+pub struct Ledger {
+    pub node: String,
+    pub entries: Vec<u64>,
+    pub ticks: u64,
+    pub closings: Arc<Mutex<Vec<(String, zlink::object::ClosingReason)>>>,
+}
+
+impl RelocationState for Ledger {
+    fn capture(&self) -> zlink::Result<Vec<u8>> {
+        serde_json::to_vec(&(&self.entries, self.ticks))
+            .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))
+    }
+
+    fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
+        let (entries, ticks): (Vec<u64>, u64) = serde_json::from_slice(state)
+            .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))?;
+        self.entries = entries;
+        self.ticks = ticks;
+        Ok(())
+    }
+}
+
+#[zlink::spot(type = "ledger", relocation = preserve)]
+impl Ledger {
+    #[handler]
+    async fn log(&mut self, log: Log, _ctx: &SpotContext) -> zlink::Result<()> {
+        self.entries.push(log.0);
+        Ok(())
+    }
+
+    #[handler]
+    async fn hold(&mut self, hold: Hold, ctx: &SpotContext) -> zlink::Result<Counted> {
+        tokio::time::sleep(Duration::from_millis(hold.0)).await;
+        Ok(Counted {
+            total: self.entries.len() as u64,
+            by: self.node.clone(),
+            generation: ctx.generation(),
+        })
+    }
+
+    #[handler]
+    async fn show(&mut self, _show: Show, _ctx: &SpotContext) -> zlink::Result<History> {
+        Ok(History {
+            log: self.entries.clone(),
+            ticks: self.ticks,
+            by: self.node.clone(),
+        })
+    }
+
+    #[handler]
+    async fn beat(&mut self, _beat: Beat, ctx: &SpotContext) -> zlink::Result<()> {
+        ctx.start_timer(
+            "beat",
+            Duration::from_millis(50),
+            zlink::object::TimerPolicy::SkipLateTicks,
+        )
+    }
+}
+
+#[zlink::async_trait]
+impl zlink::object::Spot for Ledger {
+    async fn on_timer(
+        &mut self,
+        _ctx: &SpotContext,
+        _tick: zlink::object::TimerTick,
+    ) -> zlink::Result<()> {
+        self.ticks += 1;
+        Ok(())
+    }
+
+    async fn on_closing(&mut self, _ctx: &SpotContext, reason: zlink::object::ClosingReason) {
+        self.closings
+            .lock()
+            .unwrap()
+            .push((self.node.clone(), reason));
+    }
+}
+
+/// The [`Ledger`] type as node `node` makes it.
+pub fn ledger_type(node: &str, seen: &Seen) -> zlink::object::SpotType {
+    let (node, closings) = (node.to_string(), seen.closings.clone());
+    Ledger::spot_type(move |_ctx| Ledger {
+        node: node.clone(),
+        entries: Vec::new(),
+        ticks: 0,
+        closings: closings.clone(),
+    })
+    .expect("a valid Spot type")
+}
+
 /// A fixed Actor: never moved.
 pub struct Anchor;
 
@@ -311,7 +405,8 @@ pub async fn mesh_custom(
             .placement_weight(if i == 0 { 100 } else { 0 })
             .actor_type(counter_type(rid, &seen).max_actors(limit))
             .actor_type(Anchor::actor_type(|_| Anchor).expect("anchor type"))
-            .actor_type(fresh_type(rid));
+            .actor_type(fresh_type(rid))
+            .spot_type(ledger_type(rid, &seen));
         nodes.push(start(configure(rid, &store, builder)).await);
     }
     nodes.push(start(discovered_node("client", &store, quick_lease())).await);

@@ -62,10 +62,6 @@ impl ObjectArgs {
                 match value.to_string().as_str() {
                     "disable" => Ok(Policy::Disable),
                     "recreate" => Ok(Policy::Recreate),
-                    "preserve" if *noun == "Spot" => Err(syn::Error::new(
-                        value.span(),
-                        "a Spot moves as `disable` or `recreate` for now; `preserve` is for Actors",
-                    )),
                     "preserve" => Ok(Policy::Preserve(value.span())),
                     _ => Err(syn::Error::new(
                         value.span(),
@@ -96,11 +92,7 @@ impl ObjectArgs {
         let Some(policy) = policy else {
             return Err(syn::Error::new(
                 Span::call_site(),
-                if *noun == "Spot" {
-                    format!("#[{attr}(...)] needs exactly one relocation policy: `relocation = disable` or `relocation = recreate`")
-                } else {
-                    format!("#[{attr}(...)] needs exactly one relocation policy: `relocation = disable`, `relocation = recreate` or `relocation = preserve`")
-                },
+format!("#[{attr}(...)] needs exactly one relocation policy: `relocation = disable`, `relocation = recreate` or `relocation = preserve`"),
             ));
         };
         Ok(ObjectArgs {

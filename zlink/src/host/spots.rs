@@ -94,6 +94,22 @@ impl<'a> Spots<'a> {
             .await
     }
 
+    /// Moves Spot `id`, which runs on this node and has no member Actors, live to node
+    /// `to` (a RID), or with `None` to the node placement picks among the others serving
+    /// its type. Its queued messages and timers move with it, and (`relocation =
+    /// preserve`) its state; the instance left behind hears `on_closing` with
+    /// [`ClosingReason::RelocationOut`](crate::object::ClosingReason::RelocationOut).
+    /// A Spot with members is `InvalidOperation` (a Spot moves together with its members,
+    /// which this version does not do); see
+    /// [`Actors::relocate`](super::Actors::relocate) for the rest.
+    pub async fn relocate(self, id: &str, to: Option<&str>) -> Result<SpotRef> {
+        let spot = SpotId::new(id).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        let at = objects::server(self.runtime)?
+            .relocate(&ObjectKey::from(&spot), to)
+            .await?;
+        Ok(SpotRef::at(spot, at))
+    }
+
     /// Sends `request` to Spot `id` and waits for its reply (default timeout: the
     /// runtime's request timeout). Only the ID is given: the owner is found through the
     /// route cache or the Location Store.

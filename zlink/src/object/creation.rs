@@ -307,7 +307,7 @@ async fn attempt(
         generation,
         membership,
         deadline,
-        request,
+        Some(request),
     );
     let staged = tokio::select! {
         staged = tokio::time::timeout_at(deadline, staging) => {
@@ -544,7 +544,7 @@ pub(super) async fn stage(
     generation: u64,
     membership: Option<SpotId>,
     deadline: Instant,
-    request: &Bytes,
+    request: Option<&Bytes>,
 ) -> Result<(Box<dyn Instance>, CreateDecision)> {
     let bad_id = |e: super::id::IdError| Error::InvalidArgument(e.to_string());
     let made = std::panic::AssertUnwindSafe(async {
@@ -562,7 +562,11 @@ pub(super) async fn stage(
                     joins: None,
                 };
                 let mut spot = factory(&ctx);
-                let decision = spot.on_create(&ctx, request.clone()).await;
+                // A Spot that arrives by a move was created where it began.
+                let decision = match request {
+                    Some(request) => spot.on_create(&ctx, request.clone()).await,
+                    None => CreateDecision::Accept(Bytes::new()),
+                };
                 let instance = SpotInstance { id: ctx.id, spot };
                 (Box::new(instance) as Box<dyn Instance>, decision)
             }

@@ -575,6 +575,23 @@ impl LiveObject {
                         // A move that vanished without an outcome handed nothing over.
                         Some(Ok(Resume::Moved)) | Some(Err(_)) => {
                             timer_stop.cancel();
+                            // The instance a Spot left behind hears its last turn.
+                            if self.key.kind == ObjectKind::Spot {
+                                if let Some(ctx) = context(None, None, Metadata::new()) {
+                                    let closing = TURN_GATE.scope(
+                                        gate.clone(),
+                                        caught(
+                                            instance.on_closing(ctx, ClosingReason::RelocationOut),
+                                        ),
+                                    );
+                                    if tokio::time::timeout(STOPPING_HOOK_LIMIT, closing)
+                                        .await
+                                        .is_err()
+                                    {
+                                        tracing::warn!(object = %self.key, "on_closing did not end in time after a move");
+                                    }
+                                }
+                            }
                             drop(turn);
                             drop(held);
                             self.refuse_queued(
@@ -786,6 +803,11 @@ impl LiveObject {
         }
         members.actors.insert(actor.clone());
         true
+    }
+
+    /// How many member Actors this Spot has on this node.
+    pub(crate) fn member_count(&self) -> usize {
+        self.members().actors.len()
     }
 
     pub(crate) fn remove_member(&self, actor: &str) {

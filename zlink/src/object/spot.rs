@@ -34,6 +34,9 @@ pub enum ClosingReason {
     Destroyed,
     /// Its node is shutting down.
     HostShutdown,
+    /// It moved to another node: this is the last turn of the instance it left behind (a
+    /// Spot's; an Actor's instance ends without a hook).
+    RelocationOut,
 }
 
 /// A Spot's handlers: the packets it takes and the dispatch to them. The
@@ -51,6 +54,14 @@ pub trait SpotHandlers: Send + 'static {
     /// [`packets`](Self::packets). For a request, `Ok(bytes)` is the reply payload and an
     /// `Err` becomes an error reply; for a send, the bytes are ignored.
     async fn handle(&mut self, ctx: &SpotContext, handler: usize, payload: Bytes) -> Result<Bytes>;
+
+    /// The state adapter of a type declared [`Relocation::Preserve`]: the macro returns
+    /// `Some(self)` for `relocation = preserve` (and fails to compile unless the type
+    /// implements [`RelocationState`](super::RelocationState)). Other types keep the
+    /// default `None`.
+    fn relocation_state(&mut self) -> Option<&mut dyn super::RelocationState> {
+        None
+    }
 
     /// An Actor of this node asks to join: accept or decline, with a reply for the Actor.
     /// Called only when the Spot type takes Actors ([`SpotType::takes_actors`]); runs
@@ -210,6 +221,29 @@ impl Instance for SpotInstance {
                 self.spot.on_leave_actor(&ctx, &actor).await;
                 JoinDecision::Accept(Bytes::new())
             }
+        }
+    }
+
+    fn capture_state(&mut self) -> Option<Result<Vec<u8>>> {
+        Some(match self.spot.relocation_state() {
+            Some(state) => state.capture(),
+            None => Err(crate::Error::new(
+                crate::ErrorKind::InvalidOperation,
+                format!(
+                    "Spot {} is declared relocation = preserve but its type returns no state adapter",
+                    self.id
+                ),
+            )),
+        })
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<()> {
+        match self.spot.relocation_state() {
+            Some(adapter) => adapter.restore(state),
+            None => Err(crate::Error::new(
+                crate::ErrorKind::InvalidOperation,
+                format!("Spot {} has no state adapter to restore into", self.id),
+            )),
         }
     }
 }

@@ -186,12 +186,7 @@ pub(crate) async fn arrive(
             format!("{key} already runs on this node"),
         ));
     }
-    if key.kind != ObjectKind::Actor {
-        return Err(Error::new(
-            ErrorKind::InvalidOperation,
-            "only Actors arrive by a move so far",
-        ));
-    }
+
     if server.is_draining() {
         return Err(Error::new(
             ErrorKind::Unavailable,
@@ -220,11 +215,23 @@ pub(crate) async fn arrive(
         }
         _ => {}
     }
-    let entry = server
-        .entry
-        .as_ref()
-        .ok_or_else(|| Error::new(ErrorKind::Unavailable, "this node has no Entry Spot"))?;
-    entry.ready()?;
+    // An Actor lands in this node's Entry Spot (or the Spot it joins); a Spot in none.
+    let entry = match key.kind {
+        ObjectKind::Actor => Some(
+            server
+                .entry
+                .as_ref()
+                .ok_or_else(|| Error::new(ErrorKind::Unavailable, "this node has no Entry Spot"))?
+                .ready()?,
+        ),
+        ObjectKind::Spot if record.join.is_some() => {
+            return Err(Error::new(
+                ErrorKind::ProtocolError,
+                "a Spot does not join a Spot",
+            ))
+        }
+        ObjectKind::Spot => None,
+    };
     let token = server.lease.admitting_token().ok_or_else(|| {
         Error::new(
             ErrorKind::Unavailable,
@@ -247,9 +254,7 @@ pub(crate) async fn arrive(
         },
         None => None,
     };
-    let home = joining
-        .as_ref()
-        .map_or_else(|| entry.id.clone(), |j| j.spot.clone());
+    let home = joining.as_ref().map(|j| j.spot.clone()).or(entry);
     let node = server
         .node
         .upgrade()
@@ -257,7 +262,10 @@ pub(crate) async fn arrive(
     let source = &record.source_fence;
     let expected = Authority {
         state: AuthorityState::Ready,
-        shape: ObjectShape::Actor,
+        shape: match key.kind {
+            ObjectKind::Actor => ObjectShape::Actor,
+            ObjectKind::Spot => ObjectShape::UserSpot,
+        },
         stable_type: record.stable_type.clone(),
         fence: OwnerFence {
             object_generation: source.object_generation,
@@ -266,11 +274,11 @@ pub(crate) async fn arrive(
             lease_generation: token.generation,
         },
         route: server.route.clone(),
-        membership: Some(home.to_string()),
+        membership: home.as_ref().map(ToString::to_string),
         creation_request: None,
     };
     let deadline = Instant::now() + RELOCATION_DEADLINE;
-    let membership = Some(home.clone());
+    let membership = home.clone();
     let built = build(
         server,
         &object_type,
@@ -402,7 +410,7 @@ async fn build(
         record.source_fence.object_generation,
         membership,
         deadline,
-        &Bytes::new(),
+        None,
     )
     .await?;
     if let Some(state) = &record.state {
@@ -526,7 +534,8 @@ async fn commit_once(
                     actor.rid = server.route.rid.clone();
                     crate::object::membership::joined(&joining.target, actor).await;
                 }
-                None => join_entry(server, key),
+                None if key.kind == ObjectKind::Actor => join_entry(server, key),
+                None => {}
             }
             if let Some(go) = go {
                 let _ = go.send(true);

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use futures::StreamExt;
 
 use super::source::relocate;
-use crate::object::id::{ActorId, ObjectKey, ObjectKind};
-use crate::object::object_ref::ActorRef;
+use crate::object::id::{ActorId, ObjectKey, ObjectKind, SpotId};
+use crate::object::object_ref::{ActorRef, SpotRef};
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
 use crate::Error;
@@ -23,10 +23,11 @@ pub enum BlockedReason {
     /// Its type is declared `relocation = disable`.
     RelocationDisabled,
     /// An Actor that belongs to a User Spot: it moves with its Spot, which does not move
-    /// between nodes yet.
+    /// with its members yet.
     InUserSpot,
-    /// A Spot: Spots do not move between nodes yet.
-    SpotNotMovable,
+    /// A Spot with member Actors: a Spot moves together with its members, which this
+    /// version does not do (a Spot without members moves).
+    SpotWithMembers,
 }
 
 /// An object that stayed, and why.
@@ -45,11 +46,14 @@ pub struct BlockedObject {
 pub struct RelocationReport {
     /// The Actors that moved, each where it runs now.
     pub moved: Vec<ActorRef>,
+    /// The Spots that moved, each where it runs now.
+    pub moved_spots: Vec<SpotRef>,
     /// The objects that may not move, untouched.
     pub blocked: Vec<BlockedObject>,
-    /// The moves that failed, each with its error: an Actor whose move failed before its
-    /// target confirmed runs on here; one whose target failed later is unavailable.
-    pub failed: Vec<(ActorId, Error)>,
+    /// The moves that failed, each with the object's ID and the error: an object whose
+    /// move failed before its target confirmed runs on here; one whose target failed
+    /// later is unavailable.
+    pub failed: Vec<(String, Error)>,
 }
 
 impl RelocationReport {
@@ -78,9 +82,7 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport
             is_spot: live.key.kind == ObjectKind::Spot,
             reason,
         };
-        if live.key.kind == ObjectKind::Spot {
-            report.blocked.push(blocked(BlockedReason::SpotNotMovable));
-        } else if live.object_type.relocation == Relocation::Disable {
+        if live.object_type.relocation == Relocation::Disable {
             report
                 .blocked
                 .push(blocked(BlockedReason::RelocationDisabled));
@@ -89,6 +91,8 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport
             .is_some_and(|spot| !crate::object::is_entry_spot_id(spot.as_str()))
         {
             report.blocked.push(blocked(BlockedReason::InUserSpot));
+        } else if live.key.kind == ObjectKind::Spot && live.member_count() > 0 {
+            report.blocked.push(blocked(BlockedReason::SpotWithMembers));
         } else {
             movable.push(live.key.clone());
         }
@@ -104,19 +108,25 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport
     .collect::<Vec<_>>()
     .await;
     for (key, outcome) in moves {
-        let Ok(id) = ActorId::new(&key.id) else {
-            continue;
-        };
-        match outcome {
-            Ok(at) => report.moved.push(ActorRef::at(id, at)),
-            Err(e) => report.failed.push((id, e)),
+        match (outcome, key.kind) {
+            (Ok(at), ObjectKind::Actor) => {
+                if let Ok(id) = ActorId::new(&key.id) {
+                    report.moved.push(ActorRef::at(id, at));
+                }
+            }
+            (Ok(at), ObjectKind::Spot) => {
+                if let Ok(id) = SpotId::new(&key.id) {
+                    report.moved_spots.push(SpotRef::at(id, at));
+                }
+            }
+            (Err(e), _) => report.failed.push((key.id.to_string(), e)),
         }
     }
     if !report.is_complete() {
         server.draining.store(false, Ordering::SeqCst);
     }
     tracing::info!(
-        moved = report.moved.len(),
+        moved = report.moved.len() + report.moved_spots.len(),
         blocked = report.blocked.len(),
         failed = report.failed.len(),
         "relocated the node's objects"

@@ -53,15 +53,19 @@ fn protocol(detail: &str) -> Error {
     Error::new(ErrorKind::ProtocolError, detail.to_string())
 }
 
-fn actor_key(call: &InboundCall) -> Result<ObjectKey> {
-    ActorId::new(call.message().head.target.as_str())
-        .map(|id| ObjectKey::from(&id))
-        .map_err(|e| protocol(&format!("a relocation command for a bad Actor ID: {e}")))
+/// The object a relocation command names: its ID, in the namespace the record says.
+fn object_key(call: &InboundCall, kind: char) -> Result<ObjectKey> {
+    let target = call.message().head.target.as_str();
+    let key = match kind {
+        's' => SpotId::new(target).map(|id| ObjectKey::from(&id)),
+        _ => ActorId::new(target).map(|id| ObjectKey::from(&id)),
+    };
+    key.map_err(|e| protocol(&format!("a relocation command for a bad ID: {e}")))
 }
 
 fn restore(server: Arc<ObjectServer>, call: InboundCall) {
-    let parsed =
-        actor_key(&call).and_then(|key| Ok((key, RestoreRecord::decode(&call.message().payload)?)));
+    let parsed = RestoreRecord::decode(&call.message().payload)
+        .and_then(|record| Ok((object_key(&call, record.kind)?, record)));
     let (key, record) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => return call.answer(Err(e)),
@@ -72,8 +76,8 @@ fn restore(server: Arc<ObjectServer>, call: InboundCall) {
 }
 
 fn cutover(server: Arc<ObjectServer>, call: InboundCall) {
-    let parsed =
-        actor_key(&call).and_then(|key| Ok((key, CutoverRecord::decode(&call.message().payload)?)));
+    let parsed = CutoverRecord::decode(&call.message().payload)
+        .and_then(|record| Ok((object_key(&call, record.kind)?, record)));
     let (key, record) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => return call.answer(Err(e)),

@@ -15,6 +15,8 @@ pub(crate) const MAX_TIMERS: usize = 1024;
 /// saved queue follows on the same connection, as relayed messages).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RestoreRecord {
+    /// `'a'` for an Actor, `'s'` for a Spot: the namespace of the command's target ID.
+    pub(crate) kind: char,
     /// Names this move in both nodes' logs and tells a repeated restore from another one.
     pub(crate) relocation_id: String,
     /// The object's stable type: the target must serve it with the same policy.
@@ -101,6 +103,8 @@ pub(crate) struct RelayReady {
 /// The relocation a cutover (or a barrier) is about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct CutoverRecord {
+    /// `'a'` for an Actor, `'s'` for a Spot.
+    pub(crate) kind: char,
     pub(crate) relocation_id: String,
 }
 
@@ -145,6 +149,9 @@ impl RestoreRecord {
                 "a restore record",
                 format!("{} timers (at most {MAX_TIMERS})", record.timers.len()),
             ));
+        }
+        if !matches!(record.kind, 'a' | 's') {
+            return Err(protocol("a restore record", "an unknown object kind"));
         }
         if record.relocation_id.is_empty() || record.relocation_id.len() > 64 {
             return Err(protocol(
@@ -218,6 +225,7 @@ mod tests {
     #[test]
     fn records_round_trip_and_garbage_is_a_protocol_error() {
         let restore = RestoreRecord {
+            kind: 'a',
             relocation_id: "r1".into(),
             stable_type: "player".into(),
             source_fence: fence(1),
@@ -268,6 +276,7 @@ mod tests {
         #[test]
         fn a_mutated_restore_record_is_a_record_or_a_protocol_error(at in 0usize..4096, byte in proptest::prelude::any::<u8>()) {
             let record = RestoreRecord {
+                kind: 'a',
                 relocation_id: "r1".into(),
                 stable_type: "player".into(),
                 source_fence: fence(1),

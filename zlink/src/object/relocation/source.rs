@@ -65,8 +65,31 @@ pub(crate) async fn relocate(
         )
     })?;
     check_movable(&live)?;
-    let route = prepare(server, &live, to).await?;
-    // Seal at the next turn boundary.
+    // A Spot moves only without members (it will move with them), and takes no Join
+    // while it moves.
+    if key.kind == ObjectKind::Spot && !live.close_if_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "{key} has member Actors: a Spot moves together with its members, which this version does not do"
+            ),
+        ));
+    }
+    let moved = seal_and_hand_over(server, &live, to).await;
+    if key.kind == ObjectKind::Spot && moved.is_err() {
+        live.reopen();
+    }
+    moved
+}
+
+/// Seals `live` at its next turn boundary and hands it over.
+async fn seal_and_hand_over(
+    server: &Arc<ObjectServer>,
+    live: &Arc<LiveObject>,
+    to: Option<&str>,
+) -> Result<Location> {
+    let key = &live.key;
+    let route = prepare(server, live, to).await?;
     let (captured_tx, captured_rx) = oneshot::channel();
     let (resume_tx, resume_rx) = oneshot::channel();
     if !live.deliver_notice(ObjectJob::Relocate {
@@ -89,7 +112,7 @@ pub(crate) async fn relocate(
         .map_err(|_| Error::new(ErrorKind::Unavailable, format!("{key} stopped")))?;
     let resume = std::sync::Mutex::new(Some(resume_tx));
     let take_resume = || resume.lock().unwrap_or_else(|p| p.into_inner()).take();
-    let outcome = hand_over(server, &live, route, sealed, None, || {
+    let outcome = hand_over(server, live, route, sealed, None, || {
         if let Some(resume) = take_resume() {
             let _ = resume.send(Resume::Moved);
         }
@@ -204,6 +227,7 @@ pub(crate) async fn hand_over(
     // the move is cancelled); its retention bounds it if this node dies first.
     let _payload = StoredState::of(server, &state);
     let record = RestoreRecord {
+        kind: kind_code(key),
         relocation_id: relocation_id.clone(),
         stable_type: live.object_type.stable_type.to_string(),
         source_fence: authority.record.fence.clone(),
@@ -233,7 +257,10 @@ pub(crate) async fn hand_over(
     server.resolver.forget(key);
     let settings = node.settings();
     let (done_tx, done_rx) = oneshot::channel();
-    let cutover = CutoverRecord { relocation_id };
+    let cutover = CutoverRecord {
+        kind: kind_code(key),
+        relocation_id,
+    };
     match cutover.encode() {
         Ok(payload) if !settings.drop_relocation_cutover => {
             let _ = relay.send(RelayItem::Control {
@@ -339,13 +366,21 @@ impl Drop for StoredState {
     }
 }
 
+/// The record code of `key`'s namespace.
+fn kind_code(key: &ObjectKey) -> char {
+    match key.kind {
+        ObjectKind::Actor => 'a',
+        ObjectKind::Spot => 's',
+    }
+}
+
 /// What may move: Actors of a type that allows it (Spots move with their aggregate,
 /// which comes later).
 fn check_movable(live: &LiveObject) -> Result<()> {
-    if live.key.kind != ObjectKind::Actor {
+    if live.is_entry() {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
-            format!("{}: only Actors move between nodes so far", live.key),
+            format!("{} is an Entry Spot: it stays with its node", live.key),
         ));
     }
     if live.object_type.relocation == Relocation::Disable {
