@@ -232,6 +232,35 @@ async fn node_with_entry_log(
     node_as("a", 100, redis, execution, log, entry_log).await
 }
 
+/// A node with rooms and players, running at most `max_players` players (0: no limit).
+async fn node_with_players(
+    rid: &str,
+    redis: &RedisServer,
+    execution: Execution,
+    log: &Log,
+    max_players: u32,
+) -> Runtime {
+    let store = redis_store(redis);
+    let (room_log, player_log, inside) = (log.clone(), log.clone(), Arc::default());
+    let rooms = Room::spot_type(move |_| Room {
+        log: room_log.clone(),
+    })
+    .and_then(|t| t.execution(execution))
+    .unwrap();
+    let players = Player::actor_type(move |_| Player {
+        log: player_log.clone(),
+        inside: Arc::clone(&inside),
+    })
+    .unwrap()
+    .max_actors(max_players);
+    start(
+        discovered_node(rid, &store, quick_lease())
+            .spot_type(rooms)
+            .actor_type(players),
+    )
+    .await
+}
+
 async fn node_as(
     rid: &str,
     placement_weight: u32,
@@ -569,4 +598,80 @@ async fn a_join_to_a_spot_on_another_node_moves_the_actor_with_the_callbacks_in_
         spot_of(&a, "q").await
     );
     stop([a, b]).await;
+}
+
+#[tokio::test]
+async fn a_per_actor_spot_moves_its_shell_then_each_member_and_to_spot_and_to_actor_follow_their_own_owners(
+) {
+    let redis = RedisServer::start().expect("redis-server");
+    let log = Log::default();
+    // a alone: the room and its players start there.
+    let a = node_with_players("a", &redis, Execution::PerActor, &log, 0).await;
+    a.spots().get_or_create("pa", "room", "").await.unwrap();
+    for player in ["m1", "m2"] {
+        a.actors().create(player, "player").await.unwrap();
+        PlayerClient::new(&a, player)
+            .enter(&Enter {
+                spot: "pa".into(),
+                request: String::new(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(spot_of(&a, player).await.as_deref(), Some("pa"));
+    }
+    // b takes one player only: the second member cannot follow.
+    let b = node_with_players("b", &redis, Execution::PerActor, &Log::default(), 1).await;
+    zlink_testkit::wait_until(WAIT, "a sees b's Entry Spot", || async {
+        a.discovery().status().is_some_and(|s| {
+            s.members
+                .iter()
+                .any(|m| m.rid == "b" && m.entry_spot.is_some())
+        })
+    })
+    .await;
+    log.lock().unwrap().clear();
+    let moved = a.spots().relocate("pa", Some("b")).await.unwrap();
+    assert_eq!(moved.rid, "b");
+    // ToSpot follows the Spot's authority; ToActor follows each member's own owner.
+    let owners: Vec<String> = owners_of(&a, &["m1", "m2"]).await;
+    assert_eq!(
+        owners,
+        ["b", "a"],
+        "m1 moved with its Spot; m2 was refused and stays"
+    );
+    assert_eq!(
+        RoomClient::new(&a, "pa")
+            .name(&Name)
+            .await
+            .unwrap()
+            .0
+            .as_deref(),
+        Some("pa")
+    );
+    for player in ["m1", "m2"] {
+        assert_eq!(
+            PlayerClient::new(&a, player)
+                .where_am_i(&Where)
+                .await
+                .unwrap()
+                .0
+                .as_deref(),
+            Some("pa"),
+            "{player} is still a member, wherever it runs"
+        );
+    }
+    assert!(
+        log.lock().unwrap().is_empty(),
+        "a host move calls no membership callback: {:?}",
+        log.lock().unwrap()
+    );
+    stop([a, b]).await;
+}
+
+async fn owners_of(rt: &Runtime, actors: &[&str]) -> Vec<String> {
+    let mut owners = Vec::new();
+    for actor in actors {
+        owners.push(rt.actors().find(actor).await.unwrap().unwrap().rid);
+    }
+    owners
 }

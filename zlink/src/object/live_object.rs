@@ -810,6 +810,19 @@ impl LiveObject {
         self.members().actors.len()
     }
 
+    /// This Spot's member Actors on this node, sorted.
+    pub(crate) fn member_ids(&self) -> Vec<Arc<str>> {
+        let mut ids: Vec<Arc<str>> = self.members().actors.iter().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    /// Takes no Join while it moves (whatever its members); [`reopen`](Self::reopen)
+    /// undoes it.
+    pub(crate) fn hold_joins(&self) {
+        self.members().closing = true;
+    }
+
     pub(crate) fn remove_member(&self, actor: &str) {
         self.members().actors.remove(actor);
     }

@@ -40,6 +40,8 @@ pub(crate) struct Arrival {
     permit: Mutex<Option<Permit>>,
     /// The Join this move carries out, admitted by its Spot (holding a seat there).
     joining: Option<Joining>,
+    /// The PerActor Spot (moved here first) this Actor stays a member of.
+    shell: Option<Arc<LiveObject>>,
 }
 
 /// A Join admitted by its Spot on this node: the seat is taken until the commit.
@@ -254,7 +256,29 @@ pub(crate) async fn arrive(
         },
         None => None,
     };
-    let home = joining.as_ref().map(|j| j.spot.clone()).or(entry);
+    // A PerActor Spot's member follows its shell, which arrived here first.
+    let with_spot = match &record.with_spot {
+        Some(spot) => {
+            let spot = SpotId::new(spot)
+                .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("a bad Spot ID: {e}")))?;
+            let shell = server.live().get(&ObjectKey::from(&spot)).cloned();
+            match shell {
+                Some(shell) if !shell.is_entry() => Some((spot, shell)),
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::Unavailable,
+                        format!("Spot {spot}, which the Actor moves with, does not run here"),
+                    ))
+                }
+            }
+        }
+        None => None,
+    };
+    let home = joining
+        .as_ref()
+        .map(|j| j.spot.clone())
+        .or_else(|| with_spot.as_ref().map(|(spot, _)| spot.clone()))
+        .or(entry);
     let node = server
         .node
         .upgrade()
@@ -337,6 +361,7 @@ pub(crate) async fn arrive(
         deadline,
         permit: Mutex::new(Some(permit)),
         joining,
+        shell: with_spot.map(|(_, shell)| shell),
     });
     server.arrivals.map().insert(key.clone(), arrival.clone());
     let ready = RestoreReply::Ready(ready_of(&arrival));
@@ -534,8 +559,13 @@ async fn commit_once(
                     actor.rid = server.route.rid.clone();
                     crate::object::membership::joined(&joining.target, actor).await;
                 }
-                None if key.kind == ObjectKind::Actor => join_entry(server, key),
-                None => {}
+                None => match &arrival.shell {
+                    Some(shell) => {
+                        shell.add_member(&key.id);
+                    }
+                    None if key.kind == ObjectKind::Actor => join_entry(server, key),
+                    None => {}
+                },
             }
             if let Some(go) = go {
                 let _ = go.send(true);

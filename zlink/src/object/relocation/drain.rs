@@ -6,12 +6,15 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
-use super::source::relocate;
+use super::source::{relocate, relocate_spot};
 use crate::object::id::{ActorId, ObjectKey, ObjectKind, SpotId};
+use crate::object::membership::Execution;
+use crate::object::object_ref::Location;
 use crate::object::object_ref::{ActorRef, SpotRef};
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
 use crate::Error;
+use crate::Result;
 
 /// Moves one node runs at once while it relocates everything.
 const DRAIN_CONCURRENCY: usize = 16;
@@ -76,47 +79,72 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport
         .filter(|live| !live.is_entry())
         .cloned()
         .collect();
-    for live in owned {
+    // A PerActor Spot moves with its members (its shell first, then each of them).
+    let moves_with_members = |spot: &SpotId| {
+        owned.iter().any(|l| {
+            l.key == ObjectKey::from(spot)
+                && l.object_type.execution == Execution::PerActor
+                && l.object_type.relocation != Relocation::Disable
+        })
+    };
+    for live in &owned {
         let blocked = |reason| BlockedObject {
             id: live.key.id.to_string(),
             is_spot: live.key.kind == ObjectKind::Spot,
             reason,
         };
+        let user_spot = live
+            .membership()
+            .filter(|spot| !crate::object::is_entry_spot_id(spot.as_str()));
         if live.object_type.relocation == Relocation::Disable {
             report
                 .blocked
                 .push(blocked(BlockedReason::RelocationDisabled));
-        } else if live
-            .membership()
-            .is_some_and(|spot| !crate::object::is_entry_spot_id(spot.as_str()))
+        } else if let Some(spot) = user_spot {
+            if !moves_with_members(&spot) {
+                report.blocked.push(blocked(BlockedReason::InUserSpot));
+            }
+        } else if live.key.kind == ObjectKind::Spot
+            && live.member_count() > 0
+            && live.object_type.execution != Execution::PerActor
         {
-            report.blocked.push(blocked(BlockedReason::InUserSpot));
-        } else if live.key.kind == ObjectKind::Spot && live.member_count() > 0 {
             report.blocked.push(blocked(BlockedReason::SpotWithMembers));
         } else {
-            movable.push(live.key.clone());
+            movable.push(live.clone());
         }
     }
-    let moves = futures::stream::iter(movable.into_iter().map(|key: ObjectKey| {
+    let moves = futures::stream::iter(movable.into_iter().map(|live| {
         let server = server.clone();
         async move {
-            let outcome = relocate(&server, &key, None).await;
-            (key, outcome)
+            let outcome = match live.key.kind {
+                ObjectKind::Actor => relocate(&server, &live.key, None)
+                    .await
+                    .map(|at| (at, Vec::new())),
+                ObjectKind::Spot => relocate_spot(&server, &live, None).await,
+            };
+            (live.key.clone(), outcome)
         }
     }))
     .buffer_unordered(DRAIN_CONCURRENCY)
     .collect::<Vec<_>>()
     .await;
+    let moved_actor = |report: &mut RelocationReport, id: &str, outcome: Result<Location>| match (
+        ActorId::new(id),
+        outcome,
+    ) {
+        (Ok(id), Ok(at)) => report.moved.push(ActorRef::at(id, at)),
+        (_, Err(e)) => report.failed.push((id.to_string(), e)),
+        (Err(_), Ok(_)) => {}
+    };
     for (key, outcome) in moves {
         match (outcome, key.kind) {
-            (Ok(at), ObjectKind::Actor) => {
-                if let Ok(id) = ActorId::new(&key.id) {
-                    report.moved.push(ActorRef::at(id, at));
-                }
-            }
-            (Ok(at), ObjectKind::Spot) => {
+            (Ok((at, _)), ObjectKind::Actor) => moved_actor(&mut report, &key.id, Ok(at)),
+            (Ok((at, members)), ObjectKind::Spot) => {
                 if let Ok(id) = SpotId::new(&key.id) {
                     report.moved_spots.push(SpotRef::at(id, at));
+                }
+                for (member, outcome) in members {
+                    moved_actor(&mut report, &member, outcome);
                 }
             }
             (Err(e), _) => report.failed.push((key.id.to_string(), e)),

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::record::JoinIntent;
-use super::source::{hand_over, prepare, HandOver};
+use super::source::{hand_over, prepare, Carry, HandOver};
 use crate::object::id::SpotId;
 use crate::object::instance::Instance;
 use crate::object::live_object::LiveObject;
@@ -59,7 +59,7 @@ pub(crate) async fn join_across(
         spot: spot.to_string(),
         request: request.to_vec(),
     };
-    let outcome = match hand_over(server, live, route, sealed, Some(intent), || {}).await {
+    let outcome = match hand_over(server, live, route, sealed, Carry::Join(intent), || {}).await {
         HandOver::Moved(_) | HandOver::Lost(_) => return None,
         HandOver::Cancelled(e) => JoinOutcome::Failed(e),
         HandOver::Declined(reply) => JoinOutcome::Rejected { reply },

@@ -33,6 +33,10 @@ pub(crate) struct RestoreRecord {
     /// A cross-node Join: the target Spot on the target node the Actor joins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) join: Option<JoinIntent>,
+    /// A member of a PerActor Spot that moved to the target first: the Actor stays its
+    /// member there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) with_spot: Option<String>,
 }
 
 /// Where a moved object's captured state is: in the restore itself when it is small, in
@@ -233,6 +237,7 @@ mod tests {
             state: Some(MovedState::Inline(vec![1, 2, 3])),
             timers: Vec::new(),
             join: None,
+            with_spot: None,
         };
         assert_eq!(
             RestoreRecord::decode(&restore.encode().unwrap()).unwrap(),
@@ -284,6 +289,7 @@ mod tests {
                 state: Some(MovedState::Stored { reference: "zlink:state:r1".into(), len: 40 }),
                 timers: Vec::new(),
                 join: Some(JoinIntent { spot: "room".into(), request: vec![1, 2] }),
+                with_spot: None,
             };
             let mut bytes = record.encode().unwrap().to_vec();
             let at = at % bytes.len();

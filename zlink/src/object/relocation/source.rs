@@ -19,6 +19,7 @@ use crate::object::authority::AuthorityState;
 use crate::object::authority_store::Versioned;
 use crate::object::id::{ObjectKey, ObjectKind};
 use crate::object::live_object::{Captured, LiveObject, ObjectJob, Resume};
+use crate::object::membership::Execution;
 use crate::object::object_ref::Location;
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
@@ -38,6 +39,17 @@ pub(crate) struct Route {
 /// A Join to a Spot on the target: the target admits it (`on_actor_join`) before it
 /// takes the Actor.
 pub(crate) use super::record::JoinIntent;
+
+/// What else a move does besides moving the object.
+pub(crate) enum Carry {
+    /// Nothing: a host move (an Entry-Spot Actor lands in the target's Entry Spot).
+    Alone,
+    /// A Join of a Spot on the target.
+    Join(JoinIntent),
+    /// A member of a PerActor Spot whose shell moved to the target first: it stays a
+    /// member there.
+    WithSpot(String),
+}
 
 /// How a hand-over ended for the object on the source.
 pub(crate) enum HandOver {
@@ -65,21 +77,85 @@ pub(crate) async fn relocate(
         )
     })?;
     check_movable(&live)?;
-    // A Spot moves only without members (it will move with them), and takes no Join
-    // while it moves.
-    if key.kind == ObjectKind::Spot && !live.close_if_empty() {
+    if key.kind == ObjectKind::Actor {
+        return seal_and_hand_over(server, &live, to, Carry::Alone).await;
+    }
+    relocate_spot(server, &live, to).await.map(|(at, _)| at)
+}
+
+/// Moves a Spot, and (PerActor) then each of its members, each as its own move: the Spot
+/// takes no Join meanwhile. A SpotWide Spot moves only without members (it will move
+/// with them, as one). Returns where the Spot runs, and each member's outcome.
+#[allow(clippy::type_complexity)]
+pub(crate) async fn relocate_spot(
+    server: &Arc<ObjectServer>,
+    live: &Arc<LiveObject>,
+    to: Option<&str>,
+) -> Result<(Location, Vec<(Arc<str>, Result<Location>)>)> {
+    let key = &live.key;
+    live.hold_joins();
+    let members = live.member_ids();
+    if !members.is_empty() && live.object_type.execution != Execution::PerActor {
+        live.reopen();
         return Err(Error::new(
             ErrorKind::InvalidOperation,
             format!(
-                "{key} has member Actors: a Spot moves together with its members, which this version does not do"
+                "{key} has member Actors and runs them SpotWide: such a Spot moves together with its members, which this version does not do"
             ),
         ));
     }
-    let moved = seal_and_hand_over(server, &live, to).await;
-    if key.kind == ObjectKind::Spot && moved.is_err() {
-        live.reopen();
+    let at = match seal_and_hand_over(server, live, to, Carry::Alone).await {
+        Ok(at) => at,
+        Err(e) => {
+            live.reopen();
+            return Err(e);
+        }
+    };
+    // The shell runs on the target: now each member, on its own (ToSpot already goes to
+    // the target; ToActor follows each member's own owner).
+    let mut outcomes = Vec::with_capacity(members.len());
+    for member in members {
+        let outcome = relocate_member(server, &member, &key.id, &at.rid).await;
+        if let Err(e) = &outcome {
+            tracing::warn!(object = %key, member = %member, error = %e, "a member did not follow its Spot: it stays here");
+        }
+        outcomes.push((member, outcome));
     }
-    moved
+    Ok((at, outcomes))
+}
+
+/// Moves member `actor` of the PerActor Spot `spot` to node `to`, where the Spot runs now.
+async fn relocate_member(
+    server: &Arc<ObjectServer>,
+    actor: &str,
+    spot: &str,
+    to: &str,
+) -> Result<Location> {
+    let id =
+        crate::object::ActorId::new(actor).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    let key = ObjectKey::from(&id);
+    let live = server.live().get(&key).cloned().ok_or_else(|| {
+        Error::new(
+            ErrorKind::NotFound,
+            format!("{key} does not run on this node"),
+        )
+    })?;
+    if live.membership().is_none_or(|m| m.as_str() != spot) {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("{key} left Spot {spot} meanwhile"),
+        ));
+    }
+    if live.object_type.relocation == Relocation::Disable {
+        return Err(Error::new(
+            ErrorKind::Rejected,
+            format!(
+                "{key} is of type {}, declared relocation = disable",
+                live.object_type.stable_type
+            ),
+        ));
+    }
+    seal_and_hand_over(server, &live, Some(to), Carry::WithSpot(spot.to_string())).await
 }
 
 /// Seals `live` at its next turn boundary and hands it over.
@@ -87,6 +163,7 @@ async fn seal_and_hand_over(
     server: &Arc<ObjectServer>,
     live: &Arc<LiveObject>,
     to: Option<&str>,
+    carry: Carry,
 ) -> Result<Location> {
     let key = &live.key;
     let route = prepare(server, live, to).await?;
@@ -112,7 +189,7 @@ async fn seal_and_hand_over(
         .map_err(|_| Error::new(ErrorKind::Unavailable, format!("{key} stopped")))?;
     let resume = std::sync::Mutex::new(Some(resume_tx));
     let take_resume = || resume.lock().unwrap_or_else(|p| p.into_inner()).take();
-    let outcome = hand_over(server, live, route, sealed, None, || {
+    let outcome = hand_over(server, live, route, sealed, carry, || {
         if let Some(resume) = take_resume() {
             let _ = resume.send(Resume::Moved);
         }
@@ -168,9 +245,14 @@ pub(crate) async fn hand_over(
     live: &Arc<LiveObject>,
     route: Route,
     sealed: Captured,
-    join: Option<JoinIntent>,
+    carry: Carry,
     moved: impl FnOnce(),
 ) -> HandOver {
+    let (join, with_spot) = match carry {
+        Carry::Alone => (None, None),
+        Carry::Join(intent) => (Some(intent), None),
+        Carry::WithSpot(spot) => (None, Some(spot)),
+    };
     let Route {
         node,
         link,
@@ -235,6 +317,7 @@ pub(crate) async fn hand_over(
         state,
         timers,
         join,
+        with_spot,
     };
     let ready = match restore_on_target(&node, &link, key, &record, deadline).await {
         Ok(RestoreReply::Ready(ready)) => ready,
