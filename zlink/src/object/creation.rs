@@ -16,7 +16,7 @@ use super::authority_store::{Draft, Fenced, Reserved, Versioned};
 use super::context::{ActorContext, SpotContext};
 use super::id::{ActorId, ObjectKey, ObjectKind, SpotId, StableType};
 use super::instance::Instance;
-use super::live_object::{LiveObject, ObjectHost};
+use super::live_object::LiveObject;
 use super::object_ref::Location;
 use super::object_type::{Factory, TypeDef};
 use super::placement;
@@ -344,13 +344,7 @@ async fn attempt(
         object_type.clone(),
         ready,
         instance,
-        ObjectHost {
-            node: server.node.clone(),
-            server: Arc::downgrade(server),
-            lease: server.lease.clone(),
-            tracker: server.tracker.clone(),
-            cancel: server.cancel.child_token(),
-        },
+        server.object_host(),
         wait,
         None,
     );

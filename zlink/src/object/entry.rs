@@ -19,7 +19,7 @@ use super::authority_store::{Draft, Fenced, Reserved, Versioned};
 use super::context::SpotContext;
 use super::id::{ObjectKey, SpotId};
 use super::instance::{Instance, TurnInfo};
-use super::live_object::{LiveObject, ObjectHost};
+use super::live_object::LiveObject;
 use super::membership::{Execution, JoinDecision, MemberEvent};
 use super::object_ref::ActorRef;
 use super::object_type::{Factory, TypeDef};
@@ -232,13 +232,7 @@ impl EntrySpot {
             Arc::new(entry_type()?),
             ready,
             Box::new(instance),
-            ObjectHost {
-                node: server.node.clone(),
-                server: Arc::downgrade(server),
-                lease: server.lease.clone(),
-                tracker: server.tracker.clone(),
-                cancel: server.cancel.child_token(),
-            },
+            server.object_host(),
             wait,
             None,
         );

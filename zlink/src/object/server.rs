@@ -185,6 +185,17 @@ impl ObjectServer {
         Ok(Some(server))
     }
 
+    /// What a Spot or Actor this node starts runs with.
+    pub(super) fn object_host(self: &Arc<Self>) -> super::live_object::ObjectHost {
+        super::live_object::ObjectHost {
+            node: self.node.clone(),
+            server: Arc::downgrade(self),
+            lease: self.lease.clone(),
+            tracker: self.tracker.clone(),
+            cancel: self.cancel.child_token(),
+        }
+    }
+
     /// The objects this node runs.
     pub(super) fn live(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Arc<LiveObject>>> {
         self.live.lock().unwrap_or_else(|p| p.into_inner())

@@ -17,7 +17,7 @@ use crate::object::authority::{Authority, AuthorityState, ObjectShape, OwnerFenc
 use crate::object::authority_store::{Fenced, Versioned};
 use crate::object::id::{ActorId, ObjectKey, ObjectKind, SpotId};
 use crate::object::instance::Instance;
-use crate::object::live_object::{Arrived, LiveObject, ObjectHost};
+use crate::object::live_object::{Arrived, LiveObject};
 use crate::object::membership::{JoinDecision, JoinOutcome};
 use crate::object::object_ref::{ActorRef, Location};
 use crate::object::object_type::TypeDef;
@@ -332,13 +332,7 @@ pub(crate) async fn arrive(
             version: StoreVersion(String::new()),
         },
         instance,
-        ObjectHost {
-            node: server.node.clone(),
-            server: Arc::downgrade(server),
-            lease: server.lease.clone(),
-            tracker: server.tracker.clone(),
-            cancel: server.cancel.child_token(),
-        },
+        server.object_host(),
         wait,
         Some(Arrived {
             timers: record.timers.clone(),
