@@ -444,7 +444,7 @@ async fn a_relayed_reply_lost_with_its_connection_is_read_from_the_relocation_st
     let counter = CounterClient::new(client, "t1");
     counter.add(&Add(1)).await.unwrap();
     a.actors().relocate("t1", Some("b")).await.unwrap();
-    // Relayed by a; b recorded the result before replying; a reads it back.
+    // Relayed by a; b recorded the result as it replied; a reads it back.
     let relayed = counter.add(&Add(1)).await.unwrap();
     assert_eq!((relayed.total, relayed.by.as_str()), (2, "b"));
     // It ran exactly once.

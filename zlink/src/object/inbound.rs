@@ -154,8 +154,8 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
         message.head.hops,
     );
     let sender = call.from().rid().to_string();
-    // A request relayed from the object's old owner: its result is recorded before the
-    // reply leaves (the framework's key never reaches the handler).
+    // A request relayed from the object's old owner: its result is recorded as the reply
+    // leaves (the framework's key never reaches the handler).
     let relay_id = metadata.remove(super::relocation::RELAY_ID_KEY);
     let recorder = match (relay_id, &server.relocation_store) {
         (Some(id), Some(store)) if hops > 0 && call.is_request() => {

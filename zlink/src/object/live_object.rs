@@ -40,7 +40,7 @@ pub(crate) enum ReplyTo {
     },
     Remote(PendingReply),
     /// A request relayed here from an object's old owner: its result is recorded in the
-    /// Relocation Store before the reply leaves.
+    /// Relocation Store as the reply leaves.
     Recorded {
         pending: PendingReply,
         recorder: super::relocation::Recorder,
@@ -57,7 +57,7 @@ impl ReplyTo {
                 table.complete(correlation, super::direct::LOCAL_CALLS, result);
             }
             ReplyTo::Remote(pending) => pending.finish(result),
-            ReplyTo::Recorded { pending, recorder } => recorder.record_then_reply(pending, result),
+            ReplyTo::Recorded { pending, recorder } => recorder.reply_and_record(pending, result),
         }
     }
 }

@@ -1,8 +1,10 @@
 //! Terminal records: the result of a request relayed to an object's new owner, kept in
-//! the Relocation Store before the reply leaves the new owner. If the relaying node loses
-//! its connection to the new owner before the reply arrives, it reads the record and still
-//! gives the caller the one terminal result the handler produced, instead of an
-//! "outcome unknown" `Unavailable`.
+//! the Relocation Store as the reply leaves the new owner. If the relaying node loses its
+//! connection to the new owner before the reply arrives, it reads the record (waiting for
+//! it until the request's deadline) and still gives the caller the one terminal result
+//! the handler produced, instead of an "outcome unknown" `Unavailable`. The reply does not
+//! wait for the record: the record only matters when the reply is lost, and the relaying
+//! node looks for it until the deadline.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,37 +70,38 @@ impl Recorder {
         })
     }
 
-    /// Records `result`, then replies with it. A record that cannot be written still
-    /// leaves the reply: it only matters if that reply is lost too.
-    pub(crate) fn record_then_reply(self, pending: PendingReply, result: Result<Bytes>) {
+    /// Replies with `result` and records it. A record that cannot be written only
+    /// matters if the reply is lost too.
+    pub(crate) fn reply_and_record(self, pending: PendingReply, result: Result<Bytes>) {
         let Recorder {
             store,
             reference,
             retention,
             tracker,
         } = self;
-        tracker.spawn(async move {
-            let terminal = match &result {
-                Ok(bytes) => Terminal::Ok(bytes.to_vec()),
-                Err(e) => match crate::mesh::reply_outcome(Err(e.clone())) {
-                    crate::wire::ReplyOutcome::Failed { kind, detail } => {
-                        Terminal::Failed { kind, detail }
-                    }
-                    crate::wire::ReplyOutcome::Ok(_) => Terminal::Failed {
-                        kind: ErrorKind::InternalFailure.code(),
-                        detail: e.to_string(),
-                    },
-                },
-            };
-            match crate::wire::cbor_encode(&terminal) {
-                Ok(bytes) => {
-                    if let Err(e) = store.put(&reference, &bytes, retention).await {
-                        tracing::warn!(reference = %reference, error = %e, "a relayed request's result was not recorded");
-                    }
+        let terminal = match &result {
+            Ok(bytes) => Terminal::Ok(bytes.to_vec()),
+            Err(e) => match crate::mesh::reply_outcome(Err(e.clone())) {
+                crate::wire::ReplyOutcome::Failed { kind, detail } => {
+                    Terminal::Failed { kind, detail }
                 }
-                Err(e) => tracing::warn!(error = %e, "a relayed request's result does not encode"),
+                crate::wire::ReplyOutcome::Ok(_) => Terminal::Failed {
+                    kind: ErrorKind::InternalFailure.code(),
+                    detail: e.to_string(),
+                },
+            },
+        };
+        pending.finish(result);
+        let bytes = match crate::wire::cbor_encode(&terminal) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                return tracing::warn!(error = %e, "a relayed request's result does not encode")
             }
-            pending.finish(result);
+        };
+        tracker.spawn(async move {
+            if let Err(e) = store.put(&reference, &bytes, retention).await {
+                tracing::warn!(reference = %reference, error = %e, "a relayed request's result was not recorded");
+            }
         });
     }
 }
