@@ -255,7 +255,9 @@ pub(super) fn prepare(
     } = admission;
     // An object leaving this node: its hold (or, past relay-ready, its relay) takes the
     // message, on the old route only.
-    let (payload, metadata, reply) = if server.departures.len() > 0 {
+    // (Only a message for a departing object pays for the move's copy of its names.)
+    let departing = server.departures.get(key, &fence).is_some();
+    let (payload, metadata, reply) = if departing {
         let held = Held {
             packet: Arc::from(packet),
             kind,

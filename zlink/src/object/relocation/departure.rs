@@ -203,10 +203,6 @@ impl Departures {
             },
         }
     }
-
-    pub(crate) fn len(&self) -> usize {
-        self.count.load(Ordering::Relaxed)
-    }
 }
 
 impl Departure {
