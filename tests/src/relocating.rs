@@ -57,38 +57,77 @@ pub struct Seen {
     pub handled_by: Arc<Mutex<Vec<String>>>,
 }
 
+/// What the test objects keep and move: a total, a log in arrival order, ticks taken.
+#[derive(Default, Serialize, Deserialize)]
+pub struct Tape {
+    pub total: u64,
+    pub log: Vec<u64>,
+    pub ticks: u64,
+}
+
+impl Tape {
+    fn counted<K: zlink::object::Kind>(
+        &self,
+        node: &str,
+        ctx: &zlink::object::Context<K>,
+    ) -> Counted {
+        Counted {
+            total: self.total,
+            by: node.to_string(),
+            generation: ctx.generation(),
+        }
+    }
+
+    fn history(&self, node: &str) -> History {
+        History {
+            log: self.log.clone(),
+            ticks: self.ticks,
+            by: node.to_string(),
+        }
+    }
+
+    async fn hold<K: zlink::object::Kind>(
+        &self,
+        hold: Hold,
+        node: &str,
+        ctx: &zlink::object::Context<K>,
+    ) -> zlink::Result<Counted> {
+        tokio::time::sleep(Duration::from_millis(hold.0)).await;
+        Ok(self.counted(node, ctx))
+    }
+
+    fn capture(&self) -> zlink::Result<Vec<u8>> {
+        serde_json::to_vec(self).map_err(|e| zlink::Error::InvalidArgument(e.to_string()))
+    }
+
+    fn restore(state: &[u8]) -> zlink::Result<Self> {
+        serde_json::from_slice(state).map_err(|e| zlink::Error::InvalidArgument(e.to_string()))
+    }
+}
+
+/// Starts the object's 50 ms "beat" timer.
+fn start_beat<K: zlink::object::Kind>(ctx: &zlink::object::Context<K>) -> zlink::Result<()> {
+    ctx.start_timer(
+        "beat",
+        Duration::from_millis(50),
+        zlink::object::TimerPolicy::SkipLateTicks,
+    )
+}
+
 /// A counter whose total, log and tick count move with it.
 pub struct Counter {
     node: String,
-    total: u64,
-    log: Vec<u64>,
-    ticks: u64,
+    tape: Tape,
     seen: Seen,
-}
-
-#[derive(Serialize, Deserialize)]
-struct CounterState {
-    total: u64,
-    log: Vec<u64>,
-    ticks: u64,
 }
 
 impl RelocationState for Counter {
     fn capture(&self) -> zlink::Result<Vec<u8>> {
-        serde_json::to_vec(&CounterState {
-            total: self.total,
-            log: self.log.clone(),
-            ticks: self.ticks,
-        })
-        .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))
+        self.tape.capture()
     }
 
     fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
-        let state: CounterState = serde_json::from_slice(state)
-            .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))?;
-        self.total = state.total;
-        self.log = state.log;
-        self.ticks = state.ticks;
+        self.tape = Tape::restore(state)?;
         Ok(())
     }
 }
@@ -97,47 +136,30 @@ impl RelocationState for Counter {
 impl Counter {
     #[handler]
     async fn add(&mut self, add: Add, ctx: &ActorContext) -> zlink::Result<Counted> {
-        self.total += add.0;
+        self.tape.total += add.0;
         self.seen.handled_by.lock().unwrap().push(self.node.clone());
-        Ok(Counted {
-            total: self.total,
-            by: self.node.clone(),
-            generation: ctx.generation(),
-        })
+        Ok(self.tape.counted(&self.node, ctx))
     }
 
     #[handler]
     async fn log(&mut self, log: Log, _ctx: &ActorContext) -> zlink::Result<()> {
-        self.log.push(log.0);
+        self.tape.log.push(log.0);
         Ok(())
     }
 
     #[handler]
     async fn hold(&mut self, hold: Hold, ctx: &ActorContext) -> zlink::Result<Counted> {
-        tokio::time::sleep(Duration::from_millis(hold.0)).await;
-        Ok(Counted {
-            total: self.total,
-            by: self.node.clone(),
-            generation: ctx.generation(),
-        })
+        self.tape.hold(hold, &self.node, ctx).await
     }
 
     #[handler]
     async fn show(&mut self, _show: Show, _ctx: &ActorContext) -> zlink::Result<History> {
-        Ok(History {
-            log: self.log.clone(),
-            ticks: self.ticks,
-            by: self.node.clone(),
-        })
+        Ok(self.tape.history(&self.node))
     }
 
     #[handler]
     async fn beat(&mut self, _beat: Beat, ctx: &ActorContext) -> zlink::Result<()> {
-        ctx.start_timer(
-            "beat",
-            Duration::from_millis(50),
-            zlink::object::TimerPolicy::SkipLateTicks,
-        )
+        start_beat(ctx)
     }
 }
 
@@ -153,7 +175,7 @@ impl Actor for Counter {
         _ctx: &ActorContext,
         _tick: zlink::object::TimerTick,
     ) -> zlink::Result<()> {
-        self.ticks += 1;
+        self.tape.ticks += 1;
         Ok(())
     }
 }
@@ -162,55 +184,36 @@ impl Actor for Counter {
 /// move, its fields start again.
 pub struct Fresh {
     pub node: String,
-    pub total: u64,
-    pub log: Vec<u64>,
-    pub ticks: u64,
+    pub tape: Tape,
 }
 
 #[zlink::actor(type = "fresh", relocation = recreate)]
 impl Fresh {
     #[handler]
     async fn add(&mut self, add: Add, ctx: &ActorContext) -> zlink::Result<Counted> {
-        self.total += add.0;
-        Ok(Counted {
-            total: self.total,
-            by: self.node.clone(),
-            generation: ctx.generation(),
-        })
+        self.tape.total += add.0;
+        Ok(self.tape.counted(&self.node, ctx))
     }
 
     #[handler]
     async fn log(&mut self, log: Log, _ctx: &ActorContext) -> zlink::Result<()> {
-        self.log.push(log.0);
+        self.tape.log.push(log.0);
         Ok(())
     }
 
     #[handler]
     async fn hold(&mut self, hold: Hold, ctx: &ActorContext) -> zlink::Result<Counted> {
-        tokio::time::sleep(Duration::from_millis(hold.0)).await;
-        Ok(Counted {
-            total: self.total,
-            by: self.node.clone(),
-            generation: ctx.generation(),
-        })
+        self.tape.hold(hold, &self.node, ctx).await
     }
 
     #[handler]
     async fn show(&mut self, _show: Show, _ctx: &ActorContext) -> zlink::Result<History> {
-        Ok(History {
-            log: self.log.clone(),
-            ticks: self.ticks,
-            by: self.node.clone(),
-        })
+        Ok(self.tape.history(&self.node))
     }
 
     #[handler]
     async fn beat(&mut self, _beat: Beat, ctx: &ActorContext) -> zlink::Result<()> {
-        ctx.start_timer(
-            "beat",
-            Duration::from_millis(50),
-            zlink::object::TimerPolicy::SkipLateTicks,
-        )
+        start_beat(ctx)
     }
 }
 
@@ -221,31 +224,26 @@ impl Actor for Fresh {
         _ctx: &ActorContext,
         _tick: zlink::object::TimerTick,
     ) -> zlink::Result<()> {
-        self.ticks += 1;
+        self.tape.ticks += 1;
         Ok(())
     }
 }
 
-/// A Spot whose entries and tick count move with it (`relocation = preserve`); the
-/// instances it leaves behind report their last turn in `closings`.
+/// A Spot whose log and tick count move with it (`relocation = preserve`); the instances
+/// it leaves behind report their last turn in `closings`.
 pub struct Ledger {
     pub node: String,
-    pub entries: Vec<u64>,
-    pub ticks: u64,
+    pub tape: Tape,
     pub closings: Arc<Mutex<Vec<(String, zlink::object::ClosingReason)>>>,
 }
 
 impl RelocationState for Ledger {
     fn capture(&self) -> zlink::Result<Vec<u8>> {
-        serde_json::to_vec(&(&self.entries, self.ticks))
-            .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))
+        self.tape.capture()
     }
 
     fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
-        let (entries, ticks): (Vec<u64>, u64) = serde_json::from_slice(state)
-            .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))?;
-        self.entries = entries;
-        self.ticks = ticks;
+        self.tape = Tape::restore(state)?;
         Ok(())
     }
 }
@@ -254,36 +252,23 @@ impl RelocationState for Ledger {
 impl Ledger {
     #[handler]
     async fn log(&mut self, log: Log, _ctx: &SpotContext) -> zlink::Result<()> {
-        self.entries.push(log.0);
+        self.tape.log.push(log.0);
         Ok(())
     }
 
     #[handler]
     async fn hold(&mut self, hold: Hold, ctx: &SpotContext) -> zlink::Result<Counted> {
-        tokio::time::sleep(Duration::from_millis(hold.0)).await;
-        Ok(Counted {
-            total: self.entries.len() as u64,
-            by: self.node.clone(),
-            generation: ctx.generation(),
-        })
+        self.tape.hold(hold, &self.node, ctx).await
     }
 
     #[handler]
     async fn show(&mut self, _show: Show, _ctx: &SpotContext) -> zlink::Result<History> {
-        Ok(History {
-            log: self.entries.clone(),
-            ticks: self.ticks,
-            by: self.node.clone(),
-        })
+        Ok(self.tape.history(&self.node))
     }
 
     #[handler]
     async fn beat(&mut self, _beat: Beat, ctx: &SpotContext) -> zlink::Result<()> {
-        ctx.start_timer(
-            "beat",
-            Duration::from_millis(50),
-            zlink::object::TimerPolicy::SkipLateTicks,
-        )
+        start_beat(ctx)
     }
 }
 
@@ -294,7 +279,7 @@ impl zlink::object::Spot for Ledger {
         _ctx: &SpotContext,
         _tick: zlink::object::TimerTick,
     ) -> zlink::Result<()> {
-        self.ticks += 1;
+        self.tape.ticks += 1;
         Ok(())
     }
 
@@ -311,8 +296,7 @@ pub fn ledger_type(node: &str, seen: &Seen) -> zlink::object::SpotType {
     let (node, closings) = (node.to_string(), seen.closings.clone());
     Ledger::spot_type(move |_ctx| Ledger {
         node: node.clone(),
-        entries: Vec::new(),
-        ticks: 0,
+        tape: Tape::default(),
         closings: closings.clone(),
     })
     .expect("a valid Spot type")
@@ -341,9 +325,7 @@ pub fn counter_type(node: &str, seen: &Seen) -> zlink::object::ActorType {
         seen.factories.fetch_add(1, Ordering::SeqCst);
         Counter {
             node: node.clone(),
-            total: 0,
-            log: Vec::new(),
-            ticks: 0,
+            tape: Tape::default(),
             seen: seen.clone(),
         }
     })
@@ -355,9 +337,7 @@ pub fn fresh_type(node: &str) -> zlink::object::ActorType {
     let node = node.to_string();
     Fresh::actor_type(move |_ctx| Fresh {
         node: node.clone(),
-        total: 0,
-        log: Vec::new(),
-        ticks: 0,
+        tape: Tape::default(),
     })
     .expect("a valid Actor type")
 }

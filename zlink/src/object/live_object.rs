@@ -431,7 +431,8 @@ impl LiveObject {
                     held = gate.lock() => held,
                 },
             };
-            match job {
+            // A handler or tick that ran: whether it ended normally (its Join runs then).
+            let ran = match job {
                 ObjectJob::Message {
                     handler,
                     packet,
@@ -466,18 +467,7 @@ impl LiveObject {
                         }
                     }
                     drop(held);
-                    let left = self
-                        .after_handler(joined, &server, &mut instance, &timers, &context, &cancel)
-                        .await;
-                    if left {
-                        timer_stop.cancel();
-                        drop(turn);
-                        self.refuse_queued(
-                            ErrorKind::Unavailable,
-                            "the object moved to another node",
-                        );
-                        return;
-                    }
+                    Some(joined)
                 }
                 ObjectJob::Tick {
                     tick,
@@ -505,18 +495,7 @@ impl LiveObject {
                     }
                     let _ = done.send(());
                     drop(held);
-                    let left = self
-                        .after_handler(joined, &server, &mut instance, &timers, &context, &cancel)
-                        .await;
-                    if left {
-                        timer_stop.cancel();
-                        drop(turn);
-                        self.refuse_queued(
-                            ErrorKind::Unavailable,
-                            "the object moved to another node",
-                        );
-                        return;
-                    }
+                    Some(joined)
                 }
                 ObjectJob::Member { event, done } => {
                     let Some(ctx) = context(None, None, Metadata::new()) else {
@@ -537,6 +516,7 @@ impl LiveObject {
                     if let Some(decision) = decided {
                         let _ = done.send(decision);
                     }
+                    None
                 }
                 ObjectJob::Relocate { captured, resume } => {
                     let Some(layer) = server.upgrade() else {
@@ -601,6 +581,7 @@ impl LiveObject {
                             return;
                         }
                     }
+                    None
                 }
                 ObjectJob::Close { reason, done } => {
                     timer_stop.cancel();
@@ -621,6 +602,24 @@ impl LiveObject {
                         "the object closed before the message ran",
                     );
                     let _ = done.send(());
+                    return;
+                }
+            };
+            if let Some(ended_normally) = ran {
+                let left = self
+                    .after_handler(
+                        ended_normally,
+                        &server,
+                        &mut instance,
+                        &timers,
+                        &context,
+                        &cancel,
+                    )
+                    .await;
+                if left {
+                    timer_stop.cancel();
+                    drop(turn);
+                    self.refuse_queued(ErrorKind::Unavailable, "the object moved to another node");
                     return;
                 }
             }

@@ -31,11 +31,18 @@ end
 return {'conflict'}
 "#;
 
-/// KEYS: the payload. The bytes and their remaining TTL, read together.
+/// KEYS: the payload. The bytes and their remaining TTL, read together. A payload with
+/// under a millisecond left is expired now (PTTL rounds it to 0): it is removed, so a put
+/// right after this read finds it gone, as the read said.
 const READ: &str = r#"
 local cur = redis.call('GET', KEYS[1])
 if not cur then return {'missing'} end
-return {'found', cur, redis.call('PTTL', KEYS[1])}
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl >= 0 and ttl < 1 then
+  redis.call('DEL', KEYS[1])
+  return {'missing'}
+end
+return {'found', cur, ttl}
 "#;
 
 /// KEYS: the payload. ARGV: retention ms.
