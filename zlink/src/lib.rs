@@ -78,7 +78,7 @@ pub use config::{
 pub use error::{ConfigViolation, Error, ErrorKind, Result};
 pub use handler::{BoxFuture, DefaultChannel, HandlerContext, HandlerGroup, Handlers, PacketKind};
 pub use host::{
-    Channels, ClientServerStatus, DiscoveryHandle, FanoutHandle, FanoutStatus, Runtime,
+    Actors, Channels, ClientServerStatus, DiscoveryHandle, FanoutHandle, FanoutStatus, Runtime,
     RuntimeStatus, Spots, StoreStatus,
 };
 pub use link::LinkLimits;

@@ -101,7 +101,7 @@ impl<'a> Spots<'a> {
     /// [`ClosingReason::RelocationOut`](crate::object::ClosingReason::RelocationOut).
     /// A Spot with members is `InvalidOperation` (a Spot moves together with its members,
     /// which this version does not do); see
-    /// [`Actors::relocate`](super::Actors::relocate) for the rest.
+    /// [`Actors::relocate`](crate::Actors::relocate) for the rest.
     pub async fn relocate(self, id: &str, to: Option<&str>) -> Result<SpotRef> {
         let spot = SpotId::new(id).map_err(|e| Error::InvalidArgument(e.to_string()))?;
         let at = objects::server(self.runtime)?

@@ -8,7 +8,7 @@
 //! owner admits the message only under the owner fence it was resolved with.
 //!
 //! A new Actor starts in its node's Entry Spot, the framework's Spot for one node
-//! lifecycle. A running Actor moves to another node live ([`relocation`]): its queue and
+//! lifecycle. A running Actor moves to another node live (see [`RelocationState`]): its queue and
 //! timers move with it, and messages that still arrive at the old owner follow it.
 
 mod actor;
