@@ -165,7 +165,7 @@ async fn call_local(
         None => live.try_deliver(job, bytes),
     };
     if let Err((refused, job)) = delivered {
-        if refused == Refused::Sealed {
+        if matches!(refused, Refused::Sealed | Refused::Closed) {
             if let Some(job) = to_departure(server, &live, fence, job, bytes, None, 0) {
                 drop(job);
             } else {
@@ -205,8 +205,9 @@ async fn wait_local(rx: LocalWait, id: &ObjectKey) -> Result<Bytes> {
     }
 }
 
-/// A job a sealed mailbox refused, offered to the object's departure (the seal of a move
-/// landed between the admission check and the queue). `None`: the departure took it.
+/// A job a sealed (or just closed) mailbox refused, offered to the object's departure: a
+/// move sealed it, or even handed it over, between the admission check and the queue.
+/// `None`: the departure took it.
 pub(super) fn to_departure(
     server: &ObjectServer,
     live: &LiveObject,

@@ -200,7 +200,9 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
     // (digest §3.3), which is what a refused job answers.
     if let Err((refused, job)) = live.try_deliver(job, bytes) {
         let job = match refused {
-            Refused::Sealed => {
+            // Sealed for a move, or closed by one that just handed the object over: the
+            // move's hold or relay takes it.
+            Refused::Sealed | Refused::Closed => {
                 match super::direct::to_departure(
                     server,
                     &live,
