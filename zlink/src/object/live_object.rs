@@ -531,6 +531,9 @@ impl LiveObject {
                         let _ = timers.resume(&records);
                         continue;
                     }
+                    // A sealed object runs nothing: the others behind its gate (a SpotWide
+                    // Spot and its members) go on, and may be sealed for the same move.
+                    drop(held);
                     let resumed = tokio::select! {
                         biased;
                         _ = cancel.cancelled() => None,
@@ -557,6 +560,7 @@ impl LiveObject {
                             timer_stop.cancel();
                             // The instance a Spot left behind hears its last turn.
                             if self.key.kind == ObjectKind::Spot {
+                                let _held = gate.lock().await;
                                 if let Some(ctx) = context(None, None, Metadata::new()) {
                                     let closing = TURN_GATE.scope(
                                         gate.clone(),
@@ -573,7 +577,6 @@ impl LiveObject {
                                 }
                             }
                             drop(turn);
-                            drop(held);
                             self.refuse_queued(
                                 ErrorKind::Unavailable,
                                 "the object moved to another node",
@@ -802,11 +805,6 @@ impl LiveObject {
         }
         members.actors.insert(actor.clone());
         true
-    }
-
-    /// How many member Actors this Spot has on this node.
-    pub(crate) fn member_count(&self) -> usize {
-        self.members().actors.len()
     }
 
     /// This Spot's member Actors on this node, sorted.

@@ -32,7 +32,7 @@ pub(crate) struct Arrival {
     relocation_id: String,
     source_version: StoreVersion,
     expected: Authority,
-    live: Arc<LiveObject>,
+    pub(super) live: Arc<LiveObject>,
     go: Mutex<Option<oneshot::Sender<bool>>>,
     outcome: OnceCell<Result<()>>,
     deadline: Instant,
@@ -40,12 +40,64 @@ pub(crate) struct Arrival {
     permit: Mutex<Option<Permit>>,
     /// The Join this move carries out, admitted by its Spot (holding a seat there).
     joining: Option<Joining>,
-    /// The PerActor Spot (moved here first) this Actor stays a member of.
+    /// The Spot this Actor stays a member of: a PerActor Spot's shell that moved here
+    /// first, or the SpotWide Spot it moves with.
     shell: Option<Arc<LiveObject>>,
+    /// The unit this object arrives with (a SpotWide Spot and its members): none of them
+    /// dispatches before all of them settled.
+    group: Option<Arc<ArrivalGroup>>,
+    /// A SpotWide Spot's members' fences, answered again to a repeated restore.
+    members: Vec<OwnerFence>,
+}
+
+impl Arrival {
+    /// Opens (or, not committed, closes) the object's dispatch: at once when it arrives
+    /// alone, with the rest of its unit otherwise.
+    fn release(&self, go: Option<oneshot::Sender<bool>>, committed: bool) {
+        match (&self.group, go) {
+            (Some(group), go) => group.settle(go, committed),
+            (None, Some(go)) => {
+                let _ = go.send(committed);
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+/// The objects that arrive as one unit: each one's dispatch opens when the last one's
+/// owner change settled (committed or failed), so no member runs before its Spot.
+pub(super) struct ArrivalGroup {
+    waiting: Mutex<(usize, Vec<oneshot::Sender<bool>>)>,
+}
+
+impl ArrivalGroup {
+    pub(super) fn new(size: usize) -> Arc<Self> {
+        Arc::new(ArrivalGroup {
+            waiting: Mutex::new((size, Vec::new())),
+        })
+    }
+
+    /// One arrival settled: a committed one waits for the others; a failed one closes.
+    fn settle(&self, go: Option<oneshot::Sender<bool>>, committed: bool) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        waiting.0 = waiting.0.saturating_sub(1);
+        match go {
+            Some(go) if committed => waiting.1.push(go),
+            Some(go) => {
+                let _ = go.send(false);
+            }
+            None => {}
+        }
+        if waiting.0 == 0 {
+            for go in waiting.1.drain(..) {
+                let _ = go.send(true);
+            }
+        }
+    }
 }
 
 /// A Join admitted by its Spot on this node: the seat is taken until the commit.
-struct Joining {
+pub(super) struct Joining {
     spot: SpotId,
     target: Arc<LiveObject>,
     reply: Bytes,
@@ -158,10 +210,95 @@ impl Arrivals {
     }
 }
 
-fn ready_of(arrival: &Arrival) -> RelayReady {
+pub(super) fn ready_of(arrival: &Arrival) -> RelayReady {
     RelayReady {
         target_fence: arrival.expected.fence.clone(),
         target_route: arrival.expected.route.clone(),
+        members: arrival.members.clone(),
+    }
+}
+
+/// The object of `record` may arrive at all: not here already, nor arriving by another
+/// move, and this node takes objects in. `Some` answers a repeated restore again.
+pub(super) fn check_arriving(
+    server: &ObjectServer,
+    key: &ObjectKey,
+    relocation_id: &str,
+) -> Result<Option<RestoreReply>> {
+    if let Some(arrival) = server.arrivals.get(key) {
+        // A repeated restore of the same move is answered again; another one is refused.
+        return if arrival.relocation_id == relocation_id {
+            Ok(Some(RestoreReply::Ready(ready_of(&arrival))))
+        } else {
+            Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("{key} is arriving here by another move"),
+            ))
+        };
+    }
+    if server.live().contains_key(key) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("{key} already runs on this node"),
+        ));
+    }
+    if server.is_draining() {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            "this node is relocating its objects away and takes none in",
+        ));
+    }
+    Ok(None)
+}
+
+/// The type `stable_type` of `kind` as this node serves it, with the same policy the
+/// source moves it under (a state comes exactly with `preserve`).
+pub(super) fn arriving_type(
+    server: &ObjectServer,
+    kind: ObjectKind,
+    stable_type: &str,
+    with_state: bool,
+) -> Result<Arc<TypeDef>> {
+    let object_type = server.object_type(kind, stable_type)?;
+    match (object_type.relocation, with_state) {
+        (Relocation::Disable, _) => Err(Error::new(
+            ErrorKind::Rejected,
+            format!("type {stable_type} is declared relocation = disable here"),
+        )),
+        (Relocation::Preserve, false) | (Relocation::Recreate, true) => Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("type {stable_type} is declared with another relocation policy on this node"),
+        )),
+        _ => Ok(object_type),
+    }
+}
+
+/// The authority an arriving object will run under here: its source's with AOG + 1 and
+/// this node as the owner.
+pub(super) fn expected_authority(
+    server: &ObjectServer,
+    kind: ObjectKind,
+    stable_type: &str,
+    source: &OwnerFence,
+    token: &crate::store::LeaseToken,
+    home: Option<&SpotId>,
+) -> Authority {
+    Authority {
+        state: AuthorityState::Ready,
+        shape: match kind {
+            ObjectKind::Actor => ObjectShape::Actor,
+            ObjectKind::Spot => ObjectShape::UserSpot,
+        },
+        stable_type: stable_type.to_string(),
+        fence: OwnerFence {
+            object_generation: source.object_generation,
+            owner_generation: source.owner_generation + 1,
+            owner: token.owner.0.clone(),
+            lease_generation: token.generation,
+        },
+        route: server.route.clone(),
+        membership: home.map(ToString::to_string),
+        creation_request: None,
     }
 }
 
@@ -171,52 +308,18 @@ pub(crate) async fn arrive(
     key: ObjectKey,
     record: RestoreRecord,
 ) -> Result<RestoreReply> {
-    if let Some(arrival) = server.arrivals.get(&key) {
-        // A repeated restore of the same move is answered again; another one is refused.
-        return if arrival.relocation_id == record.relocation_id {
-            Ok(RestoreReply::Ready(ready_of(&arrival)))
-        } else {
-            Err(Error::new(
-                ErrorKind::Unavailable,
-                format!("{key} is arriving here by another move"),
-            ))
-        };
+    if let Some(again) = check_arriving(server, &key, &record.relocation_id)? {
+        return Ok(again);
     }
-    if server.live().contains_key(&key) {
-        return Err(Error::new(
-            ErrorKind::InvalidOperation,
-            format!("{key} already runs on this node"),
-        ));
+    if !record.members.is_empty() {
+        return super::aggregate_arrival::arrive_with_members(server, key, record).await;
     }
-
-    if server.is_draining() {
-        return Err(Error::new(
-            ErrorKind::Unavailable,
-            "this node is relocating its objects away and takes none in",
-        ));
-    }
-    let object_type = server.object_type(key.kind, &record.stable_type)?;
-    match (object_type.relocation, record.state.is_some()) {
-        (Relocation::Disable, _) => {
-            return Err(Error::new(
-                ErrorKind::Rejected,
-                format!(
-                    "type {} is declared relocation = disable here",
-                    record.stable_type
-                ),
-            ))
-        }
-        (Relocation::Preserve, false) | (Relocation::Recreate, true) => {
-            return Err(Error::new(
-                ErrorKind::InvalidOperation,
-                format!(
-                    "type {} is declared with another relocation policy on this node",
-                    record.stable_type
-                ),
-            ))
-        }
-        _ => {}
-    }
+    let object_type = arriving_type(
+        server,
+        key.kind,
+        &record.stable_type,
+        record.state.is_some(),
+    )?;
     // An Actor lands in this node's Entry Spot (or the Spot it joins); a Spot in none.
     let entry = match key.kind {
         ObjectKind::Actor => Some(
@@ -234,12 +337,7 @@ pub(crate) async fn arrive(
         }
         ObjectKind::Spot => None,
     };
-    let token = server.lease.admitting_token().ok_or_else(|| {
-        Error::new(
-            ErrorKind::Unavailable,
-            "this node's lease admits no new work",
-        )
-    })?;
+    let token = admitting_token(server)?;
     let permit = server
         .permits
         .inbound(record.state.as_ref().map_or(0, MovedState::len))?;
@@ -283,36 +381,22 @@ pub(crate) async fn arrive(
         .node
         .upgrade()
         .ok_or_else(|| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?;
-    let source = &record.source_fence;
-    let expected = Authority {
-        state: AuthorityState::Ready,
-        shape: match key.kind {
-            ObjectKind::Actor => ObjectShape::Actor,
-            ObjectKind::Spot => ObjectShape::UserSpot,
-        },
-        stable_type: record.stable_type.clone(),
-        fence: OwnerFence {
-            object_generation: source.object_generation,
-            owner_generation: source.owner_generation + 1,
-            owner: token.owner.0.clone(),
-            lease_generation: token.generation,
-        },
-        route: server.route.clone(),
-        membership: home.as_ref().map(ToString::to_string),
-        creation_request: None,
-    };
-    let deadline = Instant::now() + RELOCATION_DEADLINE;
-    let membership = home.clone();
-    let built = build(
+    let expected = expected_authority(
         server,
-        &object_type,
-        &key,
-        &node,
-        &record,
-        membership,
+        key.kind,
+        &record.stable_type,
+        &record.source_fence,
+        &token,
+        home.as_ref(),
+    );
+    let deadline = Instant::now() + RELOCATION_DEADLINE;
+    let staged = Staged {
+        generation: record.source_fence.object_generation,
+        state: record.state.as_ref(),
+        membership: home.clone(),
         deadline,
-    )
-    .await;
+    };
+    let built = build(server, &object_type, &key, &node, staged).await;
     let instance = match built {
         Ok(instance) => instance,
         Err(e) => {
@@ -323,46 +407,118 @@ pub(crate) async fn arrive(
             return Err(e);
         }
     };
-    let (go, wait) = oneshot::channel();
-    let live = LiveObject::start(
-        key.clone(),
-        object_type,
-        Versioned {
-            record: expected.clone(),
-            version: StoreVersion(String::new()),
-        },
-        instance,
-        server.object_host(),
-        wait,
-        Some(Arrived {
-            timers: record.timers.clone(),
-            joined: joining.as_ref().map(|j| JoinOutcome::Accepted {
-                spot: j.spot.clone(),
-                reply: j.reply.clone(),
-            }),
-        }),
-    );
-    // From here the temporary queue admits what the source relays under the new fence.
-    server.insert_live(live.clone());
-    drop(slot);
-    let arrival = Arc::new(Arrival {
-        relocation_id: record.relocation_id.clone(),
-        source_version: StoreVersion(record.source_version.clone()),
-        expected,
-        live,
-        go: Mutex::new(Some(go)),
-        outcome: OnceCell::new(),
-        deadline,
-        permit: Mutex::new(Some(permit)),
-        joining,
-        shell: with_spot.map(|(_, shell)| shell),
+    let joined = joining.as_ref().map(|j| JoinOutcome::Accepted {
+        spot: j.spot.clone(),
+        reply: j.reply.clone(),
     });
-    server.arrivals.map().insert(key.clone(), arrival.clone());
-    let ready = RestoreReply::Ready(ready_of(&arrival));
-    // No cutover within the fallback: the target commits by itself.
+    let arrival = Arriving {
+        relocation_id: &record.relocation_id,
+        source_version: &record.source_version,
+        expected,
+        timers: &record.timers,
+        joined,
+        deadline,
+        permit: Some(permit),
+    }
+    .start(
+        server,
+        key,
+        object_type,
+        instance,
+        Carried {
+            joining,
+            shell: with_spot.map(|(_, shell)| shell),
+            ..Carried::default()
+        },
+    );
+    drop(slot);
+    Ok(RestoreReply::Ready(ready_of(&arrival)))
+}
+
+/// The lease token this node owns new objects under.
+pub(super) fn admitting_token(server: &ObjectServer) -> Result<crate::store::LeaseToken> {
+    server.lease.admitting_token().ok_or_else(|| {
+        Error::new(
+            ErrorKind::Unavailable,
+            "this node's lease admits no new work",
+        )
+    })
+}
+
+/// What an arrival carries besides its object.
+#[derive(Default)]
+pub(super) struct Carried {
+    pub(super) joining: Option<Joining>,
+    pub(super) shell: Option<Arc<LiveObject>>,
+    pub(super) group: Option<Arc<ArrivalGroup>>,
+    pub(super) members: Vec<OwnerFence>,
+}
+
+/// An object about to be registered here as arriving.
+pub(super) struct Arriving<'a> {
+    pub(super) relocation_id: &'a str,
+    pub(super) source_version: &'a str,
+    pub(super) expected: Authority,
+    pub(super) timers: &'a [crate::object::timer::TimerRecord],
+    pub(super) joined: Option<JoinOutcome>,
+    pub(super) deadline: Instant,
+    pub(super) permit: Option<Permit>,
+}
+
+impl Arriving<'_> {
+    /// Starts the built `instance` under the fence it will own the object with, not
+    /// dispatching: from here its mailbox is the temporary queue, admitting what the
+    /// source relays. Commits by itself [`CUTOVER_FALLBACK`] after this if no cutover
+    /// came.
+    pub(super) fn start(
+        self,
+        server: &Arc<ObjectServer>,
+        key: ObjectKey,
+        object_type: Arc<TypeDef>,
+        instance: Box<dyn Instance>,
+        carried: Carried,
+    ) -> Arc<Arrival> {
+        let (go, wait) = oneshot::channel();
+        let live = LiveObject::start(
+            key.clone(),
+            object_type,
+            Versioned {
+                record: self.expected.clone(),
+                version: StoreVersion(String::new()),
+            },
+            instance,
+            server.object_host(),
+            wait,
+            Some(Arrived {
+                timers: self.timers.to_vec(),
+                joined: self.joined,
+            }),
+        );
+        server.insert_live(live.clone());
+        let arrival = Arc::new(Arrival {
+            relocation_id: self.relocation_id.to_string(),
+            source_version: StoreVersion(self.source_version.to_string()),
+            expected: self.expected,
+            live,
+            go: Mutex::new(Some(go)),
+            outcome: OnceCell::new(),
+            deadline: self.deadline,
+            permit: Mutex::new(self.permit),
+            joining: carried.joining,
+            shell: carried.shell,
+            group: carried.group,
+            members: carried.members,
+        });
+        server.arrivals.map().insert(key.clone(), arrival.clone());
+        commit_by_fallback(server, key, self.relocation_id.to_string());
+        arrival
+    }
+}
+
+/// No cutover within the fallback: the target commits by itself.
+fn commit_by_fallback(server: &Arc<ObjectServer>, key: ObjectKey, relocation_id: String) {
     let weak = Arc::downgrade(server);
     let cancel = server.cancel.clone();
-    let relocation_id = record.relocation_id;
     server.tracker.spawn(async move {
         tokio::select! {
             _ = tokio::time::sleep(CUTOVER_FALLBACK) => {}
@@ -378,7 +534,6 @@ pub(crate) async fn arrive(
             }
         }
     });
-    Ok(ready)
 }
 
 /// The captured state's bytes: inline, or read from the Relocation Store (a state that
@@ -412,27 +567,34 @@ async fn fetch_state(server: &ObjectServer, state: &MovedState) -> Result<Bytes>
     }
 }
 
+/// What an arriving instance is built from.
+pub(super) struct Staged<'a> {
+    /// Its ObjectGeneration, kept across the move.
+    pub(super) generation: u64,
+    pub(super) state: Option<&'a MovedState>,
+    pub(super) membership: Option<SpotId>,
+    pub(super) deadline: Instant,
+}
+
 /// The hidden instance: the factory's, with the captured state restored (`preserve`).
-async fn build(
+pub(super) async fn build(
     server: &ObjectServer,
     object_type: &TypeDef,
     key: &ObjectKey,
     node: &Arc<crate::mesh::MeshNode>,
-    record: &RestoreRecord,
-    membership: Option<SpotId>,
-    deadline: Instant,
+    staged: Staged<'_>,
 ) -> Result<Box<dyn Instance>> {
     let (mut instance, _) = crate::object::creation::stage(
         object_type,
         key,
         node,
-        record.source_fence.object_generation,
-        membership,
-        deadline,
+        staged.generation,
+        staged.membership,
+        staged.deadline,
         None,
     )
     .await?;
-    if let Some(state) = &record.state {
+    if let Some(state) = staged.state {
         let state = fetch_state(server, state).await?;
         let restored = std::panic::AssertUnwindSafe(async { instance.restore_state(&state) })
             .catch_unwind()
@@ -561,9 +723,7 @@ async fn commit_once(
                     None => {}
                 },
             }
-            if let Some(go) = go {
-                let _ = go.send(true);
-            }
+            arrival.release(go, true);
             tracing::info!(object = %key, relocation = %arrival.relocation_id, "arrived: owner change committed");
             Ok(())
         }
@@ -573,9 +733,7 @@ async fn commit_once(
             if let Some(joining) = &arrival.joining {
                 joining.target.remove_member(&key.id);
             }
-            if let Some(go) = go {
-                let _ = go.send(false);
-            }
+            arrival.release(go, false);
             Err(e)
         }
     }
@@ -588,5 +746,32 @@ fn join_entry(server: &ObjectServer, key: &ObjectKey) {
         if let Some(spot) = server.live().get(&ObjectKey::from(&entry.id)).cloned() {
             spot.add_member(&key.id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unit_dispatches_only_once_every_participant_settled() {
+        let group = ArrivalGroup::new(3);
+        let ((spot, mut spot_rx), (member, mut member_rx), (lost, mut lost_rx)) =
+            (oneshot::channel(), oneshot::channel(), oneshot::channel());
+        group.settle(Some(spot), true);
+        assert!(
+            spot_rx.try_recv().is_err(),
+            "the Spot waits for its members"
+        );
+        group.settle(Some(lost), false);
+        assert_eq!(
+            lost_rx.try_recv(),
+            Ok(false),
+            "a member that did not commit closes"
+        );
+        assert!(spot_rx.try_recv().is_err());
+        group.settle(Some(member), true);
+        assert_eq!(spot_rx.try_recv(), Ok(true));
+        assert_eq!(member_rx.try_recv(), Ok(true));
     }
 }

@@ -8,6 +8,7 @@ use futures::StreamExt;
 
 use super::source::{relocate, relocate_spot};
 use crate::object::id::{ActorId, ObjectKey, ObjectKind, SpotId};
+use crate::object::live_object::LiveObject;
 use crate::object::membership::Execution;
 use crate::object::object_ref::Location;
 use crate::object::object_ref::{ActorRef, SpotRef};
@@ -25,11 +26,11 @@ const DRAIN_CONCURRENCY: usize = 16;
 pub enum BlockedReason {
     /// Its type is declared `relocation = disable`.
     RelocationDisabled,
-    /// An Actor that belongs to a User Spot: it moves with its Spot, which does not move
-    /// with its members yet.
+    /// An Actor that belongs to a User Spot which stays (the Actor moves only with its
+    /// Spot).
     InUserSpot,
-    /// A Spot with member Actors: a Spot moves together with its members, which this
-    /// version does not do (a Spot without members moves).
+    /// A `SpotWide` Spot one of whose member Actors may not move: such a Spot moves only
+    /// together with all of its members.
     SpotWithMembers,
 }
 
@@ -79,13 +80,27 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport
         .filter(|live| !live.is_entry())
         .cloned()
         .collect();
-    // A PerActor Spot moves with its members (its shell first, then each of them).
+    // A User Spot takes its members along: a PerActor Spot its shell first, then each
+    // member; a SpotWide Spot all of them as one unit, so only if each of them may move.
+    let may_move = |live: &LiveObject| live.object_type.relocation != Relocation::Disable;
+    let takes_members = |spot: &LiveObject| {
+        may_move(spot)
+            && (spot.object_type.execution == Execution::PerActor
+                || spot.member_ids().iter().all(|id| {
+                    let key = ObjectKey {
+                        kind: ObjectKind::Actor,
+                        id: id.clone(),
+                    };
+                    owned
+                        .iter()
+                        .find(|l| l.key == key)
+                        .is_none_or(|member| may_move(member))
+                }))
+    };
     let moves_with_members = |spot: &SpotId| {
-        owned.iter().any(|l| {
-            l.key == ObjectKey::from(spot)
-                && l.object_type.execution == Execution::PerActor
-                && l.object_type.relocation != Relocation::Disable
-        })
+        owned
+            .iter()
+            .any(|l| l.key == ObjectKey::from(spot) && takes_members(l))
     };
     for live in &owned {
         let blocked = |reason| BlockedObject {
@@ -104,10 +119,7 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport
             if !moves_with_members(&spot) {
                 report.blocked.push(blocked(BlockedReason::InUserSpot));
             }
-        } else if live.key.kind == ObjectKind::Spot
-            && live.member_count() > 0
-            && live.object_type.execution != Execution::PerActor
-        {
+        } else if live.key.kind == ObjectKind::Spot && !takes_members(live) {
             report.blocked.push(blocked(BlockedReason::SpotWithMembers));
         } else {
             movable.push(live.clone());

@@ -20,6 +20,8 @@
 //!    what still arrives on the old route ([`departure`]); a notice (command 50) tells
 //!    each sender once, so its next call resolves the new owner.
 
+mod aggregate;
+mod aggregate_arrival;
 mod arrival;
 mod departure;
 mod drain;

@@ -37,6 +37,24 @@ pub(crate) struct RestoreRecord {
     /// member there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) with_spot: Option<String>,
+    /// A SpotWide Spot's member Actors, moving with it as one unit, sorted by ID.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) members: Vec<MemberRestore>,
+}
+
+/// The most member Actors a SpotWide Spot moves with.
+pub(crate) const MAX_AGGREGATE_MEMBERS: usize = 4096;
+
+/// One member Actor of a moving SpotWide Spot: what its own restore would carry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct MemberRestore {
+    pub(crate) id: String,
+    pub(crate) stable_type: String,
+    pub(crate) source_fence: OwnerFence,
+    pub(crate) source_version: String,
+    #[serde(default)]
+    pub(crate) state: Option<MovedState>,
+    pub(crate) timers: Vec<TimerRecord>,
 }
 
 /// Where a moved object's captured state is: in the restore itself when it is small, in
@@ -90,6 +108,9 @@ impl RestoreReply {
             crate::wire::cbor_decode(bytes).map_err(|e| protocol("a restore reply", e))?;
         if let RestoreReply::Ready(ready) = &reply {
             check_fence("a relay-ready record", &ready.target_fence)?;
+            for fence in &ready.members {
+                check_fence("a relay-ready record", fence)?;
+            }
         }
         Ok(reply)
     }
@@ -102,6 +123,9 @@ pub(crate) struct RelayReady {
     /// The fence the object will run under on the target (AOG + 1, the target's lease).
     pub(crate) target_fence: OwnerFence,
     pub(crate) target_route: OwnerRoute,
+    /// A SpotWide Spot's members: the fence each will run under, in the restore's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) members: Vec<OwnerFence>,
 }
 
 /// The relocation a cutover (or a barrier) is about.
@@ -148,14 +172,12 @@ impl RestoreRecord {
         let record: RestoreRecord =
             crate::wire::cbor_decode(bytes).map_err(|e| protocol("a restore record", e))?;
         check_fence("a restore record", &record.source_fence)?;
-        if record.timers.len() > MAX_TIMERS {
-            return Err(protocol(
-                "a restore record",
-                format!("{} timers (at most {MAX_TIMERS})", record.timers.len()),
-            ));
-        }
+        check_timers(record.timers.len())?;
         if !matches!(record.kind, 'a' | 's') {
             return Err(protocol("a restore record", "an unknown object kind"));
+        }
+        if !record.members.is_empty() {
+            check_members(&record)?;
         }
         if record.relocation_id.is_empty() || record.relocation_id.len() > 64 {
             return Err(protocol(
@@ -165,6 +187,44 @@ impl RestoreRecord {
         }
         Ok(record)
     }
+}
+
+fn check_timers(count: usize) -> Result<()> {
+    if count > MAX_TIMERS {
+        return Err(protocol(
+            "a restore record",
+            format!("{count} timers (at most {MAX_TIMERS})"),
+        ));
+    }
+    Ok(())
+}
+
+/// Members move only with a Spot of their own (not with a Join or another Spot), at most
+/// [`MAX_AGGREGATE_MEMBERS`], each once, with valid IDs, fences and timers.
+fn check_members(record: &RestoreRecord) -> Result<()> {
+    let what = "a restore record";
+    if record.kind != 's' || record.join.is_some() || record.with_spot.is_some() {
+        return Err(protocol(what, "members move only with their own Spot"));
+    }
+    if record.members.len() > MAX_AGGREGATE_MEMBERS {
+        return Err(protocol(
+            what,
+            format!(
+                "{} members (at most {MAX_AGGREGATE_MEMBERS})",
+                record.members.len()
+            ),
+        ));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(record.members.len());
+    for member in &record.members {
+        crate::object::ActorId::new(&member.id).map_err(|e| protocol(what, e))?;
+        if !seen.insert(member.id.as_str()) {
+            return Err(protocol(what, format!("member {} twice", member.id)));
+        }
+        check_fence(what, &member.source_fence)?;
+        check_timers(member.timers.len())?;
+    }
+    Ok(())
 }
 
 impl CutoverRecord {
@@ -238,6 +298,7 @@ mod tests {
             timers: Vec::new(),
             join: None,
             with_spot: None,
+            members: Vec::new(),
         };
         assert_eq!(
             RestoreRecord::decode(&restore.encode().unwrap()).unwrap(),
@@ -290,6 +351,7 @@ mod tests {
                 timers: Vec::new(),
                 join: Some(JoinIntent { spot: "room".into(), request: vec![1, 2] }),
                 with_spot: None,
+                members: Vec::new(),
             };
             let mut bytes = record.encode().unwrap().to_vec();
             let at = at % bytes.len();
@@ -297,6 +359,67 @@ mod tests {
             if let Err(e) = RestoreRecord::decode(&bytes) {
                 proptest::prop_assert!(e.is(ErrorKind::ProtocolError));
             }
+        }
+    }
+
+    #[test]
+    fn members_travel_only_with_their_own_spot_each_once_and_bounded() {
+        let member = |id: &str| MemberRestore {
+            id: id.into(),
+            stable_type: "guest".into(),
+            source_fence: fence(1),
+            source_version: "3".into(),
+            state: None,
+            timers: Vec::new(),
+        };
+        let unit = RestoreRecord {
+            kind: 's',
+            relocation_id: "r1".into(),
+            stable_type: "table".into(),
+            source_fence: fence(1),
+            source_version: "7".into(),
+            state: None,
+            timers: Vec::new(),
+            join: None,
+            with_spot: None,
+            members: vec![member("g1"), member("g2")],
+        };
+        assert_eq!(
+            RestoreRecord::decode(&unit.encode().unwrap()).unwrap(),
+            unit
+        );
+        let mut zero_member = member("g3");
+        zero_member.source_fence.object_generation = 0;
+        for bad in [
+            RestoreRecord {
+                kind: 'a',
+                ..unit.clone()
+            },
+            RestoreRecord {
+                with_spot: Some("other".into()),
+                ..unit.clone()
+            },
+            RestoreRecord {
+                members: vec![member("g1"), member("g1")],
+                ..unit.clone()
+            },
+            RestoreRecord {
+                members: vec![member("")],
+                ..unit.clone()
+            },
+            RestoreRecord {
+                members: vec![zero_member],
+                ..unit.clone()
+            },
+            RestoreRecord {
+                members: (0..=MAX_AGGREGATE_MEMBERS)
+                    .map(|n| member(&format!("g{n}")))
+                    .collect(),
+                ..unit.clone()
+            },
+        ] {
+            let refused = RestoreRecord::decode(&bad.encode().unwrap()).unwrap_err();
+            assert!(refused.is(ErrorKind::ProtocolError), "{refused}");
         }
     }
 

@@ -29,11 +29,11 @@ use crate::{Error, ErrorKind, Result};
 
 /// Where a move goes, and what it holds while it runs.
 pub(crate) struct Route {
-    node: Arc<MeshNode>,
-    link: PeerLink,
-    target: String,
-    permit: Permit,
-    deadline: Instant,
+    pub(super) node: Arc<MeshNode>,
+    pub(super) link: PeerLink,
+    pub(super) target: String,
+    pub(super) permit: Permit,
+    pub(super) deadline: Instant,
 }
 
 /// A Join to a Spot on the target: the target admits it (`on_actor_join`) before it
@@ -83,26 +83,26 @@ pub(crate) async fn relocate(
     relocate_spot(server, &live, to).await.map(|(at, _)| at)
 }
 
-/// Moves a Spot, and (PerActor) then each of its members, each as its own move: the Spot
-/// takes no Join meanwhile. A SpotWide Spot moves only without members (it will move
-/// with them, as one). Returns where the Spot runs, and each member's outcome.
-#[allow(clippy::type_complexity)]
+/// Each member's outcome of a Spot's move, by Actor ID.
+pub(crate) type MemberOutcomes = Vec<(Arc<str>, Result<Location>)>;
+
+/// Moves a Spot, taking no Join meanwhile. A SpotWide Spot moves with its members as one
+/// unit; a PerActor Spot moves its shell, then each member as its own move. Returns where
+/// the Spot runs, and each member's outcome.
 pub(crate) async fn relocate_spot(
     server: &Arc<ObjectServer>,
     live: &Arc<LiveObject>,
     to: Option<&str>,
-) -> Result<(Location, Vec<(Arc<str>, Result<Location>)>)> {
+) -> Result<(Location, MemberOutcomes)> {
     let key = &live.key;
     live.hold_joins();
     let members = live.member_ids();
     if !members.is_empty() && live.object_type.execution != Execution::PerActor {
-        live.reopen();
-        return Err(Error::new(
-            ErrorKind::InvalidOperation,
-            format!(
-                "{key} has member Actors and runs them SpotWide: such a Spot moves together with its members, which this version does not do"
-            ),
-        ));
+        let moved = super::aggregate::relocate_with_members(server, live, to, &members).await;
+        if moved.is_err() {
+            live.reopen();
+        }
+        return moved;
     }
     let at = match seal_and_hand_over(server, live, to, Carry::Alone).await {
         Ok(at) => at,
@@ -167,7 +167,7 @@ async fn seal_and_hand_over(
 ) -> Result<Location> {
     let key = &live.key;
     let route = prepare(server, live, to).await?;
-    let (captured_tx, captured_rx) = oneshot::channel();
+    let (captured_tx, mut captured_rx) = oneshot::channel();
     let (resume_tx, resume_rx) = oneshot::channel();
     if !live.deliver_notice(ObjectJob::Relocate {
         captured: captured_tx,
@@ -178,15 +178,16 @@ async fn seal_and_hand_over(
             format!("{key} is closing"),
         ));
     }
-    let sealed = tokio::time::timeout_at(route.deadline, captured_rx)
-        .await
-        .map_err(|_| {
-            Error::new(
-                ErrorKind::DeadlineExceeded,
-                format!("{key}'s handler did not reach a boundary in time"),
-            )
-        })?
-        .map_err(|_| Error::new(ErrorKind::Unavailable, format!("{key} stopped")))?;
+    let sealed = match await_seal(live, &mut captured_rx, route.deadline).await {
+        Ok(sealed) => sealed,
+        Err((e, late)) => {
+            if let Some(late) = late {
+                cancel_seal(server, live, late);
+                let _ = resume_tx.send(Resume::Cancelled);
+            }
+            return Err(e);
+        }
+    };
     let resume = std::sync::Mutex::new(Some(resume_tx));
     let take_resume = || resume.lock().unwrap_or_else(|p| p.into_inner()).take();
     let outcome = hand_over(server, live, route, sealed, carry, || {
@@ -206,18 +207,62 @@ async fn seal_and_hand_over(
     }
 }
 
+/// Waits until `deadline` for `live`'s seal. A seal that came too late (after the wait
+/// gave up, before it stopped listening) is handed back with the error, to be cancelled.
+pub(super) async fn await_seal(
+    live: &LiveObject,
+    captured: &mut oneshot::Receiver<Captured>,
+    deadline: Instant,
+) -> std::result::Result<Captured, (Error, Option<Captured>)> {
+    let key = &live.key;
+    match tokio::time::timeout_at(deadline, &mut *captured).await {
+        Ok(Ok(sealed)) => Ok(sealed),
+        Ok(Err(_)) => Err((
+            Error::new(ErrorKind::Unavailable, format!("{key} stopped")),
+            None,
+        )),
+        Err(_) => {
+            // From here the object's loop cannot hand a seal over: it undoes it itself.
+            captured.close();
+            let late = captured.try_recv().ok();
+            let late_error = Error::new(
+                ErrorKind::DeadlineExceeded,
+                format!("{key}'s handler did not reach a boundary in time"),
+            );
+            Err((late_error, late))
+        }
+    }
+}
+
+/// Undoes a seal whose move ends before relay-ready: the captured queue goes back ahead
+/// of what the hold kept, and the object admits again.
+pub(super) fn cancel_seal(server: &ObjectServer, live: &LiveObject, sealed: Captured) {
+    sealed.departure.cancel(live, sealed.backlog);
+    server.departures.remove(&sealed.departure);
+}
+
 /// Checks the target and takes the permits and the connection a move needs.
 pub(crate) async fn prepare(
     server: &ObjectServer,
     live: &LiveObject,
     to: Option<&str>,
 ) -> Result<Route> {
-    let deadline = Instant::now() + RELOCATION_DEADLINE;
-    let target = choose_target(server, live, to)?;
     let reserve = match live.object_type.relocation {
         Relocation::Preserve => MAX_CAPTURED_STATE_BYTES,
         _ => 0,
     };
+    prepare_reserving(server, live, to, reserve).await
+}
+
+/// [`prepare`], reserving `reserve` bytes of state in flight.
+pub(super) async fn prepare_reserving(
+    server: &ObjectServer,
+    live: &LiveObject,
+    to: Option<&str>,
+    reserve: usize,
+) -> Result<Route> {
+    let deadline = Instant::now() + RELOCATION_DEADLINE;
+    let target = choose_target(server, live, to)?;
     let permit = server.permits.outbound_by(reserve, deadline).await?;
     let node = server
         .node
@@ -274,6 +319,7 @@ pub(crate) async fn hand_over(
         server.departures.remove(&departure);
         outcome
     };
+    let reference = |relocation_id: &str| format!("zlink:state:{relocation_id}");
     if authority.record.state != AuthorityState::Ready {
         let closing = Error::new(ErrorKind::Unavailable, format!("{key} is closing"));
         return cancel(backlog, HandOver::Cancelled(closing));
@@ -301,7 +347,8 @@ pub(crate) async fn hand_over(
     permit.shrink_to(state.as_ref().map_or(0, Vec::len));
     let joining = join.is_some();
     let relocation_id = crate::object::id_uuid_v4();
-    let state = match place_state(server, &relocation_id, state).await {
+    let placed = place_state(server, reference(&relocation_id), state, INLINE_STATE_BYTES);
+    let state = match placed.await {
         Ok(state) => state,
         Err(e) => return cancel(backlog, HandOver::Cancelled(e)),
     };
@@ -318,6 +365,7 @@ pub(crate) async fn hand_over(
         timers,
         join,
         with_spot,
+        members: Vec::new(),
     };
     let ready = match restore_on_target(&node, &link, key, &record, deadline).await {
         Ok(RestoreReply::Ready(ready)) => ready,
@@ -376,12 +424,13 @@ pub(crate) async fn hand_over(
     HandOver::Moved(at)
 }
 
-/// A captured state placed for the target: inline, or (above [`INLINE_STATE_BYTES`]) put
-/// in the Relocation Store under the move's ID.
-async fn place_state(
+/// A captured state placed for the target: inline, or (above `inline_up_to` bytes) put
+/// in the Relocation Store under `reference`.
+pub(super) async fn place_state(
     server: &ObjectServer,
-    relocation_id: &str,
+    reference: String,
     state: Option<Vec<u8>>,
+    inline_up_to: usize,
 ) -> Result<Option<MovedState>> {
     let Some(state) = state else {
         return Ok(None);
@@ -389,11 +438,10 @@ async fn place_state(
     let Some(store) = server
         .relocation_store
         .as_ref()
-        .filter(|_| state.len() > INLINE_STATE_BYTES)
+        .filter(|_| state.len() > inline_up_to)
     else {
         return Ok(Some(MovedState::Inline(state)));
     };
-    let reference = format!("zlink:state:{relocation_id}");
     let payload_ref = PayloadRef::new(reference.clone()).map_err(Error::from)?;
     let len = state.len() as u64;
     match store
@@ -419,14 +467,14 @@ async fn place_state(
 const STATE_RETENTION: std::time::Duration = std::time::Duration::from_secs(10 * 60);
 
 /// Removes a state the move put in the Relocation Store when the move is over here.
-struct StoredState {
+pub(super) struct StoredState {
     store: Arc<dyn crate::store::RelocationStore>,
     reference: PayloadRef,
     tracker: tokio_util::task::TaskTracker,
 }
 
 impl StoredState {
-    fn of(server: &ObjectServer, state: &Option<MovedState>) -> Option<Self> {
+    pub(super) fn of(server: &ObjectServer, state: &Option<MovedState>) -> Option<Self> {
         let Some(MovedState::Stored { reference, .. }) = state else {
             return None;
         };
@@ -450,7 +498,7 @@ impl Drop for StoredState {
 }
 
 /// The record code of `key`'s namespace.
-fn kind_code(key: &ObjectKey) -> char {
+pub(super) fn kind_code(key: &ObjectKey) -> char {
     match key.kind {
         ObjectKind::Actor => 'a',
         ObjectKind::Spot => 's',
@@ -491,7 +539,11 @@ fn check_movable(live: &LiveObject) -> Result<()> {
 }
 
 /// The named node, or the one placement picks among the others serving the type.
-fn choose_target(server: &ObjectServer, live: &LiveObject, to: Option<&str>) -> Result<String> {
+pub(super) fn choose_target(
+    server: &ObjectServer,
+    live: &LiveObject,
+    to: Option<&str>,
+) -> Result<String> {
     if to == Some(server.route.rid.as_str()) {
         return Err(Error::InvalidArgument(format!(
             "{} runs on {} already",
@@ -528,7 +580,7 @@ fn choose_target(server: &ObjectServer, live: &LiveObject, to: Option<&str>) -> 
 }
 
 /// Sends the restore (command 31) and waits for relay-ready (or a Join's decline).
-async fn restore_on_target(
+pub(super) async fn restore_on_target(
     node: &Arc<MeshNode>,
     link: &PeerLink,
     key: &ObjectKey,
@@ -594,7 +646,7 @@ fn leave_source_spot(
 }
 
 /// Reads the authority until the store answers whether the target committed.
-async fn confirm_commit(
+pub(super) async fn confirm_commit(
     server: &ObjectServer,
     key: &ObjectKey,
     ready: &RelayReady,
@@ -639,7 +691,11 @@ async fn target_lease_alive(server: &ObjectServer, ready: &RelayReady) -> bool {
 }
 
 /// The move is over on this node: the old route is followed for `follow` (none at 0).
-fn finish(server: &Arc<ObjectServer>, departure: &Arc<Departure>, follow: std::time::Duration) {
+pub(super) fn finish(
+    server: &Arc<ObjectServer>,
+    departure: &Arc<Departure>,
+    follow: std::time::Duration,
+) {
     if follow.is_zero() {
         server.departures.remove(departure);
         return;

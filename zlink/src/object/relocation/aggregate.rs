@@ -1,0 +1,445 @@
+//! A SpotWide User Spot moves with every member it has at seal time, as one unit (digest
+//! §7.4): all of them are sealed, captured and restored together, in one restore; a
+//! participant that may not move, or whose capture or restore fails, cancels the whole
+//! move before anything is handed over. Past relay-ready each participant's queue is
+//! relayed and cut over on its own, and the target opens dispatch for none of them before
+//! all of them committed.
+
+use std::sync::Arc;
+
+use futures::future::join_all;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::departure::RelayItem;
+use super::permits::MAX_BYTES_IN_FLIGHT;
+use super::record::{
+    CutoverRecord, MemberRestore, MovedState, RelayReady, RestoreRecord, RestoreReply,
+    MAX_AGGREGATE_MEMBERS,
+};
+use super::source::{
+    await_seal, cancel_seal, confirm_commit, finish, kind_code, place_state, prepare_reserving,
+    restore_on_target, MemberOutcomes, StoredState,
+};
+use super::{job_to_held, INLINE_STATE_BYTES, MAX_CAPTURED_STATE_BYTES};
+use crate::object::authority::AuthorityState;
+use crate::object::id::{ObjectKey, ObjectKind};
+use crate::object::live_object::{Captured, LiveObject, ObjectJob, Resume};
+use crate::object::object_ref::Location;
+use crate::object::server::ObjectServer;
+use crate::object::spot::Relocation;
+use crate::wire::Command;
+use crate::{Error, ErrorKind, Result};
+
+/// The captured states of one unit that travel inside its restore, at most (the rest go
+/// through the Relocation Store), so the restore stays well inside a message.
+const UNIT_INLINE_BYTES: usize = 4 * 1024 * 1024;
+
+/// One sealed participant. Dropped before it was handed over, it is cancelled: its queue
+/// goes back in order and it runs on here.
+struct Sealed<'a> {
+    server: &'a ObjectServer,
+    live: Arc<LiveObject>,
+    captured: Option<Captured>,
+    resume: Option<oneshot::Sender<Resume>>,
+}
+
+impl Drop for Sealed<'_> {
+    fn drop(&mut self) {
+        if let Some(captured) = self.captured.take() {
+            cancel_seal(self.server, &self.live, captured);
+        }
+        if let Some(resume) = self.resume.take() {
+            let _ = resume.send(Resume::Cancelled);
+        }
+    }
+}
+
+/// Moves the SpotWide Spot `spot` and its `members` (their IDs, taken once the Spot took
+/// no more Joins) to `to`, or to the node placement picks. Returns where the Spot runs,
+/// and each member's outcome.
+pub(crate) async fn relocate_with_members(
+    server: &Arc<ObjectServer>,
+    spot: &Arc<LiveObject>,
+    to: Option<&str>,
+    members: &[Arc<str>],
+) -> Result<(Location, MemberOutcomes)> {
+    let key = &spot.key;
+    let members = participants(server, spot, members)?;
+    let preserving = std::iter::once(spot)
+        .chain(&members)
+        .filter(|l| l.object_type.relocation == Relocation::Preserve)
+        .count();
+    let reserve = preserving
+        .saturating_mul(MAX_CAPTURED_STATE_BYTES)
+        .min(MAX_BYTES_IN_FLIGHT);
+    let route = prepare_reserving(server, spot, to, reserve).await?;
+    for member in &members {
+        let stable_type = member.object_type.stable_type.as_str();
+        if !serves(server, &route.target, stable_type) {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "node {} serves no Actors of type {stable_type}, which {key}'s members are",
+                    route.target
+                ),
+            ));
+        }
+    }
+    let mut sealed = seal_all(server, spot, members, route.deadline).await?;
+    let states = take_states(&mut sealed)?;
+    let mut permit = route.permit;
+    permit.shrink_to(states.iter().flatten().map(Vec::len).sum());
+
+    let relocation_id = crate::object::id_uuid_v4();
+    let mut placed = Vec::with_capacity(states.len());
+    let mut inline_left = UNIT_INLINE_BYTES;
+    for (index, state) in states.into_iter().enumerate() {
+        let inline_up_to = INLINE_STATE_BYTES.min(inline_left);
+        let reference = format!("zlink:state:{relocation_id}:{index}");
+        let state = place_state(server, reference, state, inline_up_to).await?;
+        if let Some(MovedState::Inline(bytes)) = &state {
+            inline_left = inline_left.saturating_sub(bytes.len());
+        }
+        placed.push(state);
+    }
+    // Each state left in the Relocation Store is removed once the move is over here.
+    let _payloads: Vec<_> = placed
+        .iter()
+        .filter_map(|state| StoredState::of(server, state))
+        .collect();
+    let record = unit_record(spot, &sealed, placed, &relocation_id)?;
+    let link = route.link.clone();
+    let ready = match restore_on_target(&route.node, &link, key, &record, route.deadline).await? {
+        RestoreReply::Ready(ready) => ready,
+        RestoreReply::Declined { .. } => {
+            return Err(Error::new(
+                ErrorKind::ProtocolError,
+                "the target declined a Spot's restore",
+            ))
+        }
+    };
+    check_member_fences(&record, &ready)?;
+    tracing::info!(object = %key, relocation = %relocation_id, members = record.members.len(), target = %route.target, "relay-ready for the Spot and its members: handing over");
+
+    // Past relay-ready: no way back, for any of them.
+    let node = route.node.clone();
+    let fences = std::iter::once(ready.target_fence.clone()).chain(ready.members.clone());
+    let mut cutovers = Vec::with_capacity(sealed.len());
+    for (participant, fence) in sealed.iter_mut().zip(fences) {
+        let Some(captured) = participant.captured.take() else {
+            continue;
+        };
+        let live = &participant.live;
+        let ready = RelayReady {
+            target_fence: fence,
+            target_route: ready.target_route.clone(),
+            members: Vec::new(),
+        };
+        let saved = captured
+            .backlog
+            .into_iter()
+            .filter_map(|(job, _)| job_to_held(&live.object_type, job))
+            .collect();
+        let relay = captured
+            .departure
+            .start_relay(server, &node, link.clone(), &ready, saved);
+        if let Some(resume) = participant.resume.take() {
+            let _ = resume.send(Resume::Moved);
+        }
+        server.remove_live(live);
+        server.resolver.forget(&live.key);
+        let (done_tx, done_rx) = oneshot::channel();
+        let cutover = CutoverRecord {
+            kind: kind_code(&live.key),
+            relocation_id: relocation_id.clone(),
+        };
+        match cutover.encode() {
+            Ok(payload) if !node.settings().drop_relocation_cutover => {
+                let _ = relay.send(RelayItem::Control {
+                    command: Command::RelocationCutover,
+                    payload,
+                    done: done_tx,
+                });
+            }
+            _ => drop(done_tx),
+        }
+        cutovers.push((live.key.clone(), captured.departure, ready, done_rx));
+    }
+    drop(sealed);
+    let deadline = route.deadline;
+    let follow = node.settings().message_follow_duration;
+    let settled = join_all(
+        cutovers
+            .into_iter()
+            .map(|(key, departure, ready, done)| async move {
+                let committed = match tokio::time::timeout_at(deadline, done).await {
+                    Ok(Ok(Ok(_))) => true,
+                    // The cutover's answer was lost: the store says what happened.
+                    _ => confirm_commit(server, &key, &ready, deadline).await,
+                };
+                finish(server, &departure, follow);
+                let at = Location {
+                    generation: ready.target_fence.object_generation,
+                    mesh_name: ready.target_route.mesh_name.clone(),
+                    rid: ready.target_route.rid.clone(),
+                };
+                let outcome = if committed {
+                    Ok(at)
+                } else {
+                    Err(Error::new(
+                        ErrorKind::Unavailable,
+                        format!(
+                            "{key} was handed to {}, which did not commit it: it is unavailable",
+                            ready.target_route.rid
+                        ),
+                    ))
+                };
+                (key, outcome)
+            }),
+    )
+    .await;
+    drop(permit);
+    let mut settled = settled.into_iter();
+    let spot_outcome = settled
+        .next()
+        .map(|(_, outcome)| outcome)
+        .unwrap_or_else(|| {
+            Err(Error::new(
+                ErrorKind::InternalFailure,
+                "the Spot was not handed over",
+            ))
+        });
+    let members = settled
+        .map(|(key, outcome)| (key.id.clone(), outcome))
+        .collect();
+    spot_outcome.map(|at| (at, members))
+}
+
+/// The member Actors that move with `spot`: every one still running here. One that may
+/// not move refuses the whole move, before anything is sealed.
+fn participants(
+    server: &ObjectServer,
+    spot: &LiveObject,
+    members: &[Arc<str>],
+) -> Result<Vec<Arc<LiveObject>>> {
+    if members.len() > MAX_AGGREGATE_MEMBERS {
+        return Err(Error::new(
+            ErrorKind::CapacityExceeded,
+            format!(
+                "{} has {} members; a Spot moves with at most {MAX_AGGREGATE_MEMBERS}",
+                spot.key,
+                members.len()
+            ),
+        ));
+    }
+    let live = server.live();
+    let mut participants = Vec::with_capacity(members.len());
+    for id in members {
+        let member_key = ObjectKey {
+            kind: ObjectKind::Actor,
+            id: id.clone(),
+        };
+        let Some(member) = live.get(&member_key).cloned() else {
+            continue;
+        };
+        if member.object_type.relocation == Relocation::Disable {
+            return Err(Error::new(
+                ErrorKind::Rejected,
+                format!(
+                    "{} moves with its members, and member {id} is of type {}, declared relocation = disable",
+                    spot.key, member.object_type.stable_type
+                ),
+            ));
+        }
+        participants.push(member);
+    }
+    Ok(participants)
+}
+
+/// Whether node `rid` serves Actors of `stable_type`.
+fn serves(server: &ObjectServer, rid: &str, stable_type: &str) -> bool {
+    crate::object::creation::candidates(server, ObjectKind::Actor, stable_type)
+        .iter()
+        .any(|c| c.rid == rid)
+}
+
+/// Seals the Spot and its members, each at its own turn boundary (they share a gate, so
+/// each seals between the others' turns). A member that stopped or left the Spot before
+/// its seal was no member at seal time; any other failure cancels every seal.
+async fn seal_all<'a>(
+    server: &'a ObjectServer,
+    spot: &Arc<LiveObject>,
+    members: Vec<Arc<LiveObject>>,
+    deadline: Instant,
+) -> Result<Vec<Sealed<'a>>> {
+    let mut asked = Vec::with_capacity(1 + members.len());
+    for live in std::iter::once(spot.clone()).chain(members) {
+        let (captured_tx, captured_rx) = oneshot::channel();
+        let (resume_tx, resume_rx) = oneshot::channel();
+        let job = ObjectJob::Relocate {
+            captured: captured_tx,
+            resume: resume_rx,
+        };
+        if live.deliver_notice(job) {
+            asked.push((live, captured_rx, resume_tx));
+        } else if Arc::ptr_eq(&live, spot) {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("{} is closing", spot.key),
+            ));
+        }
+    }
+    let mut sealed = Vec::with_capacity(asked.len());
+    let mut failed = None;
+    for (live, mut captured_rx, resume_tx) in asked {
+        let is_spot = Arc::ptr_eq(&live, spot);
+        let waited = if failed.is_some() {
+            // Given up already: take back a seal that came, or stop the one to come.
+            captured_rx.close();
+            captured_rx.try_recv().map_err(|_| None)
+        } else {
+            match await_seal(&live, &mut captured_rx, deadline).await {
+                Ok(captured) => Ok(captured),
+                // A member whose loop ended (it left, or closed) is no member at seal
+                // time; one that did not reach a boundary in time fails the move.
+                Err((e, late)) => {
+                    if is_spot || e.is(ErrorKind::DeadlineExceeded) {
+                        failed = Some(e);
+                    }
+                    Err(late)
+                }
+            }
+        };
+        let captured = match waited {
+            Ok(captured) => captured,
+            Err(Some(late)) => {
+                cancel_seal(server, &live, late);
+                let _ = resume_tx.send(Resume::Cancelled);
+                continue;
+            }
+            Err(None) => continue,
+        };
+        let participant = Sealed {
+            server,
+            live,
+            captured: Some(captured),
+            resume: Some(resume_tx),
+        };
+        let member_here = is_spot
+            || participant
+                .live
+                .membership()
+                .is_some_and(|m| m.as_str() == &*spot.key.id);
+        if member_here {
+            sealed.push(participant);
+        }
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(sealed),
+    }
+}
+
+/// Each participant's captured state, checked: a unit moves only whole, its states
+/// within their bounds.
+fn take_states(sealed: &mut [Sealed<'_>]) -> Result<Vec<Option<Vec<u8>>>> {
+    let mut states = Vec::with_capacity(sealed.len());
+    let mut total = 0usize;
+    for participant in sealed.iter_mut() {
+        let key = &participant.live.key;
+        let Some(captured) = participant.captured.as_mut() else {
+            continue;
+        };
+        if captured.authority.record.state != AuthorityState::Ready {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("{key} is closing"),
+            ));
+        }
+        let state = captured.state.take().transpose().map_err(|e| {
+            Error::new(
+                ErrorKind::InternalFailure,
+                format!("capturing {key}'s state failed: {e}"),
+            )
+        })?;
+        let len = state.as_ref().map_or(0, Vec::len);
+        if len > MAX_CAPTURED_STATE_BYTES {
+            return Err(Error::new(
+                ErrorKind::CapacityExceeded,
+                format!("{key}'s captured state exceeds {MAX_CAPTURED_STATE_BYTES} bytes"),
+            ));
+        }
+        total = total.saturating_add(len);
+        states.push(state);
+    }
+    if total > MAX_BYTES_IN_FLIGHT {
+        return Err(Error::new(
+            ErrorKind::CapacityExceeded,
+            format!("the Spot's and its members' states take {total} bytes; a unit moves with at most {MAX_BYTES_IN_FLIGHT}"),
+        ));
+    }
+    Ok(states)
+}
+
+/// The one restore of the unit: the Spot's, carrying each member's.
+fn unit_record(
+    spot: &LiveObject,
+    sealed: &[Sealed<'_>],
+    mut states: Vec<Option<MovedState>>,
+    relocation_id: &str,
+) -> Result<RestoreRecord> {
+    let mut states = states.drain(..);
+    let mut records = sealed.iter().filter_map(|p| {
+        let captured = p.captured.as_ref()?;
+        Some((p, captured, states.next().flatten()))
+    });
+    let Some((_, spot_captured, spot_state)) = records.next() else {
+        return Err(Error::new(
+            ErrorKind::InternalFailure,
+            "the Spot was not sealed",
+        ));
+    };
+    let members = records
+        .map(|(participant, captured, state)| MemberRestore {
+            id: participant.live.key.id.to_string(),
+            stable_type: participant.live.object_type.stable_type.to_string(),
+            source_fence: captured.authority.record.fence.clone(),
+            source_version: captured.authority.version.0.clone(),
+            state,
+            timers: captured.timers.clone(),
+        })
+        .collect();
+    Ok(RestoreRecord {
+        kind: kind_code(&spot.key),
+        relocation_id: relocation_id.to_string(),
+        stable_type: spot.object_type.stable_type.to_string(),
+        source_fence: spot_captured.authority.record.fence.clone(),
+        source_version: spot_captured.authority.version.0.clone(),
+        state: spot_state,
+        timers: spot_captured.timers.clone(),
+        join: None,
+        with_spot: None,
+        members,
+    })
+}
+
+/// Relay-ready names one fence per member: the same incarnation, the next owner.
+fn check_member_fences(record: &RestoreRecord, ready: &RelayReady) -> Result<()> {
+    let matches = ready.members.len() == record.members.len()
+        && record
+            .members
+            .iter()
+            .zip(&ready.members)
+            .all(|(m, target)| {
+                target.object_generation == m.source_fence.object_generation
+                    && target.owner_generation == m.source_fence.owner_generation + 1
+            });
+    if !matches {
+        return Err(Error::new(
+            ErrorKind::ProtocolError,
+            "relay-ready does not name each member's next owner",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,176 @@
+//! The target side of a SpotWide Spot arriving with its members (see [`super::aggregate`]):
+//! every participant is checked, given capacity and built before any is registered, so
+//! a failure leaves nothing behind; registered, none dispatches before all of them
+//! settled their owner change.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::arrival::{
+    admitting_token, arriving_type, build, check_arriving, expected_authority, ready_of,
+    ArrivalGroup, Arriving, Carried, Staged,
+};
+use super::record::{MovedState, RestoreRecord, RestoreReply};
+use super::RELOCATION_DEADLINE;
+use crate::object::id::{ActorId, ObjectKey, ObjectKind, SpotId};
+use crate::object::membership::Execution;
+use crate::object::server::ObjectServer;
+use crate::{Error, ErrorKind, Result};
+
+/// A restore of the SpotWide Spot `key` carrying its members: relay-ready for all of
+/// them (the members' fences in the record's order), or why none arrives.
+pub(super) async fn arrive_with_members(
+    server: &Arc<ObjectServer>,
+    key: ObjectKey,
+    record: RestoreRecord,
+) -> Result<RestoreReply> {
+    let spot_id = SpotId::new(&key.id)
+        .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("a bad Spot ID: {e}")))?;
+    let spot_type = arriving_type(
+        server,
+        ObjectKind::Spot,
+        &record.stable_type,
+        record.state.is_some(),
+    )?;
+    if spot_type.execution != Execution::SpotWide {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "type {} does not run its members SpotWide on this node",
+                record.stable_type
+            ),
+        ));
+    }
+    let mut members = Vec::with_capacity(record.members.len());
+    for member in &record.members {
+        let id = ActorId::new(&member.id)
+            .map_err(|e| Error::new(ErrorKind::ProtocolError, e.to_string()))?;
+        let member_key = ObjectKey::from(&id);
+        if check_arriving(server, &member_key, &record.relocation_id)?.is_some() {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("{member_key} is arriving here already"),
+            ));
+        }
+        let member_type = arriving_type(
+            server,
+            ObjectKind::Actor,
+            &member.stable_type,
+            member.state.is_some(),
+        )?;
+        if spot_type.members.as_ref() != Some(&member_type.stable_type) {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "Spot type {} takes no Actors of type {} on this node",
+                    record.stable_type, member.stable_type
+                ),
+            ));
+        }
+        members.push((member_key, member_type));
+    }
+    let token = admitting_token(server)?;
+    let bytes = std::iter::once(&record.state)
+        .chain(record.members.iter().map(|m| &m.state))
+        .flatten()
+        .map(MovedState::len)
+        .fold(0usize, usize::saturating_add);
+    let permit = server.permits.inbound(bytes)?;
+    // Capacity for the whole unit at once, before anything is built.
+    let mut slots = Vec::with_capacity(1 + members.len());
+    slots.push(server.begin_creating(&key, &spot_type)?);
+    for (member_key, member_type) in &members {
+        slots.push(server.begin_creating(member_key, member_type)?);
+    }
+    let node = server
+        .node
+        .upgrade()
+        .ok_or_else(|| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?;
+    let deadline = Instant::now() + RELOCATION_DEADLINE;
+    let spot_staged = Staged {
+        generation: record.source_fence.object_generation,
+        state: record.state.as_ref(),
+        membership: None,
+        deadline,
+    };
+    let spot_instance = build(server, &spot_type, &key, &node, spot_staged).await?;
+    let mut instances = Vec::with_capacity(members.len());
+    for (member, (member_key, member_type)) in record.members.iter().zip(&members) {
+        let staged = Staged {
+            generation: member.source_fence.object_generation,
+            state: member.state.as_ref(),
+            membership: Some(spot_id.clone()),
+            deadline,
+        };
+        instances.push(build(server, member_type, member_key, &node, staged).await?);
+    }
+
+    // Everything is built: register the unit.
+    let group = ArrivalGroup::new(1 + members.len());
+    let expected: Vec<_> = record
+        .members
+        .iter()
+        .map(|member| {
+            let fence = &member.source_fence;
+            let home = Some(&spot_id);
+            expected_authority(
+                server,
+                ObjectKind::Actor,
+                &member.stable_type,
+                fence,
+                &token,
+                home,
+            )
+        })
+        .collect();
+    let fences = expected.iter().map(|a| a.fence.clone()).collect();
+    let spot_arriving = Arriving {
+        relocation_id: &record.relocation_id,
+        source_version: &record.source_version,
+        expected: expected_authority(
+            server,
+            ObjectKind::Spot,
+            &record.stable_type,
+            &record.source_fence,
+            &token,
+            None,
+        ),
+        timers: &record.timers,
+        joined: None,
+        deadline,
+        permit: Some(permit),
+    };
+    let carried = Carried {
+        group: Some(group.clone()),
+        members: fences,
+        ..Carried::default()
+    };
+    let spot = spot_arriving.start(server, key, spot_type, spot_instance, carried);
+    let unit = record
+        .members
+        .iter()
+        .zip(members)
+        .zip(instances)
+        .zip(expected);
+    for (((member, (member_key, member_type)), instance), expected) in unit {
+        let arriving = Arriving {
+            relocation_id: &record.relocation_id,
+            source_version: &member.source_version,
+            expected,
+            timers: &member.timers,
+            joined: None,
+            deadline,
+            permit: None,
+        };
+        let carried = Carried {
+            group: Some(group.clone()),
+            shell: Some(spot.live.clone()),
+            ..Carried::default()
+        };
+        let arrived = arriving.start(server, member_key, member_type, instance, carried);
+        arrived.live.use_gate_of(Some(&spot.live));
+    }
+    drop(slots);
+    Ok(RestoreReply::Ready(ready_of(&spot)))
+}
