@@ -295,6 +295,19 @@ struct RawRestore {
     #[serde(with = "serde_bytes")]
     state: Option<Vec<u8>>,
     timers: Vec<RawTimer>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    members: Vec<RawMember>,
+}
+
+/// A member Actor moving with its Spot.
+#[derive(Serialize)]
+struct RawMember {
+    id: String,
+    stable_type: String,
+    source_fence: RawFence,
+    source_version: String,
+    state: Option<()>,
+    timers: Vec<RawTimer>,
 }
 
 #[derive(Serialize)]
@@ -329,6 +342,39 @@ fn cbor(value: &impl Serialize) -> Bytes {
     Bytes::from(out)
 }
 
+fn raw_fence(generation: u64) -> RawFence {
+    RawFence {
+        object_generation: generation,
+        owner_generation: generation,
+        owner: "someone".into(),
+        lease_generation: generation,
+    }
+}
+
+/// The restore of Spot type `stable_type` moving with `members` (Actors of type `guest`).
+fn unit_restore(kind: char, stable_type: &str, members: &[&str]) -> Bytes {
+    cbor(&RawRestore {
+        kind,
+        relocation_id: "r-2".into(),
+        stable_type: stable_type.into(),
+        source_fence: raw_fence(1),
+        source_version: "1".into(),
+        state: None,
+        timers: Vec::new(),
+        members: members
+            .iter()
+            .map(|id| RawMember {
+                id: id.to_string(),
+                stable_type: "guest".into(),
+                source_fence: raw_fence(1),
+                source_version: "1".into(),
+                state: None,
+                timers: Vec::new(),
+            })
+            .collect(),
+    })
+}
+
 fn restore(stable_type: &str, generation: u64, timers: usize) -> Bytes {
     let timer = RawTimer {
         name: "t".into(),
@@ -344,15 +390,11 @@ fn restore(stable_type: &str, generation: u64, timers: usize) -> Bytes {
         kind: 'a',
         relocation_id: "r-1".into(),
         stable_type: stable_type.into(),
-        source_fence: RawFence {
-            object_generation: generation,
-            owner_generation: generation,
-            owner: "someone".into(),
-            lease_generation: generation,
-        },
+        source_fence: raw_fence(generation),
         source_version: "1".into(),
         state: None,
         timers: vec![timer; timers],
+        members: Vec::new(),
     })
 }
 
@@ -435,6 +477,41 @@ async fn hostile_relocation_commands_get_an_error_reply_and_the_node_keeps_servi
                 }),
             ),
             Some(ErrorKind::Unavailable),
+        ),
+        // Members that do not move with a Spot of their own, or twice in one unit.
+        (
+            call(
+                Command::RelocationRestore,
+                9,
+                "p",
+                packet,
+                None,
+                unit_restore('a', "player", &["g1"]),
+            ),
+            Some(ErrorKind::ProtocolError),
+        ),
+        (
+            call(
+                Command::RelocationRestore,
+                10,
+                "t",
+                packet,
+                None,
+                unit_restore('s', "target", &["g1", "g1"]),
+            ),
+            Some(ErrorKind::ProtocolError),
+        ),
+        // A unit of a Spot type declared disable here: nothing is built.
+        (
+            call(
+                Command::RelocationRestore,
+                11,
+                "t",
+                packet,
+                None,
+                unit_restore('s', "target", &["g1", "g2"]),
+            ),
+            Some(ErrorKind::Rejected),
         ),
         // A barrier is answered at once, and changes nothing.
         (

@@ -61,6 +61,9 @@ impl Heard {
     }
 }
 
+// ANCHOR: table
+/// A table and its guests run one turn at a time (`SpotWide`, the default), and move
+/// together: the table's and each guest's state is preserved.
 pub struct Table {
     node: String,
     heard: Heard,
@@ -125,6 +128,7 @@ impl Spot for Table {
         self.events.lock().unwrap().push(line);
     }
 }
+// ANCHOR_END: table
 
 pub struct Guest {
     node: String,
@@ -304,7 +308,8 @@ async fn owners(rt: &Runtime) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_spot_wide_spot_moves_with_every_member_as_one_unit_keeping_state_queues_and_its_gate() {
+async fn a_spot_wide_spot_moves_with_every_member_as_one_unit_keeping_state_queues_and_its_gate(
+) -> zlink::Result<()> {
     let events = Events::default();
     let m = dining(true, 0, &events).await;
     let (a, client) = (&m.nodes[0], &m.nodes[2]);
@@ -320,8 +325,11 @@ async fn a_spot_wide_spot_moves_with_every_member_as_one_unit_keeping_state_queu
         async move { say_to_everyone(&client, 10..60).await }
     });
     tokio::time::sleep(Duration::from_millis(5)).await;
-    let moved = a.spots().relocate("t1", Some("b")).await.unwrap();
+    // ANCHOR: move_unit
+    // The table and every guest seated at it now move to b, as one unit.
+    let moved = a.spots().relocate("t1", Some("b")).await?;
     assert_eq!(moved.rid, "b");
+    // ANCHOR_END: move_unit
     talking.await.unwrap();
 
     assert_eq!(
@@ -374,6 +382,7 @@ async fn a_spot_wide_spot_moves_with_every_member_as_one_unit_keeping_state_queu
         "no Join or leave callbacks: the members moved with their Spot"
     );
     stop(m.nodes).await;
+    Ok(())
 }
 
 #[tokio::test]

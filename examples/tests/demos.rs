@@ -60,11 +60,17 @@ fn rooms_demo_places_rooms_and_is_honest_about_a_stopped_server() {
 fn rooms_drain_moves_the_walking_players_and_loses_no_step() {
     let out = run_with(env!("CARGO_BIN_EXE_rooms"), &["--drain", "rooms-east"]);
     assert!(out.contains("Draining rooms-east while they walk"), "{out}");
-    assert!(out.contains("players to rooms-north in"), "{out}");
     assert!(
-        out.contains("(InUserSpot)"),
-        "the seated player stays: {out}"
+        out.contains("players and 1 room(s) to rooms-north in"),
+        "{out}"
     );
+    assert!(out.contains("; 0 stayed: []"), "{out}");
+    assert!(
+        out.contains("now runs on rooms-north with players [\"walker-")
+            && out.contains("and 1 line(s) said;"),
+        "the room moved with its seated player and what was said: {out}"
+    );
+    assert!(out.contains("still sits in \"arena-"), "{out}");
     assert!(out.contains("; 0 moves failed"), "{out}");
     assert!(out.contains("failed calls: 0, lost: 0"), "{out}");
 }

@@ -9,7 +9,7 @@
 //!
 //! With `--drain rooms-east`: players walk (requests, counted by each player) from the
 //! lobby while rooms-east moves every player it runs to rooms-north, live; the count at the
-//! end shows no step was lost. Players sitting in a room stay (a room does not move yet).
+//! end shows no step was lost. A room moves too, with the players sitting in it.
 //!
 //! With `--redis URL --role server --rid NAME` or `--redis URL --role lobby`, one node per
 //! process, finding each other through Redis.
@@ -46,7 +46,8 @@ struct Members {
     lines: Vec<String>,
 }
 
-/// One room: its players and what was said, on whichever node runs it.
+/// One room: its players and what was said, on whichever node runs it. A room and its
+/// players take one turn at a time (`SpotWide`), and move together, state and all.
 struct Room {
     host: String,
     topic: String,
@@ -54,7 +55,32 @@ struct Room {
     lines: Vec<String>,
 }
 
-#[zlink::spot(type = "room", relocation = disable, actors = Player)]
+/// What of a room moves with it.
+#[derive(Serialize, Deserialize, zlink::Message)]
+struct RoomState {
+    topic: String,
+    players: Vec<String>,
+    lines: Vec<String>,
+}
+
+impl RelocationState for Room {
+    fn capture(&self) -> zlink::Result<Vec<u8>> {
+        let state = RoomState {
+            topic: self.topic.clone(),
+            players: self.players.clone(),
+            lines: self.lines.clone(),
+        };
+        Ok(zlink::Message::encode(&state)?.to_vec())
+    }
+
+    fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
+        let state: RoomState = zlink::Message::decode(state)?;
+        (self.topic, self.players, self.lines) = (state.topic, state.players, state.lines);
+        Ok(())
+    }
+}
+
+#[zlink::spot(type = "room", relocation = preserve, actors = Player)]
 impl Room {
     #[handler]
     async fn say(&mut self, say: Say, _ctx: &SpotContext) -> zlink::Result<()> {
@@ -469,7 +495,7 @@ async fn drain_demo(drained: &str) -> zlink::Result<()> {
     for player in &players {
         lobby.actors().create(player, Player::STABLE_TYPE).await?;
     }
-    // One of them sits in a room on the drained node: it stays (rooms do not move yet).
+    // One of them sits in a room on the drained node: the room moves with it.
     // Placement picks the room's node: rooms are opened until one lands there.
     let mut room = None;
     for n in 1..=20 {
@@ -494,8 +520,14 @@ async fn drain_demo(drained: &str) -> zlink::Result<()> {
         "20 players walk from the lobby; {} of them run on {drained}.",
         on_node.len()
     );
-    if let (Some(sitter), Some(room)) = (on_node.first(), &room) {
+    let seated = on_node.first().zip(room.as_ref());
+    if let Some((sitter, room)) = seated {
         enter(&lobby, sitter, room).await?;
+        PlayerClient::new(&lobby, sitter)
+            .talk(&Talk {
+                text: "hello from the arena".into(),
+            })
+            .await?;
         println!("  {sitter} sits in {room} on {drained}");
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -521,8 +553,9 @@ async fn drain_demo(drained: &str) -> zlink::Result<()> {
     let started = tokio::time::Instant::now();
     let report = node.relocate_all().await?;
     println!(
-        "  moved {} players to {} in {:.1} ms; {} stayed: {:?}; {} moves failed",
+        "  moved {} players and {} room(s) to {} in {:.1} ms; {} stayed: {:?}; {} moves failed",
         report.moved.len(),
+        report.moved_spots.len(),
         other.rid(),
         started.elapsed().as_secs_f64() * 1000.0,
         report.blocked.len(),
@@ -533,6 +566,19 @@ async fn drain_demo(drained: &str) -> zlink::Result<()> {
             .collect::<Vec<_>>(),
         report.failed.len()
     );
+    if let Some((sitter, room)) = seated {
+        let members = RoomClient::new(&lobby, room).who(&Who).await?;
+        let status = PlayerClient::new(&lobby, sitter)
+            .whereabouts(&Whereabouts)
+            .await?;
+        println!(
+            "  {room} now runs on {} with players {:?} and {} line(s) said; {sitter} still sits in {:?}",
+            members.host,
+            members.players,
+            members.lines.len(),
+            status.spot.unwrap_or_default()
+        );
+    }
     tokio::time::sleep(Duration::from_millis(500)).await;
     stop.store(true, Ordering::Relaxed);
     for walker in walkers {

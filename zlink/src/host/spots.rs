@@ -94,13 +94,17 @@ impl<'a> Spots<'a> {
             .await
     }
 
-    /// Moves Spot `id`, which runs on this node and has no member Actors, live to node
-    /// `to` (a RID), or with `None` to the node placement picks among the others serving
-    /// its type. Its queued messages and timers move with it, and (`relocation =
-    /// preserve`) its state; the instance left behind hears `on_closing` with
+    /// Moves Spot `id`, which runs on this node, live to node `to` (a RID), or with
+    /// `None` to the node placement picks among the others serving its type. Its queued
+    /// messages and timers move with it, and (`relocation = preserve`) its state; the
+    /// instance left behind hears `on_closing` with
     /// [`ClosingReason::RelocationOut`](crate::object::ClosingReason::RelocationOut).
-    /// A Spot with members is `InvalidOperation` (a Spot moves together with its members,
-    /// which this version does not do); see
+    ///
+    /// A `SpotWide` Spot moves with every member Actor it has when it is sealed, as one
+    /// unit: if any of them may not move (`Rejected`), or the target cannot take one
+    /// (`NotFound`, `CapacityExceeded`, ...), none moves and all run on here. A
+    /// `PerActor` Spot moves its shell, then each member as its own move (a member that
+    /// cannot follow stays, still a member). See
     /// [`Actors::relocate`](crate::Actors::relocate) for the rest.
     pub async fn relocate(self, id: &str, to: Option<&str>) -> Result<SpotRef> {
         let spot = SpotId::new(id).map_err(|e| Error::InvalidArgument(e.to_string()))?;
