@@ -435,6 +435,10 @@ async fn relocation(plan: RpcPlan) -> Result<(), BoxError> {
     };
     pause("idle", &f.pause_idle);
     pause("4 senders loading other Actors", &f.pause_loaded);
+    pause(
+        "a SpotWide Spot and its 10 members as one unit, idle",
+        &f.pause_unit,
+    );
     println!(
         "  relocate_all: {} Actors in {:.1} ms; the {} requests that overlapped it: p99 {:.2} ms vs {:.2} ms with no move ({:.2}x), p50 {:.2} vs {:.2} ms",
         f.drained,
@@ -461,6 +465,8 @@ async fn relocation(plan: RpcPlan) -> Result<(), BoxError> {
         "pause_idle_p99_ms": round3(f.pause_idle.p99_us / 1000.0),
         "pause_loaded_p50_ms": round3(f.pause_loaded.p50_us / 1000.0),
         "pause_loaded_p99_ms": round3(f.pause_loaded.p99_us / 1000.0),
+        "pause_unit_of_11_p50_ms": round3(f.pause_unit.p50_us / 1000.0),
+        "pause_unit_of_11_p99_ms": round3(f.pause_unit.p99_us / 1000.0),
         "drain_actors": f.drained,
         "drain_ms": round3(f.drain_elapsed.as_secs_f64() * 1000.0),
         "request_p99_ms_no_move": round3(f.baseline.p99_us / 1000.0),

@@ -5,6 +5,8 @@
 //!   small state, idle and while senders load other Actors.
 //! - **Interruption**: the p99 latency of requests during a `relocate_all` of 100 Actors,
 //!   against the p99 of the same load with no move.
+//! - **Unit pause**: the same for a SpotWide Spot moving with its 10 member Actors as
+//!   one unit (all sealed, restored by one restore, dispatch opened together), idle.
 //! - **Follow**: the first call on a route left in the sender's cache is relayed by the
 //!   old owner (one hop); the notice then drops that route, so the next call reads the
 //!   store once and goes direct. Without the notice the detour would last the cache's
@@ -17,7 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
-use zlink::object::{Actor, ActorContext, RelocationState};
+use zlink::object::{Actor, ActorContext, RelocationState, SpotContext};
 use zlink::store::{
     LocationStore, RedisLocationStore, RedisOptions, RedisRelocationStore, RelocationStore,
 };
@@ -36,6 +38,18 @@ pub struct Bump(pub u64);
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
 pub struct Total(pub u64);
 
+/// One-way: join this Spot.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Sit(pub String);
+
+/// An 8-byte count as a moved state.
+fn count_from(state: &[u8]) -> zlink::Result<u64> {
+    let bytes: [u8; 8] = state
+        .try_into()
+        .map_err(|_| zlink::Error::InvalidArgument("an 8-byte state".into()))?;
+    Ok(u64::from_be_bytes(bytes))
+}
+
 /// A counter whose small state moves with it.
 #[derive(Default)]
 pub struct Tally(u64);
@@ -46,10 +60,7 @@ impl RelocationState for Tally {
     }
 
     fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
-        let bytes: [u8; 8] = state
-            .try_into()
-            .map_err(|_| zlink::Error::InvalidArgument("an 8-byte state".into()))?;
-        self.0 = u64::from_be_bytes(bytes);
+        self.0 = count_from(state)?;
         Ok(())
     }
 }
@@ -61,7 +72,41 @@ impl Tally {
         self.0 += bump.0;
         Ok(Total(self.0))
     }
+
+    #[handler]
+    async fn sit(&mut self, sit: Sit, ctx: &ActorContext) -> zlink::Result<()> {
+        ctx.join_spot(&sit.0, zlink::Bytes::new())
+    }
 }
+
+/// A SpotWide Spot of tallies, with a small state of its own.
+#[derive(Default)]
+pub struct Table(u64);
+
+impl RelocationState for Table {
+    fn capture(&self) -> zlink::Result<Vec<u8>> {
+        Ok(self.0.to_be_bytes().to_vec())
+    }
+
+    fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
+        self.0 = count_from(state)?;
+        Ok(())
+    }
+}
+
+#[zlink::spot(type = "bench-table", relocation = preserve, actors = Tally)]
+impl Table {
+    #[handler]
+    async fn bump(&mut self, bump: Bump, _ctx: &SpotContext) -> zlink::Result<Total> {
+        self.0 += bump.0;
+        Ok(Total(self.0))
+    }
+}
+
+impl zlink::object::Spot for Table {}
+
+/// Members of the unit the unit pause moves.
+const SEATS: usize = 10;
 
 impl Actor for Tally {}
 
@@ -70,6 +115,7 @@ pub struct RelocationFigures {
     pub store: &'static str,
     pub pause_idle: Latency,
     pub pause_loaded: Latency,
+    pub pause_unit: Latency,
     pub baseline: Latency,
     pub during_drain: Latency,
     pub drained: usize,
@@ -102,7 +148,9 @@ async fn node(
         .placement_weight(weight)
         .discovery_interval(Duration::from_millis(100));
     if tally {
-        builder = builder.actor_type(Tally::actor_type(|_| Tally::default())?);
+        builder = builder
+            .actor_type(Tally::actor_type(|_| Tally::default())?)
+            .spot_type(Table::spot_type(|_| Table::default())?);
     }
     Ok(builder.build()?.start().await?)
 }
@@ -191,6 +239,63 @@ async fn pauses(mesh: &Mesh, id: &str, moves: usize) -> Result<Vec<Duration>, Bo
     Ok(samples)
 }
 
+/// A table with [`SEATS`] tallies seated, moved between b and c `moves` times; each
+/// move's duration. It ends on b or c (the drain that follows empties a).
+async fn unit_pauses(mesh: &Mesh, moves: usize) -> Result<Vec<Duration>, BoxError> {
+    let table = "table";
+    mesh.client
+        .spots()
+        .get_or_create(table, Table::STABLE_TYPE, "")
+        .await?;
+    let table_owner = |mesh: &Mesh| {
+        let client = mesh.client.clone();
+        async move {
+            let at = client
+                .spots()
+                .find(table)
+                .await?
+                .ok_or("the table is gone")?;
+            Ok::<_, BoxError>(at.rid)
+        }
+    };
+    let rid = table_owner(mesh).await?;
+    let by_rid = |rid: &str| mesh.nodes.iter().find(|n| n.rid() == rid);
+    if rid == "a" {
+        by_rid("a")
+            .ok_or("no node a")?
+            .spots()
+            .relocate(table, Some("b"))
+            .await?;
+    }
+    for n in 0..SEATS {
+        let seat = format!("seat-{n}");
+        mesh.client
+            .actors()
+            .create(&seat, Tally::STABLE_TYPE)
+            .await?;
+        let client = TallyClient::new(&mesh.client, &seat);
+        client.sit(&Sit(table.into())).await?;
+        // Its next message runs after the Join (which may move it to the table's node).
+        client.bump(&Bump(0)).await?;
+    }
+    let mut samples = Vec::with_capacity(moves);
+    for _ in 0..moves {
+        let from = table_owner(mesh).await?;
+        let to = if from == "b" { "c" } else { "b" };
+        let node = by_rid(&from).ok_or("an unknown owner")?;
+        let started = Instant::now();
+        node.spots().relocate(table, Some(to)).await?;
+        samples.push(started.elapsed());
+    }
+    for n in 0..SEATS {
+        let at = mesh.client.actors().find(&format!("seat-{n}")).await?;
+        if at.map(|a| a.rid) != Some(table_owner(mesh).await?) {
+            return Err("a seat did not move with its table".into());
+        }
+    }
+    Ok(samples)
+}
+
 /// One call of the load: when it started and how long it took.
 type Sample = (Instant, Duration);
 
@@ -262,6 +367,7 @@ pub async fn run(moves: usize, window: Duration) -> Result<RelocationFigures, Bo
     let pause_loaded = Latency::of(pauses(&mesh, &id(1), moves).await?).ok_or("no moves")?;
     stop.store(true, Ordering::Relaxed);
     collect(senders).await?;
+    let pause_unit = Latency::of(unit_pauses(&mesh, moves / 4).await?).ok_or("no moves")?;
     for n in [0, 1] {
         let from = owner(&mesh, &id(n)).await?;
         if from.rid() != "a" {
@@ -355,6 +461,7 @@ pub async fn run(moves: usize, window: Duration) -> Result<RelocationFigures, Bo
         store: mesh.store,
         pause_idle,
         pause_loaded,
+        pause_unit,
         baseline,
         during_drain,
         drained: report.moved.len(),
