@@ -250,3 +250,33 @@ async fn a_source_that_dies_after_relay_ready_does_not_stop_the_targets_commit()
     assert_eq!((next.total, next.by.as_str()), (5, "b"));
     stop(m.nodes).await;
 }
+
+#[tokio::test]
+async fn a_lost_relay_ready_leaves_exactly_one_owner_the_source() {
+    // a never hears b's relay-ready, although b got ready: b would commit on its own
+    // 1000 ms later unless a fenced it off first.
+    let m = mesh_custom(&["a", "b"], 0, |rid, _, builder| match rid {
+        "a" => builder.test_lose_relay_ready(),
+        _ => builder,
+    })
+    .await;
+    let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
+    let created = client.actors().create("l1", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "l1");
+    counter.add(&Add(2)).await.unwrap();
+    let lost = a.actors().relocate("l1", Some("b")).await.unwrap_err();
+    assert!(lost.is(ErrorKind::Unavailable), "{lost}");
+    // b built the instance; its own commit must fail, and the instance goes.
+    wait_until(WAIT, "b's arrival gives up", || async {
+        b.status().actors_owned == 0
+    })
+    .await;
+    assert_eq!(client.actors().find("l1").await.unwrap(), Some(created));
+    let next = counter.add(&Add(1)).await.unwrap();
+    assert_eq!(
+        (next.total, next.by.as_str()),
+        (3, "a"),
+        "one owner, one state"
+    );
+    stop(m.nodes).await;
+}

@@ -63,6 +63,7 @@ pub struct RuntimeBuilder {
     route_cache_max_age: Duration,
     message_follow_duration: Duration,
     drop_relocation_cutover: bool,
+    lose_relay_ready: bool,
     drop_follow_notices: bool,
     lose_relayed_replies: bool,
     relocation_store: Option<Arc<dyn crate::store::RelocationStore>>,
@@ -102,6 +103,7 @@ impl Default for RuntimeBuilder {
             route_cache_max_age: crate::object::DEFAULT_ROUTE_CACHE_MAX_AGE,
             message_follow_duration: crate::object::MESSAGE_FOLLOW_DURATION,
             drop_relocation_cutover: false,
+            lose_relay_ready: false,
             drop_follow_notices: false,
             lose_relayed_replies: false,
             relocation_store: None,
@@ -403,6 +405,15 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Test-only fault: every relay-ready answer to a move out of this node is treated as
+    /// lost with its connection, although the target did get ready. Only available with
+    /// the `test-timing` feature.
+    #[cfg(feature = "test-timing")]
+    pub fn test_lose_relay_ready(mut self) -> Self {
+        self.lose_relay_ready = true;
+        self
+    }
+
     /// Test-only fault: every reply to a request this node relays for an object that
     /// moved away is treated as lost with its connection, so the result is read from the
     /// Relocation Store. Only available with the `test-timing` feature.
@@ -600,6 +611,7 @@ impl RuntimeBuilder {
                 route_cache_max_age: self.route_cache_max_age,
                 message_follow_duration: self.message_follow_duration,
                 drop_relocation_cutover: self.drop_relocation_cutover,
+                lose_relay_ready: self.lose_relay_ready,
                 drop_follow_notices: self.drop_follow_notices,
                 lose_relayed_replies: self.lose_relayed_replies,
                 relocation_store: self.relocation_store,

@@ -90,6 +90,8 @@ pub(crate) struct Settings {
     /// Test-only fault: a move never sends its cutover (the target commits on the
     /// 1000 ms fallback). Always `false` outside the `test-timing` feature.
     pub(crate) drop_relocation_cutover: bool,
+    /// Test-only fault: a move's relay-ready answer is treated as lost.
+    pub(crate) lose_relay_ready: bool,
     /// Test-only fault: follow notices (command 50) arriving here are lost. Always
     /// `false` outside the `test-timing` feature.
     pub(crate) drop_follow_notices: bool,

@@ -265,6 +265,16 @@ impl AuthorityStore {
         .await
     }
 
+    /// Writes the record unchanged at exactly `current`'s version: a change fenced on
+    /// that version (a move's owner change) can no longer apply.
+    pub(crate) async fn refence(
+        &self,
+        key: &ObjectKey,
+        current: &Versioned,
+    ) -> StoreResult<Fenced<Versioned>> {
+        self.update(key, current, "a re-fence", |_| {}).await
+    }
+
     /// A move's owner change (NewOwner): `next` replaces the record at exactly the version
     /// the source sealed it under. The caller built `next` with AOG + 1 and the same
     /// ObjectGeneration.

@@ -19,7 +19,7 @@ use super::record::{
 };
 use super::source::{
     await_seal, cancel_seal, confirm_commit, finish, kind_code, place_state, prepare_reserving,
-    restore_on_target, MemberOutcomes, StoredState,
+    reclaim, restore_on_target, MemberOutcomes, Reclaimed, StoredState,
 };
 use super::{job_to_held, INLINE_STATE_BYTES, MAX_CAPTURED_STATE_BYTES};
 use crate::object::authority::AuthorityState;
@@ -110,32 +110,49 @@ pub(crate) async fn relocate_with_members(
         .collect();
     let record = unit_record(spot, &sealed, placed, &relocation_id)?;
     let link = route.link.clone();
-    let ready = match restore_on_target(&route.node, &link, key, &record, route.deadline).await? {
-        RestoreReply::Ready(ready) => ready,
-        RestoreReply::Declined { .. } => {
-            return Err(Error::new(
-                ErrorKind::ProtocolError,
-                "the target declined a Spot's restore",
-            ))
-        }
+    let restored = match restore_on_target(&route.node, &link, key, &record, route.deadline).await {
+        Ok(RestoreReply::Ready(ready)) => check_member_fences(&record, &ready).map(|_| ready),
+        Ok(RestoreReply::Declined { .. }) => Err(Error::new(
+            ErrorKind::ProtocolError,
+            "the target declined a Spot's restore",
+        )),
+        Err(e) => Err(e),
     };
-    check_member_fences(&record, &ready)?;
-    tracing::info!(object = %key, relocation = %relocation_id, members = record.members.len(), target = %route.target, "relay-ready for the Spot and its members: handing over");
+    let (readies, failed) = match restored {
+        Ok(ready) => {
+            tracing::info!(object = %key, relocation = %relocation_id, members = record.members.len(), target = %route.target, "relay-ready for the Spot and its members: handing over");
+            let fences = std::iter::once(ready.target_fence.clone()).chain(ready.members);
+            let readies = fences
+                .map(|target_fence| {
+                    Some(RelayReady {
+                        target_fence,
+                        target_route: ready.target_route.clone(),
+                        members: Vec::new(),
+                    })
+                })
+                .collect();
+            (readies, None)
+        }
+        Err(e) => (reclaim_all(server, &mut sealed).await, Some(e)),
+    };
+    if let Some(e) = &failed {
+        if readies.iter().all(Option::is_none) {
+            return Err(e.clone());
+        }
+    }
 
-    // Past relay-ready: no way back, for any of them.
+    // Past relay-ready: no way back for any participant with a ready target (the others
+    // are cancelled as they drop).
     let node = route.node.clone();
-    let fences = std::iter::once(ready.target_fence.clone()).chain(ready.members.clone());
     let mut cutovers = Vec::with_capacity(sealed.len());
-    for (participant, fence) in sealed.iter_mut().zip(fences) {
+    for (participant, ready) in sealed.iter_mut().zip(readies) {
+        let Some(ready) = ready else {
+            continue;
+        };
         let Some(captured) = participant.captured.take() else {
             continue;
         };
         let live = &participant.live;
-        let ready = RelayReady {
-            target_fence: fence,
-            target_route: ready.target_route.clone(),
-            members: Vec::new(),
-        };
         let saved = captured
             .backlog
             .into_iter()
@@ -200,6 +217,9 @@ pub(crate) async fn relocate_with_members(
     )
     .await;
     drop(permit);
+    if let Some(e) = failed {
+        return Err(e);
+    }
     let mut settled = settled.into_iter();
     let spot_outcome = settled
         .next()
@@ -422,6 +442,30 @@ fn unit_record(
         with_spot: None,
         members,
     })
+}
+
+/// After a restore of the unit that did not answer relay-ready: each participant is
+/// re-fenced (see [`reclaim`]); those the target took already are handed over (`Some`),
+/// the others run on here.
+async fn reclaim_all(server: &ObjectServer, sealed: &mut [Sealed<'_>]) -> Vec<Option<RelayReady>> {
+    let mut readies = Vec::with_capacity(sealed.len());
+    for participant in sealed.iter_mut() {
+        let Some(captured) = participant.captured.as_mut() else {
+            readies.push(None);
+            continue;
+        };
+        let ready = match reclaim(server, &participant.live.key, &captured.authority).await {
+            Reclaimed::Taken(ready) => Some(ready),
+            Reclaimed::Kept(kept) => {
+                participant.live.set_authority(kept.clone());
+                captured.authority = kept;
+                None
+            }
+            Reclaimed::Stopped => None,
+        };
+        readies.push(ready);
+    }
+    readies
 }
 
 /// Relay-ready names one fence per member: the same incarnation, the next owner.

@@ -16,7 +16,7 @@ use crate::mesh::calls::OutboundCall;
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
 use crate::object::authority::AuthorityState;
-use crate::object::authority_store::Versioned;
+use crate::object::authority_store::{Fenced, Versioned};
 use crate::object::id::{ObjectKey, ObjectKind};
 use crate::object::live_object::{Captured, LiveObject, ObjectJob, Resume};
 use crate::object::membership::Execution;
@@ -372,7 +372,14 @@ pub(crate) async fn hand_over(
         Ok(RestoreReply::Declined { reply }) => {
             return cancel(backlog, HandOver::Declined(Bytes::from(reply)))
         }
-        Err(e) => return cancel(backlog, HandOver::Cancelled(e)),
+        Err(e) => match reclaim(server, key, &authority).await {
+            Reclaimed::Taken(ready) => ready,
+            Reclaimed::Kept(kept) => {
+                live.set_authority(kept);
+                return cancel(backlog, HandOver::Cancelled(e));
+            }
+            Reclaimed::Stopped => return cancel(backlog, HandOver::Cancelled(e)),
+        },
     };
     tracing::info!(object = %key, relocation = %relocation_id, target = %target, "relay-ready: handing over");
 
@@ -606,6 +613,12 @@ pub(super) async fn restore_on_target(
         .request(link, &call, deadline, timeout, admit_by)
         .await?;
     let reply = RestoreReply::decode(&reply)?;
+    if settings.lose_relay_ready {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            "the relay-ready answer was lost (test fault)",
+        ));
+    }
     if let RestoreReply::Ready(ready) = &reply {
         let source = &record.source_fence;
         let target = &ready.target_fence;
@@ -642,6 +655,64 @@ fn leave_source_spot(
             let actor = crate::object::ActorRef::at(id, Location::of(authority));
             crate::object::membership::notify_left(&previous, actor);
         }
+    }
+}
+
+/// How a move whose restore got no relay-ready ended for the object.
+pub(super) enum Reclaimed {
+    /// The source keeps it, under this re-fenced authority: no target can commit it now.
+    Kept(Versioned),
+    /// The target committed it already (its answer was what got lost): relay to it.
+    Taken(RelayReady),
+    /// The node stops, or the record changed in another way: the object runs on here.
+    Stopped,
+}
+
+/// A restore that did not answer relay-ready may still have built the object on the
+/// target, which then commits it by itself (its answer may be what was lost). So before
+/// the object runs on here, its authority is re-fenced: rewritten unchanged, so the
+/// target's owner change, fenced on the sealed version, can no longer apply. If the
+/// target was first, the object is the target's. Dispatch stays closed while the store
+/// does not answer.
+pub(super) async fn reclaim(
+    server: &ObjectServer,
+    key: &ObjectKey,
+    sealed: &Versioned,
+) -> Reclaimed {
+    let mut pause = std::time::Duration::from_millis(50);
+    loop {
+        let found = match server.authority.refence(key, sealed).await {
+            Ok(Fenced::Done(kept)) => return Reclaimed::Kept(kept),
+            Ok(Fenced::Moved) => server.authority.read(key).await,
+            Err(e) => Err(e),
+        };
+        match found {
+            Ok(Some(current)) => {
+                let (was, now) = (&sealed.record.fence, &current.record.fence);
+                let taken = now.object_generation == was.object_generation
+                    && now.owner_generation == was.owner_generation + 1
+                    && current.record.route.rid != server.route.rid;
+                if !taken {
+                    tracing::warn!(object = %key, "the authority changed under a move in another way");
+                    return Reclaimed::Stopped;
+                }
+                tracing::warn!(object = %key, owner = %current.record.route.rid, "the target took the object although its relay-ready was lost: handing over");
+                return Reclaimed::Taken(RelayReady {
+                    target_fence: current.record.fence,
+                    target_route: current.record.route,
+                    members: Vec::new(),
+                });
+            }
+            Ok(None) => return Reclaimed::Stopped,
+            Err(e) => {
+                tracing::warn!(object = %key, error = %e, "the store did not take the re-fence of a move that got no relay-ready; asking again");
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = server.cancel.cancelled() => return Reclaimed::Stopped,
+        }
+        pause = (pause * 2).min(std::time::Duration::from_secs(1));
     }
 }
 
