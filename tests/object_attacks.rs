@@ -289,25 +289,26 @@ async fn a_flood_of_creations_is_answered_and_bounded() {
 struct RawRestore {
     kind: char,
     relocation_id: String,
+    object: RawObject,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    members: Vec<RawMember>,
+}
+
+/// One moving object.
+#[derive(Serialize)]
+struct RawObject {
     stable_type: String,
     source_fence: RawFence,
     source_version: String,
-    #[serde(with = "serde_bytes")]
-    state: Option<Vec<u8>>,
+    state: Option<()>,
     timers: Vec<RawTimer>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    members: Vec<RawMember>,
 }
 
 /// A member Actor moving with its Spot.
 #[derive(Serialize)]
 struct RawMember {
     id: String,
-    stable_type: String,
-    source_fence: RawFence,
-    source_version: String,
-    state: Option<()>,
-    timers: Vec<RawTimer>,
+    object: RawObject,
 }
 
 #[derive(Serialize)]
@@ -356,23 +357,25 @@ fn unit_restore(kind: char, stable_type: &str, members: &[&str]) -> Bytes {
     cbor(&RawRestore {
         kind,
         relocation_id: "r-2".into(),
-        stable_type: stable_type.into(),
-        source_fence: raw_fence(1),
-        source_version: "1".into(),
-        state: None,
-        timers: Vec::new(),
+        object: raw_object(stable_type, 1, Vec::new()),
         members: members
             .iter()
             .map(|id| RawMember {
                 id: id.to_string(),
-                stable_type: "guest".into(),
-                source_fence: raw_fence(1),
-                source_version: "1".into(),
-                state: None,
-                timers: Vec::new(),
+                object: raw_object("guest", 1, Vec::new()),
             })
             .collect(),
     })
+}
+
+fn raw_object(stable_type: &str, generation: u64, timers: Vec<RawTimer>) -> RawObject {
+    RawObject {
+        stable_type: stable_type.into(),
+        source_fence: raw_fence(generation),
+        source_version: "1".into(),
+        state: None,
+        timers,
+    }
 }
 
 fn restore(stable_type: &str, generation: u64, timers: usize) -> Bytes {
@@ -389,11 +392,7 @@ fn restore(stable_type: &str, generation: u64, timers: usize) -> Bytes {
     cbor(&RawRestore {
         kind: 'a',
         relocation_id: "r-1".into(),
-        stable_type: stable_type.into(),
-        source_fence: raw_fence(generation),
-        source_version: "1".into(),
-        state: None,
-        timers: vec![timer; timers],
+        object: raw_object(stable_type, generation, vec![timer; timers]),
         members: Vec::new(),
     })
 }

@@ -506,7 +506,8 @@ async fn a_member_that_may_not_move_keeps_its_spot_wide_spot_and_relocate_all_re
     .await;
     let refused = a.spots().relocate("p1", Some("b")).await.unwrap_err();
     assert!(
-        refused.is(ErrorKind::Rejected) && refused.to_string().contains("member s1"),
+        refused.is(ErrorKind::Rejected)
+            && refused.to_string().contains("Actor s1 is of type statue"),
         "{refused}"
     );
     let report = a.relocate_all().await.unwrap();

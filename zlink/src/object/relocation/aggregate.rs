@@ -18,8 +18,9 @@ use super::record::{
     MAX_AGGREGATE_MEMBERS,
 };
 use super::source::{
-    await_seal, cancel_seal, confirm_commit, finish, kind_code, place_state, prepare_reserving,
-    reclaim, restore_on_target, MemberOutcomes, Reclaimed, StoredState,
+    await_seal, cancel_seal, confirm_commit, disabled_type, finish, kind_code, moved_object,
+    place_state, prepare_reserving, reclaim, restore_on_target, MemberOutcomes, Reclaimed,
+    StoredState,
 };
 use super::{job_to_held, INLINE_STATE_BYTES, MAX_CAPTURED_STATE_BYTES};
 use crate::object::authority::AuthorityState;
@@ -264,12 +265,10 @@ fn participants(
             continue;
         };
         if member.object_type.relocation == Relocation::Disable {
+            let why = disabled_type(&member);
             return Err(Error::new(
                 ErrorKind::Rejected,
-                format!(
-                    "{} moves with its members, and member {id} is of type {}, declared relocation = disable",
-                    spot.key, member.object_type.stable_type
-                ),
+                format!("{} moves only with all its members, and {why}", spot.key),
             ));
         }
         participants.push(member);
@@ -423,21 +422,23 @@ fn unit_record(
     let members = records
         .map(|(participant, captured, state)| MemberRestore {
             id: participant.live.key.id.to_string(),
-            stable_type: participant.live.object_type.stable_type.to_string(),
-            source_fence: captured.authority.record.fence.clone(),
-            source_version: captured.authority.version.0.clone(),
-            state,
-            timers: captured.timers.clone(),
+            object: moved_object(
+                &participant.live,
+                &captured.authority,
+                state,
+                captured.timers.clone(),
+            ),
         })
         .collect();
     Ok(RestoreRecord {
         kind: kind_code(&spot.key),
         relocation_id: relocation_id.to_string(),
-        stable_type: spot.object_type.stable_type.to_string(),
-        source_fence: spot_captured.authority.record.fence.clone(),
-        source_version: spot_captured.authority.version.0.clone(),
-        state: spot_state,
-        timers: spot_captured.timers.clone(),
+        object: moved_object(
+            spot,
+            &spot_captured.authority,
+            spot_state,
+            spot_captured.timers.clone(),
+        ),
         join: None,
         with_spot: None,
         members,
@@ -476,8 +477,8 @@ fn check_member_fences(record: &RestoreRecord, ready: &RelayReady) -> Result<()>
             .iter()
             .zip(&ready.members)
             .all(|(m, target)| {
-                target.object_generation == m.source_fence.object_generation
-                    && target.owner_generation == m.source_fence.owner_generation + 1
+                target.object_generation == m.object.source_fence.object_generation
+                    && target.owner_generation == m.object.source_fence.owner_generation + 1
             });
     if !matches {
         return Err(Error::new(

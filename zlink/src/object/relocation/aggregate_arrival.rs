@@ -27,18 +27,13 @@ pub(super) async fn arrive_with_members(
 ) -> Result<RestoreReply> {
     let spot_id = SpotId::new(&key.id)
         .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("a bad Spot ID: {e}")))?;
-    let spot_type = arriving_type(
-        server,
-        ObjectKind::Spot,
-        &record.stable_type,
-        record.state.is_some(),
-    )?;
+    let spot_type = arriving_type(server, ObjectKind::Spot, &record.object)?;
     if spot_type.execution != Execution::SpotWide {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
             format!(
                 "type {} does not run its members SpotWide on this node",
-                record.stable_type
+                record.object.stable_type
             ),
         ));
     }
@@ -53,26 +48,21 @@ pub(super) async fn arrive_with_members(
                 format!("{member_key} is arriving here already"),
             ));
         }
-        let member_type = arriving_type(
-            server,
-            ObjectKind::Actor,
-            &member.stable_type,
-            member.state.is_some(),
-        )?;
+        let member_type = arriving_type(server, ObjectKind::Actor, &member.object)?;
         if spot_type.members.as_ref() != Some(&member_type.stable_type) {
             return Err(Error::new(
                 ErrorKind::InvalidOperation,
                 format!(
                     "Spot type {} takes no Actors of type {} on this node",
-                    record.stable_type, member.stable_type
+                    record.object.stable_type, member.object.stable_type
                 ),
             ));
         }
         members.push((member_key, member_type));
     }
     let token = admitting_token(server)?;
-    let bytes = std::iter::once(&record.state)
-        .chain(record.members.iter().map(|m| &m.state))
+    let bytes = std::iter::once(&record.object.state)
+        .chain(record.members.iter().map(|m| &m.object.state))
         .flatten()
         .map(MovedState::len)
         .fold(0usize, usize::saturating_add);
@@ -89,8 +79,7 @@ pub(super) async fn arrive_with_members(
         .ok_or_else(|| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?;
     let deadline = Instant::now() + RELOCATION_DEADLINE;
     let spot_staged = Staged {
-        generation: record.source_fence.object_generation,
-        state: record.state.as_ref(),
+        object: &record.object,
         membership: None,
         deadline,
     };
@@ -98,8 +87,7 @@ pub(super) async fn arrive_with_members(
     let mut instances = Vec::with_capacity(members.len());
     for (member, (member_key, member_type)) in record.members.iter().zip(&members) {
         let staged = Staged {
-            generation: member.source_fence.object_generation,
-            state: member.state.as_ref(),
+            object: &member.object,
             membership: Some(spot_id.clone()),
             deadline,
         };
@@ -112,31 +100,15 @@ pub(super) async fn arrive_with_members(
         .members
         .iter()
         .map(|member| {
-            let fence = &member.source_fence;
             let home = Some(&spot_id);
-            expected_authority(
-                server,
-                ObjectKind::Actor,
-                &member.stable_type,
-                fence,
-                &token,
-                home,
-            )
+            expected_authority(server, ObjectKind::Actor, &member.object, &token, home)
         })
         .collect();
     let fences = expected.iter().map(|a| a.fence.clone()).collect();
     let spot_arriving = Arriving {
         relocation_id: &record.relocation_id,
-        source_version: &record.source_version,
-        expected: expected_authority(
-            server,
-            ObjectKind::Spot,
-            &record.stable_type,
-            &record.source_fence,
-            &token,
-            None,
-        ),
-        timers: &record.timers,
+        object: &record.object,
+        expected: expected_authority(server, ObjectKind::Spot, &record.object, &token, None),
         joined: None,
         deadline,
         permit: Some(permit),
@@ -156,9 +128,8 @@ pub(super) async fn arrive_with_members(
     for (((member, (member_key, member_type)), instance), expected) in unit {
         let arriving = Arriving {
             relocation_id: &record.relocation_id,
-            source_version: &member.source_version,
+            object: &member.object,
             expected,
-            timers: &member.timers,
             joined: None,
             deadline,
             permit: None,

@@ -11,7 +11,7 @@ use tokio::sync::{oneshot, OnceCell};
 use tokio::time::Instant;
 
 use super::permits::Permit;
-use super::record::{JoinIntent, MovedState, RelayReady, RestoreRecord, RestoreReply};
+use super::record::{JoinIntent, MovedObject, MovedState, RelayReady, RestoreRecord, RestoreReply};
 use super::{CUTOVER_FALLBACK, RELOCATION_DEADLINE};
 use crate::object::authority::{Authority, AuthorityState, ObjectShape, OwnerFence};
 use crate::object::authority_store::{Fenced, Versioned};
@@ -139,7 +139,7 @@ async fn admit_join(
     let actor = ActorRef::at(
         actor_id,
         Location {
-            generation: record.source_fence.object_generation,
+            generation: record.object.source_fence.object_generation,
             mesh_name: server.route.mesh_name.clone(),
             rid: server.route.rid.clone(),
         },
@@ -251,16 +251,16 @@ pub(super) fn check_arriving(
     Ok(None)
 }
 
-/// The type `stable_type` of `kind` as this node serves it, with the same policy the
+/// The type of `object` (of `kind`) as this node serves it, with the same policy the
 /// source moves it under (a state comes exactly with `preserve`).
 pub(super) fn arriving_type(
     server: &ObjectServer,
     kind: ObjectKind,
-    stable_type: &str,
-    with_state: bool,
+    object: &MovedObject,
 ) -> Result<Arc<TypeDef>> {
+    let stable_type = object.stable_type.as_str();
     let object_type = server.object_type(kind, stable_type)?;
-    match (object_type.relocation, with_state) {
+    match (object_type.relocation, object.state.is_some()) {
         (Relocation::Disable, _) => Err(Error::new(
             ErrorKind::Rejected,
             format!("type {stable_type} is declared relocation = disable here"),
@@ -278,18 +278,18 @@ pub(super) fn arriving_type(
 pub(super) fn expected_authority(
     server: &ObjectServer,
     kind: ObjectKind,
-    stable_type: &str,
-    source: &OwnerFence,
+    object: &MovedObject,
     token: &crate::store::LeaseToken,
     home: Option<&SpotId>,
 ) -> Authority {
+    let source = &object.source_fence;
     Authority {
         state: AuthorityState::Ready,
         shape: match kind {
             ObjectKind::Actor => ObjectShape::Actor,
             ObjectKind::Spot => ObjectShape::UserSpot,
         },
-        stable_type: stable_type.to_string(),
+        stable_type: object.stable_type.clone(),
         fence: OwnerFence {
             object_generation: source.object_generation,
             owner_generation: source.owner_generation + 1,
@@ -314,12 +314,7 @@ pub(crate) async fn arrive(
     if !record.members.is_empty() {
         return super::aggregate_arrival::arrive_with_members(server, key, record).await;
     }
-    let object_type = arriving_type(
-        server,
-        key.kind,
-        &record.stable_type,
-        record.state.is_some(),
-    )?;
+    let object_type = arriving_type(server, key.kind, &record.object)?;
     // An Actor lands in this node's Entry Spot (or the Spot it joins); a Spot in none.
     let entry = match key.kind {
         ObjectKind::Actor => Some(
@@ -340,7 +335,7 @@ pub(crate) async fn arrive(
     let token = admitting_token(server)?;
     let permit = server
         .permits
-        .inbound(record.state.as_ref().map_or(0, MovedState::len))?;
+        .inbound(record.object.state.as_ref().map_or(0, MovedState::len))?;
     let slot = server.begin_creating(&key, &object_type)?;
     // A Join's Spot admits the Actor before anything is built for it.
     let joining = match &record.join {
@@ -381,18 +376,10 @@ pub(crate) async fn arrive(
         .node
         .upgrade()
         .ok_or_else(|| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?;
-    let expected = expected_authority(
-        server,
-        key.kind,
-        &record.stable_type,
-        &record.source_fence,
-        &token,
-        home.as_ref(),
-    );
+    let expected = expected_authority(server, key.kind, &record.object, &token, home.as_ref());
     let deadline = Instant::now() + RELOCATION_DEADLINE;
     let staged = Staged {
-        generation: record.source_fence.object_generation,
-        state: record.state.as_ref(),
+        object: &record.object,
         membership: home.clone(),
         deadline,
     };
@@ -413,9 +400,8 @@ pub(crate) async fn arrive(
     });
     let arrival = Arriving {
         relocation_id: &record.relocation_id,
-        source_version: &record.source_version,
+        object: &record.object,
         expected,
-        timers: &record.timers,
         joined,
         deadline,
         permit: Some(permit),
@@ -457,9 +443,8 @@ pub(super) struct Carried {
 /// An object about to be registered here as arriving.
 pub(super) struct Arriving<'a> {
     pub(super) relocation_id: &'a str,
-    pub(super) source_version: &'a str,
+    pub(super) object: &'a MovedObject,
     pub(super) expected: Authority,
-    pub(super) timers: &'a [crate::object::timer::TimerRecord],
     pub(super) joined: Option<JoinOutcome>,
     pub(super) deadline: Instant,
     pub(super) permit: Option<Permit>,
@@ -490,14 +475,14 @@ impl Arriving<'_> {
             server.object_host(),
             wait,
             Some(Arrived {
-                timers: self.timers.to_vec(),
+                timers: self.object.timers.clone(),
                 joined: self.joined,
             }),
         );
         server.insert_live(live.clone());
         let arrival = Arc::new(Arrival {
             relocation_id: self.relocation_id.to_string(),
-            source_version: StoreVersion(self.source_version.to_string()),
+            source_version: StoreVersion(self.object.source_version.clone()),
             expected: self.expected,
             live,
             go: Mutex::new(Some(go)),
@@ -569,9 +554,7 @@ async fn fetch_state(server: &ObjectServer, state: &MovedState) -> Result<Bytes>
 
 /// What an arriving instance is built from.
 pub(super) struct Staged<'a> {
-    /// Its ObjectGeneration, kept across the move.
-    pub(super) generation: u64,
-    pub(super) state: Option<&'a MovedState>,
+    pub(super) object: &'a MovedObject,
     pub(super) membership: Option<SpotId>,
     pub(super) deadline: Instant,
 }
@@ -588,13 +571,13 @@ pub(super) async fn build(
         object_type,
         key,
         node,
-        staged.generation,
+        staged.object.source_fence.object_generation,
         staged.membership,
         staged.deadline,
         None,
     )
     .await?;
-    if let Some(state) = staged.state {
+    if let Some(state) = &staged.object.state {
         let state = fetch_state(server, state).await?;
         let restored = std::panic::AssertUnwindSafe(async { instance.restore_state(&state) })
             .catch_unwind()

@@ -19,17 +19,8 @@ pub(crate) struct RestoreRecord {
     pub(crate) kind: char,
     /// Names this move in both nodes' logs and tells a repeated restore from another one.
     pub(crate) relocation_id: String,
-    /// The object's stable type: the target must serve it with the same policy.
-    pub(crate) stable_type: String,
-    /// The authority the source moves the object under: the target's commit is fenced on
-    /// its exact version, and keeps its ObjectGeneration.
-    pub(crate) source_fence: OwnerFence,
-    pub(crate) source_version: String,
-    /// The application's captured state (`preserve`); `None` for `recreate`.
-    #[serde(default)]
-    pub(crate) state: Option<MovedState>,
-    /// The object's running timers.
-    pub(crate) timers: Vec<TimerRecord>,
+    /// The object itself.
+    pub(crate) object: MovedObject,
     /// A cross-node Join: the target Spot on the target node the Actor joins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) join: Option<JoinIntent>,
@@ -42,19 +33,30 @@ pub(crate) struct RestoreRecord {
     pub(crate) members: Vec<MemberRestore>,
 }
 
+/// What the target builds one moving object from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct MovedObject {
+    /// Its stable type: the target must serve it with the same policy.
+    pub(crate) stable_type: String,
+    /// The authority the source moves it under: the target's commit is fenced on its
+    /// exact version, and keeps its ObjectGeneration.
+    pub(crate) source_fence: OwnerFence,
+    pub(crate) source_version: String,
+    /// The application's captured state (`preserve`); `None` for `recreate`.
+    #[serde(default)]
+    pub(crate) state: Option<MovedState>,
+    /// Its running timers.
+    pub(crate) timers: Vec<TimerRecord>,
+}
+
 /// The most member Actors a SpotWide Spot moves with.
 pub(crate) const MAX_AGGREGATE_MEMBERS: usize = 4096;
 
-/// One member Actor of a moving SpotWide Spot: what its own restore would carry.
+/// One member Actor of a moving SpotWide Spot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct MemberRestore {
     pub(crate) id: String,
-    pub(crate) stable_type: String,
-    pub(crate) source_fence: OwnerFence,
-    pub(crate) source_version: String,
-    #[serde(default)]
-    pub(crate) state: Option<MovedState>,
-    pub(crate) timers: Vec<TimerRecord>,
+    pub(crate) object: MovedObject,
 }
 
 /// Where a moved object's captured state is: in the restore itself when it is small, in
@@ -171,8 +173,7 @@ impl RestoreRecord {
     pub(crate) fn decode(bytes: &[u8]) -> Result<Self> {
         let record: RestoreRecord =
             crate::wire::cbor_decode(bytes).map_err(|e| protocol("a restore record", e))?;
-        check_fence("a restore record", &record.source_fence)?;
-        check_timers(record.timers.len())?;
+        check_object(&record.object)?;
         if !matches!(record.kind, 'a' | 's') {
             return Err(protocol("a restore record", "an unknown object kind"));
         }
@@ -189,7 +190,9 @@ impl RestoreRecord {
     }
 }
 
-fn check_timers(count: usize) -> Result<()> {
+fn check_object(object: &MovedObject) -> Result<()> {
+    check_fence("a restore record", &object.source_fence)?;
+    let count = object.timers.len();
     if count > MAX_TIMERS {
         return Err(protocol(
             "a restore record",
@@ -221,8 +224,7 @@ fn check_members(record: &RestoreRecord) -> Result<()> {
         if !seen.insert(member.id.as_str()) {
             return Err(protocol(what, format!("member {} twice", member.id)));
         }
-        check_fence(what, &member.source_fence)?;
-        check_timers(member.timers.len())?;
+        check_object(&member.object)?;
     }
     Ok(())
 }
@@ -291,11 +293,13 @@ mod tests {
         let restore = RestoreRecord {
             kind: 'a',
             relocation_id: "r1".into(),
-            stable_type: "player".into(),
-            source_fence: fence(1),
-            source_version: "7".into(),
-            state: Some(MovedState::Inline(vec![1, 2, 3])),
-            timers: Vec::new(),
+            object: MovedObject {
+                stable_type: "player".into(),
+                source_fence: fence(1),
+                source_version: "7".into(),
+                state: Some(MovedState::Inline(vec![1, 2, 3])),
+                timers: Vec::new(),
+            },
             join: None,
             with_spot: None,
             members: Vec::new(),
@@ -316,7 +320,7 @@ mod tests {
                 .is(ErrorKind::ProtocolError));
         }
         let mut zero = restore.clone();
-        zero.source_fence.lease_generation = 0;
+        zero.object.source_fence.lease_generation = 0;
         assert!(RestoreRecord::decode(&zero.encode().unwrap()).is_err());
     }
 
@@ -344,11 +348,13 @@ mod tests {
             let record = RestoreRecord {
                 kind: 'a',
                 relocation_id: "r1".into(),
-                stable_type: "player".into(),
-                source_fence: fence(1),
-                source_version: "7".into(),
-                state: Some(MovedState::Stored { reference: "zlink:state:r1".into(), len: 40 }),
-                timers: Vec::new(),
+                object: MovedObject {
+                    stable_type: "player".into(),
+                    source_fence: fence(1),
+                    source_version: "7".into(),
+                    state: Some(MovedState::Stored { reference: "zlink:state:r1".into(), len: 40 }),
+                    timers: Vec::new(),
+                },
                 join: Some(JoinIntent { spot: "room".into(), request: vec![1, 2] }),
                 with_spot: None,
                 members: Vec::new(),
@@ -364,22 +370,21 @@ mod tests {
 
     #[test]
     fn members_travel_only_with_their_own_spot_each_once_and_bounded() {
-        let member = |id: &str| MemberRestore {
-            id: id.into(),
-            stable_type: "guest".into(),
+        let object = |stable_type: &str| MovedObject {
+            stable_type: stable_type.into(),
             source_fence: fence(1),
             source_version: "3".into(),
             state: None,
             timers: Vec::new(),
         };
+        let member = |id: &str| MemberRestore {
+            id: id.into(),
+            object: object("guest"),
+        };
         let unit = RestoreRecord {
             kind: 's',
             relocation_id: "r1".into(),
-            stable_type: "table".into(),
-            source_fence: fence(1),
-            source_version: "7".into(),
-            state: None,
-            timers: Vec::new(),
+            object: object("table"),
             join: None,
             with_spot: None,
             members: vec![member("g1"), member("g2")],
@@ -389,7 +394,7 @@ mod tests {
             unit
         );
         let mut zero_member = member("g3");
-        zero_member.source_fence.object_generation = 0;
+        zero_member.object.source_fence.object_generation = 0;
         for bad in [
             RestoreRecord {
                 kind: 'a',

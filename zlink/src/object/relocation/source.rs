@@ -146,15 +146,7 @@ async fn relocate_member(
             format!("{key} left Spot {spot} meanwhile"),
         ));
     }
-    if live.object_type.relocation == Relocation::Disable {
-        return Err(Error::new(
-            ErrorKind::Rejected,
-            format!(
-                "{key} is of type {}, declared relocation = disable",
-                live.object_type.stable_type
-            ),
-        ));
-    }
+    relocatable_type(&live)?;
     seal_and_hand_over(server, &live, Some(to), Carry::WithSpot(spot.to_string())).await
 }
 
@@ -358,11 +350,7 @@ pub(crate) async fn hand_over(
     let record = RestoreRecord {
         kind: kind_code(key),
         relocation_id: relocation_id.clone(),
-        stable_type: live.object_type.stable_type.to_string(),
-        source_fence: authority.record.fence.clone(),
-        source_version: authority.version.0.clone(),
-        state,
-        timers,
+        object: moved_object(live, &authority, state, timers),
         join,
         with_spot,
         members: Vec::new(),
@@ -504,6 +492,22 @@ impl Drop for StoredState {
     }
 }
 
+/// `live` as it moves: sealed under `authority`, with its placed state and its timers.
+pub(super) fn moved_object(
+    live: &LiveObject,
+    authority: &Versioned,
+    state: Option<MovedState>,
+    timers: Vec<crate::object::timer::TimerRecord>,
+) -> super::record::MovedObject {
+    super::record::MovedObject {
+        stable_type: live.object_type.stable_type.to_string(),
+        source_fence: authority.record.fence.clone(),
+        source_version: authority.version.0.clone(),
+        state,
+        timers,
+    }
+}
+
 /// The record code of `key`'s namespace.
 pub(super) fn kind_code(key: &ObjectKey) -> char {
     match key.kind {
@@ -521,15 +525,7 @@ fn check_movable(live: &LiveObject) -> Result<()> {
             format!("{} is an Entry Spot: it stays with its node", live.key),
         ));
     }
-    if live.object_type.relocation == Relocation::Disable {
-        return Err(Error::new(
-            ErrorKind::Rejected,
-            format!(
-                "{} is of type {}, declared relocation = disable",
-                live.key, live.object_type.stable_type
-            ),
-        ));
-    }
+    relocatable_type(live)?;
     if live
         .membership()
         .is_some_and(|spot| !crate::object::is_entry_spot_id(spot.as_str()))
@@ -543,6 +539,23 @@ fn check_movable(live: &LiveObject) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// `Rejected` for an object whose type is declared `relocation = disable`: it never
+/// moves, and asking stops nothing.
+pub(super) fn relocatable_type(live: &LiveObject) -> Result<()> {
+    if live.object_type.relocation == Relocation::Disable {
+        return Err(Error::new(ErrorKind::Rejected, disabled_type(live)));
+    }
+    Ok(())
+}
+
+/// Why `live` may not move: its type is declared `relocation = disable`.
+pub(super) fn disabled_type(live: &LiveObject) -> String {
+    format!(
+        "{} is of type {}, declared relocation = disable",
+        live.key, live.object_type.stable_type
+    )
 }
 
 /// The named node, or the one placement picks among the others serving the type.
@@ -620,7 +633,7 @@ pub(super) async fn restore_on_target(
         ));
     }
     if let RestoreReply::Ready(ready) = &reply {
-        let source = &record.source_fence;
+        let source = &record.object.source_fence;
         let target = &ready.target_fence;
         if target.object_generation != source.object_generation
             || target.owner_generation != source.owner_generation + 1
