@@ -526,3 +526,67 @@ async fn a_member_that_may_not_move_keeps_its_spot_wide_spot_and_relocate_all_re
     assert_eq!(a.spots().find("p1").await.unwrap().unwrap().rid, "a");
     stop(m.nodes).await;
 }
+
+#[tokio::test]
+async fn a_unit_moved_back_and_forth_under_load_loses_duplicates_and_reorders_nothing() {
+    let events = Events::default();
+    let m = dining(true, 0, &events).await;
+    let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
+    seat_everyone(a, client).await;
+    let stop_sending = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // One sender per participant, numbering from 10 on: what each accepted, in order.
+    let mut senders = Vec::new();
+    for target in ["t1", "g1", "g2", "g3"] {
+        let (client, stop) = (client.clone(), stop_sending.clone());
+        senders.push(tokio::spawn(async move {
+            let mut accepted = Vec::new();
+            let mut n = 10;
+            while !stop.load(Ordering::Relaxed) {
+                let sent = if target == "t1" {
+                    TableClient::new(&client, target).say(&Say(n)).await
+                } else {
+                    GuestClient::new(&client, target).say(&Say(n)).await
+                };
+                if sent.is_ok() {
+                    accepted.push(n);
+                }
+                n += 1;
+                if n % 16 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            accepted
+        }));
+    }
+    let mut moves = 0;
+    let until = tokio::time::Instant::now() + Duration::from_secs(3);
+    while tokio::time::Instant::now() < until {
+        let (from, to) = if moves % 2 == 0 { (a, "b") } else { (b, "a") };
+        from.spots().relocate("t1", Some(to)).await.unwrap();
+        moves += 1;
+    }
+    stop_sending.store(true, Ordering::Relaxed);
+    let mut sent = 0;
+    let mut accepted_all = Vec::new();
+    for sender in senders {
+        let accepted = sender.await.unwrap();
+        sent += accepted.len();
+        accepted_all.push(accepted);
+    }
+    let expected_owner = if moves % 2 == 0 { "a" } else { "b" };
+    assert_eq!(owners(client).await, [expected_owner; 4]);
+    for (transcript, accepted) in transcripts(client).await.into_iter().zip(accepted_all) {
+        let expected: Vec<u64> = (0..10).chain(accepted).collect();
+        assert_eq!(transcript.by, expected_owner);
+        assert_eq!(transcript.spot.as_deref(), Some("t1"));
+        assert!(
+            transcript.heard == expected,
+            "every accepted message ran once, in order: {} heard, {} expected",
+            transcript.heard.len(),
+            expected.len()
+        );
+    }
+    println!("{moves} unit moves of 4 objects, {sent} one-way messages accepted, none lost, duplicated or reordered");
+    assert!(moves >= 10, "only {moves} moves");
+    stop(m.nodes).await;
+}
