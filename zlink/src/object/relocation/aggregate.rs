@@ -11,25 +11,22 @@ use futures::future::join_all;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::departure::RelayItem;
 use super::permits::MAX_BYTES_IN_FLIGHT;
 use super::record::{
-    CutoverRecord, MemberRestore, MovedState, RelayReady, RestoreRecord, RestoreReply,
-    MAX_AGGREGATE_MEMBERS,
+    MemberRestore, MovedState, RelayReady, RestoreRecord, RestoreReply, MAX_AGGREGATE_MEMBERS,
 };
 use super::source::{
-    await_seal, cancel_seal, confirm_commit, disabled_type, finish, kind_code, moved_object,
-    place_state, prepare_reserving, reclaim, restore_on_target, MemberOutcomes, Reclaimed,
-    StoredState,
+    await_seal, cancel_seal, committed, disabled_type, finish, kind_code, moved_object,
+    place_state, prepare_reserving, reclaim, relay_to, restore_on_target, send_cutover,
+    MemberOutcomes, Reclaimed, StoredState,
 };
-use super::{job_to_held, INLINE_STATE_BYTES, MAX_CAPTURED_STATE_BYTES};
+use super::{INLINE_STATE_BYTES, MAX_CAPTURED_STATE_BYTES};
 use crate::object::authority::AuthorityState;
 use crate::object::id::{ObjectKey, ObjectKind};
 use crate::object::live_object::{Captured, LiveObject, ObjectJob, Resume};
 use crate::object::object_ref::Location;
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
-use crate::wire::Command;
 use crate::{Error, ErrorKind, Result};
 
 /// The captured states of one unit that travel inside its restore, at most (the rest go
@@ -94,6 +91,7 @@ pub(crate) async fn relocate_with_members(
 
     let relocation_id = crate::object::id_uuid_v4();
     let mut placed = Vec::with_capacity(states.len());
+    let mut payloads = Vec::new();
     let mut inline_left = UNIT_INLINE_BYTES;
     for (index, state) in states.into_iter().enumerate() {
         let inline_up_to = INLINE_STATE_BYTES.min(inline_left);
@@ -102,13 +100,10 @@ pub(crate) async fn relocate_with_members(
         if let Some(MovedState::Inline(bytes)) = &state {
             inline_left = inline_left.saturating_sub(bytes.len());
         }
+        // A state left in the Relocation Store is removed once the move is over here.
+        payloads.extend(StoredState::of(server, &state));
         placed.push(state);
     }
-    // Each state left in the Relocation Store is removed once the move is over here.
-    let _payloads: Vec<_> = placed
-        .iter()
-        .filter_map(|state| StoredState::of(server, state))
-        .collect();
     let record = unit_record(spot, &sealed, placed, &relocation_id)?;
     let link = route.link.clone();
     let restored = match restore_on_target(&route.node, &link, key, &record, route.deadline).await {
@@ -154,35 +149,25 @@ pub(crate) async fn relocate_with_members(
             continue;
         };
         let live = &participant.live;
-        let saved = captured
-            .backlog
-            .into_iter()
-            .filter_map(|(job, _)| job_to_held(&live.object_type, job))
-            .collect();
-        let relay = captured
-            .departure
-            .start_relay(server, &node, link.clone(), &ready, saved);
+        let Captured {
+            backlog, departure, ..
+        } = captured;
+        let relay = relay_to(
+            server,
+            &node,
+            link.clone(),
+            live,
+            &departure,
+            backlog,
+            &ready,
+        );
         if let Some(resume) = participant.resume.take() {
             let _ = resume.send(Resume::Moved);
         }
         server.remove_live(live);
         server.resolver.forget(&live.key);
-        let (done_tx, done_rx) = oneshot::channel();
-        let cutover = CutoverRecord {
-            kind: kind_code(&live.key),
-            relocation_id: relocation_id.clone(),
-        };
-        match cutover.encode() {
-            Ok(payload) if !node.settings().drop_relocation_cutover => {
-                let _ = relay.send(RelayItem::Control {
-                    command: Command::RelocationCutover,
-                    payload,
-                    done: done_tx,
-                });
-            }
-            _ => drop(done_tx),
-        }
-        cutovers.push((live.key.clone(), captured.departure, ready, done_rx));
+        let done = send_cutover(&relay, &node, &live.key, &relocation_id);
+        cutovers.push((live.key.clone(), departure, ready, done));
     }
     drop(sealed);
     let deadline = route.deadline;
@@ -191,11 +176,7 @@ pub(crate) async fn relocate_with_members(
         cutovers
             .into_iter()
             .map(|(key, departure, ready, done)| async move {
-                let committed = match tokio::time::timeout_at(deadline, done).await {
-                    Ok(Ok(Ok(_))) => true,
-                    // The cutover's answer was lost: the store says what happened.
-                    _ => confirm_commit(server, &key, &ready, deadline).await,
-                };
+                let committed = committed(server, &key, &ready, done, deadline).await;
                 finish(server, &departure, follow);
                 let at = Location {
                     generation: ready.target_fence.object_generation,

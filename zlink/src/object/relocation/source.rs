@@ -372,39 +372,16 @@ pub(crate) async fn hand_over(
     tracing::info!(object = %key, relocation = %relocation_id, target = %target, "relay-ready: handing over");
 
     // Past relay-ready: no way back. Saved queue, hold, then what follows, in order.
-    let saved = backlog
-        .into_iter()
-        .filter_map(|(job, _)| job_to_held(&live.object_type, job))
-        .collect();
-    let relay = departure.start_relay(server, &node, link, &ready, saved);
+    let relay = relay_to(server, &node, link, live, &departure, backlog, &ready);
     moved();
     server.remove_live(live);
     leave_source_spot(server, live, &authority, joining);
     server.resolver.forget(key);
-    let settings = node.settings();
-    let (done_tx, done_rx) = oneshot::channel();
-    let cutover = CutoverRecord {
-        kind: kind_code(key),
-        relocation_id,
-    };
-    match cutover.encode() {
-        Ok(payload) if !settings.drop_relocation_cutover => {
-            let _ = relay.send(RelayItem::Control {
-                command: Command::RelocationCutover,
-                payload,
-                done: done_tx,
-            });
-        }
-        _ => drop(done_tx),
-    }
+    let done = send_cutover(&relay, &node, key, &relocation_id);
     drop(relay);
-    let committed = match tokio::time::timeout_at(deadline, done_rx).await {
-        Ok(Ok(Ok(_))) => true,
-        // The cutover's answer was lost: the store says what happened.
-        _ => confirm_commit(server, key, &ready, deadline).await,
-    };
+    let committed = committed(server, key, &ready, done, deadline).await;
     drop(permit);
-    finish(server, &departure, settings.message_follow_duration);
+    finish(server, &departure, node.settings().message_follow_duration);
     if !committed {
         return HandOver::Lost(Error::new(
             ErrorKind::Unavailable,
@@ -417,6 +394,64 @@ pub(crate) async fn hand_over(
         rid: ready.target_route.rid.clone(),
     };
     HandOver::Moved(at)
+}
+
+/// Relay-ready was accepted for `live`: its saved queue (`backlog`) goes to the target
+/// first, then its hold, then whatever still arrives, all through one relay.
+pub(super) fn relay_to(
+    server: &ObjectServer,
+    node: &Arc<MeshNode>,
+    link: PeerLink,
+    live: &LiveObject,
+    departure: &Arc<Departure>,
+    backlog: Vec<(ObjectJob, usize)>,
+    ready: &RelayReady,
+) -> tokio::sync::mpsc::UnboundedSender<RelayItem> {
+    let saved = backlog
+        .into_iter()
+        .filter_map(|(job, _)| job_to_held(&live.object_type, job))
+        .collect();
+    departure.start_relay(server, node, link, ready, saved)
+}
+
+/// Sends the cutover of `key` behind everything relayed so far; the answer says the
+/// target committed (the channel closes unanswered when it was not sent).
+pub(super) fn send_cutover(
+    relay: &tokio::sync::mpsc::UnboundedSender<RelayItem>,
+    node: &MeshNode,
+    key: &ObjectKey,
+    relocation_id: &str,
+) -> oneshot::Receiver<Result<Bytes>> {
+    let (done_tx, done_rx) = oneshot::channel();
+    let cutover = CutoverRecord {
+        kind: kind_code(key),
+        relocation_id: relocation_id.to_string(),
+    };
+    match cutover.encode() {
+        Ok(payload) if !node.settings().drop_relocation_cutover => {
+            let _ = relay.send(RelayItem::Control {
+                command: Command::RelocationCutover,
+                payload,
+                done: done_tx,
+            });
+        }
+        _ => drop(done_tx),
+    }
+    done_rx
+}
+
+/// Whether the target committed: the cutover's answer, or (lost) what the store says.
+pub(super) async fn committed(
+    server: &ObjectServer,
+    key: &ObjectKey,
+    ready: &RelayReady,
+    cutover: oneshot::Receiver<Result<Bytes>>,
+    deadline: Instant,
+) -> bool {
+    match tokio::time::timeout_at(deadline, cutover).await {
+        Ok(Ok(Ok(_))) => true,
+        _ => confirm_commit(server, key, ready, deadline).await,
+    }
 }
 
 /// A captured state placed for the target: inline, or (above `inline_up_to` bytes) put
