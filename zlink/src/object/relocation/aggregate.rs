@@ -11,14 +11,15 @@ use futures::future::join_all;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::ownership::{committed, reclaim, Reclaimed};
 use super::permits::MAX_BYTES_IN_FLIGHT;
+use super::placed_state::{place_state, StoredState};
 use super::record::{
     MemberRestore, MovedState, RelayReady, RestoreRecord, RestoreReply, MAX_AGGREGATE_MEMBERS,
 };
 use super::source::{
-    await_seal, cancel_seal, committed, disabled_type, finish, kind_code, moved_object,
-    place_state, prepare_reserving, reclaim, relay_to, restore_on_target, send_cutover,
-    MemberOutcomes, Reclaimed, StoredState,
+    await_seal, cancel_seal, disabled_type, finish, kind_code, moved_object, prepare_reserving,
+    relay_to, restore_on_target, send_cutover, MemberOutcomes,
 };
 use super::{INLINE_STATE_BYTES, MAX_CAPTURED_STATE_BYTES};
 use crate::object::authority::AuthorityState;

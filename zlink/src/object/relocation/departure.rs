@@ -6,7 +6,7 @@
 //! target in the order the source accepted it: the saved queue, then the hold, then what
 //! follows. A relay keeps the message's packet, payload, metadata, deadline and reply
 //! capability (the reply comes back through this node), runs no handler here and reads no
-//! store. It counts one more hop; past [`MAX_FOLLOW_HOPS`](super::MAX_FOLLOW_HOPS) the
+//! store. It counts one more hop; past [`MAX_FOLLOW_HOPS`] the
 //! message is `Unavailable`.
 
 use std::collections::{HashMap, VecDeque};

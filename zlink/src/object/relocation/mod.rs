@@ -19,6 +19,11 @@
 //! 6. S keeps the committed source → target route for MessageFollowDuration and relays
 //!    what still arrives on the old route ([`departure`]); a notice (command 50) tells
 //!    each sender once, so its next call resolves the new owner.
+//!
+//! A relay-ready that S never heard may still be T's: S re-fences the authority before
+//! it runs on ([`ownership`]). A SpotWide Spot moves with its members as one unit
+//! ([`aggregate`], [`aggregate_arrival`]): one restore for all, one hand-over each, and
+//! dispatch on T for none before all of them committed.
 
 mod aggregate;
 mod aggregate_arrival;
@@ -27,7 +32,9 @@ mod departure;
 mod drain;
 mod inbound;
 mod join;
+mod ownership;
 mod permits;
+mod placed_state;
 mod record;
 mod source;
 mod state;

@@ -8,22 +8,23 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::departure::{Departure, RelayItem};
+use super::ownership::{committed, reclaim, Reclaimed};
 use super::permits::Permit;
+use super::placed_state::{place_state, StoredState};
 use super::record::{CutoverRecord, MovedState, RelayReady, RestoreRecord, RestoreReply};
 use super::INLINE_STATE_BYTES;
-use super::{job_to_held, CUTOVER_FALLBACK, MAX_CAPTURED_STATE_BYTES, RELOCATION_DEADLINE};
+use super::{job_to_held, MAX_CAPTURED_STATE_BYTES, RELOCATION_DEADLINE};
 use crate::mesh::calls::OutboundCall;
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
 use crate::object::authority::AuthorityState;
-use crate::object::authority_store::{Fenced, Versioned};
+use crate::object::authority_store::Versioned;
 use crate::object::id::{ObjectKey, ObjectKind};
 use crate::object::live_object::{Captured, LiveObject, ObjectJob, Resume};
 use crate::object::membership::Execution;
 use crate::object::object_ref::Location;
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
-use crate::store::{PayloadRef, PutOutcome};
 use crate::wire::{Command, Metadata};
 use crate::{Error, ErrorKind, Result};
 
@@ -440,93 +441,6 @@ pub(super) fn send_cutover(
     done_rx
 }
 
-/// Whether the target committed: the cutover's answer, or (lost) what the store says.
-pub(super) async fn committed(
-    server: &ObjectServer,
-    key: &ObjectKey,
-    ready: &RelayReady,
-    cutover: oneshot::Receiver<Result<Bytes>>,
-    deadline: Instant,
-) -> bool {
-    match tokio::time::timeout_at(deadline, cutover).await {
-        Ok(Ok(Ok(_))) => true,
-        _ => confirm_commit(server, key, ready, deadline).await,
-    }
-}
-
-/// A captured state placed for the target: inline, or (above `inline_up_to` bytes) put
-/// in the Relocation Store under `reference`.
-pub(super) async fn place_state(
-    server: &ObjectServer,
-    reference: String,
-    state: Option<Vec<u8>>,
-    inline_up_to: usize,
-) -> Result<Option<MovedState>> {
-    let Some(state) = state else {
-        return Ok(None);
-    };
-    let Some(store) = server
-        .relocation_store
-        .as_ref()
-        .filter(|_| state.len() > inline_up_to)
-    else {
-        return Ok(Some(MovedState::Inline(state)));
-    };
-    let payload_ref = PayloadRef::new(reference.clone()).map_err(Error::from)?;
-    let len = state.len() as u64;
-    match store
-        .put(&payload_ref, &Bytes::from(state), STATE_RETENTION)
-        .await
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::Unavailable,
-                format!("the Relocation Store did not take the state: {e}"),
-            )
-        })? {
-        PutOutcome::Stored { .. } | PutOutcome::AlreadyStored { .. } => {
-            Ok(Some(MovedState::Stored { reference, len }))
-        }
-        PutOutcome::Conflict => Err(Error::new(
-            ErrorKind::InternalFailure,
-            "another state is stored under this move's reference",
-        )),
-    }
-}
-
-/// How long a state put in the Relocation Store for a move is kept at most.
-const STATE_RETENTION: std::time::Duration = std::time::Duration::from_secs(10 * 60);
-
-/// Removes a state the move put in the Relocation Store when the move is over here.
-pub(super) struct StoredState {
-    store: Arc<dyn crate::store::RelocationStore>,
-    reference: PayloadRef,
-    tracker: tokio_util::task::TaskTracker,
-}
-
-impl StoredState {
-    pub(super) fn of(server: &ObjectServer, state: &Option<MovedState>) -> Option<Self> {
-        let Some(MovedState::Stored { reference, .. }) = state else {
-            return None;
-        };
-        Some(StoredState {
-            store: server.relocation_store.clone()?,
-            reference: PayloadRef::new(reference.clone()).ok()?,
-            tracker: server.tracker.clone(),
-        })
-    }
-}
-
-impl Drop for StoredState {
-    fn drop(&mut self) {
-        let (store, reference) = (self.store.clone(), self.reference.clone());
-        self.tracker.spawn(async move {
-            if let Err(e) = store.delete(&reference).await {
-                tracing::debug!(reference = %reference, error = %e, "a moved state stays until its retention ends");
-            }
-        });
-    }
-}
-
 /// `live` as it moves: sealed under `authority`, with its placed state and its timers.
 pub(super) fn moved_object(
     live: &LiveObject,
@@ -551,8 +465,8 @@ pub(super) fn kind_code(key: &ObjectKey) -> char {
     }
 }
 
-/// What may move: Actors of a type that allows it (Spots move with their aggregate,
-/// which comes later).
+/// What may move by itself: not an Entry Spot, not a type declared `disable`, not an
+/// Actor of a User Spot (it moves with its Spot).
 fn check_movable(live: &LiveObject) -> Result<()> {
     if live.is_entry() {
         return Err(Error::new(
@@ -703,109 +617,6 @@ fn leave_source_spot(
             let actor = crate::object::ActorRef::at(id, Location::of(authority));
             crate::object::membership::notify_left(&previous, actor);
         }
-    }
-}
-
-/// How a move whose restore got no relay-ready ended for the object.
-pub(super) enum Reclaimed {
-    /// The source keeps it, under this re-fenced authority: no target can commit it now.
-    Kept(Versioned),
-    /// The target committed it already (its answer was what got lost): relay to it.
-    Taken(RelayReady),
-    /// The node stops, or the record changed in another way: the object runs on here.
-    Stopped,
-}
-
-/// A restore that did not answer relay-ready may still have built the object on the
-/// target, which then commits it by itself (its answer may be what was lost). So before
-/// the object runs on here, its authority is re-fenced: rewritten unchanged, so the
-/// target's owner change, fenced on the sealed version, can no longer apply. If the
-/// target was first, the object is the target's. Dispatch stays closed while the store
-/// does not answer.
-pub(super) async fn reclaim(
-    server: &ObjectServer,
-    key: &ObjectKey,
-    sealed: &Versioned,
-) -> Reclaimed {
-    let mut pause = std::time::Duration::from_millis(50);
-    loop {
-        let found = match server.authority.refence(key, sealed).await {
-            Ok(Fenced::Done(kept)) => return Reclaimed::Kept(kept),
-            Ok(Fenced::Moved) => server.authority.read(key).await,
-            Err(e) => Err(e),
-        };
-        match found {
-            Ok(Some(current)) => {
-                let (was, now) = (&sealed.record.fence, &current.record.fence);
-                let taken = now.object_generation == was.object_generation
-                    && now.owner_generation == was.owner_generation + 1
-                    && current.record.route.rid != server.route.rid;
-                if !taken {
-                    tracing::warn!(object = %key, "the authority changed under a move in another way");
-                    return Reclaimed::Stopped;
-                }
-                tracing::warn!(object = %key, owner = %current.record.route.rid, "the target took the object although its relay-ready was lost: handing over");
-                return Reclaimed::Taken(RelayReady {
-                    target_fence: current.record.fence,
-                    target_route: current.record.route,
-                    members: Vec::new(),
-                });
-            }
-            Ok(None) => return Reclaimed::Stopped,
-            Err(e) => {
-                tracing::warn!(object = %key, error = %e, "the store did not take the re-fence of a move that got no relay-ready; asking again");
-            }
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(pause) => {}
-            _ = server.cancel.cancelled() => return Reclaimed::Stopped,
-        }
-        pause = (pause * 2).min(std::time::Duration::from_secs(1));
-    }
-}
-
-/// Reads the authority until the store answers whether the target committed.
-pub(super) async fn confirm_commit(
-    server: &ObjectServer,
-    key: &ObjectKey,
-    ready: &RelayReady,
-    deadline: Instant,
-) -> bool {
-    // The target commits by itself 1000 ms after relay-ready at the latest.
-    tokio::time::sleep(CUTOVER_FALLBACK).await;
-    let mut pause = std::time::Duration::from_millis(50);
-    loop {
-        match server.authority.read(key).await {
-            Ok(Some(Versioned { record, .. })) => {
-                if record.fence == ready.target_fence {
-                    return true;
-                }
-                // A target whose lease is gone can no longer commit (it checks its lease
-                // right before the owner change).
-                if Instant::now() >= deadline || !target_lease_alive(server, ready).await {
-                    return false;
-                }
-            }
-            Ok(None) => return false,
-            Err(e) => {
-                tracing::warn!(object = %key, error = %e, "the store did not say whether the move committed; reading again");
-                if Instant::now() >= deadline {
-                    return false;
-                }
-            }
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(std::time::Duration::from_secs(1));
-    }
-}
-
-/// Whether the target still holds the lease it would commit under; `true` when the
-/// store cannot say (the caller keeps asking).
-async fn target_lease_alive(server: &ObjectServer, ready: &RelayReady) -> bool {
-    let owner = crate::store::OwnerId(ready.target_fence.owner.clone());
-    match server.store.read_lease(&owner).await {
-        Ok(grant) => grant.is_some_and(|g| g.token == ready.target_fence.lease()),
-        Err(_) => true,
     }
 }
 
