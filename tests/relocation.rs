@@ -611,3 +611,105 @@ async fn a_spot_without_members_moves_with_its_state_queue_and_timers() {
     assert!(err.is(ErrorKind::InvalidOperation), "{err}");
     stop(m.nodes).await;
 }
+
+/// Routes bound to Actors outside them (what STREAM sessions will be), recording what
+/// each node tells them; the seal of `refused` fails.
+#[derive(Default)]
+struct BoundLog {
+    node: String,
+    refused: Option<String>,
+    events: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl zlink::seams::BoundRoutes for BoundLog {
+    fn seal(&self, moving: &zlink::seams::BoundMove) -> zlink::seams::BoundFuture {
+        let line = format!("{} seal {} g{}", self.node, moving.actor, moving.generation);
+        self.events.lock().unwrap().push(line);
+        let refused = self.refused.as_deref() == Some(moving.actor.as_str());
+        let carried = format!("sessions of {}", moving.actor).into_bytes();
+        Box::pin(async move {
+            if refused {
+                return Err(zlink::Error::new(
+                    ErrorKind::Unavailable,
+                    "the session owner did not answer the seal",
+                ));
+            }
+            Ok(carried)
+        })
+    }
+
+    fn release(&self, moving: &zlink::seams::BoundMove) {
+        let line = format!("{} release {}", self.node, moving.actor);
+        self.events.lock().unwrap().push(line);
+    }
+
+    fn switch(&self, moved: &zlink::seams::BoundMove, sealed: &[u8], at: &zlink::object::ActorRef) {
+        let line = format!(
+            "{} switch {} to {} g{} with {:?}",
+            self.node,
+            moved.actor,
+            at.rid,
+            at.generation,
+            String::from_utf8_lossy(sealed)
+        );
+        self.events.lock().unwrap().push(line);
+    }
+}
+
+#[tokio::test]
+async fn bound_routes_are_sealed_for_a_move_released_when_it_is_cancelled_and_switched_where_it_lands(
+) {
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    // b runs one counter at most: a second move there is refused after the seal.
+    let m = mesh_custom(&["a", "b"], 1, |rid, _, builder| {
+        builder.bound_routes(Arc::new(BoundLog {
+            node: rid.to_string(),
+            refused: Some("refused".into()),
+            events: events.clone(),
+        }))
+    })
+    .await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    let logged = || std::mem::take(&mut *events.lock().unwrap());
+    let moving = client.actors().create("moving", "counter").await.unwrap();
+    a.actors().relocate("moving", Some("b")).await.unwrap();
+    let g = moving.generation;
+    wait_until(WAIT, "the switch on b", || async {
+        events.lock().unwrap().len() == 2
+    })
+    .await;
+    assert_eq!(
+        logged(),
+        [
+            format!("a seal moving g{g}"),
+            format!("b switch moving to b g{g} with \"sessions of moving\""),
+        ],
+        "sealed on the source, switched on the target with what the seal carried"
+    );
+    // Cancelled after the seal (b is full): released, the Actor runs on at a.
+    let stays = client.actors().create("stays", "counter").await.unwrap();
+    let full = a.actors().relocate("stays", Some("b")).await.unwrap_err();
+    assert!(full.is(ErrorKind::CapacityExceeded), "{full}");
+    assert_eq!(
+        logged(),
+        [
+            format!("a seal stays g{}", stays.generation),
+            "a release stays".to_string()
+        ]
+    );
+    // A seal that fails cancels the move before anything is handed over.
+    client.actors().destroy(&stays).await.unwrap();
+    let refused = client.actors().create("refused", "counter").await.unwrap();
+    let failed = a.actors().relocate("refused", Some("b")).await.unwrap_err();
+    assert!(
+        failed.to_string().contains("did not answer the seal"),
+        "{failed}"
+    );
+    assert_eq!(
+        logged(),
+        [format!("a seal refused g{}", refused.generation)]
+    );
+    let counter = CounterClient::new(client, "refused");
+    assert_eq!(counter.add(&Add(1)).await.unwrap().by, "a");
+    stop(m.nodes).await;
+}

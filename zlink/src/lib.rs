@@ -121,5 +121,14 @@ pub mod transport {
     pub use crate::link::{ClientSecurity, ServerSecurity};
 }
 
+/// Seams a subsystem outside the object layer plugs into, opened for their tests
+/// (feature `testkit`).
+#[cfg(feature = "testkit")]
+pub mod seams {
+    pub use crate::object::relocation::{
+        BoundFuture, BoundMove, BoundRoutes, MAX_BOUND_ROUTES_BYTES,
+    };
+}
+
 #[doc(hidden)]
 pub mod __private;

@@ -67,6 +67,7 @@ pub struct RuntimeBuilder {
     drop_follow_notices: bool,
     lose_relayed_replies: bool,
     relocation_store: Option<Arc<dyn crate::store::RelocationStore>>,
+    bound_routes: Option<Arc<dyn crate::object::relocation::BoundRoutes>>,
     placement_weight: u32,
     max_spots: u32,
     limits: LinkLimits,
@@ -107,6 +108,7 @@ impl Default for RuntimeBuilder {
             drop_follow_notices: false,
             lose_relayed_replies: false,
             relocation_store: None,
+            bound_routes: None,
             placement_weight: 100,
             max_spots: 0,
             limits: LinkLimits::default(),
@@ -307,6 +309,15 @@ impl RuntimeBuilder {
     #[cfg(feature = "testkit")]
     pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
         self.transport = transport;
+        self
+    }
+
+    /// Plugs in whoever holds routes bound to this node's Actors outside them (the
+    /// STREAM sessions subsystem will): it is told when one of them moves (feature
+    /// `testkit`, for the seam's tests).
+    #[cfg(feature = "testkit")]
+    pub fn bound_routes(mut self, hooks: Arc<dyn crate::object::relocation::BoundRoutes>) -> Self {
+        self.bound_routes = Some(hooks);
         self
     }
 
@@ -615,6 +626,7 @@ impl RuntimeBuilder {
                 drop_follow_notices: self.drop_follow_notices,
                 lose_relayed_replies: self.lose_relayed_replies,
                 relocation_store: self.relocation_store,
+                bound_routes: self.bound_routes,
                 placement_weight: self.placement_weight,
                 max_spots: self.max_spots,
             },

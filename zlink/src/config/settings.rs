@@ -99,6 +99,8 @@ pub(crate) struct Settings {
     pub(crate) lose_relayed_replies: bool,
     /// The Relocation Store: terminal results of requests relayed during moves.
     pub(crate) relocation_store: Option<Arc<dyn crate::store::RelocationStore>>,
+    /// Whoever holds routes bound to this node's Actors outside them (seed 000 §3.3).
+    pub(crate) bound_routes: Option<Arc<dyn crate::object::relocation::BoundRoutes>>,
     /// The node's weight when new Spots are placed (0..=10000; 0 takes none).
     pub(crate) placement_weight: u32,
     /// The most Spots the node runs (0: no limit).

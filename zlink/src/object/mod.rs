@@ -26,7 +26,7 @@ mod membership;
 mod object_ref;
 mod object_type;
 pub(crate) mod placement;
-mod relocation;
+pub(crate) mod relocation;
 mod remote;
 mod resolver;
 mod server;

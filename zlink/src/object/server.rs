@@ -99,6 +99,8 @@ pub(crate) struct ObjectServer {
     pub(crate) draining: std::sync::atomic::AtomicBool,
     /// Where relayed requests' results are recorded (required with movable types).
     pub(crate) relocation_store: Option<Arc<dyn crate::store::RelocationStore>>,
+    /// Told when an Actor with routes bound to it outside moves.
+    pub(crate) bound_routes: Option<Arc<dyn super::relocation::BoundRoutes>>,
 }
 
 impl ObjectServer {
@@ -158,6 +160,7 @@ impl ObjectServer {
             permits: RelocationPermits::new(),
             draining: std::sync::atomic::AtomicBool::new(false),
             relocation_store: settings.relocation_store.clone(),
+            bound_routes: settings.bound_routes.clone(),
         });
         server
             .tracker

@@ -11,6 +11,7 @@ use futures::future::join_all;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::bound_routes::BoundSeal;
 use super::ownership::{committed, reclaim, Reclaimed};
 use super::permits::MAX_BYTES_IN_FLIGHT;
 use super::placed_state::{place_state, StoredState};
@@ -19,7 +20,7 @@ use super::record::{
 };
 use super::source::{
     await_seal, cancel_seal, disabled_type, finish, kind_code, moved_object, prepare_reserving,
-    relay_to, restore_on_target, send_cutover, MemberOutcomes,
+    relay_to, restore_on_target, seal_bound_routes, send_cutover, MemberOutcomes,
 };
 use super::{INLINE_STATE_BYTES, MAX_CAPTURED_STATE_BYTES};
 use crate::object::authority::AuthorityState;
@@ -41,6 +42,10 @@ struct Sealed<'a> {
     live: Arc<LiveObject>,
     captured: Option<Captured>,
     resume: Option<oneshot::Sender<Resume>>,
+    /// The routes bound to a member outside it, sealed for the move (released, as
+    /// this drops, unless handed over), and what they carry to the target.
+    bound: Option<BoundSeal>,
+    bound_carried: Vec<u8>,
 }
 
 impl Drop for Sealed<'_> {
@@ -91,6 +96,15 @@ pub(crate) async fn relocate_with_members(
     permit.shrink_to(states.iter().flatten().map(Vec::len).sum());
 
     let relocation_id = crate::object::id_uuid_v4();
+    for participant in sealed.iter_mut() {
+        let Some(captured) = participant.captured.as_ref() else {
+            continue;
+        };
+        let live = &participant.live;
+        let (seal, carried) =
+            seal_bound_routes(server, live, &captured.authority, &relocation_id).await?;
+        (participant.bound, participant.bound_carried) = (seal, carried);
+    }
     let mut placed = Vec::with_capacity(states.len());
     let mut payloads = Vec::new();
     let mut inline_left = UNIT_INLINE_BYTES;
@@ -164,6 +178,9 @@ pub(crate) async fn relocate_with_members(
         );
         if let Some(resume) = participant.resume.take() {
             let _ = resume.send(Resume::Moved);
+        }
+        if let Some(seal) = participant.bound.take() {
+            seal.handed_over();
         }
         server.remove_live(live);
         server.resolver.forget(&live.key);
@@ -326,6 +343,8 @@ async fn seal_all<'a>(
             live,
             captured: Some(captured),
             resume: Some(resume_tx),
+            bound: None,
+            bound_carried: Vec::new(),
         };
         let member_here = is_spot
             || participant
@@ -409,6 +428,7 @@ fn unit_record(
                 &captured.authority,
                 state,
                 captured.timers.clone(),
+                participant.bound_carried.clone(),
             ),
         })
         .collect();
@@ -420,6 +440,7 @@ fn unit_record(
             &spot_captured.authority,
             spot_state,
             spot_captured.timers.clone(),
+            Vec::new(),
         ),
         join: None,
         with_spot: None,

@@ -10,6 +10,7 @@ use futures::FutureExt;
 use tokio::sync::{oneshot, OnceCell};
 use tokio::time::Instant;
 
+use super::bound_routes::SwitchOnOpen;
 use super::permits::Permit;
 use super::record::{JoinIntent, MovedObject, MovedState, RelayReady, RestoreRecord, RestoreReply};
 use super::{CUTOVER_FALLBACK, RELOCATION_DEADLINE};
@@ -48,26 +49,41 @@ pub(crate) struct Arrival {
     group: Option<Arc<ArrivalGroup>>,
     /// A SpotWide Spot's members' fences, answered again to a repeated restore.
     members: Vec<OwnerFence>,
+    /// What the routes bound to the Actor outside it carried here.
+    bound: Vec<u8>,
 }
 
 impl Arrival {
     /// Opens (or, not committed, closes) the object's dispatch: at once when it arrives
     /// alone, with the rest of its unit otherwise.
-    fn release(&self, go: Option<oneshot::Sender<bool>>, committed: bool) {
+    /// `switch` (a committed Actor's bound routes) follows once it dispatches.
+    fn release(
+        &self,
+        go: Option<oneshot::Sender<bool>>,
+        committed: bool,
+        switch: Option<SwitchOnOpen>,
+    ) {
         match (&self.group, go) {
-            (Some(group), go) => group.settle(go, committed),
+            (Some(group), go) => group.settle(go, committed, switch),
             (None, Some(go)) => {
                 let _ = go.send(committed);
+                if let (true, Some(switch)) = (committed, switch) {
+                    switch.announce();
+                }
             }
             (None, None) => {}
         }
     }
 }
 
+/// A committed arrival's dispatch, and what follows its opening.
+type Opening = (oneshot::Sender<bool>, Option<SwitchOnOpen>);
+
 /// The objects that arrive as one unit: each one's dispatch opens when the last one's
 /// owner change settled (committed or failed), so no member runs before its Spot.
 pub(super) struct ArrivalGroup {
-    waiting: Mutex<(usize, Vec<oneshot::Sender<bool>>)>,
+    /// How many have not settled, and the dispatch of those that committed.
+    waiting: Mutex<(usize, Vec<Opening>)>,
 }
 
 impl ArrivalGroup {
@@ -78,19 +94,29 @@ impl ArrivalGroup {
     }
 
     /// One arrival settled: a committed one waits for the others; a failed one closes.
-    fn settle(&self, go: Option<oneshot::Sender<bool>>, committed: bool) {
+    fn settle(
+        &self,
+        go: Option<oneshot::Sender<bool>>,
+        committed: bool,
+        switch: Option<SwitchOnOpen>,
+    ) {
         let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
         waiting.0 = waiting.0.saturating_sub(1);
         match go {
-            Some(go) if committed => waiting.1.push(go),
+            Some(go) if committed => waiting.1.push((go, switch)),
             Some(go) => {
                 let _ = go.send(false);
             }
             None => {}
         }
         if waiting.0 == 0 {
-            for go in waiting.1.drain(..) {
+            let opening: Vec<_> = waiting.1.drain(..).collect();
+            drop(waiting);
+            for (go, switch) in opening {
                 let _ = go.send(true);
+                if let Some(switch) = switch {
+                    switch.announce();
+                }
             }
         }
     }
@@ -493,6 +519,7 @@ impl Arriving<'_> {
             shell: carried.shell,
             group: carried.group,
             members: carried.members,
+            bound: self.object.bound.clone(),
         });
         server.arrivals.map().insert(key.clone(), arrival.clone());
         commit_by_fallback(server, key, self.relocation_id.to_string());
@@ -706,7 +733,15 @@ async fn commit_once(
                     None => {}
                 },
             }
-            arrival.release(go, true);
+            let switch = match ActorId::new(&key.id) {
+                Ok(id) if key.kind == ObjectKind::Actor => {
+                    let at = ActorRef::at(id, Location::of(&arrival.live.authority()));
+                    let hooks = server.bound_routes.as_ref();
+                    SwitchOnOpen::of(hooks, at, &arrival.relocation_id, &arrival.bound)
+                }
+                _ => None,
+            };
+            arrival.release(go, true, switch);
             tracing::info!(object = %key, relocation = %arrival.relocation_id, "arrived: owner change committed");
             Ok(())
         }
@@ -716,7 +751,7 @@ async fn commit_once(
             if let Some(joining) = &arrival.joining {
                 joining.target.remove_member(&key.id);
             }
-            arrival.release(go, false);
+            arrival.release(go, false, None);
             Err(e)
         }
     }
@@ -741,19 +776,19 @@ mod tests {
         let group = ArrivalGroup::new(3);
         let ((spot, mut spot_rx), (member, mut member_rx), (lost, mut lost_rx)) =
             (oneshot::channel(), oneshot::channel(), oneshot::channel());
-        group.settle(Some(spot), true);
+        group.settle(Some(spot), true, None);
         assert!(
             spot_rx.try_recv().is_err(),
             "the Spot waits for its members"
         );
-        group.settle(Some(lost), false);
+        group.settle(Some(lost), false, None);
         assert_eq!(
             lost_rx.try_recv(),
             Ok(false),
             "a member that did not commit closes"
         );
         assert!(spot_rx.try_recv().is_err());
-        group.settle(Some(member), true);
+        group.settle(Some(member), true, None);
         assert_eq!(spot_rx.try_recv(), Ok(true));
         assert_eq!(member_rx.try_recv(), Ok(true));
     }

@@ -28,6 +28,7 @@
 mod aggregate;
 mod aggregate_arrival;
 mod arrival;
+mod bound_routes;
 mod departure;
 mod drain;
 mod inbound;
@@ -43,6 +44,9 @@ mod terminal;
 use std::time::Duration;
 
 pub(crate) use arrival::Arrivals;
+#[cfg(feature = "testkit")]
+pub use bound_routes::{BoundFuture, BoundMove};
+pub use bound_routes::{BoundRoutes, MAX_BOUND_ROUTES_BYTES};
 pub(crate) use departure::{Departure, Departures, Held, Offer};
 pub(crate) use drain::relocate_all;
 pub use drain::{BlockedObject, BlockedReason, RelocationReport};

@@ -47,6 +47,9 @@ pub(crate) struct MovedObject {
     pub(crate) state: Option<MovedState>,
     /// Its running timers.
     pub(crate) timers: Vec<TimerRecord>,
+    /// What the routes bound to an Actor outside it carry to the target (opaque).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "serde_bytes")]
+    pub(crate) bound: Vec<u8>,
 }
 
 /// The most member Actors a SpotWide Spot moves with.
@@ -192,6 +195,12 @@ impl RestoreRecord {
 
 fn check_object(object: &MovedObject) -> Result<()> {
     check_fence("a restore record", &object.source_fence)?;
+    if object.bound.len() > super::MAX_BOUND_ROUTES_BYTES {
+        return Err(protocol(
+            "a restore record",
+            "bound routes over their bound",
+        ));
+    }
     let count = object.timers.len();
     if count > MAX_TIMERS {
         return Err(protocol(
@@ -299,6 +308,7 @@ mod tests {
                 source_version: "7".into(),
                 state: Some(MovedState::Inline(vec![1, 2, 3])),
                 timers: Vec::new(),
+                bound: Vec::new(),
             },
             join: None,
             with_spot: None,
@@ -322,6 +332,15 @@ mod tests {
         let mut zero = restore.clone();
         zero.object.source_fence.lease_generation = 0;
         assert!(RestoreRecord::decode(&zero.encode().unwrap()).is_err());
+        let mut bound = restore.clone();
+        bound.object.bound = vec![7; super::super::MAX_BOUND_ROUTES_BYTES];
+        assert_eq!(
+            RestoreRecord::decode(&bound.encode().unwrap()).unwrap(),
+            bound
+        );
+        bound.object.bound.push(7);
+        let oversized = RestoreRecord::decode(&bound.encode().unwrap()).unwrap_err();
+        assert!(oversized.is(ErrorKind::ProtocolError), "{oversized}");
     }
 
     proptest::proptest! {
@@ -354,6 +373,7 @@ mod tests {
                     source_version: "7".into(),
                     state: Some(MovedState::Stored { reference: "zlink:state:r1".into(), len: 40 }),
                     timers: Vec::new(),
+                    bound: Vec::new(),
                 },
                 join: Some(JoinIntent { spot: "room".into(), request: vec![1, 2] }),
                 with_spot: None,
@@ -376,6 +396,7 @@ mod tests {
             source_version: "3".into(),
             state: None,
             timers: Vec::new(),
+            bound: Vec::new(),
         };
         let member = |id: &str| MemberRestore {
             id: id.into(),

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::bound_routes::{BoundMove, BoundSeal};
 use super::departure::{Departure, RelayItem};
 use super::ownership::{committed, reclaim, Reclaimed};
 use super::permits::Permit;
@@ -340,6 +341,13 @@ pub(crate) async fn hand_over(
     permit.shrink_to(state.as_ref().map_or(0, Vec::len));
     let joining = join.is_some();
     let relocation_id = crate::object::id_uuid_v4();
+    // Routes bound to the Actor outside it hold what they send from here on; a move
+    // that does not hand it over releases them.
+    let (bound_seal, bound) =
+        match seal_bound_routes(server, live, &authority, &relocation_id).await {
+            Ok(sealed) => sealed,
+            Err(e) => return cancel(backlog, HandOver::Cancelled(e)),
+        };
     let placed = place_state(server, reference(&relocation_id), state, INLINE_STATE_BYTES);
     let state = match placed.await {
         Ok(state) => state,
@@ -351,7 +359,7 @@ pub(crate) async fn hand_over(
     let record = RestoreRecord {
         kind: kind_code(key),
         relocation_id: relocation_id.clone(),
-        object: moved_object(live, &authority, state, timers),
+        object: moved_object(live, &authority, state, timers, bound),
         join,
         with_spot,
         members: Vec::new(),
@@ -371,6 +379,9 @@ pub(crate) async fn hand_over(
         },
     };
     tracing::info!(object = %key, relocation = %relocation_id, target = %target, "relay-ready: handing over");
+    if let Some(seal) = bound_seal {
+        seal.handed_over();
+    }
 
     // Past relay-ready: no way back. Saved queue, hold, then what follows, in order.
     let relay = relay_to(server, &node, link, live, &departure, backlog, &ready);
@@ -447,6 +458,7 @@ pub(super) fn moved_object(
     authority: &Versioned,
     state: Option<MovedState>,
     timers: Vec<crate::object::timer::TimerRecord>,
+    bound: Vec<u8>,
 ) -> super::record::MovedObject {
     super::record::MovedObject {
         stable_type: live.object_type.stable_type.to_string(),
@@ -454,7 +466,27 @@ pub(super) fn moved_object(
         source_version: authority.version.0.clone(),
         state,
         timers,
+        bound,
     }
+}
+
+/// Seals the routes bound to Actor `live` outside it for the move `relocation_id` (a
+/// Spot has none): the seal, released unless handed over, and what it carries.
+pub(super) async fn seal_bound_routes(
+    server: &ObjectServer,
+    live: &LiveObject,
+    authority: &Versioned,
+    relocation_id: &str,
+) -> Result<(Option<BoundSeal>, Vec<u8>)> {
+    if live.key.kind != ObjectKind::Actor {
+        return Ok((None, Vec::new()));
+    }
+    let moving = BoundMove {
+        actor: live.key.id.to_string(),
+        generation: authority.record.fence.object_generation,
+        relocation_id: relocation_id.to_string(),
+    };
+    BoundSeal::take(server.bound_routes.as_ref(), moving).await
 }
 
 /// The record code of `key`'s namespace.
