@@ -560,14 +560,22 @@ impl LiveObject {
                             timer_stop.cancel();
                             // The instance a Spot left behind hears its last turn.
                             if self.key.kind == ObjectKind::Spot {
-                                let _held = gate.lock().await;
                                 if let Some(ctx) = context(None, None, Metadata::new()) {
-                                    let closing = TURN_GATE.scope(
-                                        gate.clone(),
-                                        caught(
-                                            instance.on_closing(ctx, ClosingReason::RelocationOut),
-                                        ),
-                                    );
+                                    // The gate (given up while sealed) is taken again for
+                                    // the hook, both within the hook's time limit.
+                                    let closing =
+                                        async {
+                                            let _held = gate.lock().await;
+                                            TURN_GATE
+                                                .scope(
+                                                    gate.clone(),
+                                                    caught(instance.on_closing(
+                                                        ctx,
+                                                        ClosingReason::RelocationOut,
+                                                    )),
+                                                )
+                                                .await
+                                        };
                                     if tokio::time::timeout(STOPPING_HOOK_LIMIT, closing)
                                         .await
                                         .is_err()
