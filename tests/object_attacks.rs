@@ -131,6 +131,7 @@ fn create_request() -> Bytes {
 }
 
 const FENCE: Option<RouteFence> = Some(RouteFence {
+    object_generation: 1,
     owner_generation: 1,
     lease_generation: 1,
 });

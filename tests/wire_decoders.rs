@@ -96,6 +96,7 @@ proptest! {
     #[test]
     fn spot_commands_carry_their_id_and_route_fence(
         id in "[a-z0-9-]{1,255}",
+        object_generation in 1u64..,
         owner_generation in 1u64..,
         lease_generation in 1u64..,
         request in any::<bool>(),
@@ -108,7 +109,7 @@ proptest! {
                 hops: 0,
                 target: WireName::from_text(&id),
                 packet: WireName::from_text("Join"),
-                fence: Some(RouteFence { owner_generation, lease_generation }),
+                fence: Some(RouteFence { object_generation, owner_generation, lease_generation }),
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
@@ -117,7 +118,7 @@ proptest! {
     }
 
     #[test]
-    fn a_spot_head_cut_or_padded_anywhere_is_refused(cut in 0usize..40, pad in any::<bool>()) {
+    fn a_spot_head_cut_or_padded_anywhere_is_refused(cut in 0usize..52, pad in any::<bool>()) {
         let env = Envelope::Call(CallMessage {
             command: Command::SpotSend,
             head: CallHead {
@@ -126,7 +127,7 @@ proptest! {
                 hops: 0,
                 target: WireName::from_text("room-7"),
                 packet: WireName::from_text("Say"),
-                fence: Some(RouteFence { owner_generation: 3, lease_generation: 4 }),
+                fence: Some(RouteFence { object_generation: 2, owner_generation: 3, lease_generation: 4 }),
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
@@ -145,7 +146,7 @@ proptest! {
 
 #[test]
 fn a_spot_command_without_an_id_or_with_a_zero_fence_is_refused() {
-    let spot = |target: &str, owner_generation: u64| {
+    let spot = |target: &str, object_generation: u64, owner_generation: u64| {
         Envelope::Call(CallMessage {
             command: Command::SpotSend,
             head: CallHead {
@@ -155,6 +156,7 @@ fn a_spot_command_without_an_id_or_with_a_zero_fence_is_refused() {
                 target: WireName::from_text(target),
                 packet: WireName::from_text("Say"),
                 fence: Some(RouteFence {
+                    object_generation,
                     owner_generation,
                     lease_generation: 1,
                 }),
@@ -164,9 +166,10 @@ fn a_spot_command_without_an_id_or_with_a_zero_fence_is_refused() {
         })
         .encode()
     };
-    assert!(Envelope::decode(&spot("room", 1)).is_ok());
-    assert!(Envelope::decode(&spot("", 1)).is_err());
-    assert!(Envelope::decode(&spot("room", 0)).is_err());
+    assert!(Envelope::decode(&spot("room", 1, 1)).is_ok());
+    assert!(Envelope::decode(&spot("", 1, 1)).is_err());
+    assert!(Envelope::decode(&spot("room", 1, 0)).is_err());
+    assert!(Envelope::decode(&spot("room", 0, 1)).is_err());
 }
 
 #[test]

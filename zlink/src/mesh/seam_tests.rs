@@ -67,6 +67,7 @@ async fn a_subsystem_registers_an_inbound_route_and_receives_its_command() {
         target: "spot-1",
         packet: "Reverse",
         fence: Some(crate::wire::RouteFence {
+            object_generation: 1,
             owner_generation: 1,
             lease_generation: 1,
         }),

@@ -183,6 +183,7 @@ async fn close_remote(
         target: &key.id,
         packet: "close",
         fence: Some(RouteFence {
+            object_generation: current.record.fence.object_generation,
             owner_generation: current.record.fence.owner_generation,
             lease_generation: current.record.fence.lease_generation,
         }),

@@ -90,6 +90,7 @@ pub(super) async fn call(server: &ObjectServer, call: ObjectCall<'_>) -> Result<
         }
     };
     let fence = RouteFence {
+        object_generation: route.fence.object_generation,
         owner_generation: route.fence.owner_generation,
         lease_generation: route.fence.lease_generation,
     };

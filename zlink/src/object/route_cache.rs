@@ -267,6 +267,27 @@ mod tests {
     }
 
     #[test]
+    fn a_follow_notice_drops_only_the_exact_route_it_names() {
+        let cache = RouteCache::new(AGE);
+        let now = Instant::now();
+        let newer = route("r", 1, 2);
+        cache.insert(newer.clone(), now, now + AGE);
+        // A notice about the older route (the sender already learnt the newer one).
+        let older = route("r", 1, 1);
+        assert!(!cache.moved(&newer.key, &older.fence, &older.owner));
+        // The same fence, but another owner node.
+        let elsewhere = OwnerRoute {
+            rid: "b".into(),
+            ..newer.owner.clone()
+        };
+        assert!(!cache.moved(&newer.key, &newer.fence, &elsewhere));
+        assert_eq!(cache.get(&newer.key, now), Some(newer.clone()));
+        // Exactly the cached route.
+        assert!(cache.moved(&newer.key, &newer.fence, &newer.owner));
+        assert_eq!(cache.get(&newer.key, now), None);
+    }
+
+    #[test]
     fn each_invalidation_event_drops_exactly_what_it_concerns() {
         let cache = RouteCache::new(AGE);
         let now = Instant::now();

@@ -11,7 +11,8 @@
 //!               of Spot commands, 0 for node-direct and fanout
 //! 19      1     packet name length (1..=255)
 //! 20      ...   target name bytes, then packet name bytes (UTF-8)
-//! then, on Spot commands only, the route fence the sender resolved:
+//! then, on Spot and Actor commands only, the route fence the sender resolved:
+//!         8     ObjectGeneration, u64 big-endian (non-zero)
 //!         8     AuthorityOwnerGeneration, u64 big-endian (non-zero)
 //!         8     OwnerLeaseGeneration, u64 big-endian (non-zero)
 //! nothing after
@@ -38,15 +39,18 @@ pub struct CallHead {
     pub target: WireName,
     /// Packet name of the payload.
     pub packet: WireName,
-    /// The owner fence the sender resolved (Spot commands only): the owner checks it
-    /// before admitting the message. The ObjectGeneration is deliberately not in it
-    /// (seed 000 §2.6).
+    /// The owner fence the sender resolved (Spot and Actor commands only): the owner
+    /// checks it before admitting the message.
     pub fence: Option<RouteFence>,
 }
 
 /// The part of the owner fence a Spot message carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RouteFence {
+    /// The incarnation the sender resolved. The owner does not match it (an object
+    /// created again on the same owner takes the message, seed 000 §2.6); a Message
+    /// Follow route does, so a relay only carries work for the incarnation that moved.
+    pub object_generation: u64,
     /// The AuthorityOwnerGeneration of the resolved owner.
     pub owner_generation: u64,
     /// The owner lease generation the authority names.
@@ -54,7 +58,7 @@ pub struct RouteFence {
 }
 
 /// Bytes of a route fence.
-const FENCE_LEN: usize = 16;
+const FENCE_LEN: usize = 24;
 
 /// Writes a call head from borrowed names (the sender's interned names are copied once,
 /// straight into the frame).
@@ -87,9 +91,11 @@ pub(crate) fn encode_call_head(
     head.put_slice(packet);
     if command.is_object() {
         let fence = fence.unwrap_or(RouteFence {
+            object_generation: 0,
             owner_generation: 0,
             lease_generation: 0,
         });
+        head.put_u64(fence.object_generation);
         head.put_u64(fence.owner_generation);
         head.put_u64(fence.lease_generation);
     }
@@ -136,10 +142,14 @@ pub(crate) fn decode_call_head(
     let packet = WireName::new(head.slice(target_end..packet_end)).map_err(&fail)?;
     let fence = if is_object {
         let fence = RouteFence {
-            owner_generation: be_u64(packet_end),
-            lease_generation: be_u64(packet_end + 8),
+            object_generation: be_u64(packet_end),
+            owner_generation: be_u64(packet_end + 8),
+            lease_generation: be_u64(packet_end + 16),
         };
-        if fence.owner_generation == 0 || fence.lease_generation == 0 {
+        if fence.object_generation == 0
+            || fence.owner_generation == 0
+            || fence.lease_generation == 0
+        {
             return Err(fail("a Spot command's route fence has a zero generation"));
         }
         Some(fence)

@@ -189,10 +189,24 @@ impl Departures {
         (departure.source_fence.lease_generation == fence.lease_generation).then_some(departure)
     }
 
-    /// Offers a message that arrived for `key` on the route `fence`.
+    /// Offers a message that arrived for `key` on the route `fence`. A message resolved
+    /// for another incarnation than the one moving is refused as `InvalidOperation`: the
+    /// follow route carries only work of the incarnation that moved (seed 000 §2.5).
     pub(crate) fn offer(&self, key: &ObjectKey, fence: &RouteFence, held: Held) -> Offer {
         match self.get(key, fence) {
             None => Offer::NotDeparting(held),
+            Some(departure)
+                if departure.source_fence.object_generation != fence.object_generation =>
+            {
+                held.refuse(Error::new(
+                    ErrorKind::InvalidOperation,
+                    format!(
+                        "{key} moved as generation {}, and the message was sent to generation {}",
+                        departure.source_fence.object_generation, fence.object_generation
+                    ),
+                ));
+                Offer::Taken
+            }
             Some(departure) => match departure.take(held) {
                 Ok(()) => Offer::Taken,
                 // The follow window closed: the old route is stale like any other.
@@ -329,6 +343,7 @@ impl Departure {
             let _ = to.send(RelayItem::Message(message));
         }
         let fence = RouteFence {
+            object_generation: target_fence.object_generation,
             owner_generation: target_fence.owner_generation,
             lease_generation: target_fence.lease_generation,
         };
@@ -629,4 +644,172 @@ async fn send_notice(node: &Arc<MeshNode>, sender: &str, notice: &FollowNotice) 
         payload,
     };
     calls.send(&link, &call, by).await.is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::call::PendingTable;
+    use crate::object::id::ActorId;
+
+    fn key() -> ObjectKey {
+        ObjectKey::from(&ActorId::new("walker").unwrap())
+    }
+
+    fn fence(object_generation: u64, owner_generation: u64) -> OwnerFence {
+        OwnerFence {
+            object_generation,
+            owner_generation,
+            owner: "a".into(),
+            lease_generation: 7,
+        }
+    }
+
+    fn wire(fence: &OwnerFence) -> RouteFence {
+        RouteFence {
+            object_generation: fence.object_generation,
+            owner_generation: fence.owner_generation,
+            lease_generation: fence.lease_generation,
+        }
+    }
+
+    fn route(rid: &str) -> OwnerRoute {
+        OwnerRoute {
+            mesh_name: "m".into(),
+            rid: rid.into(),
+            node_generation: 1,
+        }
+    }
+
+    /// A request from node `sender` whose answer the returned receiver hears.
+    fn request(
+        table: &Arc<PendingTable>,
+        sender: &str,
+    ) -> (Held, oneshot::Receiver<crate::Result<Bytes>>) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let (guard, rx) = table
+            .register(
+                crate::object::direct::LOCAL_CALLS,
+                deadline,
+                Duration::from_secs(5),
+            )
+            .unwrap();
+        let held = Held {
+            packet: "Step".into(),
+            kind: PacketKind::Request,
+            payload: Bytes::from_static(b"x"),
+            metadata: Metadata::new(),
+            deadline: Some(deadline),
+            reply: Some(ReplyTo::Pending {
+                table: table.clone(),
+                correlation: guard.correlation,
+            }),
+            sender: Some(sender.into()),
+            hops: 0,
+        };
+        std::mem::forget(guard); // the entry stays until the reply completes it
+        (held, rx)
+    }
+
+    /// A departure already relaying to `b`; what the relay task would send comes out of
+    /// the returned receiver.
+    fn relaying(
+        departures: &Departures,
+        until: Option<Instant>,
+    ) -> (Arc<Departure>, mpsc::UnboundedReceiver<RelayItem>) {
+        let departure = departures.hold(&key(), fence(3, 1), route("a"));
+        let (to, from) = mpsc::unbounded_channel();
+        *departure.phase() = Phase::Relaying {
+            to,
+            target_fence: fence(3, 2),
+            target_route: route("b"),
+            until,
+            notices: HashMap::new(),
+        };
+        (departure, from)
+    }
+
+    #[test]
+    fn a_follow_route_relays_only_the_incarnation_that_moved() {
+        let departures = Departures::default();
+        let (_departure, mut relayed) = relaying(&departures, None);
+        let table = Arc::new(PendingTable::default());
+        // Resolved for generation 2 (an older incarnation on the same owner route).
+        let (held, mut answer) = request(&table, "c");
+        let stale = RouteFence {
+            object_generation: 2,
+            ..wire(&fence(3, 1))
+        };
+        assert!(matches!(
+            departures.offer(&key(), &stale, held),
+            Offer::Taken
+        ));
+        let error = answer.try_recv().unwrap().unwrap_err();
+        assert_eq!(error.kind(), Some(ErrorKind::InvalidOperation), "{error}");
+        assert!(relayed.try_recv().is_err(), "nothing was relayed");
+        // The incarnation that moved is relayed.
+        let (held, _answer) = request(&table, "c");
+        assert!(matches!(
+            departures.offer(&key(), &wire(&fence(3, 1)), held),
+            Offer::Taken
+        ));
+        assert!(matches!(relayed.try_recv(), Ok(RelayItem::Message(_))));
+    }
+
+    #[test]
+    fn an_expired_follow_route_gives_the_message_back_and_is_removed() {
+        let departures = Departures::default();
+        let (_departure, mut relayed) =
+            relaying(&departures, Some(Instant::now() - Duration::from_millis(1)));
+        let table = Arc::new(PendingTable::default());
+        let (held, _answer) = request(&table, "c");
+        let Offer::NotDeparting(_held) = departures.offer(&key(), &wire(&fence(3, 1)), held) else {
+            panic!("an expired route must not take the message");
+        };
+        assert!(relayed.try_recv().is_err(), "nothing was relayed");
+        assert!(departures.get(&key(), &wire(&fence(3, 1))).is_none());
+    }
+
+    #[test]
+    fn a_sender_gets_one_notice_per_route_and_another_after_a_failed_one() {
+        let departures = Departures::default();
+        let (departure, mut relayed) = relaying(&departures, None);
+        let table = Arc::new(PendingTable::default());
+        let offer = |sender: &str| {
+            let (held, _answer) = request(&table, sender);
+            assert!(matches!(
+                departures.offer(&key(), &wire(&fence(3, 1)), held),
+                Offer::Taken
+            ));
+        };
+        let notices = |relayed: &mut mpsc::UnboundedReceiver<RelayItem>| {
+            let mut to = Vec::new();
+            while let Ok(item) = relayed.try_recv() {
+                if let RelayItem::Notice { sender, notice } = item {
+                    assert_eq!(notice.target_route.rid, "b");
+                    to.push(sender);
+                }
+            }
+            to
+        };
+        offer("c");
+        offer("c");
+        offer("d");
+        assert_eq!(
+            notices(&mut relayed),
+            ["c", "d"],
+            "one each while in flight"
+        );
+        departure.notice_done("c", true);
+        departure.notice_done("d", false);
+        offer("c");
+        offer("d");
+        assert_eq!(
+            notices(&mut relayed),
+            ["d"],
+            "c was told; d's notice failed"
+        );
+    }
 }
