@@ -1,7 +1,8 @@
 //! Relocation under load (seed 000 §2.5, seed 002 §5): three nodes over real TCP and a
-//! real `redis-server`, 100 `preserve` Actors moved among them continuously for 30 s while
-//! four senders on two of the nodes send sequence-numbered requests and one-ways. Nothing
-//! may be lost, duplicated or reordered.
+//! real `redis-server` (both the Location Store and the Relocation Store), 100 `preserve`
+//! Actors moved among them continuously for 30 s while four senders on two of the nodes
+//! send sequence-numbered requests and one-ways. Nothing may be lost, duplicated or
+//! reordered.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -185,10 +186,14 @@ async fn relocator(nodes: Vec<Runtime>, stop: Arc<AtomicBool>, salt: usize, move
 async fn relocation_under_load_loses_and_duplicates_nothing() {
     let redis = RedisServer::start().expect("redis-server");
     let store = redis_store(&redis);
+    let relocation_store = redis_relocation_store(&redis);
     let mut nodes = Vec::new();
     for rid in ["a", "b", "c"] {
         let tally = Tally::actor_type(|_| Tally::default()).expect("tally type");
-        nodes.push(start(discovered_node(rid, &store, quick_lease()).actor_type(tally)).await);
+        let builder = discovered_node(rid, &store, quick_lease())
+            .relocation_store(relocation_store.clone())
+            .actor_type(tally);
+        nodes.push(start(builder).await);
     }
     for rt in &nodes {
         wait_until(WAIT, "every node sees the others' Entry Spots", || async {

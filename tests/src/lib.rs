@@ -176,6 +176,16 @@ pub fn redis_store(server: &zlink_testkit::RedisServer) -> Arc<dyn zlink::store:
     Arc::new(zlink::store::RedisLocationStore::new(options).expect("redis options"))
 }
 
+/// A Redis Relocation Store on `server` with a 500 ms operation timeout (the nodes of a
+/// relocation test share it, as the nodes of a mesh share one).
+pub fn redis_relocation_store(
+    server: &zlink_testkit::RedisServer,
+) -> Arc<dyn zlink::store::RelocationStore> {
+    let options = zlink::store::RedisOptions::new(server.url(), "zlink-test")
+        .operation_timeout(Duration::from_millis(500));
+    Arc::new(zlink::store::RedisRelocationStore::new(options).expect("redis options"))
+}
+
 /// One in-memory Relocation Store for every node of this test process: the nodes of a
 /// test share it, as the nodes of a mesh share one, and its references are unique, so
 /// tests running side by side never meet in it.

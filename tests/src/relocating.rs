@@ -11,7 +11,9 @@ use zlink::object::{Actor, ActorContext, RelocationState, SpotContext};
 use zlink::Runtime;
 use zlink_testkit::{wait_until, RedisServer};
 
-use crate::{discovered_node, peer_rids, quick_lease, redis_store, start, WAIT};
+use crate::{
+    discovered_node, peer_rids, quick_lease, redis_relocation_store, redis_store, start, WAIT,
+};
 
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
 #[message(reply = Counted)]
@@ -378,10 +380,12 @@ pub async fn mesh_custom(
 ) -> Mesh {
     let redis = RedisServer::start().expect("redis-server");
     let store = redis_store(&redis);
+    let relocation_store = redis_relocation_store(&redis);
     let seen = Seen::default();
     let mut nodes = Vec::new();
     for (i, rid) in servers.iter().enumerate() {
         let builder = discovered_node(rid, &store, quick_lease())
+            .relocation_store(relocation_store.clone())
             .placement_weight(if i == 0 { 100 } else { 0 })
             .actor_type(counter_type(rid, &seen).max_actors(limit))
             .actor_type(Anchor::actor_type(|_| Anchor).expect("anchor type"))
@@ -389,7 +393,10 @@ pub async fn mesh_custom(
             .spot_type(ledger_type(rid, &seen));
         nodes.push(start(configure(rid, &store, builder)).await);
     }
-    nodes.push(start(discovered_node("client", &store, quick_lease())).await);
+    nodes.push(
+        start(discovered_node("client", &store, quick_lease()).relocation_store(relocation_store))
+            .await,
+    );
     for rt in &nodes {
         wait_until(WAIT, "every node sees every server", || async {
             let peers = peer_rids(rt);
