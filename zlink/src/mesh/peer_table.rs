@@ -187,8 +187,9 @@ impl PeerTable {
                 return Err((RejectReason::DuplicateConnection, detail));
             }
             if let Some(key) = conn.peer_key() {
+                let live = |rid: &str| peers.by_rid.contains_key(rid);
                 self.keys
-                    .bind(&rid, key)
+                    .bind(&rid, key, live)
                     .map_err(|detail| (RejectReason::IdentityMismatch, detail))?;
             }
             let remote = adm
@@ -623,5 +624,50 @@ mod tests {
             table.is_known("b"),
             "seen once, node-direct may wait for it"
         );
+    }
+
+    #[test]
+    fn the_known_set_stays_bounded_and_keeps_configured_connected_and_recent_rids() {
+        let table = PeerTable::new(vec!["configured".to_string()], 4096);
+        admit_ready(&table, 1, admission("stays-1", 7, 1, &[]));
+        admit_ready(&table, 2, admission("stays-2", 7, 1, &[]));
+        let known = |t: &PeerTable| read(&t.peers).known.len();
+        // Short-lived peers, each with a fresh RID (a mesh whose nodes restart often).
+        let mut recent: Vec<String> = Vec::new();
+        let mut forgotten: Vec<String> = Vec::new();
+        let mut prunes = 0;
+        for i in 0..3 * KEEP_KNOWN_AT_MOST {
+            let rid = format!("gone-{i}");
+            let id = 100 + i as ConnId;
+            admit_ready(&table, id, admission(&rid, 7, 1, &[]));
+            assert!(known(&table) <= KEEP_KNOWN_AT_MOST + 1);
+            let before = known(&table);
+            assert_eq!(table.remove_conn(id).as_deref(), Some(rid.as_str()));
+            assert!(
+                known(&table) <= KEEP_KNOWN_AT_MOST,
+                "the known set outgrew its bound"
+            );
+            if known(&table) < before {
+                prunes += 1;
+                forgotten.append(&mut recent);
+                forgotten.push(rid);
+            } else {
+                recent.push(rid);
+            }
+            for always in ["configured", "stays-1", "stays-2"] {
+                assert!(table.is_known(always), "{always} was pruned");
+            }
+        }
+        assert!(
+            prunes >= 2,
+            "{prunes} prunes for {} RIDs",
+            3 * KEEP_KNOWN_AT_MOST
+        );
+        // RIDs that left since the last prune are still known (node-direct may wait for
+        // them); the older ones are gone.
+        assert!(!recent.is_empty());
+        assert!(recent.iter().all(|rid| table.is_known(rid)));
+        assert!(forgotten.iter().all(|rid| !table.is_known(rid)));
+        assert_eq!(known(&table), 3 + recent.len());
     }
 }
