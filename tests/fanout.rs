@@ -510,3 +510,74 @@ async fn a_curve_publisher_serves_only_trusted_curve_subscribers() {
         .any(|f| f.ready));
     stop([u, n, s, p]).await;
 }
+
+/// Records the `trace` metadata of every price event.
+#[derive(Clone, Default)]
+pub struct MetadataWatcher {
+    traces: Arc<std::sync::Mutex<Vec<Option<String>>>>,
+}
+
+#[zlink::channel(server)]
+impl MetadataWatcher {
+    #[handler]
+    async fn price(&self, _e: PriceChanged, ctx: &HandlerContext) -> zlink::Result<()> {
+        let trace = ctx.metadata().get("trace").map(str::to_string);
+        self.traces.lock().unwrap().push(trace);
+        Ok(())
+    }
+}
+
+impl MetadataWatcher {
+    fn traces(&self) -> Vec<Option<String>> {
+        self.traces.lock().unwrap().clone()
+    }
+}
+
+#[tokio::test]
+async fn once_ready_a_subscriber_misses_no_event_and_sees_its_metadata() {
+    let p = publisher(Fanout::publisher(PRICES)).await;
+    let endpoint = p.fanout().endpoint(PRICES).unwrap();
+    let watcher = MetadataWatcher::default();
+    let s = subscriber(
+        "s",
+        Fanout::subscriber(PRICES, watcher.clone()).connect(&endpoint),
+    )
+    .await;
+    s.fanout().ready(PRICES, 1).await.unwrap();
+    // Exactly one publish each, no retry: `ready` promised the subscription is in effect.
+    let options = CallOptions::new().metadata("trace", "t-1").unwrap();
+    p.fanout()
+        .publish_topic_with(PRICES, "PriceChanged", &price(0), options)
+        .await
+        .unwrap();
+    p.fanout().publish(PRICES, &price(0)).await.unwrap();
+    wait_until(WAIT, "both events arrive", || async {
+        watcher.traces().len() == 2
+    })
+    .await;
+    assert_eq!(watcher.traces(), [Some("t-1".to_string()), None]);
+    stop([s, p]).await;
+}
+
+#[tokio::test]
+async fn waiting_for_fanout_readiness_fails_in_time_or_when_not_subscribed() {
+    // A subscriber whose publisher never answers: nothing listens on the endpoint.
+    let unused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("tcp://{}", unused.local_addr().unwrap());
+    drop(unused);
+    let s = start(
+        node("s")
+            .request_timeout(Duration::from_millis(300))
+            .fanout(Fanout::subscriber(PRICES, Watcher::default()).connect(&endpoint)),
+    )
+    .await;
+    let started = Instant::now();
+    let err = s.fanout().ready(PRICES, 1).await.unwrap_err();
+    assert_eq!(err.kind(), Some(ErrorKind::DeadlineExceeded), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    // Zero publishers are ready at once; a channel it does not subscribe to is refused.
+    s.fanout().ready(PRICES, 0).await.unwrap();
+    let err = s.fanout().ready("other", 1).await.unwrap_err();
+    assert_eq!(err.kind(), Some(ErrorKind::NotConfigured), "{err}");
+    stop([s]).await;
+}

@@ -3,7 +3,7 @@
 //!
 //! Run: `cargo run -p zlink-examples --bin fanout-demo`
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -17,9 +17,9 @@ struct PriceChanged {
 }
 
 /// Collects the events it receives.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Board {
-    seen: Arc<Mutex<Vec<String>>>,
+    seen: Arc<tokio::sync::watch::Sender<Vec<String>>>,
 }
 
 #[zlink::channel(server)]
@@ -27,18 +27,26 @@ impl Board {
     #[handler]
     async fn price(&self, e: PriceChanged, _ctx: &HandlerContext) -> zlink::Result<()> {
         let line = format!("{} = {}", e.sku, e.cents);
-        self.seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(line);
+        self.seen.send_modify(|seen| seen.push(line));
         Ok(())
     }
 }
 // ANCHOR_END: events
 
 impl Board {
-    fn seen(&self) -> Vec<String> {
-        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    fn new() -> Self {
+        Board {
+            seen: Arc::new(tokio::sync::watch::Sender::new(Vec::new())),
+        }
+    }
+
+    /// What arrived, once at least `count` events did (or after 2 s, whatever arrived).
+    async fn seen(&self, count: usize) -> Vec<String> {
+        let mut seen = self.seen.subscribe();
+        let _ =
+            tokio::time::timeout(Duration::from_secs(2), seen.wait_for(|s| s.len() >= count)).await;
+        let now = seen.borrow().clone();
+        now
     }
 }
 
@@ -59,13 +67,13 @@ async fn main() -> zlink::Result<()> {
         .await?;
     let endpoint = publisher.fanout().endpoint("prices").unwrap_or_default();
 
-    let all = Board::default();
+    let all = Board::new();
     let everything = node("board")
         .fanout(Fanout::subscriber("prices", all.clone()).connect(&endpoint))
         .build()?
         .start()
         .await?;
-    let tea = Board::default();
+    let tea = Board::new();
     let tea_only = node("tea-board")
         .fanout(
             Fanout::subscriber("prices", tea.clone())
@@ -75,21 +83,12 @@ async fn main() -> zlink::Result<()> {
         .build()?
         .start()
         .await?;
-    // ANCHOR_END: roles
 
     // PUB/SUB drops what is published before a subscription arrives; wait for both
     // subscribers to hear the publisher's beacon first.
-    for _ in 0..200 {
-        let ready = |rt: &Runtime| {
-            rt.fanout()
-                .publishers("prices")
-                .is_ok_and(|p| p.iter().all(|p| p.ready))
-        };
-        if ready(&everything) && ready(&tea_only) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    everything.fanout().ready("prices", 1).await?;
+    tea_only.fanout().ready("prices", 1).await?;
+    // ANCHOR_END: roles
 
     // ANCHOR: publish
     let coffee = PriceChanged {
@@ -105,16 +104,10 @@ async fn main() -> zlink::Result<()> {
         .fanout()
         .publish_topic("prices", "tea.green", &green)
         .await?; // an explicit topic
-                 // ANCHOR_END: publish
+    // ANCHOR_END: publish
 
-    for _ in 0..100 {
-        if all.seen().len() == 1 && tea.seen().len() == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    println!("subscribed to PriceChanged: {:?}", all.seen());
-    println!("subscribed to tea.:         {:?}", tea.seen());
+    println!("subscribed to PriceChanged: {:?}", all.seen(1).await);
+    println!("subscribed to tea.:         {:?}", tea.seen(1).await);
     for rt in [tea_only, everything, publisher] {
         rt.shutdown().await;
     }

@@ -86,13 +86,52 @@ impl<'a> FanoutHandle<'a> {
         &self,
         channel: &str,
     ) -> Result<Vec<crate::channel::fanout::PublisherStatus>> {
+        Ok(self.subscriber(channel)?.statuses())
+    }
+
+    /// Waits until this process's subscriber of `channel` follows at least `publishers`
+    /// ready publishers (a beacon or an event arrived within the liveness deadline), woken
+    /// by readiness changes rather than polling. PUB/SUB drops what is published before a
+    /// subscription arrives, so a subscriber that must not miss the first events waits
+    /// for this before they are published. Fails `DeadlineExceeded` after the runtime's
+    /// request timeout, `ShuttingDown` if the runtime stops meanwhile, and
+    /// `NotConfigured` when this process does not subscribe to `channel`.
+    ///
+    /// ```no_run
+    /// # async fn run(rt: zlink::Runtime) -> zlink::Result<()> {
+    /// rt.fanout().ready("prices", 1).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn ready(&self, channel: &str, publishers: usize) -> Result<()> {
+        let mut ready = self.subscriber(channel)?.ready_publishers();
+        let timeout = self.runtime.node.settings().request_timeout;
+        let waited = tokio::time::timeout(timeout, async {
+            ready.wait_for(|n| *n >= publishers).await.map(|_| ())
+        })
+        .await;
+        match waited {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(Error::new(
+                ErrorKind::ShuttingDown,
+                format!("the subscriber of fanout {channel} stopped"),
+            )),
+            Err(_) => Err(Error::new(
+                ErrorKind::DeadlineExceeded,
+                format!("fanout {channel} did not reach {publishers} ready publisher(s) in time"),
+            )),
+        }
+    }
+
+    fn subscriber(
+        &self,
+        channel: &str,
+    ) -> Result<std::sync::Arc<crate::channel::fanout::FanoutSubscriber>> {
         let roles = self.runtime.fanout_roles()?;
-        let subscriber = roles.subscriber(channel).ok_or_else(|| {
+        roles.subscriber(channel).cloned().ok_or_else(|| {
             Error::new(
                 ErrorKind::NotConfigured,
                 format!("this node does not subscribe to fanout {channel}"),
             )
-        })?;
-        Ok(subscriber.statuses())
+        })
     }
 }

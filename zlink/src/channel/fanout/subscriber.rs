@@ -46,6 +46,8 @@ pub(crate) struct FanoutSubscriber {
     owner: Weak<MeshNode>,
     deadline: Duration,
     feeds: Mutex<BTreeMap<String, Feed>>,
+    /// How many followed publishers are ready, for waiters (changed with `feeds`).
+    ready_count: tokio::sync::watch::Sender<usize>,
     cancel: CancellationToken,
     tasks: TaskTracker,
 }
@@ -75,6 +77,7 @@ impl FanoutSubscriber {
             owner,
             deadline,
             feeds: Mutex::new(BTreeMap::new()),
+            ready_count: tokio::sync::watch::Sender::new(0),
             cancel: CancellationToken::new(),
             tasks: TaskTracker::new(),
         });
@@ -98,6 +101,22 @@ impl FanoutSubscriber {
         self.feeds().values().map(|f| f.status.clone()).collect()
     }
 
+    /// The number of ready publishers, as it changes.
+    pub(crate) fn ready_publishers(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.ready_count.subscribe()
+    }
+
+    /// Publishes the ready count of `feeds` (called with the feeds' lock held, so counts
+    /// go out in the order the changes happened).
+    fn count_ready(&self, feeds: &BTreeMap<String, Feed>) {
+        let ready = feeds.values().filter(|f| f.status.ready).count();
+        self.ready_count.send_if_modified(|count| {
+            let changed = *count != ready;
+            *count = ready;
+            changed
+        });
+    }
+
     fn ensure_feed(self: &Arc<Self>, endpoint: &str, key: Option<CurvePublicKey>) {
         let mut feeds = self.feeds();
         match feeds.get(endpoint) {
@@ -119,6 +138,7 @@ impl FanoutSubscriber {
                 cancel: cancel.clone(),
             },
         );
+        self.count_ready(&feeds);
         let me = self.clone();
         let endpoint = endpoint.to_string();
         self.tasks
@@ -126,12 +146,14 @@ impl FanoutSubscriber {
     }
 
     fn set_ready(&self, endpoint: &str, ready: bool) {
-        if let Some(feed) = self.feeds().get_mut(endpoint) {
+        let mut feeds = self.feeds();
+        if let Some(feed) = feeds.get_mut(endpoint) {
             if feed.status.ready != ready {
                 tracing::info!(channel = %self.channel, endpoint, ready, "fanout publisher readiness changed");
             }
             feed.status.ready = ready;
         }
+        self.count_ready(&feeds);
     }
 
     /// One publisher's feed: a fresh SUB socket each round; a round ends after silence
@@ -171,8 +193,11 @@ impl FanoutSubscriber {
             security,
         };
         drop(node);
-        let mut topics: Vec<&[u8]> = vec![BEACON_TOPIC];
-        topics.extend(self.topics.iter().map(String::as_bytes));
+        // The beacon's subscription goes last: the publisher takes one connection's
+        // subscriptions in order, so the first beacon heard proves every topic before it
+        // is in effect, and `ready` means no event published from then on is missed.
+        let mut topics: Vec<&[u8]> = self.topics.iter().map(String::as_bytes).collect();
+        topics.push(BEACON_TOPIC);
         let mut socket = match SubConnection::connect(endpoint, &options, &topics).await {
             Ok(socket) => socket,
             Err(e) => return tracing::debug!(endpoint, error = %e, "fanout connect failed"),
@@ -277,9 +302,11 @@ impl FanoutSubscriber {
                     .cloned()
                     .collect();
                 for endpoint in gone {
-                    if let Some(feed) = self.feeds().remove(&endpoint) {
+                    let mut feeds = self.feeds();
+                    if let Some(feed) = feeds.remove(&endpoint) {
                         feed.cancel.cancel();
                     }
+                    self.count_ready(&feeds);
                 }
                 for (endpoint, key) in &live {
                     self.ensure_feed(endpoint, *key);
