@@ -59,19 +59,16 @@ pub async fn start_server(
 // ANCHOR_END: server
 
 // ANCHOR: client
-/// Starts a client node `rid` listening on `listen` that may call [`CHANNEL`] and connects
-/// to `servers`, and, with a `store`, to every server it finds there.
+/// Starts a client node `rid` listening on `listen` that connects to `servers`, and, with a
+/// `store`, to every server it finds there. It calls [`CHANNEL`] through the generated
+/// `GreeterClient`, whose creation declares the Client role: nothing to register here.
 pub async fn start_client(
     rid: &str,
     listen: &str,
     servers: impl IntoIterator<Item = PeerSpec>,
     store: Option<Arc<dyn LocationStore>>,
 ) -> zlink::Result<Runtime> {
-    let mut builder = Runtime::builder()
-        .mesh_name(MESH)
-        .rid(rid)
-        .listen(listen)
-        .channel_client(CHANNEL);
+    let mut builder = Runtime::builder().mesh_name(MESH).rid(rid).listen(listen);
     for server in servers {
         builder = builder.peer(server);
     }
@@ -91,6 +88,8 @@ pub async fn wait_for_servers(
     count: usize,
     timeout: Duration,
 ) -> zlink::Result<Vec<PeerStatus>> {
+    // Making the generated client declares the Client role, so `ready` knows the channel.
+    GreeterClient::on_default_channel(client);
     match tokio::time::timeout(timeout, client.channels().ready(CHANNEL, count)).await {
         Ok(ready) => ready.map(|()| client.peers()),
         Err(_) => Err(zlink::Error::new(
