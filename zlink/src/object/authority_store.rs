@@ -107,7 +107,7 @@ impl AuthorityStore {
         }
     }
 
-    /// Missing → Creating, with a new ObjectGeneration and AOG, in one batch conditioned
+    /// Missing → Creating, with a new ObjectGeneration (and AOG 1), in one batch conditioned
     /// on the record being absent and the generation counter unchanged: exactly one of
     /// any number of racing attempts wins.
     pub(crate) async fn reserve(&self, key: &ObjectKey, draft: Draft) -> StoreResult<Reserved> {

@@ -234,8 +234,10 @@ impl ObjectKey {
         RecordKey::new(self.authority_group(), "authority")
     }
 
-    /// The record holding the last ObjectGeneration and AOG issued for this ID. It is never
-    /// deleted, so a re-created object always gets a higher generation.
+    /// The record holding the last ObjectGeneration issued for this ID. It is never
+    /// deleted, so a re-created object always gets a higher generation. (The AOG lives in
+    /// the authority record: it starts at 1 with each incarnation and grows with each
+    /// owner change.)
     pub(crate) fn generations_record(&self) -> RecordKey {
         RecordKey::new(self.authority_group(), "generations")
     }

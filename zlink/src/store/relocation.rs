@@ -1,7 +1,9 @@
-//! The [`RelocationStore`] trait: immutable payloads a relocation leaves behind it (its
-//! root record, the terminal records of requests completed after a move), under
-//! framework-issued references. The moving state itself travels over the ordered
-//! connection between the two nodes, never through this store.
+//! The [`RelocationStore`] trait: immutable payloads a relocation needs outside the
+//! connection between the two nodes, under framework-issued references: the terminal
+//! records of requests completed after a move (so an old owner that lost the connection
+//! still learns a relayed request's result), and a captured state larger than one message
+//! (over 1 MiB), which the target reads once and which is deleted after the move. The
+//! queue, the timers and a small state travel over the ordered connection itself.
 
 use std::time::Duration;
 

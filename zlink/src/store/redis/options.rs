@@ -67,11 +67,11 @@ impl RedisOptions {
         self
     }
 
-    /// Makes every authority write wait until `replicas` replicas acknowledged it (Redis
-    /// `WAIT`), for at most `timeout`. A write the replicas did not acknowledge in time
-    /// was applied on the primary but may be lost by a failover: it fails
-    /// [`OutcomeUnknown`](crate::store::StoreError::OutcomeUnknown), and the caller
-    /// re-reads to learn what survived. Lease renewals and descriptors never wait.
+    /// Makes every authority write (`apply` and `next_generation`) wait until `replicas`
+    /// replicas acknowledged it (Redis `WAIT`), for at most `timeout`. A write the
+    /// replicas did not acknowledge in time was applied on the primary but may be lost by
+    /// a failover: it fails [`NotReplicated`](crate::store::StoreError::NotReplicated)
+    /// and does not count as applied. Lease renewals and descriptors never wait.
     pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
         self.replica_wait = Some(ReplicaWait { replicas, timeout });
         self

@@ -1,6 +1,7 @@
 //! The Lua scripts of the Redis provider: every conditional or multi-key change is one
 //! script, so it is atomic and takes one round trip. Each script declares every key it
-//! touches in KEYS, and they share one hash tag, so the same scripts run on Redis Cluster.
+//! touches in KEYS, and the keys of one call share one hash tag (one slot), so the same
+//! scripts run on Redis Cluster; different calls touch different slots.
 //!
 //! Counters and generations travel as decimal strings (Lua numbers are doubles).
 
