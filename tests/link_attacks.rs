@@ -6,14 +6,15 @@ use std::process::Command as Process;
 use std::time::Duration;
 
 use bytes::Bytes;
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 use zlink::security::LinkLimits;
 use zlink::wire::{
-    Admission, CallHead, CallMessage, Command, ControlHeader, Envelope, RejectReason, WireName,
-    PROTOCOL_MAJOR,
+    Admission, CallHead, CallMessage, Command, ControlHeader, Envelope, RejectReason, ReplyOutcome,
+    WireName, PROTOCOL_MAJOR,
 };
-use zlink::{ErrorKind, PeerSpec};
+use zlink::{ClientServer, ErrorKind, PeerSpec};
 use zlink_testkit::raw_zmtp::{frame, length_bomb, null_greeting, ready};
 use zlink_testkit::{wait_until, RawZmtp};
 use zlink_tests::*;
@@ -48,8 +49,14 @@ fn as_slices(frames: &[Bytes]) -> Vec<&[u8]> {
 
 /// A raw DEALER admitted to `endpoint`'s mesh as `rid`.
 async fn admitted_raw(endpoint: &str, rid: &str) -> RawZmtp {
+    admitted_in(endpoint, rid, MESH).await
+}
+
+/// A raw DEALER admitted as `rid` by the listener at `endpoint`, whose topology is `mesh`
+/// (a MeshName, or `cs:<channel>` for a ClientServer server).
+async fn admitted_in(endpoint: &str, rid: &str, mesh: &str) -> RawZmtp {
     let mut raw = RawZmtp::dealer(endpoint).await.expect("zmtp handshake");
-    raw.send(&as_slices(&hello(rid, MESH)))
+    raw.send(&as_slices(&hello(rid, mesh)))
         .await
         .expect("hello");
     let admit = raw.recv().await.expect("admit");
@@ -631,4 +638,243 @@ async fn zmtp_ping_is_answered_with_pong() {
     assert_eq!(flags & 0x04, 0x04, "a command");
     assert_eq!(&body[..], b"\x04PONGctx-42");
     a.shutdown().await;
+}
+
+/// Reads messages from `raw` until the reply to `correlation` arrives (liveness probes and
+/// other control records are skipped).
+async fn reply_to(raw: &mut RawZmtp, correlation: u64) -> ReplyOutcome {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let frames: Vec<Bytes> = raw
+                .recv()
+                .await
+                .expect("a message")
+                .into_iter()
+                .map(Bytes::from)
+                .collect();
+            if let Ok(Envelope::Reply {
+                correlation: c,
+                outcome,
+            }) = Envelope::decode(&frames)
+            {
+                if c == correlation {
+                    return outcome;
+                }
+            }
+        }
+    })
+    .await
+    .expect("the reply in time")
+}
+
+#[tokio::test]
+async fn the_open_connection_cap_refuses_the_excess_and_keeps_serving() {
+    // Admitted connections no longer count as pending: with this much pending room, only
+    // the cap on open connections can refuse anything here.
+    let limits = LinkLimits {
+        max_connections: 4,
+        max_pending: 64,
+        ..LinkLimits::default()
+    };
+    let a = start(limited_server(limits)).await;
+    let c = client("c", &[&a]).await;
+    let mut held = Vec::new();
+    for i in 0..3 {
+        held.push(admitted_raw(&a.endpoint(), &format!("held-{i}")).await);
+    }
+    assert_eq!(a.status().open_connections, 4, "c and three raw peers");
+    assert_eq!(a.peers().len(), 4);
+    // The excess is refused at accept: closed without even a ZMTP greeting, long before
+    // the handshake deadline (5 s) would close an accepted one.
+    let address = a.endpoint().trim_start_matches("tcp://").to_string();
+    for i in 0..5 {
+        let mut stream = tokio::net::TcpStream::connect(&address)
+            .await
+            .expect("tcp connect");
+        let mut buf = [0u8; 64];
+        let read = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut buf)).await;
+        assert!(
+            matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+            "excess connection {i} was not refused at accept: {read:?}"
+        );
+    }
+    // The connections within the cap are kept, and the real client is still answered.
+    for raw in &mut held {
+        assert!(
+            !raw.closed_within(Duration::from_millis(200)).await,
+            "a connection within the cap was closed"
+        );
+    }
+    assert_eq!(echo_by(&c).await, "a");
+    assert_eq!(a.status().open_connections, 4);
+    // A connection that ends frees its place: a newcomer is admitted again.
+    drop(held.pop());
+    wait_until(WAIT, "the closed connection is released", || async {
+        a.status().open_connections == 3
+    })
+    .await;
+    let _late = admitted_raw(&a.endpoint(), "late").await;
+    assert_eq!(a.status().open_connections, 4);
+    assert_eq!(echo_by(&c).await, "a");
+    stop([c, a]).await;
+}
+
+#[test]
+fn an_admitted_peer_sending_more_than_the_max_message_closes_only_that_connection() {
+    in_subprocess("admitted_oversize_scenario");
+}
+
+#[tokio::test]
+#[ignore = "run in a subprocess by an_admitted_peer_sending_more_than_the_max_message_closes_only_that_connection"]
+async fn admitted_oversize_scenario() {
+    // Above the 256 KiB every unadmitted peer is held to: what applies below is the
+    // configured limit of an admitted connection.
+    const MAX: usize = 1 << 20;
+    let limits = LinkLimits {
+        max_message: MAX,
+        ..LinkLimits::default()
+    };
+    let a = start(limited_server(limits)).await;
+    let c = client("c", &[&a]).await;
+    let generation = c.peers()[0].generation;
+    let before = rss_bytes();
+    // An admitted peer may send up to the limit: a 512 KiB request is answered.
+    let mut fine = admitted_raw(&a.endpoint(), "fine").await;
+    let text = "k".repeat(512 * 1024);
+    fine.send(&as_slices(&echo_request(1, &text)))
+        .await
+        .expect("send");
+    let ReplyOutcome::Ok(payload) = reply_to(&mut fine, 1).await else {
+        panic!("the 512 KiB request failed");
+    };
+    let echoed: Echoed = zlink::wire::cbor_decode(&payload).expect("an Echoed");
+    assert_eq!(echoed.text.len(), text.len());
+
+    let chunk = vec![b'o'; 400 * 1024];
+    let over = vec![b'o'; MAX + 1];
+    let oversized: Vec<(&str, Vec<u8>)> = vec![
+        // One frame over the limit, every byte of it sent.
+        ("a frame of max + 1 bytes", frame(0, &over)),
+        // Three frames each under the limit, together over it.
+        ("three frames of 400 KiB", {
+            let mut m = frame(0x01, &chunk);
+            m.extend(frame(0x01, &chunk));
+            m.extend(frame(0, &chunk));
+            m
+        }),
+        // Headers only: refused from the declared size, with no body ever sent.
+        ("a header declaring max + 1", length_bomb(MAX as u64 + 1)),
+        ("a header declaring 2^46", length_bomb(1 << 46)),
+    ];
+    for (i, (what, bytes)) in oversized.into_iter().enumerate() {
+        let mut raw = admitted_raw(&a.endpoint(), &format!("big-{i}")).await;
+        // The node may close before it has read everything: a failed write is expected.
+        let _ = raw.write(&bytes).await;
+        assert!(
+            raw.closed_within(WAIT).await,
+            "{what} after admission did not close the connection"
+        );
+        assert!(
+            !fine.closed_within(Duration::from_millis(100)).await,
+            "{what} closed another connection too"
+        );
+    }
+    // The node keeps serving: the other raw peer and c, on c's original connection.
+    fine.send(&as_slices(&echo_request(2, "still here")))
+        .await
+        .expect("send");
+    assert!(matches!(reply_to(&mut fine, 2).await, ReplyOutcome::Ok(_)));
+    assert_eq!(echo_by(&c).await, "a");
+    assert_eq!(
+        c.peers()[0].generation,
+        generation,
+        "c's connection was not touched"
+    );
+    wait_until(WAIT, "only c and fine stay admitted", || async {
+        peer_rids(&a) == ["c".to_string(), "fine".to_string()]
+    })
+    .await;
+    let grown = rss_bytes().saturating_sub(before);
+    assert!(grown < 64 << 20, "RSS grew by {grown} bytes");
+    stop([c, a]).await;
+}
+
+const CS: &str = "pricing";
+
+#[test]
+fn zmtp_length_bomb_does_not_stop_client_server_roles() {
+    in_subprocess("client_server_length_bomb_scenario");
+}
+
+#[tokio::test]
+#[ignore = "run in a subprocess by zmtp_length_bomb_does_not_stop_client_server_roles"]
+async fn client_server_length_bomb_scenario() {
+    let before = rss_bytes();
+    let s = start(node("s").client_server(ClientServer::server(
+        CS,
+        echo_handlers("s", Default::default()),
+    )))
+    .await;
+    let endpoint = s.channels().client_server_endpoint(CS).expect("listening");
+    // c's ClientServer client dials the real server and a fake one that bombs it.
+    let (bomber_endpoint, bomber) = bombing_server().await;
+    let c = start(
+        node("c").client_server(
+            ClientServer::client(CS)
+                .connect(endpoint.clone())
+                .connect(bomber_endpoint),
+        ),
+    )
+    .await;
+    wait_until(WAIT, "c is connected to s", || async {
+        c.channels().client_server_servers(CS).unwrap().len() == 1
+    })
+    .await;
+
+    // 1: the 73-byte packet against the ClientServer listener.
+    let mut raw = RawZmtp::connect(&endpoint).await.expect("connect");
+    let mut packet = null_greeting().to_vec();
+    packet.push(0x06);
+    packet.extend_from_slice(&(1u64 << 46).to_be_bytes());
+    raw.write(&packet).await.expect("send the bomb");
+    assert!(
+        raw.closed_within(WAIT).await,
+        "the bomber was not disconnected"
+    );
+    // 2: a data-frame bomb after the ZMTP handshake.
+    let mut raw = RawZmtp::dealer(&endpoint).await.expect("handshake");
+    raw.write(&length_bomb(1 << 46))
+        .await
+        .expect("send the bomb");
+    assert!(
+        raw.closed_within(WAIT).await,
+        "the bomber was not disconnected"
+    );
+    // 3: the same after a finished zlink admission as a ClientServer client.
+    let mut raw = admitted_in(&endpoint, "bomber", &format!("cs:{CS}")).await;
+    raw.write(&length_bomb(1 << 46))
+        .await
+        .expect("send the bomb");
+    assert!(
+        raw.closed_within(WAIT).await,
+        "the admitted bomber was not disconnected"
+    );
+    // 4: c was bombed by the fake server it dials, and kept dialing it.
+    let served = tokio::time::timeout(WAIT, bomber).await;
+    assert!(
+        matches!(served, Ok(Ok(n)) if n >= 3),
+        "c did not keep dialing the bomber"
+    );
+
+    let grown = rss_bytes().saturating_sub(before);
+    assert!(grown < 64 << 20, "RSS grew by {grown} bytes");
+    for _ in 0..3 {
+        let echoed = EchoServiceClient::new(&c, CS)
+            .echo(&Echo { text: "x".into() })
+            .await
+            .expect("answered");
+        assert_eq!(echoed.by, "s");
+    }
+    assert_eq!(c.channels().client_server_servers(CS).unwrap().len(), 1);
+    stop([c, s]).await;
 }

@@ -54,4 +54,127 @@ mod tests {
         assert_eq!(find(&huge, "x"), Err(()));
         assert_eq!(find(&[0, 0, 0, 0, 0], "x"), Err(()));
     }
+
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    fn config(cases: u32) -> ProptestConfig {
+        ProptestConfig {
+            cases,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// Letters of the generated names: both cases, so that case-insensitive lookups meet.
+    const LETTERS: &[u8] = b"aAbBtTyY-";
+
+    /// A name of `len` letters.
+    fn name(len: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = String> {
+        vec(proptest::sample::select(LETTERS), len)
+            .prop_map(|bytes| String::from_utf8(bytes).expect("ascii"))
+    }
+
+    /// A property list: names of 1..=255 bytes (a few cases apart), values of any bytes.
+    fn property_list() -> impl Strategy<Value = Vec<(String, Vec<u8>)>> {
+        let name = prop_oneof![4 => name(1..=3), 1 => name(200..=255)];
+        vec((name, vec(any::<u8>(), 0..64)), 0..6)
+    }
+
+    fn encoded(list: &[(String, Vec<u8>)]) -> Vec<u8> {
+        let pairs: Vec<(&str, &[u8])> = list
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_slice()))
+            .collect();
+        encode(&pairs)
+    }
+
+    /// Where each property of `list` ends in its encoding.
+    fn boundaries(list: &[(String, Vec<u8>)]) -> Vec<usize> {
+        let mut at = 0;
+        let mut out = vec![0];
+        for (name, value) in list {
+            at += 1 + name.len() + 4 + value.len();
+            out.push(at);
+        }
+        out
+    }
+
+    fn within(part: &[u8], whole: &[u8]) -> bool {
+        let (start, end) = (
+            whole.as_ptr() as usize,
+            whole.as_ptr() as usize + whole.len(),
+        );
+        let p = part.as_ptr() as usize;
+        p >= start && p + part.len() <= end
+    }
+
+    proptest! {
+        #![proptest_config(config(20_000))]
+
+        /// Arbitrary bytes are a property list or an error; a value found is a part of the
+        /// input, never more than is there.
+        #[test]
+        fn arbitrary_property_bytes_never_panic(
+            bytes in vec(any::<u8>(), 0..300),
+            wanted in name(0..=3),
+        ) {
+            if let Ok(Some(value)) = find(&bytes, &wanted) {
+                prop_assert!(within(value, &bytes));
+            }
+            // Behind a valid name, an arbitrary declared length must be there.
+            let mut named = encode(&[("Socket-Type", b"")]);
+            named.truncate(1 + 11);
+            named.extend_from_slice(&bytes);
+            if let Ok(Some(value)) = find(&named, "socket-type") {
+                prop_assert!(within(value, &named));
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(config(10_000))]
+
+        /// An encoded list gives back, for every name, the value of its first occurrence
+        /// (names compare case-insensitively), and nothing for a name it lacks.
+        #[test]
+        fn encoded_properties_round_trip(list in property_list()) {
+            let body = encoded(&list);
+            for (name, _) in &list {
+                let first = list
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                    .map(|(_, v)| v.as_slice());
+                prop_assert_eq!(find(&body, name), Ok(first));
+                prop_assert_eq!(find(&body, &name.to_ascii_uppercase()), Ok(first));
+            }
+            prop_assert_eq!(find(&body, "Not_In_The_List"), Ok(None));
+        }
+
+        /// Cut anywhere, a list parses only where a property ends; with a byte changed, it
+        /// parses or is refused.
+        #[test]
+        fn a_cut_or_mutated_property_list_parses_or_is_refused(
+            list in property_list(),
+            cut in any::<proptest::sample::Index>(),
+            at in any::<proptest::sample::Index>(),
+            bits in 1..=255u8,
+        ) {
+            let body = encoded(&list);
+            let cut = cut.index(body.len() + 1);
+            let short = find(&body[..cut], "Socket-Type");
+            if boundaries(&list).contains(&cut) {
+                prop_assert!(short.is_ok(), "a whole prefix of {} bytes refused", cut);
+            } else {
+                prop_assert_eq!(short, Err(()));
+            }
+            if !body.is_empty() {
+                let mut changed = body.clone();
+                changed[at.index(body.len())] ^= bits;
+                if let Ok(Some(value)) = find(&changed, "Socket-Type") {
+                    prop_assert!(within(value, &changed));
+                }
+            }
+        }
+    }
 }

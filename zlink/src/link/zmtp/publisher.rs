@@ -610,4 +610,121 @@ mod tests {
         );
         publisher.close().await;
     }
+
+    /// The next message `sub` receives (commands skipped), in time.
+    async fn next_message(sub: &mut TcpStream, buf: &mut BytesMut) -> Vec<Vec<u8>> {
+        let decoder = FrameDecoder { max_frame: 1024 };
+        tokio::time::timeout(Duration::from_secs(5), async {
+            let mut parts = Vec::new();
+            loop {
+                if let Some(frame) = decoder.decode(buf).expect("valid frames") {
+                    if frame.is_command() {
+                        continue;
+                    }
+                    let more = frame.more();
+                    parts.push(frame.body.to_vec());
+                    if !more {
+                        return parts;
+                    }
+                    continue;
+                }
+                let read = sub.read_buf(buf).await.expect("read");
+                assert!(read > 0, "the publisher closed a subscriber it should keep");
+            }
+        })
+        .await
+        .expect("a message in time")
+    }
+
+    /// A connection the listener refuses at accept: closed before it sends a greeting.
+    async fn refused_at_accept(endpoint: &str) -> bool {
+        let address = super::super::transport::tcp_address(endpoint).expect("endpoint");
+        let mut stream = TcpStream::connect(address).await.expect("connect");
+        let mut byte = [0u8; 64];
+        matches!(
+            tokio::time::timeout(Duration::from_secs(2), stream.read(&mut byte)).await,
+            Ok(Ok(0)) | Ok(Err(_))
+        )
+    }
+
+    async fn subscribers_are(publisher: &PubListener, n: usize) {
+        let until = Instant::now() + Duration::from_secs(5);
+        while publisher.subscriber_topics().len() != n {
+            assert!(
+                Instant::now() < until,
+                "{:?} subscribers, not {n}",
+                publisher.subscriber_topics()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn exactly_the_subscribers_past_the_cap_are_refused_and_duplicates_collapse() {
+        let publisher = PubListener::bind("tcp://127.0.0.1:0", options(16))
+            .await
+            .expect("bind");
+        // Subscriber 0 subscribes to "dup" 1000 times (far past the cap of 4 distinct
+        // topics, were duplicates counted) and to "end" once.
+        let mut first: Vec<&[u8]> = vec![b"\x01dup"; 1000];
+        first.push(b"\x01end");
+        let mut subs = vec![raw_subscriber(publisher.endpoint(), &first).await];
+        subscribed(&publisher, b"end").await;
+        assert_eq!(
+            publisher.subscriber_topics(),
+            vec![2],
+            "dup and end, once each"
+        );
+        for _ in 1..8 {
+            subs.push(raw_subscriber(publisher.endpoint(), &[b"\x01t"]).await);
+        }
+        subscribers_are(&publisher, 8).await;
+        let until = Instant::now() + Duration::from_secs(5);
+        while publisher.matching(b"t").len() != 7 {
+            assert!(
+                Instant::now() < until,
+                "the subscriptions to t never arrived"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // The cap is 8: each of 5 more is refused at accept, and the 8 stay.
+        for i in 0..5 {
+            assert!(
+                refused_at_accept(publisher.endpoint()).await,
+                "connection {i} past the cap was accepted"
+            );
+        }
+        assert_eq!(publisher.subscriber_topics().len(), 8);
+        let mut bufs: Vec<BytesMut> = (0..8).map(|_| BytesMut::new()).collect();
+        publisher.publish_dropping(record(&[b"t", b"to-all-seven"]));
+        for (sub, buf) in subs.iter_mut().zip(bufs.iter_mut()).skip(1) {
+            assert_eq!(
+                next_message(sub, buf).await,
+                vec![b"t".to_vec(), b"to-all-seven".to_vec()]
+            );
+        }
+        // One CANCEL ends the collapsed subscription: "dup" is no longer delivered.
+        let mut cancel = BytesMut::new();
+        super::super::frame::put_frame(&mut cancel, 0, b"\x00dup");
+        subs[0].write_all(&cancel).await.expect("cancel");
+        let until = Instant::now() + Duration::from_secs(5);
+        while !publisher.matching(b"dup").is_empty() {
+            assert!(Instant::now() < until, "the cancel never applied");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(publisher.subscriber_topics()[0], 1);
+        publisher.publish_dropping(record(&[b"dup", b"cancelled"]));
+        publisher.publish_dropping(record(&[b"end", b"last"]));
+        assert_eq!(
+            next_message(&mut subs[0], &mut bufs[0]).await,
+            vec![b"end".to_vec(), b"last".to_vec()]
+        );
+        // A subscriber that leaves frees exactly one place.
+        drop(subs.pop());
+        subscribers_are(&publisher, 7).await;
+        subs.push(raw_subscriber(publisher.endpoint(), &[b"\x01t"]).await);
+        subscribers_are(&publisher, 8).await;
+        assert!(refused_at_accept(publisher.endpoint()).await);
+        publisher.close().await;
+    }
 }
