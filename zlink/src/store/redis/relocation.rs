@@ -18,7 +18,7 @@ use crate::store::{RelocationStore, StoreError, StoreResult};
 
 /// KEYS: the payload. ARGV: bytes, retention ms. Equal bytes restart the retention;
 /// different bytes change nothing.
-const PUT: &str = r#"
+pub(super) const PUT: &str = r#"
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -34,7 +34,7 @@ return {'conflict'}
 /// KEYS: the payload. The bytes and their remaining TTL, read together. A payload with
 /// under a millisecond left is expired now (PTTL rounds it to 0): it is removed, so a put
 /// right after this read finds it gone, as the read said.
-const READ: &str = r#"
+pub(super) const READ: &str = r#"
 local cur = redis.call('GET', KEYS[1])
 if not cur then return {'missing'} end
 local ttl = redis.call('PTTL', KEYS[1])
@@ -46,10 +46,10 @@ return {'found', cur, ttl}
 "#;
 
 /// KEYS: the payload. ARGV: retention ms.
-const RENEW: &str = "return redis.call('PEXPIRE', KEYS[1], ARGV[1])";
+pub(super) const RENEW: &str = "return redis.call('PEXPIRE', KEYS[1], ARGV[1])";
 
 /// KEYS: the payload.
-const DELETE: &str = "return redis.call('DEL', KEYS[1])";
+pub(super) const DELETE: &str = "return redis.call('DEL', KEYS[1])";
 
 /// A [`RelocationStore`] kept in Redis (one server or a cluster). It may share a Redis
 /// deployment with the Location Store or not; give it its own key prefix either way.

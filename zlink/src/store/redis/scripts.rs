@@ -185,7 +185,7 @@ return {'next', redis.call('GET', KEYS[1])}
 mod tests {
     use super::*;
 
-    const ALL: [(&str, &str); 12] = [
+    const ALL: [(&str, &str); 16] = [
         ("claim", CLAIM_LEASE),
         ("renew", RENEW_LEASE),
         ("release", RELEASE_LEASE),
@@ -198,6 +198,10 @@ mod tests {
         ("read record", READ_RECORD),
         ("apply", APPLY_BATCH),
         ("next generation", NEXT_GENERATION),
+        ("relocation put", super::super::relocation::PUT),
+        ("relocation read", super::super::relocation::READ),
+        ("relocation renew", super::super::relocation::RENEW),
+        ("relocation delete", super::super::relocation::DELETE),
     ];
 
     /// Redis Cluster routes a script by its declared keys; a key built from ARGV would
