@@ -85,7 +85,7 @@ impl KeyBindings {
         if b.keys.len() >= MAX_BINDINGS {
             let mut holders: Vec<(usize, CurvePublicKey)> =
                 b.by_key.iter().map(|(k, rids)| (rids.len(), *k)).collect();
-            holders.sort_by(|x, y| y.0.cmp(&x.0));
+            holders.sort_by_key(|holder| std::cmp::Reverse(holder.0));
             let made_room = holders
                 .iter()
                 .any(|(_, holder)| b.forget_oldest_idle(holder, &live));
