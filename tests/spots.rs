@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use zlink::object::{
-    CreateDecision, Relocation, Spot, SpotContext, SpotCreation, SpotHandlers, SpotType,
+    ClosingReason, CreateDecision, Relocation, Spot, SpotContext, SpotCreation, SpotHandlers,
+    SpotType,
 };
 use zlink::{Bytes, ErrorKind, Message, PacketKind, Runtime};
 use zlink_testkit::{wait_until, RedisServer};
@@ -264,7 +265,8 @@ async fn only_one_factory_runs_under_a_creation_race_across_3_nodes() {
         1,
         "exactly one factory ran"
     );
-    // Create (not get-or-create) of an existing ID, and a type mismatch.
+    // Create (not get-or-create) takes a fresh ID. (Another type under an existing ID:
+    // `a_spot_get_or_create_with_another_type_is_type_mismatch`.)
     let again = nodes[0].spots().create("room", Bytes::new()).await.unwrap();
     assert!(
         matches!(again, SpotCreation::Created(..)),
@@ -1082,5 +1084,473 @@ async fn a_close_that_gives_up_waiting_stops_that_incarnation() {
     let said = a.spots().request("s", &Say("hi".into())).await.unwrap();
     assert_eq!(said.lines, 1, "the new incarnation starts empty");
     assert_eq!(counters.factories.load(Ordering::SeqCst), 2);
+    stop([a]).await;
+}
+
+/// A Spot that notes every `on_closing` it hears, with its ID, into a shared log.
+struct Tally {
+    said: usize,
+    reasons: Arc<std::sync::Mutex<Vec<(String, ClosingReason)>>>,
+}
+
+#[zlink::spot(type = "tally", relocation = disable)]
+impl Tally {
+    #[handler]
+    async fn say(&mut self, _say: Say, ctx: &SpotContext) -> zlink::Result<Said> {
+        self.said += 1;
+        Ok(Said {
+            lines: self.said,
+            by: ctx.runtime().rid().to_string(),
+            trace: None,
+        })
+    }
+}
+
+#[zlink::async_trait]
+impl Spot for Tally {
+    async fn on_closing(&mut self, ctx: &SpotContext, reason: ClosingReason) {
+        self.reasons
+            .lock()
+            .unwrap()
+            .push((ctx.id().to_string(), reason));
+    }
+}
+
+type Reasons = Arc<std::sync::Mutex<Vec<(String, ClosingReason)>>>;
+
+fn tally_type(reasons: &Reasons) -> SpotType {
+    let reasons = reasons.clone();
+    Tally::spot_type(move |_| Tally {
+        said: 0,
+        reasons: reasons.clone(),
+    })
+    .expect("a valid Spot type")
+}
+
+#[tokio::test]
+async fn a_spot_get_or_create_with_another_type_is_type_mismatch() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let reasons = Reasons::default();
+    // a serves both types, so the other type is not simply unknown.
+    let a = start(
+        discovered_node("a", &store, quick_lease())
+            .spot_type(room_type("a", &counters))
+            .spot_type(tally_type(&reasons)),
+    )
+    .await;
+    let b = plain_node("b", &store).await;
+    sees_servers(&b, &["a"]).await;
+    let SpotCreation::Created(room, _) = a.spots().get_or_create("r", "room", "").await.unwrap()
+    else {
+        panic!("not created")
+    };
+    b.spots().request("r", &Say("one".into())).await.unwrap();
+
+    // On the owner and from another node: the existing Spot's type wins.
+    for rt in [&a, &b] {
+        let other = rt
+            .spots()
+            .get_or_create("r", Tally::STABLE_TYPE, "")
+            .await
+            .unwrap_err();
+        assert_eq!(other.kind(), Some(ErrorKind::TypeMismatch), "{other}");
+    }
+    // The existing Spot is untouched: same incarnation, its state goes on, no factory or
+    // closing hook of either type ran.
+    assert_eq!(b.spots().find("r").await.unwrap(), Some(room));
+    let said = b.spots().request("r", &Say("two".into())).await.unwrap();
+    assert_eq!((said.lines, said.by.as_str()), (2, "a"));
+    assert_eq!(counters.factories.load(Ordering::SeqCst), 1);
+    assert!(reasons.lock().unwrap().is_empty());
+    assert_eq!(a.status().spots_owned, 1);
+    // The right type still finds it.
+    let same = b.spots().get_or_create("r", "room", "").await.unwrap();
+    assert!(matches!(same, SpotCreation::Existing(_)), "{same:?}");
+    stop([b, a]).await;
+}
+
+#[tokio::test]
+async fn missing_and_unavailable_are_distinct_results_each_reaching_only_its_caller() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = object_server("a", &store, &counters).await;
+    let warm = plain_node("warm", &store).await;
+    let cold = plain_node("cold", &store).await;
+    sees_servers(&warm, &["a"]).await;
+    sees_servers(&cold, &["a"]).await;
+    a.spots().get_or_create("r", "room", "").await.unwrap();
+    // `warm` has the route cached; `cold` never asked.
+    warm.spots()
+        .request("r", &Say("before".into()))
+        .await
+        .unwrap();
+    a.crash().await;
+    wait_until(WAIT, "both callers lost a", || async {
+        !peer_rids(&warm).contains(&"a".to_string()) && !peer_rids(&cold).contains(&"a".to_string())
+    })
+    .await;
+
+    // Interleaved from both callers: each request gets the result of its own ID, exactly.
+    let calls = [&warm, &cold].into_iter().flat_map(|rt| {
+        (0..4).map(move |i| async move {
+            let id = if i % 2 == 0 { "never-was" } else { "r" };
+            let result = rt.spots().request(id, &Say(format!("{i}"))).await;
+            (rt.rid().to_string(), id, result)
+        })
+    });
+    for (caller, id, result) in futures::future::join_all(calls).await {
+        let err = result.expect_err("neither ID can answer");
+        let want = if id == "never-was" {
+            ErrorKind::NotFound
+        } else {
+            ErrorKind::Unavailable
+        };
+        assert_eq!(err.kind(), Some(want), "{caller} asking {id}: {err}");
+    }
+    // Missing stays Missing (nothing was created for it), and the dead owner keeps its
+    // authority (Unavailable is not Missing).
+    assert_eq!(cold.spots().find("never-was").await.unwrap(), None);
+    assert!(cold.spots().find("r").await.unwrap().is_some());
+    assert_eq!(counters.factories.load(Ordering::SeqCst), 1);
+    stop([cold, warm]).await;
+}
+
+#[tokio::test]
+async fn a_spot_closing_hears_the_reason() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let reasons = Reasons::default();
+    let a =
+        start(discovered_node("a", &store, quick_lease()).spot_type(tally_type(&reasons))).await;
+    let b = plain_node("b", &store).await;
+    sees_servers(&b, &["a"]).await;
+    let mut refs = Vec::new();
+    for id in ["closed-here", "closed-remotely", "shut-down"] {
+        let SpotCreation::Created(spot, _) = a
+            .spots()
+            .get_or_create(id, Tally::STABLE_TYPE, "")
+            .await
+            .unwrap()
+        else {
+            panic!("{id} not created")
+        };
+        refs.push(spot);
+    }
+    assert!(a.spots().close(&refs[0]).await.unwrap());
+    // A close through the owner (command 48) is an explicit close too.
+    assert!(b.spots().close(&refs[1]).await.unwrap());
+    assert_eq!(
+        *reasons.lock().unwrap(),
+        [
+            ("closed-here".to_string(), ClosingReason::ExplicitClose),
+            ("closed-remotely".to_string(), ClosingReason::ExplicitClose),
+        ]
+    );
+    a.shutdown().await;
+    assert_eq!(
+        reasons.lock().unwrap()[2..],
+        [("shut-down".to_string(), ClosingReason::HostShutdown)],
+        "the node's shutdown was the last turn of the Spot still open, once"
+    );
+    stop([b]).await;
+}
+
+/// A request the held channel answers only when the test lets it.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Echoed)]
+pub struct Hold(pub String);
+
+/// A request for what a Spot has seen.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Seen)]
+pub struct Peek;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Seen {
+    pub generation: u64,
+    pub replies: Vec<String>,
+}
+
+const HELD: &str = "held";
+
+/// A channel whose answers wait at a gate: `entered` handlers are waiting or done,
+/// `answered` have returned their reply.
+#[derive(Clone)]
+pub struct HeldService {
+    open: Arc<tokio::sync::Semaphore>,
+    entered: Arc<AtomicUsize>,
+    answered: Arc<AtomicUsize>,
+}
+
+#[zlink::channel(server)]
+impl HeldService {
+    #[handler]
+    async fn hold(&self, hold: Hold, _ctx: &zlink::HandlerContext) -> zlink::Result<Echoed> {
+        self.entered.fetch_add(1, Ordering::SeqCst);
+        self.open.acquire().await.expect("open").forget();
+        self.answered.fetch_add(1, Ordering::SeqCst);
+        Ok(Echoed {
+            text: hold.0,
+            by: HELD.into(),
+            trace: None,
+        })
+    }
+}
+
+/// A Spot whose handler asks the held channel and keeps the replies it got.
+struct Asker {
+    replies: Vec<String>,
+    log: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[zlink::spot(type = "asker", relocation = disable)]
+impl Asker {
+    #[handler]
+    async fn ask(&mut self, ask: Ask, ctx: &SpotContext) -> zlink::Result<Echoed> {
+        let generation = ctx.generation();
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("gen {generation} asks {}", ask.0));
+        let patient = zlink::CallOptions::new().timeout(std::time::Duration::from_secs(10));
+        let reply = HeldServiceClient::new(&ctx.runtime(), HELD)
+            .hold_with(&Hold(ask.0), patient)
+            .await?;
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("gen {generation} resumed with {}", reply.text));
+        self.replies.push(reply.text.clone());
+        Ok(reply)
+    }
+
+    #[handler]
+    async fn peek(&mut self, _peek: Peek, ctx: &SpotContext) -> zlink::Result<Seen> {
+        Ok(Seen {
+            generation: ctx.generation(),
+            replies: self.replies.clone(),
+        })
+    }
+}
+
+impl Spot for Asker {}
+
+#[tokio::test]
+async fn a_reply_to_an_older_incarnation_is_never_delivered_to_a_re_created_spot() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let held = HeldService {
+        open: Arc::new(tokio::sync::Semaphore::new(0)),
+        entered: Arc::new(AtomicUsize::new(0)),
+        answered: Arc::new(AtomicUsize::new(0)),
+    };
+    let server = start(
+        discovered_node("held-server", &store, quick_lease()).channel_server(HELD, held.clone()),
+    )
+    .await;
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let asker_log = log.clone();
+    // A short request timeout: a close waits that long for a running turn, then stops it.
+    let a = start(
+        discovered_node("a", &store, quick_lease())
+            .request_timeout(std::time::Duration::from_millis(700))
+            .spot_type(
+                Asker::spot_type(move |_| Asker {
+                    replies: Vec::new(),
+                    log: asker_log.clone(),
+                })
+                .unwrap(),
+            ),
+    )
+    .await;
+    wait_until(WAIT, "a and the held server connected", || async {
+        peer_rids(&a) == ["held-server"]
+    })
+    .await;
+    let patient = || zlink::CallOptions::new().timeout(std::time::Duration::from_secs(10));
+
+    let SpotCreation::Created(first, _) = a
+        .spots()
+        .get_or_create("q", Asker::STABLE_TYPE, "")
+        .await
+        .unwrap()
+    else {
+        panic!("not created")
+    };
+    // The first incarnation asks the channel and waits for its reply inside its turn.
+    let old = tokio::spawn({
+        let a = a.clone();
+        async move {
+            a.spots()
+                .request_with("q", &Ask("for gen 1".into()), patient())
+                .await
+        }
+    });
+    wait_until(WAIT, "the first incarnation's request is held", || async {
+        held.entered.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    // Closed (the close gives up on the awaiting turn) and created again on the same node.
+    assert!(a.spots().close(&first).await.unwrap());
+    let ended = old.await.unwrap().unwrap_err();
+    assert_eq!(ended.kind(), Some(ErrorKind::ShuttingDown), "{ended}");
+    let SpotCreation::Created(second, _) = a
+        .spots()
+        .get_or_create("q", Asker::STABLE_TYPE, "")
+        .await
+        .unwrap()
+    else {
+        panic!("not re-created")
+    };
+    assert!(second.generation > first.generation);
+    // The new incarnation asks too, while the old reply is still outstanding.
+    let new = tokio::spawn({
+        let a = a.clone();
+        async move {
+            a.spots()
+                .request_with("q", &Ask("for gen 2".into()), patient())
+                .await
+        }
+    });
+    wait_until(WAIT, "the second incarnation's request is held", || async {
+        held.entered.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    // The old reply goes out first (the gate is FIFO), then the new one.
+    held.open.add_permits(1);
+    wait_until(WAIT, "the old reply was sent", || async {
+        held.answered.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    held.open.add_permits(1);
+    let got = new.await.unwrap().unwrap();
+    assert_eq!(got.text, "for gen 2", "the new turn got its own reply");
+    let seen = a.spots().request("q", &Peek).await.unwrap();
+    assert_eq!(seen.generation, second.generation);
+    assert_eq!(
+        seen.replies,
+        ["for gen 2"],
+        "nothing of the old incarnation arrived"
+    );
+    let log = log.lock().unwrap().clone();
+    assert_eq!(
+        log,
+        [
+            format!("gen {} asks for gen 1", first.generation),
+            format!("gen {} asks for gen 2", second.generation),
+            format!("gen {} resumed with for gen 2", second.generation),
+        ],
+        "the old turn never resumed"
+    );
+    assert_eq!(held.answered.load(Ordering::SeqCst), 2);
+    stop([a, server]).await;
+}
+
+/// A Spot whose `on_create` waits at a gate the test opens (one pass per creation).
+struct Slowpoke {
+    open: Arc<tokio::sync::Semaphore>,
+    deciding: Arc<AtomicUsize>,
+}
+
+#[zlink::async_trait]
+impl SpotHandlers for Slowpoke {
+    fn packets() -> Vec<(String, PacketKind)> {
+        Vec::new()
+    }
+
+    async fn handle(&mut self, _: &SpotContext, _: usize, _: Bytes) -> zlink::Result<Bytes> {
+        Ok(Bytes::new())
+    }
+}
+
+#[zlink::async_trait]
+impl Spot for Slowpoke {
+    async fn on_create(&mut self, _ctx: &SpotContext, _request: Bytes) -> CreateDecision {
+        self.deciding.fetch_add(1, Ordering::SeqCst);
+        self.open.acquire().await.expect("open").forget();
+        CreateDecision::Accept(Bytes::new())
+    }
+}
+
+/// How many creations one node runs at once (`MAX_ACTIVATIONS` in the object server).
+const ACTIVATION_CAP: usize = 128;
+
+/// Polls `value` for `window`: it never goes above `most`.
+async fn stays_at_most(window: std::time::Duration, most: usize, value: impl Fn() -> usize) {
+    let until = tokio::time::Instant::now() + window;
+    while tokio::time::Instant::now() < until {
+        assert!(value() <= most, "{} > {most}", value());
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(value() <= most, "{} > {most}", value());
+}
+
+#[tokio::test]
+async fn the_activation_cap_bounds_concurrent_creations() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let open = Arc::new(tokio::sync::Semaphore::new(0));
+    let factories = Arc::new(AtomicUsize::new(0));
+    let deciding = Arc::new(AtomicUsize::new(0));
+    let slow = {
+        let (open, factories, deciding) = (open.clone(), factories.clone(), deciding.clone());
+        SpotType::new("slowpoke", Relocation::Disable, move |_| {
+            factories.fetch_add(1, Ordering::SeqCst);
+            Slowpoke {
+                open: open.clone(),
+                deciding: deciding.clone(),
+            }
+        })
+        .unwrap()
+    };
+    let a = start(discovered_node("a", &store, quick_lease()).spot_type(slow)).await;
+    let done = Arc::new(AtomicUsize::new(0));
+    let creations: Vec<_> = (0..ACTIVATION_CAP + 2)
+        .map(|i| {
+            let (a, done) = (a.clone(), done.clone());
+            tokio::spawn(async move {
+                let created = a
+                    .spots()
+                    .get_or_create(&format!("cap-{i}"), "slowpoke", "")
+                    .await;
+                done.fetch_add(1, Ordering::SeqCst);
+                created
+            })
+        })
+        .collect();
+    wait_until(WAIT, "128 creations are deciding", || async {
+        deciding.load(Ordering::SeqCst) == ACTIVATION_CAP
+    })
+    .await;
+    // The other two wait for a slot: no factory of theirs runs while 128 are under way.
+    stays_at_most(
+        std::time::Duration::from_millis(300),
+        ACTIVATION_CAP,
+        || factories.load(Ordering::SeqCst),
+    )
+    .await;
+    assert_eq!(done.load(Ordering::SeqCst), 0);
+    // One creation finishes: exactly one waiting creation takes its slot.
+    open.add_permits(1);
+    wait_until(WAIT, "one finished and the 129th is deciding", || async {
+        done.load(Ordering::SeqCst) == 1 && deciding.load(Ordering::SeqCst) == ACTIVATION_CAP + 1
+    })
+    .await;
+    stays_at_most(
+        std::time::Duration::from_millis(200),
+        ACTIVATION_CAP + 1,
+        || factories.load(Ordering::SeqCst),
+    )
+    .await;
+    open.add_permits(ACTIVATION_CAP + 1);
+    for creation in creations {
+        let created = creation.await.unwrap().unwrap();
+        assert!(matches!(created, SpotCreation::Created(..)), "{created:?}");
+    }
+    assert_eq!(factories.load(Ordering::SeqCst), ACTIVATION_CAP + 2);
+    assert_eq!(a.status().spots_owned, ACTIVATION_CAP + 2);
     stop([a]).await;
 }

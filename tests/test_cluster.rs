@@ -120,3 +120,66 @@ async fn a_killed_owner_leaves_its_spots_unavailable() {
     .await;
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn test_cluster_runs_on_real_tcp_with_redis() {
+    let mut cluster = TestCluster::on_tcp_with_redis(3, |i, node| {
+        if i == 0 {
+            node.spot_type(Counter::spot_type(|_| Counter::default()).expect("a Spot type"))
+        } else {
+            node
+        }
+    })
+    .await;
+    assert!(cluster.redis().is_some(), "a real redis-server");
+    for i in 0..cluster.len() {
+        let endpoint = cluster.node(i).endpoint();
+        assert!(endpoint.starts_with("tcp://127.0.0.1:"), "{endpoint}");
+    }
+    // Created from n2, placed on n0 (the only node serving counters), called from n1.
+    let created = cluster
+        .node(2)
+        .spots()
+        .get_or_create("c", Counter::STABLE_TYPE, "")
+        .await
+        .unwrap();
+    assert!(
+        matches!(created, SpotCreation::Created(ref c, _) if c.rid == "n0"),
+        "{created:?}"
+    );
+    let counter = CounterClient::new(cluster.node(1), "c");
+    let cold = cluster.store_reads(1);
+    assert_eq!(counter.bump(&Bump).await.unwrap().0, 1);
+    assert_eq!(
+        cluster.store_reads(1),
+        cold + 1,
+        "a miss reads the store once"
+    );
+    for n in 2..=11 {
+        assert_eq!(counter.bump(&Bump).await.unwrap().0, n);
+    }
+    assert_eq!(
+        cluster.store_reads(1),
+        cold + 1,
+        "ten warm calls, zero store reads"
+    );
+
+    cluster.kill(0).await;
+    let quick = || CallOptions::new().timeout(Duration::from_millis(500));
+    wait_until(
+        Duration::from_secs(10),
+        "n1 finds the killed owner unavailable",
+        || async {
+            matches!(counter.bump_with(&Bump, quick()).await, Err(ref e) if e.is(ErrorKind::Unavailable))
+        },
+    )
+    .await;
+    // From a node with no cached route too: the authority stays with the dead owner, so it
+    // is Unavailable, not Missing, and nothing is created elsewhere.
+    let other = CounterClient::new(cluster.node(2), "c");
+    let dead = other.bump_with(&Bump, quick()).await.unwrap_err();
+    assert_eq!(dead.kind(), Some(ErrorKind::Unavailable), "{dead}");
+    let found = cluster.node(2).spots().find("c").await.unwrap();
+    assert!(matches!(found, Some(ref c) if c.rid == "n0"), "{found:?}");
+    cluster.shutdown().await;
+}
