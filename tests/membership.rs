@@ -17,6 +17,43 @@ use zlink_tests::*;
 
 type Log = Arc<Mutex<Vec<String>>>;
 
+/// One message handled, in the order handled on every node: (target, sender, sequence
+/// number, the node that ran it).
+type Handled = Arc<Mutex<Vec<(String, String, u64, String)>>>;
+
+/// One-way: number `seq` of `sender`'s sequence.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Mark {
+    pub sender: String,
+    pub seq: u64,
+}
+
+/// Request: number `seq` of `sender`'s sequence; the reply names the node that ran it.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Stamped)]
+pub struct Stamp {
+    pub sender: String,
+    pub seq: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Stamped(pub String);
+
+/// Holds the Actor's turn for this many milliseconds.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Stamped)]
+pub struct Pause(pub u64);
+
+/// Records one handled message of `target` on the node of `rt`, and answers that node.
+fn record(handled: &Handled, target: &str, sender: &str, seq: u64, rt: &Runtime) -> Stamped {
+    let node = rt.rid().to_string();
+    handled
+        .lock()
+        .unwrap()
+        .push((target.to_string(), sender.to_string(), seq, node.clone()));
+    Stamped(node)
+}
+
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
 pub struct Enter {
     pub spot: String,
@@ -50,6 +87,7 @@ pub struct Name;
 
 pub struct Room {
     log: Log,
+    handled: Handled,
 }
 
 #[zlink::spot(type = "room", relocation = recreate, actors = Player)]
@@ -57,6 +95,30 @@ impl Room {
     #[handler]
     async fn name(&mut self, _name: Name, ctx: &SpotContext) -> zlink::Result<Here> {
         Ok(Here(Some(ctx.id().to_string())))
+    }
+
+    #[handler]
+    async fn mark(&mut self, mark: Mark, ctx: &SpotContext) -> zlink::Result<()> {
+        record(
+            &self.handled,
+            ctx.id().as_str(),
+            &mark.sender,
+            mark.seq,
+            &ctx.runtime(),
+        );
+        Ok(())
+    }
+
+    #[handler]
+    async fn stamp(&mut self, stamp: Stamp, ctx: &SpotContext) -> zlink::Result<Stamped> {
+        let rt = ctx.runtime();
+        Ok(record(
+            &self.handled,
+            ctx.id().as_str(),
+            &stamp.sender,
+            stamp.seq,
+            &rt,
+        ))
     }
 
     #[on_actor_join]
@@ -111,6 +173,7 @@ impl Spot for Hall {}
 
 pub struct Player {
     log: Log,
+    handled: Handled,
     /// How many `meet` handlers run now, across the node's players.
     inside: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -128,6 +191,38 @@ impl Player {
     #[handler]
     async fn exit(&mut self, _exit: Exit, ctx: &ActorContext) -> zlink::Result<()> {
         ctx.leave_spot()
+    }
+
+    #[handler]
+    async fn mark(&mut self, mark: Mark, ctx: &ActorContext) -> zlink::Result<()> {
+        record(
+            &self.handled,
+            ctx.id().as_str(),
+            &mark.sender,
+            mark.seq,
+            &ctx.runtime(),
+        );
+        Ok(())
+    }
+
+    #[handler]
+    async fn stamp(&mut self, stamp: Stamp, ctx: &ActorContext) -> zlink::Result<Stamped> {
+        let rt = ctx.runtime();
+        Ok(record(
+            &self.handled,
+            ctx.id().as_str(),
+            &stamp.sender,
+            stamp.seq,
+            &rt,
+        ))
+    }
+
+    /// Records its start (sender "pause"), then holds the turn.
+    #[handler]
+    async fn pause(&mut self, pause: Pause, ctx: &ActorContext) -> zlink::Result<Stamped> {
+        let started = record(&self.handled, ctx.id().as_str(), "pause", 0, &ctx.runtime());
+        tokio::time::sleep(Duration::from_millis(pause.0)).await;
+        Ok(started)
     }
 
     #[handler]
@@ -197,6 +292,63 @@ impl Actor for Player {
     }
 }
 
+/// A Spot whose members may never move.
+pub struct Dais {
+    log: Log,
+}
+
+#[zlink::spot(type = "dais", relocation = recreate, actors = Pinned)]
+impl Dais {
+    #[on_actor_join]
+    async fn admit(
+        &mut self,
+        actor: &ActorRef,
+        _request: Bytes,
+        _ctx: &SpotContext,
+    ) -> JoinDecision {
+        self.log.lock().unwrap().push(format!("join {}", actor.id));
+        JoinDecision::Accept(Bytes::new())
+    }
+}
+
+impl Spot for Dais {}
+
+/// An Actor declared `relocation = disable`: it joins Spots of its own node only.
+pub struct Pinned {
+    log: Log,
+}
+
+#[zlink::actor(type = "pinned", relocation = disable)]
+impl Pinned {
+    #[handler]
+    async fn enter(&mut self, enter: Enter, ctx: &ActorContext) -> zlink::Result<()> {
+        ctx.join_spot(&enter.spot, enter.request.into_bytes())
+    }
+
+    #[handler]
+    async fn where_am_i(&mut self, _where: Where, ctx: &ActorContext) -> zlink::Result<Here> {
+        Ok(Here(ctx.spot().map(|s| s.to_string())))
+    }
+
+    /// The node that runs it.
+    #[handler]
+    async fn name(&mut self, _name: Name, ctx: &ActorContext) -> zlink::Result<Here> {
+        Ok(Here(Some(ctx.runtime().rid().to_string())))
+    }
+}
+
+#[zlink::async_trait]
+impl Actor for Pinned {
+    async fn on_join_completed(&mut self, ctx: &ActorContext, outcome: JoinOutcome) {
+        let line = match outcome {
+            JoinOutcome::Accepted { spot, .. } => format!("{} accepted {spot}", ctx.id()),
+            JoinOutcome::Rejected { .. } => format!("{} rejected", ctx.id()),
+            JoinOutcome::Failed(e) => format!("{} failed {:?}: {e}", ctx.id(), e.kind().unwrap()),
+        };
+        self.log.lock().unwrap().push(line);
+    }
+}
+
 /// What the Entry Spot tells the application, in order.
 struct EntryLog(Log);
 
@@ -240,15 +392,30 @@ async fn node_with_players(
     log: &Log,
     max_players: u32,
 ) -> Runtime {
+    node_recording(rid, redis, execution, log, max_players, &Handled::default()).await
+}
+
+/// [`node_with_players`], its rooms and players recording what they handle in `handled`.
+async fn node_recording(
+    rid: &str,
+    redis: &RedisServer,
+    execution: Execution,
+    log: &Log,
+    max_players: u32,
+    handled: &Handled,
+) -> Runtime {
     let store = redis_store(redis);
     let (room_log, player_log, inside) = (log.clone(), log.clone(), Arc::default());
+    let (room_handled, player_handled) = (handled.clone(), handled.clone());
     let rooms = Room::spot_type(move |_| Room {
         log: room_log.clone(),
+        handled: room_handled.clone(),
     })
     .and_then(|t| t.execution(execution))
     .unwrap();
     let players = Player::actor_type(move |_| Player {
         log: player_log.clone(),
+        handled: player_handled.clone(),
         inside: Arc::clone(&inside),
     })
     .unwrap()
@@ -274,11 +441,13 @@ async fn node_as(
     let (room_log, player_log, inside) = (log.clone(), log.clone(), Arc::default());
     let rooms = Room::spot_type(move |_| Room {
         log: room_log.clone(),
+        handled: Handled::default(),
     })
     .and_then(|t| t.execution(execution))
     .unwrap();
     let players = Player::actor_type(move |_| Player {
         log: player_log.clone(),
+        handled: Handled::default(),
         inside: Arc::clone(&inside),
     })
     .unwrap();
@@ -382,6 +551,7 @@ async fn a_declined_or_impossible_join_keeps_the_actor_where_it_was() {
         discovered_node("b", &store, quick_lease()).spot_type(
             Room::spot_type(|_| Room {
                 log: Log::default(),
+                handled: Handled::default(),
             })
             .unwrap(),
         ),
@@ -600,6 +770,100 @@ async fn a_join_to_a_spot_on_another_node_moves_the_actor_with_the_callbacks_in_
     stop([a, b]).await;
 }
 
+/// A node serving daises and pinned Actors, logging into `log`.
+async fn pinned_node(rid: &str, redis: &RedisServer, log: &Log) -> Runtime {
+    let store = redis_store(redis);
+    let (dais_log, pinned_log) = (log.clone(), log.clone());
+    start(
+        discovered_node(rid, &store, quick_lease())
+            .spot_type(
+                Dais::spot_type(move |_| Dais {
+                    log: dais_log.clone(),
+                })
+                .unwrap(),
+            )
+            .actor_type(
+                Pinned::actor_type(move |_| Pinned {
+                    log: pinned_log.clone(),
+                })
+                .unwrap(),
+            ),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_cross_node_join_of_an_actor_that_may_not_move_fails_rejected_and_keeps_it_home() {
+    let redis = RedisServer::start().expect("redis-server");
+    let log = Log::default();
+    // b alone places the dais on itself; both nodes serve daises and pinned Actors.
+    let b = pinned_node("b", &redis, &log).await;
+    b.spots().get_or_create("far", "dais", "").await.unwrap();
+    assert_eq!(b.spots().find("far").await.unwrap().unwrap().rid, "b");
+    let a = pinned_node("a", &redis, &log).await;
+    zlink_testkit::wait_until(WAIT, "a and b see each other's Entry Spots", || async {
+        [&a, &b].iter().all(|rt| {
+            rt.discovery()
+                .status()
+                .is_some_and(|s| s.members.iter().any(|m| m.entry_spot.is_some()))
+        })
+    })
+    .await;
+    let created = loop {
+        // Placement picks a or b; the test wants the Actor on a.
+        let made = a.actors().create("pin", "pinned").await.unwrap();
+        if made.rid == "a" {
+            break made;
+        }
+        a.actors().destroy(&made).await.unwrap();
+    };
+    let pin = PinnedClient::new(&a, "pin");
+    let entry = pin.where_am_i(&Where).await.unwrap().0;
+    assert!(entry.as_deref().is_some_and(is_entry_spot_id));
+    pin.enter(&Enter {
+        spot: "far".into(),
+        request: "hi".into(),
+    })
+    .await
+    .unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let outcome = loop {
+        let found = log
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|l| l.starts_with("pin "))
+            .cloned();
+        if let Some(line) = found {
+            break line;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no Join outcome");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert!(
+        outcome.starts_with("pin failed Rejected:") && outcome.contains("relocation = disable"),
+        "{outcome}"
+    );
+    // Refused before anything: the dais on b was never asked, nothing arrived on b, and
+    // the Actor runs on at a, same incarnation, in its Entry Spot.
+    assert_eq!(*log.lock().unwrap(), [outcome]);
+    assert_eq!(b.status().actors_owned, 0);
+    assert_eq!(a.actors().find("pin").await.unwrap(), Some(created));
+    assert_eq!(pin.where_am_i(&Where).await.unwrap().0, entry);
+    assert_eq!(pin.name(&Name).await.unwrap().0.as_deref(), Some("a"));
+    assert_eq!(
+        PinnedClient::new(&b, "pin")
+            .name(&Name)
+            .await
+            .unwrap()
+            .0
+            .as_deref(),
+        Some("a"),
+        "answered by a, from b too"
+    );
+    stop([a, b]).await;
+}
+
 #[tokio::test]
 async fn a_per_actor_spot_moves_its_shell_then_each_member_and_to_spot_and_to_actor_follow_their_own_owners(
 ) {
@@ -666,6 +930,226 @@ async fn a_per_actor_spot_moves_its_shell_then_each_member_and_to_spot_and_to_ac
         log.lock().unwrap()
     );
     stop([a, b]).await;
+}
+
+/// Where a sender's sequence goes: to a Spot (ToSpot) or to an Actor (ToActor).
+#[derive(Clone, Copy)]
+enum To {
+    Spot,
+    Actor,
+}
+
+/// Sends `sender`'s sequence 0, 1, … to `target` from `rt` until `stop`: one-ways, every
+/// third a request, and the last one a request (its answer means everything before it
+/// ran). Returns how many it sent and the node of each answer, in order.
+async fn send_sequence(
+    rt: Runtime,
+    to: To,
+    target: &'static str,
+    sender: &'static str,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> zlink::Result<(u64, Vec<String>)> {
+    let mut answers = Vec::new();
+    let mut seq = 0;
+    loop {
+        let last = stop.load(std::sync::atomic::Ordering::SeqCst);
+        let sender = sender.to_string();
+        if last || seq % 3 == 2 {
+            let stamp = Stamp { sender, seq };
+            let by = match to {
+                To::Spot => RoomClient::new(&rt, target).stamp(&stamp).await?,
+                To::Actor => PlayerClient::new(&rt, target).stamp(&stamp).await?,
+            };
+            answers.push(by.0);
+        } else {
+            let mark = Mark { sender, seq };
+            match to {
+                To::Spot => RoomClient::new(&rt, target).mark(&mark).await?,
+                To::Actor => PlayerClient::new(&rt, target).mark(&mark).await?,
+            }
+        }
+        seq += 1;
+        if last {
+            return Ok((seq, answers));
+        }
+    }
+}
+
+/// How many messages of `target` were handled since entry `from`.
+fn handled_since(handled: &Handled, from: usize, target: &str) -> usize {
+    let handled = handled.lock().unwrap();
+    handled[from.min(handled.len())..]
+        .iter()
+        .filter(|h| h.0 == target)
+        .count()
+}
+
+/// `nodes` is a run of `first` then a run of `then`, each at least one long.
+fn switches_once(nodes: &[String], first: &str, then: &str) -> bool {
+    let switch = nodes.iter().position(|n| n != first).unwrap_or(nodes.len());
+    switch > 0 && switch < nodes.len() && nodes[switch..].iter().all(|n| n == then)
+}
+
+#[tokio::test]
+async fn a_per_actor_spot_member_move_under_traffic_keeps_to_spot_and_to_actor_queues_apart() {
+    let redis = RedisServer::start().expect("redis-server");
+    let (log, handled) = (Log::default(), Handled::default());
+    // a alone: the room and its players start there.
+    let a = node_recording("a", &redis, Execution::PerActor, &log, 0, &handled).await;
+    a.spots().get_or_create("pt", "room", "").await.unwrap();
+    for player in ["t1", "t2"] {
+        a.actors().create(player, "player").await.unwrap();
+        PlayerClient::new(&a, player)
+            .enter(&Enter {
+                spot: "pt".into(),
+                request: String::new(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(spot_of(&a, player).await.as_deref(), Some("pt"));
+    }
+    // b takes one player only: t1 follows its Spot there, t2 cannot and stays on a.
+    let b = node_recording(
+        "b",
+        &redis,
+        Execution::PerActor,
+        &Log::default(),
+        1,
+        &handled,
+    )
+    .await;
+    let store = redis_store(&redis);
+    let client = start(discovered_node("client", &store, quick_lease())).await;
+    zlink_testkit::wait_until(WAIT, "a and the client see b's Entry Spot", || async {
+        [&a, &client].iter().all(|rt| {
+            rt.discovery().status().is_some_and(|s| {
+                s.members
+                    .iter()
+                    .any(|m| m.rid == "b" && m.entry_spot.is_some())
+            }) && peer_rids(rt).iter().any(|p| p == "b")
+        })
+    })
+    .await;
+    log.lock().unwrap().clear();
+    // Senders keep going to the Spot (from the client and from a) and to each Actor.
+    let stop_flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let plan = [
+        (&client, To::Spot, "pt", "client-pt"),
+        (&a, To::Spot, "pt", "a-pt"),
+        (&client, To::Actor, "t1", "client-t1"),
+        (&client, To::Actor, "t2", "client-t2"),
+    ];
+    let senders: Vec<_> = plan
+        .iter()
+        .map(|(rt, to, target, sender)| {
+            let run = send_sequence((*rt).clone(), *to, target, sender, stop_flag.clone());
+            (*target, *sender, tokio::spawn(run))
+        })
+        .collect();
+    zlink_testkit::wait_until(WAIT, "every target handles traffic", || async {
+        ["pt", "t1", "t2"]
+            .iter()
+            .all(|t| handled_since(&handled, 0, t) >= 30)
+    })
+    .await;
+    // t1 is in a long turn when the Spot moves: the shell moves first and serves on b
+    // while t1's own queue still waits on a; then t1 moves, with its queue.
+    let pausing = tokio::spawn({
+        let client = client.clone();
+        async move { PlayerClient::new(&client, "t1").pause(&Pause(800)).await }
+    });
+    zlink_testkit::wait_until(WAIT, "t1 is in its long turn", || async {
+        handled.lock().unwrap().iter().any(|h| h.1 == "pause")
+    })
+    .await;
+    let moved = a.spots().relocate("pt", Some("b")).await.unwrap();
+    assert_eq!(moved.rid, "b");
+    assert_eq!(
+        pausing.await.unwrap().unwrap().0,
+        "a",
+        "the long turn ended on a"
+    );
+    assert_eq!(owners_of(&a, &["t1", "t2"]).await, ["b", "a"]);
+    let at_move = handled.lock().unwrap().len();
+    zlink_testkit::wait_until(
+        WAIT,
+        "every target handles traffic after the move",
+        || async {
+            ["pt", "t1", "t2"]
+                .iter()
+                .all(|t| handled_since(&handled, at_move, t) >= 30)
+        },
+    )
+    .await;
+    stop_flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut answers = std::collections::HashMap::new();
+    for (target, sender, task) in senders {
+        let (sent, nodes) = task
+            .await
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{sender}: a call to {target} failed: {e}"));
+        // Exactly once and in order, per sender and target.
+        let seen: Vec<u64> = handled
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|h| h.0 == target && h.1 == sender)
+            .map(|h| h.2)
+            .collect();
+        assert_eq!(
+            seen,
+            (0..sent).collect::<Vec<_>>(),
+            "{sender} to {target}: every message handled once, in the order sent"
+        );
+        let on_b = nodes.iter().filter(|n| *n == "b").count();
+        println!(
+            "{sender} to {target}: {sent} sent, {} answered ({on_b} by b)",
+            nodes.len()
+        );
+        answers.insert(sender, nodes);
+    }
+    // ToSpot follows the Spot's authority: a until the shell moved, b from then on.
+    let spot_owner = a.spots().find("pt").await.unwrap().unwrap().rid;
+    assert_eq!(spot_owner, "b");
+    for sender in ["client-pt", "a-pt"] {
+        assert!(
+            switches_once(&answers[sender], "a", "b"),
+            "{sender}: answered by a, then by the Spot's new owner: {:?}",
+            answers[sender]
+        );
+    }
+    // ToActor follows each member's own owner: t1 switched with its own move, t2 stayed.
+    assert!(
+        switches_once(&answers["client-t1"], "a", "b"),
+        "{:?}",
+        answers["client-t1"]
+    );
+    assert!(answers["client-t2"].iter().all(|n| n == "a"));
+    // The two queues switched apart: the Spot already ran on b while t1's queue waited
+    // on a behind the long turn.
+    let order = handled.lock().unwrap().clone();
+    let first_on_b = |target: &str| {
+        order
+            .iter()
+            .position(|h| h.0 == target && h.3 == "b")
+            .unwrap()
+    };
+    assert!(
+        first_on_b("pt") < first_on_b("t1"),
+        "ToSpot switched to b before ToActor of t1"
+    );
+    assert!(
+        order[first_on_b("t1")..]
+            .iter()
+            .all(|h| h.0 != "t1" || h.3 == "b"),
+        "nothing of t1 ran on a after it ran on b"
+    );
+    assert!(
+        log.lock().unwrap().is_empty(),
+        "a host move calls no membership callback: {:?}",
+        log.lock().unwrap()
+    );
+    stop([a, b, client]).await;
 }
 
 async fn owners_of(rt: &Runtime, actors: &[&str]) -> Vec<String> {

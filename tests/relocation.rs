@@ -228,6 +228,19 @@ async fn with_message_follow_off_the_old_route_is_unavailable_and_not_resubmitte
     stop(m.nodes).await;
 }
 
+/// Creates Actor `id` of `stable_type` through `client` until placement puts it on node
+/// `rid` (a miss is destroyed and tried again).
+async fn create_on(client: &zlink::Runtime, id: &str, stable_type: &str, rid: &str) {
+    for _ in 0..100 {
+        let made = client.actors().create(id, stable_type).await.unwrap();
+        if made.rid == rid {
+            return;
+        }
+        assert!(client.actors().destroy(&made).await.unwrap());
+    }
+    panic!("placement never put {id} on {rid}");
+}
+
 #[tokio::test]
 async fn relocate_all_moves_every_movable_actor_while_callers_keep_calling() {
     let redis = RedisServer::start().expect("redis-server");
@@ -251,32 +264,23 @@ async fn relocate_all_moves_every_movable_actor_while_callers_keep_calling() {
         })
         .await;
     }
-    for n in 0..20 {
+    // At least one counter on a; the others wherever placement puts them. One Actor that
+    // may not move on each node: a's blocks a's drain, b's is not a's business.
+    create_on(client, "d0", "counter", "a").await;
+    for n in 1..20 {
         client
             .actors()
             .create(&format!("d{n}"), "counter")
             .await
             .unwrap();
     }
-    for n in 0..2 {
-        client
-            .actors()
-            .create(&format!("fixed{n}"), "anchor")
-            .await
-            .unwrap();
-    }
+    create_on(client, "fixed-a", "anchor", "a").await;
+    create_on(client, "fixed-b", "anchor", "b").await;
     let mut on_a = Vec::new();
-    let mut anchors_on_a = Vec::new();
     for n in 0..20 {
         let id = format!("d{n}");
         if client.actors().find(&id).await.unwrap().unwrap().rid == "a" {
             on_a.push(id);
-        }
-    }
-    for n in 0..2 {
-        let id = format!("fixed{n}");
-        if client.actors().find(&id).await.unwrap().unwrap().rid == "a" {
-            anchors_on_a.push(id);
         }
     }
     // A caller keeps calling every counter while a relocates them all.
@@ -307,15 +311,18 @@ async fn relocate_all_moves_every_movable_actor_while_callers_keep_calling() {
     on_a.sort();
     assert_eq!(moved, on_a, "every counter a owned moved");
     assert!(report.moved.iter().all(|r| r.rid == "b"));
-    assert!(report.failed.is_empty(), "{:?}", report.failed);
-    let mut blocked: Vec<String> = report.blocked.iter().map(|b| b.id.clone()).collect();
-    blocked.sort();
-    assert_eq!(blocked, anchors_on_a);
+    let blocked: Vec<&str> = report.blocked.iter().map(|b| b.id.as_str()).collect();
+    assert_eq!(
+        blocked,
+        ["fixed-a"],
+        "the Actor that may not move is reported"
+    );
     assert!(report
         .blocked
         .iter()
         .all(|b| b.reason == zlink::object::BlockedReason::RelocationDisabled && !b.is_spot));
-    assert_eq!(a.status().actors_owned, anchors_on_a.len());
+    assert!(!report.is_complete());
+    assert_eq!(a.status().actors_owned, 1, "only the blocked Actor stayed");
     let mut total = 0;
     for n in 0..20 {
         let counted = CounterClient::new(client, format!("d{n}"))
@@ -326,17 +333,35 @@ async fn relocate_all_moves_every_movable_actor_while_callers_keep_calling() {
         total += counted.total;
     }
     assert_eq!(total, calls, "every call ran exactly once");
-    // While relocated (everything movable left), a takes no new Actors.
-    if report.is_complete() {
-        for n in 0..5 {
-            let made = client
-                .actors()
-                .create(&format!("new{n}"), "counter")
-                .await
-                .unwrap();
-            assert_eq!(made.rid, "b");
-        }
+    // Not everything could leave: a serves again and takes new Actors.
+    create_on(client, "back", "counter", "a").await;
+    // Once nothing blocks it, the drain is complete, and a takes no new Actors.
+    let fixed = client.actors().find("fixed-a").await.unwrap().unwrap();
+    assert!(client.actors().destroy(&fixed).await.unwrap());
+    let report = a.relocate_all().await.unwrap();
+    assert!(report.is_complete(), "{report:?}");
+    let moved: Vec<(&str, &str)> = report
+        .moved
+        .iter()
+        .map(|r| (r.id.as_str(), r.rid.as_str()))
+        .collect();
+    assert_eq!(moved, [("back", "b")]);
+    assert_eq!(a.status().actors_owned, 0);
+    for n in 0..10 {
+        let made = client
+            .actors()
+            .create(&format!("new{n}"), "counter")
+            .await
+            .unwrap();
+        assert_eq!(
+            made.rid, "b",
+            "a relocated everything and takes nothing new"
+        );
     }
+    assert_eq!(
+        client.actors().find("fixed-b").await.unwrap().unwrap().rid,
+        "b"
+    );
     stop(nodes).await;
 }
 
@@ -712,4 +737,268 @@ async fn bound_routes_are_sealed_for_a_move_released_when_it_is_cancelled_and_sw
     let counter = CounterClient::new(client, "refused");
     assert_eq!(counter.add(&Add(1)).await.unwrap().by, "a");
     stop(m.nodes).await;
+}
+
+#[tokio::test]
+async fn relocate_without_a_target_moves_to_a_node_picked_by_placement() {
+    // a and c take placements; b serves the type with placement weight 0, so placement
+    // never picks it. Whichever of a and c owns the Actor, the only node placement may
+    // pick for a move without a target is the other one.
+    let m = mesh_custom(&["a", "b", "c"], 0, |rid, _, builder| match rid {
+        "c" => builder.placement_weight(100),
+        _ => builder,
+    })
+    .await;
+    let client = &m.nodes[3];
+    let node = |rid: &str| m.nodes.iter().find(|n| n.rid() == rid).unwrap().clone();
+    let created = client.actors().create("p1", "counter").await.unwrap();
+    assert_ne!(created.rid, "b", "placement skips weight 0");
+    let counter = CounterClient::new(client, "p1");
+    assert_eq!(counter.add(&Add(5)).await.unwrap().total, 5);
+    // A caller keeps calling while the Actor is moved again and again.
+    let stop_calls = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let caller = tokio::spawn({
+        let (client, stop_calls) = (client.clone(), stop_calls.clone());
+        async move {
+            let counter = CounterClient::new(&client, "p1");
+            let mut answers = Vec::new();
+            while !stop_calls.load(Ordering::Relaxed) {
+                answers.push(counter.add(&Add(1)).await?);
+            }
+            Ok::<_, zlink::Error>(answers)
+        }
+    });
+    wait_until(WAIT, "the caller's calls run", || async {
+        m.seen.handled_by.lock().unwrap().len() >= 5
+    })
+    .await;
+    let mut at = created.rid.clone();
+    for _ in 0..6 {
+        let moved = node(&at).actors().relocate("p1", None).await.unwrap();
+        let other = if at == "a" { "c" } else { "a" };
+        assert_eq!(
+            moved.rid, other,
+            "placement picks a node serving the type: not the source, not weight 0"
+        );
+        assert_eq!(moved.generation, created.generation, "the same incarnation");
+        assert_eq!(
+            client.actors().find("p1").await.unwrap(),
+            Some(moved.clone())
+        );
+        assert_eq!(node(&at).status().actors_owned, 0, "nothing left behind");
+        at = moved.rid;
+    }
+    stop_calls.store(true, Ordering::Relaxed);
+    let answers = caller
+        .await
+        .unwrap()
+        .expect("every call was answered during the moves");
+    // State preserved across six moves: each call saw the total one higher than the last.
+    let totals: Vec<u64> = answers.iter().map(|c| c.total).collect();
+    let expected: Vec<u64> = (6..6 + answers.len() as u64).collect();
+    assert_eq!(
+        totals, expected,
+        "every call ran once, in order, on the moved state"
+    );
+    assert!(answers.iter().all(|c| c.by != "b"), "b never ran the Actor");
+    let last = counter.add(&Add(0)).await.unwrap();
+    assert_eq!(
+        (last.total, last.by.as_str()),
+        (5 + answers.len() as u64, at.as_str())
+    );
+    assert!(!m.seen.handled_by.lock().unwrap().iter().any(|n| n == "b"));
+    assert_eq!(m.nodes[1].status().actors_owned, 0);
+    stop(m.nodes).await;
+}
+
+/// One-way to a [`Brittle`]: which part of its state adapter fails from now on
+/// ("capture", "restore", or anything else for none).
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Spoil(pub String);
+
+/// What a [`Brittle`] keeps and moves.
+#[derive(Default, Serialize, Deserialize)]
+struct BrittleState {
+    total: u64,
+    log: Vec<u64>,
+    /// The restore of this state fails.
+    poisoned: bool,
+}
+
+/// A `preserve` Actor whose capture, or whose restore on the node it moves to, fails on
+/// demand.
+pub struct Brittle {
+    node: String,
+    state: BrittleState,
+    fail_capture: bool,
+}
+
+impl RelocationState for Brittle {
+    fn capture(&self) -> zlink::Result<Vec<u8>> {
+        if self.fail_capture {
+            return Err(zlink::Error::new(
+                ErrorKind::InternalFailure,
+                "the brittle state cannot be captured",
+            ));
+        }
+        serde_json::to_vec(&self.state).map_err(|e| zlink::Error::InvalidArgument(e.to_string()))
+    }
+
+    fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
+        let state: BrittleState = serde_json::from_slice(state)
+            .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))?;
+        if state.poisoned {
+            return Err(zlink::Error::new(
+                ErrorKind::InternalFailure,
+                "the brittle state cannot be restored",
+            ));
+        }
+        self.state = state;
+        Ok(())
+    }
+}
+
+impl Brittle {
+    fn counted(&self, ctx: &ActorContext) -> Counted {
+        Counted {
+            total: self.state.total,
+            by: self.node.clone(),
+            generation: ctx.generation(),
+        }
+    }
+}
+
+#[zlink::actor(type = "brittle", relocation = preserve)]
+impl Brittle {
+    #[handler]
+    async fn add(&mut self, add: Add, ctx: &ActorContext) -> zlink::Result<Counted> {
+        self.state.total += add.0;
+        Ok(self.counted(ctx))
+    }
+
+    #[handler]
+    async fn log(&mut self, log: Log, _ctx: &ActorContext) -> zlink::Result<()> {
+        self.state.log.push(log.0);
+        Ok(())
+    }
+
+    #[handler]
+    async fn hold(&mut self, hold: Hold, ctx: &ActorContext) -> zlink::Result<Counted> {
+        tokio::time::sleep(Duration::from_millis(hold.0)).await;
+        Ok(self.counted(ctx))
+    }
+
+    #[handler]
+    async fn show(&mut self, _show: Show, _ctx: &ActorContext) -> zlink::Result<History> {
+        Ok(History {
+            log: self.state.log.clone(),
+            ticks: 0,
+            by: self.node.clone(),
+        })
+    }
+
+    #[handler]
+    async fn spoil(&mut self, spoil: Spoil, _ctx: &ActorContext) -> zlink::Result<()> {
+        self.fail_capture = spoil.0 == "capture";
+        self.state.poisoned = spoil.0 == "restore";
+        Ok(())
+    }
+}
+
+impl Actor for Brittle {}
+
+/// Moves a [`Brittle`] from a to b with its adapter failing at `part`, a long turn running
+/// and work queued behind it: the move fails, and the Actor runs on at a with its queue
+/// and state, nothing of it left on b. Returns the move's error and the nodes whose
+/// factory built a Brittle.
+async fn a_failing_adapter_cancels_the_move(id: &str, part: &str) -> (zlink::Error, Vec<String>) {
+    let built = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let m = mesh_custom(&["a", "b"], 0, |rid, _, builder| {
+        let (node, built) = (rid.to_string(), built.clone());
+        builder.actor_type(
+            Brittle::actor_type(move |_| {
+                built.lock().unwrap().push(node.clone());
+                Brittle {
+                    node: node.clone(),
+                    state: BrittleState::default(),
+                    fail_capture: false,
+                }
+            })
+            .unwrap(),
+        )
+    })
+    .await;
+    let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
+    let created = client.actors().create(id, "brittle").await.unwrap();
+    assert_eq!(created.rid, "a");
+    let brittle = BrittleClient::new(client, id);
+    brittle.add(&Add(3)).await.unwrap();
+    for n in 0..5 {
+        brittle.log(&Log(n)).await.unwrap();
+    }
+    brittle.spoil(&Spoil(part.to_string())).await.unwrap();
+    brittle.show(&Show).await.unwrap(); // the one-way ran
+    let holding = tokio::spawn({
+        let brittle = BrittleClient::new(client, id);
+        async move { brittle.hold(&Hold(200)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    for n in 5..10 {
+        brittle.log(&Log(n)).await.unwrap();
+    }
+    let queued = tokio::spawn({
+        let brittle = BrittleClient::new(client, id);
+        async move { brittle.add(&Add(1)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let err = a.actors().relocate(id, Some("b")).await.unwrap_err();
+    assert_eq!(holding.await.unwrap().unwrap().by, "a");
+    let after_queue = queued.await.unwrap().unwrap();
+    assert_eq!(
+        (after_queue.total, after_queue.by.as_str()),
+        (4, "a"),
+        "the queued call ran on a, on the kept state"
+    );
+    let history = brittle.show(&Show).await.unwrap();
+    assert_eq!(
+        (history.log, history.by.as_str()),
+        ((0..10).collect::<Vec<_>>(), "a"),
+        "the queue ran on a, in order, nothing lost"
+    );
+    let next = brittle.add(&Add(10)).await.unwrap();
+    assert_eq!((next.total, next.by.as_str()), (14, "a"));
+    assert_eq!(next.generation, created.generation);
+    assert_eq!(client.actors().find(id).await.unwrap(), Some(created));
+    assert_eq!((a.status().actors_owned, b.status().actors_owned), (1, 0));
+    let built_then = built.lock().unwrap().clone();
+    // Nothing was left on b to refuse a later move: with the adapter mended, it moves
+    // there with its state.
+    brittle.spoil(&Spoil(String::new())).await.unwrap();
+    brittle.show(&Show).await.unwrap(); // the one-way ran
+    let moved = a.actors().relocate(id, Some("b")).await.unwrap();
+    assert_eq!(moved.rid, "b");
+    let there = brittle.add(&Add(0)).await.unwrap();
+    assert_eq!((there.total, there.by.as_str()), (14, "b"));
+    assert_eq!(
+        brittle.show(&Show).await.unwrap().log,
+        (0..10).collect::<Vec<_>>()
+    );
+    stop(m.nodes).await;
+    (err, built_then)
+}
+
+#[tokio::test]
+async fn a_capture_that_fails_cancels_the_move_and_the_source_keeps_serving() {
+    let (err, built) = a_failing_adapter_cancels_the_move("bc1", "capture").await;
+    assert!(err.is(ErrorKind::InternalFailure), "{err}");
+    assert!(err.to_string().contains("cannot be captured"), "{err}");
+    assert_eq!(built, ["a"], "b never built an instance");
+}
+
+#[tokio::test]
+async fn a_restore_that_fails_on_the_target_cancels_the_move_and_the_source_keeps_serving() {
+    let (err, built) = a_failing_adapter_cancels_the_move("br1", "restore").await;
+    assert!(err.is(ErrorKind::InternalFailure), "{err}");
+    assert!(err.to_string().contains("cannot be restored"), "{err}");
+    assert_eq!(built, ["a", "b"], "b built one instance, and dropped it");
 }

@@ -2,10 +2,17 @@
 //! real TCP on 127.0.0.1 and a real `redis-server`, with the testkit's store faults and
 //! crashed nodes.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zlink::ErrorKind;
+use serde::{Deserialize, Serialize};
+use zlink::object::{Actor, ActorContext, RelocationState};
+use zlink::store::{
+    PayloadRead, PayloadRef, PutOutcome, ReadOutcome, RecordKey, RelocationStore, RenewOutcome,
+    StoreResult,
+};
+use zlink::{Bytes, ErrorKind};
 use zlink_testkit::{wait_until, FaultyLocationStore};
 use zlink_tests::relocating::*;
 use zlink_tests::*;
@@ -279,4 +286,195 @@ async fn a_lost_relay_ready_leaves_exactly_one_owner_the_source() {
         "one owner, one state"
     );
     stop(m.nodes).await;
+}
+
+/// A `preserve` Actor with a state too large to travel inside the restore: a move puts it
+/// in the Relocation Store first.
+pub struct Bulky {
+    bytes: Vec<u8>,
+}
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Weighed)]
+pub struct Fill(pub u32);
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Weighed)]
+pub struct Weigh;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Weighed {
+    pub len: usize,
+}
+
+impl RelocationState for Bulky {
+    fn capture(&self) -> zlink::Result<Vec<u8>> {
+        Ok(self.bytes.clone())
+    }
+
+    fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
+        self.bytes = state.to_vec();
+        Ok(())
+    }
+}
+
+#[zlink::actor(type = "bulky", relocation = preserve)]
+impl Bulky {
+    #[handler]
+    async fn fill(&mut self, fill: Fill, _ctx: &ActorContext) -> zlink::Result<Weighed> {
+        self.bytes = vec![7; fill.0 as usize];
+        Ok(Weighed {
+            len: self.bytes.len(),
+        })
+    }
+
+    #[handler]
+    async fn weigh(&mut self, _weigh: Weigh, _ctx: &ActorContext) -> zlink::Result<Weighed> {
+        Ok(Weighed {
+            len: self.bytes.len(),
+        })
+    }
+}
+
+impl Actor for Bulky {}
+
+fn bulky_type() -> zlink::object::ActorType {
+    Bulky::actor_type(|_| Bulky { bytes: Vec::new() }).unwrap()
+}
+
+/// The process's Relocation Store, except that a put never completes: the node that
+/// uses it stops in the middle of a move, sealed and captured, before any restore is
+/// sent, for as long as the test wants.
+struct StuckPuts {
+    inner: Arc<dyn RelocationStore>,
+    waiting: AtomicUsize,
+}
+
+#[zlink::async_trait]
+impl RelocationStore for StuckPuts {
+    async fn put(
+        &self,
+        _reference: &PayloadRef,
+        _bytes: &Bytes,
+        _retention: Duration,
+    ) -> StoreResult<PutOutcome> {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        std::future::pending().await
+    }
+
+    async fn read(&self, reference: &PayloadRef) -> StoreResult<PayloadRead> {
+        self.inner.read(reference).await
+    }
+
+    async fn renew(
+        &self,
+        reference: &PayloadRef,
+        retention: Duration,
+    ) -> StoreResult<RenewOutcome> {
+        self.inner.renew(reference, retention).await
+    }
+
+    async fn delete(&self, reference: &PayloadRef) -> StoreResult<()> {
+        self.inner.delete(reference).await
+    }
+}
+
+/// Actor `id`'s authority record exactly as the Location Store holds it: its bytes and
+/// its version (any owner change or re-fence writes a new version).
+async fn authority_record(
+    store: &Arc<dyn zlink::store::LocationStore>,
+    id: &str,
+) -> (Bytes, zlink::store::StoreVersion) {
+    let key = RecordKey::new(format!("zla1:a:{}:{id}", id.len()), "authority");
+    match store.read(&key).await.unwrap() {
+        ReadOutcome::Found { value, version, .. } => (value, version),
+        ReadOutcome::Missing => panic!("no authority record for {id}"),
+    }
+}
+
+#[tokio::test]
+async fn a_source_that_dies_before_relay_ready_keeps_the_object_unavailable_and_no_target_takes_over(
+) {
+    let stuck = Arc::new(StuckPuts {
+        inner: relocation_store(),
+        waiting: AtomicUsize::new(0),
+    });
+    let m = mesh_custom(&["a", "b", "c"], 0, |rid, _, builder| {
+        let builder = builder.actor_type(bulky_type());
+        match rid {
+            "a" => builder.relocation_store(stuck.clone()),
+            _ => builder,
+        }
+    })
+    .await;
+    let (a, b, c, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2], &m.nodes[3]);
+    let created = client.actors().create("s1", "bulky").await.unwrap();
+    assert_eq!(created.rid, "a");
+    let bulky = BulkyClient::new(client, "s1");
+    // 2 MiB: more than travels inside the restore.
+    bulky.fill(&Fill(2 * 1024 * 1024)).await.unwrap();
+    let sealed_record = authority_record(&m.store, "s1").await;
+    let moving = tokio::spawn({
+        let a = a.clone();
+        async move { a.actors().relocate("s1", Some("b")).await }
+    });
+    wait_until(
+        WAIT,
+        "a sealed and captured s1 and is placing its state",
+        || async { stuck.waiting.load(Ordering::SeqCst) == 1 },
+    )
+    .await;
+    // Sent while a holds s1's ingress: it waits in a's hold.
+    let held = tokio::spawn({
+        let client = client.clone();
+        async move { BulkyClient::new(&client, "s1").weigh(&Weigh).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!held.is_finished(), "a sealed s1: nothing runs");
+    // a dies before it sent the restore, so before any relay-ready; its move dies with it.
+    a.crash().await;
+    moving.abort();
+    assert!(moving.await.unwrap_err().is_cancelled());
+    let err = held.await.unwrap().unwrap_err();
+    assert!(err.is(ErrorKind::Unavailable), "{err}");
+    // Past a's lease, nobody takes s1 over: the record is exactly as a sealed it (not
+    // moved, not re-fenced), no other node runs it, and a caller gets Unavailable.
+    wait_until(WAIT, "a's lease lapsed", || async {
+        client
+            .discovery()
+            .status()
+            .is_some_and(|s| s.members.iter().all(|m| m.rid != "a"))
+    })
+    .await;
+    let err = bulky.weigh(&Weigh).await.unwrap_err();
+    assert!(err.is(ErrorKind::Unavailable), "{err}");
+    assert_eq!(authority_record(&m.store, "s1").await, sealed_record);
+    assert_eq!(
+        client.actors().find("s1").await.unwrap(),
+        Some(created.clone())
+    );
+    assert_eq!((b.status().actors_owned, c.status().actors_owned), (0, 0));
+    // a comes back as a new lifecycle: the move is not resumed, nor s1 run again there.
+    let a2 = start(
+        discovered_node("a", &m.store, quick_lease())
+            .actor_type(counter_type("a", &m.seen))
+            .actor_type(bulky_type()),
+    )
+    .await;
+    wait_until(WAIT, "the client sees a again", || async {
+        client
+            .discovery()
+            .status()
+            .is_some_and(|s| s.members.iter().any(|m| m.rid == "a"))
+            && peer_rids(client).iter().any(|p| p == "a")
+    })
+    .await;
+    let err = bulky.weigh(&Weigh).await.unwrap_err();
+    assert!(err.is(ErrorKind::Unavailable), "{err}");
+    assert_eq!(a2.status().actors_owned, 0);
+    assert_eq!((b.status().actors_owned, c.status().actors_owned), (0, 0));
+    assert_eq!(authority_record(&m.store, "s1").await, sealed_record);
+    let mut nodes = m.nodes;
+    nodes.push(a2);
+    stop(nodes).await;
 }
