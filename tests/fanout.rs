@@ -581,3 +581,63 @@ async fn waiting_for_fanout_readiness_fails_in_time_or_when_not_subscribed() {
     assert_eq!(err.kind(), Some(ErrorKind::NotConfigured), "{err}");
     stop([s]).await;
 }
+
+#[tokio::test]
+async fn fanout_discovery_pages_past_hundreds_of_live_publishers() {
+    use zlink::store::{
+        ClaimOutcome, DescriptorKey, DescriptorKind, DescriptorScope, MeshDescriptor, OwnerId,
+    };
+    const GHOSTS: usize = 300; // more than one page of a scope read (256)
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    // Publishers that are alive (their lease holds) and take connections (the kernel's
+    // backlog does) but never speak: none of them is cleaned away, so a reader that
+    // stopped after the first page would never reach "pub", sorted after all of them.
+    let silent: Vec<std::net::TcpListener> = (0..GHOSTS)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let ClaimOutcome::Claimed(alive) = store
+        .claim_lease(&OwnerId("alive".into()), Duration::from_secs(60))
+        .await
+        .unwrap()
+    else {
+        panic!("lease conflicted")
+    };
+    for i in 0..GHOSTS {
+        let id = format!("live-{i:04}");
+        let body = MeshDescriptor {
+            mesh_name: MESH.into(),
+            rid: id.clone(),
+            generation: 1,
+            revision: 1,
+            endpoint: format!("tcp://{}", silent[i].local_addr().unwrap()),
+            protocol: 2,
+            channels: vec![],
+            curve_key: None,
+            spot_types: vec![],
+            actor_types: vec![],
+            entry_spot: None,
+            placement_weight: 0,
+        }
+        .encode()
+        .unwrap();
+        let key = DescriptorKey {
+            scope: DescriptorScope {
+                kind: DescriptorKind::Fanout,
+                scope: PRICES.into(),
+            },
+            id,
+        };
+        store
+            .publish_descriptor(&alive.token, &key, &body)
+            .await
+            .unwrap();
+    }
+    let (p, s) = discovered_publisher_and_subscriber(&store).await;
+    let publishers = s.fanout().publishers(PRICES).unwrap();
+    assert_eq!(publishers.len(), GHOSTS + 1, "one feed per live publisher");
+    let real = p.fanout().endpoint(PRICES).unwrap();
+    assert!(publishers.iter().any(|f| f.endpoint == real && f.ready));
+    stop([s, p]).await;
+    drop(silent);
+}
