@@ -549,3 +549,63 @@ async fn a_server_shutting_down_still_answers_the_request_it_accepted() {
     assert_eq!(reply.text, "slept 300");
     stop([client]).await;
 }
+
+#[tokio::test]
+async fn shutdown_ends_within_one_grace_however_many_servers_are_busy() {
+    // One node serving three ClientServer channels and a RouteMesh channel, each with a
+    // handler that outlives the grace.
+    let channels = ["cs-a", "cs-b", "cs-c"];
+    let mut builder =
+        node("busy").channel_server("mesh-slow", echo_handlers("busy", Default::default()));
+    for channel in channels {
+        builder = builder.client_server(
+            ClientServer::server(channel, echo_handlers(channel, Default::default()))
+                .listen("tcp://127.0.0.1:0"),
+        );
+    }
+    let server = start(builder).await;
+    let mut client = node("c");
+    for channel in channels {
+        let endpoint = server.channels().client_server_endpoint(channel).unwrap();
+        client = client.client_server(ClientServer::client(channel).connect(endpoint));
+    }
+    let client = start(client.peer(zlink::PeerSpec::new(server.endpoint()))).await;
+    for channel in channels {
+        wait_until(WAIT, "the server is ready", || async {
+            client
+                .channels()
+                .client_server_servers(channel)
+                .unwrap()
+                .len()
+                == 1
+        })
+        .await;
+    }
+    client.channels().ready("mesh-slow", 1).await.unwrap();
+    let mut calls = Vec::new();
+    for channel in channels.into_iter().chain(["mesh-slow"]) {
+        let client = client.clone();
+        calls.push(tokio::spawn(async move {
+            echo_client_on(&client, channel)
+                .slow(&Slow { millis: 20_000 })
+                .await
+        }));
+    }
+    // Every handler is running before the shutdown starts.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let grace = Duration::from_millis(1500);
+    let started = Instant::now();
+    server.shutdown_within(grace).await;
+    let took = started.elapsed();
+    assert!(
+        took < grace + Duration::from_millis(1000),
+        "shutdown took {took:?} with a grace of {grace:?} (one grace per busy server before)"
+    );
+    for call in calls {
+        assert!(
+            call.await.unwrap().is_err(),
+            "no handler outlived the shutdown"
+        );
+    }
+    stop([client]).await;
+}

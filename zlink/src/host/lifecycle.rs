@@ -82,7 +82,7 @@ async fn join_store(node: &MeshNode) -> Result<()> {
 }
 
 /// Stops the node: new calls fail `ShuttingDown`; the subsystems drain and stop (reverse
-/// start order); accepted inbound work may finish for `grace`; outstanding outbound
+/// start order); accepted inbound work may finish, all of it within one `grace`; outstanding outbound
 /// requests end `ShuttingDown`; the descriptor is withdrawn and the lease released;
 /// connections and the listener close. Every task has ended when this returns.
 pub(super) async fn shutdown(node: &MeshNode, grace: Duration) {
@@ -92,12 +92,17 @@ pub(super) async fn shutdown(node: &MeshNode, grace: Duration) {
     }
     let rid = node.rid().to_string();
     tracing::info!(rid = %rid, "shutdown started");
+    // One grace for the whole node: what one subsystem spends draining, the next one and
+    // the node's own work do not get again, so shutdown ends within `grace` (plus the
+    // closing steps) however many subsystems run.
+    let grace_ends = tokio::time::Instant::now() + grace;
+    let left = || grace_ends.saturating_duration_since(tokio::time::Instant::now());
     for subsystem in node.subsystems_reversed() {
-        subsystem.drain(grace).await;
+        subsystem.drain(left()).await;
         subsystem.stop(false).await;
         tracing::debug!(rid = %rid, subsystem = subsystem.name(), "subsystem stopped");
     }
-    if !node.drain_work(grace).await {
+    if !node.drain_work(left()).await {
         tracing::warn!(rid = %rid, "shutdown grace ended with handlers still running");
     }
     node.end_calls();

@@ -151,11 +151,13 @@ impl Subsystem for ClientServerRoles {
         for node in self.nodes() {
             node.begin_shutdown();
         }
-        for node in self.servers.values() {
+        // Side by side, so k servers end within one grace, not k of them.
+        let drains = self.servers.values().map(|node| async move {
             if !node.drain_work(grace).await {
                 tracing::warn!(rid = %node.rid(), "ClientServer grace ended with handlers still running");
             }
-        }
+        });
+        futures::future::join_all(drains).await;
     }
 
     async fn stop(&self, crashed: bool) {
