@@ -433,8 +433,12 @@ async fn a_source_that_dies_before_relay_ready_keeps_the_object_unavailable_and_
     assert!(!held.is_finished(), "a sealed s1: nothing runs");
     // a dies before it sent the restore, so before any relay-ready; its move dies with it.
     a.crash().await;
-    moving.abort();
-    assert!(moving.await.unwrap_err().is_cancelled());
+    let moved = tokio::time::timeout(WAIT, moving)
+        .await
+        .expect("the move ends with its node")
+        .unwrap();
+    let err = moved.unwrap_err();
+    assert!(err.is(ErrorKind::ShuttingDown), "{err}");
     let err = held.await.unwrap().unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");
     // Past a's lease, nobody takes s1 over: the record is exactly as a sealed it (not

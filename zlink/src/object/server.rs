@@ -86,6 +86,9 @@ pub(crate) struct ObjectServer {
     next_attempt: std::sync::atomic::AtomicU64,
     pub(super) tracker: TaskTracker,
     pub(super) cancel: CancellationToken,
+    /// Cancelled when the node is killed (a test's crash): moves running on a caller's
+    /// task end on the spot, as they would with the process.
+    pub(super) killed: CancellationToken,
     /// Requests from this node to objects it owns, until their replies; one sweeper ends
     /// them at their deadlines.
     pub(super) local_calls: Arc<PendingTable>,
@@ -154,6 +157,7 @@ impl ObjectServer {
             next_attempt: std::sync::atomic::AtomicU64::new(0),
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
+            killed: CancellationToken::new(),
             local_calls: Arc::new(PendingTable::default()),
             departures: Departures::default(),
             arrivals: Arrivals::default(),
@@ -360,6 +364,22 @@ impl ObjectServer {
         relocation::relocate(self, key, to).await
     }
 
+    /// Runs `work` (a move this node drives) unless the node is killed first: then it
+    /// ends where it was, as a move ends with its process, `ShuttingDown` to its caller.
+    pub(crate) async fn unless_killed<T>(
+        &self,
+        work: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        tokio::select! {
+            biased;
+            _ = self.killed.cancelled() => Err(crate::Error::new(
+                crate::ErrorKind::ShuttingDown,
+                "the node stopped during the move",
+            )),
+            done = work => done,
+        }
+    }
+
     /// Moves every movable object this node owns to other nodes.
     pub(crate) async fn relocate_all(self: &Arc<Self>) -> relocation::RelocationReport {
         relocation::relocate_all(self).await
@@ -425,7 +445,10 @@ impl Subsystem for ObjectServer {
 
     async fn drain(&self, _grace: Duration) {}
 
-    async fn stop(&self, _crashed: bool) {
+    async fn stop(&self, crashed: bool) {
+        if crashed {
+            self.killed.cancel();
+        }
         self.cancel.cancel();
         self.local_calls.close();
         self.tracker.close();

@@ -72,6 +72,14 @@ pub(crate) async fn relocate(
     key: &ObjectKey,
     to: Option<&str>,
 ) -> Result<Location> {
+    server.unless_killed(relocate_now(server, key, to)).await
+}
+
+async fn relocate_now(
+    server: &Arc<ObjectServer>,
+    key: &ObjectKey,
+    to: Option<&str>,
+) -> Result<Location> {
     let live = server.live().get(key).cloned().ok_or_else(|| {
         Error::new(
             ErrorKind::NotFound,
@@ -82,7 +90,7 @@ pub(crate) async fn relocate(
     if key.kind == ObjectKind::Actor {
         return seal_and_hand_over(server, &live, to, Carry::Alone).await;
     }
-    relocate_spot(server, &live, to).await.map(|(at, _)| at)
+    relocate_spot_now(server, &live, to).await.map(|(at, _)| at)
 }
 
 /// Each member's outcome of a Spot's move, by Actor ID.
@@ -92,6 +100,16 @@ pub(crate) type MemberOutcomes = Vec<(Arc<str>, Result<Location>)>;
 /// unit; a PerActor Spot moves its shell, then each member as its own move. Returns where
 /// the Spot runs, and each member's outcome.
 pub(crate) async fn relocate_spot(
+    server: &Arc<ObjectServer>,
+    live: &Arc<LiveObject>,
+    to: Option<&str>,
+) -> Result<(Location, MemberOutcomes)> {
+    server
+        .unless_killed(relocate_spot_now(server, live, to))
+        .await
+}
+
+async fn relocate_spot_now(
     server: &Arc<ObjectServer>,
     live: &Arc<LiveObject>,
     to: Option<&str>,
