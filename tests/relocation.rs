@@ -107,6 +107,44 @@ async fn the_old_route_relays_to_the_new_owner_and_a_notice_drops_the_senders_ca
 }
 
 #[tokio::test]
+async fn a_follow_route_refuses_a_message_for_an_earlier_incarnation_as_invalid_operation() {
+    let m = mesh(&["a", "b"], None).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    let first = client.actors().create("c9", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "c9");
+    assert_eq!(
+        counter.add(&Add(1)).await.unwrap().generation,
+        first.generation
+    );
+    // Destroyed and created again on a: the client's cached route to a still takes its
+    // calls to the new incarnation (the owner does not match the generation).
+    assert!(a.actors().destroy(&first).await.unwrap());
+    let second = a.actors().create("c9", "counter").await.unwrap();
+    assert!(second.generation > first.generation);
+    let reads = record_reads(client);
+    let again = counter.add(&Add(1)).await.unwrap();
+    assert_eq!(
+        (again.total, again.by.as_str(), again.generation),
+        (1, "a", second.generation)
+    );
+    assert_eq!(record_reads(client), reads, "the cached route was used");
+    // The new incarnation moves: a's follow route carries only it, and the client's
+    // route names the first one.
+    a.actors().relocate("c9", Some("b")).await.unwrap();
+    let err = counter.add(&Add(1)).await.unwrap_err();
+    assert!(err.is(ErrorKind::InvalidOperation), "{err}");
+    // It ran nowhere and was not resubmitted; the refusal dropped the cached route, so
+    // the next call reads the owner and goes to b.
+    let next = counter.add(&Add(1)).await.unwrap();
+    assert_eq!(
+        (next.total, next.by.as_str(), next.generation),
+        (2, "b", second.generation)
+    );
+    assert_eq!(record_reads(client), reads + 1);
+    stop(m.nodes).await;
+}
+
+#[tokio::test]
 async fn a_relay_keeps_sends_and_requests_of_one_sender_in_order() {
     let m = mesh(&["a", "b"], None).await;
     let (a, client) = (&m.nodes[0], &m.nodes[2]);

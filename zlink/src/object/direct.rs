@@ -27,7 +27,8 @@ pub(super) const STALE_ROUTE: &str = "(stale route)";
 pub(super) const LOCAL_CALLS: crate::link::ConnId = u64::MAX;
 
 fn is_stale_route(e: &Error) -> bool {
-    e.is(ErrorKind::Unavailable) && e.to_string().contains(STALE_ROUTE)
+    (e.is(ErrorKind::Unavailable) || e.is(ErrorKind::InvalidOperation))
+        && e.to_string().contains(STALE_ROUTE)
 }
 
 /// One direct call to a Spot or Actor, as the caller made it.

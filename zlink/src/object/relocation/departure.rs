@@ -201,8 +201,10 @@ impl Departures {
                 held.refuse(Error::new(
                     ErrorKind::InvalidOperation,
                     format!(
-                        "{key} moved as generation {}, and the message was sent to generation {}",
-                        departure.source_fence.object_generation, fence.object_generation
+                        "{key} moved as generation {}, and the message was sent to generation {} {}",
+                        departure.source_fence.object_generation,
+                        fence.object_generation,
+                        crate::object::direct::STALE_ROUTE
                     ),
                 ));
                 Offer::Taken
