@@ -372,3 +372,42 @@ async fn both_sides_listing_each_other_keep_one_connection() {
     assert_eq!(echo_by(&a).await, "b");
     stop([b, a]).await;
 }
+
+#[tokio::test]
+async fn channel_readiness_counts_only_selectable_servers_and_fails_in_time() {
+    let a = server("a", 0).await;
+    let c = start(
+        node("c")
+            .request_timeout(Duration::from_millis(400))
+            .peer(PeerSpec::new(a.endpoint()).expect_rid("a")),
+    )
+    .await;
+    let _client = echo_client(&c);
+    c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
+    // a is connected but drained (weight 0): it is not a selectable server.
+    let started = std::time::Instant::now();
+    let err = c.channels().ready(CHANNEL, 1).await.unwrap_err();
+    assert_eq!(err.kind(), Some(ErrorKind::DeadlineExceeded), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    // Waiting starts before a's weight change and is woken by it.
+    let waiting = tokio::spawn({
+        let c = c.clone();
+        async move { c.channels().ready(CHANNEL, 1).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    a.channels().set_weight(CHANNEL, 100).unwrap();
+    waiting.await.unwrap().expect("ready once a takes new work");
+    assert_eq!(c.channels().ready_servers(CHANNEL).unwrap(), 1);
+    // A channel this process serves only through ClientServer has no RouteMesh servers to
+    // wait for.
+    let cs = start(
+        node("cs").client_server(
+            zlink::ClientServer::server("cs-only", echo_handlers("cs", Default::default()))
+                .listen("tcp://127.0.0.1:0"),
+        ),
+    )
+    .await;
+    let err = cs.channels().ready("cs-only", 1).await.unwrap_err();
+    assert_eq!(err.kind(), Some(ErrorKind::NotConfigured), "{err}");
+    stop([c, a, cs]).await;
+}
