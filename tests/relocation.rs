@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use zlink::object::{Actor, ActorContext, RelocationState};
+use zlink::object::{Actor, ActorContext, RelocationState, MAX_CAPTURED_STATE_BYTES};
+use zlink::store::{ReadOutcome, RecordKey};
 use zlink::ErrorKind;
 use zlink_testkit::{wait_until, RedisServer};
 use zlink_tests::relocating::*;
@@ -850,7 +851,8 @@ async fn relocate_without_a_target_moves_to_a_node_picked_by_placement() {
 }
 
 /// One-way to a [`Brittle`]: which part of its state adapter fails from now on
-/// ("capture", "restore", or anything else for none).
+/// ("capture", "restore", "oversize" for a capture over [`MAX_CAPTURED_STATE_BYTES`], or
+/// anything else for none).
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
 pub struct Spoil(pub String);
 
@@ -864,11 +866,12 @@ struct BrittleState {
 }
 
 /// A `preserve` Actor whose capture, or whose restore on the node it moves to, fails on
-/// demand.
+/// demand, or whose capture comes out too large to move.
 pub struct Brittle {
     node: String,
     state: BrittleState,
     fail_capture: bool,
+    oversize: bool,
 }
 
 impl RelocationState for Brittle {
@@ -878,6 +881,10 @@ impl RelocationState for Brittle {
                 ErrorKind::InternalFailure,
                 "the brittle state cannot be captured",
             ));
+        }
+        if self.oversize {
+            // Zeroed on allocation: the pages are not touched until written.
+            return Ok(vec![0; MAX_CAPTURED_STATE_BYTES + 1]);
         }
         serde_json::to_vec(&self.state).map_err(|e| zlink::Error::InvalidArgument(e.to_string()))
     }
@@ -938,6 +945,7 @@ impl Brittle {
     #[handler]
     async fn spoil(&mut self, spoil: Spoil, _ctx: &ActorContext) -> zlink::Result<()> {
         self.fail_capture = spoil.0 == "capture";
+        self.oversize = spoil.0 == "oversize";
         self.state.poisoned = spoil.0 == "restore";
         Ok(())
     }
@@ -960,6 +968,7 @@ async fn a_failing_adapter_cancels_the_move(id: &str, part: &str) -> (zlink::Err
                     node: node.clone(),
                     state: BrittleState::default(),
                     fail_capture: false,
+                    oversize: false,
                 }
             })
             .unwrap(),
@@ -1039,4 +1048,120 @@ async fn a_restore_that_fails_on_the_target_cancels_the_move_and_the_source_keep
     assert!(err.is(ErrorKind::InternalFailure), "{err}");
     assert!(err.to_string().contains("cannot be restored"), "{err}");
     assert_eq!(built, ["a", "b"], "b built one instance, and dropped it");
+}
+
+#[tokio::test]
+async fn a_captured_state_over_64_mib_cancels_the_move_and_the_source_keeps_serving() {
+    assert_eq!(MAX_CAPTURED_STATE_BYTES, 64 * 1024 * 1024);
+    let (err, built) = a_failing_adapter_cancels_the_move("bo1", "oversize").await;
+    assert!(err.is(ErrorKind::CapacityExceeded), "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("exceeds {MAX_CAPTURED_STATE_BYTES} bytes")),
+        "{err}"
+    );
+    assert_eq!(built, ["a"], "b never built an instance");
+}
+
+/// The owner part of an authority record as the Location Store holds it (CBOR, the
+/// fields named as zlink writes them; the others are skipped).
+#[derive(Debug, Deserialize)]
+struct StoredAuthority {
+    fence: StoredFence,
+    route: StoredRoute,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+struct StoredFence {
+    /// The ObjectGeneration: the incarnation.
+    object_generation: u64,
+    /// The AuthorityOwnerGeneration (AOG).
+    owner_generation: u64,
+    owner: String,
+    lease_generation: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct StoredRoute {
+    rid: String,
+}
+
+/// Actor `id`'s authority record, read straight from the Location Store.
+async fn stored_authority(
+    store: &Arc<dyn zlink::store::LocationStore>,
+    id: &str,
+) -> StoredAuthority {
+    let key = RecordKey::new(format!("zla1:a:{}:{id}", id.len()), "authority");
+    match store.read(&key).await.unwrap() {
+        ReadOutcome::Found { value, .. } => {
+            zlink::cbor_decode(&value).expect("an authority record")
+        }
+        ReadOutcome::Missing => panic!("no authority record for {id}"),
+    }
+}
+
+#[tokio::test]
+async fn each_move_raises_the_owner_generation_by_one_and_keeps_the_object_generation() {
+    let m = mesh(&["a", "b"], None).await;
+    let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
+    let created = client.actors().create("g1", "counter").await.unwrap();
+    assert_eq!(created.rid, "a");
+    let counter = CounterClient::new(client, "g1");
+    assert_eq!(counter.add(&Add(1)).await.unwrap().total, 1);
+    let first = stored_authority(&m.store, "g1").await;
+    assert_eq!(first.route.rid, "a");
+    assert_eq!(first.fence.object_generation, created.generation);
+    assert_eq!(
+        first.fence.owner_generation, 1,
+        "a new object's first owner"
+    );
+    let mut before = first.fence.clone();
+    let mut owners = vec![first.fence.clone()];
+    for (n, (from, to)) in [(a, "b"), (b, "a"), (a, "b")].into_iter().enumerate() {
+        let moved = from.actors().relocate("g1", Some(to)).await.unwrap();
+        assert_eq!(moved.rid, to);
+        assert_eq!(moved.generation, created.generation, "move {n}");
+        let now = stored_authority(&m.store, "g1").await;
+        assert_eq!(now.route.rid, to, "move {n}");
+        assert_eq!(
+            now.fence.owner_generation,
+            before.owner_generation + 1,
+            "move {n}: AOG + 1"
+        );
+        assert_eq!(
+            now.fence.object_generation, before.object_generation,
+            "move {n}: the ObjectGeneration is kept"
+        );
+        assert_ne!(
+            (&now.fence.owner, now.fence.lease_generation),
+            (&before.owner, before.lease_generation),
+            "move {n}: written under the target's lease"
+        );
+        // The state and the incarnation went along.
+        let counted = counter.add(&Add(1)).await.unwrap();
+        assert_eq!(
+            (counted.total, counted.by.as_str(), counted.generation),
+            (n as u64 + 2, to, created.generation)
+        );
+        assert_eq!(
+            client.actors().find("g1").await.unwrap(),
+            Some(moved),
+            "move {n}"
+        );
+        owners.push(now.fence.clone());
+        before = now.fence;
+    }
+    assert_eq!(
+        owners
+            .iter()
+            .map(|f| f.owner_generation)
+            .collect::<Vec<_>>(),
+        [1, 2, 3, 4]
+    );
+    // Back on a, the record names a's own lease again (a did not restart), and b's both
+    // times it was b's.
+    let fences = |f: &StoredFence| (f.owner.clone(), f.lease_generation);
+    assert_eq!(fences(&owners[0]), fences(&owners[2]));
+    assert_eq!(fences(&owners[1]), fences(&owners[3]));
+    stop(m.nodes).await;
 }

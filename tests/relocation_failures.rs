@@ -482,3 +482,397 @@ async fn a_source_that_dies_before_relay_ready_keeps_the_object_unavailable_and_
     nodes.push(a2);
     stop(nodes).await;
 }
+
+/// A request to a [`Hoard`]: appends `n` to its log and answers where it landed.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Stamped)]
+pub struct Stamp(pub u64);
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Stamped {
+    /// The log's length with `n` in it.
+    pub at: usize,
+    pub by: String,
+}
+
+/// A `preserve` Actor with a log of what it ran and a pad of bytes: with a pad over
+/// 1 MiB its state moves through the Relocation Store.
+pub struct Hoard {
+    node: String,
+    log: Vec<u64>,
+    pad: Vec<u8>,
+}
+
+impl RelocationState for Hoard {
+    /// The log's length (8 bytes, little-endian), the log (JSON), then the pad.
+    fn capture(&self) -> zlink::Result<Vec<u8>> {
+        let log = serde_json::to_vec(&self.log)
+            .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))?;
+        let mut state = Vec::with_capacity(8 + log.len() + self.pad.len());
+        state.extend_from_slice(&(log.len() as u64).to_le_bytes());
+        state.extend_from_slice(&log);
+        state.extend_from_slice(&self.pad);
+        Ok(state)
+    }
+
+    fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
+        let bad = || zlink::Error::InvalidArgument("a malformed hoard state".into());
+        let (len, rest) = state.split_first_chunk::<8>().ok_or_else(bad)?;
+        let len = usize::try_from(u64::from_le_bytes(*len)).map_err(|_| bad())?;
+        if rest.len() < len {
+            return Err(bad());
+        }
+        let (log, pad) = rest.split_at(len);
+        self.log = serde_json::from_slice(log).map_err(|_| bad())?;
+        self.pad = pad.to_vec();
+        Ok(())
+    }
+}
+
+#[zlink::actor(type = "hoard", relocation = preserve)]
+impl Hoard {
+    #[handler]
+    async fn fill(&mut self, fill: Fill, _ctx: &ActorContext) -> zlink::Result<Weighed> {
+        self.pad = vec![7; fill.0 as usize];
+        Ok(Weighed {
+            len: self.pad.len(),
+        })
+    }
+
+    #[handler]
+    async fn weigh(&mut self, _weigh: Weigh, _ctx: &ActorContext) -> zlink::Result<Weighed> {
+        Ok(Weighed {
+            len: self.pad.len(),
+        })
+    }
+
+    #[handler]
+    async fn log(&mut self, log: Log, _ctx: &ActorContext) -> zlink::Result<()> {
+        self.log.push(log.0);
+        Ok(())
+    }
+
+    #[handler]
+    async fn stamp(&mut self, stamp: Stamp, _ctx: &ActorContext) -> zlink::Result<Stamped> {
+        self.log.push(stamp.0);
+        Ok(Stamped {
+            at: self.log.len(),
+            by: self.node.clone(),
+        })
+    }
+
+    #[handler]
+    async fn hold(&mut self, hold: Hold, ctx: &ActorContext) -> zlink::Result<Counted> {
+        tokio::time::sleep(Duration::from_millis(hold.0)).await;
+        Ok(Counted {
+            total: self.log.len() as u64,
+            by: self.node.clone(),
+            generation: ctx.generation(),
+        })
+    }
+
+    #[handler]
+    async fn show(&mut self, _show: Show, _ctx: &ActorContext) -> zlink::Result<History> {
+        Ok(History {
+            log: self.log.clone(),
+            ticks: 0,
+            by: self.node.clone(),
+        })
+    }
+}
+
+impl Actor for Hoard {}
+
+/// The [`Hoard`] type as node `node` makes it.
+fn hoard_type(node: &str) -> zlink::object::ActorType {
+    let node = node.to_string();
+    Hoard::actor_type(move |_| Hoard {
+        node: node.clone(),
+        log: Vec::new(),
+        pad: Vec::new(),
+    })
+    .unwrap()
+}
+
+/// A pad over the 1 MiB a restore carries inline.
+const PAD: u32 = 2 * 1024 * 1024;
+
+/// The process's Relocation Store, except that a put waits until the test opens the
+/// gate: the node that uses it stays in the middle of a move, sealed and captured with
+/// its ingress held, for as long as the test wants, and then goes on.
+struct GatedPuts {
+    inner: Arc<dyn RelocationStore>,
+    waiting: AtomicUsize,
+    open: tokio::sync::watch::Sender<bool>,
+}
+
+#[zlink::async_trait]
+impl RelocationStore for GatedPuts {
+    async fn put(
+        &self,
+        reference: &PayloadRef,
+        bytes: &Bytes,
+        retention: Duration,
+    ) -> StoreResult<PutOutcome> {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let mut open = self.open.subscribe();
+        let _ = open.wait_for(|open| *open).await;
+        self.inner.put(reference, bytes, retention).await
+    }
+
+    async fn read(&self, reference: &PayloadRef) -> StoreResult<PayloadRead> {
+        self.inner.read(reference).await
+    }
+
+    async fn renew(
+        &self,
+        reference: &PayloadRef,
+        retention: Duration,
+    ) -> StoreResult<RenewOutcome> {
+        self.inner.renew(reference, retention).await
+    }
+
+    async fn delete(&self, reference: &PayloadRef) -> StoreResult<()> {
+        self.inner.delete(reference).await
+    }
+}
+
+/// The most messages one sealed object's ingress hold keeps (zlink's `HOLD_MESSAGES`).
+const HOLD_MESSAGES: usize = 1024;
+
+#[tokio::test]
+async fn a_full_ingress_hold_refuses_requests_unavailable_and_keeps_what_it_held_in_order() {
+    let gated = Arc::new(GatedPuts {
+        inner: relocation_store(),
+        waiting: AtomicUsize::new(0),
+        open: tokio::sync::watch::channel(false).0,
+    });
+    // A message waiting in a hold keeps its connection's in-flight slot, and by default a
+    // connection has 1024 of them, as many as the hold keeps: one sender would meet that
+    // bound first (CapacityExceeded). a allows more, so one sender reaches the hold's.
+    let limits = zlink::LinkLimits {
+        max_inflight_per_connection: 4 * HOLD_MESSAGES,
+        ..zlink::LinkLimits::default()
+    };
+    let m = mesh_custom(&["a", "b"], 0, |rid, _, builder| {
+        let builder = builder.actor_type(hoard_type(rid));
+        match rid {
+            "a" => builder.relocation_store(gated.clone()).link_limits(limits),
+            _ => builder.relocation_store(relocation_store()),
+        }
+    })
+    .await;
+    let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
+    let created = client.actors().create("h1", "hoard").await.unwrap();
+    assert_eq!(created.rid, "a");
+    let hoard = HoardClient::new(client, "h1");
+    hoard.fill(&Fill(PAD)).await.unwrap();
+    let moving = tokio::spawn({
+        let a = a.clone();
+        async move { a.actors().relocate("h1", Some("b")).await }
+    });
+    wait_until(WAIT, "a sealed h1 and waits to place its state", || async {
+        gated.waiting.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    // From one sender, one after another: 1000 one-ways, then 30 requests. The hold
+    // takes the first 1024 messages.
+    let sends = 1000u64;
+    for n in 0..sends {
+        hoard.log(&Log(n)).await.unwrap();
+    }
+    let mut requests = Vec::new();
+    for n in sends..sends + 30 {
+        let stamp = HoardClient::new(client, "h1");
+        let mut request = Box::pin(async move { stamp.stamp(&Stamp(n)).await });
+        // Polled once, it is queued on the connection to a before the next one.
+        assert!(futures::poll!(&mut request).is_pending());
+        requests.push(tokio::spawn(request));
+    }
+    let beyond = requests.split_off(HOLD_MESSAGES - sends as usize);
+    // Beyond the bound a request ends at once, Unavailable, while the move still holds.
+    for (n, request) in (HOLD_MESSAGES..).zip(beyond) {
+        let err = tokio::time::timeout(WAIT, request)
+            .await
+            .expect("a request beyond the hold ends at once")
+            .unwrap()
+            .unwrap_err();
+        assert!(err.is(ErrorKind::Unavailable), "message {n}: {err}");
+        assert!(err.to_string().contains("hold is full"), "{err}");
+    }
+    // A one-way beyond it is dropped (its send completed at the client's queue); the
+    // request after it is refused like the others.
+    hoard.log(&Log(5000)).await.unwrap();
+    let err = hoard.stamp(&Stamp(5001)).await.unwrap_err();
+    assert!(err.is(ErrorKind::Unavailable), "{err}");
+    assert!(!moving.is_finished(), "the move is still in its hold phase");
+    assert!(
+        requests.iter().all(|r| !r.is_finished()),
+        "the held requests wait for the move"
+    );
+    assert_eq!(gated.waiting.load(Ordering::SeqCst), 1);
+    gated.open.send_replace(true);
+    let moved = moving.await.unwrap().unwrap();
+    assert_eq!(
+        (moved.rid.as_str(), moved.generation),
+        ("b", created.generation)
+    );
+    // Every held message ran once, on b, in the order it was sent.
+    for (n, request) in (sends as usize..).zip(requests) {
+        let stamped = request.await.unwrap().unwrap();
+        assert_eq!((stamped.at, stamped.by.as_str()), (n + 1, "b"));
+    }
+    let history = hoard.show(&Show).await.unwrap();
+    assert_eq!(
+        (history.log, history.by.as_str()),
+        ((0..HOLD_MESSAGES as u64).collect::<Vec<_>>(), "b"),
+        "what the hold kept ran in order; nothing beyond it ran"
+    );
+    assert_eq!(hoard.weigh(&Weigh).await.unwrap().len, PAD as usize);
+    // And b admits what comes next, after them.
+    hoard.log(&Log(6000)).await.unwrap();
+    let last = hoard.stamp(&Stamp(6001)).await.unwrap();
+    assert_eq!((last.at, last.by.as_str()), (HOLD_MESSAGES + 2, "b"));
+    assert_eq!((a.status().actors_owned, b.status().actors_owned), (0, 1));
+    stop(m.nodes).await;
+}
+
+/// The process's Relocation Store as the target reads it: a read finds nothing
+/// ([`LOSE_MISSING`]), one byte less than was put ([`LOSE_SHORT`]), or (0) what is
+/// stored, as the test sets.
+struct LosingReads {
+    inner: Arc<dyn RelocationStore>,
+    mode: AtomicUsize,
+    reads: AtomicUsize,
+}
+
+const LOSE_MISSING: usize = 1;
+const LOSE_SHORT: usize = 2;
+
+#[zlink::async_trait]
+impl RelocationStore for LosingReads {
+    async fn put(
+        &self,
+        reference: &PayloadRef,
+        bytes: &Bytes,
+        retention: Duration,
+    ) -> StoreResult<PutOutcome> {
+        self.inner.put(reference, bytes, retention).await
+    }
+
+    async fn read(&self, reference: &PayloadRef) -> StoreResult<PayloadRead> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        let read = self.inner.read(reference).await?;
+        Ok(match (self.mode.load(Ordering::SeqCst), read) {
+            (LOSE_MISSING, _) => PayloadRead::Missing,
+            (LOSE_SHORT, PayloadRead::Found { bytes, expires_in }) => PayloadRead::Found {
+                bytes: bytes.slice(..bytes.len().saturating_sub(1)),
+                expires_in,
+            },
+            (_, read) => read,
+        })
+    }
+
+    async fn renew(
+        &self,
+        reference: &PayloadRef,
+        retention: Duration,
+    ) -> StoreResult<RenewOutcome> {
+        self.inner.renew(reference, retention).await
+    }
+
+    async fn delete(&self, reference: &PayloadRef) -> StoreResult<()> {
+        self.inner.delete(reference).await
+    }
+}
+
+#[tokio::test]
+async fn a_moved_state_missing_from_the_relocation_store_is_data_lost_and_the_source_keeps_serving()
+{
+    let losing = Arc::new(LosingReads {
+        inner: relocation_store(),
+        mode: AtomicUsize::new(0),
+        reads: AtomicUsize::new(0),
+    });
+    let m = mesh_custom(&["a", "b"], 0, |rid, _, builder| {
+        let builder = builder.actor_type(hoard_type(rid));
+        match rid {
+            "b" => builder.relocation_store(losing.clone()),
+            _ => builder.relocation_store(relocation_store()),
+        }
+    })
+    .await;
+    let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
+    let created = client.actors().create("h2", "hoard").await.unwrap();
+    assert_eq!(created.rid, "a");
+    let hoard = HoardClient::new(client, "h2");
+    hoard.fill(&Fill(PAD)).await.unwrap();
+    let mut expected: Vec<u64> = Vec::new();
+    for n in 0..5 {
+        hoard.log(&Log(n)).await.unwrap();
+        expected.push(n);
+    }
+    for (mode, lost, says) in [
+        (LOSE_MISSING, "missing", "not in the Relocation Store"),
+        (LOSE_SHORT, "short", " bytes, not "),
+    ] {
+        losing.mode.store(mode, Ordering::SeqCst);
+        let reads = losing.reads.load(Ordering::SeqCst);
+        // A long turn, and work queued behind it: the move captures that queue.
+        let holding = tokio::spawn({
+            let hoard = HoardClient::new(client, "h2");
+            async move { hoard.hold(&Hold(200)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let next = expected.len() as u64;
+        for n in next..next + 5 {
+            hoard.log(&Log(n)).await.unwrap();
+            expected.push(n);
+        }
+        let queued = tokio::spawn({
+            let hoard = HoardClient::new(client, "h2");
+            async move { hoard.stamp(&Stamp(next + 5)).await }
+        });
+        expected.push(next + 5);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let err = a.actors().relocate("h2", Some("b")).await.unwrap_err();
+        assert!(err.is(ErrorKind::DataLost), "{lost}: {err}");
+        assert!(err.to_string().contains(says), "{lost}: {err}");
+        assert_eq!(
+            losing.reads.load(Ordering::SeqCst),
+            reads + 1,
+            "{lost}: b read the moved state once"
+        );
+        assert_eq!(holding.await.unwrap().unwrap().by, "a");
+        let stamped = queued.await.unwrap().unwrap();
+        assert_eq!(
+            (stamped.at, stamped.by.as_str()),
+            (expected.len(), "a"),
+            "{lost}: the queued request ran on a, after the queue before it"
+        );
+        let history = hoard.show(&Show).await.unwrap();
+        assert_eq!(
+            (&history.log, history.by.as_str()),
+            (&expected, "a"),
+            "{lost}: the queue ran on a, in order, nothing lost"
+        );
+        assert_eq!(hoard.weigh(&Weigh).await.unwrap().len, PAD as usize);
+        // Nothing of it on b, and the authority still names a's incarnation.
+        assert_eq!(
+            client.actors().find("h2").await.unwrap(),
+            Some(created.clone())
+        );
+        assert_eq!((a.status().actors_owned, b.status().actors_owned), (1, 0));
+    }
+    // With the store whole again it moves, its state and its log with it.
+    losing.mode.store(0, Ordering::SeqCst);
+    let moved = a.actors().relocate("h2", Some("b")).await.unwrap();
+    assert_eq!(
+        (moved.rid.as_str(), moved.generation),
+        ("b", created.generation)
+    );
+    assert_eq!(hoard.weigh(&Weigh).await.unwrap().len, PAD as usize);
+    let history = hoard.show(&Show).await.unwrap();
+    assert_eq!((history.log, history.by.as_str()), (expected, "b"));
+    stop(m.nodes).await;
+}
