@@ -34,6 +34,22 @@ pub struct Tick(pub u64);
 #[message(reply = Scored)]
 pub struct Stall(pub u64);
 
+/// What a Player's `inspect` handler should do: fail with this ErrorKind code, or sleep
+/// this long first.
+#[derive(Debug, Default, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Inspected)]
+pub struct Inspect {
+    pub fail: Option<u8>,
+    pub stall_ms: u64,
+}
+
+/// The metadata the handler saw, and whether it had a deadline.
+#[derive(Debug, PartialEq, Serialize, Deserialize, zlink::Message)]
+pub struct Inspected {
+    pub metadata: Vec<(String, String)>,
+    pub has_deadline: bool,
+}
+
 #[derive(Clone, Default)]
 struct Counters {
     factories: Arc<AtomicUsize>,
@@ -89,6 +105,26 @@ impl Player {
             by: self.node.clone(),
             spot: None,
             generation: ctx.generation(),
+        })
+    }
+
+    #[handler]
+    async fn inspect(&mut self, inspect: Inspect, ctx: &ActorContext) -> zlink::Result<Inspected> {
+        tokio::time::sleep(std::time::Duration::from_millis(inspect.stall_ms)).await;
+        if let Some(code) = inspect.fail {
+            let kind = ErrorKind::from_code(code).expect("a kind");
+            return Err(zlink::Error::new(
+                kind,
+                format!("the handler failed with {kind}"),
+            ));
+        }
+        Ok(Inspected {
+            metadata: ctx
+                .metadata()
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            has_deadline: ctx.deadline().is_some(),
         })
     }
 
@@ -413,4 +449,98 @@ async fn a_local_request_ends_at_its_deadline_and_its_late_reply_is_discarded() 
     let next = client.score(&Score(4)).await.unwrap();
     assert_eq!(next.total, 4);
     stop([a]).await;
+}
+
+#[tokio::test]
+async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_one() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = actor_server("a", &store, &counters, 100).await;
+    let b = start(discovered_node("b", &store, quick_lease())).await;
+    wait_until(WAIT, "b sees a", || async {
+        entry_spot_of(&b, "a").is_some() && peer_rids(&b) == ["a"]
+    })
+    .await;
+    a.actors().create("m", "player").await.unwrap();
+    let traced = || {
+        zlink::CallOptions::new()
+            .metadata("trace", "t-1")
+            .unwrap()
+            .metadata("tenant", "blue")
+            .unwrap()
+    };
+    let sent = vec![
+        ("tenant".to_string(), "blue".to_string()),
+        ("trace".to_string(), "t-1".to_string()),
+    ];
+    // The same metadata reaches the Actor's handler from its owner's node and from another;
+    // the reply is the handler's value only, and nothing of the metadata stays.
+    for rt in [&a, &b] {
+        let client = PlayerClient::new(rt, "m");
+        let seen = client
+            .inspect_with(&Inspect::default(), traced())
+            .await
+            .unwrap();
+        assert_eq!(
+            seen,
+            Inspected {
+                metadata: sent.clone(),
+                has_deadline: true,
+            },
+            "caller {}",
+            rt.rid()
+        );
+        let plain = client.inspect(&Inspect::default()).await.unwrap();
+        assert!(plain.metadata.is_empty(), "caller {}: {plain:?}", rt.rid());
+    }
+    // A handler's error: the same kind and detail for either caller.
+    for kind in ErrorKind::ALL {
+        let failing = Inspect {
+            fail: Some(kind.code()),
+            ..Inspect::default()
+        };
+        let local = PlayerClient::new(&a, "m")
+            .inspect_with(&failing, traced())
+            .await
+            .unwrap_err();
+        let remote = PlayerClient::new(&b, "m")
+            .inspect_with(&failing, traced())
+            .await
+            .unwrap_err();
+        assert_eq!(local.kind(), Some(kind), "local: {local}");
+        assert_eq!(remote.kind(), Some(kind), "remote: {remote}");
+        assert_eq!(local, remote);
+    }
+    // A handler that outlives the request's deadline: DeadlineExceeded at the deadline.
+    let short = || zlink::CallOptions::new().timeout(std::time::Duration::from_millis(150));
+    let stalled = Inspect {
+        stall_ms: 600,
+        ..Inspect::default()
+    };
+    for rt in [&a, &b] {
+        let started = tokio::time::Instant::now();
+        let late = PlayerClient::new(rt, "m")
+            .inspect_with(&stalled, short())
+            .await
+            .unwrap_err();
+        assert!(
+            late.is(ErrorKind::DeadlineExceeded),
+            "caller {}: {late}",
+            rt.rid()
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_millis(550),
+            "caller {} waited for the handler",
+            rt.rid()
+        );
+    }
+    for rt in [&a, &b] {
+        let seen = PlayerClient::new(rt, "m")
+            .inspect_with(&Inspect::default(), traced())
+            .await
+            .unwrap();
+        assert_eq!(seen.metadata, sent, "caller {}", rt.rid());
+    }
+    stop([b, a]).await;
 }
