@@ -1898,7 +1898,6 @@ async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_on
 }
 
 #[tokio::test]
-#[ignore = "product bug: a handler's Error::InvalidArgument reaches a local caller as itself (kind None) but a remote one as InternalFailure (mesh/dispatch.rs reply_outcome maps kind-less errors; the local ReplyTo::Pending path passes the Error through)"]
 async fn a_handler_argument_error_reaches_a_local_caller_as_it_reaches_a_remote_one() {
     let redis = RedisServer::start().expect("redis-server");
     let store = redis_store(&redis);
@@ -1918,7 +1917,6 @@ async fn a_handler_argument_error_reaches_a_local_caller_as_it_reaches_a_remote_
 }
 
 #[tokio::test]
-#[ignore = "product bug: caller metadata under the framework's key \"zlink.relay\" is removed before a remote handler (object/inbound.rs) but reaches a local one (object/direct.rs call_local); CallOptions::metadata accepts the key"]
 async fn a_reserved_metadata_key_reaches_a_local_handler_as_it_reaches_a_remote_one() {
     let redis = RedisServer::start().expect("redis-server");
     let store = redis_store(&redis);

@@ -273,6 +273,17 @@ pub(crate) fn reply_outcome(result: Result<Bytes>) -> ReplyOutcome {
     }
 }
 
+/// A result as a caller hears it through a reply: an error without an [`ErrorKind`] (an
+/// argument error raised inside a handler) arrives as `InternalFailure` carrying its text.
+/// A caller on the owner's own node gets its result through this too, so a local and a
+/// remote caller see the same thing.
+pub(crate) fn as_replied(result: Result<Bytes>) -> Result<Bytes> {
+    result.map_err(|e| match e.kind() {
+        Some(_) => e,
+        None => Error::new(ErrorKind::InternalFailure, e.to_string()),
+    })
+}
+
 /// Polls a future once without a task; `None` when it has to wait. A future that returns
 /// pending re-registers its real waker when its task polls it again.
 pub(crate) fn poll_once<F: std::future::Future + Unpin>(future: &mut F) -> Option<F::Output> {

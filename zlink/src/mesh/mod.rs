@@ -24,7 +24,7 @@ mod subsystem;
 mod work;
 
 pub use discovery::DiscoveryStatus;
-pub(crate) use dispatch::{reply_outcome, InboundCall, InboundRoute, PendingReply};
+pub(crate) use dispatch::{as_replied, reply_outcome, InboundCall, InboundRoute, PendingReply};
 pub(crate) use identity::generate_generation;
 pub use identity::generate_rid;
 pub(crate) use node::MeshNode;

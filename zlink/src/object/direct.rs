@@ -108,6 +108,14 @@ pub(super) async fn call(server: &ObjectServer, call: ObjectCall<'_>) -> Result<
     result
 }
 
+/// What a local caller's metadata looks like to the handler: as a remote caller's, the
+/// framework's own relay key never reaches it.
+fn local_metadata(metadata: &Metadata) -> Metadata {
+    let mut metadata = metadata.clone();
+    metadata.remove(super::relocation::RELAY_ID_KEY);
+    metadata
+}
+
 async fn call_local(
     server: &ObjectServer,
     call: ObjectCall<'_>,
@@ -139,7 +147,7 @@ async fn call_local(
             key: call.key,
             packet: call.packet,
             payload: call.payload,
-            metadata: call.metadata.clone(),
+            metadata: local_metadata(call.metadata),
             kind: call.kind,
             fence,
             deadline: Some(deadline),

@@ -54,6 +54,7 @@ impl ReplyTo {
             // A caller that gave up (deadline, cancellation) has no entry any more: the
             // late result is discarded.
             ReplyTo::Pending { table, correlation } => {
+                let result = crate::mesh::as_replied(result);
                 table.complete(correlation, super::direct::LOCAL_CALLS, result);
             }
             ReplyTo::Remote(pending) => pending.finish(result),
