@@ -603,14 +603,14 @@ async fn fanout_discovery_pages_past_hundreds_of_live_publishers() {
     else {
         panic!("lease conflicted")
     };
-    for i in 0..GHOSTS {
+    for (i, listener) in silent.iter().enumerate() {
         let id = format!("live-{i:04}");
         let body = MeshDescriptor {
             mesh_name: MESH.into(),
             rid: id.clone(),
             generation: 1,
             revision: 1,
-            endpoint: format!("tcp://{}", silent[i].local_addr().unwrap()),
+            endpoint: format!("tcp://{}", listener.local_addr().unwrap()),
             protocol: 2,
             channels: vec![],
             curve_key: None,

@@ -100,10 +100,11 @@ async fn main() -> zlink::Result<()> {
         sku: "green tea".into(),
         cents: 280,
     };
+    // An explicit topic:
     publisher
         .fanout()
         .publish_topic("prices", "tea.green", &green)
-        .await?; // an explicit topic
+        .await?;
     // ANCHOR_END: publish
 
     println!("subscribed to PriceChanged: {:?}", all.seen(1).await);
