@@ -551,65 +551,10 @@ fn a_movable_type_without_a_relocation_store_is_a_startup_error() {
         .expect("valid with a Relocation Store");
 }
 
-/// An Actor whose state is bigger than one message a connection carries.
-pub struct Heavy {
-    bytes: Vec<u8>,
-}
-
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-#[message(reply = Weighed)]
-pub struct Fill(pub u32);
-
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-#[message(reply = Weighed)]
-pub struct Weigh;
-
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-pub struct Weighed {
-    pub len: usize,
-    pub sum: u64,
-}
-
-impl RelocationState for Heavy {
-    fn capture(&self) -> zlink::Result<Vec<u8>> {
-        Ok(self.bytes.clone())
-    }
-
-    fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
-        self.bytes = state.to_vec();
-        Ok(())
-    }
-}
-
-impl Heavy {
-    fn weighed(&self) -> Weighed {
-        Weighed {
-            len: self.bytes.len(),
-            sum: self.bytes.iter().map(|b| u64::from(*b)).sum(),
-        }
-    }
-}
-
-#[zlink::actor(type = "heavy", relocation = preserve)]
-impl Heavy {
-    #[handler]
-    async fn fill(&mut self, fill: Fill, _ctx: &ActorContext) -> zlink::Result<Weighed> {
-        self.bytes = (0..fill.0).map(|i| (i % 251) as u8).collect();
-        Ok(self.weighed())
-    }
-
-    #[handler]
-    async fn weigh(&mut self, _weigh: Weigh, _ctx: &ActorContext) -> zlink::Result<Weighed> {
-        Ok(self.weighed())
-    }
-}
-
-impl Actor for Heavy {}
-
 #[tokio::test]
 async fn a_state_larger_than_a_message_moves_through_the_relocation_store() {
     let m = mesh_custom(&["a", "b"], 0, |_, _, builder| {
-        builder.actor_type(Heavy::actor_type(|_| Heavy { bytes: Vec::new() }).unwrap())
+        builder.actor_type(heavy_type())
     })
     .await;
     let (a, client) = (&m.nodes[0], &m.nodes[2]);

@@ -2,18 +2,14 @@
 //! real TCP on 127.0.0.1 and a real `redis-server`, with the testkit's store faults and
 //! crashed nodes.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use zlink::object::{Actor, ActorContext, RelocationState};
-use zlink::store::{
-    PayloadRead, PayloadRef, PutOutcome, ReadOutcome, RecordKey, RelocationStore, RenewOutcome,
-    StoreResult,
-};
+use zlink::store::{ReadOutcome, RecordKey};
 use zlink::{Bytes, ErrorKind};
-use zlink_testkit::{wait_until, FaultyLocationStore};
+use zlink_testkit::{wait_until, FaultyLocationStore, FaultyRelocationStore, ReadFault};
 use zlink_tests::relocating::*;
 use zlink_tests::*;
 
@@ -288,97 +284,6 @@ async fn a_lost_relay_ready_leaves_exactly_one_owner_the_source() {
     stop(m.nodes).await;
 }
 
-/// A `preserve` Actor with a state too large to travel inside the restore: a move puts it
-/// in the Relocation Store first.
-pub struct Bulky {
-    bytes: Vec<u8>,
-}
-
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-#[message(reply = Weighed)]
-pub struct Fill(pub u32);
-
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-#[message(reply = Weighed)]
-pub struct Weigh;
-
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-pub struct Weighed {
-    pub len: usize,
-}
-
-impl RelocationState for Bulky {
-    fn capture(&self) -> zlink::Result<Vec<u8>> {
-        Ok(self.bytes.clone())
-    }
-
-    fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
-        self.bytes = state.to_vec();
-        Ok(())
-    }
-}
-
-#[zlink::actor(type = "bulky", relocation = preserve)]
-impl Bulky {
-    #[handler]
-    async fn fill(&mut self, fill: Fill, _ctx: &ActorContext) -> zlink::Result<Weighed> {
-        self.bytes = vec![7; fill.0 as usize];
-        Ok(Weighed {
-            len: self.bytes.len(),
-        })
-    }
-
-    #[handler]
-    async fn weigh(&mut self, _weigh: Weigh, _ctx: &ActorContext) -> zlink::Result<Weighed> {
-        Ok(Weighed {
-            len: self.bytes.len(),
-        })
-    }
-}
-
-impl Actor for Bulky {}
-
-fn bulky_type() -> zlink::object::ActorType {
-    Bulky::actor_type(|_| Bulky { bytes: Vec::new() }).unwrap()
-}
-
-/// The process's Relocation Store, except that a put never completes: the node that
-/// uses it stops in the middle of a move, sealed and captured, before any restore is
-/// sent, for as long as the test wants.
-struct StuckPuts {
-    inner: Arc<dyn RelocationStore>,
-    waiting: AtomicUsize,
-}
-
-#[zlink::async_trait]
-impl RelocationStore for StuckPuts {
-    async fn put(
-        &self,
-        _reference: &PayloadRef,
-        _bytes: &Bytes,
-        _retention: Duration,
-    ) -> StoreResult<PutOutcome> {
-        self.waiting.fetch_add(1, Ordering::SeqCst);
-        std::future::pending().await
-    }
-
-    async fn read(&self, reference: &PayloadRef) -> StoreResult<PayloadRead> {
-        self.inner.read(reference).await
-    }
-
-    async fn renew(
-        &self,
-        reference: &PayloadRef,
-        retention: Duration,
-    ) -> StoreResult<RenewOutcome> {
-        self.inner.renew(reference, retention).await
-    }
-
-    async fn delete(&self, reference: &PayloadRef) -> StoreResult<()> {
-        self.inner.delete(reference).await
-    }
-}
-
 /// Actor `id`'s authority record exactly as the Location Store holds it: its bytes and
 /// its version (any owner change or re-fence writes a new version).
 async fn authority_record(
@@ -395,12 +300,12 @@ async fn authority_record(
 #[tokio::test]
 async fn a_source_that_dies_before_relay_ready_keeps_the_object_unavailable_and_no_target_takes_over(
 ) {
-    let stuck = Arc::new(StuckPuts {
-        inner: relocation_store(),
-        waiting: AtomicUsize::new(0),
-    });
+    // a's puts never complete: it stops in the middle of the move, sealed and captured,
+    // before any restore is sent.
+    let stuck = FaultyRelocationStore::new(relocation_store());
+    stuck.hold_puts();
     let m = mesh_custom(&["a", "b", "c"], 0, |rid, _, builder| {
-        let builder = builder.actor_type(bulky_type());
+        let builder = builder.actor_type(heavy_type());
         match rid {
             "a" => builder.relocation_store(stuck.clone()),
             _ => builder,
@@ -408,11 +313,11 @@ async fn a_source_that_dies_before_relay_ready_keeps_the_object_unavailable_and_
     })
     .await;
     let (a, b, c, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2], &m.nodes[3]);
-    let created = client.actors().create("s1", "bulky").await.unwrap();
+    let created = client.actors().create("s1", "heavy").await.unwrap();
     assert_eq!(created.rid, "a");
-    let bulky = BulkyClient::new(client, "s1");
+    let heavy = HeavyClient::new(client, "s1");
     // 2 MiB: more than travels inside the restore.
-    bulky.fill(&Fill(2 * 1024 * 1024)).await.unwrap();
+    heavy.fill(&Fill(2 * 1024 * 1024)).await.unwrap();
     let sealed_record = authority_record(&m.store, "s1").await;
     let moving = tokio::spawn({
         let a = a.clone();
@@ -421,13 +326,13 @@ async fn a_source_that_dies_before_relay_ready_keeps_the_object_unavailable_and_
     wait_until(
         WAIT,
         "a sealed and captured s1 and is placing its state",
-        || async { stuck.waiting.load(Ordering::SeqCst) == 1 },
+        || async { stuck.puts_held() == 1 },
     )
     .await;
     // Sent while a holds s1's ingress: it waits in a's hold.
     let held = tokio::spawn({
         let client = client.clone();
-        async move { BulkyClient::new(&client, "s1").weigh(&Weigh).await }
+        async move { HeavyClient::new(&client, "s1").weigh(&Weigh).await }
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(!held.is_finished(), "a sealed s1: nothing runs");
@@ -450,7 +355,7 @@ async fn a_source_that_dies_before_relay_ready_keeps_the_object_unavailable_and_
             .is_some_and(|s| s.members.iter().all(|m| m.rid != "a"))
     })
     .await;
-    let err = bulky.weigh(&Weigh).await.unwrap_err();
+    let err = heavy.weigh(&Weigh).await.unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");
     assert_eq!(authority_record(&m.store, "s1").await, sealed_record);
     assert_eq!(
@@ -462,7 +367,7 @@ async fn a_source_that_dies_before_relay_ready_keeps_the_object_unavailable_and_
     let a2 = start(
         discovered_node("a", &m.store, quick_lease())
             .actor_type(counter_type("a", &m.seen))
-            .actor_type(bulky_type()),
+            .actor_type(heavy_type()),
     )
     .await;
     wait_until(WAIT, "the client sees a again", || async {
@@ -473,7 +378,7 @@ async fn a_source_that_dies_before_relay_ready_keeps_the_object_unavailable_and_
             && peer_rids(client).iter().any(|p| p == "a")
     })
     .await;
-    let err = bulky.weigh(&Weigh).await.unwrap_err();
+    let err = heavy.weigh(&Weigh).await.unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");
     assert_eq!(a2.status().actors_owned, 0);
     assert_eq!((b.status().actors_owned, c.status().actors_owned), (0, 0));
@@ -534,16 +439,12 @@ impl Hoard {
     #[handler]
     async fn fill(&mut self, fill: Fill, _ctx: &ActorContext) -> zlink::Result<Weighed> {
         self.pad = vec![7; fill.0 as usize];
-        Ok(Weighed {
-            len: self.pad.len(),
-        })
+        Ok(Weighed::of(&self.pad))
     }
 
     #[handler]
     async fn weigh(&mut self, _weigh: Weigh, _ctx: &ActorContext) -> zlink::Result<Weighed> {
-        Ok(Weighed {
-            len: self.pad.len(),
-        })
+        Ok(Weighed::of(&self.pad))
     }
 
     #[handler]
@@ -597,56 +498,15 @@ fn hoard_type(node: &str) -> zlink::object::ActorType {
 /// A pad over the 1 MiB a restore carries inline.
 const PAD: u32 = 2 * 1024 * 1024;
 
-/// The process's Relocation Store, except that a put waits until the test opens the
-/// gate: the node that uses it stays in the middle of a move, sealed and captured with
-/// its ingress held, for as long as the test wants, and then goes on.
-struct GatedPuts {
-    inner: Arc<dyn RelocationStore>,
-    waiting: AtomicUsize,
-    open: tokio::sync::watch::Sender<bool>,
-}
-
-#[zlink::async_trait]
-impl RelocationStore for GatedPuts {
-    async fn put(
-        &self,
-        reference: &PayloadRef,
-        bytes: &Bytes,
-        retention: Duration,
-    ) -> StoreResult<PutOutcome> {
-        self.waiting.fetch_add(1, Ordering::SeqCst);
-        let mut open = self.open.subscribe();
-        let _ = open.wait_for(|open| *open).await;
-        self.inner.put(reference, bytes, retention).await
-    }
-
-    async fn read(&self, reference: &PayloadRef) -> StoreResult<PayloadRead> {
-        self.inner.read(reference).await
-    }
-
-    async fn renew(
-        &self,
-        reference: &PayloadRef,
-        retention: Duration,
-    ) -> StoreResult<RenewOutcome> {
-        self.inner.renew(reference, retention).await
-    }
-
-    async fn delete(&self, reference: &PayloadRef) -> StoreResult<()> {
-        self.inner.delete(reference).await
-    }
-}
-
 /// The most messages one sealed object's ingress hold keeps (zlink's `HOLD_MESSAGES`).
 const HOLD_MESSAGES: usize = 1024;
 
 #[tokio::test]
 async fn a_full_ingress_hold_refuses_requests_unavailable_and_keeps_what_it_held_in_order() {
-    let gated = Arc::new(GatedPuts {
-        inner: relocation_store(),
-        waiting: AtomicUsize::new(0),
-        open: tokio::sync::watch::channel(false).0,
-    });
+    // a's put waits until the test opens the gate: a stays in the middle of the move,
+    // sealed and captured with its ingress held, then goes on.
+    let gated = FaultyRelocationStore::new(relocation_store());
+    gated.hold_puts();
     // A message waiting in a hold keeps its connection's in-flight slot, and by default a
     // connection has 1024 of them, as many as the hold keeps: one sender would meet that
     // bound first (CapacityExceeded). a allows more, so one sender reaches the hold's.
@@ -672,7 +532,7 @@ async fn a_full_ingress_hold_refuses_requests_unavailable_and_keeps_what_it_held
         async move { a.actors().relocate("h1", Some("b")).await }
     });
     wait_until(WAIT, "a sealed h1 and waits to place its state", || async {
-        gated.waiting.load(Ordering::SeqCst) == 1
+        gated.puts_held() == 1
     })
     .await;
     // From one sender, one after another: 1000 one-ways, then 30 requests. The hold
@@ -710,8 +570,8 @@ async fn a_full_ingress_hold_refuses_requests_unavailable_and_keeps_what_it_held
         requests.iter().all(|r| !r.is_finished()),
         "the held requests wait for the move"
     );
-    assert_eq!(gated.waiting.load(Ordering::SeqCst), 1);
-    gated.open.send_replace(true);
+    assert_eq!(gated.puts_held(), 1);
+    gated.release_puts();
     let moved = moving.await.unwrap().unwrap();
     assert_eq!(
         (moved.rid.as_str(), moved.generation),
@@ -737,63 +597,11 @@ async fn a_full_ingress_hold_refuses_requests_unavailable_and_keeps_what_it_held
     stop(m.nodes).await;
 }
 
-/// The process's Relocation Store as the target reads it: a read finds nothing
-/// ([`LOSE_MISSING`]), one byte less than was put ([`LOSE_SHORT`]), or (0) what is
-/// stored, as the test sets.
-struct LosingReads {
-    inner: Arc<dyn RelocationStore>,
-    mode: AtomicUsize,
-    reads: AtomicUsize,
-}
-
-const LOSE_MISSING: usize = 1;
-const LOSE_SHORT: usize = 2;
-
-#[zlink::async_trait]
-impl RelocationStore for LosingReads {
-    async fn put(
-        &self,
-        reference: &PayloadRef,
-        bytes: &Bytes,
-        retention: Duration,
-    ) -> StoreResult<PutOutcome> {
-        self.inner.put(reference, bytes, retention).await
-    }
-
-    async fn read(&self, reference: &PayloadRef) -> StoreResult<PayloadRead> {
-        self.reads.fetch_add(1, Ordering::SeqCst);
-        let read = self.inner.read(reference).await?;
-        Ok(match (self.mode.load(Ordering::SeqCst), read) {
-            (LOSE_MISSING, _) => PayloadRead::Missing,
-            (LOSE_SHORT, PayloadRead::Found { bytes, expires_in }) => PayloadRead::Found {
-                bytes: bytes.slice(..bytes.len().saturating_sub(1)),
-                expires_in,
-            },
-            (_, read) => read,
-        })
-    }
-
-    async fn renew(
-        &self,
-        reference: &PayloadRef,
-        retention: Duration,
-    ) -> StoreResult<RenewOutcome> {
-        self.inner.renew(reference, retention).await
-    }
-
-    async fn delete(&self, reference: &PayloadRef) -> StoreResult<()> {
-        self.inner.delete(reference).await
-    }
-}
-
 #[tokio::test]
 async fn a_moved_state_missing_from_the_relocation_store_is_data_lost_and_the_source_keeps_serving()
 {
-    let losing = Arc::new(LosingReads {
-        inner: relocation_store(),
-        mode: AtomicUsize::new(0),
-        reads: AtomicUsize::new(0),
-    });
+    // What b reads of the moved state, as the test sets it: nothing, or one byte short.
+    let losing = FaultyRelocationStore::new(relocation_store());
     let m = mesh_custom(&["a", "b"], 0, |rid, _, builder| {
         let builder = builder.actor_type(hoard_type(rid));
         match rid {
@@ -813,11 +621,11 @@ async fn a_moved_state_missing_from_the_relocation_store_is_data_lost_and_the_so
         expected.push(n);
     }
     for (mode, lost, says) in [
-        (LOSE_MISSING, "missing", "not in the Relocation Store"),
-        (LOSE_SHORT, "short", " bytes, not "),
+        (ReadFault::Missing, "missing", "not in the Relocation Store"),
+        (ReadFault::Short, "short", " bytes, not "),
     ] {
-        losing.mode.store(mode, Ordering::SeqCst);
-        let reads = losing.reads.load(Ordering::SeqCst);
+        losing.set_read_fault(mode);
+        let reads = losing.reads();
         // A long turn, and work queued behind it: the move captures that queue.
         let holding = tokio::spawn({
             let hoard = HoardClient::new(client, "h2");
@@ -839,7 +647,7 @@ async fn a_moved_state_missing_from_the_relocation_store_is_data_lost_and_the_so
         assert!(err.is(ErrorKind::DataLost), "{lost}: {err}");
         assert!(err.to_string().contains(says), "{lost}: {err}");
         assert_eq!(
-            losing.reads.load(Ordering::SeqCst),
+            losing.reads(),
             reads + 1,
             "{lost}: b read the moved state once"
         );
@@ -865,7 +673,7 @@ async fn a_moved_state_missing_from_the_relocation_store_is_data_lost_and_the_so
         assert_eq!((a.status().actors_owned, b.status().actors_owned), (1, 0));
     }
     // With the store whole again it moves, its state and its log with it.
-    losing.mode.store(0, Ordering::SeqCst);
+    losing.set_read_fault(ReadFault::None);
     let moved = a.actors().relocate("h2", Some("b")).await.unwrap();
     assert_eq!(
         (moved.rid.as_str(), moved.generation),

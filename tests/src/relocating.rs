@@ -344,6 +344,68 @@ pub fn fresh_type(node: &str) -> zlink::object::ActorType {
     .expect("a valid Actor type")
 }
 
+/// A `preserve` Actor whose state can be made bigger than one message a connection
+/// carries (or than travels inside a restore): a move puts it in the Relocation Store.
+pub struct Heavy {
+    bytes: Vec<u8>,
+}
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Weighed)]
+pub struct Fill(pub u32);
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Weighed)]
+pub struct Weigh;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Weighed {
+    pub len: usize,
+    pub sum: u64,
+}
+
+impl RelocationState for Heavy {
+    fn capture(&self) -> zlink::Result<Vec<u8>> {
+        Ok(self.bytes.clone())
+    }
+
+    fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
+        self.bytes = state.to_vec();
+        Ok(())
+    }
+}
+
+impl Weighed {
+    /// The length and byte sum of `bytes`.
+    pub fn of(bytes: &[u8]) -> Weighed {
+        Weighed {
+            len: bytes.len(),
+            sum: bytes.iter().map(|b| u64::from(*b)).sum(),
+        }
+    }
+}
+
+#[zlink::actor(type = "heavy", relocation = preserve)]
+impl Heavy {
+    #[handler]
+    async fn fill(&mut self, fill: Fill, _ctx: &ActorContext) -> zlink::Result<Weighed> {
+        self.bytes = (0..fill.0).map(|i| (i % 251) as u8).collect();
+        Ok(Weighed::of(&self.bytes))
+    }
+
+    #[handler]
+    async fn weigh(&mut self, _weigh: Weigh, _ctx: &ActorContext) -> zlink::Result<Weighed> {
+        Ok(Weighed::of(&self.bytes))
+    }
+}
+
+impl Actor for Heavy {}
+
+/// The type of [`Heavy`], empty at creation.
+pub fn heavy_type() -> zlink::object::ActorType {
+    Heavy::actor_type(|_| Heavy { bytes: Vec::new() }).expect("a valid Actor type")
+}
+
 pub struct Mesh {
     pub redis: RedisServer,
     /// The Location Store every node was given first.

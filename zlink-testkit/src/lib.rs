@@ -7,6 +7,8 @@
 //! - [`init_tracing`]: test logging controlled by `RUST_LOG`.
 //! - [`FaultyLocationStore`] wraps any Location Store (such as zlink's embedded
 //!   [`MemoryLocationStore`], re-exported here) to inject delays, refusals and lost results.
+//! - [`FaultyRelocationStore`] wraps any Relocation Store to hold its puts at a gate (a
+//!   move stopped midway) or to lose what its reads find.
 //! - [`conformance`]: the rules every Location Store provider must pass, and
 //!   [`location_store_conformance!`] to run them.
 //! - [`StalledSubscriber`]: a fanout subscriber that never reads.
@@ -26,6 +28,7 @@ pub mod raw_zmtp;
 mod redis_cluster;
 mod redis_server;
 pub mod relocation_conformance;
+mod relocation_store;
 mod stalled_subscriber;
 mod store;
 mod test_cluster;
@@ -35,6 +38,7 @@ pub use mem_network::{LinkFault, MemNetwork, MemTransport};
 pub use raw_zmtp::RawZmtp;
 pub use redis_cluster::RedisCluster;
 pub use redis_server::RedisServer;
+pub use relocation_store::{FaultyRelocationStore, ReadFault};
 pub use stalled_subscriber::StalledSubscriber;
 pub use store::FaultyLocationStore;
 pub use test_cluster::{quick_lease, TestCluster, CLUSTER_MESH};
