@@ -1940,120 +1940,6 @@ async fn a_reserved_metadata_key_reaches_a_local_handler_as_it_reaches_a_remote_
     stop([b, a]).await;
 }
 
-/// A Location Store wrapper that notes which authority batches came back with a lost
-/// result (`OutcomeUnknown`), as the node heard them.
-mod heard {
-    use std::sync::{Arc, Mutex};
-    use std::time::Duration;
-
-    use zlink::store::{
-        ApplyOutcome, Batch, ClaimOutcome, Condition, DescriptorEntry, DescriptorKey,
-        DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, LocationStore,
-        OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreError, StoreResult,
-    };
-
-    pub struct Heard {
-        inner: Arc<dyn LocationStore>,
-        lost: Mutex<Vec<&'static str>>,
-    }
-
-    impl Heard {
-        pub fn new(inner: Arc<dyn LocationStore>) -> Self {
-            Heard {
-                inner,
-                lost: Mutex::new(Vec::new()),
-            }
-        }
-
-        /// The batches whose result was lost since the last call, oldest first: a
-        /// "reserve" (the record must be missing) or a "commit" (a fenced write).
-        pub fn take_lost(&self) -> Vec<&'static str> {
-            std::mem::take(&mut *self.lost.lock().unwrap())
-        }
-    }
-
-    #[zlink::async_trait]
-    impl LocationStore for Heard {
-        async fn claim_lease(&self, owner: &OwnerId, ttl: Duration) -> StoreResult<ClaimOutcome> {
-            self.inner.claim_lease(owner, ttl).await
-        }
-
-        async fn renew_lease(
-            &self,
-            token: &LeaseToken,
-            ttl: Duration,
-        ) -> StoreResult<LeaseOutcome> {
-            self.inner.renew_lease(token, ttl).await
-        }
-
-        async fn release_lease(&self, token: &LeaseToken) -> StoreResult<LeaseOutcome> {
-            self.inner.release_lease(token).await
-        }
-
-        async fn read_lease(&self, owner: &OwnerId) -> StoreResult<Option<LeaseGrant>> {
-            self.inner.read_lease(owner).await
-        }
-
-        async fn publish_descriptor(
-            &self,
-            token: &LeaseToken,
-            key: &DescriptorKey,
-            body: &[u8],
-        ) -> StoreResult<PublishOutcome> {
-            self.inner.publish_descriptor(token, key, body).await
-        }
-
-        async fn withdraw_descriptor(
-            &self,
-            token: &LeaseToken,
-            key: &DescriptorKey,
-        ) -> StoreResult<bool> {
-            self.inner.withdraw_descriptor(token, key).await
-        }
-
-        async fn read_descriptor(
-            &self,
-            key: &DescriptorKey,
-        ) -> StoreResult<Option<DescriptorEntry>> {
-            self.inner.read_descriptor(key).await
-        }
-
-        async fn scan_descriptors(
-            &self,
-            scope: &DescriptorScope,
-            after: Option<&str>,
-            limit: usize,
-        ) -> StoreResult<DescriptorPage> {
-            self.inner.scan_descriptors(scope, after, limit).await
-        }
-
-        async fn read(&self, key: &RecordKey) -> StoreResult<ReadOutcome> {
-            self.inner.read(key).await
-        }
-
-        async fn apply(&self, batch: &Batch) -> StoreResult<ApplyOutcome> {
-            let result = self.inner.apply(batch).await;
-            if matches!(result, Err(StoreError::OutcomeUnknown(_))) {
-                let what = if batch
-                    .conditions
-                    .iter()
-                    .any(|c| matches!(c, Condition::Missing(_)))
-                {
-                    "reserve"
-                } else {
-                    "commit"
-                };
-                self.lost.lock().unwrap().push(what);
-            }
-            result
-        }
-
-        async fn next_generation(&self, counter: &RecordKey) -> StoreResult<u64> {
-            self.inner.next_generation(counter).await
-        }
-    }
-}
-
 /// A Spot whose `on_create` (between the Reserve and the Commit) can make the store lose
 /// the Commit's result: the creation request "lose-commit" says so.
 struct Ledger {
@@ -2089,8 +1975,26 @@ async fn a_lost_store_result_during_creation_is_re_read_and_exactly_one_factory_
     let redis = RedisServer::start().expect("redis-server");
     let store = redis_store(&redis);
     let faulty = Arc::new(zlink_testkit::FaultyLocationStore::new(store.clone()));
-    let heard = Arc::new(heard::Heard::new(faulty.clone()));
-    let owner_store: Arc<dyn zlink::store::LocationStore> = heard.clone();
+    let owner_store: Arc<dyn zlink::store::LocationStore> = faulty.clone();
+    // Which batch a lost result hit: a reserve (the record must be missing) or a commit
+    // (a fenced write).
+    let hit = || -> Vec<&'static str> {
+        faulty
+            .take_lost_batches()
+            .iter()
+            .map(|batch| {
+                let reserve = batch
+                    .conditions
+                    .iter()
+                    .any(|c| matches!(c, zlink::store::Condition::Missing(_)));
+                if reserve {
+                    "reserve"
+                } else {
+                    "commit"
+                }
+            })
+            .collect()
+    };
     let factories = Arc::new(AtomicUsize::new(0));
     let ledger = {
         let (faulty, factories) = (faulty.clone(), factories.clone());
@@ -2112,7 +2016,7 @@ async fn a_lost_store_result_during_creation_is_re_read_and_exactly_one_factory_
         for must_be_new in [false, true] {
             let case = format!("{lost} lost, must_be_new {must_be_new}");
             let before = factories.load(Ordering::SeqCst);
-            heard.take_lost();
+            hit();
             if lost == "reserve" {
                 faulty.lose_result_of_next_apply(1);
             }
@@ -2131,11 +2035,7 @@ async fn a_lost_store_result_during_creation_is_re_read_and_exactly_one_factory_
                 panic!("{case}: {created:?}")
             };
             assert_eq!(reply, Bytes::from_static(b"welcome"), "{case}");
-            assert_eq!(
-                heard.take_lost(),
-                [lost],
-                "{case}: the fault hit that batch"
-            );
+            assert_eq!(hit(), [lost], "{case}: the fault hit that batch");
             assert_eq!(
                 (spot.rid.as_str(), spot.generation),
                 ("a", 1),

@@ -23,6 +23,8 @@ struct Faults {
     applies_down: bool,
     lose_next_apply: usize,
     calls: usize,
+    /// The batches whose result was lost (applied, reported `OutcomeUnknown`), oldest first.
+    lost_batches: Vec<Batch>,
 }
 
 /// What happens to one call.
@@ -94,6 +96,12 @@ impl FaultyLocationStore {
     /// How many calls reached this wrapper.
     pub fn calls(&self) -> usize {
         self.faults().calls
+    }
+
+    /// The batches whose result this wrapper lost since the last call, oldest first: a
+    /// test proves which write a fault hit.
+    pub fn take_lost_batches(&self) -> Vec<Batch> {
+        std::mem::take(&mut self.faults().lost_batches)
     }
 
     fn take(&self, changes: bool) -> (Fault, Duration) {
@@ -201,6 +209,7 @@ impl LocationStore for FaultyLocationStore {
                 Some(Fault::Fail)
             } else if f.lose_next_apply > 0 {
                 f.lose_next_apply -= 1;
+                f.lost_batches.push(batch.clone());
                 Some(Fault::LoseResult)
             } else {
                 None
