@@ -265,10 +265,9 @@ pub(super) fn prepare(
         hops,
     } = admission;
     // An object leaving this node: its hold (or, past relay-ready, its relay) takes the
-    // message, on the old route only.
+    // message, on the old route only. `None`: it did; otherwise the message comes back.
     // (Only a message for a departing object pays for the move's copy of its names.)
-    let departing = server.departures.get(key, &fence).is_some();
-    let (payload, metadata, reply) = if departing {
+    let to_departure = |payload, metadata, reply, sender| {
         let held = Held {
             packet: Arc::from(packet),
             kind,
@@ -280,15 +279,28 @@ pub(super) fn prepare(
             hops,
         };
         match server.departures.offer(key, &fence, held) {
-            Offer::Taken => return Ok(None),
-            Offer::NotDeparting(held) => (held.payload, held.metadata, held.reply),
+            Offer::Taken => None,
+            Offer::NotDeparting(held) => Some((held.payload, held.metadata, held.reply)),
+        }
+    };
+    let (payload, metadata, reply) = if server.departures.get(key, &fence).is_some() {
+        match to_departure(payload, metadata, reply, sender.clone()) {
+            None => return Ok(None),
+            Some(back) => back,
         }
     } else {
         (payload, metadata, reply)
     };
-    let checked = check_admission(server, key, packet, kind, fence);
-    let (live, handler) = match checked {
+    let (live, handler) = match check_admission(server, key, packet, kind, fence) {
         Ok(checked) => checked,
+        // The object may have begun to leave between the two checks: its departure is
+        // made before it stops taking messages, so it is there now and takes this one.
+        Err(error) if server.departures.get(key, &fence).is_some() => {
+            return match to_departure(payload, metadata, reply, sender) {
+                None => Ok(None),
+                Some((_, _, reply)) => Err(Refusal { error, reply }),
+            };
+        }
         Err(error) => return Err(Refusal { error, reply }),
     };
     // Payload plus metadata: both stay in memory until the handler ran.
