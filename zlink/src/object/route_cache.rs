@@ -48,11 +48,23 @@ struct Entry {
     expires_at: Instant,
 }
 
+/// A route a follow notice proved old: (ObjectGeneration, AOG) it moved away from, and
+/// until when no route at or below it is cached again.
+struct Superseded {
+    generations: (u64, u64),
+    until: Instant,
+}
+
 /// The cache of one node.
 pub(crate) struct RouteCache {
     max_age: Mutex<Duration>,
     capacity: usize,
     entries: Mutex<HashMap<ObjectKey, Entry>>,
+    /// What follow notices proved stale. A store read that began before the move can
+    /// still return the old route after the notice dropped it; without this, that read
+    /// would cache it again and the sender would take the detour (no second notice comes
+    /// for the same route) until the entry expired.
+    superseded: Mutex<HashMap<ObjectKey, Superseded>>,
 }
 
 impl RouteCache {
@@ -66,7 +78,12 @@ impl RouteCache {
             max_age: Mutex::new(max_age),
             capacity: capacity.max(1),
             entries: Mutex::new(HashMap::new()),
+            superseded: Mutex::new(HashMap::new()),
         }
+    }
+
+    fn superseded(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Superseded>> {
+        self.superseded.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Entry>> {
@@ -105,6 +122,14 @@ impl RouteCache {
         if expires_at <= now {
             return;
         }
+        let generations = (route.fence.object_generation, route.fence.owner_generation);
+        if self
+            .superseded()
+            .get(&route.key)
+            .is_some_and(|s| s.until > now && generations <= s.generations)
+        {
+            return;
+        }
         let mut entries = self.entries();
         if let Some(current) = entries.get(&route.key) {
             if route.older_than(&current.route.fence) && current.expires_at > now {
@@ -140,14 +165,36 @@ impl RouteCache {
         }
     }
 
-    /// A follow notice: the object moved away from `fence` on `owner`. Drops the entry only
-    /// if it is exactly that route (never a newer one stored meanwhile); `true` if it did.
+    /// A follow notice: the object moved away from `fence` on `owner`. Drops the entry if
+    /// it is exactly that route or an older one (never a newer one stored meanwhile), and
+    /// keeps that route and older ones from being cached again for RouteCacheMaxAge;
+    /// `true` if it dropped the entry.
     pub(crate) fn moved(&self, key: &ObjectKey, fence: &OwnerFence, owner: &OwnerRoute) -> bool {
-        let mut entries = self.entries();
-        if entries
-            .get(key)
-            .is_some_and(|e| e.route.fence == *fence && e.route.owner == *owner)
+        let now = Instant::now();
+        let max_age = *self.max_age.lock().unwrap_or_else(|p| p.into_inner());
+        let generations = (fence.object_generation, fence.owner_generation);
         {
+            let mut superseded = self.superseded();
+            if superseded.len() >= self.capacity && !superseded.contains_key(key) {
+                superseded.retain(|_, s| s.until > now);
+                if superseded.len() >= self.capacity {
+                    return self.drop_moved(key, fence, owner);
+                }
+            }
+            let until = now + max_age;
+            let known = superseded.get(key).map(|s| s.generations);
+            if known.is_none_or(|known| known < generations) {
+                superseded.insert(key.clone(), Superseded { generations, until });
+            }
+        }
+        self.drop_moved(key, fence, owner)
+    }
+
+    fn drop_moved(&self, key: &ObjectKey, fence: &OwnerFence, owner: &OwnerRoute) -> bool {
+        let mut entries = self.entries();
+        if entries.get(key).is_some_and(|e| {
+            (e.route.fence == *fence && e.route.owner == *owner) || e.route.older_than(fence)
+        }) {
             entries.remove(key);
             return true;
         }
@@ -285,6 +332,33 @@ mod tests {
         // Exactly the cached route.
         assert!(cache.moved(&newer.key, &newer.fence, &newer.owner));
         assert_eq!(cache.get(&newer.key, now), None);
+    }
+
+    #[test]
+    fn a_route_a_notice_proved_old_is_not_cached_again() {
+        let cache = RouteCache::new(AGE);
+        let now = Instant::now();
+        // The notice arrives while no entry is cached (another caller's read is on its
+        // way back with the old route).
+        let old = route("r", 1, 1);
+        assert!(!cache.moved(&old.key, &old.fence, &old.owner));
+        cache.insert(old.clone(), now, now + AGE);
+        assert_eq!(cache.get(&old.key, now), None, "the old route stays out");
+        // An older entry is dropped by a notice about a later route.
+        let newer = route("r", 1, 3);
+        cache.insert(newer.clone(), now, now + AGE);
+        assert_eq!(cache.get(&old.key, now), Some(newer.clone()));
+        let between = route("r", 1, 2);
+        assert!(!cache.moved(&between.key, &between.fence, &between.owner));
+        assert_eq!(cache.get(&old.key, now), Some(newer.clone()), "newer stays");
+        assert!(cache.moved(&newer.key, &newer.fence, &newer.owner));
+        // The route it moved to, or a later incarnation, is cached as usual.
+        let next = route("r", 1, 4);
+        cache.insert(next.clone(), now, now + AGE);
+        assert_eq!(cache.get(&old.key, now), Some(next));
+        let reborn = route("r", 2, 1);
+        cache.insert(reborn.clone(), now, now + AGE);
+        assert_eq!(cache.get(&old.key, now), Some(reborn));
     }
 
     #[test]
