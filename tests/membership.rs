@@ -885,13 +885,17 @@ async fn a_per_actor_spot_moves_its_shell_then_each_member_and_to_spot_and_to_ac
     }
     // b takes one player only: the second member cannot follow.
     let b = node_with_players("b", &redis, Execution::PerActor, &Log::default(), 1).await;
-    zlink_testkit::wait_until(WAIT, "a sees b's Entry Spot", || async {
-        a.discovery().status().is_some_and(|s| {
-            s.members
-                .iter()
-                .any(|m| m.rid == "b" && m.entry_spot.is_some())
-        })
-    })
+    zlink_testkit::wait_until(
+        WAIT,
+        "a sees b's Entry Spot and is connected to b",
+        || async {
+            a.discovery().status().is_some_and(|s| {
+                s.members
+                    .iter()
+                    .any(|m| m.rid == "b" && m.entry_spot.is_some())
+            }) && peer_rids(&a).iter().any(|p| p == "b")
+        },
+    )
     .await;
     log.lock().unwrap().clear();
     let moved = a.spots().relocate("pa", Some("b")).await.unwrap();

@@ -458,13 +458,17 @@ async fn relocate_all_moves_a_spot_wide_spot_together_with_its_members() {
         &events,
     ))
     .await;
-    wait_until(WAIT, "a sees b's Entry Spot", || async {
-        a.discovery().status().is_some_and(|s| {
-            s.members
-                .iter()
-                .any(|m| m.rid == "b" && m.entry_spot.is_some())
-        })
-    })
+    wait_until(
+        WAIT,
+        "a sees b's Entry Spot and is connected to b",
+        || async {
+            a.discovery().status().is_some_and(|s| {
+                s.members
+                    .iter()
+                    .any(|m| m.rid == "b" && m.entry_spot.is_some())
+            }) && peer_rids(&a).iter().any(|p| p == "b")
+        },
+    )
     .await;
     let report = a.relocate_all().await.unwrap();
     assert!(report.is_complete(), "{report:?}");
