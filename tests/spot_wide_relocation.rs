@@ -466,7 +466,7 @@ async fn relocate_all_moves_a_spot_wide_spot_together_with_its_members() {
                 s.members
                     .iter()
                     .any(|m| m.rid == "b" && m.entry_spot.is_some())
-            }) && peer_rids(&a).iter().any(|p| p == "b")
+            }) && peer_rids(a).iter().any(|p| p == "b")
         },
     )
     .await;
