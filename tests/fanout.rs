@@ -333,11 +333,44 @@ async fn subscribers_find_publishers_through_the_location_store() {
     stop([s, p]).await;
 }
 
+/// Publishes a fanout publisher descriptor of [`PRICES`] for `id` at `endpoint`, under
+/// the lease `token`.
+async fn publish_publisher(
+    store: &Arc<dyn zlink::store::LocationStore>,
+    token: &zlink::store::LeaseToken,
+    id: &str,
+    endpoint: &str,
+) {
+    use zlink::store::{DescriptorKey, DescriptorKind, DescriptorScope, MeshDescriptor};
+    let body = MeshDescriptor {
+        mesh_name: MESH.into(),
+        rid: id.into(),
+        generation: 1,
+        revision: 1,
+        endpoint: endpoint.into(),
+        protocol: 2,
+        channels: vec![],
+        curve_key: None,
+        spot_types: vec![],
+        actor_types: vec![],
+        entry_spot: None,
+        placement_weight: 0,
+    }
+    .encode()
+    .unwrap();
+    let key = DescriptorKey {
+        scope: DescriptorScope {
+            kind: DescriptorKind::Fanout,
+            scope: PRICES.into(),
+        },
+        id: id.into(),
+    };
+    store.publish_descriptor(token, &key, &body).await.unwrap();
+}
+
 #[tokio::test]
 async fn fanout_discovery_finds_a_publisher_after_1000_dead_descriptors() {
-    use zlink::store::{
-        ClaimOutcome, DescriptorKey, DescriptorKind, DescriptorScope, MeshDescriptor, OwnerId,
-    };
+    use zlink::store::{ClaimOutcome, OwnerId};
     let redis = RedisServer::start().expect("redis-server");
     let store = redis_store(&redis);
     // 1100 publishers that died without withdrawing, all sorted before the live one.
@@ -350,33 +383,7 @@ async fn fanout_discovery_finds_a_publisher_after_1000_dead_descriptors() {
     };
     for i in 0..1100 {
         let id = format!("dead-{i:04}");
-        let body = MeshDescriptor {
-            mesh_name: MESH.into(),
-            rid: id.clone(),
-            generation: 1,
-            revision: 1,
-            endpoint: "tcp://127.0.0.1:9".into(),
-            protocol: 2,
-            channels: vec![],
-            curve_key: None,
-            spot_types: vec![],
-            actor_types: vec![],
-            entry_spot: None,
-            placement_weight: 0,
-        }
-        .encode()
-        .unwrap();
-        let key = DescriptorKey {
-            scope: DescriptorScope {
-                kind: DescriptorKind::Fanout,
-                scope: PRICES.into(),
-            },
-            id,
-        };
-        store
-            .publish_descriptor(&ghost.token, &key, &body)
-            .await
-            .unwrap();
+        publish_publisher(&store, &ghost.token, &id, "tcp://127.0.0.1:9").await;
     }
     wait_until(WAIT, "the ghost lease expired", || async {
         store
@@ -584,9 +591,7 @@ async fn waiting_for_fanout_readiness_fails_in_time_or_when_not_subscribed() {
 
 #[tokio::test]
 async fn fanout_discovery_pages_past_hundreds_of_live_publishers() {
-    use zlink::store::{
-        ClaimOutcome, DescriptorKey, DescriptorKind, DescriptorScope, MeshDescriptor, OwnerId,
-    };
+    use zlink::store::{ClaimOutcome, OwnerId};
     const GHOSTS: usize = 300; // more than one page of a scope read (256)
     let redis = RedisServer::start().expect("redis-server");
     let store = redis_store(&redis);
@@ -605,33 +610,8 @@ async fn fanout_discovery_pages_past_hundreds_of_live_publishers() {
     };
     for (i, listener) in silent.iter().enumerate() {
         let id = format!("live-{i:04}");
-        let body = MeshDescriptor {
-            mesh_name: MESH.into(),
-            rid: id.clone(),
-            generation: 1,
-            revision: 1,
-            endpoint: format!("tcp://{}", listener.local_addr().unwrap()),
-            protocol: 2,
-            channels: vec![],
-            curve_key: None,
-            spot_types: vec![],
-            actor_types: vec![],
-            entry_spot: None,
-            placement_weight: 0,
-        }
-        .encode()
-        .unwrap();
-        let key = DescriptorKey {
-            scope: DescriptorScope {
-                kind: DescriptorKind::Fanout,
-                scope: PRICES.into(),
-            },
-            id,
-        };
-        store
-            .publish_descriptor(&alive.token, &key, &body)
-            .await
-            .unwrap();
+        let endpoint = format!("tcp://{}", listener.local_addr().unwrap());
+        publish_publisher(&store, &alive.token, &id, &endpoint).await;
     }
     let (p, s) = discovered_publisher_and_subscriber(&store).await;
     let publishers = s.fanout().publishers(PRICES).unwrap();
