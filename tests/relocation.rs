@@ -248,6 +248,41 @@ async fn follow_hops_beyond_eight_are_unavailable() {
     stop(m.nodes).await;
 }
 
+/// A one-way has no reply, so its sender cannot hear that it was lost: the node that
+/// refuses it counts it under its reason in `status()` (and logs it).
+#[tokio::test]
+async fn a_one_way_past_eight_hops_is_lost_and_counted_where_it_was_refused() {
+    let m = mesh(&["a", "b"], None).await;
+    let client = &m.nodes[2];
+    client.actors().create("lost-9", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "lost-9");
+    assert_eq!(counter.add(&Add(1)).await.unwrap().by, "a");
+    for n in 0..9 {
+        let (from, to) = if n % 2 == 0 { (0, "b") } else { (1, "a") };
+        m.nodes[from]
+            .actors()
+            .relocate("lost-9", Some(to))
+            .await
+            .unwrap();
+    }
+    let lost = |m: &Mesh| -> (u64, u64) {
+        m.nodes.iter().fold((0, 0), |(hops, all), rt| {
+            let lost = rt.status().lost_one_ways;
+            (hops + lost.follow_hops, all + lost.total())
+        })
+    };
+    assert_eq!(lost(&m), (0, 0));
+    // Accepted on the client's link: its send is Ok.
+    counter.log(&Log(9)).await.unwrap();
+    wait_until(WAIT, "the ninth hop refuses it and counts it", || async {
+        lost(&m) == (1, 1)
+    })
+    .await;
+    let history = counter.show(&Show).await.unwrap();
+    assert!(history.log.is_empty(), "it ran nowhere");
+    stop(m.nodes).await;
+}
+
 #[tokio::test]
 async fn with_message_follow_off_the_old_route_is_unavailable_and_not_resubmitted() {
     let m = mesh(&["a", "b"], Some(Duration::ZERO)).await;

@@ -16,7 +16,7 @@ use zlink::transport::{
 pub enum LinkFault {
     /// Messages are lost silently; the connection still looks open (a blackhole).
     Drop,
-    /// Messages arrive after this delay.
+    /// Messages arrive after this delay, in the order sent.
     Delay(Duration),
 }
 
@@ -135,9 +135,38 @@ struct MemConn {
     events: Arc<dyn LinkEvents>,
     closed: AtomicBool,
     net: MemNetwork,
+    /// Delayed messages, delivered in the order sent (a real connection never reorders),
+    /// with how many are still on their way.
+    delayed: Mutex<Option<tokio::sync::mpsc::UnboundedSender<(tokio::time::Instant, Frames)>>>,
+    in_delay: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl MemConn {
+    /// Queues `frames` for `peer`, due at `due`, behind every delayed message before them.
+    fn deliver_late(&self, peer: Arc<MemConn>, due: tokio::time::Instant, frames: Frames) {
+        let mut delayed = self.delayed.lock().unwrap_or_else(|p| p.into_inner());
+        let queue = delayed.get_or_insert_with(|| {
+            let (tx, mut rx) =
+                tokio::sync::mpsc::unbounded_channel::<(tokio::time::Instant, Frames)>();
+            let peer = Arc::downgrade(&peer);
+            let in_delay = self.in_delay.clone();
+            tokio::spawn(async move {
+                while let Some((due, frames)) = rx.recv().await {
+                    tokio::time::sleep_until(due).await;
+                    if let Some(peer) = peer.upgrade() {
+                        peer.deliver(frames);
+                    }
+                    in_delay.fetch_sub(1, Ordering::AcqRel);
+                }
+            });
+            tx
+        });
+        self.in_delay.fetch_add(1, Ordering::AcqRel);
+        if queue.send((due, frames)).is_err() {
+            self.in_delay.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
     fn deliver(&self, frames: Frames) {
         if self.closed.load(Ordering::Acquire) {
             return;
@@ -170,10 +199,11 @@ impl Connection for MemConn {
         match self.net.fault(&self.local, &self.remote) {
             Some(LinkFault::Drop) => {}
             Some(LinkFault::Delay(d)) => {
-                tokio::spawn(async move {
-                    tokio::time::sleep(d).await;
-                    peer.deliver(frames);
-                });
+                self.deliver_late(peer, tokio::time::Instant::now() + d, frames)
+            }
+            // Still behind delayed ones: in order, after them.
+            None if self.in_delay.load(Ordering::Acquire) > 0 => {
+                self.deliver_late(peer, tokio::time::Instant::now(), frames)
             }
             None => peer.deliver(frames),
         }
@@ -244,6 +274,8 @@ impl Transport for MemTransport {
                 events,
                 closed: AtomicBool::new(false),
                 net: self.net.clone(),
+                delayed: Mutex::new(None),
+                in_delay: Arc::default(),
             })
         };
         let client = make(&self.host, &remote, events);

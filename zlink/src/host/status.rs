@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::Runtime;
 use crate::channel::fanout::PublisherStatus;
 use crate::mesh::PeerStatus;
+use crate::object::LostOneWays;
 use crate::store::StoreMetrics;
 
 /// A runtime's state at one moment.
@@ -41,6 +42,13 @@ pub struct RuntimeStatus {
     pub actors_owned: usize,
     /// This node lifecycle's Entry Spot, when it serves Actor types.
     pub entry_spot: Option<String>,
+    /// One-way messages to Spots and Actors that this node accepted (from a local caller,
+    /// a peer or a Message Follow relay) and could not deliver, by reason. Each one is
+    /// also logged once, at warn, with its object.
+    pub lost_one_ways: LostOneWays,
+    /// Messages this node relayed to a moved Spot's or Actor's new owner (Message Follow
+    /// detours, and the queue and hold a move carried), since it started.
+    pub relayed_by_message_follow: u64,
 }
 
 /// One ClientServer role.
@@ -180,6 +188,13 @@ impl RuntimeStatus {
             actors_owned: node
                 .subsystem::<crate::object::ObjectServer>()
                 .map_or(0, |objects| objects.owned(crate::object::ObjectKind::Actor)),
+            lost_one_ways: node
+                .subsystem::<crate::object::ObjectServer>()
+                .map(|objects| objects.lost_one_ways())
+                .unwrap_or_default(),
+            relayed_by_message_follow: node
+                .subsystem::<crate::object::ObjectServer>()
+                .map_or(0, |objects| objects.relayed_by_message_follow()),
             store_operations: node
                 .settings()
                 .discovery

@@ -13,6 +13,7 @@ use super::mailbox::Refused;
 use super::relocation::{Held, Offer};
 use super::resolver::Resolution;
 use super::route_cache::ReadyRoute;
+use super::route_switch::FOLLOW_BARRIER;
 use super::server::ObjectServer;
 use crate::handler::PacketKind;
 use crate::mesh::calls::OutboundCall;
@@ -74,22 +75,9 @@ pub(super) struct Admission<'a> {
 }
 
 /// Sends or requests a packet to a Spot or Actor by its ID only.
-pub(super) async fn call(server: &ObjectServer, call: ObjectCall<'_>) -> Result<Bytes> {
+pub(super) async fn call(server: &Arc<ObjectServer>, call: ObjectCall<'_>) -> Result<Bytes> {
     let deadline = Instant::now() + call.timeout;
-    let id = call.key;
-    let route = match server.resolver.resolve(id).await {
-        Resolution::Ready(route) => route,
-        Resolution::Missing => {
-            return Err(Error::new(ErrorKind::NotFound, format!("there is no {id}")))
-        }
-        Resolution::Unavailable(why) => return Err(Error::new(ErrorKind::Unavailable, why)),
-        Resolution::StoreFailure(e) => {
-            return Err(Error::new(
-                ErrorKind::Unavailable,
-                format!("the Location Store could not say where {id} is: {e}"),
-            ))
-        }
-    };
+    let route = resolve(server, call.key, deadline).await?;
     let fence = RouteFence {
         object_generation: route.fence.object_generation,
         owner_generation: route.fence.owner_generation,
@@ -108,6 +96,41 @@ pub(super) async fn call(server: &ObjectServer, call: ObjectCall<'_>) -> Result<
     result
 }
 
+/// The route calls to `id` use now. When it changes to a later owner, this waits until
+/// the follow barrier down the old one was answered (see [`route_switch`](super::route_switch)).
+async fn resolve(
+    server: &Arc<ObjectServer>,
+    id: &ObjectKey,
+    deadline: Instant,
+) -> Result<Arc<ReadyRoute>> {
+    loop {
+        let switch = match server.resolver.resolve(id).await {
+            Resolution::Ready(route) => return Ok(route),
+            Resolution::Switch(start) => super::route_switch::begin(server, start),
+            Resolution::Wait(switch) => switch,
+            Resolution::Missing => {
+                return Err(Error::new(ErrorKind::NotFound, format!("there is no {id}")))
+            }
+            Resolution::Unavailable(why) => return Err(Error::new(ErrorKind::Unavailable, why)),
+            Resolution::StoreFailure(e) => {
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("the Location Store could not say where {id} is: {e}"),
+                ))
+            }
+        };
+        if tokio::time::timeout_at(deadline, switch.finished())
+            .await
+            .is_err()
+        {
+            return Err(Error::new(
+                ErrorKind::DeadlineExceeded,
+                format!("{id} moved, and this node's earlier messages to it were still on their way to its new owner"),
+            ));
+        }
+    }
+}
+
 /// What a local caller's metadata looks like to the handler: as a remote caller's, the
 /// framework's own relay key never reaches it.
 fn local_metadata(metadata: &Metadata) -> Metadata {
@@ -116,7 +139,7 @@ fn local_metadata(metadata: &Metadata) -> Metadata {
     metadata
 }
 
-async fn call_local(
+pub(super) async fn call_local(
     server: &ObjectServer,
     call: ObjectCall<'_>,
     fence: RouteFence,
@@ -159,6 +182,7 @@ async fn call_local(
     .map_err(|refusal| refusal.error)?;
     let Some(Prepared { live, job, bytes }) = prepared else {
         // The object is leaving this node: its hold or relay took the message.
+        left_here(server, &id, fence);
         return wait_local(rx, &id).await;
     };
     // A request to an object behind the gate this very turn holds would wait for itself.
@@ -179,6 +203,7 @@ async fn call_local(
             if let Some(job) = to_departure(server, &live, fence, job, bytes, None, 0) {
                 drop(job);
             } else {
+                left_here(server, &id, fence);
                 return wait_local(rx, &id).await;
             }
         } else {
@@ -198,6 +223,17 @@ async fn call_local(
         });
     }
     wait_local(rx, &id).await
+}
+
+/// A local call's message was relayed by the object's departure: this node's own route
+/// to it is old, as a follow notice tells a remote sender, so it is not used (or cached)
+/// again and the next call reads the new owner.
+fn left_here(server: &ObjectServer, key: &ObjectKey, fence: RouteFence) {
+    if let Some(departure) = server.departures.get(key, &fence) {
+        if let Some((fence, route)) = departure.relaying_from() {
+            server.resolver.moved(key, &fence, &route);
+        }
+    }
 }
 
 type LocalWait = Option<(
@@ -238,7 +274,12 @@ pub(super) fn to_departure(
         Offer::Taken => None,
         // The move was cancelled: the queue admits again (after what it held).
         Offer::NotDeparting(held) => {
-            let (job, bytes) = super::relocation::held_to_job(&live.object_type, held)?;
+            let (job, bytes) = super::relocation::held_to_job(
+                &live.key,
+                &live.object_type,
+                held,
+                &server.lost_sends,
+            )?;
             live.try_deliver(job, bytes).err().map(|(_, job)| job)
         }
     }
@@ -291,6 +332,14 @@ pub(super) fn prepare(
     } else {
         (payload, metadata, reply)
     };
+    if packet == FOLLOW_BARRIER {
+        // No move of the object holds or relays it here: whatever this node took for the
+        // object before it is in the object's queue (or ran) already.
+        if let Some(reply) = reply {
+            reply.send(Ok(Bytes::new()));
+        }
+        return Ok(None);
+    }
     let (live, handler) = match check_admission(server, key, packet, kind, fence) {
         Ok(checked) => checked,
         // The object may have begun to leave between the two checks: its departure is
@@ -366,7 +415,7 @@ fn check_admission(
     Ok((live, handler))
 }
 
-async fn call_remote(
+pub(super) async fn call_remote(
     server: &ObjectServer,
     route: &ReadyRoute,
     call: ObjectCall<'_>,

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use super::direct::{Admission, Prepared, Refusal};
 use super::id::{ActorId, ObjectKey, SpotId};
 use super::live_object::ReplyTo;
+use super::lost_sends::LostReason;
 use super::mailbox::Refused;
 use super::remote::{decode_generation, CreateReply, CreateRequest};
 use super::server::{ObjectServer, Outcome};
@@ -190,6 +191,15 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
         // Held or relayed for an object leaving this node.
         Ok(None) => return,
         Err(Refusal { error, reply }) => {
+            if kind == PacketKind::Send {
+                let reason = match error.kind() {
+                    Some(ErrorKind::NotFound) => LostReason::NoHandler,
+                    _ => LostReason::NotOwner,
+                };
+                server
+                    .lost_sends
+                    .record(&key, packet.as_str(), reason, &error);
+            }
             if let Some(reply) = reply {
                 reply.send(Err(error));
             }
@@ -218,12 +228,22 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
             }
             _ => job,
         };
-        job.refuse(Error::new(
+        let error = Error::new(
             ErrorKind::Unavailable,
             match refused {
                 Refused::Full(_) => format!("{key}'s queue is full"),
                 Refused::Sealed | Refused::Closed => format!("{key} is closing"),
             },
-        ));
+        );
+        if kind == PacketKind::Send {
+            let reason = match refused {
+                Refused::Full(_) => LostReason::Full,
+                Refused::Sealed | Refused::Closed => LostReason::Stopped,
+            };
+            server
+                .lost_sends
+                .record(&key, packet.as_str(), reason, &error);
+        }
+        job.refuse(error);
     }
 }

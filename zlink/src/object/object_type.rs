@@ -89,6 +89,11 @@ impl TypeDef {
                     "packet name {name:?} must be 1..=255 bytes"
                 )));
             }
+            if name.starts_with("zlink.") {
+                return Err(Error::InvalidArgument(format!(
+                    "packet name {name:?}: names beginning with \"zlink.\" are the framework's"
+                )));
+            }
             if !seen.insert(name.as_str()) {
                 return Err(Error::InvalidArgument(format!(
                     "type {stable_type} lists packet {name:?} twice"

@@ -13,13 +13,14 @@ use tokio_util::task::TaskTracker;
 use super::authority::{AuthorityState, OwnerFence, OwnerRoute};
 use super::authority_store::AuthorityStore;
 use super::id::ObjectKey;
-use super::route_cache::{ReadyRoute, RouteCache};
+use super::route_cache::{Admitted, Lookup, ReadyRoute, RouteCache, Switch, SwitchStart};
 use crate::mesh::peer_table::PeerEvent;
 use crate::mesh::MeshNode;
 use crate::store::{OwnerLease, StoreError};
 
-/// What the resolver found for an ID: four closed results.
-#[derive(Debug, Clone)]
+/// What the resolver found for an ID: four closed results, and the two steps of a route
+/// switch.
+#[derive(Debug)]
 pub(crate) enum Resolution {
     /// The owner route, with its fences (the only result that is cached).
     Ready(Arc<ReadyRoute>),
@@ -29,6 +30,11 @@ pub(crate) enum Resolution {
     Unavailable(String),
     /// The store could not say.
     StoreFailure(StoreError),
+    /// A later owner than the one this node sent on: the caller sends the barrier down
+    /// the old route, then [`Resolver::switched`], then resolves again.
+    Switch(SwitchStart),
+    /// Another call is switching this ID's route: wait, then resolve again.
+    Wait(Switch),
 }
 
 /// How a freshly read route may be used.
@@ -62,13 +68,14 @@ impl Resolver {
         lease: Arc<OwnerLease>,
         local: OwnerRoute,
         max_age: Duration,
+        lane_memory: Duration,
     ) -> Self {
         Resolver {
             node,
             authority,
             lease,
             local,
-            cache: RouteCache::new(max_age),
+            cache: RouteCache::new(max_age, lane_memory),
             max_age,
             store_failing: AtomicBool::new(false),
         }
@@ -84,9 +91,9 @@ impl Resolver {
         self.cache.moved(key, fence, owner)
     }
 
-    /// Forgets the cached route of `key` (this node moved it away).
-    pub(crate) fn forget(&self, key: &ObjectKey) {
-        self.cache.forget(key);
+    /// The barrier of `start` was answered (or given up): calls use its route now.
+    pub(super) fn switched(&self, start: SwitchStart) {
+        self.cache.switched(start);
     }
 
     /// A later authority of `key` was seen.
@@ -99,8 +106,10 @@ impl Resolver {
         let id = key;
         let key = key.clone();
         let now = Instant::now();
-        if let Some(route) = self.cache.get(&key, now) {
-            return Resolution::Ready(route);
+        match self.cache.get(&key, now) {
+            Lookup::Hit(route) => return Resolution::Ready(route),
+            Lookup::Switching(switch) => return Resolution::Wait(switch),
+            Lookup::Miss => {}
         }
         let read = self.authority.read(&key).await;
         let failing = read.is_err();
@@ -123,15 +132,20 @@ impl Resolver {
             owner: current.record.route.clone(),
             version: current.version.clone(),
         });
-        match self.route_bound(&route, now) {
-            Bound::Until(not_after) => {
-                self.cache.insert(route.clone(), now, not_after);
-                Resolution::Ready(route)
-            }
-            Bound::Once => Resolution::Ready(route),
+        let not_after = match self.route_bound(&route, now) {
+            Bound::Until(not_after) => Some(not_after),
+            Bound::Once => None,
             Bound::Unusable => {
-                Resolution::Unavailable(format!("the owner of {id} ({}) is gone", route.owner.rid))
+                return Resolution::Unavailable(format!(
+                    "the owner of {id} ({}) is gone",
+                    route.owner.rid
+                ))
             }
+        };
+        match self.cache.admit(route, now, not_after) {
+            Admitted::Use(route) => Resolution::Ready(route),
+            Admitted::Switch(start) => Resolution::Switch(start),
+            Admitted::Wait(switch) => Resolution::Wait(switch),
         }
     }
 

@@ -1,17 +1,27 @@
-//! The positive route cache (seed 000 §2.2): recently confirmed Ready owner routes, with
-//! the fences needed to admit a message at the owner, so a warm direct call reads the
-//! Location Store zero times.
+//! The positive route cache (seed 000 §2.2) and each ID's route lane: the newest Ready
+//! owner route this node handed out for an ID, with the fences a message is admitted
+//! against, so a warm direct call reads the Location Store zero times.
 //!
 //! Only Ready routes are kept: Missing, Creating and a store failure are never cached, so
-//! a momentary failure never outlives the call that saw it. An entry lives until the
+//! a momentary failure never outlives the call that saw it. A route is cached until the
 //! earlier of RouteCacheMaxAge and the bound the resolver gives it (this node's local
-//! admission deadline), and goes at once on a newer authority, a stale-route result, a
-//! store recovery or an owner lease invalidation.
+//! admission deadline), and stops being cached at once on a newer authority, a
+//! stale-route result, a store recovery, an owner lease invalidation or a follow notice.
+//!
+//! **The lane.** Once a route stops being cached it is still remembered for a while, as
+//! the route this node last sent on: messages sent on it may still be on their way along
+//! a Message Follow chain. A store read that finds a *later* owner does not let calls use
+//! it yet: the lane switches, a barrier goes down the old route first (behind everything
+//! this node sent on it, relayed in order to wherever the object is now), and only once
+//! the barrier is answered do calls use the new route. So one sender's messages to one
+//! object are applied in the order sent, across any number of moves. A read that returns
+//! an *older* route than the lane's (it began before a move) never takes the lane back.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::authority::{ObjectShape, OwnerFence, OwnerRoute};
@@ -20,7 +30,7 @@ use crate::store::{LeaseToken, StoreVersion};
 
 /// The default RouteCacheMaxAge.
 pub(crate) const DEFAULT_ROUTE_CACHE_MAX_AGE: Duration = Duration::from_secs(15);
-/// The most routes one node keeps; past it, expired entries go first, then any.
+/// The most lanes one node keeps; past it, forgotten ones go first, then any not switching.
 pub(crate) const ROUTE_CACHE_CAPACITY: usize = 65_536;
 
 /// A Ready owner route with the fences a message is admitted against.
@@ -37,57 +47,151 @@ impl ReadyRoute {
     /// Whether `other` is a later authority of the same ID than this route: a higher
     /// incarnation, or a later owner of the same one.
     fn older_than(&self, other: &OwnerFence) -> bool {
+        self.generations() < (other.object_generation, other.owner_generation)
+    }
+
+    fn generations(&self) -> (u64, u64) {
         (self.fence.object_generation, self.fence.owner_generation)
-            < (other.object_generation, other.owner_generation)
+    }
+
+    /// The same authority on the same owner node.
+    fn same_as(&self, other: &ReadyRoute) -> bool {
+        self.fence == other.fence && self.owner == other.owner
     }
 }
 
-struct Entry {
-    /// Shared, so a hit costs one reference count, not a copy of the route's names.
+/// A route switch under way, as a waiting call sees it.
+#[derive(Clone, Debug)]
+pub(crate) struct Switch {
+    done: watch::Receiver<bool>,
+}
+
+impl Switch {
+    fn is_done(&self) -> bool {
+        *self.done.borrow() || self.done.has_changed().is_err()
+    }
+
+    /// Until the barrier was answered (or given up: its driver ended either way).
+    pub(crate) async fn finished(mut self) {
+        let _ = self.done.wait_for(|done| *done).await;
+    }
+}
+
+/// The right, and the duty, to finish one switch: send the barrier down `from`, then
+/// [`RouteCache::switched`]. Dropped unfinished, it releases the waiting calls anyway.
+#[derive(Debug)]
+pub(crate) struct SwitchStart {
+    /// The route this node sent on before.
+    pub(crate) from: Arc<ReadyRoute>,
+    /// The route calls use once the barrier is answered.
+    pub(crate) to: Arc<ReadyRoute>,
+    /// Until when `to` may then be cached (`None`: not at all).
+    cache_until: Option<Instant>,
+    done: watch::Sender<bool>,
+}
+
+impl SwitchStart {
+    /// What a call waiting for this switch waits on.
+    pub(crate) fn waiter(&self) -> Switch {
+        Switch {
+            done: self.done.subscribe(),
+        }
+    }
+}
+
+/// What a cached lookup found.
+pub(crate) enum Lookup {
+    Hit(Arc<ReadyRoute>),
+    Miss,
+    /// The lane is switching to a later route: wait, then look again.
+    Switching(Switch),
+}
+
+/// What a route just read from the store becomes.
+pub(crate) enum Admitted {
+    /// Use this one now: the route read, or the later one this node already uses.
+    Use(Arc<ReadyRoute>),
+    /// A later owner than the lane's: the caller drives the barrier down the old route.
+    Switch(SwitchStart),
+    /// Another call is switching the lane: wait, then look again.
+    Wait(Switch),
+}
+
+struct Lane {
+    /// The newest route this node handed out for the ID; only a later authority replaces
+    /// it.
     route: Arc<ReadyRoute>,
-    expires_at: Instant,
+    /// Until when calls use `route` without a store read (`None`: they read first).
+    cached_until: Option<Instant>,
+    /// Until when the lane is remembered once `route` is no longer cached.
+    remember_until: Instant,
+    /// A follow notice proved `route` old: a read that still returns it (it began before
+    /// the move committed) uses it once, and it is never cached again.
+    moved_away: bool,
+    /// The switch to `route` from an earlier one, while its barrier runs.
+    switch: Option<Switch>,
 }
 
-/// A route a follow notice proved old: (ObjectGeneration, AOG) it moved away from, and
-/// until when no route at or below it is cached again.
-struct Superseded {
-    generations: (u64, u64),
-    until: Instant,
-}
-
-/// The cache of one node.
-pub(crate) struct RouteCache {
-    max_age: Mutex<Duration>,
-    capacity: usize,
-    entries: Mutex<HashMap<ObjectKey, Entry>>,
-    /// What follow notices proved stale. A store read that began before the move can
-    /// still return the old route after the notice dropped it; without this, that read
-    /// would cache it again and the sender would take the detour (no second notice comes
-    /// for the same route) until the entry expired.
-    superseded: Mutex<HashMap<ObjectKey, Superseded>>,
-}
-
-impl RouteCache {
-    /// A cache whose entries live at most `max_age` (zero disables caching).
-    pub(crate) fn new(max_age: Duration) -> Self {
-        Self::with_capacity(max_age, ROUTE_CACHE_CAPACITY)
+impl Lane {
+    fn uncache(&mut self, now: Instant, memory: Duration) -> bool {
+        let was = self.cached_until.take().is_some_and(|until| until > now);
+        self.remember_until = self.remember_until.max(now + memory);
+        was
     }
 
-    fn with_capacity(max_age: Duration, capacity: usize) -> Self {
-        RouteCache {
-            max_age: Mutex::new(max_age),
-            capacity: capacity.max(1),
-            entries: Mutex::new(HashMap::new()),
-            superseded: Mutex::new(HashMap::new()),
+    fn switching(&mut self) -> Option<Switch> {
+        match &self.switch {
+            Some(switch) if !switch.is_done() => Some(switch.clone()),
+            Some(_) => {
+                self.switch = None;
+                None
+            }
+            None => None,
         }
     }
 
-    fn superseded(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Superseded>> {
-        self.superseded.lock().unwrap_or_else(|p| p.into_inner())
+    /// Forgettable: not cached, not switching, and past its memory.
+    fn forgotten(&mut self, now: Instant) -> bool {
+        if let Some(until) = self.cached_until {
+            if until > now {
+                return false;
+            }
+        }
+        self.switching().is_none() && self.remember_until <= now
+    }
+}
+
+/// The cache and lanes of one node.
+pub(crate) struct RouteCache {
+    max_age: Mutex<Duration>,
+    /// How long a lane is remembered after its route stopped being cached.
+    memory: Duration,
+    capacity: usize,
+    lanes: Mutex<HashMap<ObjectKey, Lane>>,
+}
+
+impl RouteCache {
+    /// A cache whose entries live at most `max_age` (zero disables caching, not the
+    /// lanes), and whose lanes are remembered `memory` after they stop being cached.
+    pub(crate) fn new(max_age: Duration, memory: Duration) -> Self {
+        Self::with_capacity(max_age, memory, ROUTE_CACHE_CAPACITY)
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Entry>> {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    fn with_capacity(max_age: Duration, memory: Duration, capacity: usize) -> Self {
+        RouteCache {
+            max_age: Mutex::new(max_age),
+            memory,
+            capacity: capacity.max(1),
+            lanes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lanes(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Lane>> {
+        self.lanes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn max_age(&self) -> Duration {
+        *self.max_age.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Changes RouteCacheMaxAge for entries stored from now on; existing entries keep
@@ -98,134 +202,204 @@ impl RouteCache {
     }
 
     /// The route for `key`, if one is cached and still live at `now`.
-    pub(crate) fn get(&self, key: &ObjectKey, now: Instant) -> Option<Arc<ReadyRoute>> {
-        let mut entries = self.entries();
-        match entries.get(key) {
-            Some(entry) if entry.expires_at > now => Some(entry.route.clone()),
+    pub(crate) fn get(&self, key: &ObjectKey, now: Instant) -> Lookup {
+        let mut lanes = self.lanes();
+        let Some(lane) = lanes.get_mut(key) else {
+            return Lookup::Miss;
+        };
+        if lane.switch.is_some() {
+            if let Some(switch) = lane.switching() {
+                return Lookup::Switching(switch);
+            }
+        }
+        match lane.cached_until {
+            Some(until) if until > now => Lookup::Hit(lane.route.clone()),
             Some(_) => {
-                entries.remove(key);
-                None
+                lane.uncache(now, self.memory);
+                Lookup::Miss
             }
-            None => None,
+            None => Lookup::Miss,
         }
     }
 
-    /// Keeps a Ready route read at `now` until the earlier of `now + RouteCacheMaxAge` and
-    /// `not_after`. An older authority than the one cached is not stored; a newer one
-    /// replaces it.
-    pub(crate) fn insert(&self, route: Arc<ReadyRoute>, now: Instant, not_after: Instant) {
-        let max_age = *self.max_age.lock().unwrap_or_else(|p| p.into_inner());
-        if max_age.is_zero() {
-            return;
+    /// A Ready route read at `now`, usable until `not_after` (`None`: for one call only):
+    /// what calls use now, and whether the lane must switch first. It is cached until the
+    /// earlier of `now + RouteCacheMaxAge` and `not_after`.
+    pub(crate) fn admit(
+        &self,
+        route: Arc<ReadyRoute>,
+        now: Instant,
+        not_after: Option<Instant>,
+    ) -> Admitted {
+        let max_age = self.max_age();
+        let cache_until = not_after
+            .map(|bound| (now + max_age).min(bound))
+            .filter(|until| !max_age.is_zero() && *until > now);
+        let memory = self.memory;
+        let mut lanes = self.lanes();
+        let Some(lane) = lanes.get_mut(&route.key) else {
+            self.make_room(&mut lanes, now);
+            lanes.insert(
+                route.key.clone(),
+                Lane {
+                    route: route.clone(),
+                    cached_until: cache_until,
+                    remember_until: now + memory,
+                    moved_away: false,
+                    switch: None,
+                },
+            );
+            return Admitted::Use(route);
+        };
+        if let Some(switch) = lane.switching() {
+            return Admitted::Wait(switch);
         }
-        let expires_at = (now + max_age).min(not_after);
-        if expires_at <= now {
-            return;
+        if lane.forgotten(now) {
+            *lane = Lane {
+                route: route.clone(),
+                cached_until: cache_until,
+                remember_until: now + memory,
+                moved_away: false,
+                switch: None,
+            };
+            return Admitted::Use(route);
         }
-        let generations = (route.fence.object_generation, route.fence.owner_generation);
-        if self
-            .superseded()
-            .get(&route.key)
-            .is_some_and(|s| s.until > now && generations <= s.generations)
+        if lane.route.same_as(&route) {
+            if !lane.moved_away {
+                lane.cached_until = cache_until.max(lane.cached_until);
+            }
+            lane.remember_until = lane.remember_until.max(now + memory);
+            lane.route = route.clone();
+            return Admitted::Use(route);
+        }
+        if !lane.route.older_than(&route.fence) {
+            // A read that began before this node learnt of a later owner.
+            return Admitted::Use(lane.route.clone());
+        }
+        let (done, receiver) = watch::channel(false);
+        let from = std::mem::replace(&mut lane.route, route.clone());
+        lane.cached_until = None;
+        lane.remember_until = now + memory;
+        lane.moved_away = false;
+        lane.switch = Some(Switch { done: receiver });
+        Admitted::Switch(SwitchStart {
+            from,
+            to: route,
+            cache_until,
+            done,
+        })
+    }
+
+    /// The barrier of `start` was answered (or given up): calls use its route now.
+    pub(crate) fn switched(&self, start: SwitchStart) {
+        let now = Instant::now();
         {
+            let mut lanes = self.lanes();
+            if let Some(lane) = lanes.get_mut(&start.to.key) {
+                if Arc::ptr_eq(&lane.route, &start.to) && !lane.moved_away {
+                    lane.cached_until = start.cache_until.filter(|until| *until > now);
+                }
+                lane.switch = None;
+            }
+        }
+        let _ = start.done.send(true);
+    }
+
+    fn make_room(&self, lanes: &mut HashMap<ObjectKey, Lane>, now: Instant) {
+        if lanes.len() < self.capacity {
             return;
         }
-        let mut entries = self.entries();
-        if let Some(current) = entries.get(&route.key) {
-            if route.older_than(&current.route.fence) && current.expires_at > now {
-                return;
+        lanes.retain(|_, lane| !lane.forgotten(now));
+        if lanes.len() >= self.capacity {
+            let victim = lanes
+                .iter_mut()
+                .find(|(_, lane)| lane.switch.as_ref().is_none_or(Switch::is_done))
+                .map(|(key, _)| key.clone());
+            if let Some(victim) = victim {
+                lanes.remove(&victim);
             }
         }
-        if entries.len() >= self.capacity && !entries.contains_key(&route.key) {
-            entries.retain(|_, e| e.expires_at > now);
-            if entries.len() >= self.capacity {
-                if let Some(victim) = entries.keys().next().cloned() {
-                    entries.remove(&victim);
-                }
-            }
-        }
-        entries.insert(route.key.clone(), Entry { route, expires_at });
     }
 
-    /// A later authority of `key` was seen (a read, a reply, a fence refusal): drops the
-    /// entry if it is older.
+    /// Stops caching `key`'s route if `drop` says so; `true` if a live entry went.
+    fn uncache_if(&self, key: &ObjectKey, drop: impl FnOnce(&Lane) -> bool) -> bool {
+        let now = Instant::now();
+        let mut lanes = self.lanes();
+        match lanes.get_mut(key) {
+            Some(lane) if drop(lane) => lane.uncache(now, self.memory),
+            _ => false,
+        }
+    }
+
+    /// A later authority of `key` was seen (a read, a reply, a fence refusal): stops
+    /// caching the route if it is older.
     pub(crate) fn saw_authority(&self, key: &ObjectKey, fence: &OwnerFence) {
-        let mut entries = self.entries();
-        if entries.get(key).is_some_and(|e| e.route.older_than(fence)) {
-            entries.remove(key);
-        }
+        self.uncache_if(key, |lane| lane.route.older_than(fence));
     }
 
-    /// A message on `route` came back stale (the owner no longer owns the ID): drops the
-    /// entry only if it is still that route, never a newer one stored meanwhile.
+    /// A message on `route` came back stale (the owner no longer owns the ID): stops
+    /// caching it only if it is still that route, never a newer one stored meanwhile.
     pub(crate) fn stale(&self, route: &ReadyRoute) {
-        let mut entries = self.entries();
-        if entries.get(&route.key).is_some_and(|e| *e.route == *route) {
-            entries.remove(&route.key);
-        }
+        self.uncache_if(&route.key, |lane| *lane.route == *route);
     }
 
-    /// A follow notice: the object moved away from `fence` on `owner`. Drops the entry if
-    /// it is exactly that route or an older one (never a newer one stored meanwhile), and
-    /// keeps that route and older ones from being cached again for RouteCacheMaxAge;
-    /// `true` if it dropped the entry.
+    /// A follow notice (or this node handing the object over): `key` moved away from
+    /// `fence` on `owner`. If the lane holds exactly that route (or an older one) it is
+    /// no longer cached, and never cached again; `true` if a live entry went.
     pub(crate) fn moved(&self, key: &ObjectKey, fence: &OwnerFence, owner: &OwnerRoute) -> bool {
         let now = Instant::now();
-        let max_age = *self.max_age.lock().unwrap_or_else(|p| p.into_inner());
-        let generations = (fence.object_generation, fence.owner_generation);
-        {
-            let mut superseded = self.superseded();
-            if superseded.len() >= self.capacity && !superseded.contains_key(key) {
-                superseded.retain(|_, s| s.until > now);
-                if superseded.len() >= self.capacity {
-                    return self.drop_moved(key, fence, owner);
-                }
-            }
-            let until = now + max_age;
-            let known = superseded.get(key).map(|s| s.generations);
-            if known.is_none_or(|known| known < generations) {
-                superseded.insert(key.clone(), Superseded { generations, until });
-            }
+        let mut lanes = self.lanes();
+        let Some(lane) = lanes.get_mut(key) else {
+            return false;
+        };
+        let exact = lane.route.fence == *fence && lane.route.owner == *owner;
+        if !exact && !lane.route.older_than(fence) {
+            return false;
         }
-        self.drop_moved(key, fence, owner)
+        lane.moved_away = true;
+        lane.uncache(now, self.memory)
     }
 
-    fn drop_moved(&self, key: &ObjectKey, fence: &OwnerFence, owner: &OwnerRoute) -> bool {
-        let mut entries = self.entries();
-        if entries.get(key).is_some_and(|e| {
-            (e.route.fence == *fence && e.route.owner == *owner) || e.route.older_than(fence)
-        }) {
-            entries.remove(key);
-            return true;
-        }
-        false
-    }
-
-    /// Drops the entry of `key` whatever it holds (this node moved the object away).
-    pub(crate) fn forget(&self, key: &ObjectKey) {
-        self.entries().remove(key);
-    }
-
-    /// The owner lease `lease` is invalid: drops every route to that owner.
+    /// The owner lease `lease` is invalid: stops caching every route to that owner.
     pub(crate) fn lease_invalidated(&self, lease: &LeaseToken) {
-        self.entries().retain(|_, e| !e.route.fence.held_by(lease));
+        self.uncache_all(|lane| lane.route.fence.held_by(lease));
     }
 
-    /// Node `rid` left (its connection ended, or it came back as a new lifecycle): drops
-    /// every route to it.
+    /// Node `rid` left (its connection ended, or it came back as a new lifecycle): stops
+    /// caching every route to it.
     pub(crate) fn owner_departed(&self, rid: &str) {
-        self.entries().retain(|_, e| e.route.owner.rid != rid);
+        self.uncache_all(|lane| lane.route.owner.rid == rid);
     }
 
     /// The store came back after an outage: what was confirmed before may be stale.
     pub(crate) fn store_recovered(&self) {
-        self.entries().clear();
+        self.uncache_all(|_| true);
     }
 
-    /// Entries held (expired ones included until touched).
+    fn uncache_all(&self, drop: impl Fn(&Lane) -> bool) {
+        let now = Instant::now();
+        let memory = self.memory;
+        for lane in self.lanes().values_mut() {
+            if lane.cached_until.is_some() && drop(lane) {
+                lane.uncache(now, memory);
+            }
+        }
+    }
+
+    /// Routes cached and still live.
     #[cfg_attr(not(test), allow(dead_code))] // wired to discovery events next
     pub(crate) fn len(&self) -> usize {
-        self.entries().len()
+        let now = Instant::now();
+        self.lanes()
+            .values()
+            .filter(|lane| lane.cached_until.is_some_and(|until| until > now))
+            .count()
+    }
+
+    /// Lanes remembered (cached or not).
+    #[cfg(test)]
+    fn lanes_len(&self) -> usize {
+        self.lanes().len()
     }
 }
 
@@ -234,6 +408,9 @@ mod tests {
     use super::*;
     use crate::object::id::SpotId;
     use crate::store::OwnerId;
+
+    const AGE: Duration = DEFAULT_ROUTE_CACHE_MAX_AGE;
+    const MEMORY: Duration = Duration::from_secs(30);
 
     fn route(id: &str, generation: u64, owner_generation: u64) -> Arc<ReadyRoute> {
         Arc::new(ReadyRoute {
@@ -247,80 +424,156 @@ mod tests {
             },
             owner: OwnerRoute {
                 mesh_name: "m".into(),
-                rid: "a".into(),
+                rid: format!("n{owner_generation}"),
                 node_generation: 1,
             },
             version: StoreVersion(format!("{generation}.{owner_generation}")),
         })
     }
 
-    const AGE: Duration = DEFAULT_ROUTE_CACHE_MAX_AGE;
+    fn cache() -> RouteCache {
+        RouteCache::new(AGE, MEMORY)
+    }
+
+    fn hit(cache: &RouteCache, key: &ObjectKey, now: Instant) -> Option<Arc<ReadyRoute>> {
+        match cache.get(key, now) {
+            Lookup::Hit(route) => Some(route),
+            _ => None,
+        }
+    }
+
+    fn used(admitted: Admitted) -> Arc<ReadyRoute> {
+        match admitted {
+            Admitted::Use(route) => route,
+            _ => panic!("expected a route to use"),
+        }
+    }
+
+    fn switch(admitted: Admitted) -> SwitchStart {
+        match admitted {
+            Admitted::Switch(start) => start,
+            _ => panic!("expected a switch"),
+        }
+    }
 
     #[test]
     fn an_entry_lives_until_the_earlier_of_max_age_and_its_bound() {
-        let cache = RouteCache::new(AGE);
+        let cache = cache();
         let now = Instant::now();
         let r = route("r", 1, 1);
-        cache.insert(r.clone(), now, now + Duration::from_secs(4));
+        used(cache.admit(r.clone(), now, Some(now + Duration::from_secs(4))));
         assert_eq!(
-            cache.get(&r.key, now + Duration::from_secs(3)),
+            hit(&cache, &r.key, now + Duration::from_secs(3)),
             Some(r.clone())
         );
-        assert_eq!(cache.get(&r.key, now + Duration::from_secs(4)), None);
-        cache.insert(r.clone(), now, now + Duration::from_secs(60));
-        assert!(cache
-            .get(&r.key, now + AGE - Duration::from_millis(1))
-            .is_some());
-        assert_eq!(cache.get(&r.key, now + AGE), None);
-        assert_eq!(cache.len(), 0, "an expired entry is dropped when touched");
+        assert_eq!(hit(&cache, &r.key, now + Duration::from_secs(4)), None);
+        used(cache.admit(r.clone(), now, Some(now + Duration::from_secs(60))));
+        assert!(hit(&cache, &r.key, now + AGE - Duration::from_millis(1)).is_some());
+        assert_eq!(hit(&cache, &r.key, now + AGE), None);
+        assert_eq!(cache.len(), 0, "an expired entry is not counted");
+        assert_eq!(cache.lanes_len(), 1, "its lane is remembered");
     }
 
     #[test]
     fn max_age_zero_caches_nothing_and_a_change_applies_to_new_entries_only() {
-        let cache = RouteCache::new(Duration::ZERO);
+        let cache = RouteCache::new(Duration::ZERO, MEMORY);
         let now = Instant::now();
-        cache.insert(route("r", 1, 1), now, now + AGE);
+        used(cache.admit(route("r", 1, 1), now, Some(now + AGE)));
         assert_eq!(cache.len(), 0);
         cache.set_max_age(Duration::from_secs(2));
-        cache.insert(route("r", 1, 1), now, now + AGE);
+        used(cache.admit(route("r", 1, 1), now, Some(now + AGE)));
         cache.set_max_age(AGE);
         let key = route("r", 1, 1).key.clone();
-        assert!(cache.get(&key, now + Duration::from_secs(3)).is_none());
+        assert!(hit(&cache, &key, now + Duration::from_secs(1)).is_some());
+        assert!(hit(&cache, &key, now + Duration::from_secs(3)).is_none());
     }
 
     #[test]
-    fn a_newer_authority_replaces_and_an_older_one_is_ignored() {
-        let cache = RouteCache::new(AGE);
+    fn a_route_for_one_call_only_is_not_cached() {
+        let cache = cache();
         let now = Instant::now();
-        cache.insert(route("r", 2, 5), now, now + AGE);
-        cache.insert(route("r", 2, 4), now, now + AGE);
+        let r = route("r", 1, 1);
+        assert_eq!(used(cache.admit(r.clone(), now, None)), r);
+        assert!(hit(&cache, &r.key, now).is_none());
+    }
+
+    #[test]
+    fn a_later_owner_is_used_only_after_the_barrier_down_the_old_route() {
+        let cache = cache();
+        let now = Instant::now();
+        let old = route("r", 2, 4);
+        used(cache.admit(old.clone(), now, Some(now + AGE)));
+        cache.moved(&old.key, &old.fence, &old.owner);
+        let newer = route("r", 2, 5);
+        let start = switch(cache.admit(newer.clone(), now, Some(now + AGE)));
         assert_eq!(
-            cache
-                .get(&route("r", 0, 0).key, now)
-                .unwrap()
-                .fence
-                .owner_generation,
-            5
+            (start.from.clone(), start.to.clone()),
+            (old.clone(), newer.clone())
         );
-        cache.insert(route("r", 3, 1), now, now + AGE);
-        assert_eq!(
-            cache
-                .get(&route("r", 0, 0).key, now)
-                .unwrap()
-                .fence
-                .object_generation,
-            3
+        // Meanwhile every call waits: a hit, another read of the new route, and a read
+        // that still returns the old one.
+        assert!(matches!(cache.get(&old.key, now), Lookup::Switching(_)));
+        assert!(matches!(
+            cache.admit(newer.clone(), now, Some(now + AGE)),
+            Admitted::Wait(_)
+        ));
+        assert!(matches!(
+            cache.admit(old.clone(), now, Some(now + AGE)),
+            Admitted::Wait(_)
+        ));
+        let waiter = start.waiter();
+        assert!(!waiter.is_done());
+        cache.switched(start);
+        assert!(waiter.is_done());
+        assert_eq!(hit(&cache, &old.key, now), Some(newer.clone()));
+        // A read that began before the move never takes the lane back.
+        assert_eq!(used(cache.admit(old.clone(), now, Some(now + AGE))), newer);
+        assert_eq!(hit(&cache, &old.key, now), Some(newer));
+    }
+
+    #[test]
+    fn a_switch_whose_driver_went_away_releases_its_waiters() {
+        let cache = cache();
+        let now = Instant::now();
+        used(cache.admit(route("r", 1, 1), now, Some(now + AGE)));
+        let start = switch(cache.admit(route("r", 2, 1), now, Some(now + AGE)));
+        let waiter = start.waiter();
+        drop(start);
+        assert!(waiter.is_done());
+        assert!(
+            matches!(cache.get(&route("r", 0, 0).key, now), Lookup::Miss),
+            "the next call reads again"
         );
+        assert!(matches!(
+            cache.admit(route("r", 2, 1), now, Some(now + AGE)),
+            Admitted::Use(_)
+        ));
+    }
+
+    #[test]
+    fn a_forgotten_lane_needs_no_barrier() {
+        let cache = cache();
+        let now = Instant::now();
+        let old = route("r", 1, 1);
+        used(cache.admit(old.clone(), now, Some(now + AGE)));
+        cache.stale(&old);
+        let later = Instant::now() + MEMORY + Duration::from_millis(1);
+        assert!(matches!(
+            cache.admit(route("r", 1, 2), later, Some(later + AGE)),
+            Admitted::Use(_)
+        ));
     }
 
     #[test]
     fn a_follow_notice_drops_only_the_exact_route_it_names() {
-        let cache = RouteCache::new(AGE);
+        let cache = cache();
         let now = Instant::now();
-        let newer = route("r", 1, 2);
-        cache.insert(newer.clone(), now, now + AGE);
-        // A notice about the older route (the sender already learnt the newer one).
         let older = route("r", 1, 1);
+        used(cache.admit(older.clone(), now, Some(now + AGE)));
+        let newer = route("r", 1, 2);
+        let start = switch(cache.admit(newer.clone(), now, Some(now + AGE)));
+        cache.switched(start);
+        // A notice about the older route (the sender already uses the newer one).
         assert!(!cache.moved(&newer.key, &older.fence, &older.owner));
         // The same fence, but another owner node.
         let elsewhere = OwnerRoute {
@@ -328,62 +581,55 @@ mod tests {
             ..newer.owner.clone()
         };
         assert!(!cache.moved(&newer.key, &newer.fence, &elsewhere));
-        assert_eq!(cache.get(&newer.key, now), Some(newer.clone()));
+        assert_eq!(hit(&cache, &newer.key, now), Some(newer.clone()));
         // Exactly the cached route.
         assert!(cache.moved(&newer.key, &newer.fence, &newer.owner));
-        assert_eq!(cache.get(&newer.key, now), None);
+        assert_eq!(hit(&cache, &newer.key, now), None);
     }
 
     #[test]
     fn a_route_a_notice_proved_old_is_not_cached_again() {
-        let cache = RouteCache::new(AGE);
+        let cache = cache();
         let now = Instant::now();
-        // The notice arrives while no entry is cached (another caller's read is on its
-        // way back with the old route).
         let old = route("r", 1, 1);
-        assert!(!cache.moved(&old.key, &old.fence, &old.owner));
-        cache.insert(old.clone(), now, now + AGE);
-        assert_eq!(cache.get(&old.key, now), None, "the old route stays out");
-        // An older entry is dropped by a notice about a later route.
-        let newer = route("r", 1, 3);
-        cache.insert(newer.clone(), now, now + AGE);
-        assert_eq!(cache.get(&old.key, now), Some(newer.clone()));
-        let between = route("r", 1, 2);
-        assert!(!cache.moved(&between.key, &between.fence, &between.owner));
-        assert_eq!(cache.get(&old.key, now), Some(newer.clone()), "newer stays");
-        assert!(cache.moved(&newer.key, &newer.fence, &newer.owner));
+        used(cache.admit(old.clone(), now, Some(now + AGE)));
+        assert!(cache.moved(&old.key, &old.fence, &old.owner));
+        // Another caller's read, begun before the move committed, still returns it: it
+        // is used for that call, and not cached.
+        assert_eq!(used(cache.admit(old.clone(), now, Some(now + AGE))), old);
+        assert_eq!(hit(&cache, &old.key, now), None, "the old route stays out");
         // The route it moved to, or a later incarnation, is cached as usual.
         let next = route("r", 1, 4);
-        cache.insert(next.clone(), now, now + AGE);
-        assert_eq!(cache.get(&old.key, now), Some(next));
+        cache.switched(switch(cache.admit(next.clone(), now, Some(now + AGE))));
+        assert_eq!(hit(&cache, &old.key, now), Some(next.clone()));
         let reborn = route("r", 2, 1);
-        cache.insert(reborn.clone(), now, now + AGE);
-        assert_eq!(cache.get(&old.key, now), Some(reborn));
+        cache.switched(switch(cache.admit(reborn.clone(), now, Some(now + AGE))));
+        assert_eq!(hit(&cache, &old.key, now), Some(reborn));
     }
 
     #[test]
     fn each_invalidation_event_drops_exactly_what_it_concerns() {
-        let cache = RouteCache::new(AGE);
+        let cache = cache();
         let now = Instant::now();
         let (a, b) = (route("a", 1, 1), route("b", 1, 1));
         // A newer authority seen.
-        cache.insert(a.clone(), now, now + AGE);
+        used(cache.admit(a.clone(), now, Some(now + AGE)));
         cache.saw_authority(&a.key, &route("a", 1, 1).fence);
         assert!(
-            cache.get(&a.key, now).is_some(),
+            hit(&cache, &a.key, now).is_some(),
             "the same authority keeps it"
         );
         cache.saw_authority(&a.key, &route("a", 1, 2).fence);
-        assert!(cache.get(&a.key, now).is_none());
+        assert!(hit(&cache, &a.key, now).is_none());
         // A stale-route result, only for the route that was used.
-        cache.insert(route("a", 1, 3), now, now + AGE);
-        cache.stale(&a);
-        assert!(cache.get(&a.key, now).is_some(), "a newer route stays");
+        used(cache.admit(a.clone(), now, Some(now + AGE)));
         cache.stale(&route("a", 1, 3));
-        assert!(cache.get(&a.key, now).is_none());
+        assert!(hit(&cache, &a.key, now).is_some(), "another route's result");
+        cache.stale(&a);
+        assert!(hit(&cache, &a.key, now).is_none());
         // An owner lease invalidated.
-        cache.insert(a.clone(), now, now + AGE);
-        cache.insert(b.clone(), now, now + AGE);
+        used(cache.admit(a.clone(), now, Some(now + AGE)));
+        used(cache.admit(b.clone(), now, Some(now + AGE)));
         let mut other = a.fence.lease();
         other.owner = OwnerId("someone else".into());
         cache.lease_invalidated(&other);
@@ -391,27 +637,27 @@ mod tests {
         cache.lease_invalidated(&a.fence.lease());
         assert_eq!(cache.len(), 0);
         // A store recovery.
-        cache.insert(a.clone(), now, now + AGE);
+        used(cache.admit(a.clone(), now, Some(now + AGE)));
         cache.store_recovered();
-        assert!(cache.get(&a.key, now).is_none());
+        assert!(hit(&cache, &a.key, now).is_none());
         // The owner node left.
-        cache.insert(a.clone(), now, now + AGE);
+        used(cache.admit(a.clone(), now, Some(now + AGE)));
         cache.owner_departed("someone else");
-        assert!(cache.get(&a.key, now).is_some());
+        assert!(hit(&cache, &a.key, now).is_some());
         cache.owner_departed(&a.owner.rid);
-        assert!(cache.get(&a.key, now).is_none());
+        assert!(hit(&cache, &a.key, now).is_none());
     }
 
     #[test]
     fn the_cache_is_bounded() {
-        let cache = RouteCache::with_capacity(AGE, 8);
+        let cache = RouteCache::with_capacity(AGE, MEMORY, 8);
         let now = Instant::now();
         for i in 0..100 {
-            cache.insert(route(&format!("r{i}"), 1, 1), now, now + AGE);
+            used(cache.admit(route(&format!("r{i}"), 1, 1), now, Some(now + AGE)));
         }
-        assert!(cache.len() <= 8);
+        assert!(cache.lanes_len() <= 8);
         assert!(
-            cache.get(&route("r99", 1, 1).key, now).is_some(),
+            hit(&cache, &route("r99", 1, 1).key, now).is_some(),
             "the newest is kept"
         );
     }

@@ -20,6 +20,7 @@ use super::entry::EntrySpot;
 use super::id::{ObjectKey, ObjectKind, SpotId, StableType};
 use super::inbound::ObjectRoute;
 use super::live_object::LiveObject;
+use super::lost_sends::{LostOneWays, LostSends};
 use super::object_ref::{Location, SpotRef};
 use super::object_type::TypeDef;
 use super::object_type::{ActorType, SpotType};
@@ -94,6 +95,8 @@ pub(crate) struct ObjectServer {
     pub(super) local_calls: Arc<PendingTable>,
     /// Objects leaving this node: their holds, relays and Message Follow routes.
     pub(crate) departures: Departures,
+    /// The one-ways this node accepted and could not deliver.
+    pub(super) lost_sends: Arc<LostSends>,
     /// Objects arriving on this node, until their owner change commits.
     pub(crate) arrivals: Arrivals,
     /// Bounds on the moves this node runs at once.
@@ -134,7 +137,13 @@ impl ObjectServer {
             lease.clone(),
             route.clone(),
             settings.route_cache_max_age,
+            // A message sent on a route may be held through a move, then relayed for
+            // MessageFollowDuration: the lane remembers the route that long.
+            settings
+                .message_follow_duration
+                .max(super::relocation::RELOCATION_DEADLINE),
         ));
+        let lost_sends = Arc::new(LostSends::default());
         let server = Arc::new(ObjectServer {
             node: Arc::downgrade(node),
             types: spot_types
@@ -159,7 +168,8 @@ impl ObjectServer {
             cancel: CancellationToken::new(),
             killed: CancellationToken::new(),
             local_calls: Arc::new(PendingTable::default()),
-            departures: Departures::default(),
+            departures: Departures::new(lost_sends.clone()),
+            lost_sends,
             arrivals: Arrivals::default(),
             permits: RelocationPermits::new(),
             draining: std::sync::atomic::AtomicBool::new(false),
@@ -349,8 +359,18 @@ impl ObjectServer {
         closing::close(self, key, generation, reason).await
     }
 
+    /// The one-ways this node accepted and could not deliver, by reason.
+    pub(crate) fn lost_one_ways(&self) -> LostOneWays {
+        self.lost_sends.snapshot()
+    }
+
+    /// Messages this node relayed to moved objects' new owners so far.
+    pub(crate) fn relayed_by_message_follow(&self) -> u64 {
+        self.departures.relayed()
+    }
+
     /// Sends or requests a packet to a Spot or Actor by its ID only.
-    pub(crate) async fn call(&self, call: ObjectCall<'_>) -> Result<Bytes> {
+    pub(crate) async fn call(self: &Arc<Self>, call: ObjectCall<'_>) -> Result<Bytes> {
         direct::call(self, call).await
     }
 

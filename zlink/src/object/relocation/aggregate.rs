@@ -183,7 +183,9 @@ pub(crate) async fn relocate_with_members(
             seal.handed_over();
         }
         server.remove_live(live);
-        server.resolver.forget(&live.key);
+        if let Some((fence, from)) = departure.relaying_from() {
+            server.resolver.moved(&live.key, &fence, &from);
+        }
         let done = send_cutover(&relay, &node, &live.key, &relocation_id);
         cutovers.push((live.key.clone(), departure, ready, done));
     }

@@ -714,8 +714,9 @@ async fn commit_once(
                 version,
             };
             arrival.live.set_authority(ready);
-            // This node's own cached route (to the old owner) is stale now.
-            server.resolver.forget(key);
+            // This node's own cached route (to the old owner) is stale now; its next
+            // call switches here behind a barrier down that route.
+            server.resolver.saw_authority(key, &arrival.expected.fence);
             match &arrival.joining {
                 // The Spot joined hears it before the Actor's first turn here.
                 Some(joining) => {

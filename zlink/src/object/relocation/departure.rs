@@ -10,7 +10,7 @@
 //! message is `Unavailable`.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
@@ -28,6 +28,7 @@ use crate::mesh::MeshNode;
 use crate::object::authority::{OwnerFence, OwnerRoute};
 use crate::object::id::{ObjectKey, ObjectKind};
 use crate::object::live_object::{LiveObject, ObjectJob, ReplyTo};
+use crate::object::lost_sends::{LostReason, LostSends};
 use crate::object::server::ObjectServer;
 use crate::wire::{Command, Metadata, RouteFence};
 use crate::{Error, ErrorKind};
@@ -56,13 +57,20 @@ impl Held {
                 .sum::<usize>()
     }
 
-    /// Ends the message with `error` (a request hears it; a send is logged).
-    pub(crate) fn refuse(self, error: Error) {
-        match self.reply {
-            Some(reply) => reply.send(Err(error)),
-            None => {
-                tracing::warn!(packet = %self.packet, error = %error, "a relayed send was dropped")
-            }
+    /// Ends the message with `error`: a request hears it; a one-way is counted as lost
+    /// for `reason`, and logged.
+    pub(crate) fn refuse(
+        self,
+        key: &ObjectKey,
+        error: Error,
+        lost: &LostSends,
+        reason: LostReason,
+    ) {
+        if self.kind == PacketKind::Send {
+            lost.record(key, &self.packet, reason, &error);
+        }
+        if let Some(reply) = self.reply {
+            reply.send(Err(error));
         }
     }
 }
@@ -95,6 +103,9 @@ enum Phase {
 /// One object's departure from this node.
 pub(crate) struct Departure {
     pub(crate) key: ObjectKey,
+    /// Where a one-way this departure cannot deliver is counted.
+    lost: Arc<LostSends>,
+    relayed: Arc<AtomicU64>,
     /// The fence messages for the old route carry.
     source_fence: OwnerFence,
     source_route: OwnerRoute,
@@ -121,11 +132,14 @@ pub(crate) enum RelayItem {
 /// The departures of one node, by object and the owner generation they leave from: an
 /// object that comes back and leaves again has one route per visit, so a chain of moves
 /// through this node keeps every link.
-#[derive(Default)]
 pub(crate) struct Departures {
     map: Mutex<HashMap<(ObjectKey, u64), Arc<Departure>>>,
     /// How many there are: the message path skips the lookup while there are none.
     count: AtomicUsize,
+    /// The node's count of one-ways it could not deliver.
+    lost: Arc<LostSends>,
+    /// Messages relayed to a moved object's new owner, all departures together.
+    relayed: Arc<AtomicU64>,
 }
 
 /// What became of a message offered to the departures.
@@ -138,6 +152,22 @@ pub(crate) enum Offer {
 }
 
 impl Departures {
+    /// The departures of a node that counts its lost one-ways in `lost`.
+    pub(crate) fn new(lost: Arc<LostSends>) -> Self {
+        Departures {
+            map: Mutex::new(HashMap::new()),
+            count: AtomicUsize::new(0),
+            lost,
+            relayed: Arc::default(),
+        }
+    }
+
+    /// Messages relayed so far by every departure of this node (the saved queue, the
+    /// hold, and what followed on the old route).
+    pub(crate) fn relayed(&self) -> u64 {
+        self.relayed.load(Ordering::Relaxed)
+    }
+
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<(ObjectKey, u64), Arc<Departure>>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -152,6 +182,8 @@ impl Departures {
         let slot = (key.clone(), source_fence.owner_generation);
         let departure = Arc::new(Departure {
             key: key.clone(),
+            lost: self.lost.clone(),
+            relayed: self.relayed.clone(),
             source_fence,
             source_route,
             phase: Mutex::new(Phase::Holding {
@@ -198,7 +230,7 @@ impl Departures {
             Some(departure)
                 if departure.source_fence.object_generation != fence.object_generation =>
             {
-                held.refuse(Error::new(
+                let error = Error::new(
                     ErrorKind::InvalidOperation,
                     format!(
                         "{key} moved as generation {}, and the message was sent to generation {} {}",
@@ -206,7 +238,8 @@ impl Departures {
                         fence.object_generation,
                         crate::object::direct::STALE_ROUTE
                     ),
-                ));
+                );
+                held.refuse(key, error, &self.lost, LostReason::OtherIncarnation);
                 Offer::Taken
             }
             Some(departure) => match departure.take(held) {
@@ -230,14 +263,15 @@ impl Departure {
     #[allow(clippy::result_large_err)] // handed straight back to the caller, not stored
     fn take(&self, held: Held) -> Result<(), Held> {
         if held.hops >= MAX_FOLLOW_HOPS {
-            held.refuse(Error::new(
+            let error = Error::new(
                 ErrorKind::Unavailable,
                 format!(
                     "{} moved more than {MAX_FOLLOW_HOPS} times within the follow window {}",
                     self.key,
                     crate::object::direct::STALE_ROUTE
                 ),
-            ));
+            );
+            held.refuse(&self.key, error, &self.lost, LostReason::FollowHops);
             return Ok(());
         }
         let mut phase = self.phase();
@@ -247,10 +281,11 @@ impl Departure {
                 let size = held.bytes();
                 if queue.len() >= HOLD_MESSAGES || *bytes + size > HOLD_BYTES {
                     drop(phase);
-                    held.refuse(Error::new(
+                    let error = Error::new(
                         ErrorKind::Unavailable,
                         format!("{} is moving and its hold is full", self.key),
-                    ));
+                    );
+                    held.refuse(&self.key, error, &self.lost, LostReason::Full);
                     return Ok(());
                 }
                 *bytes += size;
@@ -292,7 +327,8 @@ impl Departure {
                     to.send(RelayItem::Message(held))
                 {
                     drop(phase);
-                    held.refuse(unreachable_target(&self.key));
+                    let error = unreachable_target(&self.key);
+                    held.refuse(&self.key, error, &self.lost, LostReason::TargetUnreachable);
                     return Ok(());
                 }
                 if let Some(notice) = notice {
@@ -317,7 +353,7 @@ impl Departure {
         };
         let held = held
             .into_iter()
-            .filter_map(|held| super::held_to_job(&live.object_type, held))
+            .filter_map(|held| super::held_to_job(&live.key, &live.object_type, held, &self.lost))
             .collect();
         live.reopen_after_move(backlog, held);
     }
@@ -366,9 +402,18 @@ impl Departure {
             key: self.key.clone(),
             fence,
             departure: Arc::downgrade(self),
+            lost: self.lost.clone(),
+            relayed: self.relayed.clone(),
         };
         tracker.spawn(relay.run(from));
         to
+    }
+
+    /// The route this departure leaves from, once it relays (past relay-ready there is
+    /// no way back, so that route is old): its fence and owner.
+    pub(crate) fn relaying_from(&self) -> Option<(OwnerFence, OwnerRoute)> {
+        matches!(*self.phase(), Phase::Relaying { .. })
+            .then(|| (self.source_fence.clone(), self.source_route.clone()))
     }
 
     /// The owner change committed: the old route is followed until `until`.
@@ -413,6 +458,8 @@ struct Relay {
     /// The fence the target admits the object's messages under.
     fence: RouteFence,
     departure: Weak<Departure>,
+    lost: Arc<LostSends>,
+    relayed: Arc<AtomicU64>,
 }
 
 /// The packet name the relocation's own requests carry.
@@ -429,12 +476,12 @@ impl Relay {
             let Some(item) = item else {
                 from.close();
                 while let Ok(item) = from.try_recv() {
-                    refuse(item, &self.key);
+                    refuse(item, &self.key, &self.lost);
                 }
                 return;
             };
             let Some(node) = self.node.upgrade() else {
-                refuse(item, &self.key);
+                refuse(item, &self.key, &self.lost);
                 continue;
             };
             match item {
@@ -507,6 +554,7 @@ impl Relay {
     }
 
     async fn relay(&self, node: &Arc<MeshNode>, held: Held) {
+        self.relayed.fetch_add(1, Ordering::Relaxed);
         let settings = node.settings();
         let now = Instant::now();
         let request = held.kind == PacketKind::Request;
@@ -519,8 +567,9 @@ impl Relay {
         // A request carries a relay ID: the new owner records its result under it, so a
         // reply lost with the connection can still be delivered.
         let mut metadata = held.metadata.clone();
+        let barrier = &*held.packet == crate::object::route_switch::FOLLOW_BARRIER;
         let relay_id = match (&self.terminals, request) {
-            (Some(_), true) => {
+            (Some(_), true) if !barrier => {
                 let id = crate::object::id_uuid_v4();
                 metadata
                     .insert(super::RELAY_ID_KEY, id.clone())
@@ -542,6 +591,10 @@ impl Relay {
         let calls = node.calls();
         if !request {
             let sent = calls.send(&self.link, &call, admit_by).await;
+            if let Err(e) = &sent {
+                self.lost
+                    .record(&self.key, &held.packet, LostReason::TargetUnreachable, e);
+            }
             if let Some(reply) = held.reply {
                 reply.send(sent.map(|()| Bytes::new()));
             }
@@ -549,10 +602,11 @@ impl Relay {
         }
         let deadline = held.deadline.unwrap_or(now + settings.request_timeout);
         if deadline <= now {
-            return held.refuse(Error::new(
+            let error = Error::new(
                 ErrorKind::DeadlineExceeded,
                 "the request's deadline passed while its object moved",
-            ));
+            );
+            return held.refuse(&self.key, error, &self.lost, LostReason::Stopped);
         }
         let timeout = deadline - now;
         match calls
@@ -607,12 +661,15 @@ async fn until_stopped(
 }
 
 /// Ends an item the relay will not carry (its node is stopping).
-fn refuse(item: RelayItem, key: &ObjectKey) {
+fn refuse(item: RelayItem, key: &ObjectKey, lost: &LostSends) {
     match item {
-        RelayItem::Message(held) => held.refuse(Error::new(
-            ErrorKind::ShuttingDown,
-            format!("the node stopped while relaying a message for {key}"),
-        )),
+        RelayItem::Message(held) => {
+            let error = Error::new(
+                ErrorKind::ShuttingDown,
+                format!("the node stopped while relaying a message for {key}"),
+            );
+            held.refuse(key, error, lost, LostReason::Stopped)
+        }
         RelayItem::Control { done, .. } => {
             let _ = done.send(Err(Error::new(
                 ErrorKind::ShuttingDown,
@@ -735,7 +792,7 @@ mod tests {
 
     #[test]
     fn a_follow_route_relays_only_the_incarnation_that_moved() {
-        let departures = Departures::default();
+        let departures = Departures::new(Arc::default());
         let (_departure, mut relayed) = relaying(&departures, None);
         let table = Arc::new(PendingTable::default());
         // Resolved for generation 2 (an older incarnation on the same owner route).
@@ -762,7 +819,7 @@ mod tests {
 
     #[test]
     fn an_expired_follow_route_gives_the_message_back_and_is_removed() {
-        let departures = Departures::default();
+        let departures = Departures::new(Arc::default());
         let (_departure, mut relayed) =
             relaying(&departures, Some(Instant::now() - Duration::from_millis(1)));
         let table = Arc::new(PendingTable::default());
@@ -776,7 +833,7 @@ mod tests {
 
     #[test]
     fn a_sender_gets_one_notice_per_route_and_another_after_a_failed_one() {
-        let departures = Departures::default();
+        let departures = Departures::new(Arc::default());
         let (departure, mut relayed) = relaying(&departures, None);
         let table = Arc::new(PendingTable::default());
         let offer = |sender: &str| {

@@ -57,7 +57,9 @@ pub(crate) use source::relocate;
 pub use state::{RelocationState, MAX_CAPTURED_STATE_BYTES};
 pub(crate) use terminal::{Recorder, RELAY_ID_KEY};
 
+use super::id::ObjectKey;
 use super::live_object::ObjectJob;
+use super::lost_sends::{LostReason, LostSends};
 use super::object_type::TypeDef;
 use crate::handler::PacketKind;
 use crate::{Error, ErrorKind};
@@ -109,14 +111,31 @@ pub(crate) fn job_to_held(object_type: &TypeDef, job: ObjectJob) -> Option<Held>
     }
 }
 
-/// A held message back as a job of its object (a cancelled move), with its bytes.
-pub(crate) fn held_to_job(object_type: &TypeDef, held: Held) -> Option<(ObjectJob, usize)> {
+/// A held message back as a job of its object (a cancelled move), with its bytes. A
+/// follow barrier is answered: everything held before it is queued ahead of it.
+pub(crate) fn held_to_job(
+    key: &ObjectKey,
+    object_type: &TypeDef,
+    held: Held,
+    lost: &LostSends,
+) -> Option<(ObjectJob, usize)> {
+    if &*held.packet == crate::object::route_switch::FOLLOW_BARRIER {
+        if let Some(reply) = held.reply {
+            reply.send(Ok(bytes::Bytes::new()));
+        }
+        return None;
+    }
     let Some(handler) = object_type.handler(&held.packet, held.kind) else {
         let why = format!(
             "type {} has no handler for {:?}",
             object_type.stable_type, held.packet
         );
-        held.refuse(Error::new(ErrorKind::NotFound, why));
+        held.refuse(
+            key,
+            Error::new(ErrorKind::NotFound, why),
+            lost,
+            LostReason::NoHandler,
+        );
         return None;
     };
     let bytes = held.bytes();

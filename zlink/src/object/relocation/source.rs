@@ -406,7 +406,10 @@ pub(crate) async fn hand_over(
     moved();
     server.remove_live(live);
     leave_source_spot(server, live, &authority, joining);
-    server.resolver.forget(key);
+    // This node's own callers are told as a remote sender is: the route to here is old.
+    server
+        .resolver
+        .moved(key, &authority.record.fence, &server.route);
     let done = send_cutover(&relay, &node, key, &relocation_id);
     drop(relay);
     let committed = committed(server, key, &ready, done, deadline).await;

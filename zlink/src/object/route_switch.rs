@@ -1,0 +1,96 @@
+//! Switching one ID's route to a later owner without reordering this node's messages.
+//!
+//! When a store read names a later owner than the route this node last sent on (see the
+//! lane in [`route_cache`](super::route_cache)), a **follow barrier** goes down the old
+//! route first: an object request with no handler, sent the way the earlier messages
+//! went (on the same connection, or into this node's own departure), so it is admitted
+//! behind them. A node where the object is moving holds or relays it in order, like any
+//! message; the node where the object runs (or where nothing of it is left) answers it at
+//! once, because everything ahead of it is in the object's queue by then. Only then do
+//! calls use the later route.
+//!
+//! This costs one round trip per sender and move, and nothing while nothing moves. The
+//! barrier is driven on the object layer's tracker, so a caller that gives up does not
+//! leave the others waiting.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::direct::{self, ObjectCall};
+use super::route_cache::{ReadyRoute, Switch, SwitchStart};
+use super::server::ObjectServer;
+use crate::handler::PacketKind;
+use crate::wire::{Metadata, RouteFence};
+use crate::{Error, ErrorKind, Result};
+
+/// The packet name of a follow barrier. Packet names beginning with `zlink.` are the
+/// framework's: no Spot or Actor type may declare one.
+pub(crate) const FOLLOW_BARRIER: &str = "zlink.follow-barrier";
+
+/// Starts the barrier of `start` and returns what calls wait on.
+pub(super) fn begin(server: &Arc<ObjectServer>, start: SwitchStart) -> Switch {
+    let waiter = start.waiter();
+    let layer = Arc::downgrade(server);
+    server.tracker.spawn(async move {
+        let Some(server) = layer.upgrade() else {
+            return;
+        };
+        let outcome = tokio::select! {
+            outcome = barrier(&server, &start.from) => outcome,
+            _ = server.cancel.cancelled() => Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping")),
+        };
+        tracing::debug!(
+            object = %start.to.key,
+            from = %start.from.owner.rid,
+            to = %start.to.owner.rid,
+            answered = outcome.is_ok(),
+            "route switched after a follow barrier"
+        );
+        server.resolver.switched(start);
+    });
+    waiter
+}
+
+/// Sends the barrier down `from`. `Ok` once everything this node sent on it before is
+/// queued on the object (or nothing of it can still be on its way).
+async fn barrier(server: &Arc<ObjectServer>, from: &ReadyRoute) -> Result<Bytes> {
+    let Some(node) = server.node.upgrade() else {
+        return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
+    };
+    let settings = node.settings();
+    let metadata = Metadata::new();
+    let call = ObjectCall {
+        key: &from.key,
+        packet: FOLLOW_BARRIER,
+        payload: Bytes::new(),
+        metadata: &metadata,
+        kind: PacketKind::Request,
+        timeout: settings.request_timeout,
+        send_timeout: settings.send_timeout,
+    };
+    let fence = RouteFence {
+        object_generation: from.fence.object_generation,
+        owner_generation: from.fence.owner_generation,
+        lease_generation: from.fence.lease_generation,
+    };
+    let deadline = Instant::now() + settings.request_timeout;
+    if from.owner.rid == server.route.rid {
+        if from.owner.node_generation != server.route.node_generation {
+            return Ok(Bytes::new());
+        }
+        return direct::call_local(server, call, fence, deadline).await;
+    }
+    // Only the connection the earlier messages left on keeps them in order. With none
+    // now (or a restarted peer), nothing sent from here on that route is still on its way.
+    let peers = node.peers();
+    match peers.identity(&from.owner.rid) {
+        Some((_, generation)) if generation == from.owner.node_generation => {}
+        _ => return Ok(Bytes::new()),
+    }
+    if peers.link(&from.owner.rid).is_none() {
+        return Ok(Bytes::new());
+    }
+    direct::call_remote(server, from, call, fence, deadline).await
+}
