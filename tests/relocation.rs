@@ -248,6 +248,19 @@ async fn follow_hops_beyond_eight_are_unavailable() {
     stop(m.nodes).await;
 }
 
+/// One-ways the nodes dropped past the 8-hop limit, and in all.
+fn lost_one_ways(nodes: &[zlink::Runtime]) -> (u64, u64) {
+    let (mut past_eight_hops, mut in_all) = (0, 0);
+    for rt in nodes {
+        // ANCHOR: lost_one_ways
+        let lost = rt.status().lost_one_ways;
+        past_eight_hops += lost.follow_hops;
+        in_all += lost.total();
+        // ANCHOR_END: lost_one_ways
+    }
+    (past_eight_hops, in_all)
+}
+
 /// A one-way has no reply, so its sender cannot hear that it was lost: the node that
 /// refuses it counts it under its reason in `status()` (and logs it).
 #[tokio::test]
@@ -265,17 +278,11 @@ async fn a_one_way_past_eight_hops_is_lost_and_counted_where_it_was_refused() {
             .await
             .unwrap();
     }
-    let lost = |m: &Mesh| -> (u64, u64) {
-        m.nodes.iter().fold((0, 0), |(hops, all), rt| {
-            let lost = rt.status().lost_one_ways;
-            (hops + lost.follow_hops, all + lost.total())
-        })
-    };
-    assert_eq!(lost(&m), (0, 0));
+    assert_eq!(lost_one_ways(&m.nodes), (0, 0));
     // Accepted on the client's link: its send is Ok.
     counter.log(&Log(9)).await.unwrap();
     wait_until(WAIT, "the ninth hop refuses it and counts it", || async {
-        lost(&m) == (1, 1)
+        lost_one_ways(&m.nodes) == (1, 1)
     })
     .await;
     let history = counter.show(&Show).await.unwrap();

@@ -12,7 +12,7 @@ use super::live_object::{LiveObject, ObjectJob, ReplyTo};
 use super::mailbox::Refused;
 use super::relocation::{Held, Offer};
 use super::resolver::Resolution;
-use super::route_cache::ReadyRoute;
+use super::route_cache::{ReadyRoute, Routed};
 use super::route_switch::FOLLOW_BARRIER;
 use super::server::ObjectServer;
 use crate::handler::PacketKind;
@@ -77,7 +77,8 @@ pub(super) struct Admission<'a> {
 /// Sends or requests a packet to a Spot or Actor by its ID only.
 pub(super) async fn call(server: &Arc<ObjectServer>, call: ObjectCall<'_>) -> Result<Bytes> {
     let deadline = Instant::now() + call.timeout;
-    let route = resolve(server, call.key, deadline).await?;
+    let Routed { route, sending } = resolve(server, call.key, deadline).await?;
+    let request = call.kind == PacketKind::Request;
     let fence = RouteFence {
         object_generation: route.fence.object_generation,
         owner_generation: route.fence.owner_generation,
@@ -88,6 +89,13 @@ pub(super) async fn call(server: &Arc<ObjectServer>, call: ObjectCall<'_>) -> Re
     } else {
         call_remote(server, &route, call, fence, deadline).await
     };
+    match (request, &result) {
+        (true, Ok(_)) => sending.replied(),
+        // A refused one-way is not on its way anywhere.
+        (false, Err(_)) => sending.not_sent(),
+        // An admitted one-way, or a request without its reply: not known to have arrived.
+        _ => drop(sending),
+    }
     // Only a route the owner refused (or could not be reached on) is dropped; a full
     // queue or a handler's own error says nothing about the route.
     if result.as_ref().is_err_and(is_stale_route) {
@@ -98,11 +106,7 @@ pub(super) async fn call(server: &Arc<ObjectServer>, call: ObjectCall<'_>) -> Re
 
 /// The route calls to `id` use now. When it changes to a later owner, this waits until
 /// the follow barrier down the old one was answered (see [`route_switch`](super::route_switch)).
-async fn resolve(
-    server: &Arc<ObjectServer>,
-    id: &ObjectKey,
-    deadline: Instant,
-) -> Result<Arc<ReadyRoute>> {
+async fn resolve(server: &Arc<ObjectServer>, id: &ObjectKey, deadline: Instant) -> Result<Routed> {
     loop {
         let switch = match server.resolver.resolve(id).await {
             Resolution::Ready(route) => return Ok(route),

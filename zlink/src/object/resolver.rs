@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 use super::authority::{AuthorityState, OwnerFence, OwnerRoute};
 use super::authority_store::AuthorityStore;
 use super::id::ObjectKey;
-use super::route_cache::{Admitted, Lookup, ReadyRoute, RouteCache, Switch, SwitchStart};
+use super::route_cache::{Admitted, Lookup, ReadyRoute, RouteCache, Routed, Switch, SwitchStart};
 use crate::mesh::peer_table::PeerEvent;
 use crate::mesh::MeshNode;
 use crate::store::{OwnerLease, StoreError};
@@ -22,8 +22,9 @@ use crate::store::{OwnerLease, StoreError};
 /// switch.
 #[derive(Debug)]
 pub(crate) enum Resolution {
-    /// The owner route, with its fences (the only result that is cached).
-    Ready(Arc<ReadyRoute>),
+    /// The owner route, with its fences (the only result that is cached), and what this
+    /// node sent on it.
+    Ready(Routed),
     /// No authority record: only creation may act on this.
     Missing,
     /// The authority stays, but its owner cannot be used now.
@@ -107,7 +108,7 @@ impl Resolver {
         let key = key.clone();
         let now = Instant::now();
         match self.cache.get(&key, now) {
-            Lookup::Hit(route) => return Resolution::Ready(route),
+            Lookup::Hit(routed) => return Resolution::Ready(routed),
             Lookup::Switching(switch) => return Resolution::Wait(switch),
             Lookup::Miss => {}
         }
@@ -143,7 +144,7 @@ impl Resolver {
             }
         };
         match self.cache.admit(route, now, not_after) {
-            Admitted::Use(route) => Resolution::Ready(route),
+            Admitted::Use(routed) => Resolution::Ready(routed),
             Admitted::Switch(start) => Resolution::Switch(start),
             Admitted::Wait(switch) => Resolution::Wait(switch),
         }

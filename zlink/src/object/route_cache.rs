@@ -18,6 +18,7 @@
 //! an *older* route than the lane's (it began before a move) never takes the lane back.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -58,6 +59,81 @@ impl ReadyRoute {
     fn same_as(&self, other: &ReadyRoute) -> bool {
         self.fence == other.fence && self.owner == other.owner
     }
+}
+
+/// What this node sent on one lane's route that it has not seen arrive. A later route
+/// needs no barrier when everything sent on the old one is known to have arrived: no call
+/// on it is under way, and every one-way (or request that ended without its reply) was
+/// followed by a request, started after it, whose reply came back on the same ordered
+/// route. So a sender of requests only switches at once; one-ways cost one barrier.
+#[derive(Debug, Default)]
+pub(crate) struct RouteTraffic {
+    /// Calls on the route that have not ended.
+    in_flight: AtomicUsize,
+    /// Bumped by each one-way admitted, and each request that ended without a reply.
+    unconfirmed: AtomicU64,
+    /// The highest `unconfirmed` value a replied request started at.
+    confirmed: AtomicU64,
+}
+
+impl RouteTraffic {
+    /// One call on the route starts.
+    fn start(self: &Arc<Self>) -> Sending {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        Sending {
+            traffic: self.clone(),
+            epoch: self.unconfirmed.load(Ordering::Acquire),
+            arrived: false,
+        }
+    }
+
+    /// Whether everything sent on the route is known to have arrived.
+    fn settled(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0
+            && self.confirmed.load(Ordering::Acquire) >= self.unconfirmed.load(Ordering::Acquire)
+    }
+}
+
+/// One call on a lane's route, until it ends (dropped unended, it counts as unconfirmed).
+/// It starts under the cache's lock, as the route is handed out, so a switch never
+/// misses a call that is about to send on the old route.
+#[derive(Debug)]
+pub(crate) struct Sending {
+    traffic: Arc<RouteTraffic>,
+    epoch: u64,
+    arrived: bool,
+}
+
+impl Sending {
+    /// A request's reply came back: it, and everything sent on the route before it
+    /// started, arrived.
+    pub(crate) fn replied(mut self) {
+        self.traffic
+            .confirmed
+            .fetch_max(self.epoch, Ordering::AcqRel);
+        self.arrived = true;
+    }
+
+    /// A send that was refused before it left (nothing of it is on its way).
+    pub(crate) fn not_sent(mut self) {
+        self.arrived = true;
+    }
+}
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        if !self.arrived {
+            self.traffic.unconfirmed.fetch_add(1, Ordering::AcqRel);
+        }
+        self.traffic.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A route to use, and the call on it that this started.
+#[derive(Debug)]
+pub(crate) struct Routed {
+    pub(crate) route: Arc<ReadyRoute>,
+    pub(crate) sending: Sending,
 }
 
 /// A route switch under way, as a waiting call sees it.
@@ -101,7 +177,7 @@ impl SwitchStart {
 
 /// What a cached lookup found.
 pub(crate) enum Lookup {
-    Hit(Arc<ReadyRoute>),
+    Hit(Routed),
     Miss,
     /// The lane is switching to a later route: wait, then look again.
     Switching(Switch),
@@ -110,7 +186,7 @@ pub(crate) enum Lookup {
 /// What a route just read from the store becomes.
 pub(crate) enum Admitted {
     /// Use this one now: the route read, or the later one this node already uses.
-    Use(Arc<ReadyRoute>),
+    Use(Routed),
     /// A later owner than the lane's: the caller drives the barrier down the old route.
     Switch(SwitchStart),
     /// Another call is switching the lane: wait, then look again.
@@ -130,9 +206,29 @@ struct Lane {
     moved_away: bool,
     /// The switch to `route` from an earlier one, while its barrier runs.
     switch: Option<Switch>,
+    /// What was sent on `route`.
+    traffic: Arc<RouteTraffic>,
 }
 
 impl Lane {
+    fn new(route: Arc<ReadyRoute>, cached_until: Option<Instant>, remember_until: Instant) -> Self {
+        Lane {
+            route,
+            cached_until,
+            remember_until,
+            moved_away: false,
+            switch: None,
+            traffic: Arc::default(),
+        }
+    }
+
+    fn routed(&self) -> Routed {
+        Routed {
+            route: self.route.clone(),
+            sending: self.traffic.start(),
+        }
+    }
+
     fn uncache(&mut self, now: Instant, memory: Duration) -> bool {
         let was = self.cached_until.take().is_some_and(|until| until > now);
         self.remember_until = self.remember_until.max(now + memory);
@@ -213,7 +309,7 @@ impl RouteCache {
             }
         }
         match lane.cached_until {
-            Some(until) if until > now => Lookup::Hit(lane.route.clone()),
+            Some(until) if until > now => Lookup::Hit(lane.routed()),
             Some(_) => {
                 lane.uncache(now, self.memory);
                 Lookup::Miss
@@ -239,42 +335,34 @@ impl RouteCache {
         let mut lanes = self.lanes();
         let Some(lane) = lanes.get_mut(&route.key) else {
             self.make_room(&mut lanes, now);
-            lanes.insert(
-                route.key.clone(),
-                Lane {
-                    route: route.clone(),
-                    cached_until: cache_until,
-                    remember_until: now + memory,
-                    moved_away: false,
-                    switch: None,
-                },
-            );
-            return Admitted::Use(route);
+            let lane = Lane::new(route.clone(), cache_until, now + memory);
+            let routed = lane.routed();
+            lanes.insert(route.key.clone(), lane);
+            return Admitted::Use(routed);
         };
         if let Some(switch) = lane.switching() {
             return Admitted::Wait(switch);
         }
         if lane.forgotten(now) {
-            *lane = Lane {
-                route: route.clone(),
-                cached_until: cache_until,
-                remember_until: now + memory,
-                moved_away: false,
-                switch: None,
-            };
-            return Admitted::Use(route);
+            *lane = Lane::new(route, cache_until, now + memory);
+            return Admitted::Use(lane.routed());
         }
         if lane.route.same_as(&route) {
             if !lane.moved_away {
                 lane.cached_until = cache_until.max(lane.cached_until);
             }
             lane.remember_until = lane.remember_until.max(now + memory);
-            lane.route = route.clone();
-            return Admitted::Use(route);
+            lane.route = route;
+            return Admitted::Use(lane.routed());
         }
         if !lane.route.older_than(&route.fence) {
             // A read that began before this node learnt of a later owner.
-            return Admitted::Use(lane.route.clone());
+            return Admitted::Use(lane.routed());
+        }
+        if lane.traffic.settled() {
+            // Nothing sent on the old route can still be on its way: no barrier.
+            *lane = Lane::new(route, cache_until, now + memory);
+            return Admitted::Use(lane.routed());
         }
         let (done, receiver) = watch::channel(false);
         let from = std::mem::replace(&mut lane.route, route.clone());
@@ -282,6 +370,7 @@ impl RouteCache {
         lane.remember_until = now + memory;
         lane.moved_away = false;
         lane.switch = Some(Switch { done: receiver });
+        lane.traffic = Arc::default();
         Admitted::Switch(SwitchStart {
             from,
             to: route,
@@ -437,14 +526,14 @@ mod tests {
 
     fn hit(cache: &RouteCache, key: &ObjectKey, now: Instant) -> Option<Arc<ReadyRoute>> {
         match cache.get(key, now) {
-            Lookup::Hit(route) => Some(route),
+            Lookup::Hit(routed) => Some(routed.route),
             _ => None,
         }
     }
 
     fn used(admitted: Admitted) -> Arc<ReadyRoute> {
         match admitted {
-            Admitted::Use(route) => route,
+            Admitted::Use(routed) => routed.route,
             _ => panic!("expected a route to use"),
         }
     }
@@ -529,6 +618,59 @@ mod tests {
         // A read that began before the move never takes the lane back.
         assert_eq!(used(cache.admit(old.clone(), now, Some(now + AGE))), newer);
         assert_eq!(hit(&cache, &old.key, now), Some(newer));
+    }
+
+    #[test]
+    fn a_later_owner_needs_no_barrier_once_everything_sent_is_known_to_have_arrived() {
+        let cache = cache();
+        let now = Instant::now();
+        let old = route("r", 1, 1);
+        let Admitted::Use(first) = cache.admit(old.clone(), now, Some(now + AGE)) else {
+            panic!("a new lane is used at once");
+        };
+        // A request under way on the old route: a switch needs a barrier.
+        cache.stale(&old);
+        assert!(matches!(
+            cache.admit(route("r", 1, 2), now, Some(now + AGE)),
+            Admitted::Switch(_)
+        ));
+        drop(first);
+        // Replied: everything sent before it arrived, so the next switch is immediate.
+        let Admitted::Use(request) = cache.admit(route("r", 1, 2), now, Some(now + AGE)) else {
+            panic!("the lane's own route is used");
+        };
+        request.sending.replied();
+        cache.stale(&route("r", 1, 2));
+        let Admitted::Use(next) = cache.admit(route("r", 1, 3), now, Some(now + AGE)) else {
+            panic!("no barrier after a replied request");
+        };
+        assert_eq!(next.route, route("r", 1, 3));
+        // A one-way is never confirmed by itself...
+        drop(next.sending);
+        cache.stale(&route("r", 1, 3));
+        assert!(matches!(
+            cache.admit(route("r", 1, 4), now, Some(now + AGE)),
+            Admitted::Switch(_)
+        ));
+    }
+
+    #[test]
+    fn a_one_way_is_confirmed_by_a_request_replied_after_it() {
+        let cache = cache();
+        let now = Instant::now();
+        let Admitted::Use(one_way) = cache.admit(route("r", 1, 1), now, Some(now + AGE)) else {
+            panic!("a new lane is used at once");
+        };
+        drop(one_way);
+        let Lookup::Hit(request) = cache.get(&route("r", 1, 1).key, now) else {
+            panic!("cached");
+        };
+        request.sending.replied();
+        cache.stale(&route("r", 1, 1));
+        assert!(matches!(
+            cache.admit(route("r", 1, 2), now, Some(now + AGE)),
+            Admitted::Use(_)
+        ));
     }
 
     #[test]
