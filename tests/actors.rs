@@ -544,3 +544,33 @@ async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_on
     }
     stop([b, a]).await;
 }
+
+/// One-ways still queued when their Actor is destroyed never run, and no one can be told:
+/// the owner counts each one lost (reason: stopped) in `status()`.
+#[tokio::test]
+async fn queued_one_ways_of_a_destroyed_actor_are_counted_lost() {
+    use zlink_tests::relocating::{mesh, CounterClient, Hold, Log};
+    let m = mesh(&["a"], None).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[1]);
+    let created = client.actors().create("doomed", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "doomed");
+    let holding = tokio::spawn({
+        let counter = CounterClient::new(client, "doomed");
+        async move { counter.hold(&Hold(300)).await }
+    });
+    wait_until(WAIT, "the long turn runs", || async {
+        m.seen.holding.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    for n in 0..5 {
+        counter.log(&Log(n)).await.unwrap();
+    }
+    assert!(client.actors().destroy(&created).await.unwrap());
+    let _ = holding.await.unwrap();
+    wait_until(WAIT, "the five queued one-ways are counted", || async {
+        a.status().lost_one_ways.stopped == 5
+    })
+    .await;
+    assert_eq!(a.status().lost_one_ways.total(), 5);
+    stop(m.nodes).await;
+}

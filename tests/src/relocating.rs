@@ -57,6 +57,8 @@ pub struct Seen {
     pub factories: Arc<AtomicUsize>,
     pub initialized: Arc<AtomicUsize>,
     pub handled_by: Arc<Mutex<Vec<String>>>,
+    /// Counter turns that began to hold.
+    pub holding: Arc<AtomicUsize>,
 }
 
 /// What the test objects keep and move: a total, a log in arrival order, ticks taken.
@@ -151,6 +153,7 @@ impl Counter {
 
     #[handler]
     async fn hold(&mut self, hold: Hold, ctx: &ActorContext) -> zlink::Result<Counted> {
+        self.seen.holding.fetch_add(1, Ordering::SeqCst);
         self.tape.hold(hold, &self.node, ctx).await
     }
 

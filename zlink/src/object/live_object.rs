@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use super::authority_store::Versioned;
 use super::id::{ObjectKey, ObjectKind, SpotId};
 use super::instance::{Instance, TurnInfo};
+use super::lost_sends::{LostReason, LostSends};
 use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
 use super::membership::{
     self, Execution, JoinDecision, JoinOutcome, JoinSlot, JoinStep, MemberEvent,
@@ -25,6 +26,7 @@ use super::server::ObjectServer;
 use super::spot::ClosingReason;
 use super::timer::{TimerRecord, TimerTick, Timers};
 use crate::call::PendingTable;
+use crate::handler::PacketKind;
 use crate::mesh::{MeshNode, PendingReply};
 use crate::store::{LeaseToken, OwnerLease};
 use crate::wire::{Metadata, RouteFence};
@@ -158,6 +160,8 @@ pub(crate) struct ObjectHost {
     pub(crate) lease: Arc<OwnerLease>,
     pub(crate) tracker: TaskTracker,
     pub(crate) cancel: CancellationToken,
+    /// Where a queued one-way that never runs is counted.
+    pub(crate) lost: Arc<LostSends>,
 }
 
 /// Runs a hook or handler with panics contained: a panic is an `InternalFailure` for this
@@ -254,6 +258,8 @@ pub(crate) struct LiveObject {
     /// An object that arrived by a move: its timers continue, and `on_initialize` does not
     /// run again.
     arrived_with: Mutex<Option<Arrived>>,
+    /// Where a queued one-way that never runs is counted.
+    lost: Arc<LostSends>,
 }
 
 impl LiveObject {
@@ -290,6 +296,7 @@ impl LiveObject {
             members: Mutex::new(Members::default()),
             joins: Arc::new(JoinSlot::default()),
             arrived_with: Mutex::new(arrived_with),
+            lost: host.lost.clone(),
         });
         let object = live.clone();
         let tracker = host.tracker.clone();
@@ -330,6 +337,7 @@ impl LiveObject {
             lease,
             tracker,
             cancel,
+            lost: _,
         } = host;
         // Timers stop with the object: at its close or its node's stop.
         let timer_stop = cancel.child_token();
@@ -854,10 +862,26 @@ impl LiveObject {
         matches!(self.object_type.factory, Factory::Entry)
     }
 
-    /// Closes the mailbox and answers everything still queued.
+    /// Closes the mailbox and answers everything still queued (a one-way, which has no
+    /// one to answer, is counted lost).
     fn refuse_queued(&self, kind: ErrorKind, why: &str) {
         for job in self.mailbox.close() {
-            job.refuse(Error::new(kind, why));
+            let error = Error::new(kind, why);
+            if let ObjectJob::Message {
+                handler, packet, ..
+            } = &job
+            {
+                let one_way = self
+                    .object_type
+                    .packets
+                    .get(*handler)
+                    .is_some_and(|(_, kind)| *kind == PacketKind::Send);
+                if one_way {
+                    self.lost
+                        .record(&self.key, packet, LostReason::Stopped, &error);
+                }
+            }
+            job.refuse(error);
         }
     }
 

@@ -210,6 +210,7 @@ impl ObjectServer {
             lease: self.lease.clone(),
             tracker: self.tracker.clone(),
             cancel: self.cancel.child_token(),
+            lost: self.lost_sends.clone(),
         }
     }
 
