@@ -265,7 +265,17 @@ fn lost_one_ways(nodes: &[zlink::Runtime]) -> (u64, u64) {
 /// refuses it counts it under its reason in `status()` (and logs it).
 #[tokio::test]
 async fn a_one_way_past_eight_hops_is_lost_and_counted_where_it_was_refused() {
-    let m = mesh(&["a", "b"], None).await;
+    // The caller `c` holds the default owner lease, so its cached route outlives the nine
+    // moves however slow the machine (a route is cached up to the caller's own lease
+    // deadline, about 1 s with the tests' short lease).
+    let m = mesh_custom(&["a", "b", "c"], 0, |rid, _, builder| {
+        if rid == "c" {
+            builder.owner_lease(zlink::store::OwnerLeaseSettings::default())
+        } else {
+            builder
+        }
+    })
+    .await;
     let client = &m.nodes[2];
     client.actors().create("lost-9", "counter").await.unwrap();
     let counter = CounterClient::new(client, "lost-9");
