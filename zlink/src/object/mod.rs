@@ -39,6 +39,7 @@ pub(crate) mod authority;
 pub(crate) mod authority_store;
 pub(crate) mod mailbox;
 pub(crate) mod route_cache;
+mod route_traffic;
 
 pub use actor::{Actor, ActorCreation, ActorHandlers};
 pub use context::{ActorContext, Context, SpotContext};

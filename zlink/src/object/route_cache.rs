@@ -18,7 +18,6 @@
 //! an *older* route than the lane's (it began before a move) never takes the lane back.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,6 +26,7 @@ use tokio::time::Instant;
 
 use super::authority::{ObjectShape, OwnerFence, OwnerRoute};
 use super::id::ObjectKey;
+use super::route_traffic::{RouteTraffic, Sending};
 use crate::store::{LeaseToken, StoreVersion};
 
 /// The default RouteCacheMaxAge.
@@ -58,74 +58,6 @@ impl ReadyRoute {
     /// The same authority on the same owner node.
     fn same_as(&self, other: &ReadyRoute) -> bool {
         self.fence == other.fence && self.owner == other.owner
-    }
-}
-
-/// What this node sent on one lane's route that it has not seen arrive. A later route
-/// needs no barrier when everything sent on the old one is known to have arrived: no call
-/// on it is under way, and every one-way (or request that ended without its reply) was
-/// followed by a request, started after it, whose reply came back on the same ordered
-/// route. So a sender of requests only switches at once; one-ways cost one barrier.
-#[derive(Debug, Default)]
-pub(crate) struct RouteTraffic {
-    /// Calls on the route that have not ended.
-    in_flight: AtomicUsize,
-    /// Bumped by each one-way admitted, and each request that ended without a reply.
-    unconfirmed: AtomicU64,
-    /// The highest `unconfirmed` value a replied request started at.
-    confirmed: AtomicU64,
-}
-
-impl RouteTraffic {
-    /// One call on the route starts.
-    fn start(self: &Arc<Self>) -> Sending {
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
-        Sending {
-            traffic: self.clone(),
-            epoch: self.unconfirmed.load(Ordering::Acquire),
-            arrived: false,
-        }
-    }
-
-    /// Whether everything sent on the route is known to have arrived.
-    fn settled(&self) -> bool {
-        self.in_flight.load(Ordering::Acquire) == 0
-            && self.confirmed.load(Ordering::Acquire) >= self.unconfirmed.load(Ordering::Acquire)
-    }
-}
-
-/// One call on a lane's route, until it ends (dropped unended, it counts as unconfirmed).
-/// It starts under the cache's lock, as the route is handed out, so a switch never
-/// misses a call that is about to send on the old route.
-#[derive(Debug)]
-pub(crate) struct Sending {
-    traffic: Arc<RouteTraffic>,
-    epoch: u64,
-    arrived: bool,
-}
-
-impl Sending {
-    /// A request's reply came back: it, and everything sent on the route before it
-    /// started, arrived.
-    pub(crate) fn replied(mut self) {
-        self.traffic
-            .confirmed
-            .fetch_max(self.epoch, Ordering::AcqRel);
-        self.arrived = true;
-    }
-
-    /// A send that was refused before it left (nothing of it is on its way).
-    pub(crate) fn not_sent(mut self) {
-        self.arrived = true;
-    }
-}
-
-impl Drop for Sending {
-    fn drop(&mut self) {
-        if !self.arrived {
-            self.traffic.unconfirmed.fetch_add(1, Ordering::AcqRel);
-        }
-        self.traffic.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
