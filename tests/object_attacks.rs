@@ -563,3 +563,99 @@ async fn hostile_relocation_commands_get_an_error_reply_and_the_node_keeps_servi
     a.spots().request("fine", &Ping).await.unwrap();
     a.shutdown().await;
 }
+
+/// A packet name the framework reserves for itself.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(name = "zlink.follow-barrier")]
+pub struct Impostor;
+
+pub struct Squatter;
+
+#[zlink::spot(type = "squatter", relocation = disable)]
+impl Squatter {
+    #[handler]
+    async fn impostor(&mut self, _impostor: Impostor, _ctx: &SpotContext) -> zlink::Result<()> {
+        Ok(())
+    }
+}
+
+impl Spot for Squatter {}
+
+#[test]
+fn a_type_may_not_declare_a_packet_the_framework_reserves() {
+    let error = Squatter::spot_type(|_| Squatter).unwrap_err();
+    assert!(
+        matches!(&error, zlink::Error::InvalidArgument(why) if why.contains("zlink.")),
+        "{error}"
+    );
+}
+
+/// A peer may send follow barriers (the framework's own ordering request) to anything:
+/// each is answered without running a handler or changing anything, a flood of them
+/// included, and the node keeps serving.
+#[tokio::test]
+async fn forged_follow_barriers_are_answered_and_run_nothing() {
+    let a = object_server().await;
+    a.spots().get_or_create("t1", "target", "").await.unwrap();
+    let fence = a.spots().find("t1").await.unwrap().unwrap();
+    let mut raw = admitted_raw(&a.endpoint()).await;
+    // For a Spot this node runs (under a made-up fence), one it does not run, and an
+    // Actor ID: all answered with an empty success.
+    let targets = [
+        (Command::SpotRequest, "t1"),
+        (Command::SpotRequest, "nowhere"),
+        (Command::ActorRequest, "no-actor"),
+    ];
+    for round in 0..300u64 {
+        for (i, (command, target)) in targets.iter().enumerate() {
+            let correlation = round * 10 + i as u64 + 1;
+            let frames = call(
+                *command,
+                correlation,
+                target,
+                "zlink.follow-barrier",
+                FENCE,
+                Bytes::new(),
+            );
+            raw.send(&slices(&frames)).await.unwrap();
+        }
+    }
+    let mut answered = 0;
+    while answered < 900 {
+        let (_, kind) = reply(&mut raw).await;
+        assert_eq!(kind, None, "a barrier is answered with success");
+        answered += 1;
+    }
+    // One-way barriers are simply dropped: they are not an application's messages, so
+    // nothing is counted lost.
+    let frames = call(
+        Command::SpotSend,
+        0,
+        "t1",
+        "zlink.follow-barrier",
+        FENCE,
+        Bytes::new(),
+    );
+    raw.send(&slices(&frames)).await.unwrap();
+    // A request behind it on the same connection: once answered, the send was taken.
+    let frames = call(
+        Command::SpotRequest,
+        5000,
+        "t1",
+        "zlink.follow-barrier",
+        FENCE,
+        Bytes::new(),
+    );
+    raw.send(&slices(&frames)).await.unwrap();
+    assert_eq!(reply(&mut raw).await, (5000, None));
+    TargetClient::new(&a, "t1").ping(&Ping).await.unwrap();
+    let status = a.status();
+    assert_eq!(status.lost_one_ways.total(), 0);
+    assert_eq!(status.spots_owned, 1);
+    assert_eq!(
+        a.spots().find("t1").await.unwrap().unwrap(),
+        fence,
+        "the Spot's authority is unchanged"
+    );
+    a.shutdown().await;
+}
