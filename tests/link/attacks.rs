@@ -126,9 +126,12 @@ async fn bombing_server() -> (String, tokio::task::JoinHandle<usize>) {
 /// Runs `scenario` (an `#[ignore]`d test of this binary) in a child process: if the node
 /// aborts, the child dies and this test fails instead of the whole test binary.
 fn in_subprocess(scenario: &str) {
+    // A test's name in the harness is its module path below the crate root.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let name = format!("{module}::{scenario}");
     let output = Process::new(std::env::current_exe().expect("test binary"))
         .args([
-            scenario,
+            name.as_str(),
             "--exact",
             "--ignored",
             "--nocapture",

@@ -36,7 +36,8 @@ impl Storage {
     }
 }
 
-fn main() {
+#[test]
+fn context_by_value_and_custom_error() {
     fn is_group<G: zlink::HandlerGroup>(_: &G) {}
     is_group(&Storage);
 }

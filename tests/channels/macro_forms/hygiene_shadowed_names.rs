@@ -64,7 +64,8 @@ mod shadowing {
     }
 }
 
-fn main() {
+#[test]
+fn hygiene_shadowed_names() {
     use zlink::HandlerGroup;
     assert_eq!(shadowing::Oracle.packets().len(), 2);
     let _: Option<shadowing::OracleClient> = None;

@@ -42,21 +42,32 @@ struct Shout(String);
 
 fn takes_request<R: zlink::Request<Reply = Envelope<u32>>>() {}
 
-fn main() {
+#[test]
+fn message_forms() {
     assert_eq!(Line::PACKET_NAME, "chat.line");
     let line = Line { text: "hi".into() };
     assert_eq!(&line.encode().unwrap()[..], br#"{"text":"hi"}"#);
     assert_eq!(Line::decode(br#"{"text":"hi"}"#).unwrap(), line);
 
     assert_eq!(Command::PACKET_NAME, "Command");
-    let stop = Command::Stop { reason: "done".into() };
+    let stop = Command::Stop {
+        reason: "done".into(),
+    };
     assert_eq!(Command::decode(&stop.encode().unwrap()).unwrap(), stop);
-    assert_eq!(Command::decode(&Command::Start.encode().unwrap()).unwrap(), Command::Start);
+    assert_eq!(
+        Command::decode(&Command::Start.encode().unwrap()).unwrap(),
+        Command::Start
+    );
 
     assert_eq!(<Envelope<u32>>::PACKET_NAME, "Envelope");
-    assert_eq!(<Envelope<u32>>::decode(&Envelope(7u32).encode().unwrap()).unwrap(), Envelope(7));
+    assert_eq!(
+        <Envelope<u32>>::decode(&Envelope(7u32).encode().unwrap()).unwrap(),
+        Envelope(7)
+    );
     takes_request::<Wrap>();
 
     assert_eq!(&Shout("HEY".into()).encode().unwrap()[..], b"HEY");
-    assert!(Shout::decode(&[0xff]).unwrap_err().is(zlink::ErrorKind::ProtocolError));
+    assert!(Shout::decode(&[0xff])
+        .unwrap_err()
+        .is(zlink::ErrorKind::ProtocolError));
 }

@@ -55,7 +55,8 @@ impl Audit {
 
 fn takes_group(_: impl HandlerGroup + Clone) {}
 
-fn main() {
+#[test]
+fn stateful_groups_side_by_side() {
     let counter = Counter::default();
     takes_group(counter.clone());
     takes_group(Audit { prefix: "x".into() });

@@ -1,0 +1,11 @@
+//! The book's chapters, run: every code block a chapter shows is included from these
+//! modules, so what the book teaches compiles and passes.
+
+mod actors;
+mod channels;
+mod includes;
+mod location_store;
+mod relocation;
+mod security;
+mod spots;
+mod test_cluster;
