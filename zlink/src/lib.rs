@@ -53,10 +53,11 @@
 
 mod call;
 mod channel;
-mod config;
 mod error;
 mod handler;
 mod host;
+#[cfg(test)]
+mod layering_tests;
 mod link;
 mod mesh;
 pub mod object;
@@ -71,18 +72,17 @@ pub use bytes::Bytes;
 pub use call::CallOptions;
 pub use channel::client_server::ClientServer;
 pub use channel::fanout::Fanout;
-pub use config::{
-    PeerSpec, RuntimeBuilder, RuntimeConfig, DEFAULT_DISCOVERY_INTERVAL,
-    DEFAULT_STORE_FAILURE_GRACE, DEFAULT_WEIGHT, MAX_WEIGHT,
-};
 pub use error::{ConfigViolation, Error, ErrorKind, Result};
 pub use handler::{BoxFuture, DefaultChannel, HandlerContext, HandlerGroup, Handlers, PacketKind};
+pub use host::config::{
+    RuntimeBuilder, RuntimeConfig, DEFAULT_DISCOVERY_INTERVAL, DEFAULT_STORE_FAILURE_GRACE,
+};
 pub use host::{
     Actors, Channels, ClientServerStatus, DiscoveryHandle, FanoutHandle, FanoutStatus, Runtime,
     RuntimeStatus, Spots, StoreStatus,
 };
 pub use link::LinkLimits;
-pub use mesh::{generate_rid, DiscoveryStatus, PeerStatus};
+pub use mesh::{generate_rid, DiscoveryStatus, PeerSpec, PeerStatus, DEFAULT_WEIGHT, MAX_WEIGHT};
 pub use wire::{cbor_decode, cbor_encode, Cbor, Codec, Json, Message, Metadata, Request};
 pub use zlink_macros::{actor, channel, handler, spot, Message};
 

@@ -1,18 +1,25 @@
-//! Channels: handler groups that serve a ChannelName, the per-process channel registry
-//! (one ChannelName, one send path), and the inbound route that hands channel calls to
-//! their handlers.
+//! Channels: handler groups that serve a ChannelName, and the inbound route that hands
+//! channel calls to their handlers; ClientServer and fanout roles. (Which role a node plays
+//! for a ChannelName, and its weight, is the mesh core's channel registry.)
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub mod client_server;
 pub mod fanout;
-mod registry;
 mod route;
 
-pub use registry::{ChannelRegistry, ChannelRole};
 pub(crate) use route::ChannelRoute;
 
-/// Registers the channel route on `node` for channel sends and requests.
-pub(crate) fn register_routes(node: &crate::mesh::MeshNode) -> crate::Result<()> {
-    let route = std::sync::Arc::new(ChannelRoute::new(node.registry().clone()));
+use crate::handler::HandlerGroup;
+
+/// Registers the channel route on `node` for channel sends and requests, with the
+/// handler group of every channel it serves.
+pub(crate) fn register_routes(
+    node: &crate::mesh::MeshNode,
+    servers: &BTreeMap<String, Arc<dyn HandlerGroup>>,
+) -> crate::Result<()> {
+    let route = Arc::new(ChannelRoute::new(servers));
     node.dispatcher()
         .register(crate::wire::Command::ChannelSend, route.clone())?;
     node.dispatcher()

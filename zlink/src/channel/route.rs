@@ -1,21 +1,26 @@
 //! The channel subsystem's [`InboundRoute`]: a channel send or request goes to a fresh call
 //! of the handler its packet names, in the group serving its ChannelName.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use super::ChannelRegistry;
-use crate::handler::{CallFacts, HandlerContext, PacketKind};
+use crate::handler::{CallFacts, HandlerContext, HandlerGroup, HandlerTable, PacketKind};
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::{Error, ErrorKind};
 
-/// Delivers channel commands (18, 19) to the registry's handler groups.
+/// Delivers channel commands (18, 19) to the handler groups of the channels served here.
 pub(crate) struct ChannelRoute {
-    registry: Arc<ChannelRegistry>,
+    /// By ChannelName, interned once for every handler context.
+    served: HashMap<Arc<str>, HandlerTable>,
 }
 
 impl ChannelRoute {
-    pub(crate) fn new(registry: Arc<ChannelRegistry>) -> Self {
-        ChannelRoute { registry }
+    pub(crate) fn new(servers: &BTreeMap<String, Arc<dyn HandlerGroup>>) -> Self {
+        let served = servers
+            .iter()
+            .map(|(name, group)| (Arc::from(name.as_str()), HandlerTable::new(group.clone())))
+            .collect();
+        ChannelRoute { served }
     }
 }
 
@@ -28,13 +33,13 @@ impl InboundRoute for ChannelRoute {
         };
         let head = &call.message().head;
         let found = self
-            .registry
-            .server(head.target.as_str())
-            .and_then(|entry| {
-                let slot = entry.handlers.find(head.packet.as_str(), kind)?;
-                Some((entry, slot))
+            .served
+            .get_key_value(head.target.as_str())
+            .and_then(|(name, handlers)| {
+                let slot = handlers.find(head.packet.as_str(), kind)?;
+                Some((name, handlers, slot))
             });
-        let Some((entry, slot)) = found else {
+        let Some((name, handlers, slot)) = found else {
             let (channel, packet) = (head.target.as_str(), head.packet.as_str());
             tracing::warn!(peer = %call.from().rid(), channel, packet, request = call.is_request(), "no_handler");
             let err = Error::new(
@@ -43,11 +48,11 @@ impl InboundRoute for ChannelRoute {
             );
             return call.answer(Err(err));
         };
-        let group = entry.handlers.group().clone();
+        let group = handlers.group().clone();
         let index = slot.index;
         let facts = CallFacts {
             packet: slot.packet.clone(),
-            channel: Some(entry.name.clone()),
+            channel: Some(name.clone()),
             source_rid: None,
             metadata: Default::default(),
             deadline: call.deadline(),

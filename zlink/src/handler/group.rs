@@ -1,15 +1,10 @@
 //! The handler-group trait the runtime dispatches to.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use bytes::Bytes;
 
 use super::HandlerContext;
+pub use crate::call::BoxFuture;
 use crate::Result;
-
-/// A boxed, sendable future: what [`HandlerGroup::handle`] returns.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Whether a packet is handled as a request (with a reply) or a one-way send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

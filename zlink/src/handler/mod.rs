@@ -5,10 +5,12 @@
 mod closures;
 mod context;
 mod group;
+mod node_direct;
 mod table;
 
 pub use closures::Handlers;
 pub(crate) use context::CallFacts;
 pub use context::HandlerContext;
 pub use group::{BoxFuture, DefaultChannel, HandlerGroup, PacketKind};
+pub(crate) use node_direct::NodeDirectRoute;
 pub(crate) use table::HandlerTable;

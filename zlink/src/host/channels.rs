@@ -65,8 +65,7 @@ impl<'a> Channels<'a> {
         self.runtime
             .serving_node(channel)?
             .registry()
-            .server(channel)
-            .map(|e| e.weight())
+            .weight(channel)
     }
 
     /// The endpoint clients reach this process's ClientServer server of `channel` at (the

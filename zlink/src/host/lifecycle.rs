@@ -3,22 +3,39 @@
 //! subsystems in reverse, then the node's own work, calls, store presence and links on
 //! shutdown.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::channel::client_server::ClientServerRoles;
-use crate::channel::fanout::FanoutRoles;
-use crate::config::Settings;
-use crate::mesh::{MeshNode, NodeDirectRoute};
-use crate::object::ObjectServer;
+use super::config::Settings;
+use crate::channel::client_server::{ClientServerRole, ClientServerRoles};
+use crate::channel::fanout::{FanoutDeclaration, FanoutRoles};
+use crate::handler::{HandlerGroup, HandlerTable, NodeDirectRoute};
+use crate::mesh::MeshNode;
+use crate::object::{ObjectServer, ObjectSettings};
 use crate::wire::Command;
 use crate::{Error, ErrorKind, Result};
 
 /// Starts a RouteMesh node and everything the settings declare next to it. On failure
 /// everything already started is stopped again.
 pub(super) async fn start(settings: Settings) -> Result<Arc<MeshNode>> {
-    let node = MeshNode::new(settings, None, None);
-    if let Err(e) = start_parts(&node).await {
+    let Settings {
+        mesh,
+        channel_servers,
+        node_handlers,
+        client_server,
+        fanout,
+        objects,
+    } = settings;
+    let node = MeshNode::new(mesh, None, None);
+    let parts = Parts {
+        channel_servers,
+        node_handlers,
+        client_server,
+        fanout,
+        objects,
+    };
+    if let Err(e) = start_parts(&node, parts).await {
         shutdown(&node, Duration::ZERO).await;
         return Err(e);
     }
@@ -27,32 +44,37 @@ pub(super) async fn start(settings: Settings) -> Result<Arc<MeshNode>> {
     Ok(node)
 }
 
-async fn start_parts(node: &Arc<MeshNode>) -> Result<()> {
-    register_routes(node)?;
+/// What the subsystems next to the RouteMesh node start with.
+struct Parts {
+    channel_servers: BTreeMap<String, Arc<dyn HandlerGroup>>,
+    node_handlers: Option<HandlerTable>,
+    client_server: Vec<ClientServerRole>,
+    fanout: Vec<FanoutDeclaration>,
+    objects: ObjectSettings,
+}
+
+async fn start_parts(node: &Arc<MeshNode>, parts: Parts) -> Result<()> {
+    register_routes(node, &parts.channel_servers, parts.node_handlers)?;
     node.start_links().await?;
     join_store(node).await?;
-    let client_server = ClientServerRoles::start(node).await?;
+    let client_server = ClientServerRoles::start(node, &parts.client_server).await?;
     node.add_subsystem(client_server);
-    let fanout = FanoutRoles::start(node).await?;
+    let fanout = FanoutRoles::start(node, &parts.fanout).await?;
     node.add_subsystem(fanout);
-    let settings = node.settings();
-    let objects = ObjectServer::start(
-        node,
-        &settings.spot_types,
-        &settings.actor_types,
-        settings.entry_spot.clone(),
-    )
-    .await?;
-    if let Some(objects) = objects {
+    if let Some(objects) = ObjectServer::start(node, &parts.objects).await? {
         node.add_subsystem(objects);
     }
     Ok(())
 }
 
 /// The subsystems' inbound routes on the RouteMesh node: channels and node-direct.
-fn register_routes(node: &MeshNode) -> Result<()> {
-    crate::channel::register_routes(node)?;
-    let node_direct = Arc::new(NodeDirectRoute::new(node.settings().node_handlers.clone()));
+fn register_routes(
+    node: &MeshNode,
+    channel_servers: &BTreeMap<String, Arc<dyn HandlerGroup>>,
+    node_handlers: Option<HandlerTable>,
+) -> Result<()> {
+    crate::channel::register_routes(node, channel_servers)?;
+    let node_direct = Arc::new(NodeDirectRoute::new(node_handlers));
     node.dispatcher()
         .register(Command::NodeSend, node_direct.clone())?;
     node.dispatcher()

@@ -1,7 +1,9 @@
-//! The host runtime: start, calls, status and shutdown.
+//! The host runtime: the builder that composes every subsystem's settings, start, calls,
+//! status and shutdown.
 
 mod actors;
 mod channels;
+pub(crate) mod config;
 mod discovery;
 mod fanout;
 mod lifecycle;

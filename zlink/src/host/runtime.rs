@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::config::{RuntimeBuilder, Settings};
 use crate::call::CallOptions;
 use crate::channel::client_server::ClientServerRoles;
 use crate::channel::fanout::FanoutRoles;
-use crate::config::{RuntimeBuilder, Settings};
 use crate::mesh::{MeshNode, PeerStatus};
 use crate::wire::{Message, Request};
 use crate::{Error, ErrorKind, Result};
@@ -298,7 +298,7 @@ impl Runtime {
 
     /// The node serving `channel`: the RouteMesh node or a ClientServer server node.
     pub(crate) fn serving_node(&self, channel: &str) -> Option<Arc<MeshNode>> {
-        if self.node.registry().server(channel).is_some() {
+        if self.node.registry().weight(channel).is_some() {
             return Some(self.node.clone());
         }
         self.client_server()?.server(channel).cloned()
@@ -351,9 +351,9 @@ impl Runtime {
         let client_server = self
             .node
             .settings()
-            .client_server
+            .client_server_channels
             .iter()
-            .any(|role| role.channel() == channel);
+            .any(|name| name == channel);
         let undeclared = !client_server
             && matches!(self.calling_node(channel), Err(e) if e.is(ErrorKind::NotFound));
         if undeclared {

@@ -124,7 +124,7 @@ impl RuntimeStatus {
                 client_server.push(ClientServerStatus::Server {
                     channel: channel.clone(),
                     endpoint: server.endpoint(),
-                    weight: server.registry().server(channel).map_or(0, |e| e.weight()),
+                    weight: server.registry().weight(channel).unwrap_or(0),
                 });
             }
             for (channel, client) in roles.clients() {
@@ -180,11 +180,7 @@ impl RuntimeStatus {
             spots_owned: node
                 .subsystem::<crate::object::ObjectServer>()
                 .map_or(0, |objects| objects.owned(crate::object::ObjectKind::Spot)),
-            entry_spot: node
-                .settings()
-                .entry_spot
-                .as_ref()
-                .map(|id| id.as_str().to_string()),
+            entry_spot: node.settings().served_objects.entry_spot.clone(),
             actors_owned: node
                 .subsystem::<crate::object::ObjectServer>()
                 .map_or(0, |objects| objects.owned(crate::object::ObjectKind::Actor)),

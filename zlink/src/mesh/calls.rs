@@ -13,8 +13,8 @@ use super::links::Links;
 use super::peer_table::{next_event, PeerLink, PeerTable};
 use super::policy::RolePolicy;
 use super::services::Clock;
+use super::MeshSettings;
 use crate::call::PendingTable;
-use crate::config::Settings;
 use crate::link::TrySendError;
 use crate::wire::{Command, Metadata};
 use crate::{Error, ErrorKind, Result};
@@ -73,7 +73,7 @@ impl SubmittedRequest {
 pub(crate) struct Calls {
     identity: Arc<NodeIdentity>,
     policy: RolePolicy,
-    settings: Arc<Settings>,
+    settings: Arc<MeshSettings>,
     peers: Arc<PeerTable>,
     pending: Arc<PendingTable>,
     links: Arc<Links>,
@@ -83,7 +83,7 @@ pub(crate) struct Calls {
 impl Calls {
     pub(crate) fn new(
         identity: Arc<NodeIdentity>,
-        settings: Arc<Settings>,
+        settings: Arc<MeshSettings>,
         peers: Arc<PeerTable>,
         pending: Arc<PendingTable>,
         links: Arc<Links>,

@@ -15,7 +15,7 @@ use super::count_permit::CountPermit;
 use super::links::Links;
 use super::peer_table::PeerLink;
 use super::MeshNode;
-use crate::handler::BoxFuture;
+use crate::call::BoxFuture;
 use crate::link::Connection;
 use crate::wire::{CallMessage, Command, ReplyOutcome};
 use crate::{Error, ErrorKind, Result};

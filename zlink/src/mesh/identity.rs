@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::channel::ChannelRegistry;
+use super::ChannelRegistry;
 use crate::wire::{Admission, PROTOCOL_MAJOR};
 
 const RUNNING: u8 = 0;

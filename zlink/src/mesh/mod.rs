@@ -8,6 +8,7 @@
 //! `reply`), [`NodeServices`] and the [`Subsystem`] lifecycle.
 
 pub(crate) mod calls;
+mod channel_registry;
 mod count_permit;
 pub(crate) mod discovery;
 mod dispatch;
@@ -15,21 +16,25 @@ mod identity;
 mod key_bindings;
 pub(crate) mod links;
 mod node;
-mod node_direct;
 pub(crate) mod peer_table;
 mod policy;
+mod security;
 mod select;
 mod services;
+mod settings;
 mod subsystem;
 mod work;
 
+pub(crate) use channel_registry::ChannelRegistry;
 pub use discovery::DiscoveryStatus;
 pub(crate) use dispatch::{as_replied, reply_outcome, InboundCall, InboundRoute, PendingReply};
 pub(crate) use identity::generate_generation;
 pub use identity::generate_rid;
 pub(crate) use node::MeshNode;
-pub(crate) use node_direct::NodeDirectRoute;
 pub use peer_table::PeerStatus;
+pub(crate) use security::SecuritySettings;
+pub(crate) use settings::{ChannelRole, DiscoverySettings, MeshSettings, ServedObjects, Topology};
+pub use settings::{PeerSpec, DEFAULT_WEIGHT, MAX_WEIGHT};
 pub(crate) use subsystem::Subsystem;
 
 #[cfg(test)]

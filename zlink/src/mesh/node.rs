@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::calls::Calls;
+use super::channel_registry::ChannelRegistry;
 use super::discovery::Discovery;
 use super::dispatch::Dispatcher;
 use super::identity::NodeIdentity;
@@ -17,11 +18,10 @@ use super::links::{LinkParts, Links};
 use super::peer_table::{PeerStatus, PeerTable};
 use super::policy::RolePolicy;
 use super::services::NodeServices;
+use super::settings::{MeshSettings, MAX_WEIGHT};
 use super::subsystem::Subsystem;
 use super::work::HandlerWork;
 use crate::call::PendingTable;
-use crate::channel::ChannelRegistry;
-use crate::config::Settings;
 use crate::store::OwnerLease;
 use crate::wire::{Command, ControlHeader};
 
@@ -30,7 +30,7 @@ type AnySubsystem = Arc<dyn std::any::Any + Send + Sync>;
 
 /// One node: a RouteMesh member, or one ClientServer role.
 pub(crate) struct MeshNode {
-    settings: Arc<Settings>,
+    settings: Arc<MeshSettings>,
     identity: Arc<NodeIdentity>,
     peers: Arc<PeerTable>,
     pending: Arc<PendingTable>,
@@ -55,7 +55,7 @@ impl MeshNode {
     /// handlers see as their runtime (empty: this node is that one); `lease` is the
     /// process's owner lease when another node holds it.
     pub(crate) fn new(
-        settings: Settings,
+        settings: MeshSettings,
         runtime: Option<Weak<MeshNode>>,
         lease: Option<Arc<OwnerLease>>,
     ) -> Arc<MeshNode> {
@@ -126,7 +126,7 @@ impl MeshNode {
         })
     }
 
-    pub(crate) fn settings(&self) -> &Settings {
+    pub(crate) fn settings(&self) -> &MeshSettings {
         &self.settings
     }
 
@@ -237,10 +237,10 @@ impl MeshNode {
     /// Sets a server channel's weight and tells every ready peer (and, with a store, the
     /// published descriptor).
     pub(crate) fn set_weight(&self, channel: &str, weight: u32) -> crate::Result<()> {
-        if weight > crate::config::MAX_WEIGHT {
+        if weight > MAX_WEIGHT {
             return Err(crate::Error::InvalidArgument(format!(
                 "weight {weight} is outside 0..={}",
-                crate::config::MAX_WEIGHT
+                MAX_WEIGHT
             )));
         }
         if !self.registry().set_weight(channel, weight) {

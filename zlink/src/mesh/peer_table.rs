@@ -130,7 +130,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn clamped(channels: Vec<(String, u32)>) -> HashMap<Arc<str>, u32> {
     channels
         .into_iter()
-        .map(|(name, weight)| (Arc::from(name), weight.min(crate::config::MAX_WEIGHT)))
+        .map(|(name, weight)| (Arc::from(name), weight.min(super::MAX_WEIGHT)))
         .collect()
 }
 
@@ -574,7 +574,7 @@ mod tests {
         assert_eq!(link.max_message(), 1024, "the peer's cap is smaller");
         assert_eq!(
             table.statuses()[0].weight("greet"),
-            Some(crate::config::MAX_WEIGHT)
+            Some(crate::mesh::MAX_WEIGHT)
         );
     }
 

@@ -2,7 +2,7 @@
 //! a ClientServer client each accept, publish, read and wait for. Every difference between
 //! the three lives here, as one method per question.
 
-use crate::config::{Settings, Topology};
+use super::{MeshSettings, Topology};
 use crate::store::{DescriptorKind, DescriptorScope};
 use crate::wire::Command;
 
@@ -20,7 +20,7 @@ pub(crate) struct RolePolicy {
 impl RolePolicy {
     /// The policy of a node with these settings: its topology, and the scope its
     /// descriptors live under (the MeshName, or the ClientServer role's channel).
-    pub(crate) fn of(settings: &Settings) -> Self {
+    pub(crate) fn of(settings: &MeshSettings) -> Self {
         let scope = match settings.topology {
             Topology::RouteMesh => settings.mesh_name.clone(),
             Topology::ClientServerServer | Topology::ClientServerClient => {

@@ -54,12 +54,19 @@ impl Context<ActorKind> {
     /// Registers a Join of this node's Entry Spot: leaving the User Spot the Actor is in.
     /// Runs like [`join_spot`](Self::join_spot).
     pub fn leave_spot(&self) -> crate::Result<()> {
-        let entry = self.node.settings().entry_spot.clone().ok_or_else(|| {
-            crate::Error::new(
-                crate::ErrorKind::Unavailable,
-                "this node runs no Entry Spot",
-            )
-        })?;
+        let entry = self
+            .node
+            .settings()
+            .served_objects
+            .entry_spot
+            .as_deref()
+            .and_then(|id| SpotId::new(id).ok())
+            .ok_or_else(|| {
+                crate::Error::new(
+                    crate::ErrorKind::Unavailable,
+                    "this node runs no Entry Spot",
+                )
+            })?;
         self.register_join(entry, bytes::Bytes::new())
     }
 

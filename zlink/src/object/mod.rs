@@ -32,6 +32,7 @@ mod remote;
 mod resolver;
 mod route_switch;
 mod server;
+mod settings;
 mod spot;
 mod timer;
 
@@ -65,5 +66,6 @@ pub(crate) use id::{ObjectKey, ObjectKind};
 pub(crate) use server::ObjectServer;
 pub(crate) use server::Outcome;
 pub use server::SpotCreation;
+pub(crate) use settings::ObjectSettings;
 pub use spot::{ClosingReason, CreateDecision, Relocation, Spot, SpotHandlers};
 pub use timer::{TimerPolicy, TimerTick};

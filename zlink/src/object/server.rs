@@ -17,15 +17,15 @@ use super::authority::OwnerRoute;
 use super::authority_store::AuthorityStore;
 use super::direct::ObjectCall;
 use super::entry::EntrySpot;
-use super::id::{ObjectKey, ObjectKind, SpotId, StableType};
+use super::id::{ObjectKey, ObjectKind, StableType};
 use super::inbound::ObjectRoute;
 use super::live_object::LiveObject;
 use super::lost_sends::{LostOneWays, LostSends};
 use super::object_ref::{Location, SpotRef};
 use super::object_type::TypeDef;
-use super::object_type::{ActorType, SpotType};
-use super::relocation::{self, Arrivals, Departures, RelocationPermits};
+use super::relocation::{self, Arrivals, Departures, RelocationFaults, RelocationPermits};
 use super::resolver::Resolver;
+use super::settings::ObjectSettings;
 use super::spot::ClosingReason;
 use super::{closing, creation, direct};
 use crate::call::PendingTable;
@@ -107,6 +107,10 @@ pub(crate) struct ObjectServer {
     pub(crate) relocation_store: Option<Arc<dyn crate::store::RelocationStore>>,
     /// Told when an Actor with routes bound to it outside moves.
     pub(crate) bound_routes: Option<Arc<dyn super::relocation::BoundRoutes>>,
+    /// MessageFollowDuration: how long a moved object's old route is followed.
+    pub(crate) message_follow_duration: Duration,
+    /// Faults tests inject into moves (none outside the `test-faults` feature).
+    pub(crate) faults: RelocationFaults,
 }
 
 impl ObjectServer {
@@ -115,16 +119,13 @@ impl ObjectServer {
     /// Spot is claimed.
     pub(crate) async fn start(
         node: &Arc<MeshNode>,
-        spot_types: &[SpotType],
-        actor_types: &[ActorType],
-        entry: Option<SpotId>,
+        settings: &ObjectSettings,
     ) -> Result<Option<Arc<Self>>> {
         let services = node.services();
         let (Some(store), Some(lease)) = (services.store(), services.lease()) else {
             return Ok(None);
         };
         let identity = node.identity();
-        let settings = node.settings();
         let route = OwnerRoute {
             mesh_name: identity.mesh_name().to_string(),
             rid: identity.rid().to_string(),
@@ -146,10 +147,11 @@ impl ObjectServer {
         let lost_sends = Arc::new(LostSends::default());
         let server = Arc::new(ObjectServer {
             node: Arc::downgrade(node),
-            types: spot_types
+            types: settings
+                .spot_types
                 .iter()
                 .map(|t| &t.def)
-                .chain(actor_types.iter().map(|t| &t.def))
+                .chain(settings.actor_types.iter().map(|t| &t.def))
                 .map(|t| ((t.kind(), t.stable_type.clone()), Arc::new(t.clone())))
                 .collect(),
             store: store.clone(),
@@ -157,9 +159,12 @@ impl ObjectServer {
             lease: lease.clone(),
             route,
             live: Mutex::new(HashMap::new()),
-            entry: entry.map(|id| Arc::new(EntrySpot::new(id, settings.entry_hooks.as_deref()))),
+            entry: settings
+                .entry_spot
+                .clone()
+                .map(|id| Arc::new(EntrySpot::new(id, settings.entry_hooks.as_deref()))),
             resolver,
-            placement_weight: settings.placement_weight,
+            placement_weight: node.settings().placement_weight,
             max_spots: settings.max_spots,
             activations: Semaphore::new(MAX_ACTIVATIONS),
             creating: Mutex::new(HashMap::new()),
@@ -175,6 +180,8 @@ impl ObjectServer {
             draining: std::sync::atomic::AtomicBool::new(false),
             relocation_store: settings.relocation_store.clone(),
             bound_routes: settings.bound_routes.clone(),
+            message_follow_duration: settings.message_follow_duration,
+            faults: settings.faults,
         });
         server
             .tracker

@@ -29,8 +29,8 @@ use std::sync::Arc;
 
 pub(crate) use roles::ClientServerRoles;
 
-use crate::config::{ClientServerRole, PeerSpec, DEFAULT_WEIGHT};
 use crate::handler::{DefaultChannel, HandlerGroup};
+use crate::mesh::{PeerSpec, DEFAULT_WEIGHT};
 
 /// Default largest complete message on a ClientServer connection: 16 MiB.
 pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
@@ -171,5 +171,34 @@ impl From<ClientServerClient> for ClientServerDeclaration {
             automatic: c.automatic,
             max_message: c.max_message,
         })
+    }
+}
+
+/// One validated ClientServer registration.
+#[derive(Clone)]
+pub(crate) enum ClientServerRole {
+    Server {
+        channel: String,
+        handlers: Arc<dyn HandlerGroup>,
+        weight: u32,
+        listen: String,
+        advertise_host: Option<String>,
+        max_message: usize,
+    },
+    Client {
+        channel: String,
+        connect: Vec<PeerSpec>,
+        automatic: bool,
+        max_message: usize,
+    },
+}
+
+impl ClientServerRole {
+    pub(crate) fn channel(&self) -> &str {
+        match self {
+            ClientServerRole::Server { channel, .. } | ClientServerRole::Client { channel, .. } => {
+                channel
+            }
+        }
     }
 }

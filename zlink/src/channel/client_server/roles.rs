@@ -11,9 +11,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::channel::ChannelRole;
-use crate::config::{ClientServerRole, Settings, Topology};
-use crate::mesh::{MeshNode, Subsystem};
+use super::ClientServerRole;
+use crate::mesh::{ChannelRole, MeshNode, MeshSettings, Subsystem, Topology};
 use crate::{Error, ErrorKind, Result};
 
 /// How long queued replies have to leave at shutdown before the connections close.
@@ -31,18 +30,15 @@ pub(crate) struct ClientServerRoles {
 }
 
 /// Settings for the node of one ClientServer role, derived from the process's own.
-fn role_settings(process: &Settings, role: &ClientServerRole) -> Settings {
+fn role_settings(process: &MeshSettings, role: &ClientServerRole) -> MeshSettings {
     let mut settings = process.clone();
     settings.mesh_name = topology_name(role.channel());
     settings.generation = crate::mesh::generate_generation();
-    settings.node_handlers = None;
-    settings.client_server = Vec::new();
-    settings.fanout = Vec::new();
     let mut channels = BTreeMap::new();
     match role {
         ClientServerRole::Server {
             channel,
-            handlers,
+            handlers: _,
             weight,
             listen,
             advertise_host,
@@ -53,13 +49,7 @@ fn role_settings(process: &Settings, role: &ClientServerRole) -> Settings {
             settings.advertise_host = advertise_host.clone();
             settings.peers = Vec::new();
             settings.max_message = *max_message;
-            channels.insert(
-                channel.clone(),
-                ChannelRole::Server {
-                    handlers: handlers.clone(),
-                    weight: *weight,
-                },
-            );
+            channels.insert(channel.clone(), ChannelRole::Server { weight: *weight });
         }
         ClientServerRole::Client {
             channel,
@@ -85,17 +75,24 @@ fn role_settings(process: &Settings, role: &ClientServerRole) -> Settings {
 impl ClientServerRoles {
     /// Starts the roles `process` declares; their handlers see `process` as their runtime
     /// and they act under its owner lease.
-    pub(crate) async fn start(process: &Arc<MeshNode>) -> Result<Arc<Self>> {
+    pub(crate) async fn start(
+        process: &Arc<MeshNode>,
+        declared: &[ClientServerRole],
+    ) -> Result<Arc<Self>> {
         let mut roles = ClientServerRoles {
             servers: BTreeMap::new(),
             clients: BTreeMap::new(),
         };
         let lease = process.services().lease().cloned();
-        for role in process.settings().client_server.clone() {
-            let settings = role_settings(process.settings(), &role);
+        for role in declared {
+            let settings = role_settings(process.settings(), role);
             let node = MeshNode::new(settings, Some(Arc::downgrade(process)), lease.clone());
             let channel = role.channel().to_string();
-            let started = match crate::channel::register_routes(&node) {
+            let mut served = BTreeMap::new();
+            if let ClientServerRole::Server { handlers, .. } = role {
+                served.insert(channel.clone(), handlers.clone());
+            }
+            let started = match crate::channel::register_routes(&node, &served) {
                 Ok(()) => node.start_links().await,
                 Err(e) => Err(e),
             };

@@ -21,7 +21,10 @@ pub(crate) struct FanoutRoles {
 impl FanoutRoles {
     /// Starts the publishers (binding their listeners) and subscribers `process`
     /// declares; subscriber handlers see `process` as their runtime.
-    pub(crate) async fn start(process: &Arc<MeshNode>) -> Result<Arc<Self>> {
+    pub(crate) async fn start(
+        process: &Arc<MeshNode>,
+        declared: &[FanoutDeclaration],
+    ) -> Result<Arc<Self>> {
         let settings = process.settings();
         let liveness = settings.liveness;
         let services = process.services();
@@ -30,7 +33,7 @@ impl FanoutRoles {
             publishers: BTreeMap::new(),
             subscribers: BTreeMap::new(),
         };
-        for role in &settings.fanout {
+        for role in declared {
             match role {
                 FanoutDeclaration::Publisher(spec) => {
                     let advertising = match (services.store(), services.lease(), interval) {

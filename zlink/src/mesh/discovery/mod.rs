@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::identity::NodeIdentity;
 use super::links::{DialTarget, Links, Membership};
 use super::policy::RolePolicy;
-use crate::config::{DiscoverySettings, Settings};
+use super::{DiscoverySettings, MeshSettings};
 use crate::link::CurvePublicKey;
 use crate::store::{DescriptorKey, LeaseToken, MeshDescriptor, OwnerId, OwnerLease};
 use crate::wire::Admission;
@@ -79,7 +79,7 @@ pub(crate) struct Discovery {
     wake: Arc<Notify>,
     identity: Arc<NodeIdentity>,
     policy: RolePolicy,
-    node_settings: Arc<Settings>,
+    node_settings: Arc<MeshSettings>,
     links: Arc<Links>,
 }
 
@@ -89,7 +89,7 @@ impl Discovery {
     pub(crate) fn new(
         settings: DiscoverySettings,
         lease: Option<Arc<OwnerLease>>,
-        node_settings: Arc<Settings>,
+        node_settings: Arc<MeshSettings>,
         identity: Arc<NodeIdentity>,
         links: Arc<Links>,
     ) -> Arc<Self> {
@@ -177,31 +177,9 @@ impl Discovery {
             protocol,
             channels,
             curve_key: self.node_settings.security.public_key().map(|k| k.to_z85()),
-            spot_types: {
-                let mut types: Vec<String> = self
-                    .node_settings
-                    .spot_types
-                    .iter()
-                    .map(|t| t.stable_type().as_str().to_string())
-                    .collect();
-                types.sort();
-                types
-            },
-            actor_types: {
-                let mut types: Vec<String> = self
-                    .node_settings
-                    .actor_types
-                    .iter()
-                    .map(|t| t.stable_type().as_str().to_string())
-                    .collect();
-                types.sort();
-                types
-            },
-            entry_spot: self
-                .node_settings
-                .entry_spot
-                .as_ref()
-                .map(|id| id.as_str().to_string()),
+            spot_types: self.node_settings.served_objects.spot_types.clone(),
+            actor_types: self.node_settings.served_objects.actor_types.clone(),
+            entry_spot: self.node_settings.served_objects.entry_spot.clone(),
             placement_weight: self.node_settings.placement_weight,
         }
     }

@@ -11,9 +11,9 @@ use tokio_util::sync::CancellationToken;
 use super::conn_state::HandshakeOutcome;
 use super::events::NodeEvents;
 use super::Links;
-use crate::config::PeerSpec;
 use crate::link::reconnect_delay;
 use crate::mesh::peer_table::next_event;
+use crate::mesh::PeerSpec;
 use crate::wire::{Command, ControlHeader};
 
 /// Where a dialer connects and who it expects to find there.

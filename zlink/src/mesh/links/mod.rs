@@ -28,8 +28,8 @@ use super::identity::NodeIdentity;
 use super::peer_table::{PeerLink, PeerTable};
 use super::policy::RolePolicy;
 use super::work::HandlerWork;
+use super::MeshSettings;
 use crate::call::PendingTable;
-use crate::config::Settings;
 use crate::link::{
     ConnId, Connection, CurvePublicKey, Frames, LinkLimits, Listener, Liveness, ProbeAction,
     TrySendError,
@@ -70,7 +70,7 @@ pub(crate) struct Links {
     me: Weak<Links>,
     identity: Arc<NodeIdentity>,
     policy: RolePolicy,
-    settings: Arc<Settings>,
+    settings: Arc<MeshSettings>,
     conns: Mutex<HashMap<ConnId, ConnState>>,
     listener: Mutex<Option<Box<dyn Listener>>>,
     peers: Arc<PeerTable>,
@@ -91,7 +91,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub(crate) struct LinkParts {
     pub(crate) identity: Arc<NodeIdentity>,
     pub(crate) policy: RolePolicy,
-    pub(crate) settings: Arc<Settings>,
+    pub(crate) settings: Arc<MeshSettings>,
     pub(crate) peers: Arc<PeerTable>,
     pub(crate) pending: Arc<PendingTable>,
     pub(crate) dispatcher: Arc<Dispatcher>,
@@ -126,7 +126,7 @@ impl Links {
         &self.policy
     }
 
-    pub(crate) fn settings(&self) -> &Settings {
+    pub(crate) fn settings(&self) -> &MeshSettings {
         &self.settings
     }
 

@@ -121,7 +121,16 @@ pub(crate) async fn relocate_with_members(
     }
     let record = unit_record(spot, &sealed, placed, &relocation_id)?;
     let link = route.link.clone();
-    let restored = match restore_on_target(&route.node, &link, key, &record, route.deadline).await {
+    let restored = match restore_on_target(
+        &route.node,
+        &link,
+        key,
+        &record,
+        route.deadline,
+        server.faults,
+    )
+    .await
+    {
         Ok(RestoreReply::Ready(ready)) => check_member_fences(&record, &ready).map(|_| ready),
         Ok(RestoreReply::Declined { .. }) => Err(Error::new(
             ErrorKind::ProtocolError,
@@ -186,12 +195,12 @@ pub(crate) async fn relocate_with_members(
         if let Some((fence, from)) = departure.relaying_from() {
             server.resolver.moved(&live.key, &fence, &from);
         }
-        let done = send_cutover(&relay, &node, &live.key, &relocation_id);
+        let done = send_cutover(&relay, server.faults, &live.key, &relocation_id);
         cutovers.push((live.key.clone(), departure, ready, done));
     }
     drop(sealed);
     let deadline = route.deadline;
-    let follow = node.settings().message_follow_duration;
+    let follow = server.message_follow_duration;
     let settled = join_all(
         cutovers
             .into_iter()

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::record::{FollowNotice, RelayReady};
+use super::RelocationFaults;
 use super::{HOLD_BYTES, HOLD_MESSAGES, MAX_FOLLOW_HOPS};
 use crate::handler::PacketKind;
 use crate::mesh::calls::OutboundCall;
@@ -404,6 +405,7 @@ impl Departure {
             departure: Arc::downgrade(self),
             lost: self.lost.clone(),
             relayed: self.relayed.clone(),
+            faults: server.faults,
         };
         tracker.spawn(relay.run(from));
         to
@@ -460,6 +462,7 @@ struct Relay {
     departure: Weak<Departure>,
     lost: Arc<LostSends>,
     relayed: Arc<AtomicU64>,
+    faults: RelocationFaults,
 }
 
 /// The packet name the relocation's own requests carry.
@@ -617,7 +620,7 @@ impl Relay {
                 let reply = held.reply;
                 let stop = self.stop.clone();
                 let terminals = self.terminals.clone().zip(relay_id);
-                let lose = settings.lose_relayed_replies;
+                let lose = self.faults.loses_relayed_replies();
                 self.tracker.spawn(async move {
                     let mut result = until_stopped(&stop, submitted.reply()).await;
                     if lose {

@@ -93,11 +93,7 @@ fn cutover(server: Arc<ObjectServer>, call: InboundCall) {
 /// A notice drops this node's cached route only if it is exactly the notice's source route,
 /// and only from the node that owned it: a peer cannot invalidate another's routes.
 fn followed(server: &ObjectServer, call: InboundCall) {
-    if server
-        .node
-        .upgrade()
-        .is_some_and(|node| node.settings().drop_follow_notices)
-    {
+    if server.faults.drops_follow_notices() {
         return;
     }
     let notice = match FollowNotice::decode(&call.message().payload) {

@@ -13,6 +13,7 @@ use super::ownership::{committed, reclaim, Reclaimed};
 use super::permits::Permit;
 use super::placed_state::{place_state, StoredState};
 use super::record::{CutoverRecord, MovedState, RelayReady, RestoreRecord, RestoreReply};
+use super::RelocationFaults;
 use super::INLINE_STATE_BYTES;
 use super::{job_to_held, MAX_CAPTURED_STATE_BYTES, RELOCATION_DEADLINE};
 use crate::mesh::calls::OutboundCall;
@@ -382,7 +383,7 @@ pub(crate) async fn hand_over(
         with_spot,
         members: Vec::new(),
     };
-    let ready = match restore_on_target(&node, &link, key, &record, deadline).await {
+    let ready = match restore_on_target(&node, &link, key, &record, deadline, server.faults).await {
         Ok(RestoreReply::Ready(ready)) => ready,
         Ok(RestoreReply::Declined { reply }) => {
             return cancel(backlog, HandOver::Declined(Bytes::from(reply)))
@@ -410,11 +411,11 @@ pub(crate) async fn hand_over(
     server
         .resolver
         .moved(key, &authority.record.fence, &server.route);
-    let done = send_cutover(&relay, &node, key, &relocation_id);
+    let done = send_cutover(&relay, server.faults, key, &relocation_id);
     drop(relay);
     let committed = committed(server, key, &ready, done, deadline).await;
     drop(permit);
-    finish(server, &departure, node.settings().message_follow_duration);
+    finish(server, &departure, server.message_follow_duration);
     if !committed {
         return HandOver::Lost(Error::new(
             ErrorKind::Unavailable,
@@ -451,7 +452,7 @@ pub(super) fn relay_to(
 /// target committed (the channel closes unanswered when it was not sent).
 pub(super) fn send_cutover(
     relay: &tokio::sync::mpsc::UnboundedSender<RelayItem>,
-    node: &MeshNode,
+    faults: RelocationFaults,
     key: &ObjectKey,
     relocation_id: &str,
 ) -> oneshot::Receiver<Result<Bytes>> {
@@ -461,7 +462,7 @@ pub(super) fn send_cutover(
         relocation_id: relocation_id.to_string(),
     };
     match cutover.encode() {
-        Ok(payload) if !node.settings().drop_relocation_cutover => {
+        Ok(payload) if !faults.drops_cutover() => {
             let _ = relay.send(RelayItem::Control {
                 command: Command::RelocationCutover,
                 payload,
@@ -608,6 +609,7 @@ pub(super) async fn restore_on_target(
     key: &ObjectKey,
     record: &RestoreRecord,
     deadline: Instant,
+    faults: RelocationFaults,
 ) -> Result<RestoreReply> {
     let settings = node.settings();
     let metadata = Metadata::new();
@@ -628,7 +630,7 @@ pub(super) async fn restore_on_target(
         .request(link, &call, deadline, timeout, admit_by)
         .await?;
     let reply = RestoreReply::decode(&reply)?;
-    if settings.lose_relay_ready {
+    if faults.loses_relay_ready() {
         return Err(Error::new(
             ErrorKind::Unavailable,
             "the relay-ready answer was lost (test fault)",

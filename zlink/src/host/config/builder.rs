@@ -4,20 +4,32 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::settings::{ClientServerRole, DiscoverySettings, PeerSpec, Settings, Topology};
+use super::settings::Settings;
 use super::validate::Validator;
-use super::{SecuritySettings, DEFAULT_WEIGHT};
+use crate::channel::client_server::ClientServerRole;
 use crate::channel::fanout::FanoutDeclaration;
-use crate::channel::ChannelRole;
 use crate::handler::{DefaultChannel, HandlerGroup};
 use crate::host::Runtime;
 use crate::link::{
     CurveKeypair, CurvePublicKey, LinkLimits, LivenessTimings, Transport, Trust, TrustSet,
     ZmtpTransport,
 };
-use crate::mesh::generate_rid;
+use crate::mesh::{
+    generate_rid, ChannelRole, DiscoverySettings, MeshSettings, PeerSpec, SecuritySettings,
+    ServedObjects, Topology, DEFAULT_WEIGHT, MAX_WEIGHT,
+};
+use crate::object::relocation::RelocationFaults;
+use crate::object::ObjectSettings;
 use crate::store::{LocationStore, MeteredStore, OwnerLeaseSettings};
 use crate::Result;
+
+/// A RouteMesh channel as the application declared it.
+enum DeclaredChannel {
+    /// Served by these handlers, at this weight.
+    Server(Arc<dyn HandlerGroup>, u32),
+    /// Called only.
+    Client,
+}
 
 /// Default interval between Location Store reads of the member list.
 pub const DEFAULT_DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
@@ -44,7 +56,7 @@ pub struct RuntimeBuilder {
     listen: Option<String>,
     advertise_host: Option<String>,
     peers: Vec<PeerSpec>,
-    channels: Vec<(String, ChannelRole)>,
+    channels: Vec<(String, DeclaredChannel)>,
     node_handlers: Option<Arc<dyn HandlerGroup>>,
     send_timeout: Duration,
     request_timeout: Duration,
@@ -62,10 +74,7 @@ pub struct RuntimeBuilder {
     entry_hooks: Option<Arc<crate::object::EntryHooksFactory>>,
     route_cache_max_age: Duration,
     message_follow_duration: Duration,
-    drop_relocation_cutover: bool,
-    lose_relay_ready: bool,
-    drop_follow_notices: bool,
-    lose_relayed_replies: bool,
+    faults: RelocationFaults,
     relocation_store: Option<Arc<dyn crate::store::RelocationStore>>,
     bound_routes: Option<Arc<dyn crate::object::relocation::BoundRoutes>>,
     placement_weight: u32,
@@ -103,10 +112,7 @@ impl Default for RuntimeBuilder {
             entry_hooks: None,
             route_cache_max_age: crate::object::DEFAULT_ROUTE_CACHE_MAX_AGE,
             message_follow_duration: crate::object::MESSAGE_FOLLOW_DURATION,
-            drop_relocation_cutover: false,
-            lose_relay_ready: false,
-            drop_follow_notices: false,
-            lose_relayed_replies: false,
+            faults: RelocationFaults::default(),
             relocation_store: None,
             bound_routes: None,
             placement_weight: 100,
@@ -172,10 +178,7 @@ impl RuntimeBuilder {
     ) -> Self {
         self.channels.push((
             channel.into(),
-            ChannelRole::Server {
-                handlers: Arc::new(handlers),
-                weight,
-            },
+            DeclaredChannel::Server(Arc::new(handlers), weight),
         ));
         self
     }
@@ -275,7 +278,8 @@ impl RuntimeBuilder {
 
     /// Registers the Client role for `channel`: this node may call it but does not serve it.
     pub fn channel_client(mut self, channel: impl Into<String>) -> Self {
-        self.channels.push((channel.into(), ChannelRole::Client));
+        self.channels
+            .push((channel.into(), DeclaredChannel::Client));
         self
     }
 
@@ -409,37 +413,37 @@ impl RuntimeBuilder {
     }
 
     /// Test-only fault: moves out of this node never send their cutover, so each target
-    /// commits on its 1000 ms fallback. Only available with the `test-timing` feature.
-    #[cfg(feature = "test-timing")]
+    /// commits on its 1000 ms fallback. Only available with the `test-faults` feature.
+    #[cfg(feature = "test-faults")]
     pub fn test_drop_relocation_cutover(mut self) -> Self {
-        self.drop_relocation_cutover = true;
+        self.faults.drop_cutover = true;
         self
     }
 
     /// Test-only fault: every relay-ready answer to a move out of this node is treated as
     /// lost with its connection, although the target did get ready. Only available with
-    /// the `test-timing` feature.
-    #[cfg(feature = "test-timing")]
+    /// the `test-faults` feature.
+    #[cfg(feature = "test-faults")]
     pub fn test_lose_relay_ready(mut self) -> Self {
-        self.lose_relay_ready = true;
+        self.faults.lose_relay_ready = true;
         self
     }
 
     /// Test-only fault: every reply to a request this node relays for an object that
     /// moved away is treated as lost with its connection, so the result is read from the
-    /// Relocation Store. Only available with the `test-timing` feature.
-    #[cfg(feature = "test-timing")]
+    /// Relocation Store. Only available with the `test-faults` feature.
+    #[cfg(feature = "test-faults")]
     pub fn test_lose_relayed_replies(mut self) -> Self {
-        self.lose_relayed_replies = true;
+        self.faults.lose_relayed_replies = true;
         self
     }
 
     /// Test-only fault: follow notices sent to this node are lost, so its cached routes
     /// to objects that moved expire only with their max age. Only available with the
-    /// `test-timing` feature.
-    #[cfg(feature = "test-timing")]
+    /// `test-faults` feature.
+    #[cfg(feature = "test-faults")]
     pub fn test_drop_follow_notices(mut self) -> Self {
-        self.drop_follow_notices = true;
+        self.faults.drop_follow_notices = true;
         self
     }
 
@@ -496,12 +500,18 @@ impl RuntimeBuilder {
         }
         let security = self.security_settings(&mut v, listen.as_deref());
         let mut channels = BTreeMap::new();
-        for (name, role) in self.channels {
+        let mut channel_servers = BTreeMap::new();
+        for (name, declared) in self.channels {
             v.text(&format!("channel {name:?} name"), Some(&name), true);
-            if let ChannelRole::Server { handlers, weight } = &role {
-                v.weight(&name, *weight);
-                v.handler_packets(&format!("channel {name:?}"), handlers.as_ref());
-            }
+            let role = match declared {
+                DeclaredChannel::Server(handlers, weight) => {
+                    v.weight(&name, weight);
+                    v.handler_packets(&format!("channel {name:?}"), handlers.as_ref());
+                    channel_servers.insert(name.clone(), handlers);
+                    ChannelRole::Server { weight }
+                }
+                DeclaredChannel::Client => ChannelRole::Client,
+            };
             if channels.insert(name.clone(), role).is_some() {
                 v.violation(
                     format!("channel {name:?}"),
@@ -555,14 +565,10 @@ impl RuntimeBuilder {
                 self.relocation_store.is_some(),
             );
         }
-        if self.placement_weight > crate::config::MAX_WEIGHT {
+        if self.placement_weight > MAX_WEIGHT {
             v.violation(
                 "placement_weight",
-                format!(
-                    "must be 0..={}, got {}",
-                    crate::config::MAX_WEIGHT,
-                    self.placement_weight
-                ),
+                format!("must be 0..={}, got {}", MAX_WEIGHT, self.placement_weight),
             );
         }
         let follow = self.message_follow_duration;
@@ -594,41 +600,53 @@ impl RuntimeBuilder {
         let entry_spot = (!self.actor_types.is_empty()).then(|| crate::object::SpotId::entry(&rid));
         Ok(RuntimeConfig {
             settings: Settings {
-                mesh_name: mesh_name.unwrap_or_default(),
-                rid,
-                generation: crate::mesh::generate_generation(),
-                listen: listen.unwrap_or_default(),
-                advertise_host: self.advertise_host,
-                peers: self.peers,
-                channels,
+                mesh: MeshSettings {
+                    mesh_name: mesh_name.unwrap_or_default(),
+                    rid,
+                    generation: crate::mesh::generate_generation(),
+                    listen: listen.unwrap_or_default(),
+                    advertise_host: self.advertise_host,
+                    peers: self.peers,
+                    channels,
+                    send_timeout: self.send_timeout,
+                    request_timeout: self.request_timeout,
+                    shutdown_grace: self.shutdown_grace,
+                    liveness: self.liveness,
+                    transport: self.transport,
+                    discovery,
+                    topology: Topology::RouteMesh,
+                    mesh,
+                    max_message: self.limits.max_message,
+                    limits: self.limits,
+                    security,
+                    placement_weight: self.placement_weight,
+                    served_objects: served_objects(
+                        &self.spot_types,
+                        &self.actor_types,
+                        entry_spot.as_ref(),
+                    ),
+                    client_server_channels: self
+                        .client_server
+                        .iter()
+                        .map(|role| role.channel().to_string())
+                        .collect(),
+                },
+                channel_servers,
                 node_handlers,
-                send_timeout: self.send_timeout,
-                request_timeout: self.request_timeout,
-                shutdown_grace: self.shutdown_grace,
-                liveness: self.liveness,
-                transport: self.transport,
-                discovery,
-                topology: Topology::RouteMesh,
-                mesh,
-                max_message: self.limits.max_message,
-                limits: self.limits,
-                security,
                 client_server: self.client_server,
                 fanout: self.fanout,
-                spot_types: self.spot_types,
-                actor_types: self.actor_types,
-                entry_hooks: self.entry_hooks,
-                entry_spot,
-                route_cache_max_age: self.route_cache_max_age,
-                message_follow_duration: self.message_follow_duration,
-                drop_relocation_cutover: self.drop_relocation_cutover,
-                lose_relay_ready: self.lose_relay_ready,
-                drop_follow_notices: self.drop_follow_notices,
-                lose_relayed_replies: self.lose_relayed_replies,
-                relocation_store: self.relocation_store,
-                bound_routes: self.bound_routes,
-                placement_weight: self.placement_weight,
-                max_spots: self.max_spots,
+                objects: ObjectSettings {
+                    spot_types: self.spot_types,
+                    actor_types: self.actor_types,
+                    entry_spot,
+                    entry_hooks: self.entry_hooks,
+                    route_cache_max_age: self.route_cache_max_age,
+                    message_follow_duration: self.message_follow_duration,
+                    relocation_store: self.relocation_store,
+                    bound_routes: self.bound_routes,
+                    max_spots: self.max_spots,
+                    faults: self.faults,
+                },
             },
         })
     }
@@ -818,12 +836,40 @@ pub struct RuntimeConfig {
 impl RuntimeConfig {
     /// The RID this node will use.
     pub fn rid(&self) -> &str {
-        &self.settings.rid
+        &self.settings.mesh.rid
     }
 
     /// Binds the listener, starts liveness and dials the manual peers.
     pub async fn start(self) -> Result<Runtime> {
         Runtime::start(self.settings).await
+    }
+}
+
+/// What the node's descriptor publishes of its object types.
+fn served_objects(
+    spot_types: &[crate::object::SpotType],
+    actor_types: &[crate::object::ActorType],
+    entry_spot: Option<&crate::object::SpotId>,
+) -> ServedObjects {
+    let sorted = |names: Vec<String>| {
+        let mut names = names;
+        names.sort();
+        names
+    };
+    ServedObjects {
+        spot_types: sorted(
+            spot_types
+                .iter()
+                .map(|t| t.stable_type().as_str().to_string())
+                .collect(),
+        ),
+        actor_types: sorted(
+            actor_types
+                .iter()
+                .map(|t| t.stable_type().as_str().to_string())
+                .collect(),
+        ),
+        entry_spot: entry_spot.map(|id| id.as_str().to_string()),
     }
 }
 

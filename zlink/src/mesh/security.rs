@@ -1,4 +1,4 @@
-//! The validated link security of one runtime: its CURVE keypair (if any) and the trust
+//! The validated link security of one node: its CURVE keypair (if any) and the trust
 //! set every listener of the node checks.
 
 use std::sync::Arc;

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::MAX_WEIGHT;
 use crate::handler::{HandlerGroup, PacketKind};
+use crate::mesh::MAX_WEIGHT;
 use crate::{ConfigViolation, Error, Result};
 
 const MAX_NAME_BYTES: usize = 255;

@@ -1,47 +1,22 @@
-//! The channel registry: each ChannelName has exactly one role on this node.
+//! The channel registry: each ChannelName has exactly one role on this node, and each
+//! served one its current weight. Admission publishes it, selection reads the weights, and
+//! a typed client declares its Client role here.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 
-use crate::handler::{HandlerGroup, HandlerTable};
-
-/// The role a node plays for one RouteMesh ChannelName.
-#[derive(Clone)]
-pub enum ChannelRole {
-    /// Receives calls (and may send them) with a handler group and a weight.
-    Server {
-        /// The handlers.
-        handlers: Arc<dyn HandlerGroup>,
-        /// The weight at registration (0..=10000).
-        weight: u32,
-    },
-    /// May start calls only.
-    Client,
-}
+use super::ChannelRole;
 
 /// Most ChannelNames one node declares the Client role for.
 const MAX_CLIENT_CHANNELS: usize = 4096;
 
-/// One channel this node serves.
-pub(crate) struct ServerEntry {
-    /// The ChannelName, interned for every handler context.
-    pub(crate) name: Arc<str>,
-    pub(crate) handlers: HandlerTable,
-    weight: AtomicU32,
-}
-
-impl ServerEntry {
-    pub(crate) fn weight(&self) -> u32 {
-        self.weight.load(Ordering::Acquire)
-    }
-}
-
 /// Channel roles of one node. Server roles are fixed after start (only their weights
 /// change); a Client role is also declared by creating a typed client for the channel.
 #[derive(Default)]
-pub struct ChannelRegistry {
-    servers: HashMap<Arc<str>, ServerEntry>,
+pub(crate) struct ChannelRegistry {
+    /// Served channels and their current weights.
+    servers: HashMap<Arc<str>, AtomicU32>,
     clients: RwLock<HashSet<Arc<str>>>,
 }
 
@@ -51,15 +26,8 @@ impl ChannelRegistry {
         for (name, role) in roles {
             let name: Arc<str> = Arc::from(name.as_str());
             match role {
-                ChannelRole::Server { handlers, weight } => {
-                    reg.servers.insert(
-                        name.clone(),
-                        ServerEntry {
-                            name,
-                            handlers: HandlerTable::new(handlers.clone()),
-                            weight: AtomicU32::new(*weight),
-                        },
-                    );
+                ChannelRole::Server { weight } => {
+                    reg.servers.insert(name, AtomicU32::new(*weight));
                 }
                 ChannelRole::Client => {
                     reg.clients_mut().insert(name);
@@ -73,9 +41,9 @@ impl ChannelRegistry {
         self.clients.get_mut().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The served channel `name`.
-    pub(crate) fn server(&self, name: &str) -> Option<&ServerEntry> {
-        self.servers.get(name)
+    /// The current weight of the served channel `name`; `None` when it is not served here.
+    pub(crate) fn weight(&self, name: &str) -> Option<u32> {
+        self.servers.get(name).map(|w| w.load(Ordering::Acquire))
     }
 
     /// Whether this node may start calls on `channel`; the interned name when it may.
@@ -118,15 +86,15 @@ impl ChannelRegistry {
     }
 
     /// Whether this node may start calls on `channel`.
-    pub fn can_send(&self, channel: &str) -> bool {
+    pub(crate) fn can_send(&self, channel: &str) -> bool {
         self.sendable(channel).is_some()
     }
 
     /// Sets a served channel's weight; false when it is not served here.
     pub(crate) fn set_weight(&self, channel: &str, weight: u32) -> bool {
         match self.servers.get(channel) {
-            Some(entry) => {
-                entry.weight.store(weight, Ordering::Release);
+            Some(current) => {
+                current.store(weight, Ordering::Release);
                 true
             }
             None => false,
@@ -134,11 +102,11 @@ impl ChannelRegistry {
     }
 
     /// Server channels with their current weights, sorted by name.
-    pub fn server_weights(&self) -> Vec<(String, u32)> {
+    pub(crate) fn server_weights(&self) -> Vec<(String, u32)> {
         let mut out: Vec<(String, u32)> = self
             .servers
             .iter()
-            .map(|(n, e)| (n.to_string(), e.weight()))
+            .map(|(n, w)| (n.to_string(), w.load(Ordering::Acquire)))
             .collect();
         out.sort();
         out

@@ -1,7 +1,7 @@
 //! Node-direct: the [`InboundRoute`] of node sends and requests (16, 17), which go to this
 //! node's node handlers with the sender's RID in the context.
 
-use crate::handler::{CallFacts, HandlerContext, HandlerTable, PacketKind};
+use super::{CallFacts, HandlerContext, HandlerTable, PacketKind};
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::{Error, ErrorKind};
 

@@ -1,13 +1,20 @@
-//! Validated settings of one runtime.
+//! What one node's core runs with: identity, endpoints, peers, timeouts, link limits and
+//! security, its channel roles, and the Location Store it discovers through. The builder
+//! composes it with the other subsystems' settings; each node (the RouteMesh member and
+//! every ClientServer role) gets its own.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::channel::ChannelRole;
-use crate::handler::{HandlerGroup, HandlerTable};
+use super::security::SecuritySettings;
 use crate::link::{CurvePublicKey, LinkLimits, LivenessTimings, Transport};
 use crate::store::{LocationStore, MeteredStore, OwnerLeaseSettings};
+
+/// Largest channel weight.
+pub const MAX_WEIGHT: u32 = 10_000;
+/// Weight of a server channel registered without one.
+pub const DEFAULT_WEIGHT: u32 = 100;
 
 /// A manually configured peer: its endpoint and, optionally, the RID expected there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,9 +50,9 @@ impl PeerSpec {
     }
 }
 
-/// Everything a started runtime needs, already validated.
+/// The validated settings of one node.
 #[derive(Clone)]
-pub(crate) struct Settings {
+pub(crate) struct MeshSettings {
     pub(crate) mesh_name: String,
     pub(crate) rid: String,
     pub(crate) generation: u64,
@@ -53,8 +60,8 @@ pub(crate) struct Settings {
     /// The host others dial instead of the bound one (needed for wildcard binds).
     pub(crate) advertise_host: Option<String>,
     pub(crate) peers: Vec<PeerSpec>,
+    /// The role of each ChannelName on this node (one send path per name).
     pub(crate) channels: BTreeMap<String, ChannelRole>,
-    pub(crate) node_handlers: Option<HandlerTable>,
     pub(crate) send_timeout: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) shutdown_grace: Duration,
@@ -70,41 +77,40 @@ pub(crate) struct Settings {
     /// Limits of every connection and listener of this node.
     pub(crate) limits: LinkLimits,
     /// NULL or CURVE, and whom the listeners admit.
-    pub(crate) security: super::SecuritySettings,
-    /// ClientServer registrations, started next to the RouteMesh node.
-    pub(crate) client_server: Vec<ClientServerRole>,
-    /// Fanout publishers and subscribers.
-    pub(crate) fanout: Vec<crate::channel::fanout::FanoutDeclaration>,
-    /// The Spot types this node serves (the Object Server role).
-    pub(crate) spot_types: Vec<crate::object::SpotType>,
-    pub(crate) actor_types: Vec<crate::object::ActorType>,
-    /// This node lifecycle's Entry Spot, when it serves Actor types.
-    pub(crate) entry_spot: Option<crate::object::SpotId>,
-    /// Makes the application's Entry Spot hooks.
-    pub(crate) entry_hooks: Option<Arc<crate::object::EntryHooksFactory>>,
-    /// RouteCacheMaxAge: how long a confirmed Spot route is reused (0 disables).
-    pub(crate) route_cache_max_age: Duration,
-    /// MessageFollowDuration: how long a moved object's old owner relays what still
-    /// arrives on the old route (0: not at all).
-    pub(crate) message_follow_duration: Duration,
-    /// Test-only fault: a move never sends its cutover (the target commits on the
-    /// 1000 ms fallback). Always `false` outside the `test-timing` feature.
-    pub(crate) drop_relocation_cutover: bool,
-    /// Test-only fault: a move's relay-ready answer is treated as lost.
-    pub(crate) lose_relay_ready: bool,
-    /// Test-only fault: follow notices (command 50) arriving here are lost. Always
-    /// `false` outside the `test-timing` feature.
-    pub(crate) drop_follow_notices: bool,
-    /// Test-only fault: every reply to a request this node relays is treated as lost.
-    pub(crate) lose_relayed_replies: bool,
-    /// The Relocation Store: terminal results of requests relayed during moves.
-    pub(crate) relocation_store: Option<Arc<dyn crate::store::RelocationStore>>,
-    /// Whoever holds routes bound to this node's Actors outside them (seed 000 §3.3).
-    pub(crate) bound_routes: Option<Arc<dyn crate::object::relocation::BoundRoutes>>,
-    /// The node's weight when new Spots are placed (0..=10000; 0 takes none).
+    pub(crate) security: SecuritySettings,
+    /// The node's weight when new Spots are placed (0..=10000; 0 takes none), published
+    /// in its descriptor.
     pub(crate) placement_weight: u32,
-    /// The most Spots the node runs (0: no limit).
-    pub(crate) max_spots: u32,
+    /// The object types and Entry Spot this node serves, as its descriptor publishes them.
+    pub(crate) served_objects: ServedObjects,
+    /// The ChannelNames this process calls or serves through ClientServer: a typed client
+    /// for one of them never declares a RouteMesh Client role.
+    pub(crate) client_server_channels: Vec<String>,
+}
+
+/// What a node's descriptor says it serves of the object layer (names only: the object
+/// layer owns the types).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ServedObjects {
+    /// Stable names of the Spot types served, sorted.
+    pub(crate) spot_types: Vec<String>,
+    /// Stable names of the Actor types served, sorted.
+    pub(crate) actor_types: Vec<String>,
+    /// This lifecycle's Entry Spot, when Actor types are served.
+    pub(crate) entry_spot: Option<String>,
+}
+
+/// The role a node plays for one ChannelName. Which handlers serve it is the channel
+/// subsystem's business; the core admits, publishes and selects by role and weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChannelRole {
+    /// Receives calls (and may send them), with its weight at registration (0..=10000).
+    Server {
+        /// The weight at registration.
+        weight: u32,
+    },
+    /// May start calls only.
+    Client,
 }
 
 /// Which kind of connection set a [`MeshNode`](crate::mesh::MeshNode) runs.
@@ -117,35 +123,6 @@ pub(crate) enum Topology {
     /// A ClientServer client: dials servers; calls only; its own process's server is an
     /// ordinary candidate.
     ClientServerClient,
-}
-
-/// One validated ClientServer registration.
-#[derive(Clone)]
-pub(crate) enum ClientServerRole {
-    Server {
-        channel: String,
-        handlers: Arc<dyn HandlerGroup>,
-        weight: u32,
-        listen: String,
-        advertise_host: Option<String>,
-        max_message: usize,
-    },
-    Client {
-        channel: String,
-        connect: Vec<PeerSpec>,
-        automatic: bool,
-        max_message: usize,
-    },
-}
-
-impl ClientServerRole {
-    pub(crate) fn channel(&self) -> &str {
-        match self {
-            ClientServerRole::Server { channel, .. } | ClientServerRole::Client { channel, .. } => {
-                channel
-            }
-        }
-    }
 }
 
 /// Location Store use: owner lease and automatic discovery.

@@ -1,0 +1,54 @@
+//! Faults a test injects into this node's moves, to reach the fallbacks real sockets do
+//! not produce on demand. Without the `test-faults` feature the type is empty and every
+//! question answers "no", so an application build carries none of them.
+
+/// Which relocation messages this node treats as lost.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RelocationFaults {
+    /// A move never sends its cutover (the target commits on the 1000 ms fallback).
+    #[cfg(feature = "test-faults")]
+    pub(crate) drop_cutover: bool,
+    /// A move's relay-ready answer is lost.
+    #[cfg(feature = "test-faults")]
+    pub(crate) lose_relay_ready: bool,
+    /// Follow notices (command 50) arriving here are lost.
+    #[cfg(feature = "test-faults")]
+    pub(crate) drop_follow_notices: bool,
+    /// Every reply to a request this node relays is lost.
+    #[cfg(feature = "test-faults")]
+    pub(crate) lose_relayed_replies: bool,
+}
+
+impl RelocationFaults {
+    /// Whether a move's cutover is dropped instead of sent.
+    pub(crate) fn drops_cutover(&self) -> bool {
+        #[cfg(feature = "test-faults")]
+        return self.drop_cutover;
+        #[cfg(not(feature = "test-faults"))]
+        false
+    }
+
+    /// Whether a move's relay-ready answer is treated as lost.
+    pub(crate) fn loses_relay_ready(&self) -> bool {
+        #[cfg(feature = "test-faults")]
+        return self.lose_relay_ready;
+        #[cfg(not(feature = "test-faults"))]
+        false
+    }
+
+    /// Whether arriving follow notices are dropped.
+    pub(crate) fn drops_follow_notices(&self) -> bool {
+        #[cfg(feature = "test-faults")]
+        return self.drop_follow_notices;
+        #[cfg(not(feature = "test-faults"))]
+        false
+    }
+
+    /// Whether replies to relayed requests are treated as lost.
+    pub(crate) fn loses_relayed_replies(&self) -> bool {
+        #[cfg(feature = "test-faults")]
+        return self.lose_relayed_replies;
+        #[cfg(not(feature = "test-faults"))]
+        false
+    }
+}

@@ -1,0 +1,36 @@
+//! What the object layer of one node runs with: the types it serves, its Entry Spot, the
+//! route cache and Message Follow durations, the Relocation Store and the bound-route
+//! seam, and how many Spots it takes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::entry::EntryHooksFactory;
+use super::relocation::{BoundRoutes, RelocationFaults};
+use super::{ActorType, SpotId, SpotType};
+use crate::store::RelocationStore;
+
+/// The validated settings of one node's object layer.
+#[derive(Clone, Default)]
+pub(crate) struct ObjectSettings {
+    /// The Spot types this node serves (the Object Server role).
+    pub(crate) spot_types: Vec<SpotType>,
+    pub(crate) actor_types: Vec<ActorType>,
+    /// This node lifecycle's Entry Spot, when it serves Actor types.
+    pub(crate) entry_spot: Option<SpotId>,
+    /// Makes the application's Entry Spot hooks.
+    pub(crate) entry_hooks: Option<Arc<EntryHooksFactory>>,
+    /// RouteCacheMaxAge: how long a confirmed route is reused (0 disables).
+    pub(crate) route_cache_max_age: Duration,
+    /// MessageFollowDuration: how long a moved object's old owner relays what still
+    /// arrives on the old route (0: not at all).
+    pub(crate) message_follow_duration: Duration,
+    /// The Relocation Store: terminal results of requests relayed during moves.
+    pub(crate) relocation_store: Option<Arc<dyn RelocationStore>>,
+    /// Whoever holds routes bound to this node's Actors outside them (seed 000 §3.3).
+    pub(crate) bound_routes: Option<Arc<dyn BoundRoutes>>,
+    /// The most Spots the node runs (0: no limit).
+    pub(crate) max_spots: u32,
+    /// Faults tests inject into moves; nothing outside the `test-faults` feature.
+    pub(crate) faults: RelocationFaults,
+}
