@@ -35,7 +35,8 @@ pub struct MemNetwork {
     state: Arc<Mutex<NetState>>,
 }
 
-fn lock(m: &Mutex<NetState>) -> std::sync::MutexGuard<'_, NetState> {
+/// Takes a lock whatever became of its last holder (a panicking test thread).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -144,7 +145,7 @@ struct MemConn {
 impl MemConn {
     /// Queues `frames` for `peer`, due at `due`, behind every delayed message before them.
     fn deliver_late(&self, peer: Arc<MemConn>, due: tokio::time::Instant, frames: Frames) {
-        let mut delayed = self.delayed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut delayed = lock(&self.delayed);
         let queue = delayed.get_or_insert_with(|| {
             let (tx, mut rx) =
                 tokio::sync::mpsc::unbounded_channel::<(tokio::time::Instant, Frames)>();
@@ -188,11 +189,7 @@ impl Connection for MemConn {
         if self.closed.load(Ordering::Acquire) {
             return Err(LinkError::Closed);
         }
-        let peer = self
-            .peer
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .upgrade();
+        let peer = lock(&self.peer).upgrade();
         let Some(peer) = peer else {
             return Err(LinkError::Closed);
         };
@@ -220,11 +217,7 @@ impl Connection for MemConn {
         }
         lock(&self.net.state).conns.retain(|c| c.id != self.id);
         self.events.on_closed(self.id);
-        let peer = self
-            .peer
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .upgrade();
+        let peer = lock(&self.peer).upgrade();
         if let Some(peer) = peer {
             peer.close();
         }
@@ -280,8 +273,8 @@ impl Transport for MemTransport {
         };
         let client = make(&self.host, &remote, events);
         let server = make(&remote, &self.host, server_events);
-        *client.peer.lock().unwrap_or_else(|p| p.into_inner()) = Arc::downgrade(&server);
-        *server.peer.lock().unwrap_or_else(|p| p.into_inner()) = Arc::downgrade(&client);
+        *lock(&client.peer) = Arc::downgrade(&server);
+        *lock(&server.peer) = Arc::downgrade(&client);
         // The network holds both ends until they close.
         st.conns.push(client.clone());
         st.conns.push(server);

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 /// Lowest first. The crate root (`lib.rs`) and the macros' support module stand above all.
 const LAYERS: &[&str] = &[
-    "error", "wire", "link", "call", "store", "mesh", "handler", "channel", "object", "host",
+    "sync", "error", "wire", "link", "call", "store", "mesh", "handler", "channel", "object",
+    "host",
 ];
 const ABOVE_ALL: &[&str] = &["lib", "__private", "layering_tests"];
 

@@ -62,6 +62,7 @@ mod link;
 mod mesh;
 pub mod object;
 pub mod store;
+mod sync;
 #[cfg(feature = "testkit")]
 pub mod wire;
 #[cfg(not(feature = "testkit"))]

@@ -13,6 +13,7 @@ use tokio::sync::{oneshot, Notify};
 use tokio::time::Instant;
 
 use crate::link::ConnId;
+use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind, Result};
 
 type Completion = oneshot::Sender<Result<Bytes>>;
@@ -74,7 +75,7 @@ pub(crate) struct PendingTable {
 
 impl PendingTable {
     fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
-        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+        self.slots.lock_unpoisoned()
     }
 
     /// Registers a request about to be sent on `conn`, due by `deadline` (its whole

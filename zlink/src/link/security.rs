@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
 
 pub use super::zmtp::curve::{CurveKeypair, CurvePublicKey, KeyError};
+use crate::sync::RwLockUnpoisoned;
 
 /// Whom a CURVE listener admits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,17 +39,12 @@ impl TrustSet {
 
     /// Whether `key` may connect.
     pub fn allows(&self, key: &CurvePublicKey) -> bool {
-        self.explicit.contains(key)
-            || self
-                .published
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains(key)
+        self.explicit.contains(key) || self.published.read_unpoisoned().contains(key)
     }
 
     /// Replaces the keys learned from the Location Store.
     pub(crate) fn set_published(&self, keys: impl IntoIterator<Item = CurvePublicKey>) {
-        *self.published.write().unwrap_or_else(|p| p.into_inner()) = keys.into_iter().collect();
+        *self.published.write_unpoisoned() = keys.into_iter().collect();
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::ChannelRole;
+use crate::sync::RwLockUnpoisoned;
 
 /// Most ChannelNames one node declares the Client role for.
 const MAX_CLIENT_CHANNELS: usize = 4096;
@@ -51,11 +52,7 @@ impl ChannelRegistry {
         if let Some((name, _)) = self.servers.get_key_value(channel) {
             return Some(name.clone());
         }
-        self.clients
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(channel)
-            .cloned()
+        self.clients.read_unpoisoned().get(channel).cloned()
     }
 
     /// Declares the Client role for `channel` (a typed client was made for it). A name
@@ -70,7 +67,7 @@ impl ChannelRegistry {
         if self.servers.contains_key(channel) {
             return Ok(());
         }
-        let mut clients = self.clients.write().unwrap_or_else(|p| p.into_inner());
+        let mut clients = self.clients.write_unpoisoned();
         if clients.contains(channel) {
             return Ok(());
         }

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::ChannelRegistry;
+use crate::sync::LockUnpoisoned;
 use crate::wire::{Admission, PROTOCOL_MAJOR};
 
 const RUNNING: u8 = 0;
@@ -66,14 +67,11 @@ impl NodeIdentity {
     }
 
     pub(crate) fn endpoint(&self) -> String {
-        self.endpoint
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.endpoint.lock_unpoisoned().clone()
     }
 
     pub(crate) fn set_endpoint(&self, endpoint: String) {
-        *self.endpoint.lock().unwrap_or_else(|p| p.into_inner()) = endpoint;
+        *self.endpoint.lock_unpoisoned() = endpoint;
     }
 
     /// A new descriptor revision (after a weight change).

@@ -10,6 +10,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use crate::link::CurvePublicKey;
+use crate::sync::LockUnpoisoned;
 
 /// RIDs one key keeps bound at most; past it the key's own oldest RID with no live
 /// connection is forgotten.
@@ -53,7 +54,7 @@ impl Bindings {
 
 impl KeyBindings {
     fn lock(&self) -> std::sync::MutexGuard<'_, Bindings> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.lock_unpoisoned()
     }
 
     /// The key bound to `rid`, if any.

@@ -23,6 +23,7 @@ use super::subsystem::Subsystem;
 use super::work::HandlerWork;
 use crate::call::PendingTable;
 use crate::store::OwnerLease;
+use crate::sync::LockUnpoisoned;
 use crate::wire::{Command, ControlHeader};
 
 /// A subsystem as `Any`, for lookups by type.
@@ -44,10 +45,6 @@ pub(crate) struct MeshNode {
     /// What the runtime started next to this node, in start order.
     /// Each subsystem, with itself as `Any` so a lookup by type clones only the match.
     subsystems: Mutex<Vec<(Arc<dyn Subsystem>, AnySubsystem)>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl MeshNode {
@@ -213,12 +210,13 @@ impl MeshNode {
     /// Registers a subsystem started next to this node (drained and stopped in reverse).
     pub(crate) fn add_subsystem(&self, subsystem: Arc<dyn Subsystem>) {
         let any = subsystem.clone().into_any();
-        lock(&self.subsystems).push((subsystem, any));
+        self.subsystems.lock_unpoisoned().push((subsystem, any));
     }
 
     /// The subsystem of type `T`, if the runtime started one.
     pub(crate) fn subsystem<T: Subsystem>(&self) -> Option<Arc<T>> {
-        lock(&self.subsystems)
+        self.subsystems
+            .lock_unpoisoned()
             .iter()
             .find(|(_, any)| any.is::<T>())
             .and_then(|(_, any)| any.clone().downcast::<T>().ok())
@@ -226,7 +224,9 @@ impl MeshNode {
 
     /// The subsystems in reverse start order.
     pub(crate) fn subsystems_reversed(&self) -> Vec<Arc<dyn Subsystem>> {
-        let mut all: Vec<Arc<dyn Subsystem>> = lock(&self.subsystems)
+        let mut all: Vec<Arc<dyn Subsystem>> = self
+            .subsystems
+            .lock_unpoisoned()
             .iter()
             .map(|(s, _)| s.clone())
             .collect();

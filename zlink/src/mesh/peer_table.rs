@@ -13,6 +13,7 @@ use tokio::sync::broadcast;
 use super::key_bindings::KeyBindings;
 use super::select::SmoothWeighted;
 use crate::link::{ConnId, Connection, CurvePublicKey};
+use crate::sync::{LockUnpoisoned, RwLockUnpoisoned};
 use crate::wire::{Admission, RejectReason};
 
 /// What a [`PeerTable`] announces.
@@ -114,15 +115,11 @@ pub(crate) struct PeerTable {
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(|p| p.into_inner())
+    lock.read_unpoisoned()
 }
 
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(|p| p.into_inner())
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    lock.write_unpoisoned()
 }
 
 /// A peer's advertised weights, each clamped to 0..=MAX_WEIGHT: an admitted peer cannot
@@ -334,7 +331,7 @@ impl PeerTable {
 
     /// Rebuilds the candidate snapshots of `channels` from `peers`.
     fn rebuild(&self, peers: &Peers, channels: impl IntoIterator<Item = Arc<str>>) {
-        let mut selectors = lock(&self.selectors);
+        let mut selectors = self.selectors.lock_unpoisoned();
         for channel in channels {
             let candidates: Vec<_> = peers
                 .by_rid
@@ -356,7 +353,8 @@ impl PeerTable {
     /// Select-one among ready peers serving `channel` with weight > 0, skipping the
     /// connections in `excluded`.
     pub(crate) fn select(&self, channel: &str, excluded: &[ConnId]) -> Option<PeerLink> {
-        lock(&self.selectors)
+        self.selectors
+            .lock_unpoisoned()
             .get_mut(channel)?
             .pick(|link| excluded.contains(&link.conn.id()))
     }

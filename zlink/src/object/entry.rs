@@ -26,6 +26,7 @@ use super::object_type::{Factory, TypeDef};
 use super::server::ObjectServer;
 use super::spot::{ClosingReason, Relocation};
 use super::timer::TimerTick;
+use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind, Result};
 
 /// What an application hears from its node's Entry Spot (register with
@@ -124,10 +125,7 @@ impl EntrySpot {
 
     /// Its authority, once claimed.
     pub(crate) fn claimed(&self) -> Option<Versioned> {
-        self.claimed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.claimed.lock_unpoisoned().clone()
     }
 
     /// Its ID, when the claim landed: new Actors may join it.
@@ -213,13 +211,13 @@ impl EntrySpot {
         };
         tracing::info!(entry = %self.id, "Entry Spot claimed");
         self.run(server, key, ready.clone())?;
-        *self.claimed.lock().unwrap_or_else(|p| p.into_inner()) = Some(ready);
+        *self.claimed.lock_unpoisoned() = Some(ready);
         Ok(())
     }
 
     /// Starts the claimed Entry Spot's turn loop on this node.
     fn run(&self, server: &Arc<ObjectServer>, key: ObjectKey, ready: Versioned) -> Result<()> {
-        let Some(hooks) = self.hooks.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+        let Some(hooks) = self.hooks.lock_unpoisoned().take() else {
             return Ok(());
         };
         let instance = EntryInstance {

@@ -29,6 +29,7 @@ use crate::call::PendingTable;
 use crate::handler::PacketKind;
 use crate::mesh::{MeshNode, PendingReply};
 use crate::store::{LeaseToken, OwnerLease};
+use crate::sync::LockUnpoisoned;
 use crate::wire::{Metadata, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
@@ -373,11 +374,7 @@ impl LiveObject {
         let Some(ctx) = context(None, None, Metadata::new()) else {
             return;
         };
-        let arrived = self
-            .arrived_with
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let arrived = self.arrived_with.lock_unpoisoned().take();
         let initialized = match arrived {
             // A moved object was initialised where it was created; a Join that moved it
             // completes before its first message here.
@@ -789,10 +786,7 @@ impl LiveObject {
 
     /// The authority this object runs under now.
     pub(crate) fn authority(&self) -> Versioned {
-        self.authority
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.authority.lock_unpoisoned().clone()
     }
 
     /// Moves an Actor to `spot`'s gate (a SpotWide Spot's), or back to its own.
@@ -803,15 +797,15 @@ impl LiveObject {
             }
             _ => self.own_gate.clone(),
         };
-        *self.gate.lock().unwrap_or_else(|p| p.into_inner()) = gate;
+        *self.gate.lock_unpoisoned() = gate;
     }
 
     pub(crate) fn set_membership(&self, spot: Option<SpotId>) {
-        *self.membership.lock().unwrap_or_else(|p| p.into_inner()) = spot;
+        *self.membership.lock_unpoisoned() = spot;
     }
 
     fn members(&self) -> std::sync::MutexGuard<'_, Members> {
-        self.members.lock().unwrap_or_else(|p| p.into_inner())
+        self.members.lock_unpoisoned()
     }
 
     /// Counts `actor` as a member; `false` once the Spot is closing.
@@ -887,36 +881,27 @@ impl LiveObject {
 
     /// The owner fence this object runs under.
     fn fence(&self) -> super::authority::OwnerFence {
-        self.authority
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .record
-            .fence
-            .clone()
+        self.authority.lock_unpoisoned().record.fence.clone()
     }
 
     pub(crate) fn set_authority(&self, authority: Versioned) {
-        *self.authority.lock().unwrap_or_else(|p| p.into_inner()) = authority;
+        *self.authority.lock_unpoisoned() = authority;
     }
 
     /// An Actor's Spot now; `None` for Spots.
     pub(crate) fn membership(&self) -> Option<SpotId> {
-        self.membership
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.membership.lock_unpoisoned().clone()
     }
 
     /// The gate this object's turns take now.
     pub(crate) fn gate(&self) -> Arc<Gate> {
-        self.gate.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.gate.lock_unpoisoned().clone()
     }
 
     /// Its ObjectGeneration.
     pub(crate) fn generation(&self) -> u64 {
         self.authority
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .lock_unpoisoned()
             .record
             .fence
             .object_generation
@@ -926,7 +911,7 @@ impl LiveObject {
     /// the lease it names are this node's current ones (the ObjectGeneration is not
     /// compared: a Spot re-created on the same owner takes the message, seed 000 §2.6).
     pub(crate) fn admits(&self, fence: &RouteFence, lease: &LeaseToken) -> bool {
-        let authority = self.authority.lock().unwrap_or_else(|p| p.into_inner());
+        let authority = self.authority.lock_unpoisoned();
         authority.record.state == super::authority::AuthorityState::Ready
             && authority.record.fence.owner_generation == fence.owner_generation
             && authority.record.fence.lease_generation == fence.lease_generation

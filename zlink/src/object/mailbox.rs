@@ -15,6 +15,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use crate::sync::LockUnpoisoned;
 use tokio::sync::Notify;
 
 /// The fixed cost of one job, in bytes, on top of its payload and metadata.
@@ -192,7 +193,7 @@ impl<J> Mailbox<J> {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State<J>> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock_unpoisoned()
     }
 
     /// Admits `job` to `lane` if both bounds leave room for `payload_bytes` (plus the

@@ -20,6 +20,7 @@ use super::id::{ObjectKey, SpotId};
 use super::live_object::{LiveObject, ObjectJob};
 use super::object_ref::{ActorRef, Location};
 use super::server::{store_error, ObjectServer};
+use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind};
 
 /// How long a Join may take, from the end of the handler that registered it.
@@ -91,7 +92,7 @@ impl JoinSlot {
                 join.request.len()
             )));
         }
-        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = self.0.lock_unpoisoned();
         if slot.is_some() {
             return Err(Error::new(
                 ErrorKind::InvalidOperation,
@@ -103,7 +104,7 @@ impl JoinSlot {
     }
 
     pub(crate) fn take(&self) -> Option<JoinRequest> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+        self.0.lock_unpoisoned().take()
     }
 }
 

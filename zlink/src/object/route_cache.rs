@@ -28,6 +28,7 @@ use super::authority::{ObjectShape, OwnerFence, OwnerRoute};
 use super::id::ObjectKey;
 use super::route_traffic::{RouteTraffic, Sending};
 use crate::store::{LeaseToken, StoreVersion};
+use crate::sync::LockUnpoisoned;
 
 /// The default RouteCacheMaxAge.
 pub(crate) const DEFAULT_ROUTE_CACHE_MAX_AGE: Duration = Duration::from_secs(15);
@@ -215,18 +216,18 @@ impl RouteCache {
     }
 
     fn lanes(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Lane>> {
-        self.lanes.lock().unwrap_or_else(|p| p.into_inner())
+        self.lanes.lock_unpoisoned()
     }
 
     fn max_age(&self) -> Duration {
-        *self.max_age.lock().unwrap_or_else(|p| p.into_inner())
+        *self.max_age.lock_unpoisoned()
     }
 
     /// Changes RouteCacheMaxAge for entries stored from now on; existing entries keep
     /// their lifetime (seed 000 §2.2).
     #[cfg_attr(not(test), allow(dead_code))] // a runtime setter comes with the object options
     pub(crate) fn set_max_age(&self, max_age: Duration) {
-        *self.max_age.lock().unwrap_or_else(|p| p.into_inner()) = max_age;
+        *self.max_age.lock_unpoisoned() = max_age;
     }
 
     /// The route for `key`, if one is cached and still live at `now`.

@@ -31,6 +31,7 @@ use super::{closing, creation, direct};
 use crate::call::PendingTable;
 use crate::mesh::{InboundRoute, MeshNode, Subsystem};
 use crate::store::{LocationStore, OwnerLease, StoreError};
+use crate::sync::LockUnpoisoned;
 use crate::wire::Command;
 use crate::{Error, ErrorKind, Result};
 
@@ -223,7 +224,7 @@ impl ObjectServer {
 
     /// The objects this node runs.
     pub(super) fn live(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Arc<LiveObject>>> {
-        self.live.lock().unwrap_or_else(|p| p.into_inner())
+        self.live.lock_unpoisoned()
     }
 
     /// Takes a slot for a new object of `spot_type` under this node's limits (for Spots
@@ -236,7 +237,7 @@ impl ObjectServer {
         key: &ObjectKey,
         spot_type: &TypeDef,
     ) -> Result<Creating<'_>> {
-        let mut creating = self.creating.lock().unwrap_or_else(|p| p.into_inner());
+        let mut creating = self.creating.lock_unpoisoned();
         let live = self.live();
         let full = |limit: u32, used: usize| limit > 0 && used >= limit as usize;
         // The Entry Spot is the framework's: it counts against no limit.
@@ -293,8 +294,7 @@ impl ObjectServer {
     /// for `key` (or has yet to learn which generation its reservation got).
     pub(super) fn is_creating(&self, key: &ObjectKey, generation: u64) -> bool {
         self.creating
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .lock_unpoisoned()
             .values()
             .any(|c| c.key == *key && c.generation.is_none_or(|g| g == generation))
     }
@@ -446,8 +446,7 @@ impl Creating<'_> {
         if let Some(c) = self
             .server
             .creating
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .lock_unpoisoned()
             .get_mut(&self.attempt)
         {
             c.generation = Some(generation);
@@ -457,11 +456,7 @@ impl Creating<'_> {
 
 impl Drop for Creating<'_> {
     fn drop(&mut self) {
-        self.server
-            .creating
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.attempt);
+        self.server.creating.lock_unpoisoned().remove(&self.attempt);
     }
 }
 

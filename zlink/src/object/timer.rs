@@ -19,6 +19,7 @@ use super::authority::OwnerFence;
 use super::live_object::ObjectJob;
 use super::mailbox::{Lane, Mailbox};
 use crate::store::OwnerLease;
+use crate::sync::LockUnpoisoned;
 use crate::{Error, Result};
 
 /// What a timer does when its handler falls behind its period.
@@ -281,7 +282,7 @@ impl Timers {
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Running>> {
-        self.running.lock().unwrap_or_else(|p| p.into_inner())
+        self.running.lock_unpoisoned()
     }
 
     /// Starts (or restarts, from now) the timer `name`.
@@ -333,7 +334,7 @@ impl Timers {
             .drain()
             .map(|(_, running)| {
                 running.token.cancel();
-                lock(&running.schedule).record(now)
+                running.schedule.lock_unpoisoned().record(now)
             })
             .collect();
         records.sort_by(|a, b| a.name.cmp(&b.name));
@@ -365,10 +366,6 @@ impl Timers {
     }
 }
 
-fn lock(schedule: &Mutex<Schedule>) -> std::sync::MutexGuard<'_, Schedule> {
-    schedule.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 async fn run(
     schedule: Arc<Mutex<Schedule>>,
     mailbox: Weak<Mailbox<ObjectJob>>,
@@ -378,17 +375,27 @@ async fn run(
 ) {
     let mut last_end = None;
     loop {
-        let due = lock(&schedule).next_due(last_end);
+        let due = schedule.lock_unpoisoned().next_due(last_end);
         tokio::select! {
             _ = cancel.cancelled() => return,
             _ = tokio::time::sleep_until(due) => {}
         }
-        let mut batch = lock(&schedule).take_due(Instant::now(), due).into_iter();
+        let mut batch = schedule
+            .lock_unpoisoned()
+            .take_due(Instant::now(), due)
+            .into_iter();
         while let Some(next) = batch.next() {
-            let delivery = deliver(&lock(&schedule), &next, &mailbox, &lease, &fence, &cancel);
+            let delivery = deliver(
+                &schedule.lock_unpoisoned(),
+                &next,
+                &mailbox,
+                &lease,
+                &fence,
+                &cancel,
+            );
             match delivery {
                 Delivery::Admitted(finished) => {
-                    lock(&schedule).delivered();
+                    schedule.lock_unpoisoned().delivered();
                     tokio::select! {
                         _ = cancel.cancelled() => return,
                         _ = finished => {}
@@ -396,7 +403,7 @@ async fn run(
                 }
                 // Nothing more of this batch can run either: it all counts as skipped.
                 Delivery::NotRun => {
-                    let mut schedule = lock(&schedule);
+                    let mut schedule = schedule.lock_unpoisoned();
                     schedule.missed(&next);
                     batch.by_ref().for_each(|rest| schedule.missed(&rest));
                 }

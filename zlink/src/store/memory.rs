@@ -14,6 +14,7 @@ use super::types::{
     MAX_GENERATION,
 };
 use super::{LocationStore, StoreError, StoreResult};
+use crate::sync::LockUnpoisoned;
 use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::time::Instant;
@@ -71,7 +72,7 @@ impl MemoryLocationStore {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock_unpoisoned()
     }
 
     /// Sets a counter's current value, so tests can reach exhaustion.

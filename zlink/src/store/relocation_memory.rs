@@ -14,6 +14,7 @@ use super::relocation::{
     check_payload, check_payload_retention, PayloadRead, PayloadRef, PutOutcome, RenewOutcome,
 };
 use super::{RelocationStore, StoreResult};
+use crate::sync::LockUnpoisoned;
 
 /// A [`RelocationStore`] in memory. Share one instance behind an `Arc` between every
 /// runtime of the process. Expired payloads are dropped when next touched and by every
@@ -30,7 +31,7 @@ impl MemoryRelocationStore {
     }
 
     fn payloads(&self) -> std::sync::MutexGuard<'_, HashMap<PayloadRef, (Bytes, Instant)>> {
-        self.payloads.lock().unwrap_or_else(|p| p.into_inner())
+        self.payloads.lock_unpoisoned()
     }
 
     /// How many payloads are stored and live (for tests and diagnostics).

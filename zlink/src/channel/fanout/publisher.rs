@@ -17,6 +17,7 @@ use crate::store::{
     DescriptorKey, DescriptorKind, DescriptorScope, LeaseToken, LocationStore, MeshDescriptor,
     OwnerLease, PublishOutcome,
 };
+use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind, Result};
 
 /// Where and under which lease a publisher advertises itself.
@@ -170,11 +171,7 @@ impl FanoutPublisher {
         };
         loop {
             if let (Some(token), Ok(body)) = (ad.lease.admitting_token(), descriptor.encode()) {
-                let current = self
-                    .published
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clone();
+                let current = self.published.lock_unpoisoned().clone();
                 if current.as_ref() != Some(&token) {
                     let key = self.key(&ad.rid);
                     if let Ok(Ok(PublishOutcome::Published)) = tokio::time::timeout(
@@ -183,13 +180,13 @@ impl FanoutPublisher {
                     )
                     .await
                     {
-                        *self.published.lock().unwrap_or_else(|p| p.into_inner()) = Some(token);
+                        *self.published.lock_unpoisoned() = Some(token);
                     }
                 }
             }
             tokio::select! {
                 _ = self.cancel.cancelled() => {
-                    let token = self.published.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    let token = self.published.lock_unpoisoned().take();
                     if let Some(token) = token {
                         let key = self.key(&ad.rid);
                         let _ = tokio::time::timeout(Duration::from_secs(1), ad.store.withdraw_descriptor(&token, &key)).await;

@@ -18,6 +18,7 @@ use crate::handler::{CallFacts, HandlerContext, HandlerTable, PacketKind};
 use crate::link::reconnect_delay;
 use crate::mesh::MeshNode;
 use crate::store::{read_scope, DescriptorKind, DescriptorScope, LocationStore, MeshDescriptor};
+use crate::sync::LockUnpoisoned;
 
 /// One publisher as a subscriber sees it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -94,7 +95,7 @@ impl FanoutSubscriber {
     }
 
     fn feeds(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Feed>> {
-        self.feeds.lock().unwrap_or_else(|p| p.into_inner())
+        self.feeds.lock_unpoisoned()
     }
 
     pub(crate) fn statuses(&self) -> Vec<PublisherStatus> {

@@ -19,6 +19,7 @@ use super::frame::{FrameDecoder, READ_CHUNK};
 use super::handshake::{self, Side, SocketType};
 use super::outgoing::Outgoing;
 use crate::link::security::ServerSecurity;
+use crate::sync::LockUnpoisoned;
 
 /// One published record: the topic frame first.
 pub(crate) type Record = Arc<[Bytes]>;
@@ -48,8 +49,7 @@ pub(crate) struct SubscriberQueue {
 impl SubscriberQueue {
     fn wants(&self, topic: &[u8]) -> bool {
         self.topics
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .lock_unpoisoned()
             .iter()
             .any(|t| topic.starts_with(t))
     }
@@ -97,8 +97,7 @@ impl PubListener {
 
     fn matching(&self, topic: &[u8]) -> Vec<Arc<SubscriberQueue>> {
         self.subscribers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .lock_unpoisoned()
             .iter()
             .filter(|s| s.wants(topic))
             .cloned()
@@ -147,10 +146,9 @@ impl PubListener {
     #[cfg(test)]
     fn subscriber_topics(&self) -> Vec<usize> {
         self.subscribers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .lock_unpoisoned()
             .iter()
-            .map(|s| s.topics.lock().unwrap_or_else(|p| p.into_inner()).len())
+            .map(|s| s.topics.lock_unpoisoned().len())
             .collect()
     }
 
@@ -287,7 +285,7 @@ impl Subscriber {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<SubscriberQueue>>> {
-        self.subscribers.lock().unwrap_or_else(|p| p.into_inner())
+        self.subscribers.lock_unpoisoned()
     }
 }
 
@@ -364,7 +362,7 @@ impl Subscriptions<'_> {
         let Some((subscribe, topic)) = change else {
             return Ok(());
         };
-        let mut topics = self.queue.topics.lock().unwrap_or_else(|p| p.into_inner());
+        let mut topics = self.queue.topics.lock_unpoisoned();
         let at = topics.iter().position(|t| *t == topic);
         match (subscribe, at) {
             // A duplicate subscription collapses into the one already held.

@@ -24,11 +24,8 @@ use super::policy::RolePolicy;
 use super::{DiscoverySettings, MeshSettings};
 use crate::link::CurvePublicKey;
 use crate::store::{DescriptorKey, LeaseToken, MeshDescriptor, OwnerId, OwnerLease};
+use crate::sync::LockUnpoisoned;
 use crate::wire::Admission;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// What this node knows from the Location Store.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,7 +121,7 @@ impl Discovery {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, DiscoveryState> {
-        lock(&self.state)
+        self.state.lock_unpoisoned()
     }
 
     /// The CURVE key member `rid` publishes, if it is a live member with one.

@@ -34,6 +34,7 @@ use crate::link::{
     ConnId, Connection, CurvePublicKey, Frames, LinkLimits, Listener, Liveness, ProbeAction,
     TrySendError,
 };
+use crate::sync::LockUnpoisoned;
 use crate::wire::{Admission, Command, ControlHeader, Envelope};
 use crate::{Error, ErrorKind, Result};
 
@@ -81,10 +82,6 @@ pub(crate) struct Links {
     /// Dialers, liveness, delayed closes and sends waiting for queue room.
     background: TaskTracker,
     cancel: CancellationToken,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The parts a [`Links`] works with.
@@ -195,7 +192,7 @@ impl Links {
                 &listener.endpoint(),
                 settings.advertise_host.as_deref(),
             ));
-            *lock(&self.listener) = Some(listener);
+            *self.listener.lock_unpoisoned() = Some(listener);
         }
         self.background.spawn(liveness::run(
             Arc::downgrade(self),
@@ -260,7 +257,9 @@ impl Links {
         };
         // Each waiting send holds its frames: a connection whose queue stays full gets only
         // a few, then it is given up.
-        let waiting = lock(&self.conns)
+        let waiting = self
+            .conns
+            .lock_unpoisoned()
             .get(&conn.id())
             .map(|s| s.waiting_sends.clone());
         let Some(waiting) = waiting.and_then(|w| CountPermit::take(w, MAX_WAITING_SENDS)) else {
@@ -298,7 +297,7 @@ impl Links {
 
     /// Everything that must happen when a connection ends, whatever the cause. Idempotent.
     pub(crate) fn lost(&self, conn_id: ConnId, reason: &'static str) {
-        let state = lock(&self.conns).remove(&conn_id);
+        let state = self.conns.lock_unpoisoned().remove(&conn_id);
         let Some(mut state) = state else { return };
         // Closed first: a request queued from here on is refused by the connection, so
         // none can slip in after its pending entries were failed.
@@ -319,18 +318,19 @@ impl Links {
 
     /// How many connections the listener holds open (0 without a listener).
     pub(crate) fn open_connections(&self) -> usize {
-        lock(&self.listener)
+        self.listener
+            .lock_unpoisoned()
             .as_ref()
             .map_or(0, |l| l.open_connections())
     }
 
     /// Closes every connection and the listener.
     pub(crate) fn close_all(&self, reason: &'static str) {
-        let conns: Vec<ConnId> = lock(&self.conns).keys().copied().collect();
+        let conns: Vec<ConnId> = self.conns.lock_unpoisoned().keys().copied().collect();
         for id in conns {
             self.lost(id, reason);
         }
-        if let Some(listener) = lock(&self.listener).take() {
+        if let Some(listener) = self.listener.lock_unpoisoned().take() {
             listener.close();
         }
     }
@@ -351,7 +351,7 @@ impl Links {
     /// for hello; dialed but not registered by its dialer yet: nothing it says can be an
     /// admit to our hello).
     fn ready_sender(&self, conn: &Arc<dyn Connection>, dialed: bool) -> Option<ReadySender> {
-        let mut conns = lock(&self.conns);
+        let mut conns = self.conns.lock_unpoisoned();
         let state = conns.entry(conn.id()).or_insert_with(|| {
             let phase = if dialed {
                 Phase::AwaitAdmit {
@@ -375,13 +375,15 @@ impl Links {
 
     /// Registers an accepted connection that is not in the table yet.
     fn ensure_accepted(&self, conn: &Arc<dyn Connection>) {
-        lock(&self.conns)
+        self.conns
+            .lock_unpoisoned()
             .entry(conn.id())
             .or_insert_with(|| ConnState::new(conn.clone(), Phase::AwaitHello));
     }
 
     fn phase(&self, conn: ConnId) -> PhaseKind {
-        lock(&self.conns)
+        self.conns
+            .lock_unpoisoned()
             .get(&conn)
             .map_or(PhaseKind::Unknown, |s| s.phase.kind())
     }
@@ -389,7 +391,7 @@ impl Links {
     /// What a dial expects of the admit: the RID and lifecycle generation, when the
     /// dialer registered the connection.
     fn dial_expectation(&self, conn: ConnId) -> Option<(Option<String>, Option<u64>)> {
-        match lock(&self.conns).get(&conn).map(|s| &s.phase) {
+        match self.conns.lock_unpoisoned().get(&conn).map(|s| &s.phase) {
             Some(Phase::AwaitAdmit {
                 expected_rid,
                 expected_generation,
@@ -400,14 +402,19 @@ impl Links {
     }
 
     fn set_rejected(&self, conn: ConnId) {
-        if let Some(state) = lock(&self.conns).get_mut(&conn) {
+        if let Some(state) = self.conns.lock_unpoisoned().get_mut(&conn) {
             state.phase = Phase::Rejected;
         }
     }
 
     /// Reports the handshake's end to the waiting dialer, if any.
     fn finish_dial(&self, conn: ConnId, outcome: HandshakeOutcome) {
-        let tx = match lock(&self.conns).get_mut(&conn).map(|s| &mut s.phase) {
+        let tx = match self
+            .conns
+            .lock_unpoisoned()
+            .get_mut(&conn)
+            .map(|s| &mut s.phase)
+        {
             Some(Phase::AwaitAdmit { outcome, .. }) => outcome.take(),
             _ => None,
         };
@@ -423,7 +430,7 @@ impl Links {
         conn: ConnId,
         link: PeerLink,
     ) -> Option<Option<oneshot::Sender<HandshakeOutcome>>> {
-        let mut conns = lock(&self.conns);
+        let mut conns = self.conns.lock_unpoisoned();
         let state = conns.get_mut(&conn)?;
         let dialer = match &mut state.phase {
             Phase::AwaitAdmit { outcome, .. } => outcome.take(),
@@ -435,7 +442,9 @@ impl Links {
     }
 
     fn ack_probe(&self, conn: ConnId, probe: u64) {
-        if let Some(l) = lock(&self.conns)
+        if let Some(l) = self
+            .conns
+            .lock_unpoisoned()
             .get_mut(&conn)
             .and_then(|s| s.liveness.as_mut())
         {
@@ -453,7 +462,7 @@ impl Links {
         outcome: oneshot::Sender<HandshakeOutcome>,
         on_close: oneshot::Sender<()>,
     ) -> bool {
-        let mut conns = lock(&self.conns);
+        let mut conns = self.conns.lock_unpoisoned();
         let untouched = matches!(
             conns.get(&conn.id()).map(|s| s.phase.kind()),
             None | Some(PhaseKind::AwaitAdmit { registered: false })
@@ -479,7 +488,7 @@ impl Links {
         let handshake_timeout = self.settings.limits.handshake_timeout;
         let mut round = LivenessRound::default();
         let LivenessRound { probes, expired } = &mut round;
-        for (id, state) in lock(&self.conns).iter_mut() {
+        for (id, state) in self.conns.lock_unpoisoned().iter_mut() {
             let Some(liveness) = state.liveness.as_mut() else {
                 if now.duration_since(state.opened) >= handshake_timeout {
                     expired.push(*id);

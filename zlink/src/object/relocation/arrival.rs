@@ -26,6 +26,7 @@ use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
 use crate::store::StoreVersion;
 use crate::store::{PayloadRead, PayloadRef};
+use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind, Result};
 
 /// One object arriving on this node, until its owner change committed (or failed).
@@ -100,7 +101,7 @@ impl ArrivalGroup {
         committed: bool,
         switch: Option<SwitchOnOpen>,
     ) {
-        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let mut waiting = self.waiting.lock_unpoisoned();
         waiting.0 = waiting.0.saturating_sub(1);
         match go {
             Some(go) if committed => waiting.1.push((go, switch)),
@@ -221,7 +222,7 @@ pub(crate) struct Arrivals {
 
 impl Arrivals {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Arc<Arrival>>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        self.map.lock_unpoisoned()
     }
 
     fn get(&self, key: &ObjectKey) -> Option<Arc<Arrival>> {
@@ -701,12 +702,8 @@ async fn commit_once(
         }
     };
     server.arrivals.remove(key, arrival);
-    arrival
-        .permit
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take();
-    let go = arrival.go.lock().unwrap_or_else(|p| p.into_inner()).take();
+    arrival.permit.lock_unpoisoned().take();
+    let go = arrival.go.lock_unpoisoned().take();
     match outcome {
         Ok(version) => {
             let ready = Versioned {

@@ -31,6 +31,7 @@ use crate::object::id::{ObjectKey, ObjectKind};
 use crate::object::live_object::{LiveObject, ObjectJob, ReplyTo};
 use crate::object::lost_sends::{LostReason, LostSends};
 use crate::object::server::ObjectServer;
+use crate::sync::LockUnpoisoned;
 use crate::wire::{Command, Metadata, RouteFence};
 use crate::{Error, ErrorKind};
 
@@ -170,7 +171,7 @@ impl Departures {
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<(ObjectKey, u64), Arc<Departure>>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        self.map.lock_unpoisoned()
     }
 
     /// Starts holding for `key` (at its seal).
@@ -257,7 +258,7 @@ impl Departures {
 
 impl Departure {
     fn phase(&self) -> std::sync::MutexGuard<'_, Phase> {
-        self.phase.lock().unwrap_or_else(|p| p.into_inner())
+        self.phase.lock_unpoisoned()
     }
 
     /// Holds or relays `held`; `Err` gives it back once the follow window has closed.

@@ -27,6 +27,7 @@ use crate::object::membership::Execution;
 use crate::object::object_ref::Location;
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
+use crate::sync::LockUnpoisoned;
 use crate::wire::{Command, Metadata};
 use crate::{Error, ErrorKind, Result};
 
@@ -202,7 +203,7 @@ async fn seal_and_hand_over(
         }
     };
     let resume = std::sync::Mutex::new(Some(resume_tx));
-    let take_resume = || resume.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let take_resume = || resume.lock_unpoisoned().take();
     let outcome = hand_over(server, live, route, sealed, carry, || {
         if let Some(resume) = take_resume() {
             let _ = resume.send(Resume::Moved);

@@ -10,6 +10,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use super::connection::{Connection, Resend};
 use super::options::{RedisTarget, ReplicaWait};
 use crate::store::{StoreError, StoreResult};
+use crate::sync::LockUnpoisoned;
 
 /// How many authority writes may wait for replicas at once; more queue for a connection.
 const MAX_WAITING_WRITES: usize = 8;
@@ -47,7 +48,7 @@ impl DurableWrites {
     }
 
     fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Connection>> {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner())
+        self.idle.lock_unpoisoned()
     }
 
     /// A connection no other write is using (made on first need).
