@@ -8,11 +8,10 @@ use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Fenced, Versioned};
 use super::id::{ObjectKey, ObjectKind};
 use super::live_object::ObjectJob;
+use super::owner_link::ObjectCommand;
 use super::remote::encode_generation;
 use super::server::{store_error, ObjectServer};
 use super::spot::ClosingReason;
-use crate::mesh::calls::OutboundCall;
-use crate::wire::{Command, Metadata, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
 /// Closes exactly the incarnation `generation` of `key`. `false` when it is gone already.
@@ -157,14 +156,12 @@ async fn close_remote(
     current: &Versioned,
     generation: u64,
 ) -> Result<bool> {
-    let Some(node) = server.node.upgrade() else {
-        return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
-    };
+    let out = &server.owner_link;
+    let node = out.node()?;
     let settings = node.settings();
     let deadline = Instant::now() + settings.request_timeout;
     let admit_by = deadline.min(Instant::now() + settings.send_timeout);
-    let calls = node.calls();
-    let link = calls
+    let link = out
         .peer(&current.record.route.rid, admit_by)
         .await
         .map_err(|e| {
@@ -173,27 +170,8 @@ async fn close_remote(
                 format!("the owner of {key} is not reachable: {e}"),
             )
         })?;
-    let metadata = Metadata::new();
-    let outbound = OutboundCall {
-        hops: 0,
-        command: match key.kind {
-            ObjectKind::Spot => Command::SpotClose,
-            ObjectKind::Actor => Command::ActorDestroy,
-        },
-        target: &key.id,
-        packet: "close",
-        fence: Some(RouteFence {
-            object_generation: current.record.fence.object_generation,
-            owner_generation: current.record.fence.owner_generation,
-            lease_generation: current.record.fence.lease_generation,
-        }),
-        metadata: &metadata,
-        payload: encode_generation(generation),
-    };
-    let timeout = deadline.saturating_duration_since(Instant::now());
-    let reply = calls
-        .request(&link, &outbound, deadline, timeout, admit_by)
-        .await?;
+    let close = ObjectCommand::close(key, &current.record.fence, encode_generation(generation));
+    let reply = out.request(&link, &close, deadline, admit_by).await?;
     crate::wire::cbor_decode(&reply)
 }
 

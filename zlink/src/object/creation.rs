@@ -19,13 +19,13 @@ use super::instance::Instance;
 use super::live_object::LiveObject;
 use super::object_ref::Location;
 use super::object_type::{Factory, TypeDef};
+use super::owner_link::{node_stopping, ObjectCommand};
 use super::placement;
 use super::remote::{CreateReply, CreateRequest};
 use super::server::{store_error, ObjectServer, Outcome};
 use super::spot::{CreateDecision, SpotInstance};
-use crate::mesh::calls::OutboundCall;
 use crate::mesh::MeshNode;
-use crate::wire::{Command, Metadata};
+use crate::wire::Metadata;
 use crate::{Error, ErrorKind, Result};
 
 /// First pause while another attempt's Creating record settles; doubles up to 500 ms.
@@ -255,9 +255,7 @@ async fn attempt(
                 .ready()?,
         ),
     };
-    let Some(node) = server.node.upgrade() else {
-        return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
-    };
+    let node = server.owner_link.node()?;
     let deadline = Instant::now() + node.settings().request_timeout;
     let too_slow = || {
         Error::new(
@@ -268,9 +266,9 @@ async fn attempt(
     let _permit = tokio::select! {
         permit = tokio::time::timeout_at(deadline, server.activations.acquire()) => permit
             .map_err(|_| too_slow())?
-            .map_err(|_| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?,
+            .map_err(|_| node_stopping())?,
         _ = server.cancel.cancelled() => {
-            return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
+            return Err(node_stopping());
         }
     };
     let creating = server.begin_creating(key, object_type)?;
@@ -478,34 +476,16 @@ async fn create_remote(
     must_be_new: bool,
     deadline: Instant,
 ) -> Result<Option<Outcome>> {
-    let Some(node) = server.node.upgrade() else {
-        return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
-    };
-    let calls = node.calls();
-    let settings = node.settings();
-    let admit_by = deadline.min(Instant::now() + settings.send_timeout);
-    let link = calls.peer(rid, admit_by).await?;
-    let metadata = Metadata::new();
-    let outbound = OutboundCall {
-        hops: 0,
-        command: match key.kind {
-            ObjectKind::Spot => Command::SpotCreate,
-            ObjectKind::Actor => Command::ActorCreate,
-        },
-        target: &key.id,
-        packet: stable_type,
-        fence: None,
-        metadata: &metadata,
-        payload: CreateRequest {
-            request: request.to_vec(),
-            must_be_new,
-        }
-        .encode()?,
-    };
-    let timeout = deadline.saturating_duration_since(Instant::now());
-    let reply = calls
-        .request(&link, &outbound, deadline, timeout, admit_by)
-        .await?;
+    let out = &server.owner_link;
+    let admit_by = deadline.min(Instant::now() + out.node()?.settings().send_timeout);
+    let link = out.peer(rid, admit_by).await?;
+    let payload = CreateRequest {
+        request: request.to_vec(),
+        must_be_new,
+    }
+    .encode()?;
+    let create = ObjectCommand::create(key, stable_type, payload);
+    let reply = out.request(&link, &create, deadline, admit_by).await?;
     Ok(match CreateReply::decode(&reply)? {
         CreateReply::Created { generation, reply } => Some(Outcome::Created(
             Location {

@@ -7,17 +7,18 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::id::{ObjectKey, ObjectKind};
+use super::id::ObjectKey;
 use super::live_object::{LiveObject, ObjectJob, ReplyTo};
 use super::mailbox::Refused;
+use super::owner_link::ObjectCommand;
+use super::owner_link::{node_stopping, route_fence};
 use super::relocation::{Held, Offer};
 use super::resolver::Resolution;
 use super::route_cache::{ReadyRoute, Routed};
 use super::route_switch::FOLLOW_BARRIER;
 use super::server::ObjectServer;
 use crate::handler::PacketKind;
-use crate::mesh::calls::OutboundCall;
-use crate::wire::{Command, Metadata, RouteFence};
+use crate::wire::{Metadata, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
 /// Marks the refusals that mean "this route is unusable" (the owner no longer owns the
@@ -79,11 +80,7 @@ pub(super) async fn call(server: &Arc<ObjectServer>, call: ObjectCall<'_>) -> Re
     let deadline = Instant::now() + call.timeout;
     let Routed { route, sending } = resolve(server, call.key, deadline).await?;
     let request = call.kind == PacketKind::Request;
-    let fence = RouteFence {
-        object_generation: route.fence.object_generation,
-        owner_generation: route.fence.owner_generation,
-        lease_generation: route.fence.lease_generation,
-    };
+    let fence = route_fence(&route.fence);
     let result = if route.owner.rid == server.route.rid {
         call_local(server, call, fence, deadline).await
     } else {
@@ -158,7 +155,7 @@ pub(super) async fn call_local(
             .local_calls
             .register(LOCAL_CALLS, deadline, call.timeout)
         else {
-            return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
+            return Err(node_stopping());
         };
         let reply = ReplyTo::Pending {
             table: server.local_calls.clone(),
@@ -426,12 +423,10 @@ pub(super) async fn call_remote(
     fence: RouteFence,
     deadline: Instant,
 ) -> Result<Bytes> {
-    let Some(node) = server.node.upgrade() else {
-        return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
-    };
-    let calls = node.calls();
+    let out = &server.owner_link;
+    let node = out.node()?;
     let admit_by = deadline.min(Instant::now() + call.send_timeout);
-    let link = calls.peer(&route.owner.rid, admit_by).await.map_err(|e| {
+    let link = out.peer(&route.owner.rid, admit_by).await.map_err(|e| {
         Error::new(
             ErrorKind::Unavailable,
             format!(
@@ -450,30 +445,19 @@ pub(super) async fn call_remote(
             format!("the owner of {} restarted {STALE_ROUTE}", route.key),
         ));
     }
-    let request = call.kind == PacketKind::Request;
-    let outbound = OutboundCall {
-        hops: 0,
-        command: match (route.key.kind, request) {
-            (ObjectKind::Spot, true) => Command::SpotRequest,
-            (ObjectKind::Spot, false) => Command::SpotSend,
-            (ObjectKind::Actor, true) => Command::ActorRequest,
-            (ObjectKind::Actor, false) => Command::ActorSend,
-        },
-        target: &route.key.id,
-        packet: call.packet,
-        fence: Some(fence),
-        metadata: call.metadata,
-        payload: call.payload,
-    };
-    if request {
-        let timeout = deadline.saturating_duration_since(Instant::now());
-        calls
-            .request(&link, &outbound, deadline, timeout, admit_by)
+    let message = ObjectCommand::message(
+        &route.key,
+        call.kind,
+        call.packet,
+        fence,
+        call.metadata,
+        call.payload,
+    );
+    match call.kind {
+        PacketKind::Request => out.request(&link, &message, deadline, admit_by).await,
+        PacketKind::Send => out
+            .send(&link, &message, admit_by)
             .await
-    } else {
-        calls
-            .send(&link, &outbound, admit_by)
-            .await
-            .map(|()| Bytes::new())
+            .map(|()| Bytes::new()),
     }
 }

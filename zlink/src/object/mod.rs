@@ -26,6 +26,7 @@ mod lost_sends;
 mod membership;
 mod object_ref;
 mod object_type;
+mod owner_link;
 pub(crate) mod placement;
 pub(crate) mod relocation;
 mod remote;

@@ -19,11 +19,12 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::direct::{self, ObjectCall};
+use super::owner_link::{node_stopping, route_fence};
 use super::route_cache::{ReadyRoute, Switch, SwitchStart};
 use super::server::ObjectServer;
 use crate::handler::PacketKind;
-use crate::wire::{Metadata, RouteFence};
-use crate::{Error, ErrorKind, Result};
+use crate::wire::Metadata;
+use crate::Result;
 
 /// The packet name of a follow barrier. Packet names beginning with `zlink.` are the
 /// framework's: no Spot or Actor type may declare one.
@@ -39,7 +40,7 @@ pub(super) fn begin(server: &Arc<ObjectServer>, start: SwitchStart) -> Switch {
         };
         let outcome = tokio::select! {
             outcome = barrier(&server, &start.from) => outcome,
-            _ = server.cancel.cancelled() => Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping")),
+            _ = server.cancel.cancelled() => Err(node_stopping()),
         };
         tracing::debug!(
             object = %start.to.key,
@@ -56,9 +57,7 @@ pub(super) fn begin(server: &Arc<ObjectServer>, start: SwitchStart) -> Switch {
 /// Sends the barrier down `from`. `Ok` once everything this node sent on it before is
 /// queued on the object (or nothing of it can still be on its way).
 async fn barrier(server: &Arc<ObjectServer>, from: &ReadyRoute) -> Result<Bytes> {
-    let Some(node) = server.node.upgrade() else {
-        return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
-    };
+    let node = server.owner_link.node()?;
     let settings = node.settings();
     let metadata = Metadata::new();
     let call = ObjectCall {
@@ -70,11 +69,7 @@ async fn barrier(server: &Arc<ObjectServer>, from: &ReadyRoute) -> Result<Bytes>
         timeout: settings.request_timeout,
         send_timeout: settings.send_timeout,
     };
-    let fence = RouteFence {
-        object_generation: from.fence.object_generation,
-        owner_generation: from.fence.owner_generation,
-        lease_generation: from.fence.lease_generation,
-    };
+    let fence = route_fence(&from.fence);
     let deadline = Instant::now() + settings.request_timeout;
     if from.owner.rid == server.route.rid {
         if from.owner.node_generation != server.route.node_generation {

@@ -23,6 +23,7 @@ use super::live_object::LiveObject;
 use super::lost_sends::{LostOneWays, LostSends};
 use super::object_ref::{Location, SpotRef};
 use super::object_type::TypeDef;
+use super::owner_link::OwnerLink;
 use super::relocation::{self, Arrivals, Departures, RelocationFaults, RelocationPermits};
 use super::resolver::Resolver;
 use super::settings::ObjectSettings;
@@ -68,6 +69,8 @@ pub(super) fn store_error(e: StoreError) -> Error {
 /// The object layer of one node.
 pub(crate) struct ObjectServer {
     pub(super) node: Weak<MeshNode>,
+    /// The way out to other nodes, for every object command this layer sends.
+    pub(super) owner_link: OwnerLink,
     pub(super) types: HashMap<(ObjectKind, StableType), Arc<TypeDef>>,
     pub(super) store: Arc<dyn LocationStore>,
     pub(super) authority: AuthorityStore,
@@ -148,6 +151,7 @@ impl ObjectServer {
         let lost_sends = Arc::new(LostSends::default());
         let server = Arc::new(ObjectServer {
             node: Arc::downgrade(node),
+            owner_link: OwnerLink::new(Arc::downgrade(node)),
             types: settings
                 .spot_types
                 .iter()

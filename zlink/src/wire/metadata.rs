@@ -18,8 +18,10 @@ pub struct Metadata {
 
 impl Metadata {
     /// Empty metadata.
-    pub fn new() -> Self {
-        Self::default()
+    pub const fn new() -> Self {
+        Metadata {
+            entries: BTreeMap::new(),
+        }
     }
 
     /// Sets `key` to `value` (last write wins). Fails with

@@ -73,10 +73,7 @@ pub(super) async fn arrive_with_members(
     for (member_key, member_type) in &members {
         slots.push(server.begin_creating(member_key, member_type)?);
     }
-    let node = server
-        .node
-        .upgrade()
-        .ok_or_else(|| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?;
+    let node = server.owner_link.node()?;
     let deadline = Instant::now() + RELOCATION_DEADLINE;
     let spot_staged = Staged {
         object: &record.object,

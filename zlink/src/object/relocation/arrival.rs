@@ -399,10 +399,7 @@ pub(crate) async fn arrive(
         .map(|j| j.spot.clone())
         .or_else(|| with_spot.as_ref().map(|(spot, _)| spot.clone()))
         .or(entry);
-    let node = server
-        .node
-        .upgrade()
-        .ok_or_else(|| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?;
+    let node = server.owner_link.node()?;
     let expected = expected_authority(server, key.kind, &record.object, &token, home.as_ref());
     let deadline = Instant::now() + RELOCATION_DEADLINE;
     let staged = Staged {

@@ -23,13 +23,13 @@ use super::record::{FollowNotice, RelayReady};
 use super::RelocationFaults;
 use super::{HOLD_BYTES, HOLD_MESSAGES, MAX_FOLLOW_HOPS};
 use crate::handler::PacketKind;
-use crate::mesh::calls::OutboundCall;
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
 use crate::object::authority::{OwnerFence, OwnerRoute};
 use crate::object::id::{ObjectKey, ObjectKind};
 use crate::object::live_object::{LiveObject, ObjectJob, ReplyTo};
 use crate::object::lost_sends::{LostReason, LostSends};
+use crate::object::owner_link::{route_fence, ObjectCommand, OwnerLink};
 use crate::object::server::ObjectServer;
 use crate::sync::LockUnpoisoned;
 use crate::wire::{Command, Metadata, RouteFence};
@@ -382,11 +382,7 @@ impl Departure {
         for message in saved.into_iter().chain(held) {
             let _ = to.send(RelayItem::Message(message));
         }
-        let fence = RouteFence {
-            object_generation: target_fence.object_generation,
-            owner_generation: target_fence.owner_generation,
-            lease_generation: target_fence.lease_generation,
-        };
+        let fence = route_fence(&target_fence);
         *phase = Phase::Relaying {
             to: to.clone(),
             target_fence,
@@ -396,7 +392,7 @@ impl Departure {
         };
         drop(phase);
         let relay = Relay {
-            node: Arc::downgrade(node),
+            owner_link: OwnerLink::new(Arc::downgrade(node)),
             tracker: tracker.clone(),
             stop: stop.clone(),
             terminals: server.relocation_store.clone(),
@@ -449,7 +445,7 @@ fn unreachable_target(key: &ObjectKey) -> Error {
 
 /// The task that carries one departure's messages to the target, in order.
 struct Relay {
-    node: Weak<MeshNode>,
+    owner_link: OwnerLink,
     /// The object layer's tasks: replies still to come are waited for on it.
     tracker: TaskTracker,
     /// The object layer stopping: what is still queued is refused.
@@ -466,9 +462,6 @@ struct Relay {
     faults: RelocationFaults,
 }
 
-/// The packet name the relocation's own requests carry.
-pub(crate) const CONTROL_PACKET: &str = "zlink.relocation";
-
 impl Relay {
     async fn run(self, mut from: mpsc::UnboundedReceiver<RelayItem>) {
         loop {
@@ -484,7 +477,7 @@ impl Relay {
                 }
                 return;
             };
-            let Some(node) = self.node.upgrade() else {
+            let Ok(node) = self.owner_link.node() else {
                 refuse(item, &self.key, &self.lost);
                 continue;
             };
@@ -510,14 +503,14 @@ impl Relay {
                         .control(&node, Command::RelocationBarrier, Bytes::new())
                         .await;
                     let departure = self.departure.clone();
-                    let node2 = node.clone();
+                    let owner_link = self.owner_link.clone();
                     let stop = self.stop.clone();
                     self.tracker.spawn(async move {
                         let admitted = match barrier {
                             Ok(submitted) => until_stopped(&stop, submitted.reply()).await.is_ok(),
                             Err(_) => false,
                         };
-                        let sent = admitted && send_notice(&node2, &sender, &notice).await;
+                        let sent = admitted && send_notice(&owner_link, &sender, &notice).await;
                         if let Some(departure) = departure.upgrade() {
                             departure.notice_done(&sender, sent);
                         }
@@ -535,23 +528,12 @@ impl Relay {
     ) -> crate::Result<crate::mesh::calls::SubmittedRequest> {
         let settings = node.settings();
         let now = Instant::now();
-        let metadata = Metadata::new();
-        let call = OutboundCall {
-            hops: 0,
-            command,
-            target: &self.key.id,
-            packet: CONTROL_PACKET,
-            fence: None,
-            metadata: &metadata,
-            payload,
-        };
-        let timeout = settings.request_timeout;
-        node.calls()
+        let call = ObjectCommand::control(command, &self.key.id, payload);
+        self.owner_link
             .submit_request(
                 &self.link,
                 &call,
-                now + timeout,
-                timeout,
+                now + settings.request_timeout,
                 now + settings.send_timeout,
             )
             .await
@@ -562,12 +544,6 @@ impl Relay {
         let settings = node.settings();
         let now = Instant::now();
         let request = held.kind == PacketKind::Request;
-        let command = match (self.key.kind, request) {
-            (ObjectKind::Spot, true) => Command::SpotRequest,
-            (ObjectKind::Spot, false) => Command::SpotSend,
-            (ObjectKind::Actor, true) => Command::ActorRequest,
-            (ObjectKind::Actor, false) => Command::ActorSend,
-        };
         // A request carries a relay ID: the new owner records its result under it, so a
         // reply lost with the connection can still be delivered.
         let mut metadata = held.metadata.clone();
@@ -582,19 +558,18 @@ impl Relay {
             }
             _ => None,
         };
-        let call = OutboundCall {
-            hops: held.hops + 1,
-            command,
-            target: &self.key.id,
-            packet: &held.packet,
-            fence: Some(self.fence),
-            metadata: &metadata,
-            payload: held.payload.clone(),
-        };
+        let call = ObjectCommand::message(
+            &self.key,
+            held.kind,
+            &held.packet,
+            self.fence,
+            &metadata,
+            held.payload.clone(),
+        )
+        .followed(held.hops + 1);
         let admit_by = now + settings.send_timeout;
-        let calls = node.calls();
         if !request {
-            let sent = calls.send(&self.link, &call, admit_by).await;
+            let sent = self.owner_link.send(&self.link, &call, admit_by).await;
             if let Err(e) = &sent {
                 self.lost
                     .record(&self.key, &held.packet, LostReason::TargetUnreachable, e);
@@ -612,9 +587,9 @@ impl Relay {
             );
             return held.refuse(&self.key, error, &self.lost, LostReason::Stopped);
         }
-        let timeout = deadline - now;
-        match calls
-            .submit_request(&self.link, &call, deadline, timeout, admit_by.min(deadline))
+        match self
+            .owner_link
+            .submit_request(&self.link, &call, deadline, admit_by.min(deadline))
             .await
         {
             Ok(submitted) => {
@@ -686,27 +661,16 @@ fn refuse(item: RelayItem, key: &ObjectKey, lost: &LostSends) {
 
 /// Tells `sender` the object moved (command 50, one way). A lost notice is harmless: the
 /// sender's cached route expires anyway.
-async fn send_notice(node: &Arc<MeshNode>, sender: &str, notice: &FollowNotice) -> bool {
-    let Ok(payload) = notice.encode() else {
+async fn send_notice(owner_link: &OwnerLink, sender: &str, notice: &FollowNotice) -> bool {
+    let (Ok(payload), Ok(node)) = (notice.encode(), owner_link.node()) else {
         return false;
     };
-    let settings = node.settings();
-    let calls = node.calls();
-    let by = Instant::now() + settings.send_timeout;
-    let Ok(link) = calls.peer(sender, by).await else {
+    let by = Instant::now() + node.settings().send_timeout;
+    let Ok(link) = owner_link.peer(sender, by).await else {
         return false;
     };
-    let metadata = Metadata::new();
-    let call = OutboundCall {
-        hops: 0,
-        command: Command::MessageFollow,
-        target: &notice.id,
-        packet: CONTROL_PACKET,
-        fence: None,
-        metadata: &metadata,
-        payload,
-    };
-    calls.send(&link, &call, by).await.is_ok()
+    let call = ObjectCommand::control(Command::MessageFollow, &notice.id, payload);
+    owner_link.send(&link, &call, by).await.is_ok()
 }
 
 #[cfg(test)]

@@ -16,7 +16,6 @@ use super::record::{CutoverRecord, MovedState, RelayReady, RestoreRecord, Restor
 use super::RelocationFaults;
 use super::INLINE_STATE_BYTES;
 use super::{job_to_held, MAX_CAPTURED_STATE_BYTES, RELOCATION_DEADLINE};
-use crate::mesh::calls::OutboundCall;
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
 use crate::object::authority::AuthorityState;
@@ -25,10 +24,11 @@ use crate::object::id::{ObjectKey, ObjectKind};
 use crate::object::live_object::{Captured, LiveObject, ObjectJob, Resume};
 use crate::object::membership::Execution;
 use crate::object::object_ref::Location;
+use crate::object::owner_link::{ObjectCommand, OwnerLink};
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
 use crate::sync::LockUnpoisoned;
-use crate::wire::{Command, Metadata};
+use crate::wire::Command;
 use crate::{Error, ErrorKind, Result};
 
 /// Where a move goes, and what it holds while it runs.
@@ -278,10 +278,7 @@ pub(super) async fn prepare_reserving(
     let deadline = Instant::now() + RELOCATION_DEADLINE;
     let target = choose_target(server, live, to)?;
     let permit = server.permits.outbound_by(reserve, deadline).await?;
-    let node = server
-        .node
-        .upgrade()
-        .ok_or_else(|| Error::new(ErrorKind::ShuttingDown, "the node is stopping"))?;
+    let node = server.owner_link.node()?;
     let link = node
         .calls()
         .peer(&target, Instant::now() + node.settings().send_timeout)
@@ -612,23 +609,10 @@ pub(super) async fn restore_on_target(
     deadline: Instant,
     faults: RelocationFaults,
 ) -> Result<RestoreReply> {
-    let settings = node.settings();
-    let metadata = Metadata::new();
-    let payload: Bytes = record.encode()?;
-    let call = OutboundCall {
-        hops: 0,
-        command: Command::RelocationRestore,
-        target: &key.id,
-        packet: super::departure::CONTROL_PACKET,
-        fence: None,
-        metadata: &metadata,
-        payload,
-    };
-    let timeout = deadline.saturating_duration_since(Instant::now());
-    let admit_by = Instant::now() + settings.send_timeout;
-    let reply = node
-        .calls()
-        .request(link, &call, deadline, timeout, admit_by)
+    let call = ObjectCommand::control(Command::RelocationRestore, &key.id, record.encode()?);
+    let admit_by = Instant::now() + node.settings().send_timeout;
+    let reply = OwnerLink::new(Arc::downgrade(node))
+        .request(link, &call, deadline, admit_by)
         .await?;
     let reply = RestoreReply::decode(&reply)?;
     if faults.loses_relay_ready() {

@@ -1,0 +1,310 @@
+//! The object layer's one way out to other nodes. Every object command it sends (a message
+//! by ID, a create, a close or destroy, a move's control records, a follow notice, a
+//! message relayed after a move) is an [`ObjectCommand`], and goes out through
+//! [`OwnerLink`], which holds the node weakly and answers `ShuttingDown` once it is gone.
+
+use std::sync::{Arc, Weak};
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::authority::OwnerFence;
+use super::id::{ObjectKey, ObjectKind};
+use crate::handler::PacketKind;
+use crate::mesh::calls::{OutboundCall, SubmittedRequest};
+use crate::mesh::peer_table::PeerLink;
+use crate::mesh::MeshNode;
+use crate::wire::{Command, Metadata, RouteFence};
+use crate::{Error, ErrorKind, Result};
+
+/// The metadata of a command that carries none.
+static NO_METADATA: Metadata = Metadata::new();
+
+/// The packet name the object layer's own control records carry.
+pub(crate) const CONTROL_PACKET: &str = "zlink.relocation";
+
+/// What the object layer answers once its node is stopping.
+pub(crate) fn node_stopping() -> Error {
+    Error::new(ErrorKind::ShuttingDown, "the node is stopping")
+}
+
+/// One object command, described by what it is; [`OwnerLink`] turns it into a wire call.
+#[derive(Debug)]
+pub(crate) struct ObjectCommand<'a> {
+    command: Command,
+    target: &'a str,
+    packet: &'a str,
+    fence: Option<RouteFence>,
+    hops: u8,
+    metadata: &'a Metadata,
+    payload: Bytes,
+}
+
+/// The wire form of an owner fence.
+pub(crate) fn route_fence(fence: &OwnerFence) -> RouteFence {
+    RouteFence {
+        object_generation: fence.object_generation,
+        owner_generation: fence.owner_generation,
+        lease_generation: fence.lease_generation,
+    }
+}
+
+impl<'a> ObjectCommand<'a> {
+    /// An application message for `key` (a Spot or Actor send or request), admitted by its
+    /// owner only under `fence`.
+    pub(crate) fn message(
+        key: &'a ObjectKey,
+        kind: PacketKind,
+        packet: &'a str,
+        fence: RouteFence,
+        metadata: &'a Metadata,
+        payload: Bytes,
+    ) -> Self {
+        let command = match (key.kind, kind) {
+            (ObjectKind::Spot, PacketKind::Request) => Command::SpotRequest,
+            (ObjectKind::Spot, PacketKind::Send) => Command::SpotSend,
+            (ObjectKind::Actor, PacketKind::Request) => Command::ActorRequest,
+            (ObjectKind::Actor, PacketKind::Send) => Command::ActorSend,
+        };
+        ObjectCommand {
+            command,
+            target: &key.id,
+            packet,
+            fence: Some(fence),
+            hops: 0,
+            metadata,
+            payload,
+        }
+    }
+
+    /// The message as Message Follow relays it, `hops` hops from its sender.
+    pub(crate) fn followed(mut self, hops: u8) -> Self {
+        self.hops = hops;
+        self
+    }
+
+    /// Creating `key` as `stable_type` on the node placement chose (no fence: nothing
+    /// owns it yet).
+    pub(crate) fn create(key: &'a ObjectKey, stable_type: &'a str, payload: Bytes) -> Self {
+        let command = match key.kind {
+            ObjectKind::Spot => Command::SpotCreate,
+            ObjectKind::Actor => Command::ActorCreate,
+        };
+        ObjectCommand {
+            command,
+            target: &key.id,
+            packet: stable_type,
+            fence: None,
+            hops: 0,
+            metadata: &NO_METADATA,
+            payload,
+        }
+    }
+
+    /// Closing a Spot or destroying an Actor through its owner, under `fence`.
+    pub(crate) fn close(key: &'a ObjectKey, fence: &OwnerFence, payload: Bytes) -> Self {
+        let command = match key.kind {
+            ObjectKind::Spot => Command::SpotClose,
+            ObjectKind::Actor => Command::ActorDestroy,
+        };
+        ObjectCommand {
+            command,
+            target: &key.id,
+            packet: "close",
+            fence: Some(route_fence(fence)),
+            hops: 0,
+            metadata: &NO_METADATA,
+            payload,
+        }
+    }
+
+    /// A control record of the object layer about the object `target` (a move's restore,
+    /// cutover or relay-ready, a follow notice): no fence, no metadata.
+    pub(crate) fn control(command: Command, target: &'a str, payload: Bytes) -> Self {
+        ObjectCommand {
+            command,
+            target,
+            packet: CONTROL_PACKET,
+            fence: None,
+            hops: 0,
+            metadata: &NO_METADATA,
+            payload,
+        }
+    }
+
+    fn outbound(&self) -> OutboundCall<'_> {
+        OutboundCall {
+            command: self.command,
+            target: self.target,
+            packet: self.packet,
+            fence: self.fence,
+            hops: self.hops,
+            metadata: self.metadata,
+            payload: self.payload.clone(),
+        }
+    }
+}
+
+/// The node's outbound calls, as the object layer uses them.
+#[derive(Clone)]
+pub(crate) struct OwnerLink {
+    node: Weak<MeshNode>,
+}
+
+impl OwnerLink {
+    pub(crate) fn new(node: Weak<MeshNode>) -> Self {
+        OwnerLink { node }
+    }
+
+    /// The node, while it runs.
+    pub(crate) fn node(&self) -> Result<Arc<MeshNode>> {
+        self.node.upgrade().ok_or_else(node_stopping)
+    }
+
+    /// The admitted link to node `rid`, waiting for it until `admit_by`.
+    pub(crate) async fn peer(&self, rid: &str, admit_by: Instant) -> Result<PeerLink> {
+        self.node()?.calls().peer(rid, admit_by).await
+    }
+
+    /// Sends `command` one way on `link`; done once the link's queue took it.
+    pub(crate) async fn send(
+        &self,
+        link: &PeerLink,
+        command: &ObjectCommand<'_>,
+        admit_by: Instant,
+    ) -> Result<()> {
+        self.node()?
+            .calls()
+            .send(link, &command.outbound(), admit_by)
+            .await
+    }
+
+    /// Sends `command` as a request on `link` and waits for its one terminal result by
+    /// `deadline`.
+    pub(crate) async fn request(
+        &self,
+        link: &PeerLink,
+        command: &ObjectCommand<'_>,
+        deadline: Instant,
+        admit_by: Instant,
+    ) -> Result<Bytes> {
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        self.node()?
+            .calls()
+            .request(link, &command.outbound(), deadline, timeout, admit_by)
+            .await
+    }
+
+    /// Queues `command` as a request on `link` and returns once the link took it; the
+    /// reply is waited for separately.
+    pub(crate) async fn submit_request(
+        &self,
+        link: &PeerLink,
+        command: &ObjectCommand<'_>,
+        deadline: Instant,
+        admit_by: Instant,
+    ) -> Result<SubmittedRequest> {
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        self.node()?
+            .calls()
+            .submit_request(link, &command.outbound(), deadline, timeout, admit_by)
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::{ActorId, SpotId};
+
+    fn spot() -> ObjectKey {
+        ObjectKey::from(&SpotId::new("room-1").expect("an ID"))
+    }
+
+    fn actor() -> ObjectKey {
+        ObjectKey::from(&ActorId::new("ana").expect("an ID"))
+    }
+
+    fn fence() -> OwnerFence {
+        OwnerFence {
+            object_generation: 3,
+            owner_generation: 4,
+            owner: "node-a".into(),
+            lease_generation: 5,
+        }
+    }
+
+    #[test]
+    fn a_message_is_the_command_of_its_kind_and_carries_its_fence() {
+        let metadata = Metadata::new();
+        let wire = route_fence(&fence());
+        for (key, kind, command) in [
+            (spot(), PacketKind::Request, Command::SpotRequest),
+            (spot(), PacketKind::Send, Command::SpotSend),
+            (actor(), PacketKind::Request, Command::ActorRequest),
+            (actor(), PacketKind::Send, Command::ActorSend),
+        ] {
+            let sent = ObjectCommand::message(&key, kind, "say", wire, &metadata, Bytes::new());
+            let call = sent.outbound();
+            assert_eq!(call.command, command);
+            assert_eq!(call.target, &*key.id);
+            assert_eq!(call.fence, Some(wire));
+            assert_eq!(call.hops, 0);
+        }
+    }
+
+    #[test]
+    fn creates_carry_no_fence_and_closes_carry_the_authority_fence() {
+        let (s, a) = (spot(), actor());
+        assert_eq!(
+            ObjectCommand::create(&s, "room", Bytes::new())
+                .outbound()
+                .command,
+            Command::SpotCreate
+        );
+        let create = ObjectCommand::create(&a, "player", Bytes::new());
+        assert_eq!(
+            (create.command, create.packet, create.fence),
+            (Command::ActorCreate, "player", None)
+        );
+        let close = ObjectCommand::close(&s, &fence(), Bytes::new());
+        assert_eq!(close.command, Command::SpotClose);
+        assert_eq!(close.fence, Some(route_fence(&fence())));
+        assert_eq!(
+            ObjectCommand::close(&a, &fence(), Bytes::new()).command,
+            Command::ActorDestroy
+        );
+    }
+
+    #[test]
+    fn control_records_and_relays_say_what_they_are() {
+        let control = ObjectCommand::control(Command::MessageFollow, "room-1", Bytes::new());
+        assert_eq!(
+            (control.packet, control.fence, control.hops),
+            (CONTROL_PACKET, None, 0)
+        );
+        assert!(control.metadata.is_empty());
+        let key = spot();
+        let metadata = Metadata::new();
+        let relayed = ObjectCommand::message(
+            &key,
+            PacketKind::Send,
+            "say",
+            route_fence(&fence()),
+            &metadata,
+            Bytes::new(),
+        )
+        .followed(3);
+        assert_eq!(
+            (relayed.command, relayed.outbound().hops),
+            (Command::SpotSend, 3)
+        );
+    }
+
+    #[test]
+    fn a_link_whose_node_is_gone_answers_shutting_down() {
+        let link = OwnerLink::new(Weak::new());
+        let err = link.node().err().expect("no node");
+        assert!(err.is(ErrorKind::ShuttingDown), "{err}");
+    }
+}
