@@ -7,7 +7,8 @@ use std::sync::{Arc, Weak};
 use bytes::Bytes;
 
 use super::arrival;
-use super::record::{CutoverRecord, FollowNotice, RestoreRecord};
+use super::follow::followed;
+use super::record::{CutoverRecord, RestoreRecord};
 use crate::mesh::{InboundCall, InboundRoute, MeshNode};
 use crate::object::id::{ActorId, ObjectKey, SpotId};
 use crate::object::server::ObjectServer;
@@ -88,33 +89,4 @@ fn cutover(server: Arc<ObjectServer>, call: InboundCall) {
             Ok(Bytes::new())
         })
     });
-}
-
-/// A notice drops this node's cached route only if it is exactly the notice's source route,
-/// and only from the node that owned it: a peer cannot invalidate another's routes.
-fn followed(server: &ObjectServer, call: InboundCall) {
-    if server.faults.drops_follow_notices() {
-        return;
-    }
-    let notice = match FollowNotice::decode(&call.message().payload) {
-        Ok(notice) => notice,
-        Err(e) => {
-            tracing::warn!(peer = %call.from().rid(), error = %e, "a malformed follow notice");
-            return;
-        }
-    };
-    if notice.source_route.rid.as_str() != &**call.from().rid() {
-        tracing::warn!(peer = %call.from().rid(), "a follow notice for a route the peer does not own");
-        return;
-    }
-    let key = match notice.kind {
-        's' => SpotId::new(&notice.id).map(|id| ObjectKey::from(&id)).ok(),
-        _ => ActorId::new(&notice.id).map(|id| ObjectKey::from(&id)).ok(),
-    };
-    if let Some(key) = key {
-        let dropped = server
-            .resolver
-            .moved(&key, &notice.source_fence, &notice.source_route);
-        tracing::debug!(object = %key, dropped, "follow notice");
-    }
 }

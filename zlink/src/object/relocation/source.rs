@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::bound_routes::{BoundMove, BoundSeal};
-use super::departure::{Departure, RelayItem};
+use super::follow::{Departure, RelayItem};
 use super::ownership::{committed, reclaim, Reclaimed};
 use super::permits::Permit;
 use super::placed_state::{place_state, StoredState};

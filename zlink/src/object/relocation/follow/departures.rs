@@ -1,81 +1,28 @@
-//! The source side of a move, per object: the **ingress hold** that keeps what arrives
-//! after the seal, then the **relay** to the target, then the **Message Follow** route that
-//! relays what still arrives on the old route for MessageFollowDuration.
-//!
-//! Every message for a departing object goes through one relay task, so it reaches the
-//! target in the order the source accepted it: the saved queue, then the hold, then what
-//! follows. A relay keeps the message's packet, payload, metadata, deadline and reply
-//! capability (the reply comes back through this node), runs no handler here and reads no
-//! store. It counts one more hop; past [`MAX_FOLLOW_HOPS`] the
-//! message is `Unavailable`.
+//! The departures of one node: each departing object's hold, then its relay, then its
+//! Message Follow route, and the follow notices owed to its senders.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
-use super::record::{FollowNotice, RelayReady};
-use super::RelocationFaults;
-use super::{HOLD_BYTES, HOLD_MESSAGES, MAX_FOLLOW_HOPS};
-use crate::handler::PacketKind;
+use super::held::Held;
+use super::relay::{Relay, RelayItem};
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
 use crate::object::authority::{OwnerFence, OwnerRoute};
 use crate::object::id::{ObjectKey, ObjectKind};
-use crate::object::live_object::{LiveObject, ObjectJob, ReplyTo};
+use crate::object::live_object::{LiveObject, ObjectJob};
 use crate::object::lost_sends::{LostReason, LostSends};
-use crate::object::owner_link::{route_fence, ObjectCommand, OwnerLink};
+use crate::object::owner_link::{route_fence, OwnerLink};
+use crate::object::relocation::record::{FollowNotice, RelayReady};
+use crate::object::relocation::{HOLD_BYTES, HOLD_MESSAGES, MAX_FOLLOW_HOPS};
 use crate::object::server::ObjectServer;
 use crate::sync::LockUnpoisoned;
-use crate::wire::{Command, Metadata, RouteFence};
+use crate::wire::RouteFence;
 use crate::{Error, ErrorKind};
-
-/// One message for a departing object, as the source accepted it.
-pub(crate) struct Held {
-    pub(crate) packet: Arc<str>,
-    pub(crate) kind: PacketKind,
-    pub(crate) payload: Bytes,
-    pub(crate) metadata: Metadata,
-    pub(crate) deadline: Option<Instant>,
-    pub(crate) reply: Option<ReplyTo>,
-    /// The node it came from (`None`: this node), which a notice may go back to.
-    pub(crate) sender: Option<String>,
-    /// Relays before it reached this node.
-    pub(crate) hops: u8,
-}
-
-impl Held {
-    pub(crate) fn bytes(&self) -> usize {
-        self.payload.len()
-            + self
-                .metadata
-                .iter()
-                .map(|(k, v)| k.len() + v.len())
-                .sum::<usize>()
-    }
-
-    /// Ends the message with `error`: a request hears it; a one-way is counted as lost
-    /// for `reason`, and logged.
-    pub(crate) fn refuse(
-        self,
-        key: &ObjectKey,
-        error: Error,
-        lost: &LostSends,
-        reason: LostReason,
-    ) {
-        if self.kind == PacketKind::Send {
-            lost.record(key, &self.packet, reason, &error);
-        }
-        if let Some(reply) = self.reply {
-            reply.send(Err(error));
-        }
-    }
-}
 
 /// Where the notice to one sender stands (seed 000 §2.5): at most one in flight, and none
 /// again once one was sent, for as long as this route lives.
@@ -112,23 +59,6 @@ pub(crate) struct Departure {
     source_fence: OwnerFence,
     source_route: OwnerRoute,
     phase: Mutex<Phase>,
-}
-
-/// What the relay task sends, in order.
-pub(crate) enum RelayItem {
-    Message(Held),
-    /// A request of the move itself (the cutover), after everything before it.
-    Control {
-        command: Command,
-        payload: Bytes,
-        done: oneshot::Sender<crate::Result<Bytes>>,
-    },
-    /// A barrier, then the notice to `sender` once the barrier's reply proves the
-    /// relayed messages were admitted on the target.
-    Notice {
-        sender: String,
-        notice: FollowNotice,
-    },
 }
 
 /// The departures of one node, by object and the owner generation they leave from: an
@@ -355,7 +285,14 @@ impl Departure {
         };
         let held = held
             .into_iter()
-            .filter_map(|held| super::held_to_job(&live.key, &live.object_type, held, &self.lost))
+            .filter_map(|held| {
+                crate::object::relocation::held_to_job(
+                    &live.key,
+                    &live.object_type,
+                    held,
+                    &self.lost,
+                )
+            })
             .collect();
         live.reopen_after_move(backlog, held);
     }
@@ -422,7 +359,7 @@ impl Departure {
         }
     }
 
-    fn notice_done(&self, sender: &str, sent: bool) {
+    pub(super) fn notice_done(&self, sender: &str, sent: bool) {
         if let Phase::Relaying { notices, .. } = &mut *self.phase() {
             if sent {
                 notices.insert(sender.to_string(), NoticeState::SentUntilExpiry);
@@ -443,243 +380,18 @@ fn unreachable_target(key: &ObjectKey) -> Error {
     )
 }
 
-/// The task that carries one departure's messages to the target, in order.
-struct Relay {
-    owner_link: OwnerLink,
-    /// The object layer's tasks: replies still to come are waited for on it.
-    tracker: TaskTracker,
-    /// The object layer stopping: what is still queued is refused.
-    stop: CancellationToken,
-    /// Where the new owner records relayed requests' results.
-    terminals: Option<Arc<dyn crate::store::RelocationStore>>,
-    link: PeerLink,
-    key: ObjectKey,
-    /// The fence the target admits the object's messages under.
-    fence: RouteFence,
-    departure: Weak<Departure>,
-    lost: Arc<LostSends>,
-    relayed: Arc<AtomicU64>,
-    faults: RelocationFaults,
-}
-
-impl Relay {
-    async fn run(self, mut from: mpsc::UnboundedReceiver<RelayItem>) {
-        loop {
-            let item = tokio::select! {
-                biased;
-                _ = self.stop.cancelled() => None,
-                item = from.recv() => item,
-            };
-            let Some(item) = item else {
-                from.close();
-                while let Ok(item) = from.try_recv() {
-                    refuse(item, &self.key, &self.lost);
-                }
-                return;
-            };
-            let Ok(node) = self.owner_link.node() else {
-                refuse(item, &self.key, &self.lost);
-                continue;
-            };
-            match item {
-                RelayItem::Message(held) => self.relay(&node, held).await,
-                RelayItem::Control {
-                    command,
-                    payload,
-                    done,
-                } => {
-                    let submitted = self.control(&node, command, payload).await;
-                    let stop = self.stop.clone();
-                    self.tracker.spawn(async move {
-                        let result = match submitted {
-                            Ok(submitted) => until_stopped(&stop, submitted.reply()).await,
-                            Err(e) => Err(e),
-                        };
-                        let _ = done.send(result);
-                    });
-                }
-                RelayItem::Notice { sender, notice } => {
-                    let barrier = self
-                        .control(&node, Command::RelocationBarrier, Bytes::new())
-                        .await;
-                    let departure = self.departure.clone();
-                    let owner_link = self.owner_link.clone();
-                    let stop = self.stop.clone();
-                    self.tracker.spawn(async move {
-                        let admitted = match barrier {
-                            Ok(submitted) => until_stopped(&stop, submitted.reply()).await.is_ok(),
-                            Err(_) => false,
-                        };
-                        let sent = admitted && send_notice(&owner_link, &sender, &notice).await;
-                        if let Some(departure) = departure.upgrade() {
-                            departure.notice_done(&sender, sent);
-                        }
-                    });
-                }
-            }
-        }
-    }
-
-    async fn control(
-        &self,
-        node: &Arc<MeshNode>,
-        command: Command,
-        payload: Bytes,
-    ) -> crate::Result<crate::mesh::calls::SubmittedRequest> {
-        let settings = node.settings();
-        let now = Instant::now();
-        let call = ObjectCommand::control(command, &self.key.id, payload);
-        self.owner_link
-            .submit_request(
-                &self.link,
-                &call,
-                now + settings.request_timeout,
-                now + settings.send_timeout,
-            )
-            .await
-    }
-
-    async fn relay(&self, node: &Arc<MeshNode>, held: Held) {
-        self.relayed.fetch_add(1, Ordering::Relaxed);
-        let settings = node.settings();
-        let now = Instant::now();
-        let request = held.kind == PacketKind::Request;
-        // A request carries a relay ID: the new owner records its result under it, so a
-        // reply lost with the connection can still be delivered.
-        let mut metadata = held.metadata.clone();
-        let barrier = &*held.packet == crate::object::route_switch::FOLLOW_BARRIER;
-        let relay_id = match (&self.terminals, request) {
-            (Some(_), true) if !barrier => {
-                let id = crate::object::id_uuid_v4();
-                metadata
-                    .insert(super::RELAY_ID_KEY, id.clone())
-                    .ok()
-                    .map(|()| id)
-            }
-            _ => None,
-        };
-        let call = ObjectCommand::message(
-            &self.key,
-            held.kind,
-            &held.packet,
-            self.fence,
-            &metadata,
-            held.payload.clone(),
-        )
-        .followed(held.hops + 1);
-        let admit_by = now + settings.send_timeout;
-        if !request {
-            let sent = self.owner_link.send(&self.link, &call, admit_by).await;
-            if let Err(e) = &sent {
-                self.lost
-                    .record(&self.key, &held.packet, LostReason::TargetUnreachable, e);
-            }
-            if let Some(reply) = held.reply {
-                reply.send(sent.map(|()| Bytes::new()));
-            }
-            return;
-        }
-        let deadline = held.deadline.unwrap_or(now + settings.request_timeout);
-        if deadline <= now {
-            let error = Error::new(
-                ErrorKind::DeadlineExceeded,
-                "the request's deadline passed while its object moved",
-            );
-            return held.refuse(&self.key, error, &self.lost, LostReason::Stopped);
-        }
-        match self
-            .owner_link
-            .submit_request(&self.link, &call, deadline, admit_by.min(deadline))
-            .await
-        {
-            Ok(submitted) => {
-                let reply = held.reply;
-                let stop = self.stop.clone();
-                let terminals = self.terminals.clone().zip(relay_id);
-                let lose = self.faults.loses_relayed_replies();
-                self.tracker.spawn(async move {
-                    let mut result = until_stopped(&stop, submitted.reply()).await;
-                    if lose {
-                        result = Err(Error::new(ErrorKind::Unavailable, crate::call::CONNECTION_LOST));
-                    }
-                    let lost = result
-                        .as_ref()
-                        .is_err_and(|e| e.to_string().contains(crate::call::CONNECTION_LOST));
-                    if let (true, Some((store, id))) = (lost, terminals) {
-                        let recovered = tokio::select! {
-                            found = super::terminal::recover(store.as_ref(), &id, deadline) => found,
-                            _ = stop.cancelled() => None,
-                        };
-                        if let Some(recorded) = recovered {
-                            result = recorded;
-                        }
-                    }
-                    if let Some(reply) = reply {
-                        reply.send(result);
-                    }
-                });
-            }
-            Err(e) => {
-                if let Some(reply) = held.reply {
-                    reply.send(Err(e));
-                }
-            }
-        }
-    }
-}
-
-/// A relayed request's reply, or `ShuttingDown` once the object layer stops.
-async fn until_stopped(
-    stop: &CancellationToken,
-    reply: impl std::future::Future<Output = crate::Result<Bytes>>,
-) -> crate::Result<Bytes> {
-    tokio::select! {
-        result = reply => result,
-        _ = stop.cancelled() => Err(Error::new(ErrorKind::ShuttingDown, "the node stopped before the relayed reply")),
-    }
-}
-
-/// Ends an item the relay will not carry (its node is stopping).
-fn refuse(item: RelayItem, key: &ObjectKey, lost: &LostSends) {
-    match item {
-        RelayItem::Message(held) => {
-            let error = Error::new(
-                ErrorKind::ShuttingDown,
-                format!("the node stopped while relaying a message for {key}"),
-            );
-            held.refuse(key, error, lost, LostReason::Stopped)
-        }
-        RelayItem::Control { done, .. } => {
-            let _ = done.send(Err(Error::new(
-                ErrorKind::ShuttingDown,
-                "the node is stopping",
-            )));
-        }
-        RelayItem::Notice { .. } => {}
-    }
-}
-
-/// Tells `sender` the object moved (command 50, one way). A lost notice is harmless: the
-/// sender's cached route expires anyway.
-async fn send_notice(owner_link: &OwnerLink, sender: &str, notice: &FollowNotice) -> bool {
-    let (Ok(payload), Ok(node)) = (notice.encode(), owner_link.node()) else {
-        return false;
-    };
-    let by = Instant::now() + node.settings().send_timeout;
-    let Ok(link) = owner_link.peer(sender, by).await else {
-        return false;
-    };
-    let call = ObjectCommand::control(Command::MessageFollow, &notice.id, payload);
-    owner_link.send(&link, &call, by).await.is_ok()
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
     use super::*;
     use crate::call::PendingTable;
+    use crate::handler::PacketKind;
     use crate::object::id::ActorId;
+    use crate::object::live_object::ReplyTo;
+    use crate::wire::Metadata;
+    use bytes::Bytes;
+    use tokio::sync::oneshot;
 
     fn key() -> ObjectKey {
         ObjectKey::from(&ActorId::new("walker").unwrap())

@@ -1,0 +1,55 @@
+//! One message for a departing object, as the source accepted it, and how it is refused.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use crate::handler::PacketKind;
+use crate::object::id::ObjectKey;
+use crate::object::live_object::ReplyTo;
+use crate::object::lost_sends::{LostReason, LostSends};
+use crate::wire::Metadata;
+use crate::Error;
+
+/// One message for a departing object, as the source accepted it.
+pub(crate) struct Held {
+    pub(crate) packet: Arc<str>,
+    pub(crate) kind: PacketKind,
+    pub(crate) payload: Bytes,
+    pub(crate) metadata: Metadata,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) reply: Option<ReplyTo>,
+    /// The node it came from (`None`: this node), which a notice may go back to.
+    pub(crate) sender: Option<String>,
+    /// Relays before it reached this node.
+    pub(crate) hops: u8,
+}
+
+impl Held {
+    pub(crate) fn bytes(&self) -> usize {
+        self.payload.len()
+            + self
+                .metadata
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>()
+    }
+
+    /// Ends the message with `error`: a request hears it; a one-way is counted as lost
+    /// for `reason`, and logged.
+    pub(crate) fn refuse(
+        self,
+        key: &ObjectKey,
+        error: Error,
+        lost: &LostSends,
+        reason: LostReason,
+    ) {
+        if self.kind == PacketKind::Send {
+            lost.record(key, &self.packet, reason, &error);
+        }
+        if let Some(reply) = self.reply {
+            reply.send(Err(error));
+        }
+    }
+}

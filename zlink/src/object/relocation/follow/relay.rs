@@ -1,0 +1,258 @@
+//! The relay task of one departure: it carries the object's messages to the new owner in
+//! order, with the move's own control requests and the barriers before follow notices.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::departures::Departure;
+use super::held::Held;
+use super::notice::send_notice;
+use crate::handler::PacketKind;
+use crate::mesh::peer_table::PeerLink;
+use crate::mesh::MeshNode;
+use crate::object::id::ObjectKey;
+use crate::object::lost_sends::{LostReason, LostSends};
+use crate::object::owner_link::{ObjectCommand, OwnerLink};
+use crate::object::relocation::record::FollowNotice;
+use crate::object::relocation::RelocationFaults;
+use crate::wire::{Command, RouteFence};
+use crate::{Error, ErrorKind};
+
+/// What the relay task sends, in order.
+pub(crate) enum RelayItem {
+    Message(Held),
+    /// A request of the move itself (the cutover), after everything before it.
+    Control {
+        command: Command,
+        payload: Bytes,
+        done: oneshot::Sender<crate::Result<Bytes>>,
+    },
+    /// A barrier, then the notice to `sender` once the barrier's reply proves the
+    /// relayed messages were admitted on the target.
+    Notice {
+        sender: String,
+        notice: FollowNotice,
+    },
+}
+
+/// The task that carries one departure's messages to the target, in order.
+pub(super) struct Relay {
+    pub(super) owner_link: OwnerLink,
+    /// The object layer's tasks: replies still to come are waited for on it.
+    pub(super) tracker: TaskTracker,
+    /// The object layer stopping: what is still queued is refused.
+    pub(super) stop: CancellationToken,
+    /// Where the new owner records relayed requests' results.
+    pub(super) terminals: Option<Arc<dyn crate::store::RelocationStore>>,
+    pub(super) link: PeerLink,
+    pub(super) key: ObjectKey,
+    /// The fence the target admits the object's messages under.
+    pub(super) fence: RouteFence,
+    pub(super) departure: Weak<Departure>,
+    pub(super) lost: Arc<LostSends>,
+    pub(super) relayed: Arc<AtomicU64>,
+    pub(super) faults: RelocationFaults,
+}
+
+impl Relay {
+    pub(super) async fn run(self, mut from: mpsc::UnboundedReceiver<RelayItem>) {
+        loop {
+            let item = tokio::select! {
+                biased;
+                _ = self.stop.cancelled() => None,
+                item = from.recv() => item,
+            };
+            let Some(item) = item else {
+                from.close();
+                while let Ok(item) = from.try_recv() {
+                    refuse(item, &self.key, &self.lost);
+                }
+                return;
+            };
+            let Ok(node) = self.owner_link.node() else {
+                refuse(item, &self.key, &self.lost);
+                continue;
+            };
+            match item {
+                RelayItem::Message(held) => self.relay(&node, held).await,
+                RelayItem::Control {
+                    command,
+                    payload,
+                    done,
+                } => {
+                    let submitted = self.control(&node, command, payload).await;
+                    let stop = self.stop.clone();
+                    self.tracker.spawn(async move {
+                        let result = match submitted {
+                            Ok(submitted) => until_stopped(&stop, submitted.reply()).await,
+                            Err(e) => Err(e),
+                        };
+                        let _ = done.send(result);
+                    });
+                }
+                RelayItem::Notice { sender, notice } => {
+                    let barrier = self
+                        .control(&node, Command::RelocationBarrier, Bytes::new())
+                        .await;
+                    let departure = self.departure.clone();
+                    let owner_link = self.owner_link.clone();
+                    let stop = self.stop.clone();
+                    self.tracker.spawn(async move {
+                        let admitted = match barrier {
+                            Ok(submitted) => until_stopped(&stop, submitted.reply()).await.is_ok(),
+                            Err(_) => false,
+                        };
+                        let sent = admitted && send_notice(&owner_link, &sender, &notice).await;
+                        if let Some(departure) = departure.upgrade() {
+                            departure.notice_done(&sender, sent);
+                        }
+                    });
+                }
+            }
+        }
+    }
+
+    async fn control(
+        &self,
+        node: &Arc<MeshNode>,
+        command: Command,
+        payload: Bytes,
+    ) -> crate::Result<crate::mesh::calls::SubmittedRequest> {
+        let settings = node.settings();
+        let now = Instant::now();
+        let call = ObjectCommand::control(command, &self.key.id, payload);
+        self.owner_link
+            .submit_request(
+                &self.link,
+                &call,
+                now + settings.request_timeout,
+                now + settings.send_timeout,
+            )
+            .await
+    }
+
+    async fn relay(&self, node: &Arc<MeshNode>, held: Held) {
+        self.relayed.fetch_add(1, Ordering::Relaxed);
+        let settings = node.settings();
+        let now = Instant::now();
+        let request = held.kind == PacketKind::Request;
+        // A request carries a relay ID: the new owner records its result under it, so a
+        // reply lost with the connection can still be delivered.
+        let mut metadata = held.metadata.clone();
+        let barrier = &*held.packet == crate::object::route_switch::FOLLOW_BARRIER;
+        let relay_id = match (&self.terminals, request) {
+            (Some(_), true) if !barrier => {
+                let id = crate::object::id_uuid_v4();
+                metadata
+                    .insert(crate::object::relocation::RELAY_ID_KEY, id.clone())
+                    .ok()
+                    .map(|()| id)
+            }
+            _ => None,
+        };
+        let call = ObjectCommand::message(
+            &self.key,
+            held.kind,
+            &held.packet,
+            self.fence,
+            &metadata,
+            held.payload.clone(),
+        )
+        .followed(held.hops + 1);
+        let admit_by = now + settings.send_timeout;
+        if !request {
+            let sent = self.owner_link.send(&self.link, &call, admit_by).await;
+            if let Err(e) = &sent {
+                self.lost
+                    .record(&self.key, &held.packet, LostReason::TargetUnreachable, e);
+            }
+            if let Some(reply) = held.reply {
+                reply.send(sent.map(|()| Bytes::new()));
+            }
+            return;
+        }
+        let deadline = held.deadline.unwrap_or(now + settings.request_timeout);
+        if deadline <= now {
+            let error = Error::new(
+                ErrorKind::DeadlineExceeded,
+                "the request's deadline passed while its object moved",
+            );
+            return held.refuse(&self.key, error, &self.lost, LostReason::Stopped);
+        }
+        match self
+            .owner_link
+            .submit_request(&self.link, &call, deadline, admit_by.min(deadline))
+            .await
+        {
+            Ok(submitted) => {
+                let reply = held.reply;
+                let stop = self.stop.clone();
+                let terminals = self.terminals.clone().zip(relay_id);
+                let lose = self.faults.loses_relayed_replies();
+                self.tracker.spawn(async move {
+                    let mut result = until_stopped(&stop, submitted.reply()).await;
+                    if lose {
+                        result = Err(Error::new(ErrorKind::Unavailable, crate::call::CONNECTION_LOST));
+                    }
+                    let lost = result
+                        .as_ref()
+                        .is_err_and(|e| e.to_string().contains(crate::call::CONNECTION_LOST));
+                    if let (true, Some((store, id))) = (lost, terminals) {
+                        let recovered = tokio::select! {
+                            found = crate::object::relocation::terminal::recover(store.as_ref(), &id, deadline) => found,
+                            _ = stop.cancelled() => None,
+                        };
+                        if let Some(recorded) = recovered {
+                            result = recorded;
+                        }
+                    }
+                    if let Some(reply) = reply {
+                        reply.send(result);
+                    }
+                });
+            }
+            Err(e) => {
+                if let Some(reply) = held.reply {
+                    reply.send(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// A relayed request's reply, or `ShuttingDown` once the object layer stops.
+async fn until_stopped(
+    stop: &CancellationToken,
+    reply: impl std::future::Future<Output = crate::Result<Bytes>>,
+) -> crate::Result<Bytes> {
+    tokio::select! {
+        result = reply => result,
+        _ = stop.cancelled() => Err(Error::new(ErrorKind::ShuttingDown, "the node stopped before the relayed reply")),
+    }
+}
+
+/// Ends an item the relay will not carry (its node is stopping).
+fn refuse(item: RelayItem, key: &ObjectKey, lost: &LostSends) {
+    match item {
+        RelayItem::Message(held) => {
+            let error = Error::new(
+                ErrorKind::ShuttingDown,
+                format!("the node stopped while relaying a message for {key}"),
+            );
+            held.refuse(key, error, lost, LostReason::Stopped)
+        }
+        RelayItem::Control { done, .. } => {
+            let _ = done.send(Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the node is stopping",
+            )));
+        }
+        RelayItem::Notice { .. } => {}
+    }
+}
