@@ -36,6 +36,7 @@ mod server;
 mod settings;
 mod spot;
 mod timer;
+mod turn_loop;
 
 pub(crate) mod authority;
 pub(crate) mod authority_store;

@@ -1,0 +1,539 @@
+//! The turn loop of one committed Spot or Actor: one task owns the application's instance
+//! and takes one turn at a time from the object's mailbox, behind the object's gate. Each
+//! kind of job is one step: a message, a timer tick, a member event, a move's seal, a
+//! close. After an Actor's handler or tick, the Join it registered runs before the next
+//! message.
+
+use std::sync::{Arc, Weak};
+
+use futures::FutureExt;
+use tokio::sync::{oneshot, OwnedMutexGuard};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::id::{ObjectKey, ObjectKind};
+use super::instance::{Instance, TurnInfo};
+use super::live_object::{Arrived, Captured, Gate, LiveObject, ObjectHost, ObjectJob, Resume};
+use super::mailbox::Turn;
+use super::membership::{self, JoinOutcome, JoinStep, MemberEvent};
+use super::server::ObjectServer;
+use super::spot::ClosingReason;
+use super::timer::Timers;
+use crate::mesh::MeshNode;
+use crate::wire::Metadata;
+use crate::{Error, ErrorKind, Result};
+
+tokio::task_local! {
+    /// The gate the running turn holds: a request from a handler to an object behind the
+    /// same gate would wait for itself.
+    static TURN_GATE: Arc<Gate>;
+}
+
+/// Whether the running task's turn holds `gate`.
+pub(super) fn turn_holds(gate: &Arc<Gate>) -> bool {
+    TURN_GATE
+        .try_with(|held| Arc::ptr_eq(held, gate))
+        .unwrap_or(false)
+}
+
+/// How long `on_closing` may run when the object is stopped (its node stops, or its close
+/// gave up waiting): a stuck hook never holds a node's shutdown.
+const STOPPING_HOOK_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Runs a hook or handler with panics contained: a panic is an `InternalFailure` for this
+/// one call, and the object goes on.
+async fn caught<T>(work: impl std::future::Future<Output = T>) -> Result<T> {
+    std::panic::AssertUnwindSafe(work)
+        .catch_unwind()
+        .await
+        .map_err(|_| {
+            tracing::error!("a handler or hook panicked; the object continues");
+            Error::new(ErrorKind::InternalFailure, "the handler panicked")
+        })
+}
+
+/// What a step leaves the loop to do.
+enum Step {
+    /// Take the next job.
+    Next,
+    /// A handler or tick ran; whether it ended normally (then its Join runs).
+    Ran(bool),
+    /// The loop ends here; what is still queued is refused with `refuse`, if given.
+    End(Option<(ErrorKind, &'static str)>),
+    /// The object was stopped: its last hook runs, then the loop ends.
+    Stopped,
+}
+
+/// The loop of one object and everything its steps share.
+pub(super) struct TurnLoop {
+    object: Arc<LiveObject>,
+    instance: Box<dyn Instance>,
+    node: Weak<MeshNode>,
+    server: Weak<ObjectServer>,
+    timers: Arc<Timers>,
+    /// Stops the object's timers: at its close, its move or its node's stop.
+    timer_stop: CancellationToken,
+    cancel: CancellationToken,
+    generation: u64,
+}
+
+impl TurnLoop {
+    pub(super) fn new(
+        object: Arc<LiveObject>,
+        instance: Box<dyn Instance>,
+        host: ObjectHost,
+    ) -> Self {
+        let timer_stop = host.cancel.child_token();
+        let timers = Timers::new(
+            Arc::downgrade(object.mailbox()),
+            host.lease,
+            object.fence(),
+            host.tracker,
+            timer_stop.clone(),
+        );
+        TurnLoop {
+            generation: object.generation(),
+            object,
+            instance,
+            node: host.node,
+            server: host.server,
+            timers,
+            timer_stop,
+            cancel: host.cancel,
+        }
+    }
+
+    fn key(&self) -> &ObjectKey {
+        &self.object.key
+    }
+
+    /// What a hook or handler sees of this turn. Only an Actor's handlers and ticks may
+    /// register a Join (`joins`).
+    fn turn_info(
+        &self,
+        packet: Option<Arc<str>>,
+        deadline: Option<Instant>,
+        metadata: Metadata,
+        joins: bool,
+    ) -> Option<TurnInfo> {
+        let is_actor = self.key().kind == ObjectKind::Actor;
+        self.node.upgrade().map(|node| TurnInfo {
+            node,
+            generation: self.generation,
+            packet,
+            deadline,
+            metadata,
+            timers: Some(self.timers.clone()),
+            membership: if is_actor {
+                self.object.membership()
+            } else {
+                None
+            },
+            joins: (is_actor && joins).then(|| self.object.joins().clone()),
+        })
+    }
+
+    /// The context of a lifecycle hook (no packet, no Join).
+    fn hook_info(&self) -> Option<TurnInfo> {
+        self.turn_info(None, None, Metadata::new(), false)
+    }
+
+    /// Runs the loop until the object closes, moves away or is stopped.
+    pub(super) async fn run(mut self) {
+        if self.hook_info().is_none() {
+            return;
+        }
+        if !self.initialize().await {
+            return self.stop().await;
+        }
+        loop {
+            let turn = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => return self.stop().await,
+                turn = self.object.mailbox().next_turn() => turn,
+            };
+            let Some(mut turn) = turn else { return };
+            let Some(job) = turn.take_job() else { continue };
+            // One turn at a time among the objects sharing the gate.
+            let gate = self.object.gate();
+            // An uncontended gate (every object but a busy SpotWide member) is taken at once.
+            let held = match gate.clone().try_lock_owned() {
+                Ok(held) => held,
+                Err(_) => tokio::select! {
+                    biased;
+                    _ = self.cancel.cancelled() => {
+                        job.refuse(Error::new(ErrorKind::ShuttingDown, "the object stopped before the message ran"));
+                        return self.stop().await;
+                    }
+                    held = gate.clone().lock_owned() => held,
+                },
+            };
+            let step = match job {
+                ObjectJob::Message {
+                    handler,
+                    packet,
+                    payload,
+                    metadata,
+                    deadline,
+                    reply,
+                } => {
+                    let Some(ctx) = self.turn_info(Some(packet), deadline, metadata, true) else {
+                        return;
+                    };
+                    self.message(&gate, held, ctx, handler, payload, reply)
+                        .await
+                }
+                ObjectJob::Tick {
+                    tick,
+                    done,
+                    cancelled,
+                } => self.tick(&gate, held, tick, done, cancelled).await,
+                ObjectJob::Member { event, done } => self.member(&gate, held, event, done).await,
+                ObjectJob::Relocate { captured, resume } => {
+                    self.relocate(&gate, held, captured, resume).await
+                }
+                ObjectJob::Close { reason, done } => {
+                    return self.close(&gate, turn, held, reason, done).await;
+                }
+            };
+            let step = match step {
+                Step::Ran(ended_normally) => self.after_handler(ended_normally).await,
+                other => other,
+            };
+            match step {
+                Step::Next | Step::Ran(_) => {}
+                Step::Stopped => return self.stop().await,
+                Step::End(refuse) => {
+                    self.timer_stop.cancel();
+                    drop(turn);
+                    if let Some((kind, why)) = refuse {
+                        self.object.refuse_queued(kind, why);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `on_initialize` for a new object; a moved one resumes its timers and completes the
+    /// Join that moved it instead. `false` when the object was stopped first.
+    async fn initialize(&mut self) -> bool {
+        let arrived = self.object.take_arrived();
+        let initialized = match arrived {
+            // A moved object was initialised where it was created; a Join that moved it
+            // completes before its first message here.
+            Some(Arrived {
+                timers: records,
+                joined,
+            }) => {
+                if let Err(e) = self.timers.resume(&records) {
+                    tracing::warn!(object = %self.key(), error = %e, "the moved timers did not resume");
+                }
+                if let Some(outcome) = joined {
+                    self.complete_join(outcome).await;
+                }
+                Some(Ok(()))
+            }
+            None => {
+                let Some(ctx) = self.hook_info() else {
+                    return false;
+                };
+                tokio::select! {
+                    biased;
+                    _ = self.cancel.cancelled() => None,
+                    result = caught(self.instance.on_initialize(ctx)) => Some(result.and_then(|r| r)),
+                }
+            }
+        };
+        match initialized {
+            None => false,
+            Some(Err(e)) => {
+                tracing::warn!(object = %self.key(), error = %e, "on_initialize failed");
+                true
+            }
+            Some(Ok(())) => true,
+        }
+    }
+
+    /// A handler call; its result is the reply (requests) or is logged (one-ways).
+    async fn message(
+        &mut self,
+        gate: &Arc<Gate>,
+        held: OwnedMutexGuard<()>,
+        ctx: TurnInfo,
+        handler: usize,
+        payload: bytes::Bytes,
+        reply: Option<super::live_object::ReplyTo>,
+    ) -> Step {
+        // A handler stuck past shutdown is stopped: shutdown never waits on it.
+        let handled = TURN_GATE.scope(
+            gate.clone(),
+            caught(self.instance.handle(ctx, handler, payload)),
+        );
+        // The handler goes first: one that finishes at once never polls the stop token;
+        // one that hangs is dropped when the token fires.
+        let result = tokio::select! {
+            biased;
+            result = handled => result.and_then(|r| r),
+            _ = self.cancel.cancelled() => Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the object was stopped during the handler",
+            )),
+        };
+        let ended_normally = result.is_ok();
+        match reply {
+            Some(reply) => reply.send(result),
+            None => {
+                if let Err(e) = result {
+                    tracing::warn!(object = %self.key(), error = %e, "send handler failed");
+                }
+            }
+        }
+        drop(held);
+        Step::Ran(ended_normally)
+    }
+
+    /// A timer tick, unless its timer was cancelled after it was queued.
+    async fn tick(
+        &mut self,
+        gate: &Arc<Gate>,
+        held: OwnedMutexGuard<()>,
+        tick: super::timer::TimerTick,
+        done: oneshot::Sender<()>,
+        cancelled: CancellationToken,
+    ) -> Step {
+        let mut ended_normally = false;
+        if !cancelled.is_cancelled() {
+            let name = tick.name.clone();
+            let Some(ctx) = self.turn_info(Some(name.clone()), None, Metadata::new(), true) else {
+                return Step::End(None);
+            };
+            let ticking = TURN_GATE.scope(gate.clone(), caught(self.instance.on_timer(ctx, tick)));
+            let ticked = tokio::select! {
+                biased;
+                ticked = ticking => ticked.and_then(|r| r),
+                _ = self.cancel.cancelled() => Ok(()),
+            };
+            ended_normally = ticked.is_ok();
+            if let Err(e) = ticked {
+                tracing::warn!(object = %self.key(), timer = %name, error = %e, "timer handler failed");
+            }
+        }
+        let _ = done.send(());
+        drop(held);
+        Step::Ran(ended_normally)
+    }
+
+    /// A Spot decides on a member event (a Join or a leave of one of its Actors).
+    async fn member(
+        &mut self,
+        gate: &Arc<Gate>,
+        held: OwnedMutexGuard<()>,
+        event: MemberEvent,
+        done: oneshot::Sender<super::membership::JoinDecision>,
+    ) -> Step {
+        let Some(ctx) = self.hook_info() else {
+            return Step::End(None);
+        };
+        // A Join its Actor gave up on is not admitted any more.
+        if matches!(event, MemberEvent::Join { .. }) && done.is_closed() {
+            return Step::Next;
+        }
+        let deciding = TURN_GATE.scope(gate.clone(), caught(self.instance.on_member(ctx, event)));
+        let decided = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => None,
+            decided = deciding => decided.ok(),
+        };
+        // A panicking callback declines nothing: the Join sees the Spot fail.
+        if let Some(decision) = decided {
+            let _ = done.send(decision);
+        }
+        drop(held);
+        Step::Next
+    }
+
+    /// A move seals the object at this turn boundary, then waits for its outcome: back to
+    /// work after a cancelled move, the end of this loop after one that handed it over.
+    async fn relocate(
+        &mut self,
+        gate: &Arc<Gate>,
+        held: OwnedMutexGuard<()>,
+        captured: oneshot::Sender<Captured>,
+        resume: oneshot::Receiver<Resume>,
+    ) -> Step {
+        let Some(layer) = self.server.upgrade() else {
+            return Step::Next;
+        };
+        let sealed = self
+            .object
+            .seal_for_move(&layer, &self.timers, &mut self.instance);
+        drop(layer);
+        let records = sealed.timers.clone();
+        if let Err(sealed) = captured.send(sealed) {
+            // The move gave up before the seal: nothing changed.
+            self.object.cancel_departure(&self.server, sealed);
+            let _ = self.timers.resume(&records);
+            return Step::Next;
+        }
+        // A sealed object runs nothing: the others behind its gate (a SpotWide Spot and
+        // its members) go on, and may be sealed for the same move.
+        drop(held);
+        let resumed = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => None,
+            resumed = resume => Some(resumed),
+        };
+        match resumed {
+            None => Step::Stopped,
+            Some(Ok(Resume::Cancelled)) => {
+                if let Err(e) = self.timers.resume(&records) {
+                    tracing::warn!(object = %self.key(), error = %e, "timers did not resume after a cancelled move");
+                }
+                Step::Next
+            }
+            // A move that vanished without an outcome handed nothing over.
+            Some(Ok(Resume::Moved)) | Some(Err(_)) => {
+                self.timer_stop.cancel();
+                // The instance a Spot left behind hears its last turn.
+                if self.key().kind == ObjectKind::Spot {
+                    self.last_hook(gate, ClosingReason::RelocationOut).await;
+                }
+                Step::End(Some((
+                    ErrorKind::Unavailable,
+                    "the object moved to another node",
+                )))
+            }
+        }
+    }
+
+    /// `on_closing`, then the end: what is still queued is refused, and the close hears
+    /// it is done.
+    async fn close(
+        mut self,
+        gate: &Arc<Gate>,
+        turn: Turn<ObjectJob>,
+        held: OwnedMutexGuard<()>,
+        reason: ClosingReason,
+        done: oneshot::Sender<()>,
+    ) {
+        self.timer_stop.cancel();
+        if let Some(ctx) = self.hook_info() {
+            // A close that gave up waiting stops the hook too.
+            let closing =
+                TURN_GATE.scope(gate.clone(), caught(self.instance.on_closing(ctx, reason)));
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => {}
+                _ = closing => {}
+            }
+        }
+        drop(turn);
+        drop(held);
+        self.object.refuse_queued(
+            ErrorKind::Unavailable,
+            "the object closed before the message ran",
+        );
+        let _ = done.send(());
+    }
+
+    /// `on_closing(reason)` with the gate taken again (it was given up while sealed),
+    /// both within the hook's time limit.
+    async fn last_hook(&mut self, gate: &Arc<Gate>, reason: ClosingReason) {
+        let Some(ctx) = self.hook_info() else { return };
+        let key = self.key().clone();
+        let instance = &mut self.instance;
+        let last_turn = async {
+            let _held = gate.lock().await;
+            TURN_GATE
+                .scope(gate.clone(), caught(instance.on_closing(ctx, reason)))
+                .await
+        };
+        if tokio::time::timeout(STOPPING_HOOK_LIMIT, last_turn)
+            .await
+            .is_err()
+        {
+            tracing::warn!(object = %key, ?reason, "on_closing did not end in time");
+        }
+    }
+
+    /// The end of a stopped object: `on_closing(HostShutdown)` runs once, bounded.
+    async fn stop(mut self) {
+        self.timer_stop.cancel();
+        let gate = self.object.gate();
+        self.last_hook(&gate, ClosingReason::HostShutdown).await;
+    }
+
+    /// After an Actor's handler or tick: the Join it registered runs (only if it ended
+    /// normally), before the next message, and the Actor hears the outcome as a turn.
+    /// Ends the loop when the Join moved the Actor to another node.
+    async fn after_handler(&mut self, ended_normally: bool) -> Step {
+        if self.key().kind != ObjectKind::Actor {
+            return Step::Next;
+        }
+        let Some(join) = self.object.joins().take() else {
+            return Step::Next;
+        };
+        let Some(server) = self.server.upgrade().filter(|_| ended_normally) else {
+            return Step::Next;
+        };
+        let step = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => return Step::Next,
+            step = membership::join(&server, &self.object, join) => step,
+        };
+        let outcome = match step {
+            JoinStep::Done(outcome) => outcome,
+            // A Spot on another node: the Join is a move of this Actor.
+            JoinStep::Across { spot, request, rid } => {
+                let across = super::relocation::join_across(
+                    &server,
+                    &self.object,
+                    &mut self.instance,
+                    &self.timers,
+                    spot,
+                    request,
+                    &rid,
+                );
+                let cancel = self.cancel.clone();
+                match tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return Step::Next,
+                    outcome = across => outcome,
+                } {
+                    Some(outcome) => outcome,
+                    None => {
+                        return Step::End(Some((
+                            ErrorKind::Unavailable,
+                            "the object moved to another node",
+                        )))
+                    }
+                }
+            }
+        };
+        drop(server);
+        self.complete_join(outcome).await;
+        Step::Next
+    }
+
+    /// The Actor hears how its Join ended, as a turn.
+    async fn complete_join(&mut self, outcome: JoinOutcome) {
+        let gate = self.object.gate();
+        let _held = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => return,
+            held = gate.lock() => held,
+        };
+        if let Some(turn) = self.hook_info() {
+            let completed = TURN_GATE.scope(
+                gate.clone(),
+                caught(self.instance.on_join_completed(turn, outcome)),
+            );
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => {}
+                _ = completed => {}
+            }
+        }
+    }
+}
