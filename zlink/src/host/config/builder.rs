@@ -4,19 +4,21 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::settings::Settings;
+use super::roles::{
+    served_objects, validate_client_server, validate_fanout, validate_object_types,
+};
+use super::settings::{RuntimeConfig, Settings};
 use super::validate::Validator;
 use crate::channel::client_server::ClientServerRole;
 use crate::channel::fanout::FanoutDeclaration;
 use crate::handler::{DefaultChannel, HandlerGroup};
-use crate::host::Runtime;
 use crate::link::{
     CurveKeypair, CurvePublicKey, LinkLimits, LivenessTimings, Transport, Trust, TrustSet,
     ZmtpTransport,
 };
 use crate::mesh::{
     generate_rid, ChannelRole, DiscoverySettings, MeshSettings, PeerSpec, SecuritySettings,
-    ServedObjects, Topology, DEFAULT_WEIGHT, MAX_WEIGHT,
+    Topology, DEFAULT_WEIGHT, MAX_WEIGHT,
 };
 use crate::object::relocation::RelocationFaults;
 use crate::object::ObjectSettings;
@@ -527,44 +529,17 @@ impl RuntimeBuilder {
             &channels,
             &self.client_server,
         );
-        let mut spot_types = std::collections::HashSet::new();
-        for spot_type in &self.spot_types {
-            let owner = format!("Spot type {:?}", spot_type.stable_type().as_str());
-            if !spot_types.insert(spot_type.stable_type().clone()) {
-                v.violation(owner.clone(), "registered twice on this node");
-            }
-            if self.store.is_none() {
-                v.violation(
-                    owner.clone(),
-                    "needs a Location Store (location_store): Spots keep their authority there",
-                );
-            }
-            Self::relocatable(
-                &mut v,
-                owner,
-                spot_type.relocation(),
-                self.relocation_store.is_some(),
-            );
-        }
-        let mut actor_types = std::collections::HashSet::new();
-        for actor_type in &self.actor_types {
-            let owner = format!("Actor type {:?}", actor_type.stable_type().as_str());
-            if !actor_types.insert(actor_type.stable_type().clone()) {
-                v.violation(owner.clone(), "registered twice on this node");
-            }
-            if self.store.is_none() {
-                v.violation(
-                    owner.clone(),
-                    "needs a Location Store (location_store): Actors keep their authority there",
-                );
-            }
-            Self::relocatable(
-                &mut v,
-                owner,
-                actor_type.relocation(),
-                self.relocation_store.is_some(),
-            );
-        }
+        let (has_store, keeps_results) = (self.store.is_some(), self.relocation_store.is_some());
+        let spot_types = self
+            .spot_types
+            .iter()
+            .map(|t| (t.stable_type(), t.relocation()));
+        validate_object_types(&mut v, "Spot", spot_types, has_store, keeps_results);
+        let actor_types = self
+            .actor_types
+            .iter()
+            .map(|t| (t.stable_type(), t.relocation()));
+        validate_object_types(&mut v, "Actor", actor_types, has_store, keeps_results);
         if self.placement_weight > MAX_WEIGHT {
             v.violation(
                 "placement_weight",
@@ -649,26 +624,6 @@ impl RuntimeBuilder {
                 },
             },
         })
-    }
-
-    /// A type that moves needs the Relocation Store.
-    fn relocatable(
-        v: &mut Validator,
-        owner: String,
-        policy: crate::object::Relocation,
-        has_store: bool,
-    ) {
-        let moves = match policy {
-            crate::object::Relocation::Disable => None,
-            crate::object::Relocation::Recreate => Some("recreate"),
-            crate::object::Relocation::Preserve => Some("preserve"),
-        };
-        if let (Some(policy), false) = (moves, has_store) {
-            v.violation(
-            owner,
-            format!("is declared relocation = {policy}: it needs a Relocation Store (relocation_store), where a move keeps the results of the requests it relays"),
-        );
-        }
     }
 
     /// CURVE keys and trust; plaintext on a non-loopback bind only when allowed.
@@ -825,179 +780,5 @@ impl RuntimeBuilder {
             interval,
             grace,
         })
-    }
-}
-
-/// A validated configuration, ready to [`start`](Self::start).
-pub struct RuntimeConfig {
-    pub(crate) settings: Settings,
-}
-
-impl RuntimeConfig {
-    /// The RID this node will use.
-    pub fn rid(&self) -> &str {
-        &self.settings.mesh.rid
-    }
-
-    /// Binds the listener, starts liveness and dials the manual peers.
-    pub async fn start(self) -> Result<Runtime> {
-        Runtime::start(self.settings).await
-    }
-}
-
-/// What the node's descriptor publishes of its object types.
-fn served_objects(
-    spot_types: &[crate::object::SpotType],
-    actor_types: &[crate::object::ActorType],
-    entry_spot: Option<&crate::object::SpotId>,
-) -> ServedObjects {
-    let sorted = |names: Vec<String>| {
-        let mut names = names;
-        names.sort();
-        names
-    };
-    ServedObjects {
-        spot_types: sorted(
-            spot_types
-                .iter()
-                .map(|t| t.stable_type().as_str().to_string())
-                .collect(),
-        ),
-        actor_types: sorted(
-            actor_types
-                .iter()
-                .map(|t| t.stable_type().as_str().to_string())
-                .collect(),
-        ),
-        entry_spot: entry_spot.map(|id| id.as_str().to_string()),
-    }
-}
-
-fn validate_client_server(
-    roles: &[ClientServerRole],
-    has_store: bool,
-    v: &mut Validator,
-    mesh: &BTreeMap<String, ChannelRole>,
-) {
-    let mut seen = std::collections::HashSet::new();
-    for role in roles {
-        let channel = role.channel();
-        let owner = format!("client_server {channel:?}");
-        v.text(&format!("{owner} name"), Some(channel), true);
-        if mesh.contains_key(channel) {
-            v.violation(
-                owner.clone(),
-                "is also a RouteMesh channel: one ChannelName must have exactly one send path",
-            );
-        }
-        match role {
-            ClientServerRole::Server {
-                handlers,
-                weight,
-                listen,
-                advertise_host,
-                ..
-            } => {
-                if !seen.insert((channel.to_string(), "server")) {
-                    v.violation(owner.clone(), "Server role registered twice");
-                }
-                v.weight(channel, *weight);
-                v.endpoint(&format!("{owner} listen"), Some(listen));
-                v.advertising(
-                    &format!("{owner} listen"),
-                    Some(listen),
-                    advertise_host.as_deref(),
-                );
-                v.handler_packets(&owner, handlers.as_ref());
-            }
-            ClientServerRole::Client {
-                connect, automatic, ..
-            } => {
-                if !seen.insert((channel.to_string(), "client")) {
-                    v.violation(owner.clone(), "Client role registered twice");
-                }
-                for peer in connect {
-                    v.endpoint(&format!("{owner} connect"), Some(&peer.endpoint));
-                }
-                if *automatic && !has_store {
-                    v.violation(
-                        owner.clone(),
-                        "discover() needs a Location Store (location_store)",
-                    );
-                }
-                if connect.is_empty() && !*automatic {
-                    v.violation(owner, "has no server: add connect(endpoint) or discover()");
-                }
-            }
-        }
-    }
-}
-
-fn validate_fanout(
-    roles: &[FanoutDeclaration],
-    has_store: bool,
-    v: &mut Validator,
-    mesh: &BTreeMap<String, ChannelRole>,
-    client_server: &[ClientServerRole],
-) {
-    let mut seen = std::collections::HashSet::new();
-    for role in roles {
-        let channel = role.channel();
-        let owner = format!("fanout {channel:?}");
-        v.text(&format!("{owner} name"), Some(channel), true);
-        if mesh.contains_key(channel) || client_server.iter().any(|c| c.channel() == channel) {
-            v.violation(
-                owner.clone(),
-                "is also a RouteMesh or ClientServer channel: one ChannelName, one pattern",
-            );
-        }
-        match role {
-            FanoutDeclaration::Publisher(p) => {
-                if !seen.insert((channel.to_string(), "publisher")) {
-                    v.violation(owner.clone(), "publisher registered twice");
-                }
-                v.endpoint(&format!("{owner} listen"), Some(&p.listen));
-                v.advertising(
-                    &format!("{owner} listen"),
-                    Some(&p.listen),
-                    p.advertise_host.as_deref(),
-                );
-                if p.high_water_mark == 0 {
-                    v.violation(
-                        format!("{owner} send_high_water_mark"),
-                        "must be at least 1",
-                    );
-                }
-            }
-            FanoutDeclaration::Subscriber(s) => {
-                if !seen.insert((channel.to_string(), "subscriber")) {
-                    v.violation(owner.clone(), "subscriber registered twice");
-                }
-                for (endpoint, _) in &s.connect {
-                    v.endpoint(&format!("{owner} connect"), Some(endpoint));
-                }
-                match (s.connect.is_empty(), s.automatic) {
-                    (false, true) => v.violation(
-                        owner.clone(),
-                        "combines connect(endpoint) and discover(): choose one",
-                    ),
-                    (true, false) => v.violation(
-                        owner.clone(),
-                        "has no publisher: add connect(endpoint) or discover()",
-                    ),
-                    _ => {}
-                }
-                if s.automatic && !has_store {
-                    v.violation(
-                        owner.clone(),
-                        "discover() needs a Location Store (location_store)",
-                    );
-                }
-                let handled = s.handlers.packets();
-                if handled.is_empty() {
-                    v.violation(owner, "its handler group handles no packet");
-                }
-            }
-        }
     }
 }

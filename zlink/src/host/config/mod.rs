@@ -2,10 +2,10 @@
 //! before any socket is bound), and the composed settings it hands each subsystem.
 
 mod builder;
+mod roles;
 mod settings;
 mod validate;
 
-pub use builder::{
-    RuntimeBuilder, RuntimeConfig, DEFAULT_DISCOVERY_INTERVAL, DEFAULT_STORE_FAILURE_GRACE,
-};
+pub use builder::{RuntimeBuilder, DEFAULT_DISCOVERY_INTERVAL, DEFAULT_STORE_FAILURE_GRACE};
+pub use settings::RuntimeConfig;
 pub(crate) use settings::Settings;

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use crate::channel::client_server::ClientServerRole;
 use crate::channel::fanout::FanoutDeclaration;
 use crate::handler::{HandlerGroup, HandlerTable};
+use crate::host::Runtime;
 use crate::mesh::MeshSettings;
 use crate::object::ObjectSettings;
+use crate::Result;
 
 /// Everything a started runtime needs, already validated.
 pub(crate) struct Settings {
@@ -24,4 +26,21 @@ pub(crate) struct Settings {
     pub(crate) fanout: Vec<FanoutDeclaration>,
     /// Spots, Actors, the route cache and relocation.
     pub(crate) objects: ObjectSettings,
+}
+
+/// A validated configuration, ready to [`start`](Self::start).
+pub struct RuntimeConfig {
+    pub(crate) settings: Settings,
+}
+
+impl RuntimeConfig {
+    /// The RID this node will use.
+    pub fn rid(&self) -> &str {
+        &self.settings.mesh.rid
+    }
+
+    /// Binds the listener, starts liveness and dials the manual peers.
+    pub async fn start(self) -> Result<Runtime> {
+        Runtime::start(self.settings).await
+    }
 }
