@@ -93,7 +93,8 @@ async fn start() -> Result<Nodes, BoxError> {
     .await?;
     for client in [&warm, &cold] {
         client
-            .wait_for_peers(Duration::from_secs(10), |peers| {
+            .nodes()
+            .wait_for(Duration::from_secs(10), |peers| {
                 peers.iter().any(|p| p.rid == "objects-server")
             })
             .await?;

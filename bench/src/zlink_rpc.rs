@@ -71,7 +71,8 @@ impl Pair {
         }
         let client = client.peer(peer).build()?.start().await?;
         client
-            .wait_for_peers(Duration::from_secs(10), |peers| {
+            .nodes()
+            .wait_for(Duration::from_secs(10), |peers| {
                 peers
                     .iter()
                     .any(|p| p.rid == SERVER_RID && p.weight(CHANNEL).is_some())

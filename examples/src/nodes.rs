@@ -91,7 +91,7 @@ pub async fn wait_for_servers(
     // Making the generated client declares the Client role, so `ready` knows the channel.
     GreeterClient::on_default_channel(client);
     match tokio::time::timeout(timeout, client.channels().ready(CHANNEL, count)).await {
-        Ok(ready) => ready.map(|()| client.peers()),
+        Ok(ready) => ready.map(|()| client.nodes().peers()),
         Err(_) => Err(zlink::Error::new(
             zlink::ErrorKind::DeadlineExceeded,
             format!("fewer than {count} servers of {CHANNEL} became ready"),
@@ -108,7 +108,8 @@ pub async fn wait_for_weight(
     timeout: Duration,
 ) -> zlink::Result<()> {
     client
-        .wait_for_peers(timeout, |peers| {
+        .nodes()
+        .wait_for(timeout, |peers| {
             peers
                 .iter()
                 .any(|p| p.rid == rid && p.weight(CHANNEL) == Some(weight))

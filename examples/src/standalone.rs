@@ -67,7 +67,7 @@ async fn send_requests(node: &zlink::Runtime, args: &ClientArgs) -> Result<(), S
     let ready = match wait_for_servers(node, wanted, PEER_WAIT).await {
         Ok(ready) => ready,
         Err(_) => {
-            let ready: Vec<String> = node.peers().into_iter().map(|p| p.rid).collect();
+            let ready: Vec<String> = node.nodes().peers().into_iter().map(|p| p.rid).collect();
             let looked = match &args.redis {
                 Some(url) => format!("registered in {url}"),
                 None => format!("running at {}", args.peers.join(", ")),

@@ -155,7 +155,8 @@ async fn actors_chapter() -> zlink::Result<()> {
         .await?;
     // ANCHOR_END: nodes
     gateway
-        .wait_for_peers(Duration::from_secs(5), |peers| peers.len() == 1)
+        .nodes()
+        .wait_for(Duration::from_secs(5), |peers| peers.len() == 1)
         .await?;
     zlink_testkit::wait_until(
         Duration::from_secs(5),

@@ -201,20 +201,21 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
     // ANCHOR_END: client
 
     // ANCHOR: options
+    let quote = pricing
+        .quote(&GetQuote {
+            sku: "tea".into(),
+            quantity: 1,
+        })
+        .timeout(Duration::from_secs(2))
+        .metadata("request-id", "r-17")?
+        .await?;
+    // The same settings, made once and given to several calls:
     let options = zlink::CallOptions::new()
         .timeout(Duration::from_secs(2))
-        .metadata("request-id", "r-17")?;
-    let quote = pricing
-        .quote_with(
-            &GetQuote {
-                sku: "tea".into(),
-                quantity: 1,
-            },
-            options.clone(),
-        )
-        .await?;
+        .metadata("request-id", "r-18")?;
     pricing
-        .price_changed_with(&PriceChanged { sku: "tea".into() }, options)
+        .price_changed(&PriceChanged { sku: "tea".into() })
+        .options(options)
         .await?;
     // ANCHOR_END: options
     assert_eq!(quote.cents, 250);
@@ -235,7 +236,8 @@ async fn channels_chapter_walkthrough() -> zlink::Result<()> {
     // ANCHOR: drain
     pricing_a.channels().set_weight("pricing", 0)?; // drain: no new selections, in-flight work finishes
     checkout
-        .wait_for_peers(Duration::from_secs(5), |peers| {
+        .nodes()
+        .wait_for(Duration::from_secs(5), |peers| {
             peers
                 .iter()
                 .any(|p| p.rid == "pricing-a" && p.weight("pricing") == Some(0))
@@ -280,7 +282,7 @@ async fn quote_from(group: impl HandlerGroup) -> zlink::Result<Quote> {
         .start()
         .await?;
     wait_until(Duration::from_secs(5), "peer ready", || async {
-        client.peers().len() == 1
+        client.nodes().peers().len() == 1
     })
     .await;
     let pricing = PricingClient::new(&client, "pricing");

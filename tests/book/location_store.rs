@@ -61,7 +61,8 @@ async fn location_store_chapter() -> zlink::Result<()> {
 
     // ANCHOR: wait
     checkout
-        .wait_for_peers(Duration::from_secs(5), |peers| {
+        .nodes()
+        .wait_for(Duration::from_secs(5), |peers| {
             peers.iter().any(|p| p.rid == "pricing-1")
         })
         .await?;
@@ -125,7 +126,8 @@ async fn location_store_chapter() -> zlink::Result<()> {
         .await?;
     // ANCHOR_END: tuning
     checkout
-        .wait_for_peers(Duration::from_secs(5), |peers| peers.len() == 2)
+        .nodes()
+        .wait_for(Duration::from_secs(5), |peers| peers.len() == 2)
         .await?;
 
     tuned.shutdown().await;
@@ -162,7 +164,8 @@ async fn embedded_store_chapter() -> zlink::Result<()> {
         .await?;
     // ANCHOR_END: embedded
     checkout
-        .wait_for_peers(Duration::from_secs(5), |peers| peers.len() == 1)
+        .nodes()
+        .wait_for(Duration::from_secs(5), |peers| peers.len() == 1)
         .await?;
     let price = PricingClient::on_default_channel(&checkout)
         .price(&GetPrice("tea".into()))
@@ -222,7 +225,8 @@ async fn cluster_chapter() -> zlink::Result<()> {
         .start()
         .await?;
     checkout
-        .wait_for_peers(Duration::from_secs(5), |peers| peers.len() == 1)
+        .nodes()
+        .wait_for(Duration::from_secs(5), |peers| peers.len() == 1)
         .await?;
 
     // ANCHOR: durability

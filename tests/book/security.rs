@@ -82,7 +82,8 @@ async fn security_chapter_mesh() -> zlink::Result<()> {
         .await?;
     // ANCHOR_END: mesh
     teller
-        .wait_for_peers(Duration::from_secs(10), |p| !p.is_empty())
+        .nodes()
+        .wait_for(Duration::from_secs(10), |p| !p.is_empty())
         .await?;
     let balance = LedgerClient::on_default_channel(&teller)
         .balance(&GetBalance("alice".into()))
@@ -123,7 +124,8 @@ async fn security_chapter_manual() -> zlink::Result<()> {
         .await?;
     // ANCHOR_END: manual
     teller
-        .wait_for_peers(Duration::from_secs(10), |p| !p.is_empty())
+        .nodes()
+        .wait_for(Duration::from_secs(10), |p| !p.is_empty())
         .await?;
     let balance = LedgerClient::on_default_channel(&teller)
         .balance(&GetBalance("bob".into()))

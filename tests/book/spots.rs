@@ -116,7 +116,8 @@ async fn spots_chapter() -> zlink::Result<()> {
         .await?;
     // ANCHOR_END: nodes
     lobby
-        .wait_for_peers(Duration::from_secs(5), |peers| peers.len() == 1)
+        .nodes()
+        .wait_for(Duration::from_secs(5), |peers| peers.len() == 1)
         .await?;
     zlink_testkit::wait_until(
         Duration::from_secs(5),

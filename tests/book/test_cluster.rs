@@ -79,11 +79,11 @@ async fn a_partitioned_owner_is_unavailable_until_the_partition_heals() {
     cluster.partition(0, 1);
     // The link looks open but carries nothing: liveness closes it.
     wait_until(Duration::from_secs(10), "n1 lost n0", || async {
-        caller.peers().iter().all(|p| p.rid != "n0")
+        caller.nodes().peers().iter().all(|p| p.rid != "n0")
     })
     .await;
     let quick = CallOptions::new().timeout(Duration::from_millis(500));
-    let cut = counter.bump_with(&Bump, quick).await.unwrap_err();
+    let cut = counter.bump(&Bump).options(quick).await.unwrap_err();
     assert!(cut.is(ErrorKind::Unavailable), "{cut}");
     // Nothing was re-created elsewhere: n2 still reaches the one counter on n0.
     let other = CounterClient::new(cluster.node(2), "c");
@@ -170,14 +170,14 @@ async fn test_cluster_runs_on_real_tcp_with_redis() {
         Duration::from_secs(10),
         "n1 finds the killed owner unavailable",
         || async {
-            matches!(counter.bump_with(&Bump, quick()).await, Err(ref e) if e.is(ErrorKind::Unavailable))
+            matches!(counter.bump(&Bump).options(quick()).await, Err(ref e) if e.is(ErrorKind::Unavailable))
         },
     )
     .await;
     // From a node with no cached route too: the authority stays with the dead owner, so it
     // is Unavailable, not Missing, and nothing is created elsewhere.
     let other = CounterClient::new(cluster.node(2), "c");
-    let dead = other.bump_with(&Bump, quick()).await.unwrap_err();
+    let dead = other.bump(&Bump).options(quick()).await.unwrap_err();
     assert_eq!(dead.kind(), Some(ErrorKind::Unavailable), "{dead}");
     let found = cluster.node(2).spots().find("c").await.unwrap();
     assert!(matches!(found, Some(ref c) if c.rid == "n0"), "{found:?}");

@@ -79,7 +79,8 @@ async fn a_client_calls_a_server_on_its_own_listener_and_gets_the_reply() {
     assert_eq!(answered(&client).await, "s");
     let tagged = CallOptions::new().metadata("trace", "t-1").unwrap();
     let reply = echo_client_on(&client, CS)
-        .echo_with(&Echo { text: "y".into() }, tagged)
+        .echo(&Echo { text: "y".into() })
+        .options(tagged)
         .await
         .unwrap();
     assert_eq!(reply.trace.as_deref(), Some("t-1"));
@@ -197,10 +198,8 @@ async fn with_no_ready_server_a_call_waits_then_fails_not_found() {
     let client = start(cs_client("c", &[&endpoint])).await;
     let started = Instant::now();
     let err = echo_client_on(&client, CS)
-        .echo_with(
-            &Echo { text: "x".into() },
-            CallOptions::new().timeout(Duration::from_millis(600)),
-        )
+        .echo(&Echo { text: "x".into() })
+        .options(CallOptions::new().timeout(Duration::from_millis(600)))
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
@@ -318,10 +317,8 @@ async fn a_reply_after_its_request_ended_is_dropped() {
     wait_for_servers(&client, 1).await;
     let echo = echo_client_on(&client, CS);
     let err = echo
-        .slow_with(
-            &Slow { millis: 400 },
-            CallOptions::new().timeout(Duration::from_millis(100)),
-        )
+        .slow(&Slow { millis: 400 })
+        .options(CallOptions::new().timeout(Duration::from_millis(100)))
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::DeadlineExceeded), "{err}");
@@ -471,13 +468,14 @@ async fn a_request_carries_its_remaining_budget_not_the_full_timeout() {
         tokio::spawn(async move {
             let opts = CallOptions::new().timeout(Duration::from_secs(4));
             client
-                .request_to_channel_with(
+                .channels()
+                .request(
                     CS,
                     &Echo {
                         text: "budget".into(),
                     },
-                    opts,
                 )
+                .options(opts)
                 .await
         })
     };

@@ -205,8 +205,8 @@ async fn a_restarted_node_on_the_same_endpoint_is_a_new_lifecycle() {
     let a = start(server(&store)).await;
     let c = echo_client_node("c", &store, quick_lease()).await;
     wait_for_peers(&c, &["a"]).await;
-    let first = c.peers()[0].generation;
-    assert_eq!(first, a.generation());
+    let first = c.nodes().peers()[0].generation;
+    assert_eq!(first, a.handle().generation());
 
     // Killed: its lease lives on, so the RID is still taken...
     a.crash().await;
@@ -230,11 +230,12 @@ async fn a_restarted_node_on_the_same_endpoint_is_a_new_lifecycle() {
             }
         }
     };
-    assert_ne!(a2.generation(), first);
+    assert_ne!(a2.handle().generation(), first);
     wait_until(WAIT, "c is connected to the new lifecycle", || async {
-        c.peers()
+        c.nodes()
+            .peers()
             .iter()
-            .any(|p| p.rid == "a" && p.generation == a2.generation())
+            .any(|p| p.rid == "a" && p.generation == a2.handle().generation())
     })
     .await;
     assert_eq!(echo_by(&c).await, "a");

@@ -48,7 +48,8 @@ async fn peer_killed_mid_request_gives_one_terminal_result_and_no_execution_else
         tokio::spawn(async move {
             let opts = zlink::CallOptions::new().timeout(Duration::from_secs(10));
             echo_client(&c)
-                .echo_with(&Echo { text: "x".into() }, opts)
+                .echo(&Echo { text: "x".into() })
+                .options(opts)
                 .await
         })
     };
@@ -72,7 +73,8 @@ async fn peer_killed_mid_request_gives_one_terminal_result_and_no_execution_else
         0,
         "an accepted request is never re-run elsewhere"
     );
-    c.wait_for_peers(WAIT, |p| p.iter().all(|s| s.rid != "a"))
+    c.nodes()
+        .wait_for(WAIT, |p| p.iter().all(|s| s.rid != "a"))
         .await
         .unwrap();
     stop([c, b]).await;
@@ -82,11 +84,11 @@ async fn peer_killed_mid_request_gives_one_terminal_result_and_no_execution_else
 async fn restarted_peer_is_reconnected_with_a_new_handshake() {
     let a1 = server("a", 100).await;
     let endpoint = a1.endpoint();
-    let gen1 = a1.generation();
+    let gen1 = a1.handle().generation();
     let c = client("c", &[&a1]).await;
-    assert_eq!(c.peers()[0].generation, gen1);
+    assert_eq!(c.nodes().peers()[0].generation, gen1);
     a1.shutdown().await;
-    c.wait_for_peers(WAIT, |p| p.is_empty()).await.unwrap();
+    c.nodes().wait_for(WAIT, |p| p.is_empty()).await.unwrap();
     let err = echo_client(&c)
         .echo(&Echo { text: "x".into() })
         .await
@@ -101,11 +103,15 @@ async fn restarted_peer_is_reconnected_with_a_new_handshake() {
             .channel_server(CHANNEL, echo_handlers("a2", Default::default())),
     )
     .await;
-    assert_ne!(a2.generation(), gen1, "a restart is a new lifecycle");
-    let peers = c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
+    assert_ne!(
+        a2.handle().generation(),
+        gen1,
+        "a restart is a new lifecycle"
+    );
+    let peers = c.nodes().wait_for(WAIT, |p| p.len() == 1).await.unwrap();
     assert_eq!(
         peers[0].generation,
-        a2.generation(),
+        a2.handle().generation(),
         "admitted through a fresh handshake"
     );
     assert_eq!(echo_by(&c).await, "a2");
@@ -129,7 +135,7 @@ async fn mem_client(net: &MemNetwork) -> Runtime {
             .peer(PeerSpec::new("mem://a:1")),
     )
     .await;
-    c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
+    c.nodes().wait_for(WAIT, |p| p.len() == 1).await.unwrap();
     c
 }
 
@@ -140,26 +146,30 @@ async fn half_open_peer_becomes_not_ready_after_the_liveness_deadline() {
         start(mem_node(&net, "a").channel_server(CHANNEL, echo_handlers("a", Default::default())))
             .await;
     let c = mem_client(&net).await;
-    let generation = c.peers()[0].generation;
+    let generation = c.nodes().peers()[0].generation;
     // Acked probes keep an idle connection ready across several deadlines.
     let idle_until = tokio::time::Instant::now() + Duration::from_millis(900);
     while tokio::time::Instant::now() < idle_until {
-        assert_eq!(c.peers().len(), 1, "an idle, healthy link stays ready");
+        assert_eq!(
+            c.nodes().peers().len(),
+            1,
+            "an idle, healthy link stays ready"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     net.half_open("a", "c");
     let lost_at = tokio::time::Instant::now();
-    c.wait_for_peers(WAIT, |p| p.is_empty()).await.unwrap();
+    c.nodes().wait_for(WAIT, |p| p.is_empty()).await.unwrap();
     let took = lost_at.elapsed();
     assert!(
         took >= Duration::from_millis(200),
         "not before the deadline: {took:?}"
     );
-    a.wait_for_peers(WAIT, |p| p.is_empty()).await.unwrap();
+    a.nodes().wait_for(WAIT, |p| p.is_empty()).await.unwrap();
     // Heal the link: the client reconnects with a new handshake to the same lifecycle.
     net.clear_fault("a", "c");
     net.clear_fault("c", "a");
-    let peers = c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
+    let peers = c.nodes().wait_for(WAIT, |p| p.len() == 1).await.unwrap();
     assert_eq!(peers[0].generation, generation);
     assert_eq!(echo_by(&c).await, "a");
     stop([c, a]).await;
@@ -175,7 +185,8 @@ async fn one_direction_blackhole_fails_requests_by_deadline_not_by_guessing() {
     net.set_fault("a", "c", zlink_testkit::LinkFault::Drop);
     let opts = zlink::CallOptions::new().timeout(Duration::from_secs(5));
     let err = echo_client(&c)
-        .echo_with(&Echo { text: "x".into() }, opts)
+        .echo(&Echo { text: "x".into() })
+        .options(opts)
         .await
         .unwrap_err();
     // Replies and acks are lost: liveness closes the link and the request ends once.
@@ -233,7 +244,8 @@ async fn malformed_frames_are_protocol_errors_and_the_node_keeps_serving() {
     #[message(name = "Echo", reply = Echoed)]
     struct NotAnEcho(u64);
     let err = c
-        .request_to_channel(CHANNEL, &NotAnEcho(7))
+        .channels()
+        .request(CHANNEL, &NotAnEcho(7))
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::ProtocolError), "{err}");
@@ -257,13 +269,14 @@ async fn mesh_name_mismatch_is_rejected() {
         .await
         .unwrap();
     let waited = other
-        .wait_for_peers(Duration::from_millis(700), |p| !p.is_empty())
+        .nodes()
+        .wait_for(Duration::from_millis(700), |p| !p.is_empty())
         .await;
     assert!(
         waited.is_err(),
         "a node of another mesh never becomes ready"
     );
-    assert!(a.peers().is_empty());
+    assert!(a.nodes().peers().is_empty());
     let err = echo_client(&other)
         .echo(&Echo { text: "x".into() })
         .await
@@ -282,12 +295,14 @@ async fn expected_rid_mismatch_is_refused() {
     )
     .await;
     assert!(c
-        .wait_for_peers(Duration::from_millis(700), |p| !p.is_empty())
+        .nodes()
+        .wait_for(Duration::from_millis(700), |p| !p.is_empty())
         .await
         .is_err());
     // Node-direct to the expected (known) RID waits for readiness, then Unavailable.
     let err = c
-        .request_to_node("not-a", &Echo { text: "x".into() })
+        .nodes()
+        .request("not-a", &Echo { text: "x".into() })
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");

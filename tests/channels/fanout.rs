@@ -133,11 +133,13 @@ async fn subscribers_receive_only_the_topics_they_filter_on() {
     while tea.prices() == 0 {
         assert!(Instant::now() < give_up);
         p.fanout()
-            .publish_topic(PRICES, "coffee.latte", &price(0))
+            .publish(PRICES, &price(0))
+            .topic("coffee.latte")
             .await
             .unwrap();
         p.fanout()
-            .publish_topic(PRICES, "tea.green", &price(0))
+            .publish(PRICES, &price(0))
+            .topic("tea.green")
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -193,7 +195,9 @@ async fn no_drop_publish_waits_for_room_and_fails_at_its_deadline() {
         let started = Instant::now();
         match p
             .fanout()
-            .publish_topic_with(PRICES, "PriceChanged", &price(256 * 1024), short())
+            .publish(PRICES, &price(256 * 1024))
+            .topic("PriceChanged")
+            .options(short())
             .await
         {
             Ok(()) => {
@@ -239,13 +243,15 @@ async fn the_reserved_beacon_topic_is_an_argument_error_and_zero_subscribers_is_
     let p = publisher(Fanout::publisher(PRICES)).await;
     let err = p
         .fanout()
-        .publish_topic(PRICES, "\u{1}ZLF1", &price(0))
+        .publish(PRICES, &price(0))
+        .topic("\u{1}ZLF1")
         .await
         .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     for near in ["\u{1}ZLF", "\u{1}ZLF1\u{0}", "\u{1}ZLF2"] {
         p.fanout()
-            .publish_topic(PRICES, near, &price(0))
+            .publish(PRICES, &price(0))
+            .topic(near)
             .await
             .unwrap();
     }
@@ -554,7 +560,9 @@ async fn once_ready_a_subscriber_misses_no_event_and_sees_its_metadata() {
     // Exactly one publish each, no retry: `ready` promised the subscription is in effect.
     let options = CallOptions::new().metadata("trace", "t-1").unwrap();
     p.fanout()
-        .publish_topic_with(PRICES, "PriceChanged", &price(0), options)
+        .publish(PRICES, &price(0))
+        .topic("PriceChanged")
+        .options(options)
         .await
         .unwrap();
     p.fanout().publish(PRICES, &price(0)).await.unwrap();

@@ -125,7 +125,8 @@ async fn caller_of(server: &Runtime, channels: &[&str]) -> Runtime {
     }
     let caller = start(builder).await;
     caller
-        .wait_for_peers(WAIT, |peers| peers.len() == 1)
+        .nodes()
+        .wait_for(WAIT, |peers| peers.len() == 1)
         .await
         .expect("server ready");
     caller
@@ -175,20 +176,19 @@ async fn generated_client_options_carry_timeout_and_metadata() {
 
     let tagged = CallOptions::new().metadata("tag", "t-42").unwrap();
     let balance = client
-        .deposit_with(&Deposit { cents: 9 }, tagged)
+        .deposit(&Deposit { cents: 9 })
+        .options(tagged)
         .await
         .unwrap();
     assert_eq!(balance.tag.as_deref(), Some("t-42"));
 
     let short = CallOptions::new().timeout(Duration::from_millis(100));
     let err = client
-        .withdraw_with(
-            &Withdraw {
-                cents: 1,
-                hold_ms: 1_000,
-            },
-            short,
-        )
+        .withdraw(&Withdraw {
+            cents: 1,
+            hold_ms: 1_000,
+        })
+        .options(short)
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::DeadlineExceeded), "{err}");
@@ -239,7 +239,8 @@ async fn generated_group_answers_unknown_packets_not_found_and_bad_payloads_prot
     let caller = caller_of(&server, &["mirror"]).await;
     // Mirror has no Withdraw handler.
     let err = caller
-        .request_to_channel(
+        .channels()
+        .request(
             "mirror",
             &Withdraw {
                 cents: 1,
@@ -254,7 +255,8 @@ async fn generated_group_answers_unknown_packets_not_found_and_bad_payloads_prot
     #[message(name = "Deposit", reply = Balance)]
     struct FakeDeposit(String);
     let err = caller
-        .request_to_channel("mirror", &FakeDeposit("x".into()))
+        .channels()
+        .request("mirror", &FakeDeposit("x".into()))
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::ProtocolError), "{err}");

@@ -29,7 +29,8 @@ async fn request_reply_roundtrip_carries_metadata_to_the_handler() {
     let c = client("c", &[&a]).await;
     let opts = CallOptions::new().metadata("trace", "t-1").unwrap();
     let reply = echo_client(&c)
-        .echo_with(&Echo { text: "hi".into() }, opts)
+        .echo(&Echo { text: "hi".into() })
+        .options(opts)
         .await
         .unwrap();
     assert_eq!(
@@ -79,12 +80,13 @@ async fn weight_zero_drains_new_requests_while_in_flight_request_completes() {
         tokio::spawn(async move { echo_client(&c).slow(&Slow { millis: 800 }).await })
     };
     a.channels().set_weight(CHANNEL, 0).unwrap();
-    c.wait_for_peers(WAIT, |p| {
-        p.iter()
-            .any(|s| s.rid == "a" && s.weight(CHANNEL) == Some(0))
-    })
-    .await
-    .unwrap();
+    c.nodes()
+        .wait_for(WAIT, |p| {
+            p.iter()
+                .any(|s| s.rid == "a" && s.weight(CHANNEL) == Some(0))
+        })
+        .await
+        .unwrap();
     assert!(
         !slow.is_finished(),
         "the slow request must still be in flight during the drain"
@@ -97,7 +99,8 @@ async fn weight_zero_drains_new_requests_while_in_flight_request_completes() {
     );
     // Node-direct to the drained node is unaffected.
     let direct = c
-        .request_to_node(
+        .nodes()
+        .request(
             "a",
             &Echo {
                 text: "direct".into(),
@@ -115,10 +118,11 @@ async fn weight_zero_drains_new_requests_while_in_flight_request_completes() {
 async fn weight_change_propagates_with_a_higher_revision() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
-    let before = c.peers()[0].revision;
+    let before = c.nodes().peers()[0].revision;
     a.channels().set_weight(CHANNEL, 250).unwrap();
     let peers = c
-        .wait_for_peers(WAIT, |p| p[0].weight(CHANNEL) == Some(250))
+        .nodes()
+        .wait_for(WAIT, |p| p[0].weight(CHANNEL) == Some(250))
         .await
         .unwrap();
     assert!(peers[0].revision > before);
@@ -140,11 +144,12 @@ async fn route_mesh_never_selects_itself_not_found() {
             .peer(PeerSpec::new(a.endpoint())),
     )
     .await;
-    b.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
+    b.nodes().wait_for(WAIT, |p| p.len() == 1).await.unwrap();
     // From b, the only candidate is a.
     assert_eq!(echo_by(&b).await, "a");
     a.channels().set_weight(CHANNEL, 0).unwrap();
-    b.wait_for_peers(WAIT, |p| p[0].weight(CHANNEL) == Some(0))
+    b.nodes()
+        .wait_for(WAIT, |p| p[0].weight(CHANNEL) == Some(0))
         .await
         .unwrap();
     // Now b itself is the only server with weight > 0: it must not select itself.
@@ -166,17 +171,20 @@ async fn node_direct_to_non_member_is_not_found() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
     let err = c
-        .request_to_node("nobody", &Echo { text: "x".into() })
+        .nodes()
+        .request("nobody", &Echo { text: "x".into() })
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
     let err = c
-        .send_to_node("nobody", &Note("x".into()))
+        .nodes()
+        .send("nobody", &Note("x".into()))
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
     assert_eq!(
-        c.request_to_node("a", &Echo { text: "x".into() })
+        c.nodes()
+            .request("a", &Echo { text: "x".into() })
             .await
             .unwrap()
             .by,
@@ -218,7 +226,7 @@ async fn one_status_snapshot_shows_identity_peers_weights_and_serializes() {
     let c = client("c", &[&a]).await;
     let status = a.status();
     assert_eq!(status.rid, "a");
-    assert_eq!(status.generation, a.generation());
+    assert_eq!(status.generation, a.handle().generation());
     assert!(status.running);
     assert_eq!(status.served, vec![(CHANNEL.to_string(), 250)]);
     assert_eq!(
@@ -262,7 +270,7 @@ impl zlink::Message for LongName {
 async fn a_packet_name_over_255_bytes_is_an_argument_error_not_a_truncation() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
-    let err = c.send_to_channel(CHANNEL, &LongName).await.unwrap_err();
+    let err = c.channels().send(CHANNEL, &LongName).await.unwrap_err();
     assert!(matches!(err, zlink::Error::InvalidArgument(_)), "{err}");
     // The connection is untouched.
     assert_eq!(echo_by(&c).await, "a");
@@ -274,7 +282,8 @@ async fn unregistered_channel_is_not_found() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
     let err = c
-        .request_to_channel("other", &Echo { text: "x".into() })
+        .channels()
+        .request("other", &Echo { text: "x".into() })
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
@@ -287,7 +296,8 @@ async fn request_timeout_is_deadline_exceeded_and_late_reply_is_discarded() {
     let c = client("c", &[&a]).await;
     let opts = CallOptions::new().timeout(Duration::from_millis(100));
     let err = echo_client(&c)
-        .slow_with(&Slow { millis: 400 }, opts)
+        .slow(&Slow { millis: 400 })
+        .options(opts)
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::DeadlineExceeded), "{err}");
@@ -303,11 +313,12 @@ async fn request_without_handler_gets_not_found_and_send_without_handler_is_drop
     let notes = Arc::new(AtomicUsize::new(0));
     let a = start(node("a").channel_server(CHANNEL, echo_handlers("a", notes.clone()))).await;
     let c = client("c", &[&a]).await;
-    let err = c.request_to_channel(CHANNEL, &Unhandled).await.unwrap_err();
+    let err = c.channels().request(CHANNEL, &Unhandled).await.unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
     // A send for a packet registered as a request has no send handler: dropped, no error
     // for the sender (completion is local admission).
-    c.send_to_channel(CHANNEL, &Echo { text: "x".into() })
+    c.channels()
+        .send(CHANNEL, &Echo { text: "x".into() })
         .await
         .unwrap();
     echo_client(&c).note(&Note("counted".into())).await.unwrap();
@@ -345,7 +356,8 @@ async fn reply_never_carries_request_metadata() {
     let c = client("c", &[&a]).await;
     let opts = CallOptions::new().metadata("trace", "first").unwrap();
     let r1 = echo_client(&c)
-        .echo_with(&Echo { text: "1".into() }, opts)
+        .echo(&Echo { text: "1".into() })
+        .options(opts)
         .await
         .unwrap();
     let r2 = echo_client(&c)
@@ -366,8 +378,8 @@ async fn both_sides_listing_each_other_keep_one_connection() {
             .peer(PeerSpec::new(a.endpoint()).expect_rid("a")),
     )
     .await;
-    b.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
-    a.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
+    b.nodes().wait_for(WAIT, |p| p.len() == 1).await.unwrap();
+    a.nodes().wait_for(WAIT, |p| p.len() == 1).await.unwrap();
     assert_eq!(echo_by(&b).await, "a");
     assert_eq!(echo_by(&a).await, "b");
     stop([b, a]).await;
@@ -383,7 +395,7 @@ async fn channel_readiness_counts_only_selectable_servers_and_fails_in_time() {
     )
     .await;
     let _client = echo_client(&c);
-    c.wait_for_peers(WAIT, |p| p.len() == 1).await.unwrap();
+    c.nodes().wait_for(WAIT, |p| p.len() == 1).await.unwrap();
     // a is connected but drained (weight 0): it is not a selectable server.
     let started = std::time::Instant::now();
     let err = c.channels().ready(CHANNEL, 1).await.unwrap_err();

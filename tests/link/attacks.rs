@@ -220,7 +220,7 @@ async fn length_bomb_scenario() {
 async fn a_message_with_too_many_frames_closes_only_that_connection() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
-    let generation = c.peers()[0].generation;
+    let generation = c.nodes().peers()[0].generation;
     let mut quiet = RawZmtp::dealer(&a.endpoint()).await.expect("handshake");
     let mut flooder = RawZmtp::dealer(&a.endpoint()).await.expect("handshake");
     let frames: Vec<&[u8]> = vec![b"x"; 64];
@@ -234,9 +234,9 @@ async fn a_message_with_too_many_frames_closes_only_that_connection() {
         "another connection was closed too"
     );
     assert_eq!(echo_by(&c).await, "a");
-    assert_eq!(c.peers().len(), 1);
+    assert_eq!(c.nodes().peers().len(), 1);
     assert_eq!(
-        c.peers()[0].generation,
+        c.nodes().peers()[0].generation,
         generation,
         "c's connection was not touched"
     );
@@ -338,7 +338,7 @@ async fn hello_in_answer_to_a_dial_is_a_refusal() {
         .expect("send");
     assert!(raw.closed_within(WAIT).await, "b kept the connection");
     assert!(
-        b.peers().is_empty(),
+        b.nodes().peers().is_empty(),
         "b admitted a peer that never sent admit"
     );
     b.shutdown().await;
@@ -454,7 +454,8 @@ async fn garbage_bytes_close_only_their_connection() {
     assert!(after.closed_within(WAIT).await);
     assert_eq!(echo_by(&c).await, "a");
     let err = c
-        .request_to_node("nobody", &Echo { text: "x".into() })
+        .nodes()
+        .request("nobody", &Echo { text: "x".into() })
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::NotFound), "{err}");
@@ -510,7 +511,9 @@ async fn a_handler_that_outlives_the_callers_deadline_is_cancelled() {
     let c = client("c", &[&a]).await;
     let opts = zlink::CallOptions::new().timeout(Duration::from_millis(200));
     let err = c
-        .request_to_channel_with(CHANNEL, &Slow { millis: 800 }, opts)
+        .channels()
+        .request(CHANNEL, &Slow { millis: 800 })
+        .options(opts)
         .await
         .unwrap_err();
     assert!(err.is(ErrorKind::DeadlineExceeded), "{err}");
@@ -528,7 +531,7 @@ async fn a_handler_that_outlives_the_callers_deadline_is_cancelled() {
 async fn a_duplicate_rid_refuses_the_newcomer_and_leaves_the_live_peer_alone() {
     let a = server("a", 100).await;
     let c = client("c", &[&a]).await;
-    let generation = c.peers()[0].generation;
+    let generation = c.nodes().peers()[0].generation;
     let mut newcomer = RawZmtp::dealer(&a.endpoint()).await.expect("handshake");
     newcomer
         .send(&as_slices(&hello("c", MESH)))
@@ -549,7 +552,7 @@ async fn a_duplicate_rid_refuses_the_newcomer_and_leaves_the_live_peer_alone() {
     assert_eq!(header.reject, Some(RejectReason::DuplicateConnection));
     assert!(newcomer.closed_within(WAIT).await);
     assert_eq!(peer_rids(&a), vec!["c".to_string()]);
-    assert_eq!(c.peers()[0].generation, generation);
+    assert_eq!(c.nodes().peers()[0].generation, generation);
     assert_eq!(echo_by(&c).await, "a");
     stop([c, a]).await;
 }
@@ -576,7 +579,7 @@ async fn early_frames_from_a_dialed_server_are_refused() {
         raw.write(&early).await.expect("write");
         assert!(raw.closed_within(WAIT).await, "b kept the connection");
         assert!(
-            b.peers().is_empty(),
+            b.nodes().peers().is_empty(),
             "b admitted a server that never sent admit"
         );
     }
@@ -597,7 +600,7 @@ async fn frames_after_a_reject_are_ignored() {
     raw.write(&both).await.expect("write");
     assert!(raw.closed_within(WAIT).await);
     assert!(
-        a.peers().is_empty(),
+        a.nodes().peers().is_empty(),
         "a hello after the reject was admitted"
     );
     a.shutdown().await;
@@ -686,7 +689,7 @@ async fn the_open_connection_cap_refuses_the_excess_and_keeps_serving() {
         held.push(admitted_raw(&a.endpoint(), &format!("held-{i}")).await);
     }
     assert_eq!(a.status().open_connections, 4, "c and three raw peers");
-    assert_eq!(a.peers().len(), 4);
+    assert_eq!(a.nodes().peers().len(), 4);
     // The excess is refused at accept: closed without even a ZMTP greeting, long before
     // the handshake deadline (5 s) would close an accepted one.
     let address = a.endpoint().trim_start_matches("tcp://").to_string();
@@ -739,7 +742,7 @@ async fn admitted_oversize_scenario() {
     };
     let a = start(limited_server(limits)).await;
     let c = client("c", &[&a]).await;
-    let generation = c.peers()[0].generation;
+    let generation = c.nodes().peers()[0].generation;
     let before = rss_bytes();
     // An admitted peer may send up to the limit: a 512 KiB request is answered.
     let mut fine = admitted_raw(&a.endpoint(), "fine").await;
@@ -789,7 +792,7 @@ async fn admitted_oversize_scenario() {
     assert!(matches!(reply_to(&mut fine, 2).await, ReplyOutcome::Ok(_)));
     assert_eq!(echo_by(&c).await, "a");
     assert_eq!(
-        c.peers()[0].generation,
+        c.nodes().peers()[0].generation,
         generation,
         "c's connection was not touched"
     );

@@ -42,7 +42,8 @@ async fn a_curve_node_admits_only_keys_in_its_trust_set() {
     );
     let a = start(curve_server("a", &a_keys, &[&b_keys])).await;
     let b = start(curve_client("b", &b_keys, &a, &a_keys)).await;
-    b.wait_for_peers(WAIT, |p| p.len() == 1)
+    b.nodes()
+        .wait_for(WAIT, |p| p.len() == 1)
         .await
         .expect("b is admitted");
     assert_eq!(echo_by(&b).await, "a");
@@ -58,7 +59,11 @@ async fn a_curve_node_admits_only_keys_in_its_trust_set() {
     let wrong_server = start(curve_client("w", &b_keys, &a, &stranger)).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     for refused in [&untrusted, &plain, &wrong_server] {
-        assert!(refused.peers().is_empty(), "{} was admitted", refused.rid());
+        assert!(
+            refused.nodes().peers().is_empty(),
+            "{} was admitted",
+            refused.rid()
+        );
     }
     assert_eq!(peer_rids(&a), vec!["b".to_string()]);
     stop([untrusted, plain, wrong_server, b, a]).await;
@@ -73,23 +78,28 @@ async fn a_rid_claimed_by_another_key_is_refused() {
     );
     let a = start(curve_server("a", &a_keys, &[&b_keys, &thief])).await;
     let b = start(curve_client("b", &b_keys, &a, &a_keys)).await;
-    b.wait_for_peers(WAIT, |p| p.len() == 1)
+    b.nodes()
+        .wait_for(WAIT, |p| p.len() == 1)
         .await
         .expect("b is admitted");
     b.shutdown().await;
-    wait_until(WAIT, "a sees b leave", || async { a.peers().is_empty() }).await;
+    wait_until(WAIT, "a sees b leave", || async {
+        a.nodes().peers().is_empty()
+    })
+    .await;
     // A trusted key, but not the one that proved "b": refused.
     let impostor = start(curve_client("b", &thief, &a, &a_keys)).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(
-        impostor.peers().is_empty(),
+        impostor.nodes().peers().is_empty(),
         "the impostor was admitted as b"
     );
-    assert!(a.peers().is_empty());
+    assert!(a.nodes().peers().is_empty());
     impostor.shutdown().await;
     // The real b comes back and is admitted again.
     let b = start(curve_client("b", &b_keys, &a, &a_keys)).await;
-    b.wait_for_peers(WAIT, |p| p.len() == 1)
+    b.nodes()
+        .wait_for(WAIT, |p| p.len() == 1)
         .await
         .expect("b is admitted again");
     stop([b, a]).await;
@@ -116,7 +126,8 @@ async fn curve_nodes_discover_each_other_through_redis_with_published_keys() {
             .channel_client(CHANNEL),
     )
     .await;
-    b.wait_for_peers(WAIT, |p| p.len() == 1)
+    b.nodes()
+        .wait_for(WAIT, |p| p.len() == 1)
         .await
         .expect("b finds a");
     assert_eq!(echo_by(&b).await, "a");
@@ -127,13 +138,14 @@ async fn curve_nodes_discover_each_other_through_redis_with_published_keys() {
             .trust_key(CurveKeypair::generate().public())
             .channel_client(CHANNEL)
             .peer(
-                PeerSpec::new(a.endpoint()).server_key(a.curve_public_key().expect("a runs CURVE")),
+                PeerSpec::new(a.endpoint())
+                    .server_key(a.handle().curve_public_key().expect("a runs CURVE")),
             ),
     )
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(
-        lurker.peers().is_empty(),
+        lurker.nodes().peers().is_empty(),
         "a key outside the mesh was admitted"
     );
     stop([lurker, b, a]).await;
@@ -275,8 +287,8 @@ async fn a_configured_peer_key_owns_its_rid_before_it_ever_connects() {
     // c, trusted, claims to be "b" first: refused.
     let impostor = start(curve_client("b", &c_keys, &a, &a_keys)).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert!(impostor.peers().is_empty(), "c was admitted as b");
-    assert!(a.peers().is_empty());
+    assert!(impostor.nodes().peers().is_empty(), "c was admitted as b");
+    assert!(a.nodes().peers().is_empty());
     stop([impostor, a]).await;
 }
 

@@ -438,7 +438,7 @@ async fn a_local_request_ends_at_its_deadline_and_its_late_reply_is_discarded() 
     let client = PlayerClient::new(&a, "slow");
     let started = tokio::time::Instant::now();
     let short = zlink::CallOptions::new().timeout(std::time::Duration::from_millis(150));
-    let late = client.stall_with(&Stall(600), short).await.unwrap_err();
+    let late = client.stall(&Stall(600)).options(short).await.unwrap_err();
     assert!(late.is(ErrorKind::DeadlineExceeded), "{late}");
     let waited = started.elapsed();
     assert!(
@@ -479,7 +479,8 @@ async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_on
     for rt in [&a, &b] {
         let client = PlayerClient::new(rt, "m");
         let seen = client
-            .inspect_with(&Inspect::default(), traced())
+            .inspect(&Inspect::default())
+            .options(traced())
             .await
             .unwrap();
         assert_eq!(
@@ -501,11 +502,13 @@ async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_on
             ..Inspect::default()
         };
         let local = PlayerClient::new(&a, "m")
-            .inspect_with(&failing, traced())
+            .inspect(&failing)
+            .options(traced())
             .await
             .unwrap_err();
         let remote = PlayerClient::new(&b, "m")
-            .inspect_with(&failing, traced())
+            .inspect(&failing)
+            .options(traced())
             .await
             .unwrap_err();
         assert_eq!(local.kind(), Some(kind), "local: {local}");
@@ -521,7 +524,8 @@ async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_on
     for rt in [&a, &b] {
         let started = tokio::time::Instant::now();
         let late = PlayerClient::new(rt, "m")
-            .inspect_with(&stalled, short())
+            .inspect(&stalled)
+            .options(short())
             .await
             .unwrap_err();
         assert!(
@@ -537,7 +541,8 @@ async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_on
     }
     for rt in [&a, &b] {
         let seen = PlayerClient::new(rt, "m")
-            .inspect_with(&Inspect::default(), traced())
+            .inspect(&Inspect::default())
+            .options(traced())
             .await
             .unwrap();
         assert_eq!(seen.metadata, sent, "caller {}", rt.rid());

@@ -11,7 +11,7 @@ use zlink::object::{
     is_entry_spot_id, Actor, ActorContext, ActorRef, EntryHooks, Execution, JoinDecision,
     JoinOutcome, Spot, SpotContext,
 };
-use zlink::{Bytes, ErrorKind, Runtime};
+use zlink::{Bytes, ErrorKind, Handle, Runtime};
 use zlink_testkit::RedisServer;
 use zlink_tests::*;
 
@@ -45,7 +45,7 @@ pub struct Stamped(pub String);
 pub struct Pause(pub u64);
 
 /// Records one handled message of `target` on the node of `rt`, and answers that node.
-fn record(handled: &Handled, target: &str, sender: &str, seq: u64, rt: &Runtime) -> Stamped {
+fn record(handled: &Handled, target: &str, sender: &str, seq: u64, rt: &Handle) -> Stamped {
     let node = rt.rid().to_string();
     handled
         .lock()
@@ -104,20 +104,20 @@ impl Room {
             ctx.id().as_str(),
             &mark.sender,
             mark.seq,
-            &ctx.runtime(),
+            ctx.handle(),
         );
         Ok(())
     }
 
     #[handler]
     async fn stamp(&mut self, stamp: Stamp, ctx: &SpotContext) -> zlink::Result<Stamped> {
-        let rt = ctx.runtime();
+        let rt = ctx.handle();
         Ok(record(
             &self.handled,
             ctx.id().as_str(),
             &stamp.sender,
             stamp.seq,
-            &rt,
+            rt,
         ))
     }
 
@@ -200,27 +200,27 @@ impl Player {
             ctx.id().as_str(),
             &mark.sender,
             mark.seq,
-            &ctx.runtime(),
+            ctx.handle(),
         );
         Ok(())
     }
 
     #[handler]
     async fn stamp(&mut self, stamp: Stamp, ctx: &ActorContext) -> zlink::Result<Stamped> {
-        let rt = ctx.runtime();
+        let rt = ctx.handle();
         Ok(record(
             &self.handled,
             ctx.id().as_str(),
             &stamp.sender,
             stamp.seq,
-            &rt,
+            rt,
         ))
     }
 
     /// Records its start (sender "pause"), then holds the turn.
     #[handler]
     async fn pause(&mut self, pause: Pause, ctx: &ActorContext) -> zlink::Result<Stamped> {
-        let started = record(&self.handled, ctx.id().as_str(), "pause", 0, &ctx.runtime());
+        let started = record(&self.handled, ctx.id().as_str(), "pause", 0, ctx.handle());
         tokio::time::sleep(Duration::from_millis(pause.0)).await;
         Ok(started)
     }
@@ -232,7 +232,7 @@ impl Player {
 
     #[handler]
     async fn ask_room(&mut self, ask: AskRoom, ctx: &ActorContext) -> zlink::Result<Here> {
-        RoomClient::new(&ctx.runtime(), ask.0).name(&Name).await
+        RoomClient::new(ctx.handle(), ask.0).name(&Name).await
     }
 
     /// Whether another player's `meet` ran at the same time as this one.
@@ -278,7 +278,7 @@ impl Actor for Player {
         // From its completion, a member asks its new room: behind the same SpotWide gate,
         // that is refused at once rather than left to time out.
         if let Some(room) = ctx.spot().filter(|s| s.as_str().starts_with("r")) {
-            let asked = RoomClient::new(&ctx.runtime(), room.as_str())
+            let asked = RoomClient::new(ctx.handle(), room.as_str())
                 .name(&Name)
                 .await;
             if let Err(e) = asked {
@@ -333,7 +333,7 @@ impl Pinned {
     /// The node that runs it.
     #[handler]
     async fn name(&mut self, _name: Name, ctx: &ActorContext) -> zlink::Result<Here> {
-        Ok(Here(Some(ctx.runtime().rid().to_string())))
+        Ok(Here(Some(ctx.handle().rid().to_string())))
     }
 }
 

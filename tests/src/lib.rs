@@ -152,7 +152,8 @@ pub async fn client(rid: &str, servers: &[&Runtime]) -> Runtime {
         .await
         .expect("start");
     let want = servers.len();
-    rt.wait_for_peers(WAIT, |p| p.len() == want)
+    rt.nodes()
+        .wait_for(WAIT, |p| p.len() == want)
         .await
         .expect("peers ready");
     rt
@@ -213,5 +214,5 @@ pub fn discovered_node(
 
 /// The RIDs of `rt`'s ready peers, sorted.
 pub fn peer_rids(rt: &Runtime) -> Vec<String> {
-    rt.peers().into_iter().map(|p| p.rid).collect()
+    rt.nodes().peers().into_iter().map(|p| p.rid).collect()
 }

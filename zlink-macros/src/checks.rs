@@ -31,26 +31,14 @@ pub(crate) fn no_duplicates(handlers: &[Handler]) -> syn::Result<()> {
     errors.map_or(Ok(()), Err)
 }
 
-/// Handler names that would collide with the client's own methods (`own`) or `_with`
-/// variants.
+/// Handler names that would collide with the client's own methods (`own`).
 pub(crate) fn no_client_name_clash(handlers: &[Handler], own: &[&str]) -> syn::Result<()> {
-    let names: Vec<String> = handlers.iter().map(|h| h.method.to_string()).collect();
     let mut errors: Option<syn::Error> = None;
     for handler in handlers {
         let name = handler.method.to_string();
-        let clash = if own.contains(&name.as_str()) {
-            Some(format!(
-                "the generated client has its own `{name}` method; rename this handler"
-            ))
-        } else {
-            names
-                .iter()
-                .find(|other| format!("{other}_with") == name)
-                .map(|other| {
-                    format!("the generated client already has `{name}` (the options form of `{other}`); rename this handler")
-                })
-        };
-        if let Some(message) = clash {
+        if own.contains(&name.as_str()) {
+            let message =
+                format!("the generated client has its own `{name}` method; rename this handler");
             errors = Some(crate::combine(
                 errors,
                 syn::Error::new_spanned(&handler.method, message),

@@ -66,8 +66,9 @@ pub fn derive_message(input: TokenStream) -> TokenStream {
 /// - `impl zlink::HandlerGroup` dispatching by packet name (decode, call, encode; an `Err`
 ///   becomes an error reply with its kind);
 /// - `impl zlink::DefaultChannel` when `name` is given;
-/// - `XxxClient`, with one method per handler taking `&M`, plus `name_with(&M, CallOptions)`
-///   for a per-call timeout and metadata.
+/// - `XxxClient`, made from a `&Runtime` or a `&Handle`, with one method per handler taking
+///   `&M` and returning a [`Call`](https://docs.rs/zlink/latest/zlink/struct.Call.html):
+///   await it, or give it a timeout and metadata first (`.timeout(d).await`).
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};
@@ -109,7 +110,7 @@ pub fn derive_message(input: TokenStream) -> TokenStream {
 ///     .start()
 ///     .await?;
 /// client
-///     .wait_for_peers(std::time::Duration::from_secs(5), |peers| !peers.is_empty())
+///     .nodes().wait_for(std::time::Duration::from_secs(5), |peers| !peers.is_empty())
 ///     .await?;
 /// let calc = CalculatorClient::on_default_channel(&client);
 /// assert_eq!(calc.add(&Add(2, 3)).await?.0, 5);

@@ -115,7 +115,7 @@ impl TestCluster {
             wait_until(
                 CONNECT_WAIT,
                 &format!("{} sees the other {want} nodes", node.rid()),
-                || async { node.peers().len() == want },
+                || async { node.nodes().peers().len() == want },
             )
             .await;
         }

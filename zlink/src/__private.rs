@@ -31,10 +31,11 @@ pub fn no_object_handler<K: crate::object::Kind>(
     )
 }
 
-/// Declares the Client role for `channel` on `runtime` (what a generated client's `new`
-/// does). A malformed name is not declared: its calls fail `InvalidArgument`.
-pub fn declare_client(runtime: &crate::Runtime, channel: &str) {
-    runtime.declare_client(channel);
+/// Declares the Client role for `channel` on the node `handle` reaches (what a generated
+/// client's `new` does). A malformed name is not declared: its calls fail
+/// `InvalidArgument`.
+pub fn declare_client(handle: &crate::Handle, channel: &str) {
+    handle.channels().declare_client(channel);
 }
 
 /// Converts a handler's error into the error reply (a function, so generated code does not

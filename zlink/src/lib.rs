@@ -51,6 +51,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod address;
 mod call;
 mod channel;
 mod error;
@@ -74,14 +75,15 @@ pub use call::CallOptions;
 pub use channel::client_server::ClientServer;
 pub use channel::fanout::Fanout;
 pub use error::{ConfigViolation, Error, ErrorKind, Result};
-pub use handler::{BoxFuture, DefaultChannel, HandlerContext, HandlerGroup, Handlers, PacketKind};
+pub use handler::{
+    Actors, BoxFuture, Call, CallFuture, Channels, DefaultChannel, DiscoveryHandle, Expect,
+    FanoutHandle, Handle, HandlerContext, HandlerGroup, Handlers, Nodes, OneWay, PacketKind,
+    Publish, Reply, Spots,
+};
 pub use host::config::{
     RuntimeBuilder, RuntimeConfig, DEFAULT_DISCOVERY_INTERVAL, DEFAULT_STORE_FAILURE_GRACE,
 };
-pub use host::{
-    Actors, Channels, ClientServerStatus, DiscoveryHandle, FanoutHandle, FanoutStatus, Runtime,
-    RuntimeStatus, Spots, StoreStatus,
-};
+pub use host::{ClientServerStatus, FanoutStatus, Runtime, RuntimeStatus, StoreStatus};
 pub use link::LinkLimits;
 pub use mesh::{generate_rid, DiscoveryStatus, PeerSpec, PeerStatus, DEFAULT_WEIGHT, MAX_WEIGHT};
 pub use wire::{cbor_decode, cbor_encode, Cbor, Codec, Json, Message, Metadata, Request};

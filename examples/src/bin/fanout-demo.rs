@@ -103,7 +103,8 @@ async fn main() -> zlink::Result<()> {
     // An explicit topic:
     publisher
         .fanout()
-        .publish_topic("prices", "tea.green", &green)
+        .publish("prices", &green)
+        .topic("tea.green")
         .await?;
     // ANCHOR_END: publish
 

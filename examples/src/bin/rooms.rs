@@ -223,7 +223,7 @@ impl Player {
         };
         // One-way: a room's turn and its players' share one gate, so a player never
         // waits on its own room.
-        RoomClient::new(&ctx.runtime(), room.as_str())
+        RoomClient::new(ctx.handle(), room.as_str())
             .say(&Say {
                 player: ctx.id().to_string(),
                 text: talk.text,
@@ -313,7 +313,8 @@ async fn start_node(rid: &str, stores: &Stores, serves: Serves) -> zlink::Result
 /// after its descriptor, with the types it serves, was read.)
 async fn wait_for_servers(lobby: &Runtime, count: usize) -> zlink::Result<()> {
     lobby
-        .wait_for_peers(Duration::from_secs(10), |peers| {
+        .nodes()
+        .wait_for(Duration::from_secs(10), |peers| {
             peers.iter().filter(|p| p.rid.starts_with("rooms-")).count() >= count
         })
         .await?;

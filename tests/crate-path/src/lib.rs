@@ -53,7 +53,8 @@ mod tests {
             .start()
             .await?;
         client
-            .wait_for_peers(Duration::from_secs(10), |peers| !peers.is_empty())
+            .nodes()
+            .wait_for(Duration::from_secs(10), |peers| !peers.is_empty())
             .await?;
         let length = RulerClient::on_default_channel(&client)
             .measure(&Measure("four".into()))

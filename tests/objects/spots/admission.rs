@@ -93,7 +93,8 @@ async fn replies_use_the_reply_route_and_metadata_is_never_copied_to_them() {
     let options = zlink::CallOptions::new().metadata("trace", "t-1").unwrap();
     let said = b
         .spots()
-        .request_with("r", &Say("traced".into()), options)
+        .request("r", &Say("traced".into()))
+        .options(options)
         .await
         .unwrap();
     assert_eq!(
@@ -163,7 +164,7 @@ impl Relay {
     #[handler]
     async fn ask(&mut self, ask: Ask, ctx: &SpotContext) -> zlink::Result<Echoed> {
         self.asked += 1;
-        let echo = EchoServiceClient::new(&ctx.runtime(), CHANNEL);
+        let echo = EchoServiceClient::new(ctx.handle(), CHANNEL);
         let mut reply = echo.echo(&Echo { text: ask.0 }).await?;
         reply.text = format!("{} (#{})", reply.text, self.asked);
         Ok(reply)
@@ -267,8 +268,9 @@ impl Asker {
             .unwrap()
             .push(format!("gen {generation} asks {}", ask.0));
         let patient = zlink::CallOptions::new().timeout(std::time::Duration::from_secs(10));
-        let reply = HeldServiceClient::new(&ctx.runtime(), HELD)
-            .hold_with(&Hold(ask.0), patient)
+        let reply = HeldServiceClient::new(ctx.handle(), HELD)
+            .hold(&Hold(ask.0))
+            .options(patient)
             .await?;
         self.log
             .lock()
@@ -336,7 +338,8 @@ async fn a_reply_to_an_older_incarnation_is_never_delivered_to_a_re_created_spot
         let a = a.clone();
         async move {
             a.spots()
-                .request_with("q", &Ask("for gen 1".into()), patient())
+                .request("q", &Ask("for gen 1".into()))
+                .options(patient())
                 .await
         }
     });
@@ -362,7 +365,8 @@ async fn a_reply_to_an_older_incarnation_is_never_delivered_to_a_re_created_spot
         let a = a.clone();
         async move {
             a.spots()
-                .request_with("q", &Ask("for gen 2".into()), patient())
+                .request("q", &Ask("for gen 2".into()))
+                .options(patient())
                 .await
         }
     });
@@ -404,9 +408,9 @@ async fn a_reply_to_an_older_incarnation_is_never_delivered_to_a_re_created_spot
 async fn finishes_within<T>(
     within: std::time::Duration,
     what: &str,
-    work: impl std::future::Future<Output = T>,
+    work: impl std::future::IntoFuture<Output = T>,
 ) -> T {
-    tokio::time::timeout(within, work)
+    tokio::time::timeout(within, work.into_future())
         .await
         .unwrap_or_else(|_| panic!("{what} did not finish within {within:?}"))
 }
@@ -430,7 +434,7 @@ impl Latch {
         self.lines += 1;
         Ok(Said {
             lines: self.lines,
-            by: ctx.runtime().rid().to_string(),
+            by: ctx.handle().rid().to_string(),
             trace: None,
         })
     }
@@ -492,7 +496,8 @@ async fn infrastructure_work_never_waits_behind_an_application_handler() {
         let patient = zlink::CallOptions::new().timeout(std::time::Duration::from_secs(10));
         async move {
             b.spots()
-                .request_with("stuck", &Say("hold".into()), patient)
+                .request("stuck", &Say("hold".into()))
+                .options(patient)
                 .await
         }
     });
@@ -616,7 +621,8 @@ async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_on
     for rt in [&a, &b] {
         let seen = rt
             .spots()
-            .request_with("p", &Inspect::default(), traced())
+            .request("p", &Inspect::default())
+            .options(traced())
             .await
             .unwrap();
         assert_eq!(
@@ -641,12 +647,14 @@ async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_on
         };
         let local = a
             .spots()
-            .request_with("p", &failing, traced())
+            .request("p", &failing)
+            .options(traced())
             .await
             .unwrap_err();
         let remote = b
             .spots()
-            .request_with("p", &failing, traced())
+            .request("p", &failing)
+            .options(traced())
             .await
             .unwrap_err();
         assert_eq!(local.kind(), Some(kind), "local: {local}");
@@ -663,7 +671,8 @@ async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_on
         let started = tokio::time::Instant::now();
         let late = rt
             .spots()
-            .request_with("p", &stalled, short())
+            .request("p", &stalled)
+            .options(short())
             .await
             .unwrap_err();
         assert!(
@@ -682,7 +691,8 @@ async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_on
     for rt in [&a, &b] {
         let seen = rt
             .spots()
-            .request_with("p", &Inspect::default(), traced())
+            .request("p", &Inspect::default())
+            .options(traced())
             .await
             .unwrap();
         assert_eq!(seen.metadata, sent, "caller {}", rt.rid());
@@ -721,12 +731,14 @@ async fn a_reserved_metadata_key_reaches_a_local_handler_as_it_reaches_a_remote_
     };
     let local = a
         .spots()
-        .request_with("p", &Inspect::default(), reserved())
+        .request("p", &Inspect::default())
+        .options(reserved())
         .await
         .unwrap();
     let remote = b
         .spots()
-        .request_with("p", &Inspect::default(), reserved())
+        .request("p", &Inspect::default())
+        .options(reserved())
         .await
         .unwrap();
     assert_eq!(local, remote);

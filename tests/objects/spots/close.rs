@@ -45,7 +45,8 @@ async fn a_close_that_gives_up_waiting_stops_that_incarnation() {
         let patient = zlink::CallOptions::new().timeout(std::time::Duration::from_secs(10));
         async move {
             a.spots()
-                .request_with("s", &Say("forever".into()), patient)
+                .request("s", &Say("forever".into()))
+                .options(patient)
                 .await
         }
     });

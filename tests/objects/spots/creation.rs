@@ -259,7 +259,7 @@ impl Ledger {
         self.lines += 1;
         Ok(Said {
             lines: self.lines,
-            by: ctx.runtime().rid().to_string(),
+            by: ctx.handle().rid().to_string(),
             trace: None,
         })
     }

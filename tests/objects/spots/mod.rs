@@ -202,7 +202,7 @@ impl Tally {
         self.said += 1;
         Ok(Said {
             lines: self.said,
-            by: ctx.runtime().rid().to_string(),
+            by: ctx.handle().rid().to_string(),
             trace: None,
         })
     }

@@ -1,8 +1,9 @@
-//! The generated typed client: one method per handler (plus a `_with` form taking
-//! `CallOptions`), each a `request_to_channel` / `send_to_channel` on the bound ChannelName.
+//! The generated typed client: one method per handler, each a channel request or send on
+//! the bound ChannelName, returned as a `Call` (awaited directly, or given a timeout and
+//! metadata first).
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::Ident;
 
@@ -17,7 +18,7 @@ fn local(name: &str) -> Ident {
 
 pub(crate) fn generate(group: &Group) -> TokenStream {
     let krate = &group.args.krate;
-    let (runtime, channel, f) = (local("runtime"), local("channel"), local("f"));
+    let (handle, channel, f) = (local("handle"), local("channel"), local("f"));
     let self_ty = group.self_ty;
     let client = &group.client;
     let type_doc = format!(
@@ -25,13 +26,15 @@ pub(crate) fn generate(group: &Group) -> TokenStream {
          selecting one server by weight. Cheap to clone.",
         quote!(#self_ty)
     );
-    let runtime_param = runtime.clone();
+    let handle_param = handle.clone();
     let default_ctor = group.args.default_name.as_ref().map(|name| {
         let doc = format!("A client of the default channel `{name}`.");
         quote! {
             #[doc = #doc]
-            pub fn on_default_channel(#runtime_param: &#krate::Runtime) -> Self {
-                Self::new(#runtime_param, <#self_ty as #krate::DefaultChannel>::CHANNEL)
+            pub fn on_default_channel(
+                #handle_param: impl ::core::convert::Into<#krate::Handle>,
+            ) -> Self {
+                Self::new(#handle_param, <#self_ty as #krate::DefaultChannel>::CHANNEL)
             }
         }
     });
@@ -40,7 +43,7 @@ pub(crate) fn generate(group: &Group) -> TokenStream {
         #[doc = #type_doc]
         #[derive(::core::clone::Clone)]
         pub struct #client {
-            runtime: #krate::Runtime,
+            handle: #krate::Handle,
             channel: ::std::sync::Arc<str>,
         }
 
@@ -56,18 +59,19 @@ pub(crate) fn generate(group: &Group) -> TokenStream {
         // private, so in effect are the methods that name them.
         #[allow(private_interfaces)]
         impl #client {
-            /// A client that calls `channel` through `runtime`. Making it declares the
-            /// Client role for `channel` on `runtime` (nothing else needs declaring); a
-            /// channel the runtime already serves or calls through ClientServer keeps that
-            /// role.
+            /// A client that calls `channel` through `handle` (a `&Runtime` or a
+            /// `&Handle`, such as a handler context's). Making it declares the Client role
+            /// for `channel` on that node (nothing else needs declaring); a channel the node
+            /// already serves or calls through ClientServer keeps that role.
             pub fn new(
-                #runtime: &#krate::Runtime,
+                #handle: impl ::core::convert::Into<#krate::Handle>,
                 #channel: impl ::core::convert::Into<::std::string::String>,
             ) -> Self {
+                let #handle: #krate::Handle = #handle.into();
                 let #channel: ::std::string::String = #channel.into();
-                #krate::__private::declare_client(#runtime, &#channel);
+                #krate::__private::declare_client(&#handle, &#channel);
                 Self {
-                    runtime: ::core::clone::Clone::clone(#runtime),
+                    handle: #handle,
                     channel: ::std::sync::Arc::from(#channel),
                 }
             }
@@ -88,62 +92,40 @@ fn method(group: &Group, h: &Handler) -> TokenStream {
     let krate = &group.args.krate;
     let message = &h.message;
     let name = &h.method;
-    let name_with = format_ident!("{}_with", name);
     let docs = &h.docs;
     let message_text = quote!(#message).to_string();
-    let (request, sent, options) = (local("request"), local("message"), local("options"));
+    let sent = local("message");
     let separator = (!docs.is_empty()).then(|| quote!(#[doc = ""]));
     match h.kind {
         HandlerKind::Request { .. } => {
             let doc = format!(
-                "Sends a `{message_text}` request to one server of this channel and returns its reply."
+                "A `{message_text}` request to one server of this channel: await it for the reply, or set its timeout and metadata first."
             );
-            let with_doc = format!("[`{name}`](Self::{name}) with a timeout and metadata.");
             quote_spanned! {message.span()=>
                 #(#docs)*
                 #separator
                 #[doc = #doc]
-                pub async fn #name(
-                    &self,
-                    #request: &#message,
-                ) -> #krate::Result<<#message as #krate::Request>::Reply> {
-                    self.#name_with(#request, ::core::default::Default::default()).await
-                }
-
-                #[doc = #with_doc]
-                pub async fn #name_with(
-                    &self,
-                    #request: &#message,
-                    #options: #krate::CallOptions,
-                ) -> #krate::Result<<#message as #krate::Request>::Reply> {
-                    self.runtime
-                        .request_to_channel_with(&self.channel, #request, #options)
-                        .await
+                pub fn #name<'__zlink>(
+                    &'__zlink self,
+                    #sent: &#message,
+                ) -> #krate::Call<'__zlink, #krate::Reply<<#message as #krate::Request>::Reply>> {
+                    self.handle.channels().request(&self.channel, #sent)
                 }
             }
         }
         HandlerKind::Send => {
             let doc = format!(
-                "Sends a one-way `{message_text}` to one server of this channel; completes when the local queue accepts it."
+                "A one-way `{message_text}` to one server of this channel; complete when the local queue accepts it."
             );
-            let with_doc = format!("[`{name}`](Self::{name}) with a timeout and metadata.");
             quote_spanned! {message.span()=>
                 #(#docs)*
                 #separator
                 #[doc = #doc]
-                pub async fn #name(&self, #sent: &#message) -> #krate::Result<()> {
-                    self.#name_with(#sent, ::core::default::Default::default()).await
-                }
-
-                #[doc = #with_doc]
-                pub async fn #name_with(
-                    &self,
+                pub fn #name<'__zlink>(
+                    &'__zlink self,
                     #sent: &#message,
-                    #options: #krate::CallOptions,
-                ) -> #krate::Result<()> {
-                    self.runtime
-                        .send_to_channel_with(&self.channel, #sent, #options)
-                        .await
+                ) -> #krate::Call<'__zlink, #krate::OneWay> {
+                    self.handle.channels().send(&self.channel, #sent)
                 }
             }
         }

@@ -1,8 +1,9 @@
 //! The generated typed client: addressed by the object's global ID only, one method per
-//! handler (plus a `_with` form taking `CallOptions`).
+//! handler, each returned as a `Call` (awaited directly, or given a timeout and metadata
+//! first).
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::Ident;
 
@@ -16,7 +17,7 @@ fn local(name: &str) -> Ident {
 pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
     let noun = spot.kind.noun;
     let krate = &spot.args.krate;
-    let (runtime, id, f) = (local("runtime"), local("id"), local("f"));
+    let (handle, id, f) = (local("handle"), local("id"), local("f"));
     let self_ty = spot.self_ty;
     let client = &spot.client;
     let type_doc = format!(
@@ -24,14 +25,16 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
          through the route cache or the Location Store, wherever it runs. Cheap to clone.",
         quote!(#self_ty)
     );
-    let new_doc = format!("A client of the {noun} with global ID `id`, calling through `runtime`.");
+    let new_doc = format!(
+        "A client of the {noun} with global ID `id`, calling through `handle` (a `&Runtime` or a `&Handle`, such as a handler context's)."
+    );
     let id_doc = format!("The {noun} ID this client addresses.");
     let methods = spot.handlers.iter().map(|h| method(spot, h));
     quote! {
         #[doc = #type_doc]
         #[derive(::core::clone::Clone)]
         pub struct #client {
-            runtime: #krate::Runtime,
+            handle: #krate::Handle,
             id: ::std::sync::Arc<str>,
         }
 
@@ -47,12 +50,12 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
         impl #client {
             #[doc = #new_doc]
             pub fn new(
-                #runtime: &#krate::Runtime,
+                #handle: impl ::core::convert::Into<#krate::Handle>,
                 #id: impl ::core::convert::Into<::std::string::String>,
             ) -> Self {
                 let #id: ::std::string::String = #id.into();
                 Self {
-                    runtime: ::core::clone::Clone::clone(#runtime),
+                    handle: #handle.into(),
                     id: ::std::sync::Arc::from(#id),
                 }
             }
@@ -73,56 +76,40 @@ fn method(spot: &ObjectBlock, h: &Handler) -> TokenStream {
     let manager = Ident::new(spot.kind.manager, Span::call_site());
     let message = &h.message;
     let name = &h.method;
-    let name_with = format_ident!("{}_with", name);
     let docs = &h.docs;
     let message_text = quote!(#message).to_string();
-    let (sent, options) = (local("message"), local("options"));
+    let sent = local("message");
     let separator = (!docs.is_empty()).then(|| quote!(#[doc = ""]));
-    let with_doc = format!("[`{name}`](Self::{name}) with a timeout and metadata.");
     match h.kind {
         HandlerKind::Request { .. } => {
-            let doc =
-                format!("Sends a `{message_text}` request to this {noun} and returns its reply.");
-            quote_spanned! {message.span()=>
-                #(#docs)*
-                #separator
-                #[doc = #doc]
-                pub async fn #name(
-                    &self,
-                    #sent: &#message,
-                ) -> #krate::Result<<#message as #krate::Request>::Reply> {
-                    self.#name_with(#sent, ::core::default::Default::default()).await
-                }
-
-                #[doc = #with_doc]
-                pub async fn #name_with(
-                    &self,
-                    #sent: &#message,
-                    #options: #krate::CallOptions,
-                ) -> #krate::Result<<#message as #krate::Request>::Reply> {
-                    self.runtime.#manager().request_with(&self.id, #sent, #options).await
-                }
-            }
-        }
-        HandlerKind::Send => {
             let doc = format!(
-                "Sends a one-way `{message_text}` to this {noun}; completes when it is queued for the owner."
+                "A `{message_text}` request to this {noun}: await it for the reply, or set its timeout and metadata first."
             );
             quote_spanned! {message.span()=>
                 #(#docs)*
                 #separator
                 #[doc = #doc]
-                pub async fn #name(&self, #sent: &#message) -> #krate::Result<()> {
-                    self.#name_with(#sent, ::core::default::Default::default()).await
-                }
-
-                #[doc = #with_doc]
-                pub async fn #name_with(
-                    &self,
+                pub fn #name<'__zlink>(
+                    &'__zlink self,
                     #sent: &#message,
-                    #options: #krate::CallOptions,
-                ) -> #krate::Result<()> {
-                    self.runtime.#manager().send_with(&self.id, #sent, #options).await
+                ) -> #krate::Call<'__zlink, #krate::Reply<<#message as #krate::Request>::Reply>> {
+                    self.handle.#manager().request(&self.id, #sent)
+                }
+            }
+        }
+        HandlerKind::Send => {
+            let doc = format!(
+                "A one-way `{message_text}` to this {noun}; complete when it is queued for the owner."
+            );
+            quote_spanned! {message.span()=>
+                #(#docs)*
+                #separator
+                #[doc = #doc]
+                pub fn #name<'__zlink>(
+                    &'__zlink self,
+                    #sent: &#message,
+                ) -> #krate::Call<'__zlink, #krate::OneWay> {
+                    self.handle.#manager().send(&self.id, #sent)
                 }
             }
         }

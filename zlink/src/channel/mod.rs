@@ -18,8 +18,9 @@ use crate::handler::HandlerGroup;
 pub(crate) fn register_routes(
     node: &crate::mesh::MeshNode,
     servers: &BTreeMap<String, Arc<dyn HandlerGroup>>,
+    handle: crate::handler::WeakHandle,
 ) -> crate::Result<()> {
-    let route = Arc::new(ChannelRoute::new(servers));
+    let route = Arc::new(ChannelRoute::new(servers, handle));
     node.dispatcher()
         .register(crate::wire::Command::ChannelSend, route.clone())?;
     node.dispatcher()

@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::handler::{CallFacts, HandlerContext, HandlerGroup, HandlerTable, PacketKind};
+use crate::handler::{
+    CallFacts, HandlerContext, HandlerGroup, HandlerTable, PacketKind, WeakHandle,
+};
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::{Error, ErrorKind};
 
@@ -12,15 +14,20 @@ use crate::{Error, ErrorKind};
 pub(crate) struct ChannelRoute {
     /// By ChannelName, interned once for every handler context.
     served: HashMap<Arc<str>, HandlerTable>,
+    /// What the handlers' contexts call through: the process's handle.
+    handle: WeakHandle,
 }
 
 impl ChannelRoute {
-    pub(crate) fn new(servers: &BTreeMap<String, Arc<dyn HandlerGroup>>) -> Self {
+    pub(crate) fn new(
+        servers: &BTreeMap<String, Arc<dyn HandlerGroup>>,
+        handle: WeakHandle,
+    ) -> Self {
         let served = servers
             .iter()
             .map(|(name, group)| (Arc::from(name.as_str()), HandlerTable::new(group.clone())))
             .collect();
-        ChannelRoute { served }
+        ChannelRoute { served, handle }
     }
 }
 
@@ -48,6 +55,12 @@ impl InboundRoute for ChannelRoute {
             );
             return call.answer(Err(err));
         };
+        let Some(handle) = self.handle.upgrade() else {
+            return call.answer(Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the runtime is stopping",
+            )));
+        };
         let group = handlers.group().clone();
         let index = slot.index;
         let facts = CallFacts {
@@ -57,9 +70,9 @@ impl InboundRoute for ChannelRoute {
             metadata: Default::default(),
             deadline: call.deadline(),
         };
-        call.run(move |node, message| {
+        call.run(move |message| {
             let ctx = HandlerContext::new(
-                node,
+                handle,
                 CallFacts {
                     metadata: message.metadata,
                     ..facts

@@ -4,14 +4,13 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::host::Runtime;
-use crate::mesh::MeshNode;
+use super::handle::Handle;
 use crate::wire::Metadata;
 
 /// The context of one handler call.
 #[derive(Clone)]
 pub struct HandlerContext {
-    node: Arc<MeshNode>,
+    handle: Handle,
     packet: Arc<str>,
     channel: Option<Arc<str>>,
     source_rid: Option<Arc<str>>,
@@ -29,10 +28,10 @@ pub(crate) struct CallFacts {
 }
 
 impl HandlerContext {
-    /// The context of a call received by `node`'s process.
-    pub(crate) fn new(node: Arc<MeshNode>, facts: CallFacts) -> Self {
+    /// The context of a call received by the process `handle` reaches.
+    pub(crate) fn new(handle: Handle, facts: CallFacts) -> Self {
         HandlerContext {
-            node,
+            handle,
             packet: facts.packet,
             channel: facts.channel,
             source_rid: facts.source_rid,
@@ -41,9 +40,10 @@ impl HandlerContext {
         }
     }
 
-    /// The runtime, for starting further calls from the handler.
-    pub fn runtime(&self) -> Runtime {
-        Runtime::from_node(self.node.clone())
+    /// The handle of the node the handler runs on, for further calls from the handler
+    /// (it cannot stop the node).
+    pub fn handle(&self) -> &Handle {
+        &self.handle
     }
 
     /// The packet name of the message.

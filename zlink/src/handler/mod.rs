@@ -1,10 +1,12 @@
 //! Handlers: what application code implements to receive messages, and what it sees of
 //! each one ([`HandlerContext`]). Channel servers, node-direct handlers and fanout
-//! subscribers all take a [`HandlerGroup`].
+//! subscribers all take a [`HandlerGroup`]. A handler calls further through its context's
+//! [`Handle`].
 
 mod closures;
 mod context;
 mod group;
+mod handle;
 mod node_direct;
 mod table;
 
@@ -12,5 +14,10 @@ pub use closures::Handlers;
 pub(crate) use context::CallFacts;
 pub use context::HandlerContext;
 pub use group::{BoxFuture, DefaultChannel, HandlerGroup, PacketKind};
+pub use handle::{
+    Actors, Call, CallFuture, Channels, DiscoveryHandle, Expect, FanoutHandle, Handle, Nodes,
+    OneWay, Publish, PublisherStatus, Reply, Spots,
+};
+pub(crate) use handle::{ClientServerPort, FanoutPort, ObjectMessage, ObjectPort, WeakHandle};
 pub(crate) use node_direct::NodeDirectRoute;
 pub(crate) use table::HandlerTable;

@@ -1,6 +1,7 @@
 //! Node-direct: the [`InboundRoute`] of node sends and requests (16, 17), which go to this
 //! node's node handlers with the sender's RID in the context.
 
+use super::handle::WeakHandle;
 use super::{CallFacts, HandlerContext, HandlerTable, PacketKind};
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::{Error, ErrorKind};
@@ -8,11 +9,13 @@ use crate::{Error, ErrorKind};
 /// Delivers node-direct commands to the node's handler group.
 pub(crate) struct NodeDirectRoute {
     handlers: Option<HandlerTable>,
+    /// What the handlers' contexts call through: the process's handle.
+    handle: WeakHandle,
 }
 
 impl NodeDirectRoute {
-    pub(crate) fn new(handlers: Option<HandlerTable>) -> Self {
-        NodeDirectRoute { handlers }
+    pub(crate) fn new(handlers: Option<HandlerTable>, handle: WeakHandle) -> Self {
+        NodeDirectRoute { handlers, handle }
     }
 }
 
@@ -36,11 +39,17 @@ impl InboundRoute for NodeDirectRoute {
             );
             return call.answer(Err(err));
         };
+        let Some(handle) = self.handle.upgrade() else {
+            return call.answer(Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the runtime is stopping",
+            )));
+        };
         let source = call.from().rid().clone();
         let deadline = call.deadline();
-        call.run(move |node, message| {
+        call.run(move |message| {
             let ctx = HandlerContext::new(
-                node,
+                handle,
                 CallFacts {
                     packet: slot.packet,
                     channel: None,

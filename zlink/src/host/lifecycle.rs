@@ -10,15 +10,22 @@ use std::time::Duration;
 use super::config::Settings;
 use crate::channel::client_server::{ClientServerRole, ClientServerRoles};
 use crate::channel::fanout::{FanoutDeclaration, FanoutRoles};
-use crate::handler::{HandlerGroup, HandlerTable, NodeDirectRoute};
+use crate::handler::{Handle, HandlerGroup, HandlerTable, NodeDirectRoute};
 use crate::mesh::MeshNode;
 use crate::object::{ObjectServer, ObjectSettings};
 use crate::wire::Command;
 use crate::{Error, ErrorKind, Result};
 
+/// What a started runtime owns next to its node, typed, for its status and its moves.
+pub(super) struct Started {
+    pub(super) client_server: Arc<ClientServerRoles>,
+    pub(super) fanout: Arc<FanoutRoles>,
+    pub(super) objects: Option<Arc<ObjectServer>>,
+}
+
 /// Starts a RouteMesh node and everything the settings declare next to it. On failure
 /// everything already started is stopped again.
-pub(super) async fn start(settings: Settings) -> Result<Arc<MeshNode>> {
+pub(super) async fn start(settings: Settings) -> Result<(Handle, Started)> {
     let Settings {
         mesh,
         channel_servers,
@@ -27,7 +34,7 @@ pub(super) async fn start(settings: Settings) -> Result<Arc<MeshNode>> {
         fanout,
         objects,
     } = settings;
-    let node = MeshNode::new(mesh, None, None);
+    let handle = Handle::new(MeshNode::new(mesh, None));
     let parts = Parts {
         channel_servers,
         node_handlers,
@@ -35,13 +42,17 @@ pub(super) async fn start(settings: Settings) -> Result<Arc<MeshNode>> {
         fanout,
         objects,
     };
-    if let Err(e) = start_parts(&node, parts).await {
-        shutdown(&node, Duration::ZERO).await;
-        return Err(e);
-    }
+    let started = match start_parts(&handle, parts).await {
+        Ok(started) => started,
+        Err(e) => {
+            shutdown(handle.node(), Duration::ZERO).await;
+            return Err(e);
+        }
+    };
+    let node = handle.node();
     let s = node.settings();
     tracing::info!(mesh = %s.mesh_name, rid = %s.rid, endpoint = %node.endpoint(), "node started");
-    Ok(node)
+    Ok((handle, started))
 }
 
 /// What the subsystems next to the RouteMesh node start with.
@@ -53,28 +64,39 @@ struct Parts {
     objects: ObjectSettings,
 }
 
-async fn start_parts(node: &Arc<MeshNode>, parts: Parts) -> Result<()> {
-    register_routes(node, &parts.channel_servers, parts.node_handlers)?;
+/// Each subsystem starts, joins the node's stop order, and plugs into the handle.
+async fn start_parts(handle: &Handle, parts: Parts) -> Result<Started> {
+    let node = handle.node();
+    register_routes(handle, &parts.channel_servers, parts.node_handlers)?;
     node.start_links().await?;
     join_store(node).await?;
-    let client_server = ClientServerRoles::start(node, &parts.client_server).await?;
-    node.add_subsystem(client_server);
-    let fanout = FanoutRoles::start(node, &parts.fanout).await?;
-    node.add_subsystem(fanout);
-    if let Some(objects) = ObjectServer::start(node, &parts.objects).await? {
-        node.add_subsystem(objects);
+    let client_server = ClientServerRoles::start(handle, &parts.client_server).await?;
+    node.add_subsystem(client_server.clone());
+    handle.install_client_server(client_server.clone());
+    let fanout = FanoutRoles::start(handle, &parts.fanout).await?;
+    node.add_subsystem(fanout.clone());
+    handle.install_fanout(fanout.clone());
+    // The object layer installs itself into the handle before its Entry Spot runs.
+    let objects = ObjectServer::start(handle, &parts.objects).await?;
+    if let Some(objects) = &objects {
+        node.add_subsystem(objects.clone());
     }
-    Ok(())
+    Ok(Started {
+        client_server,
+        fanout,
+        objects,
+    })
 }
 
 /// The subsystems' inbound routes on the RouteMesh node: channels and node-direct.
 fn register_routes(
-    node: &MeshNode,
+    handle: &Handle,
     channel_servers: &BTreeMap<String, Arc<dyn HandlerGroup>>,
     node_handlers: Option<HandlerTable>,
 ) -> Result<()> {
-    crate::channel::register_routes(node, channel_servers)?;
-    let node_direct = Arc::new(NodeDirectRoute::new(node_handlers));
+    let node = handle.node();
+    crate::channel::register_routes(node, channel_servers, handle.downgrade())?;
+    let node_direct = Arc::new(NodeDirectRoute::new(node_handlers, handle.downgrade()));
     node.dispatcher()
         .register(Command::NodeSend, node_direct.clone())?;
     node.dispatcher()

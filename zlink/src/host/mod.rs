@@ -1,21 +1,10 @@
-//! The host runtime: the builder that composes every subsystem's settings, start, calls,
-//! status and shutdown.
+//! The host runtime: the builder that composes every subsystem's settings, the start and
+//! shutdown order, and [`Runtime`], the owner of a started node.
 
-mod actors;
-mod channels;
 pub(crate) mod config;
-mod discovery;
-mod fanout;
 mod lifecycle;
-mod objects;
 mod runtime;
-mod spots;
 mod status;
 
-pub use actors::Actors;
-pub use channels::Channels;
-pub use discovery::DiscoveryHandle;
-pub use fanout::FanoutHandle;
 pub use runtime::Runtime;
-pub use spots::Spots;
 pub use status::{ClientServerStatus, FanoutStatus, RuntimeStatus, StoreStatus};

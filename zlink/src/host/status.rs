@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use super::Runtime;
-use crate::channel::fanout::PublisherStatus;
+use super::lifecycle::Started;
+use crate::handler::{Handle, PublisherStatus};
 use crate::mesh::PeerStatus;
 use crate::object::LostOneWays;
 use crate::store::StoreMetrics;
@@ -116,10 +116,11 @@ pub struct StoreStatus {
 }
 
 impl RuntimeStatus {
-    pub(crate) fn of(rt: &Runtime) -> Self {
-        let node = &rt.node;
+    pub(super) fn of(handle: &Handle, started: &Started) -> Self {
+        let node = handle.node();
         let mut client_server = Vec::new();
-        if let Some(roles) = rt.client_server() {
+        {
+            let roles = &started.client_server;
             for (channel, server) in roles.servers() {
                 client_server.push(ClientServerStatus::Server {
                     channel: channel.clone(),
@@ -135,7 +136,8 @@ impl RuntimeStatus {
             }
         }
         let mut fanout = Vec::new();
-        if let Ok(roles) = rt.fanout_roles() {
+        {
+            let roles = &started.fanout;
             for (channel, endpoint, dropped) in roles.publisher_statuses() {
                 fanout.push(FanoutStatus::Publisher {
                     channel,
@@ -150,7 +152,7 @@ impl RuntimeStatus {
                 });
             }
         }
-        let discovery = rt.discovery();
+        let discovery = handle.discovery();
         let store = discovery.status().map(|d| {
             let lease = discovery.owner_lease();
             StoreStatus {
@@ -165,6 +167,7 @@ impl RuntimeStatus {
                 lease_generation: lease.and_then(|l| l.token.map(|t| t.generation)),
             }
         });
+        let objects = started.objects.as_ref();
         RuntimeStatus {
             rid: node.rid().to_string(),
             generation: node.identity().generation(),
@@ -177,19 +180,15 @@ impl RuntimeStatus {
             client_server,
             fanout,
             store,
-            spots_owned: node
-                .subsystem::<crate::object::ObjectServer>()
+            spots_owned: objects
                 .map_or(0, |objects| objects.owned(crate::object::ObjectKind::Spot)),
             entry_spot: node.settings().served_objects.entry_spot.clone(),
-            actors_owned: node
-                .subsystem::<crate::object::ObjectServer>()
+            actors_owned: objects
                 .map_or(0, |objects| objects.owned(crate::object::ObjectKind::Actor)),
-            lost_one_ways: node
-                .subsystem::<crate::object::ObjectServer>()
+            lost_one_ways: objects
                 .map(|objects| objects.lost_one_ways())
                 .unwrap_or_default(),
-            relayed_by_message_follow: node
-                .subsystem::<crate::object::ObjectServer>()
+            relayed_by_message_follow: objects
                 .map_or(0, |objects| objects.relayed_by_message_follow()),
             store_operations: node
                 .settings()

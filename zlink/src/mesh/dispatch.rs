@@ -14,7 +14,6 @@ use tokio::time::Instant;
 use super::count_permit::CountPermit;
 use super::links::Links;
 use super::peer_table::PeerLink;
-use super::MeshNode;
 use crate::call::BoxFuture;
 use crate::link::Connection;
 use crate::wire::{CallMessage, Command, ReplyOutcome};
@@ -151,9 +150,7 @@ impl InboundCall {
         }
     }
 
-    /// Runs the handler work `make` builds, on the node that owns the handlers (the
-    /// process's RouteMesh node, which handlers reach as their runtime), and replies with
-    /// its result.
+    /// Runs the handler work `make` builds and replies with its result.
     ///
     /// A handler that completes without waiting is answered right here, so a burst of
     /// requests read together leaves as a burst of replies (one socket write instead of one
@@ -161,10 +158,7 @@ impl InboundCall {
     /// once the caller's deadline has passed. A handler that computes for long before its
     /// first await delays this connection's reads by that long, as any blocking code on a
     /// tokio worker would.
-    pub(crate) fn run(
-        self,
-        make: impl FnOnce(Arc<MeshNode>, CallMessage) -> BoxFuture<'static, Result<Bytes>>,
-    ) {
+    pub(crate) fn run(self, make: impl FnOnce(CallMessage) -> BoxFuture<'static, Result<Bytes>>) {
         let InboundCall {
             links,
             message,
@@ -173,17 +167,7 @@ impl InboundCall {
             permit,
             ..
         } = self;
-        let Some(runtime_node) = links.work().runtime() else {
-            return finish(
-                &links,
-                reply.as_ref(),
-                Err(Error::new(
-                    ErrorKind::ShuttingDown,
-                    "the runtime is stopping",
-                )),
-            );
-        };
-        let mut work = make(runtime_node, message);
+        let mut work = make(message);
         if let Some(result) = poll_once(&mut work) {
             drop(permit);
             return finish(&links, reply.as_ref(), result);

@@ -4,7 +4,7 @@
 //! member is one MeshNode; each ClientServer role of a process is another, with its own
 //! links and peers under a ClientServer [`RolePolicy`].
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -26,9 +26,6 @@ use crate::store::OwnerLease;
 use crate::sync::LockUnpoisoned;
 use crate::wire::{Command, ControlHeader};
 
-/// A subsystem as `Any`, for lookups by type.
-type AnySubsystem = Arc<dyn std::any::Any + Send + Sync>;
-
 /// One node: a RouteMesh member, or one ClientServer role.
 pub(crate) struct MeshNode {
     settings: Arc<MeshSettings>,
@@ -43,19 +40,13 @@ pub(crate) struct MeshNode {
     work: Arc<HandlerWork>,
     cancel: CancellationToken,
     /// What the runtime started next to this node, in start order.
-    /// Each subsystem, with itself as `Any` so a lookup by type clones only the match.
-    subsystems: Mutex<Vec<(Arc<dyn Subsystem>, AnySubsystem)>>,
+    subsystems: Mutex<Vec<Arc<dyn Subsystem>>>,
 }
 
 impl MeshNode {
-    /// A node from validated settings. `runtime` is the process's RouteMesh node, which
-    /// handlers see as their runtime (empty: this node is that one); `lease` is the
-    /// process's owner lease when another node holds it.
-    pub(crate) fn new(
-        settings: MeshSettings,
-        runtime: Option<Weak<MeshNode>>,
-        lease: Option<Arc<OwnerLease>>,
-    ) -> Arc<MeshNode> {
+    /// A node from validated settings. `lease` is the process's owner lease when another
+    /// node holds it.
+    pub(crate) fn new(settings: MeshSettings, lease: Option<Arc<OwnerLease>>) -> Arc<MeshNode> {
         let settings = Arc::new(settings);
         let registry = Arc::new(ChannelRegistry::new(&settings.channels));
         let max_message = match settings.max_message {
@@ -104,22 +95,19 @@ impl MeshNode {
             links.clone(),
             services.clock(),
         );
-        Arc::new_cyclic(|me| {
-            work.set_runtime(runtime.unwrap_or_else(|| me.clone()));
-            MeshNode {
-                settings,
-                identity,
-                peers,
-                pending,
-                dispatcher,
-                links,
-                calls,
-                discovery,
-                services,
-                work,
-                cancel,
-                subsystems: Mutex::new(Vec::new()),
-            }
+        Arc::new(MeshNode {
+            settings,
+            identity,
+            peers,
+            pending,
+            dispatcher,
+            links,
+            calls,
+            discovery,
+            services,
+            work,
+            cancel,
+            subsystems: Mutex::new(Vec::new()),
         })
     }
 
@@ -209,27 +197,13 @@ impl MeshNode {
 
     /// Registers a subsystem started next to this node (drained and stopped in reverse).
     pub(crate) fn add_subsystem(&self, subsystem: Arc<dyn Subsystem>) {
-        let any = subsystem.clone().into_any();
-        self.subsystems.lock_unpoisoned().push((subsystem, any));
-    }
-
-    /// The subsystem of type `T`, if the runtime started one.
-    pub(crate) fn subsystem<T: Subsystem>(&self) -> Option<Arc<T>> {
-        self.subsystems
-            .lock_unpoisoned()
-            .iter()
-            .find(|(_, any)| any.is::<T>())
-            .and_then(|(_, any)| any.clone().downcast::<T>().ok())
+        self.subsystems.lock_unpoisoned().push(subsystem);
     }
 
     /// The subsystems in reverse start order.
     pub(crate) fn subsystems_reversed(&self) -> Vec<Arc<dyn Subsystem>> {
-        let mut all: Vec<Arc<dyn Subsystem>> = self
-            .subsystems
-            .lock_unpoisoned()
-            .iter()
-            .map(|(s, _)| s.clone())
-            .collect();
+        let mut all: Vec<Arc<dyn Subsystem>> =
+            self.subsystems.lock_unpoisoned().iter().cloned().collect();
         all.reverse();
         all
     }

@@ -32,7 +32,7 @@ impl InboundRoute for ReverseRoute {
         }
         let mut reversed = message.payload.to_vec();
         reversed.reverse();
-        call.run(move |_node, _message| Box::pin(async move { Ok(Bytes::from(reversed)) }));
+        call.run(move |_message| Box::pin(async move { Ok(Bytes::from(reversed)) }));
     }
 }
 // ANCHOR_END: route
@@ -57,7 +57,8 @@ async fn node(rid: &str, peer: Option<String>) -> Runtime {
 async fn a_subsystem_registers_an_inbound_route_and_receives_its_command() {
     let b = node("b", None).await;
     let a = node("a", Some(b.endpoint())).await;
-    a.wait_for_peers(Duration::from_secs(5), |p| p.len() == 1)
+    a.nodes()
+        .wait_for(Duration::from_secs(5), |p| p.len() == 1)
         .await
         .expect("a reaches b");
     let metadata = Metadata::new();
@@ -76,7 +77,7 @@ async fn a_subsystem_registers_an_inbound_route_and_receives_its_command() {
     };
     let timeout = Duration::from_secs(5);
     let request = |node: &Runtime| {
-        let node = node.node.clone();
+        let node = node.handle().node().clone();
         let call = OutboundCall {
             payload: call.payload.clone(),
             ..call
@@ -95,7 +96,8 @@ async fn a_subsystem_registers_an_inbound_route_and_receives_its_command() {
 
     // ANCHOR: register
     let route = Arc::new(ReverseRoute::default());
-    b.node
+    b.handle()
+        .node()
         .dispatcher()
         .register(Command::SpotRequest, route.clone())
         .expect("the command is free");
@@ -107,12 +109,14 @@ async fn a_subsystem_registers_an_inbound_route_and_receives_its_command() {
 
     // One route per command: a second registration is refused, the first stays.
     let again = b
-        .node
+        .handle()
+        .node()
         .dispatcher()
         .register(Command::SpotRequest, Arc::new(ReverseRoute::default()));
     assert!(again.is_err());
     assert!(b
-        .node
+        .handle()
+        .node()
         .dispatcher()
         .register(Command::ChannelRequest, Arc::new(ReverseRoute::default()))
         .is_err());

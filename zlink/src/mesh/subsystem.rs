@@ -2,8 +2,6 @@
 //! roles, fanout roles, and later objects and sessions) drains and stops through this
 //! trait, in the order `host` owns (the reverse of the start order).
 
-use std::any::Any;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -20,7 +18,4 @@ pub(crate) trait Subsystem: Send + Sync + 'static {
     /// Ends everything it runs; returns once its tasks have ended. `crashed` ends it as a
     /// killed process would (nothing withdrawn from the store).
     async fn stop(&self, crashed: bool);
-
-    /// Itself, for typed lookup ([`MeshNode::subsystem`](super::MeshNode::subsystem)).
-    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }

@@ -1,19 +1,13 @@
 //! Where inbound handler work runs: one task tracker per node (drained on shutdown up to
-//! the grace), one cancellation, and the node handlers see as their runtime.
-
-use std::sync::{Arc, OnceLock, Weak};
+//! the grace) and one cancellation.
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-
-use super::MeshNode;
 
 /// The handler work of one node.
 pub(crate) struct HandlerWork {
     tracker: TaskTracker,
     cancel: CancellationToken,
-    /// The process's RouteMesh node: what `HandlerContext::runtime` returns.
-    runtime: OnceLock<Weak<MeshNode>>,
 }
 
 impl HandlerWork {
@@ -21,7 +15,6 @@ impl HandlerWork {
         HandlerWork {
             tracker: TaskTracker::new(),
             cancel,
-            runtime: OnceLock::new(),
         }
     }
 
@@ -31,14 +24,5 @@ impl HandlerWork {
 
     pub(crate) fn cancel(&self) -> &CancellationToken {
         &self.cancel
-    }
-
-    /// Names the node handlers reach as their runtime (set once, at construction).
-    pub(crate) fn set_runtime(&self, node: Weak<MeshNode>) {
-        let _ = self.runtime.set(node);
-    }
-
-    pub(crate) fn runtime(&self) -> Option<Arc<MeshNode>> {
-        self.runtime.get()?.upgrade()
     }
 }

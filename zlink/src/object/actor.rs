@@ -7,14 +7,13 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::context::ActorContext;
-use super::id::ActorId;
 use super::instance::{Instance, TurnInfo};
 use super::membership::JoinOutcome;
-use super::object_ref::ActorRef;
 use super::object_type::{ActorType, Factory, TypeDef};
 use super::relocation::RelocationState;
 use super::spot::{ClosingReason, Relocation};
 use super::timer::TimerTick;
+use crate::address::ActorId;
 use crate::handler::PacketKind;
 use crate::Result;
 
@@ -158,13 +157,4 @@ impl Instance for ActorInstance {
             )),
         }
     }
-}
-
-/// The outcome of an Actor's get-or-create.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ActorCreation {
-    /// The Actor existed already (no factory ran).
-    Existing(ActorRef),
-    /// This call created it, in its node's Entry Spot.
-    Created(ActorRef),
 }

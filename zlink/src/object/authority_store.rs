@@ -11,7 +11,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::authority::{Authority, AuthorityState, ObjectShape, OwnerFence, OwnerRoute};
-use super::id::ObjectKey;
+use crate::address::Location;
+use crate::address::ObjectKey;
 use crate::store::resolve::apply_resolving;
 use crate::store::{
     ApplyOutcome, Batch, Condition, LeaseToken, LocationStore, Mutation, ReadOutcome, StoreError,
@@ -34,6 +35,17 @@ struct Generations {
 pub(crate) struct Versioned {
     pub(crate) record: Authority,
     pub(crate) version: StoreVersion,
+}
+
+impl Versioned {
+    /// The incarnation this authority records, and where it runs.
+    pub(crate) fn location(&self) -> Location {
+        Location {
+            generation: self.record.fence.object_generation,
+            mesh_name: self.record.route.mesh_name.clone(),
+            rid: self.record.route.rid.clone(),
+        }
+    }
 }
 
 /// What a creation attempt wants to reserve.
@@ -313,7 +325,7 @@ impl AuthorityStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::object::id::SpotId;
+    use crate::address::SpotId;
     use crate::store::{MemoryLocationStore, OwnerId};
 
     fn key(id: &str) -> ObjectKey {
@@ -416,7 +428,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_membership_change_of_an_older_incarnation_changes_nothing() {
-        use crate::object::id::ActorId;
+        use crate::address::ActorId;
         let authority = store();
         let actor = ObjectKey::from(&ActorId::new("p").unwrap());
         let mut as_actor = draft("a");

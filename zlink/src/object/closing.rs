@@ -6,12 +6,12 @@ use tokio::time::Instant;
 
 use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Fenced, Versioned};
-use super::id::{ObjectKey, ObjectKind};
 use super::live_object::ObjectJob;
 use super::owner_link::ObjectCommand;
 use super::remote::encode_generation;
 use super::server::{store_error, ObjectServer};
 use super::spot::ClosingReason;
+use crate::address::{ObjectKey, ObjectKind};
 use crate::{Error, ErrorKind, Result};
 
 /// Closes exactly the incarnation `generation` of `key`. `false` when it is gone already.
@@ -43,9 +43,8 @@ pub(super) async fn close(
         return close_remote(server, key, &current, generation).await;
     }
     let live = server
-        .live()
+        .registry
         .get(key)
-        .cloned()
         .filter(|live| live.generation() == generation);
     let Some(live) = live else {
         // A Closing record this lifecycle owns, whose Spot is gone already (the delete of
@@ -131,9 +130,9 @@ pub(super) async fn close(
     } else {
         live.stop();
     }
-    server.remove_live(&live);
+    server.registry.remove(&live);
     if let Some(spot) = live.membership() {
-        if let Some(spot) = server.live().get(&ObjectKey::from(&spot)).cloned() {
+        if let Some(spot) = server.registry.get(&ObjectKey::from(&spot)) {
             spot.remove_member(&key.id);
         }
     }

@@ -4,17 +4,16 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::id::SpotId;
-use super::kind::{ActorKind, Kind, SpotKind};
 use super::membership::{JoinRequest, JoinSlot};
 use super::timer::{TimerPolicy, Timers};
-use crate::host::Runtime;
-use crate::mesh::MeshNode;
+use crate::address::SpotId;
+use crate::address::{ActorKind, Kind, SpotKind};
+use crate::handler::Handle;
 use crate::wire::Metadata;
 
 /// The context of one turn of a Spot or an Actor.
 pub struct Context<K: Kind> {
-    pub(crate) node: Arc<MeshNode>,
+    pub(crate) handle: Handle,
     pub(crate) id: K::Id,
     pub(crate) generation: u64,
     pub(crate) packet: Option<Arc<str>>,
@@ -55,7 +54,8 @@ impl Context<ActorKind> {
     /// Runs like [`join_spot`](Self::join_spot).
     pub fn leave_spot(&self) -> crate::Result<()> {
         let entry = self
-            .node
+            .handle
+            .node()
             .settings()
             .served_objects
             .entry_spot
@@ -92,10 +92,10 @@ impl<K: Kind> Context<K> {
         self.generation
     }
 
-    /// The runtime of the node it runs on, for calls from the handler (an awaited call
-    /// keeps the turn).
-    pub fn runtime(&self) -> Runtime {
-        Runtime::from_node(self.node.clone())
+    /// The handle of the node it runs on, for calls from the handler (an awaited call
+    /// keeps the turn). It cannot stop the node.
+    pub fn handle(&self) -> &Handle {
+        &self.handle
     }
 
     /// The packet name of the message being handled (`None` in lifecycle hooks).

@@ -14,17 +14,18 @@ use super::actor::ActorInstance;
 use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Draft, Fenced, Reserved, Versioned};
 use super::context::{ActorContext, SpotContext};
-use super::id::{ActorId, ObjectKey, ObjectKind, SpotId, StableType};
 use super::instance::Instance;
 use super::live_object::LiveObject;
-use super::object_ref::Location;
 use super::object_type::{Factory, TypeDef};
 use super::owner_link::{node_stopping, ObjectCommand};
 use super::placement;
 use super::remote::{CreateReply, CreateRequest};
-use super::server::{store_error, ObjectServer, Outcome};
+use super::server::{store_error, ObjectServer};
 use super::spot::{CreateDecision, SpotInstance};
-use crate::mesh::MeshNode;
+use crate::address::Location;
+use crate::address::Outcome;
+use crate::address::{ActorId, ObjectKey, ObjectKind, SpotId, StableType};
+use crate::handler::Handle;
 use crate::wire::Metadata;
 use crate::{Error, ErrorKind, Result};
 
@@ -79,7 +80,7 @@ pub(super) async fn create(
                     return Err(Error::new(ErrorKind::AlreadyExists, format!("{id} exists")));
                 }
                 match current.record.state {
-                    AuthorityState::Ready => return Ok(Outcome::Existing(Location::of(&current))),
+                    AuthorityState::Ready => return Ok(Outcome::Existing(current.location())),
                     AuthorityState::Creating => settle_creating(server, &key, &current).await?,
                     AuthorityState::Closing => {}
                 }
@@ -165,7 +166,11 @@ async fn settle_creating(
     // A record this very node lifecycle left, with no attempt of it running any more (its
     // abort failed, say), is cancelled at once.
     let ours = creating.record.route == server.route;
-    if ours && !server.is_creating(key, creating.record.fence.object_generation) {
+    if ours
+        && !server
+            .registry
+            .is_creating(key, creating.record.fence.object_generation)
+    {
         tracing::info!(object = %key, "cancelling a creation this node abandoned");
         server
             .authority
@@ -237,7 +242,7 @@ async fn attempt(
     request: &Bytes,
     stable_type: &str,
 ) -> Result<Option<Outcome>> {
-    let object_type = &server.object_type(key.kind, stable_type)?;
+    let object_type = &server.registry.object_type(key.kind, stable_type)?;
     if server.is_draining() {
         return Err(Error::new(
             ErrorKind::Unavailable,
@@ -264,14 +269,14 @@ async fn attempt(
         )
     };
     let _permit = tokio::select! {
-        permit = tokio::time::timeout_at(deadline, server.activations.acquire()) => permit
+        permit = tokio::time::timeout_at(deadline, server.registry.activation()) => permit
             .map_err(|_| too_slow())?
-            .map_err(|_| node_stopping())?,
+            .ok_or_else(node_stopping)?,
         _ = server.cancel.cancelled() => {
             return Err(node_stopping());
         }
     };
-    let creating = server.begin_creating(key, object_type)?;
+    let creating = server.registry.begin_creating(key, object_type)?;
     // Taken after the permit: the token must be current when the reservation is written.
     let Some(token) = server.lease.admitting_token() else {
         return Err(Error::new(
@@ -298,10 +303,11 @@ async fn attempt(
     };
     creating.reserved(won.record.fence.object_generation);
     let generation = won.record.fence.object_generation;
+    let handle = server.handle()?;
     let staging = stage(
         object_type,
         key,
-        &node,
+        &handle,
         generation,
         membership,
         deadline,
@@ -346,7 +352,7 @@ async fn attempt(
         wait,
         None,
     );
-    server.insert_live(live.clone());
+    server.registry.insert(live.clone());
     let committed = match server.authority.commit(key, &won).await {
         Ok(Fenced::Done(ready)) => Ok(ready),
         Ok(Fenced::Moved) => Err(Error::new(
@@ -363,10 +369,10 @@ async fn attempt(
                 super::membership::created_in_entry(server, &live, &ready);
             }
             let _ = go.send(true);
-            Ok(Some(Outcome::Created(Location::of(&ready), reply)))
+            Ok(Some(Outcome::Created(ready.location(), reply)))
         }
         Err(e) => {
-            server.remove_live(&live);
+            server.registry.remove(&live);
             let _ = go.send(false);
             Err(e)
         }
@@ -429,7 +435,7 @@ pub(super) fn candidates(
         ObjectKind::Spot => true,
         ObjectKind::Actor => server.entry.as_ref().is_some_and(|e| e.ready().is_ok()),
     };
-    if server.serves(kind, stable_type)
+    if server.registry.serves(kind, stable_type)
         && entry_ready
         && !server.is_draining()
         && server.lease.admitting_token().is_some()
@@ -505,7 +511,7 @@ pub(super) async fn find(server: &ObjectServer, key: &ObjectKey) -> Result<Optio
     let current = server.authority.read(key).await.map_err(store_error)?;
     Ok(current
         .filter(|v| v.record.state == AuthorityState::Ready)
-        .map(|v| Location::of(&v)))
+        .map(|v| v.location()))
 }
 
 /// Makes the staging instance: the factory, then (for a Spot) `on_create` with the
@@ -514,18 +520,18 @@ pub(super) async fn find(server: &ObjectServer, key: &ObjectKey) -> Result<Optio
 pub(super) async fn stage(
     object_type: &TypeDef,
     key: &ObjectKey,
-    node: &Arc<MeshNode>,
+    handle: &Handle,
     generation: u64,
     membership: Option<SpotId>,
     deadline: Instant,
     request: Option<&Bytes>,
 ) -> Result<(Box<dyn Instance>, CreateDecision)> {
-    let bad_id = |e: super::id::IdError| Error::InvalidArgument(e.to_string());
+    let bad_id = |e: crate::address::IdError| Error::InvalidArgument(e.to_string());
     let made = std::panic::AssertUnwindSafe(async {
         Ok::<_, Error>(match &object_type.factory {
             Factory::Spot(factory) => {
                 let ctx = SpotContext {
-                    node: node.clone(),
+                    handle: handle.clone(),
                     id: SpotId::new(&key.id).map_err(bad_id)?,
                     generation,
                     packet: None,
@@ -546,7 +552,7 @@ pub(super) async fn stage(
             }
             Factory::Actor(factory) => {
                 let ctx = ActorContext {
-                    node: node.clone(),
+                    handle: handle.clone(),
                     id: ActorId::new(&key.id).map_err(bad_id)?,
                     generation,
                     packet: None,

@@ -7,7 +7,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::id::ObjectKey;
 use super::live_object::{LiveObject, ObjectJob, ReplyTo};
 use super::mailbox::Refused;
 use super::owner_link::ObjectCommand;
@@ -17,6 +16,7 @@ use super::resolver::Resolution;
 use super::route_cache::{ReadyRoute, Routed};
 use super::route_switch::FOLLOW_BARRIER;
 use super::server::ObjectServer;
+use crate::address::ObjectKey;
 use crate::handler::PacketKind;
 use crate::wire::{Metadata, RouteFence};
 use crate::{Error, ErrorKind, Result};
@@ -388,7 +388,7 @@ fn check_admission(
             format!("this node does not own {id} {STALE_ROUTE}"),
         )
     };
-    let live = server.live().get(id).cloned().ok_or_else(stale)?;
+    let live = server.registry.get(id).ok_or_else(stale)?;
     let mut leased = false;
     let admitted = server.lease.admits_with(|token| {
         leased = true;

@@ -17,15 +17,15 @@ use tokio::sync::oneshot;
 use super::authority::ObjectShape;
 use super::authority_store::{Draft, Fenced, Reserved, Versioned};
 use super::context::SpotContext;
-use super::id::{ObjectKey, SpotId};
 use super::instance::{Instance, TurnInfo};
 use super::live_object::LiveObject;
 use super::membership::{Execution, JoinDecision, MemberEvent};
-use super::object_ref::ActorRef;
 use super::object_type::{Factory, TypeDef};
 use super::server::ObjectServer;
 use super::spot::{ClosingReason, Relocation};
 use super::timer::TimerTick;
+use crate::address::ActorRef;
+use crate::address::{ObjectKey, SpotId};
 use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind, Result};
 
@@ -234,7 +234,7 @@ impl EntrySpot {
             wait,
             None,
         );
-        server.insert_live(live);
+        server.registry.insert(live);
         let _ = go.send(true);
         Ok(())
     }

@@ -6,12 +6,13 @@ use std::sync::{Arc, Weak};
 use bytes::Bytes;
 
 use super::direct::{Admission, Prepared, Refusal};
-use super::id::{ActorId, ObjectKey, SpotId};
 use super::live_object::ReplyTo;
 use super::lost_sends::LostReason;
 use super::mailbox::Refused;
 use super::remote::{decode_generation, CreateReply, CreateRequest};
-use super::server::{ObjectServer, Outcome};
+use super::server::ObjectServer;
+use crate::address::Outcome;
+use crate::address::{ActorId, ObjectKey, SpotId};
 use crate::handler::PacketKind;
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::wire::{Command, RouteFence};
@@ -64,7 +65,7 @@ fn create_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
     let wait_until = call
         .deadline()
         .unwrap_or_else(|| tokio::time::Instant::now() + std::time::Duration::from_secs(30));
-    call.run(move |_node, _message| {
+    call.run(move |_message| {
         Box::pin(async move {
             let request = Bytes::from(request.request);
             let outcome =
@@ -115,7 +116,7 @@ fn close_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
         Ok(generation) => generation,
         Err(e) => return call.answer(Err(e)),
     };
-    let owned = server.live().get(&key).cloned();
+    let owned = server.registry.get(&key);
     let token = server.lease.admitting_token();
     let admitted = match (owned, token) {
         (Some(live), Some(token)) => live.admits(&fence, &token),
@@ -131,7 +132,7 @@ fn close_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
         )));
     }
     let server = server.clone();
-    call.run(move |_node, _message| {
+    call.run(move |_message| {
         Box::pin(async move { crate::wire::cbor_encode(&server.close(&key, generation).await?) })
     });
 }

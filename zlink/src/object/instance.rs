@@ -8,19 +8,19 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::context::Context;
-use super::id::SpotId;
-use super::kind::Kind;
 use super::membership::{JoinDecision, JoinOutcome, JoinSlot, MemberEvent};
 use super::spot::ClosingReason;
 use super::timer::{TimerTick, Timers};
-use crate::mesh::MeshNode;
+use crate::address::Kind;
+use crate::address::SpotId;
+use crate::handler::Handle;
 use crate::wire::Metadata;
 use crate::Result;
 
 /// What the turn loop knows of one turn; an adapter adds the object's typed ID to make
 /// the application's [`Context`](super::Context).
 pub(crate) struct TurnInfo {
-    pub(crate) node: Arc<MeshNode>,
+    pub(crate) handle: Handle,
     pub(crate) generation: u64,
     pub(crate) packet: Option<Arc<str>>,
     pub(crate) deadline: Option<Instant>,
@@ -35,7 +35,7 @@ impl TurnInfo {
     /// The application's context of this turn, for the object `id`.
     pub(crate) fn context<K: Kind>(self, id: K::Id) -> Context<K> {
         Context {
-            node: self.node,
+            handle: self.handle,
             id,
             generation: self.generation,
             packet: self.packet,

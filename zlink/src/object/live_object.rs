@@ -12,7 +12,6 @@ use tokio_util::task::TaskTracker;
 use std::collections::HashSet;
 
 use super::authority_store::Versioned;
-use super::id::{ObjectKey, SpotId};
 use super::instance::Instance;
 use super::lost_sends::{LostReason, LostSends};
 use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
@@ -23,9 +22,10 @@ use super::server::ObjectServer;
 use super::spot::ClosingReason;
 use super::timer::{TimerRecord, TimerTick, Timers};
 use super::turn_loop::{turn_holds, TurnLoop};
+use crate::address::{ObjectKey, SpotId};
 use crate::call::PendingTable;
-use crate::handler::PacketKind;
-use crate::mesh::{MeshNode, PendingReply};
+use crate::handler::{PacketKind, WeakHandle};
+use crate::mesh::PendingReply;
 use crate::store::{LeaseToken, OwnerLease};
 use crate::sync::LockUnpoisoned;
 use crate::wire::{Metadata, RouteFence};
@@ -150,10 +150,10 @@ impl ObjectJob {
     }
 }
 
-/// What an object's turn loop runs with: its node (weakly), the owner lease its ticks need,
+/// What an object's turn loop runs with: its node's handle (weakly), the owner lease its ticks need,
 /// the task tracker and the token that stops it with its node.
 pub(crate) struct ObjectHost {
-    pub(crate) node: Weak<MeshNode>,
+    pub(crate) handle: WeakHandle,
     /// The object layer, for the Joins an Actor's handlers register.
     pub(crate) server: Weak<ObjectServer>,
     pub(crate) lease: Arc<OwnerLease>,

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
-use super::id::ObjectKey;
+use crate::address::ObjectKey;
 use crate::Error;
 
 /// Why an accepted one-way was not delivered.
@@ -104,7 +104,7 @@ impl LostSends {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::object::id::ActorId;
+    use crate::address::ActorId;
     use crate::ErrorKind;
 
     #[test]

@@ -16,10 +16,10 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use super::authority_store::{Fenced, Versioned};
-use super::id::{ObjectKey, SpotId};
 use super::live_object::{LiveObject, ObjectJob};
-use super::object_ref::{ActorRef, Location};
 use super::server::{store_error, ObjectServer};
+use crate::address::ActorRef;
+use crate::address::{ObjectKey, SpotId};
 use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind};
 
@@ -159,7 +159,7 @@ pub(crate) async fn join(
     join: JoinRequest,
 ) -> JoinStep {
     let JoinRequest { spot, request } = join;
-    let live = server.live().get(&ObjectKey::from(&spot)).cloned();
+    let live = server.registry.get(&ObjectKey::from(&spot));
     let to_entry = server.entry.as_ref().is_some_and(|e| e.id == spot);
     if live.is_none() && !to_entry && actor.membership().as_ref() != Some(&spot) {
         return match elsewhere(server, &spot).await {
@@ -210,11 +210,11 @@ async fn join_here(
             );
         }
     }
-    let Ok(actor_id) = super::id::ActorId::new(&actor.key.id) else {
+    let Ok(actor_id) = crate::address::ActorId::new(&actor.key.id) else {
         return failed(ErrorKind::InternalFailure, "an Actor with an invalid ID");
     };
     let authority = actor.authority();
-    let actor_ref = ActorRef::at(actor_id, Location::of(&authority));
+    let actor_ref = ActorRef::at(actor_id, authority.location());
     // An Entry Spot admits every Actor of its node: no admission callback.
     let reply = match target.as_ref().filter(|_| !to_entry) {
         None => Bytes::new(),
@@ -293,7 +293,7 @@ async fn join_here(
     actor.set_membership(Some(spot.clone()));
     let previous = source
         .as_ref()
-        .and_then(|s| server.live().get(&ObjectKey::from(s)).cloned());
+        .and_then(|s| server.registry.get(&ObjectKey::from(s)));
     if let Some(previous) = &previous {
         previous.remove_member(&actor.key.id);
     }
@@ -414,17 +414,17 @@ pub(crate) fn created_in_entry(server: &ObjectServer, actor: &LiveObject, ready:
     let Some(entry) = server.entry.as_ref() else {
         return;
     };
-    let Some(entry_spot) = server.live().get(&ObjectKey::from(&entry.id)).cloned() else {
+    let Some(entry_spot) = server.registry.get(&ObjectKey::from(&entry.id)) else {
         return;
     };
-    let Ok(id) = super::id::ActorId::new(&actor.key.id) else {
+    let Ok(id) = crate::address::ActorId::new(&actor.key.id) else {
         return;
     };
     if !entry_spot.add_member(&actor.key.id) {
         return;
     }
     let created = MemberEvent::Created {
-        actor: ActorRef::at(id, Location::of(ready)),
+        actor: ActorRef::at(id, ready.location()),
     };
     if !notify(&entry_spot, created) {
         entry_spot.remove_member(&actor.key.id);

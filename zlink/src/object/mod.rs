@@ -17,17 +17,16 @@ mod context;
 pub(crate) mod creation;
 mod direct;
 mod entry;
-mod id;
 mod inbound;
 mod instance;
-mod kind;
 mod live_object;
 mod lost_sends;
 mod membership;
-mod object_ref;
 mod object_type;
 mod owner_link;
 pub(crate) mod placement;
+mod port;
+mod registry;
 pub(crate) mod relocation;
 mod remote;
 mod resolver;
@@ -44,14 +43,17 @@ pub(crate) mod mailbox;
 pub(crate) mod route_cache;
 mod route_traffic;
 
-pub use actor::{Actor, ActorCreation, ActorHandlers};
+pub use crate::address::{
+    is_entry_spot_id, ActorCreation, ActorId, ActorKind, ActorRef, IdError, Kind, ObjectRef,
+    SpotCreation, SpotId, SpotKind, SpotRef, StableType, MAX_OBJECT_ID_BYTES,
+};
+pub(crate) use crate::address::{uuid_v4 as id_uuid_v4, ObjectKind};
+pub use actor::{Actor, ActorHandlers};
 pub use context::{ActorContext, Context, SpotContext};
 pub use entry::EntryHooks;
 pub(crate) use entry::EntryHooksFactory;
-pub use kind::{ActorKind, Kind, SpotKind};
 pub use lost_sends::LostOneWays;
 pub use membership::{Execution, JoinDecision, JoinOutcome};
-pub use object_ref::{ActorRef, ObjectRef, SpotRef};
 pub use object_type::{ActorType, ObjectType, SpotType};
 pub use relocation::{
     BlockedObject, BlockedReason, RelocationReport, RelocationState, MAX_CAPTURED_STATE_BYTES,
@@ -61,13 +63,7 @@ pub(crate) use route_cache::DEFAULT_ROUTE_CACHE_MAX_AGE;
 /// MessageFollowDuration's default: how long a moved object's old owner relays what still
 /// arrives.
 pub(crate) const MESSAGE_FOLLOW_DURATION: std::time::Duration = std::time::Duration::from_secs(30);
-pub(crate) use direct::ObjectCall;
-pub(crate) use id::uuid_v4 as id_uuid_v4;
-pub use id::{is_entry_spot_id, ActorId, IdError, SpotId, StableType, MAX_OBJECT_ID_BYTES};
-pub(crate) use id::{ObjectKey, ObjectKind};
 pub(crate) use server::ObjectServer;
-pub(crate) use server::Outcome;
-pub use server::SpotCreation;
 pub(crate) use settings::ObjectSettings;
 pub use spot::{ClosingReason, CreateDecision, Relocation, Spot, SpotHandlers};
 pub use timer::{TimerPolicy, TimerTick};

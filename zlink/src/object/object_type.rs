@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use super::actor::Actor;
 use super::context::{ActorContext, SpotContext};
-use super::id::{ObjectKind, StableType};
-use super::kind::{ActorKind, Kind, SpotKind};
 use super::mailbox::{LaneLimits, APPLICATION_LANE, JOB_OVERHEAD_BYTES};
 use super::membership::Execution;
 use super::spot::{Relocation, Spot};
+use crate::address::{ActorKind, Kind, SpotKind};
+use crate::address::{ObjectKind, StableType};
 use crate::handler::PacketKind;
 use crate::{Error, Result};
 

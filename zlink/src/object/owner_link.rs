@@ -9,7 +9,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::authority::OwnerFence;
-use super::id::{ObjectKey, ObjectKind};
+use crate::address::{ObjectKey, ObjectKind};
 use crate::handler::PacketKind;
 use crate::mesh::calls::{OutboundCall, SubmittedRequest};
 use crate::mesh::peer_table::PeerLink;

@@ -12,8 +12,8 @@ use tokio_util::task::TaskTracker;
 
 use super::authority::{AuthorityState, OwnerFence, OwnerRoute};
 use super::authority_store::AuthorityStore;
-use super::id::ObjectKey;
 use super::route_cache::{Admitted, Lookup, ReadyRoute, RouteCache, Routed, Switch, SwitchStart};
+use crate::address::ObjectKey;
 use crate::mesh::peer_table::PeerEvent;
 use crate::mesh::MeshNode;
 use crate::store::{OwnerLease, StoreError};

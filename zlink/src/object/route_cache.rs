@@ -25,8 +25,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::authority::{ObjectShape, OwnerFence, OwnerRoute};
-use super::id::ObjectKey;
 use super::route_traffic::{RouteTraffic, Sending};
+use crate::address::ObjectKey;
 use crate::store::{LeaseToken, StoreVersion};
 use crate::sync::LockUnpoisoned;
 
@@ -428,7 +428,7 @@ impl RouteCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::object::id::SpotId;
+    use crate::address::SpotId;
     use crate::store::OwnerId;
 
     const AGE: Duration = DEFAULT_ROUTE_CACHE_MAX_AGE;

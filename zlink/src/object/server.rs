@@ -3,13 +3,11 @@
 //! [`closing`](super::closing), [`direct`](super::direct) messaging, the
 //! [`resolver`](super::resolver) and the [`inbound`](super::inbound) commands.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -17,49 +15,23 @@ use super::authority::OwnerRoute;
 use super::authority_store::AuthorityStore;
 use super::direct::ObjectCall;
 use super::entry::EntrySpot;
-use super::id::{ObjectKey, ObjectKind, StableType};
 use super::inbound::ObjectRoute;
-use super::live_object::LiveObject;
 use super::lost_sends::{LostOneWays, LostSends};
-use super::object_ref::{Location, SpotRef};
-use super::object_type::TypeDef;
 use super::owner_link::OwnerLink;
+use super::registry::ObjectRegistry;
 use super::relocation::{self, Arrivals, Departures, RelocationFaults, RelocationPermits};
 use super::resolver::Resolver;
 use super::settings::ObjectSettings;
 use super::spot::ClosingReason;
 use super::{closing, creation, direct};
+use crate::address::{Location, Outcome};
+use crate::address::{ObjectKey, ObjectKind};
 use crate::call::PendingTable;
+use crate::handler::{Handle, WeakHandle};
 use crate::mesh::{InboundRoute, MeshNode, Subsystem};
 use crate::store::{LocationStore, OwnerLease, StoreError};
-use crate::sync::LockUnpoisoned;
 use crate::wire::Command;
-use crate::{Error, ErrorKind, Result};
-
-/// Creations one node runs at once (factory through commit).
-const MAX_ACTIVATIONS: usize = 128;
-
-/// The outcome of a create or get-or-create of a Spot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SpotCreation {
-    /// The Spot existed already (no factory ran, no reply).
-    Existing(SpotRef),
-    /// This call created it; `on_create` accepted with this reply.
-    Created(SpotRef, Bytes),
-    /// This call's attempt was declined by `on_create`, with this reply; nothing stays.
-    Rejected(Bytes),
-}
-
-/// What a creation did, whatever the object's kind.
-#[derive(Debug, Clone)]
-pub(crate) enum Outcome {
-    /// The object existed already.
-    Existing(Location),
-    /// This call created it, with the `on_create` reply (empty for Actors).
-    Created(Location, Bytes),
-    /// `on_create` declined, with this reply.
-    Rejected(Bytes),
-}
+use crate::{Error, Result};
 
 /// Turns a store failure into the caller's error.
 pub(super) fn store_error(e: StoreError) -> Error {
@@ -69,26 +41,21 @@ pub(super) fn store_error(e: StoreError) -> Error {
 /// The object layer of one node.
 pub(crate) struct ObjectServer {
     pub(super) node: Weak<MeshNode>,
+    /// The node's handle, for the contexts of the objects it runs.
+    handle: WeakHandle,
     /// The way out to other nodes, for every object command this layer sends.
     pub(super) owner_link: OwnerLink,
-    pub(super) types: HashMap<(ObjectKind, StableType), Arc<TypeDef>>,
     pub(super) store: Arc<dyn LocationStore>,
     pub(super) authority: AuthorityStore,
     pub(super) lease: Arc<OwnerLease>,
     /// This node as an owner: where its Spots' messages go.
     pub(super) route: OwnerRoute,
-    live: Mutex<HashMap<ObjectKey, Arc<LiveObject>>>,
+    /// The types it serves, the objects it runs and the creations under way.
+    pub(super) registry: ObjectRegistry,
     /// This node's Entry Spot, when it serves Actor types.
     pub(super) entry: Option<Arc<EntrySpot>>,
     pub(super) resolver: Arc<Resolver>,
     pub(super) placement_weight: u32,
-    /// The most Spots this node runs (0: no limit).
-    max_spots: u32,
-    pub(super) activations: Semaphore,
-    /// The creation attempts running on this node, by attempt number: each one's ID and
-    /// type, and its ObjectGeneration once its reservation is won.
-    creating: Mutex<HashMap<u64, InCreation>>,
-    next_attempt: std::sync::atomic::AtomicU64,
     pub(super) tracker: TaskTracker,
     pub(super) cancel: CancellationToken,
     /// Cancelled when the node is killed (a test's crash): moves running on a caller's
@@ -122,9 +89,10 @@ impl ObjectServer {
     /// authority there); its inbound routes are registered, and with Actor types its Entry
     /// Spot is claimed.
     pub(crate) async fn start(
-        node: &Arc<MeshNode>,
+        handle: &Handle,
         settings: &ObjectSettings,
     ) -> Result<Option<Arc<Self>>> {
+        let node = handle.node();
         let services = node.services();
         let (Some(store), Some(lease)) = (services.store(), services.lease()) else {
             return Ok(None);
@@ -151,29 +119,26 @@ impl ObjectServer {
         let lost_sends = Arc::new(LostSends::default());
         let server = Arc::new(ObjectServer {
             node: Arc::downgrade(node),
+            handle: handle.downgrade(),
             owner_link: OwnerLink::new(Arc::downgrade(node)),
-            types: settings
-                .spot_types
-                .iter()
-                .map(|t| &t.def)
-                .chain(settings.actor_types.iter().map(|t| &t.def))
-                .map(|t| ((t.kind(), t.stable_type.clone()), Arc::new(t.clone())))
-                .collect(),
+            registry: ObjectRegistry::new(
+                settings
+                    .spot_types
+                    .iter()
+                    .map(|t| &t.def)
+                    .chain(settings.actor_types.iter().map(|t| &t.def)),
+                settings.max_spots,
+            ),
             store: store.clone(),
             authority,
             lease: lease.clone(),
             route,
-            live: Mutex::new(HashMap::new()),
             entry: settings
                 .entry_spot
                 .clone()
                 .map(|id| Arc::new(EntrySpot::new(id, settings.entry_hooks.as_deref()))),
             resolver,
             placement_weight: node.settings().placement_weight,
-            max_spots: settings.max_spots,
-            activations: Semaphore::new(MAX_ACTIVATIONS),
-            creating: Mutex::new(HashMap::new()),
-            next_attempt: std::sync::atomic::AtomicU64::new(0),
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
             killed: CancellationToken::new(),
@@ -191,6 +156,8 @@ impl ObjectServer {
         server
             .tracker
             .spawn(server.local_calls.clone().run_sweeper());
+        // Installed before anything runs, so an Entry Spot's hooks can call objects too.
+        handle.install_objects(server.clone());
         let route: Arc<dyn InboundRoute> = Arc::new(ObjectRoute(Arc::downgrade(&server)));
         for command in [
             Command::SpotSend,
@@ -217,7 +184,7 @@ impl ObjectServer {
     /// What a Spot or Actor this node starts runs with.
     pub(super) fn object_host(self: &Arc<Self>) -> super::live_object::ObjectHost {
         super::live_object::ObjectHost {
-            node: self.node.clone(),
+            handle: self.handle.clone(),
             server: Arc::downgrade(self),
             lease: self.lease.clone(),
             tracker: self.tracker.clone(),
@@ -226,121 +193,11 @@ impl ObjectServer {
         }
     }
 
-    /// The objects this node runs.
-    pub(super) fn live(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Arc<LiveObject>>> {
-        self.live.lock_unpoisoned()
-    }
-
-    /// Takes a slot for a new object of `spot_type` under this node's limits (for Spots
-    /// the node-wide one, then the type's), counting those it runs and those being
-    /// created; the slot
-    /// is held until the returned guard is dropped. The check and the take are one step,
-    /// so concurrent creations cannot overrun a limit.
-    pub(super) fn begin_creating(
-        &self,
-        key: &ObjectKey,
-        spot_type: &TypeDef,
-    ) -> Result<Creating<'_>> {
-        let mut creating = self.creating.lock_unpoisoned();
-        let live = self.live();
-        let full = |limit: u32, used: usize| limit > 0 && used >= limit as usize;
-        // The Entry Spot is the framework's: it counts against no limit.
-        let spots = live
-            .values()
-            .filter(|l| l.key.kind == ObjectKind::Spot && !l.is_entry())
-            .count()
-            + creating
-                .values()
-                .filter(|c| c.key.kind == ObjectKind::Spot)
-                .count();
-        if key.kind == ObjectKind::Spot && full(self.max_spots, spots) {
-            return Err(Error::new(
-                ErrorKind::CapacityExceeded,
-                format!("this node runs its limit of {} Spots", self.max_spots),
-            ));
-        }
-        let same_type = |t: &StableType| *t == spot_type.stable_type;
-        let of_type = live
-            .values()
-            .filter(|s| same_type(&s.object_type.stable_type))
-            .count()
-            + creating
-                .values()
-                .filter(|c| same_type(&c.stable_type))
-                .count();
-        if full(spot_type.max_per_node, of_type) {
-            return Err(Error::new(
-                ErrorKind::CapacityExceeded,
-                format!(
-                    "this node runs its limit of {} Spots of type {}",
-                    spot_type.max_per_node, spot_type.stable_type
-                ),
-            ));
-        }
-        let attempt = self
-            .next_attempt
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        creating.insert(
-            attempt,
-            InCreation {
-                key: key.clone(),
-                stable_type: spot_type.stable_type.clone(),
-                generation: None,
-            },
-        );
-        Ok(Creating {
-            server: self,
-            attempt,
-        })
-    }
-
-    /// Whether an attempt of this node is working on the Creating record of `generation`
-    /// for `key` (or has yet to learn which generation its reservation got).
-    pub(super) fn is_creating(&self, key: &ObjectKey, generation: u64) -> bool {
-        self.creating
-            .lock_unpoisoned()
-            .values()
-            .any(|c| c.key == *key && c.generation.is_none_or(|g| g == generation))
-    }
-
-    /// Registers an object as running here. An older incarnation still registered under
-    /// the ID (its close gave up waiting) is stopped: the authority names the new one.
-    pub(super) fn insert_live(&self, live: Arc<LiveObject>) {
-        let previous = self.live().insert(live.key.clone(), live);
-        if let Some(previous) = previous {
-            tracing::warn!(object = %previous.key, generation = previous.generation(), "stopping an older incarnation still registered here");
-            previous.stop();
-        }
-    }
-
-    /// Removes exactly this registration (a newer incarnation under the ID stays).
-    pub(super) fn remove_live(&self, live: &Arc<LiveObject>) {
-        let mut registered = self.live();
-        if registered
-            .get(&live.key)
-            .is_some_and(|current| Arc::ptr_eq(current, live))
-        {
-            registered.remove(&live.key);
-        }
-    }
-
-    /// The registration of a type of `kind` this node serves.
-    pub(super) fn object_type(&self, kind: ObjectKind, stable_type: &str) -> Result<Arc<TypeDef>> {
-        let name =
-            StableType::new(stable_type).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-        self.types.get(&(kind, name)).cloned().ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotFound,
-                format!("this node serves no {kind:?} type {stable_type:?}"),
-            )
-        })
-    }
-
-    /// Whether this node serves `stable_type` of `kind`.
-    pub(super) fn serves(&self, kind: ObjectKind, stable_type: &str) -> bool {
-        StableType::new(stable_type)
-            .ok()
-            .is_some_and(|t| self.types.contains_key(&(kind, t)))
+    /// The node's handle, while the node is alive.
+    pub(super) fn handle(&self) -> Result<Handle> {
+        self.handle
+            .upgrade()
+            .ok_or_else(super::owner_link::node_stopping)
     }
 
     /// Creates the object `key` of `stable_type` unless it exists (`get_or_create`), or
@@ -424,43 +281,7 @@ impl ObjectServer {
 
     /// The objects of `kind` this node owns now (its Entry Spot aside).
     pub(crate) fn owned(&self, kind: ObjectKind) -> usize {
-        self.live()
-            .values()
-            .filter(|l| l.key.kind == kind && !l.is_entry())
-            .count()
-    }
-}
-
-/// What this node knows of one of its creations in progress.
-struct InCreation {
-    key: ObjectKey,
-    stable_type: StableType,
-    generation: Option<u64>,
-}
-
-/// One creation in progress on this node, holding its capacity slot; it ends when dropped.
-pub(super) struct Creating<'a> {
-    server: &'a ObjectServer,
-    attempt: u64,
-}
-
-impl Creating<'_> {
-    /// The reservation is won: the creation works on this ObjectGeneration.
-    pub(super) fn reserved(&self, generation: u64) {
-        if let Some(c) = self
-            .server
-            .creating
-            .lock_unpoisoned()
-            .get_mut(&self.attempt)
-        {
-            c.generation = Some(generation);
-        }
-    }
-}
-
-impl Drop for Creating<'_> {
-    fn drop(&mut self) {
-        self.server.creating.lock_unpoisoned().remove(&self.attempt);
+        self.registry.owned(kind)
     }
 }
 
@@ -480,10 +301,6 @@ impl Subsystem for ObjectServer {
         self.local_calls.close();
         self.tracker.close();
         self.tracker.wait().await;
-        self.live().clear();
-    }
-
-    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
-        self
+        self.registry.clear();
     }
 }

@@ -7,12 +7,12 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::context::SpotContext;
-use super::id::{SpotId, StableType};
 use super::instance::{Instance, TurnInfo};
 use super::membership::{Execution, JoinDecision, MemberEvent};
-use super::object_ref::ActorRef;
 use super::object_type::{Factory, SpotType, TypeDef};
 use super::timer::TimerTick;
+use crate::address::ActorRef;
+use crate::address::{SpotId, StableType};
 use crate::handler::PacketKind;
 use crate::Result;
 

@@ -11,7 +11,6 @@ use tokio::sync::{oneshot, OwnedMutexGuard};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::id::{ObjectKey, ObjectKind};
 use super::instance::{Instance, TurnInfo};
 use super::live_object::{Arrived, Captured, Gate, LiveObject, ObjectHost, ObjectJob, Resume};
 use super::mailbox::Turn;
@@ -19,7 +18,8 @@ use super::membership::{self, JoinOutcome, JoinStep, MemberEvent};
 use super::server::ObjectServer;
 use super::spot::ClosingReason;
 use super::timer::Timers;
-use crate::mesh::MeshNode;
+use crate::address::{ObjectKey, ObjectKind};
+use crate::handler::WeakHandle;
 use crate::wire::Metadata;
 use crate::{Error, ErrorKind, Result};
 
@@ -68,7 +68,7 @@ enum Step {
 pub(super) struct TurnLoop {
     object: Arc<LiveObject>,
     instance: Box<dyn Instance>,
-    node: Weak<MeshNode>,
+    handle: WeakHandle,
     server: Weak<ObjectServer>,
     timers: Arc<Timers>,
     /// Stops the object's timers: at its close, its move or its node's stop.
@@ -95,7 +95,7 @@ impl TurnLoop {
             generation: object.generation(),
             object,
             instance,
-            node: host.node,
+            handle: host.handle,
             server: host.server,
             timers,
             timer_stop,
@@ -117,8 +117,8 @@ impl TurnLoop {
         joins: bool,
     ) -> Option<TurnInfo> {
         let is_actor = self.key().kind == ObjectKind::Actor;
-        self.node.upgrade().map(|node| TurnInfo {
-            node,
+        self.handle.upgrade().map(|handle| TurnInfo {
+            handle,
             generation: self.generation,
             packet,
             deadline,

@@ -16,7 +16,7 @@ impl Service {
     }
 
     #[handler]
-    async fn new_with(&self, _other: Other, _ctx: &HandlerContext) -> zlink::Result<()> {
+    async fn channel_name(&self, _other: Other, _ctx: &HandlerContext) -> zlink::Result<()> {
         Ok(())
     }
 }

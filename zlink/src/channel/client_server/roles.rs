@@ -12,6 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::ClientServerRole;
+use crate::handler::{ClientServerPort, Handle};
 use crate::mesh::{ChannelRole, MeshNode, MeshSettings, Subsystem, Topology};
 use crate::{Error, ErrorKind, Result};
 
@@ -73,12 +74,10 @@ fn role_settings(process: &MeshSettings, role: &ClientServerRole) -> MeshSetting
 }
 
 impl ClientServerRoles {
-    /// Starts the roles `process` declares; their handlers see `process` as their runtime
-    /// and they act under its owner lease.
-    pub(crate) async fn start(
-        process: &Arc<MeshNode>,
-        declared: &[ClientServerRole],
-    ) -> Result<Arc<Self>> {
+    /// Starts the roles the process of `handle` declares; their handlers call through
+    /// `handle` and they act under its owner lease.
+    pub(crate) async fn start(handle: &Handle, declared: &[ClientServerRole]) -> Result<Arc<Self>> {
+        let process = handle.node();
         let mut roles = ClientServerRoles {
             servers: BTreeMap::new(),
             clients: BTreeMap::new(),
@@ -86,13 +85,14 @@ impl ClientServerRoles {
         let lease = process.services().lease().cloned();
         for role in declared {
             let settings = role_settings(process.settings(), role);
-            let node = MeshNode::new(settings, Some(Arc::downgrade(process)), lease.clone());
+            let node = MeshNode::new(settings, lease.clone());
             let channel = role.channel().to_string();
             let mut served = BTreeMap::new();
             if let ClientServerRole::Server { handlers, .. } = role {
                 served.insert(channel.clone(), handlers.clone());
             }
-            let started = match crate::channel::register_routes(&node, &served) {
+            let started = match crate::channel::register_routes(&node, &served, handle.downgrade())
+            {
                 Ok(()) => node.start_links().await,
                 Err(e) => Err(e),
             };
@@ -110,16 +110,6 @@ impl ClientServerRoles {
             }
         }
         Ok(Arc::new(roles))
-    }
-
-    /// The Server role's node of `channel`.
-    pub(crate) fn server(&self, channel: &str) -> Option<&Arc<MeshNode>> {
-        self.servers.get(channel)
-    }
-
-    /// The Client role's node of `channel`.
-    pub(crate) fn client(&self, channel: &str) -> Option<&Arc<MeshNode>> {
-        self.clients.get(channel)
     }
 
     /// The served channels with the endpoints clients reach them at.
@@ -174,8 +164,14 @@ impl Subsystem for ClientServerRoles {
                 .await;
         }
     }
+}
 
-    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
-        self
+impl ClientServerPort for ClientServerRoles {
+    fn client(&self, channel: &str) -> Option<Arc<MeshNode>> {
+        self.clients.get(channel).cloned()
+    }
+
+    fn server(&self, channel: &str) -> Option<Arc<MeshNode>> {
+        self.servers.get(channel).cloned()
     }
 }

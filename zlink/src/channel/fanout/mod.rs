@@ -32,10 +32,10 @@ mod subscriber;
 use std::sync::Arc;
 
 pub use self::record::{BEACON_PAYLOAD, BEACON_TOPIC};
+pub use crate::handler::PublisherStatus;
 pub(crate) use publisher::FanoutPublisher;
 pub(crate) use roles::FanoutRoles;
 pub(crate) use subscriber::FanoutSubscriber;
-pub use subscriber::PublisherStatus;
 
 use crate::handler::HandlerGroup;
 

@@ -9,7 +9,12 @@ use async_trait::async_trait;
 
 use super::publisher::Advertising;
 use super::{FanoutDeclaration, FanoutPublisher, FanoutSubscriber};
-use crate::mesh::{MeshNode, Subsystem};
+use bytes::Bytes;
+
+use crate::call::BoxFuture;
+use crate::handler::{FanoutPort, Handle, PublisherStatus};
+use crate::mesh::Subsystem;
+use crate::wire::Metadata;
 use crate::{Error, ErrorKind, Result};
 
 /// Every fanout role of a process, by ChannelName.
@@ -22,9 +27,10 @@ impl FanoutRoles {
     /// Starts the publishers (binding their listeners) and subscribers `process`
     /// declares; subscriber handlers see `process` as their runtime.
     pub(crate) async fn start(
-        process: &Arc<MeshNode>,
+        handle: &Handle,
         declared: &[FanoutDeclaration],
     ) -> Result<Arc<Self>> {
+        let process = handle.node();
         let settings = process.settings();
         let liveness = settings.liveness;
         let services = process.services();
@@ -73,7 +79,7 @@ impl FanoutRoles {
                     };
                     let subscriber = FanoutSubscriber::start(
                         spec,
-                        Arc::downgrade(process),
+                        handle.downgrade(),
                         liveness.deadline,
                         discovery,
                     );
@@ -111,6 +117,16 @@ impl FanoutRoles {
     pub(crate) fn subscriber(&self, channel: &str) -> Option<&Arc<FanoutSubscriber>> {
         self.subscribers.get(channel)
     }
+
+    /// This process's subscriber of `channel`, or why there is none.
+    fn subscribed(&self, channel: &str) -> Result<&Arc<FanoutSubscriber>> {
+        self.subscriber(channel).ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotConfigured,
+                format!("this node does not subscribe to fanout {channel}"),
+            )
+        })
+    }
 }
 
 /// The error for a channel this process does not publish.
@@ -140,8 +156,38 @@ impl Subsystem for FanoutRoles {
             publisher.close().await;
         }
     }
+}
 
-    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
-        self
+impl FanoutPort for FanoutRoles {
+    fn publish<'a>(
+        &'a self,
+        channel: &'a str,
+        topic: Bytes,
+        packet: &'static str,
+        metadata: &'a Metadata,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            self.publisher(channel)?
+                .publish(topic, packet, metadata, payload, timeout)
+                .await
+        })
+    }
+
+    fn endpoint(&self, channel: &str) -> Option<String> {
+        Some(self.publisher(channel).ok()?.endpoint().to_string())
+    }
+
+    fn dropped(&self, channel: &str) -> Result<u64> {
+        Ok(self.publisher(channel)?.dropped())
+    }
+
+    fn publishers(&self, channel: &str) -> Result<Vec<PublisherStatus>> {
+        Ok(self.subscribed(channel)?.statuses())
+    }
+
+    fn ready_publishers(&self, channel: &str) -> Result<tokio::sync::watch::Receiver<usize>> {
+        Ok(self.subscribed(channel)?.ready_publishers())
     }
 }

@@ -2,7 +2,7 @@
 //! and (with a Location Store) publishers found by descriptor.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::link::zmtp::SubConnection;
@@ -14,22 +14,12 @@ use tokio_util::task::TaskTracker;
 
 use super::record::{self, Inbound, BEACON_TOPIC};
 use super::FanoutSubscriberSpec;
-use crate::handler::{CallFacts, HandlerContext, HandlerTable, PacketKind};
+use crate::handler::{
+    CallFacts, HandlerContext, HandlerTable, PacketKind, PublisherStatus, WeakHandle,
+};
 use crate::link::reconnect_delay;
-use crate::mesh::MeshNode;
 use crate::store::{read_scope, DescriptorKind, DescriptorScope, LocationStore, MeshDescriptor};
 use crate::sync::LockUnpoisoned;
-
-/// One publisher as a subscriber sees it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct PublisherStatus {
-    /// The publisher's endpoint.
-    pub endpoint: String,
-    /// Whether a beacon or a well-formed event arrived within the liveness deadline.
-    pub ready: bool,
-    /// How many times its SUB socket was recreated (after silence or a protocol error).
-    pub resubscribed: u64,
-}
 
 struct Feed {
     status: PublisherStatus,
@@ -44,7 +34,8 @@ pub(crate) struct FanoutSubscriber {
     channel_name: Arc<str>,
     handlers: HandlerTable,
     topics: Vec<String>,
-    owner: Weak<MeshNode>,
+    /// The process's handle: the node it subscribes for, and what handlers call through.
+    handle: WeakHandle,
     deadline: Duration,
     feeds: Mutex<BTreeMap<String, Feed>>,
     /// How many followed publishers are ready, for waiters (changed with `feeds`).
@@ -57,7 +48,7 @@ impl FanoutSubscriber {
     /// Starts feeds for the manual endpoints, or the discovery of publishers.
     pub(crate) fn start(
         spec: &FanoutSubscriberSpec,
-        owner: Weak<MeshNode>,
+        handle: WeakHandle,
         deadline: Duration,
         discovery: Option<(Arc<dyn LocationStore>, Duration)>,
     ) -> Arc<Self> {
@@ -75,7 +66,7 @@ impl FanoutSubscriber {
             channel_name: Arc::from(spec.channel.as_str()),
             handlers: HandlerTable::new(spec.handlers.clone()),
             topics,
-            owner,
+            handle,
             deadline,
             feeds: Mutex::new(BTreeMap::new()),
             ready_count: tokio::sync::watch::Sender::new(0),
@@ -183,9 +174,10 @@ impl FanoutSubscriber {
     }
 
     async fn round(&self, endpoint: &str, key: Option<CurvePublicKey>, cancel: &CancellationToken) {
-        let Some(node) = self.owner.upgrade() else {
+        let Some(handle) = self.handle.upgrade() else {
             return;
         };
+        let node = handle.node();
         let Some(security) = node.settings().security.client(key) else {
             return tracing::warn!(channel = %self.channel, endpoint, "not subscribing: this node runs CURVE and the publisher's key is unknown");
         };
@@ -193,7 +185,7 @@ impl FanoutSubscriber {
             limits: node.links().limits(),
             security,
         };
-        drop(node);
+        drop(handle);
         // The beacon's subscription goes last: the publisher takes one connection's
         // subscriptions in order, so the first beacon heard proves every topic before it
         // is in effect, and `ready` means no event published from then on is missed.
@@ -252,11 +244,11 @@ impl FanoutSubscriber {
         let Some(slot) = self.handlers.find(&packet, PacketKind::Send) else {
             return tracing::warn!(channel = %self.channel, packet, "no_handler for fanout event");
         };
-        let Some(node) = self.owner.upgrade() else {
+        let Some(handle) = self.handle.upgrade() else {
             return;
         };
         let ctx = HandlerContext::new(
-            node,
+            handle,
             CallFacts {
                 packet: slot.packet.clone(),
                 channel: Some(self.channel_name.clone()),

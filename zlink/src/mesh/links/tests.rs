@@ -70,7 +70,7 @@ fn node() -> Arc<MeshNode> {
         .listen("tcp://127.0.0.1:0")
         .build()
         .expect("valid settings");
-    MeshNode::new(config.settings.mesh, None, None)
+    MeshNode::new(config.settings.mesh, None)
 }
 
 fn hello(rid: &str, mesh: &str) -> Frames {
@@ -177,7 +177,9 @@ async fn a_call_before_hello_is_refused_and_another_mesh_is_a_topology_mismatch(
 #[tokio::test]
 async fn an_admitted_peer_calling_a_channel_nobody_serves_gets_not_found() {
     let node = node();
-    crate::channel::register_routes(&node, &Default::default()).expect("routes");
+    let handle = crate::handler::Handle::new(node.clone());
+    crate::channel::register_routes(&node, &Default::default(), handle.downgrade())
+        .expect("routes");
     let conn = Recording::new(5);
     let as_dyn: Arc<dyn Connection> = conn.clone();
     on_frames(node.links(), &as_dyn, hello("p", "m"), false);

@@ -23,10 +23,10 @@ use super::source::{
     relay_to, restore_on_target, seal_bound_routes, send_cutover, MemberOutcomes,
 };
 use super::{INLINE_STATE_BYTES, MAX_CAPTURED_STATE_BYTES};
+use crate::address::Location;
+use crate::address::{ObjectKey, ObjectKind};
 use crate::object::authority::AuthorityState;
-use crate::object::id::{ObjectKey, ObjectKind};
 use crate::object::live_object::{Captured, LiveObject, ObjectJob, Resume};
-use crate::object::object_ref::Location;
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
 use crate::{Error, ErrorKind, Result};
@@ -191,7 +191,7 @@ pub(crate) async fn relocate_with_members(
         if let Some(seal) = participant.bound.take() {
             seal.handed_over();
         }
-        server.remove_live(live);
+        server.registry.remove(live);
         if let Some((fence, from)) = departure.relaying_from() {
             server.resolver.moved(&live.key, &fence, &from);
         }
@@ -264,14 +264,13 @@ fn participants(
             ),
         ));
     }
-    let live = server.live();
     let mut participants = Vec::with_capacity(members.len());
     for id in members {
         let member_key = ObjectKey {
             kind: ObjectKind::Actor,
             id: id.clone(),
         };
-        let Some(member) = live.get(&member_key).cloned() else {
+        let Some(member) = server.registry.get(&member_key) else {
             continue;
         };
         if member.object_type.relocation == Relocation::Disable {

@@ -13,7 +13,7 @@ use super::arrival::{
 };
 use super::record::{MovedState, RestoreRecord, RestoreReply};
 use super::RELOCATION_DEADLINE;
-use crate::object::id::{ActorId, ObjectKey, ObjectKind, SpotId};
+use crate::address::{ActorId, ObjectKey, ObjectKind, SpotId};
 use crate::object::membership::Execution;
 use crate::object::server::ObjectServer;
 use crate::{Error, ErrorKind, Result};
@@ -69,18 +69,18 @@ pub(super) async fn arrive_with_members(
     let permit = server.permits.inbound(bytes)?;
     // Capacity for the whole unit at once, before anything is built.
     let mut slots = Vec::with_capacity(1 + members.len());
-    slots.push(server.begin_creating(&key, &spot_type)?);
+    slots.push(server.registry.begin_creating(&key, &spot_type)?);
     for (member_key, member_type) in &members {
-        slots.push(server.begin_creating(member_key, member_type)?);
+        slots.push(server.registry.begin_creating(member_key, member_type)?);
     }
-    let node = server.owner_link.node()?;
+    let handle = server.handle()?;
     let deadline = Instant::now() + RELOCATION_DEADLINE;
     let spot_staged = Staged {
         object: &record.object,
         membership: None,
         deadline,
     };
-    let spot_instance = build(server, &spot_type, &key, &node, spot_staged).await?;
+    let spot_instance = build(server, &spot_type, &key, &handle, spot_staged).await?;
     let mut instances = Vec::with_capacity(members.len());
     for (member, (member_key, member_type)) in record.members.iter().zip(&members) {
         let staged = Staged {
@@ -88,7 +88,7 @@ pub(super) async fn arrive_with_members(
             membership: Some(spot_id.clone()),
             deadline,
         };
-        instances.push(build(server, member_type, member_key, &node, staged).await?);
+        instances.push(build(server, member_type, member_key, &handle, staged).await?);
     }
 
     // Everything is built: register the unit.

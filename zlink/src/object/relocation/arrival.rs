@@ -14,13 +14,13 @@ use super::bound_routes::SwitchOnOpen;
 use super::permits::Permit;
 use super::record::{JoinIntent, MovedObject, MovedState, RelayReady, RestoreRecord, RestoreReply};
 use super::{CUTOVER_FALLBACK, RELOCATION_DEADLINE};
+use crate::address::{ActorId, ObjectKey, ObjectKind, SpotId};
+use crate::address::{ActorRef, Location};
 use crate::object::authority::{Authority, AuthorityState, ObjectShape, OwnerFence};
 use crate::object::authority_store::{Fenced, Versioned};
-use crate::object::id::{ActorId, ObjectKey, ObjectKind, SpotId};
 use crate::object::instance::Instance;
 use crate::object::live_object::{Arrived, LiveObject};
 use crate::object::membership::{JoinDecision, JoinOutcome};
-use crate::object::object_ref::{ActorRef, Location};
 use crate::object::object_type::TypeDef;
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
@@ -152,9 +152,8 @@ async fn admit_join(
         )
     })?;
     let target = server
-        .live()
+        .registry
         .get(&ObjectKey::from(&spot))
-        .cloned()
         .ok_or_else(|| {
             Error::new(
                 ErrorKind::Unavailable,
@@ -263,7 +262,7 @@ pub(super) fn check_arriving(
             ))
         };
     }
-    if server.live().contains_key(key) {
+    if server.registry.contains(key) {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
             format!("{key} already runs on this node"),
@@ -286,7 +285,7 @@ pub(super) fn arriving_type(
     object: &MovedObject,
 ) -> Result<Arc<TypeDef>> {
     let stable_type = object.stable_type.as_str();
-    let object_type = server.object_type(kind, stable_type)?;
+    let object_type = server.registry.object_type(kind, stable_type)?;
     match (object_type.relocation, object.state.is_some()) {
         (Relocation::Disable, _) => Err(Error::new(
             ErrorKind::Rejected,
@@ -363,7 +362,7 @@ pub(crate) async fn arrive(
     let permit = server
         .permits
         .inbound(record.object.state.as_ref().map_or(0, MovedState::len))?;
-    let slot = server.begin_creating(&key, &object_type)?;
+    let slot = server.registry.begin_creating(&key, &object_type)?;
     // A Join's Spot admits the Actor before anything is built for it.
     let joining = match &record.join {
         Some(intent) => match admit_join(server, &key, &record, intent, &object_type).await? {
@@ -381,7 +380,7 @@ pub(crate) async fn arrive(
         Some(spot) => {
             let spot = SpotId::new(spot)
                 .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("a bad Spot ID: {e}")))?;
-            let shell = server.live().get(&ObjectKey::from(&spot)).cloned();
+            let shell = server.registry.get(&ObjectKey::from(&spot));
             match shell {
                 Some(shell) if !shell.is_entry() => Some((spot, shell)),
                 _ => {
@@ -399,7 +398,6 @@ pub(crate) async fn arrive(
         .map(|j| j.spot.clone())
         .or_else(|| with_spot.as_ref().map(|(spot, _)| spot.clone()))
         .or(entry);
-    let node = server.owner_link.node()?;
     let expected = expected_authority(server, key.kind, &record.object, &token, home.as_ref());
     let deadline = Instant::now() + RELOCATION_DEADLINE;
     let staged = Staged {
@@ -407,7 +405,7 @@ pub(crate) async fn arrive(
         membership: home.clone(),
         deadline,
     };
-    let built = build(server, &object_type, &key, &node, staged).await;
+    let built = build(server, &object_type, &key, &server.handle()?, staged).await;
     let instance = match built {
         Ok(instance) => instance,
         Err(e) => {
@@ -503,7 +501,7 @@ impl Arriving<'_> {
                 joined: self.joined,
             }),
         );
-        server.insert_live(live.clone());
+        server.registry.insert(live.clone());
         let arrival = Arc::new(Arrival {
             relocation_id: self.relocation_id.to_string(),
             source_version: StoreVersion(self.object.source_version.clone()),
@@ -589,13 +587,13 @@ pub(super) async fn build(
     server: &ObjectServer,
     object_type: &TypeDef,
     key: &ObjectKey,
-    node: &Arc<crate::mesh::MeshNode>,
+    handle: &crate::handler::Handle,
     staged: Staged<'_>,
 ) -> Result<Box<dyn Instance>> {
     let (mut instance, _) = crate::object::creation::stage(
         object_type,
         key,
-        node,
+        handle,
         staged.object.source_fence.object_generation,
         staged.membership,
         staged.deadline,
@@ -730,7 +728,7 @@ async fn commit_once(
             }
             let switch = match ActorId::new(&key.id) {
                 Ok(id) if key.kind == ObjectKind::Actor => {
-                    let at = ActorRef::at(id, Location::of(&arrival.live.authority()));
+                    let at = ActorRef::at(id, arrival.live.authority().location());
                     let hooks = server.bound_routes.as_ref();
                     SwitchOnOpen::of(hooks, at, &arrival.relocation_id, &arrival.bound)
                 }
@@ -742,7 +740,7 @@ async fn commit_once(
         }
         Err(e) => {
             tracing::warn!(object = %key, relocation = %arrival.relocation_id, error = %e, "the arrival did not commit");
-            server.remove_live(&arrival.live);
+            server.registry.remove(&arrival.live);
             if let Some(joining) = &arrival.joining {
                 joining.target.remove_member(&key.id);
             }
@@ -756,7 +754,7 @@ async fn commit_once(
 /// creation or a join).
 fn join_entry(server: &ObjectServer, key: &ObjectKey) {
     if let Some(entry) = server.entry.as_ref() {
-        if let Some(spot) = server.live().get(&ObjectKey::from(&entry.id)).cloned() {
+        if let Some(spot) = server.registry.get(&ObjectKey::from(&entry.id)) {
             spot.add_member(&key.id);
         }
     }

@@ -11,7 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::object::object_ref::ActorRef;
+use crate::address::ActorRef;
 use crate::Result;
 
 /// What a sealed Actor's bound routes carry to its target, at most.

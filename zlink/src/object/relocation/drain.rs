@@ -7,11 +7,11 @@ use std::sync::Arc;
 use futures::StreamExt;
 
 use super::source::{relocate, relocate_spot};
-use crate::object::id::{ActorId, ObjectKey, ObjectKind, SpotId};
+use crate::address::Location;
+use crate::address::{ActorId, ObjectKey, ObjectKind, SpotId};
+use crate::address::{ActorRef, SpotRef};
 use crate::object::live_object::LiveObject;
 use crate::object::membership::Execution;
-use crate::object::object_ref::Location;
-use crate::object::object_ref::{ActorRef, SpotRef};
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
 use crate::Error;
@@ -75,10 +75,10 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport
     let mut report = RelocationReport::default();
     let mut movable = Vec::new();
     let owned: Vec<_> = server
-        .live()
-        .values()
+        .registry
+        .all()
+        .into_iter()
         .filter(|live| !live.is_entry())
-        .cloned()
         .collect();
     // A User Spot takes its members along: a PerActor Spot its shell first, then each
     // member; a SpotWide Spot all of them as one unit, so only if each of them may move.

@@ -9,8 +9,8 @@ use bytes::Bytes;
 use super::arrival;
 use super::follow::followed;
 use super::record::{CutoverRecord, RestoreRecord};
+use crate::address::{ActorId, ObjectKey, SpotId};
 use crate::mesh::{InboundCall, InboundRoute, MeshNode};
-use crate::object::id::{ActorId, ObjectKey, SpotId};
 use crate::object::server::ObjectServer;
 use crate::wire::Command;
 use crate::{Error, ErrorKind, Result};
@@ -71,7 +71,7 @@ fn restore(server: Arc<ObjectServer>, call: InboundCall) {
         Ok(parsed) => parsed,
         Err(e) => return call.answer(Err(e)),
     };
-    call.run(move |_node, _message| {
+    call.run(move |_message| {
         Box::pin(async move { arrival::arrive(&server, key, record).await?.encode() })
     });
 }
@@ -83,7 +83,7 @@ fn cutover(server: Arc<ObjectServer>, call: InboundCall) {
         Ok(parsed) => parsed,
         Err(e) => return call.answer(Err(e)),
     };
-    call.run(move |_node, _message| {
+    call.run(move |_message| {
         Box::pin(async move {
             arrival::commit(&server, &key, &record.relocation_id).await?;
             Ok(Bytes::new())

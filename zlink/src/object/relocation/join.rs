@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use super::record::JoinIntent;
 use super::source::{hand_over, prepare, Carry, HandOver};
-use crate::object::id::SpotId;
+use crate::address::SpotId;
 use crate::object::instance::Instance;
 use crate::object::live_object::LiveObject;
 use crate::object::membership::JoinOutcome;

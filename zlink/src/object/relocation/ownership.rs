@@ -8,8 +8,8 @@ use tokio::time::Instant;
 
 use super::record::RelayReady;
 use super::CUTOVER_FALLBACK;
+use crate::address::ObjectKey;
 use crate::object::authority_store::{Fenced, Versioned};
-use crate::object::id::ObjectKey;
 use crate::object::server::ObjectServer;
 use crate::Result;
 

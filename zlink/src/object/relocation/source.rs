@@ -16,14 +16,14 @@ use super::record::{CutoverRecord, MovedState, RelayReady, RestoreRecord, Restor
 use super::RelocationFaults;
 use super::INLINE_STATE_BYTES;
 use super::{job_to_held, MAX_CAPTURED_STATE_BYTES, RELOCATION_DEADLINE};
+use crate::address::Location;
+use crate::address::{ObjectKey, ObjectKind};
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
 use crate::object::authority::AuthorityState;
 use crate::object::authority_store::Versioned;
-use crate::object::id::{ObjectKey, ObjectKind};
 use crate::object::live_object::{Captured, LiveObject, ObjectJob, Resume};
 use crate::object::membership::Execution;
-use crate::object::object_ref::Location;
 use crate::object::owner_link::{ObjectCommand, OwnerLink};
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
@@ -82,7 +82,7 @@ async fn relocate_now(
     key: &ObjectKey,
     to: Option<&str>,
 ) -> Result<Location> {
-    let live = server.live().get(key).cloned().ok_or_else(|| {
+    let live = server.registry.get(key).ok_or_else(|| {
         Error::new(
             ErrorKind::NotFound,
             format!("{key} does not run on this node: relocate it on its owner"),
@@ -156,7 +156,7 @@ async fn relocate_member(
     let id =
         crate::object::ActorId::new(actor).map_err(|e| Error::InvalidArgument(e.to_string()))?;
     let key = ObjectKey::from(&id);
-    let live = server.live().get(&key).cloned().ok_or_else(|| {
+    let live = server.registry.get(&key).ok_or_else(|| {
         Error::new(
             ErrorKind::NotFound,
             format!("{key} does not run on this node"),
@@ -403,7 +403,7 @@ pub(crate) async fn hand_over(
     // Past relay-ready: no way back. Saved queue, hold, then what follows, in order.
     let relay = relay_to(server, &node, link, live, &departure, backlog, &ready);
     moved();
-    server.remove_live(live);
+    server.registry.remove(live);
     leave_source_spot(server, live, &authority, joining);
     // This node's own callers are told as a remote sender is: the route to here is old.
     server
@@ -648,13 +648,13 @@ fn leave_source_spot(
     let Some(spot) = live.membership() else {
         return;
     };
-    let Some(previous) = server.live().get(&ObjectKey::from(&spot)).cloned() else {
+    let Some(previous) = server.registry.get(&ObjectKey::from(&spot)) else {
         return;
     };
     previous.remove_member(&live.key.id);
     if joining {
         if let Ok(id) = crate::object::ActorId::new(&live.key.id) {
-            let actor = crate::object::ActorRef::at(id, Location::of(authority));
+            let actor = crate::object::ActorRef::at(id, authority.location());
             crate::object::membership::notify_left(&previous, actor);
         }
     }

@@ -10,10 +10,10 @@ use tokio::time::Instant;
 
 use super::held::Held;
 use super::relay::{Relay, RelayItem};
+use crate::address::{ObjectKey, ObjectKind};
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
 use crate::object::authority::{OwnerFence, OwnerRoute};
-use crate::object::id::{ObjectKey, ObjectKind};
 use crate::object::live_object::{LiveObject, ObjectJob};
 use crate::object::lost_sends::{LostReason, LostSends};
 use crate::object::owner_link::{route_fence, OwnerLink};
@@ -385,9 +385,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::address::ActorId;
     use crate::call::PendingTable;
     use crate::handler::PacketKind;
-    use crate::object::id::ActorId;
     use crate::object::live_object::ReplyTo;
     use crate::wire::Metadata;
     use bytes::Bytes;

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::time::Instant;
 
+use crate::address::ObjectKey;
 use crate::handler::PacketKind;
-use crate::object::id::ObjectKey;
 use crate::object::live_object::ReplyTo;
 use crate::object::lost_sends::{LostReason, LostSends};
 use crate::wire::Metadata;

@@ -3,9 +3,9 @@
 
 use tokio::time::Instant;
 
+use crate::address::ObjectKey;
+use crate::address::{ActorId, SpotId};
 use crate::mesh::InboundCall;
-use crate::object::id::ObjectKey;
-use crate::object::id::{ActorId, SpotId};
 use crate::object::owner_link::{ObjectCommand, OwnerLink};
 use crate::object::relocation::record::FollowNotice;
 use crate::object::server::ObjectServer;

@@ -1,28 +1,29 @@
-//! [`Spots`]: the runtime's handle for Spots — creating, finding, closing, and messaging
-//! them by ID.
+//! [`Spots`]: creating, finding, closing, moving and messaging Spots by ID.
 
 use bytes::Bytes;
 
-use super::{objects, Runtime};
-use crate::call::CallOptions;
-use crate::object::{ObjectKey, Outcome, SpotCreation, SpotId, SpotRef};
+use super::call::{Call, OneWay, Reply, Target};
+use super::Handle;
+use crate::address::{uuid_v4, ObjectKey, Outcome, SpotCreation, SpotId, SpotRef};
 use crate::wire::{Message, Request};
 use crate::{Error, Result};
 
-/// The Spot side of a runtime, from [`Runtime::spots`].
+/// The Spot side of a handle, from [`Handle::spots`] or [`Runtime::spots`](crate::Runtime::spots).
 #[derive(Clone, Copy)]
 pub struct Spots<'a> {
-    runtime: &'a Runtime,
+    handle: &'a Handle,
 }
 
 fn chosen(id: &str) -> Result<SpotId> {
     SpotId::chosen(id).map_err(|e| Error::InvalidArgument(e.to_string()))
 }
 
-fn addressed(id: &str) -> Result<ObjectKey> {
-    SpotId::new(id)
-        .map(|id| ObjectKey::from(&id))
-        .map_err(|e| Error::InvalidArgument(e.to_string()))
+fn parsed(id: &str) -> Result<SpotId> {
+    SpotId::new(id).map_err(|e| Error::InvalidArgument(e.to_string()))
+}
+
+fn addressed<'a>(id: &str) -> Result<Target<'a>> {
+    parsed(id).map(|id| Target::Object(ObjectKey::from(&id)))
 }
 
 fn creation(id: SpotId, outcome: Outcome) -> SpotCreation {
@@ -34,8 +35,8 @@ fn creation(id: SpotId, outcome: Outcome) -> SpotCreation {
 }
 
 impl<'a> Spots<'a> {
-    pub(crate) fn new(runtime: &'a Runtime) -> Self {
-        Spots { runtime }
+    pub(crate) fn new(handle: &'a Handle) -> Self {
+        Spots { handle }
     }
 
     async fn create_as(
@@ -45,10 +46,13 @@ impl<'a> Spots<'a> {
         request: Bytes,
         must_be_new: bool,
     ) -> Result<SpotCreation> {
-        let timeout = self.runtime.node.settings().request_timeout;
+        let timeout = self.handle.node().settings().request_timeout;
         let key = ObjectKey::from(&id);
-        let outcome = objects::server(self.runtime)?
-            .create(key, stable_type, request, timeout, must_be_new)
+        let outcome = self
+            .handle
+            .objects()?
+            .clone()
+            .create_object(key, stable_type, request, timeout, must_be_new)
             .await?;
         Ok(creation(id, outcome))
     }
@@ -72,16 +76,15 @@ impl<'a> Spots<'a> {
         stable_type: &str,
         request: impl Into<Bytes>,
     ) -> Result<SpotCreation> {
-        let id = chosen(&crate::object::id_uuid_v4())?;
+        let id = chosen(&uuid_v4())?;
         self.create_as(id, stable_type, request.into(), true).await
     }
 
     /// The current incarnation of Spot `id`, if it is Ready.
     pub async fn find(self, id: &str) -> Result<Option<SpotRef>> {
-        let spot = SpotId::new(id).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-        let found = objects::server(self.runtime)?
-            .find(&ObjectKey::from(&spot))
-            .await?;
+        let spot = parsed(id)?;
+        let key = ObjectKey::from(&spot);
+        let found = self.handle.objects()?.clone().find_object(&key).await?;
         Ok(found.map(|at| SpotRef::at(spot, at)))
     }
 
@@ -89,9 +92,9 @@ impl<'a> Spots<'a> {
     /// its authority is released. `false` when it was gone already; another incarnation
     /// of the ID is `InvalidOperation`.
     pub async fn close(self, spot: &SpotRef) -> Result<bool> {
-        objects::server(self.runtime)?
-            .close(&ObjectKey::from(&spot.id), spot.generation)
-            .await
+        let key = ObjectKey::from(&spot.id);
+        let objects = self.handle.objects()?.clone();
+        objects.close_object(&key, spot.generation).await
     }
 
     /// Moves Spot `id`, which runs on this node, live to node `to` (a RID), or with
@@ -107,44 +110,26 @@ impl<'a> Spots<'a> {
     /// cannot follow stays, still a member). See
     /// [`Actors::relocate`](crate::Actors::relocate) for the rest.
     pub async fn relocate(self, id: &str, to: Option<&str>) -> Result<SpotRef> {
-        let spot = SpotId::new(id).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-        let at = objects::server(self.runtime)?
-            .relocate(&ObjectKey::from(&spot), to)
+        let spot = parsed(id)?;
+        let key = ObjectKey::from(&spot);
+        let at = self
+            .handle
+            .objects()?
+            .clone()
+            .relocate_object(&key, to)
             .await?;
         Ok(SpotRef::at(spot, at))
     }
 
-    /// Sends `request` to Spot `id` and waits for its reply (default timeout: the
-    /// runtime's request timeout). Only the ID is given: the owner is found through the
-    /// route cache or the Location Store.
-    pub async fn request<R: Request>(self, id: &str, request: &R) -> Result<R::Reply> {
-        self.request_with(id, request, CallOptions::default()).await
+    /// A request to Spot `id` (default timeout: the runtime's request timeout). Only the
+    /// ID is given: the owner is found through the route cache or the Location Store.
+    pub fn request<R: Request>(self, id: &str, request: &R) -> Call<'a, Reply<R::Reply>> {
+        Call::new(self.handle, addressed(id), request)
     }
 
-    /// [`request`](Self::request) with a timeout and metadata.
-    pub async fn request_with<R: Request>(
-        self,
-        id: &str,
-        request: &R,
-        options: CallOptions,
-    ) -> Result<R::Reply> {
-        objects::request(self.runtime, &addressed(id)?, request, options).await
-    }
-
-    /// Sends `message` to Spot `id` one way: complete once queued for the owner (waiting
-    /// up to the send timeout for room).
-    pub async fn send<M: Message>(self, id: &str, message: &M) -> Result<()> {
-        self.send_with(id, message, CallOptions::default()).await
-    }
-
-    /// [`send`](Self::send) with metadata and a timeout for the queue admission (default:
-    /// the send timeout).
-    pub async fn send_with<M: Message>(
-        self,
-        id: &str,
-        message: &M,
-        options: CallOptions,
-    ) -> Result<()> {
-        objects::send(self.runtime, &addressed(id)?, message, options).await
+    /// A one-way send to Spot `id`: complete once queued for the owner (waiting up to the
+    /// call's timeout, by default the send timeout, for room).
+    pub fn send<M: Message>(self, id: &str, message: &M) -> Call<'a, OneWay> {
+        Call::new(self.handle, addressed(id), message)
     }
 }

@@ -1,6 +1,5 @@
 //! Location snapshots of one incarnation: what `close` and `destroy` act on.
 
-use super::authority_store::Versioned;
 use super::kind::{ActorKind, Kind, SpotKind};
 
 /// A Spot's or Actor's location snapshot: the exact incarnation `close` or `destroy`
@@ -29,17 +28,6 @@ pub(crate) struct Location {
     pub(crate) generation: u64,
     pub(crate) mesh_name: String,
     pub(crate) rid: String,
-}
-
-impl Location {
-    /// The incarnation `authority` records.
-    pub(crate) fn of(authority: &Versioned) -> Self {
-        Location {
-            generation: authority.record.fence.object_generation,
-            mesh_name: authority.record.route.mesh_name.clone(),
-            rid: authority.record.route.rid.clone(),
-        }
-    }
 }
 
 impl<K: Kind> ObjectRef<K> {

@@ -1,25 +1,29 @@
-//! [`Actors`]: the runtime's handle for Actors — creating, finding, destroying, and
-//! messaging them by ID.
+//! [`Actors`]: creating, finding, destroying, moving and messaging Actors by ID.
 
-use super::{objects, Runtime};
-use crate::call::CallOptions;
-use crate::object::{ActorCreation, ActorId, ActorRef, ObjectKey, Outcome};
+use super::call::{Call, OneWay, Reply, Target};
+use super::Handle;
+use crate::address::{ActorCreation, ActorId, ActorRef, ObjectKey, Outcome};
 use crate::wire::{Message, Request};
 use crate::{Error, ErrorKind, Result};
 
-/// The Actor side of a runtime, from [`Runtime::actors`].
+/// The Actor side of a handle, from [`Handle::actors`] or
+/// [`Runtime::actors`](crate::Runtime::actors).
 #[derive(Clone, Copy)]
 pub struct Actors<'a> {
-    runtime: &'a Runtime,
+    handle: &'a Handle,
 }
 
 fn actor_id(id: &str) -> Result<ActorId> {
     ActorId::new(id).map_err(|e| Error::InvalidArgument(e.to_string()))
 }
 
+fn addressed<'a>(id: &str) -> Result<Target<'a>> {
+    actor_id(id).map(|id| Target::Object(ObjectKey::from(&id)))
+}
+
 impl<'a> Actors<'a> {
-    pub(crate) fn new(runtime: &'a Runtime) -> Self {
-        Actors { runtime }
+    pub(crate) fn new(handle: &'a Handle) -> Self {
+        Actors { handle }
     }
 
     async fn create_as(
@@ -29,9 +33,12 @@ impl<'a> Actors<'a> {
         must_be_new: bool,
     ) -> Result<ActorCreation> {
         let id = actor_id(id)?;
-        let timeout = self.runtime.node.settings().request_timeout;
-        let outcome = objects::server(self.runtime)?
-            .create(
+        let timeout = self.handle.node().settings().request_timeout;
+        let outcome = self
+            .handle
+            .objects()?
+            .clone()
+            .create_object(
                 ObjectKey::from(&id),
                 stable_type,
                 Default::default(),
@@ -68,9 +75,8 @@ impl<'a> Actors<'a> {
     /// The current incarnation of Actor `id`, if it is Ready.
     pub async fn find(self, id: &str) -> Result<Option<ActorRef>> {
         let id = actor_id(id)?;
-        let found = objects::server(self.runtime)?
-            .find(&ObjectKey::from(&id))
-            .await?;
+        let key = ObjectKey::from(&id);
+        let found = self.handle.objects()?.clone().find_object(&key).await?;
         Ok(found.map(|at| ActorRef::at(id, at)))
     }
 
@@ -79,9 +85,9 @@ impl<'a> Actors<'a> {
     /// its authority is released. `false` when it was gone already; another incarnation of
     /// the ID is `InvalidOperation`.
     pub async fn destroy(self, actor: &ActorRef) -> Result<bool> {
-        objects::server(self.runtime)?
-            .close(&ObjectKey::from(&actor.id), actor.generation)
-            .await
+        let key = ObjectKey::from(&actor.id);
+        let objects = self.handle.objects()?.clone();
+        objects.close_object(&key, actor.generation).await
     }
 
     /// Moves Actor `id`, which runs on this node in its Entry Spot, live to node `to` (a
@@ -97,45 +103,25 @@ impl<'a> Actors<'a> {
     /// the Actor `Unavailable`.
     pub async fn relocate(self, id: &str, to: Option<&str>) -> Result<ActorRef> {
         let id = actor_id(id)?;
-        let at = objects::server(self.runtime)?
-            .relocate(&ObjectKey::from(&id), to)
+        let key = ObjectKey::from(&id);
+        let at = self
+            .handle
+            .objects()?
+            .clone()
+            .relocate_object(&key, to)
             .await?;
         Ok(ActorRef::at(id, at))
     }
 
-    /// Sends `request` to Actor `id` and waits for its reply (default timeout: the
-    /// runtime's request timeout). Only the ID is given: the owner is found through the
-    /// route cache or the Location Store.
-    pub async fn request<R: Request>(self, id: &str, request: &R) -> Result<R::Reply> {
-        self.request_with(id, request, CallOptions::default()).await
+    /// A request to Actor `id` (default timeout: the runtime's request timeout). Only the
+    /// ID is given: the owner is found through the route cache or the Location Store.
+    pub fn request<R: Request>(self, id: &str, request: &R) -> Call<'a, Reply<R::Reply>> {
+        Call::new(self.handle, addressed(id), request)
     }
 
-    /// [`request`](Self::request) with a timeout and metadata.
-    pub async fn request_with<R: Request>(
-        self,
-        id: &str,
-        request: &R,
-        options: CallOptions,
-    ) -> Result<R::Reply> {
-        let key = ObjectKey::from(&actor_id(id)?);
-        objects::request(self.runtime, &key, request, options).await
-    }
-
-    /// Sends `message` to Actor `id` one way: complete once queued for the owner (waiting
-    /// up to the send timeout for room).
-    pub async fn send<M: Message>(self, id: &str, message: &M) -> Result<()> {
-        self.send_with(id, message, CallOptions::default()).await
-    }
-
-    /// [`send`](Self::send) with metadata and a timeout for the queue admission (default:
-    /// the send timeout).
-    pub async fn send_with<M: Message>(
-        self,
-        id: &str,
-        message: &M,
-        options: CallOptions,
-    ) -> Result<()> {
-        let key = ObjectKey::from(&actor_id(id)?);
-        objects::send(self.runtime, &key, message, options).await
+    /// A one-way send to Actor `id`: complete once queued for the owner (waiting up to the
+    /// call's timeout, by default the send timeout, for room).
+    pub fn send<M: Message>(self, id: &str, message: &M) -> Call<'a, OneWay> {
+        Call::new(self.handle, addressed(id), message)
     }
 }

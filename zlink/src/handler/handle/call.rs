@@ -1,0 +1,248 @@
+//! [`Call`]: the one shape of every call — a request or a one-way send to a channel, a node,
+//! a Spot or an Actor. Made by the handles, awaited directly, optionally given a timeout
+//! and metadata first:
+//!
+//! ```no_run
+//! # #[derive(serde::Serialize, serde::Deserialize, zlink::Message)]
+//! # #[message(reply = Pong)]
+//! # struct Ping;
+//! # #[derive(serde::Serialize, serde::Deserialize, zlink::Message)]
+//! # struct Pong;
+//! # async fn run(rt: zlink::Runtime) -> zlink::Result<()> {
+//! use std::time::Duration;
+//! let pong: Pong = rt.channels().request("ping", &Ping).await?;
+//! let pong: Pong = rt
+//!     .channels()
+//!     .request("ping", &Ping)
+//!     .timeout(Duration::from_secs(2))
+//!     .metadata("trace-id", "abc")?
+//!     .await?;
+//! # Ok(()) }
+//! ```
+
+use std::future::{Future, IntoFuture};
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::ports::ObjectMessage;
+use super::Handle;
+use crate::address::ObjectKey;
+use crate::call::{BoxFuture, CallOptions};
+use crate::handler::PacketKind;
+use crate::mesh::MeshNode;
+use crate::wire::{Message, Metadata};
+use crate::{Error, ErrorKind, Result};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// What a [`Call`] waits for: the reply of a request ([`Reply`]) or nothing ([`OneWay`]).
+/// Sealed.
+pub trait Expect: sealed::Sealed + Send + 'static {
+    /// What awaiting the call yields.
+    type Output;
+    #[doc(hidden)]
+    const KIND: PacketKind;
+    #[doc(hidden)]
+    fn finish(reply: Bytes) -> Result<Self::Output>;
+}
+
+/// A request's call: awaiting it yields the reply `T`.
+pub struct Reply<T>(PhantomData<fn() -> T>);
+
+/// A one-way send's call: awaiting it yields `()` once the message is accepted.
+pub struct OneWay;
+
+impl<T> sealed::Sealed for Reply<T> {}
+impl sealed::Sealed for OneWay {}
+
+impl<T: Message> Expect for Reply<T> {
+    type Output = T;
+    const KIND: PacketKind = PacketKind::Request;
+    fn finish(reply: Bytes) -> Result<T> {
+        T::decode(&reply)
+    }
+}
+
+impl Expect for OneWay {
+    type Output = ();
+    const KIND: PacketKind = PacketKind::Send;
+    fn finish(_: Bytes) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Where a call goes.
+pub(crate) enum Target<'a> {
+    Channel(&'a str),
+    Node(&'a str),
+    Object(ObjectKey),
+}
+
+/// One call, ready to go: `.await` it, or first set its [`timeout`](Self::timeout) and
+/// [`metadata`](Self::metadata).
+///
+/// A request has exactly one terminal result: its reply, an error reply,
+/// `DeadlineExceeded` (the one timeout covers the whole call), `Unavailable` or
+/// `ShuttingDown`; dropping the future cancels it. A send completes when the local queue
+/// (or, for a Spot or Actor, the owner's mailbox) accepts it, waiting at most its timeout
+/// for room.
+#[must_use = "a call does nothing until it is awaited"]
+pub struct Call<'a, E: Expect> {
+    handle: &'a Handle,
+    target: Result<Target<'a>>,
+    packet: &'static str,
+    payload: Result<Bytes>,
+    options: CallOptions,
+    expect: PhantomData<fn() -> E>,
+}
+
+impl<'a, E: Expect> Call<'a, E> {
+    pub(crate) fn new<M: Message>(
+        handle: &'a Handle,
+        target: Result<Target<'a>>,
+        message: &M,
+    ) -> Self {
+        Call {
+            handle,
+            target,
+            packet: M::PACKET_NAME,
+            payload: message.encode(),
+            options: CallOptions::default(),
+            expect: PhantomData,
+        }
+    }
+
+    /// For a request, the one deadline of the whole call (default: the runtime's request
+    /// timeout, 30 s). For a send, the longest wait for room in the queue (default: the
+    /// send timeout, 1 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.options = self.options.timeout(timeout);
+        self
+    }
+
+    /// Adds a metadata entry (the last value for a key wins). Fails when the metadata
+    /// would exceed 1024 bytes or the key is empty.
+    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Result<Self> {
+        self.options = self.options.metadata(key, value)?;
+        Ok(self)
+    }
+
+    /// Replaces the metadata.
+    pub fn with_metadata(mut self, metadata: Metadata) -> Self {
+        self.options = self.options.with_metadata(metadata);
+        self
+    }
+
+    /// Replaces timeout and metadata with `options`.
+    pub fn options(mut self, options: CallOptions) -> Self {
+        self.options = options;
+        self
+    }
+}
+
+impl<'a, E: Expect> IntoFuture for Call<'a, E> {
+    type Output = Result<E::Output>;
+    type IntoFuture = CallFuture<'a, E>;
+
+    fn into_future(self) -> CallFuture<'a, E> {
+        let Call {
+            handle,
+            target,
+            packet,
+            payload,
+            options,
+            ..
+        } = self;
+        let started = target.and_then(|target| {
+            let payload = payload?;
+            start(handle, target, E::KIND, packet, payload, options)
+        });
+        CallFuture {
+            state: started.map_err(Some),
+            expect: PhantomData,
+        }
+    }
+}
+
+/// What a started call runs: one boxed future through whichever subsystem serves the
+/// target.
+fn start<'a>(
+    handle: &'a Handle,
+    target: Target<'a>,
+    kind: PacketKind,
+    packet: &'static str,
+    payload: Bytes,
+    options: CallOptions,
+) -> Result<BoxFuture<'a, Result<Bytes>>> {
+    let expects_reply = kind == PacketKind::Request;
+    Ok(match target {
+        Target::Channel(channel) => {
+            let node = handle.channels().calling_node(channel)?;
+            Box::pin(async move {
+                node.calls()
+                    .call_channel(channel, expects_reply, packet, payload, &options)
+                    .await
+            })
+        }
+        Target::Node(rid) => {
+            let node: Arc<MeshNode> = handle.node().clone();
+            Box::pin(async move {
+                node.calls()
+                    .call_node(rid, expects_reply, packet, payload, &options)
+                    .await
+            })
+        }
+        Target::Object(key) => {
+            let settings = handle.node().settings();
+            let (timeout, send_timeout) = match kind {
+                PacketKind::Request => (
+                    options.timeout.unwrap_or(settings.request_timeout),
+                    settings.send_timeout,
+                ),
+                PacketKind::Send => {
+                    let send = options.timeout.unwrap_or(settings.send_timeout);
+                    (send, send)
+                }
+            };
+            handle.objects()?.clone().call_object(ObjectMessage {
+                key,
+                packet,
+                payload,
+                metadata: options.metadata,
+                kind,
+                timeout,
+                send_timeout,
+            })
+        }
+    })
+}
+
+/// The future of an awaited [`Call`].
+#[must_use = "futures do nothing unless polled"]
+pub struct CallFuture<'a, E: Expect> {
+    state: std::result::Result<BoxFuture<'a, Result<Bytes>>, Option<Error>>,
+    expect: PhantomData<fn() -> E>,
+}
+
+impl<E: Expect> Future for CallFuture<'_, E> {
+    type Output = Result<E::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.state {
+            Ok(running) => running.as_mut().poll(cx).map(|r| r.and_then(E::finish)),
+            Err(failed) => Poll::Ready(Err(failed.take().unwrap_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidOperation,
+                    "a call future polled after it completed",
+                )
+            }))),
+        }
+    }
+}

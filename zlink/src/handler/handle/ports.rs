@@ -1,0 +1,102 @@
+//! The ports the subsystems above the handler layer plug into a [`Handle`](super::Handle)
+//! through: each is the whole surface a handle uses of that subsystem, in bytes (the
+//! handle encodes and decodes), so the handle reaches them by a typed `Arc` and never by a
+//! lookup.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::fanout::PublisherStatus;
+use crate::address::{Location, ObjectKey, Outcome};
+use crate::call::BoxFuture;
+use crate::handler::PacketKind;
+use crate::mesh::MeshNode;
+use crate::wire::Metadata;
+use crate::Result;
+
+/// One message to a Spot or Actor by ID, as the caller made it.
+pub(crate) struct ObjectMessage {
+    pub(crate) key: ObjectKey,
+    pub(crate) packet: &'static str,
+    pub(crate) payload: Bytes,
+    pub(crate) metadata: Metadata,
+    pub(crate) kind: PacketKind,
+    /// The whole call's budget: resolve, queue, handler and reply.
+    pub(crate) timeout: Duration,
+    /// How long the send path may wait for room.
+    pub(crate) send_timeout: Duration,
+}
+
+/// The object layer, as a handle uses it.
+pub(crate) trait ObjectPort: Send + Sync + 'static {
+    /// Delivers `message` to its object and returns its reply (empty for a
+    /// send).
+    fn call_object(self: Arc<Self>, message: ObjectMessage) -> BoxFuture<'static, Result<Bytes>>;
+
+    /// Creates (or with `must_be_new` false, finds or creates) the object `key`.
+    fn create_object<'a>(
+        self: Arc<Self>,
+        key: ObjectKey,
+        stable_type: &'a str,
+        request: Bytes,
+        timeout: Duration,
+        must_be_new: bool,
+    ) -> BoxFuture<'a, Result<Outcome>>;
+
+    /// The object's current Ready incarnation, if any.
+    fn find_object<'a>(
+        self: Arc<Self>,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<Location>>>;
+
+    /// Closes or destroys exactly the incarnation `generation`; `false` when it is gone.
+    fn close_object<'a>(
+        self: Arc<Self>,
+        key: &'a ObjectKey,
+        generation: u64,
+    ) -> BoxFuture<'a, Result<bool>>;
+
+    /// Moves the object `key`, which this node owns, live.
+    fn relocate_object<'a>(
+        self: Arc<Self>,
+        key: &'a ObjectKey,
+        to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Location>>;
+}
+
+/// The fanout roles of a process, as a handle uses them.
+pub(crate) trait FanoutPort: Send + Sync + 'static {
+    /// Queues one event on this process's publisher of `channel`.
+    fn publish<'a>(
+        &'a self,
+        channel: &'a str,
+        topic: Bytes,
+        packet: &'static str,
+        metadata: &'a Metadata,
+        payload: Bytes,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<()>>;
+
+    /// Where subscribers reach this process's publisher of `channel`.
+    fn endpoint(&self, channel: &str) -> Option<String>;
+
+    /// Subscriber copies the publisher of `channel` dropped at its high-water mark.
+    fn dropped(&self, channel: &str) -> Result<u64>;
+
+    /// The publishers this process's subscriber of `channel` follows.
+    fn publishers(&self, channel: &str) -> Result<Vec<PublisherStatus>>;
+
+    /// How many of them are ready, as it changes.
+    fn ready_publishers(&self, channel: &str) -> Result<tokio::sync::watch::Receiver<usize>>;
+}
+
+/// The ClientServer roles of a process, as a handle uses them: the node of each role.
+pub(crate) trait ClientServerPort: Send + Sync + 'static {
+    /// The Client role's node of `channel`.
+    fn client(&self, channel: &str) -> Option<Arc<MeshNode>>;
+
+    /// The Server role's node of `channel`.
+    fn server(&self, channel: &str) -> Option<Arc<MeshNode>>;
+}

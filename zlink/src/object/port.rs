@@ -1,0 +1,68 @@
+//! The object layer as a [`Handle`](crate::handler::Handle) reaches it: the
+//! [`ObjectPort`] of one node's [`ObjectServer`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::direct::ObjectCall;
+use super::server::ObjectServer;
+use crate::address::{Location, ObjectKey, Outcome};
+use crate::call::BoxFuture;
+use crate::handler::{ObjectMessage, ObjectPort};
+use crate::Result;
+
+impl ObjectPort for ObjectServer {
+    fn call_object(self: Arc<Self>, message: ObjectMessage) -> BoxFuture<'static, Result<Bytes>> {
+        Box::pin(async move {
+            let call = ObjectCall {
+                key: &message.key,
+                packet: message.packet,
+                payload: message.payload,
+                metadata: &message.metadata,
+                kind: message.kind,
+                timeout: message.timeout,
+                send_timeout: message.send_timeout,
+            };
+            self.call(call).await
+        })
+    }
+
+    fn create_object<'a>(
+        self: Arc<Self>,
+        key: ObjectKey,
+        stable_type: &'a str,
+        request: Bytes,
+        timeout: Duration,
+        must_be_new: bool,
+    ) -> BoxFuture<'a, Result<Outcome>> {
+        Box::pin(async move {
+            self.create(key, stable_type, request, timeout, must_be_new)
+                .await
+        })
+    }
+
+    fn find_object<'a>(
+        self: Arc<Self>,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<Location>>> {
+        Box::pin(async move { self.find(key).await })
+    }
+
+    fn close_object<'a>(
+        self: Arc<Self>,
+        key: &'a ObjectKey,
+        generation: u64,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move { self.close(key, generation).await })
+    }
+
+    fn relocate_object<'a>(
+        self: Arc<Self>,
+        key: &'a ObjectKey,
+        to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Location>> {
+        Box::pin(async move { self.relocate(key, to).await })
+    }
+}

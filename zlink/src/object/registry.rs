@@ -1,0 +1,410 @@
+//! [`ObjectRegistry`]: what one node runs and may run — the types it serves, its live
+//! objects, the creations in progress with their capacity slots, and the cap on
+//! activations running at once. One lock covers the live objects and the creations, so a
+//! limit's check and its slot are one step.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+use super::live_object::LiveObject;
+use super::object_type::TypeDef;
+use crate::address::{ObjectKey, ObjectKind, StableType};
+use crate::sync::LockUnpoisoned;
+use crate::{Error, ErrorKind, Result};
+
+/// Creations one node runs at once (factory through commit).
+const MAX_ACTIVATIONS: usize = 128;
+
+/// What the registry needs to know of a running object.
+pub(crate) trait Registered: Clone {
+    fn key(&self) -> &ObjectKey;
+    fn stable_type(&self) -> &StableType;
+    /// Whether it is the node's Entry Spot (which counts against no limit).
+    fn is_entry(&self) -> bool;
+    /// Whether `other` is this very registration (not only the same ID).
+    fn same(&self, other: &Self) -> bool;
+    /// Stops an incarnation the registry no longer names.
+    fn stop_superseded(&self);
+}
+
+impl Registered for Arc<LiveObject> {
+    fn key(&self) -> &ObjectKey {
+        &self.key
+    }
+
+    fn stable_type(&self) -> &StableType {
+        &self.object_type.stable_type
+    }
+
+    fn is_entry(&self) -> bool {
+        LiveObject::is_entry(self)
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        Arc::ptr_eq(self, other)
+    }
+
+    fn stop_superseded(&self) {
+        tracing::warn!(object = %self.key, generation = self.generation(), "stopping an older incarnation still registered here");
+        self.stop();
+    }
+}
+
+/// The objects of one node.
+pub(crate) struct ObjectRegistry<L: Registered = Arc<LiveObject>> {
+    types: HashMap<(ObjectKind, StableType), Arc<TypeDef>>,
+    /// The most Spots this node runs (0: no limit).
+    max_spots: u32,
+    activations: Semaphore,
+    state: Mutex<State<L>>,
+}
+
+struct State<L> {
+    live: HashMap<ObjectKey, L>,
+    /// The creation attempts running on this node, by attempt number.
+    creating: HashMap<u64, InCreation>,
+    next_attempt: u64,
+}
+
+/// What this node knows of one of its creations in progress.
+struct InCreation {
+    key: ObjectKey,
+    stable_type: StableType,
+    /// Its ObjectGeneration, once its reservation is won.
+    generation: Option<u64>,
+}
+
+impl<L: Registered> ObjectRegistry<L> {
+    /// A registry serving `types`, running at most `max_spots` Spots (0: no limit).
+    pub(crate) fn new<'a>(types: impl IntoIterator<Item = &'a TypeDef>, max_spots: u32) -> Self {
+        ObjectRegistry {
+            types: types
+                .into_iter()
+                .map(|t| ((t.kind(), t.stable_type.clone()), Arc::new(t.clone())))
+                .collect(),
+            max_spots,
+            activations: Semaphore::new(MAX_ACTIVATIONS),
+            state: Mutex::new(State {
+                live: HashMap::new(),
+                creating: HashMap::new(),
+                next_attempt: 0,
+            }),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State<L>> {
+        self.state.lock_unpoisoned()
+    }
+
+    /// The registration of a type of `kind` this node serves.
+    pub(crate) fn object_type(&self, kind: ObjectKind, stable_type: &str) -> Result<Arc<TypeDef>> {
+        let name =
+            StableType::new(stable_type).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        self.types.get(&(kind, name)).cloned().ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!("this node serves no {kind:?} type {stable_type:?}"),
+            )
+        })
+    }
+
+    /// Whether this node serves `stable_type` of `kind`.
+    pub(crate) fn serves(&self, kind: ObjectKind, stable_type: &str) -> bool {
+        StableType::new(stable_type)
+            .ok()
+            .is_some_and(|t| self.types.contains_key(&(kind, t)))
+    }
+
+    /// One of the activations this node runs at once; waits while all are taken.
+    pub(crate) async fn activation(&self) -> Option<SemaphorePermit<'_>> {
+        self.activations.acquire().await.ok()
+    }
+
+    /// The object `key` if it runs here.
+    pub(crate) fn get(&self, key: &ObjectKey) -> Option<L> {
+        self.state().live.get(key).cloned()
+    }
+
+    /// Whether the object `key` runs here.
+    pub(crate) fn contains(&self, key: &ObjectKey) -> bool {
+        self.state().live.contains_key(key)
+    }
+
+    /// Every object running here, at this moment.
+    pub(crate) fn all(&self) -> Vec<L> {
+        self.state().live.values().cloned().collect()
+    }
+
+    /// The objects of `kind` running here (the Entry Spot aside).
+    pub(crate) fn owned(&self, kind: ObjectKind) -> usize {
+        self.state()
+            .live
+            .values()
+            .filter(|l| l.key().kind == kind && !l.is_entry())
+            .count()
+    }
+
+    /// Registers an object as running here. An older incarnation still registered under
+    /// the ID (its close gave up waiting) is stopped: the authority names the new one.
+    pub(crate) fn insert(&self, live: L) {
+        let previous = self.state().live.insert(live.key().clone(), live);
+        if let Some(previous) = previous {
+            previous.stop_superseded();
+        }
+    }
+
+    /// Removes exactly this registration (a newer incarnation under the ID stays).
+    pub(crate) fn remove(&self, live: &L) {
+        let mut state = self.state();
+        if state.live.get(live.key()).is_some_and(|c| c.same(live)) {
+            state.live.remove(live.key());
+        }
+    }
+
+    /// Forgets every object (the node stopped).
+    pub(crate) fn clear(&self) {
+        self.state().live.clear();
+    }
+
+    /// Takes a slot for a new object of `object_type` under this node's limits (for Spots
+    /// the node-wide one, then the type's), counting those it runs and those being
+    /// created; the slot is held until the returned guard is dropped. The check and the
+    /// take are one step, so concurrent creations cannot overrun a limit.
+    pub(crate) fn begin_creating(
+        &self,
+        key: &ObjectKey,
+        object_type: &TypeDef,
+    ) -> Result<Creating<'_, L>> {
+        let mut state = self.state();
+        let full = |limit: u32, used: usize| limit > 0 && used >= limit as usize;
+        if key.kind == ObjectKind::Spot {
+            // The Entry Spot is the framework's: it counts against no limit.
+            let spots = state
+                .live
+                .values()
+                .filter(|l| l.key().kind == ObjectKind::Spot && !l.is_entry())
+                .count()
+                + state
+                    .creating
+                    .values()
+                    .filter(|c| c.key.kind == ObjectKind::Spot)
+                    .count();
+            if full(self.max_spots, spots) {
+                return Err(Error::new(
+                    ErrorKind::CapacityExceeded,
+                    format!("this node runs its limit of {} Spots", self.max_spots),
+                ));
+            }
+        }
+        let same_type = |t: &StableType| *t == object_type.stable_type;
+        let of_type = state
+            .live
+            .values()
+            .filter(|l| same_type(l.stable_type()))
+            .count()
+            + state
+                .creating
+                .values()
+                .filter(|c| same_type(&c.stable_type))
+                .count();
+        if full(object_type.max_per_node, of_type) {
+            return Err(Error::new(
+                ErrorKind::CapacityExceeded,
+                format!(
+                    "this node runs its limit of {} Spots of type {}",
+                    object_type.max_per_node, object_type.stable_type
+                ),
+            ));
+        }
+        let attempt = state.next_attempt;
+        state.next_attempt += 1;
+        state.creating.insert(
+            attempt,
+            InCreation {
+                key: key.clone(),
+                stable_type: object_type.stable_type.clone(),
+                generation: None,
+            },
+        );
+        Ok(Creating {
+            registry: self,
+            attempt,
+        })
+    }
+
+    /// Whether a creation of this node is working on the Creating record of `generation`
+    /// for `key` (or has yet to learn which generation its reservation got).
+    pub(crate) fn is_creating(&self, key: &ObjectKey, generation: u64) -> bool {
+        self.state()
+            .creating
+            .values()
+            .any(|c| c.key == *key && c.generation.is_none_or(|g| g == generation))
+    }
+}
+
+/// One creation in progress on this node, holding its capacity slot; it ends when dropped.
+pub(crate) struct Creating<'a, L: Registered = Arc<LiveObject>> {
+    registry: &'a ObjectRegistry<L>,
+    attempt: u64,
+}
+
+impl<L: Registered> Creating<'_, L> {
+    /// The reservation is won: the creation works on this ObjectGeneration.
+    pub(crate) fn reserved(&self, generation: u64) {
+        if let Some(c) = self.registry.state().creating.get_mut(&self.attempt) {
+            c.generation = Some(generation);
+        }
+    }
+}
+
+impl<L: Registered> Drop for Creating<'_, L> {
+    fn drop(&mut self) {
+        self.registry.state().creating.remove(&self.attempt);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+    use crate::address::{ActorId, SpotId};
+    use crate::object::object_type::Factory;
+    use crate::object::Relocation;
+
+    /// A registered object as the registry sees it, without a turn loop.
+    #[derive(Clone)]
+    struct Fake {
+        key: ObjectKey,
+        stable_type: StableType,
+        entry: bool,
+        stopped: Arc<AtomicBool>,
+    }
+
+    impl Registered for Fake {
+        fn key(&self) -> &ObjectKey {
+            &self.key
+        }
+        fn stable_type(&self) -> &StableType {
+            &self.stable_type
+        }
+        fn is_entry(&self) -> bool {
+            self.entry
+        }
+        fn same(&self, other: &Self) -> bool {
+            Arc::ptr_eq(&self.stopped, &other.stopped)
+        }
+        fn stop_superseded(&self) {
+            self.stopped.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn spot(id: &str, stable_type: &str) -> Fake {
+        Fake {
+            key: ObjectKey::from(&SpotId::new(id).unwrap()),
+            stable_type: StableType::new(stable_type).unwrap(),
+            entry: false,
+            stopped: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn spot_type(name: &str, max_per_node: u32) -> TypeDef {
+        let mut def = TypeDef::new(name, Vec::new(), Relocation::Disable, Factory::Entry).unwrap();
+        def.max_per_node = max_per_node;
+        def
+    }
+
+    fn actor_type(name: &str) -> TypeDef {
+        let factory: Arc<crate::object::object_type::ActorFactory> =
+            Arc::new(|_| unreachable!("the registry never makes an object"));
+        TypeDef::new(
+            name,
+            Vec::new(),
+            Relocation::Disable,
+            Factory::Actor(factory),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_type_is_found_by_kind_and_name_and_a_bad_name_is_an_argument_error() {
+        let (room, player) = (spot_type("room", 0), actor_type("player"));
+        let registry = ObjectRegistry::<Fake>::new([&room, &player], 0);
+        assert!(registry.serves(ObjectKind::Spot, "room"));
+        assert!(registry.serves(ObjectKind::Actor, "player"));
+        assert!(!registry.serves(ObjectKind::Actor, "room"));
+        let missing = registry
+            .object_type(ObjectKind::Spot, "player")
+            .unwrap_err();
+        assert!(missing.is(ErrorKind::NotFound), "{missing}");
+        let bad = registry.object_type(ObjectKind::Spot, "").unwrap_err();
+        assert!(matches!(bad, Error::InvalidArgument(_)), "{bad}");
+    }
+
+    #[test]
+    fn the_node_spot_limit_counts_running_and_creating_spots_but_not_the_entry_spot() {
+        let room = spot_type("room", 0);
+        let registry = ObjectRegistry::<Fake>::new([&room], 2);
+        let mut entry = spot("entry", "room");
+        entry.entry = true;
+        registry.insert(entry);
+        registry.insert(spot("a", "room"));
+        let creating = registry
+            .begin_creating(&spot("b", "room").key, &room)
+            .unwrap();
+        let full = registry
+            .begin_creating(&spot("c", "room").key, &room)
+            .err()
+            .expect("the third Spot is over the limit");
+        assert!(full.is(ErrorKind::CapacityExceeded), "{full}");
+        drop(creating);
+        assert!(registry
+            .begin_creating(&spot("c", "room").key, &room)
+            .is_ok());
+    }
+
+    #[test]
+    fn the_type_limit_holds_per_type_and_an_actor_is_not_a_spot() {
+        let (room, hall) = (spot_type("room", 1), spot_type("hall", 0));
+        let player = actor_type("player");
+        let registry = ObjectRegistry::<Fake>::new([&room, &hall, &player], 1);
+        registry.insert(spot("a", "room"));
+        let over = registry.begin_creating(&spot("b", "room").key, &room).err();
+        assert!(over.is_some_and(|e| e.is(ErrorKind::CapacityExceeded)));
+        // The node's one Spot slot is taken too, but an Actor counts against neither.
+        let actor = ObjectKey::from(&ActorId::new("p1").unwrap());
+        assert!(registry.begin_creating(&actor, &player).is_ok());
+    }
+
+    #[test]
+    fn a_creation_is_known_by_its_generation_once_reserved_and_forgotten_when_dropped() {
+        let room = spot_type("room", 0);
+        let registry = ObjectRegistry::<Fake>::new([&room], 0);
+        let key = spot("a", "room").key;
+        let creating = registry.begin_creating(&key, &room).unwrap();
+        // Before its reservation is won it may be working on any generation.
+        assert!(registry.is_creating(&key, 7));
+        creating.reserved(3);
+        assert!(registry.is_creating(&key, 3));
+        assert!(!registry.is_creating(&key, 7));
+        drop(creating);
+        assert!(!registry.is_creating(&key, 3));
+    }
+
+    #[test]
+    fn a_newer_incarnation_stops_the_older_and_removing_the_older_keeps_the_newer() {
+        let room = spot_type("room", 0);
+        let registry = ObjectRegistry::<Fake>::new([&room], 0);
+        let (older, newer) = (spot("a", "room"), spot("a", "room"));
+        registry.insert(older.clone());
+        registry.insert(newer.clone());
+        assert!(older.stopped.load(Ordering::SeqCst));
+        registry.remove(&older);
+        assert!(registry.get(&newer.key).is_some_and(|l| l.same(&newer)));
+        registry.remove(&newer);
+        assert!(!registry.contains(&newer.key));
+        assert_eq!(registry.owned(ObjectKind::Spot), 0);
+    }
+}
