@@ -21,7 +21,13 @@ pub(super) async fn close(
     generation: u64,
     reason: ClosingReason,
 ) -> Result<bool> {
-    let Some(current) = server.authority.read(key).await.map_err(store_error)? else {
+    let Some(current) = server
+        .env
+        .authority()
+        .read(key)
+        .await
+        .map_err(store_error)?
+    else {
         return Ok(false);
     };
     if current.record.shape == ObjectShape::EntrySpot {
@@ -39,7 +45,7 @@ pub(super) async fn close(
             ),
         ));
     }
-    if current.record.route.rid != server.route.rid {
+    if current.record.route.rid != server.env.route().rid {
         return close_remote(server, key, &current, generation).await;
     }
     let live = server
@@ -49,9 +55,12 @@ pub(super) async fn close(
     let Some(live) = live else {
         // A Closing record this lifecycle owns, whose Spot is gone already (the delete of
         // an earlier close failed): finish the release.
-        if current.record.state == AuthorityState::Closing && current.record.route == server.route {
+        if current.record.state == AuthorityState::Closing
+            && current.record.route == *server.env.route()
+        {
             server
-                .authority
+                .env
+                .authority()
                 .delete(key, &current)
                 .await
                 .map_err(store_error)?;
@@ -79,7 +88,8 @@ pub(super) async fn close(
     let reopen = Reopen(Some(&live));
     let closing = match current.record.state {
         AuthorityState::Ready => match server
-            .authority
+            .env
+            .authority()
             .begin_close(key, &current)
             .await
             .map_err(store_error)?
@@ -88,7 +98,13 @@ pub(super) async fn close(
             // Something changed the record since it was read (a Join's membership write,
             // another close): say so rather than guess.
             Fenced::Moved => {
-                return match server.authority.read(key).await.map_err(store_error)? {
+                return match server
+                    .env
+                    .authority()
+                    .read(key)
+                    .await
+                    .map_err(store_error)?
+                {
                     None => Ok(false),
                     Some(now) if now.record.fence.object_generation != generation => {
                         Err(Error::new(
@@ -117,12 +133,9 @@ pub(super) async fn close(
     if live.try_deliver(close, 0).is_ok() {
         // The close waits for the current turn; a handler that never ends does not hold
         // the close forever (the Spot is sealed and its record released regardless).
-        let patience = server
-            .node
-            .upgrade()
-            .map_or(std::time::Duration::ZERO, |node| {
-                node.settings().request_timeout
-            });
+        let patience = server.env.node().map_or(std::time::Duration::ZERO, |node| {
+            node.settings().request_timeout
+        });
         if tokio::time::timeout(patience, closed).await.is_err() {
             tracing::warn!(object = %key, "the last turn did not end in time; stopping it and releasing it");
             live.stop();
@@ -138,7 +151,8 @@ pub(super) async fn close(
     }
     server.resolver.saw_authority(key, &closing.record.fence);
     match server
-        .authority
+        .env
+        .authority()
         .delete(key, &closing)
         .await
         .map_err(store_error)?
@@ -155,7 +169,7 @@ async fn close_remote(
     current: &Versioned,
     generation: u64,
 ) -> Result<bool> {
-    let out = &server.owner_link;
+    let out = &server.env.owner_link();
     let node = out.node()?;
     let settings = node.settings();
     let deadline = Instant::now() + settings.request_timeout;

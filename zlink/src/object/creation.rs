@@ -63,7 +63,13 @@ pub(super) async fn create(
                 format!("{id} was not created within {timeout:?}"),
             ));
         }
-        match server.authority.read(&key).await.map_err(store_error)? {
+        match server
+            .env
+            .authority()
+            .read(&key)
+            .await
+            .map_err(store_error)?
+        {
             Some(current) => {
                 if current.record.shape != created_shape(key.kind)
                     || current.record.stable_type != name.as_str()
@@ -165,7 +171,7 @@ async fn settle_creating(
 ) -> Result<()> {
     // A record this very node lifecycle left, with no attempt of it running any more (its
     // abort failed, say), is cancelled at once.
-    let ours = creating.record.route == server.route;
+    let ours = creating.record.route == *server.env.route();
     if ours
         && !server
             .registry
@@ -173,7 +179,8 @@ async fn settle_creating(
     {
         tracing::info!(object = %key, "cancelling a creation this node abandoned");
         server
-            .authority
+            .env
+            .authority()
             .delete(key, creating)
             .await
             .map_err(store_error)?;
@@ -181,7 +188,8 @@ async fn settle_creating(
     }
     let owner = creating.record.fence.lease();
     let alive = server
-        .store
+        .env
+        .store()
         .read_lease(&owner.owner)
         .await
         .map_err(store_error)?
@@ -189,7 +197,8 @@ async fn settle_creating(
     if !alive {
         tracing::info!(object = %key, generation = creating.record.fence.object_generation, "cancelling a creation its crashed owner left behind");
         server
-            .authority
+            .env
+            .authority()
             .delete(key, creating)
             .await
             .map_err(store_error)?;
@@ -218,7 +227,8 @@ pub(super) async fn try_create(
             stable_type.to_string(),
         );
         server
-            .tracker
+            .env
+            .tracker()
             .clone()
             .spawn(async move { attempt(&server, &key, &request, &stable_type).await })
     };
@@ -260,7 +270,7 @@ async fn attempt(
                 .ready()?,
         ),
     };
-    let node = server.owner_link.node()?;
+    let node = server.env.owner_link().node()?;
     let deadline = Instant::now() + node.settings().request_timeout;
     let too_slow = || {
         Error::new(
@@ -272,13 +282,13 @@ async fn attempt(
         permit = tokio::time::timeout_at(deadline, server.registry.activation()) => permit
             .map_err(|_| too_slow())?
             .ok_or_else(node_stopping)?,
-        _ = server.cancel.cancelled() => {
+        _ = server.env.cancel().cancelled() => {
             return Err(node_stopping());
         }
     };
     let creating = server.registry.begin_creating(key, object_type)?;
     // Taken after the permit: the token must be current when the reservation is written.
-    let Some(token) = server.lease.admitting_token() else {
+    let Some(token) = server.env.lease().admitting_token() else {
         return Err(Error::new(
             ErrorKind::Unavailable,
             "this node's owner lease admits no new work (the Location Store is unreachable)",
@@ -288,12 +298,13 @@ async fn attempt(
         shape: created_shape(key.kind),
         stable_type: object_type.stable_type.as_str().to_string(),
         owner: token,
-        route: server.route.clone(),
+        route: server.env.route().clone(),
         membership: membership.as_ref().map(|spot| spot.as_str().to_string()),
         creation_request: request.to_vec(),
     };
     let won = match server
-        .authority
+        .env
+        .authority()
         .reserve(key, draft)
         .await
         .map_err(store_error)?
@@ -319,7 +330,7 @@ async fn attempt(
         }
         // The node stops: the record stays Creating, as after a crash, and the next
         // operation on the ID cancels it once this lease is gone.
-        _ = server.cancel.cancelled() => {
+        _ = server.env.cancel().cancelled() => {
             return Err(Error::new(ErrorKind::ShuttingDown, "the node stopped during the creation"));
         }
     };
@@ -353,7 +364,7 @@ async fn attempt(
         None,
     );
     server.registry.insert(live.clone());
-    let committed = match server.authority.commit(key, &won).await {
+    let committed = match server.env.authority().commit(key, &won).await {
         Ok(Fenced::Done(ready)) => Ok(ready),
         Ok(Fenced::Moved) => Err(Error::new(
             ErrorKind::Unavailable,
@@ -390,7 +401,7 @@ async fn settle_lost_commit(
 ) -> Result<Versioned> {
     let mut backoff = CREATING_BACKOFF;
     loop {
-        match server.authority.read(key).await {
+        match server.env.authority().read(key).await {
             Ok(Some(current))
                 if current.record.state == AuthorityState::Ready
                     && current.record.fence == won.record.fence =>
@@ -409,7 +420,7 @@ async fn settle_lost_commit(
         }
         tokio::select! {
             _ = tokio::time::sleep(backoff) => {}
-            _ = server.cancel.cancelled() => {
+            _ = server.env.cancel().cancelled() => {
                 return Err(Error::new(ErrorKind::ShuttingDown, "the node stopped during the creation"));
             }
         }
@@ -418,7 +429,7 @@ async fn settle_lost_commit(
 }
 
 async fn abort(server: &ObjectServer, key: &ObjectKey, won: &Versioned) {
-    if let Err(e) = server.authority.delete(key, won).await {
+    if let Err(e) = server.env.authority().delete(key, won).await {
         tracing::warn!(object = %key, error = %e, "could not abort a reservation; the next get-or-create of the ID cancels it");
     }
 }
@@ -438,20 +449,20 @@ pub(super) fn candidates(
     if server.registry.serves(kind, stable_type)
         && entry_ready
         && !server.is_draining()
-        && server.lease.admitting_token().is_some()
+        && server.env.lease().admitting_token().is_some()
     {
         candidates.push(placement::Candidate {
-            rid: server.route.rid.clone(),
+            rid: server.env.route().rid.clone(),
             weight: server.placement_weight,
             local: true,
         });
     }
-    let Some(node) = server.node.upgrade() else {
+    let Some(node) = server.env.node() else {
         return candidates;
     };
     let members = node.discovery().map(|d| d.status().members);
     for member in members.unwrap_or_default() {
-        if member.rid == server.route.rid
+        if member.rid == server.env.route().rid
             || !match kind {
                 ObjectKind::Spot => &member.spot_types,
                 ObjectKind::Actor => &member.actor_types,
@@ -482,7 +493,7 @@ async fn create_remote(
     must_be_new: bool,
     deadline: Instant,
 ) -> Result<Option<Outcome>> {
-    let out = &server.owner_link;
+    let out = &server.env.owner_link();
     let admit_by = deadline.min(Instant::now() + out.node()?.settings().send_timeout);
     let link = out.peer(rid, admit_by).await?;
     let payload = CreateRequest {
@@ -496,7 +507,7 @@ async fn create_remote(
         CreateReply::Created { generation, reply } => Some(Outcome::Created(
             Location {
                 generation,
-                mesh_name: server.route.mesh_name.clone(),
+                mesh_name: server.env.route().mesh_name.clone(),
                 rid: rid.to_string(),
             },
             Bytes::from(reply),
@@ -508,7 +519,12 @@ async fn create_remote(
 
 /// The object's current Ready incarnation, if any.
 pub(super) async fn find(server: &ObjectServer, key: &ObjectKey) -> Result<Option<Location>> {
-    let current = server.authority.read(key).await.map_err(store_error)?;
+    let current = server
+        .env
+        .authority()
+        .read(key)
+        .await
+        .map_err(store_error)?;
     Ok(current
         .filter(|v| v.record.state == AuthorityState::Ready)
         .map(|v| v.location()))

@@ -81,7 +81,7 @@ pub(super) async fn call(server: &Arc<ObjectServer>, call: ObjectCall<'_>) -> Re
     let Routed { route, sending } = resolve(server, call.key, deadline).await?;
     let request = call.kind == PacketKind::Request;
     let fence = route_fence(&route.fence);
-    let result = if route.owner.rid == server.route.rid {
+    let result = if route.owner.rid == server.env.route().rid {
         call_local(server, call, fence, deadline).await
     } else {
         call_remote(server, &route, call, fence, deadline).await
@@ -151,14 +151,16 @@ pub(super) async fn call_local(
     // A request waits in the node's local pending table, whose one sweeper ends it at its
     // deadline: no request arms a timer of its own.
     let (tx, rx) = if request {
-        let Some((guard, rx)) = server
-            .local_calls
-            .register(LOCAL_CALLS, deadline, call.timeout)
+        let Some((guard, rx)) =
+            server
+                .env
+                .local_calls()
+                .register(LOCAL_CALLS, deadline, call.timeout)
         else {
             return Err(node_stopping());
         };
         let reply = ReplyTo::Pending {
-            table: server.local_calls.clone(),
+            table: server.env.local_calls().clone(),
             correlation: guard.correlation,
         };
         (Some(reply), Some((guard, rx)))
@@ -230,7 +232,7 @@ pub(super) async fn call_local(
 /// to it is old, as a follow notice tells a remote sender, so it is not used (or cached)
 /// again and the next call reads the new owner.
 fn left_here(server: &ObjectServer, key: &ObjectKey, fence: RouteFence) {
-    if let Some(departure) = server.departures.get(key, &fence) {
+    if let Some(departure) = server.relocations.departures().get(key, &fence) {
         if let Some((fence, route)) = departure.relaying_from() {
             server.resolver.moved(key, &fence, &route);
         }
@@ -264,14 +266,23 @@ pub(super) fn to_departure(
     sender: Option<String>,
     hops: u8,
 ) -> Option<ObjectJob> {
-    if server.departures.get(&live.key, &fence).is_none() {
+    if server
+        .relocations
+        .departures()
+        .get(&live.key, &fence)
+        .is_none()
+    {
         // Gone already: a cancelled move reopened the queue.
         return live.try_deliver(job, bytes).err().map(|(_, job)| job);
     }
     let mut held = super::relocation::job_to_held(&live.object_type, job)?;
     held.sender = sender;
     held.hops = hops;
-    match server.departures.offer(&live.key, &fence, held) {
+    match server
+        .relocations
+        .departures()
+        .offer(&live.key, &fence, held)
+    {
         Offer::Taken => None,
         // The move was cancelled: the queue admits again (after what it held).
         Offer::NotDeparting(held) => {
@@ -279,7 +290,7 @@ pub(super) fn to_departure(
                 &live.key,
                 &live.object_type,
                 held,
-                &server.lost_sends,
+                server.env.lost_sends(),
             )?;
             live.try_deliver(job, bytes).err().map(|(_, job)| job)
         }
@@ -320,12 +331,12 @@ pub(super) fn prepare(
             sender,
             hops,
         };
-        match server.departures.offer(key, &fence, held) {
+        match server.relocations.departures().offer(key, &fence, held) {
             Offer::Taken => None,
             Offer::NotDeparting(held) => Some((held.payload, held.metadata, held.reply)),
         }
     };
-    let (payload, metadata, reply) = if server.departures.get(key, &fence).is_some() {
+    let (payload, metadata, reply) = if server.relocations.departures().get(key, &fence).is_some() {
         match to_departure(payload, metadata, reply, sender.clone()) {
             None => return Ok(None),
             Some(back) => back,
@@ -345,7 +356,7 @@ pub(super) fn prepare(
         Ok(checked) => checked,
         // The object may have begun to leave between the two checks: its departure is
         // made before it stops taking messages, so it is there now and takes this one.
-        Err(error) if server.departures.get(key, &fence).is_some() => {
+        Err(error) if server.relocations.departures().get(key, &fence).is_some() => {
             return match to_departure(payload, metadata, reply, sender) {
                 None => Ok(None),
                 Some((_, _, reply)) => Err(Refusal { error, reply }),
@@ -390,7 +401,7 @@ fn check_admission(
     };
     let live = server.registry.get(id).ok_or_else(stale)?;
     let mut leased = false;
-    let admitted = server.lease.admits_with(|token| {
+    let admitted = server.env.lease().admits_with(|token| {
         leased = true;
         live.admits(&fence, token)
     });
@@ -423,7 +434,7 @@ pub(super) async fn call_remote(
     fence: RouteFence,
     deadline: Instant,
 ) -> Result<Bytes> {
-    let out = &server.owner_link;
+    let out = &server.env.owner_link();
     let node = out.node()?;
     let admit_by = deadline.min(Instant::now() + call.send_timeout);
     let link = out.peer(&route.owner.rid, admit_by).await.map_err(|e| {

@@ -148,8 +148,8 @@ impl EntrySpot {
             }
         }
         let (entry, weak) = (self.clone(), Arc::downgrade(server));
-        let cancel = server.cancel.clone();
-        server.tracker.spawn(async move {
+        let cancel = server.env.cancel().clone();
+        server.env.tracker().spawn(async move {
             let mut backoff = Duration::from_millis(100);
             loop {
                 tokio::select! {
@@ -170,7 +170,7 @@ impl EntrySpot {
 
     async fn try_claim(&self, server: &Arc<ObjectServer>) -> Result<()> {
         let key = ObjectKey::from(&self.id);
-        let Some(owner) = server.lease.admitting_token() else {
+        let Some(owner) = server.env.lease().admitting_token() else {
             return Err(Error::new(
                 ErrorKind::Unavailable,
                 "the owner lease is not held",
@@ -180,14 +180,14 @@ impl EntrySpot {
             shape: ObjectShape::EntrySpot,
             stable_type: ENTRY_STABLE_TYPE.to_string(),
             owner,
-            route: server.route.clone(),
+            route: server.env.route().clone(),
             membership: None,
             creation_request: Vec::new(),
         };
-        let won = match server.authority.reserve(&key, draft).await? {
+        let won = match server.env.authority().reserve(&key, draft).await? {
             Reserved::Won(won) => won,
             // A record of our own earlier attempt whose answer was lost: take it over.
-            Reserved::Exists(existing) if existing.record.route == server.route => existing,
+            Reserved::Exists(existing) if existing.record.route == *server.env.route() => existing,
             Reserved::Exists(_) => {
                 return Err(Error::new(
                     ErrorKind::AlreadyExists,
@@ -197,7 +197,7 @@ impl EntrySpot {
         };
         let ready = match won.record.state {
             super::authority::AuthorityState::Creating => {
-                match server.authority.commit(&key, &won).await? {
+                match server.env.authority().commit(&key, &won).await? {
                     Fenced::Done(ready) => ready,
                     Fenced::Moved => {
                         return Err(Error::new(

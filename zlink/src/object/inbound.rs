@@ -117,7 +117,7 @@ fn close_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
         Err(e) => return call.answer(Err(e)),
     };
     let owned = server.registry.get(&key);
-    let token = server.lease.admitting_token();
+    let token = server.env.lease().admitting_token();
     let admitted = match (owned, token) {
         (Some(live), Some(token)) => live.admits(&fence, &token),
         _ => false,
@@ -159,10 +159,15 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
     // A request relayed from the object's old owner: its result is recorded as the reply
     // leaves (the framework's key never reaches the handler).
     let relay_id = metadata.remove(super::relocation::RELAY_ID_KEY);
-    let recorder = match (relay_id, &server.relocation_store) {
+    let recorder = match (relay_id, server.relocations.store()) {
         (Some(id), Some(store)) if hops > 0 && call.is_request() => {
-            super::relocation::Recorder::new(store.clone(), &id, deadline, server.tracker.clone())
-                .ok()
+            super::relocation::Recorder::new(
+                store.clone(),
+                &id,
+                deadline,
+                server.env.tracker().clone(),
+            )
+            .ok()
         }
         _ => None,
     };
@@ -198,7 +203,8 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
                     _ => LostReason::NotOwner,
                 };
                 server
-                    .lost_sends
+                    .env
+                    .lost_sends()
                     .record(&key, packet.as_str(), reason, &error);
             }
             if let Some(reply) = reply {
@@ -242,7 +248,8 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
                 Refused::Sealed | Refused::Closed => LostReason::Stopped,
             };
             server
-                .lost_sends
+                .env
+                .lost_sends()
                 .record(&key, packet.as_str(), reason, &error);
         }
         job.refuse(error);

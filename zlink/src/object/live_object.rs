@@ -301,7 +301,7 @@ impl LiveObject {
     ) -> Captured {
         let authority = self.authority();
         // Held from here on: what arrives after the seal waits for the outcome.
-        let departure = layer.departures.hold(
+        let departure = layer.relocations.departures().hold(
             &self.key,
             authority.record.fence.clone(),
             authority.record.route.clone(),
@@ -327,7 +327,7 @@ impl LiveObject {
     pub(super) fn cancel_departure(&self, server: &Weak<ObjectServer>, sealed: Captured) {
         sealed.departure.cancel(self, sealed.backlog);
         if let Some(layer) = server.upgrade() {
-            layer.departures.remove(&sealed.departure);
+            layer.relocations.departures().remove(&sealed.departure);
         }
     }
 

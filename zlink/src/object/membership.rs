@@ -254,7 +254,8 @@ async fn join_here(
     // The membership change is one fenced write on the Actor's exact authority; an answer
     // that was lost is read back until the store answers, never guessed.
     let written = match server
-        .authority
+        .env
+        .authority()
         .set_membership(&actor.key, &authority, spot.as_str())
         .await
     {
@@ -344,7 +345,7 @@ async fn settle_lost_write(
     let deadline = tokio::time::Instant::now() + JOIN_TIMEOUT;
     let mut backoff = Duration::from_millis(20);
     loop {
-        match server.authority.read(&actor.key).await {
+        match server.env.authority().read(&actor.key).await {
             Ok(current) => {
                 return current.filter(|c| c.record.fence == admitted.record.fence);
             }
@@ -389,13 +390,13 @@ fn notify(spot: &LiveObject, event: MemberEvent) -> bool {
 /// A Join target this node does not run: the node it is Ready on, or why it cannot be
 /// joined (missing, not Ready, the store cannot say).
 async fn elsewhere(server: &ObjectServer, spot: &SpotId) -> Result<String, JoinOutcome> {
-    match server.authority.read(&ObjectKey::from(spot)).await {
+    match server.env.authority().read(&ObjectKey::from(spot)).await {
         Ok(None) => Err(failed(
             ErrorKind::NotFound,
             format!("there is no Spot {spot}"),
         )),
         Ok(Some(current))
-            if current.record.route.rid != server.route.rid
+            if current.record.route.rid != server.env.route().rid
                 && current.record.state == super::authority::AuthorityState::Ready =>
         {
             Ok(current.record.route.rid)

@@ -17,6 +17,7 @@ mod context;
 pub(crate) mod creation;
 mod direct;
 mod entry;
+mod env;
 mod inbound;
 mod instance;
 mod live_object;

@@ -34,13 +34,13 @@ pub(crate) const FOLLOW_BARRIER: &str = "zlink.follow-barrier";
 pub(super) fn begin(server: &Arc<ObjectServer>, start: SwitchStart) -> Switch {
     let waiter = start.waiter();
     let layer = Arc::downgrade(server);
-    server.tracker.spawn(async move {
+    server.env.tracker().spawn(async move {
         let Some(server) = layer.upgrade() else {
             return;
         };
         let outcome = tokio::select! {
             outcome = barrier(&server, &start.from) => outcome,
-            _ = server.cancel.cancelled() => Err(node_stopping()),
+            _ = server.env.cancel().cancelled() => Err(node_stopping()),
         };
         tracing::debug!(
             object = %start.to.key,
@@ -57,7 +57,7 @@ pub(super) fn begin(server: &Arc<ObjectServer>, start: SwitchStart) -> Switch {
 /// Sends the barrier down `from`. `Ok` once everything this node sent on it before is
 /// queued on the object (or nothing of it can still be on its way).
 async fn barrier(server: &Arc<ObjectServer>, from: &ReadyRoute) -> Result<Bytes> {
-    let node = server.owner_link.node()?;
+    let node = server.env.owner_link().node()?;
     let settings = node.settings();
     let metadata = Metadata::new();
     let call = ObjectCall {
@@ -71,8 +71,8 @@ async fn barrier(server: &Arc<ObjectServer>, from: &ReadyRoute) -> Result<Bytes>
     };
     let fence = route_fence(&from.fence);
     let deadline = Instant::now() + settings.request_timeout;
-    if from.owner.rid == server.route.rid {
-        if from.owner.node_generation != server.route.node_generation {
+    if from.owner.rid == server.env.route().rid {
+        if from.owner.node_generation != server.env.route().node_generation {
             return Ok(Bytes::new());
         }
         return direct::call_local(server, call, fence, deadline).await;

@@ -127,7 +127,7 @@ pub(crate) async fn relocate_with_members(
         key,
         &record,
         route.deadline,
-        server.faults,
+        server.relocations.faults(),
     )
     .await
     {
@@ -195,12 +195,17 @@ pub(crate) async fn relocate_with_members(
         if let Some((fence, from)) = departure.relaying_from() {
             server.resolver.moved(&live.key, &fence, &from);
         }
-        let done = send_cutover(&relay, server.faults, &live.key, &relocation_id);
+        let done = send_cutover(
+            &relay,
+            server.relocations.faults(),
+            &live.key,
+            &relocation_id,
+        );
         cutovers.push((live.key.clone(), departure, ready, done));
     }
     drop(sealed);
     let deadline = route.deadline;
-    let follow = server.message_follow_duration;
+    let follow = server.relocations.follow_duration();
     let settled = join_all(
         cutovers
             .into_iter()

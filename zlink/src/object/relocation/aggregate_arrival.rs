@@ -66,7 +66,7 @@ pub(super) async fn arrive_with_members(
         .flatten()
         .map(MovedState::len)
         .fold(0usize, usize::saturating_add);
-    let permit = server.permits.inbound(bytes)?;
+    let permit = server.relocations.permits().inbound(bytes)?;
     // Capacity for the whole unit at once, before anything is built.
     let mut slots = Vec::with_capacity(1 + members.len());
     slots.push(server.registry.begin_creating(&key, &spot_type)?);

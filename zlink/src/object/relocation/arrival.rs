@@ -166,8 +166,8 @@ async fn admit_join(
         actor_id,
         Location {
             generation: record.object.source_fence.object_generation,
-            mesh_name: server.route.mesh_name.clone(),
-            rid: server.route.rid.clone(),
+            mesh_name: server.env.route().mesh_name.clone(),
+            rid: server.env.route().rid.clone(),
         },
     );
     let reply = if target.is_entry() {
@@ -251,7 +251,7 @@ pub(super) fn check_arriving(
     key: &ObjectKey,
     relocation_id: &str,
 ) -> Result<Option<RestoreReply>> {
-    if let Some(arrival) = server.arrivals.get(key) {
+    if let Some(arrival) = server.relocations.arrivals().get(key) {
         // A repeated restore of the same move is answered again; another one is refused.
         return if arrival.relocation_id == relocation_id {
             Ok(Some(RestoreReply::Ready(ready_of(&arrival))))
@@ -322,7 +322,7 @@ pub(super) fn expected_authority(
             owner: token.owner.0.clone(),
             lease_generation: token.generation,
         },
-        route: server.route.clone(),
+        route: server.env.route().clone(),
         membership: home.map(ToString::to_string),
         creation_request: None,
     }
@@ -360,7 +360,8 @@ pub(crate) async fn arrive(
     };
     let token = admitting_token(server)?;
     let permit = server
-        .permits
+        .relocations
+        .permits()
         .inbound(record.object.state.as_ref().map_or(0, MovedState::len))?;
     let slot = server.registry.begin_creating(&key, &object_type)?;
     // A Join's Spot admits the Actor before anything is built for it.
@@ -445,7 +446,7 @@ pub(crate) async fn arrive(
 
 /// The lease token this node owns new objects under.
 pub(super) fn admitting_token(server: &ObjectServer) -> Result<crate::store::LeaseToken> {
-    server.lease.admitting_token().ok_or_else(|| {
+    server.env.lease().admitting_token().ok_or_else(|| {
         Error::new(
             ErrorKind::Unavailable,
             "this node's lease admits no new work",
@@ -517,7 +518,11 @@ impl Arriving<'_> {
             members: carried.members,
             bound: self.object.bound.clone(),
         });
-        server.arrivals.map().insert(key.clone(), arrival.clone());
+        server
+            .relocations
+            .arrivals()
+            .map()
+            .insert(key.clone(), arrival.clone());
         commit_by_fallback(server, key, self.relocation_id.to_string());
         arrival
     }
@@ -526,15 +531,16 @@ impl Arriving<'_> {
 /// No cutover within the fallback: the target commits by itself.
 fn commit_by_fallback(server: &Arc<ObjectServer>, key: ObjectKey, relocation_id: String) {
     let weak = Arc::downgrade(server);
-    let cancel = server.cancel.clone();
-    server.tracker.spawn(async move {
+    let cancel = server.env.cancel().clone();
+    server.env.tracker().spawn(async move {
         tokio::select! {
             _ = tokio::time::sleep(CUTOVER_FALLBACK) => {}
             _ = cancel.cancelled() => return,
         }
         if let Some(server) = weak.upgrade() {
             if server
-                .arrivals
+                .relocations
+                .arrivals()
                 .get(&key)
                 .is_some_and(|a| a.relocation_id == relocation_id)
             {
@@ -551,12 +557,9 @@ async fn fetch_state(server: &ObjectServer, state: &MovedState) -> Result<Bytes>
         MovedState::Inline(bytes) => return Ok(Bytes::copy_from_slice(bytes)),
         MovedState::Stored { reference, len } => (reference, *len),
     };
-    let store = server.relocation_store.as_ref().ok_or_else(|| {
-        Error::new(
-            ErrorKind::NotConfigured,
-            "this node has no Relocation Store to read the moved state from",
-        )
-    })?;
+    let store = server
+        .relocations
+        .required_store("read the moved state from")?;
     let reference = PayloadRef::new(reference.clone()).map_err(Error::from)?;
     match store.read(&reference).await {
         Ok(PayloadRead::Found { bytes, .. }) if bytes.len() as u64 == len => Ok(bytes),
@@ -629,13 +632,14 @@ pub(crate) async fn commit(
     relocation_id: &str,
 ) -> Result<()> {
     let Some(arrival) = server
-        .arrivals
+        .relocations
+        .arrivals()
         .get(key)
         .filter(|a| a.relocation_id == relocation_id)
     else {
         // Committed already and cleaned up: the store knows.
-        return match server.authority.read(key).await {
-            Ok(Some(current)) if current.record.route.rid == server.route.rid => Ok(()),
+        return match server.env.authority().read(key).await {
+            Ok(Some(current)) if current.record.route.rid == server.env.route().rid => Ok(()),
             _ => Err(Error::new(
                 ErrorKind::Unavailable,
                 format!("no move of {key} is arriving here"),
@@ -658,7 +662,8 @@ async fn commit_once(
     let outcome = loop {
         // The target's lease is read again right before the owner change.
         let leased = server
-            .lease
+            .env
+            .lease()
             .admitting_token()
             .is_some_and(|token| arrival.expected.fence.held_by(&token));
         if !leased {
@@ -668,13 +673,14 @@ async fn commit_once(
             ));
         }
         match server
-            .authority
+            .env
+            .authority()
             .move_owner(key, &arrival.source_version, &arrival.expected)
             .await
         {
             Ok(Fenced::Done(version)) => break Ok(version),
             Ok(Fenced::Moved) => {
-                break match server.authority.read(key).await {
+                break match server.env.authority().read(key).await {
                     Ok(Some(current)) if current.record == arrival.expected => Ok(current.version),
                     _ => Err(Error::new(
                         ErrorKind::Unavailable,
@@ -696,7 +702,7 @@ async fn commit_once(
             }
         }
     };
-    server.arrivals.remove(key, arrival);
+    server.relocations.arrivals().remove(key, arrival);
     arrival.permit.lock_unpoisoned().take();
     let go = arrival.go.lock_unpoisoned().take();
     match outcome {
@@ -715,7 +721,7 @@ async fn commit_once(
                     arrival.live.set_membership(Some(joining.spot.clone()));
                     arrival.live.use_gate_of(Some(&joining.target));
                     let mut actor = joining.actor.clone();
-                    actor.rid = server.route.rid.clone();
+                    actor.rid = server.env.route().rid.clone();
                     crate::object::membership::joined(&joining.target, actor).await;
                 }
                 None => match &arrival.shell {
@@ -729,7 +735,7 @@ async fn commit_once(
             let switch = match ActorId::new(&key.id) {
                 Ok(id) if key.kind == ObjectKind::Actor => {
                     let at = ActorRef::at(id, arrival.live.authority().location());
-                    let hooks = server.bound_routes.as_ref();
+                    let hooks = server.relocations.bound_routes();
                     SwitchOnOpen::of(hooks, at, &arrival.relocation_id, &arrival.bound)
                 }
                 _ => None,

@@ -1,7 +1,6 @@
 //! The host-level move: every object this node owns goes to other nodes, and the node
 //! takes no new ones while it does (digest §7.5, PlannedMaintenance).
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -71,7 +70,7 @@ impl RelocationReport {
 /// takes no new objects meanwhile; when everything moved it stays that way (it is
 /// relocated: ready to stop), otherwise it serves again.
 pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport {
-    server.draining.store(true, Ordering::SeqCst);
+    server.relocations.begin_draining();
     let mut report = RelocationReport::default();
     let mut movable = Vec::new();
     let owned: Vec<_> = server
@@ -163,7 +162,7 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport
         }
     }
     if !report.is_complete() {
-        server.draining.store(false, Ordering::SeqCst);
+        server.relocations.end_draining();
     }
     tracing::info!(
         moved = report.moved.len() + report.moved_spots.len(),

@@ -50,9 +50,9 @@ pub(super) async fn reclaim(
 ) -> Reclaimed {
     let mut pause = std::time::Duration::from_millis(50);
     loop {
-        let found = match server.authority.refence(key, sealed).await {
+        let found = match server.env.authority().refence(key, sealed).await {
             Ok(Fenced::Done(kept)) => return Reclaimed::Kept(kept),
-            Ok(Fenced::Moved) => server.authority.read(key).await,
+            Ok(Fenced::Moved) => server.env.authority().read(key).await,
             Err(e) => Err(e),
         };
         match found {
@@ -60,7 +60,7 @@ pub(super) async fn reclaim(
                 let (was, now) = (&sealed.record.fence, &current.record.fence);
                 let taken = now.object_generation == was.object_generation
                     && now.owner_generation == was.owner_generation + 1
-                    && current.record.route.rid != server.route.rid;
+                    && current.record.route.rid != server.env.route().rid;
                 if !taken {
                     tracing::warn!(object = %key, "the authority changed under a move in another way");
                     return Reclaimed::Stopped;
@@ -79,7 +79,7 @@ pub(super) async fn reclaim(
         }
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
-            _ = server.cancel.cancelled() => return Reclaimed::Stopped,
+            _ = server.env.cancel().cancelled() => return Reclaimed::Stopped,
         }
         pause = (pause * 2).min(std::time::Duration::from_secs(1));
     }
@@ -96,7 +96,7 @@ async fn confirm_commit(
     tokio::time::sleep(CUTOVER_FALLBACK).await;
     let mut pause = std::time::Duration::from_millis(50);
     loop {
-        match server.authority.read(key).await {
+        match server.env.authority().read(key).await {
             Ok(Some(Versioned { record, .. })) => {
                 if record.fence == ready.target_fence {
                     return true;
@@ -124,7 +124,7 @@ async fn confirm_commit(
 /// store cannot say (the caller keeps asking).
 async fn target_lease_alive(server: &ObjectServer, ready: &RelayReady) -> bool {
     let owner = crate::store::OwnerId(ready.target_fence.owner.clone());
-    match server.store.read_lease(&owner).await {
+    match server.env.store().read_lease(&owner).await {
         Ok(grant) => grant.is_some_and(|g| g.token == ready.target_fence.lease()),
         Err(_) => true,
     }

@@ -23,8 +23,8 @@ pub(super) async fn place_state(
         return Ok(None);
     };
     let Some(store) = server
-        .relocation_store
-        .as_ref()
+        .relocations
+        .store()
         .filter(|_| state.len() > inline_up_to)
     else {
         return Ok(Some(MovedState::Inline(state)));
@@ -66,9 +66,9 @@ impl StoredState {
             return None;
         };
         Some(StoredState {
-            store: server.relocation_store.clone()?,
+            store: server.relocations.store().cloned()?,
             reference: PayloadRef::new(reference.clone()).ok()?,
-            tracker: server.tracker.clone(),
+            tracker: server.env.tracker().clone(),
         })
     }
 }

@@ -252,7 +252,7 @@ pub(super) async fn await_seal(
 /// of what the hold kept, and the object admits again.
 pub(super) fn cancel_seal(server: &ObjectServer, live: &LiveObject, sealed: Captured) {
     sealed.departure.cancel(live, sealed.backlog);
-    server.departures.remove(&sealed.departure);
+    server.relocations.departures().remove(&sealed.departure);
 }
 
 /// Checks the target and takes the permits and the connection a move needs.
@@ -277,8 +277,12 @@ pub(super) async fn prepare_reserving(
 ) -> Result<Route> {
     let deadline = Instant::now() + RELOCATION_DEADLINE;
     let target = choose_target(server, live, to)?;
-    let permit = server.permits.outbound_by(reserve, deadline).await?;
-    let node = server.owner_link.node()?;
+    let permit = server
+        .relocations
+        .permits()
+        .outbound_by(reserve, deadline)
+        .await?;
+    let node = server.env.owner_link().node()?;
     let link = node
         .calls()
         .peer(&target, Instant::now() + node.settings().send_timeout)
@@ -327,7 +331,7 @@ pub(crate) async fn hand_over(
     let cancel = |backlog, outcome: HandOver| {
         tracing::info!(object = %key, "move cancelled before relay-ready: the object runs on here");
         departure.cancel(live, backlog);
-        server.departures.remove(&departure);
+        server.relocations.departures().remove(&departure);
         outcome
     };
     let reference = |relocation_id: &str| format!("zlink:state:{relocation_id}");
@@ -381,7 +385,16 @@ pub(crate) async fn hand_over(
         with_spot,
         members: Vec::new(),
     };
-    let ready = match restore_on_target(&node, &link, key, &record, deadline, server.faults).await {
+    let ready = match restore_on_target(
+        &node,
+        &link,
+        key,
+        &record,
+        deadline,
+        server.relocations.faults(),
+    )
+    .await
+    {
         Ok(RestoreReply::Ready(ready)) => ready,
         Ok(RestoreReply::Declined { reply }) => {
             return cancel(backlog, HandOver::Declined(Bytes::from(reply)))
@@ -408,12 +421,12 @@ pub(crate) async fn hand_over(
     // This node's own callers are told as a remote sender is: the route to here is old.
     server
         .resolver
-        .moved(key, &authority.record.fence, &server.route);
-    let done = send_cutover(&relay, server.faults, key, &relocation_id);
+        .moved(key, &authority.record.fence, server.env.route());
+    let done = send_cutover(&relay, server.relocations.faults(), key, &relocation_id);
     drop(relay);
     let committed = committed(server, key, &ready, done, deadline).await;
     drop(permit);
-    finish(server, &departure, server.message_follow_duration);
+    finish(server, &departure, server.relocations.follow_duration());
     if !committed {
         return HandOver::Lost(Error::new(
             ErrorKind::Unavailable,
@@ -506,7 +519,7 @@ pub(super) async fn seal_bound_routes(
         generation: authority.record.fence.object_generation,
         relocation_id: relocation_id.to_string(),
     };
-    BoundSeal::take(server.bound_routes.as_ref(), moving).await
+    BoundSeal::take(server.relocations.bound_routes(), moving).await
 }
 
 /// The record code of `key`'s namespace.
@@ -565,10 +578,11 @@ pub(super) fn choose_target(
     live: &LiveObject,
     to: Option<&str>,
 ) -> Result<String> {
-    if to == Some(server.route.rid.as_str()) {
+    if to == Some(server.env.route().rid.as_str()) {
         return Err(Error::InvalidArgument(format!(
             "{} runs on {} already",
-            live.key, server.route.rid
+            live.key,
+            server.env.route().rid
         )));
     }
     let candidates = crate::object::creation::candidates(
@@ -667,7 +681,7 @@ pub(super) fn finish(
     follow: std::time::Duration,
 ) {
     if follow.is_zero() {
-        server.departures.remove(departure);
+        server.relocations.departures().remove(departure);
         return;
     }
     departure.committed(Instant::now() + follow);
@@ -675,14 +689,14 @@ pub(super) fn finish(
     let departure = departure.clone();
     let until = Instant::now() + follow;
     if let Some(layer) = server.upgrade() {
-        let cancel = layer.cancel.clone();
-        layer.tracker.spawn(async move {
+        let cancel = layer.env.cancel().clone();
+        layer.env.tracker().spawn(async move {
             tokio::select! {
                 _ = tokio::time::sleep_until(until) => {}
                 _ = cancel.cancelled() => {}
             }
             if let Some(layer) = server.upgrade() {
-                layer.departures.remove(&departure);
+                layer.relocations.departures().remove(&departure);
             }
         });
     }

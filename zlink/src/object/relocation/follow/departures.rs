@@ -308,7 +308,7 @@ impl Departure {
         saved: Vec<Held>,
     ) -> mpsc::UnboundedSender<RelayItem> {
         let (target_fence, target_route) = (ready.target_fence.clone(), ready.target_route.clone());
-        let (tracker, stop) = (&server.tracker, &server.cancel);
+        let (tracker, stop) = (server.env.tracker(), server.env.cancel());
         let (to, from) = mpsc::unbounded_channel();
         let mut phase = self.phase();
         let held = match &mut *phase {
@@ -332,14 +332,14 @@ impl Departure {
             owner_link: OwnerLink::new(Arc::downgrade(node)),
             tracker: tracker.clone(),
             stop: stop.clone(),
-            terminals: server.relocation_store.clone(),
+            terminals: server.relocations.store().cloned(),
             link,
             key: self.key.clone(),
             fence,
             departure: Arc::downgrade(self),
             lost: self.lost.clone(),
             relayed: self.relayed.clone(),
-            faults: server.faults,
+            faults: server.relocations.faults(),
         };
         tracker.spawn(relay.run(from));
         to

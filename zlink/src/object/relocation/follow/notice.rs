@@ -32,7 +32,7 @@ pub(super) async fn send_notice(
 /// A notice drops this node's cached route only if it is exactly the notice's source route,
 /// and only from the node that owned it: a peer cannot invalidate another's routes.
 pub(crate) fn followed(server: &ObjectServer, call: InboundCall) {
-    if server.faults.drops_follow_notices() {
+    if server.relocations.faults().drops_follow_notices() {
         return;
     }
     let notice = match FollowNotice::decode(&call.message().payload) {

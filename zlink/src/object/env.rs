@@ -1,0 +1,188 @@
+//! [`ObjectEnv`]: what every part of one node's object layer runs with — the node (weakly)
+//! and its handle, the way out to other nodes, the Location Store with the authority
+//! records in it, the owner lease, this node as an owner, the local pending table, the
+//! count of lost one-ways, and the tasks and tokens that end with the node.
+
+use std::sync::{Arc, Weak};
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::authority::OwnerRoute;
+use super::authority_store::AuthorityStore;
+use super::lost_sends::LostSends;
+use super::owner_link::{node_stopping, OwnerLink};
+use crate::call::PendingTable;
+use crate::handler::{Handle, WeakHandle};
+use crate::mesh::MeshNode;
+use crate::store::{LocationStore, OwnerLease};
+use crate::Result;
+
+/// The environment of one node's object layer.
+pub(crate) struct ObjectEnv {
+    node: Weak<MeshNode>,
+    handle: WeakHandle,
+    owner_link: OwnerLink,
+    store: Arc<dyn LocationStore>,
+    authority: AuthorityStore,
+    lease: Arc<OwnerLease>,
+    route: OwnerRoute,
+    local_calls: Arc<PendingTable>,
+    lost_sends: Arc<LostSends>,
+    tracker: TaskTracker,
+    cancel: CancellationToken,
+    killed: CancellationToken,
+}
+
+impl ObjectEnv {
+    /// The environment of the object layer of the node `handle` reaches, over `store`
+    /// under `lease`.
+    pub(crate) fn new(
+        handle: &Handle,
+        store: Arc<dyn LocationStore>,
+        lease: Arc<OwnerLease>,
+    ) -> Self {
+        let node = handle.node();
+        let identity = node.identity();
+        ObjectEnv {
+            node: Arc::downgrade(node),
+            handle: handle.downgrade(),
+            owner_link: OwnerLink::new(Arc::downgrade(node)),
+            authority: AuthorityStore::new(store.clone()),
+            store,
+            lease,
+            route: OwnerRoute {
+                mesh_name: identity.mesh_name().to_string(),
+                rid: identity.rid().to_string(),
+                node_generation: identity.generation(),
+            },
+            local_calls: Arc::new(PendingTable::default()),
+            lost_sends: Arc::new(LostSends::default()),
+            tracker: TaskTracker::new(),
+            cancel: CancellationToken::new(),
+            killed: CancellationToken::new(),
+        }
+    }
+
+    /// The node, while it is alive.
+    pub(crate) fn node(&self) -> Option<Arc<MeshNode>> {
+        self.node.upgrade()
+    }
+
+    /// The node's handle, for the contexts of the objects it runs; `ShuttingDown` once
+    /// the node is gone.
+    pub(crate) fn handle(&self) -> Result<Handle> {
+        self.handle.upgrade().ok_or_else(node_stopping)
+    }
+
+    /// The node's handle, weakly (what the objects' turn loops hold).
+    pub(crate) fn weak_handle(&self) -> &WeakHandle {
+        &self.handle
+    }
+
+    /// The way out to other nodes, for every object command this layer sends.
+    pub(crate) fn owner_link(&self) -> &OwnerLink {
+        &self.owner_link
+    }
+
+    /// The Location Store.
+    pub(crate) fn store(&self) -> &Arc<dyn LocationStore> {
+        &self.store
+    }
+
+    /// The authority records in the Location Store, read and written fenced.
+    pub(crate) fn authority(&self) -> &AuthorityStore {
+        &self.authority
+    }
+
+    /// The node's owner lease.
+    pub(crate) fn lease(&self) -> &Arc<OwnerLease> {
+        &self.lease
+    }
+
+    /// This node as an owner: where its objects' messages go.
+    pub(crate) fn route(&self) -> &OwnerRoute {
+        &self.route
+    }
+
+    /// Requests from this node to objects it owns, until their replies.
+    pub(crate) fn local_calls(&self) -> &Arc<PendingTable> {
+        &self.local_calls
+    }
+
+    /// The one-ways this node accepted and could not deliver.
+    pub(crate) fn lost_sends(&self) -> &Arc<LostSends> {
+        &self.lost_sends
+    }
+
+    /// The tasks of the object layer, waited for when it stops.
+    pub(crate) fn tracker(&self) -> &TaskTracker {
+        &self.tracker
+    }
+
+    /// Cancelled when the object layer stops.
+    pub(crate) fn cancel(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Cancelled when the node is killed (a test's crash): moves running on a caller's
+    /// task end on the spot, as they would with the process.
+    pub(crate) fn killed(&self) -> &CancellationToken {
+        &self.killed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::OwnerLeaseSettings;
+    use crate::ErrorKind;
+
+    fn env_of(handle: &Handle) -> ObjectEnv {
+        let lease = OwnerLease::new(OwnerLeaseSettings::default());
+        ObjectEnv::new(handle, <dyn LocationStore>::in_memory(), lease)
+    }
+
+    fn handle() -> Handle {
+        let config = crate::Runtime::builder()
+            .mesh_name("m")
+            .rid("n1")
+            .listen("tcp://127.0.0.1:0")
+            .build()
+            .expect("valid settings");
+        Handle::new(MeshNode::new(config.settings.mesh, None))
+    }
+
+    #[test]
+    fn this_node_as_an_owner_is_its_mesh_rid_and_generation() {
+        let handle = handle();
+        let env = env_of(&handle);
+        let route = env.route();
+        assert_eq!((route.mesh_name.as_str(), route.rid.as_str()), ("m", "n1"));
+        assert_eq!(route.node_generation, handle.generation());
+    }
+
+    #[test]
+    fn once_the_node_is_gone_the_environment_answers_shutting_down() {
+        let handle = handle();
+        let env = env_of(&handle);
+        assert!(env.node().is_some());
+        assert!(env.handle().is_ok());
+        drop(handle);
+        assert!(
+            env.node().is_none(),
+            "the environment keeps the node only weakly"
+        );
+        let err = env.handle().expect_err("the handle is gone");
+        assert!(err.is(ErrorKind::ShuttingDown), "{err}");
+    }
+
+    #[test]
+    fn stopping_the_layer_is_not_killing_the_node() {
+        let env = env_of(&handle());
+        env.cancel().cancel();
+        assert!(env.cancel().is_cancelled());
+        assert!(!env.killed().is_cancelled());
+        assert!(env.tracker().is_empty());
+    }
+}
