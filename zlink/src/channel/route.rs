@@ -82,3 +82,31 @@ impl InboundRoute for ChannelRoute {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::handler::Handle;
+    use crate::link::Connection;
+    use crate::mesh::links::tests::{arrive, hello, node, request, Recording};
+    use crate::wire::{Envelope, ReplyOutcome};
+    use crate::ErrorKind;
+
+    #[tokio::test]
+    async fn an_admitted_peer_calling_a_channel_nobody_serves_gets_not_found() {
+        let node = node();
+        let handle = Handle::new(node.clone());
+        crate::channel::register_routes(&node, &Default::default(), handle.downgrade())
+            .expect("routes");
+        let conn = Recording::new(5);
+        let as_dyn: Arc<dyn Connection> = conn.clone();
+        arrive(&node, &as_dyn, hello("p", "m"));
+        arrive(&node, &as_dyn, request("nobody-serves-this"));
+        let sent = conn.sent();
+        assert!(matches!(
+            &sent[1],
+            Envelope::Reply { correlation: 9, outcome: ReplyOutcome::Failed { kind, .. } } if *kind == ErrorKind::NotFound.code()
+        ));
+    }
+}

@@ -505,4 +505,4 @@ impl Links {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -10,20 +10,19 @@ use super::inbound::on_frames;
 use crate::link::{ConnId, Connection, Frames, LinkError, TrySendError};
 use crate::mesh::MeshNode;
 use crate::wire::{
-    Admission, CallHead, CallMessage, Command, ControlHeader, Envelope, RejectReason, ReplyOutcome,
-    WireName, PROTOCOL_MAJOR,
+    Admission, CallHead, CallMessage, Command, ControlHeader, Envelope, RejectReason, WireName,
+    PROTOCOL_MAJOR,
 };
-use crate::ErrorKind;
 
 /// A connection that records what the node queues on it.
-struct Recording {
+pub(crate) struct Recording {
     id: ConnId,
     sent: Mutex<Vec<Frames>>,
     closed: std::sync::atomic::AtomicBool,
 }
 
 impl Recording {
-    fn new(id: ConnId) -> Arc<Recording> {
+    pub(crate) fn new(id: ConnId) -> Arc<Recording> {
         Arc::new(Recording {
             id,
             sent: Mutex::new(Vec::new()),
@@ -31,7 +30,7 @@ impl Recording {
         })
     }
 
-    fn sent(&self) -> Vec<Envelope> {
+    pub(crate) fn sent(&self) -> Vec<Envelope> {
         self.sent
             .lock()
             .expect("not poisoned")
@@ -63,7 +62,7 @@ impl Connection for Recording {
     }
 }
 
-fn node() -> Arc<MeshNode> {
+pub(crate) fn node() -> Arc<MeshNode> {
     let config = crate::Runtime::builder()
         .mesh_name("m")
         .rid("me")
@@ -73,7 +72,7 @@ fn node() -> Arc<MeshNode> {
     MeshNode::new(config.settings.mesh, None)
 }
 
-fn hello(rid: &str, mesh: &str) -> Frames {
+pub(crate) fn hello(rid: &str, mesh: &str) -> Frames {
     Envelope::control(
         Command::Hello,
         ControlHeader {
@@ -93,7 +92,7 @@ fn hello(rid: &str, mesh: &str) -> Frames {
     .encode()
 }
 
-fn request(channel: &str) -> Frames {
+pub(crate) fn request(channel: &str) -> Frames {
     Envelope::Call(CallMessage {
         command: Command::ChannelRequest,
         head: CallHead {
@@ -174,19 +173,7 @@ async fn a_call_before_hello_is_refused_and_another_mesh_is_a_topology_mismatch(
     assert!(node.peers().link("p").is_none());
 }
 
-#[tokio::test]
-async fn an_admitted_peer_calling_a_channel_nobody_serves_gets_not_found() {
-    let node = node();
-    let handle = crate::handler::Handle::new(node.clone());
-    crate::channel::register_routes(&node, &Default::default(), handle.downgrade())
-        .expect("routes");
-    let conn = Recording::new(5);
-    let as_dyn: Arc<dyn Connection> = conn.clone();
-    on_frames(node.links(), &as_dyn, hello("p", "m"), false);
-    on_frames(node.links(), &as_dyn, request("nobody-serves-this"), false);
-    let sent = conn.sent();
-    assert!(matches!(
-        &sent[1],
-        Envelope::Reply { correlation: 9, outcome: ReplyOutcome::Failed { kind, .. } } if *kind == ErrorKind::NotFound.code()
-    ));
+/// Hands `frames` to `node` as if they arrived on `conn`.
+pub(crate) fn arrive(node: &MeshNode, conn: &Arc<dyn Connection>, frames: Frames) {
+    on_frames(node.links(), conn, frames, false);
 }
