@@ -1,8 +1,9 @@
 //! [`Actors`]: creating, finding, destroying, moving and messaging Actors by ID.
 
-use super::call::{Call, OneWay, Reply, Target};
+use super::by_id::{AddressedKind, ById};
+use super::call::{Call, OneWay, Reply};
 use super::Handle;
-use crate::address::{ActorCreation, ActorId, ActorRef, ObjectKey, Outcome};
+use crate::address::{ActorCreation, ActorKind, ActorRef, ObjectKey, Outcome};
 use crate::wire::{Message, Request};
 use crate::{Error, ErrorKind, Result};
 
@@ -13,17 +14,13 @@ pub struct Actors<'a> {
     handle: &'a Handle,
 }
 
-fn actor_id(id: &str) -> Result<ActorId> {
-    ActorId::new(id).map_err(|e| Error::InvalidArgument(e.to_string()))
-}
-
-fn addressed<'a>(id: &str) -> Result<Target<'a>> {
-    actor_id(id).map(|id| Target::Object(ObjectKey::from(&id)))
-}
-
 impl<'a> Actors<'a> {
     pub(crate) fn new(handle: &'a Handle) -> Self {
         Actors { handle }
+    }
+
+    fn by_id(self) -> ById<'a, ActorKind> {
+        ById::new(self.handle)
     }
 
     async fn create_as(
@@ -32,7 +29,7 @@ impl<'a> Actors<'a> {
         stable_type: &str,
         must_be_new: bool,
     ) -> Result<ActorCreation> {
-        let id = actor_id(id)?;
+        let id = ActorKind::parse(id)?;
         let timeout = self.handle.node().settings().request_timeout;
         let outcome = self
             .handle
@@ -74,10 +71,7 @@ impl<'a> Actors<'a> {
 
     /// The current incarnation of Actor `id`, if it is Ready.
     pub async fn find(self, id: &str) -> Result<Option<ActorRef>> {
-        let id = actor_id(id)?;
-        let key = ObjectKey::from(&id);
-        let found = self.handle.objects()?.clone().find_object(&key).await?;
-        Ok(found.map(|at| ActorRef::at(id, at)))
+        self.by_id().find(id).await
     }
 
     /// Destroys exactly the incarnation `actor` names: its messages stop, `on_closing`
@@ -85,9 +79,7 @@ impl<'a> Actors<'a> {
     /// its authority is released. `false` when it was gone already; another incarnation of
     /// the ID is `InvalidOperation`.
     pub async fn destroy(self, actor: &ActorRef) -> Result<bool> {
-        let key = ObjectKey::from(&actor.id);
-        let objects = self.handle.objects()?.clone();
-        objects.close_object(&key, actor.generation).await
+        self.by_id().close(actor).await
     }
 
     /// Moves Actor `id`, which runs on this node in its Entry Spot, live to node `to` (a
@@ -102,26 +94,18 @@ impl<'a> Actors<'a> {
     /// order. Past that point the move is not undone: a target that fails to commit leaves
     /// the Actor `Unavailable`.
     pub async fn relocate(self, id: &str, to: Option<&str>) -> Result<ActorRef> {
-        let id = actor_id(id)?;
-        let key = ObjectKey::from(&id);
-        let at = self
-            .handle
-            .objects()?
-            .clone()
-            .relocate_object(&key, to)
-            .await?;
-        Ok(ActorRef::at(id, at))
+        self.by_id().relocate(id, to).await
     }
 
     /// A request to Actor `id` (default timeout: the runtime's request timeout). Only the
     /// ID is given: the owner is found through the route cache or the Location Store.
     pub fn request<R: Request>(self, id: &str, request: &R) -> Call<'a, Reply<R::Reply>> {
-        Call::new(self.handle, addressed(id), request)
+        self.by_id().request(id, request)
     }
 
     /// A one-way send to Actor `id`: complete once queued for the owner (waiting up to the
     /// call's timeout, by default the send timeout, for room).
     pub fn send<M: Message>(self, id: &str, message: &M) -> Call<'a, OneWay> {
-        Call::new(self.handle, addressed(id), message)
+        self.by_id().send(id, message)
     }
 }

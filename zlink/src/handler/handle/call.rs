@@ -25,7 +25,6 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -35,8 +34,45 @@ use crate::address::ObjectKey;
 use crate::call::{BoxFuture, CallOptions};
 use crate::handler::PacketKind;
 use crate::mesh::MeshNode;
-use crate::wire::{Message, Metadata};
+use crate::wire::Message;
 use crate::{Error, ErrorKind, Result};
+
+/// The option setters every call shape has ([`Call`], and
+/// [`Publish`](super::Publish)), over its `options: CallOptions` field; the caller gives
+/// the timeout's doc, which differs per shape.
+macro_rules! option_setters {
+    ($(#[$timeout_doc:meta])*) => {
+        $(#[$timeout_doc])*
+        pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+            self.options = self.options.timeout(timeout);
+            self
+        }
+
+        /// Adds a metadata entry (the last value for a key wins). Fails when the metadata
+        /// would exceed 1024 bytes or the key is empty.
+        pub fn metadata(
+            mut self,
+            key: impl Into<String>,
+            value: impl Into<String>,
+        ) -> crate::Result<Self> {
+            self.options = self.options.metadata(key, value)?;
+            Ok(self)
+        }
+
+        /// Replaces the metadata.
+        pub fn with_metadata(mut self, metadata: crate::wire::Metadata) -> Self {
+            self.options = self.options.with_metadata(metadata);
+            self
+        }
+
+        /// Replaces timeout and metadata with `options`.
+        pub fn options(mut self, options: crate::call::CallOptions) -> Self {
+            self.options = options;
+            self
+        }
+    };
+}
+pub(super) use option_setters;
 
 mod sealed {
     pub trait Sealed {}
@@ -119,32 +155,11 @@ impl<'a, E: Expect> Call<'a, E> {
         }
     }
 
-    /// For a request, the one deadline of the whole call (default: the runtime's request
-    /// timeout, 30 s). For a send, the longest wait for room in the queue (default: the
-    /// send timeout, 1 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.options = self.options.timeout(timeout);
-        self
-    }
-
-    /// Adds a metadata entry (the last value for a key wins). Fails when the metadata
-    /// would exceed 1024 bytes or the key is empty.
-    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Result<Self> {
-        self.options = self.options.metadata(key, value)?;
-        Ok(self)
-    }
-
-    /// Replaces the metadata.
-    pub fn with_metadata(mut self, metadata: Metadata) -> Self {
-        self.options = self.options.with_metadata(metadata);
-        self
-    }
-
-    /// Replaces timeout and metadata with `options`.
-    pub fn options(mut self, options: CallOptions) -> Self {
-        self.options = options;
-        self
-    }
+    option_setters!(
+        /// For a request, the one deadline of the whole call (default: the runtime's request
+        /// timeout, 30 s). For a send, the longest wait for room in the queue (default: the
+        /// send timeout, 1 s).
+    );
 }
 
 impl<'a, E: Expect> IntoFuture for Call<'a, E> {

@@ -2,13 +2,13 @@
 //! subscribers see.
 
 use std::future::IntoFuture;
-use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::call::option_setters;
 use super::Handle;
 use crate::call::{BoxFuture, CallOptions};
-use crate::wire::{Message, Metadata};
+use crate::wire::Message;
 use crate::{Error, ErrorKind, Result};
 
 /// One publisher as a subscriber sees it.
@@ -127,31 +127,10 @@ impl<'a> Publish<'a> {
         self
     }
 
-    /// With NoDrop, how long the publish may wait for room (default: the send timeout)
-    /// before `DeadlineExceeded`.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.options = self.options.timeout(timeout);
-        self
-    }
-
-    /// Adds a metadata entry (the last value for a key wins). Fails when the metadata
-    /// would exceed 1024 bytes or the key is empty.
-    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Result<Self> {
-        self.options = self.options.metadata(key, value)?;
-        Ok(self)
-    }
-
-    /// Replaces the metadata.
-    pub fn with_metadata(mut self, metadata: Metadata) -> Self {
-        self.options = self.options.with_metadata(metadata);
-        self
-    }
-
-    /// Replaces timeout and metadata with `options`.
-    pub fn options(mut self, options: CallOptions) -> Self {
-        self.options = options;
-        self
-    }
+    option_setters!(
+        /// With NoDrop, how long the publish may wait for room (default: the send timeout)
+        /// before `DeadlineExceeded`.
+    );
 }
 
 impl<'a> IntoFuture for Publish<'a> {

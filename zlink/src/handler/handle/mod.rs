@@ -6,6 +6,7 @@
 //! plug in through the ports in [`ports`], installed once while the node starts.
 
 mod actors;
+mod by_id;
 mod call;
 mod channels;
 mod discovery;

@@ -2,9 +2,10 @@
 
 use bytes::Bytes;
 
-use super::call::{Call, OneWay, Reply, Target};
+use super::by_id::ById;
+use super::call::{Call, OneWay, Reply};
 use super::Handle;
-use crate::address::{uuid_v4, ObjectKey, Outcome, SpotCreation, SpotId, SpotRef};
+use crate::address::{uuid_v4, ObjectKey, Outcome, SpotCreation, SpotId, SpotKind, SpotRef};
 use crate::wire::{Message, Request};
 use crate::{Error, Result};
 
@@ -18,14 +19,6 @@ fn chosen(id: &str) -> Result<SpotId> {
     SpotId::chosen(id).map_err(|e| Error::InvalidArgument(e.to_string()))
 }
 
-fn parsed(id: &str) -> Result<SpotId> {
-    SpotId::new(id).map_err(|e| Error::InvalidArgument(e.to_string()))
-}
-
-fn addressed<'a>(id: &str) -> Result<Target<'a>> {
-    parsed(id).map(|id| Target::Object(ObjectKey::from(&id)))
-}
-
 fn creation(id: SpotId, outcome: Outcome) -> SpotCreation {
     match outcome {
         Outcome::Existing(at) => SpotCreation::Existing(SpotRef::at(id, at)),
@@ -37,6 +30,10 @@ fn creation(id: SpotId, outcome: Outcome) -> SpotCreation {
 impl<'a> Spots<'a> {
     pub(crate) fn new(handle: &'a Handle) -> Self {
         Spots { handle }
+    }
+
+    fn by_id(self) -> ById<'a, SpotKind> {
+        ById::new(self.handle)
     }
 
     async fn create_as(
@@ -82,19 +79,14 @@ impl<'a> Spots<'a> {
 
     /// The current incarnation of Spot `id`, if it is Ready.
     pub async fn find(self, id: &str) -> Result<Option<SpotRef>> {
-        let spot = parsed(id)?;
-        let key = ObjectKey::from(&spot);
-        let found = self.handle.objects()?.clone().find_object(&key).await?;
-        Ok(found.map(|at| SpotRef::at(spot, at)))
+        self.by_id().find(id).await
     }
 
     /// Closes exactly the incarnation `spot` names: `on_closing` runs, its messages stop,
     /// its authority is released. `false` when it was gone already; another incarnation
     /// of the ID is `InvalidOperation`.
     pub async fn close(self, spot: &SpotRef) -> Result<bool> {
-        let key = ObjectKey::from(&spot.id);
-        let objects = self.handle.objects()?.clone();
-        objects.close_object(&key, spot.generation).await
+        self.by_id().close(spot).await
     }
 
     /// Moves Spot `id`, which runs on this node, live to node `to` (a RID), or with
@@ -110,26 +102,18 @@ impl<'a> Spots<'a> {
     /// cannot follow stays, still a member). See
     /// [`Actors::relocate`](crate::Actors::relocate) for the rest.
     pub async fn relocate(self, id: &str, to: Option<&str>) -> Result<SpotRef> {
-        let spot = parsed(id)?;
-        let key = ObjectKey::from(&spot);
-        let at = self
-            .handle
-            .objects()?
-            .clone()
-            .relocate_object(&key, to)
-            .await?;
-        Ok(SpotRef::at(spot, at))
+        self.by_id().relocate(id, to).await
     }
 
     /// A request to Spot `id` (default timeout: the runtime's request timeout). Only the
     /// ID is given: the owner is found through the route cache or the Location Store.
     pub fn request<R: Request>(self, id: &str, request: &R) -> Call<'a, Reply<R::Reply>> {
-        Call::new(self.handle, addressed(id), request)
+        self.by_id().request(id, request)
     }
 
     /// A one-way send to Spot `id`: complete once queued for the owner (waiting up to the
     /// call's timeout, by default the send timeout, for room).
     pub fn send<M: Message>(self, id: &str, message: &M) -> Call<'a, OneWay> {
-        Call::new(self.handle, addressed(id), message)
+        self.by_id().send(id, message)
     }
 }

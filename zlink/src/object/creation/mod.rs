@@ -6,28 +6,27 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::FutureExt;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::actor::ActorInstance;
 use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Draft, Fenced, Reserved, Versioned};
-use super::context::{ActorContext, SpotContext};
-use super::instance::Instance;
 use super::live_object::LiveObject;
-use super::object_type::{Factory, TypeDef};
-use super::owner_link::{node_stopping, ObjectCommand};
+use super::owner_link::node_stopping;
 use super::placement;
-use super::remote::{CreateReply, CreateRequest};
 use super::server::{store_error, ObjectServer};
-use super::spot::{CreateDecision, SpotInstance};
+use super::spot::CreateDecision;
 use crate::address::Location;
 use crate::address::Outcome;
-use crate::address::{ActorId, ObjectKey, ObjectKind, SpotId, StableType};
-use crate::handler::Handle;
-use crate::wire::Metadata;
+use crate::address::{ObjectKey, ObjectKind, StableType};
 use crate::{Error, ErrorKind, Result};
+
+mod placed;
+mod stage;
+
+pub(crate) use placed::candidates;
+use placed::create_remote;
+pub(crate) use stage::stage;
 
 /// First pause while another attempt's Creating record settles; doubles up to 500 ms.
 const CREATING_BACKOFF: Duration = Duration::from_millis(20);
@@ -434,89 +433,6 @@ async fn abort(server: &ObjectServer, key: &ObjectKey, won: &Versioned) {
     }
 }
 
-/// The nodes a new object of `stable_type` may be placed on, with their weights: those
-/// serving the type (an Actor also needs the node's Entry Spot claimed).
-pub(super) fn candidates(
-    server: &ObjectServer,
-    kind: ObjectKind,
-    stable_type: &str,
-) -> Vec<placement::Candidate> {
-    let mut candidates = Vec::new();
-    let entry_ready = match kind {
-        ObjectKind::Spot => true,
-        ObjectKind::Actor => server.entry.as_ref().is_some_and(|e| e.ready().is_ok()),
-    };
-    if server.registry.serves(kind, stable_type)
-        && entry_ready
-        && !server.is_draining()
-        && server.env.lease().admitting_token().is_some()
-    {
-        candidates.push(placement::Candidate {
-            rid: server.env.route().rid.clone(),
-            weight: server.placement_weight,
-            local: true,
-        });
-    }
-    let Some(node) = server.env.node() else {
-        return candidates;
-    };
-    let members = node.discovery().map(|d| d.status().members);
-    for member in members.unwrap_or_default() {
-        if member.rid == server.env.route().rid
-            || !match kind {
-                ObjectKind::Spot => &member.spot_types,
-                ObjectKind::Actor => &member.actor_types,
-            }
-            .iter()
-            .any(|t| t == stable_type)
-            || node.peers().link(&member.rid).is_none()
-        {
-            continue;
-        }
-        candidates.push(placement::Candidate {
-            rid: member.rid,
-            weight: member.placement_weight,
-            local: false,
-        });
-    }
-    candidates
-}
-
-/// Asks node `rid` (chosen by placement) to create the object. `None` when another
-/// attempt holds the ID: the caller reads the authority again.
-async fn create_remote(
-    server: &ObjectServer,
-    rid: &str,
-    key: &ObjectKey,
-    stable_type: &str,
-    request: &Bytes,
-    must_be_new: bool,
-    deadline: Instant,
-) -> Result<Option<Outcome>> {
-    let out = &server.env.owner_link();
-    let admit_by = deadline.min(Instant::now() + out.node()?.settings().send_timeout);
-    let link = out.peer(rid, admit_by).await?;
-    let payload = CreateRequest {
-        request: request.to_vec(),
-        must_be_new,
-    }
-    .encode()?;
-    let create = ObjectCommand::create(key, stable_type, payload);
-    let reply = out.request(&link, &create, deadline, admit_by).await?;
-    Ok(match CreateReply::decode(&reply)? {
-        CreateReply::Created { generation, reply } => Some(Outcome::Created(
-            Location {
-                generation,
-                mesh_name: server.env.route().mesh_name.clone(),
-                rid: rid.to_string(),
-            },
-            Bytes::from(reply),
-        )),
-        CreateReply::Rejected { reply } => Some(Outcome::Rejected(Bytes::from(reply))),
-        CreateReply::Lost => None,
-    })
-}
-
 /// The object's current Ready incarnation, if any.
 pub(super) async fn find(server: &ObjectServer, key: &ObjectKey) -> Result<Option<Location>> {
     let current = server
@@ -528,77 +444,4 @@ pub(super) async fn find(server: &ObjectServer, key: &ObjectKey) -> Result<Optio
     Ok(current
         .filter(|v| v.record.state == AuthorityState::Ready)
         .map(|v| v.location()))
-}
-
-/// Makes the staging instance: the factory, then (for a Spot) `on_create` with the
-/// creator's request. Nothing is addressable yet; a panic is this creation's
-/// `InternalFailure`.
-pub(super) async fn stage(
-    object_type: &TypeDef,
-    key: &ObjectKey,
-    handle: &Handle,
-    generation: u64,
-    membership: Option<SpotId>,
-    deadline: Instant,
-    request: Option<&Bytes>,
-) -> Result<(Box<dyn Instance>, CreateDecision)> {
-    let bad_id = |e: crate::address::IdError| Error::InvalidArgument(e.to_string());
-    let made = std::panic::AssertUnwindSafe(async {
-        Ok::<_, Error>(match &object_type.factory {
-            Factory::Spot(factory) => {
-                let ctx = SpotContext {
-                    handle: handle.clone(),
-                    id: SpotId::new(&key.id).map_err(bad_id)?,
-                    generation,
-                    packet: None,
-                    deadline: Some(deadline),
-                    metadata: Metadata::new(),
-                    timers: None,
-                    membership: None,
-                    joins: None,
-                };
-                let mut spot = factory(&ctx);
-                // A Spot that arrives by a move was created where it began.
-                let decision = match request {
-                    Some(request) => spot.on_create(&ctx, request.clone()).await,
-                    None => CreateDecision::Accept(Bytes::new()),
-                };
-                let instance = SpotInstance { id: ctx.id, spot };
-                (Box::new(instance) as Box<dyn Instance>, decision)
-            }
-            Factory::Actor(factory) => {
-                let ctx = ActorContext {
-                    handle: handle.clone(),
-                    id: ActorId::new(&key.id).map_err(bad_id)?,
-                    generation,
-                    packet: None,
-                    deadline: Some(deadline),
-                    metadata: Metadata::new(),
-                    timers: None,
-                    membership,
-                    joins: None,
-                };
-                let actor = factory(&ctx);
-                let instance = ActorInstance { id: ctx.id, actor };
-                (
-                    Box::new(instance) as Box<dyn Instance>,
-                    CreateDecision::Accept(Bytes::new()),
-                )
-            }
-            Factory::Entry => {
-                return Err(Error::new(
-                    ErrorKind::InvalidOperation,
-                    "an Entry Spot is made by its node, never by a creation",
-                ))
-            }
-        })
-    })
-    .catch_unwind()
-    .await;
-    made.map_err(|_| {
-        Error::new(
-            ErrorKind::InternalFailure,
-            format!("the factory of {key} panicked"),
-        )
-    })?
 }

@@ -1,0 +1,184 @@
+//! The cutover on the target: the one owner change an arrival commits (or the fallback that
+//! commits it without a cutover), and what follows it.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::Arrival;
+use crate::address::ActorRef;
+use crate::address::{ActorId, ObjectKey, ObjectKind};
+use crate::object::authority_store::{Fenced, Versioned};
+use crate::object::relocation::bound_routes::SwitchOnOpen;
+use crate::object::relocation::CUTOVER_FALLBACK;
+use crate::object::server::ObjectServer;
+use crate::sync::LockUnpoisoned;
+use crate::{Error, ErrorKind, Result};
+
+/// No cutover within the fallback: the target commits by itself.
+pub(super) fn commit_by_fallback(
+    server: &Arc<ObjectServer>,
+    key: ObjectKey,
+    relocation_id: String,
+) {
+    let weak = Arc::downgrade(server);
+    let cancel = server.env.cancel().clone();
+    server.env.tracker().spawn(async move {
+        tokio::select! {
+            _ = tokio::time::sleep(CUTOVER_FALLBACK) => {}
+            _ = cancel.cancelled() => return,
+        }
+        if let Some(server) = weak.upgrade() {
+            if server
+                .relocations
+                .arrivals()
+                .get(&key)
+                .is_some_and(|a| a.relocation_id == relocation_id)
+            {
+                let _ = commit(&server, &key, &relocation_id).await;
+            }
+        }
+    });
+}
+
+/// The cutover (or the fallback): commits the owner change once; a second call gets the
+/// first one's outcome.
+pub(crate) async fn commit(
+    server: &Arc<ObjectServer>,
+    key: &ObjectKey,
+    relocation_id: &str,
+) -> Result<()> {
+    let Some(arrival) = server
+        .relocations
+        .arrivals()
+        .get(key)
+        .filter(|a| a.relocation_id == relocation_id)
+    else {
+        // Committed already and cleaned up: the store knows.
+        return match server.env.authority().read(key).await {
+            Ok(Some(current)) if current.record.route.rid == server.env.route().rid => Ok(()),
+            _ => Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("no move of {key} is arriving here"),
+            )),
+        };
+    };
+    arrival
+        .outcome
+        .get_or_init(|| commit_once(server, key, &arrival))
+        .await
+        .clone()
+}
+
+async fn commit_once(
+    server: &Arc<ObjectServer>,
+    key: &ObjectKey,
+    arrival: &Arc<Arrival>,
+) -> Result<()> {
+    let mut pause = std::time::Duration::from_millis(20);
+    let outcome = loop {
+        // The target's lease is read again right before the owner change.
+        let leased = server
+            .env
+            .lease()
+            .admitting_token()
+            .is_some_and(|token| arrival.expected.fence.held_by(&token));
+        if !leased {
+            break Err(Error::new(
+                ErrorKind::Unavailable,
+                "the target's lease lapsed before the owner change",
+            ));
+        }
+        match server
+            .env
+            .authority()
+            .move_owner(key, &arrival.source_version, &arrival.expected)
+            .await
+        {
+            Ok(Fenced::Done(version)) => break Ok(version),
+            Ok(Fenced::Moved) => {
+                break match server.env.authority().read(key).await {
+                    Ok(Some(current)) if current.record == arrival.expected => Ok(current.version),
+                    _ => Err(Error::new(
+                        ErrorKind::Unavailable,
+                        format!("{key}'s authority changed before the owner change"),
+                    )),
+                }
+            }
+            // Unknown or unavailable: dispatch stays closed while the store is asked again.
+            Err(e) => {
+                if Instant::now() + pause >= arrival.deadline {
+                    break Err(Error::new(
+                        ErrorKind::Unavailable,
+                        format!("the store did not take {key}'s owner change: {e}"),
+                    ));
+                }
+                tracing::warn!(object = %key, error = %e, "owner change not confirmed; asking the store again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_millis(500));
+            }
+        }
+    };
+    server.relocations.arrivals().remove(key, arrival);
+    arrival.permit.lock_unpoisoned().take();
+    let go = arrival.go.lock_unpoisoned().take();
+    match outcome {
+        Ok(version) => {
+            let ready = Versioned {
+                record: arrival.expected.clone(),
+                version,
+            };
+            arrival.live.set_authority(ready);
+            // This node's own cached route (to the old owner) is stale now; its next
+            // call switches here behind a barrier down that route.
+            server.resolver.saw_authority(key, &arrival.expected.fence);
+            match &arrival.joining {
+                // The Spot joined hears it before the Actor's first turn here.
+                Some(joining) => {
+                    arrival.live.set_membership(Some(joining.spot.clone()));
+                    arrival.live.use_gate_of(Some(&joining.target));
+                    let mut actor = joining.actor.clone();
+                    actor.rid = server.env.route().rid.clone();
+                    crate::object::membership::joined(&joining.target, actor).await;
+                }
+                None => match &arrival.shell {
+                    Some(shell) => {
+                        shell.add_member(&key.id);
+                    }
+                    None if key.kind == ObjectKind::Actor => join_entry(server, key),
+                    None => {}
+                },
+            }
+            let switch = match ActorId::new(&key.id) {
+                Ok(id) if key.kind == ObjectKind::Actor => {
+                    let at = ActorRef::at(id, arrival.live.authority().location());
+                    let hooks = server.relocations.bound_routes();
+                    SwitchOnOpen::of(hooks, at, &arrival.relocation_id, &arrival.bound)
+                }
+                _ => None,
+            };
+            arrival.release(go, true, switch);
+            tracing::info!(object = %key, relocation = %arrival.relocation_id, "arrived: owner change committed");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!(object = %key, relocation = %arrival.relocation_id, error = %e, "the arrival did not commit");
+            server.registry.remove(&arrival.live);
+            if let Some(joining) = &arrival.joining {
+                joining.target.remove_member(&key.id);
+            }
+            arrival.release(go, false, None);
+            Err(e)
+        }
+    }
+}
+
+/// The arrived Actor is a member of this node's Entry Spot (no callback: a move is not a
+/// creation or a join).
+fn join_entry(server: &ObjectServer, key: &ObjectKey) {
+    if let Some(entry) = server.entry.as_ref() {
+        if let Some(spot) = server.registry.get(&ObjectKey::from(&entry.id)) {
+            spot.add_member(&key.id);
+        }
+    }
+}

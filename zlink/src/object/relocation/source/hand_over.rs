@@ -1,0 +1,345 @@
+//! The hand-over of a sealed object: restore it on the target, relay what is queued, cut
+//! over, and finish on the source.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::checks::kind_code;
+use super::{Carry, HandOver, Route};
+use crate::address::Location;
+use crate::address::{ObjectKey, ObjectKind};
+use crate::mesh::peer_table::PeerLink;
+use crate::mesh::MeshNode;
+use crate::object::authority::AuthorityState;
+use crate::object::authority_store::Versioned;
+use crate::object::live_object::{Captured, LiveObject, ObjectJob};
+use crate::object::owner_link::{ObjectCommand, OwnerLink};
+use crate::object::relocation::bound_routes::{BoundMove, BoundSeal};
+use crate::object::relocation::follow::{Departure, RelayItem};
+use crate::object::relocation::ownership::{committed, reclaim, Reclaimed};
+use crate::object::relocation::placed_state::{place_state, StoredState};
+use crate::object::relocation::record::{
+    CutoverRecord, MovedState, RelayReady, RestoreRecord, RestoreReply,
+};
+use crate::object::relocation::RelocationFaults;
+use crate::object::relocation::INLINE_STATE_BYTES;
+use crate::object::relocation::{job_to_held, MAX_CAPTURED_STATE_BYTES};
+use crate::object::server::ObjectServer;
+use crate::wire::Command;
+use crate::{Error, ErrorKind, Result};
+
+/// Hands a sealed object to the target: restore, then (past relay-ready) relay and cut
+/// over. Before relay-ready a failure puts the object's queue back (it runs on here);
+/// `moved` runs once the object is handed over, before the commit is known.
+pub(crate) async fn hand_over(
+    server: &Arc<ObjectServer>,
+    live: &Arc<LiveObject>,
+    route: Route,
+    sealed: Captured,
+    carry: Carry,
+    moved: impl FnOnce(),
+) -> HandOver {
+    let (join, with_spot) = match carry {
+        Carry::Alone => (None, None),
+        Carry::Join(intent) => (Some(intent), None),
+        Carry::WithSpot(spot) => (None, Some(spot)),
+    };
+    let Route {
+        node,
+        link,
+        target,
+        mut permit,
+        deadline,
+    } = route;
+    let key = &live.key;
+    let Captured {
+        authority,
+        backlog,
+        timers,
+        state,
+        departure,
+    } = sealed;
+    let cancel = |backlog, outcome: HandOver| {
+        tracing::info!(object = %key, "move cancelled before relay-ready: the object runs on here");
+        departure.cancel(live, backlog);
+        server.relocations.departures().remove(&departure);
+        outcome
+    };
+    let reference = |relocation_id: &str| format!("zlink:state:{relocation_id}");
+    if authority.record.state != AuthorityState::Ready {
+        let closing = Error::new(ErrorKind::Unavailable, format!("{key} is closing"));
+        return cancel(backlog, HandOver::Cancelled(closing));
+    }
+    let state = match state.transpose() {
+        Ok(state) => state,
+        Err(e) => {
+            let failed = Error::new(
+                ErrorKind::InternalFailure,
+                format!("capturing {key}'s state failed: {e}"),
+            );
+            return cancel(backlog, HandOver::Cancelled(failed));
+        }
+    };
+    if state
+        .as_ref()
+        .is_some_and(|s| s.len() > MAX_CAPTURED_STATE_BYTES)
+    {
+        let oversized = Error::new(
+            ErrorKind::CapacityExceeded,
+            format!("{key}'s captured state exceeds {MAX_CAPTURED_STATE_BYTES} bytes"),
+        );
+        return cancel(backlog, HandOver::Cancelled(oversized));
+    }
+    permit.shrink_to(state.as_ref().map_or(0, Vec::len));
+    let joining = join.is_some();
+    let relocation_id = crate::object::id_uuid_v4();
+    // Routes bound to the Actor outside it hold what they send from here on; a move
+    // that does not hand it over releases them.
+    let (bound_seal, bound) =
+        match seal_bound_routes(server, live, &authority, &relocation_id).await {
+            Ok(sealed) => sealed,
+            Err(e) => return cancel(backlog, HandOver::Cancelled(e)),
+        };
+    let placed = place_state(server, reference(&relocation_id), state, INLINE_STATE_BYTES);
+    let state = match placed.await {
+        Ok(state) => state,
+        Err(e) => return cancel(backlog, HandOver::Cancelled(e)),
+    };
+    // A state left in the Relocation Store is removed once the target has read it (or
+    // the move is cancelled); its retention bounds it if this node dies first.
+    let _payload = StoredState::of(server, &state);
+    let record = RestoreRecord {
+        kind: kind_code(key),
+        relocation_id: relocation_id.clone(),
+        object: moved_object(live, &authority, state, timers, bound),
+        join,
+        with_spot,
+        members: Vec::new(),
+    };
+    let ready = match restore_on_target(
+        &node,
+        &link,
+        key,
+        &record,
+        deadline,
+        server.relocations.faults(),
+    )
+    .await
+    {
+        Ok(RestoreReply::Ready(ready)) => ready,
+        Ok(RestoreReply::Declined { reply }) => {
+            return cancel(backlog, HandOver::Declined(Bytes::from(reply)))
+        }
+        Err(e) => match reclaim(server, key, &authority).await {
+            Reclaimed::Taken(ready) => ready,
+            Reclaimed::Kept(kept) => {
+                live.set_authority(kept);
+                return cancel(backlog, HandOver::Cancelled(e));
+            }
+            Reclaimed::Stopped => return cancel(backlog, HandOver::Cancelled(e)),
+        },
+    };
+    tracing::info!(object = %key, relocation = %relocation_id, target = %target, "relay-ready: handing over");
+    if let Some(seal) = bound_seal {
+        seal.handed_over();
+    }
+
+    // Past relay-ready: no way back. Saved queue, hold, then what follows, in order.
+    let relay = relay_to(server, &node, link, live, &departure, backlog, &ready);
+    moved();
+    server.registry.remove(live);
+    leave_source_spot(server, live, &authority, joining);
+    // This node's own callers are told as a remote sender is: the route to here is old.
+    server
+        .resolver
+        .moved(key, &authority.record.fence, server.env.route());
+    let done = send_cutover(&relay, server.relocations.faults(), key, &relocation_id);
+    drop(relay);
+    let committed = committed(server, key, &ready, done, deadline).await;
+    drop(permit);
+    finish(server, &departure, server.relocations.follow_duration());
+    if !committed {
+        return HandOver::Lost(Error::new(
+            ErrorKind::Unavailable,
+            format!("{key} was handed to {target}, which did not commit it: it is unavailable"),
+        ));
+    }
+    let at = Location {
+        generation: ready.target_fence.object_generation,
+        mesh_name: ready.target_route.mesh_name.clone(),
+        rid: ready.target_route.rid.clone(),
+    };
+    HandOver::Moved(at)
+}
+
+/// Relay-ready was accepted for `live`: its saved queue (`backlog`) goes to the target
+/// first, then its hold, then whatever still arrives, all through one relay.
+pub(crate) fn relay_to(
+    server: &ObjectServer,
+    node: &Arc<MeshNode>,
+    link: PeerLink,
+    live: &LiveObject,
+    departure: &Arc<Departure>,
+    backlog: Vec<(ObjectJob, usize)>,
+    ready: &RelayReady,
+) -> tokio::sync::mpsc::UnboundedSender<RelayItem> {
+    let saved = backlog
+        .into_iter()
+        .filter_map(|(job, _)| job_to_held(&live.object_type, job))
+        .collect();
+    departure.start_relay(server, node, link, ready, saved)
+}
+
+/// Sends the cutover of `key` behind everything relayed so far; the answer says the
+/// target committed (the channel closes unanswered when it was not sent).
+pub(crate) fn send_cutover(
+    relay: &tokio::sync::mpsc::UnboundedSender<RelayItem>,
+    faults: RelocationFaults,
+    key: &ObjectKey,
+    relocation_id: &str,
+) -> oneshot::Receiver<Result<Bytes>> {
+    let (done_tx, done_rx) = oneshot::channel();
+    let cutover = CutoverRecord {
+        kind: kind_code(key),
+        relocation_id: relocation_id.to_string(),
+    };
+    match cutover.encode() {
+        Ok(payload) if !faults.drops_cutover() => {
+            let _ = relay.send(RelayItem::Control {
+                command: Command::RelocationCutover,
+                payload,
+                done: done_tx,
+            });
+        }
+        _ => drop(done_tx),
+    }
+    done_rx
+}
+
+/// `live` as it moves: sealed under `authority`, with its placed state and its timers.
+pub(crate) fn moved_object(
+    live: &LiveObject,
+    authority: &Versioned,
+    state: Option<MovedState>,
+    timers: Vec<crate::object::timer::TimerRecord>,
+    bound: Vec<u8>,
+) -> crate::object::relocation::record::MovedObject {
+    crate::object::relocation::record::MovedObject {
+        stable_type: live.object_type.stable_type.to_string(),
+        source_fence: authority.record.fence.clone(),
+        source_version: authority.version.0.clone(),
+        state,
+        timers,
+        bound,
+    }
+}
+
+/// Seals the routes bound to Actor `live` outside it for the move `relocation_id` (a
+/// Spot has none): the seal, released unless handed over, and what it carries.
+pub(crate) async fn seal_bound_routes(
+    server: &ObjectServer,
+    live: &LiveObject,
+    authority: &Versioned,
+    relocation_id: &str,
+) -> Result<(Option<BoundSeal>, Vec<u8>)> {
+    if live.key.kind != ObjectKind::Actor {
+        return Ok((None, Vec::new()));
+    }
+    let moving = BoundMove {
+        actor: live.key.id.to_string(),
+        generation: authority.record.fence.object_generation,
+        relocation_id: relocation_id.to_string(),
+    };
+    BoundSeal::take(server.relocations.bound_routes(), moving).await
+}
+
+/// Sends the restore (command 31) and waits for relay-ready (or a Join's decline).
+pub(crate) async fn restore_on_target(
+    node: &Arc<MeshNode>,
+    link: &PeerLink,
+    key: &ObjectKey,
+    record: &RestoreRecord,
+    deadline: Instant,
+    faults: RelocationFaults,
+) -> Result<RestoreReply> {
+    let call = ObjectCommand::control(Command::RelocationRestore, &key.id, record.encode()?);
+    let admit_by = Instant::now() + node.settings().send_timeout;
+    let reply = OwnerLink::new(Arc::downgrade(node))
+        .request(link, &call, deadline, admit_by)
+        .await?;
+    let reply = RestoreReply::decode(&reply)?;
+    if faults.loses_relay_ready() {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            "the relay-ready answer was lost (test fault)",
+        ));
+    }
+    if let RestoreReply::Ready(ready) = &reply {
+        let source = &record.object.source_fence;
+        let target = &ready.target_fence;
+        if target.object_generation != source.object_generation
+            || target.owner_generation != source.owner_generation + 1
+        {
+            return Err(Error::new(
+                ErrorKind::ProtocolError,
+                "relay-ready names another incarnation or owner generation",
+            ));
+        }
+    }
+    Ok(reply)
+}
+
+/// The Actor is no longer a member of the Spot it belonged to here. A Join tells that
+/// Spot (`on_leave_actor`, one-way); a host move does not (the Actor did not leave its
+/// Spot: it moved with it, or from one Entry Spot to another).
+pub(super) fn leave_source_spot(
+    server: &ObjectServer,
+    live: &LiveObject,
+    authority: &Versioned,
+    joining: bool,
+) {
+    let Some(spot) = live.membership() else {
+        return;
+    };
+    let Some(previous) = server.registry.get(&ObjectKey::from(&spot)) else {
+        return;
+    };
+    previous.remove_member(&live.key.id);
+    if joining {
+        if let Ok(id) = crate::object::ActorId::new(&live.key.id) {
+            let actor = crate::object::ActorRef::at(id, authority.location());
+            crate::object::membership::notify_left(&previous, actor);
+        }
+    }
+}
+
+/// The move is over on this node: the old route is followed for `follow` (none at 0).
+pub(crate) fn finish(
+    server: &Arc<ObjectServer>,
+    departure: &Arc<Departure>,
+    follow: std::time::Duration,
+) {
+    if follow.is_zero() {
+        server.relocations.departures().remove(departure);
+        return;
+    }
+    departure.committed(Instant::now() + follow);
+    let server = Arc::downgrade(server);
+    let departure = departure.clone();
+    let until = Instant::now() + follow;
+    if let Some(layer) = server.upgrade() {
+        let cancel = layer.env.cancel().clone();
+        layer.env.tracker().spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => {}
+                _ = cancel.cancelled() => {}
+            }
+            if let Some(layer) = server.upgrade() {
+                layer.relocations.departures().remove(&departure);
+            }
+        });
+    }
+}

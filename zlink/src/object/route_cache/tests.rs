@@ -1,0 +1,309 @@
+use super::*;
+use crate::address::SpotId;
+use crate::store::OwnerId;
+
+const AGE: Duration = DEFAULT_ROUTE_CACHE_MAX_AGE;
+const MEMORY: Duration = Duration::from_secs(30);
+
+fn route(id: &str, generation: u64, owner_generation: u64) -> Arc<ReadyRoute> {
+    Arc::new(ReadyRoute {
+        key: ObjectKey::from(&SpotId::new(id).unwrap()),
+        shape: ObjectShape::UserSpot,
+        fence: OwnerFence {
+            object_generation: generation,
+            owner_generation,
+            owner: "owner".into(),
+            lease_generation: 4,
+        },
+        owner: OwnerRoute {
+            mesh_name: "m".into(),
+            rid: format!("n{owner_generation}"),
+            node_generation: 1,
+        },
+        version: StoreVersion(format!("{generation}.{owner_generation}")),
+    })
+}
+
+fn cache() -> RouteCache {
+    RouteCache::new(AGE, MEMORY)
+}
+
+fn hit(cache: &RouteCache, key: &ObjectKey, now: Instant) -> Option<Arc<ReadyRoute>> {
+    match cache.get(key, now) {
+        Lookup::Hit(routed) => Some(routed.route),
+        _ => None,
+    }
+}
+
+fn used(admitted: Admitted) -> Arc<ReadyRoute> {
+    match admitted {
+        Admitted::Use(routed) => routed.route,
+        _ => panic!("expected a route to use"),
+    }
+}
+
+fn switch(admitted: Admitted) -> SwitchStart {
+    match admitted {
+        Admitted::Switch(start) => start,
+        _ => panic!("expected a switch"),
+    }
+}
+
+#[test]
+fn an_entry_lives_until_the_earlier_of_max_age_and_its_bound() {
+    let cache = cache();
+    let now = Instant::now();
+    let r = route("r", 1, 1);
+    used(cache.admit(r.clone(), now, Some(now + Duration::from_secs(4))));
+    assert_eq!(
+        hit(&cache, &r.key, now + Duration::from_secs(3)),
+        Some(r.clone())
+    );
+    assert_eq!(hit(&cache, &r.key, now + Duration::from_secs(4)), None);
+    used(cache.admit(r.clone(), now, Some(now + Duration::from_secs(60))));
+    assert!(hit(&cache, &r.key, now + AGE - Duration::from_millis(1)).is_some());
+    assert_eq!(hit(&cache, &r.key, now + AGE), None);
+    assert_eq!(cache.len(), 0, "an expired entry is not counted");
+    assert_eq!(cache.lanes_len(), 1, "its lane is remembered");
+}
+
+#[test]
+fn max_age_zero_caches_nothing_and_a_change_applies_to_new_entries_only() {
+    let cache = RouteCache::new(Duration::ZERO, MEMORY);
+    let now = Instant::now();
+    used(cache.admit(route("r", 1, 1), now, Some(now + AGE)));
+    assert_eq!(cache.len(), 0);
+    cache.set_max_age(Duration::from_secs(2));
+    used(cache.admit(route("r", 1, 1), now, Some(now + AGE)));
+    cache.set_max_age(AGE);
+    let key = route("r", 1, 1).key.clone();
+    assert!(hit(&cache, &key, now + Duration::from_secs(1)).is_some());
+    assert!(hit(&cache, &key, now + Duration::from_secs(3)).is_none());
+}
+
+#[test]
+fn a_route_for_one_call_only_is_not_cached() {
+    let cache = cache();
+    let now = Instant::now();
+    let r = route("r", 1, 1);
+    assert_eq!(used(cache.admit(r.clone(), now, None)), r);
+    assert!(hit(&cache, &r.key, now).is_none());
+}
+
+#[test]
+fn a_later_owner_is_used_only_after_the_barrier_down_the_old_route() {
+    let cache = cache();
+    let now = Instant::now();
+    let old = route("r", 2, 4);
+    used(cache.admit(old.clone(), now, Some(now + AGE)));
+    cache.moved(&old.key, &old.fence, &old.owner);
+    let newer = route("r", 2, 5);
+    let start = switch(cache.admit(newer.clone(), now, Some(now + AGE)));
+    assert_eq!(
+        (start.from.clone(), start.to.clone()),
+        (old.clone(), newer.clone())
+    );
+    // Meanwhile every call waits: a hit, another read of the new route, and a read
+    // that still returns the old one.
+    assert!(matches!(cache.get(&old.key, now), Lookup::Switching(_)));
+    assert!(matches!(
+        cache.admit(newer.clone(), now, Some(now + AGE)),
+        Admitted::Wait(_)
+    ));
+    assert!(matches!(
+        cache.admit(old.clone(), now, Some(now + AGE)),
+        Admitted::Wait(_)
+    ));
+    let waiter = start.waiter();
+    assert!(!waiter.is_done());
+    cache.switched(start);
+    assert!(waiter.is_done());
+    assert_eq!(hit(&cache, &old.key, now), Some(newer.clone()));
+    // A read that began before the move never takes the lane back.
+    assert_eq!(used(cache.admit(old.clone(), now, Some(now + AGE))), newer);
+    assert_eq!(hit(&cache, &old.key, now), Some(newer));
+}
+
+#[test]
+fn a_later_owner_needs_no_barrier_once_everything_sent_is_known_to_have_arrived() {
+    let cache = cache();
+    let now = Instant::now();
+    let old = route("r", 1, 1);
+    let Admitted::Use(first) = cache.admit(old.clone(), now, Some(now + AGE)) else {
+        panic!("a new lane is used at once");
+    };
+    // A request under way on the old route: a switch needs a barrier.
+    cache.stale(&old);
+    assert!(matches!(
+        cache.admit(route("r", 1, 2), now, Some(now + AGE)),
+        Admitted::Switch(_)
+    ));
+    drop(first);
+    // Replied: everything sent before it arrived, so the next switch is immediate.
+    let Admitted::Use(request) = cache.admit(route("r", 1, 2), now, Some(now + AGE)) else {
+        panic!("the lane's own route is used");
+    };
+    request.sending.replied();
+    cache.stale(&route("r", 1, 2));
+    let Admitted::Use(next) = cache.admit(route("r", 1, 3), now, Some(now + AGE)) else {
+        panic!("no barrier after a replied request");
+    };
+    assert_eq!(next.route, route("r", 1, 3));
+    // A one-way is never confirmed by itself...
+    drop(next.sending);
+    cache.stale(&route("r", 1, 3));
+    assert!(matches!(
+        cache.admit(route("r", 1, 4), now, Some(now + AGE)),
+        Admitted::Switch(_)
+    ));
+}
+
+#[test]
+fn a_one_way_is_confirmed_by_a_request_replied_after_it() {
+    let cache = cache();
+    let now = Instant::now();
+    let Admitted::Use(one_way) = cache.admit(route("r", 1, 1), now, Some(now + AGE)) else {
+        panic!("a new lane is used at once");
+    };
+    drop(one_way);
+    let Lookup::Hit(request) = cache.get(&route("r", 1, 1).key, now) else {
+        panic!("cached");
+    };
+    request.sending.replied();
+    cache.stale(&route("r", 1, 1));
+    assert!(matches!(
+        cache.admit(route("r", 1, 2), now, Some(now + AGE)),
+        Admitted::Use(_)
+    ));
+}
+
+#[test]
+fn a_switch_whose_driver_went_away_releases_its_waiters() {
+    let cache = cache();
+    let now = Instant::now();
+    used(cache.admit(route("r", 1, 1), now, Some(now + AGE)));
+    let start = switch(cache.admit(route("r", 2, 1), now, Some(now + AGE)));
+    let waiter = start.waiter();
+    drop(start);
+    assert!(waiter.is_done());
+    assert!(
+        matches!(cache.get(&route("r", 0, 0).key, now), Lookup::Miss),
+        "the next call reads again"
+    );
+    assert!(matches!(
+        cache.admit(route("r", 2, 1), now, Some(now + AGE)),
+        Admitted::Use(_)
+    ));
+}
+
+#[test]
+fn a_forgotten_lane_needs_no_barrier() {
+    let cache = cache();
+    let now = Instant::now();
+    let old = route("r", 1, 1);
+    used(cache.admit(old.clone(), now, Some(now + AGE)));
+    cache.stale(&old);
+    let later = Instant::now() + MEMORY + Duration::from_millis(1);
+    assert!(matches!(
+        cache.admit(route("r", 1, 2), later, Some(later + AGE)),
+        Admitted::Use(_)
+    ));
+}
+
+#[test]
+fn a_follow_notice_drops_only_the_exact_route_it_names() {
+    let cache = cache();
+    let now = Instant::now();
+    let older = route("r", 1, 1);
+    used(cache.admit(older.clone(), now, Some(now + AGE)));
+    let newer = route("r", 1, 2);
+    let start = switch(cache.admit(newer.clone(), now, Some(now + AGE)));
+    cache.switched(start);
+    // A notice about the older route (the sender already uses the newer one).
+    assert!(!cache.moved(&newer.key, &older.fence, &older.owner));
+    // The same fence, but another owner node.
+    let elsewhere = OwnerRoute {
+        rid: "b".into(),
+        ..newer.owner.clone()
+    };
+    assert!(!cache.moved(&newer.key, &newer.fence, &elsewhere));
+    assert_eq!(hit(&cache, &newer.key, now), Some(newer.clone()));
+    // Exactly the cached route.
+    assert!(cache.moved(&newer.key, &newer.fence, &newer.owner));
+    assert_eq!(hit(&cache, &newer.key, now), None);
+}
+
+#[test]
+fn a_route_a_notice_proved_old_is_not_cached_again() {
+    let cache = cache();
+    let now = Instant::now();
+    let old = route("r", 1, 1);
+    used(cache.admit(old.clone(), now, Some(now + AGE)));
+    assert!(cache.moved(&old.key, &old.fence, &old.owner));
+    // Another caller's read, begun before the move committed, still returns it: it
+    // is used for that call, and not cached.
+    assert_eq!(used(cache.admit(old.clone(), now, Some(now + AGE))), old);
+    assert_eq!(hit(&cache, &old.key, now), None, "the old route stays out");
+    // The route it moved to, or a later incarnation, is cached as usual.
+    let next = route("r", 1, 4);
+    cache.switched(switch(cache.admit(next.clone(), now, Some(now + AGE))));
+    assert_eq!(hit(&cache, &old.key, now), Some(next.clone()));
+    let reborn = route("r", 2, 1);
+    cache.switched(switch(cache.admit(reborn.clone(), now, Some(now + AGE))));
+    assert_eq!(hit(&cache, &old.key, now), Some(reborn));
+}
+
+#[test]
+fn each_invalidation_event_drops_exactly_what_it_concerns() {
+    let cache = cache();
+    let now = Instant::now();
+    let (a, b) = (route("a", 1, 1), route("b", 1, 1));
+    // A newer authority seen.
+    used(cache.admit(a.clone(), now, Some(now + AGE)));
+    cache.saw_authority(&a.key, &route("a", 1, 1).fence);
+    assert!(
+        hit(&cache, &a.key, now).is_some(),
+        "the same authority keeps it"
+    );
+    cache.saw_authority(&a.key, &route("a", 1, 2).fence);
+    assert!(hit(&cache, &a.key, now).is_none());
+    // A stale-route result, only for the route that was used.
+    used(cache.admit(a.clone(), now, Some(now + AGE)));
+    cache.stale(&route("a", 1, 3));
+    assert!(hit(&cache, &a.key, now).is_some(), "another route's result");
+    cache.stale(&a);
+    assert!(hit(&cache, &a.key, now).is_none());
+    // An owner lease invalidated.
+    used(cache.admit(a.clone(), now, Some(now + AGE)));
+    used(cache.admit(b.clone(), now, Some(now + AGE)));
+    let mut other = a.fence.lease();
+    other.owner = OwnerId("someone else".into());
+    cache.lease_invalidated(&other);
+    assert_eq!(cache.len(), 2);
+    cache.lease_invalidated(&a.fence.lease());
+    assert_eq!(cache.len(), 0);
+    // A store recovery.
+    used(cache.admit(a.clone(), now, Some(now + AGE)));
+    cache.store_recovered();
+    assert!(hit(&cache, &a.key, now).is_none());
+    // The owner node left.
+    used(cache.admit(a.clone(), now, Some(now + AGE)));
+    cache.owner_departed("someone else");
+    assert!(hit(&cache, &a.key, now).is_some());
+    cache.owner_departed(&a.owner.rid);
+    assert!(hit(&cache, &a.key, now).is_none());
+}
+
+#[test]
+fn the_cache_is_bounded() {
+    let cache = RouteCache::with_capacity(AGE, MEMORY, 8);
+    let now = Instant::now();
+    for i in 0..100 {
+        used(cache.admit(route(&format!("r{i}"), 1, 1), now, Some(now + AGE)));
+    }
+    assert!(cache.lanes_len() <= 8);
+    assert!(
+        hit(&cache, &route("r99", 1, 1).key, now).is_some(),
+        "the newest is kept"
+    );
+}
