@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use zlink::object::{Actor, ActorContext};
 use zlink::Runtime;
 
-use crate::stats::{Latency, Throughput};
+use crate::stats::{cpu_us_per, process_cpu, Latency, Throughput};
 use crate::zlink_rpc::{Echo, Echoed};
 use crate::BoxError;
 
@@ -89,6 +89,9 @@ pub struct LocalFigures {
     pub request: Latency,
     pub requests: Throughput,
     pub sends: Throughput,
+    /// CPU microseconds (the whole process) per pipelined request and per one-way send.
+    pub request_cpu_us: Option<f64>,
+    pub send_cpu_us: Option<f64>,
 }
 
 /// Both contestants' figures.
@@ -122,7 +125,7 @@ async fn requests_over<T, F, Fut>(
     targets: Vec<T>,
     request: F,
     plan: Plan,
-) -> Result<(Latency, Throughput), BoxError>
+) -> Result<(Latency, Throughput, Option<f64>), BoxError>
 where
     T: Clone + Send + Sync + 'static,
     F: Fn(T) -> Fut + Clone + Send + Sync + 'static,
@@ -132,6 +135,7 @@ where
     let latency =
         crate::drive::sequential(|| request(one.clone()), plan.warmup, plan.requests).await?;
     let next = Arc::new(AtomicU64::new(0));
+    let cpu_before = process_cpu();
     let throughput = crate::drive::pipelined(
         move || {
             let i = next.fetch_add(1, Ordering::Relaxed) as usize % targets.len();
@@ -141,7 +145,16 @@ where
         plan.duration,
     )
     .await?;
-    Ok((Latency::of(latency).ok_or("no samples")?, throughput))
+    let cpu = cpu_since(cpu_before);
+    Ok((
+        Latency::of(latency).ok_or("no samples")?,
+        throughput,
+        cpu_us_per(cpu, throughput.messages),
+    ))
+}
+
+fn cpu_since(before: Option<Duration>) -> Option<Duration> {
+    Some(process_cpu()?.saturating_sub(before?))
 }
 
 /// How long `count` one-way sends took, once `flush` (answered after every send ran)
@@ -203,8 +216,9 @@ async fn zlink_figures(payload: &Arc<[u8]>, plan: Plan) -> Result<LocalFigures, 
             }
         }
     };
-    let (request, requests) = requests_over(clients, echo, plan).await?;
+    let (request, requests, request_cpu_us) = requests_over(clients, echo, plan).await?;
     let count = plan.sends();
+    let cpu_before = process_cpu();
     let started = Instant::now();
     for _ in 0..count {
         one.push(&Push(payload.to_vec())).await?;
@@ -212,11 +226,14 @@ async fn zlink_figures(payload: &Arc<[u8]>, plan: Plan) -> Result<LocalFigures, 
     // Every send has run when this answers (one Actor, one origin: FIFO).
     let Count(arrived) = one.how_many(&HowMany).await?;
     let sends = sends_figure(count, arrived, started)?;
+    let send_cpu_us = cpu_us_per(cpu_since(cpu_before), count);
     rt.shutdown().await;
     Ok(LocalFigures {
         request,
         requests,
         sends,
+        request_cpu_us,
+        send_cpu_us,
     })
 }
 
@@ -240,8 +257,9 @@ async fn kameo_figures(payload: &Arc<[u8]>, plan: Plan) -> Result<LocalFigures, 
             }
         }
     };
-    let (request, requests) = requests_over(refs.clone(), ask, plan).await?;
+    let (request, requests, request_cpu_us) = requests_over(refs.clone(), ask, plan).await?;
     let count = plan.sends();
+    let cpu_before = process_cpu();
     let started = Instant::now();
     for _ in 0..count {
         one.tell(Push(payload.to_vec()))
@@ -253,6 +271,7 @@ async fn kameo_figures(payload: &Arc<[u8]>, plan: Plan) -> Result<LocalFigures, 
         .await
         .map_err(|e| format!("kameo ask: {e}"))?;
     let sends = sends_figure(count, arrived, started)?;
+    let send_cpu_us = cpu_us_per(cpu_since(cpu_before), count);
     for actor in &refs {
         actor.kill();
     }
@@ -260,5 +279,7 @@ async fn kameo_figures(payload: &Arc<[u8]>, plan: Plan) -> Result<LocalFigures, 
         request,
         requests,
         sends,
+        request_cpu_us,
+        send_cpu_us,
     })
 }

@@ -529,6 +529,9 @@ async fn local_comparison(plan: &RpcPlan, payload: &[u8]) -> Result<serde_json::
             f.sends.messages,
             f.sends.per_second()
         );
+        if let (Some(request), Some(send)) = (f.request_cpu_us, f.send_cpu_us) {
+            println!("  CPU (whole process): {request:.2} us per pipelined request, {send:.2} us per send");
+        }
     };
     local_figures("local Actor, zlink (request/send by ID)", &local.zlink);
     local_figures("local actor, kameo (ask/tell)", &local.kameo);
@@ -538,7 +541,17 @@ async fn local_comparison(plan: &RpcPlan, payload: &[u8]) -> Result<serde_json::
     println!(
         "zlink / kameo, local: request speed at p50 {local_p50:.2}, pipelined requests {local_requests:.2}, one-way sends {local_sends:.2} (goal >= 1.0)"
     );
+    let cpu_ratio = |kameo: Option<f64>, zlink: Option<f64>| Some(kameo? / zlink?);
+    let request_cpu = cpu_ratio(local.kameo.request_cpu_us, local.zlink.request_cpu_us);
+    let send_cpu = cpu_ratio(local.kameo.send_cpu_us, local.zlink.send_cpu_us);
+    if let (Some(request), Some(send)) = (request_cpu, send_cpu) {
+        println!(
+            "zlink / kameo, local CPU efficiency (kameo's CPU per message / zlink's): requests {request:.2}, sends {send:.2}"
+        );
+    }
     Ok(serde_json::json!({
+        "local_request_cpu_vs_kameo": request_cpu.map(round3),
+        "local_send_cpu_vs_kameo": send_cpu.map(round3),
         "local_zlink_request_p50_us": round3(local.zlink.request.p50_us),
         "local_kameo_request_p50_us": round3(local.kameo.request.p50_us),
         "local_request_speed_vs_kameo": round3(local_p50),

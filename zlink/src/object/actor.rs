@@ -14,6 +14,7 @@ use super::relocation::RelocationState;
 use super::spot::{ClosingReason, Relocation};
 use super::timer::TimerTick;
 use crate::address::ActorId;
+use crate::call::BoxFuture;
 use crate::handler::PacketKind;
 use crate::Result;
 
@@ -100,6 +101,8 @@ impl ActorType {
 pub(crate) struct ActorInstance {
     pub(crate) id: ActorId,
     pub(crate) actor: Box<dyn Actor>,
+    /// The context of the running handler (from its start to the end of its turn).
+    pub(crate) turn: Option<ActorContext>,
 }
 
 impl ActorInstance {
@@ -110,9 +113,18 @@ impl ActorInstance {
 
 #[async_trait]
 impl Instance for ActorInstance {
-    async fn handle(&mut self, turn: TurnInfo, handler: usize, payload: Bytes) -> Result<Bytes> {
-        let ctx = self.context(turn);
-        self.actor.handle(&ctx, handler, payload).await
+    fn handle(
+        &mut self,
+        turn: TurnInfo,
+        handler: usize,
+        payload: Bytes,
+    ) -> BoxFuture<'_, Result<Bytes>> {
+        let ctx = self.turn.insert(turn.context(self.id.clone()));
+        self.actor.handle(ctx, handler, payload)
+    }
+
+    fn end_turn(&mut self) {
+        self.turn = None;
     }
 
     async fn on_initialize(&mut self, turn: TurnInfo) -> Result<()> {

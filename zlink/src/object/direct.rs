@@ -25,9 +25,6 @@ use crate::{Error, ErrorKind, Result};
 /// object, or cannot be reached), in the error detail both sides of the wire read.
 pub(super) const STALE_ROUTE: &str = "(stale route)";
 
-/// The connection id local requests are registered under in the local pending table.
-pub(super) const LOCAL_CALLS: crate::link::ConnId = u64::MAX;
-
 fn is_stale_route(e: &Error) -> bool {
     (e.is(ErrorKind::Unavailable) || e.is(ErrorKind::InvalidOperation))
         && e.to_string().contains(STALE_ROUTE)
@@ -148,22 +145,19 @@ pub(super) async fn call_local(
 ) -> Result<Bytes> {
     let id = call.key.clone();
     let request = call.kind == PacketKind::Request;
-    // A request waits in the node's local pending table, whose one sweeper ends it at its
-    // deadline: no request arms a timer of its own.
+    // A request's result comes back through the object's turn, straight to this caller:
+    // no table entry, and the one deadline is this call's own.
     let (tx, rx) = if request {
-        let Some((guard, rx)) =
-            server
-                .env
-                .local_calls()
-                .register(LOCAL_CALLS, deadline, call.timeout)
-        else {
+        if server.env.cancel().is_cancelled() {
             return Err(node_stopping());
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let wait = LocalWait {
+            reply: rx,
+            deadline,
+            timeout: call.timeout,
         };
-        let reply = ReplyTo::Pending {
-            table: server.env.local_calls().clone(),
-            correlation: guard.correlation,
-        };
-        (Some(reply), Some((guard, rx)))
+        (Some(ReplyTo::Local(tx)), Some(wait))
     } else {
         (None, None)
     };
@@ -186,7 +180,7 @@ pub(super) async fn call_local(
     let Some(Prepared { live, job, bytes }) = prepared else {
         // The object is leaving this node: its hold or relay took the message.
         left_here(server, &id, fence);
-        return wait_local(rx, &id).await;
+        return wait_local(server, rx, &id).await;
     };
     // A request to an object behind the gate this very turn holds would wait for itself.
     if request && live.gate_held_by_caller() {
@@ -207,7 +201,7 @@ pub(super) async fn call_local(
                 drop(job);
             } else {
                 left_here(server, &id, fence);
-                return wait_local(rx, &id).await;
+                return wait_local(server, rx, &id).await;
             }
         } else {
             drop(job);
@@ -225,7 +219,7 @@ pub(super) async fn call_local(
             }
         });
     }
-    wait_local(rx, &id).await
+    wait_local(server, rx, &id).await
 }
 
 /// A local call's message was relayed by the object's departure: this node's own route
@@ -239,18 +233,40 @@ fn left_here(server: &ObjectServer, key: &ObjectKey, fence: RouteFence) {
     }
 }
 
-type LocalWait = Option<(
-    crate::call::PendingGuard,
-    tokio::sync::oneshot::Receiver<Result<Bytes>>,
-)>;
+/// A local request waiting for its result.
+struct LocalWait {
+    reply: tokio::sync::oneshot::Receiver<Result<Bytes>>,
+    deadline: Instant,
+    timeout: Duration,
+}
 
-/// A local request's result (a send is done once queued).
-async fn wait_local(rx: LocalWait, id: &ObjectKey) -> Result<Bytes> {
-    match rx {
-        Some((_guard, rx)) => rx
-            .await
-            .unwrap_or_else(|_| Err(Error::new(ErrorKind::Unavailable, format!("{id} stopped")))),
-        None => Ok(Bytes::new()),
+/// A local request's result, as a remote caller would hear it: the reply, or
+/// `DeadlineExceeded` at the call's deadline, or `ShuttingDown` when the node stopped
+/// with the request unanswered (a send is done once queued: `None`).
+async fn wait_local(
+    server: &ObjectServer,
+    wait: Option<LocalWait>,
+    id: &ObjectKey,
+) -> Result<Bytes> {
+    let Some(LocalWait {
+        reply,
+        deadline,
+        timeout,
+    }) = wait
+    else {
+        return Ok(Bytes::new());
+    };
+    match tokio::time::timeout_at(deadline, reply).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) if server.env.cancel().is_cancelled() => Err(Error::new(
+            ErrorKind::ShuttingDown,
+            "the runtime is shutting down",
+        )),
+        Ok(Err(_)) => Err(Error::new(ErrorKind::Unavailable, format!("{id} stopped"))),
+        Err(_) => Err(Error::new(
+            ErrorKind::DeadlineExceeded,
+            format!("no reply within {timeout:?}"),
+        )),
     }
 }
 

@@ -26,6 +26,7 @@ use super::spot::{ClosingReason, Relocation};
 use super::timer::TimerTick;
 use crate::address::ActorRef;
 use crate::address::{ObjectKey, SpotId};
+use crate::call::BoxFuture;
 use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind, Result};
 
@@ -60,11 +61,18 @@ struct EntryInstance {
 
 #[async_trait]
 impl Instance for EntryInstance {
-    async fn handle(&mut self, _turn: TurnInfo, _handler: usize, _payload: Bytes) -> Result<Bytes> {
-        Err(Error::new(
-            ErrorKind::NotFound,
-            "an Entry Spot has no handlers",
-        ))
+    fn handle(
+        &mut self,
+        _turn: TurnInfo,
+        _handler: usize,
+        _payload: Bytes,
+    ) -> BoxFuture<'_, Result<Bytes>> {
+        Box::pin(async {
+            Err(Error::new(
+                ErrorKind::NotFound,
+                "an Entry Spot has no handlers",
+            ))
+        })
     }
 
     async fn on_initialize(&mut self, _turn: TurnInfo) -> Result<()> {

@@ -12,7 +12,6 @@ use super::authority::OwnerRoute;
 use super::authority_store::AuthorityStore;
 use super::lost_sends::LostSends;
 use super::owner_link::{node_stopping, OwnerLink};
-use crate::call::PendingTable;
 use crate::handler::{Handle, WeakHandle};
 use crate::mesh::MeshNode;
 use crate::store::{LocationStore, OwnerLease};
@@ -27,7 +26,6 @@ pub(crate) struct ObjectEnv {
     authority: AuthorityStore,
     lease: Arc<OwnerLease>,
     route: OwnerRoute,
-    local_calls: Arc<PendingTable>,
     lost_sends: Arc<LostSends>,
     tracker: TaskTracker,
     cancel: CancellationToken,
@@ -56,7 +54,6 @@ impl ObjectEnv {
                 rid: identity.rid().to_string(),
                 node_generation: identity.generation(),
             },
-            local_calls: Arc::new(PendingTable::default()),
             lost_sends: Arc::new(LostSends::default()),
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
@@ -103,11 +100,6 @@ impl ObjectEnv {
     /// This node as an owner: where its objects' messages go.
     pub(crate) fn route(&self) -> &OwnerRoute {
         &self.route
-    }
-
-    /// Requests from this node to objects it owns, until their replies.
-    pub(crate) fn local_calls(&self) -> &Arc<PendingTable> {
-        &self.local_calls
     }
 
     /// The one-ways this node accepted and could not deliver.

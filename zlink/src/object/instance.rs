@@ -13,6 +13,7 @@ use super::spot::ClosingReason;
 use super::timer::{TimerTick, Timers};
 use crate::address::Kind;
 use crate::address::SpotId;
+use crate::call::BoxFuture;
 use crate::handler::Handle;
 use crate::wire::Metadata;
 use crate::Result;
@@ -51,7 +52,19 @@ impl TurnInfo {
 /// A running object's instance, as its turn loop drives it.
 #[async_trait]
 pub(crate) trait Instance: Send + 'static {
-    async fn handle(&mut self, turn: TurnInfo, handler: usize, payload: Bytes) -> Result<Bytes>;
+    /// Starts the handler at position `handler` on `payload`: the handler's own future,
+    /// with no box of the adapter's around it. The turn's context stays in the instance
+    /// until [`end_turn`](Self::end_turn).
+    fn handle(
+        &mut self,
+        turn: TurnInfo,
+        handler: usize,
+        payload: Bytes,
+    ) -> BoxFuture<'_, Result<Bytes>>;
+
+    /// Drops the context of the turn that just ended (it holds the node's handle).
+    fn end_turn(&mut self) {}
+
     async fn on_initialize(&mut self, turn: TurnInfo) -> Result<()>;
     async fn on_timer(&mut self, turn: TurnInfo, tick: TimerTick) -> Result<()>;
     async fn on_closing(&mut self, turn: TurnInfo, reason: ClosingReason);

@@ -22,8 +22,7 @@ use super::server::ObjectServer;
 use super::spot::ClosingReason;
 use super::timer::{TimerRecord, TimerTick, Timers};
 use super::turn_loop::{turn_holds, TurnLoop};
-use crate::address::{ObjectKey, SpotId};
-use crate::call::PendingTable;
+use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::handler::{PacketKind, WeakHandle};
 use crate::mesh::PendingReply;
 use crate::store::{LeaseToken, OwnerLease};
@@ -34,11 +33,9 @@ use crate::{Error, ErrorKind, Result};
 /// Where a message's result goes: a waiting local caller, or the reply route of a request
 /// (or the in-flight permit of a send) that came over the mesh.
 pub(crate) enum ReplyTo {
-    /// A caller on this node, waiting in the node's local pending table.
-    Pending {
-        table: Arc<PendingTable>,
-        correlation: u64,
-    },
+    /// A caller on this node, waiting on the other end under its own deadline (gone
+    /// once it gave up).
+    Local(oneshot::Sender<Result<Bytes>>),
     Remote(PendingReply),
     /// A request relayed here from an object's old owner: its result is recorded in the
     /// Relocation Store as the reply leaves.
@@ -54,9 +51,8 @@ impl ReplyTo {
         match self {
             // A caller that gave up (deadline, cancellation) has no entry any more: the
             // late result is discarded.
-            ReplyTo::Pending { table, correlation } => {
-                let result = crate::mesh::as_replied(result);
-                table.complete(correlation, super::direct::LOCAL_CALLS, result);
+            ReplyTo::Local(waiting) => {
+                let _ = waiting.send(crate::mesh::as_replied(result));
             }
             ReplyTo::Remote(pending) => pending.finish(result),
             ReplyTo::Recorded { pending, recorder } => recorder.reply_and_record(pending, result),
@@ -473,6 +469,15 @@ impl LiveObject {
     /// The gate this object's turns take now.
     pub(crate) fn gate(&self) -> Arc<Gate> {
         self.state().gate.clone()
+    }
+
+    /// The gate a turn takes now, and whether another object may take it too (a Spot's
+    /// own gate, which its SpotWide members share, or a SpotWide Spot's for a member).
+    /// Only a shared gate needs locking.
+    pub(crate) fn turn_gate(&self) -> (Arc<Gate>, bool) {
+        let gate = self.state().gate.clone();
+        let shared = self.key.kind == ObjectKind::Spot || !Arc::ptr_eq(&gate, &self.own_gate);
+        (gate, shared)
     }
 
     /// Its ObjectGeneration.

@@ -100,6 +100,8 @@ struct State<J> {
     closed: bool,
     /// Senders waiting for room (only they are woken when a job completes).
     room_waiters: usize,
+    /// The turn loop found nothing to run and waits (only then does an arrival wake it).
+    loop_waits: bool,
 }
 
 impl<J> State<J> {
@@ -186,6 +188,7 @@ impl<J> Mailbox<J> {
                 sealed: false,
                 closed: false,
                 room_waiters: 0,
+                loop_waits: false,
             }),
             arrived: Notify::new(),
             released: Notify::new(),
@@ -219,8 +222,7 @@ impl<J> Mailbox<J> {
         target.used.jobs += 1;
         target.used.bytes += bytes;
         target.queued.push_back((job, bytes));
-        drop(state);
-        self.arrived.notify_one();
+        self.wake_loop(state);
         Ok(())
     }
 
@@ -236,9 +238,17 @@ impl<J> Mailbox<J> {
         target.used.jobs += 1;
         target.used.bytes += JOB_OVERHEAD_BYTES;
         target.queued.push_back((job, JOB_OVERHEAD_BYTES));
-        drop(state);
-        self.arrived.notify_one();
+        self.wake_loop(state);
         Ok(())
+    }
+
+    /// Wakes the turn loop if it waits for work; a busy loop finds the job on its own.
+    fn wake_loop(&self, mut state: std::sync::MutexGuard<'_, State<J>>) {
+        let waits = std::mem::take(&mut state.loop_waits);
+        drop(state);
+        if waits {
+            self.arrived.notify_one();
+        }
     }
 
     /// Admits `job`, waiting for room until `deadline` (a send's send timeout).
@@ -288,12 +298,14 @@ impl<J> Mailbox<J> {
     }
 
     /// The job to run now, if one is queued; `Err` once the mailbox is closed.
-    fn try_next(self: &Arc<Self>) -> Result<Option<Turn<J>>, ()> {
+    /// (Finding none marks the loop as waiting: the next arrival wakes it.)
+    pub(crate) fn try_next(self: &Arc<Self>) -> Result<Option<Turn<J>>, ()> {
         let mut state = self.state();
         if state.closed {
             return Err(());
         }
         let Some(lane) = state.pick() else {
+            state.loop_waits = true;
             return Ok(None);
         };
         Ok(state
@@ -312,8 +324,9 @@ impl<J> Mailbox<J> {
     /// the mailbox is closed.
     pub(crate) async fn next_turn(self: &Arc<Self>) -> Option<Turn<J>> {
         loop {
-            // A queued job is taken without arming a wakeup; `notify_one` keeps a permit
-            // for a job that arrives between the look and the wait.
+            // A queued job is taken without arming a wakeup. An empty look marks the loop
+            // as waiting, so the next arrival calls `notify_one`, whose permit covers a
+            // job that arrives between the look and the wait.
             match self.try_next() {
                 Err(()) => return None,
                 Ok(Some(turn)) => return Some(turn),

@@ -94,10 +94,6 @@ impl ObjectServer {
             resolver,
             placement_weight: node.settings().placement_weight,
         });
-        server
-            .env
-            .tracker()
-            .spawn(server.env.local_calls().clone().run_sweeper());
         // Installed before anything runs, so an Entry Spot's hooks can call objects too.
         handle.install_objects(server.clone());
         let route: Arc<dyn InboundRoute> = Arc::new(ObjectRoute(Arc::downgrade(&server)));
@@ -238,7 +234,6 @@ impl Subsystem for ObjectServer {
             self.env.killed().cancel();
         }
         self.env.cancel().cancel();
-        self.env.local_calls().close();
         self.env.tracker().close();
         self.env.tracker().wait().await;
         self.registry.clear();

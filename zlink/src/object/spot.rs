@@ -13,6 +13,7 @@ use super::object_type::{Factory, SpotType, TypeDef};
 use super::timer::TimerTick;
 use crate::address::ActorRef;
 use crate::address::{SpotId, StableType};
+use crate::call::BoxFuture;
 use crate::handler::PacketKind;
 use crate::Result;
 
@@ -176,6 +177,8 @@ impl SpotType {
 pub(crate) struct SpotInstance {
     pub(crate) id: SpotId,
     pub(crate) spot: Box<dyn Spot>,
+    /// The context of the running handler (from its start to the end of its turn).
+    pub(crate) turn: Option<SpotContext>,
 }
 
 impl SpotInstance {
@@ -186,9 +189,18 @@ impl SpotInstance {
 
 #[async_trait]
 impl Instance for SpotInstance {
-    async fn handle(&mut self, turn: TurnInfo, handler: usize, payload: Bytes) -> Result<Bytes> {
-        let ctx = self.context(turn);
-        self.spot.handle(&ctx, handler, payload).await
+    fn handle(
+        &mut self,
+        turn: TurnInfo,
+        handler: usize,
+        payload: Bytes,
+    ) -> BoxFuture<'_, Result<Bytes>> {
+        let ctx = self.turn.insert(turn.context(self.id.clone()));
+        self.spot.handle(ctx, handler, payload)
+    }
+
+    fn end_turn(&mut self) {
+        self.turn = None;
     }
 
     async fn on_initialize(&mut self, turn: TurnInfo) -> Result<()> {

@@ -147,25 +147,36 @@ impl TurnLoop {
             return self.stop().await;
         }
         loop {
-            let turn = tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => return self.stop().await,
-                turn = self.object.mailbox().next_turn() => turn,
+            // A stopped object runs nothing more. A queued job is taken at once; only an
+            // empty mailbox waits, and then on the stop token too.
+            if self.cancel.is_cancelled() {
+                return self.stop().await;
+            }
+            let turn = match self.object.mailbox().try_next() {
+                Err(()) => None,
+                Ok(Some(turn)) => Some(turn),
+                Ok(None) => tokio::select! {
+                    biased;
+                    _ = self.cancel.cancelled() => return self.stop().await,
+                    turn = self.object.mailbox().next_turn() => turn,
+                },
             };
             let Some(mut turn) = turn else { return };
             let Some(job) = turn.take_job() else { continue };
-            // One turn at a time among the objects sharing the gate.
-            let gate = self.object.gate();
+            // One turn at a time among the objects sharing the gate. A gate no other object
+            // can take (an Actor's own) needs no lock: this loop's turns are serial already.
+            let (gate, shared) = self.object.turn_gate();
             // An uncontended gate (every object but a busy SpotWide member) is taken at once.
-            let held = match gate.clone().try_lock_owned() {
-                Ok(held) => held,
-                Err(_) => tokio::select! {
+            let held = match shared.then(|| gate.clone().try_lock_owned()) {
+                None => None,
+                Some(Ok(held)) => Some(held),
+                Some(Err(_)) => tokio::select! {
                     biased;
                     _ = self.cancel.cancelled() => {
                         job.refuse(Error::new(ErrorKind::ShuttingDown, "the object stopped before the message ran"));
                         return self.stop().await;
                     }
-                    held = gate.clone().lock_owned() => held,
+                    held = gate.clone().lock_owned() => Some(held),
                 },
             };
             let step = match job {
@@ -259,7 +270,7 @@ impl TurnLoop {
     async fn message(
         &mut self,
         gate: &Arc<Gate>,
-        held: OwnedMutexGuard<()>,
+        held: Option<OwnedMutexGuard<()>>,
         ctx: TurnInfo,
         handler: usize,
         payload: bytes::Bytes,
@@ -280,6 +291,7 @@ impl TurnLoop {
                 "the object was stopped during the handler",
             )),
         };
+        self.instance.end_turn();
         let ended_normally = result.is_ok();
         match reply {
             Some(reply) => reply.send(result),
@@ -297,7 +309,7 @@ impl TurnLoop {
     async fn tick(
         &mut self,
         gate: &Arc<Gate>,
-        held: OwnedMutexGuard<()>,
+        held: Option<OwnedMutexGuard<()>>,
         tick: super::timer::TimerTick,
         done: oneshot::Sender<()>,
         cancelled: CancellationToken,
@@ -328,7 +340,7 @@ impl TurnLoop {
     async fn member(
         &mut self,
         gate: &Arc<Gate>,
-        held: OwnedMutexGuard<()>,
+        held: Option<OwnedMutexGuard<()>>,
         event: MemberEvent,
         done: oneshot::Sender<super::membership::JoinDecision>,
     ) -> Step {
@@ -358,7 +370,7 @@ impl TurnLoop {
     async fn relocate(
         &mut self,
         gate: &Arc<Gate>,
-        held: OwnedMutexGuard<()>,
+        held: Option<OwnedMutexGuard<()>>,
         captured: oneshot::Sender<Captured>,
         resume: oneshot::Receiver<Resume>,
     ) -> Step {
@@ -413,7 +425,7 @@ impl TurnLoop {
         mut self,
         gate: &Arc<Gate>,
         turn: Turn<ObjectJob>,
-        held: OwnedMutexGuard<()>,
+        held: Option<OwnedMutexGuard<()>>,
         reason: ClosingReason,
         done: oneshot::Sender<()>,
     ) {

@@ -10,6 +10,7 @@
 //! default); an ok reply ends with one, an error reply with none.
 
 mod call_head;
+mod cbor_depth;
 mod codec;
 mod command;
 mod envelope;
@@ -48,8 +49,16 @@ pub(crate) fn cbor_decode_bounded<T: serde::de::DeserializeOwned>(
     bytes: &[u8],
 ) -> Result<T, String> {
     let mut reader = bytes;
-    let value = ciborium::de::from_reader_with_recursion_limit(&mut reader, MAX_CBOR_DEPTH)
-        .map_err(|e| e.to_string())?;
+    // The explicit-limit entry zeroes a 4 KiB scratch buffer per call; a payload plainly
+    // shallower than the limit takes the cheap entry, with a small one (text and bytes
+    // longer than it are read straight into their own allocation either way).
+    let value = if cbor_depth::nests_below(bytes, MAX_CBOR_DEPTH) {
+        let mut scratch = [0u8; 128];
+        ciborium::de::from_reader_with_buffer(&mut reader, &mut scratch)
+    } else {
+        ciborium::de::from_reader_with_recursion_limit(&mut reader, MAX_CBOR_DEPTH)
+    }
+    .map_err(|e| e.to_string())?;
     if !reader.is_empty() {
         return Err(format!("{} trailing byte(s)", reader.len()));
     }

@@ -48,7 +48,11 @@ pub(crate) async fn stage(
                     Some(request) => spot.on_create(&ctx, request.clone()).await,
                     None => CreateDecision::Accept(Bytes::new()),
                 };
-                let instance = SpotInstance { id: ctx.id, spot };
+                let instance = SpotInstance {
+                    id: ctx.id,
+                    spot,
+                    turn: None,
+                };
                 (Box::new(instance) as Box<dyn Instance>, decision)
             }
             Factory::Actor(factory) => {
@@ -64,7 +68,11 @@ pub(crate) async fn stage(
                     joins: None,
                 };
                 let actor = factory(&ctx);
-                let instance = ActorInstance { id: ctx.id, actor };
+                let instance = ActorInstance {
+                    id: ctx.id,
+                    actor,
+                    turn: None,
+                };
                 (
                     Box::new(instance) as Box<dyn Instance>,
                     CreateDecision::Accept(Bytes::new()),

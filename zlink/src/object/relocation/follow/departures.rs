@@ -386,7 +386,6 @@ mod tests {
 
     use super::*;
     use crate::address::ActorId;
-    use crate::call::PendingTable;
     use crate::handler::PacketKind;
     use crate::object::live_object::ReplyTo;
     use crate::wire::Metadata;
@@ -423,32 +422,19 @@ mod tests {
     }
 
     /// A request from node `sender` whose answer the returned receiver hears.
-    fn request(
-        table: &Arc<PendingTable>,
-        sender: &str,
-    ) -> (Held, oneshot::Receiver<crate::Result<Bytes>>) {
+    fn request(sender: &str) -> (Held, oneshot::Receiver<crate::Result<Bytes>>) {
         let deadline = Instant::now() + Duration::from_secs(5);
-        let (guard, rx) = table
-            .register(
-                crate::object::direct::LOCAL_CALLS,
-                deadline,
-                Duration::from_secs(5),
-            )
-            .unwrap();
+        let (tx, rx) = oneshot::channel();
         let held = Held {
             packet: "Step".into(),
             kind: PacketKind::Request,
             payload: Bytes::from_static(b"x"),
             metadata: Metadata::new(),
             deadline: Some(deadline),
-            reply: Some(ReplyTo::Pending {
-                table: table.clone(),
-                correlation: guard.correlation,
-            }),
+            reply: Some(ReplyTo::Local(tx)),
             sender: Some(sender.into()),
             hops: 0,
         };
-        std::mem::forget(guard); // the entry stays until the reply completes it
         (held, rx)
     }
 
@@ -474,9 +460,8 @@ mod tests {
     fn a_follow_route_relays_only_the_incarnation_that_moved() {
         let departures = Departures::new(Arc::default());
         let (_departure, mut relayed) = relaying(&departures, None);
-        let table = Arc::new(PendingTable::default());
         // Resolved for generation 2 (an older incarnation on the same owner route).
-        let (held, mut answer) = request(&table, "c");
+        let (held, mut answer) = request("c");
         let stale = RouteFence {
             object_generation: 2,
             ..wire(&fence(3, 1))
@@ -489,7 +474,7 @@ mod tests {
         assert_eq!(error.kind(), Some(ErrorKind::InvalidOperation), "{error}");
         assert!(relayed.try_recv().is_err(), "nothing was relayed");
         // The incarnation that moved is relayed.
-        let (held, _answer) = request(&table, "c");
+        let (held, _answer) = request("c");
         assert!(matches!(
             departures.offer(&key(), &wire(&fence(3, 1)), held),
             Offer::Taken
@@ -502,8 +487,7 @@ mod tests {
         let departures = Departures::new(Arc::default());
         let (_departure, mut relayed) =
             relaying(&departures, Some(Instant::now() - Duration::from_millis(1)));
-        let table = Arc::new(PendingTable::default());
-        let (held, _answer) = request(&table, "c");
+        let (held, _answer) = request("c");
         let Offer::NotDeparting(_held) = departures.offer(&key(), &wire(&fence(3, 1)), held) else {
             panic!("an expired route must not take the message");
         };
@@ -515,9 +499,8 @@ mod tests {
     fn a_sender_gets_one_notice_per_route_and_another_after_a_failed_one() {
         let departures = Departures::new(Arc::default());
         let (departure, mut relayed) = relaying(&departures, None);
-        let table = Arc::new(PendingTable::default());
         let offer = |sender: &str| {
-            let (held, _answer) = request(&table, sender);
+            let (held, _answer) = request(sender);
             assert!(matches!(
                 departures.offer(&key(), &wire(&fence(3, 1)), held),
                 Offer::Taken
