@@ -550,6 +550,10 @@ async fn local_comparison(plan: &RpcPlan, payload: &[u8]) -> Result<serde_json::
         );
     }
     Ok(serde_json::json!({
+        "local_zlink_request_cpu_us": local.zlink.request_cpu_us.map(round3),
+        "local_kameo_request_cpu_us": local.kameo.request_cpu_us.map(round3),
+        "local_zlink_send_cpu_us": local.zlink.send_cpu_us.map(round3),
+        "local_kameo_send_cpu_us": local.kameo.send_cpu_us.map(round3),
         "local_request_cpu_vs_kameo": request_cpu.map(round3),
         "local_send_cpu_vs_kameo": send_cpu.map(round3),
         "local_zlink_request_p50_us": round3(local.zlink.request.p50_us),

@@ -189,8 +189,9 @@ pub(super) async fn call_local(
             format!("{id} shares this handler's execution gate (a SpotWide Spot and its members): a request to it would wait for itself; send it one way instead"),
         ));
     }
-    // A local send waits for room up to the send timeout; a request does not.
-    let send_by = (!request).then(|| Instant::now() + call.send_timeout);
+    // A local send waits for room up to its deadline (a send's whole budget is its send
+    // timeout, counted from the call); a request does not wait.
+    let send_by = (!request).then_some(deadline);
     let delivered = match send_by {
         Some(by) => live.deliver_by(job, bytes, by).await,
         None => live.try_deliver(job, bytes),

@@ -12,6 +12,7 @@ use super::authority::OwnerRoute;
 use super::authority_store::AuthorityStore;
 use super::lost_sends::LostSends;
 use super::owner_link::{node_stopping, OwnerLink};
+use super::stop_list::StopList;
 use crate::handler::{Handle, WeakHandle};
 use crate::mesh::MeshNode;
 use crate::store::{LocationStore, OwnerLease};
@@ -27,6 +28,7 @@ pub(crate) struct ObjectEnv {
     lease: Arc<OwnerLease>,
     route: OwnerRoute,
     lost_sends: Arc<LostSends>,
+    running: Arc<StopList>,
     tracker: TaskTracker,
     cancel: CancellationToken,
     killed: CancellationToken,
@@ -55,6 +57,7 @@ impl ObjectEnv {
                 node_generation: identity.generation(),
             },
             lost_sends: Arc::new(LostSends::default()),
+            running: Arc::new(StopList::default()),
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
             killed: CancellationToken::new(),
@@ -100,6 +103,11 @@ impl ObjectEnv {
     /// This node as an owner: where its objects' messages go.
     pub(crate) fn route(&self) -> &OwnerRoute {
         &self.route
+    }
+
+    /// Every turn loop this node runs, for its stop to halt.
+    pub(crate) fn running(&self) -> &Arc<StopList> {
+        &self.running
     }
 
     /// The one-ways this node accepted and could not deliver.

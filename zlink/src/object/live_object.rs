@@ -1,6 +1,7 @@
 //! A Spot or Actor running on its owner node: its instance, owned by one task that takes
 //! one turn at a time from the object's mailbox, and the authority it was admitted under.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
@@ -20,6 +21,7 @@ use super::object_type::{Factory, TypeDef};
 use super::relocation::Departure;
 use super::server::ObjectServer;
 use super::spot::ClosingReason;
+use super::stop_list::{Halt, StopList};
 use super::timer::{TimerRecord, TimerTick, Timers};
 use super::turn_loop::{turn_holds, TurnLoop};
 use crate::address::{ObjectKey, ObjectKind, SpotId};
@@ -157,6 +159,8 @@ pub(crate) struct ObjectHost {
     pub(crate) cancel: CancellationToken,
     /// Where a queued one-way that never runs is counted.
     pub(crate) lost: Arc<LostSends>,
+    /// The node's turn loops, which its stop halts.
+    pub(crate) running: Arc<StopList>,
 }
 
 /// Closes an object's mailbox when its turn loop ends for any reason (a panic included), so
@@ -215,6 +219,16 @@ pub(crate) struct LiveObject {
     joins: Arc<JoinSlot>,
     /// Where a queued one-way that never runs is counted.
     lost: Arc<LostSends>,
+    /// Set (with a wake of the mailbox) when the object or its node stops: what the turn
+    /// loop checks between turns, instead of polling its stop token.
+    stopping: AtomicBool,
+}
+
+impl Halt for LiveObject {
+    fn halt(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.mailbox.wake();
+    }
 }
 
 impl LiveObject {
@@ -255,7 +269,12 @@ impl LiveObject {
             own_gate,
             joins: Arc::new(JoinSlot::default()),
             lost: host.lost.clone(),
+            stopping: AtomicBool::new(false),
         });
+        let halting: Arc<dyn Halt> = live.clone();
+        if !host.running.add(Arc::downgrade(&halting)) {
+            live.halt();
+        }
         let object = live.clone();
         let tracker = host.tracker.clone();
         tracker.spawn(async move {
@@ -547,6 +566,12 @@ impl LiveObject {
     pub(crate) fn stop(&self) {
         self.mailbox.seal();
         self.cancel.cancel();
+        self.halt();
+    }
+
+    /// Whether the object (or its node) stopped: its turn loop runs nothing more.
+    pub(super) fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
     }
 
     /// Stops admitting messages (a close has begun).

@@ -259,6 +259,11 @@ impl<J> Mailbox<J> {
         payload_bytes: usize,
         deadline: tokio::time::Instant,
     ) -> Result<(), (Refused, J)> {
+        // Room now: no wait is registered at all.
+        match self.admit(lane, job, payload_bytes) {
+            Err((Refused::Full(_), back)) => job = back,
+            other => return other,
+        }
         // Counted while waiting, however the wait ends (a dropped future included).
         struct Waiting<'a, J>(&'a Mailbox<J>);
         impl<J> Drop for Waiting<'_, J> {
@@ -320,8 +325,22 @@ impl<J> Mailbox<J> {
             }))
     }
 
+    /// Wakes the turn loop (or leaves it a permit): a stop for it to notice.
+    pub(crate) fn wake(&self) {
+        self.arrived.notify_one();
+    }
+
+    /// Waits until a job arrives, the mailbox closes or [`wake`](Self::wake) is called,
+    /// after a [`try_next`](Self::try_next) that found nothing (it may return with
+    /// nothing new: the caller looks again).
+    pub(crate) async fn arrival(&self) {
+        self.arrived.notified().await;
+    }
+
     /// The next job to run, lifecycle first under the run cap; waits for one. `None` once
-    /// the mailbox is closed.
+    /// the mailbox is closed. (The turn loop does the same, looking at its stop flag
+    /// between the look and the wait.)
+    #[cfg(test)]
     pub(crate) async fn next_turn(self: &Arc<Self>) -> Option<Turn<J>> {
         loop {
             // A queued job is taken without arming a wakeup. An empty look marks the loop
@@ -330,7 +349,7 @@ impl<J> Mailbox<J> {
             match self.try_next() {
                 Err(()) => return None,
                 Ok(Some(turn)) => return Some(turn),
-                Ok(None) => self.arrived.notified().await,
+                Ok(None) => self.arrival().await,
             }
         }
     }
@@ -541,6 +560,37 @@ mod tests {
             }
         }
         assert_eq!(order, ["a", "b", "c"]);
+    }
+
+    #[tokio::test]
+    async fn only_a_loop_that_found_nothing_is_woken_and_a_wake_reaches_it() {
+        let m = mailbox();
+        let pending = |m: &Arc<Mailbox<&'static str>>| {
+            let m = m.clone();
+            async move {
+                tokio::time::timeout(Duration::from_millis(50), m.arrival())
+                    .await
+                    .is_err()
+            }
+        };
+        // A busy loop (its last look found a job) is not notified of the next arrival...
+        m.admit(Lane::Application, "a", 1).unwrap();
+        let first = m.try_next().unwrap().unwrap();
+        m.admit(Lane::Application, "b", 1).unwrap();
+        drop(first);
+        let second = m.try_next().unwrap().unwrap();
+        assert_eq!(*second.job(), "b");
+        drop(second);
+        // ...so once it finds nothing, no stale permit ends its wait early.
+        assert!(m.try_next().unwrap().is_none());
+        assert!(pending(&m).await, "no arrival, no wake");
+        // An arrival after an empty look wakes it, and so does a stop's wake.
+        m.admit(Lane::Application, "c", 1).unwrap();
+        assert!(!pending(&m).await, "the arrival woke the waiting loop");
+        assert_eq!(*m.try_next().unwrap().unwrap().job(), "c");
+        assert!(m.try_next().unwrap().is_none());
+        m.wake();
+        assert!(!pending(&m).await, "a stop's wake reaches the waiting loop");
     }
 
     #[tokio::test]

@@ -35,6 +35,7 @@ mod route_switch;
 mod server;
 mod settings;
 mod spot;
+mod stop_list;
 mod timer;
 mod turn_loop;
 

@@ -128,6 +128,7 @@ impl ObjectServer {
             tracker: self.env.tracker().clone(),
             cancel: self.env.cancel().child_token(),
             lost: self.env.lost_sends().clone(),
+            running: self.env.running().clone(),
         }
     }
 
@@ -234,6 +235,8 @@ impl Subsystem for ObjectServer {
             self.env.killed().cancel();
         }
         self.env.cancel().cancel();
+        // Idle turn loops listen to their mailboxes only: each one is woken to stop.
+        self.env.running().stop_all();
         self.env.tracker().close();
         self.env.tracker().wait().await;
         self.registry.clear();

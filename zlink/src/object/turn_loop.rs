@@ -147,19 +147,19 @@ impl TurnLoop {
             return self.stop().await;
         }
         loop {
-            // A stopped object runs nothing more. A queued job is taken at once; only an
-            // empty mailbox waits, and then on the stop token too.
-            if self.cancel.is_cancelled() {
+            // A stopped object runs nothing more. A queued job is taken at once; an empty
+            // mailbox is waited on alone: a stop (the object's or its node's) halts the
+            // object, which wakes it.
+            if self.object.is_stopping() {
                 return self.stop().await;
             }
             let turn = match self.object.mailbox().try_next() {
                 Err(()) => None,
                 Ok(Some(turn)) => Some(turn),
-                Ok(None) => tokio::select! {
-                    biased;
-                    _ = self.cancel.cancelled() => return self.stop().await,
-                    turn = self.object.mailbox().next_turn() => turn,
-                },
+                Ok(None) => {
+                    self.object.mailbox().arrival().await;
+                    continue;
+                }
             };
             let Some(mut turn) = turn else { return };
             let Some(job) = turn.take_job() else { continue };
