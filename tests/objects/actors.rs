@@ -34,21 +34,7 @@ pub struct Tick(pub u64);
 #[message(reply = Scored)]
 pub struct Stall(pub u64);
 
-/// What a Player's `inspect` handler should do: fail with this ErrorKind code, or sleep
-/// this long first.
-#[derive(Debug, Default, Serialize, Deserialize, zlink::Message)]
-#[message(reply = Inspected)]
-pub struct Inspect {
-    pub fail: Option<u8>,
-    pub stall_ms: u64,
-}
-
-/// The metadata the handler saw, and whether it had a deadline.
-#[derive(Debug, PartialEq, Serialize, Deserialize, zlink::Message)]
-pub struct Inspected {
-    pub metadata: Vec<(String, String)>,
-    pub has_deadline: bool,
-}
+use zlink_tests::contract::{ById, Inspect, Inspected};
 
 #[derive(Clone, Default)]
 struct Counters {
@@ -110,22 +96,7 @@ impl Player {
 
     #[handler]
     async fn inspect(&mut self, inspect: Inspect, ctx: &ActorContext) -> zlink::Result<Inspected> {
-        tokio::time::sleep(std::time::Duration::from_millis(inspect.stall_ms)).await;
-        if let Some(code) = inspect.fail {
-            let kind = ErrorKind::from_code(code).expect("a kind");
-            return Err(zlink::Error::new(
-                kind,
-                format!("the handler failed with {kind}"),
-            ));
-        }
-        Ok(Inspected {
-            metadata: ctx
-                .metadata()
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            has_deadline: ctx.deadline().is_some(),
-        })
+        zlink_tests::contract::inspected(inspect, ctx).await
     }
 
     /// Starts ticking every `n` milliseconds.
@@ -454,100 +425,37 @@ async fn a_local_request_ends_at_its_deadline_and_its_late_reply_is_discarded() 
 #[tokio::test]
 async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_one() {
     let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
+    let (a, b) = player_owner_and_caller(&redis_store(&redis)).await;
+    zlink_tests::contract::a_local_owner_answers_like_a_remote_one(ById::Actor("m"), &a, &b).await;
+    stop([b, a]).await;
+}
+
+#[tokio::test]
+async fn a_handler_argument_error_reaches_a_local_caller_of_an_actor_as_it_reaches_a_remote_one() {
+    let redis = RedisServer::start().expect("redis-server");
+    let (a, b) = player_owner_and_caller(&redis_store(&redis)).await;
+    zlink_tests::contract::an_argument_error_reaches_a_local_caller_as_a_remote_one(
+        ById::Actor("m"),
+        &a,
+        &b,
+    )
+    .await;
+    stop([b, a]).await;
+}
+
+/// An owner `a` of the Player "m" and a caller `b` on another node.
+async fn player_owner_and_caller(
+    store: &Arc<dyn zlink::store::LocationStore>,
+) -> (Runtime, Runtime) {
     let counters = Counters::default();
-    let a = actor_server("a", &store, &counters, 100).await;
-    let b = start(discovered_node("b", &store, quick_lease())).await;
+    let a = actor_server("a", store, &counters, 100).await;
+    let b = start(discovered_node("b", store, quick_lease())).await;
     wait_until(WAIT, "b sees a", || async {
         entry_spot_of(&b, "a").is_some() && peer_rids(&b) == ["a"]
     })
     .await;
     a.actors().create("m", "player").await.unwrap();
-    let traced = || {
-        zlink::CallOptions::new()
-            .metadata("trace", "t-1")
-            .unwrap()
-            .metadata("tenant", "blue")
-            .unwrap()
-    };
-    let sent = vec![
-        ("tenant".to_string(), "blue".to_string()),
-        ("trace".to_string(), "t-1".to_string()),
-    ];
-    // The same metadata reaches the Actor's handler from its owner's node and from another;
-    // the reply is the handler's value only, and nothing of the metadata stays.
-    for rt in [&a, &b] {
-        let client = PlayerClient::new(rt, "m");
-        let seen = client
-            .inspect(&Inspect::default())
-            .options(traced())
-            .await
-            .unwrap();
-        assert_eq!(
-            seen,
-            Inspected {
-                metadata: sent.clone(),
-                has_deadline: true,
-            },
-            "caller {}",
-            rt.rid()
-        );
-        let plain = client.inspect(&Inspect::default()).await.unwrap();
-        assert!(plain.metadata.is_empty(), "caller {}: {plain:?}", rt.rid());
-    }
-    // A handler's error: the same kind and detail for either caller.
-    for kind in ErrorKind::ALL {
-        let failing = Inspect {
-            fail: Some(kind.code()),
-            ..Inspect::default()
-        };
-        let local = PlayerClient::new(&a, "m")
-            .inspect(&failing)
-            .options(traced())
-            .await
-            .unwrap_err();
-        let remote = PlayerClient::new(&b, "m")
-            .inspect(&failing)
-            .options(traced())
-            .await
-            .unwrap_err();
-        assert_eq!(local.kind(), Some(kind), "local: {local}");
-        assert_eq!(remote.kind(), Some(kind), "remote: {remote}");
-        assert_eq!(local, remote);
-    }
-    // A handler that outlives the request's deadline: DeadlineExceeded at the deadline.
-    let short = || zlink::CallOptions::new().timeout(std::time::Duration::from_millis(150));
-    let stalled = Inspect {
-        stall_ms: 600,
-        ..Inspect::default()
-    };
-    for rt in [&a, &b] {
-        let started = tokio::time::Instant::now();
-        let late = PlayerClient::new(rt, "m")
-            .inspect(&stalled)
-            .options(short())
-            .await
-            .unwrap_err();
-        assert!(
-            late.is(ErrorKind::DeadlineExceeded),
-            "caller {}: {late}",
-            rt.rid()
-        );
-        assert!(
-            started.elapsed() < std::time::Duration::from_millis(550),
-            "caller {} waited for the handler",
-            rt.rid()
-        );
-    }
-    for rt in [&a, &b] {
-        let seen = PlayerClient::new(rt, "m")
-            .inspect(&Inspect::default())
-            .options(traced())
-            .await
-            .unwrap();
-        assert_eq!(seen.metadata, sent, "caller {}", rt.rid());
-    }
-    stop([b, a]).await;
+    (a, b)
 }
 
 /// One-ways still queued when their Actor is destroyed never run, and no one can be told:

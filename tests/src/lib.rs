@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use zlink::{HandlerContext, PeerSpec, Runtime, RuntimeBuilder};
 
+pub mod contract;
 pub mod relocating;
 
 /// Echo request.

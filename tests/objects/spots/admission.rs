@@ -3,6 +3,7 @@
 //! behind a handler, and a local owner answering like a remote one.
 
 use super::*;
+use zlink_tests::contract::ById;
 
 #[tokio::test]
 async fn two_messages_for_one_spot_never_run_at_the_same_time() {
@@ -600,103 +601,12 @@ async fn probe_owner_and_caller(
     (a, b)
 }
 
-fn traced() -> zlink::CallOptions {
-    zlink::CallOptions::new()
-        .metadata("trace", "t-1")
-        .unwrap()
-        .metadata("tenant", "blue")
-        .unwrap()
-}
-
 #[tokio::test]
 async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_one() {
     let redis = RedisServer::start().expect("redis-server");
     let store = redis_store(&redis);
     let (a, b) = probe_owner_and_caller(&store).await;
-    let sent = vec![
-        ("tenant".to_string(), "blue".to_string()),
-        ("trace".to_string(), "t-1".to_string()),
-    ];
-    // The same metadata reaches the handler from the owner's own node and from another.
-    for rt in [&a, &b] {
-        let seen = rt
-            .spots()
-            .request("p", &Inspect::default())
-            .options(traced())
-            .await
-            .unwrap();
-        assert_eq!(
-            seen,
-            Inspected {
-                metadata: sent.clone(),
-                has_deadline: true,
-            },
-            "caller {}",
-            rt.rid()
-        );
-        // The reply is the handler's value only, and nothing of the metadata stays for the
-        // next message.
-        let plain = rt.spots().request("p", &Inspect::default()).await.unwrap();
-        assert!(plain.metadata.is_empty(), "caller {}: {plain:?}", rt.rid());
-    }
-    // A handler's error reaches either caller as the same kind with the same detail.
-    for kind in ErrorKind::ALL {
-        let failing = Inspect {
-            fail: Some(kind.code()),
-            ..Inspect::default()
-        };
-        let local = a
-            .spots()
-            .request("p", &failing)
-            .options(traced())
-            .await
-            .unwrap_err();
-        let remote = b
-            .spots()
-            .request("p", &failing)
-            .options(traced())
-            .await
-            .unwrap_err();
-        assert_eq!(local.kind(), Some(kind), "local: {local}");
-        assert_eq!(remote.kind(), Some(kind), "remote: {remote}");
-        assert_eq!(local, remote);
-    }
-    // A request whose handler outlives its deadline ends at the deadline either way.
-    let short = || zlink::CallOptions::new().timeout(std::time::Duration::from_millis(150));
-    let stalled = Inspect {
-        stall_ms: 600,
-        ..Inspect::default()
-    };
-    for rt in [&a, &b] {
-        let started = tokio::time::Instant::now();
-        let late = rt
-            .spots()
-            .request("p", &stalled)
-            .options(short())
-            .await
-            .unwrap_err();
-        assert!(
-            late.is(ErrorKind::DeadlineExceeded),
-            "caller {}: {late}",
-            rt.rid()
-        );
-        let waited = started.elapsed();
-        assert!(
-            waited < std::time::Duration::from_millis(550),
-            "caller {} waited for the handler: {waited:?}",
-            rt.rid()
-        );
-    }
-    // Both late replies are discarded; the next requests get their own answers.
-    for rt in [&a, &b] {
-        let seen = rt
-            .spots()
-            .request("p", &Inspect::default())
-            .options(traced())
-            .await
-            .unwrap();
-        assert_eq!(seen.metadata, sent, "caller {}", rt.rid());
-    }
+    zlink_tests::contract::a_local_owner_answers_like_a_remote_one(ById::Spot("p"), &a, &b).await;
     stop([b, a]).await;
 }
 
@@ -705,17 +615,12 @@ async fn a_handler_argument_error_reaches_a_local_caller_as_it_reaches_a_remote_
     let redis = RedisServer::start().expect("redis-server");
     let store = redis_store(&redis);
     let (a, b) = probe_owner_and_caller(&store).await;
-    let failing = Inspect {
-        fail_argument: true,
-        ..Inspect::default()
-    };
-    let local = a.spots().request("p", &failing).await.unwrap_err();
-    let remote = b.spots().request("p", &failing).await.unwrap_err();
-    assert_eq!(
-        local.kind(),
-        remote.kind(),
-        "local: {local}; remote: {remote}"
-    );
+    zlink_tests::contract::an_argument_error_reaches_a_local_caller_as_a_remote_one(
+        ById::Spot("p"),
+        &a,
+        &b,
+    )
+    .await;
     stop([b, a]).await;
 }
 

@@ -229,24 +229,7 @@ fn tally_type(reasons: &Reasons) -> SpotType {
     .expect("a valid Spot type")
 }
 
-/// What a Probe's handler should do.
-#[derive(Debug, Default, Serialize, Deserialize, zlink::Message)]
-#[message(reply = Inspected)]
-pub struct Inspect {
-    /// Fail with this ErrorKind code.
-    pub fail: Option<u8>,
-    /// Fail with `Error::InvalidArgument`.
-    pub fail_argument: bool,
-    /// Sleep this long first.
-    pub stall_ms: u64,
-}
-
-/// What the handler saw.
-#[derive(Debug, PartialEq, Serialize, Deserialize, zlink::Message)]
-pub struct Inspected {
-    pub metadata: Vec<(String, String)>,
-    pub has_deadline: bool,
-}
+pub use zlink_tests::contract::{Inspect, Inspected};
 
 /// A Spot that reports the metadata its handler sees, or fails as asked.
 struct Probe;
@@ -255,27 +238,7 @@ struct Probe;
 impl Probe {
     #[handler]
     async fn inspect(&mut self, inspect: Inspect, ctx: &SpotContext) -> zlink::Result<Inspected> {
-        tokio::time::sleep(std::time::Duration::from_millis(inspect.stall_ms)).await;
-        if let Some(code) = inspect.fail {
-            let kind = ErrorKind::from_code(code).expect("a kind");
-            return Err(zlink::Error::new(
-                kind,
-                format!("the handler failed with {kind}"),
-            ));
-        }
-        if inspect.fail_argument {
-            return Err(zlink::Error::InvalidArgument(
-                "the handler refused its argument".into(),
-            ));
-        }
-        Ok(Inspected {
-            metadata: ctx
-                .metadata()
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            has_deadline: ctx.deadline().is_some(),
-        })
+        zlink_tests::contract::inspected(inspect, ctx).await
     }
 }
 

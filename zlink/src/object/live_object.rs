@@ -22,7 +22,7 @@ use super::relocation::Departure;
 use super::server::ObjectServer;
 use super::spot::ClosingReason;
 use super::stop_list::{Halt, StopList};
-use super::timer::{TimerRecord, TimerTick, Timers};
+use super::timer::{TimerRecord, TimerTick};
 use super::turn_loop::{turn_holds, TurnLoop};
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::handler::{PacketKind, WeakHandle};
@@ -304,46 +304,6 @@ impl LiveObject {
             drop(closer);
         });
         live
-    }
-
-    /// Seals this object for a move at a turn boundary: what arrives from now on waits in
-    /// its hold; its queue, timers and (`preserve`) state are taken out.
-    pub(crate) fn seal_for_move(
-        &self,
-        layer: &ObjectServer,
-        timers: &Timers,
-        instance: &mut Box<dyn Instance>,
-    ) -> Captured {
-        let authority = self.authority();
-        // Held from here on: what arrives after the seal waits for the outcome.
-        let departure = layer.relocations.departures().hold(
-            &self.key,
-            authority.record.fence.clone(),
-            authority.record.route.clone(),
-        );
-        self.mailbox.seal();
-        let backlog = self.mailbox.take_application_backlog();
-        let timers = timers.capture();
-        // Only `preserve` carries the application's state across.
-        let state = match self.object_type.relocation {
-            super::spot::Relocation::Preserve => instance.capture_state(),
-            _ => None,
-        };
-        Captured {
-            authority,
-            backlog,
-            timers,
-            state,
-            departure,
-        }
-    }
-
-    /// Undoes a seal whose move went away before taking it.
-    pub(super) fn cancel_departure(&self, server: &Weak<ObjectServer>, sealed: Captured) {
-        sealed.departure.cancel(self, sealed.backlog);
-        if let Some(layer) = server.upgrade() {
-            layer.relocations.departures().remove(&sealed.departure);
-        }
     }
 
     /// Opens a sealed queue again after a cancelled move: `backlog` ahead, `held` after.

@@ -15,6 +15,7 @@ use super::instance::{Instance, TurnInfo};
 use super::live_object::{Arrived, Captured, Gate, LiveObject, ObjectHost, ObjectJob, Resume};
 use super::mailbox::Turn;
 use super::membership::{self, JoinOutcome, JoinStep, MemberEvent};
+use super::relocation::seal::{self, SealOutcome};
 use super::server::ObjectServer;
 use super::spot::ClosingReason;
 use super::timer::Timers;
@@ -374,38 +375,21 @@ impl TurnLoop {
         captured: oneshot::Sender<Captured>,
         resume: oneshot::Receiver<Resume>,
     ) -> Step {
-        let Some(layer) = self.server.upgrade() else {
-            return Step::Next;
-        };
-        let sealed = self
-            .object
-            .seal_for_move(&layer, &self.timers, &mut self.instance);
-        drop(layer);
-        let records = sealed.timers.clone();
-        if let Err(sealed) = captured.send(sealed) {
-            // The move gave up before the seal: nothing changed.
-            self.object.cancel_departure(&self.server, sealed);
-            let _ = self.timers.resume(&records);
-            return Step::Next;
-        }
-        // A sealed object runs nothing: the others behind its gate (a SpotWide Spot and
-        // its members) go on, and may be sealed for the same move.
-        drop(held);
-        let resumed = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => None,
-            resumed = resume => Some(resumed),
-        };
-        match resumed {
-            None => Step::Stopped,
-            Some(Ok(Resume::Cancelled)) => {
-                if let Err(e) = self.timers.resume(&records) {
-                    tracing::warn!(object = %self.key(), error = %e, "timers did not resume after a cancelled move");
-                }
-                Step::Next
-            }
-            // A move that vanished without an outcome handed nothing over.
-            Some(Ok(Resume::Moved)) | Some(Err(_)) => {
+        let outcome = seal::at_turn_boundary(
+            &self.object,
+            &self.server,
+            &self.timers,
+            &mut self.instance,
+            held,
+            captured,
+            resume,
+            &self.cancel,
+        )
+        .await;
+        match outcome {
+            SealOutcome::Resumed => Step::Next,
+            SealOutcome::Stopped => Step::Stopped,
+            SealOutcome::Moved => {
                 self.timer_stop.cancel();
                 // The instance a Spot left behind hears its last turn.
                 if self.key().kind == ObjectKind::Spot {

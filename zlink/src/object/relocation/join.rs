@@ -53,7 +53,7 @@ pub(crate) async fn join_across(
         }
         Err(e) => return Some(JoinOutcome::Failed(e)),
     };
-    let sealed = live.seal_for_move(server, timers, instance);
+    let sealed = super::seal::seal(live, server, timers, instance);
     let records = sealed.timers.clone();
     let intent = JoinIntent {
         spot: spot.to_string(),

@@ -39,6 +39,7 @@ mod permits;
 mod placed_state;
 mod record;
 mod relocations;
+pub(crate) mod seal;
 mod source;
 mod state;
 mod terminal;
