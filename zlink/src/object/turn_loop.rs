@@ -533,3 +533,6 @@ impl TurnLoop {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
