@@ -7,15 +7,12 @@ use zlink_tests::contract::ById;
 
 #[tokio::test]
 async fn two_messages_for_one_spot_never_run_at_the_same_time() {
-    let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let counters = Counters::default();
-    let a = object_server("a", &store, &counters).await;
-    let b = plain_node("b", &store).await;
-    wait_until(WAIT, "a and b connected", || async {
-        peer_rids(&b) == ["a"]
-    })
-    .await;
+    let RoomServerAndCaller {
+        _redis,
+        counters,
+        a,
+        b,
+    } = room_server_and_caller().await;
     a.spots()
         .get_or_create("busy", "room", Bytes::new())
         .await
@@ -41,15 +38,12 @@ async fn two_messages_for_one_spot_never_run_at_the_same_time() {
 
 #[tokio::test]
 async fn the_target_admission_fence_excludes_the_generation() {
-    let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let counters = Counters::default();
-    let a = object_server("a", &store, &counters).await;
-    let b = plain_node("b", &store).await;
-    wait_until(WAIT, "a and b connected", || async {
-        peer_rids(&b) == ["a"]
-    })
-    .await;
+    let RoomServerAndCaller {
+        _redis,
+        counters: _,
+        a,
+        b,
+    } = room_server_and_caller().await;
     let SpotCreation::Created(first, _) = a.spots().get_or_create("r", "room", "").await.unwrap()
     else {
         panic!("not created")
@@ -80,15 +74,12 @@ async fn the_target_admission_fence_excludes_the_generation() {
 
 #[tokio::test]
 async fn replies_use_the_reply_route_and_metadata_is_never_copied_to_them() {
-    let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let counters = Counters::default();
-    let a = object_server("a", &store, &counters).await;
-    let b = plain_node("b", &store).await;
-    wait_until(WAIT, "a and b connected", || async {
-        peer_rids(&b) == ["a"]
-    })
-    .await;
+    let RoomServerAndCaller {
+        _redis,
+        counters: _,
+        a,
+        b,
+    } = room_server_and_caller().await;
     a.spots().get_or_create("r", "room", "").await.unwrap();
     let owner_reads = record_reads(&a);
     let options = zlink::CallOptions::new().metadata("trace", "t-1").unwrap();

@@ -44,15 +44,12 @@ async fn only_one_factory_runs_under_a_creation_race_across_3_nodes() {
 
 #[tokio::test]
 async fn a_declined_creation_leaves_nothing_and_close_checks_the_generation() {
-    let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let counters = Counters::default();
-    let a = object_server("a", &store, &counters).await;
-    let b = plain_node("b", &store).await;
-    wait_until(WAIT, "a and b connected", || async {
-        peer_rids(&b) == ["a"]
-    })
-    .await;
+    let RoomServerAndCaller {
+        _redis,
+        counters: _,
+        a,
+        b,
+    } = room_server_and_caller().await;
 
     let declined = a.spots().get_or_create("r", "room", "no").await.unwrap();
     assert_eq!(

@@ -148,6 +148,33 @@ async fn plain_node(rid: &str, store: &Arc<dyn zlink::store::LocationStore>) -> 
     start(discovered_node(rid, store, quick_lease())).await
 }
 
+/// A Room server `a` and a plain node `b` connected to it, over a private redis-server
+/// (held here for the test's length).
+struct RoomServerAndCaller {
+    _redis: RedisServer,
+    counters: Counters,
+    a: Runtime,
+    b: Runtime,
+}
+
+async fn room_server_and_caller() -> RoomServerAndCaller {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = object_server("a", &store, &counters).await;
+    let b = plain_node("b", &store).await;
+    wait_until(WAIT, "a and b connected", || async {
+        peer_rids(&b) == ["a"]
+    })
+    .await;
+    RoomServerAndCaller {
+        _redis: redis,
+        counters,
+        a,
+        b,
+    }
+}
+
 fn record_reads(rt: &Runtime) -> u64 {
     rt.status()
         .store_operations

@@ -6,15 +6,12 @@ use super::*;
 
 #[tokio::test]
 async fn direct_calls_take_only_the_id_and_reach_the_owner_from_another_node() {
-    let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let counters = Counters::default();
-    let a = object_server("a", &store, &counters).await;
-    let b = plain_node("b", &store).await;
-    wait_until(WAIT, "a and b connected", || async {
-        peer_rids(&b) == ["a"]
-    })
-    .await;
+    let RoomServerAndCaller {
+        _redis,
+        counters: _,
+        a,
+        b,
+    } = room_server_and_caller().await;
 
     let SpotCreation::Created(room, reply) = a
         .spots()
@@ -56,15 +53,12 @@ async fn direct_calls_take_only_the_id_and_reach_the_owner_from_another_node() {
 
 #[tokio::test]
 async fn a_cache_hit_makes_zero_store_reads() {
-    let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let counters = Counters::default();
-    let a = object_server("a", &store, &counters).await;
-    let b = plain_node("b", &store).await;
-    wait_until(WAIT, "a and b connected", || async {
-        peer_rids(&b) == ["a"]
-    })
-    .await;
+    let RoomServerAndCaller {
+        _redis,
+        counters: _,
+        a,
+        b,
+    } = room_server_and_caller().await;
     a.spots()
         .get_or_create("room-1", "room", Bytes::new())
         .await

@@ -23,7 +23,7 @@ use super::server::ObjectServer;
 use super::spot::ClosingReason;
 use super::stop_list::{Halt, StopList};
 use super::timer::{TimerRecord, TimerTick};
-use super::turn_loop::{turn_holds, TurnLoop};
+use super::turn_loop::{in_a_turn, turn_holds, TurnLoop};
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::handler::{PacketKind, WeakHandle};
 use crate::mesh::PendingReply;
@@ -318,7 +318,8 @@ impl LiveObject {
     /// Whether the running turn holds this object's gate: a request to it from there
     /// would wait for itself.
     pub(crate) fn gate_held_by_caller(&self) -> bool {
-        turn_holds(&self.gate())
+        // Outside every turn (a plain task), no gate is held: no need to read this one's.
+        in_a_turn() && turn_holds(&self.gate())
     }
 
     /// Its mailbox.

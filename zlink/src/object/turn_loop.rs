@@ -30,6 +30,12 @@ tokio::task_local! {
     static TURN_GATE: Arc<Gate>;
 }
 
+/// Whether the running task is inside a turn at all (a caller outside every turn holds
+/// no gate).
+pub(super) fn in_a_turn() -> bool {
+    TURN_GATE.try_with(|_| ()).is_ok()
+}
+
 /// Whether the running task's turn holds `gate`.
 pub(super) fn turn_holds(gate: &Arc<Gate>) -> bool {
     TURN_GATE
