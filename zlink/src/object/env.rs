@@ -15,8 +15,8 @@ use super::owner_link::{node_stopping, OwnerLink};
 use super::stop_list::StopList;
 use crate::handler::{Handle, WeakHandle};
 use crate::mesh::MeshNode;
-use crate::store::{LocationStore, OwnerLease};
-use crate::Result;
+use crate::store::{LeaseToken, LocationStore, OwnerLease};
+use crate::{Error, ErrorKind, Result};
 
 /// The environment of one node's object layer.
 pub(crate) struct ObjectEnv {
@@ -100,6 +100,17 @@ impl ObjectEnv {
         &self.lease
     }
 
+    /// The lease token this node owns new objects under; `Unavailable` while its lease
+    /// admits no new work.
+    pub(crate) fn admitting_token(&self) -> Result<LeaseToken> {
+        self.lease.admitting_token().ok_or_else(|| {
+            Error::new(
+                ErrorKind::Unavailable,
+                "this node's lease admits no new work",
+            )
+        })
+    }
+
     /// This node as an owner: where its objects' messages go.
     pub(crate) fn route(&self) -> &OwnerRoute {
         &self.route
@@ -136,7 +147,6 @@ impl ObjectEnv {
 mod tests {
     use super::*;
     use crate::store::OwnerLeaseSettings;
-    use crate::ErrorKind;
 
     fn env_of(handle: &Handle) -> ObjectEnv {
         let lease = OwnerLease::new(OwnerLeaseSettings::default());
@@ -175,6 +185,13 @@ mod tests {
         );
         let err = env.handle().expect_err("the handle is gone");
         assert!(err.is(ErrorKind::ShuttingDown), "{err}");
+    }
+
+    #[test]
+    fn without_a_lease_no_new_object_is_owned_here() {
+        let env = env_of(&handle());
+        let refused = env.admitting_token().expect_err("no lease taken yet");
+        assert!(refused.is(ErrorKind::Unavailable), "{refused}");
     }
 
     #[test]

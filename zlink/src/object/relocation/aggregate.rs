@@ -18,9 +18,10 @@ use super::placed_state::{place_state, StoredState};
 use super::record::{
     MemberRestore, MovedState, RelayReady, RestoreRecord, RestoreReply, MAX_AGGREGATE_MEMBERS,
 };
+use super::seal::unseal;
 use super::source::{
-    await_seal, cancel_seal, disabled_type, finish, kind_code, moved_object, prepare_reserving,
-    relay_to, restore_on_target, seal_bound_routes, send_cutover, MemberOutcomes,
+    await_seal, disabled_type, finish, kind_code, moved_object, prepare_reserving, relay_to,
+    restore_on_target, seal_bound_routes, send_cutover, MemberOutcomes,
 };
 use super::{INLINE_STATE_BYTES, MAX_CAPTURED_STATE_BYTES};
 use crate::address::Location;
@@ -51,7 +52,7 @@ struct Sealed<'a> {
 impl Drop for Sealed<'_> {
     fn drop(&mut self) {
         if let Some(captured) = self.captured.take() {
-            cancel_seal(self.server, &self.live, captured);
+            unseal(&self.live, self.server.relocations.departures(), captured);
         }
         if let Some(resume) = self.resume.take() {
             let _ = resume.send(Resume::Cancelled);
@@ -111,12 +112,16 @@ pub(crate) async fn relocate_with_members(
     for (index, state) in states.into_iter().enumerate() {
         let inline_up_to = INLINE_STATE_BYTES.min(inline_left);
         let reference = format!("zlink:state:{relocation_id}:{index}");
-        let state = place_state(server, reference, state, inline_up_to).await?;
+        let state = place_state(&server.relocations, reference, state, inline_up_to).await?;
         if let Some(MovedState::Inline(bytes)) = &state {
             inline_left = inline_left.saturating_sub(bytes.len());
         }
         // A state left in the Relocation Store is removed once the move is over here.
-        payloads.extend(StoredState::of(server, &state));
+        payloads.extend(StoredState::of(
+            &server.relocations,
+            server.env.tracker(),
+            &state,
+        ));
         placed.push(state);
     }
     let record = unit_record(spot, &sealed, placed, &relocation_id)?;
@@ -347,7 +352,7 @@ async fn seal_all<'a>(
         let captured = match waited {
             Ok(captured) => captured,
             Err(Some(late)) => {
-                cancel_seal(server, &live, late);
+                unseal(&live, server.relocations.departures(), late);
                 let _ = resume_tx.send(Resume::Cancelled);
                 continue;
             }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::arrival::{
-    admitting_token, arriving_type, build, check_arriving, expected_authority, ready_of,
-    ArrivalGroup, Arriving, Carried, Staged,
+    arriving_type, build, check_arriving, expected_authority, ready_of, ArrivalGroup, Arriving,
+    Carried, Staged,
 };
 use super::record::{MovedState, RestoreRecord, RestoreReply};
 use super::RELOCATION_DEADLINE;
@@ -60,7 +60,7 @@ pub(super) async fn arrive_with_members(
         }
         members.push((member_key, member_type));
     }
-    let token = admitting_token(server)?;
+    let token = server.env.admitting_token()?;
     let bytes = std::iter::once(&record.object.state)
         .chain(record.members.iter().map(|m| &m.object.state))
         .flatten()

@@ -1,20 +1,20 @@
 //! Where a moving object's captured state travels: inside the restore when it is small,
-//! through the Relocation Store when it is not, and removed from there once the move is
-//! over on the source.
+//! through the Relocation Store when it is not (put by the source, read by the target),
+//! and removed from there once the move is over on the source.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use super::record::MovedState;
-use crate::object::server::ObjectServer;
-use crate::store::{PayloadRef, PutOutcome};
+use super::relocations::Relocations;
+use crate::store::{PayloadRead, PayloadRef, PutOutcome};
 use crate::{Error, ErrorKind, Result};
 
 /// A captured state placed for the target: inline, or (above `inline_up_to` bytes) put
 /// in the Relocation Store under `reference`.
 pub(super) async fn place_state(
-    server: &ObjectServer,
+    relocations: &Relocations,
     reference: String,
     state: Option<Vec<u8>>,
     inline_up_to: usize,
@@ -22,11 +22,7 @@ pub(super) async fn place_state(
     let Some(state) = state else {
         return Ok(None);
     };
-    let Some(store) = server
-        .relocations
-        .store()
-        .filter(|_| state.len() > inline_up_to)
-    else {
+    let Some(store) = relocations.store().filter(|_| state.len() > inline_up_to) else {
         return Ok(Some(MovedState::Inline(state)));
     };
     let payload_ref = PayloadRef::new(reference.clone()).map_err(Error::from)?;
@@ -50,6 +46,32 @@ pub(super) async fn place_state(
     }
 }
 
+/// The captured state's bytes: inline, or read from the Relocation Store (a state that
+/// is not there, or not whole, is lost data: nothing is built).
+pub(super) async fn fetch_state(relocations: &Relocations, state: &MovedState) -> Result<Bytes> {
+    let (reference, len) = match state {
+        MovedState::Inline(bytes) => return Ok(Bytes::copy_from_slice(bytes)),
+        MovedState::Stored { reference, len } => (reference, *len),
+    };
+    let store = relocations.required_store("read the moved state from")?;
+    let reference = PayloadRef::new(reference.clone()).map_err(Error::from)?;
+    match store.read(&reference).await {
+        Ok(PayloadRead::Found { bytes, .. }) if bytes.len() as u64 == len => Ok(bytes),
+        Ok(PayloadRead::Found { bytes, .. }) => Err(Error::new(
+            ErrorKind::DataLost,
+            format!("the moved state has {} bytes, not {len}", bytes.len()),
+        )),
+        Ok(PayloadRead::Missing) => Err(Error::new(
+            ErrorKind::DataLost,
+            "the moved state is not in the Relocation Store",
+        )),
+        Err(e) => Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("the Relocation Store did not give the moved state: {e}"),
+        )),
+    }
+}
+
 /// How long a state put in the Relocation Store for a move is kept at most.
 const STATE_RETENTION: std::time::Duration = std::time::Duration::from_secs(10 * 60);
 
@@ -61,14 +83,18 @@ pub(super) struct StoredState {
 }
 
 impl StoredState {
-    pub(super) fn of(server: &ObjectServer, state: &Option<MovedState>) -> Option<Self> {
+    pub(super) fn of(
+        relocations: &Relocations,
+        tracker: &tokio_util::task::TaskTracker,
+        state: &Option<MovedState>,
+    ) -> Option<Self> {
         let Some(MovedState::Stored { reference, .. }) = state else {
             return None;
         };
         Some(StoredState {
-            store: server.relocations.store().cloned()?,
+            store: relocations.store().cloned()?,
             reference: PayloadRef::new(reference.clone()).ok()?,
-            tracker: server.env.tracker().clone(),
+            tracker: tracker.clone(),
         })
     }
 }

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::object::instance::Instance;
 use crate::object::live_object::{Captured, LiveObject, Resume};
+use crate::object::relocation::Departures;
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
 use crate::object::timer::Timers;
@@ -53,13 +54,12 @@ pub(crate) fn seal(
     }
 }
 
-/// Undoes a seal whose move went away before taking it: the backlog goes back ahead of
-/// what the hold took, and the hold is gone.
-fn unseal(live: &LiveObject, server: &Weak<ObjectServer>, sealed: Captured) {
+/// Undoes a seal whose move ends before relay-ready (or went away before taking it): the
+/// captured queue goes back ahead of what the hold kept, the hold is gone, and the object
+/// admits again.
+pub(crate) fn unseal(live: &LiveObject, departures: &Departures, sealed: Captured) {
     sealed.departure.cancel(live, sealed.backlog);
-    if let Some(layer) = server.upgrade() {
-        layer.relocations.departures().remove(&sealed.departure);
-    }
+    departures.remove(&sealed.departure);
 }
 
 /// The turn loop's step for a move's seal job: seals, hands the capture to the move, lets
@@ -80,14 +80,14 @@ pub(crate) async fn at_turn_boundary(
         return SealOutcome::Resumed;
     };
     let sealed = seal(live, &layer, timers, instance);
-    drop(layer);
     let records = sealed.timers.clone();
     if let Err(sealed) = captured.send(sealed) {
         // The move gave up before the seal: nothing changed.
-        unseal(live, server, sealed);
+        unseal(live, layer.relocations.departures(), sealed);
         let _ = timers.resume(&records);
         return SealOutcome::Resumed;
     }
+    drop(layer);
     // A sealed object runs nothing: the others behind its gate (a SpotWide Spot and its
     // members) go on, and may be sealed for the same move.
     drop(held);

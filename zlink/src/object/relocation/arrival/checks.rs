@@ -181,13 +181,3 @@ pub(crate) fn expected_authority(
         creation_request: None,
     }
 }
-
-/// The lease token this node owns new objects under.
-pub(crate) fn admitting_token(server: &ObjectServer) -> Result<crate::store::LeaseToken> {
-    server.env.lease().admitting_token().ok_or_else(|| {
-        Error::new(
-            ErrorKind::Unavailable,
-            "this node's lease admits no new work",
-        )
-    })
-}

@@ -32,7 +32,7 @@ mod commit;
 
 pub(super) use build::{build, Staged};
 use checks::{admit_join, Admitted};
-pub(super) use checks::{admitting_token, arriving_type, check_arriving, expected_authority};
+pub(super) use checks::{arriving_type, check_arriving, expected_authority};
 pub(crate) use commit::commit;
 use commit::commit_by_fallback;
 
@@ -199,7 +199,7 @@ pub(crate) async fn arrive(
         }
         ObjectKind::Spot => None,
     };
-    let token = admitting_token(server)?;
+    let token = server.env.admitting_token()?;
     let permit = server
         .relocations
         .permits()

@@ -103,14 +103,19 @@ pub(crate) async fn hand_over(
             Ok(sealed) => sealed,
             Err(e) => return cancel(backlog, HandOver::Cancelled(e)),
         };
-    let placed = place_state(server, reference(&relocation_id), state, INLINE_STATE_BYTES);
+    let placed = place_state(
+        &server.relocations,
+        reference(&relocation_id),
+        state,
+        INLINE_STATE_BYTES,
+    );
     let state = match placed.await {
         Ok(state) => state,
         Err(e) => return cancel(backlog, HandOver::Cancelled(e)),
     };
     // A state left in the Relocation Store is removed once the target has read it (or
     // the move is cancelled); its retention bounds it if this node dies first.
-    let _payload = StoredState::of(server, &state);
+    let _payload = StoredState::of(&server.relocations, server.env.tracker(), &state);
     let record = RestoreRecord {
         kind: kind_code(key),
         relocation_id: relocation_id.clone(),

@@ -194,7 +194,7 @@ async fn seal_and_hand_over(
         Ok(sealed) => sealed,
         Err((e, late)) => {
             if let Some(late) = late {
-                cancel_seal(server, live, late);
+                super::seal::unseal(live, server.relocations.departures(), late);
                 let _ = resume_tx.send(Resume::Cancelled);
             }
             return Err(e);
@@ -244,13 +244,6 @@ pub(super) async fn await_seal(
             Err((late_error, late))
         }
     }
-}
-
-/// Undoes a seal whose move ends before relay-ready: the captured queue goes back ahead
-/// of what the hold kept, and the object admits again.
-pub(super) fn cancel_seal(server: &ObjectServer, live: &LiveObject, sealed: Captured) {
-    sealed.departure.cancel(live, sealed.backlog);
-    server.relocations.departures().remove(&sealed.departure);
 }
 
 /// Checks the target and takes the permits and the connection a move needs.
