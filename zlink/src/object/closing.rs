@@ -12,6 +12,7 @@ use super::remote::encode_generation;
 use super::server::{store_error, ObjectServer};
 use super::spot::ClosingReason;
 use crate::address::{ObjectKey, ObjectKind};
+use crate::object::env::ObjectEnv;
 use crate::{Error, ErrorKind, Result};
 
 /// Closes exactly the incarnation `generation` of `key`. `false` when it is gone already.
@@ -46,7 +47,7 @@ pub(super) async fn close(
         ));
     }
     if current.record.route.rid != server.env.route().rid {
-        return close_remote(server, key, &current, generation).await;
+        return close_remote(&server.env, key, &current, generation).await;
     }
     let live = server
         .registry
@@ -164,12 +165,12 @@ pub(super) async fn close(
 /// Closes a Spot (command 48) or destroys an Actor (command 27) through its owner, with
 /// the owner fence of the authority just read.
 async fn close_remote(
-    server: &ObjectServer,
+    env: &ObjectEnv,
     key: &ObjectKey,
     current: &Versioned,
     generation: u64,
 ) -> Result<bool> {
-    let out = &server.env.owner_link();
+    let out = &env.owner_link();
     let node = out.node()?;
     let settings = node.settings();
     let deadline = Instant::now() + settings.request_timeout;

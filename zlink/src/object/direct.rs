@@ -18,6 +18,7 @@ use super::route_switch::FOLLOW_BARRIER;
 use super::server::ObjectServer;
 use crate::address::ObjectKey;
 use crate::handler::PacketKind;
+use crate::object::env::ObjectEnv;
 use crate::wire::{Metadata, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
@@ -81,7 +82,7 @@ pub(super) async fn call(server: &Arc<ObjectServer>, call: ObjectCall<'_>) -> Re
     let result = if route.owner.rid == server.env.route().rid {
         call_local(server, call, fence, deadline).await
     } else {
-        call_remote(server, &route, call, fence, deadline).await
+        call_remote(&server.env, &route, call, fence, deadline).await
     };
     match (request, &result) {
         (true, Ok(_)) => sending.replied(),
@@ -180,7 +181,7 @@ pub(super) async fn call_local(
     let Some(Prepared { live, job, bytes }) = prepared else {
         // The object is leaving this node: its hold or relay took the message.
         left_here(server, &id, fence);
-        return wait_local(server, rx, &id).await;
+        return wait_local(&server.env, rx, &id).await;
     };
     // A request to an object behind the gate this very turn holds would wait for itself.
     if request && live.gate_held_by_caller() {
@@ -202,7 +203,7 @@ pub(super) async fn call_local(
                 drop(job);
             } else {
                 left_here(server, &id, fence);
-                return wait_local(server, rx, &id).await;
+                return wait_local(&server.env, rx, &id).await;
             }
         } else {
             drop(job);
@@ -220,7 +221,7 @@ pub(super) async fn call_local(
             }
         });
     }
-    wait_local(server, rx, &id).await
+    wait_local(&server.env, rx, &id).await
 }
 
 /// A local call's message was relayed by the object's departure: this node's own route
@@ -244,11 +245,7 @@ struct LocalWait {
 /// A local request's result, as a remote caller would hear it: the reply, or
 /// `DeadlineExceeded` at the call's deadline, or `ShuttingDown` when the node stopped
 /// with the request unanswered (a send is done once queued: `None`).
-async fn wait_local(
-    server: &ObjectServer,
-    wait: Option<LocalWait>,
-    id: &ObjectKey,
-) -> Result<Bytes> {
+async fn wait_local(env: &ObjectEnv, wait: Option<LocalWait>, id: &ObjectKey) -> Result<Bytes> {
     let Some(LocalWait {
         reply,
         deadline,
@@ -259,7 +256,7 @@ async fn wait_local(
     };
     match tokio::time::timeout_at(deadline, reply).await {
         Ok(Ok(result)) => result,
-        Ok(Err(_)) if server.env.cancel().is_cancelled() => Err(Error::new(
+        Ok(Err(_)) if env.cancel().is_cancelled() => Err(Error::new(
             ErrorKind::ShuttingDown,
             "the runtime is shutting down",
         )),
@@ -445,13 +442,13 @@ fn check_admission(
 }
 
 pub(super) async fn call_remote(
-    server: &ObjectServer,
+    env: &ObjectEnv,
     route: &ReadyRoute,
     call: ObjectCall<'_>,
     fence: RouteFence,
     deadline: Instant,
 ) -> Result<Bytes> {
-    let out = &server.env.owner_link();
+    let out = &env.owner_link();
     let node = out.node()?;
     let admit_by = deadline.min(Instant::now() + call.send_timeout);
     let link = out.peer(&route.owner.rid, admit_by).await.map_err(|e| {

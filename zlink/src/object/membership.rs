@@ -20,6 +20,7 @@ use super::live_object::{LiveObject, ObjectJob};
 use super::server::{store_error, ObjectServer};
 use crate::address::ActorRef;
 use crate::address::{ObjectKey, SpotId};
+use crate::object::env::ObjectEnv;
 use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind};
 
@@ -162,7 +163,7 @@ pub(crate) async fn join(
     let live = server.registry.get(&ObjectKey::from(&spot));
     let to_entry = server.entry.as_ref().is_some_and(|e| e.id == spot);
     if live.is_none() && !to_entry && actor.membership().as_ref() != Some(&spot) {
-        return match elsewhere(server, &spot).await {
+        return match elsewhere(&server.env, &spot).await {
             Ok(rid) => JoinStep::Across { spot, request, rid },
             Err(outcome) => JoinStep::Done(outcome),
         };
@@ -266,7 +267,7 @@ async fn join_here(
     let written = match written {
         Ok(written) => written,
         Err(lost) => {
-            let current = settle_lost_write(server, actor, &authority).await;
+            let current = settle_lost_write(&server.env, actor, &authority).await;
             let landed = current
                 .as_ref()
                 .is_some_and(|current| current.record.membership.as_deref() == Some(spot.as_str()));
@@ -338,14 +339,14 @@ impl Drop for Seat<'_> {
 /// read until the store answers (or the Join's time is up). `None` when it is gone or is
 /// another incarnation now.
 async fn settle_lost_write(
-    server: &ObjectServer,
+    env: &ObjectEnv,
     actor: &LiveObject,
     admitted: &Versioned,
 ) -> Option<Versioned> {
     let deadline = tokio::time::Instant::now() + JOIN_TIMEOUT;
     let mut backoff = Duration::from_millis(20);
     loop {
-        match server.env.authority().read(&actor.key).await {
+        match env.authority().read(&actor.key).await {
             Ok(current) => {
                 return current.filter(|c| c.record.fence == admitted.record.fence);
             }
@@ -389,14 +390,14 @@ fn notify(spot: &LiveObject, event: MemberEvent) -> bool {
 
 /// A Join target this node does not run: the node it is Ready on, or why it cannot be
 /// joined (missing, not Ready, the store cannot say).
-async fn elsewhere(server: &ObjectServer, spot: &SpotId) -> Result<String, JoinOutcome> {
-    match server.env.authority().read(&ObjectKey::from(spot)).await {
+async fn elsewhere(env: &ObjectEnv, spot: &SpotId) -> Result<String, JoinOutcome> {
+    match env.authority().read(&ObjectKey::from(spot)).await {
         Ok(None) => Err(failed(
             ErrorKind::NotFound,
             format!("there is no Spot {spot}"),
         )),
         Ok(Some(current))
-            if current.record.route.rid != server.env.route().rid
+            if current.record.route.rid != env.route().rid
                 && current.record.state == super::authority::AuthorityState::Ready =>
         {
             Ok(current.record.route.rid)

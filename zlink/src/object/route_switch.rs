@@ -87,5 +87,5 @@ async fn barrier(server: &Arc<ObjectServer>, from: &ReadyRoute) -> Result<Bytes>
     if peers.link(&from.owner.rid).is_none() {
         return Ok(Bytes::new());
     }
-    direct::call_remote(server, from, call, fence, deadline).await
+    direct::call_remote(&server.env, from, call, fence, deadline).await
 }

@@ -152,7 +152,7 @@ impl ObjectServer {
 
     /// The object's current Ready incarnation, if any.
     pub(crate) async fn find(&self, key: &ObjectKey) -> Result<Option<Location>> {
-        creation::find(self, key).await
+        creation::find(&self.env, key).await
     }
 
     /// Closes (a Spot) or destroys (an Actor) exactly the incarnation `generation` of

@@ -19,6 +19,7 @@ use super::spot::CreateDecision;
 use crate::address::Location;
 use crate::address::Outcome;
 use crate::address::{ObjectKey, ObjectKind, StableType};
+use crate::object::env::ObjectEnv;
 use crate::{Error, ErrorKind, Result};
 
 mod placed;
@@ -126,7 +127,7 @@ pub(super) async fn create(
                     try_create(server, &key, &request, stable_type, deadline).await
                 } else {
                     create_remote(
-                        server,
+                        &server.env,
                         &target.rid,
                         &key,
                         stable_type,
@@ -336,13 +337,13 @@ async fn attempt(
     let (instance, decision) = match staged {
         Ok(staged) => staged,
         Err(e) => {
-            abort(server, key, &won).await;
+            abort(&server.env, key, &won).await;
             return Err(e);
         }
     };
     let reply = match decision {
         CreateDecision::Reject(reply) => {
-            abort(server, key, &won).await;
+            abort(&server.env, key, &won).await;
             return Ok(Some(Outcome::Rejected(reply)));
         }
         CreateDecision::Accept(reply) => reply,
@@ -408,7 +409,7 @@ async fn settle_lost_commit(
                 return Ok(current);
             }
             Ok(Some(current)) if current.version == won.version => {
-                abort(server, key, won).await;
+                abort(&server.env, key, won).await;
                 return Err(store_error(lost));
             }
             // Someone cancelled the reservation (or it was replaced): it never committed.
@@ -427,20 +428,15 @@ async fn settle_lost_commit(
     }
 }
 
-async fn abort(server: &ObjectServer, key: &ObjectKey, won: &Versioned) {
-    if let Err(e) = server.env.authority().delete(key, won).await {
+async fn abort(env: &ObjectEnv, key: &ObjectKey, won: &Versioned) {
+    if let Err(e) = env.authority().delete(key, won).await {
         tracing::warn!(object = %key, error = %e, "could not abort a reservation; the next get-or-create of the ID cancels it");
     }
 }
 
 /// The object's current Ready incarnation, if any.
-pub(super) async fn find(server: &ObjectServer, key: &ObjectKey) -> Result<Option<Location>> {
-    let current = server
-        .env
-        .authority()
-        .read(key)
-        .await
-        .map_err(store_error)?;
+pub(super) async fn find(env: &ObjectEnv, key: &ObjectKey) -> Result<Option<Location>> {
+    let current = env.authority().read(key).await.map_err(store_error)?;
     Ok(current
         .filter(|v| v.record.state == AuthorityState::Ready)
         .map(|v| v.location()))

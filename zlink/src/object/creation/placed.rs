@@ -7,6 +7,7 @@ use tokio::time::Instant;
 use crate::address::Location;
 use crate::address::Outcome;
 use crate::address::{ObjectKey, ObjectKind};
+use crate::object::env::ObjectEnv;
 use crate::object::owner_link::ObjectCommand;
 use crate::object::placement;
 use crate::object::remote::{CreateReply, CreateRequest};
@@ -64,7 +65,7 @@ pub(crate) fn candidates(
 /// Asks node `rid` (chosen by placement) to create the object. `None` when another
 /// attempt holds the ID: the caller reads the authority again.
 pub(super) async fn create_remote(
-    server: &ObjectServer,
+    env: &ObjectEnv,
     rid: &str,
     key: &ObjectKey,
     stable_type: &str,
@@ -72,7 +73,7 @@ pub(super) async fn create_remote(
     must_be_new: bool,
     deadline: Instant,
 ) -> Result<Option<Outcome>> {
-    let out = &server.env.owner_link();
+    let out = &env.owner_link();
     let admit_by = deadline.min(Instant::now() + out.node()?.settings().send_timeout);
     let link = out.peer(rid, admit_by).await?;
     let payload = CreateRequest {
@@ -86,7 +87,7 @@ pub(super) async fn create_remote(
         CreateReply::Created { generation, reply } => Some(Outcome::Created(
             Location {
                 generation,
-                mesh_name: server.env.route().mesh_name.clone(),
+                mesh_name: env.route().mesh_name.clone(),
                 rid: rid.to_string(),
             },
             Bytes::from(reply),

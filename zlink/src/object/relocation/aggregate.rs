@@ -478,7 +478,7 @@ async fn reclaim_all(server: &ObjectServer, sealed: &mut [Sealed<'_>]) -> Vec<Op
             readies.push(None);
             continue;
         };
-        let ready = match reclaim(server, &participant.live.key, &captured.authority).await {
+        let ready = match reclaim(&server.env, &participant.live.key, &captured.authority).await {
             Reclaimed::Taken(ready) => Some(ready),
             Reclaimed::Kept(kept) => {
                 participant.live.set_authority(kept.clone());

@@ -98,14 +98,14 @@ pub(super) async fn arrive_with_members(
         .iter()
         .map(|member| {
             let home = Some(&spot_id);
-            expected_authority(server, ObjectKind::Actor, &member.object, &token, home)
+            expected_authority(&server.env, ObjectKind::Actor, &member.object, &token, home)
         })
         .collect();
     let fences = expected.iter().map(|a| a.fence.clone()).collect();
     let spot_arriving = Arriving {
         relocation_id: &record.relocation_id,
         object: &record.object,
-        expected: expected_authority(server, ObjectKind::Spot, &record.object, &token, None),
+        expected: expected_authority(&server.env, ObjectKind::Spot, &record.object, &token, None),
         joined: None,
         deadline,
         permit: Some(permit),

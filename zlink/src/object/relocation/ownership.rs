@@ -10,6 +10,7 @@ use super::record::RelayReady;
 use super::CUTOVER_FALLBACK;
 use crate::address::ObjectKey;
 use crate::object::authority_store::{Fenced, Versioned};
+use crate::object::env::ObjectEnv;
 use crate::object::server::ObjectServer;
 use crate::Result;
 
@@ -43,16 +44,12 @@ pub(super) enum Reclaimed {
 /// target's owner change, fenced on the sealed version, can no longer apply. If the
 /// target was first, the object is the target's. Dispatch stays closed while the store
 /// does not answer.
-pub(super) async fn reclaim(
-    server: &ObjectServer,
-    key: &ObjectKey,
-    sealed: &Versioned,
-) -> Reclaimed {
+pub(super) async fn reclaim(env: &ObjectEnv, key: &ObjectKey, sealed: &Versioned) -> Reclaimed {
     let mut pause = std::time::Duration::from_millis(50);
     loop {
-        let found = match server.env.authority().refence(key, sealed).await {
+        let found = match env.authority().refence(key, sealed).await {
             Ok(Fenced::Done(kept)) => return Reclaimed::Kept(kept),
-            Ok(Fenced::Moved) => server.env.authority().read(key).await,
+            Ok(Fenced::Moved) => env.authority().read(key).await,
             Err(e) => Err(e),
         };
         match found {
@@ -60,7 +57,7 @@ pub(super) async fn reclaim(
                 let (was, now) = (&sealed.record.fence, &current.record.fence);
                 let taken = now.object_generation == was.object_generation
                     && now.owner_generation == was.owner_generation + 1
-                    && current.record.route.rid != server.env.route().rid;
+                    && current.record.route.rid != env.route().rid;
                 if !taken {
                     tracing::warn!(object = %key, "the authority changed under a move in another way");
                     return Reclaimed::Stopped;
@@ -79,7 +76,7 @@ pub(super) async fn reclaim(
         }
         tokio::select! {
             _ = tokio::time::sleep(pause) => {}
-            _ = server.env.cancel().cancelled() => return Reclaimed::Stopped,
+            _ = env.cancel().cancelled() => return Reclaimed::Stopped,
         }
         pause = (pause * 2).min(std::time::Duration::from_secs(1));
     }
@@ -103,7 +100,7 @@ async fn confirm_commit(
                 }
                 // A target whose lease is gone can no longer commit (it checks its lease
                 // right before the owner change).
-                if Instant::now() >= deadline || !target_lease_alive(server, ready).await {
+                if Instant::now() >= deadline || !target_lease_alive(&server.env, ready).await {
                     return false;
                 }
             }
@@ -122,9 +119,9 @@ async fn confirm_commit(
 
 /// Whether the target still holds the lease it would commit under; `true` when the
 /// store cannot say (the caller keeps asking).
-async fn target_lease_alive(server: &ObjectServer, ready: &RelayReady) -> bool {
+async fn target_lease_alive(env: &ObjectEnv, ready: &RelayReady) -> bool {
     let owner = crate::store::OwnerId(ready.target_fence.owner.clone());
-    match server.env.store().read_lease(&owner).await {
+    match env.store().read_lease(&owner).await {
         Ok(grant) => grant.is_some_and(|g| g.token == ready.target_fence.lease()),
         Err(_) => true,
     }

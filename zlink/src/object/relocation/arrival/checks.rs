@@ -9,6 +9,7 @@ use super::{ready_of, Joining};
 use crate::address::{ActorId, ObjectKey, ObjectKind, SpotId};
 use crate::address::{ActorRef, Location};
 use crate::object::authority::{Authority, AuthorityState, ObjectShape, OwnerFence};
+use crate::object::env::ObjectEnv;
 use crate::object::membership::JoinDecision;
 use crate::object::object_type::TypeDef;
 use crate::object::relocation::record::{JoinIntent, MovedObject, RestoreRecord, RestoreReply};
@@ -156,7 +157,7 @@ pub(crate) fn arriving_type(
 /// The authority an arriving object will run under here: its source's with AOG + 1 and
 /// this node as the owner.
 pub(crate) fn expected_authority(
-    server: &ObjectServer,
+    env: &ObjectEnv,
     kind: ObjectKind,
     object: &MovedObject,
     token: &crate::store::LeaseToken,
@@ -176,7 +177,7 @@ pub(crate) fn expected_authority(
             owner: token.owner.0.clone(),
             lease_generation: token.generation,
         },
-        route: server.env.route().clone(),
+        route: env.route().clone(),
         membership: home.map(ToString::to_string),
         creation_request: None,
     }

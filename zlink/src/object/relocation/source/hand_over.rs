@@ -138,7 +138,7 @@ pub(crate) async fn hand_over(
         Ok(RestoreReply::Declined { reply }) => {
             return cancel(backlog, HandOver::Declined(Bytes::from(reply)))
         }
-        Err(e) => match reclaim(server, key, &authority).await {
+        Err(e) => match reclaim(&server.env, key, &authority).await {
             Reclaimed::Taken(ready) => ready,
             Reclaimed::Kept(kept) => {
                 live.set_authority(kept);
