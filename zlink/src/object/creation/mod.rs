@@ -371,7 +371,7 @@ async fn attempt(
             format!("{key}'s reservation was cancelled before it committed"),
         )),
         // The answer was lost (or not replicated): learn what the store has, never guess.
-        Err(e) => settle_lost_commit(server, key, &won, e).await,
+        Err(e) => settle_lost_commit(&server.env, key, &won, e).await,
     };
     match committed {
         Ok(ready) => {
@@ -394,14 +394,14 @@ async fn attempt(
 /// answers (the Spot stays registered, not yet running, meanwhile), and a reservation
 /// still in place is aborted. Stops only when the node does.
 async fn settle_lost_commit(
-    server: &ObjectServer,
+    env: &ObjectEnv,
     key: &ObjectKey,
     won: &Versioned,
     lost: crate::store::StoreError,
 ) -> Result<Versioned> {
     let mut backoff = CREATING_BACKOFF;
     loop {
-        match server.env.authority().read(key).await {
+        match env.authority().read(key).await {
             Ok(Some(current))
                 if current.record.state == AuthorityState::Ready
                     && current.record.fence == won.record.fence =>
@@ -409,7 +409,7 @@ async fn settle_lost_commit(
                 return Ok(current);
             }
             Ok(Some(current)) if current.version == won.version => {
-                abort(&server.env, key, won).await;
+                abort(env, key, won).await;
                 return Err(store_error(lost));
             }
             // Someone cancelled the reservation (or it was replaced): it never committed.
@@ -420,7 +420,7 @@ async fn settle_lost_commit(
         }
         tokio::select! {
             _ = tokio::time::sleep(backoff) => {}
-            _ = server.env.cancel().cancelled() => {
+            _ = env.cancel().cancelled() => {
                 return Err(Error::new(ErrorKind::ShuttingDown, "the node stopped during the creation"));
             }
         }

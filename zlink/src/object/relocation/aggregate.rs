@@ -27,7 +27,9 @@ use super::{INLINE_STATE_BYTES, MAX_CAPTURED_STATE_BYTES};
 use crate::address::Location;
 use crate::address::{ObjectKey, ObjectKind};
 use crate::object::authority::AuthorityState;
+use crate::object::env::ObjectEnv;
 use crate::object::live_object::{Captured, LiveObject, ObjectJob, Resume};
+use crate::object::registry::ObjectRegistry;
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
 use crate::{Error, ErrorKind, Result};
@@ -70,7 +72,7 @@ pub(crate) async fn relocate_with_members(
     members: &[Arc<str>],
 ) -> Result<(Location, MemberOutcomes)> {
     let key = &spot.key;
-    let members = participants(server, spot, members)?;
+    let members = participants(&server.registry, spot, members)?;
     let preserving = std::iter::once(spot)
         .chain(&members)
         .filter(|l| l.object_type.relocation == Relocation::Preserve)
@@ -102,8 +104,13 @@ pub(crate) async fn relocate_with_members(
             continue;
         };
         let live = &participant.live;
-        let (seal, carried) =
-            seal_bound_routes(server, live, &captured.authority, &relocation_id).await?;
+        let (seal, carried) = seal_bound_routes(
+            &server.relocations,
+            live,
+            &captured.authority,
+            &relocation_id,
+        )
+        .await?;
         (participant.bound, participant.bound_carried) = (seal, carried);
     }
     let mut placed = Vec::with_capacity(states.len());
@@ -158,7 +165,7 @@ pub(crate) async fn relocate_with_members(
                 .collect();
             (readies, None)
         }
-        Err(e) => (reclaim_all(server, &mut sealed).await, Some(e)),
+        Err(e) => (reclaim_all(&server.env, &mut sealed).await, Some(e)),
     };
     if let Some(e) = &failed {
         if readies.iter().all(Option::is_none) {
@@ -260,7 +267,7 @@ pub(crate) async fn relocate_with_members(
 /// The member Actors that move with `spot`: every one still running here. One that may
 /// not move refuses the whole move, before anything is sealed.
 fn participants(
-    server: &ObjectServer,
+    registry: &ObjectRegistry,
     spot: &LiveObject,
     members: &[Arc<str>],
 ) -> Result<Vec<Arc<LiveObject>>> {
@@ -280,7 +287,7 @@ fn participants(
             kind: ObjectKind::Actor,
             id: id.clone(),
         };
-        let Some(member) = server.registry.get(&member_key) else {
+        let Some(member) = registry.get(&member_key) else {
             continue;
         };
         if member.object_type.relocation == Relocation::Disable {
@@ -471,14 +478,14 @@ fn unit_record(
 /// After a restore of the unit that did not answer relay-ready: each participant is
 /// re-fenced (see [`reclaim`]); those the target took already are handed over (`Some`),
 /// the others run on here.
-async fn reclaim_all(server: &ObjectServer, sealed: &mut [Sealed<'_>]) -> Vec<Option<RelayReady>> {
+async fn reclaim_all(env: &ObjectEnv, sealed: &mut [Sealed<'_>]) -> Vec<Option<RelayReady>> {
     let mut readies = Vec::with_capacity(sealed.len());
     for participant in sealed.iter_mut() {
         let Some(captured) = participant.captured.as_mut() else {
             readies.push(None);
             continue;
         };
-        let ready = match reclaim(&server.env, &participant.live.key, &captured.authority).await {
+        let ready = match reclaim(env, &participant.live.key, &captured.authority).await {
             Reclaimed::Taken(ready) => Some(ready),
             Reclaimed::Kept(kept) => {
                 participant.live.set_authority(kept.clone());

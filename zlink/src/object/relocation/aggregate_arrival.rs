@@ -27,7 +27,7 @@ pub(super) async fn arrive_with_members(
 ) -> Result<RestoreReply> {
     let spot_id = SpotId::new(&key.id)
         .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("a bad Spot ID: {e}")))?;
-    let spot_type = arriving_type(server, ObjectKind::Spot, &record.object)?;
+    let spot_type = arriving_type(&server.registry, ObjectKind::Spot, &record.object)?;
     if spot_type.execution != Execution::SpotWide {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
@@ -48,7 +48,7 @@ pub(super) async fn arrive_with_members(
                 format!("{member_key} is arriving here already"),
             ));
         }
-        let member_type = arriving_type(server, ObjectKind::Actor, &member.object)?;
+        let member_type = arriving_type(&server.registry, ObjectKind::Actor, &member.object)?;
         if spot_type.members.as_ref() != Some(&member_type.stable_type) {
             return Err(Error::new(
                 ErrorKind::InvalidOperation,
@@ -80,7 +80,7 @@ pub(super) async fn arrive_with_members(
         membership: None,
         deadline,
     };
-    let spot_instance = build(server, &spot_type, &key, &handle, spot_staged).await?;
+    let spot_instance = build(&server.relocations, &spot_type, &key, &handle, spot_staged).await?;
     let mut instances = Vec::with_capacity(members.len());
     for (member, (member_key, member_type)) in record.members.iter().zip(&members) {
         let staged = Staged {
@@ -88,7 +88,16 @@ pub(super) async fn arrive_with_members(
             membership: Some(spot_id.clone()),
             deadline,
         };
-        instances.push(build(server, member_type, member_key, &handle, staged).await?);
+        instances.push(
+            build(
+                &server.relocations,
+                member_type,
+                member_key,
+                &handle,
+                staged,
+            )
+            .await?,
+        );
     }
 
     // Everything is built: register the unit.

@@ -24,7 +24,7 @@ pub(super) async fn committed(
 ) -> bool {
     match tokio::time::timeout_at(deadline, cutover).await {
         Ok(Ok(Ok(_))) => true,
-        _ => confirm_commit(server, key, ready, deadline).await,
+        _ => confirm_commit(&server.env, key, ready, deadline).await,
     }
 }
 
@@ -84,7 +84,7 @@ pub(super) async fn reclaim(env: &ObjectEnv, key: &ObjectKey, sealed: &Versioned
 
 /// Reads the authority until the store answers whether the target committed.
 async fn confirm_commit(
-    server: &ObjectServer,
+    env: &ObjectEnv,
     key: &ObjectKey,
     ready: &RelayReady,
     deadline: Instant,
@@ -93,14 +93,14 @@ async fn confirm_commit(
     tokio::time::sleep(CUTOVER_FALLBACK).await;
     let mut pause = std::time::Duration::from_millis(50);
     loop {
-        match server.env.authority().read(key).await {
+        match env.authority().read(key).await {
             Ok(Some(Versioned { record, .. })) => {
                 if record.fence == ready.target_fence {
                     return true;
                 }
                 // A target whose lease is gone can no longer commit (it checks its lease
                 // right before the owner change).
-                if Instant::now() >= deadline || !target_lease_alive(&server.env, ready).await {
+                if Instant::now() >= deadline || !target_lease_alive(env, ready).await {
                     return false;
                 }
             }

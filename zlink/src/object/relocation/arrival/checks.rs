@@ -12,6 +12,7 @@ use crate::object::authority::{Authority, AuthorityState, ObjectShape, OwnerFenc
 use crate::object::env::ObjectEnv;
 use crate::object::membership::JoinDecision;
 use crate::object::object_type::TypeDef;
+use crate::object::registry::ObjectRegistry;
 use crate::object::relocation::record::{JoinIntent, MovedObject, RestoreRecord, RestoreReply};
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
@@ -135,12 +136,12 @@ pub(crate) fn check_arriving(
 /// The type of `object` (of `kind`) as this node serves it, with the same policy the
 /// source moves it under (a state comes exactly with `preserve`).
 pub(crate) fn arriving_type(
-    server: &ObjectServer,
+    registry: &ObjectRegistry,
     kind: ObjectKind,
     object: &MovedObject,
 ) -> Result<Arc<TypeDef>> {
     let stable_type = object.stable_type.as_str();
-    let object_type = server.registry.object_type(kind, stable_type)?;
+    let object_type = registry.object_type(kind, stable_type)?;
     match (object_type.relocation, object.state.is_some()) {
         (Relocation::Disable, _) => Err(Error::new(
             ErrorKind::Rejected,

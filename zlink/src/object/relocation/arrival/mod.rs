@@ -181,7 +181,7 @@ pub(crate) async fn arrive(
     if !record.members.is_empty() {
         return super::aggregate_arrival::arrive_with_members(server, key, record).await;
     }
-    let object_type = arriving_type(server, key.kind, &record.object)?;
+    let object_type = arriving_type(&server.registry, key.kind, &record.object)?;
     // An Actor lands in this node's Entry Spot (or the Spot it joins); a Spot in none.
     let entry = match key.kind {
         ObjectKind::Actor => Some(
@@ -247,7 +247,14 @@ pub(crate) async fn arrive(
         membership: home.clone(),
         deadline,
     };
-    let built = build(server, &object_type, &key, &server.handle()?, staged).await;
+    let built = build(
+        &server.relocations,
+        &object_type,
+        &key,
+        &server.handle()?,
+        staged,
+    )
+    .await;
     let instance = match built {
         Ok(instance) => instance,
         Err(e) => {

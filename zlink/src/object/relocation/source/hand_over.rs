@@ -17,6 +17,7 @@ use crate::object::authority::AuthorityState;
 use crate::object::authority_store::Versioned;
 use crate::object::live_object::{Captured, LiveObject, ObjectJob};
 use crate::object::owner_link::{ObjectCommand, OwnerLink};
+use crate::object::registry::ObjectRegistry;
 use crate::object::relocation::bound_routes::{BoundMove, BoundSeal};
 use crate::object::relocation::follow::{Departure, RelayItem};
 use crate::object::relocation::ownership::{committed, reclaim, Reclaimed};
@@ -25,6 +26,7 @@ use crate::object::relocation::record::{
     CutoverRecord, MovedState, RelayReady, RestoreRecord, RestoreReply,
 };
 use crate::object::relocation::RelocationFaults;
+use crate::object::relocation::Relocations;
 use crate::object::relocation::INLINE_STATE_BYTES;
 use crate::object::relocation::{job_to_held, MAX_CAPTURED_STATE_BYTES};
 use crate::object::server::ObjectServer;
@@ -99,7 +101,7 @@ pub(crate) async fn hand_over(
     // Routes bound to the Actor outside it hold what they send from here on; a move
     // that does not hand it over releases them.
     let (bound_seal, bound) =
-        match seal_bound_routes(server, live, &authority, &relocation_id).await {
+        match seal_bound_routes(&server.relocations, live, &authority, &relocation_id).await {
             Ok(sealed) => sealed,
             Err(e) => return cancel(backlog, HandOver::Cancelled(e)),
         };
@@ -156,7 +158,7 @@ pub(crate) async fn hand_over(
     let relay = relay_to(server, &node, link, live, &departure, backlog, &ready);
     moved();
     server.registry.remove(live);
-    leave_source_spot(server, live, &authority, joining);
+    leave_source_spot(&server.registry, live, &authority, joining);
     // This node's own callers are told as a remote sender is: the route to here is old.
     server
         .resolver
@@ -245,7 +247,7 @@ pub(crate) fn moved_object(
 /// Seals the routes bound to Actor `live` outside it for the move `relocation_id` (a
 /// Spot has none): the seal, released unless handed over, and what it carries.
 pub(crate) async fn seal_bound_routes(
-    server: &ObjectServer,
+    relocations: &Relocations,
     live: &LiveObject,
     authority: &Versioned,
     relocation_id: &str,
@@ -258,7 +260,7 @@ pub(crate) async fn seal_bound_routes(
         generation: authority.record.fence.object_generation,
         relocation_id: relocation_id.to_string(),
     };
-    BoundSeal::take(server.relocations.bound_routes(), moving).await
+    BoundSeal::take(relocations.bound_routes(), moving).await
 }
 
 /// Sends the restore (command 31) and waits for relay-ready (or a Join's decline).
@@ -301,7 +303,7 @@ pub(crate) async fn restore_on_target(
 /// Spot (`on_leave_actor`, one-way); a host move does not (the Actor did not leave its
 /// Spot: it moved with it, or from one Entry Spot to another).
 pub(super) fn leave_source_spot(
-    server: &ObjectServer,
+    registry: &ObjectRegistry,
     live: &LiveObject,
     authority: &Versioned,
     joining: bool,
@@ -309,7 +311,7 @@ pub(super) fn leave_source_spot(
     let Some(spot) = live.membership() else {
         return;
     };
-    let Some(previous) = server.registry.get(&ObjectKey::from(&spot)) else {
+    let Some(previous) = registry.get(&ObjectKey::from(&spot)) else {
         return;
     };
     previous.remove_member(&live.key.id);
