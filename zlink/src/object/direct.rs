@@ -254,17 +254,53 @@ async fn wait_local(env: &ObjectEnv, wait: Option<LocalWait>, id: &ObjectKey) ->
     else {
         return Ok(Bytes::new());
     };
-    match tokio::time::timeout_at(deadline, reply).await {
-        Ok(Ok(result)) => result,
-        Ok(Err(_)) if env.cancel().is_cancelled() => Err(Error::new(
+    use tokio::sync::oneshot::error::TryRecvError;
+    // The owner's turn usually runs while this task steps aside once (the admission woke
+    // it on this worker): a reply by then needs no timer at all.
+    let mut reply = reply;
+    StepAside::default().await;
+    let waited = match reply.try_recv() {
+        Ok(result) => Some(Some(result)),
+        Err(TryRecvError::Closed) => Some(None),
+        Err(TryRecvError::Empty) => tokio::time::timeout_at(deadline, reply)
+            .await
+            .ok()
+            .map(Result::ok),
+    };
+    match waited {
+        Some(Some(result)) => result,
+        Some(None) if env.cancel().is_cancelled() => Err(Error::new(
             ErrorKind::ShuttingDown,
             "the runtime is shutting down",
         )),
-        Ok(Err(_)) => Err(Error::new(ErrorKind::Unavailable, format!("{id} stopped"))),
-        Err(_) => Err(Error::new(
+        Some(None) => Err(Error::new(ErrorKind::Unavailable, format!("{id} stopped"))),
+        None => Err(Error::new(
             ErrorKind::DeadlineExceeded,
             format!("no reply within {timeout:?}"),
         )),
+    }
+}
+
+/// Returns `Pending` once, having woken its own task: the task goes to the back of its
+/// worker's queue, behind the turn its admission just woke (unlike `yield_now`, no wait
+/// for the driver's next poll).
+#[derive(Default)]
+struct StepAside {
+    stepped: bool,
+}
+
+impl std::future::Future for StepAside {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if std::mem::replace(&mut self.stepped, true) {
+            return std::task::Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
     }
 }
 
