@@ -71,6 +71,15 @@ impl ById {
     }
 }
 
+/// What the probe saw of a plain request from `rt` carrying the traced metadata.
+async fn traced_inspect(target: ById, rt: &Runtime) -> Inspected {
+    target
+        .request(rt, &Inspect::default())
+        .options(traced())
+        .await
+        .unwrap()
+}
+
 fn traced() -> zlink::CallOptions {
     zlink::CallOptions::new()
         .metadata("trace", "t-1")
@@ -94,11 +103,7 @@ pub async fn a_local_owner_answers_like_a_remote_one(
         ("trace".to_string(), "t-1".to_string()),
     ];
     for rt in [owner, other] {
-        let seen = target
-            .request(rt, &Inspect::default())
-            .options(traced())
-            .await
-            .unwrap();
+        let seen = traced_inspect(target, rt).await;
         let expected = Inspected {
             metadata: sent.clone(),
             has_deadline: true,
@@ -156,11 +161,7 @@ pub async fn a_local_owner_answers_like_a_remote_one(
     }
     // The late replies are discarded: the next requests get their own answers.
     for rt in [owner, other] {
-        let seen = target
-            .request(rt, &Inspect::default())
-            .options(traced())
-            .await
-            .unwrap();
+        let seen = traced_inspect(target, rt).await;
         assert_eq!(seen.metadata, sent, "{target:?}, caller {}", rt.rid());
     }
 }
