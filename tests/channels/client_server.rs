@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use zeromq::prelude::*;
 use zlink::{CallOptions, ClientServer, Error, ErrorKind, Runtime};
-use zlink_testkit::{wait_until, RedisServer};
+use zlink_testkit::{unused_endpoint, wait_until, RedisServer};
 use zlink_tests::*;
 
 const CS: &str = "pricing";
@@ -47,15 +47,6 @@ async fn answered(client: &Runtime) -> String {
 
 fn echo_client_on(rt: &Runtime, channel: &str) -> EchoServiceClient {
     EchoServiceClient::new(rt, channel)
-}
-
-fn free_endpoint() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    format!("tcp://127.0.0.1:{port}")
 }
 
 #[tokio::test]
@@ -155,7 +146,7 @@ async fn a_server_cannot_start_a_call_to_a_client() {
 async fn a_local_server_is_an_equal_candidate_reached_through_the_transport() {
     let remote = start(cs_server("r", "tcp://127.0.0.1:0", 100)).await;
     let remote_endpoint = remote.channels().client_server_endpoint(CS).unwrap();
-    let local_endpoint = free_endpoint();
+    let local_endpoint = unused_endpoint();
     // One process holds both roles of the channel; its client lists its own server too.
     let both = start(
         node("l")
@@ -194,7 +185,7 @@ async fn a_local_server_is_an_equal_candidate_reached_through_the_transport() {
 
 #[tokio::test]
 async fn with_no_ready_server_a_call_waits_then_fails_not_found() {
-    let endpoint = free_endpoint();
+    let endpoint = unused_endpoint();
     let client = start(cs_client("c", &[&endpoint])).await;
     let started = Instant::now();
     let err = echo_client_on(&client, CS)
@@ -280,7 +271,7 @@ async fn an_oversize_message_is_refused_with_a_clear_error() {
 
 #[tokio::test]
 async fn a_restarted_server_on_the_same_endpoint_is_a_new_lifecycle() {
-    let endpoint = free_endpoint();
+    let endpoint = unused_endpoint();
     let first = start(cs_server("s", &endpoint, 100)).await;
     let client = start(cs_client("c", &[&endpoint])).await;
     wait_for_servers(&client, 1).await;
@@ -460,7 +451,7 @@ async fn a_process_with_only_client_server_and_fanout_roles_needs_no_mesh() {
 
 #[tokio::test]
 async fn a_request_carries_its_remaining_budget_not_the_full_timeout() {
-    let endpoint = free_endpoint();
+    let endpoint = unused_endpoint();
     let client = start(cs_client("c", &[&endpoint])).await;
     // The request waits for a server to appear before it can be submitted.
     let call = {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use zlink::store::OwnerLeaseSettings;
 use zlink::ErrorKind;
-use zlink_testkit::{wait_until, RedisServer};
+use zlink_testkit::{unused_endpoint, wait_until, RedisServer};
 use zlink_tests::*;
 
 fn redis() -> RedisServer {
@@ -191,12 +191,7 @@ async fn a_host_that_loses_redis_stops_admitting_at_its_deadline_and_publishes_n
 async fn a_restarted_node_on_the_same_endpoint_is_a_new_lifecycle() {
     let redis = redis();
     let store = redis_store(&redis);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let endpoint = format!("tcp://127.0.0.1:{port}");
+    let endpoint = unused_endpoint();
     let server = |store| {
         discovered_node("a", store, quick_lease())
             .listen(endpoint.clone())

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use zeromq::prelude::*;
 use zlink::{CallOptions, Error, ErrorKind, Fanout, HandlerContext, Runtime};
-use zlink_testkit::{wait_until, RedisServer, StalledSubscriber};
+use zlink_testkit::{unused_endpoint, wait_until, RedisServer, StalledSubscriber};
 use zlink_tests::*;
 
 const PRICES: &str = "prices";
@@ -577,9 +577,7 @@ async fn once_ready_a_subscriber_misses_no_event_and_sees_its_metadata() {
 #[tokio::test]
 async fn waiting_for_fanout_readiness_fails_in_time_or_when_not_subscribed() {
     // A subscriber whose publisher never answers: nothing listens on the endpoint.
-    let unused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let endpoint = format!("tcp://{}", unused.local_addr().unwrap());
-    drop(unused);
+    let endpoint = unused_endpoint();
     let s = start(
         node("s")
             .request_timeout(Duration::from_millis(300))

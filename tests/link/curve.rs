@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use zlink::security::{CurveKeypair, Trust};
 use zlink::{ClientServer, PeerSpec, Runtime};
-use zlink_testkit::{wait_until, RedisServer};
+use zlink_testkit::{unused_endpoint, wait_until, RedisServer};
 use zlink_tests::*;
 
 fn curve_server(
@@ -269,9 +269,7 @@ async fn a_configured_peer_key_owns_its_rid_before_it_ever_connects() {
         CurveKeypair::generate(),
     );
     // a expects "b" (not running yet) to hold b_keys, and trusts c as a client.
-    let nobody = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    let b_endpoint = format!("tcp://{}", nobody.local_addr().expect("addr"));
-    drop(nobody);
+    let b_endpoint = unused_endpoint();
     let a = start(
         node("a")
             .curve(a_keys.clone())

@@ -5,6 +5,7 @@
 //!   sockets cannot produce on demand.
 //! - [`wait_until`]: waits for a condition with a deadline instead of sleeping and hoping.
 //! - [`init_tracing`]: test logging controlled by `RUST_LOG`.
+//! - [`unused_endpoint`]: a port a test binds later, which nothing else takes meanwhile.
 //! - [`FaultyLocationStore`] wraps any Location Store (such as zlink's embedded
 //!   [`MemoryLocationStore`], re-exported here) to inject delays, refusals and lost results.
 //! - [`FaultyRelocationStore`] wraps any Relocation Store to hold its puts at a gate (a
@@ -24,6 +25,7 @@
 
 pub mod conformance;
 mod mem_network;
+mod ports;
 pub mod raw_zmtp;
 mod redis_cluster;
 mod redis_server;
@@ -35,6 +37,7 @@ mod test_cluster;
 mod wait;
 
 pub use mem_network::{LinkFault, MemNetwork, MemTransport};
+pub use ports::{unused_endpoint, unused_port};
 pub use raw_zmtp::RawZmtp;
 pub use redis_cluster::RedisCluster;
 pub use redis_server::RedisServer;

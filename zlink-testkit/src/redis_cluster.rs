@@ -342,8 +342,7 @@ fn node_args(dir: &Path, port: u16) -> Vec<String> {
 /// A free port whose cluster bus port (port + 10000) is free too.
 fn free_cluster_port() -> std::io::Result<u16> {
     for _ in 0..100 {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-        let port = listener.local_addr()?.port();
+        let port = crate::unused_port();
         let Some(bus) = port.checked_add(10000) else {
             continue;
         };

@@ -3,7 +3,7 @@
 //! of another one.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -212,8 +212,10 @@ impl Drop for RedisServer {
     }
 }
 
+/// A port no port-0 bind or outgoing connection takes, so that a stopped server restarts on
+/// it.
 fn free_port() -> std::io::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(crate::unused_port())
 }
 
 /// Starts `redis-server` on `port` without persistence, with `extra_args` after the
