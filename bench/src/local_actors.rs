@@ -211,7 +211,7 @@ async fn zlink_figures(payload: &Arc<[u8]>, plan: Plan) -> Result<LocalFigures, 
         move |client: EchoActorClient| {
             let payload = payload.clone();
             async move {
-                let reply = client.echo(&Echo(payload.to_vec())).await?;
+                let reply = client.echo(Echo(payload.to_vec())).await?;
                 crate::drive::check_echo(payload.len(), reply.0.len())
             }
         }
@@ -221,7 +221,7 @@ async fn zlink_figures(payload: &Arc<[u8]>, plan: Plan) -> Result<LocalFigures, 
     let cpu_before = process_cpu();
     let started = Instant::now();
     for _ in 0..count {
-        one.push(&Push(payload.to_vec())).await?;
+        one.push(Push(payload.to_vec())).await?;
     }
     // Every send has run when this answers (one Actor, one origin: FIFO).
     let Count(arrived) = one.how_many(&HowMany).await?;

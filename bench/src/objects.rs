@@ -114,7 +114,7 @@ fn spot_round_trip(
 ) -> impl std::future::Future<Output = Result<(), BoxError>> + Send + 'static {
     let (client, payload) = (EchoSpotClient::new(rt, &*id), payload.clone());
     async move {
-        let reply = client.echo(&Echo(payload.to_vec())).await?;
+        let reply = client.echo(Echo(payload.to_vec())).await?;
         crate::drive::check_echo(payload.len(), reply.0.len())
     }
 }

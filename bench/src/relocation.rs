@@ -274,9 +274,9 @@ async fn unit_pauses(mesh: &Mesh, moves: usize) -> Result<Vec<Duration>, BoxErro
             .create(&seat, Tally::STABLE_TYPE)
             .await?;
         let client = TallyClient::new(&mesh.client, &seat);
-        client.sit(&Sit(table.into())).await?;
+        client.sit(Sit(table.into())).await?;
         // Its next message runs after the Join (which may move it to the table's node).
-        client.bump(&Bump(0)).await?;
+        client.bump(Bump(0)).await?;
     }
     let mut samples = Vec::with_capacity(moves);
     for _ in 0..moves {
@@ -316,7 +316,7 @@ fn load(
                     n = n.wrapping_mul(31).wrapping_add(17);
                     let actor = skip + n % (ACTORS - skip);
                     let started = Instant::now();
-                    TallyClient::new(&client, id(actor)).bump(&Bump(1)).await?;
+                    TallyClient::new(&client, id(actor)).bump(Bump(1)).await?;
                     samples.push((started, started.elapsed()));
                 }
                 Ok(samples)
@@ -355,7 +355,7 @@ pub async fn run(moves: usize, window: Duration) -> Result<RelocationFigures, Bo
         }
     }
     for n in 0..ACTORS {
-        TallyClient::new(&mesh.client, id(n)).bump(&Bump(0)).await?;
+        TallyClient::new(&mesh.client, id(n)).bump(Bump(0)).await?;
     }
 
     // Pause: one Actor moved round the three nodes, idle, then under load (the senders
@@ -374,8 +374,8 @@ pub async fn run(moves: usize, window: Duration) -> Result<RelocationFigures, Bo
             from.actors().relocate(&id(n), Some("a")).await?;
         }
         // The client's route is far behind: the first call says so and drops it.
-        let _ = TallyClient::new(&mesh.client, id(n)).bump(&Bump(0)).await;
-        TallyClient::new(&mesh.client, id(n)).bump(&Bump(0)).await?;
+        let _ = TallyClient::new(&mesh.client, id(n)).bump(Bump(0)).await;
+        TallyClient::new(&mesh.client, id(n)).bump(Bump(0)).await?;
     }
 
     // Interruption: the load's p99 with no move, then during a drain of a.
@@ -413,7 +413,7 @@ pub async fn run(moves: usize, window: Duration) -> Result<RelocationFigures, Bo
     let target = id(2);
     let client = TallyClient::new(&mesh.client, &target);
     for round in 0..moves {
-        client.bump(&Bump(0)).await?;
+        client.bump(Bump(0)).await?;
         let from = owner(&mesh, &target).await?;
         let to = mesh
             .nodes
@@ -425,13 +425,13 @@ pub async fn run(moves: usize, window: Duration) -> Result<RelocationFigures, Bo
         from.actors().relocate(&target, Some(&to)).await?;
         let before = reads(&mesh.client);
         let started = Instant::now();
-        client.bump(&Bump(0)).await?;
+        client.bump(Bump(0)).await?;
         relayed.push(started.elapsed());
         // Calls until the sender reads the store (its cached route was dropped).
         let mut calls = 1u64;
         loop {
             let started = Instant::now();
-            client.bump(&Bump(0)).await?;
+            client.bump(Bump(0)).await?;
             let took = started.elapsed();
             calls += 1;
             if reads(&mesh.client) > before {
@@ -447,7 +447,7 @@ pub async fn run(moves: usize, window: Duration) -> Result<RelocationFigures, Bo
             .map_err(|_| "poisoned")?
             .insert(round, calls - 1);
         let started = Instant::now();
-        client.bump(&Bump(0)).await?;
+        client.bump(Bump(0)).await?;
         direct.push(started.elapsed());
     }
     let detour_calls = {

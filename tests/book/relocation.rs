@@ -124,14 +124,14 @@ async fn relocation_chapter() -> zlink::Result<()> {
         }
     }
     let wallet = WalletClient::new(&b, &id);
-    assert_eq!(wallet.deposit(&Deposit(10)).await?.coins, 10);
+    assert_eq!(wallet.deposit(Deposit(10)).await?.coins, 10);
 
     // ANCHOR: relocate
     // On the node that runs it: move the Actor to b (or `None`: where placement says).
     let moved = a.actors().relocate(&id, Some("b")).await?;
     assert_eq!(moved.rid, "b");
     // Callers noticed nothing: same ID, same state, same incarnation.
-    let balance = WalletClient::new(&a, &id).deposit(&Deposit(5)).await?;
+    let balance = WalletClient::new(&a, &id).deposit(Deposit(5)).await?;
     assert_eq!((balance.coins, balance.node.as_str()), (15, "b"));
     // ANCHOR_END: relocate
 
@@ -149,7 +149,7 @@ async fn relocation_chapter() -> zlink::Result<()> {
         println!("{} now runs on {}", actor.id, actor.rid);
     }
     // ANCHOR_END: drain
-    let balance = WalletClient::new(&a, &id).deposit(&Deposit(1)).await?;
+    let balance = WalletClient::new(&a, &id).deposit(Deposit(1)).await?;
     assert_eq!((balance.coins, balance.node.as_str()), (16, "a"));
     a.shutdown().await;
     Ok(())

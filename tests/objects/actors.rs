@@ -34,6 +34,26 @@ pub struct Tick(pub u64);
 #[message(reply = Scored)]
 pub struct Stall(pub u64);
 
+/// A request with a field its encoding leaves out: what the handler sees of `kept`
+/// tells whether the value was handed over or went through its encoding.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Carried)]
+pub struct Carry {
+    pub shown: u32,
+    #[serde(skip)]
+    pub kept: u32,
+}
+
+/// What the handler saw of a [`Carry`], in a reply that leaves `kept_back` out of its
+/// encoding as well.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Carried {
+    pub shown: u32,
+    pub kept: u32,
+    #[serde(skip)]
+    pub kept_back: u32,
+}
+
 use zlink_tests::contract::{ById, Inspect, Inspected};
 
 #[derive(Clone, Default)]
@@ -91,6 +111,15 @@ impl Player {
             by: self.node.clone(),
             spot: None,
             generation: ctx.generation(),
+        })
+    }
+
+    #[handler]
+    async fn carry(&mut self, carry: Carry, _ctx: &ActorContext) -> zlink::Result<Carried> {
+        Ok(Carried {
+            shown: carry.shown,
+            kept: carry.kept,
+            kept_back: carry.kept,
         })
     }
 
@@ -183,8 +212,8 @@ async fn a_new_actor_starts_in_its_nodes_entry_spot_and_takes_requests_by_id_fro
     };
     assert_eq!(actor.rid, "a");
     let client = PlayerClient::new(&b, "p1");
-    let first = client.score(&Score(5)).await.unwrap();
-    let second = client.score(&Score(2)).await.unwrap();
+    let first = client.score(Score(5)).await.unwrap();
+    let second = client.score(Score(2)).await.unwrap();
     assert_eq!((first.total, second.total, second.by.as_str()), (5, 7, "a"));
     let entry = entry_spot_of(&b, "a").unwrap();
     assert_eq!(second.spot.as_deref(), Some(entry.as_str()));
@@ -251,12 +280,12 @@ async fn two_messages_for_one_actor_never_run_at_the_same_time_and_one_origin_is
     b.actors().create("fifo", "player").await.unwrap();
     let client = PlayerClient::new(&b, "fifo");
     for i in 0..100 {
-        client.note(&Note(i)).await.unwrap();
+        client.note(Note(i)).await.unwrap();
     }
     // Concurrent requests from both nodes besides.
     let requests = (0..20).map(|i| {
         let rt = if i % 2 == 0 { a.clone() } else { b.clone() };
-        async move { PlayerClient::new(&rt, "fifo").score(&Score(1)).await }
+        async move { PlayerClient::new(&rt, "fifo").score(Score(1)).await }
     });
     for result in futures::future::join_all(requests).await {
         result.unwrap();
@@ -307,7 +336,7 @@ async fn destroy_checks_the_generation_and_a_destroyed_actor_is_gone() {
     assert!(old.is(ErrorKind::InvalidOperation), "{old}");
     assert_eq!(
         PlayerClient::new(&b, "p")
-            .score(&Score(3))
+            .score(Score(3))
             .await
             .unwrap()
             .total,
@@ -329,11 +358,11 @@ async fn a_dead_actor_owner_gives_unavailable_and_nothing_is_activated_elsewhere
     })
     .await;
     b.actors().create("p", "player").await.unwrap();
-    PlayerClient::new(&b, "p").score(&Score(1)).await.unwrap();
+    PlayerClient::new(&b, "p").score(Score(1)).await.unwrap();
     a.crash().await;
     wait_until(WAIT, "b lost a", || async { peer_rids(&b).is_empty() }).await;
     let dead = PlayerClient::new(&b, "p")
-        .score(&Score(1))
+        .score(Score(1))
         .await
         .unwrap_err();
     assert!(dead.is(ErrorKind::Unavailable), "{dead}");
@@ -378,7 +407,7 @@ async fn an_actors_timer_ticks_as_its_turns_and_stops_when_it_is_destroyed() {
     let counters = Counters::default();
     let a = actor_server("a", &store, &counters, 100).await;
     let actor = a.actors().create("t", "player").await.unwrap();
-    PlayerClient::new(&a, "t").tick(&Tick(10)).await.unwrap();
+    PlayerClient::new(&a, "t").tick(Tick(10)).await.unwrap();
     wait_until(WAIT, "ticks run", || async {
         counters.ticks.load(Ordering::SeqCst) >= 3
     })
@@ -409,7 +438,7 @@ async fn a_local_request_ends_at_its_deadline_and_its_late_reply_is_discarded() 
     let client = PlayerClient::new(&a, "slow");
     let started = tokio::time::Instant::now();
     let short = zlink::CallOptions::new().timeout(std::time::Duration::from_millis(150));
-    let late = client.stall(&Stall(600)).options(short).await.unwrap_err();
+    let late = client.stall(Stall(600)).options(short).await.unwrap_err();
     assert!(late.is(ErrorKind::DeadlineExceeded), "{late}");
     let waited = started.elapsed();
     assert!(
@@ -417,7 +446,7 @@ async fn a_local_request_ends_at_its_deadline_and_its_late_reply_is_discarded() 
         "ended at its deadline, not at the handler's end: {waited:?}"
     );
     // The stalled turn's reply finds no caller; the next request gets its own answer.
-    let next = client.score(&Score(4)).await.unwrap();
+    let next = client.score(Score(4)).await.unwrap();
     assert_eq!(next.total, 4);
     stop([a]).await;
 }
@@ -440,6 +469,24 @@ async fn a_handler_argument_error_reaches_a_local_caller_of_an_actor_as_it_reach
         &b,
     )
     .await;
+    stop([b, a]).await;
+}
+
+#[tokio::test]
+async fn a_value_reaches_a_local_handler_as_it_is_and_leaves_the_node_encoded() {
+    let redis = RedisServer::start().expect("redis-server");
+    let (a, b) = player_owner_and_caller(&redis_store(&redis)).await;
+    let carry = || Carry { shown: 1, kept: 7 };
+    // On the owner's node a value goes to the handler, and its reply back, as they are.
+    let local = PlayerClient::new(&a, "m").carry(carry()).await.unwrap();
+    assert_eq!((local.shown, local.kept, local.kept_back), (1, 7, 7));
+    // A reference is encoded at once: the handler reads what the encoding carries.
+    #[allow(clippy::needless_borrows_for_generic_args)]
+    let by_reference = PlayerClient::new(&a, "m").carry(&carry()).await.unwrap();
+    assert_eq!((by_reference.shown, by_reference.kept), (1, 0));
+    // From another node the value is encoded both ways.
+    let remote = PlayerClient::new(&b, "m").carry(carry()).await.unwrap();
+    assert_eq!((remote.shown, remote.kept, remote.kept_back), (1, 0, 0));
     stop([b, a]).await;
 }
 
@@ -469,14 +516,14 @@ async fn queued_one_ways_of_a_destroyed_actor_are_counted_lost() {
     let counter = CounterClient::new(client, "doomed");
     let holding = tokio::spawn({
         let counter = CounterClient::new(client, "doomed");
-        async move { counter.hold(&Hold(300)).await }
+        async move { counter.hold(Hold(300)).await }
     });
     wait_until(WAIT, "the long turn runs", || async {
         m.seen.holding.load(Ordering::SeqCst) == 1
     })
     .await;
     for n in 0..5 {
-        counter.log(&Log(n)).await.unwrap();
+        counter.log(Log(n)).await.unwrap();
     }
     assert!(client.actors().destroy(&created).await.unwrap());
     let _ = holding.await.unwrap();

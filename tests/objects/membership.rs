@@ -540,11 +540,11 @@ async fn a_declined_or_impossible_join_keeps_the_actor_where_it_was() {
         spot: spot.into(),
         request: request.into(),
     };
-    p.enter(&enter("r", "no")).await.unwrap();
+    p.enter(enter("r", "no")).await.unwrap();
     logged(&log, "p rejected full").await;
-    p.enter(&enter("nowhere", "")).await.unwrap();
+    p.enter(enter("nowhere", "")).await.unwrap();
     logged(&log, "p failed NotFound").await;
-    p.enter(&enter("h", "")).await.unwrap();
+    p.enter(enter("h", "")).await.unwrap();
     logged(&log, "p failed InvalidOperation").await;
     // A room on a node that runs no players: no compatible node.
     let b = start(
@@ -560,7 +560,7 @@ async fn a_declined_or_impossible_join_keeps_the_actor_where_it_was() {
     b.spots().get_or_create("far", "room", "").await.unwrap();
     let far = b.spots().find("far").await.unwrap().unwrap();
     assert_eq!(far.rid, "b");
-    p.enter(&enter("far", "")).await.unwrap();
+    p.enter(enter("far", "")).await.unwrap();
     logged(&log, "p failed Unavailable").await;
     assert_eq!(spot_of(&a, "p").await, entry, "still in its Entry Spot");
     stop([a, b]).await;
@@ -630,7 +630,7 @@ async fn a_request_to_an_object_behind_the_callers_own_gate_is_invalid_operation
     let p = PlayerClient::new(&a, "p");
     // From the Entry Spot, asking a room is fine.
     assert_eq!(
-        p.ask_room(&AskRoom("r".into())).await.unwrap().0.as_deref(),
+        p.ask_room(AskRoom("r".into())).await.unwrap().0.as_deref(),
         Some("r")
     );
     p.enter(&Enter {
@@ -641,14 +641,10 @@ async fn a_request_to_an_object_behind_the_callers_own_gate_is_invalid_operation
     .unwrap();
     assert_eq!(spot_of(&a, "p").await.as_deref(), Some("r"));
     // Inside r's gate, a request to r would wait for itself; another room is fine.
-    let own = p.ask_room(&AskRoom("r".into())).await.unwrap_err();
+    let own = p.ask_room(AskRoom("r".into())).await.unwrap_err();
     assert!(own.is(ErrorKind::InvalidOperation), "{own}");
     assert_eq!(
-        p.ask_room(&AskRoom("r2".into()))
-            .await
-            .unwrap()
-            .0
-            .as_deref(),
+        p.ask_room(AskRoom("r2".into())).await.unwrap().0.as_deref(),
         Some("r2")
     );
     stop([a]).await;
@@ -1060,7 +1056,7 @@ async fn a_per_actor_spot_member_move_under_traffic_keeps_to_spot_and_to_actor_q
     // while t1's own queue still waits on a; then t1 moves, with its queue.
     let pausing = tokio::spawn({
         let client = client.clone();
-        async move { PlayerClient::new(&client, "t1").pause(&Pause(800)).await }
+        async move { PlayerClient::new(&client, "t1").pause(Pause(800)).await }
     });
     zlink_testkit::wait_until(WAIT, "t1 is in its long turn", || async {
         handled.lock().unwrap().iter().any(|h| h.1 == "pause")

@@ -22,7 +22,7 @@ async fn a_moved_actor_keeps_its_state_generation_queue_and_timers() {
     let created = client.actors().create("c1", "counter").await.unwrap();
     assert_eq!(created.rid, "a");
     let counter = CounterClient::new(client, "c1");
-    assert_eq!(counter.add(&Add(5)).await.unwrap().total, 5);
+    assert_eq!(counter.add(Add(5)).await.unwrap().total, 5);
     counter.beat(&Beat).await.unwrap();
     wait_until(WAIT, "the timer ticks on a", || async {
         counter.show(&Show).await.unwrap().ticks >= 2
@@ -32,15 +32,15 @@ async fn a_moved_actor_keeps_its_state_generation_queue_and_timers() {
     // queue moves with the Actor.
     let holding = tokio::spawn({
         let counter = CounterClient::new(client, "c1");
-        async move { counter.hold(&Hold(300)).await }
+        async move { counter.hold(Hold(300)).await }
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
     for n in 0..20 {
-        counter.log(&Log(n)).await.unwrap();
+        counter.log(Log(n)).await.unwrap();
     }
     let queued = tokio::spawn({
         let counter = CounterClient::new(client, "c1");
-        async move { counter.add(&Add(1)).await }
+        async move { counter.add(Add(1)).await }
     });
     tokio::time::sleep(Duration::from_millis(20)).await;
     let moved = a.actors().relocate("c1", Some("b")).await.unwrap();
@@ -53,7 +53,7 @@ async fn a_moved_actor_keeps_its_state_generation_queue_and_timers() {
     );
     let after_queue = queued.await.unwrap().unwrap();
     assert_eq!((after_queue.total, after_queue.by.as_str()), (6, "b"));
-    let next = counter.add(&Add(10)).await.unwrap();
+    let next = counter.add(Add(10)).await.unwrap();
     assert_eq!((next.total, next.by.as_str()), (16, "b"));
     assert_eq!(next.generation, created.generation);
     let history = counter.show(&Show).await.unwrap();
@@ -83,11 +83,11 @@ async fn the_old_route_relays_to_the_new_owner_and_a_notice_drops_the_senders_ca
     let (a, client) = (&m.nodes[0], &m.nodes[2]);
     client.actors().create("c2", "counter").await.unwrap();
     let counter = CounterClient::new(client, "c2");
-    assert_eq!(counter.add(&Add(1)).await.unwrap().by, "a");
+    assert_eq!(counter.add(Add(1)).await.unwrap().by, "a");
     a.actors().relocate("c2", Some("b")).await.unwrap();
     // The client still holds the route to a: a relays, b answers, and no store is read.
     let reads = record_reads(client);
-    let relayed = counter.add(&Add(1)).await.unwrap();
+    let relayed = counter.add(Add(1)).await.unwrap();
     assert_eq!((relayed.total, relayed.by.as_str()), (2, "b"));
     assert_eq!(
         record_reads(client),
@@ -97,12 +97,12 @@ async fn the_old_route_relays_to_the_new_owner_and_a_notice_drops_the_senders_ca
     // a's notice drops the client's cached route: the next call reads the owner once.
     wait_until(WAIT, "the notice drops the cached route", || async {
         let before = record_reads(client);
-        counter.add(&Add(0)).await.unwrap();
+        counter.add(Add(0)).await.unwrap();
         record_reads(client) == before + 1
     })
     .await;
     let direct = record_reads(client);
-    counter.add(&Add(0)).await.unwrap();
+    counter.add(Add(0)).await.unwrap();
     assert_eq!(record_reads(client), direct, "then b is cached");
     stop(m.nodes).await;
 }
@@ -114,7 +114,7 @@ async fn a_follow_route_refuses_a_message_for_an_earlier_incarnation_as_invalid_
     let first = client.actors().create("c9", "counter").await.unwrap();
     let counter = CounterClient::new(client, "c9");
     assert_eq!(
-        counter.add(&Add(1)).await.unwrap().generation,
+        counter.add(Add(1)).await.unwrap().generation,
         first.generation
     );
     // Destroyed and created again on a: the client's cached route to a still takes its
@@ -123,7 +123,7 @@ async fn a_follow_route_refuses_a_message_for_an_earlier_incarnation_as_invalid_
     let second = a.actors().create("c9", "counter").await.unwrap();
     assert!(second.generation > first.generation);
     let reads = record_reads(client);
-    let again = counter.add(&Add(1)).await.unwrap();
+    let again = counter.add(Add(1)).await.unwrap();
     assert_eq!(
         (again.total, again.by.as_str(), again.generation),
         (1, "a", second.generation)
@@ -132,11 +132,11 @@ async fn a_follow_route_refuses_a_message_for_an_earlier_incarnation_as_invalid_
     // The new incarnation moves: a's follow route carries only it, and the client's
     // route names the first one.
     a.actors().relocate("c9", Some("b")).await.unwrap();
-    let err = counter.add(&Add(1)).await.unwrap_err();
+    let err = counter.add(Add(1)).await.unwrap_err();
     assert!(err.is(ErrorKind::InvalidOperation), "{err}");
     // It ran nowhere and was not resubmitted; the refusal dropped the cached route, so
     // the next call reads the owner and goes to b.
-    let next = counter.add(&Add(1)).await.unwrap();
+    let next = counter.add(Add(1)).await.unwrap();
     assert_eq!(
         (next.total, next.by.as_str(), next.generation),
         (2, "b", second.generation)
@@ -151,15 +151,15 @@ async fn a_relay_keeps_sends_and_requests_of_one_sender_in_order() {
     let (a, client) = (&m.nodes[0], &m.nodes[2]);
     client.actors().create("c3", "counter").await.unwrap();
     let counter = CounterClient::new(client, "c3");
-    counter.log(&Log(0)).await.unwrap();
+    counter.log(Log(0)).await.unwrap();
     let sender = tokio::spawn({
         let counter = CounterClient::new(client, "c3");
         async move {
             for n in 1..400u64 {
                 if n % 10 == 0 {
-                    counter.add(&Add(1)).await.unwrap();
+                    counter.add(Add(1)).await.unwrap();
                 } else {
-                    counter.log(&Log(n)).await.unwrap();
+                    counter.log(Log(n)).await.unwrap();
                 }
             }
         }
@@ -199,13 +199,13 @@ async fn a_chain_of_three_moves_within_the_follow_window_still_delivers() {
     let client = &m.nodes[4];
     client.actors().create("c5", "counter").await.unwrap();
     let counter = CounterClient::new(client, "c5");
-    assert_eq!(counter.add(&Add(1)).await.unwrap().by, "a");
+    assert_eq!(counter.add(Add(1)).await.unwrap().by, "a");
     m.nodes[0].actors().relocate("c5", Some("b")).await.unwrap();
     m.nodes[1].actors().relocate("c5", Some("c")).await.unwrap();
     m.nodes[2].actors().relocate("c5", Some("d")).await.unwrap();
     // The client's route still names a: a → b → c → d, three hops.
     let reads = record_reads(client);
-    let reached = counter.add(&Add(1)).await.unwrap();
+    let reached = counter.add(Add(1)).await.unwrap();
     assert_eq!((reached.total, reached.by.as_str()), (2, "d"));
     assert_eq!(record_reads(client), reads);
     stop(m.nodes).await;
@@ -227,23 +227,23 @@ async fn follow_hops_beyond_eight_are_unavailable() {
     // Eight moves between a and b: the client's route to a is eight relays behind.
     client.actors().create("eight", "counter").await.unwrap();
     let eight = CounterClient::new(client, "eight");
-    assert_eq!(eight.add(&Add(1)).await.unwrap().by, "a");
+    assert_eq!(eight.add(Add(1)).await.unwrap().by, "a");
     ping_pong("eight", 8).await;
     assert_eq!(
-        eight.add(&Add(1)).await.unwrap().by,
+        eight.add(Add(1)).await.unwrap().by,
         "a",
         "eight hops deliver"
     );
     // Nine are one too many.
     client.actors().create("c6", "counter").await.unwrap();
     let counter = CounterClient::new(client, "c6");
-    assert_eq!(counter.add(&Add(1)).await.unwrap().by, "a");
+    assert_eq!(counter.add(Add(1)).await.unwrap().by, "a");
     ping_pong("c6", 9).await;
-    let err = counter.add(&Add(1)).await.unwrap_err();
+    let err = counter.add(Add(1)).await.unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");
     assert!(err.to_string().contains("more than 8"), "{err}");
     // Not resubmitted: the next call looks the owner up and reaches it.
-    let next = counter.add(&Add(1)).await.unwrap();
+    let next = counter.add(Add(1)).await.unwrap();
     assert_eq!((next.total, next.by.as_str()), (2, "b"));
     stop(m.nodes).await;
 }
@@ -279,7 +279,7 @@ async fn a_one_way_past_eight_hops_is_lost_and_counted_where_it_was_refused() {
     let client = &m.nodes[2];
     client.actors().create("lost-9", "counter").await.unwrap();
     let counter = CounterClient::new(client, "lost-9");
-    assert_eq!(counter.add(&Add(1)).await.unwrap().by, "a");
+    assert_eq!(counter.add(Add(1)).await.unwrap().by, "a");
     for n in 0..9 {
         let (from, to) = if n % 2 == 0 { (0, "b") } else { (1, "a") };
         m.nodes[from]
@@ -290,7 +290,7 @@ async fn a_one_way_past_eight_hops_is_lost_and_counted_where_it_was_refused() {
     }
     assert_eq!(lost_one_ways(&m.nodes), (0, 0));
     // Accepted on the client's link: its send is Ok.
-    counter.log(&Log(9)).await.unwrap();
+    counter.log(Log(9)).await.unwrap();
     wait_until(WAIT, "the ninth hop refuses it and counts it", || async {
         lost_one_ways(&m.nodes) == (1, 1)
     })
@@ -306,11 +306,11 @@ async fn with_message_follow_off_the_old_route_is_unavailable_and_not_resubmitte
     let (a, client) = (&m.nodes[0], &m.nodes[2]);
     client.actors().create("c7", "counter").await.unwrap();
     let counter = CounterClient::new(client, "c7");
-    counter.add(&Add(1)).await.unwrap();
+    counter.add(Add(1)).await.unwrap();
     a.actors().relocate("c7", Some("b")).await.unwrap();
-    let err = counter.add(&Add(1)).await.unwrap_err();
+    let err = counter.add(Add(1)).await.unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");
-    let next = counter.add(&Add(1)).await.unwrap();
+    let next = counter.add(Add(1)).await.unwrap();
     assert_eq!(
         (next.total, next.by.as_str()),
         (2, "b"),
@@ -383,7 +383,7 @@ async fn relocate_all_moves_every_movable_actor_while_callers_keep_calling() {
             let mut calls = 0u64;
             while !stop_calls.load(Ordering::Relaxed) {
                 let id = format!("d{}", calls % 20);
-                CounterClient::new(&client, &id).add(&Add(1)).await?;
+                CounterClient::new(&client, &id).add(Add(1)).await?;
                 calls += 1;
             }
             Ok::<u64, zlink::Error>(calls)
@@ -417,7 +417,7 @@ async fn relocate_all_moves_every_movable_actor_while_callers_keep_calling() {
     let mut total = 0;
     for n in 0..20 {
         let counted = CounterClient::new(client, format!("d{n}"))
-            .add(&Add(0))
+            .add(Add(0))
             .await
             .unwrap();
         assert_eq!(counted.by, "b");
@@ -462,15 +462,15 @@ async fn recreate_builds_a_fresh_instance_while_the_queue_and_timers_still_move(
     let (a, client) = (&m.nodes[0], &m.nodes[2]);
     let created = client.actors().create("r1", "fresh").await.unwrap();
     let fresh = FreshClient::new(client, "r1");
-    assert_eq!(fresh.add(&Add(7)).await.unwrap().total, 7);
+    assert_eq!(fresh.add(Add(7)).await.unwrap().total, 7);
     fresh.beat(&Beat).await.unwrap();
     let holding = tokio::spawn({
         let fresh = FreshClient::new(client, "r1");
-        async move { fresh.hold(&Hold(200)).await }
+        async move { fresh.hold(Hold(200)).await }
     });
     tokio::time::sleep(Duration::from_millis(30)).await;
     for n in 0..10 {
-        fresh.log(&Log(n)).await.unwrap();
+        fresh.log(Log(n)).await.unwrap();
     }
     let moved = a.actors().relocate("r1", Some("b")).await.unwrap();
     assert_eq!(moved.generation, created.generation);
@@ -483,7 +483,7 @@ async fn recreate_builds_a_fresh_instance_while_the_queue_and_timers_still_move(
         "the queue moved and ran on b"
     );
     assert_eq!(
-        fresh.add(&Add(1)).await.unwrap().total,
+        fresh.add(Add(1)).await.unwrap().total,
         1,
         "the fields started again"
     );
@@ -523,7 +523,7 @@ async fn a_lost_notice_leaves_the_detour_only_until_the_cached_route_expires() {
     .await;
     client.actors().create("n1", "counter").await.unwrap();
     let counter = CounterClient::new(&client, "n1");
-    counter.add(&Add(1)).await.unwrap();
+    counter.add(Add(1)).await.unwrap();
     nodes[0].actors().relocate("n1", Some("b")).await.unwrap();
     let moved_at = tokio::time::Instant::now();
     let reads = record_reads(&client);
@@ -531,7 +531,7 @@ async fn a_lost_notice_leaves_the_detour_only_until_the_cached_route_expires() {
     // route expires; then one read, and the calls go direct.
     let mut relayed = 0;
     while record_reads(&client) == reads {
-        assert_eq!(counter.add(&Add(0)).await.unwrap().by, "b");
+        assert_eq!(counter.add(Add(0)).await.unwrap().by, "b");
         relayed += 1;
         assert!(moved_at.elapsed() < WAIT, "the cached route never expired");
     }
@@ -558,13 +558,13 @@ async fn a_relayed_reply_lost_with_its_connection_is_read_from_the_relocation_st
     let (a, client) = (&m.nodes[0], &m.nodes[2]);
     client.actors().create("t1", "counter").await.unwrap();
     let counter = CounterClient::new(client, "t1");
-    counter.add(&Add(1)).await.unwrap();
+    counter.add(Add(1)).await.unwrap();
     a.actors().relocate("t1", Some("b")).await.unwrap();
     // Relayed by a; b recorded the result as it replied; a reads it back.
-    let relayed = counter.add(&Add(1)).await.unwrap();
+    let relayed = counter.add(Add(1)).await.unwrap();
     assert_eq!((relayed.total, relayed.by.as_str()), (2, "b"));
     // It ran exactly once.
-    let next = counter.add(&Add(1)).await.unwrap();
+    let next = counter.add(Add(1)).await.unwrap();
     assert_eq!(next.total, 3);
     stop(m.nodes).await;
 }
@@ -613,7 +613,7 @@ async fn a_state_larger_than_a_message_moves_through_the_relocation_store() {
     client.actors().create("h1", "heavy").await.unwrap();
     let heavy = HeavyClient::new(client, "h1");
     // 20 MiB: more than the 16 MiB a connection's message may carry.
-    let filled = heavy.fill(&Fill(20 * 1024 * 1024)).await.unwrap();
+    let filled = heavy.fill(Fill(20 * 1024 * 1024)).await.unwrap();
     let moved = a.actors().relocate("h1", Some("b")).await.unwrap();
     assert_eq!(moved.rid, "b");
     let weighed = heavy.weigh(&Weigh).await.unwrap();
@@ -633,15 +633,15 @@ async fn a_spot_without_members_moves_with_its_state_queue_and_timers() {
     let created = client.spots().find("l1").await.unwrap().unwrap();
     assert_eq!(created.rid, "a");
     let ledger = LedgerClient::new(client, "l1");
-    ledger.log(&Log(0)).await.unwrap();
+    ledger.log(Log(0)).await.unwrap();
     ledger.beat(&Beat).await.unwrap();
     let holding = tokio::spawn({
         let ledger = LedgerClient::new(client, "l1");
-        async move { ledger.hold(&Hold(200)).await }
+        async move { ledger.hold(Hold(200)).await }
     });
     tokio::time::sleep(Duration::from_millis(30)).await;
     for n in 1..10 {
-        ledger.log(&Log(n)).await.unwrap();
+        ledger.log(Log(n)).await.unwrap();
     }
     let moved = a.spots().relocate("l1", Some("b")).await.unwrap();
     assert_eq!(
@@ -771,7 +771,7 @@ async fn bound_routes_are_sealed_for_a_move_released_when_it_is_cancelled_and_sw
         [format!("a seal refused g{}", refused.generation)]
     );
     let counter = CounterClient::new(client, "refused");
-    assert_eq!(counter.add(&Add(1)).await.unwrap().by, "a");
+    assert_eq!(counter.add(Add(1)).await.unwrap().by, "a");
     stop(m.nodes).await;
 }
 
@@ -790,7 +790,7 @@ async fn relocate_without_a_target_moves_to_a_node_picked_by_placement() {
     let created = client.actors().create("p1", "counter").await.unwrap();
     assert_ne!(created.rid, "b", "placement skips weight 0");
     let counter = CounterClient::new(client, "p1");
-    assert_eq!(counter.add(&Add(5)).await.unwrap().total, 5);
+    assert_eq!(counter.add(Add(5)).await.unwrap().total, 5);
     // A caller keeps calling while the Actor is moved again and again.
     let stop_calls = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let caller = tokio::spawn({
@@ -799,7 +799,7 @@ async fn relocate_without_a_target_moves_to_a_node_picked_by_placement() {
             let counter = CounterClient::new(&client, "p1");
             let mut answers = Vec::new();
             while !stop_calls.load(Ordering::Relaxed) {
-                answers.push(counter.add(&Add(1)).await?);
+                answers.push(counter.add(Add(1)).await?);
             }
             Ok::<_, zlink::Error>(answers)
         }
@@ -837,7 +837,7 @@ async fn relocate_without_a_target_moves_to_a_node_picked_by_placement() {
         "every call ran once, in order, on the moved state"
     );
     assert!(answers.iter().all(|c| c.by != "b"), "b never ran the Actor");
-    let last = counter.add(&Add(0)).await.unwrap();
+    let last = counter.add(Add(0)).await.unwrap();
     assert_eq!(
         (last.total, last.by.as_str()),
         (5 + answers.len() as u64, at.as_str())
@@ -976,23 +976,23 @@ async fn a_failing_adapter_cancels_the_move(id: &str, part: &str) -> (zlink::Err
     let created = client.actors().create(id, "brittle").await.unwrap();
     assert_eq!(created.rid, "a");
     let brittle = BrittleClient::new(client, id);
-    brittle.add(&Add(3)).await.unwrap();
+    brittle.add(Add(3)).await.unwrap();
     for n in 0..5 {
-        brittle.log(&Log(n)).await.unwrap();
+        brittle.log(Log(n)).await.unwrap();
     }
-    brittle.spoil(&Spoil(part.to_string())).await.unwrap();
+    brittle.spoil(Spoil(part.to_string())).await.unwrap();
     brittle.show(&Show).await.unwrap(); // the one-way ran
     let holding = tokio::spawn({
         let brittle = BrittleClient::new(client, id);
-        async move { brittle.hold(&Hold(200)).await }
+        async move { brittle.hold(Hold(200)).await }
     });
     tokio::time::sleep(Duration::from_millis(30)).await;
     for n in 5..10 {
-        brittle.log(&Log(n)).await.unwrap();
+        brittle.log(Log(n)).await.unwrap();
     }
     let queued = tokio::spawn({
         let brittle = BrittleClient::new(client, id);
-        async move { brittle.add(&Add(1)).await }
+        async move { brittle.add(Add(1)).await }
     });
     tokio::time::sleep(Duration::from_millis(20)).await;
     let err = a.actors().relocate(id, Some("b")).await.unwrap_err();
@@ -1009,7 +1009,7 @@ async fn a_failing_adapter_cancels_the_move(id: &str, part: &str) -> (zlink::Err
         ((0..10).collect::<Vec<_>>(), "a"),
         "the queue ran on a, in order, nothing lost"
     );
-    let next = brittle.add(&Add(10)).await.unwrap();
+    let next = brittle.add(Add(10)).await.unwrap();
     assert_eq!((next.total, next.by.as_str()), (14, "a"));
     assert_eq!(next.generation, created.generation);
     assert_eq!(client.actors().find(id).await.unwrap(), Some(created));
@@ -1017,11 +1017,11 @@ async fn a_failing_adapter_cancels_the_move(id: &str, part: &str) -> (zlink::Err
     let built_then = built.lock().unwrap().clone();
     // Nothing was left on b to refuse a later move: with the adapter mended, it moves
     // there with its state.
-    brittle.spoil(&Spoil(String::new())).await.unwrap();
+    brittle.spoil(Spoil(String::new())).await.unwrap();
     brittle.show(&Show).await.unwrap(); // the one-way ran
     let moved = a.actors().relocate(id, Some("b")).await.unwrap();
     assert_eq!(moved.rid, "b");
-    let there = brittle.add(&Add(0)).await.unwrap();
+    let there = brittle.add(Add(0)).await.unwrap();
     assert_eq!((there.total, there.by.as_str()), (14, "b"));
     assert_eq!(
         brittle.show(&Show).await.unwrap().log,
@@ -1104,7 +1104,7 @@ async fn each_move_raises_the_owner_generation_by_one_and_keeps_the_object_gener
     let created = client.actors().create("g1", "counter").await.unwrap();
     assert_eq!(created.rid, "a");
     let counter = CounterClient::new(client, "g1");
-    assert_eq!(counter.add(&Add(1)).await.unwrap().total, 1);
+    assert_eq!(counter.add(Add(1)).await.unwrap().total, 1);
     let first = stored_authority(&m.store, "g1").await;
     assert_eq!(first.route.rid, "a");
     assert_eq!(first.fence.object_generation, created.generation);
@@ -1135,7 +1135,7 @@ async fn each_move_raises_the_owner_generation_by_one_and_keeps_the_object_gener
             "move {n}: written under the target's lease"
         );
         // The state and the incarnation went along.
-        let counted = counter.add(&Add(1)).await.unwrap();
+        let counted = counter.add(Add(1)).await.unwrap();
         assert_eq!(
             (counted.total, counted.by.as_str(), counted.generation),
             (n as u64 + 2, to, created.generation)

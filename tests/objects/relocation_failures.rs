@@ -23,14 +23,14 @@ async fn an_explicit_failure_before_relay_ready_keeps_the_source_owner_queue_and
     assert_eq!(b.status().actors_owned, 1);
     let created = client.actors().create("f1", "counter").await.unwrap();
     let counter = CounterClient::new(client, "f1");
-    counter.add(&Add(3)).await.unwrap();
+    counter.add(Add(3)).await.unwrap();
     let holding = tokio::spawn({
         let counter = CounterClient::new(client, "f1");
-        async move { counter.hold(&Hold(200)).await }
+        async move { counter.hold(Hold(200)).await }
     });
     tokio::time::sleep(Duration::from_millis(30)).await;
     for n in 0..10 {
-        counter.log(&Log(n)).await.unwrap();
+        counter.log(Log(n)).await.unwrap();
     }
     let relocating = tokio::spawn({
         let a = a.clone();
@@ -39,7 +39,7 @@ async fn an_explicit_failure_before_relay_ready_keeps_the_source_owner_queue_and
     // Sent while the move is under way: held, then given back in order.
     tokio::time::sleep(Duration::from_millis(60)).await;
     for n in 10..20 {
-        counter.log(&Log(n)).await.unwrap();
+        counter.log(Log(n)).await.unwrap();
     }
     let err = relocating.await.unwrap().unwrap_err();
     assert!(err.is(ErrorKind::CapacityExceeded), "{err}");
@@ -52,7 +52,7 @@ async fn an_explicit_failure_before_relay_ready_keeps_the_source_owner_queue_and
     );
     assert_eq!(history.by, "a");
     assert_eq!(
-        counter.add(&Add(1)).await.unwrap().total,
+        counter.add(Add(1)).await.unwrap().total,
         4,
         "admission is open again"
     );
@@ -74,7 +74,7 @@ async fn after_relay_ready_a_lost_cutover_still_ends_in_the_targets_commit() {
     let (a, client) = (&m.nodes[0], &m.nodes[2]);
     client.actors().create("f2", "counter").await.unwrap();
     let counter = CounterClient::new(client, "f2");
-    counter.add(&Add(1)).await.unwrap();
+    counter.add(Add(1)).await.unwrap();
     let started = tokio::time::Instant::now();
     let moved = a.actors().relocate("f2", Some("b")).await.unwrap();
     assert_eq!(moved.rid, "b");
@@ -82,7 +82,7 @@ async fn after_relay_ready_a_lost_cutover_still_ends_in_the_targets_commit() {
         started.elapsed() >= Duration::from_millis(1000),
         "with no cutover the target commits on its 1000 ms fallback"
     );
-    let next = counter.add(&Add(1)).await.unwrap();
+    let next = counter.add(Add(1)).await.unwrap();
     assert_eq!((next.total, next.by.as_str()), (2, "b"));
     stop(m.nodes).await;
 }
@@ -103,7 +103,7 @@ async fn an_owner_change_whose_store_result_is_unknown_is_reread_and_dispatch_wa
     let (a, client) = (&m.nodes[0], &m.nodes[2]);
     client.actors().create("f3", "counter").await.unwrap();
     let counter = CounterClient::new(client, "f3");
-    counter.add(&Add(1)).await.unwrap();
+    counter.add(Add(1)).await.unwrap();
     // b's first owner-change write lands but its answer is lost; then b's writes are
     // refused for a while.
     b_store.lose_result_of_next_apply(1);
@@ -112,11 +112,11 @@ async fn an_owner_change_whose_store_result_is_unknown_is_reread_and_dispatch_wa
         moved.rid, "b",
         "the lost answer was re-read: the move committed once"
     );
-    assert_eq!(counter.add(&Add(1)).await.unwrap().total, 2);
+    assert_eq!(counter.add(Add(1)).await.unwrap().total, 2);
 
     client.actors().create("f4", "counter").await.unwrap();
     let other = CounterClient::new(client, "f4");
-    other.add(&Add(5)).await.unwrap();
+    other.add(Add(5)).await.unwrap();
     b_store.set_applies_down(true);
     let moving = tokio::spawn({
         let a = a.clone();
@@ -126,7 +126,7 @@ async fn an_owner_change_whose_store_result_is_unknown_is_reread_and_dispatch_wa
     tokio::time::sleep(Duration::from_millis(300)).await;
     let waiting = tokio::spawn({
         let client = client.clone();
-        async move { CounterClient::new(&client, "f4").add(&Add(1)).await }
+        async move { CounterClient::new(&client, "f4").add(Add(1)).await }
     });
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(
@@ -148,15 +148,15 @@ async fn a_target_that_dies_after_the_commit_leaves_the_actor_unavailable_with_n
     let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
     client.actors().create("f5", "counter").await.unwrap();
     let counter = CounterClient::new(client, "f5");
-    counter.add(&Add(1)).await.unwrap();
+    counter.add(Add(1)).await.unwrap();
     let moved = a.actors().relocate("f5", Some("b")).await.unwrap();
     b.crash().await;
-    let err = counter.add(&Add(1)).await.unwrap_err();
+    let err = counter.add(Add(1)).await.unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");
     // Past b's lease, the authority still names b: nobody takes the Actor over.
     tokio::time::sleep(quick_lease().ttl + Duration::from_millis(500)).await;
     assert_eq!(client.actors().find("f5").await.unwrap(), Some(moved));
-    let err = counter.add(&Add(1)).await.unwrap_err();
+    let err = counter.add(Add(1)).await.unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");
     assert_eq!(a.status().actors_owned, 0);
     stop(m.nodes).await;
@@ -176,7 +176,7 @@ async fn a_target_that_dies_before_its_commit_is_not_replaced_and_the_move_is_no
     let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[3]);
     let created = client.actors().create("f6", "counter").await.unwrap();
     let counter = CounterClient::new(client, "f6");
-    counter.add(&Add(1)).await.unwrap();
+    counter.add(Add(1)).await.unwrap();
     let moving = tokio::spawn({
         let a = a.clone();
         async move { a.actors().relocate("f6", Some("b")).await }
@@ -193,7 +193,7 @@ async fn a_target_that_dies_before_its_commit_is_not_replaced_and_the_move_is_no
         client.actors().find("f6").await.unwrap(),
         Some(created.clone())
     );
-    let err = counter.add(&Add(1)).await.unwrap_err();
+    let err = counter.add(Add(1)).await.unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");
     assert_eq!(
         (a.status().actors_owned, m.nodes[2].status().actors_owned),
@@ -227,7 +227,7 @@ async fn a_source_that_dies_after_relay_ready_does_not_stop_the_targets_commit()
     let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
     client.actors().create("f7", "counter").await.unwrap();
     let counter = CounterClient::new(client, "f7");
-    counter.add(&Add(4)).await.unwrap();
+    counter.add(Add(4)).await.unwrap();
     let moving = tokio::spawn({
         let a = a.clone();
         async move { a.actors().relocate("f7", Some("b")).await }
@@ -249,7 +249,7 @@ async fn a_source_that_dies_after_relay_ready_does_not_stop_the_targets_commit()
             .is_some_and(|at| at.rid == "b")
     })
     .await;
-    let next = counter.add(&Add(1)).await.unwrap();
+    let next = counter.add(Add(1)).await.unwrap();
     assert_eq!((next.total, next.by.as_str()), (5, "b"));
     stop(m.nodes).await;
 }
@@ -266,7 +266,7 @@ async fn a_lost_relay_ready_leaves_exactly_one_owner_the_source() {
     let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
     let created = client.actors().create("l1", "counter").await.unwrap();
     let counter = CounterClient::new(client, "l1");
-    counter.add(&Add(2)).await.unwrap();
+    counter.add(Add(2)).await.unwrap();
     let lost = a.actors().relocate("l1", Some("b")).await.unwrap_err();
     assert!(lost.is(ErrorKind::Unavailable), "{lost}");
     // b built the instance; its own commit must fail, and the instance goes.
@@ -275,7 +275,7 @@ async fn a_lost_relay_ready_leaves_exactly_one_owner_the_source() {
     })
     .await;
     assert_eq!(client.actors().find("l1").await.unwrap(), Some(created));
-    let next = counter.add(&Add(1)).await.unwrap();
+    let next = counter.add(Add(1)).await.unwrap();
     assert_eq!(
         (next.total, next.by.as_str()),
         (3, "a"),
@@ -317,7 +317,7 @@ async fn a_source_that_dies_before_relay_ready_keeps_the_object_unavailable_and_
     assert_eq!(created.rid, "a");
     let heavy = HeavyClient::new(client, "s1");
     // 2 MiB: more than travels inside the restore.
-    heavy.fill(&Fill(2 * 1024 * 1024)).await.unwrap();
+    heavy.fill(Fill(2 * 1024 * 1024)).await.unwrap();
     let sealed_record = authority_record(&m.store, "s1").await;
     let moving = tokio::spawn({
         let a = a.clone();
@@ -526,7 +526,7 @@ async fn a_full_ingress_hold_refuses_requests_unavailable_and_keeps_what_it_held
     let created = client.actors().create("h1", "hoard").await.unwrap();
     assert_eq!(created.rid, "a");
     let hoard = HoardClient::new(client, "h1");
-    hoard.fill(&Fill(PAD)).await.unwrap();
+    hoard.fill(Fill(PAD)).await.unwrap();
     let moving = tokio::spawn({
         let a = a.clone();
         async move { a.actors().relocate("h1", Some("b")).await }
@@ -539,12 +539,12 @@ async fn a_full_ingress_hold_refuses_requests_unavailable_and_keeps_what_it_held
     // takes the first 1024 messages.
     let sends = 1000u64;
     for n in 0..sends {
-        hoard.log(&Log(n)).await.unwrap();
+        hoard.log(Log(n)).await.unwrap();
     }
     let mut requests = Vec::new();
     for n in sends..sends + 30 {
         let stamp = HoardClient::new(client, "h1");
-        let mut request = Box::pin(async move { stamp.stamp(&Stamp(n)).await });
+        let mut request = Box::pin(async move { stamp.stamp(Stamp(n)).await });
         // Polled once, it is queued on the connection to a before the next one.
         assert!(futures::poll!(&mut request).is_pending());
         requests.push(tokio::spawn(request));
@@ -562,8 +562,8 @@ async fn a_full_ingress_hold_refuses_requests_unavailable_and_keeps_what_it_held
     }
     // A one-way beyond it is dropped (its send completed at the client's queue); the
     // request after it is refused like the others.
-    hoard.log(&Log(5000)).await.unwrap();
-    let err = hoard.stamp(&Stamp(5001)).await.unwrap_err();
+    hoard.log(Log(5000)).await.unwrap();
+    let err = hoard.stamp(Stamp(5001)).await.unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");
     assert!(!moving.is_finished(), "the move is still in its hold phase");
     assert!(
@@ -590,8 +590,8 @@ async fn a_full_ingress_hold_refuses_requests_unavailable_and_keeps_what_it_held
     );
     assert_eq!(hoard.weigh(&Weigh).await.unwrap().len, PAD as usize);
     // And b admits what comes next, after them.
-    hoard.log(&Log(6000)).await.unwrap();
-    let last = hoard.stamp(&Stamp(6001)).await.unwrap();
+    hoard.log(Log(6000)).await.unwrap();
+    let last = hoard.stamp(Stamp(6001)).await.unwrap();
     assert_eq!((last.at, last.by.as_str()), (HOLD_MESSAGES + 2, "b"));
     assert_eq!((a.status().actors_owned, b.status().actors_owned), (0, 1));
     stop(m.nodes).await;
@@ -614,10 +614,10 @@ async fn a_moved_state_missing_from_the_relocation_store_is_data_lost_and_the_so
     let created = client.actors().create("h2", "hoard").await.unwrap();
     assert_eq!(created.rid, "a");
     let hoard = HoardClient::new(client, "h2");
-    hoard.fill(&Fill(PAD)).await.unwrap();
+    hoard.fill(Fill(PAD)).await.unwrap();
     let mut expected: Vec<u64> = Vec::new();
     for n in 0..5 {
-        hoard.log(&Log(n)).await.unwrap();
+        hoard.log(Log(n)).await.unwrap();
         expected.push(n);
     }
     for (mode, lost, says) in [
@@ -629,17 +629,17 @@ async fn a_moved_state_missing_from_the_relocation_store_is_data_lost_and_the_so
         // A long turn, and work queued behind it: the move captures that queue.
         let holding = tokio::spawn({
             let hoard = HoardClient::new(client, "h2");
-            async move { hoard.hold(&Hold(200)).await }
+            async move { hoard.hold(Hold(200)).await }
         });
         tokio::time::sleep(Duration::from_millis(30)).await;
         let next = expected.len() as u64;
         for n in next..next + 5 {
-            hoard.log(&Log(n)).await.unwrap();
+            hoard.log(Log(n)).await.unwrap();
             expected.push(n);
         }
         let queued = tokio::spawn({
             let hoard = HoardClient::new(client, "h2");
-            async move { hoard.stamp(&Stamp(next + 5)).await }
+            async move { hoard.stamp(Stamp(next + 5)).await }
         });
         expected.push(next + 5);
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -56,7 +56,7 @@ impl Object {
     async fn call(&self, from: &Runtime) -> zlink::Result<String> {
         match self {
             Object::Actor(id) => CounterClient::new(from, *id)
-                .add(&Add(1))
+                .add(Add(1))
                 .await
                 .map(|c| c.by),
             Object::Spot(id) => LedgerClient::new(from, *id).show(&Show).await.map(|h| h.by),
@@ -220,7 +220,7 @@ async fn one_sender_relayed_then_direct_is_applied_in_order() {
     }
     a.actors().create("in-order", "counter").await.unwrap();
     let from_b = CounterClient::new(&b, "in-order");
-    assert_eq!(from_b.add(&Add(0)).await.unwrap().by, "a", "b caches a");
+    assert_eq!(from_b.add(Add(0)).await.unwrap().by, "a", "b caches a");
     let moving = {
         let a = a.clone();
         tokio::spawn(async move { a.actors().relocate("in-order", Some("b")).await })
@@ -231,14 +231,14 @@ async fn one_sender_relayed_then_direct_is_applied_in_order() {
     .await;
     net.set_fault("a", "b", LinkFault::Delay(Duration::from_secs(3)));
     let before = relayed(&a);
-    from_b.log(&Log(1)).await.unwrap();
+    from_b.log(Log(1)).await.unwrap();
     wait_until(WAIT, "a relayed one-way 1", || async {
         relayed(&a) > before
     })
     .await;
     // The fallback commit does not wait for the slowed link.
     assert_eq!(moving.await.unwrap().unwrap().rid, "b");
-    from_b.log(&Log(2)).await.unwrap();
+    from_b.log(Log(2)).await.unwrap();
     net.clear_fault("a", "b");
     let history = from_b.show(&Show).await.unwrap();
     assert_eq!(history.by, "b");

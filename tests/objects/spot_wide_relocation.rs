@@ -268,7 +268,7 @@ async fn seat_everyone(a: &Runtime, client: &Runtime) {
     for guest in GUESTS {
         assert_eq!(a.actors().create(guest, "guest").await.unwrap().rid, "a");
         GuestClient::new(client, guest)
-            .sit(&Sit("t1".into()))
+            .sit(Sit("t1".into()))
             .await
             .unwrap();
         wait_until(WAIT, "the guest is seated", || async {
@@ -283,9 +283,9 @@ async fn seat_everyone(a: &Runtime, client: &Runtime) {
 async fn say_to_everyone(client: &Runtime, numbers: std::ops::Range<u64>) {
     let table = TableClient::new(client, "t1");
     for n in numbers {
-        table.say(&Say(n)).await.unwrap();
+        table.say(Say(n)).await.unwrap();
         for guest in GUESTS {
-            GuestClient::new(client, guest).say(&Say(n)).await.unwrap();
+            GuestClient::new(client, guest).say(Say(n)).await.unwrap();
         }
     }
 }
@@ -429,7 +429,7 @@ async fn a_member_the_target_cannot_host_cancels_the_whole_unit_and_its_queues_r
     // The Spot takes Joins again, and nothing arrived on b.
     a.actors().create("g4", "guest").await.unwrap();
     GuestClient::new(client, "g4")
-        .sit(&Sit("t1".into()))
+        .sit(Sit("t1".into()))
         .await
         .unwrap();
     wait_until(WAIT, "the Spot admits again", || async {
@@ -500,7 +500,7 @@ async fn a_member_that_may_not_move_keeps_its_spot_wide_spot_and_relocate_all_re
     a.spots().get_or_create("p1", "plinth", "").await.unwrap();
     a.actors().create("s1", "statue").await.unwrap();
     StatueClient::new(client, "s1")
-        .sit(&Sit("p1".into()))
+        .sit(Sit("p1".into()))
         .await
         .unwrap();
     wait_until(WAIT, "the statue stands on its plinth", || async {
@@ -547,9 +547,9 @@ async fn a_unit_moved_back_and_forth_under_load_loses_duplicates_and_reorders_no
             let mut n = 10;
             while !stop.load(Ordering::Relaxed) {
                 let sent = if target == "t1" {
-                    TableClient::new(&client, target).say(&Say(n)).await
+                    TableClient::new(&client, target).say(Say(n)).await
                 } else {
-                    GuestClient::new(&client, target).say(&Say(n)).await
+                    GuestClient::new(&client, target).say(Say(n)).await
                 };
                 if sent.is_ok() {
                     accepted.push(n);

@@ -86,6 +86,12 @@ pub(crate) fn derive(input: DeriveInput) -> syn::Result<TokenStream> {
             fn decode(#bytes: &[u8]) -> #krate::Result<Self> {
                 <#codec as #krate::Codec<Self>>::decode(#bytes)
             }
+
+            const HANDS_OVER: bool = <#codec as #krate::Codec<Self>>::HANDS_OVER;
+
+            fn encoded_len(&self) -> #krate::Result<usize> {
+                <#codec as #krate::Codec<Self>>::encoded_len(self)
+            }
         }
         #request_impl
     })

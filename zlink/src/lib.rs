@@ -77,8 +77,8 @@ pub use channel::fanout::Fanout;
 pub use error::{ConfigViolation, Error, ErrorKind, Result};
 pub use handler::{
     Actors, BoxFuture, Call, CallFuture, Channels, DefaultChannel, DiscoveryHandle, Expect,
-    FanoutHandle, Handle, HandlerContext, HandlerGroup, Handlers, Nodes, OneWay, PacketKind,
-    Publish, Reply, Spots,
+    FanoutHandle, Handle, HandlerContext, HandlerGroup, Handlers, Nodes, OneWay, Outgoing,
+    PacketKind, Publish, Reply, Spots,
 };
 pub use host::config::{
     RuntimeBuilder, RuntimeConfig, DEFAULT_DISCOVERY_INTERVAL, DEFAULT_STORE_FAILURE_GRACE,
@@ -86,7 +86,7 @@ pub use host::config::{
 pub use host::{ClientServerStatus, FanoutStatus, Runtime, RuntimeStatus, StoreStatus};
 pub use link::LinkLimits;
 pub use mesh::{generate_rid, DiscoveryStatus, PeerSpec, PeerStatus, DEFAULT_WEIGHT, MAX_WEIGHT};
-pub use wire::{cbor_decode, cbor_encode, Cbor, Codec, Json, Message, Metadata, Request};
+pub use wire::{cbor_decode, cbor_encode, Cbor, Codec, Json, Message, Metadata, Payload, Request};
 pub use zlink_macros::{actor, channel, handler, spot, Message};
 
 /// ClientServer roles: a Server's own listener for outside callers, Clients that connect

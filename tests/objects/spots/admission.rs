@@ -189,12 +189,12 @@ async fn a_spot_handler_calls_a_channel_through_its_nodes_send_path() {
         .await
         .unwrap();
     let relay = RelayClient::new(&b, "relay");
-    let first = relay.ask(&Ask("hi".into())).await.unwrap();
+    let first = relay.ask(Ask("hi".into())).await.unwrap();
     assert_eq!(
         (first.text.as_str(), first.by.as_str()),
         ("hi (#1)", "echo-server")
     );
-    let second = relay.ask(&Ask("again".into())).await.unwrap();
+    let second = relay.ask(Ask("again".into())).await.unwrap();
     assert_eq!(
         second.text, "again (#2)",
         "the Spot's state carried over the awaited call"

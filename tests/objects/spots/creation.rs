@@ -137,8 +137,8 @@ impl SpotHandlers for Twice {
         ]
     }
 
-    async fn handle(&mut self, _: &SpotContext, _: usize, _: Bytes) -> zlink::Result<Bytes> {
-        Ok(Bytes::new())
+    async fn handle(&mut self, _: &SpotContext, _: usize, _: Payload) -> zlink::Result<Payload> {
+        Ok(Payload::default())
     }
 }
 

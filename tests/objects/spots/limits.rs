@@ -25,21 +25,20 @@ impl SpotHandlers for Gate {
         &mut self,
         _ctx: &SpotContext,
         handler: usize,
-        payload: Bytes,
-    ) -> zlink::Result<Bytes> {
+        payload: Payload,
+    ) -> zlink::Result<Payload> {
         let text = match handler {
-            0 => Say::decode(&payload)?.0,
-            _ => Shout::decode(&payload)?.0,
+            0 => payload.into_message::<Say>()?.0,
+            _ => payload.into_message::<Shout>()?.0,
         };
         self.ran.lock().unwrap().push(text);
         self.entered.fetch_add(1, Ordering::SeqCst);
         let _pass = self.open.acquire().await;
-        Said {
+        Payload::of(Said {
             lines: 0,
             by: String::new(),
             trace: None,
-        }
-        .encode()
+        })
     }
 }
 
@@ -255,8 +254,8 @@ impl SpotHandlers for Slowpoke {
         Vec::new()
     }
 
-    async fn handle(&mut self, _: &SpotContext, _: usize, _: Bytes) -> zlink::Result<Bytes> {
-        Ok(Bytes::new())
+    async fn handle(&mut self, _: &SpotContext, _: usize, _: Payload) -> zlink::Result<Payload> {
+        Ok(Payload::default())
     }
 }
 

@@ -10,7 +10,7 @@ use zlink::object::{
     ClosingReason, CreateDecision, Relocation, Spot, SpotContext, SpotCreation, SpotHandlers,
     SpotType,
 };
-use zlink::{Bytes, ErrorKind, Message, PacketKind, Runtime};
+use zlink::{Bytes, ErrorKind, PacketKind, Payload, Runtime};
 use zlink_testkit::{wait_until, RedisServer};
 use zlink_tests::*;
 
@@ -60,15 +60,15 @@ impl SpotHandlers for Room {
         &mut self,
         ctx: &SpotContext,
         handler: usize,
-        payload: Bytes,
-    ) -> zlink::Result<Bytes> {
+        payload: Payload,
+    ) -> zlink::Result<Payload> {
         if self.busy.fetch_add(1, Ordering::SeqCst) > 0 {
             self.overlaps.fetch_add(1, Ordering::SeqCst);
         }
         tokio::task::yield_now().await;
         let text = match handler {
-            0 => Say::decode(&payload)?.0,
-            _ => Shout::decode(&payload)?.0.to_uppercase(),
+            0 => payload.into_message::<Say>()?.0,
+            _ => payload.into_message::<Shout>()?.0.to_uppercase(),
         };
         if text == "panic" {
             self.busy.fetch_sub(1, Ordering::SeqCst);
@@ -79,12 +79,11 @@ impl SpotHandlers for Room {
         }
         self.lines.push(text);
         self.busy.fetch_sub(1, Ordering::SeqCst);
-        Said {
+        Payload::of(Said {
             lines: self.lines.len(),
             by: self.node.clone(),
             trace: ctx.metadata().get("trace").map(str::to_string),
-        }
-        .encode()
+        })
     }
 }
 

@@ -89,11 +89,14 @@ fn method(spot: &ObjectBlock, h: &Handler) -> TokenStream {
                 #(#docs)*
                 #separator
                 #[doc = #doc]
+                // The message type may be less visible than the client: it is the
+                // application's to choose.
+                #[allow(private_bounds)]
                 pub fn #name<'__zlink>(
                     &'__zlink self,
-                    #sent: &#message,
+                    #sent: impl #krate::Outgoing<#message>,
                 ) -> #krate::Call<'__zlink, #krate::Reply<<#message as #krate::Request>::Reply>> {
-                    self.handle.#manager().request(&self.id, #sent)
+                    self.handle.#manager().request_outgoing::<#message>(&self.id, #sent)
                 }
             }
         }
@@ -105,11 +108,14 @@ fn method(spot: &ObjectBlock, h: &Handler) -> TokenStream {
                 #(#docs)*
                 #separator
                 #[doc = #doc]
+                // The message type may be less visible than the client: it is the
+                // application's to choose.
+                #[allow(private_bounds)]
                 pub fn #name<'__zlink>(
                     &'__zlink self,
-                    #sent: &#message,
+                    #sent: impl #krate::Outgoing<#message>,
                 ) -> #krate::Call<'__zlink, #krate::OneWay> {
-                    self.handle.#manager().send(&self.id, #sent)
+                    self.handle.#manager().send_outgoing::<#message>(&self.id, #sent)
                 }
             }
         }

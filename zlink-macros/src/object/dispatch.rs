@@ -76,16 +76,16 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
         let finish = match h.kind {
             HandlerKind::Request { .. } => quote! {
                 let #reply = #call;
-                #krate::Message::encode(&#reply)
+                #krate::Payload::of(#reply)
             },
             HandlerKind::Send => quote! {
                 #call;
-                ::core::result::Result::Ok(#krate::Bytes::new())
+                ::core::result::Result::Ok(#krate::Payload::default())
             },
         };
         quote_spanned! {message_ty.span()=>
             #index => {
-                let #message = <#message_ty as #krate::Message>::decode(&#payload)?;
+                let #message = #payload.into_message::<#message_ty>()?;
                 #finish
             }
         }
@@ -120,8 +120,8 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
                 &mut self,
                 #ctx: &#krate::object::#context,
                 #handler: usize,
-                #payload: #krate::Bytes,
-            ) -> #krate::Result<#krate::Bytes> {
+                #payload: #krate::Payload,
+            ) -> #krate::Result<#krate::Payload> {
                 match #handler {
                     #(#branches)*
                     _ => ::core::result::Result::Err(#krate::__private::no_object_handler(#ctx, #handler)),

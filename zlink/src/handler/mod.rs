@@ -16,7 +16,7 @@ pub use context::HandlerContext;
 pub use group::{BoxFuture, DefaultChannel, HandlerGroup, PacketKind};
 pub use handle::{
     Actors, Call, CallFuture, Channels, DiscoveryHandle, Expect, FanoutHandle, Handle, Nodes,
-    OneWay, Publish, PublisherStatus, Reply, Spots,
+    OneWay, Outgoing, Publish, PublisherStatus, Reply, Spots,
 };
 pub(crate) use handle::{ClientServerPort, FanoutPort, ObjectMessage, ObjectPort, WeakHandle};
 pub(crate) use node_direct::NodeDirectRoute;

@@ -261,7 +261,7 @@ pub(crate) fn reply_outcome(result: Result<Bytes>) -> ReplyOutcome {
 /// argument error raised inside a handler) arrives as `InternalFailure` carrying its text.
 /// A caller on the owner's own node gets its result through this too, so a local and a
 /// remote caller see the same thing.
-pub(crate) fn as_replied(result: Result<Bytes>) -> Result<Bytes> {
+pub(crate) fn as_replied<T>(result: Result<T>) -> Result<T> {
     result.map_err(|e| match e.kind() {
         Some(_) => e,
         None => Error::new(ErrorKind::InternalFailure, e.to_string()),

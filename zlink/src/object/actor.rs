@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 
 use super::context::ActorContext;
 use super::instance::{Instance, TurnInfo};
@@ -16,6 +15,7 @@ use super::timer::TimerTick;
 use crate::address::ActorId;
 use crate::call::BoxFuture;
 use crate::handler::PacketKind;
+use crate::wire::Payload;
 use crate::Result;
 
 /// An Actor's handlers: the packets it takes and the dispatch to them. The
@@ -31,10 +31,15 @@ pub trait ActorHandlers: Send + 'static {
         Self: Sized;
 
     /// Handles one message for the handler at position `handler` of
-    /// [`packets`](Self::packets). For a request, `Ok(bytes)` is the reply payload and an
-    /// `Err` becomes an error reply; for a send, the bytes are ignored.
-    async fn handle(&mut self, ctx: &ActorContext, handler: usize, payload: Bytes)
-        -> Result<Bytes>;
+    /// [`packets`](Self::packets). For a request, `Ok(payload)` is the reply and an `Err`
+    /// becomes an error reply; for a send, the payload is ignored. A message from a caller
+    /// on this node may be the value itself ([`Payload::into_message`] reads either).
+    async fn handle(
+        &mut self,
+        ctx: &ActorContext,
+        handler: usize,
+        payload: Payload,
+    ) -> Result<Payload>;
 
     /// The state adapter of a type declared [`Relocation::Preserve`]: the macro returns
     /// `Some(self)` for `relocation = preserve` (and fails to compile unless the type
@@ -117,8 +122,8 @@ impl Instance for ActorInstance {
         &mut self,
         turn: TurnInfo,
         handler: usize,
-        payload: Bytes,
-    ) -> BoxFuture<'_, Result<Bytes>> {
+        payload: Payload,
+    ) -> BoxFuture<'_, Result<Payload>> {
         let ctx = self.turn.insert(turn.context(self.id.clone()));
         self.actor.handle(ctx, handler, payload)
     }

@@ -19,7 +19,7 @@ use super::server::ObjectServer;
 use crate::address::ObjectKey;
 use crate::handler::PacketKind;
 use crate::object::env::ObjectEnv;
-use crate::wire::{Metadata, RouteFence};
+use crate::wire::{Metadata, Payload, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
 /// Marks the refusals that mean "this route is unusable" (the owner no longer owns the
@@ -35,7 +35,7 @@ fn is_stale_route(e: &Error) -> bool {
 pub(crate) struct ObjectCall<'a> {
     pub(crate) key: &'a ObjectKey,
     pub(crate) packet: &'a str,
-    pub(crate) payload: Bytes,
+    pub(crate) payload: Payload,
     pub(crate) metadata: &'a Metadata,
     pub(crate) kind: PacketKind,
     /// The whole call's budget: resolve, queue, handler and reply.
@@ -61,10 +61,12 @@ pub(super) struct Refusal {
 pub(super) struct Admission<'a> {
     pub(super) key: &'a ObjectKey,
     pub(super) packet: &'a str,
-    pub(super) payload: Bytes,
+    pub(super) payload: Payload,
     pub(super) metadata: Metadata,
     pub(super) kind: PacketKind,
     pub(super) fence: RouteFence,
+    /// When it was made (the lease must admit work then).
+    pub(super) now: Instant,
     pub(super) deadline: Option<Instant>,
     pub(super) reply: Option<ReplyTo>,
     /// The node it came from (`None`: this node).
@@ -74,15 +76,18 @@ pub(super) struct Admission<'a> {
 }
 
 /// Sends or requests a packet to a Spot or Actor by its ID only.
-pub(super) async fn call(server: &Arc<ObjectServer>, call: ObjectCall<'_>) -> Result<Bytes> {
-    let deadline = Instant::now() + call.timeout;
-    let Routed { route, sending } = resolve(server, call.key, deadline).await?;
+pub(super) async fn call(server: &Arc<ObjectServer>, call: ObjectCall<'_>) -> Result<Payload> {
+    let now = Instant::now();
+    let deadline = now + call.timeout;
+    let Routed { route, sending } = resolve(server, call.key, now, deadline).await?;
     let request = call.kind == PacketKind::Request;
     let fence = route_fence(&route.fence);
     let result = if route.owner.rid == server.env.route().rid {
-        call_local(server, call, fence, deadline).await
+        call_local(server, call, fence, now, deadline).await
     } else {
-        call_remote(&server.env, &route, call, fence, deadline).await
+        call_remote(&server.env, &route, call, fence, deadline)
+            .await
+            .map(Payload::encoded)
     };
     match (request, &result) {
         (true, Ok(_)) => sending.replied(),
@@ -101,9 +106,14 @@ pub(super) async fn call(server: &Arc<ObjectServer>, call: ObjectCall<'_>) -> Re
 
 /// The route calls to `id` use now. When it changes to a later owner, this waits until
 /// the follow barrier down the old one was answered (see [`route_switch`](super::route_switch)).
-async fn resolve(server: &Arc<ObjectServer>, id: &ObjectKey, deadline: Instant) -> Result<Routed> {
+async fn resolve(
+    server: &Arc<ObjectServer>,
+    id: &ObjectKey,
+    mut now: Instant,
+    deadline: Instant,
+) -> Result<Routed> {
     loop {
-        let switch = match server.resolver.resolve(id).await {
+        let switch = match server.resolver.resolve(id, now).await {
             Resolution::Ready(route) => return Ok(route),
             Resolution::Switch(start) => super::route_switch::begin(server, start),
             Resolution::Wait(switch) => switch,
@@ -127,6 +137,7 @@ async fn resolve(server: &Arc<ObjectServer>, id: &ObjectKey, deadline: Instant) 
                 format!("{id} moved, and this node's earlier messages to it were still on their way to its new owner"),
             ));
         }
+        now = Instant::now();
     }
 }
 
@@ -142,14 +153,15 @@ pub(super) async fn call_local(
     server: &ObjectServer,
     call: ObjectCall<'_>,
     fence: RouteFence,
+    now: Instant,
     deadline: Instant,
-) -> Result<Bytes> {
+) -> Result<Payload> {
     let id = call.key.clone();
     let request = call.kind == PacketKind::Request;
     // A request's result comes back through the object's turn, straight to this caller:
     // no table entry, and the one deadline is this call's own.
     let (tx, rx) = if request {
-        if server.env.cancel().is_cancelled() {
+        if server.env.is_stopping() {
             return Err(node_stopping());
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -171,6 +183,7 @@ pub(super) async fn call_local(
             metadata: local_metadata(call.metadata),
             kind: call.kind,
             fence,
+            now,
             deadline: Some(deadline),
             reply: tx,
             sender: None,
@@ -237,7 +250,7 @@ fn left_here(server: &ObjectServer, key: &ObjectKey, fence: RouteFence) {
 
 /// A local request waiting for its result.
 struct LocalWait {
-    reply: tokio::sync::oneshot::Receiver<Result<Bytes>>,
+    reply: tokio::sync::oneshot::Receiver<Result<Payload>>,
     deadline: Instant,
     timeout: Duration,
 }
@@ -245,14 +258,14 @@ struct LocalWait {
 /// A local request's result, as a remote caller would hear it: the reply, or
 /// `DeadlineExceeded` at the call's deadline, or `ShuttingDown` when the node stopped
 /// with the request unanswered (a send is done once queued: `None`).
-async fn wait_local(env: &ObjectEnv, wait: Option<LocalWait>, id: &ObjectKey) -> Result<Bytes> {
+async fn wait_local(env: &ObjectEnv, wait: Option<LocalWait>, id: &ObjectKey) -> Result<Payload> {
     let Some(LocalWait {
         reply,
         deadline,
         timeout,
     }) = wait
     else {
-        return Ok(Bytes::new());
+        return Ok(Payload::default());
     };
     use tokio::sync::oneshot::error::TryRecvError;
     // The owner's turn usually runs while this task steps aside once (the admission woke
@@ -269,7 +282,7 @@ async fn wait_local(env: &ObjectEnv, wait: Option<LocalWait>, id: &ObjectKey) ->
     };
     match waited {
         Some(Some(result)) => result,
-        Some(None) if env.cancel().is_cancelled() => Err(Error::new(
+        Some(None) if env.is_stopping() => Err(Error::new(
             ErrorKind::ShuttingDown,
             "the runtime is shutting down",
         )),
@@ -362,6 +375,7 @@ pub(super) fn prepare(
         metadata,
         kind,
         fence,
+        now,
         deadline,
         reply,
         sender,
@@ -398,11 +412,11 @@ pub(super) fn prepare(
         // No move of the object holds or relays it here: whatever this node took for the
         // object before it is in the object's queue (or ran) already.
         if let Some(reply) = reply {
-            reply.send(Ok(Bytes::new()));
+            reply.send(Ok(Payload::default()));
         }
         return Ok(None);
     }
-    let (live, handler) = match check_admission(server, key, packet, kind, fence) {
+    let (live, handler) = match check_admission(server, key, packet, kind, fence, now) {
         Ok(checked) => checked,
         // The object may have begun to leave between the two checks: its departure is
         // made before it stops taking messages, so it is there now and takes this one.
@@ -441,6 +455,7 @@ fn check_admission(
     packet: &str,
     kind: PacketKind,
     fence: RouteFence,
+    now: Instant,
 ) -> Result<(Arc<LiveObject>, usize)> {
     let id = key;
     let stale = || {
@@ -451,7 +466,7 @@ fn check_admission(
     };
     let live = server.registry.get(id).ok_or_else(stale)?;
     let mut leased = false;
-    let admitted = server.env.lease().admits_with(|token| {
+    let admitted = server.env.lease().admits_at(now, |token| {
         leased = true;
         live.admits(&fence, token)
     });
@@ -512,7 +527,7 @@ pub(super) async fn call_remote(
         call.packet,
         fence,
         call.metadata,
-        call.payload,
+        call.payload.into_bytes()?,
     );
     match call.kind {
         PacketKind::Request => out.request(&link, &message, deadline, admit_by).await,

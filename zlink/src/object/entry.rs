@@ -65,8 +65,8 @@ impl Instance for EntryInstance {
         &mut self,
         _turn: TurnInfo,
         _handler: usize,
-        _payload: Bytes,
-    ) -> BoxFuture<'_, Result<Bytes>> {
+        _payload: crate::wire::Payload,
+    ) -> BoxFuture<'_, Result<crate::wire::Payload>> {
         Box::pin(async {
             Err(Error::new(
                 ErrorKind::NotFound,

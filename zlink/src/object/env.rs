@@ -3,6 +3,7 @@
 //! records in it, the owner lease, this node as an owner, the local pending table, the
 //! count of lost one-ways, and the tasks and tokens that end with the node.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use tokio_util::sync::CancellationToken;
@@ -31,6 +32,8 @@ pub(crate) struct ObjectEnv {
     running: Arc<StopList>,
     tracker: TaskTracker,
     cancel: CancellationToken,
+    /// Set with `cancel`: what every local call reads (a token's check takes its lock).
+    stopping: AtomicBool,
     killed: CancellationToken,
 }
 
@@ -60,6 +63,7 @@ impl ObjectEnv {
             running: Arc::new(StopList::default()),
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
+            stopping: AtomicBool::new(false),
             killed: CancellationToken::new(),
         }
     }
@@ -136,6 +140,18 @@ impl ObjectEnv {
         &self.cancel
     }
 
+    /// Stops the object layer: [`cancel`](Self::cancel) fires and
+    /// [`is_stopping`](Self::is_stopping) holds from now on.
+    pub(crate) fn stop(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.cancel.cancel();
+    }
+
+    /// Whether the object layer is stopping, without the token's lock.
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
     /// Cancelled when the node is killed (a test's crash): moves running on a caller's
     /// task end on the spot, as they would with the process.
     pub(crate) fn killed(&self) -> &CancellationToken {
@@ -197,8 +213,9 @@ mod tests {
     #[test]
     fn stopping_the_layer_is_not_killing_the_node() {
         let env = env_of(&handle());
-        env.cancel().cancel();
-        assert!(env.cancel().is_cancelled());
+        assert!(!env.is_stopping());
+        env.stop();
+        assert!(env.is_stopping() && env.cancel().is_cancelled());
         assert!(!env.killed().is_cancelled());
         assert!(env.tracker().is_empty());
     }

@@ -182,10 +182,11 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
         Admission {
             key: &key,
             packet: packet.as_str(),
-            payload,
+            payload: payload.into(),
             metadata,
             kind,
             fence,
+            now: tokio::time::Instant::now(),
             deadline,
             reply: Some(reply),
             sender: Some(sender.clone()),

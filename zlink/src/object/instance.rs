@@ -15,7 +15,7 @@ use crate::address::Kind;
 use crate::address::SpotId;
 use crate::call::BoxFuture;
 use crate::handler::Handle;
-use crate::wire::Metadata;
+use crate::wire::{Metadata, Payload};
 use crate::Result;
 
 /// What the turn loop knows of one turn; an adapter adds the object's typed ID to make
@@ -59,8 +59,8 @@ pub(crate) trait Instance: Send + 'static {
         &mut self,
         turn: TurnInfo,
         handler: usize,
-        payload: Bytes,
-    ) -> BoxFuture<'_, Result<Bytes>>;
+        payload: Payload,
+    ) -> BoxFuture<'_, Result<Payload>>;
 
     /// Drops the context of the turn that just ended (it holds the node's handle).
     fn end_turn(&mut self) {}

@@ -4,7 +4,6 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use bytes::Bytes;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -29,7 +28,7 @@ use crate::handler::{PacketKind, WeakHandle};
 use crate::mesh::PendingReply;
 use crate::store::{LeaseToken, OwnerLease};
 use crate::sync::LockUnpoisoned;
-use crate::wire::{Metadata, RouteFence};
+use crate::wire::{Metadata, Payload, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
 /// Where a message's result goes: a waiting local caller, or the reply route of a request
@@ -37,7 +36,7 @@ use crate::{Error, ErrorKind, Result};
 pub(crate) enum ReplyTo {
     /// A caller on this node, waiting on the other end under its own deadline (gone
     /// once it gave up).
-    Local(oneshot::Sender<Result<Bytes>>),
+    Local(oneshot::Sender<Result<Payload>>),
     Remote(PendingReply),
     /// A request relayed here from an object's old owner: its result is recorded in the
     /// Relocation Store as the reply leaves.
@@ -49,15 +48,17 @@ pub(crate) enum ReplyTo {
 
 impl ReplyTo {
     /// Delivers the result, once.
-    pub(crate) fn send(self, result: Result<Bytes>) {
+    pub(crate) fn send(self, result: Result<Payload>) {
         match self {
             // A caller that gave up (deadline, cancellation) has no entry any more: the
-            // late result is discarded.
+            // late result is discarded. The reply it waits for is the value itself.
             ReplyTo::Local(waiting) => {
                 let _ = waiting.send(crate::mesh::as_replied(result));
             }
-            ReplyTo::Remote(pending) => pending.finish(result),
-            ReplyTo::Recorded { pending, recorder } => recorder.reply_and_record(pending, result),
+            ReplyTo::Remote(pending) => pending.finish(result.and_then(Payload::into_bytes)),
+            ReplyTo::Recorded { pending, recorder } => {
+                recorder.reply_and_record(pending, result.and_then(Payload::into_bytes))
+            }
         }
     }
 }
@@ -68,7 +69,7 @@ pub(crate) enum ObjectJob {
     Message {
         handler: usize,
         packet: Arc<str>,
-        payload: Bytes,
+        payload: Payload,
         metadata: Metadata,
         deadline: Option<Instant>,
         reply: Option<ReplyTo>,

@@ -11,10 +11,11 @@ use super::server::ObjectServer;
 use crate::address::{Location, ObjectKey, Outcome};
 use crate::call::BoxFuture;
 use crate::handler::{ObjectMessage, ObjectPort};
+use crate::wire::Payload;
 use crate::Result;
 
 impl ObjectPort for ObjectServer {
-    fn call_object(self: Arc<Self>, message: ObjectMessage) -> BoxFuture<'static, Result<Bytes>> {
+    fn call_object(self: Arc<Self>, message: ObjectMessage) -> BoxFuture<'static, Result<Payload>> {
         Box::pin(async move {
             let call = ObjectCall {
                 key: &message.key,

@@ -102,16 +102,15 @@ impl Resolver {
         self.cache.saw_authority(key, fence);
     }
 
-    /// Where messages for `key` go now: the cache, or one authority read.
-    pub(super) async fn resolve(&self, key: &ObjectKey) -> Resolution {
+    /// Where messages for `key` go at `now`: the cache, or one authority read.
+    pub(super) async fn resolve(&self, key: &ObjectKey, now: Instant) -> Resolution {
         let id = key;
-        let key = key.clone();
-        let now = Instant::now();
-        match self.cache.get(&key, now) {
+        match self.cache.get(key, now) {
             Lookup::Hit(routed) => return Resolution::Ready(routed),
             Lookup::Switching(switch) => return Resolution::Wait(switch),
             Lookup::Miss => {}
         }
+        let key = key.clone();
         let read = self.authority.read(&key).await;
         let failing = read.is_err();
         if self.store_failing.swap(failing, Ordering::Relaxed) && !failing {

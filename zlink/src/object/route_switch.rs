@@ -15,7 +15,6 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::direct::{self, ObjectCall};
@@ -23,7 +22,7 @@ use super::owner_link::{node_stopping, route_fence};
 use super::route_cache::{ReadyRoute, Switch, SwitchStart};
 use super::server::ObjectServer;
 use crate::handler::PacketKind;
-use crate::wire::Metadata;
+use crate::wire::{Metadata, Payload};
 use crate::Result;
 
 /// The packet name of a follow barrier. Packet names beginning with `zlink.` are the
@@ -56,36 +55,39 @@ pub(super) fn begin(server: &Arc<ObjectServer>, start: SwitchStart) -> Switch {
 
 /// Sends the barrier down `from`. `Ok` once everything this node sent on it before is
 /// queued on the object (or nothing of it can still be on its way).
-async fn barrier(server: &Arc<ObjectServer>, from: &ReadyRoute) -> Result<Bytes> {
+async fn barrier(server: &Arc<ObjectServer>, from: &ReadyRoute) -> Result<Payload> {
     let node = server.env.owner_link().node()?;
     let settings = node.settings();
     let metadata = Metadata::new();
     let call = ObjectCall {
         key: &from.key,
         packet: FOLLOW_BARRIER,
-        payload: Bytes::new(),
+        payload: Payload::default(),
         metadata: &metadata,
         kind: PacketKind::Request,
         timeout: settings.request_timeout,
         send_timeout: settings.send_timeout,
     };
     let fence = route_fence(&from.fence);
-    let deadline = Instant::now() + settings.request_timeout;
+    let now = Instant::now();
+    let deadline = now + settings.request_timeout;
     if from.owner.rid == server.env.route().rid {
         if from.owner.node_generation != server.env.route().node_generation {
-            return Ok(Bytes::new());
+            return Ok(Payload::default());
         }
-        return direct::call_local(server, call, fence, deadline).await;
+        return direct::call_local(server, call, fence, now, deadline).await;
     }
     // Only the connection the earlier messages left on keeps them in order. With none
     // now (or a restarted peer), nothing sent from here on that route is still on its way.
     let peers = node.peers();
     match peers.identity(&from.owner.rid) {
         Some((_, generation)) if generation == from.owner.node_generation => {}
-        _ => return Ok(Bytes::new()),
+        _ => return Ok(Payload::default()),
     }
     if peers.link(&from.owner.rid).is_none() {
-        return Ok(Bytes::new());
+        return Ok(Payload::default());
     }
-    direct::call_remote(&server.env, from, call, fence, deadline).await
+    direct::call_remote(&server.env, from, call, fence, deadline)
+        .await
+        .map(Payload::encoded)
 }

@@ -176,7 +176,10 @@ impl ObjectServer {
     }
 
     /// Sends or requests a packet to a Spot or Actor by its ID only.
-    pub(crate) async fn call(self: &Arc<Self>, call: ObjectCall<'_>) -> Result<Bytes> {
+    pub(crate) async fn call(
+        self: &Arc<Self>,
+        call: ObjectCall<'_>,
+    ) -> Result<crate::wire::Payload> {
         direct::call(self, call).await
     }
 
@@ -234,7 +237,7 @@ impl Subsystem for ObjectServer {
         if crashed {
             self.env.killed().cancel();
         }
-        self.env.cancel().cancel();
+        self.env.stop();
         // Idle turn loops listen to their mailboxes only: each one is woken to stop.
         self.env.running().stop_all();
         self.env.tracker().close();

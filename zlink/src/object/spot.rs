@@ -15,6 +15,7 @@ use crate::address::ActorRef;
 use crate::address::{SpotId, StableType};
 use crate::call::BoxFuture;
 use crate::handler::PacketKind;
+use crate::wire::Payload;
 use crate::Result;
 
 /// What `on_create` decides about a new Spot.
@@ -52,9 +53,15 @@ pub trait SpotHandlers: Send + 'static {
         Self: Sized;
 
     /// Handles one message for the handler at position `handler` of
-    /// [`packets`](Self::packets). For a request, `Ok(bytes)` is the reply payload and an
-    /// `Err` becomes an error reply; for a send, the bytes are ignored.
-    async fn handle(&mut self, ctx: &SpotContext, handler: usize, payload: Bytes) -> Result<Bytes>;
+    /// [`packets`](Self::packets). For a request, `Ok(payload)` is the reply and an `Err`
+    /// becomes an error reply; for a send, the payload is ignored. A message from a caller
+    /// on this node may be the value itself ([`Payload::into_message`] reads either).
+    async fn handle(
+        &mut self,
+        ctx: &SpotContext,
+        handler: usize,
+        payload: Payload,
+    ) -> Result<Payload>;
 
     /// The state adapter of a type declared [`Relocation::Preserve`]: the macro returns
     /// `Some(self)` for `relocation = preserve` (and fails to compile unless the type
@@ -193,8 +200,8 @@ impl Instance for SpotInstance {
         &mut self,
         turn: TurnInfo,
         handler: usize,
-        payload: Bytes,
-    ) -> BoxFuture<'_, Result<Bytes>> {
+        payload: Payload,
+    ) -> BoxFuture<'_, Result<Payload>> {
         let ctx = self.turn.insert(turn.context(self.id.clone()));
         self.spot.handle(ctx, handler, payload)
     }

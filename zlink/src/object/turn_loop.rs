@@ -280,7 +280,7 @@ impl TurnLoop {
         held: Option<OwnedMutexGuard<()>>,
         ctx: TurnInfo,
         handler: usize,
-        payload: bytes::Bytes,
+        payload: crate::wire::Payload,
         reply: Option<super::live_object::ReplyTo>,
     ) -> Step {
         // A handler stuck past shutdown is stopped: shutdown never waits on it.

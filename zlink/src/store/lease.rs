@@ -90,8 +90,13 @@ pub struct OwnerLeaseStatus {
 impl OwnerLeaseStatus {
     /// Whether the host may admit new work and publish right now.
     pub fn admits_new_work(&self) -> bool {
+        self.admits_new_work_at(Instant::now())
+    }
+
+    /// Whether the host may start new work at `now`.
+    pub(crate) fn admits_new_work_at(&self, now: Instant) -> bool {
         self.admission_deadline
-            .is_some_and(|deadline| Instant::now() < deadline)
+            .is_some_and(|deadline| now < deadline)
     }
 }
 
@@ -120,12 +125,11 @@ impl OwnerLease {
         self.status.subscribe()
     }
 
-    /// The token, if the host may act under it right now.
-    /// Whether new work is admitted now and `check` holds for the current token (without
-    /// copying it: the hot path of every object message).
-    pub(crate) fn admits_with(&self, check: impl FnOnce(&LeaseToken) -> bool) -> bool {
+    /// Whether new work is admitted at `now` and `check` holds for the current token
+    /// (without copying it: the hot path of every object message).
+    pub(crate) fn admits_at(&self, now: Instant, check: impl FnOnce(&LeaseToken) -> bool) -> bool {
         let status = self.status.borrow();
-        status.admits_new_work() && status.token.as_ref().is_some_and(check)
+        status.admits_new_work_at(now) && status.token.as_ref().is_some_and(check)
     }
 
     pub(crate) fn admitting_token(&self) -> Option<LeaseToken> {

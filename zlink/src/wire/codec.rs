@@ -36,6 +36,32 @@ pub trait Codec<T> {
 
     /// Decodes payload bytes into a value.
     fn decode(bytes: &[u8]) -> Result<T>;
+
+    /// Whether a value may go from a caller to a handler on the same node as it is,
+    /// because decoding its encoding gives the same value back. `Cbor` and `Json` say yes
+    /// (a field serde skips keeps its value on such a call); a codec that changes what it
+    /// carries leaves the default, `false`, and its values are always encoded.
+    const HANDS_OVER: bool = false;
+
+    /// The size of `value`'s encoding (a mailbox bounds what it holds by it).
+    fn encoded_len(value: &T) -> Result<usize> {
+        Self::encode(value).map(|bytes| bytes.len())
+    }
+}
+
+/// A writer that only counts what it is given.
+#[derive(Default)]
+struct Counted(usize);
+
+impl std::io::Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// CBOR through serde (`ciborium`): compact, self-describing, the default codec.
@@ -50,6 +76,15 @@ impl<T: Serialize + DeserializeOwned> Codec<T> for Cbor {
 
     fn decode(bytes: &[u8]) -> Result<T> {
         cbor_decode(bytes)
+    }
+
+    const HANDS_OVER: bool = true;
+
+    fn encoded_len(value: &T) -> Result<usize> {
+        let mut counted = Counted::default();
+        ciborium::into_writer(value, &mut counted)
+            .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("encode: {e}")))?;
+        Ok(counted.0)
     }
 }
 
@@ -67,6 +102,15 @@ impl<T: Serialize + DeserializeOwned> Codec<T> for Json {
     fn decode(bytes: &[u8]) -> Result<T> {
         serde_json::from_slice(bytes)
             .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("decode: {e}")))
+    }
+
+    const HANDS_OVER: bool = true;
+
+    fn encoded_len(value: &T) -> Result<usize> {
+        let mut counted = Counted::default();
+        serde_json::to_writer(&mut counted, value)
+            .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("encode: {e}")))?;
+        Ok(counted.0)
     }
 }
 

@@ -22,6 +22,15 @@ pub trait Message: Sized + Send + Sync + 'static {
 
     /// Decodes payload bytes. A failure is reported as [`ErrorKind::ProtocolError`](crate::ErrorKind::ProtocolError).
     fn decode(bytes: &[u8]) -> Result<Self>;
+
+    /// Whether a call whose handler runs on the same node hands the value itself over
+    /// instead of encoding and decoding it (see [`Codec::HANDS_OVER`](crate::Codec::HANDS_OVER)).
+    const HANDS_OVER: bool = false;
+
+    /// The size of [`encode`](Self::encode)'s output, without keeping it.
+    fn encoded_len(&self) -> Result<usize> {
+        self.encode().map(|bytes| bytes.len())
+    }
 }
 
 /// A message sent with a request that expects a reply of type [`Request::Reply`]. A client call

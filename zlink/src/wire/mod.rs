@@ -18,6 +18,7 @@ mod header;
 mod message;
 mod metadata;
 mod name;
+mod payload;
 mod reply_head;
 
 pub use call_head::{CallHead, RouteFence};
@@ -29,6 +30,7 @@ pub use envelope::{CallMessage, Envelope, WireError, PROTOCOL_MAJOR};
 pub use envelope::{FLAG_METADATA, MAX_HEAD_BYTES};
 pub use header::{Admission, ControlHeader, RejectReason};
 pub use name::{WireName, MAX_NAME_BYTES};
+pub use payload::Payload;
 pub use reply_head::ReplyOutcome;
 #[cfg(feature = "testkit")]
 pub use reply_head::MAX_DETAIL_BYTES;

@@ -3,7 +3,7 @@
 
 use std::marker::PhantomData;
 
-use super::call::{Call, OneWay, Reply, Target};
+use super::call::{Call, OneWay, Outgoing, Reply, Target};
 use super::Handle;
 use crate::address::{ActorId, ActorKind, Kind, ObjectKey, ObjectRef, SpotId, SpotKind};
 use crate::wire::{Message, Request};
@@ -80,5 +80,21 @@ impl<'a, K: AddressedKind> ById<'a, K> {
 
     pub(super) fn send<M: Message>(self, id: &str, message: &M) -> Call<'a, OneWay> {
         Call::new(self.handle, Self::target(id), message)
+    }
+
+    pub(super) fn request_outgoing<R: Request>(
+        self,
+        id: &str,
+        request: impl Outgoing<R>,
+    ) -> Call<'a, Reply<R::Reply>> {
+        Call::of_payload::<R>(self.handle, Self::target(id), request.into_payload())
+    }
+
+    pub(super) fn send_outgoing<M: Message>(
+        self,
+        id: &str,
+        message: impl Outgoing<M>,
+    ) -> Call<'a, OneWay> {
+        Call::of_payload::<M>(self.handle, Self::target(id), message.into_payload())
     }
 }

@@ -26,15 +26,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
-
 use super::ports::ObjectMessage;
 use super::Handle;
 use crate::address::ObjectKey;
 use crate::call::{BoxFuture, CallOptions};
 use crate::handler::PacketKind;
 use crate::mesh::MeshNode;
-use crate::wire::Message;
+use crate::wire::{Message, Payload};
 use crate::{Error, ErrorKind, Result};
 
 /// The option setters every call shape has ([`Call`], and
@@ -76,6 +74,7 @@ pub(super) use option_setters;
 
 mod sealed {
     pub trait Sealed {}
+    pub trait SealedFor<M> {}
 }
 
 /// What a [`Call`] waits for: the reply of a request ([`Reply`]) or nothing ([`OneWay`]).
@@ -86,7 +85,7 @@ pub trait Expect: sealed::Sealed + Send + 'static {
     #[doc(hidden)]
     const KIND: PacketKind;
     #[doc(hidden)]
-    fn finish(reply: Bytes) -> Result<Self::Output>;
+    fn finish(reply: Payload) -> Result<Self::Output>;
 }
 
 /// A request's call: awaiting it yields the reply `T`.
@@ -101,16 +100,39 @@ impl sealed::Sealed for OneWay {}
 impl<T: Message> Expect for Reply<T> {
     type Output = T;
     const KIND: PacketKind = PacketKind::Request;
-    fn finish(reply: Bytes) -> Result<T> {
-        T::decode(&reply)
+    fn finish(reply: Payload) -> Result<T> {
+        reply.into_message()
     }
 }
 
 impl Expect for OneWay {
     type Output = ();
     const KIND: PacketKind = PacketKind::Send;
-    fn finish(_: Bytes) -> Result<()> {
+    fn finish(_: Payload) -> Result<()> {
         Ok(())
+    }
+}
+
+/// A message as a generated Spot or Actor client takes it: by reference (encoded at once)
+/// or by value. A value goes to a handler on the same node as it is, with no encoding
+/// (when its codec [hands values over](crate::Codec::HANDS_OVER)); to another node it is
+/// encoded as a reference would be.
+pub trait Outgoing<M: Message>: sealed::SealedFor<M> {
+    #[doc(hidden)]
+    fn into_payload(self) -> Result<Payload>;
+}
+
+impl<M: Message> sealed::SealedFor<M> for &M {}
+impl<M: Message> Outgoing<M> for &M {
+    fn into_payload(self) -> Result<Payload> {
+        self.encode().map(Payload::encoded)
+    }
+}
+
+impl<M: Message> sealed::SealedFor<M> for M {}
+impl<M: Message> Outgoing<M> for M {
+    fn into_payload(self) -> Result<Payload> {
+        Payload::of(self)
     }
 }
 
@@ -134,7 +156,7 @@ pub struct Call<'a, E: Expect> {
     handle: &'a Handle,
     target: Result<Target<'a>>,
     packet: &'static str,
-    payload: Result<Bytes>,
+    payload: Result<Payload>,
     options: CallOptions,
     expect: PhantomData<fn() -> E>,
 }
@@ -145,11 +167,20 @@ impl<'a, E: Expect> Call<'a, E> {
         target: Result<Target<'a>>,
         message: &M,
     ) -> Self {
+        Call::of_payload::<M>(handle, target, message.encode().map(Payload::encoded))
+    }
+
+    /// A call carrying `payload`, the message `M` as the caller gave it.
+    pub(crate) fn of_payload<M: Message>(
+        handle: &'a Handle,
+        target: Result<Target<'a>>,
+        payload: Result<Payload>,
+    ) -> Self {
         Call {
             handle,
             target,
             packet: M::PACKET_NAME,
-            payload: message.encode(),
+            payload,
             options: CallOptions::default(),
             expect: PhantomData,
         }
@@ -193,25 +224,29 @@ fn start<'a>(
     target: Target<'a>,
     kind: PacketKind,
     packet: &'static str,
-    payload: Bytes,
+    payload: Payload,
     options: CallOptions,
-) -> Result<BoxFuture<'a, Result<Bytes>>> {
+) -> Result<BoxFuture<'a, Result<Payload>>> {
     let expects_reply = kind == PacketKind::Request;
     Ok(match target {
         Target::Channel(channel) => {
             let node = handle.channels().calling_node(channel)?;
+            let payload = payload.into_bytes()?;
             Box::pin(async move {
                 node.calls()
                     .call_channel(channel, expects_reply, packet, payload, &options)
                     .await
+                    .map(Payload::encoded)
             })
         }
         Target::Node(rid) => {
             let node: Arc<MeshNode> = handle.node().clone();
+            let payload = payload.into_bytes()?;
             Box::pin(async move {
                 node.calls()
                     .call_node(rid, expects_reply, packet, payload, &options)
                     .await
+                    .map(Payload::encoded)
             })
         }
         Target::Object(key) => {
@@ -242,7 +277,7 @@ fn start<'a>(
 /// The future of an awaited [`Call`].
 #[must_use = "futures do nothing unless polled"]
 pub struct CallFuture<'a, E: Expect> {
-    state: std::result::Result<BoxFuture<'a, Result<Bytes>>, Option<Error>>,
+    state: std::result::Result<BoxFuture<'a, Result<Payload>>, Option<Error>>,
     expect: PhantomData<fn() -> E>,
 }
 

@@ -22,7 +22,7 @@ use crate::mesh::MeshNode;
 use crate::{Error, ErrorKind, Result};
 
 pub use actors::Actors;
-pub use call::{Call, CallFuture, Expect, OneWay, Reply};
+pub use call::{Call, CallFuture, Expect, OneWay, Outgoing, Reply};
 pub use channels::Channels;
 pub use discovery::DiscoveryHandle;
 pub use fanout::{FanoutHandle, Publish, PublisherStatus};

@@ -13,14 +13,14 @@ use crate::address::{Location, ObjectKey, Outcome};
 use crate::call::BoxFuture;
 use crate::handler::PacketKind;
 use crate::mesh::MeshNode;
-use crate::wire::Metadata;
+use crate::wire::{Metadata, Payload};
 use crate::Result;
 
 /// One message to a Spot or Actor by ID, as the caller made it.
 pub(crate) struct ObjectMessage {
     pub(crate) key: ObjectKey,
     pub(crate) packet: &'static str,
-    pub(crate) payload: Bytes,
+    pub(crate) payload: Payload,
     pub(crate) metadata: Metadata,
     pub(crate) kind: PacketKind,
     /// The whole call's budget: resolve, queue, handler and reply.
@@ -33,7 +33,7 @@ pub(crate) struct ObjectMessage {
 pub(crate) trait ObjectPort: Send + Sync + 'static {
     /// Delivers `message` to its object and returns its reply (empty for a
     /// send).
-    fn call_object(self: Arc<Self>, message: ObjectMessage) -> BoxFuture<'static, Result<Bytes>>;
+    fn call_object(self: Arc<Self>, message: ObjectMessage) -> BoxFuture<'static, Result<Payload>>;
 
     /// Creates (or with `must_be_new` false, finds or creates) the object `key`.
     fn create_object<'a>(

@@ -126,7 +126,7 @@ pub(crate) fn held_to_job(
 ) -> Option<(ObjectJob, usize)> {
     if &*held.packet == crate::object::route_switch::FOLLOW_BARRIER {
         if let Some(reply) = held.reply {
-            reply.send(Ok(bytes::Bytes::new()));
+            reply.send(Ok(crate::wire::Payload::default()));
         }
         return None;
     }

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+
+use crate::wire::Payload;
 use tokio_util::task::TaskTracker;
 
 use super::*;
@@ -46,8 +48,8 @@ impl Instance for Scripted {
         &mut self,
         _turn: TurnInfo,
         handler: usize,
-        payload: Bytes,
-    ) -> BoxFuture<'_, Result<Bytes>> {
+        payload: Payload,
+    ) -> BoxFuture<'_, Result<Payload>> {
         self.note(format!("handle {handler}"));
         Box::pin(async move {
             match handler {
@@ -137,18 +139,19 @@ fn request(
     live: &LiveObject,
     handler: usize,
     body: &'static [u8],
-) -> oneshot::Receiver<Result<Bytes>> {
-    let (tx, rx) = oneshot::channel();
+) -> impl std::future::Future<Output = std::result::Result<Result<Bytes>, oneshot::error::RecvError>>
+{
+    let (tx, rx) = oneshot::channel::<Result<Payload>>();
     let job = ObjectJob::Message {
         handler,
         packet: Arc::from("Echo"),
-        payload: Bytes::from_static(body),
+        payload: Payload::encoded(Bytes::from_static(body)),
         metadata: Metadata::new(),
         deadline: None,
         reply: Some(ReplyTo::Local(tx)),
     };
     assert!(live.try_deliver(job, body.len()).is_ok(), "queued");
-    rx
+    async move { rx.await.map(|reply| reply.and_then(Payload::into_bytes)) }
 }
 
 async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
@@ -208,7 +211,7 @@ async fn a_node_stop_reaches_an_idle_loop_and_refuses_what_is_still_queued() {
     let late = ObjectJob::Message {
         handler: ECHO,
         packet: Arc::from("Echo"),
-        payload: Bytes::new(),
+        payload: Payload::default(),
         metadata: Metadata::new(),
         deadline: None,
         reply: Some(ReplyTo::Local(tx)),

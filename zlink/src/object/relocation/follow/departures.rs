@@ -422,13 +422,13 @@ mod tests {
     }
 
     /// A request from node `sender` whose answer the returned receiver hears.
-    fn request(sender: &str) -> (Held, oneshot::Receiver<crate::Result<Bytes>>) {
+    fn request(sender: &str) -> (Held, oneshot::Receiver<crate::Result<crate::wire::Payload>>) {
         let deadline = Instant::now() + Duration::from_secs(5);
         let (tx, rx) = oneshot::channel();
         let held = Held {
             packet: "Step".into(),
             kind: PacketKind::Request,
-            payload: Bytes::from_static(b"x"),
+            payload: crate::wire::Payload::encoded(Bytes::from_static(b"x")),
             metadata: Metadata::new(),
             deadline: Some(deadline),
             reply: Some(ReplyTo::Local(tx)),

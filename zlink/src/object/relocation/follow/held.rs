@@ -2,21 +2,20 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use tokio::time::Instant;
 
 use crate::address::ObjectKey;
 use crate::handler::PacketKind;
 use crate::object::live_object::ReplyTo;
 use crate::object::lost_sends::{LostReason, LostSends};
-use crate::wire::Metadata;
+use crate::wire::{Metadata, Payload};
 use crate::Error;
 
 /// One message for a departing object, as the source accepted it.
 pub(crate) struct Held {
     pub(crate) packet: Arc<str>,
     pub(crate) kind: PacketKind,
-    pub(crate) payload: Bytes,
+    pub(crate) payload: Payload,
     pub(crate) metadata: Metadata,
     pub(crate) deadline: Option<Instant>,
     pub(crate) reply: Option<ReplyTo>,

@@ -21,7 +21,7 @@ use crate::object::lost_sends::{LostReason, LostSends};
 use crate::object::owner_link::{ObjectCommand, OwnerLink};
 use crate::object::relocation::record::FollowNotice;
 use crate::object::relocation::RelocationFaults;
-use crate::wire::{Command, RouteFence};
+use crate::wire::{Command, Payload, RouteFence};
 use crate::{Error, ErrorKind};
 
 /// What the relay task sends, in order.
@@ -137,7 +137,7 @@ impl Relay {
             .await
     }
 
-    async fn relay(&self, node: &Arc<MeshNode>, held: Held) {
+    async fn relay(&self, node: &Arc<MeshNode>, mut held: Held) {
         self.relayed.fetch_add(1, Ordering::Relaxed);
         let settings = node.settings();
         let now = Instant::now();
@@ -156,13 +156,18 @@ impl Relay {
             }
             _ => None,
         };
+        // A value a caller on this node handed over is encoded to leave it.
+        let payload = match std::mem::take(&mut held.payload).into_bytes() {
+            Ok(payload) => payload,
+            Err(e) => return held.refuse(&self.key, e, &self.lost, LostReason::TargetUnreachable),
+        };
         let call = ObjectCommand::message(
             &self.key,
             held.kind,
             &held.packet,
             self.fence,
             &metadata,
-            held.payload.clone(),
+            payload,
         )
         .followed(held.hops + 1);
         let admit_by = now + settings.send_timeout;
@@ -173,7 +178,7 @@ impl Relay {
                     .record(&self.key, &held.packet, LostReason::TargetUnreachable, e);
             }
             if let Some(reply) = held.reply {
-                reply.send(sent.map(|()| Bytes::new()));
+                reply.send(sent.map(|()| Payload::default()));
             }
             return;
         }
@@ -213,7 +218,7 @@ impl Relay {
                         }
                     }
                     if let Some(reply) = reply {
-                        reply.send(result);
+                        reply.send(result.map(Payload::encoded));
                     }
                 });
             }
