@@ -85,7 +85,9 @@ pub(super) async fn call(server: &Arc<ObjectServer>, call: ObjectCall<'_>) -> Re
     let result = if route.owner.rid == server.env.route().rid {
         call_local(server, call, fence, now, deadline).await
     } else {
-        call_remote(&server.env, &route, call, fence, deadline)
+        // Boxed: a remote call's state is large, and a local call should not carry (and
+        // move) room for it.
+        Box::pin(call_remote(&server.env, &route, call, fence, deadline))
             .await
             .map(Payload::encoded)
     };
@@ -113,7 +115,12 @@ async fn resolve(
     deadline: Instant,
 ) -> Result<Routed> {
     loop {
-        let switch = match server.resolver.resolve(id, now).await {
+        // A cache hit needs no future; an authority read's is boxed, off the local path.
+        let resolution = match server.resolver.cached(id, now) {
+            Some(known) => known,
+            None => Box::pin(server.resolver.resolve(id, now)).await,
+        };
+        let switch = match resolution {
             Resolution::Ready(route) => return Ok(route),
             Resolution::Switch(start) => super::route_switch::begin(server, start),
             Resolution::Wait(switch) => switch,
@@ -128,7 +135,7 @@ async fn resolve(
                 ))
             }
         };
-        if tokio::time::timeout_at(deadline, switch.finished())
+        if Box::pin(tokio::time::timeout_at(deadline, switch.finished()))
             .await
             .is_err()
         {

@@ -63,6 +63,13 @@ impl ReplyTo {
     }
 }
 
+/// What a turn starts from ([`LiveObject::turn_view`]).
+pub(crate) struct TurnView {
+    pub(crate) gate: Arc<Gate>,
+    pub(crate) shared: bool,
+    pub(crate) membership: Option<SpotId>,
+}
+
 /// One unit of work for an object's turn loop.
 pub(crate) enum ObjectJob {
     /// A message for a handler; a request carries where its result goes.
@@ -452,13 +459,19 @@ impl LiveObject {
         self.state().gate.clone()
     }
 
-    /// The gate a turn takes now, and whether another object may take it too (a Spot's
-    /// own gate, which its SpotWide members share, or a SpotWide Spot's for a member).
-    /// Only a shared gate needs locking.
-    pub(crate) fn turn_gate(&self) -> (Arc<Gate>, bool) {
-        let gate = self.state().gate.clone();
+    /// What a turn starts from, read under one lock: the gate it takes, whether another
+    /// object may take it too (a Spot's own gate, which its SpotWide members share, or a
+    /// SpotWide Spot's for a member; only a shared gate needs locking), and the Spot the
+    /// object belongs to.
+    pub(crate) fn turn_view(&self) -> TurnView {
+        let state = self.state();
+        let gate = state.gate.clone();
         let shared = self.key.kind == ObjectKind::Spot || !Arc::ptr_eq(&gate, &self.own_gate);
-        (gate, shared)
+        TurnView {
+            gate,
+            shared,
+            membership: state.membership.clone(),
+        }
     }
 
     /// Its ObjectGeneration.

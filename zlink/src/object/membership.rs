@@ -9,6 +9,7 @@
 //! (one-way), and the Actor learns the outcome (`on_join_completed`). A Join to a Spot on
 //! another node moves the Actor there ([`relocation`](super::relocation)).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -83,7 +84,11 @@ pub(crate) struct JoinRequest {
 
 /// The Join a handler registered, if any: at most one per handler.
 #[derive(Debug, Default)]
-pub(crate) struct JoinSlot(Mutex<Option<JoinRequest>>);
+pub(crate) struct JoinSlot {
+    join: Mutex<Option<JoinRequest>>,
+    /// Whether `join` holds one: the end of every turn reads this, not the lock.
+    registered: AtomicBool,
+}
 
 impl JoinSlot {
     pub(crate) fn register(&self, join: JoinRequest) -> crate::Result<()> {
@@ -93,7 +98,7 @@ impl JoinSlot {
                 join.request.len()
             )));
         }
-        let mut slot = self.0.lock_unpoisoned();
+        let mut slot = self.join.lock_unpoisoned();
         if slot.is_some() {
             return Err(Error::new(
                 ErrorKind::InvalidOperation,
@@ -101,11 +106,16 @@ impl JoinSlot {
             ));
         }
         *slot = Some(join);
+        self.registered.store(true, Ordering::Release);
         Ok(())
     }
 
+    /// The Join the turn's handler registered, if any.
     pub(crate) fn take(&self) -> Option<JoinRequest> {
-        self.0.lock_unpoisoned().take()
+        if !self.registered.swap(false, Ordering::AcqRel) {
+            return None;
+        }
+        self.join.lock_unpoisoned().take()
     }
 }
 

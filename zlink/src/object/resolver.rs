@@ -102,14 +102,22 @@ impl Resolver {
         self.cache.saw_authority(key, fence);
     }
 
+    /// Where messages for `key` go at `now` when the cache knows: `None` when it takes an
+    /// authority read ([`resolve`](Self::resolve)).
+    pub(super) fn cached(&self, key: &ObjectKey, now: Instant) -> Option<Resolution> {
+        match self.cache.get(key, now) {
+            Lookup::Hit(routed) => Some(Resolution::Ready(routed)),
+            Lookup::Switching(switch) => Some(Resolution::Wait(switch)),
+            Lookup::Miss => None,
+        }
+    }
+
     /// Where messages for `key` go at `now`: the cache, or one authority read.
     pub(super) async fn resolve(&self, key: &ObjectKey, now: Instant) -> Resolution {
-        let id = key;
-        match self.cache.get(key, now) {
-            Lookup::Hit(routed) => return Resolution::Ready(routed),
-            Lookup::Switching(switch) => return Resolution::Wait(switch),
-            Lookup::Miss => {}
+        if let Some(known) = self.cached(key, now) {
+            return known;
         }
+        let id = key;
         let key = key.clone();
         let read = self.authority.read(&key).await;
         let failing = read.is_err();

@@ -12,14 +12,16 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::instance::{Instance, TurnInfo};
-use super::live_object::{Arrived, Captured, Gate, LiveObject, ObjectHost, ObjectJob, Resume};
+use super::live_object::{
+    Arrived, Captured, Gate, LiveObject, ObjectHost, ObjectJob, Resume, TurnView,
+};
 use super::mailbox::Turn;
 use super::membership::{self, JoinOutcome, JoinStep, MemberEvent};
 use super::relocation::seal::{self, SealOutcome};
 use super::server::ObjectServer;
 use super::spot::ClosingReason;
 use super::timer::Timers;
-use crate::address::{ObjectKey, ObjectKind};
+use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::handler::WeakHandle;
 use crate::wire::Metadata;
 use crate::{Error, ErrorKind, Result};
@@ -123,6 +125,21 @@ impl TurnLoop {
         metadata: Metadata,
         joins: bool,
     ) -> Option<TurnInfo> {
+        let membership = (self.key().kind == ObjectKind::Actor)
+            .then(|| self.object.membership())
+            .flatten();
+        self.turn_info_in(packet, deadline, metadata, joins, membership)
+    }
+
+    /// [`turn_info`](Self::turn_info) with the object's Spot read already.
+    fn turn_info_in(
+        &self,
+        packet: Option<Arc<str>>,
+        deadline: Option<Instant>,
+        metadata: Metadata,
+        joins: bool,
+        membership: Option<SpotId>,
+    ) -> Option<TurnInfo> {
         let is_actor = self.key().kind == ObjectKind::Actor;
         self.handle.upgrade().map(|handle| TurnInfo {
             handle,
@@ -131,11 +148,7 @@ impl TurnLoop {
             deadline,
             metadata,
             timers: Some(self.timers.clone()),
-            membership: if is_actor {
-                self.object.membership()
-            } else {
-                None
-            },
+            membership: membership.filter(|_| is_actor),
             joins: (is_actor && joins).then(|| self.object.joins().clone()),
         })
     }
@@ -172,7 +185,11 @@ impl TurnLoop {
             let Some(job) = turn.take_job() else { continue };
             // One turn at a time among the objects sharing the gate. A gate no other object
             // can take (an Actor's own) needs no lock: this loop's turns are serial already.
-            let (gate, shared) = self.object.turn_gate();
+            let TurnView {
+                gate,
+                shared,
+                membership,
+            } = self.object.turn_view();
             // An uncontended gate (every object but a busy SpotWide member) is taken at once.
             let held = match shared.then(|| gate.clone().try_lock_owned()) {
                 None => None,
@@ -195,11 +212,12 @@ impl TurnLoop {
                     deadline,
                     reply,
                 } => {
-                    let Some(ctx) = self.turn_info(Some(packet), deadline, metadata, true) else {
+                    let Some(ctx) =
+                        self.turn_info_in(Some(packet), deadline, metadata, true, membership)
+                    else {
                         return;
                     };
-                    self.message(&gate, held, ctx, handler, payload, reply)
-                        .await
+                    self.message(gate, held, ctx, handler, payload, reply).await
                 }
                 ObjectJob::Tick {
                     tick,
@@ -276,7 +294,7 @@ impl TurnLoop {
     /// A handler call; its result is the reply (requests) or is logged (one-ways).
     async fn message(
         &mut self,
-        gate: &Arc<Gate>,
+        gate: Arc<Gate>,
         held: Option<OwnedMutexGuard<()>>,
         ctx: TurnInfo,
         handler: usize,
@@ -284,10 +302,7 @@ impl TurnLoop {
         reply: Option<super::live_object::ReplyTo>,
     ) -> Step {
         // A handler stuck past shutdown is stopped: shutdown never waits on it.
-        let handled = TURN_GATE.scope(
-            gate.clone(),
-            caught(self.instance.handle(ctx, handler, payload)),
-        );
+        let handled = TURN_GATE.scope(gate, caught(self.instance.handle(ctx, handler, payload)));
         // The handler goes first: one that finishes at once never polls the stop token;
         // one that hangs is dropped when the token fires.
         let result = tokio::select! {
