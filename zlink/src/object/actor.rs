@@ -5,14 +5,14 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::adapter::Hosted;
 use super::context::ActorContext;
-use super::instance::{Instance, TurnInfo};
 use super::membership::JoinOutcome;
 use super::object_type::{ActorType, Factory, TypeDef};
 use super::relocation::RelocationState;
 use super::spot::{ClosingReason, Relocation};
 use super::timer::TimerTick;
-use crate::address::ActorId;
+use crate::address::ActorKind;
 use crate::call::BoxFuture;
 use crate::handler::PacketKind;
 use crate::wire::Payload;
@@ -102,76 +102,48 @@ impl ActorType {
     }
 }
 
-/// An Actor as its turn loop drives it.
-pub(crate) struct ActorInstance {
-    pub(crate) id: ActorId,
-    pub(crate) actor: Box<dyn Actor>,
-    /// The context of the running handler (from its start to the end of its turn).
-    pub(crate) turn: Option<ActorContext>,
-}
+/// An Actor as the turn loop's adapter calls it.
+impl Hosted<ActorKind> for Box<dyn Actor> {
+    const NOUN: &'static str = "Actor";
 
-impl ActorInstance {
-    fn context(&self, turn: TurnInfo) -> ActorContext {
-        turn.context(self.id.clone())
-    }
-}
-
-#[async_trait]
-impl Instance for ActorInstance {
-    fn handle(
-        &mut self,
-        turn: TurnInfo,
+    fn handle<'a>(
+        &'a mut self,
+        ctx: &'a ActorContext,
         handler: usize,
         payload: Payload,
-    ) -> BoxFuture<'_, Result<Payload>> {
-        let ctx = self.turn.insert(turn.context(self.id.clone()));
-        self.actor.handle(ctx, handler, payload)
+    ) -> BoxFuture<'a, Result<Payload>> {
+        ActorHandlers::handle(&mut **self, ctx, handler, payload)
     }
 
-    fn end_turn(&mut self) {
-        self.turn = None;
+    fn on_initialize<'a>(&'a mut self, ctx: &'a ActorContext) -> BoxFuture<'a, Result<()>> {
+        Actor::on_initialize(&mut **self, ctx)
     }
 
-    async fn on_initialize(&mut self, turn: TurnInfo) -> Result<()> {
-        let ctx = self.context(turn);
-        self.actor.on_initialize(&ctx).await
+    fn on_timer<'a>(
+        &'a mut self,
+        ctx: &'a ActorContext,
+        tick: TimerTick,
+    ) -> BoxFuture<'a, Result<()>> {
+        Actor::on_timer(&mut **self, ctx, tick)
     }
 
-    async fn on_timer(&mut self, turn: TurnInfo, tick: TimerTick) -> Result<()> {
-        let ctx = self.context(turn);
-        self.actor.on_timer(&ctx, tick).await
+    fn on_closing<'a>(
+        &'a mut self,
+        ctx: &'a ActorContext,
+        reason: ClosingReason,
+    ) -> BoxFuture<'a, ()> {
+        Actor::on_closing(&mut **self, ctx, reason)
     }
 
-    async fn on_closing(&mut self, turn: TurnInfo, reason: ClosingReason) {
-        let ctx = self.context(turn);
-        self.actor.on_closing(&ctx, reason).await
+    fn on_join_completed<'a>(
+        &'a mut self,
+        ctx: &'a ActorContext,
+        outcome: JoinOutcome,
+    ) -> BoxFuture<'a, ()> {
+        Actor::on_join_completed(&mut **self, ctx, outcome)
     }
 
-    async fn on_join_completed(&mut self, turn: TurnInfo, outcome: JoinOutcome) {
-        let ctx = self.context(turn);
-        self.actor.on_join_completed(&ctx, outcome).await
-    }
-
-    fn capture_state(&mut self) -> Option<Result<Vec<u8>>> {
-        Some(match self.actor.relocation_state() {
-            Some(state) => state.capture(),
-            None => Err(crate::Error::new(
-                crate::ErrorKind::InvalidOperation,
-                format!(
-                    "Actor {} is declared relocation = preserve but its type returns no state adapter",
-                    self.id
-                ),
-            )),
-        })
-    }
-
-    fn restore_state(&mut self, state: &[u8]) -> Result<()> {
-        match self.actor.relocation_state() {
-            Some(adapter) => adapter.restore(state),
-            None => Err(crate::Error::new(
-                crate::ErrorKind::InvalidOperation,
-                format!("Actor {} has no state adapter to restore into", self.id),
-            )),
-        }
+    fn relocation_state(&mut self) -> Option<&mut dyn RelocationState> {
+        ActorHandlers::relocation_state(&mut **self)
     }
 }

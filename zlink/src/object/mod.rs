@@ -12,6 +12,7 @@
 //! timers move with it, and messages that still arrive at the old owner follow it.
 
 mod actor;
+mod adapter;
 mod closing;
 mod context;
 pub(crate) mod creation;

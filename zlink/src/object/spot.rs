@@ -6,13 +6,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 
+use super::adapter::Hosted;
 use super::context::SpotContext;
-use super::instance::{Instance, TurnInfo};
 use super::membership::{Execution, JoinDecision, MemberEvent};
 use super::object_type::{Factory, SpotType, TypeDef};
 use super::timer::TimerTick;
 use crate::address::ActorRef;
-use crate::address::{SpotId, StableType};
+use crate::address::{SpotKind, StableType};
 use crate::call::BoxFuture;
 use crate::handler::PacketKind;
 use crate::wire::Payload;
@@ -180,89 +180,63 @@ impl SpotType {
     }
 }
 
-/// A Spot as its turn loop drives it.
-pub(crate) struct SpotInstance {
-    pub(crate) id: SpotId,
-    pub(crate) spot: Box<dyn Spot>,
-    /// The context of the running handler (from its start to the end of its turn).
-    pub(crate) turn: Option<SpotContext>,
-}
+/// A Spot as the turn loop's adapter calls it.
+impl Hosted<SpotKind> for Box<dyn Spot> {
+    const NOUN: &'static str = "Spot";
 
-impl SpotInstance {
-    fn context(&self, turn: TurnInfo) -> SpotContext {
-        turn.context(self.id.clone())
-    }
-}
-
-#[async_trait]
-impl Instance for SpotInstance {
-    fn handle(
-        &mut self,
-        turn: TurnInfo,
+    fn handle<'a>(
+        &'a mut self,
+        ctx: &'a SpotContext,
         handler: usize,
         payload: Payload,
-    ) -> BoxFuture<'_, Result<Payload>> {
-        let ctx = self.turn.insert(turn.context(self.id.clone()));
-        self.spot.handle(ctx, handler, payload)
+    ) -> BoxFuture<'a, Result<Payload>> {
+        SpotHandlers::handle(&mut **self, ctx, handler, payload)
     }
 
-    fn end_turn(&mut self) {
-        self.turn = None;
+    fn on_initialize<'a>(&'a mut self, ctx: &'a SpotContext) -> BoxFuture<'a, Result<()>> {
+        Spot::on_initialize(&mut **self, ctx)
     }
 
-    async fn on_initialize(&mut self, turn: TurnInfo) -> Result<()> {
-        let ctx = self.context(turn);
-        self.spot.on_initialize(&ctx).await
+    fn on_timer<'a>(
+        &'a mut self,
+        ctx: &'a SpotContext,
+        tick: TimerTick,
+    ) -> BoxFuture<'a, Result<()>> {
+        Spot::on_timer(&mut **self, ctx, tick)
     }
 
-    async fn on_timer(&mut self, turn: TurnInfo, tick: TimerTick) -> Result<()> {
-        let ctx = self.context(turn);
-        self.spot.on_timer(&ctx, tick).await
+    fn on_closing<'a>(
+        &'a mut self,
+        ctx: &'a SpotContext,
+        reason: ClosingReason,
+    ) -> BoxFuture<'a, ()> {
+        Spot::on_closing(&mut **self, ctx, reason)
     }
 
-    async fn on_closing(&mut self, turn: TurnInfo, reason: ClosingReason) {
-        let ctx = self.context(turn);
-        self.spot.on_closing(&ctx, reason).await
-    }
-
-    async fn on_member(&mut self, turn: TurnInfo, event: MemberEvent) -> JoinDecision {
-        let ctx = self.context(turn);
-        match event {
-            MemberEvent::Join { actor, request } => {
-                self.spot.on_actor_join(&ctx, &actor, request).await
+    fn on_member<'a>(
+        &'a mut self,
+        ctx: &'a SpotContext,
+        event: MemberEvent,
+    ) -> BoxFuture<'a, JoinDecision> {
+        Box::pin(async move {
+            match event {
+                MemberEvent::Join { actor, request } => {
+                    self.on_actor_join(ctx, &actor, request).await
+                }
+                MemberEvent::Created { .. } => JoinDecision::Accept(Bytes::new()),
+                MemberEvent::Joined { actor } => {
+                    self.on_joined_actor(ctx, &actor).await;
+                    JoinDecision::Accept(Bytes::new())
+                }
+                MemberEvent::Left { actor } => {
+                    self.on_leave_actor(ctx, &actor).await;
+                    JoinDecision::Accept(Bytes::new())
+                }
             }
-            MemberEvent::Created { .. } => JoinDecision::Accept(Bytes::new()),
-            MemberEvent::Joined { actor } => {
-                self.spot.on_joined_actor(&ctx, &actor).await;
-                JoinDecision::Accept(Bytes::new())
-            }
-            MemberEvent::Left { actor } => {
-                self.spot.on_leave_actor(&ctx, &actor).await;
-                JoinDecision::Accept(Bytes::new())
-            }
-        }
-    }
-
-    fn capture_state(&mut self) -> Option<Result<Vec<u8>>> {
-        Some(match self.spot.relocation_state() {
-            Some(state) => state.capture(),
-            None => Err(crate::Error::new(
-                crate::ErrorKind::InvalidOperation,
-                format!(
-                    "Spot {} is declared relocation = preserve but its type returns no state adapter",
-                    self.id
-                ),
-            )),
         })
     }
 
-    fn restore_state(&mut self, state: &[u8]) -> Result<()> {
-        match self.spot.relocation_state() {
-            Some(adapter) => adapter.restore(state),
-            None => Err(crate::Error::new(
-                crate::ErrorKind::InvalidOperation,
-                format!("Spot {} has no state adapter to restore into", self.id),
-            )),
-        }
+    fn relocation_state(&mut self) -> Option<&mut dyn super::RelocationState> {
+        SpotHandlers::relocation_state(&mut **self)
     }
 }

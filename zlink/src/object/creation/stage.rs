@@ -7,11 +7,11 @@ use tokio::time::Instant;
 
 use crate::address::{ActorId, ObjectKey, SpotId};
 use crate::handler::Handle;
-use crate::object::actor::ActorInstance;
+use crate::object::adapter::Adapted;
 use crate::object::context::{ActorContext, SpotContext};
 use crate::object::instance::Instance;
 use crate::object::object_type::{Factory, TypeDef};
-use crate::object::spot::{CreateDecision, SpotInstance};
+use crate::object::spot::CreateDecision;
 use crate::wire::Metadata;
 use crate::{Error, ErrorKind, Result};
 
@@ -48,11 +48,7 @@ pub(crate) async fn stage(
                     Some(request) => spot.on_create(&ctx, request.clone()).await,
                     None => CreateDecision::Accept(Bytes::new()),
                 };
-                let instance = SpotInstance {
-                    id: ctx.id,
-                    spot,
-                    turn: None,
-                };
+                let instance = Adapted::new(ctx.id, spot);
                 (Box::new(instance) as Box<dyn Instance>, decision)
             }
             Factory::Actor(factory) => {
@@ -68,11 +64,7 @@ pub(crate) async fn stage(
                     joins: None,
                 };
                 let actor = factory(&ctx);
-                let instance = ActorInstance {
-                    id: ctx.id,
-                    actor,
-                    turn: None,
-                };
+                let instance = Adapted::new(ctx.id, actor);
                 (
                     Box::new(instance) as Box<dyn Instance>,
                     CreateDecision::Accept(Bytes::new()),
