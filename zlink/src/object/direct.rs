@@ -85,9 +85,7 @@ pub(super) async fn call(server: &Arc<ObjectServer>, call: ObjectCall<'_>) -> Re
     let result = if route.owner.rid == server.env.route().rid {
         call_local(server, call, fence, now, deadline).await
     } else {
-        // Boxed: a remote call's state is large, and a local call should not carry (and
-        // move) room for it.
-        Box::pin(call_remote(&server.env, &route, call, fence, deadline))
+        call_remote(&server.env, &route, call, fence, deadline)
             .await
             .map(Payload::encoded)
     };
@@ -436,7 +434,12 @@ pub(super) fn prepare(
         Err(error) => return Err(Refusal { error, reply }),
     };
     // Payload plus metadata: both stay in memory until the handler ran.
-    let bytes = payload.len()
+    let mut payload = payload;
+    let payload_bytes = match payload.encoded_len() {
+        Ok(bytes) => bytes,
+        Err(error) => return Err(Refusal { error, reply }),
+    };
+    let bytes = payload_bytes
         + metadata
             .iter()
             .map(|(k, v)| k.len() + v.len())

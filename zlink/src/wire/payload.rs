@@ -27,11 +27,14 @@ enum Repr {
     Value(Value),
 }
 
-/// A typed value, how to encode it, and its encoded size (what a mailbox bounds).
+/// A typed value, how to encode and to measure it, and its encoded size once measured
+/// (only a mailbox or a move's hold on this node needs it: a value that leaves the node
+/// is encoded once, never measured).
 struct Value {
     value: Box<dyn Any + Send>,
     encode: fn(&(dyn Any + Send)) -> Result<Bytes>,
-    len: usize,
+    measure: fn(&(dyn Any + Send)) -> Result<usize>,
+    len: Option<usize>,
 }
 
 impl Payload {
@@ -48,12 +51,12 @@ impl Payload {
         if !M::HANDS_OVER {
             return message.encode().map(Payload::encoded);
         }
-        let len = message.encoded_len()?;
         Ok(Payload {
             repr: Repr::Value(Value {
                 value: Box::new(message),
                 encode: encode_as::<M>,
-                len,
+                measure: measure_as::<M>,
+                len: None,
             }),
         })
     }
@@ -78,17 +81,20 @@ impl Payload {
         }
     }
 
-    /// The size of its encoding in bytes (what a mailbox's byte bound counts).
-    pub fn len(&self) -> usize {
-        match &self.repr {
-            Repr::Encoded(bytes) => bytes.len(),
-            Repr::Value(value) => value.len,
+    /// The size of its encoding in bytes (what a mailbox's byte bound counts), measured
+    /// once for a value; an error when the value cannot be encoded.
+    pub fn encoded_len(&mut self) -> Result<usize> {
+        match &mut self.repr {
+            Repr::Encoded(bytes) => Ok(bytes.len()),
+            Repr::Value(value) => match value.len {
+                Some(len) => Ok(len),
+                None => {
+                    let len = (value.measure)(&*value.value)?;
+                    value.len = Some(len);
+                    Ok(len)
+                }
+            },
         }
-    }
-
-    /// Whether its encoding is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -108,19 +114,29 @@ impl fmt::Debug for Payload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
             Repr::Encoded(bytes) => f.debug_tuple("Payload::Encoded").field(bytes).finish(),
-            Repr::Value(value) => write!(f, "Payload::Value({} bytes encoded)", value.len),
+            Repr::Value(value) => match value.len {
+                Some(len) => write!(f, "Payload::Value({len} bytes encoded)"),
+                None => f.write_str("Payload::Value"),
+            },
         }
     }
 }
 
 fn encode_as<M: Message>(value: &(dyn Any + Send)) -> Result<Bytes> {
-    match value.downcast_ref::<M>() {
-        Some(message) => message.encode(),
-        None => Err(Error::new(
+    typed::<M>(value)?.encode()
+}
+
+fn measure_as<M: Message>(value: &(dyn Any + Send)) -> Result<usize> {
+    typed::<M>(value)?.encoded_len()
+}
+
+fn typed<M: Message>(value: &(dyn Any + Send)) -> Result<&M> {
+    value.downcast_ref::<M>().ok_or_else(|| {
+        Error::new(
             ErrorKind::InternalFailure,
             "a payload's value is not of the type it was made with",
-        )),
-    }
+        )
+    })
 }
 
 #[cfg(test)]
@@ -163,9 +179,18 @@ mod tests {
 
     #[test]
     fn a_value_handed_over_is_the_value_and_counts_its_encoded_size() {
-        let payload = Payload::of(note()).unwrap();
-        assert_eq!(payload.len(), note().encode().unwrap().len());
-        assert!(format!("{payload:?}").starts_with("Payload::Value"));
+        let mut payload = Payload::of(note()).unwrap();
+        assert_eq!(
+            format!("{payload:?}"),
+            "Payload::Value",
+            "not measured until asked"
+        );
+        let len = payload.encoded_len().unwrap();
+        assert_eq!(len, note().encode().unwrap().len());
+        assert_eq!(
+            format!("{payload:?}"),
+            format!("Payload::Value({len} bytes encoded)")
+        );
         assert_eq!(payload.into_message::<Note>().unwrap(), note());
     }
 

@@ -121,7 +121,7 @@ pub(crate) fn job_to_held(object_type: &TypeDef, job: ObjectJob) -> Option<Held>
 pub(crate) fn held_to_job(
     key: &ObjectKey,
     object_type: &TypeDef,
-    held: Held,
+    mut held: Held,
     lost: &LostSends,
 ) -> Option<(ObjectJob, usize)> {
     if &*held.packet == crate::object::route_switch::FOLLOW_BARRIER {

@@ -193,7 +193,7 @@ impl Departure {
 
     /// Holds or relays `held`; `Err` gives it back once the follow window has closed.
     #[allow(clippy::result_large_err)] // handed straight back to the caller, not stored
-    fn take(&self, held: Held) -> Result<(), Held> {
+    fn take(&self, mut held: Held) -> Result<(), Held> {
         if held.hops >= MAX_FOLLOW_HOPS {
             let error = Error::new(
                 ErrorKind::Unavailable,

@@ -26,8 +26,10 @@ pub(crate) struct Held {
 }
 
 impl Held {
-    pub(crate) fn bytes(&self) -> usize {
-        self.payload.len()
+    /// What it occupies: its payload's encoded size (a value that cannot be encoded counts
+    /// nothing: encoding it to relay it fails, and it is refused then) and its metadata.
+    pub(crate) fn bytes(&mut self) -> usize {
+        self.payload.encoded_len().unwrap_or(0)
             + self
                 .metadata
                 .iter()
