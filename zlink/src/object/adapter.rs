@@ -1,14 +1,16 @@
 //! [`Adapted`]: an application's Spot or Actor as its turn loop drives it. One adapter
 //! serves both kinds; [`Hosted`] says what each kind does at each of the loop's calls.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use super::context::Context;
 use super::instance::{Instance, TurnInfo};
-use super::membership::{JoinDecision, JoinOutcome, MemberEvent};
+use super::membership::{JoinDecision, JoinOutcome, JoinSlot, MemberEvent};
 use super::relocation::RelocationState;
 use super::spot::ClosingReason;
-use super::timer::TimerTick;
+use super::timer::{TimerTick, Timers};
 use crate::address::Kind;
 use crate::call::BoxFuture;
 use crate::wire::Payload;
@@ -63,9 +65,19 @@ pub(crate) trait Hosted<K: Kind>: Send + 'static {
 }
 
 /// A Spot or Actor with its ID, as its turn loop drives it.
+///
+/// What every context carries and no turn changes (the ID, the timers, the Join slot)
+/// moves into a handler's context for its turn and back at the turn's end: a message
+/// turn copies none of it.
 pub(crate) struct Adapted<K: Kind, O> {
-    id: K::Id,
     object: O,
+    /// The object's ID and (once attached) its timers and Join slot: what rebuilds `kept`.
+    id: K::Id,
+    attached: Option<(Arc<Timers>, Arc<JoinSlot>)>,
+    /// The ID and the timers while no turn holds them.
+    kept: Option<(K::Id, Option<Arc<Timers>>)>,
+    /// The Join slot while no turn holds it.
+    joins: Option<Arc<JoinSlot>>,
     /// The context of the running handler (from its start to the end of its turn).
     turn: Option<Context<K>>,
 }
@@ -73,14 +85,42 @@ pub(crate) struct Adapted<K: Kind, O> {
 impl<K: Kind, O: Hosted<K>> Adapted<K, O> {
     pub(crate) fn new(id: K::Id, object: O) -> Self {
         Adapted {
-            id,
             object,
+            id,
+            attached: None,
+            kept: None,
+            joins: None,
             turn: None,
         }
     }
 
-    fn context(&self, turn: TurnInfo) -> Context<K> {
-        turn.context(self.id.clone())
+    /// The ID and timers, out of their slot: from the last turn's context if it is still
+    /// open, and made anew the first time.
+    fn take_kept(&mut self) -> (K::Id, Option<Arc<Timers>>) {
+        self.end_turn();
+        self.kept.take().unwrap_or_else(|| {
+            let timers = self.attached.as_ref().map(|(timers, _)| timers.clone());
+            (self.id.clone(), timers)
+        })
+    }
+
+    /// The context of a turn whose context the adapter does not keep (a hook's: no hot
+    /// path): the kept parts copied.
+    fn context(&mut self, turn: TurnInfo) -> Context<K> {
+        let (id, timers) = self.take_kept();
+        let ctx = Context {
+            handle: turn.handle,
+            id: id.clone(),
+            generation: turn.generation,
+            packet: turn.packet,
+            deadline: turn.deadline,
+            metadata: turn.metadata,
+            timers: timers.clone(),
+            membership: turn.membership,
+            joins: self.joins.clone().filter(|_| turn.may_join),
+        };
+        self.kept = Some((id, timers));
+        ctx
     }
 }
 
@@ -92,12 +132,39 @@ impl<K: Kind, O: Hosted<K>> Instance for Adapted<K, O> {
         handler: usize,
         payload: Payload,
     ) -> BoxFuture<'_, Result<Payload>> {
-        let ctx = self.turn.insert(turn.context(self.id.clone()));
+        let (id, timers) = self.take_kept();
+        let joins = if turn.may_join {
+            self.joins.take()
+        } else {
+            None
+        };
+        let ctx = self.turn.insert(Context {
+            handle: turn.handle,
+            id,
+            generation: turn.generation,
+            packet: turn.packet,
+            deadline: turn.deadline,
+            metadata: turn.metadata,
+            timers,
+            membership: turn.membership,
+            joins,
+        });
         self.object.handle(ctx, handler, payload)
     }
 
     fn end_turn(&mut self) {
-        self.turn = None;
+        if let Some(ctx) = self.turn.take() {
+            self.kept = Some((ctx.id, ctx.timers));
+            if ctx.joins.is_some() {
+                self.joins = ctx.joins;
+            }
+        }
+    }
+
+    fn attach(&mut self, timers: Arc<Timers>, joins: Arc<JoinSlot>) {
+        self.attached = Some((timers, joins.clone()));
+        self.kept = None;
+        self.joins = Some(joins);
     }
 
     async fn on_initialize(&mut self, turn: TurnInfo) -> Result<()> {
@@ -231,9 +298,8 @@ mod tests {
             packet: packet.map(Arc::from),
             deadline: None,
             metadata: Metadata::new(),
-            timers: None,
             membership: None,
-            joins: None,
+            may_join: false,
         }
     }
 
@@ -299,5 +365,58 @@ mod tests {
         assert!(captured.to_string().contains("Actor p2"), "{captured}");
         let restored = adapted.restore_state(b"").unwrap_err();
         assert!(restored.to_string().contains("Actor p2"), "{restored}");
+    }
+
+    fn timers() -> Arc<Timers> {
+        use crate::store::{OwnerLease, OwnerLeaseSettings};
+        Timers::new(
+            std::sync::Weak::new(),
+            OwnerLease::new(OwnerLeaseSettings::default()),
+            crate::object::authority::OwnerFence {
+                object_generation: 1,
+                owner_generation: 1,
+                owner: "n1".into(),
+                lease_generation: 1,
+            },
+            tokio_util::task::TaskTracker::new(),
+            tokio_util::sync::CancellationToken::new(),
+        )
+    }
+
+    #[tokio::test]
+    async fn what_no_turn_changes_moves_into_each_context_and_back() {
+        let mut adapted = Adapted::new(ActorId::new("p3").unwrap(), Recorder::default());
+        let handle = handle();
+        let (timers, joins) = (timers(), Arc::new(JoinSlot::default()));
+        adapted.attach(timers.clone(), joins.clone());
+        for packet in ["first", "second"] {
+            let mut turn = turn(&handle, Some(packet));
+            turn.may_join = true;
+            adapted.handle(turn, 0, Payload::default()).await.unwrap();
+            let ctx = adapted.turn.as_ref().expect("the turn's context");
+            assert!(ctx.timers.as_ref().is_some_and(|t| Arc::ptr_eq(t, &timers)));
+            assert!(ctx.joins.as_ref().is_some_and(|j| Arc::ptr_eq(j, &joins)));
+            adapted.end_turn();
+        }
+        // A turn that may not join gets no slot, and the slot is still there after it.
+        adapted
+            .handle(turn(&handle, Some("no join")), 0, Payload::default())
+            .await
+            .unwrap();
+        assert!(adapted.turn.as_ref().is_some_and(|ctx| ctx.joins.is_none()));
+        adapted.end_turn();
+        let hook = adapted.context(TurnInfo {
+            may_join: true,
+            ..turn(&handle, None)
+        });
+        assert_eq!(hook.id().as_str(), "p3");
+        assert!(hook.timers.is_some() && hook.joins.is_some());
+        // Only the object's own references remain besides the test's and the adapter's.
+        drop(hook);
+        assert_eq!(
+            Arc::strong_count(&timers),
+            3,
+            "test, attached copy, kept copy"
+        );
     }
 }

@@ -86,7 +86,7 @@ impl Instance for EntryInstance {
     async fn on_closing(&mut self, _turn: TurnInfo, _reason: ClosingReason) {}
 
     async fn on_member(&mut self, turn: TurnInfo, event: MemberEvent) -> JoinDecision {
-        let ctx: SpotContext = turn.context(self.id.clone());
+        let ctx: SpotContext = turn.bare_context(self.id.clone());
         match event {
             MemberEvent::Created { actor } => self.hooks.on_create_actor(&ctx, &actor).await,
             MemberEvent::Joined { actor } => self.hooks.on_joined_actor(&ctx, &actor).await,

@@ -11,30 +11,30 @@ use super::context::Context;
 use super::membership::{JoinDecision, JoinOutcome, JoinSlot, MemberEvent};
 use super::spot::ClosingReason;
 use super::timer::{TimerTick, Timers};
-use crate::address::Kind;
-use crate::address::SpotId;
+use crate::address::{Kind, SpotId};
 use crate::call::BoxFuture;
 use crate::handler::Handle;
 use crate::wire::{Metadata, Payload};
 use crate::Result;
 
-/// What the turn loop knows of one turn; an adapter adds the object's typed ID to make
-/// the application's [`Context`](super::Context).
+/// What the turn loop knows of one turn; an adapter adds what stays the same from turn
+/// to turn (the object's typed ID, its timers and its Join slot, given once with
+/// [`Instance::attach`]) to make the application's [`Context`](super::Context).
 pub(crate) struct TurnInfo {
     pub(crate) handle: Handle,
     pub(crate) generation: u64,
     pub(crate) packet: Option<Arc<str>>,
     pub(crate) deadline: Option<Instant>,
     pub(crate) metadata: Metadata,
-    pub(crate) timers: Option<Arc<Timers>>,
     pub(crate) membership: Option<SpotId>,
-    /// Where an Actor handler registers its Join (`None` outside Actor handlers).
-    pub(crate) joins: Option<Arc<JoinSlot>>,
+    /// Whether the turn may register a Join (an Actor's handlers and timer ticks).
+    pub(crate) may_join: bool,
 }
 
 impl TurnInfo {
-    /// The application's context of this turn, for the object `id`.
-    pub(crate) fn context<K: Kind>(self, id: K::Id) -> Context<K> {
+    /// The context of this turn for the object `id`, with no timers and no Join slot
+    /// (the Entry Spot's: it starts no timers and joins nothing).
+    pub(crate) fn bare_context<K: Kind>(self, id: K::Id) -> Context<K> {
         Context {
             handle: self.handle,
             id,
@@ -42,9 +42,9 @@ impl TurnInfo {
             packet: self.packet,
             deadline: self.deadline,
             metadata: self.metadata,
-            timers: self.timers,
+            timers: None,
             membership: self.membership,
-            joins: self.joins,
+            joins: None,
         }
     }
 }
@@ -64,6 +64,10 @@ pub(crate) trait Instance: Send + 'static {
 
     /// Drops the context of the turn that just ended (it holds the node's handle).
     fn end_turn(&mut self) {}
+
+    /// The object's timers and Join slot, which every later turn's context carries; given
+    /// once, by the loop that runs the instance.
+    fn attach(&mut self, _timers: Arc<Timers>, _joins: Arc<JoinSlot>) {}
 
     async fn on_initialize(&mut self, turn: TurnInfo) -> Result<()>;
     async fn on_timer(&mut self, turn: TurnInfo, tick: TimerTick) -> Result<()>;

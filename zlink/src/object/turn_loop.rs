@@ -147,9 +147,8 @@ impl TurnLoop {
             packet,
             deadline,
             metadata,
-            timers: Some(self.timers.clone()),
             membership: membership.filter(|_| is_actor),
-            joins: (is_actor && joins).then(|| self.object.joins().clone()),
+            may_join: is_actor && joins,
         })
     }
 
@@ -163,6 +162,8 @@ impl TurnLoop {
         if self.hook_info().is_none() {
             return;
         }
+        self.instance
+            .attach(self.timers.clone(), self.object.joins().clone());
         if !self.initialize().await {
             return self.stop().await;
         }
