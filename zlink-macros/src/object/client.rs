@@ -29,19 +29,20 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
         "A client of the {noun} with global ID `id`, calling through `handle` (a `&Runtime` or a `&Handle`, such as a handler context's)."
     );
     let id_doc = format!("The {noun} ID this client addresses.");
+    let target_of = Ident::new(&noun.to_lowercase(), Span::call_site());
     let methods = spot.handlers.iter().map(|h| method(spot, h));
     quote! {
         #[doc = #type_doc]
         #[derive(::core::clone::Clone)]
         pub struct #client {
             handle: #krate::Handle,
-            id: ::std::sync::Arc<str>,
+            target: #krate::__private::ClientTarget,
         }
 
         impl ::core::fmt::Debug for #client {
             fn fmt(&self, #f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 #f.debug_struct(::core::stringify!(#client))
-                    .field("id", &&*self.id)
+                    .field("id", &self.target.id())
                     .finish_non_exhaustive()
             }
         }
@@ -53,16 +54,15 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
                 #handle: impl ::core::convert::Into<#krate::Handle>,
                 #id: impl ::core::convert::Into<::std::string::String>,
             ) -> Self {
-                let #id: ::std::string::String = #id.into();
                 Self {
                     handle: #handle.into(),
-                    id: ::std::sync::Arc::from(#id),
+                    target: #krate::__private::ClientTarget::#target_of(#id.into()),
                 }
             }
 
             #[doc = #id_doc]
             pub fn id(&self) -> &str {
-                &self.id
+                self.target.id()
             }
 
             #(#methods)*
@@ -96,7 +96,7 @@ fn method(spot: &ObjectBlock, h: &Handler) -> TokenStream {
                     &'__zlink self,
                     #sent: impl #krate::Outgoing<#message>,
                 ) -> #krate::Call<'__zlink, #krate::Reply<<#message as #krate::Request>::Reply>> {
-                    self.handle.#manager().request_outgoing::<#message>(&self.id, #sent)
+                    self.handle.#manager().request_outgoing::<#message>(&self.target, #sent)
                 }
             }
         }
@@ -115,7 +115,7 @@ fn method(spot: &ObjectBlock, h: &Handler) -> TokenStream {
                     &'__zlink self,
                     #sent: impl #krate::Outgoing<#message>,
                 ) -> #krate::Call<'__zlink, #krate::OneWay> {
-                    self.handle.#manager().send_outgoing::<#message>(&self.id, #sent)
+                    self.handle.#manager().send_outgoing::<#message>(&self.target, #sent)
                 }
             }
         }

@@ -14,6 +14,8 @@ pub use closures::Handlers;
 pub(crate) use context::CallFacts;
 pub use context::HandlerContext;
 pub use group::{BoxFuture, DefaultChannel, HandlerGroup, PacketKind};
+#[doc(hidden)]
+pub use handle::ClientTarget;
 pub use handle::{
     Actors, Call, CallFuture, Channels, DiscoveryHandle, Expect, FanoutHandle, Handle, Nodes,
     OneWay, Outgoing, Publish, PublisherStatus, Reply, Spots,

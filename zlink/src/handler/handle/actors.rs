@@ -1,6 +1,6 @@
 //! [`Actors`]: creating, finding, destroying, moving and messaging Actors by ID.
 
-use super::by_id::{AddressedKind, ById};
+use super::by_id::{AddressedKind, ById, ClientTarget};
 use super::call::{Call, OneWay, Outgoing, Reply};
 use super::Handle;
 use crate::address::{ActorCreation, ActorKind, ActorRef, ObjectKey, Outcome};
@@ -114,10 +114,10 @@ impl<'a> Actors<'a> {
     #[doc(hidden)]
     pub fn request_outgoing<R: Request>(
         self,
-        id: &str,
+        to: &ClientTarget,
         request: impl Outgoing<R>,
     ) -> Call<'a, Reply<R::Reply>> {
-        self.by_id().request_outgoing(id, request)
+        self.by_id().request_outgoing(to, request)
     }
 
     /// [`send`](Self::send) with the message by reference or by value: what generated
@@ -125,9 +125,9 @@ impl<'a> Actors<'a> {
     #[doc(hidden)]
     pub fn send_outgoing<M: Message>(
         self,
-        id: &str,
+        to: &ClientTarget,
         message: impl Outgoing<M>,
     ) -> Call<'a, OneWay> {
-        self.by_id().send_outgoing(id, message)
+        self.by_id().send_outgoing(to, message)
     }
 }

@@ -2,10 +2,13 @@
 //! moving and messaging one object by its ID, generic over the kind.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use super::call::{Call, OneWay, Outgoing, Reply, Target};
 use super::Handle;
-use crate::address::{ActorId, ActorKind, Kind, ObjectKey, ObjectRef, SpotId, SpotKind};
+use crate::address::{
+    ActorId, ActorKind, Kind, ObjectKey, ObjectKind, ObjectRef, SpotId, SpotKind,
+};
 use crate::wire::{Message, Request};
 use crate::{Error, Result};
 
@@ -15,6 +18,8 @@ pub(crate) trait AddressedKind: Kind {
     fn parse(id: &str) -> Result<Self::Id>;
     /// The object key of `id`.
     fn key(id: &Self::Id) -> ObjectKey;
+    /// The namespace of its keys.
+    fn key_kind() -> ObjectKind;
 }
 
 impl AddressedKind for SpotKind {
@@ -24,6 +29,9 @@ impl AddressedKind for SpotKind {
     fn key(id: &SpotId) -> ObjectKey {
         ObjectKey::from(id)
     }
+    fn key_kind() -> ObjectKind {
+        ObjectKind::Spot
+    }
 }
 
 impl AddressedKind for ActorKind {
@@ -32,6 +40,50 @@ impl AddressedKind for ActorKind {
     }
     fn key(id: &ActorId) -> ObjectKey {
         ObjectKey::from(id)
+    }
+    fn key_kind() -> ObjectKind {
+        ObjectKind::Actor
+    }
+}
+
+/// The address a generated Spot or Actor client calls: its ID as given, checked once when
+/// the client is made (a malformed ID fails each call with the error a by-ID call gives).
+#[doc(hidden)]
+#[derive(Clone)]
+pub struct ClientTarget {
+    id: Arc<str>,
+    key: Option<ObjectKey>,
+}
+
+impl ClientTarget {
+    /// The target of a Spot client.
+    pub fn spot(id: String) -> Self {
+        Self::of::<SpotKind>(id)
+    }
+
+    /// The target of an Actor client.
+    pub fn actor(id: String) -> Self {
+        Self::of::<ActorKind>(id)
+    }
+
+    fn of<K: AddressedKind>(id: String) -> Self {
+        let key = K::parse(&id).ok().map(|parsed| K::key(&parsed));
+        ClientTarget {
+            id: Arc::from(id),
+            key,
+        }
+    }
+
+    /// The ID as the client was given it.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn target<'a, K: AddressedKind>(&self) -> Result<Target<'a>> {
+        match &self.key {
+            Some(key) if key.kind == K::key_kind() => Ok(Target::Object(key.clone())),
+            _ => ById::<K>::target(&self.id),
+        }
     }
 }
 
@@ -84,17 +136,46 @@ impl<'a, K: AddressedKind> ById<'a, K> {
 
     pub(super) fn request_outgoing<R: Request>(
         self,
-        id: &str,
+        to: &ClientTarget,
         request: impl Outgoing<R>,
     ) -> Call<'a, Reply<R::Reply>> {
-        Call::of_payload::<R>(self.handle, Self::target(id), request.into_payload())
+        Call::of_payload::<R>(self.handle, to.target::<K>(), request.into_payload())
     }
 
     pub(super) fn send_outgoing<M: Message>(
         self,
-        id: &str,
+        to: &ClientTarget,
         message: impl Outgoing<M>,
     ) -> Call<'a, OneWay> {
-        Call::of_payload::<M>(self.handle, Self::target(id), message.into_payload())
+        Call::of_payload::<M>(self.handle, to.target::<K>(), message.into_payload())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_target_checks_its_id_once_and_a_malformed_one_fails_each_call() {
+        let room = ClientTarget::spot("room-7".into());
+        assert_eq!(room.id(), "room-7");
+        match room.target::<SpotKind>() {
+            Ok(Target::Object(key)) => {
+                assert_eq!((key.kind, &*key.id), (ObjectKind::Spot, "room-7"))
+            }
+            _ => panic!("a Spot key"),
+        }
+        // The same text through the other namespace is that namespace's key.
+        match room.target::<ActorKind>() {
+            Ok(Target::Object(key)) => assert_eq!(key.kind, ObjectKind::Actor),
+            _ => panic!("an Actor key"),
+        }
+        let empty = ClientTarget::actor(String::new());
+        for _ in 0..2 {
+            match empty.target::<ActorKind>() {
+                Err(e) => assert!(matches!(e, Error::InvalidArgument(_)), "{e}"),
+                Ok(_) => panic!("an empty ID is refused"),
+            }
+        }
     }
 }

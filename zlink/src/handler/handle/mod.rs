@@ -22,6 +22,8 @@ use crate::mesh::MeshNode;
 use crate::{Error, ErrorKind, Result};
 
 pub use actors::Actors;
+#[doc(hidden)]
+pub use by_id::ClientTarget;
 pub use call::{Call, CallFuture, Expect, OneWay, Outgoing, Reply};
 pub use channels::Channels;
 pub use discovery::DiscoveryHandle;

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::by_id::ById;
+use super::by_id::{ById, ClientTarget};
 use super::call::{Call, OneWay, Outgoing, Reply};
 use super::Handle;
 use crate::address::{uuid_v4, ObjectKey, Outcome, SpotCreation, SpotId, SpotKind, SpotRef};
@@ -122,10 +122,10 @@ impl<'a> Spots<'a> {
     #[doc(hidden)]
     pub fn request_outgoing<R: Request>(
         self,
-        id: &str,
+        to: &ClientTarget,
         request: impl Outgoing<R>,
     ) -> Call<'a, Reply<R::Reply>> {
-        self.by_id().request_outgoing(id, request)
+        self.by_id().request_outgoing(to, request)
     }
 
     /// [`send`](Self::send) with the message by reference or by value: what generated
@@ -133,9 +133,9 @@ impl<'a> Spots<'a> {
     #[doc(hidden)]
     pub fn send_outgoing<M: Message>(
         self,
-        id: &str,
+        to: &ClientTarget,
         message: impl Outgoing<M>,
     ) -> Call<'a, OneWay> {
-        self.by_id().send_outgoing(id, message)
+        self.by_id().send_outgoing(to, message)
     }
 }
