@@ -13,9 +13,12 @@
 //!   be taken out whole, in order) and **closed** (nothing more runs).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
 use crate::sync::LockUnpoisoned;
+use futures::task::AtomicWaker;
 use tokio::sync::Notify;
 
 /// The fixed cost of one job, in bytes, on top of its payload and metadata.
@@ -145,7 +148,7 @@ impl<J> State<J> {
 pub(crate) struct Mailbox<J> {
     state: Mutex<State<J>>,
     /// Wakes the turn loop when a job arrives or the mailbox closes.
-    arrived: Notify,
+    arrived: Arrival,
     /// Wakes senders waiting for room.
     released: Notify,
 }
@@ -157,6 +160,8 @@ pub(crate) struct Turn<J> {
     pub(crate) lane: Lane,
     bytes: usize,
     mailbox: Arc<Mailbox<J>>,
+    /// Its room was given back already (by the next [`Mailbox::try_next_after`]).
+    released: bool,
 }
 
 impl<J> Turn<J> {
@@ -171,9 +176,43 @@ impl<J> Turn<J> {
     }
 }
 
+/// The turn loop's wakeup: one waiter (the loop), and a notice given while it does not
+/// wait is kept for its next wait, so a job that arrives between its look and its wait
+/// is not missed. (A `Notify` does the same with a lock around its waiter list.)
+#[derive(Default)]
+struct Arrival {
+    noticed: AtomicBool,
+    waker: AtomicWaker,
+}
+
+impl Arrival {
+    fn notify(&self) {
+        self.noticed.store(true, Ordering::Release);
+        self.waker.wake();
+    }
+
+    async fn wait(&self) {
+        std::future::poll_fn(|cx| {
+            if self.noticed.swap(false, Ordering::AcqRel) {
+                return Poll::Ready(());
+            }
+            self.waker.register(cx.waker());
+            // A notice given between the first look and the registration.
+            if self.noticed.swap(false, Ordering::AcqRel) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
+    }
+}
+
 impl<J> Drop for Turn<J> {
     fn drop(&mut self) {
-        self.mailbox.release(self.lane, self.bytes);
+        if !self.released {
+            self.mailbox.release(self.lane, self.bytes);
+        }
     }
 }
 
@@ -190,7 +229,7 @@ impl<J> Mailbox<J> {
                 room_waiters: 0,
                 loop_waits: false,
             }),
-            arrived: Notify::new(),
+            arrived: Arrival::default(),
             released: Notify::new(),
         })
     }
@@ -247,7 +286,7 @@ impl<J> Mailbox<J> {
         let waits = std::mem::take(&mut state.loop_waits);
         drop(state);
         if waits {
-            self.arrived.notify_one();
+            self.arrived.notify();
         }
     }
 
@@ -291,10 +330,18 @@ impl<J> Mailbox<J> {
 
     fn release(&self, lane: Lane, bytes: usize) {
         let mut state = self.state();
+        Self::give_back(&mut state, lane, bytes);
+        self.after_release(state);
+    }
+
+    fn give_back(state: &mut State<J>, lane: Lane, bytes: usize) {
         let used = &mut state.lane(lane).used;
         used.jobs = used.jobs.saturating_sub(1);
         used.bytes = used.bytes.saturating_sub(bytes);
-        // Only a sender waiting for room needs to hear of it.
+    }
+
+    /// Only a sender waiting for room needs to hear that some was given back.
+    fn after_release(&self, state: std::sync::MutexGuard<'_, State<J>>) {
         let waiting = state.room_waiters > 0;
         drop(state);
         if waiting {
@@ -304,8 +351,39 @@ impl<J> Mailbox<J> {
 
     /// The job to run now, if one is queued; `Err` once the mailbox is closed.
     /// (Finding none marks the loop as waiting: the next arrival wakes it.)
+    #[cfg(test)]
     pub(crate) fn try_next(self: &Arc<Self>) -> Result<Option<Turn<J>>, ()> {
+        self.try_next_after(None)
+    }
+
+    /// [`try_next`](Self::try_next), giving back the room of the turn that just ended
+    /// under the same lock.
+    pub(crate) fn try_next_after(
+        self: &Arc<Self>,
+        finished: Option<Turn<J>>,
+    ) -> Result<Option<Turn<J>>, ()> {
+        let mut finished = finished;
         let mut state = self.state();
+        let mut gave_back = false;
+        if let Some(turn) = finished.as_mut() {
+            if !turn.released && Arc::ptr_eq(&turn.mailbox, self) {
+                Self::give_back(&mut state, turn.lane, turn.bytes);
+                turn.released = true;
+                gave_back = true;
+            }
+        }
+        let next = self.next_locked(&mut state);
+        if gave_back {
+            self.after_release(state);
+        } else {
+            drop(state);
+        }
+        // Dropped unlocked: a turn of another mailbox gives its room back on its own.
+        drop(finished);
+        next
+    }
+
+    fn next_locked(self: &Arc<Self>, state: &mut State<J>) -> Result<Option<Turn<J>>, ()> {
         if state.closed {
             return Err(());
         }
@@ -322,19 +400,20 @@ impl<J> Mailbox<J> {
                 lane,
                 bytes,
                 mailbox: self.clone(),
+                released: false,
             }))
     }
 
     /// Wakes the turn loop (or leaves it a permit): a stop for it to notice.
     pub(crate) fn wake(&self) {
-        self.arrived.notify_one();
+        self.arrived.notify();
     }
 
     /// Waits until a job arrives, the mailbox closes or [`wake`](Self::wake) is called,
     /// after a [`try_next`](Self::try_next) that found nothing (it may return with
     /// nothing new: the caller looks again).
     pub(crate) async fn arrival(&self) {
-        self.arrived.notified().await;
+        self.arrived.wait().await;
     }
 
     /// The next job to run, lifecycle first under the run cap; waits for one. `None` once
@@ -398,7 +477,7 @@ impl<J> Mailbox<J> {
         }
         state.sealed = false;
         drop(state);
-        self.arrived.notify_one();
+        self.arrived.notify();
     }
 
     /// Ends the mailbox: nothing more is admitted or run; queued jobs are returned so
@@ -410,7 +489,7 @@ impl<J> Mailbox<J> {
         left.extend(state.application.queued.drain(..).map(|(j, _)| j));
         drop(state);
         // The turn loop may be waiting (a permit wakes it if it is not yet).
-        self.arrived.notify_one();
+        self.arrived.notify();
         self.released.notify_waiters();
         left
     }
@@ -591,6 +670,36 @@ mod tests {
         assert!(m.try_next().unwrap().is_none());
         m.wake();
         assert!(!pending(&m).await, "a stop's wake reaches the waiting loop");
+    }
+
+    #[test]
+    fn the_next_turn_gives_back_the_room_of_the_one_that_ended() {
+        let one = LaneLimits {
+            jobs: 1,
+            bytes: 1024,
+        };
+        let m = Mailbox::new(
+            LaneLimits {
+                jobs: 8,
+                bytes: 1024,
+            },
+            one,
+        );
+        m.admit(Lane::Application, "a", 10).unwrap();
+        let first = m.try_next_after(None).unwrap().unwrap();
+        // One job fits: the running turn still holds the room.
+        assert!(matches!(
+            m.admit(Lane::Application, "b", 10),
+            Err((Refused::Full(Lane::Application), "b"))
+        ));
+        // Looking for the next job ends the first turn: its room is free again.
+        assert!(m.try_next_after(Some(first)).unwrap().is_none());
+        m.admit(Lane::Application, "b", 10).unwrap();
+        let second = m.try_next_after(None).unwrap().unwrap();
+        assert_eq!(*second.job(), "b");
+        // A turn dropped on its own still gives its room back.
+        drop(second);
+        m.admit(Lane::Application, "c", 10).unwrap();
     }
 
     #[tokio::test]

@@ -167,14 +167,17 @@ impl TurnLoop {
         if !self.initialize().await {
             return self.stop().await;
         }
+        // The turn that just ended: its room goes back as the next one is taken.
+        let mut finished = None;
         loop {
             // A stopped object runs nothing more. A queued job is taken at once; an empty
             // mailbox is waited on alone: a stop (the object's or its node's) halts the
             // object, which wakes it.
             if self.object.is_stopping() {
+                drop(finished);
                 return self.stop().await;
             }
-            let turn = match self.object.mailbox().try_next() {
+            let turn = match self.object.mailbox().try_next_after(finished.take()) {
                 Err(()) => None,
                 Ok(Some(turn)) => Some(turn),
                 Ok(None) => {
@@ -238,8 +241,12 @@ impl TurnLoop {
                 other => other,
             };
             match step {
-                Step::Next | Step::Ran(_) => {}
-                Step::Stopped => return self.stop().await,
+                Step::Next | Step::Ran(_) => finished = Some(turn),
+                Step::Stopped => {
+                    // Its room goes back once the stop is over, as the loop ends.
+                    let _ended = turn;
+                    return self.stop().await;
+                }
                 Step::End(refuse) => {
                     self.timer_stop.cancel();
                     drop(turn);
