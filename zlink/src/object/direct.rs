@@ -76,7 +76,7 @@ pub(super) struct Admission<'a> {
 }
 
 /// Sends or requests a packet to a Spot or Actor by its ID only.
-pub(super) async fn call(server: &Arc<ObjectServer>, call: ObjectCall<'_>) -> Result<Payload> {
+pub(super) async fn call(server: &ObjectServer, call: ObjectCall<'_>) -> Result<Payload> {
     let now = Instant::now();
     let deadline = now + call.timeout;
     let Routed { route, sending } = resolve(server, call.key, now, deadline).await?;
@@ -107,7 +107,7 @@ pub(super) async fn call(server: &Arc<ObjectServer>, call: ObjectCall<'_>) -> Re
 /// The route calls to `id` use now. When it changes to a later owner, this waits until
 /// the follow barrier down the old one was answered (see [`route_switch`](super::route_switch)).
 async fn resolve(
-    server: &Arc<ObjectServer>,
+    server: &ObjectServer,
     id: &ObjectKey,
     mut now: Instant,
     deadline: Instant,
@@ -120,7 +120,10 @@ async fn resolve(
         };
         let switch = match resolution {
             Resolution::Ready(route) => return Ok(route),
-            Resolution::Switch(start) => super::route_switch::begin(server, start),
+            Resolution::Switch(start) => {
+                let server = server.arc().ok_or_else(node_stopping)?;
+                super::route_switch::begin(&server, start)
+            }
             Resolution::Wait(switch) => switch,
             Resolution::Missing => {
                 return Err(Error::new(ErrorKind::NotFound, format!("there is no {id}")))

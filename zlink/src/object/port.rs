@@ -15,7 +15,7 @@ use crate::wire::Payload;
 use crate::Result;
 
 impl ObjectPort for ObjectServer {
-    fn call_object(self: Arc<Self>, message: ObjectMessage) -> BoxFuture<'static, Result<Payload>> {
+    fn call_object(&self, message: ObjectMessage) -> BoxFuture<'_, Result<Payload>> {
         Box::pin(async move {
             let call = ObjectCall {
                 key: &message.key,

@@ -48,6 +48,9 @@ pub(crate) struct ObjectServer {
     pub(super) entry: Option<Arc<EntrySpot>>,
     /// This node's placement weight for new objects.
     pub(super) placement_weight: u32,
+    /// Itself, for the rare step that outlives the call which began it (a route switch's
+    /// barrier): a call borrows the server and takes no reference of its own.
+    me: std::sync::Weak<ObjectServer>,
 }
 
 impl ObjectServer {
@@ -76,7 +79,8 @@ impl ObjectServer {
                 .message_follow_duration
                 .max(super::relocation::RELOCATION_DEADLINE),
         ));
-        let server = Arc::new(ObjectServer {
+        let server = Arc::new_cyclic(|me| ObjectServer {
+            me: me.clone(),
             relocations: Relocations::new(settings, env.lost_sends().clone()),
             env,
             registry: ObjectRegistry::new(
@@ -176,11 +180,13 @@ impl ObjectServer {
     }
 
     /// Sends or requests a packet to a Spot or Actor by its ID only.
-    pub(crate) async fn call(
-        self: &Arc<Self>,
-        call: ObjectCall<'_>,
-    ) -> Result<crate::wire::Payload> {
+    pub(crate) async fn call(&self, call: ObjectCall<'_>) -> Result<crate::wire::Payload> {
         direct::call(self, call).await
+    }
+
+    /// The server itself, while it runs.
+    pub(super) fn arc(&self) -> Option<Arc<ObjectServer>> {
+        self.me.upgrade()
     }
 
     /// Moves the object `key`, which this node owns, to `to` or to the node placement

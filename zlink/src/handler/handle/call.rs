@@ -261,7 +261,7 @@ fn start<'a>(
                     (send, send)
                 }
             };
-            handle.objects()?.clone().call_object(ObjectMessage {
+            handle.objects()?.call_object(ObjectMessage {
                 key,
                 packet,
                 payload,

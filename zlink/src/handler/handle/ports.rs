@@ -33,7 +33,7 @@ pub(crate) struct ObjectMessage {
 pub(crate) trait ObjectPort: Send + Sync + 'static {
     /// Delivers `message` to its object and returns its reply (empty for a
     /// send).
-    fn call_object(self: Arc<Self>, message: ObjectMessage) -> BoxFuture<'static, Result<Payload>>;
+    fn call_object(&self, message: ObjectMessage) -> BoxFuture<'_, Result<Payload>>;
 
     /// Creates (or with `must_be_new` false, finds or creates) the object `key`.
     fn create_object<'a>(
