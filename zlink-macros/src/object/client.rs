@@ -73,7 +73,6 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
 fn method(spot: &ObjectBlock, h: &Handler) -> TokenStream {
     let krate = &spot.args.krate;
     let noun = spot.kind.noun;
-    let manager = Ident::new(spot.kind.manager, Span::call_site());
     let message = &h.message;
     let name = &h.method;
     let docs = &h.docs;
@@ -96,7 +95,7 @@ fn method(spot: &ObjectBlock, h: &Handler) -> TokenStream {
                     &'__zlink self,
                     #sent: impl #krate::Outgoing<#message>,
                 ) -> #krate::Call<'__zlink, #krate::Reply<<#message as #krate::Request>::Reply>> {
-                    self.handle.#manager().request_outgoing::<#message>(&self.target, #sent)
+                    self.target.request::<#message>(&self.handle, #sent)
                 }
             }
         }
@@ -115,7 +114,7 @@ fn method(spot: &ObjectBlock, h: &Handler) -> TokenStream {
                     &'__zlink self,
                     #sent: impl #krate::Outgoing<#message>,
                 ) -> #krate::Call<'__zlink, #krate::OneWay> {
-                    self.handle.#manager().send_outgoing::<#message>(&self.target, #sent)
+                    self.target.send::<#message>(&self.handle, #sent)
                 }
             }
         }

@@ -34,8 +34,6 @@ pub(crate) struct ObjectKind {
     pub(crate) type_struct: &'static str,
     /// The generated registration function and the builder method it feeds.
     pub(crate) register: &'static str,
-    /// The runtime's handle for the kind, e.g. `spots`.
-    pub(crate) manager: &'static str,
 }
 
 pub(crate) const SPOT: ObjectKind = ObjectKind {
@@ -52,7 +50,6 @@ pub(crate) const SPOT: ObjectKind = ObjectKind {
     context: "SpotContext",
     type_struct: "SpotType",
     register: "spot_type",
-    manager: "spots",
 };
 
 pub(crate) const ACTOR: ObjectKind = ObjectKind {
@@ -69,7 +66,6 @@ pub(crate) const ACTOR: ObjectKind = ObjectKind {
     context: "ActorContext",
     type_struct: "ActorType",
     register: "actor_type",
-    manager: "actors",
 };
 
 /// Everything generation needs about one annotated impl block.

@@ -228,7 +228,6 @@ mod tests {
     use super::*;
     use crate::address::{ActorId, ActorKind};
     use crate::handler::Handle;
-    use crate::mesh::MeshNode;
     use crate::wire::Metadata;
 
     /// An Actor-kind object that records what it was called with.
@@ -304,13 +303,7 @@ mod tests {
     }
 
     fn handle() -> Handle {
-        let config = crate::Runtime::builder()
-            .mesh_name("m")
-            .rid("n1")
-            .listen("tcp://127.0.0.1:0")
-            .build()
-            .expect("valid settings");
-        Handle::new(MeshNode::new(config.settings.mesh, None))
+        Handle::unstarted()
     }
 
     #[tokio::test]

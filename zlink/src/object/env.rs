@@ -170,13 +170,7 @@ mod tests {
     }
 
     fn handle() -> Handle {
-        let config = crate::Runtime::builder()
-            .mesh_name("m")
-            .rid("n1")
-            .listen("tcp://127.0.0.1:0")
-            .build()
-            .expect("valid settings");
-        Handle::new(MeshNode::new(config.settings.mesh, None))
+        Handle::unstarted()
     }
 
     #[test]

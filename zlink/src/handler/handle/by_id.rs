@@ -52,6 +52,7 @@ impl AddressedKind for ActorKind {
 #[derive(Clone)]
 pub struct ClientTarget {
     id: Arc<str>,
+    kind: ObjectKind,
     key: Option<ObjectKey>,
 }
 
@@ -70,8 +71,29 @@ impl ClientTarget {
         let key = K::parse(&id).ok().map(|parsed| K::key(&parsed));
         ClientTarget {
             id: Arc::from(id),
+            kind: K::key_kind(),
             key,
         }
+    }
+
+    /// A request to the target through `handle`, with the message by reference or by
+    /// value (what a generated client's request method returns).
+    pub fn request<'a, R: Request>(
+        &self,
+        handle: &'a Handle,
+        request: impl Outgoing<R>,
+    ) -> Call<'a, Reply<R::Reply>> {
+        Call::of_payload::<R>(handle, self.target(), request.into_payload())
+    }
+
+    /// A one-way send to the target through `handle` (what a generated client's send
+    /// method returns).
+    pub fn send<'a, M: Message>(
+        &self,
+        handle: &'a Handle,
+        message: impl Outgoing<M>,
+    ) -> Call<'a, OneWay> {
+        Call::of_payload::<M>(handle, self.target(), message.into_payload())
     }
 
     /// The ID as the client was given it.
@@ -79,10 +101,11 @@ impl ClientTarget {
         &self.id
     }
 
-    fn target<'a, K: AddressedKind>(&self) -> Result<Target<'a>> {
-        match &self.key {
-            Some(key) if key.kind == K::key_kind() => Ok(Target::Object(key.clone())),
-            _ => ById::<K>::target(&self.id),
+    fn target<'a>(&self) -> Result<Target<'a>> {
+        match (&self.key, self.kind) {
+            (Some(key), _) => Ok(Target::Object(key.clone())),
+            (None, ObjectKind::Spot) => ById::<SpotKind>::target(&self.id),
+            (None, ObjectKind::Actor) => ById::<ActorKind>::target(&self.id),
         }
     }
 }
@@ -133,22 +156,6 @@ impl<'a, K: AddressedKind> ById<'a, K> {
     pub(super) fn send<M: Message>(self, id: &str, message: &M) -> Call<'a, OneWay> {
         Call::new(self.handle, Self::target(id), message)
     }
-
-    pub(super) fn request_outgoing<R: Request>(
-        self,
-        to: &ClientTarget,
-        request: impl Outgoing<R>,
-    ) -> Call<'a, Reply<R::Reply>> {
-        Call::of_payload::<R>(self.handle, to.target::<K>(), request.into_payload())
-    }
-
-    pub(super) fn send_outgoing<M: Message>(
-        self,
-        to: &ClientTarget,
-        message: impl Outgoing<M>,
-    ) -> Call<'a, OneWay> {
-        Call::of_payload::<M>(self.handle, to.target::<K>(), message.into_payload())
-    }
 }
 
 #[cfg(test)]
@@ -159,20 +166,19 @@ mod tests {
     fn a_client_target_checks_its_id_once_and_a_malformed_one_fails_each_call() {
         let room = ClientTarget::spot("room-7".into());
         assert_eq!(room.id(), "room-7");
-        match room.target::<SpotKind>() {
+        match room.target() {
             Ok(Target::Object(key)) => {
                 assert_eq!((key.kind, &*key.id), (ObjectKind::Spot, "room-7"))
             }
             _ => panic!("a Spot key"),
         }
-        // The same text through the other namespace is that namespace's key.
-        match room.target::<ActorKind>() {
+        match ClientTarget::actor("room-7".into()).target() {
             Ok(Target::Object(key)) => assert_eq!(key.kind, ObjectKind::Actor),
             _ => panic!("an Actor key"),
         }
         let empty = ClientTarget::actor(String::new());
         for _ in 0..2 {
-            match empty.target::<ActorKind>() {
+            match empty.target() {
                 Err(e) => assert!(matches!(e, Error::InvalidArgument(_)), "{e}"),
                 Ok(_) => panic!("an empty ID is refused"),
             }

@@ -56,6 +56,21 @@ struct HandleInner {
     objects: OnceLock<Arc<dyn ObjectPort>>,
 }
 
+#[cfg(test)]
+impl Handle {
+    /// The handle of a node `n1` of mesh `m` that was configured but never started: what
+    /// unit tests give a context or an environment.
+    pub(crate) fn unstarted() -> Handle {
+        let config = crate::Runtime::builder()
+            .mesh_name("m")
+            .rid("n1")
+            .listen("tcp://127.0.0.1:0")
+            .build()
+            .expect("valid settings");
+        Handle::new(MeshNode::new(config.settings.mesh, None))
+    }
+}
+
 impl Handle {
     /// The handle of `node`, with no subsystem installed yet.
     pub(crate) fn new(node: Arc<MeshNode>) -> Self {

@@ -2,8 +2,8 @@
 
 use bytes::Bytes;
 
-use super::by_id::{ById, ClientTarget};
-use super::call::{Call, OneWay, Outgoing, Reply};
+use super::by_id::ById;
+use super::call::{Call, OneWay, Reply};
 use super::Handle;
 use crate::address::{uuid_v4, ObjectKey, Outcome, SpotCreation, SpotId, SpotKind, SpotRef};
 use crate::wire::{Message, Request};
@@ -115,27 +115,5 @@ impl<'a> Spots<'a> {
     /// call's timeout, by default the send timeout, for room).
     pub fn send<M: Message>(self, id: &str, message: &M) -> Call<'a, OneWay> {
         self.by_id().send(id, message)
-    }
-
-    /// [`request`](Self::request) with the message by reference or by value: what
-    /// generated clients call.
-    #[doc(hidden)]
-    pub fn request_outgoing<R: Request>(
-        self,
-        to: &ClientTarget,
-        request: impl Outgoing<R>,
-    ) -> Call<'a, Reply<R::Reply>> {
-        self.by_id().request_outgoing(to, request)
-    }
-
-    /// [`send`](Self::send) with the message by reference or by value: what generated
-    /// clients call.
-    #[doc(hidden)]
-    pub fn send_outgoing<M: Message>(
-        self,
-        to: &ClientTarget,
-        message: impl Outgoing<M>,
-    ) -> Call<'a, OneWay> {
-        self.by_id().send_outgoing(to, message)
     }
 }
