@@ -247,4 +247,52 @@ mod tests {
             }
         }
     }
+
+    /// A value with the shapes a message has: text, bytes, numbers, options, nesting and
+    /// maps.
+    #[derive(Debug, serde::Serialize, serde::Deserialize)]
+    struct Shaped {
+        text: String,
+        #[serde(with = "serde_bytes")]
+        bytes: Vec<u8>,
+        numbers: Vec<i64>,
+        maybe: Option<f64>,
+        nested: Vec<Vec<String>>,
+        map: std::collections::BTreeMap<String, u32>,
+    }
+
+    fn shaped() -> impl proptest::strategy::Strategy<Value = Shaped> {
+        use proptest::prelude::*;
+        (
+            ".{0,40}",
+            proptest::collection::vec(any::<u8>(), 0..300),
+            proptest::collection::vec(any::<i64>(), 0..20),
+            proptest::option::of(any::<f64>().prop_filter("finite", |f| f.is_finite())),
+            proptest::collection::vec(proptest::collection::vec(".{0,8}", 0..4), 0..4),
+            proptest::collection::btree_map(".{0,8}", any::<u32>(), 0..6),
+        )
+            .prop_map(|(text, bytes, numbers, maybe, nested, map)| Shaped {
+                text,
+                bytes,
+                numbers,
+                maybe,
+                nested,
+                map,
+            })
+    }
+
+    proptest::proptest! {
+        /// What a mailbox counts for a value handed over is what its encoding would hold.
+        #[test]
+        fn an_encoded_len_is_the_length_of_the_encoding(value in shaped()) {
+            proptest::prop_assert_eq!(
+                <Cbor as Codec<Shaped>>::encoded_len(&value).unwrap(),
+                cbor_encode(&value).unwrap().len()
+            );
+            proptest::prop_assert_eq!(
+                <Json as Codec<Shaped>>::encoded_len(&value).unwrap(),
+                serde_json::to_vec(&value).unwrap().len()
+            );
+        }
+    }
 }
