@@ -3,6 +3,7 @@
 //! Message Follow.
 
 mod actors;
+mod caller_turns;
 mod membership;
 mod object_attacks;
 mod relocation;

@@ -27,7 +27,9 @@ mod work;
 
 pub(crate) use channel_registry::ChannelRegistry;
 pub use discovery::DiscoveryStatus;
-pub(crate) use dispatch::{as_replied, reply_outcome, InboundCall, InboundRoute, PendingReply};
+pub(crate) use dispatch::{
+    as_replied, poll_once, reply_outcome, InboundCall, InboundRoute, PendingReply,
+};
 pub(crate) use identity::generate_generation;
 pub use identity::generate_rid;
 pub(crate) use node::MeshNode;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
+use super::inline_turn::Inline;
 use super::live_object::{LiveObject, ObjectJob, ReplyTo};
 use super::mailbox::Refused;
 use super::owner_link::ObjectCommand;
@@ -211,6 +212,15 @@ pub(super) async fn call_local(
             format!("{id} shares this handler's execution gate (a SpotWide Spot and its members): a request to it would wait for itself; send it one way instead"),
         ));
     }
+    // An idle object runs the message on this task; a busy one queues it. A caller that
+    // only ever meets idle objects never waits on anything: its task's budget makes it
+    // step aside now and then, as any other use of a tokio resource would.
+    tokio::task::coop::consume_budget().await;
+    let job = match super::inline_turn::run(&live, job, bytes) {
+        Inline::Ran(result) => return result,
+        Inline::HandedOver => return wait_local(&server.env, rx, &id).await,
+        Inline::Declined(job) => job,
+    };
     // A local send waits for room up to its deadline (a send's whole budget is its send
     // timeout, counted from the call); a request does not wait.
     let send_by = (!request).then_some(deadline);

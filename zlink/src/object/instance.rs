@@ -95,3 +95,32 @@ pub(crate) trait Instance: Send + 'static {
         ))
     }
 }
+
+/// What a turn loop holds in place of its instance while the instance is parked in the
+/// mailbox or lent to a caller's turn: every call fails, and none is made (the loop runs
+/// a turn only with its instance back).
+pub(crate) struct Vacant;
+
+fn vacant() -> crate::Error {
+    crate::Error::new(
+        crate::ErrorKind::InternalFailure,
+        "the object's instance is running a turn elsewhere",
+    )
+}
+
+#[async_trait]
+impl Instance for Vacant {
+    fn handle(&mut self, _: TurnInfo, _: usize, _: Payload) -> BoxFuture<'_, Result<Payload>> {
+        Box::pin(std::future::ready(Err(vacant())))
+    }
+
+    async fn on_initialize(&mut self, _: TurnInfo) -> Result<()> {
+        Err(vacant())
+    }
+
+    async fn on_timer(&mut self, _: TurnInfo, _: TimerTick) -> Result<()> {
+        Err(vacant())
+    }
+
+    async fn on_closing(&mut self, _: TurnInfo, _: ClosingReason) {}
+}

@@ -12,6 +12,7 @@ use tokio_util::task::TaskTracker;
 use std::collections::HashSet;
 
 use super::authority_store::Versioned;
+use super::inline_turn::HandedOver;
 use super::instance::Instance;
 use super::lost_sends::{LostReason, LostSends};
 use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
@@ -68,7 +69,12 @@ pub(crate) struct TurnView {
     pub(crate) gate: Arc<Gate>,
     pub(crate) shared: bool,
     pub(crate) membership: Option<SpotId>,
+    /// Its ObjectGeneration.
+    pub(crate) generation: u64,
 }
+
+/// An object's mailbox: its jobs, and its instance parked there while its loop waits.
+pub(crate) type ObjectMailbox = Mailbox<ObjectJob, Box<dyn Instance>>;
 
 /// One unit of work for an object's turn loop.
 pub(crate) enum ObjectJob {
@@ -104,6 +110,9 @@ pub(crate) enum ObjectJob {
         captured: oneshot::Sender<Captured>,
         resume: oneshot::Receiver<Resume>,
     },
+    /// A turn begun on a caller's task that goes on in the loop, ahead of everything
+    /// queued (see [`inline_turn`](super::inline_turn)).
+    HandedOver(HandedOver),
 }
 
 /// What an object's seal handed to its move.
@@ -152,6 +161,7 @@ impl ObjectJob {
             ObjectJob::Member { .. } => {}
             // Dropping `captured` tells the move the object could not be sealed.
             ObjectJob::Relocate { .. } => {}
+            ObjectJob::HandedOver(turn) => turn.refuse(error),
         }
     }
 }
@@ -216,7 +226,9 @@ struct ObjectState {
 pub(crate) struct LiveObject {
     pub(crate) key: ObjectKey,
     pub(crate) object_type: Arc<TypeDef>,
-    mailbox: Arc<Mailbox<ObjectJob>>,
+    mailbox: Arc<ObjectMailbox>,
+    /// Its node's handle, for the turns that run on a caller's task.
+    handle: WeakHandle,
     /// Stops this object (and only it): its node stops, or its close gave up waiting.
     cancel: CancellationToken,
     /// Its own gate (a SpotWide Spot's members take its gate instead of theirs).
@@ -266,6 +278,7 @@ impl LiveObject {
             object_type,
 
             mailbox,
+            handle: host.handle.clone(),
             cancel: host.cancel.clone(),
             state: Mutex::new(ObjectState {
                 authority,
@@ -331,8 +344,18 @@ impl LiveObject {
     }
 
     /// Its mailbox.
-    pub(super) fn mailbox(&self) -> &Arc<Mailbox<ObjectJob>> {
+    pub(super) fn mailbox(&self) -> &Arc<ObjectMailbox> {
         &self.mailbox
+    }
+
+    /// Its node's handle (weakly).
+    pub(super) fn handle(&self) -> &WeakHandle {
+        &self.handle
+    }
+
+    /// The token that stops this object.
+    pub(super) fn cancel_token(&self) -> &CancellationToken {
+        &self.cancel
     }
 
     /// Where an Actor's running handler registers its Join.
@@ -471,6 +494,7 @@ impl LiveObject {
             gate,
             shared,
             membership: state.membership.clone(),
+            generation: state.authority.record.fence.object_generation,
         }
     }
 
@@ -496,7 +520,9 @@ impl LiveObject {
             ObjectJob::Close { .. } | ObjectJob::Member { .. } | ObjectJob::Relocate { .. } => {
                 Lane::Lifecycle
             }
-            ObjectJob::Message { .. } | ObjectJob::Tick { .. } => Lane::Application,
+            ObjectJob::Message { .. } | ObjectJob::Tick { .. } | ObjectJob::HandedOver(_) => {
+                Lane::Application
+            }
         }
     }
 

@@ -11,6 +11,11 @@
 //!   waiting, so application work always progresses.
 //! - A mailbox can be **sealed** at a turn boundary (no new admission; queued work can
 //!   be taken out whole, in order) and **closed** (nothing more runs).
+//! - Whatever runs the turns (the runner `R`: the object's instance) is **parked** here
+//!   while the turn loop waits, and can be **lent** for one turn to a caller on this
+//!   node while nothing is queued or running: the turn then runs on the caller's task
+//!   instead of waking the loop. A lent turn that cannot finish at once is **handed over**
+//!   to the loop, ahead of everything queued.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -94,7 +99,17 @@ impl<J> LaneState<J> {
     }
 }
 
-struct State<J> {
+/// Where the runner is.
+enum Holder<R> {
+    /// With the turn loop (running turns, or inside a handed-over turn).
+    Loop,
+    /// Parked while the loop waits: a caller may borrow it.
+    Parked(R),
+    /// Lent to a caller for one turn.
+    Lent,
+}
+
+struct State<J, R> {
     lifecycle: LaneState<J>,
     application: LaneState<J>,
     lifecycle_run: u32,
@@ -105,14 +120,23 @@ struct State<J> {
     room_waiters: usize,
     /// The turn loop found nothing to run and waits (only then does an arrival wake it).
     loop_waits: bool,
+    holder: Holder<R>,
+    /// A lent turn that did not finish on the caller's task: the loop's next turn.
+    handed_over: Option<(J, usize)>,
+    /// The loop waits for the lent runner to come back (it has to stop).
+    reclaiming: bool,
 }
 
-impl<J> State<J> {
+impl<J, R> State<J, R> {
     fn lane(&mut self, lane: Lane) -> &mut LaneState<J> {
         match lane {
             Lane::Lifecycle => &mut self.lifecycle,
             Lane::Application => &mut self.application,
         }
+    }
+
+    fn nothing_queued(&self) -> bool {
+        self.lifecycle.queued.is_empty() && self.application.queued.is_empty()
     }
 
     /// The lane the next turn takes from, if any job waits.
@@ -144,9 +168,9 @@ impl<J> State<J> {
     }
 }
 
-/// One object's mailbox. Jobs of type `J` are opaque to it.
-pub(crate) struct Mailbox<J> {
-    state: Mutex<State<J>>,
+/// One object's mailbox. Jobs of type `J` and the runner `R` are opaque to it.
+pub(crate) struct Mailbox<J, R = ()> {
+    state: Mutex<State<J, R>>,
     /// Wakes the turn loop when a job arrives or the mailbox closes.
     arrived: Arrival,
     /// Wakes senders waiting for room.
@@ -155,16 +179,16 @@ pub(crate) struct Mailbox<J> {
 
 /// A job taken for a turn. Its lane's count and bytes are released when this is dropped,
 /// after the handler's terminal completion.
-pub(crate) struct Turn<J> {
+pub(crate) struct Turn<J, R = ()> {
     job: Option<J>,
     pub(crate) lane: Lane,
     bytes: usize,
-    mailbox: Arc<Mailbox<J>>,
+    mailbox: Arc<Mailbox<J, R>>,
     /// Its room was given back already (by the next [`Mailbox::try_next_after`]).
     released: bool,
 }
 
-impl<J> Turn<J> {
+impl<J, R> Turn<J, R> {
     /// Takes the job out to run it; the turn keeps the lane's room until it is dropped.
     pub(crate) fn take_job(&mut self) -> Option<J> {
         self.job.take()
@@ -208,7 +232,7 @@ impl Arrival {
     }
 }
 
-impl<J> Drop for Turn<J> {
+impl<J, R> Drop for Turn<J, R> {
     fn drop(&mut self) {
         if !self.released {
             self.mailbox.release(self.lane, self.bytes);
@@ -216,7 +240,39 @@ impl<J> Drop for Turn<J> {
     }
 }
 
-impl<J> Mailbox<J> {
+/// A lent runner with the room its turn holds in the application lane (given back by
+/// [`Mailbox::take_back`] or with the handed-over turn).
+pub(crate) struct Lent<R> {
+    pub(crate) runner: R,
+    pub(crate) room: LentRoom,
+}
+
+/// The application-lane room a lent turn holds (its bytes with the per-job cost).
+pub(crate) struct LentRoom(usize);
+
+/// What the turn loop does next ([`Mailbox::next_for_loop`]).
+pub(crate) enum Next<J, R> {
+    /// Run this turn, with the runner back if it was parked.
+    Run(Turn<J, R>, Option<R>),
+    /// Nothing to run now (the runner is parked, or lent): wait for an arrival.
+    Wait,
+    /// The mailbox is closed; the runner back if it was parked.
+    Closed(Option<R>),
+}
+
+/// What a loop that has to stop gets back ([`Mailbox::reclaim`]).
+pub(crate) enum Reclaimed<J, R> {
+    /// The parked runner.
+    Runner(R),
+    /// The turn a caller handed over: the runner is in it.
+    HandedOver(Turn<J, R>),
+    /// Lent: wait for an arrival (its return wakes the loop).
+    Wait,
+    /// Neither parked, lent nor handed over: the loop has it already.
+    Gone,
+}
+
+impl<J, R> Mailbox<J, R> {
     pub(crate) fn new(lifecycle: LaneLimits, application: LaneLimits) -> Arc<Self> {
         Arc::new(Mailbox {
             state: Mutex::new(State {
@@ -228,13 +284,16 @@ impl<J> Mailbox<J> {
                 closed: false,
                 room_waiters: 0,
                 loop_waits: false,
+                holder: Holder::Loop,
+                handed_over: None,
+                reclaiming: false,
             }),
             arrived: Arrival::default(),
             released: Notify::new(),
         })
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State<J>> {
+    fn state(&self) -> std::sync::MutexGuard<'_, State<J, R>> {
         self.state.lock_unpoisoned()
     }
 
@@ -282,7 +341,7 @@ impl<J> Mailbox<J> {
     }
 
     /// Wakes the turn loop if it waits for work; a busy loop finds the job on its own.
-    fn wake_loop(&self, mut state: std::sync::MutexGuard<'_, State<J>>) {
+    fn wake_loop(&self, mut state: std::sync::MutexGuard<'_, State<J, R>>) {
         let waits = std::mem::take(&mut state.loop_waits);
         drop(state);
         if waits {
@@ -304,8 +363,8 @@ impl<J> Mailbox<J> {
             other => return other,
         }
         // Counted while waiting, however the wait ends (a dropped future included).
-        struct Waiting<'a, J>(&'a Mailbox<J>);
-        impl<J> Drop for Waiting<'_, J> {
+        struct Waiting<'a, J, R>(&'a Mailbox<J, R>);
+        impl<J, R> Drop for Waiting<'_, J, R> {
             fn drop(&mut self) {
                 self.0.state().room_waiters -= 1;
             }
@@ -334,14 +393,14 @@ impl<J> Mailbox<J> {
         self.after_release(state);
     }
 
-    fn give_back(state: &mut State<J>, lane: Lane, bytes: usize) {
+    fn give_back(state: &mut State<J, R>, lane: Lane, bytes: usize) {
         let used = &mut state.lane(lane).used;
         used.jobs = used.jobs.saturating_sub(1);
         used.bytes = used.bytes.saturating_sub(bytes);
     }
 
     /// Only a sender waiting for room needs to hear that some was given back.
-    fn after_release(&self, state: std::sync::MutexGuard<'_, State<J>>) {
+    fn after_release(&self, state: std::sync::MutexGuard<'_, State<J, R>>) {
         let waiting = state.room_waiters > 0;
         drop(state);
         if waiting {
@@ -352,16 +411,27 @@ impl<J> Mailbox<J> {
     /// The job to run now, if one is queued; `Err` once the mailbox is closed.
     /// (Finding none marks the loop as waiting: the next arrival wakes it.)
     #[cfg(test)]
-    pub(crate) fn try_next(self: &Arc<Self>) -> Result<Option<Turn<J>>, ()> {
+    pub(crate) fn try_next(self: &Arc<Self>) -> Result<Option<Turn<J, R>>, ()> {
         self.try_next_after(None)
     }
 
     /// [`try_next`](Self::try_next), giving back the room of the turn that just ended
     /// under the same lock.
+    #[cfg(test)]
     pub(crate) fn try_next_after(
         self: &Arc<Self>,
-        finished: Option<Turn<J>>,
-    ) -> Result<Option<Turn<J>>, ()> {
+        finished: Option<Turn<J, R>>,
+    ) -> Result<Option<Turn<J, R>>, ()> {
+        self.with_finished(finished, |mailbox, state| mailbox.next_locked(state))
+    }
+
+    /// Runs `then` under the lock that gives back the room of `finished` (a turn of this
+    /// mailbox), and wakes the senders waiting for room after.
+    fn with_finished<T>(
+        self: &Arc<Self>,
+        finished: Option<Turn<J, R>>,
+        then: impl FnOnce(&Arc<Self>, &mut State<J, R>) -> T,
+    ) -> T {
         let mut finished = finished;
         let mut state = self.state();
         let mut gave_back = false;
@@ -372,7 +442,7 @@ impl<J> Mailbox<J> {
                 gave_back = true;
             }
         }
-        let next = self.next_locked(&mut state);
+        let next = then(self, &mut state);
         if gave_back {
             self.after_release(state);
         } else {
@@ -383,7 +453,7 @@ impl<J> Mailbox<J> {
         next
     }
 
-    fn next_locked(self: &Arc<Self>, state: &mut State<J>) -> Result<Option<Turn<J>>, ()> {
+    fn next_locked(self: &Arc<Self>, state: &mut State<J, R>) -> Result<Option<Turn<J, R>>, ()> {
         if state.closed {
             return Err(());
         }
@@ -395,13 +465,139 @@ impl<J> Mailbox<J> {
             .lane(lane)
             .queued
             .pop_front()
-            .map(|(job, bytes)| Turn {
-                job: Some(job),
-                lane,
-                bytes,
-                mailbox: self.clone(),
-                released: false,
-            }))
+            .map(|(job, bytes)| self.turn(job, lane, bytes)))
+    }
+
+    fn turn(self: &Arc<Self>, job: J, lane: Lane, bytes: usize) -> Turn<J, R> {
+        Turn {
+            job: Some(job),
+            lane,
+            bytes,
+            mailbox: self.clone(),
+            released: false,
+        }
+    }
+
+    /// The turn loop's next step, giving back the room of the turn that ended under the
+    /// same lock. `runner` is the runner if the loop holds it: it comes back with a turn
+    /// to run, or is parked when nothing is queued. A turn a caller handed over runs
+    /// first (the runner is inside it); while the runner is lent, the loop waits.
+    pub(crate) fn next_for_loop(
+        self: &Arc<Self>,
+        finished: Option<Turn<J, R>>,
+        runner: Option<R>,
+    ) -> Next<J, R> {
+        self.with_finished(finished, |mailbox, state| {
+            let mut runner = runner;
+            if let Holder::Parked(_) = state.holder {
+                if let Holder::Parked(parked) = std::mem::replace(&mut state.holder, Holder::Loop) {
+                    runner = Some(parked);
+                }
+            }
+            if state.closed {
+                return Next::Closed(runner);
+            }
+            if let Some((job, bytes)) = state.handed_over.take() {
+                return Next::Run(mailbox.turn(job, Lane::Application, bytes), runner);
+            }
+            if matches!(state.holder, Holder::Lent) {
+                state.loop_waits = true;
+                return Next::Wait;
+            }
+            match mailbox.next_locked(state) {
+                Ok(Some(turn)) => Next::Run(turn, runner),
+                Ok(None) => {
+                    if let Some(runner) = runner {
+                        state.holder = Holder::Parked(runner);
+                    }
+                    Next::Wait
+                }
+                Err(()) => Next::Closed(runner),
+            }
+        })
+    }
+
+    /// Lends the parked runner for one turn on the caller's task, when that keeps the
+    /// order: the mailbox is open, nothing is queued, running or handed over, and the
+    /// application lane has room for `payload_bytes` (held until the turn ends).
+    pub(crate) fn lend(&self, payload_bytes: usize) -> Option<Lent<R>> {
+        let bytes = payload_bytes.saturating_add(JOB_OVERHEAD_BYTES);
+        let mut state = self.state();
+        if state.closed
+            || state.sealed
+            || state.reclaiming
+            || state.handed_over.is_some()
+            || !matches!(state.holder, Holder::Parked(_))
+            || !state.nothing_queued()
+            || !state.application.fits(bytes)
+        {
+            return None;
+        }
+        let Holder::Parked(runner) = std::mem::replace(&mut state.holder, Holder::Lent) else {
+            return None;
+        };
+        state.application.used.jobs += 1;
+        state.application.used.bytes += bytes;
+        Some(Lent {
+            runner,
+            room: LentRoom(bytes),
+        })
+    }
+
+    /// A lent runner whose turn ended on the caller's task: parked again, its room given
+    /// back. The loop hears of it only if work arrived meanwhile (or it waits to stop).
+    pub(crate) fn take_back(&self, runner: R, room: LentRoom) {
+        let mut state = self.state();
+        Self::give_back(&mut state, Lane::Application, room.0);
+        state.holder = Holder::Parked(runner);
+        let wake = (state.loop_waits && !state.nothing_queued()) || state.reclaiming;
+        if wake {
+            state.loop_waits = false;
+        }
+        let waiting = state.room_waiters > 0;
+        drop(state);
+        if wake {
+            self.arrived.notify();
+        }
+        if waiting {
+            self.released.notify_waiters();
+        }
+    }
+
+    /// A lent turn that has to go on (its handler waits, or a Join follows it): the loop
+    /// runs `job` next, with the runner inside it, and the turn keeps its room until then.
+    pub(crate) fn hand_over(&self, job: J, room: LentRoom) {
+        let mut state = self.state();
+        state.holder = Holder::Loop;
+        state.handed_over = Some((job, room.0));
+        state.loop_waits = false;
+        drop(state);
+        self.arrived.notify();
+    }
+
+    /// The runner for a loop that has to stop, wherever it is: parked, inside a handed-over
+    /// turn, or (lent) soon back.
+    pub(crate) fn reclaim(self: &Arc<Self>) -> Reclaimed<J, R> {
+        let mut state = self.state();
+        if let Some((job, bytes)) = state.handed_over.take() {
+            state.reclaiming = false;
+            return Reclaimed::HandedOver(self.turn(job, Lane::Application, bytes));
+        }
+        match std::mem::replace(&mut state.holder, Holder::Loop) {
+            Holder::Parked(runner) => {
+                state.reclaiming = false;
+                Reclaimed::Runner(runner)
+            }
+            Holder::Lent => {
+                state.holder = Holder::Lent;
+                state.reclaiming = true;
+                Reclaimed::Wait
+            }
+            Holder::Loop => {
+                state.reclaiming = false;
+                Reclaimed::Gone
+            }
+        }
     }
 
     /// Wakes the turn loop (or leaves it a permit): a stop for it to notice.
@@ -420,7 +616,7 @@ impl<J> Mailbox<J> {
     /// the mailbox is closed. (The turn loop does the same, looking at its stop flag
     /// between the look and the wait.)
     #[cfg(test)]
-    pub(crate) async fn next_turn(self: &Arc<Self>) -> Option<Turn<J>> {
+    pub(crate) async fn next_turn(self: &Arc<Self>) -> Option<Turn<J, R>> {
         loop {
             // A queued job is taken without arming a wakeup. An empty look marks the loop
             // as waiting, so the next arrival calls `notify_one`, whose permit covers a
@@ -485,7 +681,13 @@ impl<J> Mailbox<J> {
     pub(crate) fn close(&self) -> Vec<J> {
         let mut state = self.state();
         state.closed = true;
-        let mut left: Vec<J> = state.lifecycle.queued.drain(..).map(|(j, _)| j).collect();
+        let mut left: Vec<J> = state
+            .handed_over
+            .take()
+            .map(|(j, _)| j)
+            .into_iter()
+            .collect();
+        left.extend(state.lifecycle.queued.drain(..).map(|(j, _)| j));
         left.extend(state.application.queued.drain(..).map(|(j, _)| j));
         drop(state);
         // The turn loop may be waiting (a permit wakes it if it is not yet).
@@ -504,229 +706,4 @@ impl<J> Mailbox<J> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    const SMALL: LaneLimits = LaneLimits {
-        jobs: 2,
-        bytes: 1000,
-    };
-
-    fn mailbox() -> Arc<Mailbox<&'static str>> {
-        Mailbox::new(SMALL, SMALL)
-    }
-
-    #[test]
-    fn the_default_lanes_are_4096_jobs_64_mib_and_256_jobs_4_mib() {
-        assert_eq!(
-            (APPLICATION_LANE.jobs, APPLICATION_LANE.bytes),
-            (4096, 64 << 20)
-        );
-        assert_eq!((LIFECYCLE_LANE.jobs, LIFECYCLE_LANE.bytes), (256, 4 << 20));
-    }
-
-    #[tokio::test]
-    async fn a_lane_is_bounded_by_count_and_by_bytes() {
-        let m = mailbox();
-        m.admit(Lane::Application, "a", 0).unwrap();
-        m.admit(Lane::Application, "b", 0).unwrap();
-        assert_eq!(
-            m.admit(Lane::Application, "c", 0),
-            Err((Refused::Full(Lane::Application), "c"))
-        );
-        let big = Mailbox::new(SMALL, SMALL);
-        assert_eq!(
-            big.admit(Lane::Application, "x", 1000 - JOB_OVERHEAD_BYTES + 1),
-            Err((Refused::Full(Lane::Application), "x"))
-        );
-        big.admit(Lane::Application, "y", 1000 - JOB_OVERHEAD_BYTES)
-            .unwrap();
-        assert_eq!(
-            big.admit(Lane::Application, "z", usize::MAX),
-            Err((Refused::Full(Lane::Application), "z")),
-            "no overflow"
-        );
-        // The lifecycle lane has its own room.
-        m.admit(Lane::Lifecycle, "l", 0).unwrap();
-    }
-
-    #[tokio::test]
-    async fn room_is_released_at_completion_not_at_dequeue() {
-        let m = mailbox();
-        m.admit(Lane::Application, "a", 10).unwrap();
-        m.admit(Lane::Application, "b", 10).unwrap();
-        let turn = m.next_turn().await.unwrap();
-        assert_eq!(*turn.job(), "a");
-        assert!(
-            m.admit(Lane::Application, "c", 0).is_err(),
-            "a is still running"
-        );
-        assert_eq!(
-            m.used(Lane::Application),
-            (2, 2 * (10 + JOB_OVERHEAD_BYTES))
-        );
-        drop(turn);
-        m.admit(Lane::Application, "c", 0).unwrap();
-    }
-
-    #[tokio::test]
-    async fn lifecycle_goes_first_but_application_work_is_never_starved() {
-        let m: Arc<Mailbox<u32>> = Mailbox::new(
-            LaneLimits {
-                jobs: 100,
-                bytes: 1 << 20,
-            },
-            SMALL,
-        );
-        m.admit(Lane::Application, 1000, 0).unwrap();
-        for i in 0..40 {
-            m.admit(Lane::Lifecycle, i, 0).unwrap();
-        }
-        let mut order = Vec::new();
-        for _ in 0..41 {
-            order.push(*m.next_turn().await.unwrap().job());
-        }
-        let app_at = order.iter().position(|j| *j == 1000).unwrap();
-        assert_eq!(app_at, LIFECYCLE_RUN_CAP as usize, "{order:?}");
-        let lifecycle: Vec<u32> = order.into_iter().filter(|j| *j != 1000).collect();
-        assert_eq!(lifecycle, (0..40).collect::<Vec<_>>(), "FIFO within a lane");
-    }
-
-    #[tokio::test]
-    async fn a_waiting_send_gets_in_when_room_frees_or_gives_up_at_its_deadline() {
-        let m = mailbox();
-        m.admit(Lane::Application, "a", 0).unwrap();
-        m.admit(Lane::Application, "b", 0).unwrap();
-        let soon = tokio::time::Instant::now() + Duration::from_millis(30);
-        assert_eq!(
-            m.admit_by(Lane::Application, "late", 0, soon).await,
-            Err((Refused::Full(Lane::Application), "late"))
-        );
-        let waiter = {
-            let m = m.clone();
-            tokio::spawn(async move {
-                let later = tokio::time::Instant::now() + Duration::from_secs(5);
-                m.admit_by(Lane::Application, "c", 0, later).await
-            })
-        };
-        let turn = m.next_turn().await.unwrap();
-        drop(turn);
-        assert_eq!(waiter.await.unwrap(), Ok(()));
-    }
-
-    #[tokio::test]
-    async fn a_sealed_mailbox_keeps_its_backlog_in_order_for_the_move() {
-        let m = mailbox();
-        m.admit(Lane::Application, "a", 0).unwrap();
-        m.admit(Lane::Application, "b", 0).unwrap();
-        m.seal();
-        assert_eq!(
-            m.admit(Lane::Application, "c", 0),
-            Err((Refused::Sealed, "c"))
-        );
-        m.admit(Lane::Lifecycle, "seal-step", 0).unwrap();
-        let backlog = m.take_application_backlog();
-        assert_eq!(backlog, [("a", 0), ("b", 0)]);
-        assert_eq!(m.used(Lane::Application), (0, 0));
-        // A cancelled move puts the backlog back ahead, and what arrived meanwhile after.
-        m.put_back(backlog, vec![("c", 0)]);
-        assert_eq!(m.used(Lane::Application).0, 3, "counted again");
-        let mut order = Vec::new();
-        while let Ok(Some(mut turn)) = m.try_next() {
-            if turn.lane == Lane::Application {
-                order.push(turn.take_job().unwrap());
-            }
-        }
-        assert_eq!(order, ["a", "b", "c"]);
-    }
-
-    #[tokio::test]
-    async fn only_a_loop_that_found_nothing_is_woken_and_a_wake_reaches_it() {
-        let m = mailbox();
-        let pending = |m: &Arc<Mailbox<&'static str>>| {
-            let m = m.clone();
-            async move {
-                tokio::time::timeout(Duration::from_millis(50), m.arrival())
-                    .await
-                    .is_err()
-            }
-        };
-        // A busy loop (its last look found a job) is not notified of the next arrival...
-        m.admit(Lane::Application, "a", 1).unwrap();
-        let first = m.try_next().unwrap().unwrap();
-        m.admit(Lane::Application, "b", 1).unwrap();
-        drop(first);
-        let second = m.try_next().unwrap().unwrap();
-        assert_eq!(*second.job(), "b");
-        drop(second);
-        // ...so once it finds nothing, no stale permit ends its wait early.
-        assert!(m.try_next().unwrap().is_none());
-        assert!(pending(&m).await, "no arrival, no wake");
-        // An arrival after an empty look wakes it, and so does a stop's wake.
-        m.admit(Lane::Application, "c", 1).unwrap();
-        assert!(!pending(&m).await, "the arrival woke the waiting loop");
-        assert_eq!(*m.try_next().unwrap().unwrap().job(), "c");
-        assert!(m.try_next().unwrap().is_none());
-        m.wake();
-        assert!(!pending(&m).await, "a stop's wake reaches the waiting loop");
-    }
-
-    #[test]
-    fn the_next_turn_gives_back_the_room_of_the_one_that_ended() {
-        let one = LaneLimits {
-            jobs: 1,
-            bytes: 1024,
-        };
-        let m = Mailbox::new(
-            LaneLimits {
-                jobs: 8,
-                bytes: 1024,
-            },
-            one,
-        );
-        m.admit(Lane::Application, "a", 10).unwrap();
-        let first = m.try_next_after(None).unwrap().unwrap();
-        // One job fits: the running turn still holds the room.
-        assert!(matches!(
-            m.admit(Lane::Application, "b", 10),
-            Err((Refused::Full(Lane::Application), "b"))
-        ));
-        // Looking for the next job ends the first turn: its room is free again.
-        assert!(m.try_next_after(Some(first)).unwrap().is_none());
-        m.admit(Lane::Application, "b", 10).unwrap();
-        let second = m.try_next_after(None).unwrap().unwrap();
-        assert_eq!(*second.job(), "b");
-        // A turn dropped on its own still gives its room back.
-        drop(second);
-        m.admit(Lane::Application, "c", 10).unwrap();
-    }
-
-    #[tokio::test]
-    async fn close_returns_what_was_queued_and_ends_the_turn_loop() {
-        let m = mailbox();
-        m.admit(Lane::Application, "a", 0).unwrap();
-        m.admit(Lane::Lifecycle, "l", 0).unwrap();
-        let running = m.next_turn().await.unwrap();
-        assert_eq!(*running.job(), "l");
-        assert_eq!(m.close(), ["a"], "queued work comes back to be completed");
-        drop(running);
-        assert!(m.next_turn().await.is_none());
-        assert_eq!(
-            m.admit(Lane::Lifecycle, "x", 0),
-            Err((Refused::Closed, "x"))
-        );
-        // A turn loop waiting on an empty mailbox ends too.
-        let empty = mailbox();
-        let waiting = {
-            let empty = empty.clone();
-            tokio::spawn(async move { empty.next_turn().await.is_none() })
-        };
-        tokio::task::yield_now().await;
-        empty.close();
-        let ended = tokio::time::timeout(Duration::from_secs(5), waiting)
-            .await
-            .expect("the turn loop ended");
-        assert!(ended.unwrap());
-    }
-}
+mod tests;

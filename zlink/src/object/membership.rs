@@ -110,6 +110,11 @@ impl JoinSlot {
         Ok(())
     }
 
+    /// Whether the turn's handler registered a Join (without taking it).
+    pub(crate) fn is_registered(&self) -> bool {
+        self.registered.load(Ordering::Acquire)
+    }
+
     /// The Join the turn's handler registered, if any.
     pub(crate) fn take(&self) -> Option<JoinRequest> {
         if !self.registered.swap(false, Ordering::AcqRel) {

@@ -20,6 +20,7 @@ mod direct;
 mod entry;
 mod env;
 mod inbound;
+mod inline_turn;
 mod instance;
 mod live_object;
 mod lost_sends;

@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::authority::OwnerFence;
-use super::live_object::ObjectJob;
-use super::mailbox::{Lane, Mailbox};
+use super::live_object::{ObjectJob, ObjectMailbox};
+use super::mailbox::Lane;
 use crate::store::OwnerLease;
 use crate::sync::LockUnpoisoned;
 use crate::{Error, Result};
@@ -245,7 +245,7 @@ impl Schedule {
 
 /// The timers of one Spot.
 pub(crate) struct Timers {
-    mailbox: Weak<Mailbox<ObjectJob>>,
+    mailbox: Weak<ObjectMailbox>,
     lease: Arc<OwnerLease>,
     /// The Spot's owner fence: a tick runs only while this node's current lease is the one
     /// the Spot's authority names.
@@ -265,7 +265,7 @@ struct Running {
 
 impl Timers {
     pub(crate) fn new(
-        mailbox: Weak<Mailbox<ObjectJob>>,
+        mailbox: Weak<ObjectMailbox>,
         lease: Arc<OwnerLease>,
         fence: OwnerFence,
         tracker: TaskTracker,
@@ -368,7 +368,7 @@ impl Timers {
 
 async fn run(
     schedule: Arc<Mutex<Schedule>>,
-    mailbox: Weak<Mailbox<ObjectJob>>,
+    mailbox: Weak<ObjectMailbox>,
     lease: Arc<OwnerLease>,
     fence: OwnerFence,
     cancel: CancellationToken,
@@ -423,7 +423,7 @@ enum Delivery {
 fn deliver(
     schedule: &Schedule,
     due: &DueTick,
-    mailbox: &Weak<Mailbox<ObjectJob>>,
+    mailbox: &Weak<ObjectMailbox>,
     lease: &OwnerLease,
     fence: &OwnerFence,
     cancel: &CancellationToken,

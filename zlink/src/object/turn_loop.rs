@@ -4,18 +4,21 @@
 //! close. After an Actor's handler or tick, the Join it registered runs before the next
 //! message.
 
+use std::future::Future;
 use std::sync::{Arc, Weak};
+use std::task::Poll;
 
 use futures::FutureExt;
 use tokio::sync::{oneshot, OwnedMutexGuard};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::instance::{Instance, TurnInfo};
+use super::inline_turn::HandedOver;
+use super::instance::{Instance, TurnInfo, Vacant};
 use super::live_object::{
-    Arrived, Captured, Gate, LiveObject, ObjectHost, ObjectJob, Resume, TurnView,
+    Arrived, Captured, Gate, LiveObject, ObjectHost, ObjectJob, ReplyTo, Resume, TurnView,
 };
-use super::mailbox::Turn;
+use super::mailbox::{Next, Reclaimed, Turn};
 use super::membership::{self, JoinOutcome, JoinStep, MemberEvent};
 use super::relocation::seal::{self, SealOutcome};
 use super::server::ObjectServer;
@@ -23,7 +26,7 @@ use super::spot::ClosingReason;
 use super::timer::Timers;
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::handler::WeakHandle;
-use crate::wire::Metadata;
+use crate::wire::{Metadata, Payload};
 use crate::{Error, ErrorKind, Result};
 
 tokio::task_local! {
@@ -61,6 +64,55 @@ async fn caught<T>(work: impl std::future::Future<Output = T>) -> Result<T> {
         })
 }
 
+/// One handler's turn on `instance`, wherever it is driven (the loop, or a caller's task):
+/// behind the gate's task-local, panics contained, ended by `cancel`, the turn's context
+/// dropped at its end.
+pub(super) async fn handler_turn(
+    instance: &mut dyn Instance,
+    gate: Arc<Gate>,
+    cancel: &CancellationToken,
+    ctx: TurnInfo,
+    handler: usize,
+    payload: Payload,
+) -> Result<Payload> {
+    // The handler goes first: one that finishes at once never polls the stop token; one
+    // that hangs past shutdown is dropped when the token fires. (Not `select!`, which
+    // gives up at once when the task's budget is spent: a turn on a caller's task would
+    // then go to the loop for nothing.)
+    let result = {
+        let handled = TURN_GATE.scope(gate, caught(instance.handle(ctx, handler, payload)));
+        let stopped = cancel.cancelled();
+        let (mut handled, mut stopped) = (std::pin::pin!(handled), std::pin::pin!(stopped));
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(result) = handled.as_mut().poll(cx) {
+                return Poll::Ready(result.and_then(|r| r));
+            }
+            match stopped.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Err(Error::new(
+                    ErrorKind::ShuttingDown,
+                    "the object was stopped during the handler",
+                ))),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await
+    };
+    instance.end_turn();
+    result
+}
+
+/// Delivers a handler's result: the reply of a request, or a one-way's error logged.
+pub(super) fn answer(key: &ObjectKey, reply: Option<ReplyTo>, result: Result<Payload>) {
+    match reply {
+        Some(reply) => reply.send(result),
+        None => {
+            if let Err(e) = result {
+                tracing::warn!(object = %key, error = %e, "send handler failed");
+            }
+        }
+    }
+}
+
 /// What a step leaves the loop to do.
 enum Step {
     /// Take the next job.
@@ -76,7 +128,9 @@ enum Step {
 /// The loop of one object and everything its steps share.
 pub(super) struct TurnLoop {
     object: Arc<LiveObject>,
+    /// The instance, or [`Vacant`] while it is parked in the mailbox or lent (`away`).
     instance: Box<dyn Instance>,
+    away: bool,
     handle: WeakHandle,
     server: Weak<ObjectServer>,
     timers: Arc<Timers>,
@@ -104,6 +158,7 @@ impl TurnLoop {
             generation: object.generation(),
             object,
             instance,
+            away: false,
             handle: host.handle,
             server: host.server,
             timers,
@@ -175,65 +230,84 @@ impl TurnLoop {
             // object, which wakes it.
             if self.object.is_stopping() {
                 drop(finished);
-                return self.stop().await;
+                return self.stop_when_back().await;
             }
-            let turn = match self.object.mailbox().try_next_after(finished.take()) {
-                Err(()) => None,
-                Ok(Some(turn)) => Some(turn),
-                Ok(None) => {
+            // The instance goes with the look: it comes back with a turn to run, or is
+            // parked for a caller's turn while nothing is queued.
+            let runner = (!self.away).then(|| self.lend_instance());
+            let mut turn = match self.object.mailbox().next_for_loop(finished.take(), runner) {
+                Next::Closed(runner) => {
+                    self.instance_back(runner);
+                    return;
+                }
+                Next::Wait => {
                     self.object.mailbox().arrival().await;
                     continue;
                 }
+                Next::Run(turn, runner) => {
+                    self.instance_back(runner);
+                    turn
+                }
             };
-            let Some(mut turn) = turn else { return };
             let Some(job) = turn.take_job() else { continue };
-            // One turn at a time among the objects sharing the gate. A gate no other object
-            // can take (an Actor's own) needs no lock: this loop's turns are serial already.
-            let TurnView {
-                gate,
-                shared,
-                membership,
-            } = self.object.turn_view();
-            // An uncontended gate (every object but a busy SpotWide member) is taken at once.
-            let held = match shared.then(|| gate.clone().try_lock_owned()) {
-                None => None,
-                Some(Ok(held)) => Some(held),
-                Some(Err(_)) => tokio::select! {
-                    biased;
-                    _ = self.cancel.cancelled() => {
-                        job.refuse(Error::new(ErrorKind::ShuttingDown, "the object stopped before the message ran"));
-                        return self.stop().await;
+            let step = 'step: {
+                // A turn a caller began holds its gate already.
+                let job = match job {
+                    ObjectJob::HandedOver(handed) => break 'step self.resume(handed).await,
+                    job => job,
+                };
+                // One turn at a time among the objects sharing the gate. A gate no other object
+                // can take (an Actor's own) needs no lock: this loop's turns are serial already.
+                let TurnView {
+                    gate,
+                    shared,
+                    membership,
+                    ..
+                } = self.object.turn_view();
+                // An uncontended gate (every object but a busy SpotWide member) is taken at once.
+                let held = match shared.then(|| gate.clone().try_lock_owned()) {
+                    None => None,
+                    Some(Ok(held)) => Some(held),
+                    Some(Err(_)) => tokio::select! {
+                        biased;
+                        _ = self.cancel.cancelled() => {
+                            job.refuse(Error::new(ErrorKind::ShuttingDown, "the object stopped before the message ran"));
+                            return self.stop().await;
+                        }
+                        held = gate.clone().lock_owned() => Some(held),
+                    },
+                };
+                match job {
+                    ObjectJob::Message {
+                        handler,
+                        packet,
+                        payload,
+                        metadata,
+                        deadline,
+                        reply,
+                    } => {
+                        let Some(ctx) =
+                            self.turn_info_in(Some(packet), deadline, metadata, true, membership)
+                        else {
+                            return;
+                        };
+                        self.message(gate, held, ctx, handler, payload, reply).await
                     }
-                    held = gate.clone().lock_owned() => Some(held),
-                },
-            };
-            let step = match job {
-                ObjectJob::Message {
-                    handler,
-                    packet,
-                    payload,
-                    metadata,
-                    deadline,
-                    reply,
-                } => {
-                    let Some(ctx) =
-                        self.turn_info_in(Some(packet), deadline, metadata, true, membership)
-                    else {
-                        return;
-                    };
-                    self.message(gate, held, ctx, handler, payload, reply).await
-                }
-                ObjectJob::Tick {
-                    tick,
-                    done,
-                    cancelled,
-                } => self.tick(&gate, held, tick, done, cancelled).await,
-                ObjectJob::Member { event, done } => self.member(&gate, held, event, done).await,
-                ObjectJob::Relocate { captured, resume } => {
-                    self.relocate(&gate, held, captured, resume).await
-                }
-                ObjectJob::Close { reason, done } => {
-                    return self.close(&gate, turn, held, reason, done).await;
+                    ObjectJob::Tick {
+                        tick,
+                        done,
+                        cancelled,
+                    } => self.tick(&gate, held, tick, done, cancelled).await,
+                    ObjectJob::Member { event, done } => {
+                        self.member(&gate, held, event, done).await
+                    }
+                    ObjectJob::Relocate { captured, resume } => {
+                        self.relocate(&gate, held, captured, resume).await
+                    }
+                    ObjectJob::Close { reason, done } => {
+                        return self.close(&gate, turn, held, reason, done).await;
+                    }
+                    ObjectJob::HandedOver(handed) => self.resume(handed).await,
                 }
             };
             let step = match step {
@@ -257,6 +331,57 @@ impl TurnLoop {
                 }
             }
         }
+    }
+
+    /// The instance, out to the mailbox (a [`Vacant`] stays in its place).
+    fn lend_instance(&mut self) -> Box<dyn Instance> {
+        self.away = true;
+        std::mem::replace(&mut self.instance, Box::new(Vacant))
+    }
+
+    fn instance_back(&mut self, runner: Option<Box<dyn Instance>>) {
+        if let Some(instance) = runner {
+            self.instance = instance;
+            self.away = false;
+        }
+    }
+
+    /// A turn a caller began on its own task, finished here: its instance comes back.
+    async fn resume(&mut self, handed: HandedOver) -> Step {
+        match handed {
+            HandedOver::Running { turn, reply, held } => {
+                let (instance, result) = turn.await;
+                self.instance_back(Some(instance));
+                let ended_normally = result.is_ok();
+                answer(self.key(), reply, result);
+                drop(held);
+                Step::Ran(ended_normally)
+            }
+            HandedOver::Ran {
+                instance,
+                ended_normally,
+            } => {
+                self.instance_back(Some(instance));
+                Step::Ran(ended_normally)
+            }
+        }
+    }
+
+    /// A stopped object's end, once its instance is back from wherever it is.
+    async fn stop_when_back(mut self) {
+        while self.away {
+            match self.object.mailbox().reclaim() {
+                Reclaimed::Runner(instance) => self.instance_back(Some(instance)),
+                Reclaimed::HandedOver(mut turn) => {
+                    if let Some(ObjectJob::HandedOver(handed)) = turn.take_job() {
+                        self.resume(handed).await;
+                    }
+                }
+                Reclaimed::Wait => self.object.mailbox().arrival().await,
+                Reclaimed::Gone => break,
+            }
+        }
+        self.stop().await
     }
 
     /// `on_initialize` for a new object; a moved one resumes its timers and completes the
@@ -309,28 +434,17 @@ impl TurnLoop {
         payload: crate::wire::Payload,
         reply: Option<super::live_object::ReplyTo>,
     ) -> Step {
-        // A handler stuck past shutdown is stopped: shutdown never waits on it.
-        let handled = TURN_GATE.scope(gate, caught(self.instance.handle(ctx, handler, payload)));
-        // The handler goes first: one that finishes at once never polls the stop token;
-        // one that hangs is dropped when the token fires.
-        let result = tokio::select! {
-            biased;
-            result = handled => result.and_then(|r| r),
-            _ = self.cancel.cancelled() => Err(Error::new(
-                ErrorKind::ShuttingDown,
-                "the object was stopped during the handler",
-            )),
-        };
-        self.instance.end_turn();
+        let result = handler_turn(
+            &mut *self.instance,
+            gate,
+            &self.cancel,
+            ctx,
+            handler,
+            payload,
+        )
+        .await;
         let ended_normally = result.is_ok();
-        match reply {
-            Some(reply) => reply.send(result),
-            None => {
-                if let Err(e) = result {
-                    tracing::warn!(object = %self.key(), error = %e, "send handler failed");
-                }
-            }
-        }
+        answer(self.key(), reply, result);
         drop(held);
         Step::Ran(ended_normally)
     }
@@ -437,7 +551,7 @@ impl TurnLoop {
     async fn close(
         mut self,
         gate: &Arc<Gate>,
-        turn: Turn<ObjectJob>,
+        turn: Turn<ObjectJob, Box<dyn Instance>>,
         held: Option<OwnedMutexGuard<()>>,
         reason: ClosingReason,
         done: oneshot::Sender<()>,

@@ -1,0 +1,175 @@
+//! A turn on the caller's task: a call on this node to an object with nothing queued or
+//! running runs the handler right where the call was made, instead of queueing the
+//! message, waking the object's turn loop on another task and waiting for it to answer.
+//!
+//! Everything a turn guarantees holds as in the loop: the object's instance is lent by its
+//! mailbox only while the mailbox is open, empty and idle (so no queued message is
+//! overtaken, and no two turns overlap), the lane's room is held for the turn, the gate
+//! is taken, panics are contained and a stop ends the handler. What cannot finish on the
+//! caller's task goes to the loop as its very next turn:
+//! - a handler that waits (its first poll is pending) goes on there, so a caller that gives
+//!   up never cancels it, and a one-way's sender is never held up by it;
+//! - an Actor handler that registered a Join: the Join runs there before the next message.
+//!
+//! Turns nest (a handler calling another idle object runs that one too) up to
+//! [`MAX_DEPTH`]; deeper calls queue as usual.
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use tokio::sync::OwnedMutexGuard;
+
+use super::instance::{Instance, TurnInfo};
+use super::live_object::{LiveObject, ObjectJob, ReplyTo, TurnView};
+use super::turn_loop::{answer, handler_turn};
+use crate::address::ObjectKind;
+use crate::call::BoxFuture;
+use crate::mesh::poll_once;
+use crate::wire::Payload;
+use crate::{Error, Result};
+
+/// How many turns may run inside one another on one thread.
+pub(crate) const MAX_DEPTH: u8 = 4;
+
+thread_local! {
+    static DEPTH: Cell<u8> = const { Cell::new(0) };
+}
+
+/// A handler's turn that owns the instance it runs on, and gives it back with the result.
+pub(crate) type OwnedTurn = BoxFuture<'static, (Box<dyn Instance>, Result<Payload>)>;
+
+/// A turn begun on a caller's task that its object's loop finishes.
+pub(crate) enum HandedOver {
+    /// The handler waits: the loop drives it on, then answers `reply`.
+    Running {
+        turn: OwnedTurn,
+        reply: Option<ReplyTo>,
+        held: Option<OwnedMutexGuard<()>>,
+    },
+    /// The handler ended (its caller has the result) and registered a Join, which runs
+    /// before the next message.
+    Ran {
+        instance: Box<dyn Instance>,
+        ended_normally: bool,
+    },
+}
+
+impl HandedOver {
+    /// A handed-over turn that will not run on (the object closed): its caller hears
+    /// `error`.
+    pub(crate) fn refuse(self, error: Error) {
+        if let HandedOver::Running {
+            reply: Some(reply), ..
+        } = self
+        {
+            reply.send(Err(error));
+        }
+    }
+}
+
+/// How a call fared on the caller's task.
+pub(crate) enum Inline {
+    /// The handler ran here: a request's result as a remote caller would get it; a
+    /// one-way's `Ok` (its handler's error is logged, as the loop does).
+    Ran(Result<Payload>),
+    /// The turn began here and goes on in the loop, which answers the job's reply.
+    HandedOver,
+    /// Not run here (the object is busy, closing, moving, or the calls nest too deep):
+    /// the job comes back to be queued.
+    Declined(ObjectJob),
+}
+
+/// Runs `job` (a message of `bytes`) on the caller's task if `live` is idle.
+pub(crate) fn run(live: &Arc<LiveObject>, job: ObjectJob, bytes: usize) -> Inline {
+    let depth = DEPTH.with(Cell::get);
+    if depth >= MAX_DEPTH || live.is_stopping() {
+        return Inline::Declined(job);
+    }
+    let ObjectJob::Message {
+        handler,
+        packet,
+        payload,
+        metadata,
+        deadline,
+        reply,
+    } = job
+    else {
+        return Inline::Declined(job);
+    };
+    let declined = |packet, payload, metadata, reply| {
+        Inline::Declined(ObjectJob::Message {
+            handler,
+            packet,
+            payload,
+            metadata,
+            deadline,
+            reply,
+        })
+    };
+    let TurnView {
+        gate,
+        shared,
+        membership,
+        generation,
+    } = live.turn_view();
+    // A gate other objects take too is locked for the turn, if it is free now.
+    let held = match shared.then(|| gate.clone().try_lock_owned()) {
+        None => None,
+        Some(Ok(held)) => Some(held),
+        Some(Err(_)) => return declined(packet, payload, metadata, reply),
+    };
+    let Some(handle) = live.handle().upgrade() else {
+        return declined(packet, payload, metadata, reply);
+    };
+    let Some(lent) = live.mailbox().lend(bytes) else {
+        return declined(packet, payload, metadata, reply);
+    };
+    let is_actor = live.key.kind == ObjectKind::Actor;
+    let ctx = TurnInfo {
+        handle,
+        generation,
+        packet: Some(packet),
+        deadline,
+        metadata,
+        membership: membership.filter(|_| is_actor),
+        may_join: is_actor,
+    };
+    let object = live.clone();
+    let mut instance = lent.runner;
+    let mut turn: OwnedTurn = Box::pin(async move {
+        let cancel = object.cancel_token();
+        let result = handler_turn(&mut *instance, gate, cancel, ctx, handler, payload).await;
+        (instance, result)
+    });
+    DEPTH.with(|d| d.set(depth + 1));
+    let polled = poll_once(&mut turn);
+    DEPTH.with(|d| d.set(depth));
+    let Some((instance, result)) = polled else {
+        live.mailbox().hand_over(
+            ObjectJob::HandedOver(HandedOver::Running { turn, reply, held }),
+            lent.room,
+        );
+        return Inline::HandedOver;
+    };
+    drop(held);
+    let ended_normally = result.is_ok();
+    if is_actor && live.joins().is_registered() {
+        live.mailbox().hand_over(
+            ObjectJob::HandedOver(HandedOver::Ran {
+                instance,
+                ended_normally,
+            }),
+            lent.room,
+        );
+    } else {
+        live.mailbox().take_back(instance, lent.room);
+    }
+    match reply {
+        // The caller has the result itself; nothing waits on the other end.
+        Some(_) => Inline::Ran(crate::mesh::as_replied(result)),
+        None => {
+            answer(&live.key, None, result);
+            Inline::Ran(Ok(Payload::default()))
+        }
+    }
+}
