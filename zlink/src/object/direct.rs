@@ -18,6 +18,7 @@ use super::route_cache::{ReadyRoute, Routed};
 use super::route_switch::FOLLOW_BARRIER;
 use super::server::ObjectServer;
 use crate::address::ObjectKey;
+use crate::call::BoxFuture;
 use crate::handler::PacketKind;
 use crate::object::env::ObjectEnv;
 use crate::wire::{Metadata, Payload, RouteFence};
@@ -86,7 +87,8 @@ pub(super) async fn call(server: &ObjectServer, call: ObjectCall<'_>) -> Result<
     let result = if route.owner.rid == server.env.route().rid {
         call_local(server, call, fence, now, deadline).await
     } else {
-        call_remote(&server.env, &route, call, fence, deadline)
+        // Boxed: a remote call's state stays out of every local call's future.
+        Box::pin(call_remote(&server.env, &route, call, fence, deadline))
             .await
             .map(Payload::encoded)
     };
@@ -165,13 +167,41 @@ pub(super) async fn call_local(
     now: Instant,
     deadline: Instant,
 ) -> Result<Payload> {
+    // A caller that only ever meets idle objects (their turns run on its task) never
+    // waits on anything: its task's budget makes it step aside now and then, as any use
+    // of a tokio resource would. Spent first, while only the arguments are alive.
+    tokio::task::coop::consume_budget().await;
+    match admit_local(server, call, fence, now, deadline) {
+        Local::Done(result) => result,
+        Local::Waits(waiting) => waiting.await,
+    }
+}
+
+/// How a local call went on its way.
+enum Local<'a> {
+    /// Answered here (refused, or its turn ran on this task).
+    Done(Result<Payload>),
+    /// It waits: for room in the queue, or for its turn's result. (Boxed: the call that
+    /// runs on this task never carries this state.)
+    Waits(BoxFuture<'a, Result<Payload>>),
+}
+
+/// Admits a local call, without waiting: an idle object runs it on this task, a busy one
+/// queues it.
+fn admit_local<'a>(
+    server: &'a ObjectServer,
+    call: ObjectCall<'_>,
+    fence: RouteFence,
+    now: Instant,
+    deadline: Instant,
+) -> Local<'a> {
     let id = call.key.clone();
     let request = call.kind == PacketKind::Request;
     // A request's result comes back through the object's turn, straight to this caller:
     // no table entry, and the one deadline is this call's own.
     let (tx, rx) = if request {
         if server.env.is_stopping() {
-            return Err(node_stopping());
+            return Local::Done(Err(node_stopping()));
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let wait = LocalWait {
@@ -183,6 +213,7 @@ pub(super) async fn call_local(
     } else {
         (None, None)
     };
+    let waits = move |rx| Local::Waits(Box::pin(wait_local(&server.env, rx, id)));
     let prepared = prepare(
         server,
         Admission {
@@ -198,61 +229,98 @@ pub(super) async fn call_local(
             sender: None,
             hops: 0,
         },
-    )
-    .map_err(|refusal| refusal.error)?;
+    );
+    let prepared = match prepared {
+        Ok(prepared) => prepared,
+        Err(refusal) => return Local::Done(Err(refusal.error)),
+    };
     let Some(Prepared { live, job, bytes }) = prepared else {
         // The object is leaving this node: its hold or relay took the message.
-        left_here(server, &id, fence);
-        return wait_local(&server.env, rx, &id).await;
+        left_here(server, call.key, fence);
+        return waits(rx);
     };
     // A request to an object behind the gate this very turn holds would wait for itself.
     if request && live.gate_held_by_caller() {
-        return Err(Error::new(
+        return Local::Done(Err(Error::new(
             ErrorKind::InvalidOperation,
-            format!("{id} shares this handler's execution gate (a SpotWide Spot and its members): a request to it would wait for itself; send it one way instead"),
-        ));
+            format!("{} shares this handler's execution gate (a SpotWide Spot and its members): a request to it would wait for itself; send it one way instead", call.key),
+        )));
     }
-    // An idle object runs the message on this task; a busy one queues it. A caller that
-    // only ever meets idle objects never waits on anything: its task's budget makes it
-    // step aside now and then, as any other use of a tokio resource would.
-    tokio::task::coop::consume_budget().await;
     let job = match super::inline_turn::run(&live, job, bytes) {
-        Inline::Ran(result) => return result,
-        Inline::HandedOver => return wait_local(&server.env, rx, &id).await,
+        Inline::Ran(result) => return Local::Done(result),
+        Inline::HandedOver => return waits(rx),
         Inline::Declined(job) => job,
     };
-    // A local send waits for room up to its deadline (a send's whole budget is its send
-    // timeout, counted from the call); a request does not wait.
-    let send_by = (!request).then_some(deadline);
-    let delivered = match send_by {
-        Some(by) => live.deliver_by(job, bytes, by).await,
-        None => live.try_deliver(job, bytes),
-    };
-    if let Err((refused, job)) = delivered {
-        if matches!(refused, Refused::Sealed | Refused::Closed) {
-            if let Some(job) = to_departure(server, &live, fence, job, bytes, None, 0) {
-                drop(job);
-            } else {
-                left_here(server, &id, fence);
-                return wait_local(&server.env, rx, &id).await;
+    // A request does not wait for room: it is queued now or refused.
+    if request {
+        return match live.try_deliver(job, bytes) {
+            Ok(()) => waits(rx),
+            Err((refused, job)) => {
+                match not_queued(server, &live, fence, job, bytes, refused, false) {
+                    Some(error) => Local::Done(Err(error)),
+                    None => waits(rx),
+                }
             }
-        } else {
-            drop(job);
-        }
-        return Err(match refused {
-            Refused::Full(_) if send_by.is_some() => Error::new(
-                ErrorKind::DeadlineExceeded,
-                format!("{id}'s queue stayed full for the send timeout"),
-            ),
-            Refused::Full(_) => {
-                Error::new(ErrorKind::CapacityExceeded, format!("{id}'s queue is full"))
-            }
-            Refused::Sealed | Refused::Closed => {
-                Error::new(ErrorKind::Unavailable, format!("{id} is closing"))
-            }
-        });
+        };
     }
-    wait_local(&server.env, rx, &id).await
+    // A local send waits for room up to its deadline (a send's whole budget is its send
+    // timeout, counted from the call).
+    match live.try_deliver(job, bytes) {
+        Ok(()) => Local::Done(Ok(Payload::default())),
+        Err((Refused::Full(_), job)) => Local::Waits(Box::pin(async move {
+            match live.deliver_by(job, bytes, deadline).await {
+                Ok(()) => Ok(Payload::default()),
+                Err((refused, job)) => {
+                    match not_queued(server, &live, fence, job, bytes, refused, true) {
+                        Some(error) => Err(error),
+                        None => Ok(Payload::default()),
+                    }
+                }
+            }
+        })),
+        Err((refused, job)) => match not_queued(server, &live, fence, job, bytes, refused, false) {
+            Some(error) => Local::Done(Err(error)),
+            None => Local::Done(Ok(Payload::default())),
+        },
+    }
+}
+
+/// A job its object's queue refused: a sealed or closed one goes to the object's
+/// departure if it has one (`None`: taken there, its caller waits as if it was queued);
+/// otherwise the error its caller gets.
+fn not_queued(
+    server: &ObjectServer,
+    live: &LiveObject,
+    fence: RouteFence,
+    job: ObjectJob,
+    bytes: usize,
+    refused: Refused,
+    waited_for_room: bool,
+) -> Option<Error> {
+    let id = &live.key;
+    if matches!(refused, Refused::Sealed | Refused::Closed) {
+        match to_departure(server, live, fence, job, bytes, None, 0) {
+            Some(job) => drop(job),
+            None => {
+                left_here(server, id, fence);
+                return None;
+            }
+        }
+    } else {
+        drop(job);
+    }
+    Some(match refused {
+        Refused::Full(_) if waited_for_room => Error::new(
+            ErrorKind::DeadlineExceeded,
+            format!("{id}'s queue stayed full for the send timeout"),
+        ),
+        Refused::Full(_) => {
+            Error::new(ErrorKind::CapacityExceeded, format!("{id}'s queue is full"))
+        }
+        Refused::Sealed | Refused::Closed => {
+            Error::new(ErrorKind::Unavailable, format!("{id} is closing"))
+        }
+    })
 }
 
 /// A local call's message was relayed by the object's departure: this node's own route
@@ -276,7 +344,7 @@ struct LocalWait {
 /// A local request's result, as a remote caller would hear it: the reply, or
 /// `DeadlineExceeded` at the call's deadline, or `ShuttingDown` when the node stopped
 /// with the request unanswered (a send is done once queued: `None`).
-async fn wait_local(env: &ObjectEnv, wait: Option<LocalWait>, id: &ObjectKey) -> Result<Payload> {
+async fn wait_local(env: &ObjectEnv, wait: Option<LocalWait>, id: ObjectKey) -> Result<Payload> {
     let Some(LocalWait {
         reply,
         deadline,
