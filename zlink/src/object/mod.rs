@@ -71,3 +71,8 @@ pub(crate) use server::ObjectServer;
 pub(crate) use settings::ObjectSettings;
 pub use spot::{ClosingReason, CreateDecision, Relocation, Spot, SpotHandlers};
 pub use timer::{TimerPolicy, TimerTick};
+
+/// A map by object: every local call looks one up (the route cache, the registry), so it
+/// hashes with foldhash (seeded per map) rather than SipHash.
+pub(crate) type KeyMap<V> =
+    std::collections::HashMap<crate::address::ObjectKey, V, foldhash::fast::RandomState>;

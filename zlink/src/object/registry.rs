@@ -62,7 +62,7 @@ pub(crate) struct ObjectRegistry<L: Registered = Arc<LiveObject>> {
 }
 
 struct State<L> {
-    live: HashMap<ObjectKey, L>,
+    live: super::KeyMap<L>,
     /// The creation attempts running on this node, by attempt number.
     creating: HashMap<u64, InCreation>,
     next_attempt: u64,
@@ -87,7 +87,7 @@ impl<L: Registered> ObjectRegistry<L> {
             max_spots,
             activations: Semaphore::new(MAX_ACTIVATIONS),
             state: Mutex::new(State {
-                live: HashMap::new(),
+                live: super::KeyMap::default(),
                 creating: HashMap::new(),
                 next_attempt: 0,
             }),

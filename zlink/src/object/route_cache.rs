@@ -17,7 +17,6 @@
 //! object are applied in the order sent, across any number of moves. A read that returns
 //! an *older* route than the lane's (it began before a move) never takes the lane back.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -196,7 +195,7 @@ pub(crate) struct RouteCache {
     /// How long a lane is remembered after its route stopped being cached.
     memory: Duration,
     capacity: usize,
-    lanes: Mutex<HashMap<ObjectKey, Lane>>,
+    lanes: Mutex<super::KeyMap<Lane>>,
 }
 
 impl RouteCache {
@@ -211,11 +210,11 @@ impl RouteCache {
             max_age: Mutex::new(max_age),
             memory,
             capacity: capacity.max(1),
-            lanes: Mutex::new(HashMap::new()),
+            lanes: Mutex::new(super::KeyMap::default()),
         }
     }
 
-    fn lanes(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Lane>> {
+    fn lanes(&self) -> std::sync::MutexGuard<'_, super::KeyMap<Lane>> {
         self.lanes.lock_unpoisoned()
     }
 
@@ -327,7 +326,7 @@ impl RouteCache {
         let _ = start.done.send(true);
     }
 
-    fn make_room(&self, lanes: &mut HashMap<ObjectKey, Lane>, now: Instant) {
+    fn make_room(&self, lanes: &mut super::KeyMap<Lane>, now: Instant) {
         if lanes.len() < self.capacity {
             return;
         }
