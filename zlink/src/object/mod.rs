@@ -39,6 +39,7 @@ mod settings;
 mod spot;
 mod stop_list;
 mod timer;
+mod turn_gate;
 mod turn_loop;
 
 pub(crate) mod authority;

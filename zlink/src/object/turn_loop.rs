@@ -24,29 +24,13 @@ use super::relocation::seal::{self, SealOutcome};
 use super::server::ObjectServer;
 use super::spot::ClosingReason;
 use super::timer::Timers;
+use super::turn_gate;
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::handler::WeakHandle;
 use crate::wire::{Metadata, Payload};
 use crate::{Error, ErrorKind, Result};
 
-tokio::task_local! {
-    /// The gate the running turn holds: a request from a handler to an object behind the
-    /// same gate would wait for itself.
-    static TURN_GATE: Arc<Gate>;
-}
-
-/// Whether the running task is inside a turn at all (a caller outside every turn holds
-/// no gate).
-pub(super) fn in_a_turn() -> bool {
-    TURN_GATE.try_with(|_| ()).is_ok()
-}
-
-/// Whether the running task's turn holds `gate`.
-pub(super) fn turn_holds(gate: &Arc<Gate>) -> bool {
-    TURN_GATE
-        .try_with(|held| Arc::ptr_eq(held, gate))
-        .unwrap_or(false)
-}
+pub(super) use super::turn_gate::{holds as turn_holds, in_a_turn};
 
 /// How long `on_closing` may run when the object is stopped (its node stops, or its close
 /// gave up waiting): a stuck hook never holds a node's shutdown.
@@ -80,7 +64,7 @@ pub(super) async fn handler_turn(
     // gives up at once when the task's budget is spent: a turn on a caller's task would
     // then go to the loop for nothing.)
     let result = {
-        let handled = TURN_GATE.scope(gate, caught(instance.handle(ctx, handler, payload)));
+        let handled = turn_gate::scope(gate, caught(instance.handle(ctx, handler, payload)));
         let stopped = cancel.cancelled();
         let (mut handled, mut stopped) = (std::pin::pin!(handled), std::pin::pin!(stopped));
         std::future::poll_fn(|cx| {
@@ -464,7 +448,7 @@ impl TurnLoop {
             let Some(ctx) = self.turn_info(Some(name.clone()), None, Metadata::new(), true) else {
                 return Step::End(None);
             };
-            let ticking = TURN_GATE.scope(gate.clone(), caught(self.instance.on_timer(ctx, tick)));
+            let ticking = turn_gate::scope(gate.clone(), caught(self.instance.on_timer(ctx, tick)));
             let ticked = tokio::select! {
                 biased;
                 ticked = ticking => ticked.and_then(|r| r),
@@ -495,7 +479,7 @@ impl TurnLoop {
         if matches!(event, MemberEvent::Join { .. }) && done.is_closed() {
             return Step::Next;
         }
-        let deciding = TURN_GATE.scope(gate.clone(), caught(self.instance.on_member(ctx, event)));
+        let deciding = turn_gate::scope(gate.clone(), caught(self.instance.on_member(ctx, event)));
         let decided = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => None,
@@ -560,7 +544,7 @@ impl TurnLoop {
         if let Some(ctx) = self.hook_info() {
             // A close that gave up waiting stops the hook too.
             let closing =
-                TURN_GATE.scope(gate.clone(), caught(self.instance.on_closing(ctx, reason)));
+                turn_gate::scope(gate.clone(), caught(self.instance.on_closing(ctx, reason)));
             tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => {}
@@ -584,9 +568,7 @@ impl TurnLoop {
         let instance = &mut self.instance;
         let last_turn = async {
             let _held = gate.lock().await;
-            TURN_GATE
-                .scope(gate.clone(), caught(instance.on_closing(ctx, reason)))
-                .await
+            turn_gate::scope(gate.clone(), caught(instance.on_closing(ctx, reason))).await
         };
         if tokio::time::timeout(STOPPING_HOOK_LIMIT, last_turn)
             .await
@@ -664,7 +646,7 @@ impl TurnLoop {
             held = gate.lock() => held,
         };
         if let Some(turn) = self.hook_info() {
-            let completed = TURN_GATE.scope(
+            let completed = turn_gate::scope(
                 gate.clone(),
                 caught(self.instance.on_join_completed(turn, outcome)),
             );
