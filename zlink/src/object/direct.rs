@@ -8,7 +8,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::inline_turn::Inline;
-use super::live_object::{LiveObject, ObjectJob, ReplyTo};
+use super::live_object::{LiveObject, ObjectJob, ReplyTo, TurnView};
 use super::mailbox::Refused;
 use super::owner_link::ObjectCommand;
 use super::owner_link::{node_stopping, route_fence};
@@ -49,6 +49,8 @@ pub(crate) struct ObjectCall<'a> {
 /// A message ready to queue on an object this node owns.
 pub(super) struct Prepared {
     pub(super) live: Arc<LiveObject>,
+    /// What its turn starts from, read with the admission check.
+    pub(super) view: TurnView,
     pub(super) job: ObjectJob,
     pub(super) bytes: usize,
 }
@@ -234,7 +236,13 @@ fn admit_local<'a>(
         Ok(prepared) => prepared,
         Err(refusal) => return Local::Done(Err(refusal.error)),
     };
-    let Some(Prepared { live, job, bytes }) = prepared else {
+    let Some(Prepared {
+        live,
+        view,
+        job,
+        bytes,
+    }) = prepared
+    else {
         // The object is leaving this node: its hold or relay took the message.
         left_here(server, call.key, fence);
         return waits(rx);
@@ -246,7 +254,7 @@ fn admit_local<'a>(
             format!("{} shares this handler's execution gate (a SpotWide Spot and its members): a request to it would wait for itself; send it one way instead", call.key),
         )));
     }
-    let job = match super::inline_turn::run(&live, job, bytes) {
+    let job = match super::inline_turn::run(&live, view, job, bytes) {
         Inline::Ran(result) => return Local::Done(result),
         Inline::HandedOver => return waits(rx),
         Inline::Declined(job) => job,
@@ -502,7 +510,7 @@ pub(super) fn prepare(
         }
         return Ok(None);
     }
-    let (live, handler) = match check_admission(server, key, packet, kind, fence, now) {
+    let (live, handler, view) = match check_admission(server, key, packet, kind, fence, now) {
         Ok(checked) => checked,
         // The object may have begun to leave between the two checks: its departure is
         // made before it stops taking messages, so it is there now and takes this one.
@@ -536,7 +544,12 @@ pub(super) fn prepare(
         deadline,
         reply,
     };
-    Ok(Some(Prepared { live, job, bytes }))
+    Ok(Some(Prepared {
+        live,
+        view,
+        job,
+        bytes,
+    }))
 }
 
 /// The owned object `key` and the handler position of `packet`, when the fence holds.
@@ -547,7 +560,7 @@ fn check_admission(
     kind: PacketKind,
     fence: RouteFence,
     now: Instant,
-) -> Result<(Arc<LiveObject>, usize)> {
+) -> Result<(Arc<LiveObject>, usize, TurnView)> {
     let id = key;
     let stale = || {
         Error::new(
@@ -557,11 +570,13 @@ fn check_admission(
     };
     let live = server.registry.get(id).ok_or_else(stale)?;
     let mut leased = false;
-    let admitted = server.env.lease().admits_at(now, |token| {
+    let mut view = None;
+    server.env.lease().admits_at(now, |token| {
         leased = true;
-        live.admits(&fence, token)
+        view = live.admits_viewing(&fence, token);
+        view.is_some()
     });
-    if !admitted {
+    let Some(view) = view else {
         return Err(if leased {
             stale()
         } else {
@@ -570,7 +585,7 @@ fn check_admission(
                 "the owner's lease admits no new work",
             )
         });
-    }
+    };
     let handler = live.object_type.handler(packet, kind).ok_or_else(|| {
         Error::new(
             ErrorKind::NotFound,
@@ -580,7 +595,7 @@ fn check_admission(
             ),
         )
     })?;
-    Ok((live, handler))
+    Ok((live, handler, view))
 }
 
 pub(super) async fn call_remote(

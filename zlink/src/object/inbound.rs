@@ -193,7 +193,9 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
             hops,
         },
     );
-    let Prepared { live, job, bytes } = match prepared {
+    let Prepared {
+        live, job, bytes, ..
+    } = match prepared {
         Ok(Some(prepared)) => prepared,
         // Held or relayed for an object leaving this node.
         Ok(None) => return,

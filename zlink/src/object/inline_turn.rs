@@ -79,8 +79,9 @@ pub(crate) enum Inline {
     Declined(ObjectJob),
 }
 
-/// Runs `job` (a message of `bytes`) on the caller's task if `live` is idle.
-pub(crate) fn run(live: &Arc<LiveObject>, job: ObjectJob, bytes: usize) -> Inline {
+/// Runs `job` (a message of `bytes`) on the caller's task if `live` is idle; `view` is
+/// what its turn starts from, read as the message was admitted.
+pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes: usize) -> Inline {
     let depth = DEPTH.with(Cell::get);
     if depth >= MAX_DEPTH || live.is_stopping() {
         return Inline::Declined(job);
@@ -111,7 +112,8 @@ pub(crate) fn run(live: &Arc<LiveObject>, job: ObjectJob, bytes: usize) -> Inlin
         shared,
         membership,
         generation,
-    } = live.turn_view();
+        changes,
+    } = view;
     // A gate other objects take too is locked for the turn, if it is free now.
     let held = match shared.then(|| gate.clone().try_lock_owned()) {
         None => None,
@@ -124,6 +126,12 @@ pub(crate) fn run(live: &Arc<LiveObject>, job: ObjectJob, bytes: usize) -> Inlin
     let Some(lent) = live.mailbox().lend(bytes) else {
         return declined(packet, payload, metadata, reply);
     };
+    // A Join may have moved the object behind another gate since the view was read (in
+    // a turn of its loop, before this lend): then the loop runs this one.
+    if !live.view_holds(changes) {
+        live.mailbox().take_back(lent.runner, lent.room);
+        return declined(packet, payload, metadata, reply);
+    }
     let is_actor = live.key.kind == ObjectKind::Actor;
     let ctx = TurnInfo {
         handle,

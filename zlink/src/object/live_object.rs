@@ -1,7 +1,7 @@
 //! A Spot or Actor running on its owner node: its instance, owned by one task that takes
 //! one turn at a time from the object's mailbox, and the authority it was admitted under.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::oneshot;
@@ -71,6 +71,8 @@ pub(crate) struct TurnView {
     pub(crate) membership: Option<SpotId>,
     /// Its ObjectGeneration.
     pub(crate) generation: u64,
+    /// How many times its gate or Spot had changed when this was read.
+    pub(crate) changes: u64,
 }
 
 /// An object's mailbox: its jobs, and its instance parked there while its loop waits.
@@ -235,6 +237,9 @@ pub(crate) struct LiveObject {
     own_gate: Arc<Gate>,
     /// What changes while it runs, behind one lock.
     state: Mutex<ObjectState>,
+    /// Counts changes of its gate or Spot (a Join), so a view read before a turn began
+    /// can be checked without the lock.
+    view_changes: AtomicU64,
     /// The Join an Actor's running handler registered.
     joins: Arc<JoinSlot>,
     /// Where a queued one-way that never runs is counted.
@@ -288,6 +293,7 @@ impl LiveObject {
                 arrived_with,
             }),
             own_gate,
+            view_changes: AtomicU64::new(0),
             joins: Arc::new(JoinSlot::default()),
             lost: host.lost.clone(),
             stopping: AtomicBool::new(false),
@@ -382,10 +388,17 @@ impl LiveObject {
             _ => self.own_gate.clone(),
         };
         self.state().gate = gate;
+        self.view_changes.fetch_add(1, Ordering::AcqRel);
     }
 
     pub(crate) fn set_membership(&self, spot: Option<SpotId>) {
         self.state().membership = spot;
+        self.view_changes.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Whether `view` still says what a turn starts from (no Join changed it since).
+    pub(crate) fn view_holds(&self, view_changes: u64) -> bool {
+        self.view_changes.load(Ordering::Acquire) == view_changes
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, ObjectState> {
@@ -487,7 +500,10 @@ impl LiveObject {
     /// SpotWide Spot's for a member; only a shared gate needs locking), and the Spot the
     /// object belongs to.
     pub(crate) fn turn_view(&self) -> TurnView {
-        let state = self.state();
+        self.view_of(&self.state())
+    }
+
+    fn view_of(&self, state: &ObjectState) -> TurnView {
         let gate = state.gate.clone();
         let shared = self.key.kind == ObjectKind::Spot || !Arc::ptr_eq(&gate, &self.own_gate);
         TurnView {
@@ -495,6 +511,7 @@ impl LiveObject {
             shared,
             membership: state.membership.clone(),
             generation: state.authority.record.fence.object_generation,
+            changes: self.view_changes.load(Ordering::Acquire),
         }
     }
 
@@ -507,12 +524,26 @@ impl LiveObject {
     /// the lease it names are this node's current ones (the ObjectGeneration is not
     /// compared: a Spot re-created on the same owner takes the message, seed 000 §2.6).
     pub(crate) fn admits(&self, fence: &RouteFence, lease: &LeaseToken) -> bool {
-        let state = self.state();
+        Self::admitted(&self.state(), fence, lease)
+    }
+
+    fn admitted(state: &ObjectState, fence: &RouteFence, lease: &LeaseToken) -> bool {
         let authority = &state.authority;
         authority.record.state == super::authority::AuthorityState::Ready
             && authority.record.fence.owner_generation == fence.owner_generation
             && authority.record.fence.lease_generation == fence.lease_generation
             && authority.record.fence.held_by(lease)
+    }
+
+    /// [`admits`](Self::admits), and if so what the message's turn starts from
+    /// ([`turn_view`](Self::turn_view)), under the one lock.
+    pub(crate) fn admits_viewing(
+        &self,
+        fence: &RouteFence,
+        lease: &LeaseToken,
+    ) -> Option<TurnView> {
+        let state = self.state();
+        Self::admitted(&state, fence, lease).then(|| self.view_of(&state))
     }
 
     fn lane(job: &ObjectJob) -> Lane {
