@@ -83,30 +83,10 @@ pub(crate) enum Inline {
 /// what its turn starts from, read as the message was admitted.
 pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes: usize) -> Inline {
     let depth = DEPTH.with(Cell::get);
-    if depth >= MAX_DEPTH || live.is_stopping() {
+    let is_message = matches!(job, ObjectJob::Message { .. });
+    if depth >= MAX_DEPTH || live.is_stopping() || !is_message {
         return Inline::Declined(job);
     }
-    let ObjectJob::Message {
-        handler,
-        packet,
-        payload,
-        metadata,
-        deadline,
-        reply,
-    } = job
-    else {
-        return Inline::Declined(job);
-    };
-    let declined = |packet, payload, metadata, reply| {
-        Inline::Declined(ObjectJob::Message {
-            handler,
-            packet,
-            payload,
-            metadata,
-            deadline,
-            reply,
-        })
-    };
     let TurnView {
         gate,
         shared,
@@ -118,20 +98,33 @@ pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes:
     let held = match shared.then(|| gate.clone().try_lock_owned()) {
         None => None,
         Some(Ok(held)) => Some(held),
-        Some(Err(_)) => return declined(packet, payload, metadata, reply),
+        Some(Err(_)) => return Inline::Declined(job),
     };
     let Some(handle) = live.handle().upgrade() else {
-        return declined(packet, payload, metadata, reply);
+        return Inline::Declined(job);
     };
     let Some(lent) = live.mailbox().lend(bytes) else {
-        return declined(packet, payload, metadata, reply);
+        return Inline::Declined(job);
     };
     // A Join may have moved the object behind another gate since the view was read (in
     // a turn of its loop, before this lend): then the loop runs this one.
     if !live.view_holds(changes) {
         live.mailbox().take_back(lent.runner, lent.room);
-        return declined(packet, payload, metadata, reply);
+        return Inline::Declined(job);
     }
+    let ObjectJob::Message {
+        handler,
+        packet,
+        payload,
+        metadata,
+        deadline,
+        reply,
+    } = job
+    else {
+        // (Checked above: only a message gets this far.)
+        live.mailbox().take_back(lent.runner, lent.room);
+        return Inline::Declined(job);
+    };
     let is_actor = live.key.kind == ObjectKind::Actor;
     let ctx = TurnInfo {
         handle,
