@@ -197,7 +197,6 @@ fn admit_local<'a>(
     now: Instant,
     deadline: Instant,
 ) -> Local<'a> {
-    let id = call.key.clone();
     let request = call.kind == PacketKind::Request;
     // A request's result comes back through the object's turn, straight to this caller:
     // no table entry, and the one deadline is this call's own.
@@ -215,7 +214,9 @@ fn admit_local<'a>(
     } else {
         (None, None)
     };
-    let waits = move |rx| Local::Waits(Box::pin(wait_local(&server.env, rx, id)));
+    // Only a call that waits needs its own copy of the ID.
+    let key = call.key;
+    let waits = |rx| Local::Waits(Box::pin(wait_local(&server.env, rx, key.clone())));
     let prepared = prepare(
         server,
         Admission {
