@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Fenced, Versioned};
-use super::live_object::ObjectJob;
+use super::object_job::ObjectJob;
 use super::owner_link::ObjectCommand;
 use super::remote::encode_generation;
 use super::server::{store_error, ObjectServer};

@@ -5,10 +5,10 @@ use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 
-use super::direct::{Admission, Prepared, Refusal};
-use super::live_object::ReplyTo;
+use super::admission::{Admission, Prepared, Refusal};
 use super::lost_sends::LostReason;
 use super::mailbox::Refused;
+use super::object_job::ReplyTo;
 use super::remote::{decode_generation, CreateReply, CreateRequest};
 use super::server::ObjectServer;
 use crate::address::Outcome;
@@ -127,7 +127,7 @@ fn close_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
             ErrorKind::Unavailable,
             format!(
                 "this node does not own {key} {}",
-                super::direct::STALE_ROUTE
+                super::admission::STALE_ROUTE
             ),
         )));
     }
@@ -177,7 +177,7 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
         Some(recorder) => ReplyTo::Recorded { pending, recorder },
         None => ReplyTo::Remote(pending),
     };
-    let prepared = super::direct::prepare(
+    let prepared = super::admission::prepare(
         server,
         Admission {
             key: &key,
@@ -223,7 +223,7 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
             // Sealed for a move, or closed by one that just handed the object over: the
             // move's hold or relay takes it.
             Refused::Sealed | Refused::Closed => {
-                match super::direct::to_departure(
+                match super::admission::to_departure(
                     server,
                     &live,
                     fence,

@@ -19,9 +19,10 @@ use std::sync::Arc;
 
 use tokio::sync::OwnedMutexGuard;
 
+use super::handler_turn::{answer, handler_turn};
 use super::instance::{Instance, TurnInfo};
-use super::live_object::{LiveObject, ObjectJob, ReplyTo, TurnView};
-use super::turn_loop::{answer, handler_turn};
+use super::live_object::{LiveObject, TurnView};
+use super::object_job::{ObjectJob, ReplyTo};
 use crate::address::ObjectKind;
 use crate::call::BoxFuture;
 use crate::mesh::poll_once;

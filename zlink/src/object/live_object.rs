@@ -12,57 +12,21 @@ use tokio_util::task::TaskTracker;
 use std::collections::HashSet;
 
 use super::authority_store::Versioned;
-use super::inline_turn::HandedOver;
 use super::instance::Instance;
 use super::lost_sends::{LostReason, LostSends};
 use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
-use super::membership::{Execution, JoinDecision, JoinOutcome, JoinSlot, MemberEvent};
+use super::membership::{Execution, JoinSlot};
+use super::object_job::{Arrived, ObjectJob, ObjectMailbox};
 use super::object_type::{Factory, TypeDef};
-use super::relocation::Departure;
 use super::server::ObjectServer;
-use super::spot::ClosingReason;
 use super::stop_list::{Halt, StopList};
-use super::timer::{TimerRecord, TimerTick};
 use super::turn_loop::{in_a_turn, turn_holds, TurnLoop};
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::handler::{PacketKind, WeakHandle};
-use crate::mesh::PendingReply;
 use crate::store::{LeaseToken, OwnerLease};
 use crate::sync::LockUnpoisoned;
-use crate::wire::{Metadata, Payload, RouteFence};
-use crate::{Error, ErrorKind, Result};
-
-/// Where a message's result goes: a waiting local caller, or the reply route of a request
-/// (or the in-flight permit of a send) that came over the mesh.
-pub(crate) enum ReplyTo {
-    /// A caller on this node, waiting on the other end under its own deadline (gone
-    /// once it gave up).
-    Local(oneshot::Sender<Result<Payload>>),
-    Remote(PendingReply),
-    /// A request relayed here from an object's old owner: its result is recorded in the
-    /// Relocation Store as the reply leaves.
-    Recorded {
-        pending: PendingReply,
-        recorder: super::relocation::Recorder,
-    },
-}
-
-impl ReplyTo {
-    /// Delivers the result, once.
-    pub(crate) fn send(self, result: Result<Payload>) {
-        match self {
-            // A caller that gave up (deadline, cancellation) has no entry any more: the
-            // late result is discarded. The reply it waits for is the value itself.
-            ReplyTo::Local(waiting) => {
-                let _ = waiting.send(crate::mesh::as_replied(result));
-            }
-            ReplyTo::Remote(pending) => pending.finish(result.and_then(Payload::into_bytes)),
-            ReplyTo::Recorded { pending, recorder } => {
-                recorder.reply_and_record(pending, result.and_then(Payload::into_bytes))
-            }
-        }
-    }
-}
+use crate::wire::RouteFence;
+use crate::{Error, ErrorKind};
 
 /// What a turn starts from ([`LiveObject::turn_view`]).
 pub(crate) struct TurnView {
@@ -73,99 +37,6 @@ pub(crate) struct TurnView {
     pub(crate) generation: u64,
     /// How many times its gate or Spot had changed when this was read.
     pub(crate) changes: u64,
-}
-
-/// An object's mailbox: its jobs, and its instance parked there while its loop waits.
-pub(crate) type ObjectMailbox = Mailbox<ObjectJob, Box<dyn Instance>>;
-
-/// One unit of work for an object's turn loop.
-pub(crate) enum ObjectJob {
-    /// A message for a handler; a request carries where its result goes.
-    Message {
-        handler: usize,
-        packet: Arc<str>,
-        payload: Payload,
-        metadata: Metadata,
-        deadline: Option<Instant>,
-        reply: Option<ReplyTo>,
-    },
-    /// A timer's tick; `done` tells the timer the handler finished.
-    Tick {
-        tick: TimerTick,
-        done: oneshot::Sender<()>,
-        /// The timer's token: a tick whose timer was cancelled while it waited never runs.
-        cancelled: CancellationToken,
-    },
-    /// The last turn: `on_closing`, then the mailbox closes.
-    Close {
-        reason: ClosingReason,
-        done: oneshot::Sender<()>,
-    },
-    /// A membership callback of a Spot that takes Actors; `done` gets its decision.
-    Member {
-        event: MemberEvent,
-        done: oneshot::Sender<JoinDecision>,
-    },
-    /// The seal of a move, at a turn boundary: the loop holds new arrivals, hands its
-    /// backlog, timers and state to `captured`, and waits on `resume` for the outcome.
-    Relocate {
-        captured: oneshot::Sender<Captured>,
-        resume: oneshot::Receiver<Resume>,
-    },
-    /// A turn begun on a caller's task that goes on in the loop, ahead of everything
-    /// queued (see [`inline_turn`](super::inline_turn)).
-    HandedOver(HandedOver),
-}
-
-/// What an object's seal handed to its move.
-pub(crate) struct Captured {
-    /// The authority it was sealed under.
-    pub(crate) authority: Versioned,
-    /// Its queued application work, oldest first, with each job's bytes.
-    pub(crate) backlog: Vec<(ObjectJob, usize)>,
-    pub(crate) timers: Vec<TimerRecord>,
-    /// The application's state (`preserve`), or `None`.
-    pub(crate) state: Option<Result<Vec<u8>>>,
-    /// Where what arrives after the seal waits.
-    pub(crate) departure: Arc<Departure>,
-}
-
-/// What an object that arrived by a move starts with on its new node.
-pub(crate) struct Arrived {
-    /// Its timers, continued.
-    pub(crate) timers: Vec<TimerRecord>,
-    /// The outcome of the Join that moved it, heard before its first message here.
-    pub(crate) joined: Option<JoinOutcome>,
-}
-
-/// How a move ended for the object's turn loop on the source.
-pub(crate) enum Resume {
-    /// Cancelled before relay-ready: the queue is back in order (the move put it back)
-    /// and the object runs on here.
-    Cancelled,
-    /// Handed over: the loop ends without a closing hook (the object lives on elsewhere).
-    Moved,
-}
-
-impl ObjectJob {
-    /// Completes a job that will not run, exactly once, with `error`.
-    pub(crate) fn refuse(self, error: Error) {
-        match self {
-            ObjectJob::Message { reply, .. } => {
-                if let Some(reply) = reply {
-                    reply.send(Err(error));
-                }
-            }
-            ObjectJob::Close { done, .. } | ObjectJob::Tick { done, .. } => {
-                let _ = done.send(());
-            }
-            // Dropping `done` tells the Join the Spot could not take it.
-            ObjectJob::Member { .. } => {}
-            // Dropping `captured` tells the move the object could not be sealed.
-            ObjectJob::Relocate { .. } => {}
-            ObjectJob::HandedOver(turn) => turn.refuse(error),
-        }
-    }
 }
 
 /// What an object's turn loop runs with: its node's handle (weakly), the owner lease its ticks need,

@@ -7,7 +7,7 @@
 //!   job, so an empty payload still counts). Both are reserved at admission and released
 //!   when the job's handler reaches its terminal completion, not when it is dequeued.
 //! - The lifecycle lane goes first, under a continuous-run cap: after
-//!   [`LIFECYCLE_RUN_CAP`] lifecycle turns in a row, one application turn runs if one is
+//!   [`lane::LIFECYCLE_RUN_CAP`] lifecycle turns in a row, one application turn runs if one is
 //!   waiting, so application work always progresses.
 //! - A mailbox can be **sealed** at a turn boundary (no new admission; queued work can
 //!   be taken out whole, in order) and **closed** (nothing more runs).
@@ -17,87 +17,19 @@
 //!   instead of waking the loop. A lent turn that cannot finish at once is **handed over**
 //!   to the loop, ahead of everything queued.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 
 use crate::sync::LockUnpoisoned;
-use futures::task::AtomicWaker;
 use tokio::sync::Notify;
 
-/// The fixed cost of one job, in bytes, on top of its payload and metadata.
-pub(crate) const JOB_OVERHEAD_BYTES: usize = 64;
-/// Lifecycle turns in a row before a waiting application turn gets its go.
-pub(crate) const LIFECYCLE_RUN_CAP: u32 = 16;
+mod arrival;
+mod lane;
 
-/// The bounds of one lane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct LaneLimits {
-    pub(crate) jobs: usize,
-    pub(crate) bytes: usize,
-}
-
-/// The default application lane: 4096 jobs, 64 MiB.
-pub(crate) const APPLICATION_LANE: LaneLimits = LaneLimits {
-    jobs: 4096,
-    bytes: 64 * 1024 * 1024,
+use arrival::Arrival;
+pub(crate) use lane::{
+    Lane, LaneLimits, Refused, APPLICATION_LANE, JOB_OVERHEAD_BYTES, LIFECYCLE_LANE,
 };
-/// The default lifecycle lane: 256 jobs, 4 MiB.
-pub(crate) const LIFECYCLE_LANE: LaneLimits = LaneLimits {
-    jobs: 256,
-    bytes: 4 * 1024 * 1024,
-};
-
-/// Which lane a job goes to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Lane {
-    Lifecycle,
-    Application,
-}
-
-/// Why a job was not admitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Refused {
-    /// The lane is at its count or byte bound.
-    Full(Lane),
-    /// The mailbox is sealed (a move or a close is under way).
-    Sealed,
-    /// The mailbox is closed.
-    Closed,
-}
-
-#[derive(Debug, Default, Clone, Copy)]
-struct Usage {
-    jobs: usize,
-    bytes: usize,
-}
-
-struct LaneState<J> {
-    limits: LaneLimits,
-    queued: VecDeque<(J, usize)>,
-    /// Queued plus running-but-not-completed.
-    used: Usage,
-}
-
-impl<J> LaneState<J> {
-    fn new(limits: LaneLimits) -> Self {
-        LaneState {
-            limits,
-            queued: VecDeque::new(),
-            used: Usage::default(),
-        }
-    }
-
-    fn fits(&self, bytes: usize) -> bool {
-        self.used.jobs < self.limits.jobs
-            && self
-                .used
-                .bytes
-                .checked_add(bytes)
-                .is_some_and(|b| b <= self.limits.bytes)
-    }
-}
+use lane::{LaneOrder, LaneState};
 
 /// Where the runner is.
 enum Holder<R> {
@@ -112,8 +44,7 @@ enum Holder<R> {
 struct State<J, R> {
     lifecycle: LaneState<J>,
     application: LaneState<J>,
-    lifecycle_run: u32,
-    application_owed: bool,
+    order: LaneOrder,
     sealed: bool,
     closed: bool,
     /// Senders waiting for room (only they are woken when a job completes).
@@ -143,28 +74,7 @@ impl<J, R> State<J, R> {
     fn pick(&mut self) -> Option<Lane> {
         let lifecycle = !self.lifecycle.queued.is_empty();
         let application = !self.application.queued.is_empty();
-        if !lifecycle {
-            self.lifecycle_run = 0;
-        }
-        match (lifecycle, application) {
-            (false, false) => None,
-            (false, true) => {
-                self.application_owed = false;
-                Some(Lane::Application)
-            }
-            (true, true) if self.application_owed => {
-                self.application_owed = false;
-                Some(Lane::Application)
-            }
-            (true, _) => {
-                self.lifecycle_run += 1;
-                if self.lifecycle_run >= LIFECYCLE_RUN_CAP {
-                    self.lifecycle_run = 0;
-                    self.application_owed = true;
-                }
-                Some(Lane::Lifecycle)
-            }
-        }
+        self.order.pick(lifecycle, application)
     }
 }
 
@@ -197,38 +107,6 @@ impl<J, R> Turn<J, R> {
     #[cfg(test)]
     fn job(&self) -> &J {
         self.job.as_ref().expect("not taken in tests")
-    }
-}
-
-/// The turn loop's wakeup: one waiter (the loop), and a notice given while it does not
-/// wait is kept for its next wait, so a job that arrives between its look and its wait
-/// is not missed. (A `Notify` does the same with a lock around its waiter list.)
-#[derive(Default)]
-struct Arrival {
-    noticed: AtomicBool,
-    waker: AtomicWaker,
-}
-
-impl Arrival {
-    fn notify(&self) {
-        self.noticed.store(true, Ordering::Release);
-        self.waker.wake();
-    }
-
-    async fn wait(&self) {
-        std::future::poll_fn(|cx| {
-            if self.noticed.swap(false, Ordering::AcqRel) {
-                return Poll::Ready(());
-            }
-            self.waker.register(cx.waker());
-            // A notice given between the first look and the registration.
-            if self.noticed.swap(false, Ordering::AcqRel) {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
-        .await
     }
 }
 
@@ -278,8 +156,7 @@ impl<J, R> Mailbox<J, R> {
             state: Mutex::new(State {
                 lifecycle: LaneState::new(lifecycle),
                 application: LaneState::new(application),
-                lifecycle_run: 0,
-                application_owed: false,
+                order: LaneOrder::default(),
                 sealed: false,
                 closed: false,
                 room_waiters: 0,

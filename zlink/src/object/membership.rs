@@ -17,7 +17,8 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use super::authority_store::{Fenced, Versioned};
-use super::live_object::{LiveObject, ObjectJob};
+use super::live_object::LiveObject;
+use super::object_job::ObjectJob;
 use super::server::{store_error, ObjectServer};
 use crate::address::ActorRef;
 use crate::address::{ObjectKey, SpotId};

@@ -13,18 +13,21 @@
 
 mod actor;
 mod adapter;
+mod admission;
 mod closing;
 mod context;
 pub(crate) mod creation;
 mod direct;
 mod entry;
 mod env;
+mod handler_turn;
 mod inbound;
 mod inline_turn;
 mod instance;
 mod live_object;
 mod lost_sends;
 mod membership;
+mod object_job;
 mod object_type;
 mod owner_link;
 pub(crate) mod placement;

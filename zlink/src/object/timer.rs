@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::authority::OwnerFence;
-use super::live_object::{ObjectJob, ObjectMailbox};
 use super::mailbox::Lane;
+use super::object_job::{ObjectJob, ObjectMailbox};
 use crate::store::OwnerLease;
 use crate::sync::LockUnpoisoned;
 use crate::{Error, Result};

@@ -4,22 +4,19 @@
 //! close. After an Actor's handler or tick, the Join it registered runs before the next
 //! message.
 
-use std::future::Future;
 use std::sync::{Arc, Weak};
-use std::task::Poll;
 
-use futures::FutureExt;
 use tokio::sync::{oneshot, OwnedMutexGuard};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::handler_turn::{answer, caught, handler_turn};
 use super::inline_turn::HandedOver;
 use super::instance::{Instance, TurnInfo, Vacant};
-use super::live_object::{
-    Arrived, Captured, Gate, LiveObject, ObjectHost, ObjectJob, ReplyTo, Resume, TurnView,
-};
+use super::live_object::{Gate, LiveObject, ObjectHost, TurnView};
 use super::mailbox::{Next, Reclaimed, Turn};
 use super::membership::{self, JoinOutcome, JoinStep, MemberEvent};
+use super::object_job::{Arrived, Captured, ObjectJob, Resume};
 use super::relocation::seal::{self, SealOutcome};
 use super::server::ObjectServer;
 use super::spot::ClosingReason;
@@ -27,75 +24,14 @@ use super::timer::Timers;
 use super::turn_gate;
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::handler::WeakHandle;
-use crate::wire::{Metadata, Payload};
-use crate::{Error, ErrorKind, Result};
+use crate::wire::Metadata;
+use crate::{Error, ErrorKind};
 
 pub(super) use super::turn_gate::{holds as turn_holds, in_a_turn};
 
 /// How long `on_closing` may run when the object is stopped (its node stops, or its close
 /// gave up waiting): a stuck hook never holds a node's shutdown.
 const STOPPING_HOOK_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Runs a hook or handler with panics contained: a panic is an `InternalFailure` for this
-/// one call, and the object goes on.
-async fn caught<T>(work: impl std::future::Future<Output = T>) -> Result<T> {
-    std::panic::AssertUnwindSafe(work)
-        .catch_unwind()
-        .await
-        .map_err(|_| {
-            tracing::error!("a handler or hook panicked; the object continues");
-            Error::new(ErrorKind::InternalFailure, "the handler panicked")
-        })
-}
-
-/// One handler's turn on `instance`, wherever it is driven (the loop, or a caller's task):
-/// behind the gate's task-local, panics contained, ended by `cancel`, the turn's context
-/// dropped at its end.
-pub(super) async fn handler_turn(
-    instance: &mut dyn Instance,
-    gate: Arc<Gate>,
-    cancel: &CancellationToken,
-    ctx: TurnInfo,
-    handler: usize,
-    payload: Payload,
-) -> Result<Payload> {
-    // The handler goes first: one that finishes at once never polls the stop token; one
-    // that hangs past shutdown is dropped when the token fires. (Not `select!`, which
-    // gives up at once when the task's budget is spent: a turn on a caller's task would
-    // then go to the loop for nothing.)
-    let result = {
-        let handled = turn_gate::scope(gate, caught(instance.handle(ctx, handler, payload)));
-        let stopped = cancel.cancelled();
-        let (mut handled, mut stopped) = (std::pin::pin!(handled), std::pin::pin!(stopped));
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(result) = handled.as_mut().poll(cx) {
-                return Poll::Ready(result.and_then(|r| r));
-            }
-            match stopped.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Err(Error::new(
-                    ErrorKind::ShuttingDown,
-                    "the object was stopped during the handler",
-                ))),
-                Poll::Pending => Poll::Pending,
-            }
-        })
-        .await
-    };
-    instance.end_turn();
-    result
-}
-
-/// Delivers a handler's result: the reply of a request, or a one-way's error logged.
-pub(super) fn answer(key: &ObjectKey, reply: Option<ReplyTo>, result: Result<Payload>) {
-    match reply {
-        Some(reply) => reply.send(result),
-        None => {
-            if let Err(e) = result {
-                tracing::warn!(object = %key, error = %e, "send handler failed");
-            }
-        }
-    }
-}
 
 /// What a step leaves the loop to do.
 enum Step {
@@ -416,7 +352,7 @@ impl TurnLoop {
         ctx: TurnInfo,
         handler: usize,
         payload: crate::wire::Payload,
-        reply: Option<super::live_object::ReplyTo>,
+        reply: Option<super::object_job::ReplyTo>,
     ) -> Step {
         let result = handler_turn(
             &mut *self.instance,

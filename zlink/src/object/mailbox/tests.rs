@@ -1,6 +1,8 @@
 //! The mailbox on its own: lanes, bounds, order and the lending of its runner.
 
+use super::lane::LIFECYCLE_RUN_CAP;
 use super::*;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 const SMALL: LaneLimits = LaneLimits {

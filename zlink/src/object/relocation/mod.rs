@@ -62,8 +62,8 @@ pub(crate) use source::relocate;
 pub use state::{RelocationState, MAX_CAPTURED_STATE_BYTES};
 pub(crate) use terminal::{Recorder, RELAY_ID_KEY};
 
-use super::live_object::ObjectJob;
 use super::lost_sends::{LostReason, LostSends};
+use super::object_job::ObjectJob;
 use super::object_type::TypeDef;
 use crate::address::ObjectKey;
 use crate::handler::PacketKind;

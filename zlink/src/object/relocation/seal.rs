@@ -8,7 +8,8 @@ use tokio::sync::{oneshot, OwnedMutexGuard};
 use tokio_util::sync::CancellationToken;
 
 use crate::object::instance::Instance;
-use crate::object::live_object::{Captured, LiveObject, Resume};
+use crate::object::live_object::LiveObject;
+use crate::object::object_job::{Captured, Resume};
 use crate::object::relocation::Departures;
 use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;

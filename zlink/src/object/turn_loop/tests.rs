@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use crate::wire::Payload;
+use crate::Result;
 use tokio_util::task::TaskTracker;
 
 use super::*;
@@ -18,8 +19,8 @@ use crate::handler::PacketKind;
 use crate::object::authority::tests::sample;
 use crate::object::authority::AuthorityState;
 use crate::object::authority_store::Versioned;
-use crate::object::live_object::ReplyTo;
 use crate::object::lost_sends::LostSends;
+use crate::object::object_job::ReplyTo;
 use crate::object::object_type::{Factory, TypeDef};
 use crate::object::spot::Relocation;
 use crate::object::stop_list::StopList;

@@ -14,8 +14,9 @@ use crate::address::{ObjectKey, ObjectKind};
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
 use crate::object::authority::{OwnerFence, OwnerRoute};
-use crate::object::live_object::{LiveObject, ObjectJob};
+use crate::object::live_object::LiveObject;
 use crate::object::lost_sends::{LostReason, LostSends};
+use crate::object::object_job::ObjectJob;
 use crate::object::owner_link::{route_fence, OwnerLink};
 use crate::object::relocation::record::{FollowNotice, RelayReady};
 use crate::object::relocation::{HOLD_BYTES, HOLD_MESSAGES, MAX_FOLLOW_HOPS};
@@ -168,7 +169,7 @@ impl Departures {
                         "{key} moved as generation {}, and the message was sent to generation {} {}",
                         departure.source_fence.object_generation,
                         fence.object_generation,
-                        crate::object::direct::STALE_ROUTE
+                        crate::object::admission::STALE_ROUTE
                     ),
                 );
                 held.refuse(key, error, &self.lost, LostReason::OtherIncarnation);
@@ -200,7 +201,7 @@ impl Departure {
                 format!(
                     "{} moved more than {MAX_FOLLOW_HOPS} times within the follow window {}",
                     self.key,
-                    crate::object::direct::STALE_ROUTE
+                    crate::object::admission::STALE_ROUTE
                 ),
             );
             held.refuse(&self.key, error, &self.lost, LostReason::FollowHops);
@@ -375,7 +376,7 @@ fn unreachable_target(key: &ObjectKey) -> Error {
         ErrorKind::Unavailable,
         format!(
             "{key} moved and its new owner cannot be reached {}",
-            crate::object::direct::STALE_ROUTE
+            crate::object::admission::STALE_ROUTE
         ),
     )
 }
@@ -387,7 +388,7 @@ mod tests {
     use super::*;
     use crate::address::ActorId;
     use crate::handler::PacketKind;
-    use crate::object::live_object::ReplyTo;
+    use crate::object::object_job::ReplyTo;
     use crate::wire::Metadata;
     use bytes::Bytes;
     use tokio::sync::oneshot;

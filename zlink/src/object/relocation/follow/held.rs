@@ -6,8 +6,8 @@ use tokio::time::Instant;
 
 use crate::address::ObjectKey;
 use crate::handler::PacketKind;
-use crate::object::live_object::ReplyTo;
 use crate::object::lost_sends::{LostReason, LostSends};
+use crate::object::object_job::ReplyTo;
 use crate::wire::{Metadata, Payload};
 use crate::Error;
 

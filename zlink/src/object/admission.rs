@@ -1,0 +1,241 @@
+//! A message's way into an object this node owns: the route fence, the owner lease and
+//! the handler checked, the job built, and a message for an object that is leaving handed
+//! to its departure instead.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::live_object::{LiveObject, TurnView};
+use super::object_job::{ObjectJob, ReplyTo};
+use super::relocation::{Held, Offer};
+use super::route_switch::FOLLOW_BARRIER;
+use super::server::ObjectServer;
+use crate::address::ObjectKey;
+use crate::handler::PacketKind;
+use crate::wire::{Metadata, Payload, RouteFence};
+use crate::{Error, ErrorKind, Result};
+
+/// Marks the refusals that mean "this route is unusable" (the owner no longer owns the
+/// object, or cannot be reached), in the error detail both sides of the wire read.
+pub(super) const STALE_ROUTE: &str = "(stale route)";
+
+/// A message ready to queue on an object this node owns.
+pub(super) struct Prepared {
+    pub(super) live: Arc<LiveObject>,
+    /// What its turn starts from, read with the admission check.
+    pub(super) view: TurnView,
+    pub(super) job: ObjectJob,
+    pub(super) bytes: usize,
+}
+
+/// Why a message was not admitted, with its reply capability so the caller answers.
+pub(super) struct Refusal {
+    pub(super) error: Error,
+    pub(super) reply: Option<ReplyTo>,
+}
+
+/// A message on its way into an object this node owns.
+pub(super) struct Admission<'a> {
+    pub(super) key: &'a ObjectKey,
+    pub(super) packet: &'a str,
+    pub(super) payload: Payload,
+    pub(super) metadata: Metadata,
+    pub(super) kind: PacketKind,
+    pub(super) fence: RouteFence,
+    /// When it was made (the lease must admit work then).
+    pub(super) now: Instant,
+    pub(super) deadline: Option<Instant>,
+    pub(super) reply: Option<ReplyTo>,
+    /// The node it came from (`None`: this node).
+    pub(super) sender: Option<String>,
+    /// Message Follow relays before it arrived.
+    pub(super) hops: u8,
+}
+
+/// A job a sealed (or just closed) mailbox refused, offered to the object's departure: a
+/// move sealed it, or even handed it over, between the admission check and the queue.
+/// `None`: the departure took it.
+pub(super) fn to_departure(
+    server: &ObjectServer,
+    live: &LiveObject,
+    fence: RouteFence,
+    job: ObjectJob,
+    bytes: usize,
+    sender: Option<String>,
+    hops: u8,
+) -> Option<ObjectJob> {
+    if server
+        .relocations
+        .departures()
+        .get(&live.key, &fence)
+        .is_none()
+    {
+        // Gone already: a cancelled move reopened the queue.
+        return live.try_deliver(job, bytes).err().map(|(_, job)| job);
+    }
+    let mut held = super::relocation::job_to_held(&live.object_type, job)?;
+    held.sender = sender;
+    held.hops = hops;
+    match server
+        .relocations
+        .departures()
+        .offer(&live.key, &fence, held)
+    {
+        Offer::Taken => None,
+        // The move was cancelled: the queue admits again (after what it held).
+        Offer::NotDeparting(held) => {
+            let (job, bytes) = super::relocation::held_to_job(
+                &live.key,
+                &live.object_type,
+                held,
+                server.env.lost_sends(),
+            )?;
+            live.try_deliver(job, bytes).err().map(|(_, job)| job)
+        }
+    }
+}
+
+/// Checks the fence and the handler, and builds the job for an object this node owns.
+/// On refusal the reply capability comes back with the error, so the caller answers
+/// with the real reason.
+#[allow(clippy::result_large_err)]
+pub(super) fn prepare(
+    server: &ObjectServer,
+    admission: Admission<'_>,
+) -> std::result::Result<Option<Prepared>, Refusal> {
+    let Admission {
+        key,
+        packet,
+        payload,
+        metadata,
+        kind,
+        fence,
+        now,
+        deadline,
+        reply,
+        sender,
+        hops,
+    } = admission;
+    // An object leaving this node: its hold (or, past relay-ready, its relay) takes the
+    // message, on the old route only. `None`: it did; otherwise the message comes back.
+    // (Only a message for a departing object pays for the move's copy of its names.)
+    let to_departure = |payload, metadata, reply, sender| {
+        let held = Held {
+            packet: Arc::from(packet),
+            kind,
+            payload,
+            metadata,
+            deadline,
+            reply,
+            sender,
+            hops,
+        };
+        match server.relocations.departures().offer(key, &fence, held) {
+            Offer::Taken => None,
+            Offer::NotDeparting(held) => Some((held.payload, held.metadata, held.reply)),
+        }
+    };
+    let (payload, metadata, reply) = if server.relocations.departures().get(key, &fence).is_some() {
+        match to_departure(payload, metadata, reply, sender.clone()) {
+            None => return Ok(None),
+            Some(back) => back,
+        }
+    } else {
+        (payload, metadata, reply)
+    };
+    if packet == FOLLOW_BARRIER {
+        // No move of the object holds or relays it here: whatever this node took for the
+        // object before it is in the object's queue (or ran) already.
+        if let Some(reply) = reply {
+            reply.send(Ok(Payload::default()));
+        }
+        return Ok(None);
+    }
+    let (live, handler, view) = match check_admission(server, key, packet, kind, fence, now) {
+        Ok(checked) => checked,
+        // The object may have begun to leave between the two checks: its departure is
+        // made before it stops taking messages, so it is there now and takes this one.
+        Err(error) if server.relocations.departures().get(key, &fence).is_some() => {
+            return match to_departure(payload, metadata, reply, sender) {
+                None => Ok(None),
+                Some((_, _, reply)) => Err(Refusal { error, reply }),
+            };
+        }
+        Err(error) => return Err(Refusal { error, reply }),
+    };
+    // Payload plus metadata: both stay in memory until the handler ran.
+    let mut payload = payload;
+    let payload_bytes = match payload.encoded_len() {
+        Ok(bytes) => bytes,
+        Err(error) => return Err(Refusal { error, reply }),
+    };
+    let bytes = payload_bytes
+        + metadata
+            .iter()
+            .map(|(k, v)| k.len() + v.len())
+            .sum::<usize>();
+    let job = ObjectJob::Message {
+        handler,
+        packet: live
+            .object_type
+            .packet_name(handler)
+            .unwrap_or_else(|| Arc::from(packet)),
+        payload,
+        metadata,
+        deadline,
+        reply,
+    };
+    Ok(Some(Prepared {
+        live,
+        view,
+        job,
+        bytes,
+    }))
+}
+
+/// The owned object `key` and the handler position of `packet`, when the fence holds.
+fn check_admission(
+    server: &ObjectServer,
+    key: &ObjectKey,
+    packet: &str,
+    kind: PacketKind,
+    fence: RouteFence,
+    now: Instant,
+) -> Result<(Arc<LiveObject>, usize, TurnView)> {
+    let id = key;
+    let stale = || {
+        Error::new(
+            ErrorKind::Unavailable,
+            format!("this node does not own {id} {STALE_ROUTE}"),
+        )
+    };
+    let live = server.registry.get(id).ok_or_else(stale)?;
+    let mut leased = false;
+    let mut view = None;
+    server.env.lease().admits_at(now, |token| {
+        leased = true;
+        view = live.admits_viewing(&fence, token);
+        view.is_some()
+    });
+    let Some(view) = view else {
+        return Err(if leased {
+            stale()
+        } else {
+            Error::new(
+                ErrorKind::Unavailable,
+                "the owner's lease admits no new work",
+            )
+        });
+    };
+    let handler = live.object_type.handler(packet, kind).ok_or_else(|| {
+        Error::new(
+            ErrorKind::NotFound,
+            format!(
+                "{:?} type {} has no {kind:?} handler for {packet:?}",
+                key.kind, live.object_type.stable_type
+            ),
+        )
+    })?;
+    Ok((live, handler, view))
+}

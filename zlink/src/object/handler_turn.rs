@@ -1,0 +1,78 @@
+//! One handler's turn, wherever it is driven (the object's turn loop, or a caller's task
+//! on the owner's node), and the delivery of its result.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::task::Poll;
+
+use futures::FutureExt;
+use tokio_util::sync::CancellationToken;
+
+use super::instance::{Instance, TurnInfo};
+use super::live_object::Gate;
+use super::object_job::ReplyTo;
+use super::turn_gate;
+use crate::address::ObjectKey;
+use crate::wire::Payload;
+use crate::{Error, ErrorKind, Result};
+
+/// Runs a hook or handler with panics contained: a panic is an `InternalFailure` for this
+/// one call, and the object goes on.
+pub(super) async fn caught<T>(work: impl std::future::Future<Output = T>) -> Result<T> {
+    std::panic::AssertUnwindSafe(work)
+        .catch_unwind()
+        .await
+        .map_err(|_| {
+            tracing::error!("a handler or hook panicked; the object continues");
+            Error::new(ErrorKind::InternalFailure, "the handler panicked")
+        })
+}
+
+/// One handler's turn on `instance`, wherever it is driven (the loop, or a caller's task):
+/// behind the gate's task-local, panics contained, ended by `cancel`, the turn's context
+/// dropped at its end.
+pub(super) async fn handler_turn(
+    instance: &mut dyn Instance,
+    gate: Arc<Gate>,
+    cancel: &CancellationToken,
+    ctx: TurnInfo,
+    handler: usize,
+    payload: Payload,
+) -> Result<Payload> {
+    // The handler goes first: one that finishes at once never polls the stop token; one
+    // that hangs past shutdown is dropped when the token fires. (Not `select!`, which
+    // gives up at once when the task's budget is spent: a turn on a caller's task would
+    // then go to the loop for nothing.)
+    let result = {
+        let handled = turn_gate::scope(gate, caught(instance.handle(ctx, handler, payload)));
+        let stopped = cancel.cancelled();
+        let (mut handled, mut stopped) = (std::pin::pin!(handled), std::pin::pin!(stopped));
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(result) = handled.as_mut().poll(cx) {
+                return Poll::Ready(result.and_then(|r| r));
+            }
+            match stopped.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Err(Error::new(
+                    ErrorKind::ShuttingDown,
+                    "the object was stopped during the handler",
+                ))),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await
+    };
+    instance.end_turn();
+    result
+}
+
+/// Delivers a handler's result: the reply of a request, or a one-way's error logged.
+pub(super) fn answer(key: &ObjectKey, reply: Option<ReplyTo>, result: Result<Payload>) {
+    match reply {
+        Some(reply) => reply.send(result),
+        None => {
+            if let Err(e) = result {
+                tracing::warn!(object = %key, error = %e, "send handler failed");
+            }
+        }
+    }
+}
