@@ -241,3 +241,63 @@ async fn missing_and_unavailable_are_distinct_results_each_reaching_only_its_cal
     assert_eq!(counters.factories.load(Ordering::SeqCst), 1);
     stop([cold, warm]).await;
 }
+
+#[tokio::test]
+async fn a_local_route_that_found_a_closed_incarnation_reaches_the_one_created_after_it() {
+    let RoomServerAndCaller {
+        _redis,
+        counters,
+        a,
+        b,
+    } = room_server_and_caller().await;
+    let SpotCreation::Created(first, _) = a
+        .spots()
+        .get_or_create("room-1", "room", Bytes::new())
+        .await
+        .unwrap()
+    else {
+        panic!("not created")
+    };
+    // Calls on the owner's node: the route they share finds the first incarnation.
+    for expected in 1..=2 {
+        let said = a
+            .spots()
+            .request("room-1", &Say("one".into()))
+            .await
+            .unwrap();
+        assert_eq!((said.lines, said.by.as_str()), (expected, "a"));
+    }
+    assert!(a.spots().close(&first).await.unwrap());
+    let SpotCreation::Created(second, _) = a
+        .spots()
+        .get_or_create("room-1", "room", Bytes::new())
+        .await
+        .unwrap()
+    else {
+        panic!("not created again")
+    };
+    assert_eq!(second.generation, first.generation + 1);
+    assert_eq!(counters.factories.load(Ordering::SeqCst), 2);
+    for expected in 1..=3 {
+        let said = a
+            .spots()
+            .request("room-1", &Say("two".into()))
+            .await
+            .unwrap();
+        assert_eq!(
+            said.lines, expected,
+            "the new incarnation answers, from its own first line"
+        );
+    }
+    a.spots()
+        .send("room-1", &Shout("sent".into()))
+        .await
+        .unwrap();
+    let said = a
+        .spots()
+        .request("room-1", &Say("last".into()))
+        .await
+        .unwrap();
+    assert_eq!(said.lines, 5, "the send reached the new incarnation too");
+    stop([b, a]).await;
+}

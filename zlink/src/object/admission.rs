@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use super::live_object::{LiveObject, TurnView};
 use super::object_job::{ObjectJob, ReplyTo};
 use super::relocation::{Held, Offer};
+use super::route_cache::LocalBinding;
 use super::route_switch::FOLLOW_BARRIER;
 use super::server::ObjectServer;
 use crate::address::ObjectKey;
@@ -51,6 +52,8 @@ pub(super) struct Admission<'a> {
     pub(super) sender: Option<String>,
     /// Message Follow relays before it arrived.
     pub(super) hops: u8,
+    /// The route's binding to the object, for a call made on this node.
+    pub(super) bound: Option<&'a LocalBinding>,
 }
 
 /// A job a sealed (or just closed) mailbox refused, offered to the object's departure: a
@@ -116,6 +119,7 @@ pub(super) fn prepare(
         reply,
         sender,
         hops,
+        bound,
     } = admission;
     // An object leaving this node: its hold (or, past relay-ready, its relay) takes the
     // message, on the old route only. `None`: it did; otherwise the message comes back.
@@ -152,7 +156,8 @@ pub(super) fn prepare(
         }
         return Ok(None);
     }
-    let (live, handler, view) = match check_admission(server, key, packet, kind, fence, now) {
+    let (live, handler, view) = match check_admission(server, key, packet, kind, fence, now, bound)
+    {
         Ok(checked) => checked,
         // The object may have begun to leave between the two checks: its departure is
         // made before it stops taking messages, so it is there now and takes this one.
@@ -202,6 +207,7 @@ fn check_admission(
     kind: PacketKind,
     fence: RouteFence,
     now: Instant,
+    bound: Option<&LocalBinding>,
 ) -> Result<(Arc<LiveObject>, usize, TurnView)> {
     let id = key;
     let stale = || {
@@ -210,23 +216,40 @@ fn check_admission(
             format!("this node does not own {id} {STALE_ROUTE}"),
         )
     };
-    let live = server.registry.get(id).ok_or_else(stale)?;
     let mut leased = false;
-    let mut view = None;
-    server.env.lease().admits_at(now, |token| {
-        leased = true;
-        view = live.admits_viewing(&fence, token);
-        view.is_some()
-    });
-    let Some(view) = view else {
-        return Err(if leased {
-            stale()
-        } else {
-            Error::new(
-                ErrorKind::Unavailable,
-                "the owner's lease admits no new work",
-            )
+    let mut admitted = |live: &LiveObject| {
+        let mut view = None;
+        server.env.lease().admits_at(now, |owner, generation| {
+            leased = true;
+            view = live.admits_viewing(&fence, owner, generation);
+            view.is_some()
         });
+        view
+    };
+    // The object the route found before, else the registry's (then bound to the route).
+    let from_binding = bound
+        .and_then(LocalBinding::get)
+        .and_then(|live| admitted(&live).map(|view| (live, view)));
+    let (live, view) = match from_binding {
+        Some(found) => found,
+        None => {
+            let live = server.registry.get(id).ok_or_else(stale)?;
+            match admitted(&live) {
+                Some(view) => {
+                    if let Some(bound) = bound {
+                        bound.bind(&live);
+                    }
+                    (live, view)
+                }
+                None if leased => return Err(stale()),
+                None => {
+                    return Err(Error::new(
+                        ErrorKind::Unavailable,
+                        "the owner's lease admits no new work",
+                    ))
+                }
+            }
+        }
     };
     let handler = live.object_type.handler(packet, kind).ok_or_else(|| {
         Error::new(

@@ -51,7 +51,12 @@ pub(crate) struct OwnerFence {
 impl OwnerFence {
     /// Whether the fence names this lease.
     pub(crate) fn held_by(&self, token: &LeaseToken) -> bool {
-        self.owner == token.owner.0 && self.lease_generation == token.generation
+        self.held_by_claim(&token.owner, token.generation)
+    }
+
+    /// Whether the fence names the lease claim `lease_generation` of `owner`.
+    pub(crate) fn held_by_claim(&self, owner: &OwnerId, lease_generation: u64) -> bool {
+        self.lease_generation == lease_generation && self.owner == owner.0
     }
 
     /// The owner's lease token.

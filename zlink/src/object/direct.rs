@@ -48,7 +48,7 @@ pub(super) async fn call(server: &ObjectServer, call: ObjectCall<'_>) -> Result<
     let request = call.kind == PacketKind::Request;
     let fence = route_fence(&route.fence);
     let result = if route.owner.rid == server.env.route().rid {
-        call_local(server, call, fence, now, deadline).await
+        call_local(server, call, &route.local, fence, now, deadline).await
     } else {
         // Boxed: a remote call's state stays out of every local call's future.
         Box::pin(call_remote(&server.env, &route, call, fence, deadline))

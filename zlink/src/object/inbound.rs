@@ -191,6 +191,7 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
             reply: Some(reply),
             sender: Some(sender.clone()),
             hops,
+            bound: None,
         },
     );
     let Prepared {

@@ -23,7 +23,7 @@ use super::stop_list::{Halt, StopList};
 use super::turn_loop::{in_a_turn, turn_holds, TurnLoop};
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::handler::{PacketKind, WeakHandle};
-use crate::store::{LeaseToken, OwnerLease};
+use crate::store::{LeaseToken, OwnerId, OwnerLease};
 use crate::sync::LockUnpoisoned;
 use crate::wire::RouteFence;
 use crate::{Error, ErrorKind};
@@ -395,15 +395,24 @@ impl LiveObject {
     /// the lease it names are this node's current ones (the ObjectGeneration is not
     /// compared: a Spot re-created on the same owner takes the message, seed 000 §2.6).
     pub(crate) fn admits(&self, fence: &RouteFence, lease: &LeaseToken) -> bool {
-        Self::admitted(&self.state(), fence, lease)
+        Self::admitted(&self.state(), fence, &lease.owner, lease.generation)
     }
 
-    fn admitted(state: &ObjectState, fence: &RouteFence, lease: &LeaseToken) -> bool {
+    /// Under the lease claim `lease_generation` of `owner`.
+    fn admitted(
+        state: &ObjectState,
+        fence: &RouteFence,
+        owner: &OwnerId,
+        lease_generation: u64,
+    ) -> bool {
         let authority = &state.authority;
         authority.record.state == super::authority::AuthorityState::Ready
             && authority.record.fence.owner_generation == fence.owner_generation
             && authority.record.fence.lease_generation == fence.lease_generation
-            && authority.record.fence.held_by(lease)
+            && authority
+                .record
+                .fence
+                .held_by_claim(owner, lease_generation)
     }
 
     /// [`admits`](Self::admits), and if so what the message's turn starts from
@@ -411,10 +420,11 @@ impl LiveObject {
     pub(crate) fn admits_viewing(
         &self,
         fence: &RouteFence,
-        lease: &LeaseToken,
+        owner: &OwnerId,
+        lease_generation: u64,
     ) -> Option<TurnView> {
         let state = self.state();
-        Self::admitted(&state, fence, lease).then(|| self.view_of(&state))
+        Self::admitted(&state, fence, owner, lease_generation).then(|| self.view_of(&state))
     }
 
     fn lane(job: &ObjectJob) -> Lane {

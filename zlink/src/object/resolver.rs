@@ -139,6 +139,7 @@ impl Resolver {
             fence: current.record.fence.clone(),
             owner: current.record.route.clone(),
             version: current.version.clone(),
+            local: Default::default(),
         });
         let not_after = match self.route_bound(&route, now) {
             Bound::Until(not_after) => Some(not_after),

@@ -17,13 +17,14 @@
 //! object are applied in the order sent, across any number of moves. A read that returns
 //! an *older* route than the lane's (it began before a move) never takes the lane back.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::authority::{ObjectShape, OwnerFence, OwnerRoute};
+use super::live_object::LiveObject;
 use super::route_traffic::{RouteTraffic, Sending};
 use crate::address::ObjectKey;
 use crate::store::{LeaseToken, StoreVersion};
@@ -42,6 +43,59 @@ pub(crate) struct ReadyRoute {
     pub(crate) fence: OwnerFence,
     pub(crate) owner: OwnerRoute,
     pub(crate) version: StoreVersion,
+    /// The object itself, once a call found it on this node under this route.
+    pub(crate) local: LocalBinding,
+}
+
+/// The object a route leads to when its owner is this node, bound by the first call that
+/// found it in the registry: later calls on the route skip the registry. The route's fence
+/// names the object's incarnation, so the binding is checked as the registry's answer
+/// would be, and a bound object that no longer admits sends the call to the registry again
+/// (a Spot re-created on the same owner takes messages of the old route, seed 000 §2.6).
+pub(crate) struct LocalBinding<T = LiveObject>(OnceLock<Weak<T>>);
+
+impl<T> Default for LocalBinding<T> {
+    fn default() -> Self {
+        LocalBinding(OnceLock::new())
+    }
+}
+
+impl<T> LocalBinding<T> {
+    /// The bound object, while it exists.
+    pub(crate) fn get(&self) -> Option<Arc<T>> {
+        self.0.get().and_then(Weak::upgrade)
+    }
+
+    /// Binds `live` (the first binding stays).
+    pub(crate) fn bind(&self, live: &Arc<T>) {
+        let _ = self.0.set(Arc::downgrade(live));
+    }
+}
+
+/// Part of no route's identity: two routes are the same authority whatever they found.
+impl<T> PartialEq for LocalBinding<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<T> Eq for LocalBinding<T> {}
+
+/// A copied route binds again (its first call finds the object).
+impl<T> Clone for LocalBinding<T> {
+    fn clone(&self) -> Self {
+        LocalBinding::default()
+    }
+}
+
+impl<T> std::fmt::Debug for LocalBinding<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "bound"
+        } else {
+            "unbound"
+        })
+    }
 }
 
 impl ReadyRoute {

@@ -75,7 +75,7 @@ async fn barrier(server: &Arc<ObjectServer>, from: &ReadyRoute) -> Result<Payloa
         if from.owner.node_generation != server.env.route().node_generation {
             return Ok(Payload::default());
         }
-        return direct::call_local(server, call, fence, now, deadline).await;
+        return direct::call_local(server, call, &from.local, fence, now, deadline).await;
     }
     // Only the connection the earlier messages left on keeps them in order. With none
     // now (or a restarted peer), nothing sent from here on that route is still on its way.

@@ -7,6 +7,7 @@
 //! delay is absorbed by anchoring on the time before the request, and the margin keeps the
 //! old owner quiet before a new one can take over.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -103,17 +104,71 @@ impl OwnerLeaseStatus {
 /// The lease of one running host, shared by the keeper task and its readers.
 pub(crate) struct OwnerLease {
     settings: OwnerLeaseSettings,
+    /// This host's owner id (the same for the lease's whole life).
+    owner: OwnerId,
     status: watch::Sender<OwnerLeaseStatus>,
+    admitting: AdmittingClaim,
+}
+
+/// The claim that admits new work and until when, readable without the status lock: every
+/// message to an object reads it, on every worker, and a lock (even a read lock) would be
+/// a write to one cache line that all of them share.
+struct AdmittingClaim {
+    /// Deadlines are kept as nanoseconds after this instant.
+    epoch: Instant,
+    /// The claim's generation (0: none).
+    generation: AtomicU64,
+    /// Its admission deadline (0: none).
+    deadline: AtomicU64,
+}
+
+impl AdmittingClaim {
+    fn new() -> Self {
+        AdmittingClaim {
+            epoch: Instant::now(),
+            generation: AtomicU64::new(0),
+            deadline: AtomicU64::new(0),
+        }
+    }
+
+    fn nanos(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Publishes a new claim (by the one writer, under the status lock). The deadline is
+    /// withdrawn first and given last, so a reader that sees one generation before and
+    /// after its read of the deadline read that generation's deadline, or none.
+    fn set(&self, generation: Option<u64>, deadline: Option<Instant>) {
+        self.deadline.store(0, Ordering::Release);
+        self.generation
+            .store(generation.unwrap_or(0), Ordering::Release);
+        let deadline = deadline.map_or(0, |at| self.nanos(at).max(1));
+        self.deadline.store(deadline, Ordering::Release);
+    }
+
+    /// The generation of the claim that admits work at `now`, if one does.
+    fn at(&self, now: Instant) -> Option<u64> {
+        let generation = self.generation.load(Ordering::Acquire);
+        let deadline = self.deadline.load(Ordering::Acquire);
+        let again = self.generation.load(Ordering::Acquire);
+        (generation != 0 && generation == again && self.nanos(now) < deadline).then_some(generation)
+    }
 }
 
 impl OwnerLease {
     pub(crate) fn new(settings: OwnerLeaseSettings) -> Arc<Self> {
+        let owner = OwnerId::generate();
         let (status, _) = watch::channel(OwnerLeaseStatus {
-            owner: OwnerId::generate(),
+            owner: owner.clone(),
             token: None,
             admission_deadline: None,
         });
-        Arc::new(OwnerLease { settings, status })
+        Arc::new(OwnerLease {
+            settings,
+            owner,
+            status,
+            admitting: AdmittingClaim::new(),
+        })
     }
 
     pub(crate) fn status(&self) -> OwnerLeaseStatus {
@@ -125,11 +180,17 @@ impl OwnerLease {
         self.status.subscribe()
     }
 
-    /// Whether new work is admitted at `now` and `check` holds for the current token
-    /// (without copying it: the hot path of every object message).
-    pub(crate) fn admits_at(&self, now: Instant, check: impl FnOnce(&LeaseToken) -> bool) -> bool {
-        let status = self.status.borrow();
-        status.admits_new_work_at(now) && status.token.as_ref().is_some_and(check)
+    /// Whether new work is admitted at `now` and `check` holds for the current claim (this
+    /// host's owner id and the claim's generation): the hot path of every object message,
+    /// which takes no lock and copies nothing.
+    pub(crate) fn admits_at(
+        &self,
+        now: Instant,
+        check: impl FnOnce(&OwnerId, u64) -> bool,
+    ) -> bool {
+        self.admitting
+            .at(now)
+            .is_some_and(|generation| check(&self.owner, generation))
     }
 
     pub(crate) fn admitting_token(&self) -> Option<LeaseToken> {
@@ -149,6 +210,8 @@ impl OwnerLease {
 
     fn set(&self, token: Option<LeaseToken>, deadline: Option<Instant>) {
         self.status.send_modify(|s| {
+            self.admitting
+                .set(token.as_ref().map(|t| t.generation), deadline);
             s.token = token;
             s.admission_deadline = deadline;
         });
@@ -292,5 +355,59 @@ mod tests {
             .expect("a usable deadline");
         assert_eq!(deadline, asked + Duration::from_secs(10));
         assert_eq!(lease.deadline(asked, Duration::from_secs(5)), None);
+    }
+
+    #[test]
+    fn the_lock_free_admission_read_agrees_with_the_status_it_mirrors() {
+        let lease = OwnerLease::new(OwnerLeaseSettings::default());
+        let now = Instant::now();
+        let admitted = |at| {
+            let mut seen = None;
+            let yes = lease.admits_at(at, |owner, generation| {
+                seen = Some((owner.clone(), generation));
+                true
+            });
+            yes.then_some(seen).flatten()
+        };
+        assert_eq!(admitted(now), None, "no claim yet");
+        let token = LeaseToken {
+            owner: lease.status().owner,
+            generation: 7,
+        };
+        lease.set(Some(token.clone()), Some(now + Duration::from_secs(10)));
+        assert_eq!(admitted(now), Some((token.owner.clone(), 7)));
+        assert!(lease.status().admits_new_work_at(now));
+        assert_eq!(
+            admitted(now + Duration::from_secs(10)),
+            None,
+            "the deadline itself admits nothing"
+        );
+        lease.set(Some(token.clone()), None);
+        assert_eq!(admitted(now), None, "a claim without a usable deadline");
+        lease.set(
+            Some(LeaseToken {
+                generation: 8,
+                ..token
+            }),
+            Some(now + Duration::from_secs(20)),
+        );
+        assert_eq!(
+            admitted(now + Duration::from_secs(15)).map(|(_, g)| g),
+            Some(8)
+        );
+        lease.set(None, None);
+        assert_eq!(admitted(now), None, "the lease is lost");
+        assert!(!lease.admits_at(now, |_, _| true));
+        lease.set(
+            Some(LeaseToken {
+                owner: lease.status().owner,
+                generation: 9,
+            }),
+            Some(now + Duration::from_secs(5)),
+        );
+        assert!(
+            !lease.admits_at(now, |_, _| false),
+            "the check has the last word"
+        );
     }
 }

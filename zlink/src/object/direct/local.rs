@@ -17,6 +17,7 @@ use crate::object::live_object::LiveObject;
 use crate::object::mailbox::Refused;
 use crate::object::object_job::{ObjectJob, ReplyTo};
 use crate::object::owner_link::node_stopping;
+use crate::object::route_cache::LocalBinding;
 use crate::object::server::ObjectServer;
 use crate::wire::{Metadata, Payload, RouteFence};
 use crate::{Error, ErrorKind, Result};
@@ -32,6 +33,7 @@ fn local_metadata(metadata: &Metadata) -> Metadata {
 pub(in crate::object) async fn call_local(
     server: &ObjectServer,
     call: ObjectCall<'_>,
+    bound: &LocalBinding,
     fence: RouteFence,
     now: Instant,
     deadline: Instant,
@@ -40,7 +42,7 @@ pub(in crate::object) async fn call_local(
     // waits on anything: its task's budget makes it step aside now and then, as any use
     // of a tokio resource would. Spent first, while only the arguments are alive.
     tokio::task::coop::consume_budget().await;
-    match admit_local(server, call, fence, now, deadline) {
+    match admit_local(server, call, bound, fence, now, deadline) {
         Local::Done(result) => result,
         Local::Waits(waiting) => waiting.await,
     }
@@ -60,6 +62,7 @@ enum Local<'a> {
 fn admit_local<'a>(
     server: &'a ObjectServer,
     call: ObjectCall<'_>,
+    bound: &LocalBinding,
     fence: RouteFence,
     now: Instant,
     deadline: Instant,
@@ -98,6 +101,7 @@ fn admit_local<'a>(
             reply: tx,
             sender: None,
             hops: 0,
+            bound: Some(bound),
         },
     );
     let prepared = match prepared {

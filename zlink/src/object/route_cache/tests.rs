@@ -21,6 +21,7 @@ fn route(id: &str, generation: u64, owner_generation: u64) -> Arc<ReadyRoute> {
             node_generation: 1,
         },
         version: StoreVersion(format!("{generation}.{owner_generation}")),
+        local: Default::default(),
     })
 }
 
@@ -305,5 +306,20 @@ fn the_cache_is_bounded() {
     assert!(
         hit(&cache, &route("r99", 1, 1).key, now).is_some(),
         "the newest is kept"
+    );
+}
+
+#[test]
+fn a_route_binds_the_first_object_it_found_only_while_that_object_exists() {
+    let binding: LocalBinding<String> = LocalBinding::default();
+    assert!(binding.get().is_none(), "nothing found yet");
+    let first = Arc::new("first".to_string());
+    binding.bind(&first);
+    binding.bind(&Arc::new("second".to_string()));
+    assert_eq!(binding.get().as_deref().map(String::as_str), Some("first"));
+    drop(first);
+    assert!(
+        binding.get().is_none(),
+        "a gone object is not kept alive by its route"
     );
 }
