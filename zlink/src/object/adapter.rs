@@ -228,6 +228,7 @@ mod tests {
     use super::*;
     use crate::address::{ActorId, ActorKind};
     use crate::handler::Handle;
+    use crate::object::instance::TurnName;
     use crate::wire::Metadata;
 
     /// An Actor-kind object that records what it was called with.
@@ -290,11 +291,11 @@ mod tests {
         }
     }
 
-    fn turn(handle: &Handle, packet: Option<&str>) -> TurnInfo {
+    fn turn(handle: &Handle, packet: Option<&'static str>) -> TurnInfo {
         TurnInfo {
             handle: handle.clone(),
             generation: 3,
-            packet: packet.map(Arc::from),
+            packet: packet.map(TurnName::Packet),
             deadline: None,
             metadata: Metadata::new(),
             membership: None,

@@ -182,10 +182,7 @@ pub(super) fn prepare(
             .sum::<usize>();
     let job = ObjectJob::Message {
         handler,
-        packet: live
-            .object_type
-            .packet_name(handler)
-            .unwrap_or_else(|| Arc::from(packet)),
+        packet: live.object_type.packet_name(handler).unwrap_or_default(),
         payload,
         metadata,
         deadline,

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use super::instance::TurnName;
 use super::membership::{JoinRequest, JoinSlot};
 use super::timer::{TimerPolicy, Timers};
 use crate::address::SpotId;
@@ -16,7 +17,7 @@ pub struct Context<K: Kind> {
     pub(crate) handle: Handle,
     pub(crate) id: K::Id,
     pub(crate) generation: u64,
-    pub(crate) packet: Option<Arc<str>>,
+    pub(crate) packet: Option<TurnName>,
     pub(crate) deadline: Option<Instant>,
     pub(crate) metadata: Metadata,
     /// The object's timers; `None` while it is being created.
@@ -100,7 +101,7 @@ impl<K: Kind> Context<K> {
 
     /// The packet name of the message being handled (`None` in lifecycle hooks).
     pub fn packet(&self) -> Option<&str> {
-        self.packet.as_deref()
+        self.packet.as_ref().map(TurnName::as_str)
     }
 
     /// When the caller stops waiting (requests only).

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use tokio::sync::OwnedMutexGuard;
 
 use super::handler_turn::{answer, handler_turn};
+use super::instance::TurnName;
 use super::instance::{Instance, TurnInfo};
 use super::live_object::{LiveObject, TurnView};
 use super::object_job::{ObjectJob, ReplyTo};
@@ -130,7 +131,7 @@ pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes:
     let ctx = TurnInfo {
         handle,
         generation,
-        packet: Some(packet),
+        packet: Some(TurnName::Packet(packet)),
         deadline,
         metadata,
         membership: membership.filter(|_| is_actor),

@@ -59,7 +59,7 @@ pub(crate) enum ObjectJob {
     /// A message for a handler; a request carries where its result goes.
     Message {
         handler: usize,
-        packet: Arc<str>,
+        packet: &'static str,
         payload: Payload,
         metadata: Metadata,
         deadline: Option<Instant>,

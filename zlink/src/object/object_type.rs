@@ -1,8 +1,9 @@
 //! What every registered object type has, whatever its kind: its stable type name, its
 //! packets, its relocation policy, its queue bounds, its per-node limit and its factory.
 
+use std::collections::HashSet;
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::actor::Actor;
 use super::context::{ActorContext, SpotContext};
@@ -12,6 +13,7 @@ use super::spot::{Relocation, Spot};
 use crate::address::{ActorKind, Kind, SpotKind};
 use crate::address::{ObjectKind, StableType};
 use crate::handler::PacketKind;
+use crate::sync::LockUnpoisoned;
 use crate::{Error, Result};
 
 /// Makes a Spot from its context.
@@ -39,13 +41,28 @@ impl Factory {
     }
 }
 
+/// `name`, kept for the process's life: a type's packet names are its fixed vocabulary, so
+/// each distinct name is kept once however many runtimes register the type. A turn then
+/// carries a plain `&'static str`, where a shared `Arc<str>` would make every message to
+/// any object of the type write one reference count that all workers share.
+pub(crate) fn interned(name: &str) -> &'static str {
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES.get_or_init(Default::default).lock_unpoisoned();
+    if let Some(known) = names.get(name) {
+        return known;
+    }
+    let kept: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(kept);
+    kept
+}
+
 /// A registered type of Spot or Actor.
 #[derive(Clone)]
 pub(crate) struct TypeDef {
     pub(crate) stable_type: StableType,
     pub(crate) packets: Arc<[(String, PacketKind)]>,
-    /// The packet names again, shared, for the handler turns that carry them.
-    packet_names: Arc<[Arc<str>]>,
+    /// The packet names again, interned, for the handler turns that carry them.
+    packet_names: Arc<[&'static str]>,
     pub(crate) relocation: Relocation,
     pub(crate) factory: Factory,
     pub(crate) queue: LaneLimits,
@@ -102,10 +119,7 @@ impl TypeDef {
         }
         Ok(TypeDef {
             stable_type,
-            packet_names: packets
-                .iter()
-                .map(|(name, _)| Arc::from(name.as_str()))
-                .collect(),
+            packet_names: packets.iter().map(|(name, _)| interned(name)).collect(),
             packets: packets.into(),
             relocation,
             factory,
@@ -135,10 +149,9 @@ impl TypeDef {
         Ok(())
     }
 
-    /// The handler position of `packet` sent as `kind`, if the type handles it.
     /// The packet name of the handler at `position`.
-    pub(crate) fn packet_name(&self, position: usize) -> Option<Arc<str>> {
-        self.packet_names.get(position).cloned()
+    pub(crate) fn packet_name(&self, position: usize) -> Option<&'static str> {
+        self.packet_names.get(position).copied()
     }
 
     pub(crate) fn handler(&self, packet: &str, kind: PacketKind) -> Option<usize> {
@@ -209,5 +222,23 @@ impl<K: Kind> ObjectType<K> {
     /// Its relocation policy.
     pub fn relocation(&self) -> Relocation {
         self.def.relocation
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packet_name_is_kept_once_however_often_a_type_is_registered() {
+        let first = interned("Echo.interning-test");
+        let again = interned(&String::from("Echo.interning-test"));
+        assert!(std::ptr::eq(first, again), "one copy per distinct name");
+        let other = interned("Other.interning-test");
+        assert_eq!(
+            (first, other),
+            ("Echo.interning-test", "Other.interning-test")
+        );
+        assert!(!std::ptr::eq(first, other));
     }
 }

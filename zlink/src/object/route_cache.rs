@@ -32,7 +32,7 @@ use crate::sync::LockUnpoisoned;
 
 /// The default RouteCacheMaxAge.
 pub(crate) const DEFAULT_ROUTE_CACHE_MAX_AGE: Duration = Duration::from_secs(15);
-/// The most lanes one node keeps; past it, forgotten ones go first, then any not switching.
+/// The most lanes one node keeps (spread over its shards); past it, forgotten ones go first, then any not switching.
 pub(crate) const ROUTE_CACHE_CAPACITY: usize = 65_536;
 
 /// A Ready owner route with the fences a message is admitted against.
@@ -248,9 +248,21 @@ pub(crate) struct RouteCache {
     max_age: Mutex<Duration>,
     /// How long a lane is remembered after its route stopped being cached.
     memory: Duration,
+    /// The most lanes one shard keeps.
     capacity: usize,
-    lanes: Mutex<super::KeyMap<Lane>>,
+    /// The lanes, by a hash of the key: every call takes one shard's lock, so calls to
+    /// different objects on different workers rarely meet on one lock.
+    shards: Box<[Shard]>,
+    shard_of: foldhash::fast::RandomState,
 }
+
+/// Lanes whose keys hash to one shard; a cache line of its own (no false sharing).
+#[repr(align(128))]
+#[derive(Default)]
+struct Shard(Mutex<super::KeyMap<Lane>>);
+
+/// Shards of a full-size cache (a small one, as in tests, keeps one).
+const SHARDS: usize = 16;
 
 impl RouteCache {
     /// A cache whose entries live at most `max_age` (zero disables caching, not the
@@ -260,16 +272,30 @@ impl RouteCache {
     }
 
     fn with_capacity(max_age: Duration, memory: Duration, capacity: usize) -> Self {
+        let shards = if capacity >= SHARDS * 1024 { SHARDS } else { 1 };
         RouteCache {
             max_age: Mutex::new(max_age),
             memory,
-            capacity: capacity.max(1),
-            lanes: Mutex::new(super::KeyMap::default()),
+            capacity: capacity.div_ceil(shards).max(1),
+            shards: (0..shards).map(|_| Shard::default()).collect(),
+            shard_of: Default::default(),
         }
     }
 
-    fn lanes(&self) -> std::sync::MutexGuard<'_, super::KeyMap<Lane>> {
-        self.lanes.lock_unpoisoned()
+    /// The lanes of the shard `key` is in.
+    fn lanes(&self, key: &ObjectKey) -> std::sync::MutexGuard<'_, super::KeyMap<Lane>> {
+        let shard = if self.shards.len() == 1 {
+            0
+        } else {
+            use std::hash::BuildHasher;
+            (self.shard_of.hash_one(key) % self.shards.len() as u64) as usize
+        };
+        self.shards[shard].0.lock_unpoisoned()
+    }
+
+    /// Every shard's lanes, one shard at a time.
+    fn each_shard(&self) -> impl Iterator<Item = std::sync::MutexGuard<'_, super::KeyMap<Lane>>> {
+        self.shards.iter().map(|shard| shard.0.lock_unpoisoned())
     }
 
     fn max_age(&self) -> Duration {
@@ -285,7 +311,7 @@ impl RouteCache {
 
     /// The route for `key`, if one is cached and still live at `now`.
     pub(crate) fn get(&self, key: &ObjectKey, now: Instant) -> Lookup {
-        let mut lanes = self.lanes();
+        let mut lanes = self.lanes(key);
         let Some(lane) = lanes.get_mut(key) else {
             return Lookup::Miss;
         };
@@ -318,7 +344,7 @@ impl RouteCache {
             .map(|bound| (now + max_age).min(bound))
             .filter(|until| !max_age.is_zero() && *until > now);
         let memory = self.memory;
-        let mut lanes = self.lanes();
+        let mut lanes = self.lanes(&route.key);
         let Some(lane) = lanes.get_mut(&route.key) else {
             self.make_room(&mut lanes, now);
             let lane = Lane::new(route.clone(), cache_until, now + memory);
@@ -369,7 +395,7 @@ impl RouteCache {
     pub(crate) fn switched(&self, start: SwitchStart) {
         let now = Instant::now();
         {
-            let mut lanes = self.lanes();
+            let mut lanes = self.lanes(&start.to.key);
             if let Some(lane) = lanes.get_mut(&start.to.key) {
                 if Arc::ptr_eq(&lane.route, &start.to) && !lane.moved_away {
                     lane.cached_until = start.cache_until.filter(|until| *until > now);
@@ -399,7 +425,7 @@ impl RouteCache {
     /// Stops caching `key`'s route if `drop` says so; `true` if a live entry went.
     fn uncache_if(&self, key: &ObjectKey, drop: impl FnOnce(&Lane) -> bool) -> bool {
         let now = Instant::now();
-        let mut lanes = self.lanes();
+        let mut lanes = self.lanes(key);
         match lanes.get_mut(key) {
             Some(lane) if drop(lane) => lane.uncache(now, self.memory),
             _ => false,
@@ -423,7 +449,7 @@ impl RouteCache {
     /// no longer cached, and never cached again; `true` if a live entry went.
     pub(crate) fn moved(&self, key: &ObjectKey, fence: &OwnerFence, owner: &OwnerRoute) -> bool {
         let now = Instant::now();
-        let mut lanes = self.lanes();
+        let mut lanes = self.lanes(key);
         let Some(lane) = lanes.get_mut(key) else {
             return false;
         };
@@ -454,9 +480,11 @@ impl RouteCache {
     fn uncache_all(&self, drop: impl Fn(&Lane) -> bool) {
         let now = Instant::now();
         let memory = self.memory;
-        for lane in self.lanes().values_mut() {
-            if lane.cached_until.is_some() && drop(lane) {
-                lane.uncache(now, memory);
+        for mut lanes in self.each_shard() {
+            for lane in lanes.values_mut() {
+                if lane.cached_until.is_some() && drop(lane) {
+                    lane.uncache(now, memory);
+                }
             }
         }
     }
@@ -465,16 +493,20 @@ impl RouteCache {
     #[cfg_attr(not(test), allow(dead_code))] // wired to discovery events next
     pub(crate) fn len(&self) -> usize {
         let now = Instant::now();
-        self.lanes()
-            .values()
-            .filter(|lane| lane.cached_until.is_some_and(|until| until > now))
-            .count()
+        self.each_shard()
+            .map(|lanes| {
+                lanes
+                    .values()
+                    .filter(|lane| lane.cached_until.is_some_and(|until| until > now))
+                    .count()
+            })
+            .sum()
     }
 
     /// Lanes remembered (cached or not).
     #[cfg(test)]
     fn lanes_len(&self) -> usize {
-        self.lanes().len()
+        self.each_shard().map(|lanes| lanes.len()).sum()
     }
 }
 

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::handler_turn::{answer, caught, handler_turn};
 use super::inline_turn::HandedOver;
-use super::instance::{Instance, TurnInfo, Vacant};
+use super::instance::{Instance, TurnInfo, TurnName, Vacant};
 use super::live_object::{Gate, LiveObject, ObjectHost, TurnView};
 use super::mailbox::{Next, Reclaimed, Turn};
 use super::membership::{self, JoinOutcome, JoinStep, MemberEvent};
@@ -95,7 +95,7 @@ impl TurnLoop {
     /// register a Join (`joins`).
     fn turn_info(
         &self,
-        packet: Option<Arc<str>>,
+        packet: Option<TurnName>,
         deadline: Option<Instant>,
         metadata: Metadata,
         joins: bool,
@@ -109,7 +109,7 @@ impl TurnLoop {
     /// [`turn_info`](Self::turn_info) with the object's Spot read already.
     fn turn_info_in(
         &self,
-        packet: Option<Arc<str>>,
+        packet: Option<TurnName>,
         deadline: Option<Instant>,
         metadata: Metadata,
         joins: bool,
@@ -206,9 +206,13 @@ impl TurnLoop {
                         deadline,
                         reply,
                     } => {
-                        let Some(ctx) =
-                            self.turn_info_in(Some(packet), deadline, metadata, true, membership)
-                        else {
+                        let Some(ctx) = self.turn_info_in(
+                            Some(TurnName::Packet(packet)),
+                            deadline,
+                            metadata,
+                            true,
+                            membership,
+                        ) else {
                             return;
                         };
                         self.message(gate, held, ctx, handler, payload, reply).await
@@ -381,7 +385,12 @@ impl TurnLoop {
         let mut ended_normally = false;
         if !cancelled.is_cancelled() {
             let name = tick.name.clone();
-            let Some(ctx) = self.turn_info(Some(name.clone()), None, Metadata::new(), true) else {
+            let Some(ctx) = self.turn_info(
+                Some(TurnName::Timer(name.clone())),
+                None,
+                Metadata::new(),
+                true,
+            ) else {
                 return Step::End(None);
             };
             let ticking = turn_gate::scope(gate.clone(), caught(self.instance.on_timer(ctx, tick)));

@@ -99,7 +99,7 @@ pub(crate) fn job_to_held(object_type: &TypeDef, job: ObjectJob) -> Option<Held>
                 .get(handler)
                 .map_or(PacketKind::Send, |(_, kind)| *kind);
             Some(Held {
-                packet,
+                packet: std::sync::Arc::from(packet),
                 kind,
                 payload,
                 metadata,
@@ -147,7 +147,7 @@ pub(crate) fn held_to_job(
     Some((
         ObjectJob::Message {
             handler,
-            packet: held.packet,
+            packet: object_type.packet_name(handler).unwrap_or_default(),
             payload: held.payload,
             metadata: held.metadata,
             deadline: held.deadline,

@@ -323,3 +323,25 @@ fn a_route_binds_the_first_object_it_found_only_while_that_object_exists() {
         "a gone object is not kept alive by its route"
     );
 }
+
+#[test]
+fn every_shard_of_a_full_size_cache_hears_an_owner_leave() {
+    let cache = cache();
+    assert_eq!(cache.shards.len(), SHARDS);
+    let now = Instant::now();
+    let routes: Vec<_> = (0..200).map(|i| route(&format!("p{i}"), 1, 1)).collect();
+    for r in &routes {
+        used(cache.admit(r.clone(), now, Some(now + AGE)));
+    }
+    let used_shards = cache.each_shard().filter(|lanes| !lanes.is_empty()).count();
+    assert!(
+        used_shards > SHARDS / 2,
+        "keys spread over the shards ({used_shards})"
+    );
+    assert_eq!(cache.len(), 200);
+    assert!(routes.iter().all(|r| hit(&cache, &r.key, now).is_some()));
+    cache.owner_departed("n1");
+    assert_eq!(cache.len(), 0);
+    assert!(routes.iter().all(|r| hit(&cache, &r.key, now).is_none()));
+    assert_eq!(cache.lanes_len(), 200, "the lanes are remembered");
+}

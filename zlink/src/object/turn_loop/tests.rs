@@ -145,7 +145,7 @@ fn request(
     let (tx, rx) = oneshot::channel::<Result<Payload>>();
     let job = ObjectJob::Message {
         handler,
-        packet: Arc::from("Echo"),
+        packet: "Echo",
         payload: Payload::encoded(Bytes::from_static(body)),
         metadata: Metadata::new(),
         deadline: None,
@@ -211,7 +211,7 @@ async fn a_node_stop_reaches_an_idle_loop_and_refuses_what_is_still_queued() {
     let (tx, _rx) = oneshot::channel();
     let late = ObjectJob::Message {
         handler: ECHO,
-        packet: Arc::from("Echo"),
+        packet: "Echo",
         payload: Payload::default(),
         metadata: Metadata::new(),
         deadline: None,
