@@ -15,7 +15,7 @@ use crate::wire::Payload;
 use crate::Result;
 
 impl ObjectPort for ObjectServer {
-    fn call_object(&self, message: ObjectMessage) -> BoxFuture<'_, Result<Payload>> {
+    fn call_object<'a>(&'a self, message: ObjectMessage<'a>) -> BoxFuture<'a, Result<Payload>> {
         Box::pin(async move {
             let call = ObjectCall {
                 key: &message.key,

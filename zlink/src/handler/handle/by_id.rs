@@ -1,6 +1,7 @@
 //! What [`Spots`](super::Spots) and [`Actors`](super::Actors) share: finding, closing,
 //! moving and messaging one object by its ID, generic over the kind.
 
+use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -79,7 +80,7 @@ impl ClientTarget {
     /// A request to the target through `handle`, with the message by reference or by
     /// value (what a generated client's request method returns).
     pub fn request<'a, R: Request>(
-        &self,
+        &'a self,
         handle: &'a Handle,
         request: impl Outgoing<R>,
     ) -> Call<'a, Reply<R::Reply>> {
@@ -89,7 +90,7 @@ impl ClientTarget {
     /// A one-way send to the target through `handle` (what a generated client's send
     /// method returns).
     pub fn send<'a, M: Message>(
-        &self,
+        &'a self,
         handle: &'a Handle,
         message: impl Outgoing<M>,
     ) -> Call<'a, OneWay> {
@@ -101,9 +102,10 @@ impl ClientTarget {
         &self.id
     }
 
-    fn target<'a>(&self) -> Result<Target<'a>> {
+    /// The target of one call: the client's checked key itself, not a copy of it.
+    fn target(&self) -> Result<Target<'_>> {
         match (&self.key, self.kind) {
-            (Some(key), _) => Ok(Target::Object(key.clone())),
+            (Some(key), _) => Ok(Target::Object(Cow::Borrowed(key))),
             (None, ObjectKind::Spot) => ById::<SpotKind>::target(&self.id),
             (None, ObjectKind::Actor) => ById::<ActorKind>::target(&self.id),
         }
@@ -125,7 +127,7 @@ impl<'a, K: AddressedKind> ById<'a, K> {
     }
 
     fn target(id: &str) -> Result<Target<'a>> {
-        K::parse(id).map(|id| Target::Object(K::key(&id)))
+        K::parse(id).map(|id| Target::Object(Cow::Owned(K::key(&id))))
     }
 
     pub(super) async fn find(self, id: &str) -> Result<Option<ObjectRef<K>>> {

@@ -20,6 +20,7 @@
 //! # Ok(()) }
 //! ```
 
+use std::borrow::Cow;
 use std::future::{Future, IntoFuture};
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -140,7 +141,7 @@ impl<M: Message> Outgoing<M> for M {
 pub(crate) enum Target<'a> {
     Channel(&'a str),
     Node(&'a str),
-    Object(ObjectKey),
+    Object(Cow<'a, ObjectKey>),
 }
 
 /// One call, ready to go: `.await` it, or first set its [`timeout`](Self::timeout) and

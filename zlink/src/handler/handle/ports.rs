@@ -3,6 +3,7 @@
 //! handle encodes and decodes), so the handle reaches them by a typed `Arc` and never by a
 //! lookup.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,8 +18,8 @@ use crate::wire::{Metadata, Payload};
 use crate::Result;
 
 /// One message to a Spot or Actor by ID, as the caller made it.
-pub(crate) struct ObjectMessage {
-    pub(crate) key: ObjectKey,
+pub(crate) struct ObjectMessage<'a> {
+    pub(crate) key: Cow<'a, ObjectKey>,
     pub(crate) packet: &'static str,
     pub(crate) payload: Payload,
     pub(crate) metadata: Metadata,
@@ -33,7 +34,7 @@ pub(crate) struct ObjectMessage {
 pub(crate) trait ObjectPort: Send + Sync + 'static {
     /// Delivers `message` to its object and returns its reply (empty for a
     /// send).
-    fn call_object(&self, message: ObjectMessage) -> BoxFuture<'_, Result<Payload>>;
+    fn call_object<'a>(&'a self, message: ObjectMessage<'a>) -> BoxFuture<'a, Result<Payload>>;
 
     /// Creates (or with `must_be_new` false, finds or creates) the object `key`.
     fn create_object<'a>(
