@@ -20,6 +20,8 @@ pub use handle::{
     Actors, Call, CallFuture, Channels, DiscoveryHandle, Expect, FanoutHandle, Handle, Nodes,
     OneWay, Outgoing, Publish, PublisherStatus, Reply, Spots,
 };
-pub(crate) use handle::{ClientServerPort, FanoutPort, ObjectMessage, ObjectPort, WeakHandle};
+pub(crate) use handle::{
+    ClientServerPort, FanoutPort, ObjectMessage, ObjectPort, Started, WeakHandle,
+};
 pub(crate) use node_direct::NodeDirectRoute;
 pub(crate) use table::HandlerTable;

@@ -11,9 +11,10 @@ use super::owner_link::ObjectCommand;
 use super::owner_link::{node_stopping, route_fence};
 use super::resolver::Resolution;
 use super::route_cache::{ReadyRoute, Routed};
+use super::route_traffic::Sending;
 use super::server::ObjectServer;
 use crate::address::ObjectKey;
-use crate::handler::PacketKind;
+use crate::handler::{ObjectMessage, PacketKind, Started};
 use crate::object::env::ObjectEnv;
 use crate::wire::{Metadata, Payload, RouteFence};
 use crate::{Error, ErrorKind, Result};
@@ -40,11 +41,63 @@ pub(crate) struct ObjectCall<'a> {
     pub(crate) send_timeout: Duration,
 }
 
-/// Sends or requests a packet to a Spot or Actor by its ID only.
-pub(super) async fn call(server: &ObjectServer, call: ObjectCall<'_>) -> Result<Payload> {
+impl<'a> ObjectCall<'a> {
+    /// The call `message` makes (its payload moves; the rest is borrowed).
+    fn of(message: &'a mut ObjectMessage<'_>) -> Self {
+        ObjectCall {
+            key: &message.key,
+            packet: message.packet,
+            payload: std::mem::take(&mut message.payload),
+            metadata: &message.metadata,
+            kind: message.kind,
+            timeout: message.timeout,
+            send_timeout: message.send_timeout,
+        }
+    }
+}
+
+/// Starts a packet to a Spot or Actor by its ID only. A call whose route is cached and
+/// leads to this node is admitted right here, without a future of its own: its turn runs
+/// on this task when the object is idle (`Done`). Anything else goes on in a future.
+pub(super) fn start<'a>(server: &'a ObjectServer, mut message: ObjectMessage<'a>) -> Started<'a> {
     let now = Instant::now();
-    let deadline = now + call.timeout;
-    let Routed { route, sending } = resolve(server, call.key, now, deadline).await?;
+    let deadline = now + message.timeout;
+    let known = match server.resolver.cached(&message.key, now) {
+        Some(Resolution::Ready(routed)) if routed.route.owner.rid == server.env.route().rid => {
+            let Routed { route, sending } = routed;
+            let call = ObjectCall::of(&mut message);
+            let request = call.kind == PacketKind::Request;
+            let fence = route_fence(&route.fence);
+            return match local::admit_local(server, call, &route.local, fence, now, deadline) {
+                local::Local::Done(result) => {
+                    settle(server, &route, sending, request, &result);
+                    Started::Done(result)
+                }
+                local::Local::Waits(waiting) => Started::Running(Box::pin(async move {
+                    let result = waiting.await;
+                    settle(server, &route, sending, request, &result);
+                    result
+                })),
+            };
+        }
+        known => known,
+    };
+    Started::Running(Box::pin(async move {
+        let call = ObjectCall::of(&mut message);
+        resolved_call(server, call, now, deadline, Some(known)).await
+    }))
+}
+
+/// A call by ID, from where its route stands (`known`: what the cache said at `now`,
+/// if it was asked already).
+async fn resolved_call(
+    server: &ObjectServer,
+    call: ObjectCall<'_>,
+    now: Instant,
+    deadline: Instant,
+    known: Option<Option<Resolution>>,
+) -> Result<Payload> {
+    let Routed { route, sending } = resolve(server, call.key, now, deadline, known).await?;
     let request = call.kind == PacketKind::Request;
     let fence = route_fence(&route.fence);
     let result = if route.owner.rid == server.env.route().rid {
@@ -55,7 +108,19 @@ pub(super) async fn call(server: &ObjectServer, call: ObjectCall<'_>) -> Result<
             .await
             .map(Payload::encoded)
     };
-    match (request, &result) {
+    settle(server, &route, sending, request, &result);
+    result
+}
+
+/// What a call's end says about its route: what arrived on it, and whether it is stale.
+fn settle(
+    server: &ObjectServer,
+    route: &ReadyRoute,
+    sending: Sending,
+    request: bool,
+    result: &Result<Payload>,
+) {
+    match (request, result) {
         (true, Ok(_)) => sending.replied(),
         // A refused one-way is not on its way anywhere.
         (false, Err(_)) => sending.not_sent(),
@@ -65,9 +130,8 @@ pub(super) async fn call(server: &ObjectServer, call: ObjectCall<'_>) -> Result<
     // Only a route the owner refused (or could not be reached on) is dropped; a full
     // queue or a handler's own error says nothing about the route.
     if result.as_ref().is_err_and(is_stale_route) {
-        server.resolver.stale(&route);
+        server.resolver.stale(route);
     }
-    result
 }
 
 /// The route calls to `id` use now. When it changes to a later owner, this waits until
@@ -77,10 +141,15 @@ async fn resolve(
     id: &ObjectKey,
     mut now: Instant,
     deadline: Instant,
+    mut known: Option<Option<Resolution>>,
 ) -> Result<Routed> {
     loop {
         // A cache hit needs no future; an authority read's is boxed, off the local path.
-        let resolution = match server.resolver.cached(id, now) {
+        let cached = match known.take() {
+            Some(known) => known,
+            None => server.resolver.cached(id, now),
+        };
+        let resolution = match cached {
             Some(known) => known,
             None => Box::pin(server.resolver.resolve(id, now)).await,
         };

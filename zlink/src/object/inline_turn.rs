@@ -176,3 +176,54 @@ pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes:
         }
     }
 }
+#[cfg(test)]
+mod size_probe {
+    #[test]
+    fn print_sizes() {
+        use std::mem::size_of;
+        eprintln!(
+            "ObjectJob {}",
+            size_of::<crate::object::object_job::ObjectJob>()
+        );
+        eprintln!(
+            "ReplyTo {}",
+            size_of::<crate::object::object_job::ReplyTo>()
+        );
+        eprintln!(
+            "Option<ReplyTo> {}",
+            size_of::<Option<crate::object::object_job::ReplyTo>>()
+        );
+        eprintln!("Payload {}", size_of::<crate::wire::Payload>());
+        eprintln!("Metadata {}", size_of::<crate::wire::Metadata>());
+        eprintln!(
+            "TurnInfo {}",
+            size_of::<crate::object::instance::TurnInfo>()
+        );
+        eprintln!(
+            "TurnView {}",
+            size_of::<crate::object::live_object::TurnView>()
+        );
+        eprintln!(
+            "Admission {}",
+            size_of::<crate::object::admission::Admission<'static>>()
+        );
+        eprintln!(
+            "Prepared {}",
+            size_of::<crate::object::admission::Prepared>()
+        );
+        eprintln!("PendingReply {}", size_of::<crate::mesh::PendingReply>());
+        eprintln!(
+            "HandedOver {}",
+            size_of::<crate::object::inline_turn::HandedOver>()
+        );
+        eprintln!("Error {}", size_of::<crate::Error>());
+        eprintln!(
+            "Result<Payload> {}",
+            size_of::<crate::Result<crate::wire::Payload>>()
+        );
+        eprintln!(
+            "ActorContext {}",
+            size_of::<crate::object::context::ActorContext>()
+        );
+    }
+}

@@ -6,28 +6,16 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::direct::ObjectCall;
+use super::direct;
 use super::server::ObjectServer;
 use crate::address::{Location, ObjectKey, Outcome};
 use crate::call::BoxFuture;
-use crate::handler::{ObjectMessage, ObjectPort};
-use crate::wire::Payload;
+use crate::handler::{ObjectMessage, ObjectPort, Started};
 use crate::Result;
 
 impl ObjectPort for ObjectServer {
-    fn call_object<'a>(&'a self, message: ObjectMessage<'a>) -> BoxFuture<'a, Result<Payload>> {
-        Box::pin(async move {
-            let call = ObjectCall {
-                key: &message.key,
-                packet: message.packet,
-                payload: message.payload,
-                metadata: &message.metadata,
-                kind: message.kind,
-                timeout: message.timeout,
-                send_timeout: message.send_timeout,
-            };
-            self.call(call).await
-        })
+    fn start_object_call<'a>(&'a self, message: ObjectMessage<'a>) -> Started<'a> {
+        direct::start(self, message)
     }
 
     fn create_object<'a>(

@@ -10,7 +10,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::direct::ObjectCall;
 use super::entry::EntrySpot;
 use super::env::ObjectEnv;
 use super::inbound::ObjectRoute;
@@ -20,7 +19,7 @@ use super::relocation::{self, Relocations};
 use super::resolver::Resolver;
 use super::settings::ObjectSettings;
 use super::spot::ClosingReason;
-use super::{closing, creation, direct};
+use super::{closing, creation};
 use crate::address::{Location, ObjectKey, ObjectKind, Outcome};
 use crate::handler::Handle;
 use crate::mesh::{InboundRoute, Subsystem};
@@ -177,11 +176,6 @@ impl ObjectServer {
     /// Messages this node relayed to moved objects' new owners so far.
     pub(crate) fn relayed_by_message_follow(&self) -> u64 {
         self.relocations.departures().relayed()
-    }
-
-    /// Sends or requests a packet to a Spot or Actor by its ID only.
-    pub(crate) async fn call(&self, call: ObjectCall<'_>) -> Result<crate::wire::Payload> {
-        direct::call(self, call).await
     }
 
     /// The server itself, while it runs.

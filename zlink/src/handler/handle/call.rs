@@ -27,7 +27,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use super::ports::ObjectMessage;
+use super::ports::{ObjectMessage, ObjectPort, Started};
 use super::Handle;
 use crate::address::ObjectKey;
 use crate::call::{BoxFuture, CallOptions};
@@ -212,14 +212,17 @@ impl<'a, E: Expect> IntoFuture for Call<'a, E> {
             start(handle, target, E::KIND, packet, payload, options)
         });
         CallFuture {
-            state: started.map_err(Some),
+            state: match started {
+                Ok(started) => started,
+                Err(error) => State::Failed(Some(error)),
+            },
             expect: PhantomData,
         }
     }
 }
 
 /// What a started call runs: one boxed future through whichever subsystem serves the
-/// target.
+/// target; a call to a Spot or Actor starts at its first poll, and may finish there.
 fn start<'a>(
     handle: &'a Handle,
     target: Target<'a>,
@@ -227,9 +230,9 @@ fn start<'a>(
     packet: &'static str,
     payload: Payload,
     options: CallOptions,
-) -> Result<BoxFuture<'a, Result<Payload>>> {
+) -> Result<State<'a>> {
     let expects_reply = kind == PacketKind::Request;
-    Ok(match target {
+    Ok(State::Running(match target {
         Target::Channel(channel) => {
             let node = handle.channels().calling_node(channel)?;
             let payload = payload.into_bytes()?;
@@ -262,38 +265,75 @@ fn start<'a>(
                     (send, send)
                 }
             };
-            handle.objects()?.call_object(ObjectMessage {
-                key,
-                packet,
-                payload,
-                metadata: options.metadata,
-                kind,
-                timeout,
-                send_timeout,
-            })
+            return Ok(State::Object(
+                handle.objects()?.as_ref(),
+                Some(ObjectMessage {
+                    key,
+                    packet,
+                    payload,
+                    metadata: options.metadata,
+                    kind,
+                    timeout,
+                    send_timeout,
+                }),
+            ));
         }
-    })
+    }))
 }
 
 /// The future of an awaited [`Call`].
 #[must_use = "futures do nothing unless polled"]
 pub struct CallFuture<'a, E: Expect> {
-    state: std::result::Result<BoxFuture<'a, Result<Payload>>, Option<Error>>,
+    state: State<'a>,
     expect: PhantomData<fn() -> E>,
+}
+
+/// Where an awaited call stands.
+enum State<'a> {
+    /// A call to a Spot or Actor, not yet started (taken at the first poll).
+    Object(&'a dyn ObjectPort, Option<ObjectMessage<'a>>),
+    Running(BoxFuture<'a, Result<Payload>>),
+    /// It could not start; the error is taken by the poll that reports it.
+    Failed(Option<Error>),
 }
 
 impl<E: Expect> Future for CallFuture<'_, E> {
     type Output = Result<E::Output>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut self.state {
-            Ok(running) => running.as_mut().poll(cx).map(|r| r.and_then(E::finish)),
-            Err(failed) => Poll::Ready(Err(failed.take().unwrap_or_else(|| {
-                Error::new(
-                    ErrorKind::InvalidOperation,
-                    "a call future polled after it completed",
-                )
-            }))),
+        let state = &mut self.state;
+        if let State::Object(port, message) = state {
+            // A call whose turn runs on this task waits on nothing, so it spends its
+            // task's budget here, as any use of a tokio resource would: a task that only
+            // meets idle objects still steps aside now and then.
+            let Poll::Ready(budget) = tokio::task::coop::poll_proceed(cx) else {
+                return Poll::Pending;
+            };
+            budget.made_progress();
+            let Some(message) = message.take() else {
+                return Poll::Ready(Err(polled_after_completion()));
+            };
+            match port.start_object_call(message) {
+                Started::Done(result) => {
+                    *state = State::Failed(None);
+                    return Poll::Ready(result.and_then(E::finish));
+                }
+                Started::Running(running) => *state = State::Running(running),
+            }
+        }
+        match state {
+            State::Running(running) => running.as_mut().poll(cx).map(|r| r.and_then(E::finish)),
+            State::Failed(failed) => {
+                Poll::Ready(Err(failed.take().unwrap_or_else(polled_after_completion)))
+            }
+            State::Object(..) => Poll::Ready(Err(polled_after_completion())),
         }
     }
+}
+
+fn polled_after_completion() -> Error {
+    Error::new(
+        ErrorKind::InvalidOperation,
+        "a call future polled after it completed",
+    )
 }

@@ -29,7 +29,7 @@ pub use channels::Channels;
 pub use discovery::DiscoveryHandle;
 pub use fanout::{FanoutHandle, Publish, PublisherStatus};
 pub use nodes::Nodes;
-pub(crate) use ports::{ClientServerPort, FanoutPort, ObjectMessage, ObjectPort};
+pub(crate) use ports::{ClientServerPort, FanoutPort, ObjectMessage, ObjectPort, Started};
 pub use spots::Spots;
 
 /// A cloneable handle to a running node: it makes calls, creates and finds objects and

@@ -30,11 +30,19 @@ pub(crate) struct ObjectMessage<'a> {
     pub(crate) send_timeout: Duration,
 }
 
+/// How a call to a Spot or Actor went on its way.
+pub(crate) enum Started<'a> {
+    /// Finished without waiting: its turn ran on the caller's task, or it was refused.
+    Done(Result<Payload>),
+    /// It goes on in this future (a store read, a remote owner, a queue, a wait for room).
+    Running(BoxFuture<'a, Result<Payload>>),
+}
+
 /// The object layer, as a handle uses it.
 pub(crate) trait ObjectPort: Send + Sync + 'static {
-    /// Delivers `message` to its object and returns its reply (empty for a
-    /// send).
-    fn call_object<'a>(&'a self, message: ObjectMessage<'a>) -> BoxFuture<'a, Result<Payload>>;
+    /// Starts `message` on its way to its object, whose reply (empty for a send) is the
+    /// result. Called from the caller's poll, with its task's budget spent already.
+    fn start_object_call<'a>(&'a self, message: ObjectMessage<'a>) -> Started<'a>;
 
     /// Creates (or with `must_be_new` false, finds or creates) the object `key`.
     fn create_object<'a>(

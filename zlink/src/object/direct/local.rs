@@ -49,7 +49,7 @@ pub(in crate::object) async fn call_local(
 }
 
 /// How a local call went on its way.
-enum Local<'a> {
+pub(super) enum Local<'a> {
     /// Answered here (refused, or its turn ran on this task).
     Done(Result<Payload>),
     /// It waits: for room in the queue, or for its turn's result. (Boxed: the call that
@@ -59,7 +59,7 @@ enum Local<'a> {
 
 /// Admits a local call, without waiting: an idle object runs it on this task, a busy one
 /// queues it.
-fn admit_local<'a>(
+pub(super) fn admit_local<'a>(
     server: &'a ObjectServer,
     call: ObjectCall<'_>,
     bound: &LocalBinding,
