@@ -63,7 +63,11 @@ pub(super) fn start<'a>(server: &'a ObjectServer, mut message: ObjectMessage<'a>
     let now = Instant::now();
     let deadline = now + message.timeout;
     let known = match server.resolver.cached(&message.key, now) {
-        Some(Resolution::Ready(routed)) if routed.route.owner.rid == server.env.route().rid => {
+        // (A route that found its object here leads here: no need to compare node IDs.)
+        Some(Resolution::Ready(routed))
+            if routed.route.local.is_bound()
+                || routed.route.owner.rid == server.env.route().rid =>
+        {
             let Routed { route, sending } = routed;
             let call = ObjectCall::of(&mut message);
             let request = call.kind == PacketKind::Request;

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use super::admission::{Admission, Prepared, Refusal};
 use super::lost_sends::LostReason;
 use super::mailbox::Refused;
-use super::object_job::ReplyTo;
+use super::object_job::{Recorded, ReplyTo};
 use super::remote::{decode_generation, CreateReply, CreateRequest};
 use super::server::ObjectServer;
 use crate::address::Outcome;
@@ -174,7 +174,7 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
     // The Spot's own task answers: no task waits here for the turn.
     let pending = call.into_pending();
     let reply = match recorder {
-        Some(recorder) => ReplyTo::Recorded { pending, recorder },
+        Some(recorder) => ReplyTo::Recorded(Box::new(Recorded { pending, recorder })),
         None => ReplyTo::Remote(pending),
     };
     let prepared = super::admission::prepare(

@@ -27,11 +27,15 @@ pub(crate) enum ReplyTo {
     Local(oneshot::Sender<Result<Payload>>),
     Remote(PendingReply),
     /// A request relayed here from an object's old owner: its result is recorded in the
-    /// Relocation Store as the reply leaves.
-    Recorded {
-        pending: PendingReply,
-        recorder: super::relocation::Recorder,
-    },
+    /// Relocation Store as the reply leaves. (Boxed: only relayed requests carry it, and
+    /// every job would otherwise be the size of the largest.)
+    Recorded(Box<Recorded>),
+}
+
+/// Where a relayed request's result goes, and how it is recorded.
+pub(crate) struct Recorded {
+    pub(crate) pending: PendingReply,
+    pub(crate) recorder: super::relocation::Recorder,
 }
 
 impl ReplyTo {
@@ -44,7 +48,8 @@ impl ReplyTo {
                 let _ = waiting.send(crate::mesh::as_replied(result));
             }
             ReplyTo::Remote(pending) => pending.finish(result.and_then(Payload::into_bytes)),
-            ReplyTo::Recorded { pending, recorder } => {
+            ReplyTo::Recorded(recorded) => {
+                let Recorded { pending, recorder } = *recorded;
                 recorder.reply_and_record(pending, result.and_then(Payload::into_bytes))
             }
         }

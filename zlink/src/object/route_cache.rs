@@ -66,6 +66,11 @@ impl<T> LocalBinding<T> {
         self.0.get().and_then(Weak::upgrade)
     }
 
+    /// Whether a call found the object here: the route's owner is this node.
+    pub(crate) fn is_bound(&self) -> bool {
+        self.0.get().is_some()
+    }
+
     /// Binds `live` (the first binding stays).
     pub(crate) fn bind(&self, live: &Arc<T>) {
         let _ = self.0.set(Arc::downgrade(live));

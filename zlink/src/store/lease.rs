@@ -132,7 +132,11 @@ impl AdmittingClaim {
     }
 
     fn nanos(&self, at: Instant) -> u64 {
-        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
+        let since = at.saturating_duration_since(self.epoch);
+        since
+            .as_secs()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(since.subsec_nanos()))
     }
 
     /// Publishes a new claim (by the one writer, under the status lock). The deadline is
