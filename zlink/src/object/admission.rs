@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::live_object::{LiveObject, TurnView};
-use super::object_job::{ObjectJob, ReplyTo};
+use super::object_job::{CallerWait, ObjectJob, ReplyTo};
 use super::relocation::{Held, Offer};
 use super::route_cache::LocalBinding;
 use super::route_switch::FOLLOW_BARRIER;
@@ -21,6 +21,16 @@ use crate::{Error, ErrorKind, Result};
 /// object, or cannot be reached), in the error detail both sides of the wire read.
 pub(super) const STALE_ROUTE: &str = "(stale route)";
 
+/// How a message fared at admission.
+#[allow(clippy::large_enum_variant)] // returned at once to the caller, which takes the job apart
+pub(super) enum Admitted {
+    /// Ready to run or queue.
+    Job(Prepared),
+    /// Held or relayed for an object leaving this node, or a follow barrier answered at
+    /// once: a caller on this node waits on `waiting` (`None`: answered already).
+    Taken { waiting: Option<CallerWait> },
+}
+
 /// A message ready to queue on an object this node owns.
 pub(super) struct Prepared {
     pub(super) live: Arc<LiveObject>,
@@ -28,6 +38,8 @@ pub(super) struct Prepared {
     pub(super) view: TurnView,
     pub(super) job: ObjectJob,
     pub(super) bytes: usize,
+    /// What a caller on this node waits on, if its reply had to be made a channel already.
+    pub(super) waiting: Option<CallerWait>,
 }
 
 /// Why a message was not admitted, with its reply capability so the caller answers.
@@ -106,7 +118,7 @@ pub(super) fn to_departure(
 pub(super) fn prepare(
     server: &ObjectServer,
     admission: Admission<'_>,
-) -> std::result::Result<Option<Prepared>, Refusal> {
+) -> std::result::Result<Admitted, Refusal> {
     let Admission {
         key,
         packet,
@@ -124,7 +136,12 @@ pub(super) fn prepare(
     // An object leaving this node: its hold (or, past relay-ready, its relay) takes the
     // message, on the old route only. `None`: it did; otherwise the message comes back.
     // (Only a message for a departing object pays for the move's copy of its names.)
-    let to_departure = |payload, metadata, reply, sender| {
+    let mut waiting = None;
+    let mut to_departure = |payload, metadata, mut reply, sender| {
+        // A caller on this node waits on the move's answer.
+        if waiting.is_none() {
+            waiting = ReplyTo::wait_for_caller(&mut reply);
+        }
         let held = Held {
             packet: Arc::from(packet),
             kind,
@@ -142,7 +159,7 @@ pub(super) fn prepare(
     };
     let (payload, metadata, reply) = if server.relocations.departures().get(key, &fence).is_some() {
         match to_departure(payload, metadata, reply, sender.clone()) {
-            None => return Ok(None),
+            None => return Ok(Admitted::Taken { waiting }),
             Some(back) => back,
         }
     } else {
@@ -154,7 +171,7 @@ pub(super) fn prepare(
         if let Some(reply) = reply {
             reply.send(Ok(Payload::default()));
         }
-        return Ok(None);
+        return Ok(Admitted::Taken { waiting });
     }
     let (live, handler, view) = match check_admission(server, key, packet, kind, fence, now, bound)
     {
@@ -163,7 +180,7 @@ pub(super) fn prepare(
         // made before it stops taking messages, so it is there now and takes this one.
         Err(error) if server.relocations.departures().get(key, &fence).is_some() => {
             return match to_departure(payload, metadata, reply, sender) {
-                None => Ok(None),
+                None => Ok(Admitted::Taken { waiting }),
                 Some((_, _, reply)) => Err(Refusal { error, reply }),
             };
         }
@@ -188,11 +205,12 @@ pub(super) fn prepare(
         deadline,
         reply,
     };
-    Ok(Some(Prepared {
+    Ok(Admitted::Job(Prepared {
         live,
         view,
         job,
         bytes,
+        waiting,
     }))
 }
 

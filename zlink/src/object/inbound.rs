@@ -5,7 +5,7 @@ use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 
-use super::admission::{Admission, Prepared, Refusal};
+use super::admission::{Admission, Admitted, Prepared, Refusal};
 use super::lost_sends::LostReason;
 use super::mailbox::Refused;
 use super::object_job::{Recorded, ReplyTo};
@@ -197,9 +197,9 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
     let Prepared {
         live, job, bytes, ..
     } = match prepared {
-        Ok(Some(prepared)) => prepared,
+        Ok(Admitted::Job(prepared)) => prepared,
         // Held or relayed for an object leaving this node.
-        Ok(None) => return,
+        Ok(Admitted::Taken { .. }) => return,
         Err(Refusal { error, reply }) => {
             if kind == PacketKind::Send {
                 let reason = match error.kind() {

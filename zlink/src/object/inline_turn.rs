@@ -23,7 +23,7 @@ use super::handler_turn::{answer, handler_turn};
 use super::instance::TurnName;
 use super::instance::{Instance, TurnInfo};
 use super::live_object::{LiveObject, TurnView};
-use super::object_job::{ObjectJob, ReplyTo};
+use super::object_job::{CallerWait, ObjectJob, ReplyTo};
 use crate::address::ObjectKind;
 use crate::call::BoxFuture;
 use crate::mesh::poll_once;
@@ -74,8 +74,9 @@ pub(crate) enum Inline {
     /// The handler ran here: a request's result as a remote caller would get it; a
     /// one-way's `Ok` (its handler's error is logged, as the loop does).
     Ran(Result<Payload>),
-    /// The turn began here and goes on in the loop, which answers the job's reply.
-    HandedOver,
+    /// The turn began here and goes on in the loop, which answers the job's reply (a
+    /// caller on this node waits on the receiver).
+    HandedOver(Option<CallerWait>),
     /// Not run here (the object is busy, closing, moving, or the calls nest too deep):
     /// the job comes back to be queued.
     Declined(ObjectJob),
@@ -148,11 +149,13 @@ pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes:
     let polled = poll_once(&mut turn);
     DEPTH.with(|d| d.set(depth));
     let Some((instance, result)) = polled else {
+        let mut reply = reply;
+        let waiting = ReplyTo::wait_for_caller(&mut reply);
         live.mailbox().hand_over(
             ObjectJob::HandedOver(HandedOver::Running { turn, reply, held }),
             lent.room,
         );
-        return Inline::HandedOver;
+        return Inline::HandedOver(waiting);
     };
     drop(held);
     let ended_normally = result.is_ok();

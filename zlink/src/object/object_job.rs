@@ -22,6 +22,10 @@ use crate::{Error, Result};
 /// Where a message's result goes: a waiting local caller, or the reply route of a request
 /// (or the in-flight permit of a send) that came over the mesh.
 pub(crate) enum ReplyTo {
+    /// The caller on this node whose task runs the turn: the result is its call's own, and
+    /// nothing waits elsewhere. Before the job can wait (queued, handed over, held by a
+    /// move) it becomes [`Local`](Self::Local) ([`ReplyTo::wait_for_caller`]).
+    Caller,
     /// A caller on this node, waiting on the other end under its own deadline (gone
     /// once it gave up).
     Local(oneshot::Sender<Result<Payload>>),
@@ -38,10 +42,27 @@ pub(crate) struct Recorded {
     pub(crate) recorder: super::relocation::Recorder,
 }
 
+/// What a caller on this node waits on for a job that could not finish on its task.
+pub(crate) type CallerWait = oneshot::Receiver<Result<Payload>>;
+
 impl ReplyTo {
+    /// A [`Caller`](Self::Caller) reply about to wait becomes a channel to the caller: the
+    /// receiver it waits on. (`None`: the reply waits somewhere already, or is no caller's.)
+    pub(crate) fn wait_for_caller(reply: &mut Option<ReplyTo>) -> Option<CallerWait> {
+        if !matches!(reply, Some(ReplyTo::Caller)) {
+            return None;
+        }
+        let (tx, rx) = oneshot::channel();
+        *reply = Some(ReplyTo::Local(tx));
+        Some(rx)
+    }
+
     /// Delivers the result, once.
     pub(crate) fn send(self, result: Result<Payload>) {
         match self {
+            // The caller took the result from its own turn (or the job never ran: then
+            // the caller was answered where it was refused).
+            ReplyTo::Caller => {}
             // A caller that gave up (deadline, cancellation) has no entry any more: the
             // late result is discarded. The reply it waits for is the value itself.
             ReplyTo::Local(waiting) => {
@@ -129,6 +150,14 @@ pub(crate) enum Resume {
 }
 
 impl ObjectJob {
+    /// [`ReplyTo::wait_for_caller`] for a message's reply.
+    pub(crate) fn wait_for_caller(&mut self) -> Option<CallerWait> {
+        match self {
+            ObjectJob::Message { reply, .. } => ReplyTo::wait_for_caller(reply),
+            _ => None,
+        }
+    }
+
     /// Completes a job that will not run, exactly once, with `error`.
     pub(crate) fn refuse(self, error: Error) {
         match self {

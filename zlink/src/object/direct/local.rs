@@ -10,12 +10,12 @@ use super::ObjectCall;
 use crate::address::ObjectKey;
 use crate::call::BoxFuture;
 use crate::handler::PacketKind;
-use crate::object::admission::{prepare, to_departure, Admission, Prepared};
+use crate::object::admission::{prepare, to_departure, Admission, Admitted, Prepared};
 use crate::object::env::ObjectEnv;
 use crate::object::inline_turn::{self, Inline};
 use crate::object::live_object::LiveObject;
 use crate::object::mailbox::Refused;
-use crate::object::object_job::{ObjectJob, ReplyTo};
+use crate::object::object_job::{CallerWait, ObjectJob, ReplyTo};
 use crate::object::owner_link::node_stopping;
 use crate::object::route_cache::LocalBinding;
 use crate::object::server::ObjectServer;
@@ -69,24 +69,21 @@ pub(super) fn admit_local<'a>(
 ) -> Local<'a> {
     let request = call.kind == PacketKind::Request;
     // A request's result comes back through the object's turn, straight to this caller:
-    // no table entry, and the one deadline is this call's own.
-    let (tx, rx) = if request {
-        if server.env.is_stopping() {
-            return Local::Done(Err(node_stopping()));
-        }
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let wait = LocalWait {
-            reply: rx,
+    // no table entry, and the one deadline is this call's own. A turn run on this task
+    // hands it over as a value; only a call that waits gets a channel to wait on.
+    if request && server.env.is_stopping() {
+        return Local::Done(Err(node_stopping()));
+    }
+    let wait = |reply: Option<CallerWait>| {
+        reply.map(|reply| LocalWait {
+            reply,
             deadline,
             timeout: call.timeout,
-        };
-        (Some(ReplyTo::Local(tx)), Some(wait))
-    } else {
-        (None, None)
+        })
     };
     // Only a call that waits needs its own copy of the ID.
     let key = call.key;
-    let waits = |rx| Local::Waits(Box::pin(wait_local(&server.env, rx, key.clone())));
+    let waits = |rx| Local::Waits(Box::pin(wait_local(&server.env, wait(rx), key.clone())));
     let prepared = prepare(
         server,
         Admission {
@@ -98,27 +95,28 @@ pub(super) fn admit_local<'a>(
             fence,
             now,
             deadline: Some(deadline),
-            reply: tx,
+            reply: request.then_some(ReplyTo::Caller),
             sender: None,
             hops: 0,
             bound: Some(bound),
         },
     );
     let prepared = match prepared {
-        Ok(prepared) => prepared,
+        Ok(Admitted::Job(prepared)) => prepared,
+        Ok(Admitted::Taken { waiting }) => {
+            // The object is leaving this node: its hold or relay took the message.
+            left_here(server, call.key, fence);
+            return waits(waiting);
+        }
         Err(refusal) => return Local::Done(Err(refusal.error)),
     };
-    let Some(Prepared {
+    let Prepared {
         live,
         view,
         job,
         bytes,
-    }) = prepared
-    else {
-        // The object is leaving this node: its hold or relay took the message.
-        left_here(server, call.key, fence);
-        return waits(rx);
-    };
+        waiting,
+    } = prepared;
     // A request to an object behind the gate this very turn holds would wait for itself.
     if request && live.gate_held_by_caller() {
         return Local::Done(Err(Error::new(
@@ -126,11 +124,12 @@ pub(super) fn admit_local<'a>(
             format!("{} shares this handler's execution gate (a SpotWide Spot and its members): a request to it would wait for itself; send it one way instead", call.key),
         )));
     }
-    let job = match inline_turn::run(&live, view, job, bytes) {
+    let mut job = match inline_turn::run(&live, view, job, bytes) {
         Inline::Ran(result) => return Local::Done(result),
-        Inline::HandedOver => return waits(rx),
+        Inline::HandedOver(handed) => return waits(handed.or(waiting)),
         Inline::Declined(job) => job,
     };
+    let rx = waiting.or_else(|| job.wait_for_caller());
     // A request does not wait for room: it is queued now or refused.
     if request {
         return match live.try_deliver(job, bytes) {
@@ -216,7 +215,7 @@ fn left_here(server: &ObjectServer, key: &ObjectKey, fence: RouteFence) {
 
 /// A local request waiting for its result.
 struct LocalWait {
-    reply: tokio::sync::oneshot::Receiver<Result<Payload>>,
+    reply: CallerWait,
     deadline: Instant,
     timeout: Duration,
 }
