@@ -96,6 +96,12 @@ object_name!(
 );
 
 impl SpotId {
+    /// The same ID in an allocation of its own: what an object keeps when every turn
+    /// clones it, so that no other object's turns write the same reference count.
+    pub(crate) fn own_copy(&self) -> Self {
+        SpotId(Arc::from(&*self.0))
+    }
+
     /// A Spot ID an application chose: in bounds, and not in the reserved Entry Spot format
     /// (checked before any store reservation or factory).
     pub fn chosen(text: &str) -> Result<Self, IdError> {
@@ -284,5 +290,13 @@ mod tests {
         let worst = ObjectKey::from(&SpotId::new(&"%".repeat(255)).unwrap());
         assert_eq!(worst.authority_group().len(), 776);
         assert_eq!(key.authority_record().group, key.generations_record().group);
+    }
+
+    #[test]
+    fn an_own_copy_is_the_same_id_in_its_own_allocation() {
+        let shared = SpotId::new("room-1").unwrap();
+        let copy = shared.own_copy();
+        assert_eq!(copy, shared);
+        assert!(!Arc::ptr_eq(&copy.0, &shared.0));
     }
 }

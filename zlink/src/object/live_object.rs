@@ -263,7 +263,8 @@ impl LiveObject {
     }
 
     pub(crate) fn set_membership(&self, spot: Option<SpotId>) {
-        self.state().membership = spot;
+        // Every turn clones it: a copy of its own, not the count all members share.
+        self.state().membership = spot.as_ref().map(SpotId::own_copy);
         self.view_changes.fetch_add(1, Ordering::AcqRel);
     }
 
