@@ -33,7 +33,7 @@ pub(crate) struct ObjectCall<'a> {
     pub(crate) key: &'a ObjectKey,
     pub(crate) packet: &'a str,
     pub(crate) payload: Payload,
-    pub(crate) metadata: &'a Metadata,
+    pub(crate) metadata: Metadata,
     pub(crate) kind: PacketKind,
     /// The whole call's budget: resolve, queue, handler and reply.
     pub(crate) timeout: Duration,
@@ -48,7 +48,7 @@ impl<'a> ObjectCall<'a> {
             key: &message.key,
             packet: message.packet,
             payload: std::mem::take(&mut message.payload),
-            metadata: &message.metadata,
+            metadata: std::mem::take(&mut message.metadata),
             kind: message.kind,
             timeout: message.timeout,
             send_timeout: message.send_timeout,
@@ -222,7 +222,7 @@ pub(super) async fn call_remote(
         call.kind,
         call.packet,
         fence,
-        call.metadata,
+        &call.metadata,
         call.payload.into_bytes()?,
     );
     match call.kind {

@@ -2,16 +2,14 @@
 //! on the owner's node), and the delivery of its result.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::task::Poll;
 
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use super::instance::{Instance, TurnInfo};
-use super::live_object::Gate;
 use super::object_job::ReplyTo;
-use super::turn_gate;
+use super::turn_gate::{self, TurnGate};
 use crate::address::ObjectKey;
 use crate::wire::Payload;
 use crate::{Error, ErrorKind, Result};
@@ -33,7 +31,7 @@ pub(super) async fn caught<T>(work: impl std::future::Future<Output = T>) -> Res
 /// dropped at its end.
 pub(super) async fn handler_turn(
     instance: &mut dyn Instance,
-    gate: Arc<Gate>,
+    gate: TurnGate,
     cancel: &CancellationToken,
     ctx: TurnInfo,
     handler: usize,

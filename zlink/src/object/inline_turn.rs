@@ -92,13 +92,12 @@ pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes:
     }
     let TurnView {
         gate,
-        shared,
         membership,
         generation,
         changes,
     } = view;
     // A gate other objects take too is locked for the turn, if it is free now.
-    let held = match shared.then(|| gate.clone().try_lock_owned()) {
+    let held = match gate.shared().map(|shared| shared.clone().try_lock_owned()) {
         None => None,
         Some(Ok(held)) => Some(held),
         Some(Err(_)) => return Inline::Declined(job),

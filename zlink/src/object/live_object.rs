@@ -20,7 +20,8 @@ use super::object_job::{Arrived, ObjectJob, ObjectMailbox};
 use super::object_type::{Factory, TypeDef};
 use super::server::ObjectServer;
 use super::stop_list::{Halt, StopList};
-use super::turn_loop::{in_a_turn, turn_holds, TurnLoop};
+use super::turn_gate::TurnGate;
+use super::turn_loop::TurnLoop;
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::handler::{PacketKind, WeakHandle};
 use crate::store::{LeaseToken, OwnerId, OwnerLease};
@@ -30,8 +31,8 @@ use crate::{Error, ErrorKind};
 
 /// What a turn starts from ([`LiveObject::turn_view`]).
 pub(crate) struct TurnView {
-    pub(crate) gate: Arc<Gate>,
-    pub(crate) shared: bool,
+    /// The gate its turn holds (locked only when other objects take it too).
+    pub(crate) gate: TurnGate,
     pub(crate) membership: Option<SpotId>,
     /// Its ObjectGeneration.
     pub(crate) generation: u64,
@@ -213,13 +214,6 @@ impl LiveObject {
         self.mailbox.put_back(backlog, held);
     }
 
-    /// Whether the running turn holds this object's gate: a request to it from there
-    /// would wait for itself.
-    pub(crate) fn gate_held_by_caller(&self) -> bool {
-        // Outside every turn (a plain task), no gate is held: no need to read this one's.
-        in_a_turn() && turn_holds(&self.gate())
-    }
-
     /// Its mailbox.
     pub(super) fn mailbox(&self) -> &Arc<ObjectMailbox> {
         &self.mailbox
@@ -376,11 +370,13 @@ impl LiveObject {
     }
 
     fn view_of(&self, state: &ObjectState) -> TurnView {
-        let gate = state.gate.clone();
-        let shared = self.key.kind == ObjectKind::Spot || !Arc::ptr_eq(&gate, &self.own_gate);
+        let shared = self.key.kind == ObjectKind::Spot || !Arc::ptr_eq(&state.gate, &self.own_gate);
         TurnView {
-            gate,
-            shared,
+            gate: if shared {
+                TurnGate::Shared(state.gate.clone())
+            } else {
+                TurnGate::own(&state.gate)
+            },
             membership: state.membership.clone(),
             generation: state.authority.record.fence.object_generation,
             changes: self.view_changes.load(Ordering::Acquire),

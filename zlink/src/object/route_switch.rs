@@ -58,12 +58,11 @@ pub(super) fn begin(server: &Arc<ObjectServer>, start: SwitchStart) -> Switch {
 async fn barrier(server: &Arc<ObjectServer>, from: &ReadyRoute) -> Result<Payload> {
     let node = server.env.owner_link().node()?;
     let settings = node.settings();
-    let metadata = Metadata::new();
     let call = ObjectCall {
         key: &from.key,
         packet: FOLLOW_BARRIER,
         payload: Payload::default(),
-        metadata: &metadata,
+        metadata: Metadata::new(),
         kind: PacketKind::Request,
         timeout: settings.request_timeout,
         send_timeout: settings.send_timeout,

@@ -20,10 +20,50 @@ fn address(gate: &Arc<Gate>) -> usize {
     Arc::as_ptr(gate) as usize
 }
 
-/// Runs `turn` holding `gate`: while it is polled, [`holds`] says so (the `Arc` keeps
-/// the address from being reused meanwhile).
-pub(crate) async fn scope<F: Future>(gate: Arc<Gate>, turn: F) -> F::Output {
-    let held = address(&gate);
+/// The gate a turn holds.
+#[derive(Clone)]
+pub(crate) enum TurnGate {
+    /// An Actor's own gate, which no other object takes (its loop's turns are serial
+    /// already): known by its address alone. The object owns it, and whatever drives the
+    /// turn holds the object, so the address is not reused while the turn runs; no turn
+    /// writes its reference count.
+    Own(usize),
+    /// A gate other objects take too (a Spot's own, which its SpotWide members share, or a
+    /// SpotWide Spot's for a member): locked for the turn.
+    Shared(Arc<Gate>),
+}
+
+impl TurnGate {
+    /// `gate`, owned by the object alone.
+    pub(crate) fn own(gate: &Arc<Gate>) -> Self {
+        TurnGate::Own(address(gate))
+    }
+
+    fn address(&self) -> usize {
+        match self {
+            TurnGate::Own(address) => *address,
+            TurnGate::Shared(gate) => address(gate),
+        }
+    }
+
+    /// The gate to lock for the turn, if other objects take it too.
+    pub(crate) fn shared(&self) -> Option<&Arc<Gate>> {
+        match self {
+            TurnGate::Own(_) => None,
+            TurnGate::Shared(gate) => Some(gate),
+        }
+    }
+
+    /// Whether the code running now is a turn behind this gate.
+    pub(crate) fn held_here(&self) -> bool {
+        HELD.with(Cell::get) == self.address()
+    }
+}
+
+/// Runs `turn` holding `gate`: while it is polled, [`holds`] says so (a shared gate's
+/// `Arc`, or the object that owns its own, keeps the address from being reused meanwhile).
+pub(crate) async fn scope<F: Future>(gate: TurnGate, turn: F) -> F::Output {
+    let held = gate.address();
     let mut turn = std::pin::pin!(turn);
     let output = std::future::poll_fn(move |cx| {
         let _marked = Marked::set(held);
@@ -54,12 +94,14 @@ impl Drop for Marked {
 }
 
 /// Whether the code running now is inside a turn at all.
-pub(crate) fn in_a_turn() -> bool {
+#[cfg(test)]
+fn in_a_turn() -> bool {
     HELD.with(Cell::get) != 0
 }
 
 /// Whether the running turn holds `gate`.
-pub(crate) fn holds(gate: &Arc<Gate>) -> bool {
+#[cfg(test)]
+fn holds(gate: &Arc<Gate>) -> bool {
     HELD.with(Cell::get) == address(gate)
 }
 
@@ -71,9 +113,12 @@ mod tests {
     async fn a_turn_holds_its_gate_only_while_it_runs_and_nested_turns_put_it_back() {
         let (outer, inner) = (Arc::new(Gate::new(())), Arc::new(Gate::new(())));
         assert!(!in_a_turn());
-        let seen = scope(outer.clone(), async {
+        let seen = scope(TurnGate::Shared(outer.clone()), async {
             let before = (holds(&outer), holds(&inner));
-            let nested = scope(inner.clone(), async { (holds(&outer), holds(&inner)) }).await;
+            let nested = scope(TurnGate::Own(address(&inner)), async {
+                (holds(&outer), holds(&inner))
+            })
+            .await;
             tokio::task::yield_now().await;
             (before, nested, holds(&outer), in_a_turn())
         })
@@ -89,7 +134,7 @@ mod tests {
     async fn a_task_polled_between_a_turns_polls_holds_nothing() {
         let gate = Arc::new(Gate::new(()));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let turn = tokio::spawn(scope(gate.clone(), async move {
+        let turn = tokio::spawn(scope(TurnGate::Shared(gate.clone()), async move {
             let _ = rx.await;
             in_a_turn()
         }));
@@ -106,9 +151,25 @@ mod tests {
     fn a_panicking_turn_puts_the_mark_back() {
         let gate = Arc::new(Gate::new(()));
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            futures::executor::block_on(scope(gate.clone(), async { panic!("a handler") }))
+            futures::executor::block_on(scope(TurnGate::Shared(gate.clone()), async {
+                panic!("a handler")
+            }))
         }));
         assert!(panicked.is_err());
         assert!(!in_a_turn());
+    }
+
+    #[tokio::test]
+    async fn an_own_gate_is_held_by_its_address_as_a_shared_one_by_its_reference() {
+        let gate = Arc::new(Gate::new(()));
+        let (own, shared) = (TurnGate::own(&gate), TurnGate::Shared(gate.clone()));
+        assert!(own.shared().is_none() && shared.shared().is_some());
+        assert_eq!(Arc::strong_count(&gate), 2, "an own gate takes no count");
+        assert!(!own.held_here() && !shared.held_here());
+        let inside = scope(own.clone(), async { (own.held_here(), shared.held_here()) }).await;
+        assert_eq!(inside, (true, true), "the same gate, however it is named");
+        let other = Arc::new(Gate::new(()));
+        let elsewhere = scope(TurnGate::own(&other), async { own.held_here() }).await;
+        assert!(!elsewhere);
     }
 }

@@ -21,13 +21,11 @@ use super::relocation::seal::{self, SealOutcome};
 use super::server::ObjectServer;
 use super::spot::ClosingReason;
 use super::timer::Timers;
-use super::turn_gate;
+use super::turn_gate::{self, TurnGate};
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::handler::WeakHandle;
 use crate::wire::Metadata;
 use crate::{Error, ErrorKind};
-
-pub(super) use super::turn_gate::{holds as turn_holds, in_a_turn};
 
 /// How long `on_closing` may run when the object is stopped (its node stops, or its close
 /// gave up waiting): a stuck hook never holds a node's shutdown.
@@ -179,22 +177,21 @@ impl TurnLoop {
                 // One turn at a time among the objects sharing the gate. A gate no other object
                 // can take (an Actor's own) needs no lock: this loop's turns are serial already.
                 let TurnView {
-                    gate,
-                    shared,
-                    membership,
-                    ..
+                    gate, membership, ..
                 } = self.object.turn_view();
                 // An uncontended gate (every object but a busy SpotWide member) is taken at once.
-                let held = match shared.then(|| gate.clone().try_lock_owned()) {
+                let held = match gate.shared() {
                     None => None,
-                    Some(Ok(held)) => Some(held),
-                    Some(Err(_)) => tokio::select! {
-                        biased;
-                        _ = self.cancel.cancelled() => {
-                            job.refuse(Error::new(ErrorKind::ShuttingDown, "the object stopped before the message ran"));
-                            return self.stop().await;
-                        }
-                        held = gate.clone().lock_owned() => Some(held),
+                    Some(shared) => match shared.clone().try_lock_owned() {
+                        Ok(held) => Some(held),
+                        Err(_) => tokio::select! {
+                            biased;
+                            _ = self.cancel.cancelled() => {
+                                job.refuse(Error::new(ErrorKind::ShuttingDown, "the object stopped before the message ran"));
+                                return self.stop().await;
+                            }
+                            held = shared.clone().lock_owned() => Some(held),
+                        },
                     },
                 };
                 match job {
@@ -226,7 +223,7 @@ impl TurnLoop {
                         self.member(&gate, held, event, done).await
                     }
                     ObjectJob::Relocate { captured, resume } => {
-                        self.relocate(&gate, held, captured, resume).await
+                        self.relocate(held, captured, resume).await
                     }
                     ObjectJob::Close { reason, done } => {
                         return self.close(&gate, turn, held, reason, done).await;
@@ -351,7 +348,7 @@ impl TurnLoop {
     /// A handler call; its result is the reply (requests) or is logged (one-ways).
     async fn message(
         &mut self,
-        gate: Arc<Gate>,
+        gate: TurnGate,
         held: Option<OwnedMutexGuard<()>>,
         ctx: TurnInfo,
         handler: usize,
@@ -376,7 +373,7 @@ impl TurnLoop {
     /// A timer tick, unless its timer was cancelled after it was queued.
     async fn tick(
         &mut self,
-        gate: &Arc<Gate>,
+        gate: &TurnGate,
         held: Option<OwnedMutexGuard<()>>,
         tick: super::timer::TimerTick,
         done: oneshot::Sender<()>,
@@ -412,7 +409,7 @@ impl TurnLoop {
     /// A Spot decides on a member event (a Join or a leave of one of its Actors).
     async fn member(
         &mut self,
-        gate: &Arc<Gate>,
+        gate: &TurnGate,
         held: Option<OwnedMutexGuard<()>>,
         event: MemberEvent,
         done: oneshot::Sender<super::membership::JoinDecision>,
@@ -442,7 +439,6 @@ impl TurnLoop {
     /// work after a cancelled move, the end of this loop after one that handed it over.
     async fn relocate(
         &mut self,
-        gate: &Arc<Gate>,
         held: Option<OwnedMutexGuard<()>>,
         captured: oneshot::Sender<Captured>,
         resume: oneshot::Receiver<Resume>,
@@ -465,7 +461,8 @@ impl TurnLoop {
                 self.timer_stop.cancel();
                 // The instance a Spot left behind hears its last turn.
                 if self.key().kind == ObjectKind::Spot {
-                    self.last_hook(gate, ClosingReason::RelocationOut).await;
+                    self.last_hook(&self.object.gate(), ClosingReason::RelocationOut)
+                        .await;
                 }
                 Step::End(Some((
                     ErrorKind::Unavailable,
@@ -479,7 +476,7 @@ impl TurnLoop {
     /// it is done.
     async fn close(
         mut self,
-        gate: &Arc<Gate>,
+        gate: &TurnGate,
         turn: Turn<ObjectJob, Box<dyn Instance>>,
         held: Option<OwnedMutexGuard<()>>,
         reason: ClosingReason,
@@ -513,7 +510,8 @@ impl TurnLoop {
         let instance = &mut self.instance;
         let last_turn = async {
             let _held = gate.lock().await;
-            turn_gate::scope(gate.clone(), caught(instance.on_closing(ctx, reason))).await
+            let marked = TurnGate::Shared(gate.clone());
+            turn_gate::scope(marked, caught(instance.on_closing(ctx, reason))).await
         };
         if tokio::time::timeout(STOPPING_HOOK_LIMIT, last_turn)
             .await
@@ -592,7 +590,7 @@ impl TurnLoop {
         };
         if let Some(turn) = self.hook_info() {
             let completed = turn_gate::scope(
-                gate.clone(),
+                TurnGate::Shared(gate.clone()),
                 caught(self.instance.on_join_completed(turn, outcome)),
             );
             tokio::select! {

@@ -24,8 +24,7 @@ use crate::{Error, ErrorKind, Result};
 
 /// What a local caller's metadata looks like to the handler: as a remote caller's, the
 /// framework's own relay key never reaches it.
-fn local_metadata(metadata: &Metadata) -> Metadata {
-    let mut metadata = metadata.clone();
+fn local_metadata(mut metadata: Metadata) -> Metadata {
     metadata.remove(crate::object::relocation::RELAY_ID_KEY);
     metadata
 }
@@ -118,7 +117,7 @@ pub(super) fn admit_local<'a>(
         waiting,
     } = prepared;
     // A request to an object behind the gate this very turn holds would wait for itself.
-    if request && live.gate_held_by_caller() {
+    if request && view.gate.held_here() {
         return Local::Done(Err(Error::new(
             ErrorKind::InvalidOperation,
             format!("{} shares this handler's execution gate (a SpotWide Spot and its members): a request to it would wait for itself; send it one way instead", call.key),
