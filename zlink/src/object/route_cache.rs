@@ -66,6 +66,19 @@ impl<T> LocalBinding<T> {
         self.0.get().and_then(Weak::upgrade)
     }
 
+    /// Takes over `earlier`'s binding, if this one has none.
+    fn keep_binding_of(&self, earlier: &LocalBinding<T>) {
+        if let Some(found) = earlier.0.get() {
+            let _ = self.0.set(found.clone());
+        }
+    }
+
+    /// Marks the route as leading here without an object (what a unit test can make).
+    #[cfg(test)]
+    pub(crate) fn bind_nothing(&self) {
+        let _ = self.0.set(Weak::new());
+    }
+
     /// Whether a call found the object here: the route's owner is this node.
     pub(crate) fn is_bound(&self) -> bool {
         self.0.get().is_some()
@@ -214,9 +227,17 @@ impl Lane {
     }
 
     fn routed(&self) -> Routed {
+        // A route that found its object here is not counted: what is sent on it is in
+        // the object's queue, or in its move's hold, once the call returns, and a switch
+        // away from it always sends the barrier through that hold.
+        let sending = if self.route.local.is_bound() {
+            Sending::uncounted()
+        } else {
+            self.traffic.start()
+        };
         Routed {
             route: self.route.clone(),
-            sending: self.traffic.start(),
+            sending,
         }
     }
 
@@ -369,6 +390,9 @@ impl RouteCache {
                 lane.cached_until = cache_until.max(lane.cached_until);
             }
             lane.remember_until = lane.remember_until.max(now + memory);
+            // The same authority read again: a route that led here still does (its calls
+            // were not counted, so the lane must keep sending its barrier on a switch).
+            route.local.keep_binding_of(&lane.route.local);
             lane.route = route;
             return Admitted::Use(lane.routed());
         }
@@ -376,7 +400,7 @@ impl RouteCache {
             // A read that began before this node learnt of a later owner.
             return Admitted::Use(lane.routed());
         }
-        if lane.traffic.settled() {
+        if !lane.route.local.is_bound() && lane.traffic.settled() {
             // Nothing sent on the old route can still be on its way: no barrier.
             *lane = Lane::new(route, cache_until, now + memory);
             return Admitted::Use(lane.routed());

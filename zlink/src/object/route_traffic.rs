@@ -25,7 +25,7 @@ impl RouteTraffic {
     pub(super) fn start(self: &Arc<Self>) -> Sending {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         Sending {
-            traffic: self.clone(),
+            traffic: Some(self.clone()),
             epoch: self.unconfirmed.load(Ordering::Acquire),
             arrived: false,
         }
@@ -43,18 +43,29 @@ impl RouteTraffic {
 /// misses a call that is about to send on the old route.
 #[derive(Debug)]
 pub(crate) struct Sending {
-    traffic: Arc<RouteTraffic>,
+    /// `None`: a call on a route that leads to this node, which is not counted (a switch
+    /// away from such a route always sends its barrier, through this node's own move).
+    traffic: Option<Arc<RouteTraffic>>,
     epoch: u64,
     arrived: bool,
 }
 
 impl Sending {
+    /// A call that is not counted.
+    pub(super) fn uncounted() -> Self {
+        Sending {
+            traffic: None,
+            epoch: 0,
+            arrived: true,
+        }
+    }
+
     /// A request's reply came back: it, and everything sent on the route before it
     /// started, arrived.
     pub(crate) fn replied(mut self) {
-        self.traffic
-            .confirmed
-            .fetch_max(self.epoch, Ordering::AcqRel);
+        if let Some(traffic) = &self.traffic {
+            traffic.confirmed.fetch_max(self.epoch, Ordering::AcqRel);
+        }
         self.arrived = true;
     }
 
@@ -66,10 +77,13 @@ impl Sending {
 
 impl Drop for Sending {
     fn drop(&mut self) {
+        let Some(traffic) = &self.traffic else {
+            return;
+        };
         if !self.arrived {
-            self.traffic.unconfirmed.fetch_add(1, Ordering::AcqRel);
+            traffic.unconfirmed.fetch_add(1, Ordering::AcqRel);
         }
-        self.traffic.in_flight.fetch_sub(1, Ordering::AcqRel);
+        traffic.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -345,3 +345,34 @@ fn every_shard_of_a_full_size_cache_hears_an_owner_leave() {
     assert!(routes.iter().all(|r| hit(&cache, &r.key, now).is_none()));
     assert_eq!(cache.lanes_len(), 200, "the lanes are remembered");
 }
+
+#[test]
+fn a_route_that_leads_here_is_not_counted_and_a_switch_from_it_always_sends_the_barrier() {
+    let cache = cache();
+    let now = Instant::now();
+    let here = route("r", 1, 1);
+    let Admitted::Use(first) = cache.admit(here.clone(), now, Some(now + AGE)) else {
+        panic!("a new lane is used at once");
+    };
+    // Its first call finds the object on this node: the route is bound.
+    here.local.bind_nothing();
+    first.sending.replied();
+    // The same authority read again keeps the binding (its one-ways were not counted).
+    let again = route("r", 1, 1);
+    assert_eq!(
+        used(cache.admit(again.clone(), now, Some(now + AGE))),
+        again
+    );
+    assert!(again.local.is_bound(), "a route that led here still does");
+    // A replied request on it confirms nothing a switch could rely on ...
+    let Lookup::Hit(request) = cache.get(&again.key, now) else {
+        panic!("cached");
+    };
+    request.sending.replied();
+    cache.stale(&again);
+    // ... so a later owner is used only after the barrier down it.
+    assert!(matches!(
+        cache.admit(route("r", 1, 2), now, Some(now + AGE)),
+        Admitted::Switch(_)
+    ));
+}
