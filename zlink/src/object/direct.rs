@@ -42,7 +42,7 @@ pub(crate) struct ObjectCall<'a> {
 }
 
 impl<'a> ObjectCall<'a> {
-    /// The call `message` makes (its payload moves; the rest is borrowed).
+    /// The call `message` makes (its payload and metadata move; the key is borrowed).
     fn of(message: &'a mut ObjectMessage<'_>) -> Self {
         ObjectCall {
             key: &message.key,

@@ -29,6 +29,9 @@ fn local_metadata(mut metadata: Metadata) -> Metadata {
     metadata
 }
 
+/// A call to an object on this node made from a future: after a store read, a route
+/// switch, or as a switch's barrier (a call that finds its route cached goes through
+/// [`admit_local`] straight from [`start`](super::start)).
 pub(in crate::object) async fn call_local(
     server: &ObjectServer,
     call: ObjectCall<'_>,
