@@ -7,7 +7,7 @@
 //! delay is absorbed by anchoring on the time before the request, and the margin keeps the
 //! old owner quiet before a new one can take over.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -113,19 +113,30 @@ pub(crate) struct OwnerLease {
 /// The claim that admits new work and until when, readable without the status lock: every
 /// message to an object reads it, on every worker, and a lock (even a read lock) would be
 /// a write to one cache line that all of them share.
+///
+/// A sequence lock: the one writer (under the status lock) makes the sequence odd, writes
+/// the pair, and makes it even again; a reader takes a pair read between two equal, even
+/// sequence values, so a renewal's new deadline is never seen half-written, nor with the
+/// claim before it. A reader that keeps meeting writes reads the status instead.
 struct AdmittingClaim {
     /// Deadlines are kept as nanoseconds after this instant.
     epoch: Instant,
+    /// Even while the pair is stable; odd while it is written.
+    sequence: AtomicU64,
     /// The claim's generation (0: none).
     generation: AtomicU64,
     /// Its admission deadline (0: none).
     deadline: AtomicU64,
 }
 
+/// How many writes a reader meets before it takes the status lock.
+const CLAIM_READ_TRIES: usize = 32;
+
 impl AdmittingClaim {
     fn new() -> Self {
         AdmittingClaim {
             epoch: Instant::now(),
+            sequence: AtomicU64::new(0),
             generation: AtomicU64::new(0),
             deadline: AtomicU64::new(0),
         }
@@ -139,23 +150,38 @@ impl AdmittingClaim {
             .saturating_add(u64::from(since.subsec_nanos()))
     }
 
-    /// Publishes a new claim (by the one writer, under the status lock). The deadline is
-    /// withdrawn first and given last, so a reader that sees one generation before and
-    /// after its read of the deadline read that generation's deadline, or none.
+    /// Publishes a claim (by the one writer, under the status lock).
     fn set(&self, generation: Option<u64>, deadline: Option<Instant>) {
-        self.deadline.store(0, Ordering::Release);
-        self.generation
-            .store(generation.unwrap_or(0), Ordering::Release);
         let deadline = deadline.map_or(0, |at| self.nanos(at).max(1));
-        self.deadline.store(deadline, Ordering::Release);
+        let sequence = self.sequence.load(Ordering::Relaxed);
+        self.sequence
+            .store(sequence.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        self.generation
+            .store(generation.unwrap_or(0), Ordering::Relaxed);
+        self.deadline.store(deadline, Ordering::Relaxed);
+        self.sequence
+            .store(sequence.wrapping_add(2), Ordering::Release);
     }
 
-    /// The generation of the claim that admits work at `now`, if one does.
-    fn at(&self, now: Instant) -> Option<u64> {
-        let generation = self.generation.load(Ordering::Acquire);
-        let deadline = self.deadline.load(Ordering::Acquire);
-        let again = self.generation.load(Ordering::Acquire);
-        (generation != 0 && generation == again && self.nanos(now) < deadline).then_some(generation)
+    /// The generation of the claim that admits work at `now` (`Some(None)`: none does);
+    /// `None` when every try met a write.
+    fn at(&self, now: Instant) -> Option<Option<u64>> {
+        for _ in 0..CLAIM_READ_TRIES {
+            let before = self.sequence.load(Ordering::Acquire);
+            if before % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let generation = self.generation.load(Ordering::Relaxed);
+            let deadline = self.deadline.load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
+            if self.sequence.load(Ordering::Relaxed) == before {
+                let admits = generation != 0 && self.nanos(now) < deadline;
+                return Some(admits.then_some(generation));
+            }
+        }
+        None
     }
 }
 
@@ -192,9 +218,18 @@ impl OwnerLease {
         now: Instant,
         check: impl FnOnce(&OwnerId, u64) -> bool,
     ) -> bool {
-        self.admitting
-            .at(now)
-            .is_some_and(|generation| check(&self.owner, generation))
+        match self.admitting.at(now) {
+            Some(claim) => claim.is_some_and(|generation| check(&self.owner, generation)),
+            // Every look met a write: the status, under its lock.
+            None => {
+                let status = self.status.borrow();
+                status.admits_new_work_at(now)
+                    && status
+                        .token
+                        .as_ref()
+                        .is_some_and(|token| check(&token.owner, token.generation))
+            }
+        }
     }
 
     pub(crate) fn admitting_token(&self) -> Option<LeaseToken> {
@@ -412,6 +447,41 @@ mod tests {
         assert!(
             !lease.admits_at(now, |_, _| false),
             "the check has the last word"
+        );
+    }
+
+    #[test]
+    fn a_renewal_never_shows_a_reader_a_moment_without_the_claim() {
+        let lease = OwnerLease::new(OwnerLeaseSettings::default());
+        let token = LeaseToken {
+            owner: lease.status().owner,
+            generation: 7,
+        };
+        let start = Instant::now();
+        lease.set(Some(token.clone()), Some(start + Duration::from_secs(10)));
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let refused = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..2 {
+                scope.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        if !lease.admits_at(start, |_, generation| generation == 7) {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+            // Renewals of the same claim, each with a later deadline.
+            for i in 0..20_000u64 {
+                let deadline = start + Duration::from_secs(10) + Duration::from_micros(i);
+                lease.set(Some(token.clone()), Some(deadline));
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert_eq!(
+            refused.into_inner(),
+            0,
+            "a reader saw the claim missing mid-renewal"
         );
     }
 }
