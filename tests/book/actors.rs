@@ -2,8 +2,6 @@
 //! with `#[zlink::actor]`, created in its node's Entry Spot, called by ID from another
 //! node, joining a table Spot on its node and leaving it, over real TCP on 127.0.0.1.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 use zlink::Runtime;
 
@@ -154,25 +152,12 @@ async fn actors_chapter() -> zlink::Result<()> {
         .start()
         .await?;
     // ANCHOR_END: nodes
-    gateway
-        .nodes()
-        .wait_for(Duration::from_secs(5), |peers| peers.len() == 1)
-        .await?;
-    zlink_testkit::wait_until(
-        Duration::from_secs(5),
-        "the gateway sees the game server",
-        || async {
-            gateway
-                .discovery()
-                .status()
-                .is_some_and(|s| s.members.iter().any(|m| !m.actor_types.is_empty()))
-        },
-    )
-    .await;
 
     // ANCHOR: create
     use zlink::object::ActorCreation;
 
+    // Wait until placement can pick a node for Players, then create one.
+    gateway.actors().ready(Player::STABLE_TYPE, 1).await?;
     let ana = gateway.actors().create("ana", Player::STABLE_TYPE).await?;
     assert_eq!(ana.rid, "game-1");
     let again = gateway

@@ -2,8 +2,6 @@
 //! `#[zlink::spot]`, created through the Location Store and called by ID from another
 //! node over real TCP on 127.0.0.1.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 use zlink::Runtime;
 
@@ -115,25 +113,13 @@ async fn spots_chapter() -> zlink::Result<()> {
         .start()
         .await?;
     // ANCHOR_END: nodes
-    lobby
-        .nodes()
-        .wait_for(Duration::from_secs(5), |peers| peers.len() == 1)
-        .await?;
-    zlink_testkit::wait_until(
-        Duration::from_secs(5),
-        "the lobby sees the room server",
-        || async {
-            lobby
-                .discovery()
-                .status()
-                .is_some_and(|s| s.members.iter().any(|m| !m.spot_types.is_empty()))
-        },
-    )
-    .await;
 
     // ANCHOR: create
     use zlink::object::SpotCreation;
 
+    // Wait until placement can pick a Room server (the lobby has read it from the store
+    // and is connected to it), then create.
+    lobby.spots().ready(Room::STABLE_TYPE, 1).await?;
     let created = lobby
         .spots()
         .get_or_create("room-7", Room::STABLE_TYPE, "rust")

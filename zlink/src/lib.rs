@@ -83,7 +83,10 @@ pub use handler::{
 pub use host::config::{
     RuntimeBuilder, RuntimeConfig, DEFAULT_DISCOVERY_INTERVAL, DEFAULT_STORE_FAILURE_GRACE,
 };
-pub use host::{ClientServerStatus, FanoutStatus, Runtime, RuntimeStatus, StoreStatus};
+pub use host::{
+    ClientServerStatus, FanoutStatus, PlacementStatus, Runtime, RuntimeStatus, StoreStatus,
+    TypePlacement,
+};
 pub use link::LinkLimits;
 pub use mesh::{generate_rid, DiscoveryStatus, PeerSpec, PeerStatus, DEFAULT_WEIGHT, MAX_WEIGHT};
 pub use wire::{cbor_decode, cbor_encode, Cbor, Codec, Json, Message, Metadata, Payload, Request};

@@ -18,6 +18,7 @@ mod admission;
 mod close;
 mod creation;
 mod limits;
+mod readiness;
 mod resolve_and_cache;
 
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]

@@ -6,5 +6,6 @@ mod lifecycle;
 mod runtime;
 mod status;
 
+pub use crate::object::creation::TypePlacement;
 pub use runtime::Runtime;
-pub use status::{ClientServerStatus, FanoutStatus, RuntimeStatus, StoreStatus};
+pub use status::{ClientServerStatus, FanoutStatus, PlacementStatus, RuntimeStatus, StoreStatus};

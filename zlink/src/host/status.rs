@@ -6,7 +6,8 @@ use serde::Serialize;
 use super::lifecycle::Started;
 use crate::handler::{Handle, PublisherStatus};
 use crate::mesh::PeerStatus;
-use crate::object::LostOneWays;
+use crate::object::creation::TypePlacement;
+use crate::object::{LostOneWays, ObjectKind};
 use crate::store::StoreMetrics;
 
 /// A runtime's state at one moment.
@@ -40,6 +41,11 @@ pub struct RuntimeStatus {
     pub spots_owned: usize,
     /// How many Actors this node owns and runs now.
     pub actors_owned: usize,
+    /// Which nodes can take a new Spot or Actor of each type known here (served here, or
+    /// by a member in the last read of the store): what
+    /// [`Spots::ready`](crate::Spots::ready) and [`Actors::ready`](crate::Actors::ready)
+    /// wait on. `None` without a Location Store.
+    pub placement: Option<PlacementStatus>,
     /// This node lifecycle's Entry Spot, when it serves Actor types.
     pub entry_spot: Option<String>,
     /// One-way messages to Spots and Actors that this node accepted (from a local caller,
@@ -49,6 +55,34 @@ pub struct RuntimeStatus {
     /// Messages this node relayed to a moved Spot's or Actor's new owner (Message Follow
     /// detours, and the queue and hold a move carried), since it started.
     pub relayed_by_message_follow: u64,
+}
+
+/// Placement readiness per type, as [`RuntimeStatus::placement`].
+#[derive(Debug, Clone, Serialize)]
+pub struct PlacementStatus {
+    /// Spot types, sorted by name.
+    pub spot_types: Vec<TypePlacement>,
+    /// Actor types, sorted by name.
+    pub actor_types: Vec<TypePlacement>,
+}
+
+impl PlacementStatus {
+    /// The nodes that can take a new Spot of `stable_type` (empty when none can).
+    pub fn spot_nodes(&self, stable_type: &str) -> &[String] {
+        nodes_of(&self.spot_types, stable_type)
+    }
+
+    /// The nodes that can take a new Actor of `stable_type` (empty when none can).
+    pub fn actor_nodes(&self, stable_type: &str) -> &[String] {
+        nodes_of(&self.actor_types, stable_type)
+    }
+}
+
+fn nodes_of<'a>(types: &'a [TypePlacement], stable_type: &str) -> &'a [String] {
+    types
+        .iter()
+        .find(|t| t.stable_type == stable_type)
+        .map_or(&[], |t| &t.ready_nodes)
 }
 
 /// One ClientServer role.
@@ -182,6 +216,10 @@ impl RuntimeStatus {
             store,
             spots_owned: objects
                 .map_or(0, |objects| objects.owned(crate::object::ObjectKind::Spot)),
+            placement: objects.map(|objects| PlacementStatus {
+                spot_types: crate::object::creation::placement(objects, ObjectKind::Spot),
+                actor_types: crate::object::creation::placement(objects, ObjectKind::Actor),
+            }),
             entry_spot: node.settings().served_objects.entry_spot.clone(),
             actors_owned: objects
                 .map_or(0, |objects| objects.owned(crate::object::ObjectKind::Actor)),

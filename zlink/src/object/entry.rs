@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use super::authority::ObjectShape;
 use super::authority_store::{Draft, Fenced, Reserved, Versioned};
@@ -116,7 +116,7 @@ pub(crate) const ENTRY_STABLE_TYPE: &str = "zlink.entry";
 /// One node's Entry Spot.
 pub(crate) struct EntrySpot {
     pub(crate) id: SpotId,
-    claimed: Mutex<Option<Versioned>>,
+    claimed: watch::Sender<Option<Versioned>>,
     hooks: Mutex<Option<Box<dyn EntryHooks>>>,
 }
 
@@ -124,7 +124,7 @@ impl EntrySpot {
     pub(crate) fn new(id: SpotId, hooks: Option<&EntryHooksFactory>) -> Self {
         EntrySpot {
             id,
-            claimed: Mutex::new(None),
+            claimed: watch::Sender::new(None),
             hooks: Mutex::new(Some(
                 hooks.map_or_else(|| Box::new(NoHooks) as Box<dyn EntryHooks>, |make| make()),
             )),
@@ -133,7 +133,12 @@ impl EntrySpot {
 
     /// Its authority, once claimed.
     pub(crate) fn claimed(&self) -> Option<Versioned> {
-        self.claimed.lock_unpoisoned().clone()
+        self.claimed.borrow().clone()
+    }
+
+    /// Changes when the claim lands.
+    pub(crate) fn watch_claim(&self) -> watch::Receiver<Option<Versioned>> {
+        self.claimed.subscribe()
     }
 
     /// Its ID, when the claim landed: new Actors may join it.
@@ -219,7 +224,7 @@ impl EntrySpot {
         };
         tracing::info!(entry = %self.id, "Entry Spot claimed");
         self.run(server, key, ready.clone())?;
-        *self.claimed.lock_unpoisoned() = Some(ready);
+        self.claimed.send_replace(Some(ready));
         Ok(())
     }
 

@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::direct;
 use super::server::ObjectServer;
-use crate::address::{Location, ObjectKey, Outcome};
+use crate::address::{Location, ObjectKey, ObjectKind, Outcome};
 use crate::call::BoxFuture;
 use crate::handler::{ObjectMessage, ObjectPort, Started};
 use crate::Result;
@@ -45,6 +45,23 @@ impl ObjectPort for ObjectServer {
         generation: u64,
     ) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move { self.close(key, generation).await })
+    }
+
+    fn placement_nodes(&self, kind: ObjectKind, stable_type: &str) -> Vec<String> {
+        super::creation::ready_nodes(self, kind, stable_type)
+    }
+
+    fn wait_placement<'a>(
+        self: Arc<Self>,
+        kind: ObjectKind,
+        stable_type: &'a str,
+        nodes: usize,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<()>> {
+        let until = tokio::time::Instant::now() + timeout;
+        Box::pin(async move {
+            super::creation::wait_ready(&self, kind, stable_type, nodes, until).await
+        })
     }
 
     fn relocate_object<'a>(

@@ -110,6 +110,14 @@ impl<L: Registered> ObjectRegistry<L> {
         })
     }
 
+    /// The stable types of `kind` this node serves.
+    pub(crate) fn type_names(&self, kind: ObjectKind) -> impl Iterator<Item = &str> {
+        self.types
+            .keys()
+            .filter(move |(k, _)| *k == kind)
+            .map(|(_, name)| name.as_str())
+    }
+
     /// Whether this node serves `stable_type` of `kind`.
     pub(crate) fn serves(&self, kind: ObjectKind, stable_type: &str) -> bool {
         StableType::new(stable_type)

@@ -69,6 +69,19 @@ impl<'a> Actors<'a> {
         self.create_as(id, stable_type, false).await
     }
 
+    /// Waits until at least `nodes` nodes can take a new Actor of `stable_type` (this one
+    /// included when it serves the type): as [`Spots::ready`](crate::Spots::ready), and
+    /// each node's Entry Spot is claimed. Fails `DeadlineExceeded` after the runtime's
+    /// request timeout, saying what is missing.
+    pub async fn ready(self, stable_type: &str, nodes: usize) -> Result<()> {
+        self.by_id().ready(stable_type, nodes).await
+    }
+
+    /// The RIDs of the nodes a new Actor of `stable_type` may be placed on now, sorted.
+    pub fn ready_nodes(self, stable_type: &str) -> Result<Vec<String>> {
+        self.by_id().ready_nodes(stable_type)
+    }
+
     /// The current incarnation of Actor `id`, if it is Ready.
     pub async fn find(self, id: &str) -> Result<Option<ActorRef>> {
         self.by_id().find(id).await

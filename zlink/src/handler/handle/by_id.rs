@@ -130,6 +130,21 @@ impl<'a, K: AddressedKind> ById<'a, K> {
         K::parse(id).map(|id| Target::Object(Cow::Owned(K::key(&id))))
     }
 
+    pub(super) async fn ready(self, stable_type: &str, nodes: usize) -> Result<()> {
+        let timeout = self.handle.node().settings().request_timeout;
+        let objects = self.handle.objects()?.clone();
+        objects
+            .wait_placement(K::key_kind(), stable_type, nodes, timeout)
+            .await
+    }
+
+    pub(super) fn ready_nodes(self, stable_type: &str) -> Result<Vec<String>> {
+        Ok(self
+            .handle
+            .objects()?
+            .placement_nodes(K::key_kind(), stable_type))
+    }
+
     pub(super) async fn find(self, id: &str) -> Result<Option<ObjectRef<K>>> {
         let id = K::parse(id)?;
         let key = K::key(&id);

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::fanout::PublisherStatus;
-use crate::address::{Location, ObjectKey, Outcome};
+use crate::address::{Location, ObjectKey, ObjectKind, Outcome};
 use crate::call::BoxFuture;
 use crate::handler::PacketKind;
 use crate::mesh::MeshNode;
@@ -66,6 +66,19 @@ pub(crate) trait ObjectPort: Send + Sync + 'static {
         key: &'a ObjectKey,
         generation: u64,
     ) -> BoxFuture<'a, Result<bool>>;
+
+    /// The RIDs of the nodes a new `stable_type` of `kind` may be placed on now, sorted.
+    fn placement_nodes(&self, kind: ObjectKind, stable_type: &str) -> Vec<String>;
+
+    /// Waits until at least `nodes` nodes may take a new `stable_type` of `kind`, woken by
+    /// the events that change it; `DeadlineExceeded` after `timeout`, naming what is missing.
+    fn wait_placement<'a>(
+        self: Arc<Self>,
+        kind: ObjectKind,
+        stable_type: &'a str,
+        nodes: usize,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<()>>;
 
     /// Moves the object `key`, which this node owns, live.
     fn relocate_object<'a>(

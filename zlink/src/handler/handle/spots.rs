@@ -77,6 +77,27 @@ impl<'a> Spots<'a> {
         self.create_as(id, stable_type, request.into(), true).await
     }
 
+    /// Waits until at least `nodes` nodes can take a new Spot of `stable_type` (this one
+    /// included when it serves the type): each serves it, is not draining, holds its owner
+    /// lease, and (another node) is a known member with a ready connection. Woken by the
+    /// events that change it, not by polling. Fails `DeadlineExceeded` after the runtime's
+    /// request timeout, saying what is missing.
+    ///
+    /// ```no_run
+    /// # async fn run(rt: zlink::Runtime) -> zlink::Result<()> {
+    /// rt.spots().ready("tally", 2).await?;
+    /// let created = rt.spots().get_or_create("tally-1", "tally", zlink::Bytes::new()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn ready(self, stable_type: &str, nodes: usize) -> Result<()> {
+        self.by_id().ready(stable_type, nodes).await
+    }
+
+    /// The RIDs of the nodes a new Spot of `stable_type` may be placed on now, sorted.
+    pub fn ready_nodes(self, stable_type: &str) -> Result<Vec<String>> {
+        self.by_id().ready_nodes(stable_type)
+    }
+
     /// The current incarnation of Spot `id`, if it is Ready.
     pub async fn find(self, id: &str) -> Result<Option<SpotRef>> {
         self.by_id().find(id).await

@@ -42,6 +42,7 @@ pub(super) fn apply_members(discovery: &Arc<Discovery>, entries: Vec<DescriptorE
     }
     let mut to_close = Vec::new();
     let mut to_dial = Vec::new();
+    let members_changed;
     {
         let mut state = discovery.state();
         state.complete_at = Some(Instant::now());
@@ -116,6 +117,7 @@ pub(super) fn apply_members(discovery: &Arc<Discovery>, entries: Vec<DescriptorE
                 }
             }
         }
+        members_changed = state.members != live;
         state.members = live.clone();
         state.prune_departed(discovery.settings.lease.ttl * 2);
     }
@@ -123,6 +125,9 @@ pub(super) fn apply_members(discovery: &Arc<Discovery>, entries: Vec<DescriptorE
         // Seed 000 §2.3: a member's security identity is the key in its descriptor.
         let keys = live.values().filter_map(MeshDescriptor::curve_public_key);
         discovery.node_settings.security.trust.set_published(keys);
+    }
+    if members_changed {
+        discovery.members_changed.send_modify(|n| *n += 1);
     }
     for (conn_id, reason) in to_close {
         discovery.links.lost(conn_id, reason);

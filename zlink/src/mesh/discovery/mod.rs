@@ -14,7 +14,7 @@ mod publish;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -72,8 +72,11 @@ pub(crate) struct Discovery {
     settings: DiscoverySettings,
     lease: Arc<OwnerLease>,
     state: Mutex<DiscoveryState>,
-    /// Wakes the loop early (a weight change to publish).
+    /// Wakes the loop early (a weight change to publish, a hello from an unknown RID).
     wake: Arc<Notify>,
+    /// Counts the changes of the member list, for whoever waits on one (placement
+    /// readiness).
+    members_changed: watch::Sender<u64>,
     identity: Arc<NodeIdentity>,
     policy: RolePolicy,
     node_settings: Arc<MeshSettings>,
@@ -95,6 +98,7 @@ impl Discovery {
             settings,
             state: Mutex::new(DiscoveryState::default()),
             wake: Arc::new(Notify::new()),
+            members_changed: watch::Sender::new(0),
             identity,
             policy: links.policy().clone(),
             node_settings,
@@ -122,6 +126,11 @@ impl Discovery {
 
     fn state(&self) -> std::sync::MutexGuard<'_, DiscoveryState> {
         self.state.lock_unpoisoned()
+    }
+
+    /// Changes whenever the member list does.
+    pub(crate) fn watch_members(&self) -> watch::Receiver<u64> {
+        self.members_changed.subscribe()
     }
 
     /// The CURVE key member `rid` publishes, if it is a live member with one.
@@ -287,7 +296,16 @@ impl Membership for Discovery {
                 "{} has lifecycle generation {} in the store, {} in its hello",
                 adm.rid, d.generation, adm.generation
             )),
-            _ => None,
+            Some(_) => None,
+            None => {
+                // A member that started after our last read: read the list now rather
+                // than at the next interval, so what it serves is known as soon as its
+                // connection is (one extra read however many hellos arrive meanwhile).
+                if self.policy.reads() {
+                    self.wake.notify_one();
+                }
+                None
+            }
         }
     }
 

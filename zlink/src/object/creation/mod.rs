@@ -23,10 +23,13 @@ use crate::object::env::ObjectEnv;
 use crate::{Error, ErrorKind, Result};
 
 mod placed;
+mod ready;
 mod stage;
 
 pub(crate) use placed::candidates;
 use placed::create_remote;
+pub use ready::TypePlacement;
+pub(crate) use ready::{placement, ready_nodes, wait_ready};
 pub(crate) use stage::stage;
 
 /// First pause while another attempt's Creating record settles; doubles up to 500 ms.
@@ -109,8 +112,10 @@ pub(super) async fn create(
                         Error::new(
                             ErrorKind::NotFound,
                             format!(
-                                "no ready Object Server serves {:?} type {stable_type:?}",
-                                key.kind
+                                "no ready Object Server serves {:?} type {stable_type:?} ({}; \
+                                 wait for one with `spots().ready` or `actors().ready`)",
+                                key.kind,
+                                ready::explain(server, key.kind, stable_type, &[])
                             ),
                         )
                     } else {
