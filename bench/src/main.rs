@@ -219,15 +219,10 @@ async fn bench_tarpc(plan: &RpcPlan, payload: &[u8]) -> Result<Figures, BoxError
     outcome
 }
 
-async fn bench_zlink(
-    plan: &RpcPlan,
-    payload: &[u8],
-    bench: Bench,
-    curve: bool,
-) -> Result<Figures, BoxError> {
+async fn bench_zlink(plan: &RpcPlan, payload: &[u8], bench: Bench) -> Result<Figures, BoxError> {
     let pair = match bench {
         Bench::ClientServer => zlink_rpc::Pair::start_client_server().await?,
-        _ => zlink_rpc::Pair::start(curve).await?,
+        _ => zlink_rpc::Pair::start(false).await?,
     };
     let outcome = async {
         let samples =
@@ -241,6 +236,53 @@ async fn bench_zlink(
     }
     .await;
     pair.shutdown().await;
+    outcome
+}
+
+/// Rounds the NULL and CURVE pairs take turns in: each measures a tenth of the
+/// sequential requests and of the pipelined time per turn, so the two see the same
+/// machine (a fresh pair after a busy phase measured slower than it runs).
+const CURVE_ROUNDS: usize = 10;
+
+/// zlink over NULL and over CURVE, both pairs up at once and measured in alternation.
+async fn bench_null_and_curve(
+    plan: &RpcPlan,
+    payload: &[u8],
+) -> Result<(Figures, Figures), BoxError> {
+    let null = zlink_rpc::Pair::start(false).await?;
+    let curve = zlink_rpc::Pair::start(true).await?;
+    let outcome = async {
+        let per_round = (plan.requests / CURVE_ROUNDS).max(1);
+        let slice = plan.duration / CURVE_ROUNDS as u32;
+        let (mut samples, mut volume) = ([Vec::new(), Vec::new()], [(0u64, Duration::ZERO); 2]);
+        for round in 0..CURVE_ROUNDS {
+            // Who goes first alternates too.
+            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            for side in order {
+                let pair = [&null, &curve][side];
+                let warmup = if round == 0 { plan.warmup } else { 0 };
+                samples[side]
+                    .extend(zlink_rpc::sequential(&pair.client, payload, warmup, per_round).await?);
+                let run = zlink_rpc::pipelined(&pair.client, payload, plan.window, slice).await?;
+                volume[side].0 += run.messages;
+                volume[side].1 += run.elapsed;
+            }
+        }
+        let [null_samples, curve_samples] = samples;
+        let figures = |samples: Vec<Duration>, (messages, elapsed): (u64, Duration)| {
+            Ok::<_, BoxError>(Figures {
+                latency: latency(samples)?,
+                throughput: Throughput { messages, elapsed },
+            })
+        };
+        Ok::<_, BoxError>((
+            figures(null_samples, volume[0])?,
+            figures(curve_samples, volume[1])?,
+        ))
+    }
+    .await;
+    curve.shutdown().await;
+    null.shutdown().await;
     outcome
 }
 
@@ -265,18 +307,19 @@ async fn rpc(plan: RpcPlan, bench: Bench) -> Result<(), BoxError> {
     );
     let tarpc = bench_tarpc(&plan, &payload).await?;
     report("tarpc (echo service, TCP + bincode)", &plan, &tarpc);
-    let zlink = bench_zlink(&plan, &payload, bench, false).await?;
-    report(label, &plan, &zlink);
-    let curve = if plan.curve && bench == Bench::Rpc {
-        let curve = bench_zlink(&plan, &payload, bench, true).await?;
+    let (zlink, curve) = if plan.curve && bench == Bench::Rpc {
+        let (zlink, curve) = bench_null_and_curve(&plan, &payload).await?;
+        report(label, &plan, &zlink);
         report(
-            "zlink over CURVE (same, both nodes encrypting)",
+            "zlink over CURVE (same, both nodes encrypting; the two pairs measured in turns)",
             &plan,
             &curve,
         );
-        Some(curve)
+        (zlink, Some(curve))
     } else {
-        None
+        let zlink = bench_zlink(&plan, &payload, bench).await?;
+        report(label, &plan, &zlink);
+        (zlink, None)
     };
 
     let throughput_ratio = zlink.throughput.per_second() / raw.throughput.per_second();

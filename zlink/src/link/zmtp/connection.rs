@@ -297,9 +297,9 @@ impl Reader {
                 }
             };
             let (more, command, body) = match &mut self.opener {
-                None => (frame.more(), frame.is_command(), frame.body),
-                Some(opener) => match opener.open(&frame.body) {
-                    Ok(opened) => (opened.more, opened.command, Bytes::from(opened.data)),
+                None => (frame.more(), frame.is_command(), frame.body.freeze()),
+                Some(opener) => match opener.open_in_place(frame.body) {
+                    Ok(opened) => (opened.more, opened.command, opened.data),
                     Err(e) => {
                         tracing::warn!(conn = self.conn.id, error = %e, "protocol_error: CURVE message refused; closing");
                         return Err("protocol error");

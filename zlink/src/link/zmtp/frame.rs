@@ -48,7 +48,8 @@ pub(crate) fn put_command(out: &mut BytesMut, name: &str, data: &[u8]) {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Frame {
     pub(crate) flags: u8,
-    pub(crate) body: Bytes,
+    /// The body, still the only view of its bytes (a CURVE frame is opened in place).
+    pub(crate) body: BytesMut,
 }
 
 impl Frame {
@@ -131,7 +132,7 @@ impl FrameDecoder {
             return Ok(None);
         }
         buf.advance(header);
-        let body = buf.split_to(size as usize).freeze();
+        let body = buf.split_to(size as usize);
         Ok(Some(Frame {
             flags: flags & (MORE | COMMAND),
             body,
@@ -297,7 +298,7 @@ mod tests {
                 buf.extend_from_slice(piece);
                 while let Ok(Some(frame)) = dec.decode(&mut buf) {
                     prop_assert!(frame.body.len() <= max);
-                    if !frame.is_command() && assembler.push(frame.more(), frame.body).is_err() {
+                    if !frame.is_command() && assembler.push(frame.more(), frame.body.freeze()).is_err() {
                         break;
                     }
                 }

@@ -115,7 +115,7 @@ impl CommandReader {
             .command()
             .ok_or_else(|| protocol("malformed command"))?;
         if got == name.as_bytes() {
-            return Ok(frame.body);
+            return Ok(frame.body.freeze());
         }
         if got == b"ERROR" {
             let reason = frame

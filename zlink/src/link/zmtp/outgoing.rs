@@ -4,21 +4,17 @@
 
 use bytes::{Bytes, BytesMut};
 
-use super::curve::CurveSealer;
-use super::frame::{self, put_frame};
+use super::curve::{CurveSealer, MESSAGE_OVERHEAD};
+use super::frame;
 
 /// The encoder of one connection's outbound direction.
 pub(crate) struct Outgoing {
     sealer: Option<CurveSealer>,
-    scratch: Vec<u8>,
 }
 
 impl Outgoing {
     pub(crate) fn new(sealer: Option<CurveSealer>) -> Self {
-        Outgoing {
-            sealer,
-            scratch: Vec::new(),
-        }
+        Outgoing { sealer }
     }
 
     /// Appends a multipart message.
@@ -27,9 +23,9 @@ impl Outgoing {
             return frame::put_message(out, frames);
         };
         for (i, body) in frames.iter().enumerate() {
-            self.scratch.clear();
-            sealer.seal(i + 1 < frames.len(), false, body, &mut self.scratch);
-            put_frame(out, 0, &self.scratch);
+            out.reserve(9 + MESSAGE_OVERHEAD + body.len());
+            frame::put_header(out, 0, MESSAGE_OVERHEAD + body.len());
+            sealer.seal(i + 1 < frames.len(), false, body, out);
         }
     }
 
@@ -42,8 +38,7 @@ impl Outgoing {
         body.push(name.len() as u8);
         body.extend_from_slice(name.as_bytes());
         body.extend_from_slice(data);
-        self.scratch.clear();
-        sealer.seal(false, true, &body, &mut self.scratch);
-        put_frame(out, 0, &self.scratch);
+        frame::put_header(out, 0, MESSAGE_OVERHEAD + body.len());
+        sealer.seal(false, true, &body, out);
     }
 }

@@ -310,9 +310,9 @@ impl Subscriptions<'_> {
             match decoder.decode(&mut self.buf) {
                 Ok(Some(frame)) => {
                     let (command, body) = match &mut self.opener {
-                        None => (frame.is_command(), frame.body),
-                        Some(opener) => match opener.open(&frame.body) {
-                            Ok(opened) => (opened.command, Bytes::from(opened.data)),
+                        None => (frame.is_command(), frame.body.freeze()),
+                        Some(opener) => match opener.open_in_place(frame.body) {
+                            Ok(opened) => (opened.command, opened.data),
                             Err(_) => return "CURVE message refused",
                         },
                     };

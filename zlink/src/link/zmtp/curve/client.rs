@@ -3,9 +3,6 @@
 
 use std::sync::Arc;
 
-use crypto_box::aead::{KeyInit, OsRng};
-use crypto_secretbox::XSalsa20Poly1305;
-
 use super::crypto::{self, SharedBox, TAG};
 use super::error::CurveError;
 use super::keys::{CurveKeypair, CurvePublicKey};
@@ -187,9 +184,7 @@ impl CurveClient {
 /// A box under a fresh random key, thrown away: what HELLO is sealed with when the
 /// server's key is weak.
 fn sealed_to_nobody() -> SharedBox {
-    Arc::new(XSalsa20Poly1305::new(&XSalsa20Poly1305::generate_key(
-        &mut OsRng,
-    )))
+    Arc::new(super::secretbox::SecretBox::generate())
 }
 
 /// Turns a server's ERROR command into [`CurveError::Peer`].

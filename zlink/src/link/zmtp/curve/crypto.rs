@@ -8,14 +8,13 @@ use crypto_box::aead::consts::{U16, U24};
 use crypto_box::aead::generic_array::GenericArray;
 use crypto_box::aead::AeadInPlace;
 use crypto_box::Nonce;
-use crypto_secretbox::XSalsa20Poly1305;
 
 /// Bytes a box adds to its plaintext.
 pub(super) const TAG: usize = 16;
 
 /// A precomputed public-key box (the XSalsa20Poly1305 key `crypto_box_beforenm` derives,
 /// see [`super::x25519::agree`]), shared by the halves of a session.
-pub(super) type SharedBox = Arc<XSalsa20Poly1305>;
+pub(super) type SharedBox = Arc<super::secretbox::SecretBox>;
 
 /// Appends the box of `plaintext` to `out`.
 pub(super) fn seal<A>(cipher: &A, nonce: &Nonce, plaintext: &[u8], out: &mut Vec<u8>)

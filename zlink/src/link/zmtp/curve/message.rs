@@ -5,10 +5,12 @@
 //! such body as one ZMTP data frame with no MORE or COMMAND bit of its own.
 
 use std::fmt;
+use std::sync::Arc;
 
-use super::crypto::{self, SharedBox, TAG};
+use super::crypto::{SharedBox, TAG};
 use super::error::CurveError;
 use super::nonce::{self, Counter, PeerNonce};
+use super::secretbox::PrefixKey;
 
 /// Bytes a MESSAGE body adds to the frame data it carries: name, short nonce, tag and
 /// flags byte.
@@ -41,13 +43,11 @@ impl CurveSession {
         };
         CurveSession {
             sealer: CurveSealer {
-                cipher: shared.clone(),
-                prefix: own,
+                key: Arc::new(shared.for_prefix(own)),
                 nonce: ours,
             },
             opener: CurveOpener {
-                cipher: shared,
-                prefix: peer,
+                key: Arc::new(shared.for_prefix(peer)),
                 peer: PeerNonce::after(peer_last),
             },
         }
@@ -71,29 +71,28 @@ impl fmt::Debug for CurveSession {
 /// Encrypts outgoing frames into MESSAGE bodies.
 #[cfg_attr(test, derive(Clone))]
 pub(crate) struct CurveSealer {
-    cipher: SharedBox,
-    prefix: &'static [u8; 16],
+    /// The box key of our direction's nonces (their prefix is fixed).
+    key: Arc<PrefixKey>,
     nonce: Counter,
 }
 
 impl CurveSealer {
     /// Appends to `out` the MESSAGE body carrying one frame: `data`, with the frame's
     /// MORE and COMMAND flags. Send it as a ZMTP data frame with flags 0 (LONG aside).
-    pub(crate) fn seal(&mut self, more: bool, command: bool, data: &[u8], out: &mut Vec<u8>) {
-        let counter = self.nonce.take();
-        out.reserve(MESSAGE_OVERHEAD + data.len());
-        out.extend_from_slice(NAME);
-        out.extend_from_slice(&counter.to_be_bytes());
-        let boxed = out.len();
-        out.extend_from_slice(&[0; TAG]);
-        out.push(if more { MORE } else { 0 } | if command { COMMAND } else { 0 });
-        out.extend_from_slice(data);
-        crypto::seal_tail(
-            &*self.cipher,
-            &nonce::short(self.prefix, counter),
-            out,
-            boxed,
-        );
+    pub(crate) fn seal<B>(&mut self, more: bool, command: bool, data: &[u8], out: &mut B)
+    where
+        B: bytes::BufMut + std::ops::DerefMut<Target = [u8]>,
+    {
+        let counter = self.nonce.take().to_be_bytes();
+        out.put_slice(NAME);
+        out.put_slice(&counter);
+        let tag_at = out.len();
+        out.put_slice(&[0; TAG]);
+        out.put_u8(if more { MORE } else { 0 } | if command { COMMAND } else { 0 });
+        out.put_slice(data);
+        let (head, body) = out.split_at_mut(tag_at + TAG);
+        let tag = self.key.seal(&counter, body);
+        head[tag_at..].copy_from_slice(&tag);
     }
 }
 
@@ -108,35 +107,50 @@ impl fmt::Debug for CurveSealer {
 /// Decrypts incoming MESSAGE bodies.
 #[cfg_attr(test, derive(Clone))]
 pub(crate) struct CurveOpener {
-    cipher: SharedBox,
-    prefix: &'static [u8; 16],
+    /// The box key of the peer's direction's nonces.
+    key: Arc<PrefixKey>,
     peer: PeerNonce,
 }
 
 impl CurveOpener {
     /// The frame inside a MESSAGE body. Refuses a nonce that is not above every nonce
     /// accepted so far; a refused body changes nothing.
+    #[cfg(test)]
     pub(crate) fn open(&mut self, body: &[u8]) -> Result<OpenedFrame, CurveError> {
+        self.open_in_place(bytes::BytesMut::from(body))
+    }
+
+    /// [`open`](Self::open) on a frame body the reader owns: decrypted where it lies.
+    pub(crate) fn open_in_place(
+        &mut self,
+        mut body: bytes::BytesMut,
+    ) -> Result<OpenedFrame, CurveError> {
         if !body.starts_with(NAME) {
             return Err(CurveError::Malformed("expected MESSAGE"));
         }
         if body.len() < MESSAGE_OVERHEAD {
             return Err(CurveError::Malformed("MESSAGE shorter than 33 bytes"));
         }
-        let counter = nonce::read(body, NAME.len())?;
+        let counter = nonce::read(&body, NAME.len())?;
         self.peer.check(counter)?;
-        let boxed = body.get(NAME.len() + 8..).unwrap_or_default();
-        let mut data = crypto::open(&*self.cipher, &nonce::short(self.prefix, counter), boxed)
-            .ok_or(CurveError::Decrypt("MESSAGE"))?;
-        if data.is_empty() {
-            return Err(CurveError::Malformed("MESSAGE has no flags byte"));
+        let boxed_at = NAME.len() + 8 + TAG;
+        let (head, data) = body.split_at_mut(boxed_at);
+        let tag: &[u8; TAG] = head
+            .get(boxed_at - TAG..)
+            .and_then(|t| t.try_into().ok())
+            .ok_or(CurveError::Malformed("MESSAGE shorter than 33 bytes"))?;
+        if !self.key.open(&counter.to_be_bytes(), data, tag) {
+            return Err(CurveError::Decrypt("MESSAGE"));
         }
+        let Some(&flags) = data.first() else {
+            return Err(CurveError::Malformed("MESSAGE has no flags byte"));
+        };
         self.peer.accept(counter);
-        let flags = data.remove(0);
+        bytes::Buf::advance(&mut body, boxed_at + 1);
         Ok(OpenedFrame {
             more: flags & MORE != 0,
             command: flags & COMMAND != 0,
-            data,
+            data: body.freeze(),
         })
     }
 }
@@ -157,7 +171,7 @@ pub(crate) struct OpenedFrame {
     /// The frame is a ZMTP command (PING, PONG, SUBSCRIBE, ...), not message data.
     pub(crate) command: bool,
     /// The frame's bytes.
-    pub(crate) data: Vec<u8>,
+    pub(crate) data: bytes::Bytes,
 }
 
 #[cfg(test)]
@@ -233,7 +247,7 @@ pub(super) mod tests {
         let mut out = b"prefix".to_vec();
         tx.seal(false, false, b"payload", &mut out);
         assert_eq!(&out[..6], b"prefix");
-        assert_eq!(rx.open(&out[6..]).expect("opens").data, b"payload");
+        assert_eq!(rx.open(&out[6..]).expect("opens").data, &b"payload"[..]);
     }
 
     #[test]

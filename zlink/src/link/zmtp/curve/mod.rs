@@ -30,6 +30,8 @@ mod keyfile;
 mod keys;
 mod message;
 mod nonce;
+mod poly1305;
+mod secretbox;
 mod server;
 mod x25519;
 

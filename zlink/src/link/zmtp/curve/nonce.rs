@@ -35,8 +35,13 @@ pub(super) fn long(prefix: &[u8; 8], tail: &[u8; 16]) -> Nonce {
 /// 16 fresh random bytes for a long nonce.
 pub(super) fn random_tail() -> [u8; 16] {
     let mut tail = [0; 16];
-    OsRng.fill_bytes(&mut tail);
+    fill_random(&mut tail);
     tail
+}
+
+/// Fills `bytes` from the operating system's generator.
+pub(super) fn fill_random(bytes: &mut [u8]) {
+    OsRng.fill_bytes(bytes);
 }
 
 /// The big-endian counter at `at` in `body`.

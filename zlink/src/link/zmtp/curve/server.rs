@@ -2,15 +2,14 @@
 //! key on INITIATE, then READY once the caller has decided to trust that key.
 
 use std::fmt;
-
-use crypto_box::aead::{KeyInit, OsRng};
-use crypto_secretbox::XSalsa20Poly1305;
+use std::sync::Arc;
 
 use super::crypto::{self, SharedBox, TAG};
 use super::error::CurveError;
 use super::keys::{CurveKeypair, CurvePublicKey};
 use super::message::{CurveSession, Side};
 use super::nonce::{self, Counter};
+use super::secretbox::SecretBox;
 use super::x25519::{self, Secret};
 
 const HELLO: &[u8; 6] = b"\x05HELLO";
@@ -27,14 +26,14 @@ const INITIATE_MIN_LEN: usize = INITIATE.len() + COOKIE_LEN + 8 + TAG + 32 + 16 
 /// The symmetric key that seals WELCOME cookies; one per listener, never sent.
 #[derive(Clone)]
 pub(crate) struct CookieKey {
-    cipher: XSalsa20Poly1305,
+    cipher: Arc<SecretBox>,
 }
 
 impl CookieKey {
     /// A fresh random cookie key.
     pub(crate) fn generate() -> Self {
         CookieKey {
-            cipher: XSalsa20Poly1305::new(&XSalsa20Poly1305::generate_key(&mut OsRng)),
+            cipher: Arc::new(SecretBox::generate()),
         }
     }
 }
@@ -121,7 +120,7 @@ impl CurveServer {
         plain.extend_from_slice(&cookie_tail);
         let cookie_nonce = nonce::long(nonce::COOKIE, &cookie_tail);
         crypto::seal(
-            &self.cookie.cipher,
+            &*self.cookie.cipher,
             &cookie_nonce,
             &cookie_plain,
             &mut plain,
@@ -168,7 +167,7 @@ impl CurveServer {
         let cookie_tail = crypto::field::<16>(body, 9).ok_or(CurveError::Malformed("INITIATE"))?;
         let cookie_box = body.get(25..9 + COOKIE_LEN).unwrap_or_default();
         let cookie_nonce = nonce::long(nonce::COOKIE, cookie_tail);
-        let mut cookie = crypto::open(&self.cookie.cipher, &cookie_nonce, cookie_box)
+        let mut cookie = crypto::open(&*self.cookie.cipher, &cookie_nonce, cookie_box)
             .ok_or(CurveError::Decrypt("INITIATE cookie"))?;
         let (cookie_client, cookie_secret) = cookie.split_at(cookie.len().min(32));
         let cookie_ok = crypto::same(cookie_client, &pending.client_transient)

@@ -70,7 +70,7 @@ fn fresh() -> Connection {
 }
 
 fn parts(frame: OpenedFrame) -> (bool, bool, Vec<u8>) {
-    (frame.more, frame.command, frame.data)
+    (frame.more, frame.command, frame.data.to_vec())
 }
 
 fn flipped(body: &[u8], at: usize) -> Vec<u8> {

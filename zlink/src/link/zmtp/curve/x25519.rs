@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use crypto_box::aead::rand_core::RngCore;
 use crypto_box::aead::OsRng;
-use crypto_secretbox::{KeyInit, XSalsa20Poly1305};
 use curve25519_dalek::montgomery::MontgomeryPoint;
 use salsa20::cipher::consts::U10;
 use salsa20::cipher::generic_array::GenericArray;
@@ -118,9 +117,7 @@ pub(super) fn agree(peer: &[u8; 32], secret: &Secret) -> Result<SharedBox, Curve
     }
     let shared = x25519(peer, secret)?;
     let key = box_key(&shared);
-    Ok(Arc::new(XSalsa20Poly1305::new(GenericArray::from_slice(
-        &key[..],
-    ))))
+    Ok(Arc::new(super::secretbox::SecretBox::new(*key)))
 }
 
 /// X25519 (RFC 7748) of `peer` with the clamped, unreduced `secret`; an all-zero result
