@@ -305,3 +305,96 @@ fn mesh_member_trust_needs_a_mesh_with_a_store() {
         .expect("refused");
     assert!(err.to_string().contains("would admit no client"), "{err}");
 }
+
+/// The error of an echo from `rt` once it names a dial failure with at least `attempts`
+/// attempts (waited for with a deadline).
+async fn echo_error_after(rt: &Runtime, attempts: u64) -> String {
+    let last = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    wait_until(WAIT, "the dial failure is named", || {
+        let (client, last) = (echo_client(rt), last.clone());
+        async move {
+            let error = match client.echo(&Echo { text: "x".into() }).await {
+                Ok(_) => panic!("{} was admitted", "a refused caller"),
+                Err(e) => e.to_string(),
+            };
+            let enough = attempts_named(&error) >= attempts;
+            *last.lock().unwrap() = error;
+            enough
+        }
+    })
+    .await;
+    let error = last.lock().unwrap().clone();
+    error
+}
+
+/// The number in "(N attempt(s)" of a dial failure named in `error`.
+fn attempts_named(error: &str) -> u64 {
+    error
+        .split_once(" attempt(s)")
+        .and_then(|(before, _)| before.rsplit('(').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Seed 000 §2.3 makes a wrong key a refused peer, never a silent one: the caller's error
+/// names the peer, the mechanism and the reason, and a peer refused again and again is one
+/// WARN on each side (the listener's naming the key it refused) while the dialer backs off.
+#[tokio::test]
+async fn a_dial_refused_for_its_key_says_so_once_per_window_on_both_sides() {
+    let logs = zlink_testkit::LogCapture::warnings();
+    let (server_keys, trusted, stranger) = (
+        CurveKeypair::generate(),
+        CurveKeypair::generate(),
+        CurveKeypair::generate(),
+    );
+    let server = start(curve_server("server", &server_keys, &[&trusted])).await;
+    let untrusted = start(curve_client("untrusted", &stranger, &server, &server_keys)).await;
+
+    let error = echo_error_after(&untrusted, 2).await;
+    assert!(error.contains("NotFound"), "{error}");
+    assert!(
+        error.contains(&server.endpoint()),
+        "names the peer: {error}"
+    );
+    assert!(
+        error.contains("CURVE handshake"),
+        "names the mechanism: {error}"
+    );
+    assert!(
+        error.contains("client key not trusted"),
+        "names the reason: {error}"
+    );
+
+    let dialer_warnings = logs.matching("dial refused");
+    assert_eq!(dialer_warnings.len(), 1, "{dialer_warnings:#?}");
+    let listener_warnings = logs.matching("trust set");
+    assert_eq!(listener_warnings.len(), 1, "{listener_warnings:#?}");
+    assert!(
+        listener_warnings[0].contains(&stranger.public().to_z85()),
+        "the listener names the key it refused: {}",
+        listener_warnings[0]
+    );
+    stop([untrusted, server]).await;
+}
+
+/// A caller holding the wrong key for its server is told what the hang-up means.
+#[tokio::test]
+async fn a_dial_with_the_wrong_server_key_says_the_key_may_be_wrong() {
+    let (server_keys, client_keys, not_the_server) = (
+        CurveKeypair::generate(),
+        CurveKeypair::generate(),
+        CurveKeypair::generate(),
+    );
+    let server = start(curve_server("server", &server_keys, &[&client_keys])).await;
+    let caller = start(curve_client(
+        "caller",
+        &client_keys,
+        &server,
+        &not_the_server,
+    ))
+    .await;
+    let error = echo_error_after(&caller, 1).await;
+    assert!(error.contains("CURVE HELLO"), "{error}");
+    assert!(error.contains("server key"), "{error}");
+    stop([caller, server]).await;
+}

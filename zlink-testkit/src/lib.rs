@@ -4,7 +4,8 @@
 //!   delay or blackhole traffic in one direction, or lose a host entirely, for faults real
 //!   sockets cannot produce on demand.
 //! - [`wait_until`]: waits for a condition with a deadline instead of sleeping and hoping.
-//! - [`init_tracing`]: test logging controlled by `RUST_LOG`.
+//! - [`init_tracing`]: test logging controlled by `RUST_LOG`; [`LogCapture`]: the lines a
+//!   test's nodes logged, to count them.
 //! - [`unused_endpoint`]: a port a test binds later, which nothing else takes meanwhile.
 //! - [`FaultyLocationStore`] wraps any Location Store (such as zlink's embedded
 //!   [`MemoryLocationStore`], re-exported here) to inject delays, refusals and lost results.
@@ -24,6 +25,7 @@
 #![warn(missing_docs)]
 
 pub mod conformance;
+mod log_capture;
 mod mem_network;
 mod ports;
 pub mod raw_zmtp;
@@ -36,6 +38,7 @@ mod store;
 mod test_cluster;
 mod wait;
 
+pub use log_capture::LogCapture;
 pub use mem_network::{LinkFault, MemNetwork, MemTransport};
 pub use ports::{unused_endpoint, unused_port};
 pub use raw_zmtp::RawZmtp;

@@ -12,6 +12,7 @@ mod limits;
 mod liveness;
 pub mod security;
 mod transport;
+pub(crate) mod warn_limit;
 pub mod zmtp;
 
 pub use advertise::{advertised, binds_wildcard, is_loopback};
@@ -23,10 +24,8 @@ pub use security::{
 };
 #[cfg(feature = "testkit")]
 pub use transport::next_conn_id;
-#[cfg(any(test, feature = "testkit"))]
-pub use transport::LinkError;
 pub use transport::{
-    ConnId, ConnectOptions, Connection, Frames, LinkEvents, ListenOptions, Listener, Transport,
-    TrySendError,
+    ConnId, ConnectOptions, Connection, Frames, LinkError, LinkEvents, ListenOptions, Listener,
+    Transport, TrySendError,
 };
 pub use zmtp::ZmtpTransport;

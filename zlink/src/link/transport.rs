@@ -35,6 +35,17 @@ pub enum LinkError {
     /// The connection is closed.
     #[error("connection closed")]
     Closed,
+    /// The peer refused the security handshake (or hung up on it), so retrying the same
+    /// keys will not help: a key is wrong, or not trusted there.
+    #[error("{mechanism} handshake with {endpoint} refused: {reason}")]
+    Refused {
+        /// Where we dialed.
+        endpoint: String,
+        /// `CURVE` or `NULL`.
+        mechanism: &'static str,
+        /// What the peer said, or what its hanging up means.
+        reason: String,
+    },
 }
 
 /// Why [`Connection::try_send`] did not queue a message.

@@ -130,10 +130,21 @@ impl Calls {
             {
                 return Err(Error::new(
                     ErrorKind::Unavailable,
-                    format!("node {rid} is not connected"),
+                    format!("node {rid} is not connected{}", self.why_not_connected()),
                 ));
             }
             self.ensure_running()?;
+        }
+    }
+
+    /// What the dialers that are not connected last met, as a clause to append to an error
+    /// ("" when every dialer is connected).
+    fn why_not_connected(&self) -> String {
+        let failures = self.links.dial_failures();
+        if failures.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", failures.join("; "))
         }
     }
 
@@ -152,7 +163,10 @@ impl Calls {
         let not_found = || {
             Error::new(
                 ErrorKind::NotFound,
-                format!("no ready server with weight > 0 for channel {channel}"),
+                format!(
+                    "no ready server with weight > 0 for channel {channel}{}",
+                    self.why_not_connected()
+                ),
             )
         };
         if !self.policy.waits_for_candidates() {

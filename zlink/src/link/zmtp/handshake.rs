@@ -72,8 +72,24 @@ pub(crate) enum HandshakeError {
     Protocol(String),
     #[error("peer refused: {0}")]
     PeerError(String),
-    #[error("client key not trusted")]
-    Untrusted,
+    #[error("client key {0} not trusted")]
+    Untrusted(crate::link::CurvePublicKey),
+    /// The server hung up on our CURVE HELLO instead of answering it.
+    #[error(
+        "the peer closed the connection after our CURVE HELLO: it could not open it (the \
+         server key this node holds for it is not its key) or it does not run CURVE"
+    )]
+    NoWelcome,
+}
+
+impl HandshakeError {
+    /// Whether the peer refused us, as opposed to the network failing.
+    pub(crate) fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            HandshakeError::PeerError(_) | HandshakeError::NoWelcome
+        )
+    }
 }
 
 fn protocol(what: impl Into<String>) -> HandshakeError {
@@ -232,7 +248,7 @@ pub(crate) async fn run<S: AsyncRead + AsyncWrite + Unpin>(
                 .map_err(|e| protocol(e.to_string()))?;
             if !trust.allows(&client_key) {
                 let _ = send_body(stream, &curve::error_body("client key not trusted")).await;
-                return Err(HandshakeError::Untrusted);
+                return Err(HandshakeError::Untrusted(client_key));
             }
             check_peer_metadata(socket_type, &props)?;
             let (ready, session) = server
@@ -247,7 +263,12 @@ pub(crate) async fn run<S: AsyncRead + AsyncWrite + Unpin>(
             }
             let mut client = CurveClient::new(keypair, *server);
             send_body(stream, &client.hello()).await?;
-            let welcome = reader.expect(stream, "WELCOME").await?;
+            let welcome = match reader.expect(stream, "WELCOME").await {
+                Err(HandshakeError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    return Err(HandshakeError::NoWelcome)
+                }
+                other => other?,
+            };
             let initiate = client
                 .on_welcome(&welcome, &metadata(socket_type))
                 .map_err(|e| protocol(e.to_string()))?;

@@ -13,6 +13,7 @@ use super::connection::{Delivery, Setup, ZmtpConnection};
 use super::curve::CookieKey;
 use super::handshake::{self, HandshakeError, Side, SocketType};
 use crate::link::security::ServerSecurity;
+use crate::link::warn_limit::WarnLimit;
 use crate::link::LinkLimits;
 
 /// Open and pending connection counts of one listener.
@@ -117,6 +118,8 @@ pub(crate) async fn accept_loop(
     let cookie = Arc::new(CookieKey::generate());
     let on_established = Arc::new(on_established);
     let mut last_refusal_log: Option<Instant> = None;
+    // A peer retrying a refused handshake is one WARN per window, not one per attempt.
+    let refusals = Arc::new(WarnLimit::default());
     loop {
         let accepted = tokio::select! {
             _ = cancel.cancelled() => return,
@@ -146,6 +149,7 @@ pub(crate) async fn accept_loop(
         let cancel = cancel.clone();
         let delivery = delivery.clone();
         let on_established = on_established.clone();
+        let refusals = refusals.clone();
         tokio::spawn(async move {
             let established = tokio::select! {
                 _ = cancel.cancelled() => return,
@@ -158,7 +162,7 @@ pub(crate) async fn accept_loop(
                 Ok(Err(HandshakeError::Io(e))) => {
                     return tracing::debug!(%peer, error = %e, "zmtp peer left during the handshake")
                 }
-                Ok(Err(e)) => return tracing::warn!(%peer, error = %e, "zmtp handshake refused"),
+                Ok(Err(e)) => return log_refusal(&refusals, peer, &e),
                 Err(_) => {
                     return tracing::warn!(%peer, "handshake_timeout: zmtp handshake not finished in time")
                 }
@@ -190,4 +194,30 @@ async fn handshake_accepted(
     };
     let established = handshake::run(&mut stream, side, config.socket_type, config.minor).await?;
     Ok((stream, established))
+}
+
+/// One WARN per refused client key (or per peer address and reason) per window, naming
+/// the key and how many refusals the line stands for.
+fn log_refusal(refusals: &WarnLimit, peer: std::net::SocketAddr, error: &HandshakeError) {
+    let key = match error {
+        HandshakeError::Untrusted(client_key) => format!("key {client_key}"),
+        other => format!("{} {other}", peer.ip()),
+    };
+    let Some(repeats) = refusals.admit(&key) else {
+        return;
+    };
+    match error {
+        HandshakeError::Untrusted(client_key) => tracing::warn!(
+            %peer,
+            %client_key,
+            repeats_since_last_warn = repeats,
+            "zmtp handshake refused: client key not in this listener's trust set"
+        ),
+        other => tracing::warn!(
+            %peer,
+            error = %other,
+            repeats_since_last_warn = repeats,
+            "zmtp handshake refused"
+        ),
+    }
 }

@@ -7,11 +7,12 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::{Delivery, Setup, ZmtpConnection};
-use super::handshake::{self, Side, SocketType};
+use super::handshake::{self, HandshakeError, Side, SocketType};
 use super::listener::{accept_loop, AcceptConfig, Counts};
 use crate::link::transport::{
     ConnectOptions, Connection, LinkError, LinkEvents, ListenOptions, Listener, Transport,
 };
+use crate::link::ClientSecurity;
 
 /// ZMTP 3.1 over TCP (`tcp://host:port`) with our own engine: the default transport.
 #[derive(Debug, Default, Clone)]
@@ -128,7 +129,20 @@ pub(crate) async fn dial(
         let established =
             handshake::run(&mut stream, Side::Client(&options.security), socket_type, 1)
                 .await
-                .map_err(|e| LinkError::Io(format!("handshake with {endpoint}: {e}")))?;
+                .map_err(|e| match e {
+                    e if e.is_refusal() => LinkError::Refused {
+                        endpoint: endpoint.to_string(),
+                        mechanism: match options.security {
+                            ClientSecurity::Null => "NULL",
+                            ClientSecurity::Curve { .. } => "CURVE",
+                        },
+                        reason: match e {
+                            HandshakeError::PeerError(reason) => reason,
+                            other => other.to_string(),
+                        },
+                    },
+                    e => LinkError::Io(format!("handshake with {endpoint}: {e}")),
+                })?;
         Ok::<_, LinkError>((stream, established))
     };
     let (stream, established) =

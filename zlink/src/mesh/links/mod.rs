@@ -79,6 +79,8 @@ pub(crate) struct Links {
     dispatcher: Arc<Dispatcher>,
     work: Arc<HandlerWork>,
     membership: OnceLock<Weak<dyn Membership>>,
+    /// Why the dialers that are not connected failed last.
+    dial_failures: dialer::DialFailures,
     /// Dialers, liveness, delayed closes and sends waiting for queue room.
     background: TaskTracker,
     cancel: CancellationToken,
@@ -105,6 +107,7 @@ impl Links {
             settings: parts.settings,
             conns: Mutex::new(HashMap::new()),
             listener: Mutex::new(None),
+            dial_failures: dialer::DialFailures::default(),
             peers: parts.peers,
             pending: parts.pending,
             dispatcher: parts.dispatcher,
@@ -210,6 +213,12 @@ impl Links {
     pub(crate) fn dial(self: &Arc<Self>, target: DialTarget, cancel: CancellationToken) {
         self.background
             .spawn(dialer::run(Arc::downgrade(self), target, cancel));
+    }
+
+    /// Why dialed peers are not connected, one line each (at most a few), for errors
+    /// that would otherwise only say that no peer is ready.
+    pub(crate) fn dial_failures(&self) -> Vec<String> {
+        self.dial_failures.describe()
     }
 
     /// Runs `task` with the links' background work (waited for at shutdown).

@@ -195,6 +195,7 @@ pub(crate) fn explain(
             "serving it but not connected yet: {}",
             unconnected.join(", ")
         ));
+        reasons.extend(node.links().dial_failures());
     }
     let serving = status.members.iter().any(|m| {
         match kind {
