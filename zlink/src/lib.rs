@@ -64,10 +64,10 @@ mod mesh;
 pub mod object;
 pub mod store;
 mod sync;
-#[cfg(feature = "testkit")]
+/// The wire types, for the testkit's hostile peers and the attack tests: not part of the
+/// application API (applications use the re-exports at the crate root).
+#[doc(hidden)]
 pub mod wire;
-#[cfg(not(feature = "testkit"))]
-mod wire;
 
 pub use async_trait::async_trait;
 pub use bytes::Bytes;
@@ -117,8 +117,8 @@ pub mod security {
     pub use crate::link::{CurveKeypair, CurvePublicKey, KeyError, LinkLimits, Trust};
 }
 
-/// The transport boundary, for the testkit's in-memory network (feature `testkit`).
-#[cfg(feature = "testkit")]
+/// The transport boundary: what [`RuntimeBuilder::transport`] plugs in instead of the
+/// default ZMTP over TCP (the testkit's in-memory network that injects faults does).
 pub mod transport {
     pub use crate::link::{
         next_conn_id, ConnId, ConnectOptions, Connection, Frames, LinkError, LinkEvents,
@@ -127,9 +127,9 @@ pub mod transport {
     pub use crate::link::{ClientSecurity, ServerSecurity};
 }
 
-/// Seams a subsystem outside the object layer plugs into, opened for their tests
-/// (feature `testkit`).
-#[cfg(feature = "testkit")]
+/// Seams a subsystem outside the object layer plugs into, opened for their tests: not
+/// part of the application API.
+#[doc(hidden)]
 pub mod seams {
     pub use crate::object::relocation::{
         BoundFuture, BoundMove, BoundRoutes, MAX_BOUND_ROUTES_BYTES,

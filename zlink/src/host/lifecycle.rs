@@ -159,7 +159,6 @@ pub(super) async fn shutdown(node: &MeshNode, grace: Duration) {
 
 /// Ends the node as a killed process ends: nothing is withdrawn from the Location Store
 /// and the owner lease is not released (it expires by itself).
-#[cfg(feature = "test-timing")]
 pub(super) async fn crash(node: &MeshNode) {
     node.begin_shutdown();
     for subsystem in node.subsystems_reversed() {

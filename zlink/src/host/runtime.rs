@@ -54,9 +54,9 @@ impl Runtime {
 
     /// Test-only: ends the node as a killed process ends. Nothing is withdrawn from the
     /// Location Store and the owner lease is not released (it expires by itself);
-    /// connections and the listener just close; pending calls fail `ShuttingDown`. Only
-    /// available with the `test-timing` feature.
-    #[cfg(feature = "test-timing")]
+    /// connections and the listener just close; pending calls fail `ShuttingDown`. For
+    /// tests of what survives a crash (the testkit's `TestCluster::kill` uses it).
+    #[doc(hidden)]
     pub async fn crash(&self) {
         super::lifecycle::crash(self.handle.node()).await
     }

@@ -2,12 +2,10 @@
 
 use std::time::Duration;
 
-use rand::Rng;
-
 /// The wait before the next reconnect attempt: 100 ms plus up to 99 ms of jitter
 /// (100..=199 ms), the same on every retry.
 pub fn reconnect_delay() -> Duration {
-    Duration::from_millis(100 + rand::thread_rng().gen_range(0..100))
+    Duration::from_millis(100 + rand::random_range(0..100))
 }
 
 #[cfg(test)]

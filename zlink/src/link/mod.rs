@@ -22,7 +22,6 @@ pub use liveness::{Liveness, LivenessTimings, ProbeAction};
 pub use security::{
     ClientSecurity, CurveKeypair, CurvePublicKey, KeyError, ServerSecurity, Trust, TrustSet,
 };
-#[cfg(feature = "testkit")]
 pub use transport::next_conn_id;
 pub use transport::{
     ConnId, ConnectOptions, Connection, Frames, LinkError, LinkEvents, ListenOptions, Listener,

@@ -76,7 +76,7 @@ impl MemoryLocationStore {
     }
 
     /// Sets a counter's current value, so tests can reach exhaustion.
-    #[cfg(feature = "testkit")]
+    #[doc(hidden)]
     pub fn set_counter(&self, counter: &RecordKey, value: u64) {
         self.state().counters.insert(counter.clone(), value);
     }

@@ -26,20 +26,17 @@ pub use codec::{cbor_decode, cbor_encode, Cbor, Codec, Json};
 pub use command::Command;
 pub(crate) use envelope::{encode_call, encode_reply, prefix, Addressed};
 pub use envelope::{CallMessage, Envelope, WireError, PROTOCOL_MAJOR};
-#[cfg(feature = "testkit")]
 pub use envelope::{FLAG_METADATA, MAX_HEAD_BYTES};
 pub use header::{Admission, ControlHeader, RejectReason};
 pub use name::{WireName, MAX_NAME_BYTES};
 pub use payload::Payload;
 pub use reply_head::ReplyOutcome;
-#[cfg(feature = "testkit")]
 pub use reply_head::MAX_DETAIL_BYTES;
 
 /// Length of the prefix that opens every head.
 pub(crate) const PREFIX_LEN: usize = 5;
 pub use message::{Message, Request};
 pub use metadata::Metadata;
-#[cfg(feature = "testkit")]
 pub use metadata::MAX_METADATA_BYTES;
 
 /// Nesting depth accepted from the wire; deeper input is refused rather than recursed into.

@@ -21,7 +21,6 @@ impl WireName {
     }
 
     /// A name from text already in memory (copied once).
-    #[cfg(feature = "testkit")]
     pub fn from_text(text: &str) -> WireName {
         WireName(Bytes::copy_from_slice(text.as_bytes()))
     }

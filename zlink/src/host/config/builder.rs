@@ -311,17 +311,16 @@ impl RuntimeBuilder {
     }
 
     /// Replaces the transport (the default is ZMTP over TCP). The testkit's in-memory
-    /// network plugs in here (feature `testkit`).
-    #[cfg(feature = "testkit")]
+    /// network plugs in here.
     pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
         self.transport = transport;
         self
     }
 
     /// Plugs in whoever holds routes bound to this node's Actors outside them (the
-    /// STREAM sessions subsystem will): it is told when one of them moves (feature
-    /// `testkit`, for the seam's tests).
-    #[cfg(feature = "testkit")]
+    /// STREAM sessions subsystem will): it is told when one of them moves. Open for the
+    /// seam's tests only.
+    #[doc(hidden)]
     pub fn bound_routes(mut self, hooks: Arc<dyn crate::object::relocation::BoundRoutes>) -> Self {
         self.bound_routes = Some(hooks);
         self
@@ -404,8 +403,8 @@ impl RuntimeBuilder {
     }
 
     /// Test-only: shortens the liveness probe interval and deadline (fixed at 5 s / 15 s
-    /// for applications). Only available with the `test-timing` feature.
-    #[cfg(feature = "test-timing")]
+    /// for applications; the testkit's clusters use it). Not part of the application API.
+    #[doc(hidden)]
     pub fn test_liveness(mut self, probe_interval: Duration, deadline: Duration) -> Self {
         self.liveness = LivenessTimings {
             probe_interval,

@@ -47,7 +47,6 @@ mod terminal;
 use std::time::Duration;
 
 pub(crate) use arrival::Arrivals;
-#[cfg(feature = "testkit")]
 pub use bound_routes::{BoundFuture, BoundMove};
 pub use bound_routes::{BoundRoutes, MAX_BOUND_ROUTES_BYTES};
 pub(crate) use drain::relocate_all;

@@ -4,22 +4,29 @@
 
 use std::sync::Arc;
 
-use crypto_box::aead::consts::{U16, U24};
-use crypto_box::aead::generic_array::GenericArray;
-use crypto_box::aead::AeadInPlace;
-use crypto_box::Nonce;
+use super::nonce::Nonce;
+use super::secretbox::SecretBox;
 
 /// Bytes a box adds to its plaintext.
 pub(super) const TAG: usize = 16;
 
 /// A precomputed public-key box (the XSalsa20Poly1305 key `crypto_box_beforenm` derives,
 /// see [`super::x25519::agree`]), shared by the halves of a session.
-pub(super) type SharedBox = Arc<super::secretbox::SecretBox>;
+pub(super) type SharedBox = Arc<SecretBox>;
+
+/// A secretbox: what [`seal`] and [`open`] run on (ours, or in tests a reference one).
+pub(super) trait BoxCipher {
+    /// Encrypts `body` in place under `nonce`; returns its tag.
+    fn seal_detached(&self, nonce: &Nonce, body: &mut [u8]) -> [u8; TAG];
+    /// Decrypts `body` in place when `tag` authenticates it; `false`, `body` untouched,
+    /// when it does not.
+    fn open_detached(&self, nonce: &Nonce, body: &mut [u8], tag: &[u8; TAG]) -> bool;
+}
 
 /// Appends the box of `plaintext` to `out`.
-pub(super) fn seal<A>(cipher: &A, nonce: &Nonce, plaintext: &[u8], out: &mut Vec<u8>)
+pub(super) fn seal<C>(cipher: &C, nonce: &Nonce, plaintext: &[u8], out: &mut Vec<u8>)
 where
-    A: AeadInPlace<NonceSize = U24, TagSize = U16> + ?Sized,
+    C: BoxCipher + ?Sized,
 {
     let start = out.len();
     out.reserve(TAG + plaintext.len());
@@ -29,32 +36,53 @@ where
 }
 
 /// Boxes in place what follows `out[start..start + TAG]`, writing the tag there.
-pub(super) fn seal_tail<A>(cipher: &A, nonce: &Nonce, out: &mut [u8], start: usize)
+pub(super) fn seal_tail<C>(cipher: &C, nonce: &Nonce, out: &mut [u8], start: usize)
 where
-    A: AeadInPlace<NonceSize = U24, TagSize = U16> + ?Sized,
+    C: BoxCipher + ?Sized,
 {
     let Some(boxed) = out.get_mut(start..) else {
         return;
     };
-    let (tag, body) = boxed.split_at_mut(TAG.min(boxed.len()));
-    // The only failure is associated data, and there is none.
-    if let Ok(computed) = cipher.encrypt_in_place_detached(nonce, b"", body) {
-        tag.copy_from_slice(&computed[..tag.len()]);
+    if boxed.len() < TAG {
+        return;
     }
+    let (tag, body) = boxed.split_at_mut(TAG);
+    tag.copy_from_slice(&cipher.seal_detached(nonce, body));
 }
 
 /// The plaintext of `boxed` (tag then ciphertext), or `None` if it does not open.
-pub(super) fn open<A>(cipher: &A, nonce: &Nonce, boxed: &[u8]) -> Option<Vec<u8>>
+pub(super) fn open<C>(cipher: &C, nonce: &Nonce, boxed: &[u8]) -> Option<Vec<u8>>
 where
-    A: AeadInPlace<NonceSize = U24, TagSize = U16> + ?Sized,
+    C: BoxCipher + ?Sized,
 {
     let (tag, ciphertext) = boxed.split_at_checked(TAG)?;
     let tag: [u8; TAG] = tag.try_into().ok()?;
     let mut plaintext = ciphertext.to_vec();
     cipher
-        .decrypt_in_place_detached(nonce, b"", &mut plaintext, &GenericArray::from(tag))
-        .ok()?;
-    Some(plaintext)
+        .open_detached(nonce, &mut plaintext, &tag)
+        .then_some(plaintext)
+}
+
+/// RustCrypto's boxes (`crypto_box`, `crypto_secretbox`), the references ours are
+/// checked against.
+#[cfg(test)]
+impl<A> BoxCipher for A
+where
+    A: crypto_box::aead::AeadInPlace<
+        NonceSize = crypto_box::aead::consts::U24,
+        TagSize = crypto_box::aead::consts::U16,
+    >,
+{
+    fn seal_detached(&self, nonce: &Nonce, body: &mut [u8]) -> [u8; TAG] {
+        self.encrypt_in_place_detached(&(*nonce).into(), b"", body)
+            .map(Into::into)
+            .unwrap_or([0; TAG])
+    }
+
+    fn open_detached(&self, nonce: &Nonce, body: &mut [u8], tag: &[u8; TAG]) -> bool {
+        self.decrypt_in_place_detached(&(*nonce).into(), b"", body, &(*tag).into())
+            .is_ok()
+    }
 }
 
 /// The `N` bytes at `at` in `bytes`, if they are all there.
@@ -131,12 +159,12 @@ mod tests {
 
         let to_bob = agree(&BOB_PUBLIC, &alice).expect("honest keys");
         let mut out = b"head".to_vec();
-        seal(&*to_bob, &NONCE.into(), &MESSAGE, &mut out);
+        seal(&*to_bob, &NONCE, &MESSAGE, &mut out);
         assert_eq!(&out[..4], b"head");
         assert_eq!(&out[4..], &BOXED[..]);
 
         let from_alice = agree(&ALICE_PUBLIC, &bob).expect("honest keys");
-        let opened = open(&*from_alice, &NONCE.into(), &BOXED).expect("vector opens");
+        let opened = open(&*from_alice, &NONCE, &BOXED).expect("vector opens");
         assert_eq!(opened, MESSAGE);
     }
 
@@ -146,7 +174,7 @@ mod tests {
         let b = Secret::generate();
         let ab = agree(b.public(), &a).expect("honest keys");
         let ba = agree(a.public(), &b).expect("honest keys");
-        let nonce = Nonce::from([3; 24]);
+        let nonce = [3; 24];
         let mut boxed = Vec::new();
         seal(&*ab, &nonce, b"attack at dawn", &mut boxed);
         assert_eq!(
@@ -158,7 +186,7 @@ mod tests {
             altered[i] ^= 0x10;
             assert!(open(&*ba, &nonce, &altered).is_none(), "byte {i}");
         }
-        assert!(open(&*ba, &Nonce::from([4; 24]), &boxed).is_none());
+        assert!(open(&*ba, &[4; 24], &boxed).is_none());
         assert!(open(&*ba, &nonce, &boxed[..TAG - 1]).is_none());
     }
 
@@ -167,9 +195,9 @@ mod tests {
         let a = Secret::generate();
         let aa = agree(a.public(), &a).expect("honest key");
         let mut boxed = Vec::new();
-        seal(&*aa, &Nonce::default(), b"", &mut boxed);
+        seal(&*aa, &[0; 24], b"", &mut boxed);
         assert_eq!(boxed.len(), TAG);
-        assert_eq!(open(&*aa, &Nonce::default(), &boxed), Some(Vec::new()));
+        assert_eq!(open(&*aa, &[0; 24], &boxed), Some(Vec::new()));
     }
 
     #[test]

@@ -1,9 +1,7 @@
 //! CurveZMQ nonces: 24 bytes, a fixed prefix and then either an 8-byte big-endian counter
 //! (a short nonce) or 16 random bytes (a long nonce).
 
-use crypto_box::aead::rand_core::RngCore;
-use crypto_box::aead::OsRng;
-use crypto_box::Nonce;
+use rand::TryRng;
 
 use super::error::CurveError;
 
@@ -16,9 +14,12 @@ pub(super) const WELCOME: &[u8; 8] = b"WELCOME-";
 pub(super) const COOKIE: &[u8; 8] = b"COOKIE--";
 pub(super) const VOUCH: &[u8; 8] = b"VOUCH---";
 
+/// A box nonce.
+pub(super) type Nonce = [u8; 24];
+
 /// A short nonce: `prefix` then `counter`, big-endian.
 pub(super) fn short(prefix: &[u8; 16], counter: u64) -> Nonce {
-    let mut nonce = Nonce::default();
+    let mut nonce = [0; 24];
     nonce[..16].copy_from_slice(prefix);
     nonce[16..].copy_from_slice(&counter.to_be_bytes());
     nonce
@@ -26,7 +27,7 @@ pub(super) fn short(prefix: &[u8; 16], counter: u64) -> Nonce {
 
 /// A long nonce: `prefix` then the 16 bytes sent beside the box.
 pub(super) fn long(prefix: &[u8; 8], tail: &[u8; 16]) -> Nonce {
-    let mut nonce = Nonce::default();
+    let mut nonce = [0; 24];
     nonce[..8].copy_from_slice(prefix);
     nonce[8..].copy_from_slice(tail);
     nonce
@@ -39,9 +40,12 @@ pub(super) fn random_tail() -> [u8; 16] {
     tail
 }
 
-/// Fills `bytes` from the operating system's generator.
+/// Fills `bytes` from the operating system's generator (or, should it ever fail, from
+/// the thread's CSPRNG, which it seeds).
 pub(super) fn fill_random(bytes: &mut [u8]) {
-    OsRng.fill_bytes(bytes);
+    if rand::rngs::SysRng.try_fill_bytes(bytes).is_err() {
+        rand::fill(bytes);
+    }
 }
 
 /// The big-endian counter at `at` in `body`.

@@ -7,14 +7,14 @@
 //! byte-for-byte `crypto_secretbox`'s: the NaCl vector in [`super::crypto`] and the
 //! property tests against that crate pin it.
 
-use crypto_box::aead::consts::{U0, U10, U16, U24};
-use crypto_box::aead::generic_array::GenericArray;
-use crypto_box::aead::{AeadCore, AeadInPlace, Error as AeadError, Nonce, Tag};
+use salsa20::cipher::consts::U10;
+use salsa20::cipher::generic_array::GenericArray;
 use salsa20::cipher::{KeyIvInit, StreamCipher};
 use salsa20::{hsalsa, Salsa20};
 use zeroize::Zeroizing;
 
-use super::crypto::{same, TAG};
+use super::crypto::{same, BoxCipher, TAG};
+use super::nonce::Nonce;
 use super::poly1305;
 
 /// A secretbox key (for a session, the key `crypto_box_beforenm` derives).
@@ -102,7 +102,7 @@ fn open_under(subkey: &[u8; 32], tail: &[u8; 8], body: &mut [u8], tag: &[u8; TAG
 }
 
 /// Splits a 24-byte nonce into its HSalsa20 prefix and Salsa20 tail.
-fn split(nonce: &Nonce<SecretBox>) -> (&[u8; 16], &[u8; 8]) {
+fn split(nonce: &Nonce) -> (&[u8; 16], &[u8; 8]) {
     let (prefix, tail) = nonce.split_at(16);
     // Both lengths are fixed by the nonce's type.
     (
@@ -111,49 +111,22 @@ fn split(nonce: &Nonce<SecretBox>) -> (&[u8; 16], &[u8; 8]) {
     )
 }
 
-impl AeadCore for SecretBox {
-    type NonceSize = U24;
-    type TagSize = U16;
-    type CiphertextOverhead = U0;
-}
-
-impl AeadInPlace for SecretBox {
-    fn encrypt_in_place_detached(
-        &self,
-        nonce: &Nonce<Self>,
-        associated_data: &[u8],
-        buffer: &mut [u8],
-    ) -> Result<Tag<Self>, AeadError> {
-        if !associated_data.is_empty() {
-            return Err(AeadError);
-        }
+impl BoxCipher for SecretBox {
+    fn seal_detached(&self, nonce: &Nonce, body: &mut [u8]) -> [u8; TAG] {
         let (prefix, tail) = split(nonce);
-        Ok(seal_under(&subkey(&self.key, prefix), tail, buffer).into())
+        seal_under(&subkey(&self.key, prefix), tail, body)
     }
 
-    fn decrypt_in_place_detached(
-        &self,
-        nonce: &Nonce<Self>,
-        associated_data: &[u8],
-        buffer: &mut [u8],
-        tag: &Tag<Self>,
-    ) -> Result<(), AeadError> {
-        if !associated_data.is_empty() {
-            return Err(AeadError);
-        }
+    fn open_detached(&self, nonce: &Nonce, body: &mut [u8], tag: &[u8; TAG]) -> bool {
         let (prefix, tail) = split(nonce);
-        let tag: &[u8; TAG] = tag.as_ref();
-        match open_under(&subkey(&self.key, prefix), tail, buffer, tag) {
-            true => Ok(()),
-            false => Err(AeadError),
-        }
+        open_under(&subkey(&self.key, prefix), tail, body, tag)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crypto_box::aead::KeyInit;
+    use crypto_box::aead::{AeadInPlace, KeyInit};
     use crypto_secretbox::XSalsa20Poly1305;
     use proptest::prelude::*;
 
@@ -168,24 +141,23 @@ mod tests {
             nonce in any::<[u8; 24]>(),
             message in proptest::collection::vec(any::<u8>(), 0..300),
         ) {
-            let nonce = GenericArray::from(nonce);
             let mut ours = message.clone();
-            let our_tag = SecretBox::new(key)
-                .encrypt_in_place_detached(&nonce, b"", &mut ours)
-                .expect("no associated data");
+            let our_tag = SecretBox::new(key).seal_detached(&nonce, &mut ours);
             let mut theirs = message.clone();
             let their_tag = reference(&key)
-                .encrypt_in_place_detached(&nonce, b"", &mut theirs)
+                .encrypt_in_place_detached(&nonce.into(), b"", &mut theirs)
                 .expect("no associated data");
             prop_assert_eq!(&ours, &theirs);
-            prop_assert_eq!(our_tag, their_tag);
+            prop_assert_eq!(our_tag, <[u8; TAG]>::from(their_tag));
 
             let prefix: [u8; 16] = nonce[..16].try_into().expect("16 bytes");
             let tail: [u8; 8] = nonce[16..].try_into().expect("8 bytes");
             let mut opened = theirs.clone();
-            let tag: [u8; TAG] = their_tag.into();
-            prop_assert!(SecretBox::new(key).for_prefix(&prefix).open(&tail, &mut opened, &tag));
+            prop_assert!(SecretBox::new(key).for_prefix(&prefix).open(&tail, &mut opened, &our_tag));
             prop_assert_eq!(&opened, &message);
+            let mut whole = theirs.clone();
+            prop_assert!(SecretBox::new(key).open_detached(&nonce, &mut whole, &our_tag));
+            prop_assert_eq!(&whole, &message);
         }
 
         #[test]
@@ -202,14 +174,9 @@ mod tests {
             nonce[..16].copy_from_slice(&prefix);
             nonce[16..].copy_from_slice(&tail);
             let mut theirs = message.clone();
-            reference(&key)
-                .decrypt_in_place_detached(&nonce.into(), b"", &mut ours.clone(), &tag.into())
-                .expect("crypto_secretbox opens our box");
-            let their_tag = reference(&key)
-                .encrypt_in_place_detached(&nonce.into(), b"", &mut theirs)
-                .expect("no associated data");
+            let their_tag = SecretBox::new(key).seal_detached(&nonce, &mut theirs);
             prop_assert_eq!(ours, theirs);
-            prop_assert_eq!(tag, <[u8; TAG]>::from(their_tag));
+            prop_assert_eq!(tag, their_tag);
         }
     }
 
@@ -222,14 +189,5 @@ mod tests {
         let sealed = body.clone();
         assert!(!key.open(&[0, 0, 0, 0, 0, 0, 0, 3], &mut body, &tag));
         assert_eq!(body, sealed);
-    }
-
-    #[test]
-    fn associated_data_is_refused() {
-        let mut body = Vec::new();
-        let boxed = SecretBox::new([1; 32]);
-        assert!(boxed
-            .encrypt_in_place_detached(&Default::default(), b"ad", &mut body)
-            .is_err());
     }
 }

@@ -13,8 +13,6 @@
 
 use std::sync::Arc;
 
-use crypto_box::aead::rand_core::RngCore;
-use crypto_box::aead::OsRng;
 use curve25519_dalek::montgomery::MontgomeryPoint;
 use salsa20::cipher::consts::U10;
 use salsa20::cipher::generic_array::GenericArray;
@@ -36,7 +34,7 @@ impl Secret {
     /// A fresh random secret.
     pub(super) fn generate() -> Self {
         let mut bytes = Zeroizing::new([0; 32]);
-        OsRng.fill_bytes(&mut bytes[..]);
+        super::nonce::fill_random(&mut bytes[..]);
         Secret::from_zeroizing(bytes)
     }
 
@@ -141,10 +139,10 @@ fn box_key(shared: &[u8; 32]) -> Zeroizing<[u8; 32]> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::crypto::BoxCipher;
     use super::super::crypto::{open, seal, TAG};
     use super::*;
-    use crypto_box::aead::AeadInPlace;
-    use crypto_box::{Nonce, PublicKey, SalsaBox, SecretKey};
+    use crypto_box::{PublicKey, SalsaBox, SecretKey};
     use curve25519_dalek::constants::EIGHT_TORSION;
 
     fn hex(text: &str) -> [u8; 32] {
@@ -156,11 +154,8 @@ mod tests {
     }
 
     /// The tag of the empty message under the zero nonce: equal tags mean equal keys.
-    fn fingerprint<A: AeadInPlace>(cipher: &A) -> Vec<u8> {
-        cipher
-            .encrypt_in_place_detached(&Default::default(), b"", &mut [])
-            .expect("no associated data")
-            .to_vec()
+    fn fingerprint<C: BoxCipher + ?Sized>(cipher: &C) -> Vec<u8> {
+        cipher.seal_detached(&[0; 24], &mut []).to_vec()
     }
 
     /// crypto_box's box between `peer` and `secret`: NaCl's for prime-order keys.
@@ -224,7 +219,7 @@ mod tests {
 
             let ours_box = agree(theirs.public(), &ours).expect("honest keys");
             let reference = salsa_box(theirs.public(), &ours);
-            let nonce = Nonce::from([round; 24]);
+            let nonce = [round; 24];
             let mut boxed = Vec::new();
             seal(&reference, &nonce, b"sealed by crypto_box", &mut boxed);
             let opened = open(&*ours_box, &nonce, &boxed).expect("our key opens it");
