@@ -27,7 +27,8 @@ flags:
   --role server|client   which node this process runs
   --rid RID              the node's routing id (client default: client)
   --listen ENDPOINT      where the node listens (default: tcp://127.0.0.1:0)
-  --peer ENDPOINT        a server to connect to, e.g. tcp://127.0.0.1:5601
+  --peer ENDPOINT[,KEY]  a server to connect to, e.g. tcp://127.0.0.1:5601; with CURVE
+                         add its public key (file or Z85): tcp://127.0.0.1:5601,server-a.pub
   --weight N             the server's weight for \"greet\", 0..=10000 (default: 100)
   --requests N           how many requests the client sends, 1..=1000000 (default: 10)
   --redis URL            find the other nodes through this Redis Location Store,
@@ -45,7 +46,15 @@ example (three terminals):
 the same with discovery through Redis (no endpoints to list):
   mesh-demo --role server --rid server-a --redis redis://127.0.0.1:6379/
   mesh-demo --role server --rid server-b --redis redis://127.0.0.1:6379/
-  mesh-demo --role client --redis redis://127.0.0.1:6379/ --servers 2";
+  mesh-demo --role client --redis redis://127.0.0.1:6379/ --servers 2
+
+with CURVE (keys from zlink-keys; each server trusts the client, the client knows
+each server's key):
+  mesh-demo --role server --rid server-a --listen tcp://127.0.0.1:5601 \\
+            --curve-key server-a.key --trust client.pub
+  mesh-demo --role client --curve-key client.key \\
+            --peer tcp://127.0.0.1:5601,server-a.pub
+";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,7 +89,8 @@ pub struct ClientArgs {
     pub rid: String,
     /// The endpoint to listen on.
     pub listen: String,
-    /// The servers' endpoints, in the order given.
+    /// The servers' endpoints, in the order given, each with `,KEY` (its public key, for
+    /// CURVE) when one was given.
     pub peers: Vec<String>,
     /// How many requests to send.
     pub requests: u32,
@@ -274,7 +284,11 @@ fn client_args(flags: Flags) -> Result<ClientArgs, UsageError> {
     let peers = flags
         .peers
         .into_iter()
-        .map(|p| endpoint("--peer", p))
+        .map(|p| match p.split_once(',') {
+            // ENDPOINT,KEY: the server's public key, for CURVE.
+            Some((at, key)) => endpoint("--peer", at.to_string()).map(|at| format!("{at},{key}")),
+            None => endpoint("--peer", p),
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let listen = endpoint(
         "--listen",

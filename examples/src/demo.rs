@@ -12,6 +12,7 @@ use zlink_examples::nodes::{
     greet, start_client, start_server, wait_for_servers, wait_for_weight, ANY_LOCAL_PORT, CHANNEL,
     DEFAULT_WEIGHT,
 };
+use zlink_examples::setup::Security;
 
 /// How long the demo waits for connections and weight changes before giving up.
 const WAIT: Duration = Duration::from_secs(10);
@@ -29,10 +30,11 @@ struct Mesh {
 }
 
 /// Runs the whole demo and shuts every node down, also after a failed step.
-pub async fn run() -> Result<(), String> {
+pub async fn run(security: &Security) -> Result<(), String> {
     println!("zlink mesh demo: one client, two servers, channel {CHANNEL:?}");
+    println!("{}", security.describe());
     println!();
-    let mesh = start().await?;
+    let mesh = start(security).await?;
     let outcome = steps(&mesh).await;
     println!();
     println!("Shutting down...");
@@ -47,7 +49,7 @@ pub async fn run() -> Result<(), String> {
     outcome
 }
 
-async fn start() -> Result<Mesh, String> {
+async fn start(security: &Security) -> Result<Mesh, String> {
     // ANCHOR: embedded_store
     // One in-memory Location Store for the whole process: every node publishes itself
     // there and finds the others, so no endpoint is passed around.
@@ -60,6 +62,7 @@ async fn start() -> Result<Mesh, String> {
         DEFAULT_WEIGHT,
         &greeter_a,
         Some(store.clone()),
+        &security.node(0),
     )
     .await
     .map_err(|e| format!("starting server-a: {e}"))?;
@@ -70,6 +73,7 @@ async fn start() -> Result<Mesh, String> {
         DEFAULT_WEIGHT,
         &greeter_b,
         Some(store.clone()),
+        &security.node(1),
     )
     .await
     {
@@ -79,7 +83,7 @@ async fn start() -> Result<Mesh, String> {
             return Err(format!("starting server-b: {e}"));
         }
     };
-    let client = start_client("client", ANY_LOCAL_PORT, [], Some(store)).await;
+    let client = start_client("client", ANY_LOCAL_PORT, [], Some(store), &security.node(2)).await;
     let client = match client {
         Ok(node) => node,
         Err(e) => {

@@ -6,10 +6,12 @@
 //! - [`messages`]: the typed messages of the `greet` channel;
 //! - [`greeter`]: the server side, a handler group built from closures;
 //! - [`nodes`]: starting server and client nodes and waiting for what they see;
-//! - [`cli`]: the hand-written flag parser of `mesh-demo`.
+//! - [`cli`]: the hand-written flag parser of `mesh-demo`;
+//! - [`setup`]: what every example binary shares: logging, `--help`, CURVE flags.
 #![warn(missing_docs)]
 
 pub mod cli;
 pub mod greeter;
 pub mod messages;
 pub mod nodes;
+pub mod setup;

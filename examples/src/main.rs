@@ -8,33 +8,39 @@ mod standalone;
 
 use std::process::ExitCode;
 
-use tracing_subscriber::EnvFilter;
 use zlink_examples::cli::{self, Command, USAGE};
+use zlink_examples::setup::{self, COMMON_USAGE};
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    // Quiet by default so the demo's own lines stay readable; RUST_LOG=info shows more.
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
-
-    let command = match cli::parse(std::env::args().skip(1)) {
-        Ok(command) => command,
+    let (common, rest) = match setup::split_common(std::env::args().skip(1)) {
+        Ok(split) => split,
         Err(e) => {
-            eprintln!("mesh-demo: {e}\n\n{USAGE}");
+            eprintln!("mesh-demo: {e}\n\n{USAGE}\n\n{COMMON_USAGE}");
             return ExitCode::from(2);
         }
     };
+    if common.help {
+        println!("{USAGE}\n\n{COMMON_USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    setup::init_logging();
+    let command = match cli::parse(rest) {
+        Ok(command) => command,
+        Err(e) => {
+            eprintln!("mesh-demo: {e}\n\n{USAGE}\n\n{COMMON_USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let security = &common.security;
     let outcome = match command {
         Command::Help => {
-            println!("{USAGE}");
+            println!("{USAGE}\n\n{COMMON_USAGE}");
             Ok(())
         }
-        Command::Demo => demo::run().await,
-        Command::Server(args) => standalone::run_server(args).await,
-        Command::Client(args) => standalone::run_client(args).await,
+        Command::Demo => demo::run(security).await,
+        Command::Server(args) => standalone::run_server(args, security).await,
+        Command::Client(args) => standalone::run_client(args, security).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

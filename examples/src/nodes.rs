@@ -13,6 +13,7 @@ use zlink::{PeerSpec, PeerStatus, Runtime};
 
 use crate::greeter::{Greeter, GreeterClient};
 use crate::messages::{Greet, Greeting};
+use crate::setup::Security;
 
 /// The MeshName every demo node joins.
 pub const MESH: &str = "mesh-demo";
@@ -38,13 +39,14 @@ pub fn redis_store(url: &str) -> zlink::Result<Arc<dyn LocationStore>> {
 // ANCHOR: server
 /// Starts a server node `rid` listening on `listen`, serving [`CHANNEL`] with `greeter`
 /// and the given weight (0..=10000). With a `store`, the node publishes itself there and
-/// finds the other nodes by itself.
+/// finds the other nodes by itself; `security` says NULL or CURVE (and whom to trust).
 pub async fn start_server(
     rid: &str,
     listen: &str,
     weight: u32,
     greeter: &Greeter,
     store: Option<Arc<dyn LocationStore>>,
+    security: &Security,
 ) -> zlink::Result<Runtime> {
     let mut builder = Runtime::builder()
         .mesh_name(MESH)
@@ -54,19 +56,21 @@ pub async fn start_server(
     if let Some(store) = store {
         builder = builder.location_store(store);
     }
-    builder.build()?.start().await
+    security.apply(builder).build()?.start().await
 }
 // ANCHOR_END: server
 
 // ANCHOR: client
-/// Starts a client node `rid` listening on `listen` that connects to `servers`, and, with a
-/// `store`, to every server it finds there. It calls [`CHANNEL`] through the generated
+/// Starts a client node `rid` listening on `listen` that connects to `servers` (with
+/// CURVE, each [`PeerSpec`] names its server's key), and, with a `store`, to every server
+/// it finds there. It calls [`CHANNEL`] through the generated
 /// `GreeterClient`, whose creation declares the Client role: nothing to register here.
 pub async fn start_client(
     rid: &str,
     listen: &str,
     servers: impl IntoIterator<Item = PeerSpec>,
     store: Option<Arc<dyn LocationStore>>,
+    security: &Security,
 ) -> zlink::Result<Runtime> {
     let mut builder = Runtime::builder().mesh_name(MESH).rid(rid).listen(listen);
     for server in servers {
@@ -75,7 +79,7 @@ pub async fn start_client(
     if let Some(store) = store {
         builder = builder.location_store(store);
     }
-    builder.build()?.start().await
+    security.apply(builder).build()?.start().await
 }
 // ANCHOR_END: client
 
@@ -92,10 +96,19 @@ pub async fn wait_for_servers(
     GreeterClient::on_default_channel(client);
     match tokio::time::timeout(timeout, client.channels().ready(CHANNEL, count)).await {
         Ok(ready) => ready.map(|()| client.nodes().peers()),
-        Err(_) => Err(zlink::Error::new(
-            zlink::ErrorKind::DeadlineExceeded,
-            format!("fewer than {count} servers of {CHANNEL} became ready"),
-        )),
+        Err(_) => {
+            // Why the servers it dials are not connected (a refused key, say), if it knows.
+            let why: String = client
+                .nodes()
+                .dial_failures()
+                .iter()
+                .map(|failure| format!("; {failure}"))
+                .collect();
+            Err(zlink::Error::new(
+                zlink::ErrorKind::DeadlineExceeded,
+                format!("fewer than {count} servers of {CHANNEL} became ready{why}"),
+            ))
+        }
     }
 }
 

@@ -61,12 +61,12 @@ fn rooms_drain_moves_the_walking_players_and_loses_no_step() {
     let out = run_with(env!("CARGO_BIN_EXE_rooms"), &["--drain", "rooms-east"]);
     assert!(out.contains("Draining rooms-east while they walk"), "{out}");
     assert!(
-        out.contains("players and 1 room(s) to rooms-north in"),
+        out.contains("players and 1 room(s) to rooms-west in"),
         "{out}"
     );
     assert!(out.contains("; 0 stayed: []"), "{out}");
     assert!(
-        out.contains("now runs on rooms-north with players [\"walker-")
+        out.contains("now runs on rooms-west with players [\"walker-")
             && out.contains("and 1 line(s) said;"),
         "the room moved with its seated player and what was said: {out}"
     );

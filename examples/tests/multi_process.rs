@@ -79,3 +79,136 @@ fn processes_discover_each_other_through_redis() {
         "{b_out}"
     );
 }
+
+/// Runs `bin` with `args` to its end; returns (success, stdout, stderr).
+fn finished(bin: &str, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(bin).args(args).output().expect("run");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+fn spawn(bin: &str, args: &[&str]) -> Child {
+    Command::new(bin)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn")
+}
+
+/// The Security chapter's command-line steps: keys from zlink-keys, a server that
+/// trusts the client's public key, a client that names the server's; a stranger's key is
+/// refused, and the client says so.
+#[test]
+fn mesh_demo_runs_curve_between_processes_with_keys_from_zlink_keys() {
+    let keys = env!("CARGO_BIN_EXE_zlink-keys");
+    let dir = std::env::temp_dir().join(format!("zlink-mp-curve-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let d = dir.to_str().expect("utf-8").to_string();
+    for name in ["server-a", "client", "stranger"] {
+        assert!(finished(keys, &["new", name, "--dir", &d]).0);
+    }
+    let file = |f: &str| format!("{d}/{f}");
+    let endpoint = zlink_testkit::unused_endpoint();
+    let server = spawn(
+        BIN,
+        &[
+            "--role",
+            "server",
+            "--rid",
+            "server-a",
+            "--listen",
+            &endpoint,
+            "--curve-key",
+            &file("server-a.key"),
+            "--trust",
+            &file("client.pub"),
+        ],
+    );
+    let peer = format!("{endpoint},{}", file("server-a.pub"));
+    let (ok, out, err) = finished(
+        BIN,
+        &[
+            "--role",
+            "client",
+            "--curve-key",
+            &file("client.key"),
+            "--peer",
+            &peer,
+            "--requests",
+            "3",
+        ],
+    );
+    assert!(ok, "the trusted client failed:\n{out}\n{err}");
+    assert!(out.contains("links: CURVE"), "{out}");
+    assert!(out.contains("answered: server-a 3"), "{out}");
+    let (ok, out, err) = finished(
+        BIN,
+        &[
+            "--role",
+            "client",
+            "--curve-key",
+            &file("stranger.key"),
+            "--peer",
+            &peer,
+            "--requests",
+            "1",
+        ],
+    );
+    assert!(!ok, "a stranger's key was admitted:\n{out}");
+    assert!(
+        err.contains("CURVE handshake") && err.contains("client key not trusted"),
+        "the stranger is told why: {err}"
+    );
+    let server_out = interrupt(server);
+    assert!(
+        server_out.contains("answering 3 request(s)"),
+        "{server_out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `rooms --redis` one node per process: a room server under any RID, and a lobby that
+/// finds it by the type it serves.
+#[test]
+fn rooms_runs_one_node_per_process_through_redis_with_any_rid() {
+    let redis = RedisServer::start().expect("redis-server");
+    let url = redis.url();
+    let rooms = env!("CARGO_BIN_EXE_rooms");
+    let server = spawn(
+        rooms,
+        &["--redis", &url, "--role", "server", "--rid", "hall-1"],
+    );
+    let (ok, out, err) = finished(
+        rooms,
+        &["--redis", &url, "--role", "lobby", "--rid", "visitor"],
+    );
+    assert!(ok, "the lobby failed:\n{out}\n{err}");
+    assert!(out.contains("waiting for a room server"), "{out}");
+    assert!(
+        out.contains("arena-1 runs on hall-1; visitor joins it: accepted"),
+        "{out}"
+    );
+    let server_out = interrupt(server);
+    assert!(
+        server_out.contains("room server hall-1 is up"),
+        "{server_out}"
+    );
+}
+
+/// A lobby whose Redis is not there says the store is unreachable, not that no server
+/// registered.
+#[test]
+fn a_lobby_without_its_redis_says_the_store_is_unreachable() {
+    let url = format!("redis://127.0.0.1:{}/", zlink_testkit::unused_port());
+    let (ok, out, err) = finished(
+        env!("CARGO_BIN_EXE_rooms"),
+        &["--redis", &url, "--role", "lobby"],
+    );
+    assert!(!ok, "{out}");
+    assert!(err.contains("the Location Store is unreachable"), "{err}");
+}

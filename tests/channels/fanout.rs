@@ -81,6 +81,26 @@ async fn until_subscribed(publisher: &Runtime, seen: impl Fn() -> bool) {
     }
 }
 
+/// The publisher greets a new subscriber with a beacon as it subscribes, so `ready`
+/// returns in a round trip instead of at the next beacon (one every 5 s).
+#[tokio::test]
+async fn a_new_subscriber_is_ready_at_once_not_at_the_next_beacon() {
+    let publisher = publisher(Fanout::publisher(PRICES)).await;
+    let endpoint = publisher.fanout().endpoint(PRICES).unwrap();
+    // Past the beacon the publisher sent when it started.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let sub = subscriber(
+        "sub",
+        Fanout::subscriber(PRICES, Watcher::default()).connect(&endpoint),
+    )
+    .await;
+    tokio::time::timeout(Duration::from_secs(2), sub.fanout().ready(PRICES, 1))
+        .await
+        .expect("ready well before the next beacon, 5 s after the first")
+        .expect("the publisher is ready");
+    stop([sub, publisher]).await;
+}
+
 #[tokio::test]
 async fn subscribers_receive_only_the_topics_they_filter_on() {
     let p = publisher(Fanout::publisher(PRICES)).await;

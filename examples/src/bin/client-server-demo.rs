@@ -4,10 +4,19 @@
 //! Run: `cargo run -p zlink-examples --bin client-server-demo`
 
 use std::collections::BTreeMap;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use zlink::client_server::ClientServerClient;
+use zlink::security::CurvePublicKey;
 use zlink::{ClientServer, HandlerContext, Runtime};
+use zlink_examples::setup::{self, Security};
+
+const USAGE: &str = "\
+usage: client-server-demo
+    Two ClientServer servers of channel \"quotes\" (weights 100 and 300), each on its own
+    listener, and one client that connects to both and asks eight times.";
 
 // ANCHOR: service
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
@@ -41,9 +50,9 @@ impl Quotes {
 }
 // ANCHOR_END: service
 
-async fn server(rid: &str, weight: u32) -> zlink::Result<Runtime> {
+async fn server(rid: &str, weight: u32, security: Security) -> zlink::Result<Runtime> {
     // ANCHOR: server
-    Runtime::builder()
+    let builder = Runtime::builder()
         .mesh_name("shop")
         .rid(rid)
         .listen("tcp://127.0.0.1:0")
@@ -51,17 +60,48 @@ async fn server(rid: &str, weight: u32) -> zlink::Result<Runtime> {
             ClientServer::serve(Quotes { by: rid.into() })
                 .listen("tcp://127.0.0.1:0") // its own listener; the real port is advertised
                 .weight(weight),
-        )
-        .build()?
-        .start()
-        .await
+        );
     // ANCHOR_END: server
+    security.apply(builder).build()?.start().await
 }
 
+// ANCHOR: client_role
+/// The Client role of `quotes`, connected to both servers. With CURVE, each connection
+/// names the key its server must prove.
+fn quotes_client(servers: [(&str, Option<CurvePublicKey>); 2]) -> ClientServerClient {
+    let mut client = ClientServer::client("quotes");
+    for (endpoint, server_key) in servers {
+        client = match server_key {
+            Some(key) => client.connect_curve(endpoint, key),
+            None => client.connect(endpoint),
+        };
+    }
+    client
+}
+// ANCHOR_END: client_role
+
 #[tokio::main]
-async fn main() -> zlink::Result<()> {
-    let a = server("quotes-a", 100).await?;
-    let b = server("quotes-b", 300).await?;
+async fn main() -> ExitCode {
+    let (security, rest) = match setup::begin("client-server-demo", USAGE) {
+        Ok(begun) => begun,
+        Err(code) => return code,
+    };
+    if let Err(code) = setup::no_more_args("client-server-demo", USAGE, &rest) {
+        return code;
+    }
+    println!("{}", security.describe());
+    match run(&security).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("client-server-demo: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(security: &Security) -> zlink::Result<()> {
+    let a = server("quotes-a", 100, security.node(0)).await?;
+    let b = server("quotes-b", 300, security.node(1)).await?;
     let (ea, eb) = (
         a.channels()
             .client_server_endpoint("quotes")
@@ -73,14 +113,13 @@ async fn main() -> zlink::Result<()> {
     println!("quotes-a listens on {ea} (weight 100), quotes-b on {eb} (weight 300)");
 
     // ANCHOR: client
+    let (key_a, key_b) = (security.key_of(0), security.key_of(1));
     let shop = Runtime::builder()
         .mesh_name("shop")
         .rid("shop")
         .listen("tcp://127.0.0.1:0")
-        .client_server(ClientServer::client("quotes").connect(&ea).connect(&eb))
-        .build()?
-        .start()
-        .await?;
+        .client_server(quotes_client([(&ea, key_a), (&eb, key_b)]));
+    let shop = security.node(2).apply(shop).build()?.start().await?;
     // Connections are made in the background; wait until both servers are ready so the
     // split follows the weights from the first call.
     shop.channels().ready("quotes", 2).await?;

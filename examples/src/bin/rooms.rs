@@ -7,13 +7,15 @@
 //!
 //! Run: `cargo run -p zlink-examples --bin rooms`
 //!
-//! With `--drain rooms-east`: players walk (requests, counted by each player) from the
-//! lobby while rooms-east moves every player it runs to rooms-north, live; the count at the
-//! end shows no step was lost. A room moves too, with the players sitting in it.
+//! With `--drain rooms-east` (or `rooms-west`): players walk (requests, counted by each
+//! player) from the lobby while that node moves every player it runs to the other one,
+//! live; the count at the end shows no step was lost. A room moves too, with the players
+//! sitting in it.
 //!
-//! With `--redis URL --role server --rid NAME` or `--redis URL --role lobby`, one node per
-//! process, finding each other through Redis.
+//! With `--redis URL --role server [--rid NAME]` or `--redis URL --role lobby`, one node
+//! per process, finding each other through Redis (`--help` shows the commands).
 
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +28,32 @@ use zlink::store::{
     LocationStore, RedisLocationStore, RedisOptions, RedisRelocationStore, RelocationStore,
 };
 use zlink::{Bytes, ErrorKind, Runtime};
+use zlink_examples::setup::{self, Security};
+
+const USAGE: &str = "\
+usage:
+  rooms
+      Three nodes in this process: rooms-east (rooms and players), rooms-west (rooms),
+      a lobby. Rooms are placed from the lobby, players join and talk, all by ID; then
+      rooms-west stops, and its rooms are honestly Unavailable.
+
+  rooms --drain rooms-east|rooms-west
+      Two room-and-player servers and a lobby: 20 players walk while the named node
+      moves every player (and a room) it runs to the other, live; no step is lost.
+
+  rooms --redis URL --role server [--rid RID]
+      One room-and-player server node until Ctrl-C, found through Redis at URL.
+
+  rooms --redis URL --role lobby [--rid RID]
+      One lobby node: waits for a room server in Redis at URL, opens arena-1, creates
+      its player there, joins, and exits.
+
+example (two terminals, a redis-server on 127.0.0.1:6379):
+  rooms --redis redis://127.0.0.1:6379/ --role server --rid hall-1
+  rooms --redis redis://127.0.0.1:6379/ --role lobby";
+
+/// How long a lobby waits for room servers.
+const SERVER_WAIT: Duration = Duration::from_secs(10);
 
 /// A line said in a room (one-way).
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
@@ -284,7 +312,12 @@ impl Stores {
     }
 }
 
-async fn start_node(rid: &str, stores: &Stores, serves: Serves) -> zlink::Result<Runtime> {
+async fn start_node(
+    rid: &str,
+    stores: &Stores,
+    serves: Serves,
+    security: &Security,
+) -> zlink::Result<Runtime> {
     let mut builder = Runtime::builder()
         .mesh_name(MESH)
         .rid(rid)
@@ -306,19 +339,42 @@ async fn start_node(rid: &str, stores: &Stores, serves: Serves) -> zlink::Result
             steps: 0,
         })?);
     }
-    builder.build()?.start().await
+    security.apply(builder).build()?.start().await
 }
 
-/// Waits until `lobby` is connected to `count` room servers. (A member is connected only
-/// after its descriptor, with the types it serves, was read.)
+/// Waits until placement on `lobby` can pick among `count` room servers (whatever their
+/// RIDs, and a server itself counts), or says why not after [`SERVER_WAIT`].
 async fn wait_for_servers(lobby: &Runtime, count: usize) -> zlink::Result<()> {
-    lobby
-        .nodes()
-        .wait_for(Duration::from_secs(10), |peers| {
-            peers.iter().filter(|p| p.rid.starts_with("rooms-")).count() >= count
-        })
-        .await?;
-    Ok(())
+    match tokio::time::timeout(SERVER_WAIT, lobby.spots().ready(Room::STABLE_TYPE, count)).await {
+        Ok(ready) => ready,
+        Err(_) => {
+            let store_down = lobby
+                .discovery()
+                .status()
+                .is_some_and(|s| !s.store_reachable);
+            let why = if store_down {
+                "the Location Store is unreachable (is redis-server running at that URL?)"
+                    .to_string()
+            } else {
+                format!(
+                    "ready: {:?}; {}",
+                    lobby
+                        .spots()
+                        .ready_nodes(Room::STABLE_TYPE)
+                        .unwrap_or_default(),
+                    lobby.nodes().dial_failures().join("; ")
+                )
+            };
+            Err(zlink::Error::new(
+                ErrorKind::DeadlineExceeded,
+                format!(
+                    "{} did not see {count} room server(s) within {} s: {why}",
+                    lobby.rid(),
+                    SERVER_WAIT.as_secs()
+                ),
+            ))
+        }
+    }
 }
 
 async fn open_room(lobby: &Runtime, id: &str, topic: &str) -> zlink::Result<String> {
@@ -342,13 +398,19 @@ async fn enter(rt: &Runtime, player: &str, room: &str) -> zlink::Result<Status> 
     client.whereabouts(&Whereabouts).await
 }
 
-async fn one_process() -> zlink::Result<()> {
+async fn one_process(security: &Security) -> zlink::Result<()> {
     let store = Stores::in_memory();
-    let east = start_node("rooms-east", &store, Serves::RoomsAndPlayers).await?;
-    let west = start_node("rooms-west", &store, Serves::Rooms).await?;
-    let lobby = start_node("lobby", &store, Serves::Nothing).await?;
+    let east = start_node(
+        "rooms-east",
+        &store,
+        Serves::RoomsAndPlayers,
+        &security.node(0),
+    )
+    .await?;
+    let west = start_node("rooms-west", &store, Serves::Rooms, &security.node(1)).await?;
+    let lobby = start_node("lobby", &store, Serves::Nothing, &security.node(2)).await?;
     wait_for_servers(&lobby, 2).await?;
-    wait_for_servers(&west, 1).await?;
+    wait_for_servers(&west, 2).await?;
 
     println!("Opening rooms from the lobby (placement picks a room server):");
     // Placement is weighted at random: rooms are opened until each server runs one.
@@ -474,23 +536,36 @@ async fn one_process() -> zlink::Result<()> {
 }
 
 /// `--drain NODE`: players walk while NODE moves every player it runs to the other node.
-async fn drain_demo(drained: &str) -> zlink::Result<()> {
+async fn drain_demo(drained: &str, security: &Security) -> zlink::Result<()> {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    if drained != "rooms-east" && drained != "rooms-west" {
+        return Err(zlink::Error::InvalidArgument(format!(
+            "--drain takes rooms-east or rooms-west, not {drained:?}"
+        )));
+    }
     let store = Stores::in_memory();
-    let east = start_node("rooms-east", &store, Serves::RoomsAndPlayers).await?;
-    let north = start_node("rooms-north", &store, Serves::RoomsAndPlayers).await?;
-    let lobby = start_node("lobby", &store, Serves::Nothing).await?;
+    let east = start_node(
+        "rooms-east",
+        &store,
+        Serves::RoomsAndPlayers,
+        &security.node(0),
+    )
+    .await?;
+    let west = start_node(
+        "rooms-west",
+        &store,
+        Serves::RoomsAndPlayers,
+        &security.node(1),
+    )
+    .await?;
+    let lobby = start_node("lobby", &store, Serves::Nothing, &security.node(2)).await?;
     wait_for_servers(&lobby, 2).await?;
-    wait_for_servers(&east, 1).await?;
-    wait_for_servers(&north, 1).await?;
+    wait_for_servers(&east, 2).await?;
+    wait_for_servers(&west, 2).await?;
+    lobby.actors().ready(Player::STABLE_TYPE, 2).await?;
     let (node, other) = match drained {
-        "rooms-east" => (&east, &north),
-        "rooms-north" => (&north, &east),
-        other => {
-            return Err(zlink::Error::InvalidArgument(format!(
-                "--drain takes rooms-east or rooms-north, not {other:?}"
-            )))
-        }
+        "rooms-east" => (&east, &west),
+        _ => (&west, &east),
     };
     let players: Vec<String> = (1..=20).map(|n| format!("walker-{n}")).collect();
     for player in &players {
@@ -597,11 +672,11 @@ async fn drain_demo(drained: &str) -> zlink::Result<()> {
     );
     lobby.shutdown().await;
     east.shutdown().await;
-    north.shutdown().await;
+    west.shutdown().await;
     Ok(())
 }
 
-async fn one_node(redis: &str, role: &str, rid: &str) -> zlink::Result<()> {
+async fn one_node(redis: &str, role: &str, rid: &str, security: &Security) -> zlink::Result<()> {
     let store = Stores {
         location: Arc::new(RedisLocationStore::new(RedisOptions::new(redis, MESH))?),
         relocation: Arc::new(RedisRelocationStore::new(RedisOptions::new(
@@ -611,14 +686,16 @@ async fn one_node(redis: &str, role: &str, rid: &str) -> zlink::Result<()> {
     };
     match role {
         "server" => {
-            let node = start_node(rid, &store, Serves::RoomsAndPlayers).await?;
-            println!("room server {rid} is up; press Ctrl-C to stop");
+            let node = start_node(rid, &store, Serves::RoomsAndPlayers, security).await?;
+            println!("room server {rid} is up (Location Store {redis}); press Ctrl-C to stop");
             let _ = tokio::signal::ctrl_c().await;
             node.shutdown().await;
         }
         _ => {
-            let lobby = start_node(rid, &store, Serves::Nothing).await?;
+            let lobby = start_node(rid, &store, Serves::Nothing, security).await?;
+            println!("lobby {rid}: waiting for a room server in {redis}...");
             wait_for_servers(&lobby, 1).await?;
+            lobby.actors().ready(Player::STABLE_TYPE, 1).await?;
             let host = open_room(&lobby, "arena-1", "arena").await?;
             lobby
                 .actors()
@@ -636,23 +713,74 @@ async fn one_node(redis: &str, role: &str, rid: &str) -> zlink::Result<()> {
 }
 
 #[tokio::main]
-async fn main() -> zlink::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let value = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
+async fn main() -> ExitCode {
+    let (security, args) = match setup::begin("rooms", USAGE) {
+        Ok(begun) => begun,
+        Err(code) => return code,
     };
-    if let Some(node) = value("--drain") {
-        return drain_demo(&node).await;
-    }
-    match value("--redis") {
-        Some(redis) => {
-            let role = value("--role").unwrap_or_else(|| "lobby".into());
-            let rid = value("--rid").unwrap_or_else(|| zlink::generate_rid(&role));
-            one_node(&redis, &role, &rid).await
+    let mode = match Mode::parse(&args) {
+        Ok(mode) => mode,
+        Err(e) => {
+            eprintln!("rooms: {e}\n\n{USAGE}\n\n{}", setup::COMMON_USAGE);
+            return ExitCode::from(2);
         }
-        None => one_process().await,
+    };
+    println!("{}", security.describe());
+    let outcome = match mode {
+        Mode::OneProcess => one_process(&security).await,
+        Mode::Drain(node) => drain_demo(&node, &security).await,
+        Mode::OneNode { redis, role, rid } => one_node(&redis, &role, &rid, &security).await,
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rooms: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What the command line asks for.
+enum Mode {
+    OneProcess,
+    Drain(String),
+    OneNode {
+        redis: String,
+        role: String,
+        rid: String,
+    },
+}
+
+impl Mode {
+    fn parse(args: &[String]) -> Result<Mode, String> {
+        let mut flags = std::collections::BTreeMap::new();
+        let mut args = args.iter();
+        while let Some(flag) = args.next() {
+            if !["--drain", "--redis", "--role", "--rid"].contains(&flag.as_str()) {
+                return Err(format!("unknown argument {flag:?}"));
+            }
+            let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+            if flags.insert(flag.as_str(), value.clone()).is_some() {
+                return Err(format!("{flag} given more than once"));
+            }
+        }
+        let drain = flags.remove("--drain");
+        let redis = flags.remove("--redis");
+        match (drain, redis) {
+            (Some(_), Some(_)) => Err("--drain runs in one process; it takes no --redis".into()),
+            (Some(node), None) if flags.is_empty() => Ok(Mode::Drain(node)),
+            (None, None) if flags.is_empty() => Ok(Mode::OneProcess),
+            (_, None) => Err("--role and --rid need --redis URL".into()),
+            (None, Some(redis)) => {
+                let role = flags.remove("--role").unwrap_or_else(|| "lobby".into());
+                if role != "server" && role != "lobby" {
+                    return Err(format!("--role is server or lobby, not {role:?}"));
+                }
+                let rid = flags
+                    .remove("--rid")
+                    .unwrap_or_else(|| zlink::generate_rid(&role));
+                Ok(Mode::OneNode { redis, role, rid })
+            }
+        }
     }
 }

@@ -58,6 +58,7 @@ impl FanoutPublisher {
             max_subscriptions: spec.max_subscriptions.max(1),
             handshake_timeout,
             security,
+            greeting: Some(record::beacon()),
         };
         let listener = PubListener::bind(&spec.listen, options)
             .await

@@ -58,9 +58,17 @@ impl<'a> Channels<'a> {
                 .await
                 .is_err()
             {
+                let failures = node.links().dial_failures();
+                let why = if failures.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", failures.join("; "))
+                };
                 return Err(Error::new(
                     ErrorKind::DeadlineExceeded,
-                    format!("channel {channel} did not reach {servers} ready server(s) in time"),
+                    format!(
+                        "channel {channel} did not reach {servers} ready server(s) in time{why}"
+                    ),
                 ));
             }
             node.calls().ensure_running()?;

@@ -33,6 +33,14 @@ impl<'a> Nodes<'a> {
         Call::new(self.handle, Ok(Target::Node(rid)), message)
     }
 
+    /// Why the peers this node dials and is not connected to failed last, one line each
+    /// (the first few): the endpoint, the RID expected there, the reason (a refused
+    /// CURVE key names the mechanism and what the peer said) and how many attempts.
+    /// Empty when every dial is connected.
+    pub fn dial_failures(self) -> Vec<String> {
+        self.handle.node().links().dial_failures()
+    }
+
     /// The ready peers, sorted by RID.
     pub fn peers(self) -> Vec<PeerStatus> {
         self.handle.node().peer_statuses()

@@ -76,8 +76,9 @@ pub(crate) enum HandshakeError {
     Untrusted(crate::link::CurvePublicKey),
     /// The server hung up on our CURVE HELLO instead of answering it.
     #[error(
-        "the peer closed the connection after our CURVE HELLO: it could not open it (the \
-         server key this node holds for it is not its key) or it does not run CURVE"
+        "the peer closed the connection after our CURVE HELLO: most likely it could not \
+         open it (the server key this node holds for it is not its key), or it does not run \
+         CURVE, or it was shutting down"
     )]
     NoWelcome,
 }

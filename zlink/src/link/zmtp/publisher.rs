@@ -37,6 +37,10 @@ pub(crate) struct PubOptions {
     pub(crate) max_subscriptions: usize,
     pub(crate) handshake_timeout: Duration,
     pub(crate) security: ServerSecurity,
+    /// A record each subscriber gets as soon as it subscribes to a prefix of its topic
+    /// (the fanout beacon: a new subscriber hears its publisher at once, not at the next
+    /// beacon interval).
+    pub(crate) greeting: Option<Record>,
 }
 
 /// One connected subscriber: what it subscribed to and its queue.
@@ -274,6 +278,7 @@ impl Subscriber {
             opener,
             max: self.options.max_subscriptions,
             pongs: pongs_tx,
+            greeting: self.options.greeting.clone(),
         };
         tokio::select! {
             _ = self.cancel.cancelled() => {}
@@ -298,6 +303,8 @@ struct Subscriptions<'a> {
     max: usize,
     /// PING contexts for the writer to answer.
     pongs: mpsc::Sender<Bytes>,
+    /// Sent to this subscriber when it subscribes to a prefix of its topic.
+    greeting: Option<Record>,
 }
 
 impl Subscriptions<'_> {
@@ -368,7 +375,14 @@ impl Subscriptions<'_> {
             // A duplicate subscription collapses into the one already held.
             (true, Some(_)) => {}
             (true, None) if topics.len() >= self.max => return Err("too many subscriptions"),
-            (true, None) => topics.push(topic),
+            (true, None) => {
+                if let Some(greeting) = self.greeting.as_ref().filter(|g| g[0].starts_with(&topic))
+                {
+                    // A full queue means records are flowing: the greeting is not needed.
+                    let _ = self.queue.queue.try_send(greeting.clone());
+                }
+                topics.push(topic);
+            }
             (false, Some(at)) => {
                 topics.remove(at);
             }
@@ -434,6 +448,7 @@ mod tests {
             max_subscriptions: 4,
             handshake_timeout: Duration::from_secs(5),
             security: ServerSecurity::Null,
+            greeting: None,
         }
     }
 

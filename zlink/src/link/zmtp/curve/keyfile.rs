@@ -15,6 +15,28 @@ use super::keys::{CurveKeypair, CurvePublicKey, KeyError};
 
 /// The keypair in a key file's text.
 pub(super) fn parse(text: &str) -> Result<CurveKeypair, KeyError> {
+    let (public, secret) = fields(text)?;
+    let keypair = CurveKeypair::from_secret_z85(secret.ok_or(KeyError::MissingSecret)?)?;
+    if let Some(public) = public {
+        if CurvePublicKey::from_z85(public)? != keypair.public() {
+            return Err(KeyError::Mismatch);
+        }
+    }
+    Ok(keypair)
+}
+
+/// The public key in a key file's text: a public certificate (`public-key` alone), or a
+/// secret one, whose secret key then decides (and a `public-key` line must match it).
+pub(super) fn parse_public(text: &str) -> Result<CurvePublicKey, KeyError> {
+    match fields(text)? {
+        (_, Some(_)) => parse(text).map(|keypair| keypair.public()),
+        (Some(public), None) => CurvePublicKey::from_z85(public),
+        (None, None) => Err(KeyError::MissingPublic),
+    }
+}
+
+/// The `public-key` and `secret-key` values of a key file, unquoted.
+fn fields(text: &str) -> Result<(Option<&str>, Option<&str>), KeyError> {
     let mut public = None;
     let mut secret = None;
     for (index, raw) in text.lines().enumerate() {
@@ -40,13 +62,7 @@ pub(super) fn parse(text: &str) -> Result<CurveKeypair, KeyError> {
         }
         *slot = Some(unquote(value.trim()).map_err(|reason| KeyError::Format { line, reason })?);
     }
-    let keypair = CurveKeypair::from_secret_z85(secret.ok_or(KeyError::MissingSecret)?)?;
-    if let Some(public) = public {
-        if CurvePublicKey::from_z85(public)? != keypair.public() {
-            return Err(KeyError::Mismatch);
-        }
-    }
-    Ok(keypair)
+    Ok((public, secret))
 }
 
 /// A value, without the quotes it may have; a `#` comment may follow.
@@ -82,6 +98,21 @@ pub(super) fn render(keypair: &CurveKeypair) -> String {
          secret-key = \"{}\"\n",
         keypair.public().to_z85(),
         keypair.secret_z85()
+    )
+}
+
+/// The text of a public key file holding `key` (czmq's public certificate shape).
+pub(super) fn render_public(key: &CurvePublicKey) -> String {
+    format!(
+        "#   ZeroMQ CURVE Public Certificate\n\
+         #   Exchange securely, or use a secure mechanism to verify the contents\n\
+         #   of this file after exchange. Store public certificates in your home\n\
+         #   directory, in the .curve subdirectory.\n\
+         \n\
+         metadata\n\
+         curve\n    \
+         public-key = \"{}\"\n",
+        key.to_z85()
     )
 }
 
@@ -228,6 +259,31 @@ mod tests {
         assert!(matches!(parse(short), Err(KeyError::WrongLength { .. })));
         let commented = format!("# secret-key = \"{SECRET}\"\n");
         assert!(matches!(parse(&commented), Err(KeyError::MissingSecret)));
+    }
+
+    #[test]
+    fn a_public_file_round_trips_and_a_secret_file_gives_its_public_key() {
+        let pair = CurveKeypair::generate();
+        let path = temp_path("public");
+        pair.public().write_file(&path).expect("write public file");
+        assert_eq!(
+            CurvePublicKey::from_file(&path).expect("read"),
+            pair.public()
+        );
+        pair.write_file(&path).expect("write secret file");
+        assert_eq!(
+            CurvePublicKey::from_file(&path).expect("read"),
+            pair.public()
+        );
+        std::fs::remove_file(&path).expect("remove key file");
+        assert!(matches!(
+            parse_public("metadata\n"),
+            Err(KeyError::MissingPublic)
+        ));
+        assert!(matches!(
+            parse_public("public-key = \"abc\"\n"),
+            Err(KeyError::WrongLength { .. })
+        ));
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub enum KeyError {
     /// A key file has no `secret-key` line.
     #[error("the key file has no secret-key")]
     MissingSecret,
+    /// A public key file has no `public-key` line (nor a `secret-key` one).
+    #[error("the key file has no public-key")]
+    MissingPublic,
     /// A key file line could not be read.
     #[error("key file line {line}: {reason}")]
     Format {
@@ -72,6 +75,22 @@ impl CurvePublicKey {
     /// The key's bytes.
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
+    }
+
+    /// Reads the public key of a key file: a public certificate (a `public-key` line, as
+    /// [`write_file`](Self::write_file), czmq's `zcert_save_public` and pyzmq's
+    /// `create_certificates` write it), or a secret key file, whose public half it takes.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, KeyError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| KeyError::Io(format!("{}: {e}", path.display())))?;
+        super::keyfile::parse_public(&text)
+    }
+
+    /// Writes the key as a public certificate, the file to hand to the nodes that are to
+    /// trust or dial this one.
+    pub fn write_file(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
+        std::fs::write(path, super::keyfile::render_public(self))
     }
 }
 
