@@ -54,10 +54,10 @@ pub fn derive_message(input: TokenStream) -> TokenStream {
 
 /// Turns an `impl` block into a channel handler group and generates its typed client.
 ///
-/// `#[channel(server)]` marks the block; optional keys: `name = "..."` (a default
-/// ChannelName, so `RuntimeBuilder::serve` and `XxxClient::on_default_channel` need no
-/// name), `client = Name` (the client type's name, `XxxClient` by default) and
-/// `crate = "path"` (where to find zlink).
+/// `#[channel(server)]` marks the block (`server` is the one required key). Optional
+/// keys: `name = "..."` (a default ChannelName, so `RuntimeBuilder::serve` and
+/// `XxxClient::on_default_channel` need no name), `client = Name` (the client type's
+/// name, `XxxClient` by default) and `crate = "path"` (where to find zlink).
 ///
 /// Each `#[handler]` method is `async fn name(&self, message: M, ctx: &HandlerContext)`
 /// returning `Result<Reply, E>` for a request (`Reply` must be `M`'s declared reply type) or
@@ -127,10 +127,17 @@ pub fn channel(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Turns an `impl` block into a Spot type: its dispatch, its declaration and a typed client
 /// addressed by global ID.
 ///
-/// `#[spot(type = "room", relocation = disable)]` marks the block. `type` is the stable
-/// type name (1..=255 bytes) and `relocation` is mandatory: `disable` (never moved) or
-/// `recreate` (a fresh instance on the target). Optional: `client = Name` (default
-/// `XxxClient`) and `crate = "path"`.
+/// `#[spot(type = "room", relocation = disable)]` marks the block. Keys of
+/// `#[spot(...)]`:
+/// - `type = "..."` (required): the stable type name (1..=255 bytes) every node knows it by.
+/// - `relocation = ...` (required): what a move between nodes does with it: `disable`
+///   (never moved), `recreate` (a fresh instance on the target) or `preserve` (its state
+///   moves: the type implements `zlink::object::RelocationState`, and the macro wires it).
+/// - `actors = Type` (optional): the Actor type this Spot takes as members; then the block
+///   may mark `#[on_actor_join]`, `#[on_joined_actor]` and `#[on_leave_actor]` methods.
+/// - `client = Name` (optional): the client type's name, `XxxClient` by default.
+/// - `crate = "path"` (optional): where to find zlink when it is reached through a
+///   re-export.
 ///
 /// Each `#[handler]` method is `async fn name(&mut self, message: M, ctx: &SpotContext)`
 /// returning `Result<Reply, E>` for a request (`Reply` must be `M`'s declared reply type)
@@ -151,8 +158,10 @@ pub fn spot(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Turns an `impl` block into an Actor type: its dispatch, its declaration and a typed
 /// client addressed by global ID.
 ///
-/// `#[actor(type = "player", relocation = recreate)]` marks the block, with the same keys
-/// as [`macro@spot`]. Each `#[handler]` method is
+/// `#[actor(type = "player", relocation = recreate)]` marks the block. Keys of
+/// `#[actor(...)]`: `type = "..."` and `relocation` (`disable`, `recreate` or `preserve`)
+/// are required, `client = Name` and `crate = "path"` optional, as for [`macro@spot`].
+/// Each `#[handler]` method is
 /// `async fn name(&mut self, message: M, ctx: &ActorContext)`. The macro generates:
 /// - `impl zlink::object::ActorHandlers` (decode, call, encode);
 /// - `Type::STABLE_TYPE`, `Type::RELOCATION` and `Type::actor_type(factory)` for
@@ -188,5 +197,83 @@ pub(crate) fn combine(into: Option<syn::Error>, error: syn::Error) -> syn::Error
             all
         }
         None => error,
+    }
+}
+
+/// Every key a macro's attribute parser accepts is documented on the macro: the check
+/// reads the parsers' `"key" =>` arms from their source and the doc comment above each
+/// macro function.
+#[cfg(test)]
+mod documented_keys {
+    /// The doc comment lines right above `pub fn {name}`.
+    fn doc_of(lib: &str, name: &str) -> String {
+        let lines: Vec<&str> = lib.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("pub fn {name}(")))
+            .unwrap_or_else(|| panic!("no pub fn {name} in lib.rs"));
+        let mut doc = Vec::new();
+        for line in lines[..at].iter().rev() {
+            let line = line.trim_start();
+            if line.starts_with("#[") {
+                continue;
+            }
+            match line.strip_prefix("///") {
+                Some(text) => doc.push(text),
+                None => break,
+            }
+        }
+        doc.reverse();
+        doc.join("\n")
+    }
+
+    /// The string literals that open match arms (`"key" =>` or `"key" if ... =>`).
+    fn arms(source: &str) -> Vec<String> {
+        let mut keys = Vec::new();
+        for line in source.lines() {
+            let line = line.trim_start();
+            let Some(rest) = line.strip_prefix('"') else {
+                continue;
+            };
+            let Some((key, after)) = rest.split_once('"') else {
+                continue;
+            };
+            let after = after.trim_start();
+            if (after.starts_with("=>") || after.starts_with("if "))
+                && !key.is_empty()
+                && key.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+            {
+                keys.push(key.to_string());
+            }
+        }
+        keys
+    }
+
+    #[test]
+    fn every_attribute_key_a_macro_accepts_is_in_its_rustdoc() {
+        let lib = include_str!("lib.rs");
+        let cases: [(&str, &str, &[&str]); 4] = [
+            ("derive_message", include_str!("message.rs"), &[]),
+            ("channel", include_str!("channel/args.rs"), &[]),
+            // `server` is refused with a pointer to #[channel(server)].
+            ("spot", include_str!("object/args.rs"), &["server"]),
+            // `actors` is a Spot's; an Actor refuses it.
+            (
+                "actor",
+                include_str!("object/args.rs"),
+                &["server", "actors"],
+            ),
+        ];
+        for (name, parser, refused) in cases {
+            let doc = doc_of(lib, name);
+            let keys = arms(parser);
+            assert!(!keys.is_empty(), "no keys found for {name}");
+            for key in keys.iter().filter(|k| !refused.contains(&k.as_str())) {
+                assert!(
+                    doc.contains(&format!("`{key}")),
+                    "#[{name}] accepts `{key}` but its rustdoc does not mention it"
+                );
+            }
+        }
     }
 }

@@ -1,11 +1,25 @@
 //! zlink: stateful distributed services over ZeroMQ.
 //!
-//! This crate is the runtime. A node is a [`Runtime`] built with [`Runtime::builder`]: it
-//! joins one RouteMesh (MeshName), listens with one ROUTER socket, connects to peers, serves
-//! the channels it registered as `Server` and calls channels through generated typed
-//! clients (making one declares the Client role). Its handles reach the rest:
-//! [`Runtime::channels`], [`Runtime::fanout`], [`Runtime::discovery`], and
-//! [`Runtime::status`] for one serializable snapshot.
+//! A node is a [`Runtime`] built with [`Runtime::builder`]. Nodes with one MeshName form
+//! a mesh; they find each other through a Location Store ([`store`]: Redis, or the
+//! embedded in-memory one) or a list of peers, and talk ZMTP 3.1, optionally under CURVE
+//! ([`security`]). On it you build with:
+//!
+//! - **Spots and Actors** ([`object`]): stateful objects with a global ID, created once,
+//!   run one message at a time on their owner and called by ID from any node, movable
+//!   between nodes live. Declare them with [`macro@spot`] and [`macro@actor`]; reach them with
+//!   [`Runtime::spots`] and [`Runtime::actors`] and the generated typed clients.
+//! - **Channels**: stateless services called by name, one server picked by weight
+//!   ([`macro@channel`], [`Runtime::channels`]); node-direct calls ([`Runtime::nodes`]);
+//!   ClientServer listeners for outside callers ([`client_server`]) and lossy PUB/SUB
+//!   events ([`fanout`]).
+//!
+//! The user guide is the book in the repository's `book/` directory: start with its
+//! "Getting started" chapter (a first Spot, two nodes and a test), whose code is the
+//! repository's `getting-started/` crate. [`Runtime::status`] is one serializable
+//! snapshot of a node, for monitoring.
+//!
+//! A channel server and a client, in one process:
 //!
 //! ```no_run
 //! use serde::{Deserialize, Serialize};

@@ -32,7 +32,7 @@ pub(crate) struct ObjectArgs {
     pub(crate) krate: Path,
 }
 
-const EXPECTED: &str = "expected `type = \"stable-type\"`, `relocation = disable | recreate`, `client = ClientTypeName` or `crate = \"path\"`";
+const EXPECTED: &str = "expected `type = \"stable-type\"`, `relocation = disable | recreate | preserve`, `actors = ActorType` (Spots), `client = ClientTypeName` or `crate = \"path\"`";
 
 impl ObjectArgs {
     pub(crate) fn parse(tokens: TokenStream, kind: &ObjectKind) -> syn::Result<Self> {
