@@ -9,3 +9,4 @@ mod relocation;
 mod security;
 mod spots;
 mod test_cluster;
+mod timers;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use zlink::Runtime;
 use zlink_testkit::{wait_until, RedisServer};
-use zlink_tests::{quick_lease, WAIT};
+use zlink_tests::WAIT;
 
 // ANCHOR: wallet
 use zlink::object::{Actor, ActorContext, RelocationState};
@@ -93,8 +93,6 @@ async fn wallet_node(rid: &str, redis_url: &str) -> zlink::Result<Runtime> {
         // How long a node relays what still arrives for an object that moved away
         // (the default; 0 turns Message Follow off).
         .message_follow_duration(Duration::from_secs(30))
-        .owner_lease(quick_lease())
-        .discovery_interval(Duration::from_millis(100))
         .build()?
         .start()
         .await?;

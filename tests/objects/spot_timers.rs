@@ -41,7 +41,6 @@ impl Clock {
     }
 }
 
-// ANCHOR: timer
 #[zlink::async_trait]
 impl Spot for Clock {
     async fn on_initialize(&mut self, ctx: &SpotContext) -> zlink::Result<()> {
@@ -58,7 +57,6 @@ impl Spot for Clock {
         Ok(())
     }
 }
-// ANCHOR_END: timer
 
 async fn clock_node(ticks: &Ticks, policy: TimerPolicy, first_tick_takes: Duration) -> Runtime {
     let ticks = ticks.clone();
