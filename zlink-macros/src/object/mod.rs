@@ -5,6 +5,7 @@
 mod args;
 mod client;
 mod dispatch;
+mod fallback;
 mod members;
 
 use proc_macro2::TokenStream;
@@ -79,7 +80,8 @@ pub(crate) struct ObjectBlock<'a> {
 }
 
 /// Expands `#[spot(...)]` or `#[actor(...)]` on `item`. On error the impl block is still
-/// emitted (without its `#[handler]` markers) so the only errors the user sees are ours.
+/// emitted (without its `#[handler]` markers), with stand-ins for the generated items, so
+/// the only errors the user sees are ours.
 pub(crate) fn expand(
     kind: &'static ObjectKind,
     args: TokenStream,
@@ -91,9 +93,22 @@ pub(crate) fn expand(
     };
     let handlers = handler_block::take_handlers(&mut block, &kind.block);
     let members = MemberHooks::take(&mut block);
-    let generated = ObjectArgs::parse(args, kind)
-        .and_then(|args| generate(kind, &block, args, handlers, members?))
-        .unwrap_or_else(syn::Error::into_compile_error);
+    let parsed = ObjectArgs::parse(args, kind);
+    let (krate, client) = match &parsed {
+        Ok(args) => (Some(args.krate.clone()), args.client.clone()),
+        Err(_) => (None, None),
+    };
+    let generated = match parsed.and_then(|args| generate(kind, &block, args, handlers, members?)) {
+        Ok(generated) => generated,
+        Err(error) => {
+            // The items the program names stand in, so our error is the only one.
+            let error = error.into_compile_error();
+            let stand_in = handler_block::self_name(&block, &kind.block)
+                .ok()
+                .map(|name| fallback::generate(kind, &block, name, krate, client));
+            quote!(#error #stand_in)
+        }
+    };
     quote! {
         #block
         #generated
