@@ -7,7 +7,7 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
-use crate::handler::{Handler, HandlerKind};
+use crate::handler::Handler;
 
 /// Two handlers for the same written message type.
 pub(crate) fn no_duplicates(handlers: &[Handler]) -> syn::Result<()> {
@@ -48,20 +48,14 @@ pub(crate) fn no_client_name_clash(handlers: &[Handler], own: &[&str]) -> syn::R
     errors.map_or(Ok(()), Err)
 }
 
-/// Compile-time checks: each reply matches its request, and no two
-/// handlers' packet names are equal (names can be overridden, so this needs the types).
+/// Compile-time checks: no two handlers' packet names are equal (names can be
+/// overridden, so this needs the types).
+///
+/// "Is a Message" and "the reply is the request's" need no check of their own: the
+/// dispatch code names `<M as Message>` at the message type's span and encodes each reply
+/// through `__private::reply_payload` / `encode_reply` at the return type's span, whose
+/// one bound (`ReplyOf`) reports a wrong reply type once, there.
 pub(crate) fn generate(krate: &syn::Path, handlers: &[Handler]) -> TokenStream {
-    // "Is a Message" needs no check of its own: the dispatch code names `<M as Message>`
-    // at the message type's span, which reports it there.
-    let per_handler = handlers.iter().map(|h| {
-        let message = &h.message;
-        match &h.kind {
-            HandlerKind::Request { reply } => quote_spanned! {h.return_span=>
-                #krate::__private::assert_reply::<#message, #reply>();
-            },
-            HandlerKind::Send => quote!(),
-        }
-    });
     let mut distinct = Vec::new();
     for (i, later) in handlers.iter().enumerate() {
         for earlier in &handlers[..i] {
@@ -83,7 +77,6 @@ pub(crate) fn generate(krate: &syn::Path, handlers: &[Handler]) -> TokenStream {
     }
     quote! {
         const _: () = {
-            #(#per_handler)*
             #(#distinct)*
         };
     }

@@ -7,8 +7,8 @@ use syn::{Attribute, FnArg, GenericArgument, Ident, ImplItemFn, PathArguments, R
 
 /// Whether a handler answers requests or consumes one-way sends.
 pub(crate) enum HandlerKind {
-    /// Returns `Result<Reply, E>`; `reply` is the written reply type.
-    Request { reply: Box<Type> },
+    /// Returns `Result<Reply, E>` (the dispatch checks `Reply` against the request's).
+    Request,
     /// Returns `Result<(), E>`.
     Send,
 }
@@ -251,9 +251,7 @@ fn kind_from_return(
     };
     let kind = match &ok {
         Type::Tuple(t) if t.elems.is_empty() => HandlerKind::Send,
-        _ => HandlerKind::Request {
-            reply: Box::new(ok.clone()),
-        },
+        _ => HandlerKind::Request,
     };
     Ok((kind, ok.span()))
 }

@@ -2,7 +2,7 @@
 //! change without notice.
 
 pub use crate::handler::ClientTarget;
-use crate::wire::Request;
+use crate::wire::{Message, Request};
 use crate::{Error, ErrorKind};
 
 /// The error a generated group returns for a handler position it does not have.
@@ -47,13 +47,31 @@ pub fn into_error<E: Into<Error>>(error: E) -> Error {
 
 /// Holds when `Self` is the reply type of request `R`. Bounding the reply type (not the
 /// request) makes a mismatch point at the handler's return type.
-pub trait ReplyOf<R> {}
+pub trait ReplyOf<R> {
+    /// The request's declared reply type (which `Self` is).
+    type Reply: Message;
+    /// The reply, as that type.
+    fn into_reply(self) -> Self::Reply;
+}
 
-impl<R: Request> ReplyOf<R> for R::Reply {}
+impl<R: Request> ReplyOf<R> for R::Reply {
+    type Reply = R::Reply;
+    fn into_reply(self) -> R::Reply {
+        self
+    }
+}
 
-/// Compiles only when `T` is the reply type of request `R`; generated for each request
-/// handler.
-pub const fn assert_reply<R: Request, T: ReplyOf<R>>() {}
+/// A request handler's reply as a Spot's or Actor's payload. `T: ReplyOf<R>` is the only
+/// bound, so a handler returning the wrong type (a `u64`, say, which is not even a
+/// message), or handling a message that is no request, is one error, at its return type.
+pub fn reply_payload<R, T: ReplyOf<R>>(reply: T) -> crate::Result<crate::Payload> {
+    crate::Payload::of(reply.into_reply())
+}
+
+/// A request handler's reply encoded for a channel reply, with the same single bound.
+pub fn encode_reply<R, T: ReplyOf<R>>(reply: T) -> crate::Result<bytes::Bytes> {
+    reply.into_reply().encode()
+}
 
 /// Compares packet names at compile time (const evaluation of a generated check).
 pub const fn same_packet_name(a: &str, b: &str) -> bool {

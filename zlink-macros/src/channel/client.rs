@@ -97,7 +97,7 @@ fn method(group: &Group, h: &Handler) -> TokenStream {
     let sent = local("message");
     let separator = (!docs.is_empty()).then(|| quote!(#[doc = ""]));
     match h.kind {
-        HandlerKind::Request { .. } => {
+        HandlerKind::Request => {
             let doc = format!(
                 "A `{message_text}` request to one server of this channel: await it for the reply, or set its timeout and metadata first."
             );

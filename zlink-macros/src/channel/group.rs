@@ -46,7 +46,7 @@ pub(crate) fn generate(group: &Group) -> TokenStream {
     let packets = group.handlers.iter().map(|h| {
         let message_ty = &h.message;
         let kind = match h.kind {
-            HandlerKind::Request { .. } => quote!(Request),
+            HandlerKind::Request => quote!(Request),
             HandlerKind::Send => quote!(Send),
         };
         quote_spanned! {message_ty.span()=>
@@ -70,9 +70,9 @@ pub(crate) fn generate(group: &Group) -> TokenStream {
                 .map_err(#krate::__private::into_error)?
         };
         let finish = match h.kind {
-            HandlerKind::Request { .. } => quote! {
+            HandlerKind::Request => quote_spanned! {h.return_span=>
                 let #reply = #call;
-                return #krate::Message::encode(&#reply);
+                return #krate::__private::encode_reply::<#message_ty, _>(#reply);
             },
             HandlerKind::Send => quote! {
                 #call;

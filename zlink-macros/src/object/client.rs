@@ -80,7 +80,7 @@ fn method(spot: &ObjectBlock, h: &Handler) -> TokenStream {
     let sent = local("message");
     let separator = (!docs.is_empty()).then(|| quote!(#[doc = ""]));
     match h.kind {
-        HandlerKind::Request { .. } => {
+        HandlerKind::Request => {
             let doc = format!(
                 "A `{message_text}` request to this {noun}: await it for the reply, or set its timeout and metadata first."
             );

@@ -55,7 +55,7 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
     let packets = spot.handlers.iter().map(|h| {
         let message_ty = &h.message;
         let kind = match h.kind {
-            HandlerKind::Request { .. } => quote!(Request),
+            HandlerKind::Request => quote!(Request),
             HandlerKind::Send => quote!(Send),
         };
         quote_spanned! {message_ty.span()=>
@@ -74,9 +74,9 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
                 .map_err(#krate::__private::into_error)?
         };
         let finish = match h.kind {
-            HandlerKind::Request { .. } => quote! {
+            HandlerKind::Request => quote_spanned! {h.return_span=>
                 let #reply = #call;
-                #krate::Payload::of(#reply)
+                #krate::__private::reply_payload::<#message_ty, _>(#reply)
             },
             HandlerKind::Send => quote! {
                 #call;
