@@ -35,7 +35,7 @@ pub(crate) enum Flavor {
 }
 
 impl Flavor {
-    fn context(self) -> &'static str {
+    pub(crate) fn context(self) -> &'static str {
         match self {
             Flavor::Channel => "HandlerContext",
             Flavor::Spot => "SpotContext",

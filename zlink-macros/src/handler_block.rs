@@ -3,7 +3,7 @@
 //! handlers together (every error reported at once).
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
 use syn::{Ident, ImplItem, ItemImpl, Type};
 
@@ -115,4 +115,47 @@ pub(crate) fn self_name<'a>(block: &'a ItemImpl, kind: &BlockKind) -> syn::Resul
             format!("{attr} needs a named type, e.g. `impl {}`", kind.example),
         )),
     }
+}
+
+/// Warnings for methods that look like handlers (`async`, a receiver, a message and the
+/// block's context type) but carry no `#[handler]`: such a method is never dispatched,
+/// which a user who forgot the marker only finds at run time. Emitted as the use of a
+/// deprecated item, the one warning a macro can raise on stable Rust; a helper that means
+/// it says so with `#[allow(deprecated)]` on the method.
+pub(crate) fn unmarked_handlers(block: &ItemImpl, kind: &BlockKind) -> TokenStream {
+    let context = kind.flavor.context();
+    let warnings = block.items.iter().filter_map(|item| {
+        let ImplItem::Fn(method) = item else { return None };
+        let signature = &method.sig;
+        let allowed = method.attrs.iter().any(|a| {
+            a.path().is_ident("allow") && a.to_token_stream().to_string().contains("deprecated")
+        });
+        let marked = method.attrs.iter().any(is_handler_attr);
+        if marked || signature.asyncness.is_none() || signature.inputs.len() != 3 || allowed {
+            return None;
+        }
+        // A message is taken by value; `&ActorRef` and the like are other callbacks'.
+        let syn::FnArg::Typed(message) = signature.inputs.iter().nth(1)? else { return None };
+        if matches!(&*message.ty, Type::Reference(_)) {
+            return None;
+        }
+        let syn::FnArg::Typed(last) = signature.inputs.last()? else { return None };
+        let Type::Reference(reference) = &*last.ty else { return None };
+        let Type::Path(path) = &*reference.elem else { return None };
+        if path.path.segments.last()?.ident != context {
+            return None;
+        }
+        let name = &signature.ident;
+        let note = format!(
+            "`{name}` takes a message and the {context} like a handler but has no #[handler], so no message reaches it; mark it #[handler] (or put #[allow(deprecated)] on it if it is a helper)"
+        );
+        Some(quote::quote_spanned! {name.span()=>
+            const _: () = {
+                #[deprecated(note = #note)]
+                struct UnmarkedHandler;
+                let _ = UnmarkedHandler;
+            };
+        })
+    });
+    quote!(#(#warnings)*)
 }

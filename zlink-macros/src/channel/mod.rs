@@ -40,6 +40,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         Ok(block) => block,
         Err(error) => return error,
     };
+    let unmarked = handler_block::unmarked_handlers(&block, &BLOCK);
     let handlers = handler_block::take_handlers(&mut block, &BLOCK);
     let generated = ChannelArgs::parse(args)
         .and_then(|args| generate(&block, args, handlers))
@@ -47,6 +48,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     quote! {
         #block
         #generated
+        #unmarked
     }
 }
 

@@ -91,6 +91,7 @@ pub(crate) fn expand(
         Ok(block) => block,
         Err(error) => return error,
     };
+    let unmarked = handler_block::unmarked_handlers(&block, &kind.block);
     let handlers = handler_block::take_handlers(&mut block, &kind.block);
     let members = MemberHooks::take(&mut block);
     let parsed = ObjectArgs::parse(args, kind);
@@ -112,6 +113,7 @@ pub(crate) fn expand(
     quote! {
         #block
         #generated
+        #unmarked
     }
 }
 
