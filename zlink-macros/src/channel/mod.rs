@@ -3,6 +3,7 @@
 
 mod args;
 mod client;
+mod fallback;
 mod group;
 
 use proc_macro2::TokenStream;
@@ -42,9 +43,26 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     };
     let unmarked = handler_block::unmarked_handlers(&block, &BLOCK);
     let handlers = handler_block::take_handlers(&mut block, &BLOCK);
-    let generated = ChannelArgs::parse(args)
-        .and_then(|args| generate(&block, args, handlers))
-        .unwrap_or_else(syn::Error::into_compile_error);
+    let parsed = ChannelArgs::parse(args);
+    let (krate, client, default_name) = match &parsed {
+        Ok(args) => (
+            Some(args.krate.clone()),
+            args.client.clone(),
+            args.default_name.clone(),
+        ),
+        Err(_) => (None, None, None),
+    };
+    let generated = match parsed.and_then(|args| generate(&block, args, handlers)) {
+        Ok(generated) => generated,
+        Err(error) => {
+            // The items the program names stand in, so our error is the only one.
+            let error = error.into_compile_error();
+            let stand_in = handler_block::self_name(&block, &BLOCK)
+                .ok()
+                .map(|name| fallback::generate(&block, name, krate, client, default_name));
+            quote!(#error #stand_in)
+        }
+    };
     quote! {
         #block
         #generated
