@@ -42,3 +42,81 @@ fn every_book_include_resolves_to_a_file_and_anchor() {
         "expected the book to include compiled code, found {checked} includes"
     );
 }
+
+/// The names a file takes from the private test crate (`use zlink_tests::...`); `None`
+/// when it takes them all with a glob, which an included file may not.
+fn test_crate_names(source: &str) -> Option<Vec<String>> {
+    let mut names = Vec::new();
+    for line in source.lines() {
+        let Some(rest) = line.trim().strip_prefix("use zlink_tests::") else {
+            continue;
+        };
+        let list = rest
+            .trim_end_matches(';')
+            .trim_start_matches('{')
+            .trim_end_matches('}');
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            if name.ends_with('*') {
+                return None;
+            }
+            names.push(name.rsplit("::").next().unwrap_or(name).to_string());
+        }
+    }
+    Some(names)
+}
+
+/// The text the book shows of `source`: the anchored region, or all of it.
+fn shown<'a>(source: &'a str, anchor: Option<&str>) -> &'a str {
+    let Some(anchor) = anchor else { return source };
+    let start = source
+        .find(&format!("ANCHOR: {anchor}"))
+        .map_or(0, |at| at + anchor.len());
+    let end = source[start..]
+        .find(&format!("ANCHOR_END: {anchor}"))
+        .map_or(source.len(), |at| start + at);
+    &source[start..end]
+}
+
+/// What the book shows compiles as shown: no snippet uses a helper of the private test
+/// crate (`zlink_tests`), which a reader does not have.
+#[test]
+fn no_book_snippet_uses_a_private_test_helper() {
+    for entry in std::fs::read_dir(book_src()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("md") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (i, _) in text.match_indices("{{#include ") {
+            let rest = &text[i + "{{#include ".len()..];
+            let spec = &rest[..rest.find("}}").unwrap()];
+            let (file, anchor) = match spec.split_once(':') {
+                Some((f, a)) => (f, Some(a)),
+                None => (spec, None),
+            };
+            let source = std::fs::read_to_string(path.parent().unwrap().join(file)).unwrap();
+            let names = test_crate_names(&source).unwrap_or_else(|| {
+                panic!(
+                    "{file}, included in {}, glob-imports zlink_tests",
+                    path.display()
+                )
+            });
+            let region = shown(&source, anchor);
+            assert!(
+                !region.contains("zlink_tests"),
+                "{}: the snippet {spec} names zlink_tests",
+                path.display()
+            );
+            for name in &names {
+                let used = region
+                    .split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .any(|word| word == name);
+                assert!(
+                    !used,
+                    "{}: the snippet {spec} uses `{name}` from the private test crate",
+                    path.display()
+                );
+            }
+        }
+    }
+}

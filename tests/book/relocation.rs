@@ -149,6 +149,17 @@ async fn relocation_chapter() -> zlink::Result<()> {
     // ANCHOR_END: drain
     let balance = WalletClient::new(&a, &id).deposit(Deposit(1)).await?;
     assert_eq!((balance.coins, balance.node.as_str()), (16, "a"));
+
+    // ANCHOR: lost_one_ways
+    // One-way messages this node accepted and could not deliver, by reason.
+    let lost = a.status().lost_one_ways;
+    println!(
+        "{} one-way(s) lost here, {} of them past the 8-hop Message Follow chain",
+        lost.total(),
+        lost.follow_hops
+    );
+    // ANCHOR_END: lost_one_ways
+    assert_eq!(lost.total(), 0, "nothing was lost in this chapter's moves");
     a.shutdown().await;
     Ok(())
 }

@@ -252,11 +252,9 @@ async fn follow_hops_beyond_eight_are_unavailable() {
 fn lost_one_ways(nodes: &[zlink::Runtime]) -> (u64, u64) {
     let (mut past_eight_hops, mut in_all) = (0, 0);
     for rt in nodes {
-        // ANCHOR: lost_one_ways
         let lost = rt.status().lost_one_ways;
         past_eight_hops += lost.follow_hops;
         in_all += lost.total();
-        // ANCHOR_END: lost_one_ways
     }
     (past_eight_hops, in_all)
 }

@@ -61,7 +61,6 @@ impl Heard {
     }
 }
 
-// ANCHOR: table
 /// A table and its guests run one turn at a time (`SpotWide`, the default), and move
 /// together: the table's and each guest's state is preserved.
 pub struct Table {
@@ -128,7 +127,6 @@ impl Spot for Table {
         self.events.lock().unwrap().push(line);
     }
 }
-// ANCHOR_END: table
 
 pub struct Guest {
     node: String,
@@ -325,11 +323,9 @@ async fn a_spot_wide_spot_moves_with_every_member_as_one_unit_keeping_state_queu
         async move { say_to_everyone(&client, 10..60).await }
     });
     tokio::time::sleep(Duration::from_millis(5)).await;
-    // ANCHOR: move_unit
     // The table and every guest seated at it now move to b, as one unit.
     let moved = a.spots().relocate("t1", Some("b")).await?;
     assert_eq!(moved.rid, "b");
-    // ANCHOR_END: move_unit
     talking.await.unwrap();
 
     assert_eq!(
