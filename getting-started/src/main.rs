@@ -1,6 +1,6 @@
 use getting_started::{Add, Tally, TallyClient};
 use zlink::store::LocationStore;
-use zlink::{Bytes, Runtime};
+use zlink::Runtime;
 
 #[tokio::main]
 async fn main() -> zlink::Result<()> {
@@ -28,15 +28,13 @@ async fn main() -> zlink::Result<()> {
         .start()
         .await?;
 
-    // Wait until a node that runs Tallies is known and connected, then create one.
+    // Wait until a node that runs Tallies is known and connected.
     caller.spots().ready(Tally::STABLE_TYPE, 1).await?;
-    caller
-        .spots()
-        .get_or_create("visits", Tally::STABLE_TYPE, Bytes::new())
-        .await?;
 
-    // Call it by ID: the caller finds its owner through the store, then remembers it.
-    let visits = TallyClient::new(&caller, "visits");
+    // The Tally "visits" exists after this call (found, or created on a node that runs
+    // Tallies), and the client calls it by ID: the caller finds its owner through the
+    // store, then remembers it.
+    let visits = TallyClient::get_or_create(&caller, "visits").await?;
     visits.add(Add(2)).await?;
     let total = visits.add(Add(3)).await?;
     println!("visits = {}", total.0);

@@ -1,5 +1,4 @@
 use getting_started::{Add, Tally, TallyClient};
-use zlink::Bytes;
 use zlink_testkit::TestCluster;
 
 #[tokio::test]
@@ -15,15 +14,9 @@ async fn a_tally_adds_up_whichever_node_calls_it() {
     .await;
     let (one, two) = (cluster.node(1), cluster.node(2));
     one.spots().ready(Tally::STABLE_TYPE, 1).await.unwrap();
-    one.spots()
-        .get_or_create("visits", Tally::STABLE_TYPE, Bytes::new())
-        .await
-        .unwrap();
+    let from_one = TallyClient::get_or_create(one, "visits").await.unwrap();
 
-    assert_eq!(
-        TallyClient::new(one, "visits").add(Add(2)).await.unwrap().0,
-        2
-    );
+    assert_eq!(from_one.add(Add(2)).await.unwrap().0, 2);
     assert_eq!(
         TallyClient::new(two, "visits").add(Add(3)).await.unwrap().0,
         5

@@ -130,7 +130,15 @@ pub(crate) fn unmarked_handlers(block: &ItemImpl, kind: &BlockKind) -> TokenStre
         let allowed = method.attrs.iter().any(|a| {
             a.path().is_ident("allow") && a.to_token_stream().to_string().contains("deprecated")
         });
-        let marked = method.attrs.iter().any(is_handler_attr);
+        // Marked as a handler or as one of the blocks' other callbacks.
+        const MARKERS: [&str; 4] = ["on_create", "on_actor_join", "on_joined_actor", "on_leave_actor"];
+        let marked = method.attrs.iter().any(|a| {
+            is_handler_attr(a)
+                || a.path()
+                    .segments
+                    .last()
+                    .is_some_and(|s| MARKERS.iter().any(|m| s.ident == m))
+        });
         if marked || signature.asyncness.is_none() || signature.inputs.len() != 3 || allowed {
             return None;
         }

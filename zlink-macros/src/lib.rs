@@ -135,6 +135,11 @@ pub fn channel(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   moves: the type implements `zlink::object::RelocationState`, and the macro wires it).
 /// - `actors = Type` (optional): the Actor type this Spot takes as members; then the block
 ///   may mark `#[on_actor_join]`, `#[on_joined_actor]` and `#[on_leave_actor]` methods.
+/// - `create = Type` (optional): the type of the Spot's creation arguments (a
+///   `zlink::Message`). The block may then mark one method
+///   `#[on_create] async fn name(&mut self, args: Type, ctx: &SpotContext) -> CreateDecision`,
+///   which decides the creation in place of `Spot::on_create`, and the client's
+///   `get_or_create` takes `&Type`.
 /// - `client = Name` (optional): the client type's name, `XxxClient` by default.
 /// - `crate = "path"` (optional): where to find zlink when it is reached through a
 ///   re-export.
@@ -146,7 +151,9 @@ pub fn channel(args: TokenStream, item: TokenStream) -> TokenStream {
 /// - `impl zlink::object::SpotHandlers` (decode, call, encode);
 /// - `Type::STABLE_TYPE`, `Type::RELOCATION` and `Type::spot_type(factory)` for
 ///   `RuntimeBuilder::spot_type`;
-/// - `XxxClient::new(&runtime, "spot-id")` with one method per handler.
+/// - `XxxClient::new(&runtime, "spot-id")` with one method per handler, and
+///   `XxxClient::get_or_create(&runtime, "spot-id"[, &args]).await?`: the Spot exists
+///   afterwards (found, or created by this call), in one call.
 ///
 /// The lifecycle hooks are the `zlink::object::Spot` trait: write
 /// `impl zlink::object::Spot for Type {}` to take their defaults.
@@ -166,7 +173,8 @@ pub fn spot(args: TokenStream, item: TokenStream) -> TokenStream {
 /// - `impl zlink::object::ActorHandlers` (decode, call, encode);
 /// - `Type::STABLE_TYPE`, `Type::RELOCATION` and `Type::actor_type(factory)` for
 ///   `RuntimeBuilder::actor_type`;
-/// - `XxxClient::new(&runtime, "actor-id")` with one method per handler.
+/// - `XxxClient::new(&runtime, "actor-id")` with one method per handler, and
+///   `XxxClient::get_or_create(&runtime, "actor-id").await?`.
 ///
 /// The lifecycle hooks are the `zlink::object::Actor` trait: write
 /// `impl zlink::object::Actor for Type {}` to take their defaults.
@@ -261,7 +269,7 @@ mod documented_keys {
             (
                 "actor",
                 include_str!("object/args.rs"),
-                &["server", "actors"],
+                &["server", "actors", "create"],
             ),
         ];
         for (name, parser, refused) in cases {

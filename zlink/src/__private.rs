@@ -88,3 +88,47 @@ pub const fn same_packet_name(a: &str, b: &str) -> bool {
     }
     true
 }
+
+/// Decodes a creation request as a type's declared creation arguments (`create = Args`).
+pub fn decode_create<A: Message>(request: &bytes::Bytes) -> crate::Result<A> {
+    A::decode(request)
+}
+
+/// The one call of a generated client's `get_or_create`: the Spot `id` exists afterwards
+/// (found or created with `request`), or the error says why not; a declined creation is
+/// `Rejected`, with `on_create`'s reply.
+pub async fn get_or_create_spot(
+    handle: &crate::Handle,
+    id: &str,
+    stable_type: &str,
+    request: bytes::Bytes,
+) -> crate::Result<()> {
+    use crate::object::SpotCreation;
+    match handle
+        .spots()
+        .get_or_create(id, stable_type, request)
+        .await?
+    {
+        SpotCreation::Created(..) | SpotCreation::Existing(_) => Ok(()),
+        SpotCreation::Rejected(reply) => Err(Error::new(
+            ErrorKind::Rejected,
+            format!(
+                "the creation of Spot {id} was declined: {}",
+                String::from_utf8_lossy(&reply)
+            ),
+        )),
+    }
+}
+
+/// The same for an Actor (whose creation carries no request).
+pub async fn get_or_create_actor(
+    handle: &crate::Handle,
+    id: &str,
+    stable_type: &str,
+) -> crate::Result<()> {
+    handle
+        .actors()
+        .get_or_create(id, stable_type)
+        .await
+        .map(|_| ())
+}

@@ -20,6 +20,7 @@ mod creation;
 mod limits;
 mod readiness;
 mod resolve_and_cache;
+mod typed_creation;
 
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
 #[message(reply = Said)]

@@ -2,7 +2,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
-use syn::{Ident, LitStr, Path};
+use syn::{Ident, LitStr, Path, Type};
 
 use super::ObjectKind;
 use crate::attr_keys::{self, set_once};
@@ -28,11 +28,13 @@ pub(crate) struct ObjectArgs {
     pub(crate) client: Option<Ident>,
     /// A Spot's member Actor type (`actors = Player`), when it takes Actors.
     pub(crate) actors: Option<Path>,
+    /// A Spot's creation arguments (`create = OpenRoom`), when it declares them.
+    pub(crate) create: Option<Type>,
     /// The path generated code uses for the runtime crate.
     pub(crate) krate: Path,
 }
 
-const EXPECTED: &str = "expected `type = \"stable-type\"`, `relocation = disable | recreate | preserve`, `actors = ActorType` (Spots), `client = ClientTypeName` or `crate = \"path\"`";
+const EXPECTED: &str = "expected `type = \"stable-type\"`, `relocation = disable | recreate | preserve`, `actors = ActorType` and `create = ArgsType` (Spots), `client = ClientTypeName` or `crate = \"path\"`";
 
 impl ObjectArgs {
     pub(crate) fn parse(tokens: TokenStream, kind: &ObjectKind) -> syn::Result<Self> {
@@ -46,6 +48,7 @@ impl ObjectArgs {
         let mut policy: Option<Policy> = None;
         let mut client: Option<Ident> = None;
         let mut actors: Option<Path> = None;
+        let mut create: Option<Type> = None;
         let mut krate: Option<Path> = None;
         let parser = syn::meta::parser(|meta| {
             match attr_keys::key(&meta).as_str() {
@@ -74,6 +77,10 @@ impl ObjectArgs {
             "actors" => Err(meta.error(
                 "`actors` belongs to #[spot(...)]: it names the Actor type a Spot takes as members",
             )),
+            "create" if *noun == "Spot" => set_once(&mut create, &meta, |m| m.value()?.parse()),
+            "create" => Err(meta.error(
+                "`create` belongs to #[spot(...)]: an Actor's creation carries no arguments",
+            )),
             "crate" => set_once(&mut krate, &meta, crate_path::parse),
             "server" => Err(meta.error(format!(
                 "`server` belongs to #[channel(server)]; a{} {noun} declares `type` and `relocation`",
@@ -100,6 +107,7 @@ format!("#[{attr}(...)] needs exactly one relocation policy: `relocation = disab
             policy,
             client,
             actors,
+            create,
             krate: krate.unwrap_or_else(crate_path::default_path),
         })
     }

@@ -31,6 +31,7 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
     let id_doc = format!("The {noun} ID this client addresses.");
     let target_of = Ident::new(&noun.to_lowercase(), Span::call_site());
     let methods = spot.handlers.iter().map(|h| method(spot, h));
+    let get_or_create = get_or_create(spot);
     quote! {
         #[doc = #type_doc]
         #[derive(::core::clone::Clone)]
@@ -65,7 +66,56 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
                 self.target.id()
             }
 
+            #get_or_create
+
             #(#methods)*
+        }
+    }
+}
+
+/// `get_or_create`: the object exists afterwards (found, or created by this call) and the
+/// client addresses it; one call for the common case.
+fn get_or_create(spot: &ObjectBlock) -> TokenStream {
+    let krate = &spot.args.krate;
+    let self_ty = spot.self_ty;
+    let (handle, id, args) = (local("handle"), local("id"), local("args"));
+    if spot.kind.noun == "Actor" {
+        return quote! {
+            /// A client of Actor `id`, created first (in the Entry Spot of a node serving
+            /// the type) when it does not exist yet; of racing calls exactly one creates it.
+            pub async fn get_or_create(
+                #handle: impl ::core::convert::Into<#krate::Handle>,
+                #id: impl ::core::convert::Into<::std::string::String>,
+            ) -> #krate::Result<Self> {
+                let (#handle, #id): (#krate::Handle, ::std::string::String) = (#handle.into(), #id.into());
+                #krate::__private::get_or_create_actor(&#handle, &#id, <#self_ty>::STABLE_TYPE).await?;
+                ::core::result::Result::Ok(Self::new(#handle, #id))
+            }
+        };
+    }
+    let (param, request, doc) = match &spot.args.create {
+        Some(create) => (
+            quote!(#args: &#create,),
+            quote!(#krate::Message::encode(#args)?),
+            "A client of Spot `id`, created first with `args` (what its `#[on_create]` method takes) when it does not exist yet; of racing calls exactly one creates it. A declined creation is `Rejected`, with the reply.",
+        ),
+        None => (
+            quote!(),
+            quote!(#krate::Bytes::new()),
+            "A client of Spot `id`, created first (with an empty creation request) when it does not exist yet; of racing calls exactly one creates it. A declined creation is `Rejected`, with the reply.",
+        ),
+    };
+    quote! {
+        #[doc = #doc]
+        pub async fn get_or_create(
+            #handle: impl ::core::convert::Into<#krate::Handle>,
+            #id: impl ::core::convert::Into<::std::string::String>,
+            #param
+        ) -> #krate::Result<Self> {
+            let (#handle, #id): (#krate::Handle, ::std::string::String) = (#handle.into(), #id.into());
+            let __zlink_request = #request;
+            #krate::__private::get_or_create_spot(&#handle, &#id, <#self_ty>::STABLE_TYPE, __zlink_request).await?;
+            ::core::result::Result::Ok(Self::new(#handle, #id))
         }
     }
 }

@@ -27,6 +27,7 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
     );
     let noun = kind.noun;
     let member_hooks = spot.members.forward(krate);
+    let create_hook = spot.create_hook.forward(krate, spot.args.create.as_ref());
     let takes_actors = spot.args.actors.as_ref().map(|actors| {
         quote_spanned! {actors.span()=>
             .and_then(|__zlink_type| __zlink_type.takes_actors(<#actors>::STABLE_TYPE))
@@ -129,6 +130,7 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
             }
 
             #member_hooks
+            #create_hook
             #state_adapter
         }
 

@@ -4,6 +4,7 @@
 
 mod args;
 mod client;
+mod create_hook;
 mod dispatch;
 mod fallback;
 mod members;
@@ -16,10 +17,11 @@ use crate::checks;
 use crate::handler::{Flavor, Handler};
 use crate::handler_block::{self, BlockKind};
 use args::ObjectArgs;
+use create_hook::CreateHook;
 use members::MemberHooks;
 
 /// Names the generated client defines itself; a handler may not take them.
-const CLIENT_OWN_METHODS: [&str; 2] = ["new", "id"];
+const CLIENT_OWN_METHODS: [&str; 3] = ["new", "id", "get_or_create"];
 
 /// What differs between `#[spot]` and `#[actor]`: the words and the runtime's names.
 pub(crate) struct ObjectKind {
@@ -76,6 +78,7 @@ pub(crate) struct ObjectBlock<'a> {
     pub(crate) client: Ident,
     pub(crate) handlers: Vec<Handler>,
     pub(crate) members: MemberHooks,
+    pub(crate) create_hook: CreateHook,
     pub(crate) args: ObjectArgs,
 }
 
@@ -94,12 +97,15 @@ pub(crate) fn expand(
     let unmarked = handler_block::unmarked_handlers(&block, &kind.block);
     let handlers = handler_block::take_handlers(&mut block, &kind.block);
     let members = MemberHooks::take(&mut block);
+    let create_hook = CreateHook::take(&mut block);
     let parsed = ObjectArgs::parse(args, kind);
     let (krate, client) = match &parsed {
         Ok(args) => (Some(args.krate.clone()), args.client.clone()),
         Err(_) => (None, None),
     };
-    let generated = match parsed.and_then(|args| generate(kind, &block, args, handlers, members?)) {
+    let generated = match parsed
+        .and_then(|args| generate(kind, &block, args, handlers, members?, create_hook?))
+    {
         Ok(generated) => generated,
         Err(error) => {
             // The items the program names stand in, so our error is the only one.
@@ -123,8 +129,15 @@ fn generate(
     args: ObjectArgs,
     handlers: Vec<syn::Result<Handler>>,
     members: MemberHooks,
+    create_hook: CreateHook,
 ) -> syn::Result<TokenStream> {
     let self_ident = handler_block::self_name(block, &kind.block)?;
+    if let (Some(span), None) = (create_hook.span(), &args.create) {
+        return Err(syn::Error::new(
+            span,
+            "#[on_create] takes the Spot's creation arguments: declare their type in the attribute, e.g. #[spot(type = \"room\", relocation = disable, create = OpenRoom)]",
+        ));
+    }
     if let (Some((name, span)), None) = (members.first(), &args.actors) {
         let message = if kind.noun == "Spot" {
             format!("#[{name}] is a membership callback: it runs only on a Spot that takes Actors; declare their type in the attribute, e.g. #[spot(type = \"room\", relocation = disable, actors = Player)]")
@@ -144,6 +157,7 @@ fn generate(
         client,
         handlers: checked,
         members,
+        create_hook,
         args,
     };
     let dispatch = dispatch::generate(&spot);

@@ -71,6 +71,18 @@ pub trait SpotHandlers: Send + 'static {
         None
     }
 
+    /// The typed creation hook of a type declared with `create = Args`: the
+    /// `#[zlink::spot]` macro writes it from an `#[on_create]` method, decoding the
+    /// creator's request as `Args` (a request that does not decode is declined, saying
+    /// why). `None`, the default, leaves the decision to [`Spot::on_create`].
+    async fn on_create_typed(
+        &mut self,
+        _ctx: &SpotContext,
+        _request: &Bytes,
+    ) -> Option<CreateDecision> {
+        None
+    }
+
     /// An Actor of this node asks to join: accept or decline, with a reply for the Actor.
     /// Called only when the Spot type takes Actors ([`SpotType::takes_actors`]); runs
     /// on the Spot's lifecycle lane, before its queued messages. The `#[zlink::spot]`

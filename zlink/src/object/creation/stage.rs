@@ -45,7 +45,10 @@ pub(crate) async fn stage(
                 let mut spot = factory(&ctx);
                 // A Spot that arrives by a move was created where it began.
                 let decision = match request {
-                    Some(request) => spot.on_create(&ctx, request.clone()).await,
+                    Some(request) => match spot.on_create_typed(&ctx, request).await {
+                        Some(decision) => decision,
+                        None => spot.on_create(&ctx, request.clone()).await,
+                    },
                     None => CreateDecision::Accept(Bytes::new()),
                 };
                 let instance = Adapted::new(ctx.id, spot);
