@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use zlink::object::{Spot, SpotContext, TimerPolicy, TimerTick};
+use zlink::object::{SpotContext, TimerPolicy, TimerTick};
 
 /// How often a Heartbeat beats.
 const PERIOD: Duration = Duration::from_millis(20);
@@ -23,22 +23,23 @@ pub struct Heartbeat {
     beats: u64,
 }
 
+// The lifecycle hooks are methods of the block too (#[on_initialize], #[on_timer],
+// #[on_closing]): the macro writes the Spot impl, so there is none to write here.
 #[zlink::spot(type = "heartbeat", relocation = disable)]
 impl Heartbeat {
     #[handler]
     async fn count(&mut self, _ask: CountBeats, _ctx: &SpotContext) -> zlink::Result<Beats> {
         Ok(Beats(self.beats))
     }
-}
 
-#[zlink::async_trait]
-impl Spot for Heartbeat {
-    async fn on_initialize(&mut self, ctx: &SpotContext) -> zlink::Result<()> {
+    #[on_initialize]
+    async fn start(&mut self, ctx: &SpotContext) -> zlink::Result<()> {
         ctx.start_timer("beat", PERIOD, TimerPolicy::SkipLateTicks)
     }
 
     /// Each tick is a turn of the Spot: never alongside a handler.
-    async fn on_timer(&mut self, _ctx: &SpotContext, tick: TimerTick) -> zlink::Result<()> {
+    #[on_timer]
+    async fn beat(&mut self, tick: TimerTick, _ctx: &SpotContext) -> zlink::Result<()> {
         self.beats = tick.delivery_index;
         Ok(())
     }

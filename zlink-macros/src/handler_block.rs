@@ -131,7 +131,16 @@ pub(crate) fn unmarked_handlers(block: &ItemImpl, kind: &BlockKind) -> TokenStre
             a.path().is_ident("allow") && a.to_token_stream().to_string().contains("deprecated")
         });
         // Marked as a handler or as one of the blocks' other callbacks.
-        const MARKERS: [&str; 4] = ["on_create", "on_actor_join", "on_joined_actor", "on_leave_actor"];
+        const MARKERS: [&str; 8] = [
+            "on_create",
+            "on_actor_join",
+            "on_joined_actor",
+            "on_leave_actor",
+            "on_initialize",
+            "on_timer",
+            "on_closing",
+            "on_join_completed",
+        ];
         let marked = method.attrs.iter().any(|a| {
             is_handler_attr(a)
                 || a.path()

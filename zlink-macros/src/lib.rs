@@ -155,8 +155,13 @@ pub fn channel(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   `XxxClient::get_or_create(&runtime, "spot-id"[, &args]).await?`: the Spot exists
 ///   afterwards (found, or created by this call), in one call.
 ///
-/// The lifecycle hooks are the `zlink::object::Spot` trait: write
-/// `impl zlink::object::Spot for Type {}` to take their defaults.
+/// The lifecycle hooks are the `zlink::object::Spot` trait. Either mark them as methods
+/// of the block, `#[on_initialize] async fn name(&mut self, ctx)`,
+/// `#[on_timer] async fn name(&mut self, tick, ctx)` and
+/// `#[on_closing] async fn name(&mut self, reason, ctx)`, and the macro writes the impl
+/// (no `#[zlink::async_trait]` needed); or mark none and write
+/// `impl zlink::object::Spot for Type {}` to take their defaults (with
+/// `#[zlink::async_trait]` on it if it defines any).
 #[proc_macro_attribute]
 pub fn spot(args: TokenStream, item: TokenStream) -> TokenStream {
     object::expand(&object::SPOT, args.into(), item.into()).into()
@@ -176,7 +181,9 @@ pub fn spot(args: TokenStream, item: TokenStream) -> TokenStream {
 /// - `XxxClient::new(&runtime, "actor-id")` with one method per handler, and
 ///   `XxxClient::get_or_create(&runtime, "actor-id").await?`.
 ///
-/// The lifecycle hooks are the `zlink::object::Actor` trait: write
+/// The lifecycle hooks are the `zlink::object::Actor` trait: mark them in the block
+/// (`#[on_initialize]`, `#[on_timer]`, `#[on_join_completed]` taking the outcome,
+/// `#[on_closing]`) and the macro writes the impl, or write
 /// `impl zlink::object::Actor for Type {}` to take their defaults.
 #[proc_macro_attribute]
 pub fn actor(args: TokenStream, item: TokenStream) -> TokenStream {

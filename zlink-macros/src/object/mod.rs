@@ -7,6 +7,7 @@ mod client;
 mod create_hook;
 mod dispatch;
 mod fallback;
+mod lifecycle;
 mod members;
 
 use proc_macro2::TokenStream;
@@ -18,6 +19,7 @@ use crate::handler::{Flavor, Handler};
 use crate::handler_block::{self, BlockKind};
 use args::ObjectArgs;
 use create_hook::CreateHook;
+use lifecycle::Lifecycle;
 use members::MemberHooks;
 
 /// Names the generated client defines itself; a handler may not take them.
@@ -79,6 +81,7 @@ pub(crate) struct ObjectBlock<'a> {
     pub(crate) handlers: Vec<Handler>,
     pub(crate) members: MemberHooks,
     pub(crate) create_hook: CreateHook,
+    pub(crate) lifecycle: Lifecycle,
     pub(crate) args: ObjectArgs,
 }
 
@@ -98,14 +101,23 @@ pub(crate) fn expand(
     let handlers = handler_block::take_handlers(&mut block, &kind.block);
     let members = MemberHooks::take(&mut block);
     let create_hook = CreateHook::take(&mut block);
+    let lifecycle = Lifecycle::take(&mut block, kind);
     let parsed = ObjectArgs::parse(args, kind);
     let (krate, client) = match &parsed {
         Ok(args) => (Some(args.krate.clone()), args.client.clone()),
         Err(_) => (None, None),
     };
-    let generated = match parsed
-        .and_then(|args| generate(kind, &block, args, handlers, members?, create_hook?))
-    {
+    let generated = match parsed.and_then(|args| {
+        generate(
+            kind,
+            &block,
+            args,
+            handlers,
+            members?,
+            create_hook?,
+            lifecycle?,
+        )
+    }) {
         Ok(generated) => generated,
         Err(error) => {
             // The items the program names stand in, so our error is the only one.
@@ -130,6 +142,7 @@ fn generate(
     handlers: Vec<syn::Result<Handler>>,
     members: MemberHooks,
     create_hook: CreateHook,
+    lifecycle: Lifecycle,
 ) -> syn::Result<TokenStream> {
     let self_ident = handler_block::self_name(block, &kind.block)?;
     if let (Some(span), None) = (create_hook.span(), &args.create) {
@@ -158,14 +171,19 @@ fn generate(
         handlers: checked,
         members,
         create_hook,
+        lifecycle,
         args,
     };
     let dispatch = dispatch::generate(&spot);
     let compile_checks = checks::generate(&spot.args.krate, &spot.handlers);
     let client = client::generate(&spot);
+    let lifecycle = spot
+        .lifecycle
+        .generate(&spot.args.krate, kind, spot.self_ty);
     Ok(quote! {
         #dispatch
         #compile_checks
         #client
+        #lifecycle
     })
 }
