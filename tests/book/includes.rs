@@ -7,36 +7,65 @@ fn book_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../book/src")
 }
 
-#[test]
-fn every_book_include_resolves_to_a_file_and_anchor() {
-    let mut checked = 0;
+/// One `{{#include file[:anchor]}}` of a chapter.
+struct Include {
+    /// The chapter that includes.
+    chapter: PathBuf,
+    /// What follows `#include `, as written.
+    spec: String,
+    file: PathBuf,
+    anchor: Option<String>,
+}
+
+/// Every include of every chapter.
+fn includes() -> Vec<Include> {
+    let mut found = Vec::new();
     for entry in std::fs::read_dir(book_src()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().and_then(|e| e.to_str()) != Some("md") {
+        let chapter = entry.unwrap().path();
+        if chapter.extension().and_then(|e| e.to_str()) != Some("md") {
             continue;
         }
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = std::fs::read_to_string(&chapter).unwrap();
         for (i, _) in text.match_indices("{{#include ") {
             let rest = &text[i + "{{#include ".len()..];
-            let spec = &rest[..rest.find("}}").unwrap()];
+            let spec = rest[..rest.find("}}").unwrap()].to_string();
             let (file, anchor) = match spec.split_once(':') {
-                Some((f, a)) => (f, Some(a)),
-                None => (spec, None),
+                Some((f, a)) => (f.to_string(), Some(a.to_string())),
+                None => (spec.clone(), None),
             };
-            let target = path.parent().unwrap().join(file);
-            let source = std::fs::read_to_string(&target)
-                .unwrap_or_else(|e| panic!("{}: include {file}: {e}", path.display()));
-            if let Some(anchor) = anchor {
-                assert!(
-                    source.contains(&format!("ANCHOR: {anchor}"))
-                        && source.contains(&format!("ANCHOR_END: {anchor}")),
-                    "{}: anchor {anchor} missing in {file}",
-                    path.display()
-                );
-            }
-            checked += 1;
+            found.push(Include {
+                file: chapter.parent().unwrap().join(file),
+                chapter: chapter.clone(),
+                spec,
+                anchor,
+            });
         }
     }
+    found
+}
+
+#[test]
+fn every_book_include_resolves_to_a_file_and_anchor() {
+    let all = includes();
+    for include in &all {
+        let source = std::fs::read_to_string(&include.file).unwrap_or_else(|e| {
+            panic!(
+                "{}: include {}: {e}",
+                include.chapter.display(),
+                include.spec
+            )
+        });
+        if let Some(anchor) = &include.anchor {
+            assert!(
+                source.contains(&format!("ANCHOR: {anchor}"))
+                    && source.contains(&format!("ANCHOR_END: {anchor}")),
+                "{}: anchor {anchor} missing in {}",
+                include.chapter.display(),
+                include.spec
+            );
+        }
+    }
+    let checked = all.len();
     assert!(
         checked >= 5,
         "expected the book to include compiled code, found {checked} includes"
@@ -81,42 +110,24 @@ fn shown<'a>(source: &'a str, anchor: Option<&str>) -> &'a str {
 /// crate (`zlink_tests`), which a reader does not have.
 #[test]
 fn no_book_snippet_uses_a_private_test_helper() {
-    for entry in std::fs::read_dir(book_src()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().and_then(|e| e.to_str()) != Some("md") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).unwrap();
-        for (i, _) in text.match_indices("{{#include ") {
-            let rest = &text[i + "{{#include ".len()..];
-            let spec = &rest[..rest.find("}}").unwrap()];
-            let (file, anchor) = match spec.split_once(':') {
-                Some((f, a)) => (f, Some(a)),
-                None => (spec, None),
-            };
-            let source = std::fs::read_to_string(path.parent().unwrap().join(file)).unwrap();
-            let names = test_crate_names(&source).unwrap_or_else(|| {
-                panic!(
-                    "{file}, included in {}, glob-imports zlink_tests",
-                    path.display()
-                )
-            });
-            let region = shown(&source, anchor);
+    for include in includes() {
+        let (chapter, spec) = (include.chapter.display(), &include.spec);
+        let source = std::fs::read_to_string(&include.file).unwrap();
+        let names = test_crate_names(&source)
+            .unwrap_or_else(|| panic!("{spec}, included in {chapter}, glob-imports zlink_tests"));
+        let region = shown(&source, include.anchor.as_deref());
+        assert!(
+            !region.contains("zlink_tests"),
+            "{chapter}: the snippet {spec} names zlink_tests"
+        );
+        for name in &names {
+            let used = region
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .any(|word| word == name);
             assert!(
-                !region.contains("zlink_tests"),
-                "{}: the snippet {spec} names zlink_tests",
-                path.display()
+                !used,
+                "{chapter}: the snippet {spec} uses `{name}` from the private test crate"
             );
-            for name in &names {
-                let used = region
-                    .split(|c: char| !c.is_alphanumeric() && c != '_')
-                    .any(|word| word == name);
-                assert!(
-                    !used,
-                    "{}: the snippet {spec} uses `{name}` from the private test crate",
-                    path.display()
-                );
-            }
         }
     }
 }
