@@ -1,4 +1,4 @@
-//! One `#[handler]` method of a channel group, a Spot or an Actor: its signature, checked and
+//! One `#[handler]` method of a channel group, a Spot, an Actor or a session: its signature, checked and
 //! reduced to what generation needs.
 
 use proc_macro2::Span;
@@ -32,6 +32,8 @@ pub(crate) enum Flavor {
     Spot,
     /// `#[actor(...)]`: `&mut self`, `ActorContext` (one turn at a time).
     Actor,
+    /// `#[session]`: `&mut self`, `SessionContext` (one packet at a time).
+    Session,
 }
 
 impl Flavor {
@@ -40,13 +42,14 @@ impl Flavor {
             Flavor::Channel => "HandlerContext",
             Flavor::Spot => "SpotContext",
             Flavor::Actor => "ActorContext",
+            Flavor::Session => "SessionContext",
         }
     }
 
     fn receiver(self) -> &'static str {
         match self {
             Flavor::Channel => "&self",
-            Flavor::Spot | Flavor::Actor => "&mut self",
+            Flavor::Spot | Flavor::Actor | Flavor::Session => "&mut self",
         }
     }
 
@@ -131,12 +134,13 @@ fn check_receiver(first: Option<&FnArg>, fn_span: Span, flavor: Flavor) -> syn::
         Flavor::Channel => "a #[handler] takes `&self` first: the group is shared by concurrent calls, so handlers cannot take `self` or `&mut self` (a stateful object that runs one turn at a time is a Spot: #[zlink::spot(...)])",
         Flavor::Spot => "a Spot #[handler] takes `&mut self` first: a Spot runs one turn at a time and owns its state, so its handlers mutate it directly",
         Flavor::Actor => "an Actor #[handler] takes `&mut self` first: an Actor runs one turn at a time and owns its state, so its handlers mutate it directly",
+        Flavor::Session => "a session #[handler] takes `&mut self` first: a session handles one packet at a time and owns its connection's state, so its handlers mutate it directly",
     };
     let fits = |r: &syn::Receiver| {
         r.reference.is_some()
             && match flavor {
                 Flavor::Channel => r.mutability.is_none(),
-                Flavor::Spot | Flavor::Actor => r.mutability.is_some(),
+                Flavor::Spot | Flavor::Actor | Flavor::Session => r.mutability.is_some(),
             }
     };
     match first {
@@ -195,6 +199,9 @@ fn context_type(arg: &FnArg, flavor: Flavor) -> syn::Result<bool> {
         }
         Flavor::Actor => {
             "the third argument is the Actor context: `ctx: &zlink::object::ActorContext`"
+        }
+        Flavor::Session => {
+            "the third argument is the session context: `ctx: &zlink::session::SessionContext`"
         }
     };
     let FnArg::Typed(pat) = arg else {

@@ -10,6 +10,7 @@ mod handler_block;
 mod message;
 mod names;
 mod object;
+mod session;
 
 use proc_macro::TokenStream;
 
@@ -190,15 +191,42 @@ pub fn actor(args: TokenStream, item: TokenStream) -> TokenStream {
     object::expand(&object::ACTOR, args.into(), item.into()).into()
 }
 
-/// Marks a handler method inside a `#[zlink::channel(server)]`, `#[zlink::spot(...)]` or
-/// `#[zlink::actor(...)]` block; see [`macro@channel`], [`macro@spot`] and
-/// [`macro@actor`]. Anywhere else it is an error.
+/// Turns an `impl` block into a STREAM session type: what a
+/// `zlink::session::StreamListener` runs for each client connection.
+///
+/// `#[session]` marks the block; its one optional key is `crate = "path"` (where to find
+/// zlink). Each `#[handler]` method is
+/// `async fn name(&mut self, message: M, ctx: &SessionContext)` returning
+/// `Result<Reply, E>` for a client's request (`Reply` must be `M`'s declared reply type; it
+/// is the Response packet) or `Result<(), E>` for a client's one-way Send packet. `M` and
+/// its reply must be JSON or Raw messages (`#[message(codec = zlink::Json)]`), the codecs a
+/// STREAM client reads. An `Err` answers the request with an Error packet of its kind.
+/// Handlers and callbacks run one at a time, in the order the client's packets arrived.
+///
+/// Callbacks, each optional and marked once in the block:
+/// - `#[on_connected] async fn name(&mut self, ctx: &SessionContext) -> Result<(), E>`
+///   runs before the first packet; an `Err` closes the connection.
+/// - `#[on_packet] async fn name(&mut self, packet: Packet, ctx: &SessionContext) -> Result<(), E>`
+///   takes every packet no handler names (for example to relay it to a bound Actor);
+///   without it such a packet is answered `NotFound`.
+/// - `#[on_disconnected] async fn name(&mut self, reason: CloseReason, ctx: &SessionContext)`
+///   runs last, once.
+///
+/// The macro generates `impl zlink::session::Session` for the type.
+#[proc_macro_attribute]
+pub fn session(args: TokenStream, item: TokenStream) -> TokenStream {
+    session::expand(args.into(), item.into()).into()
+}
+
+/// Marks a handler method inside a `#[zlink::channel(server)]`, `#[zlink::spot(...)]`,
+/// `#[zlink::actor(...)]` or `#[zlink::session]` block; see [`macro@channel`],
+/// [`macro@spot`], [`macro@actor`] and [`macro@session`]. Anywhere else it is an error.
 #[proc_macro_attribute]
 pub fn handler(_args: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);
     let error = syn::Error::new(
         proc_macro2::Span::call_site(),
-        "#[handler] only marks methods inside a #[zlink::channel(server)], #[zlink::spot(...)] or #[zlink::actor(...)] impl block; put one of them on the enclosing impl",
+        "#[handler] only marks methods inside a #[zlink::channel(server)], #[zlink::spot(...)], #[zlink::actor(...)] or #[zlink::session] impl block; put one of them on the enclosing impl",
     )
     .to_compile_error();
     quote::quote!(#error #item).into()
@@ -267,7 +295,7 @@ mod documented_keys {
     #[test]
     fn every_attribute_key_a_macro_accepts_is_in_its_rustdoc() {
         let lib = include_str!("lib.rs");
-        let cases: [(&str, &str, &[&str]); 4] = [
+        let cases: [(&str, &str, &[&str]); 5] = [
             ("derive_message", include_str!("message.rs"), &[]),
             ("channel", include_str!("channel/args.rs"), &[]),
             // `server` is refused with a pointer to #[channel(server)].
@@ -278,6 +306,7 @@ mod documented_keys {
                 include_str!("object/args.rs"),
                 &["server", "actors", "create"],
             ),
+            ("session", include_str!("session/args.rs"), &[]),
         ];
         for (name, parser, refused) in cases {
             let doc = doc_of(lib, name);

@@ -89,6 +89,8 @@ pub(crate) fn derive(input: DeriveInput) -> syn::Result<TokenStream> {
 
             const HANDS_OVER: bool = <#codec as #krate::Codec<Self>>::HANDS_OVER;
 
+            const STREAM_CODEC: ::core::option::Option<u8> = <#codec as #krate::Codec<Self>>::STREAM_CODEC;
+
             fn encoded_len(&self) -> #krate::Result<usize> {
                 <#codec as #krate::Codec<Self>>::encoded_len(self)
             }

@@ -16,6 +16,8 @@
 //! - [`StalledSubscriber`]: a fanout subscriber that never reads.
 //! - [`RawZmtp`]: a hand-driven ZMTP peer for attacks (length bombs, frame floods,
 //!   silence, peers that never read).
+//! - [`stream_client::StreamClient`]: a STREAM client written from the packet format, over
+//!   TCP or WebSocket, that can also lie, stall and never read.
 //! - [`RedisServer`]: a private `redis-server` per test that can be stopped, paused and
 //!   restarted.
 //! - [`RedisCluster`]: a private Redis Cluster per test whose masters can be killed to
@@ -35,6 +37,7 @@ pub mod relocation_conformance;
 mod relocation_store;
 mod stalled_subscriber;
 mod store;
+pub mod stream_client;
 mod test_cluster;
 mod wait;
 

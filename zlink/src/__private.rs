@@ -32,6 +32,30 @@ pub fn no_object_handler<K: crate::object::Kind>(
     )
 }
 
+/// The error a generated session dispatch returns for a handler position it does not have.
+pub fn no_session_handler(handler: usize, packet: &str) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        format!("no session handler at position {handler} for packet {packet:?}"),
+    )
+}
+
+/// A session request handler's reply encoded for its Response packet, bounded like
+/// [`reply_payload`]: a wrong reply type is one error, at the handler's return type.
+pub fn session_reply<R, T: ReplyOf<R>>(
+    reply: T,
+) -> crate::Result<(crate::session::StreamCodec, bytes::Bytes)> {
+    const {
+        assert!(
+            <T::Reply as Message>::STREAM_CODEC.is_some(),
+            "a session request's reply must be JSON or Raw, the codecs a STREAM client reads: derive it with #[message(codec = zlink::Json)]"
+        )
+    };
+    let reply = reply.into_reply();
+    let codec = crate::session::codec_of::<T::Reply>()?;
+    Ok((codec, reply.encode()?))
+}
+
 /// Declares the Client role for `channel` on the node `handle` reaches (what a generated
 /// client's `new` does). A malformed name is not declared: its calls fail
 /// `InvalidArgument`.

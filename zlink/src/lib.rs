@@ -76,6 +76,7 @@ mod layering_tests;
 mod link;
 mod mesh;
 pub mod object;
+pub mod session;
 pub mod store;
 mod sync;
 /// The wire types, for the testkit's hostile peers and the attack tests: not part of the
@@ -103,8 +104,10 @@ pub use host::{
 };
 pub use link::LinkLimits;
 pub use mesh::{generate_rid, DiscoveryStatus, PeerSpec, PeerStatus, DEFAULT_WEIGHT, MAX_WEIGHT};
-pub use wire::{cbor_decode, cbor_encode, Cbor, Codec, Json, Message, Metadata, Payload, Request};
-pub use zlink_macros::{actor, channel, handler, spot, Message};
+pub use wire::{
+    cbor_decode, cbor_encode, Cbor, Codec, Json, Message, Metadata, Payload, Raw, Request,
+};
+pub use zlink_macros::{actor, channel, handler, session, spot, Message};
 
 /// ClientServer roles: a Server's own listener for outside callers, Clients that connect
 /// to it. Declare them with [`ClientServer`] and

@@ -13,6 +13,7 @@ use crate::channel::fanout::{FanoutDeclaration, FanoutRoles};
 use crate::handler::{Handle, HandlerGroup, HandlerTable, NodeDirectRoute};
 use crate::mesh::MeshNode;
 use crate::object::{ObjectServer, ObjectSettings};
+use crate::session::StreamListeners;
 use crate::wire::Command;
 use crate::{Error, ErrorKind, Result};
 
@@ -21,6 +22,7 @@ pub(super) struct Started {
     pub(super) client_server: Arc<ClientServerRoles>,
     pub(super) fanout: Arc<FanoutRoles>,
     pub(super) objects: Option<Arc<ObjectServer>>,
+    pub(super) streams: Arc<StreamListeners>,
 }
 
 /// Starts a RouteMesh node and everything the settings declare next to it. On failure
@@ -33,6 +35,7 @@ pub(super) async fn start(settings: Settings) -> Result<(Handle, Started)> {
         client_server,
         fanout,
         objects,
+        stream_listeners,
     } = settings;
     let handle = Handle::new(MeshNode::new(mesh, None));
     let parts = Parts {
@@ -41,6 +44,7 @@ pub(super) async fn start(settings: Settings) -> Result<(Handle, Started)> {
         client_server,
         fanout,
         objects,
+        stream_listeners,
     };
     let started = match start_parts(&handle, parts).await {
         Ok(started) => started,
@@ -62,6 +66,7 @@ struct Parts {
     client_server: Vec<ClientServerRole>,
     fanout: Vec<FanoutDeclaration>,
     objects: ObjectSettings,
+    stream_listeners: Vec<crate::session::StreamListener>,
 }
 
 /// Each subsystem starts, joins the node's stop order, and plugs into the handle.
@@ -81,10 +86,14 @@ async fn start_parts(handle: &Handle, parts: Parts) -> Result<Started> {
     if let Some(objects) = &objects {
         node.add_subsystem(objects.clone());
     }
+    // Sessions call Actors from their first packet: they open last and close first.
+    let streams = StreamListeners::start(parts.stream_listeners, handle.downgrade()).await?;
+    node.add_subsystem(streams.clone());
     Ok(Started {
         client_server,
         fanout,
         objects,
+        streams,
     })
 }
 

@@ -114,6 +114,12 @@ impl Runtime {
         self.handle.endpoint()
     }
 
+    /// Where the STREAM listener `name` takes clients (`tcp://host:port` or
+    /// `ws://host:port`, with the port it bound).
+    pub fn stream_endpoint(&self, name: &str) -> Option<String> {
+        self.started.streams.endpoint(name)
+    }
+
     /// Channel calls and roles: [`Handle::channels`].
     pub fn channels(&self) -> Channels<'_> {
         self.handle.channels()

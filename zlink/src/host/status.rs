@@ -33,6 +33,8 @@ pub struct RuntimeStatus {
     pub client_server: Vec<ClientServerStatus>,
     /// Its fanout roles.
     pub fanout: Vec<FanoutStatus>,
+    /// Its STREAM listeners and their sessions.
+    pub stream_listeners: Vec<crate::session::StreamListenerStatus>,
     /// What it knows from the Location Store, when one is registered.
     pub store: Option<StoreStatus>,
     /// Its Location Store calls so far, per operation kind, when a store is registered.
@@ -213,6 +215,7 @@ impl RuntimeStatus {
             open_connections: node.links().open_connections(),
             client_server,
             fanout,
+            stream_listeners: started.streams.status(),
             store,
             spots_owned: objects
                 .map_or(0, |objects| objects.owned(crate::object::ObjectKind::Spot)),

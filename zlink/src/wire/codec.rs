@@ -43,6 +43,10 @@ pub trait Codec<T> {
     /// carries leaves the default, `false`, and its values are always encoded.
     const HANDS_OVER: bool = false;
 
+    /// The STREAM packet codec number this codec's bytes are (`Some(1)` JSON, `Some(0)`
+    /// Raw); `None` for a codec outside clients do not speak (CBOR).
+    const STREAM_CODEC: Option<u8> = None;
+
     /// The size of `value`'s encoding (a mailbox bounds what it holds by it).
     fn encoded_len(value: &T) -> Result<usize> {
         Self::encode(value).map(|bytes| bytes.len())
@@ -106,6 +110,8 @@ impl<T: Serialize + DeserializeOwned> Codec<T> for Json {
 
     const HANDS_OVER: bool = true;
 
+    const STREAM_CODEC: Option<u8> = Some(1);
+
     fn encoded_len(value: &T) -> Result<usize> {
         let mut counted = Counted::default();
         serde_json::to_writer(&mut counted, value)
@@ -115,6 +121,28 @@ impl<T: Serialize + DeserializeOwned> Codec<T> for Json {
 }
 
 /// A scratch buffer kept this large at most between encodes.
+/// The payload bytes themselves, for a message that holds its own encoding (a binary
+/// game frame, an image): `#[message(codec = zlink::Raw)]` on a type that converts from
+/// [`Bytes`] and reads as bytes. STREAM clients see codec Raw (0).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Raw;
+
+impl<T: From<Bytes> + AsRef<[u8]>> Codec<T> for Raw {
+    fn encode(value: &T) -> Result<Bytes> {
+        Ok(Bytes::copy_from_slice(value.as_ref()))
+    }
+
+    fn decode(bytes: &[u8]) -> Result<T> {
+        Ok(T::from(Bytes::copy_from_slice(bytes)))
+    }
+
+    const STREAM_CODEC: Option<u8> = Some(0);
+
+    fn encoded_len(value: &T) -> Result<usize> {
+        Ok(value.as_ref().len())
+    }
+}
+
 const SCRATCH_KEEP: usize = 64 * 1024;
 
 thread_local! {

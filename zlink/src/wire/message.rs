@@ -27,6 +27,11 @@ pub trait Message: Sized + Send + Sync + 'static {
     /// instead of encoding and decoding it (see [`Codec::HANDS_OVER`](crate::Codec::HANDS_OVER)).
     const HANDS_OVER: bool = false;
 
+    /// The STREAM packet codec number of this message's bytes (see
+    /// [`Codec::STREAM_CODEC`](crate::Codec::STREAM_CODEC)); `None` when outside clients
+    /// cannot read it.
+    const STREAM_CODEC: Option<u8> = None;
+
     /// The size of [`encode`](Self::encode)'s output, without keeping it.
     fn encoded_len(&self) -> Result<usize> {
         self.encode().map(|bytes| bytes.len())

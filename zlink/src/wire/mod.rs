@@ -22,7 +22,7 @@ mod payload;
 mod reply_head;
 
 pub use call_head::{CallHead, RouteFence};
-pub use codec::{cbor_decode, cbor_encode, Cbor, Codec, Json};
+pub use codec::{cbor_decode, cbor_encode, Cbor, Codec, Json, Raw};
 pub use command::Command;
 pub(crate) use envelope::{encode_call, encode_reply, prefix, Addressed};
 pub use envelope::{CallMessage, Envelope, WireError, PROTOCOL_MAJOR};

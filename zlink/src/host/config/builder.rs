@@ -71,6 +71,7 @@ pub struct RuntimeBuilder {
     store_failure_grace: Option<Duration>,
     client_server: Vec<ClientServerRole>,
     fanout: Vec<FanoutDeclaration>,
+    stream_listeners: Vec<crate::session::StreamListener>,
     spot_types: Vec<crate::object::SpotType>,
     actor_types: Vec<crate::object::ActorType>,
     entry_hooks: Option<Arc<crate::object::EntryHooksFactory>>,
@@ -109,6 +110,7 @@ impl Default for RuntimeBuilder {
             store_failure_grace: None,
             client_server: Vec::new(),
             fanout: Vec::new(),
+            stream_listeners: Vec::new(),
             spot_types: Vec::new(),
             actor_types: Vec::new(),
             entry_hooks: None,
@@ -209,6 +211,13 @@ impl RuntimeBuilder {
         role: impl Into<crate::channel::client_server::ClientServerDeclaration>,
     ) -> Self {
         self.client_server.push(role.into().0);
+        self
+    }
+
+    /// Registers a STREAM listener for outside clients (TCP or WebSocket), with its
+    /// session type. See [`session`](crate::session).
+    pub fn stream_listener(mut self, listener: crate::session::StreamListener) -> Self {
+        self.stream_listeners.push(listener);
         self
     }
 
@@ -521,6 +530,11 @@ impl RuntimeBuilder {
             }
         }
         validate_client_server(&self.client_server, self.store.is_some(), &mut v, &channels);
+        let mut stream_problems = Vec::new();
+        crate::session::validate(&self.stream_listeners, &mut stream_problems);
+        for problem in stream_problems {
+            v.violation(problem.setting, problem.problem);
+        }
         validate_fanout(
             &self.fanout,
             self.store.is_some(),
@@ -621,6 +635,7 @@ impl RuntimeBuilder {
                     max_spots: self.max_spots,
                     faults: self.faults,
                 },
+                stream_listeners: self.stream_listeners,
             },
         })
     }

@@ -26,6 +26,8 @@ pub(crate) struct Settings {
     pub(crate) fanout: Vec<FanoutDeclaration>,
     /// Spots, Actors, the route cache and relocation.
     pub(crate) objects: ObjectSettings,
+    /// STREAM listeners for outside clients.
+    pub(crate) stream_listeners: Vec<crate::session::StreamListener>,
 }
 
 /// A validated configuration, ready to [`start`](Self::start).

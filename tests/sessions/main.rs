@@ -1,0 +1,9 @@
+//! STREAM sessions: outside clients over real TCP and WebSocket on 127.0.0.1, driven by the
+//! testkit's independent STREAM client.
+
+mod attacks;
+mod basics;
+mod common;
+mod macro_forms;
+mod tls;
+mod websocket;

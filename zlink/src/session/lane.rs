@@ -1,0 +1,146 @@
+//! A session's serial lane: `on_connected`, then each packet in arrival order, the
+//! binding notices, and `on_disconnected` last. One at a time, on one task.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use super::connection::answer_error;
+use super::context::SessionContext;
+use super::incoming::Packet;
+use super::packet::{CloseReason, Flow, StreamCodec};
+use super::peer::{AfterHandler, SessionPeer};
+use super::reply::ReplyToken;
+use super::session_type::DynSession;
+use super::table::PacketTable;
+use crate::handler::{Handle, PacketKind};
+use crate::{Error, ErrorKind, Metadata};
+
+/// What the lane runs, in order.
+pub(crate) enum LaneEvent {
+    /// An application packet the read loop admitted.
+    Packet {
+        name: String,
+        codec: StreamCodec,
+        metadata: Metadata,
+        payload: Bytes,
+        flow: Option<Flow>,
+        request_seq: Option<u64>,
+    },
+}
+
+pub(crate) async fn run_lane(
+    peer: Arc<SessionPeer>,
+    mut session: Box<dyn DynSession>,
+    table: Arc<PacketTable>,
+    handle: Handle,
+    mut events: mpsc::Receiver<LaneEvent>,
+) {
+    let ctx = SessionContext {
+        peer: peer.clone(),
+        handle,
+    };
+    if let Err(e) = session.on_connected(&ctx).await {
+        peer.close(
+            CloseReason::ServerDrain,
+            &format!("the session refused the connection: {e}"),
+        );
+    }
+    loop {
+        let event = tokio::select! {
+            biased;
+            // A closing session takes no more application packets.
+            _ = peer.outbound.closing_started() => break,
+            event = events.recv() => event,
+        };
+        let Some(event) = event else { break };
+        match event {
+            LaneEvent::Packet {
+                name,
+                codec,
+                metadata,
+                payload,
+                flow,
+                request_seq,
+            } => {
+                let packet = Packet {
+                    name,
+                    codec,
+                    metadata,
+                    payload,
+                    flow,
+                    request_seq,
+                    reply: request_seq.map(|seq| ReplyToken::new(peer.clone(), seq)),
+                };
+                dispatch(&peer, session.as_mut(), &table, &ctx, packet).await;
+            }
+        }
+    }
+    let reason = peer
+        .outbound
+        .closing()
+        .unwrap_or(CloseReason::TransportError);
+    session.on_disconnected(&ctx, reason).await;
+}
+
+async fn dispatch(
+    peer: &SessionPeer,
+    session: &mut dyn DynSession,
+    table: &PacketTable,
+    ctx: &SessionContext,
+    packet: Packet,
+) {
+    let seq = packet.request_seq;
+    let name = packet.name.clone();
+    let result = match table.find(&packet.name) {
+        Some((_, PacketKind::Request)) if seq.is_none() => Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("packet {name:?} is a request: send it with a request sequence"),
+        )),
+        Some((_, PacketKind::Send)) if seq.is_some() => Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("packet {name:?} is one-way: send it without a request sequence"),
+        )),
+        Some((handler, _)) => session.handle(ctx, handler, packet).await,
+        None => session.on_packet(ctx, packet).await,
+    };
+    match seq {
+        Some(seq) => match (peer.after_handler(seq), result) {
+            (AfterHandler::Answered, _) => {}
+            (AfterHandler::Dropped, Ok(())) => answer_error(
+                peer,
+                Some(seq),
+                ErrorKind::InternalFailure,
+                &format!("the handler of {name:?} returned without answering"),
+            ),
+            (AfterHandler::Dropped, Err(e)) => {
+                let (kind, message) = error_parts(&e);
+                answer_error(peer, Some(seq), kind, &message);
+            }
+            (AfterHandler::Alive, Err(e)) => {
+                // The token lives on, but the handler failed: the failure answers, and the
+                // token finds its request answered.
+                if peer.finish_request(seq) {
+                    let (kind, message) = error_parts(&e);
+                    answer_error(peer, Some(seq), kind, &message);
+                }
+            }
+            (AfterHandler::Alive, Ok(())) => {}
+        },
+        None => {
+            if let Err(e) = result {
+                let (kind, message) = error_parts(&e);
+                answer_error(peer, None, kind, &format!("packet {name:?}: {message}"));
+            }
+        }
+    }
+}
+
+/// The code and message of an Error packet for `error`.
+pub(crate) fn error_parts(error: &Error) -> (ErrorKind, String) {
+    match error {
+        Error::Failed { kind, detail } => (*kind, detail.clone()),
+        other => (ErrorKind::InvalidOperation, other.to_string()),
+    }
+}
