@@ -10,6 +10,9 @@
 //! - `relocation`: the pause of a live move, the p99 of requests during a host drain
 //!   against the same load with no move, and the cost of a Message Follow hop.
 //!
+//! - `stream`: STREAM sessions: a session handler's echo vs a raw tokio echo with the same
+//!   framing, and the memory of 10,000 idle sessions.
+//!
 //! Each prints readable lines, then one JSON object as the last line.
 
 mod drive;
@@ -20,6 +23,7 @@ mod raw;
 mod raw_cbor;
 mod relocation;
 mod stats;
+mod stream;
 mod tarpc_echo;
 mod zlink_rpc;
 
@@ -32,7 +36,7 @@ use stats::{Latency, Throughput};
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 const USAGE: &str = "\
-usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation) [--seconds S] [--requests N]
+usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation | stream) [--seconds S] [--requests N]
 
   rpc            raw zeromq DEALER->ROUTER echo vs zlink RouteMesh request_to_channel
                  on 127.0.0.1, 64-byte payloads: sequential latency and pipelined
@@ -58,6 +62,11 @@ usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation) 
                  vs the same load with no move; the added latency of one Message
                  Follow hop and how many calls take the detour before the notice
                  drops the cached route
+  stream         STREAM sessions on 127.0.0.1, 64-byte Raw payloads: a session
+                 handler's echo vs a raw tokio echo with the same 6-byte prefix and
+                 header (one connection, 64 requests in flight); the RSS growth per
+                 connection of 10,000 idle sessions vs a raw tokio server holding
+                 each on a reading task (the clients run in a child process)
   --seconds S    how long each pipelined or publishing run lasts, 1..=60 (default 3)
   --requests N   measured sequential round trips, 100..=1000000 (default 5000)
   --curve        rpc only: also run zlink with ZMTP CURVE on both nodes and report
@@ -74,6 +83,7 @@ enum Bench {
     Objects,
     Local,
     Relocation,
+    Stream,
 }
 
 /// What one `rpc` run does.
@@ -109,6 +119,7 @@ fn parse_args(args: &[String]) -> Result<(Bench, RpcPlan), String> {
         "objects" => Bench::Objects,
         "local" => Bench::Local,
         "relocation" => Bench::Relocation,
+        "stream" => Bench::Stream,
         other => return Err(format!("unknown command {other:?}")),
     };
     let mut plan = RpcPlan::default();
@@ -625,8 +636,52 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
+/// The child process of `stream`'s idle measurement that runs one server.
+fn idle_server(kind: &str) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(_) => return ExitCode::FAILURE,
+    };
+    match runtime.block_on(stream::idle_server(kind)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("zlink-bench idle server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The child process of `stream`'s idle measurement that holds the clients.
+fn idle_clients(addr: &str, count: &str) -> ExitCode {
+    let Ok(count) = count.parse::<usize>() else {
+        return ExitCode::from(2);
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(_) => return ExitCode::FAILURE,
+    };
+    match runtime.block_on(stream::hold_idle_clients(addr, count)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("zlink-bench idle clients: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [flag, addr, count] if flag == "__idle-clients" => return idle_clients(addr, count),
+        [flag, kind] if flag == "__idle-server" => return idle_server(kind),
+        _ => {}
+    }
     if matches!(args.first().map(String::as_str), Some("-h" | "--help")) {
         println!("{USAGE}");
         return ExitCode::SUCCESS;
@@ -654,6 +709,9 @@ fn main() -> ExitCode {
             Bench::Objects => objects(plan).await,
             Bench::Local => local(plan).await,
             Bench::Relocation => relocation(plan).await,
+            Bench::Stream => stream::run(plan.duration)
+                .await
+                .map(|summary| println!("{summary}")),
             _ => rpc(plan, bench).await,
         }
     };

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::lane::{run_lane, LaneEvent};
+use super::lane::{run_lane, Admitted, LaneEvent};
 use super::packet::{
     decode_packet, encode_packet, CloseReason, ReadError, StreamCodec, WireKind, WirePacket,
     HEARTBEAT_PING, HEARTBEAT_PONG, SESSION_CLOSING,
@@ -286,14 +286,14 @@ fn admit(peer: &SessionPeer, packet: WirePacket) -> Option<LaneEvent> {
         }
         _ => None,
     };
-    Some(LaneEvent::Packet {
+    Some(LaneEvent::Packet(Box::new(Admitted {
         name: packet.name,
         codec,
         metadata: packet.metadata,
         payload: packet.payload,
         flow: packet.flow,
         request_seq,
-    })
+    })))
 }
 
 fn control(name: &str) -> Bytes {

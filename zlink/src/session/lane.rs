@@ -19,15 +19,19 @@ use crate::{Error, ErrorKind, Metadata};
 
 /// What the lane runs, in order.
 pub(crate) enum LaneEvent {
-    /// An application packet the read loop admitted.
-    Packet {
-        name: String,
-        codec: StreamCodec,
-        metadata: Metadata,
-        payload: Bytes,
-        flow: Option<Flow>,
-        request_seq: Option<u64>,
-    },
+    /// An application packet the read loop admitted. Boxed: the channel allocates its
+    /// slots up front, and a pointer a slot keeps an idle session small.
+    Packet(Box<Admitted>),
+}
+
+/// An application packet the read loop admitted.
+pub(crate) struct Admitted {
+    pub(crate) name: String,
+    pub(crate) codec: StreamCodec,
+    pub(crate) metadata: Metadata,
+    pub(crate) payload: Bytes,
+    pub(crate) flow: Option<Flow>,
+    pub(crate) request_seq: Option<u64>,
 }
 
 pub(crate) async fn run_lane(
@@ -56,14 +60,15 @@ pub(crate) async fn run_lane(
         };
         let Some(event) = event else { break };
         match event {
-            LaneEvent::Packet {
-                name,
-                codec,
-                metadata,
-                payload,
-                flow,
-                request_seq,
-            } => {
+            LaneEvent::Packet(admitted) => {
+                let Admitted {
+                    name,
+                    codec,
+                    metadata,
+                    payload,
+                    flow,
+                    request_seq,
+                } = *admitted;
                 let packet = Packet {
                     name,
                     codec,

@@ -180,20 +180,28 @@ impl RunningListener {
         let transport = self.transport;
         let max = self.limits.max_message_size;
         let tls = self.tls.clone();
-        self.tasks.spawn(async move {
+        let connection = async move {
             match tls {
                 None => serve(transport, connection, stream, max).await,
-                Some(tls) => match tls.accept(stream).await {
-                    Ok(stream) => serve(transport, connection, stream, max).await,
-                    Err(diagnostic) => {
-                        tracing::debug!(listener = %listener.name, session = %peer.id, %remote, diagnostic, "TLS client refused");
-                        peer.close(CloseReason::ProtocolError, &diagnostic);
-                        peer.ended.cancel();
-                    }
-                },
+                // Boxed, like the WebSocket path: a TLS stream's state is kilobytes, and
+                // inline it would size every plain session's task too.
+                Some(tls) => {
+                    Box::pin(async {
+                        match tls.accept(stream).await {
+                            Ok(stream) => serve(transport, connection, stream, max).await,
+                            Err(diagnostic) => {
+                                tracing::debug!(listener = %listener.name, session = %peer.id, %remote, diagnostic, "TLS client refused");
+                                peer.close(CloseReason::ProtocolError, &diagnostic);
+                                peer.ended.cancel();
+                            }
+                        }
+                    })
+                    .await
+                }
             }
             listener.sessions().remove(&peer.id);
-        });
+        };
+        self.tasks.spawn(connection);
     }
 
     /// Stops accepting and closes every session with `ServerDrain`; waits for them at
@@ -276,6 +284,6 @@ where
                 .run(PacketReader::new(read, max), StreamSink::new(write))
                 .await;
         }
-        StreamTransport::WebSocket => super::websocket::run(connection, stream).await,
+        StreamTransport::WebSocket => Box::pin(super::websocket::run(connection, stream)).await,
     }
 }
