@@ -7,6 +7,7 @@ mod includes;
 mod location_store;
 mod relocation;
 mod security;
+mod sessions;
 mod spot_wide;
 mod spots;
 mod test_cluster;

@@ -4,6 +4,7 @@
 mod attacks;
 mod basics;
 mod common;
+mod interop;
 mod macro_forms;
 mod tls;
 mod websocket;
