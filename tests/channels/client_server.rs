@@ -133,6 +133,7 @@ async fn a_server_cannot_start_a_call_to_a_client() {
             target: zlink::wire::WireName::from_text(CS),
             packet: zlink::wire::WireName::from_text("Echo"),
             fence: None,
+            session: None,
         },
         metadata: Default::default(),
         payload: zlink::Message::encode(&Echo { text: "x".into() }).unwrap(),

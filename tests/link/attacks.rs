@@ -76,6 +76,7 @@ fn echo_request(correlation: u64, text: &str) -> Vec<Bytes> {
             target: WireName::from_text(CHANNEL),
             packet: WireName::from_text("Echo"),
             fence: None,
+            session: None,
         },
         metadata: Default::default(),
         payload: zlink::wire::cbor_encode(&Echo { text: text.into() }).expect("encodes"),

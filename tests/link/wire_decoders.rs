@@ -22,6 +22,7 @@ fn request_envelope(payload: Vec<u8>, with_metadata: bool) -> Envelope {
             target: WireName::from_text("echo"),
             packet: WireName::from_text("Echo"),
             fence: None,
+            session: None,
         },
         metadata,
         payload: Bytes::from(payload),
@@ -84,6 +85,7 @@ proptest! {
                 target: WireName::from_text(&channel),
                 packet: WireName::from_text(&packet),
                 fence: None,
+                session: None,
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
@@ -110,6 +112,7 @@ proptest! {
                 target: WireName::from_text(&id),
                 packet: WireName::from_text("Join"),
                 fence: Some(RouteFence { object_generation, owner_generation, lease_generation }),
+                session: None,
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
@@ -128,6 +131,7 @@ proptest! {
                 target: WireName::from_text("room-7"),
                 packet: WireName::from_text("Say"),
                 fence: Some(RouteFence { object_generation: 2, owner_generation: 3, lease_generation: 4 }),
+                session: None,
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
@@ -160,6 +164,7 @@ fn a_spot_command_without_an_id_or_with_a_zero_fence_is_refused() {
                     owner_generation,
                     lease_generation: 1,
                 }),
+                session: None,
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
@@ -290,4 +295,86 @@ fn admission_roundtrips() {
         },
     );
     assert_eq!(Envelope::decode(&env.encode()).unwrap(), env);
+}
+
+fn bound_actor_send(session: Option<zlink::wire::SessionTail>, command: Command) -> Envelope {
+    Envelope::Call(CallMessage {
+        command,
+        head: CallHead {
+            correlation: if command.is_request() { 9 } else { 0 },
+            deadline_ms: if command.is_request() { 1_000 } else { 0 },
+            hops: 0,
+            target: WireName::from_text("player-1"),
+            packet: WireName::from_text("move"),
+            fence: Some(RouteFence {
+                object_generation: 2,
+                owner_generation: 3,
+                lease_generation: 4,
+            }),
+            session,
+        },
+        metadata: Metadata::new(),
+        payload: Bytes::from_static(b"{}"),
+    })
+}
+
+#[test]
+fn a_bound_session_tail_round_trips_on_actor_sends_and_requests() {
+    let tail = zlink::wire::SessionTail {
+        binding_generation: 7,
+        session_seq: 41,
+    };
+    for command in [Command::ActorSend, Command::ActorRequest] {
+        let envelope = bound_actor_send(Some(tail), command);
+        let frames = envelope.encode();
+        assert_eq!(
+            frames[0][4] & zlink::wire::FLAG_SESSION_TAIL,
+            zlink::wire::FLAG_SESSION_TAIL
+        );
+        assert_eq!(Envelope::decode(&frames).unwrap(), envelope);
+        // Without a tail the flag stays clear and the head is 16 bytes shorter.
+        let plain = bound_actor_send(None, command).encode();
+        assert_eq!(plain[0][4] & zlink::wire::FLAG_SESSION_TAIL, 0);
+        assert_eq!(frames[0].len(), plain[0].len() + 16);
+    }
+}
+
+#[test]
+fn a_bound_session_tail_is_refused_where_it_does_not_belong_or_is_malformed() {
+    let tail = zlink::wire::SessionTail {
+        binding_generation: 7,
+        session_seq: 1,
+    };
+    // On a Spot send: set the flag and append the tail by hand (the encoder never would).
+    let mut spot = bound_actor_send(None, Command::SpotSend).encode();
+    let mut head = spot[0].to_vec();
+    head[4] |= zlink::wire::FLAG_SESSION_TAIL;
+    head.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 1]);
+    spot[0] = Bytes::from(head);
+    let error = Envelope::decode(&spot).unwrap_err();
+    assert!(error.to_string().contains("takes none"), "{error}");
+    // A zero binding generation.
+    let mut zero = bound_actor_send(Some(tail), Command::ActorSend).encode();
+    let mut head = zero[0].to_vec();
+    let at = head.len() - 16;
+    head[at..at + 8].fill(0);
+    zero[0] = Bytes::from(head);
+    let error = Envelope::decode(&zero).unwrap_err();
+    assert!(
+        error.to_string().contains("zero binding generation"),
+        "{error}"
+    );
+    // The flag without the 16 bytes.
+    let mut short = bound_actor_send(None, Command::ActorSend).encode();
+    let mut head = short[0].to_vec();
+    head[4] |= zlink::wire::FLAG_SESSION_TAIL;
+    short[0] = Bytes::from(head);
+    assert!(Envelope::decode(&short).is_err());
+    // The flag on a request is refused with the readable correlation.
+    let mut request = bound_actor_send(None, Command::SpotRequest).encode();
+    let mut head = request[0].to_vec();
+    head[4] |= zlink::wire::FLAG_SESSION_TAIL;
+    request[0] = Bytes::from(head);
+    let error = Envelope::decode(&request).unwrap_err();
+    assert_eq!(error.correlation, Some(9));
 }

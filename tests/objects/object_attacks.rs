@@ -88,6 +88,7 @@ fn call(
             target: WireName::from_text(target),
             packet: WireName::from_text(packet),
             fence,
+            session: None,
         },
         metadata: Metadata::new(),
         payload,

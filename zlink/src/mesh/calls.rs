@@ -29,6 +29,8 @@ pub(crate) struct OutboundCall<'a> {
     pub(crate) fence: Option<crate::wire::RouteFence>,
     /// Forwarding hops so far (0 unless Message Follow relays it).
     pub(crate) hops: u8,
+    /// A session's relay to its bound Actor: the binding it goes under.
+    pub(crate) session: Option<crate::wire::SessionTail>,
     pub(crate) metadata: &'a Metadata,
     pub(crate) payload: Bytes,
 }
@@ -244,6 +246,7 @@ impl Calls {
                 packet: call.packet,
                 fence: call.fence,
                 hops: call.hops,
+                session: call.session,
             },
             call.metadata,
             call.payload.clone(),
@@ -345,6 +348,7 @@ impl Calls {
                 packet: call.packet,
                 fence: call.fence,
                 hops: call.hops,
+                session: call.session,
             },
             call.metadata,
             call.payload.clone(),
@@ -417,6 +421,7 @@ impl Calls {
             target: channel,
             packet,
             fence: None,
+            session: None,
             metadata: &options.metadata,
             payload,
         };
@@ -477,6 +482,7 @@ impl Calls {
             target: "",
             packet,
             fence: None,
+            session: None,
             metadata: &options.metadata,
             payload,
         };

@@ -72,6 +72,7 @@ async fn a_subsystem_registers_an_inbound_route_and_receives_its_command() {
             owner_generation: 1,
             lease_generation: 1,
         }),
+        session: None,
         metadata: &metadata,
         payload: Bytes::from_static(b"abc"),
     };

@@ -14,7 +14,7 @@ use crate::handler::PacketKind;
 use crate::mesh::calls::{OutboundCall, SubmittedRequest};
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
-use crate::wire::{Command, Metadata, RouteFence};
+use crate::wire::{Command, Metadata, RouteFence, SessionTail};
 use crate::{Error, ErrorKind, Result};
 
 /// The metadata of a command that carries none.
@@ -36,6 +36,7 @@ pub(crate) struct ObjectCommand<'a> {
     packet: &'a str,
     fence: Option<RouteFence>,
     hops: u8,
+    session: Option<SessionTail>,
     metadata: &'a Metadata,
     payload: Bytes,
 }
@@ -72,6 +73,7 @@ impl<'a> ObjectCommand<'a> {
             packet,
             fence: Some(fence),
             hops: 0,
+            session: None,
             metadata,
             payload,
         }
@@ -96,6 +98,7 @@ impl<'a> ObjectCommand<'a> {
             packet: stable_type,
             fence: None,
             hops: 0,
+            session: None,
             metadata: &NO_METADATA,
             payload,
         }
@@ -113,6 +116,7 @@ impl<'a> ObjectCommand<'a> {
             packet: "close",
             fence: Some(route_fence(fence)),
             hops: 0,
+            session: None,
             metadata: &NO_METADATA,
             payload,
         }
@@ -127,6 +131,7 @@ impl<'a> ObjectCommand<'a> {
             packet: CONTROL_PACKET,
             fence: None,
             hops: 0,
+            session: None,
             metadata: &NO_METADATA,
             payload,
         }
@@ -139,6 +144,7 @@ impl<'a> ObjectCommand<'a> {
             packet: self.packet,
             fence: self.fence,
             hops: self.hops,
+            session: self.session,
             metadata: self.metadata,
             payload: self.payload.clone(),
         }

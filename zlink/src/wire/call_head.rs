@@ -15,6 +15,9 @@
 //!         8     ObjectGeneration, u64 big-endian (non-zero)
 //!         8     AuthorityOwnerGeneration, u64 big-endian (non-zero)
 //!         8     OwnerLeaseGeneration, u64 big-endian (non-zero)
+//! then, on Actor sends and requests with flag 0x02 only, the bound-session tail:
+//!         8     binding generation, u64 big-endian (non-zero)
+//!         8     session sequence, u64 big-endian
 //! nothing after
 //! ```
 
@@ -42,7 +45,23 @@ pub struct CallHead {
     /// The owner fence the sender resolved (Spot and Actor commands only): the owner
     /// checks it before admitting the message.
     pub fence: Option<RouteFence>,
+    /// On a session's relay to its bound Actor (Actor sends and requests, flag 0x02):
+    /// the binding it was sent under. The owner admits it only while that binding is
+    /// current.
+    pub session: Option<SessionTail>,
 }
+
+/// The binding a relayed message was sent under, and its place in the session's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SessionTail {
+    /// The binding generation the Actor's owner issued (non-zero).
+    pub binding_generation: u64,
+    /// The message's sequence among the ones the session accepted.
+    pub session_seq: u64,
+}
+
+/// Bytes of a bound-session tail.
+const SESSION_TAIL_LEN: usize = 16;
 
 /// The part of the owner fence a Spot message carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,9 +93,17 @@ pub(crate) fn encode_call_head(
         packet,
         fence,
         hops,
+        session,
     } = to;
-    let mut head =
-        BytesMut::with_capacity(CALL_FIXED_LEN + target.len() + packet.len() + FENCE_LEN);
+    let session = session.filter(|_| command.takes_session_tail());
+    let flags = if session.is_some() {
+        flags | super::envelope::FLAG_SESSION_TAIL
+    } else {
+        flags
+    };
+    let mut head = BytesMut::with_capacity(
+        CALL_FIXED_LEN + target.len() + packet.len() + FENCE_LEN + SESSION_TAIL_LEN,
+    );
     head.put_slice(&super::prefix(command, flags));
     head.put_u64(correlation);
     head.put_u32(deadline_ms);
@@ -98,6 +125,10 @@ pub(crate) fn encode_call_head(
         head.put_u64(fence.object_generation);
         head.put_u64(fence.owner_generation);
         head.put_u64(fence.lease_generation);
+    }
+    if let Some(tail) = session {
+        head.put_u64(tail.binding_generation);
+        head.put_u64(tail.session_seq);
     }
     head.freeze()
 }
@@ -132,7 +163,12 @@ pub(crate) fn decode_call_head(
     let target_len = usize::from(head[18]);
     let packet_len = usize::from(head[19]);
     let is_object = command.is_object();
-    let tail = if is_object { FENCE_LEN } else { 0 };
+    let has_session = head[4] & super::envelope::FLAG_SESSION_TAIL != 0;
+    if has_session && !command.takes_session_tail() {
+        return Err(fail("a bound-session tail on a command that takes none"));
+    }
+    let tail =
+        if is_object { FENCE_LEN } else { 0 } + if has_session { SESSION_TAIL_LEN } else { 0 };
     if head.len() != CALL_FIXED_LEN + target_len + packet_len + tail {
         return Err(fail("call head length does not match its name lengths"));
     }
@@ -153,6 +189,19 @@ pub(crate) fn decode_call_head(
             return Err(fail("a Spot command's route fence has a zero generation"));
         }
         Some(fence)
+    } else {
+        None
+    };
+    let session = if has_session {
+        let at = packet_end + FENCE_LEN;
+        let tail = SessionTail {
+            binding_generation: be_u64(at),
+            session_seq: be_u64(at + 8),
+        };
+        if tail.binding_generation == 0 {
+            return Err(fail("a bound-session tail has a zero binding generation"));
+        }
+        Some(tail)
     } else {
         None
     };
@@ -180,5 +229,6 @@ pub(crate) fn decode_call_head(
         target,
         packet,
         fence,
+        session,
     })
 }

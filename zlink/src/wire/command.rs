@@ -49,6 +49,12 @@ pub enum Command {
     /// Relocation, source to target: answered at once, so its reply proves that everything
     /// sent before it on the connection was admitted.
     RelocationBarrier = 33,
+    /// An Actor's push to the session bound to it, to the session owner (target: the
+    /// Actor ID; payload: the push record with the binding identity it was sent under).
+    BoundSessionSend = 36,
+    /// A session binds to an Actor, to the Actor's owner (target: the Actor ID; payload:
+    /// the bind record). The reply carries the binding generation and the owner fence.
+    BoundSessionBind = 38,
     /// A classic fanout event (on a PUB/SUB pair, after the topic frame).
     FanoutEvent = 40,
     /// Create a User Spot on the node chosen by placement (target: the Spot ID; packet: the
@@ -93,6 +99,8 @@ impl Command {
             48 => Command::SpotClose,
             49 => Command::ActorCreate,
             50 => Command::MessageFollow,
+            36 => Command::BoundSessionSend,
+            38 => Command::BoundSessionBind,
             _ => return None,
         })
     }
@@ -118,6 +126,8 @@ impl Command {
                 | Command::RelocationCutover
                 | Command::RelocationBarrier
                 | Command::MessageFollow
+                | Command::BoundSessionSend
+                | Command::BoundSessionBind
         )
     }
 
@@ -148,6 +158,8 @@ impl Command {
                     | Command::RelocationCutover
                     | Command::RelocationBarrier
                     | Command::MessageFollow
+                    | Command::BoundSessionSend
+                    | Command::BoundSessionBind
             )
     }
 
@@ -166,6 +178,13 @@ impl Command {
                 | Command::RelocationRestore
                 | Command::RelocationCutover
                 | Command::RelocationBarrier
+                | Command::BoundSessionBind
         )
+    }
+
+    /// Whether the head may carry a bound-session tail: a session's relay to the Actor it
+    /// is bound to.
+    pub fn takes_session_tail(self) -> bool {
+        matches!(self, Command::ActorSend | Command::ActorRequest)
     }
 }

@@ -14,6 +14,8 @@ const MAGIC: [u8; 2] = [0x5A, 0x4D];
 pub const PROTOCOL_MAJOR: u8 = 2;
 /// Flag: a metadata frame follows the head.
 pub const FLAG_METADATA: u8 = 0x01;
+/// Flag: the head ends with a bound-session tail (Actor sends and requests only).
+pub const FLAG_SESSION_TAIL: u8 = 0x02;
 /// Largest frame 0 we decode; anything bigger is refused before decoding.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 
@@ -88,6 +90,8 @@ pub(crate) struct Addressed<'a> {
     pub(crate) fence: Option<RouteFence>,
     /// Forwarding hops so far (Message Follow relays count up; 0 from the sender).
     pub(crate) hops: u8,
+    /// A session's relay: the binding it goes under (Actor sends and requests only).
+    pub(crate) session: Option<super::SessionTail>,
 }
 
 /// Encodes an application command from borrowed parts: the hot path's encoder.
@@ -161,6 +165,7 @@ impl Envelope {
                     packet: call.head.packet.as_str(),
                     fence: call.head.fence,
                     hops: call.head.hops,
+                    session: call.head.session,
                 },
                 &call.metadata,
                 call.payload.clone(),
@@ -199,7 +204,7 @@ impl Envelope {
         };
         let flags = head[4];
         if command.is_application() {
-            if flags & !FLAG_METADATA != 0 {
+            if flags & !(FLAG_METADATA | FLAG_SESSION_TAIL) != 0 {
                 return Err(fail(format!("undefined flags {flags:#04x}"), None));
             }
             let head = decode_call_head(command, head).map_err(|(r, c)| fail(r, c))?;

@@ -21,12 +21,12 @@ mod name;
 mod payload;
 mod reply_head;
 
-pub use call_head::{CallHead, RouteFence};
+pub use call_head::{CallHead, RouteFence, SessionTail};
 pub use codec::{cbor_decode, cbor_encode, Cbor, Codec, Json, Raw};
 pub use command::Command;
 pub(crate) use envelope::{encode_call, encode_reply, prefix, Addressed};
 pub use envelope::{CallMessage, Envelope, WireError, PROTOCOL_MAJOR};
-pub use envelope::{FLAG_METADATA, MAX_HEAD_BYTES};
+pub use envelope::{FLAG_METADATA, FLAG_SESSION_TAIL, MAX_HEAD_BYTES};
 pub use header::{Admission, ControlHeader, RejectReason};
 pub use name::{WireName, MAX_NAME_BYTES};
 pub use payload::Payload;

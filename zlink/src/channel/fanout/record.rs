@@ -27,6 +27,7 @@ pub(crate) fn event(topic: Bytes, packet: &str, metadata: &Metadata, payload: By
             packet,
             fence: None,
             hops: 0,
+            session: None,
         },
         metadata,
         payload,

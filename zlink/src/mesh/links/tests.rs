@@ -102,6 +102,7 @@ pub(crate) fn request(channel: &str) -> Frames {
             target: WireName::new(Bytes::copy_from_slice(channel.as_bytes())).expect("valid"),
             packet: WireName::new(Bytes::from_static(b"Greet")).expect("valid"),
             fence: None,
+            session: None,
         },
         metadata: Default::default(),
         payload: Bytes::new(),
