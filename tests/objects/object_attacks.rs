@@ -660,3 +660,85 @@ async fn forged_follow_barriers_are_answered_and_run_nothing() {
     );
     a.shutdown().await;
 }
+
+/// Session binding commands from a hostile peer: a bind (38) with garbage, with a
+/// session of another node, for no Actor and for another incarnation is answered with an
+/// error and registers nothing; a forged relay tail is refused; a forged push (36) to a
+/// node without sessions is dropped. The node keeps serving.
+#[tokio::test]
+async fn hostile_session_bind_and_push_commands_are_refused_and_the_node_keeps_serving() {
+    #[derive(Serialize)]
+    struct SessionKey<'a> {
+        rid: &'a str,
+        node_generation: u64,
+        session: u64,
+    }
+    #[derive(Serialize)]
+    struct Bind<'a> {
+        actor_generation: u64,
+        node_generation: u64,
+        session: SessionKey<'a>,
+    }
+    let a = object_server().await;
+    let mut raw = admitted_raw(&a.endpoint()).await;
+    let bind = |session_rid: &'static str, generation: u64| {
+        cbor(&Bind {
+            actor_generation: generation,
+            node_generation: 0,
+            session: SessionKey {
+                rid: session_rid,
+                node_generation: 7,
+                session: 1,
+            },
+        })
+    };
+    let cases = [
+        (
+            1,
+            Bytes::from_static(b"\xff\x00garbage"),
+            ErrorKind::ProtocolError,
+        ),
+        // The binding would belong to a session on another node than the sender.
+        (2, bind("someone-else", 1), ErrorKind::ProtocolError),
+        // No Actor of that ID runs here (this node serves no Actors at all).
+        (3, bind("raw", 1), ErrorKind::NotFound),
+    ];
+    for (correlation, payload, expected) in cases {
+        let frames = call(
+            Command::BoundSessionBind,
+            correlation,
+            "ann",
+            "zlink.control",
+            None,
+            payload,
+        );
+        raw.send(&slices(&frames)).await.unwrap();
+        let (answered, kind) = reply(&mut raw).await;
+        assert_eq!(answered, correlation);
+        assert_eq!(kind, Some(expected as u8), "case {correlation}");
+    }
+    // A forged push to a node that runs no sessions: dropped, nothing answers.
+    let frames = call(
+        Command::BoundSessionSend,
+        0,
+        "ann",
+        "zlink.control",
+        None,
+        Bytes::from_static(b"\xa0"),
+    );
+    raw.send(&slices(&frames)).await.unwrap();
+    // A Spot relay with a forged bound-session tail is a protocol error at the head.
+    let mut frames = call(Command::SpotRequest, 9, "t1", "Ping", FENCE, cbor(&Ping));
+    let mut head = frames[0].to_vec();
+    head[4] |= zlink::wire::FLAG_SESSION_TAIL;
+    head.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1]);
+    frames[0] = Bytes::from(head);
+    raw.send(&slices(&frames)).await.unwrap();
+    let (answered, kind) = reply(&mut raw).await;
+    assert_eq!((answered, kind), (9, Some(ErrorKind::ProtocolError as u8)));
+    // Still serving.
+    a.spots().get_or_create("t1", "target", "").await.unwrap();
+    let pong = TargetClient::new(&a, "t1").ping(&Ping).await;
+    assert!(pong.is_ok());
+    a.shutdown().await;
+}

@@ -3,6 +3,7 @@
 
 mod attacks;
 mod basics;
+mod bound_actor;
 mod common;
 mod interop;
 mod macro_forms;

@@ -87,7 +87,9 @@ async fn start_parts(handle: &Handle, parts: Parts) -> Result<Started> {
         node.add_subsystem(objects.clone());
     }
     // Sessions call Actors from their first packet: they open last and close first.
-    let streams = StreamListeners::start(parts.stream_listeners, handle.downgrade()).await?;
+    let streams =
+        StreamListeners::start(parts.stream_listeners, handle.downgrade(), objects.as_ref())
+            .await?;
     node.add_subsystem(streams.clone());
     Ok(Started {
         client_server,

@@ -66,6 +66,9 @@ pub(super) struct Admission<'a> {
     pub(super) hops: u8,
     /// The route's binding to the object, for a call made on this node.
     pub(super) bound: Option<&'a LocalBinding>,
+    /// A session's relay: the binding it was sent under, which must be the Actor's
+    /// current one, on the incarnation the fence names.
+    pub(super) session: Option<crate::wire::SessionTail>,
 }
 
 /// A job a sealed (or just closed) mailbox refused, offered to the object's departure: a
@@ -132,6 +135,7 @@ pub(super) fn prepare(
         sender,
         hops,
         bound,
+        session,
     } = admission;
     // An object leaving this node: its hold (or, past relay-ready, its relay) takes the
     // message, on the old route only. `None`: it did; otherwise the message comes back.
@@ -186,6 +190,12 @@ pub(super) fn prepare(
         }
         Err(error) => return Err(Refusal { error, reply }),
     };
+    if let Some(tail) = session {
+        if view.generation != fence.object_generation || !live.bindings().admits(&tail) {
+            let error = super::binding::retired(key);
+            return Err(Refusal { error, reply });
+        }
+    }
     // Payload plus metadata: both stay in memory until the handler ran.
     let mut payload = payload;
     let payload_bytes = match payload.encoded_len() {

@@ -71,6 +71,30 @@ impl Context<ActorKind> {
         self.register_join(entry, bytes::Bytes::new())
     }
 
+    /// Pushes `message` to the STREAM session bound to this Actor, as a Send packet to
+    /// its client (the message must be JSON or Raw). It goes to the session owner the
+    /// binding names, under this Actor's current generations; the session owner writes it
+    /// only if the binding is still the session's. Done once the session owner's link
+    /// took it. No binding: `InvalidOperation`.
+    pub async fn push<M: crate::Message>(&self, message: &M) -> crate::Result<()> {
+        let codec = M::STREAM_CODEC.ok_or_else(|| {
+            crate::Error::new(
+                crate::ErrorKind::InvalidOperation,
+                format!(
+                    "{} is not JSON or Raw, which is all a STREAM client reads",
+                    M::PACKET_NAME
+                ),
+            )
+        })?;
+        let payload = message.encode()?;
+        let key = crate::address::ObjectKey::from(&self.id);
+        self.handle
+            .objects()?
+            .clone()
+            .push_to_session(key, self.generation, codec, M::PACKET_NAME, payload)
+            .await
+    }
+
     fn register_join(&self, spot: SpotId, request: bytes::Bytes) -> crate::Result<()> {
         match &self.joins {
             Some(slot) => slot.register(JoinRequest { spot, request }),

@@ -156,6 +156,7 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
         message.head.hops,
     );
     let sender = call.from().rid().to_string();
+    let session = message.head.session;
     // A request relayed from the object's old owner: its result is recorded as the reply
     // leaves (the framework's key never reaches the handler).
     let relay_id = metadata.remove(super::relocation::RELAY_ID_KEY);
@@ -192,6 +193,7 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
             sender: Some(sender.clone()),
             hops,
             bound: None,
+            session,
         },
     );
     let Prepared {

@@ -114,6 +114,8 @@ pub(crate) struct LiveObject {
     view_changes: AtomicU64,
     /// The Join an Actor's running handler registered.
     joins: Arc<JoinSlot>,
+    /// An Actor's session binding.
+    bindings: super::binding::ActorBindings,
     /// Where a queued one-way that never runs is counted.
     lost: Arc<LostSends>,
     /// Set (with a wake of the mailbox) when the object or its node stops: what the turn
@@ -167,6 +169,7 @@ impl LiveObject {
             own_gate,
             view_changes: AtomicU64::new(0),
             joins: Arc::new(JoinSlot::default()),
+            bindings: super::binding::ActorBindings::default(),
             lost: host.lost.clone(),
             stopping: AtomicBool::new(false),
         });
@@ -384,6 +387,10 @@ impl LiveObject {
     }
 
     /// Its ObjectGeneration.
+    pub(crate) fn bindings(&self) -> &super::binding::ActorBindings {
+        &self.bindings
+    }
+
     pub(crate) fn generation(&self) -> u64 {
         self.state().authority.record.fence.object_generation
     }

@@ -14,6 +14,7 @@
 mod actor;
 mod adapter;
 mod admission;
+pub(crate) mod binding;
 mod closing;
 mod context;
 pub(crate) mod creation;

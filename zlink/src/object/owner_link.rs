@@ -79,6 +79,12 @@ impl<'a> ObjectCommand<'a> {
         }
     }
 
+    /// The message as a session relays it to its bound Actor, under `tail`.
+    pub(crate) fn bound(mut self, tail: SessionTail) -> Self {
+        self.session = Some(tail);
+        self
+    }
+
     /// The message as Message Follow relays it, `hops` hops from its sender.
     pub(crate) fn followed(mut self, hops: u8) -> Self {
         self.hops = hops;

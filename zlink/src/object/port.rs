@@ -32,6 +32,20 @@ impl ObjectPort for ObjectServer {
         })
     }
 
+    fn push_to_session<'a>(
+        self: Arc<Self>,
+        key: ObjectKey,
+        generation: u64,
+        codec: u8,
+        packet: &'a str,
+        payload: Bytes,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            self.push_bound(&key, generation, codec, packet, payload)
+                .await
+        })
+    }
+
     fn find_object<'a>(
         self: Arc<Self>,
         key: &'a ObjectKey,

@@ -47,6 +47,8 @@ pub(crate) struct ObjectServer {
     pub(super) entry: Option<Arc<EntrySpot>>,
     /// This node's placement weight for new objects.
     pub(super) placement_weight: u32,
+    /// Where pushes to sessions on this node go (the session layer installs it).
+    sessions: std::sync::OnceLock<Arc<dyn super::binding::LocalSessions>>,
     /// Itself, for the rare step that outlives the call which began it (a route switch's
     /// barrier): a call borrows the server and takes no reference of its own.
     me: std::sync::Weak<ObjectServer>,
@@ -80,6 +82,7 @@ impl ObjectServer {
         ));
         let server = Arc::new_cyclic(|me| ObjectServer {
             me: me.clone(),
+            sessions: std::sync::OnceLock::new(),
             relocations: Relocations::new(settings, env.lost_sends().clone()),
             env,
             registry: ObjectRegistry::new(
@@ -113,6 +116,10 @@ impl ObjectServer {
             node.dispatcher().register(command, route.clone())?;
         }
         relocation::register_routes(node, &server)?;
+        node.dispatcher().register(
+            Command::BoundSessionBind,
+            Arc::new(super::binding::BindRoute(Arc::downgrade(&server))),
+        )?;
         server
             .resolver
             .watch(node, server.env.tracker(), server.env.cancel().clone());
@@ -120,6 +127,16 @@ impl ObjectServer {
             entry.claim(&server).await;
         }
         Ok(Some(server))
+    }
+
+    /// Installs where pushes to this node's own sessions go (once).
+    pub(crate) fn install_sessions(&self, sessions: Arc<dyn super::binding::LocalSessions>) {
+        let _ = self.sessions.set(sessions);
+    }
+
+    /// Where pushes to this node's own sessions go, if it runs any.
+    pub(crate) fn local_sessions(&self) -> Option<&Arc<dyn super::binding::LocalSessions>> {
+        self.sessions.get()
     }
 
     /// What a Spot or Actor this node starts runs with.

@@ -5,10 +5,15 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::incoming::Packet;
 use super::packet::{WireKind, WirePacket};
 use super::peer::{SessionId, SessionPeer};
+use crate::address::ActorRef;
 use crate::handler::Handle;
-use crate::{Error, Message, Metadata, Result};
+use crate::handler::PacketKind;
+use crate::object::binding::{Relay, Relayed};
+use crate::object::ObjectServer;
+use crate::{Error, ErrorKind, Message, Metadata, Result};
 
 /// The context of one session, passed to its callbacks and handlers.
 pub struct SessionContext {
@@ -50,6 +55,114 @@ impl SessionContext {
             metadata: Metadata::new(),
             timeout: None,
         }
+    }
+
+    /// Binds this session to the Actor `actor` names: the bind goes to the node the
+    /// reference names (no lookup first), whose owner checks that it runs exactly that
+    /// incarnation and still owns it, and registers this session as the Actor's. From then
+    /// on [`relay`](Self::relay) reaches the Actor and the Actor's
+    /// [`push`](crate::object::ActorContext::push) reaches this client, over that route,
+    /// with no Location Store read. Binding an Actor bound to another session moves its
+    /// binding here. Returns the Actor's location as bound.
+    ///
+    /// Errors: `NotFound` (the node runs no such Actor), `InvalidOperation` (another
+    /// incarnation: take a current `ActorRef`), `Unavailable` (not its owner now, moving,
+    /// or unreachable). Nothing is retried behind your back.
+    pub async fn bind(&self, actor: &ActorRef) -> Result<ActorRef> {
+        let objects = self.objects()?;
+        let deadline = tokio::time::Instant::now() + self.handle.node().settings().request_timeout;
+        let route = objects
+            .bind_session(actor, self.peer.id.get(), deadline)
+            .await?;
+        let bound = route.actor.clone();
+        self.peer.bindings.set(route);
+        Ok(bound)
+    }
+
+    /// The Actors this session is bound to, as bound.
+    pub fn bound(&self) -> Vec<ActorRef> {
+        self.peer
+            .bindings
+            .all()
+            .into_iter()
+            .map(|r| r.actor)
+            .collect()
+    }
+
+    /// Relays the client's `packet` to the bound Actor `actor`, as it came (its name is
+    /// the Actor handler's packet name; its payload is decoded by the Actor's message
+    /// type, so that type uses the client's codec, JSON or Raw). A one-way completes once
+    /// the Actor's owner took it. A request is answered to the client by the Actor's
+    /// reply, exactly once, and the session goes on meanwhile: packets relayed after it
+    /// reach the Actor after it.
+    ///
+    /// Not bound to `actor`: `InvalidOperation`. A binding the owner no longer honours
+    /// (rebound elsewhere, the Actor re-created or gone): the error comes back, and the
+    /// application decides whether to bind again.
+    pub async fn relay(&self, actor: &str, mut packet: Packet) -> Result<()> {
+        let route = self.peer.binding(actor).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidOperation,
+                format!("this session is not bound to Actor {actor}: bind it first"),
+            )
+        })?;
+        let objects = self.objects()?;
+        let token = packet.take_reply();
+        let kind = if token.is_some() {
+            PacketKind::Request
+        } else {
+            PacketKind::Send
+        };
+        let session_seq = self
+            .peer
+            .session_seq
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        let relay = Relay {
+            packet: &packet.name,
+            kind,
+            payload: packet.payload.clone(),
+            metadata: std::mem::take(&mut packet.metadata),
+            session_seq,
+            timeout: self.handle.node().settings().request_timeout,
+        };
+        let relayed = objects.bound_call(&route, relay).await;
+        let Some(token) = token else {
+            return relayed.map(|_| ());
+        };
+        let codec = packet.codec;
+        match relayed {
+            Ok(Relayed::Done(reply)) => token.reply_bytes(codec, reply).await,
+            Ok(Relayed::Submitted(submitted)) => {
+                tokio::spawn(async move {
+                    let _ = match submitted.reply().await {
+                        Ok(reply) => token.reply_bytes(codec, reply).await,
+                        Err(e) => {
+                            let (kind, message) = super::lane::error_parts(&e);
+                            token.fail(kind, &message).await
+                        }
+                    };
+                });
+                Ok(())
+            }
+            Err(e) => {
+                let (kind, message) = super::lane::error_parts(&e);
+                token.fail(kind, &message).await
+            }
+        }
+    }
+
+    fn objects(&self) -> Result<Arc<ObjectServer>> {
+        self.peer
+            .objects
+            .as_ref()
+            .and_then(|objects| objects.upgrade())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NotConfigured,
+                    "this node runs no object layer (no Location Store): sessions cannot bind Actors",
+                )
+            })
     }
 
     /// Closes the session (reason `ServerDrain`): what is queued for the client is

@@ -40,6 +40,8 @@ pub(crate) struct RunningListener {
     factory: Arc<dyn SessionFactory>,
     table: Arc<PacketTable>,
     handle: WeakHandle,
+    /// What the node's sessions share: the object layer and the index pushes find them by.
+    shared: SessionShared,
     sessions: Mutex<HashMap<SessionId, Arc<SessionPeer>>>,
     tasks: TaskTracker,
     stop_accepting: CancellationToken,
@@ -55,7 +57,11 @@ struct Counters {
 
 impl RunningListener {
     /// Binds `spec`'s endpoint and starts accepting.
-    pub(crate) async fn start(spec: StreamListener, handle: WeakHandle) -> Result<Arc<Self>> {
+    pub(crate) async fn start(
+        spec: StreamListener,
+        handle: WeakHandle,
+        shared: SessionShared,
+    ) -> Result<Arc<Self>> {
         let (Some(address), Some(transport), Some(factory)) = (
             spec.address(),
             spec.transport(),
@@ -95,6 +101,7 @@ impl RunningListener {
             table: Arc::new(PacketTable::new(factory.packets())),
             factory,
             handle,
+            shared,
             sessions: Mutex::new(HashMap::new()),
             tasks: TaskTracker::new(),
             stop_accepting: CancellationToken::new(),
@@ -167,8 +174,10 @@ impl RunningListener {
             stream.local_addr().ok(),
             self.limits.outbound_bytes,
             self.limits.send_timeout,
+            self.shared.objects.clone(),
         ));
         self.sessions().insert(peer.id, peer.clone());
+        self.shared.index.insert(&peer);
         let connection = Connection {
             peer: peer.clone(),
             session: self.factory.make(),
@@ -200,6 +209,7 @@ impl RunningListener {
                 }
             }
             listener.sessions().remove(&peer.id);
+            listener.shared.index.remove(&peer);
         };
         self.tasks.spawn(connection);
     }
@@ -245,6 +255,13 @@ async fn refuse(mut stream: TcpStream, detail: String) {
         })
         .await;
     }
+}
+
+/// What every listener of a node shares.
+#[derive(Clone)]
+pub(crate) struct SessionShared {
+    pub(crate) objects: Option<std::sync::Weak<crate::object::ObjectServer>>,
+    pub(crate) index: Arc<super::binding::SessionIndex>,
 }
 
 /// Connections the kernel completes before the accept loop takes them (capped by the

@@ -6,10 +6,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::listener::RunningListener;
+use super::binding::{PushRoute, SessionIndex};
+use super::listener::{RunningListener, SessionShared};
 use super::settings::StreamListener;
 use crate::handler::WeakHandle;
 use crate::mesh::Subsystem;
+use crate::object::ObjectServer;
+use crate::wire::Command;
 use crate::Result;
 
 /// One listener's state, for [`Runtime::status`](crate::Runtime::status).
@@ -34,10 +37,31 @@ pub(crate) struct StreamListeners {
 
 impl StreamListeners {
     /// Binds and starts every listener; on a failure the started ones stop again.
-    pub(crate) async fn start(specs: Vec<StreamListener>, handle: WeakHandle) -> Result<Arc<Self>> {
+    pub(crate) async fn start(
+        specs: Vec<StreamListener>,
+        handle: WeakHandle,
+        objects: Option<&Arc<ObjectServer>>,
+    ) -> Result<Arc<Self>> {
+        let index = Arc::new(SessionIndex::default());
+        if !specs.is_empty() {
+            // Actors' pushes reach this node's sessions: over the mesh, or from here.
+            if let Some(node) = handle.upgrade().map(|h| h.node().clone()) {
+                node.dispatcher().register(
+                    Command::BoundSessionSend,
+                    Arc::new(PushRoute(Arc::downgrade(&index))),
+                )?;
+            }
+            if let Some(objects) = objects {
+                objects.install_sessions(index.clone());
+            }
+        }
+        let shared = SessionShared {
+            objects: objects.map(Arc::downgrade),
+            index,
+        };
         let mut listeners = Vec::with_capacity(specs.len());
         for spec in specs {
-            match RunningListener::start(spec, handle.clone()).await {
+            match RunningListener::start(spec, handle.clone(), shared.clone()).await {
                 Ok(listener) => listeners.push(listener),
                 Err(e) => {
                     for listener in &listeners {

@@ -10,6 +10,7 @@
 //! once, with a Response or an Error. A reconnect is a new session: nothing of the old
 //! connection carries over.
 
+mod binding;
 mod connection;
 mod context;
 mod incoming;

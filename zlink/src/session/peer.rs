@@ -63,6 +63,12 @@ pub(crate) struct SessionPeer {
     pending: Mutex<HashMap<u64, Slot>>,
     /// Ends the session's tasks (the socket is dropped with them).
     pub(crate) ended: CancellationToken,
+    /// The node's object layer, which binds and relays.
+    pub(crate) objects: Option<std::sync::Weak<crate::object::ObjectServer>>,
+    /// The Actors this session is bound to.
+    pub(crate) bindings: super::binding::Bindings,
+    /// The last session sequence given to a relayed message.
+    pub(crate) session_seq: std::sync::atomic::AtomicU64,
 }
 
 impl SessionPeer {
@@ -72,6 +78,7 @@ impl SessionPeer {
         local: Option<SocketAddr>,
         outbound_bytes: usize,
         send_timeout: Duration,
+        objects: Option<std::sync::Weak<crate::object::ObjectServer>>,
     ) -> Self {
         SessionPeer {
             id: SessionId::next(),
@@ -82,7 +89,15 @@ impl SessionPeer {
             send_timeout,
             pending: Mutex::new(HashMap::new()),
             ended: CancellationToken::new(),
+            objects,
+            bindings: super::binding::Bindings::default(),
+            session_seq: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The route of this session's binding to `actor`, if bound.
+    pub(crate) fn binding(&self, actor: &str) -> Option<crate::object::binding::BindingRoute> {
+        self.bindings.get(actor)
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Slot>> {

@@ -105,6 +105,7 @@ mod tests {
             None,
             1 << 20,
             Duration::from_secs(1),
+            None,
         ))
     }
 

@@ -80,6 +80,17 @@ pub(crate) trait ObjectPort: Send + Sync + 'static {
         timeout: Duration,
     ) -> BoxFuture<'a, Result<()>>;
 
+    /// Pushes a packet from the Actor `key`, incarnation `generation`, to the session
+    /// bound to it.
+    fn push_to_session<'a>(
+        self: Arc<Self>,
+        key: ObjectKey,
+        generation: u64,
+        codec: u8,
+        packet: &'a str,
+        payload: Bytes,
+    ) -> BoxFuture<'a, Result<()>>;
+
     /// Moves the object `key`, which this node owns, live.
     fn relocate_object<'a>(
         self: Arc<Self>,

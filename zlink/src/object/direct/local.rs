@@ -101,6 +101,7 @@ pub(super) fn admit_local<'a>(
             sender: None,
             hops: 0,
             bound: Some(bound),
+            session: None,
         },
     );
     let prepared = match prepared {

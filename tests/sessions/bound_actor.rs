@@ -1,0 +1,360 @@
+//! Sessions bound to Actors on other nodes (seed 000 §3.1–3.2), over real TCP and a real
+//! `redis-server`: the bind validates the Actor's owner once; relays and pushes then use
+//! the stored route and never read the Location Store.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use zlink::object::{Actor, ActorContext, ActorCreation};
+use zlink::session::{Packet, SessionContext, StreamListener};
+use zlink::ErrorKind;
+use zlink_testkit::stream_client::{kind, StreamClient};
+use zlink_testkit::TestCluster;
+
+use crate::common::WAIT;
+
+#[derive(Serialize, Deserialize, zlink::Message)]
+#[message(name = "move", codec = zlink::Json)]
+pub struct Move {
+    pub n: u64,
+}
+
+#[derive(Serialize, Deserialize, zlink::Message)]
+#[message(name = "moved", codec = zlink::Json)]
+pub struct Moved {
+    pub n: u64,
+    pub by: String,
+}
+
+#[derive(Serialize, Deserialize, zlink::Message)]
+#[message(name = "where", codec = zlink::Json, reply = Position)]
+pub struct Where;
+
+/// Push something now, and answer whether it could.
+#[derive(Serialize, Deserialize, zlink::Message)]
+#[message(name = "shout", codec = zlink::Json, reply = Position)]
+pub struct Shout;
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(name = "position", codec = zlink::Json)]
+pub struct Position {
+    pub moves: Vec<u64>,
+}
+
+// ANCHOR: actor
+/// A player Actor: records its moves and pushes each back to its session.
+#[derive(Default)]
+pub struct Player {
+    moves: Vec<u64>,
+}
+
+#[zlink::actor(type = "player", relocation = disable)]
+impl Player {
+    #[handler]
+    async fn step(&mut self, step: Move, ctx: &ActorContext) -> zlink::Result<()> {
+        self.moves.push(step.n);
+        ctx.push(&Moved {
+            n: step.n,
+            by: ctx.handle().rid().to_string(),
+        })
+        .await
+    }
+
+    #[handler]
+    async fn shout(&mut self, _shout: Shout, ctx: &ActorContext) -> zlink::Result<Position> {
+        ctx.push(&Moved {
+            n: 0,
+            by: ctx.handle().rid().to_string(),
+        })
+        .await?;
+        Ok(Position {
+            moves: self.moves.clone(),
+        })
+    }
+
+    #[handler]
+    async fn locate(&mut self, _where: Where, _ctx: &ActorContext) -> zlink::Result<Position> {
+        Ok(Position {
+            moves: self.moves.clone(),
+        })
+    }
+}
+
+impl Actor for Player {}
+// ANCHOR_END: actor
+
+#[derive(Serialize, Deserialize, zlink::Message)]
+#[message(name = "login", codec = zlink::Json, reply = LoggedIn)]
+pub struct Login {
+    pub player: String,
+}
+
+#[derive(Serialize, Deserialize, zlink::Message)]
+#[message(name = "logged-in", codec = zlink::Json)]
+pub struct LoggedIn {
+    pub owner: String,
+}
+
+// ANCHOR: gateway
+/// The gateway's session: `login` binds the player, everything else is relayed to it.
+#[derive(Default)]
+pub struct Gateway {
+    player: Option<String>,
+}
+
+#[zlink::session]
+impl Gateway {
+    #[handler]
+    async fn login(&mut self, login: Login, ctx: &SessionContext) -> zlink::Result<LoggedIn> {
+        let actor = match ctx
+            .handle()
+            .actors()
+            .get_or_create(&login.player, Player::STABLE_TYPE)
+            .await?
+        {
+            ActorCreation::Created(actor) | ActorCreation::Existing(actor) => actor,
+        };
+        let bound = ctx.bind(&actor).await?;
+        self.player = Some(login.player);
+        Ok(LoggedIn { owner: bound.rid })
+    }
+
+    #[on_packet]
+    async fn relay_to_player(&mut self, packet: Packet, ctx: &SessionContext) -> zlink::Result<()> {
+        let Some(player) = &self.player else {
+            return Err(zlink::Error::new(
+                ErrorKind::InvalidOperation,
+                "log in first",
+            ));
+        };
+        ctx.relay(player, packet).await
+    }
+}
+// ANCHOR_END: gateway
+
+/// n0: the gateway, with no route cache (any direct call reads the store); n1: players.
+async fn cluster() -> (TestCluster, String) {
+    let cluster = TestCluster::on_tcp_with_redis(2, |i, node| {
+        if i == 0 {
+            node.route_cache_max_age(Duration::ZERO).stream_listener(
+                StreamListener::new("clients")
+                    .bind("tcp://127.0.0.1:0")
+                    .session(Gateway::default),
+            )
+        } else {
+            node.actor_type(Player::actor_type(|_| Player::default()).expect("an Actor type"))
+        }
+    })
+    .await;
+    cluster
+        .node(0)
+        .actors()
+        .ready(Player::STABLE_TYPE, 1)
+        .await
+        .expect("n1 takes players");
+    let endpoint = cluster.node(0).stream_endpoint("clients").expect("bound");
+    let address = endpoint.trim_start_matches("tcp://").to_string();
+    (cluster, address)
+}
+
+#[tokio::test]
+async fn session_relay_and_actor_push_use_the_stored_binding_route_without_store_reads() {
+    let (cluster, address) = cluster().await;
+    let mut client = StreamClient::tcp(&address).await.unwrap();
+    let logged_in = client
+        .call_json(1, "login", json!({ "player": "ann" }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(logged_in.kind, kind::RESPONSE, "{:?}", logged_in.error());
+    assert_eq!(
+        logged_in.value()["owner"],
+        "n1",
+        "the Actor lives on the other node"
+    );
+    let reads = cluster.store_reads(0);
+    for n in 1..=20u64 {
+        client.send_json("move", json!({ "n": n })).await.unwrap();
+    }
+    client.request_json(2, "where", json!(null)).await.unwrap();
+    let (mut pushes, mut position) = (Vec::new(), None);
+    while pushes.len() < 20 || position.is_none() {
+        let packet = client.next(WAIT).await.expect("a push or the answer");
+        match packet.kind {
+            kind::SEND => {
+                assert_eq!(packet.name, "moved");
+                assert_eq!(packet.value()["by"], "n1");
+                pushes.push(packet.value()["n"].as_u64().unwrap());
+            }
+            kind::RESPONSE => position = Some(packet.value()["moves"].clone()),
+            other => panic!("unexpected packet kind {other}: {packet:?}"),
+        }
+    }
+    let in_order: Vec<u64> = (1..=20).collect();
+    assert_eq!(pushes, in_order, "every push, in order");
+    assert_eq!(
+        position.unwrap(),
+        json!(in_order),
+        "the request came after the 20 sends"
+    );
+    assert_eq!(
+        cluster.store_reads(0),
+        reads,
+        "21 relays and 20 pushes, zero Location Store reads on the gateway"
+    );
+    // The counter does count: one direct call from the gateway reads the store.
+    PlayerClient::new(cluster.node(0), "ann")
+        .locate(&Where)
+        .await
+        .unwrap();
+    assert!(cluster.store_reads(0) > reads);
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_relay_before_any_bind_is_refused_and_a_push_without_a_binding_is_invalid_operation() {
+    let (cluster, address) = cluster().await;
+    let mut client = StreamClient::tcp(&address).await.unwrap();
+    let refused = client
+        .call_json(1, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        refused.error().unwrap().0,
+        ErrorKind::InvalidOperation.code()
+    );
+    // An Actor no session is bound to: its push fails, and the one-way handler's error
+    // is what its caller's send records.
+    cluster
+        .node(0)
+        .actors()
+        .create("bob", Player::STABLE_TYPE)
+        .await
+        .unwrap();
+    let bob = PlayerClient::new(cluster.node(0), "bob");
+    let unbound = bob.shout(&Shout).await.unwrap_err();
+    assert!(unbound.is(ErrorKind::InvalidOperation), "{unbound}");
+    assert!(
+        unbound.to_string().contains("bound to no session"),
+        "{unbound}"
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_rebind_from_another_session_retires_the_first_binding_and_pushes_follow_the_new_one() {
+    let (cluster, address) = cluster().await;
+    let mut first = StreamClient::tcp(&address).await.unwrap();
+    first
+        .call_json(1, "login", json!({ "player": "cy" }), WAIT)
+        .await
+        .unwrap();
+    let mut second = StreamClient::tcp(&address).await.unwrap();
+    let again = second
+        .call_json(1, "login", json!({ "player": "cy" }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(again.kind, kind::RESPONSE);
+    // The first session's relay goes under a retired binding: refused, never handled.
+    let stale = first
+        .call_json(2, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    let (code, message) = stale.error().expect("refused");
+    assert_eq!(code, ErrorKind::InvalidOperation.code());
+    assert!(message.contains("not current"), "{message}");
+    // The second session's move is pushed to it, and only to it.
+    second.send_json("move", json!({ "n": 7 })).await.unwrap();
+    let push = second.next(WAIT).await.unwrap();
+    assert_eq!(
+        (push.name.as_str(), push.value()["n"].as_u64()),
+        ("moved", Some(7))
+    );
+    assert!(
+        first.next(Duration::from_millis(300)).await.is_err(),
+        "the first session hears no push any more"
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_re_created_actor_never_takes_the_old_binding_the_application_binds_again() {
+    let (cluster, address) = cluster().await;
+    let mut client = StreamClient::tcp(&address).await.unwrap();
+    client
+        .call_json(1, "login", json!({ "player": "dee" }), WAIT)
+        .await
+        .unwrap();
+    let gateway = cluster.node(0);
+    let old = gateway
+        .actors()
+        .find("dee")
+        .await
+        .unwrap()
+        .expect("dee runs");
+    assert!(gateway.actors().destroy(&old).await.unwrap());
+    let new = gateway
+        .actors()
+        .create("dee", Player::STABLE_TYPE)
+        .await
+        .unwrap();
+    assert!(new.generation > old.generation);
+    // The old binding names the old incarnation: the new one never takes its relays.
+    let stale = client
+        .call_json(2, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(stale.kind, kind::ERROR);
+    // Logging in again binds the new incarnation, and relays reach it.
+    client
+        .call_json(3, "login", json!({ "player": "dee" }), WAIT)
+        .await
+        .unwrap();
+    let position = client
+        .call_json(4, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(position.kind, kind::RESPONSE, "{:?}", position.error());
+    assert_eq!(position.value()["moves"], json!([]));
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_actor_on_the_gateway_itself_is_bound_relayed_and_pushes_without_the_mesh() {
+    // One node serves both the sessions and the players.
+    let cluster = TestCluster::on_tcp_with_redis(1, |_, node| {
+        node.actor_type(Player::actor_type(|_| Player::default()).expect("an Actor type"))
+            .stream_listener(
+                StreamListener::new("clients")
+                    .bind("tcp://127.0.0.1:0")
+                    .session(Gateway::default),
+            )
+    })
+    .await;
+    let node = cluster.node(0);
+    node.actors().ready(Player::STABLE_TYPE, 1).await.unwrap();
+    let endpoint = node.stream_endpoint("clients").unwrap();
+    let mut client = StreamClient::tcp(endpoint.trim_start_matches("tcp://"))
+        .await
+        .unwrap();
+    let logged_in = client
+        .call_json(1, "login", json!({ "player": "eve" }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(logged_in.value()["owner"], "n0");
+    for n in 1..=5u64 {
+        client.send_json("move", json!({ "n": n })).await.unwrap();
+    }
+    client.request_json(2, "where", json!(null)).await.unwrap();
+    let (mut pushes, mut position) = (Vec::new(), None);
+    while pushes.len() < 5 || position.is_none() {
+        let packet = client.next(WAIT).await.expect("a push or the answer");
+        match packet.kind {
+            kind::SEND => pushes.push(packet.value()["n"].as_u64().unwrap()),
+            _ => position = Some(packet.value()["moves"].clone()),
+        }
+    }
+    assert_eq!(position.unwrap(), json!([1, 2, 3, 4, 5]));
+    assert_eq!(pushes, vec![1, 2, 3, 4, 5]);
+    cluster.shutdown().await;
+}

@@ -1,0 +1,182 @@
+//! Bind (command 38): the session owner sends it to the node its ActorRef names, with no
+//! lookup first; the Actor's owner validates the incarnation, its own lifecycle, the
+//! authority and its lease once, registers the binding, and replies once.
+
+use std::sync::{Arc, Weak};
+
+use tokio::time::Instant;
+
+use super::owner::SessionKey;
+use super::record::{BindRecord, BindReply, MAX_BIND_RECORD_BYTES};
+use super::relay::BindingRoute;
+use crate::address::{ActorId, ActorRef, ObjectKey};
+use crate::mesh::{InboundCall, InboundRoute};
+use crate::object::authority::OwnerRoute;
+use crate::object::owner_link::{route_fence, ObjectCommand};
+use crate::object::server::ObjectServer;
+use crate::wire::{cbor_decode_bounded, cbor_encode, Command, RouteFence};
+use crate::{Error, ErrorKind, Result};
+
+/// The inbound route of command 38.
+pub(crate) struct BindRoute(pub(crate) Weak<ObjectServer>);
+
+impl InboundRoute for BindRoute {
+    fn deliver(&self, call: InboundCall) {
+        let Some(server) = self.0.upgrade() else {
+            return call.answer(Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the node is stopping",
+            )));
+        };
+        let message = call.message();
+        let parsed = ActorId::new(message.head.target.as_str())
+            .map_err(|e| Error::new(ErrorKind::ProtocolError, e.to_string()))
+            .and_then(|id| {
+                if message.payload.len() > MAX_BIND_RECORD_BYTES {
+                    return Err(Error::new(
+                        ErrorKind::ProtocolError,
+                        "bind record too large",
+                    ));
+                }
+                let record: BindRecord = cbor_decode_bounded(&message.payload).map_err(|e| {
+                    Error::new(ErrorKind::ProtocolError, format!("bind record: {e}"))
+                })?;
+                Ok((ObjectKey::from(&id), record))
+            });
+        let result = parsed.and_then(|(key, record)| {
+            // The binding belongs to the session on the node that sent it, nobody else.
+            if *record.session.rid != **call.from().rid() {
+                return Err(Error::new(
+                    ErrorKind::ProtocolError,
+                    "a bind names a session of another node",
+                ));
+            }
+            bind_here(&server, &key, &record)
+        });
+        call.answer(result.and_then(|reply| cbor_encode(&reply)));
+    }
+}
+
+/// Binds the Actor `key` this node owns to `record`'s session, after checking it is the
+/// incarnation, lifecycle and authority the session's ActorRef names.
+pub(crate) fn bind_here(
+    server: &ObjectServer,
+    key: &ObjectKey,
+    record: &BindRecord,
+) -> Result<BindReply> {
+    let route = server.env.route();
+    if record.node_generation != 0 && record.node_generation != route.node_generation {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("{key}'s owner restarted since the ActorRef was taken: take a current one"),
+        ));
+    }
+    let live = server
+        .registry
+        .get(key)
+        .ok_or_else(|| Error::new(ErrorKind::NotFound, format!("this node runs no {key}")))?;
+    if live.generation() != record.actor_generation {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "{key} is incarnation {}, the ActorRef names {}: bind the current ActorRef",
+                live.generation(),
+                record.actor_generation
+            ),
+        ));
+    }
+    let authority = live.authority();
+    let fence = route_fence(&authority.record.fence);
+    let admitted = server
+        .env
+        .lease()
+        .admitting_token()
+        .is_some_and(|token| live.admits(&fence, &token));
+    if !admitted {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("this node does not own {key} now"),
+        ));
+    }
+    if server.relocations.departures().get(key, &fence).is_some() {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("{key} is moving: bind again once it arrived"),
+        ));
+    }
+    let binding_generation = live.bindings().bind(record.session.clone());
+    Ok(BindReply {
+        binding_generation,
+        object_generation: fence.object_generation,
+        owner_generation: fence.owner_generation,
+        lease_generation: fence.lease_generation,
+        mesh_name: route.mesh_name.clone(),
+        rid: route.rid.clone(),
+        node_generation: route.node_generation,
+    })
+}
+
+impl ObjectServer {
+    /// Binds `session` (of this node) to the Actor `actor` names, at the node it names:
+    /// the route every relay then takes.
+    pub(crate) async fn bind_session(
+        self: &Arc<Self>,
+        actor: &ActorRef,
+        session: u64,
+        deadline: Instant,
+    ) -> Result<BindingRoute> {
+        let key = ObjectKey::from(&actor.id);
+        let here = self.env.route();
+        let mut record = BindRecord {
+            actor_generation: actor.generation,
+            node_generation: 0,
+            session: SessionKey {
+                rid: here.rid.clone(),
+                node_generation: here.node_generation,
+                session,
+            },
+        };
+        let reply = if actor.rid == here.rid {
+            bind_here(self, &key, &record)?
+        } else {
+            let out = self.env.owner_link();
+            let node = out.node()?;
+            let admit_by = deadline.min(Instant::now() + node.settings().send_timeout);
+            let link = out.peer(&actor.rid, admit_by).await.map_err(|e| {
+                Error::new(
+                    ErrorKind::Unavailable,
+                    format!("{}'s owner {} is not reachable: {e}", actor.id, actor.rid),
+                )
+            })?;
+            record.node_generation = node
+                .peers()
+                .identity(&actor.rid)
+                .map_or(0, |(_, generation)| generation);
+            let command =
+                ObjectCommand::control(Command::BoundSessionBind, &key.id, cbor_encode(&record)?);
+            let bytes = out.request(&link, &command, deadline, admit_by).await?;
+            cbor_decode_bounded::<BindReply>(&bytes)
+                .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("bind reply: {e}")))?
+        };
+        Ok(BindingRoute {
+            actor: ActorRef {
+                id: actor.id.clone(),
+                generation: reply.object_generation,
+                mesh_name: reply.mesh_name.clone(),
+                rid: reply.rid.clone(),
+            },
+            key,
+            owner: OwnerRoute {
+                mesh_name: reply.mesh_name,
+                rid: reply.rid,
+                node_generation: reply.node_generation,
+            },
+            fence: RouteFence {
+                object_generation: reply.object_generation,
+                owner_generation: reply.owner_generation,
+                lease_generation: reply.lease_generation,
+            },
+            binding_generation: reply.binding_generation,
+        })
+    }
+}

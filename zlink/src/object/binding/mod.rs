@@ -1,0 +1,25 @@
+//! Sessions bound to Actors (seed 000 §3.1–3.2). On the Actor's owner: the Actor's
+//! current binding ([`ActorBindings`]), the bind it validates once (command 38), the
+//! check every relayed message passes, and the Actor's push to its session (command 36).
+//! On the session owner: the [`BindingRoute`] the bind returned, which every relay uses
+//! as it is, with no Location Store read.
+
+mod bind;
+mod owner;
+mod push;
+mod record;
+mod relay;
+
+pub(crate) use bind::BindRoute;
+pub(crate) use owner::ActorBindings;
+pub(crate) use record::{PushRecord, MAX_PUSH_RECORD_BYTES};
+pub(crate) use relay::{retired, BindingRoute, Relay, Relayed};
+
+use crate::Result;
+
+/// Where the session owner's side takes a push whose session lives on this node (the
+/// mesh does not carry a node's messages to itself): the session layer installs it.
+pub(crate) trait LocalSessions: Send + Sync + 'static {
+    /// Writes the push to its session, if the binding it names is still current there.
+    fn push(&self, push: PushRecord) -> Result<()>;
+}

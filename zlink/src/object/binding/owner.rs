@@ -1,0 +1,98 @@
+//! An Actor's current session binding, on the Actor's owner.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sync::LockUnpoisoned;
+use crate::wire::SessionTail;
+
+/// One physical session, named so no other session in the mesh has its name: the session
+/// owner's RID and lifecycle generation, and the session's number there.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub(crate) struct SessionKey {
+    pub(crate) rid: String,
+    pub(crate) node_generation: u64,
+    pub(crate) session: u64,
+}
+
+/// The binding an Actor has now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CurrentBinding {
+    pub(crate) generation: u64,
+    pub(crate) session: SessionKey,
+}
+
+/// An Actor's binding to at most one session, and the generations it issued.
+#[derive(Debug, Default)]
+pub(crate) struct ActorBindings {
+    current: Mutex<Option<CurrentBinding>>,
+    issued: AtomicU64,
+}
+
+impl ActorBindings {
+    /// Binds the Actor to `session`: the binding's generation. The same session binding
+    /// again keeps its generation (a repeated bind is not a new binding).
+    pub(crate) fn bind(&self, session: SessionKey) -> u64 {
+        let mut current = self.current.lock_unpoisoned();
+        if let Some(existing) = current.as_ref().filter(|c| c.session == session) {
+            return existing.generation;
+        }
+        let generation = self.issued.fetch_add(1, Ordering::Relaxed) + 1;
+        *current = Some(CurrentBinding {
+            generation,
+            session,
+        });
+        generation
+    }
+
+    /// Whether a message relayed under `tail` comes from the current binding.
+    pub(crate) fn admits(&self, tail: &SessionTail) -> bool {
+        self.current
+            .lock_unpoisoned()
+            .as_ref()
+            .is_some_and(|c| c.generation == tail.binding_generation)
+    }
+
+    /// The current binding, if any.
+    pub(crate) fn current(&self) -> Option<CurrentBinding> {
+        self.current.lock_unpoisoned().clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(n: u64) -> SessionKey {
+        SessionKey {
+            rid: "gw".into(),
+            node_generation: 1,
+            session: n,
+        }
+    }
+
+    #[test]
+    fn a_new_session_gets_a_new_generation_and_retires_the_old_one() {
+        let bindings = ActorBindings::default();
+        let first = bindings.bind(session(1));
+        assert_eq!(
+            bindings.bind(session(1)),
+            first,
+            "the same session again: same binding"
+        );
+        let second = bindings.bind(session(2));
+        assert!(second > first);
+        let tail = |generation| SessionTail {
+            binding_generation: generation,
+            session_seq: 1,
+        };
+        assert!(bindings.admits(&tail(second)));
+        assert!(
+            !bindings.admits(&tail(first)),
+            "the retired binding's relays are refused"
+        );
+        assert_eq!(bindings.current().map(|c| c.session), Some(session(2)));
+    }
+}

@@ -1,0 +1,51 @@
+//! The records of commands 38 (bind, and its reply) and 36 (push), in CBOR.
+
+use serde::{Deserialize, Serialize};
+
+use super::owner::SessionKey;
+
+/// A bind, session owner to Actor owner (command 38).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct BindRecord {
+    /// The incarnation the session's ActorRef names.
+    pub(crate) actor_generation: u64,
+    /// The owner's lifecycle generation the session owner sees (0: unknown).
+    pub(crate) node_generation: u64,
+    pub(crate) session: SessionKey,
+}
+
+/// The bind's reply: the binding and the owner fence relays carry.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct BindReply {
+    pub(crate) binding_generation: u64,
+    pub(crate) object_generation: u64,
+    pub(crate) owner_generation: u64,
+    pub(crate) lease_generation: u64,
+    pub(crate) mesh_name: String,
+    pub(crate) rid: String,
+    pub(crate) node_generation: u64,
+}
+
+/// An Actor's push to its session (command 36): the packet and every generation it was
+/// sent under, which the session owner checks against the binding it stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct PushRecord {
+    pub(crate) session: SessionKey,
+    pub(crate) actor: String,
+    pub(crate) object_generation: u64,
+    pub(crate) owner_generation: u64,
+    pub(crate) lease_generation: u64,
+    /// The Actor owner's lifecycle generation.
+    pub(crate) node_generation: u64,
+    pub(crate) binding_generation: u64,
+    /// The STREAM codec of `payload`.
+    pub(crate) codec: u8,
+    pub(crate) packet: String,
+    #[serde(with = "serde_bytes")]
+    pub(crate) payload: Vec<u8>,
+}
+
+/// Largest 38 record decoded.
+pub(crate) const MAX_BIND_RECORD_BYTES: usize = 1024;
+/// Largest 36 record decoded: a STREAM message and its identity.
+pub(crate) const MAX_PUSH_RECORD_BYTES: usize = 64 * 1024 + 1024;

@@ -1,0 +1,161 @@
+//! The session owner's route to a bound Actor, and the relay over it: straight to the
+//! owner the bind validated, under its fence and the binding's generation. Nothing here
+//! reads the Location Store or the route cache; a route the owner no longer honours
+//! fails `Unavailable` and is not re-resolved (seed 000 §3.2).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use crate::address::{ActorRef, ObjectKey};
+use crate::handler::PacketKind;
+use crate::mesh::calls::SubmittedRequest;
+use crate::object::authority::OwnerRoute;
+use crate::object::direct::{call_local, ObjectCall};
+use crate::object::owner_link::ObjectCommand;
+use crate::object::route_cache::LocalBinding;
+use crate::object::server::ObjectServer;
+use crate::wire::{Metadata, Payload, RouteFence, SessionTail};
+use crate::{Error, ErrorKind, Result};
+
+/// One bound Actor, as its session holds it.
+#[derive(Debug, Clone)]
+pub(crate) struct BindingRoute {
+    /// The Actor's location snapshot when the bind succeeded.
+    pub(crate) actor: ActorRef,
+    pub(crate) key: ObjectKey,
+    pub(crate) owner: OwnerRoute,
+    pub(crate) fence: RouteFence,
+    pub(crate) binding_generation: u64,
+}
+
+/// One message a session relays.
+pub(crate) struct Relay<'a> {
+    pub(crate) packet: &'a str,
+    pub(crate) kind: PacketKind,
+    pub(crate) payload: Bytes,
+    pub(crate) metadata: Metadata,
+    pub(crate) session_seq: u64,
+    pub(crate) timeout: Duration,
+}
+
+/// A relay on its way.
+pub(crate) enum Relayed {
+    /// A one-way the owner's link (or the Actor's queue) took, or a request answered here.
+    Done(Bytes),
+    /// A request the owner's link took: its reply, awaited apart from the session's lane
+    /// so the next packets go on in order.
+    Submitted(SubmittedRequest),
+}
+
+impl ObjectServer {
+    /// Relays `relay` over `route`, in the order of the calls: returns once the owner's
+    /// link (or, on this node, the Actor) took it.
+    pub(crate) async fn bound_call(
+        &self,
+        route: &BindingRoute,
+        relay: Relay<'_>,
+    ) -> Result<Relayed> {
+        let deadline = Instant::now() + relay.timeout;
+        let send_timeout = self.env.owner_link().node()?.settings().send_timeout;
+        let tail = SessionTail {
+            binding_generation: route.binding_generation,
+            session_seq: relay.session_seq,
+        };
+        if route.owner.rid == self.env.route().rid {
+            // (An Actor here answers within the lane: its queue is this node's.)
+            return self
+                .bound_call_here(route, relay, tail, deadline, send_timeout)
+                .await
+                .map(Relayed::Done);
+        }
+        let out = self.env.owner_link();
+        let node = out.node()?;
+        let admit_by = deadline.min(Instant::now() + send_timeout);
+        let link = out.peer(&route.owner.rid, admit_by).await.map_err(|e| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("the owner of {} is not reachable: {e}", route.key),
+            )
+        })?;
+        if node
+            .peers()
+            .identity(&route.owner.rid)
+            .is_some_and(|(_, generation)| generation != route.owner.node_generation)
+        {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "the owner of {} restarted: the binding ended with it",
+                    route.key
+                ),
+            ));
+        }
+        let message = ObjectCommand::message(
+            &route.key,
+            relay.kind,
+            relay.packet,
+            route.fence,
+            &relay.metadata,
+            relay.payload,
+        )
+        .bound(tail);
+        match relay.kind {
+            PacketKind::Request => out
+                .submit_request(&link, &message, deadline, admit_by)
+                .await
+                .map(Relayed::Submitted),
+            PacketKind::Send => out
+                .send(&link, &message, admit_by)
+                .await
+                .map(|()| Relayed::Done(Bytes::new())),
+        }
+    }
+
+    /// The same, to an Actor this node owns: the binding and incarnation are checked here,
+    /// then the call goes the local way under the bind's fence.
+    async fn bound_call_here(
+        &self,
+        route: &BindingRoute,
+        relay: Relay<'_>,
+        tail: SessionTail,
+        deadline: Instant,
+        send_timeout: Duration,
+    ) -> Result<Bytes> {
+        let current = self.registry.get(&route.key).filter(|live| {
+            live.generation() == route.fence.object_generation && live.bindings().admits(&tail)
+        });
+        if current.is_none() {
+            return Err(retired(&route.key));
+        }
+        let call = ObjectCall {
+            key: &route.key,
+            packet: relay.packet,
+            payload: Payload::encoded(relay.payload),
+            metadata: relay.metadata,
+            kind: relay.kind,
+            timeout: relay.timeout,
+            send_timeout,
+        };
+        let now = Instant::now();
+        call_local(
+            self,
+            call,
+            &LocalBinding::default(),
+            route.fence,
+            now,
+            deadline,
+        )
+        .await?
+        .into_bytes()
+    }
+}
+
+/// What a relay under a binding that is no longer the Actor's current one gets.
+pub(crate) fn retired(key: &ObjectKey) -> Error {
+    Error::new(
+        ErrorKind::InvalidOperation,
+        format!("the session's binding to {key} is not current (rebound, or the Actor was re-created): bind again"),
+    )
+}
