@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use zlink::object::{Actor, ActorContext, ActorCreation};
-use zlink::session::{Packet, SessionContext, StreamListener};
+use zlink::object::{Actor, ActorContext, ActorCreation, ActorRef};
+use zlink::session::{CloseReason, Packet, SessionContext, StreamListener};
 use zlink::ErrorKind;
 use zlink_testkit::stream_client::{kind, StreamClient};
 use zlink_testkit::TestCluster;
@@ -97,6 +97,13 @@ pub struct LoggedIn {
 }
 
 // ANCHOR: gateway
+/// Told to a client whose player logged in elsewhere.
+#[derive(Serialize, Deserialize, zlink::Message)]
+#[message(name = "replaced", codec = zlink::Json)]
+pub struct Replaced {
+    pub player: String,
+}
+
 /// The gateway's session: `login` binds the player, everything else is relayed to it.
 #[derive(Default)]
 pub struct Gateway {
@@ -118,6 +125,16 @@ impl Gateway {
         let bound = ctx.bind(&actor).await?;
         self.player = Some(login.player);
         Ok(LoggedIn { owner: bound.rid })
+    }
+
+    #[on_actor_binding_replaced]
+    async fn replaced(&mut self, actor: ActorRef, ctx: &SessionContext) {
+        // Tell the client before the session closes.
+        let _ = ctx
+            .send(&Replaced {
+                player: actor.id.to_string(),
+            })
+            .await;
     }
 
     #[on_packet]
@@ -242,7 +259,8 @@ async fn a_relay_before_any_bind_is_refused_and_a_push_without_a_binding_is_inva
 }
 
 #[tokio::test]
-async fn a_rebind_from_another_session_retires_the_first_binding_and_pushes_follow_the_new_one() {
+async fn a_rebind_from_another_session_tells_the_first_which_closes_and_pushes_follow_the_new_one()
+{
     let (cluster, address) = cluster().await;
     let mut first = StreamClient::tcp(&address).await.unwrap();
     first
@@ -255,25 +273,38 @@ async fn a_rebind_from_another_session_retires_the_first_binding_and_pushes_foll
         .await
         .unwrap();
     assert_eq!(again.kind, kind::RESPONSE);
-    // The first session's relay goes under a retired binding: refused, never handled.
-    let stale = first
-        .call_json(2, "where", json!(null), WAIT)
-        .await
-        .unwrap();
-    let (code, message) = stale.error().expect("refused");
-    assert_eq!(code, ErrorKind::InvalidOperation.code());
-    assert!(message.contains("not current"), "{message}");
-    // The second session's move is pushed to it, and only to it.
+    // The first session hears it in its callback (command 51), then closes.
+    let told = first.next(WAIT).await.expect("the replaced notice");
+    assert_eq!(
+        (told.name.as_str(), told.value()["player"].as_str()),
+        ("replaced", Some("cy"))
+    );
+    let notice = first.closed_with(WAIT).await.expect("closed in time");
+    assert_eq!(notice.map(|n| n.0), Some(CloseReason::ServerDrain as u8));
+    // The second session's move is pushed to it.
     second.send_json("move", json!({ "n": 7 })).await.unwrap();
     let push = second.next(WAIT).await.unwrap();
     assert_eq!(
         (push.name.as_str(), push.value()["n"].as_u64()),
         ("moved", Some(7))
     );
-    assert!(
-        first.next(Duration::from_millis(300)).await.is_err(),
-        "the first session hears no push any more"
-    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_same_session_binding_again_is_idempotent_and_does_not_replace_itself() {
+    let (cluster, address) = cluster().await;
+    let mut client = StreamClient::tcp(&address).await.unwrap();
+    for seq in 1..=3 {
+        let logged_in = client
+            .call_json(seq, "login", json!({ "player": "fay" }), WAIT)
+            .await
+            .unwrap();
+        assert_eq!(logged_in.kind, kind::RESPONSE);
+    }
+    client.send_json("move", json!({ "n": 1 })).await.unwrap();
+    let push = client.next(WAIT).await.unwrap();
+    assert_eq!(push.name, "moved", "no replaced notice, no close: {push:?}");
     cluster.shutdown().await;
 }
 

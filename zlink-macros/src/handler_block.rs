@@ -131,7 +131,7 @@ pub(crate) fn unmarked_handlers(block: &ItemImpl, kind: &BlockKind) -> TokenStre
             a.path().is_ident("allow") && a.to_token_stream().to_string().contains("deprecated")
         });
         // Marked as a handler or as one of the blocks' other callbacks.
-        const MARKERS: [&str; 11] = [
+        const MARKERS: [&str; 12] = [
             "on_create",
             "on_actor_join",
             "on_joined_actor",
@@ -143,6 +143,7 @@ pub(crate) fn unmarked_handlers(block: &ItemImpl, kind: &BlockKind) -> TokenStre
             "on_connected",
             "on_packet",
             "on_disconnected",
+            "on_actor_binding_replaced",
         ];
         let marked = method.attrs.iter().any(|a| {
             is_handler_attr(a)

@@ -209,6 +209,9 @@ pub fn actor(args: TokenStream, item: TokenStream) -> TokenStream {
 /// - `#[on_packet] async fn name(&mut self, packet: Packet, ctx: &SessionContext) -> Result<(), E>`
 ///   takes every packet no handler names (for example to relay it to a bound Actor);
 ///   without it such a packet is answered `NotFound`.
+/// - `#[on_actor_binding_replaced] async fn name(&mut self, actor: ActorRef, ctx: &SessionContext)`
+///   runs when another session bound an Actor this one was bound to; the session closes
+///   100 ms after it returns.
 /// - `#[on_disconnected] async fn name(&mut self, reason: CloseReason, ctx: &SessionContext)`
 ///   runs last, once.
 ///

@@ -6,7 +6,12 @@ use quote::quote_spanned;
 use syn::{Ident, ImplItem, ItemImpl, Path};
 
 /// The markers, each taking its value (if any) after `&mut self` and the context last.
-const MARKERS: [&str; 3] = ["on_connected", "on_packet", "on_disconnected"];
+const MARKERS: [&str; 4] = [
+    "on_connected",
+    "on_packet",
+    "on_disconnected",
+    "on_actor_binding_replaced",
+];
 
 /// The marked methods of a block.
 #[derive(Default)]
@@ -82,6 +87,15 @@ impl Hooks {
                                 .await
                                 .map_err(#krate::__private::into_error)
                         })
+                    }
+                },
+                "on_actor_binding_replaced" => quote_spanned! {*span=>
+                    fn on_actor_binding_replaced<'__zlink_a>(
+                        &'__zlink_a mut self,
+                        #ctx: &'__zlink_a #krate::session::SessionContext,
+                        #value: #krate::object::ActorRef,
+                    ) -> #krate::BoxFuture<'__zlink_a, ()> {
+                        ::std::boxed::Box::pin(Self::#method(self, #value, #ctx))
                     }
                 },
                 _ => quote_spanned! {*span=>

@@ -11,9 +11,13 @@ use bytes::Bytes;
 use super::packet::{encode_packet, StreamCodec, WireKind, WirePacket};
 use super::peer::SessionPeer;
 use crate::mesh::{InboundCall, InboundRoute};
-use crate::object::binding::{BindingRoute, LocalSessions, PushRecord, MAX_PUSH_RECORD_BYTES};
+use crate::object::binding::{
+    BindingRoute, LocalSessions, PushRecord, ReplacedRecord, MAX_PUSH_RECORD_BYTES,
+    MAX_REPLACED_RECORD_BYTES,
+};
 use crate::sync::LockUnpoisoned;
 use crate::wire::cbor_decode_bounded;
+use crate::wire::Command;
 use crate::{Error, ErrorKind, Result};
 
 /// Every open session of the node, by number.
@@ -90,32 +94,69 @@ impl SessionIndex {
     }
 }
 
+impl SessionIndex {
+    /// The binding `replaced` names moved to another session: if it is still this
+    /// session's, from the binding's owner (`from`; `None`: this node), the session lets
+    /// it go and closes (seed 000 §3.1, reference §6.4).
+    fn replace(&self, replaced: ReplacedRecord, from: Option<&str>) {
+        let Some(peer) = self.get(replaced.session.session) else {
+            return;
+        };
+        let Some(route) = peer.binding(&replaced.actor) else {
+            return;
+        };
+        let exact = route.binding_generation == replaced.binding_generation
+            && route.fence.object_generation == replaced.object_generation
+            && from.is_none_or(|rid| rid == route.owner.rid);
+        if !exact {
+            tracing::debug!(actor = %replaced.actor, session = %peer.id, "a stale binding-replaced notice ignored");
+            return;
+        }
+        if peer.bindings.remove(&route) {
+            peer.binding_replaced(route.actor);
+        }
+    }
+}
+
 impl LocalSessions for SessionIndex {
     fn push(&self, push: PushRecord) -> Result<()> {
         self.deliver(push, None)
     }
+
+    fn replaced(&self, replaced: ReplacedRecord) {
+        self.replace(replaced, None);
+    }
 }
 
-/// The inbound route of command 36.
-pub(crate) struct PushRoute(pub(crate) Weak<SessionIndex>);
+/// The inbound route of commands 36 (push) and 51 (binding replaced).
+pub(crate) struct SessionRoute(pub(crate) Weak<SessionIndex>);
 
-impl InboundRoute for PushRoute {
+impl InboundRoute for SessionRoute {
     fn deliver(&self, call: InboundCall) {
         let Some(index) = self.0.upgrade() else {
             return;
         };
         let message = call.message();
-        if message.payload.len() > MAX_PUSH_RECORD_BYTES {
-            tracing::debug!(from = %call.from().rid(), "push record too large: dropped");
+        let from = call.from().rid();
+        let limit = match message.command {
+            Command::BoundSessionReplaced => MAX_REPLACED_RECORD_BYTES,
+            _ => MAX_PUSH_RECORD_BYTES,
+        };
+        if message.payload.len() > limit {
+            tracing::debug!(%from, command = ?message.command, "session record too large: dropped");
             return;
         }
-        match cbor_decode_bounded::<PushRecord>(&message.payload) {
-            Ok(push) => {
-                let _ = index.deliver(push, Some(call.from().rid()));
+        let decoded = match message.command {
+            Command::BoundSessionReplaced => {
+                cbor_decode_bounded::<ReplacedRecord>(&message.payload)
+                    .map(|replaced| index.replace(replaced, Some(from)))
             }
-            Err(e) => {
-                tracing::debug!(from = %call.from().rid(), error = %e, "malformed push record")
-            }
+            _ => cbor_decode_bounded::<PushRecord>(&message.payload).map(|push| {
+                let _ = index.deliver(push, Some(from));
+            }),
+        };
+        if let Err(e) = decoded {
+            tracing::debug!(%from, error = %e, "malformed session record dropped");
         }
     }
 }
@@ -135,6 +176,18 @@ impl Bindings {
         self.routes
             .lock_unpoisoned()
             .insert(route.key.id.clone(), route);
+    }
+
+    /// Removes exactly `route`'s binding; `false` when another one is there now.
+    pub(crate) fn remove(&self, route: &BindingRoute) -> bool {
+        let mut routes = self.routes.lock_unpoisoned();
+        match routes.get(&route.key.id) {
+            Some(held) if held.binding_generation == route.binding_generation => {
+                routes.remove(&route.key.id);
+                true
+            }
+            _ => false,
+        }
     }
 
     pub(crate) fn all(&self) -> Vec<BindingRoute> {

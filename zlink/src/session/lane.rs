@@ -34,6 +34,9 @@ pub(crate) struct Admitted {
     pub(crate) request_seq: Option<u64>,
 }
 
+/// How long after its binding-replaced callback a session closes (reference §6.4).
+const REPLACED_CLOSE_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+
 pub(crate) async fn run_lane(
     peer: Arc<SessionPeer>,
     mut session: Box<dyn DynSession>,
@@ -56,6 +59,21 @@ pub(crate) async fn run_lane(
             biased;
             // A closing session takes no more application packets.
             _ = peer.outbound.closing_started() => break,
+            _ = peer.replaced_notice() => {
+                for actor in peer.take_replaced() {
+                    session.on_actor_binding_replaced(&ctx, actor).await;
+                }
+                // The callback may still tell the client; then the connection closes.
+                let closing = peer.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(REPLACED_CLOSE_DELAY).await;
+                    closing.close(
+                        CloseReason::ServerDrain,
+                        "the session's Actor binding moved to another session",
+                    );
+                });
+                continue;
+            }
             event = events.recv() => event,
         };
         let Some(event) = event else { break };
@@ -69,6 +87,20 @@ pub(crate) async fn run_lane(
                     flow,
                     request_seq,
                 } = *admitted;
+                if peer.is_replaced() {
+                    // Closing since a binding moved away: no more application dispatch.
+                    if let Some(seq) = request_seq {
+                        if peer.finish_request(seq) {
+                            answer_error(
+                                &peer,
+                                Some(seq),
+                                ErrorKind::Unavailable,
+                                "the session is closing: its Actor binding moved to another session",
+                            );
+                        }
+                    }
+                    continue;
+                }
                 let packet = Packet {
                     name,
                     codec,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::binding::{PushRoute, SessionIndex};
+use super::binding::{SessionIndex, SessionRoute};
 use super::listener::{RunningListener, SessionShared};
 use super::settings::StreamListener;
 use crate::handler::WeakHandle;
@@ -46,10 +46,11 @@ impl StreamListeners {
         if !specs.is_empty() {
             // Actors' pushes reach this node's sessions: over the mesh, or from here.
             if let Some(node) = handle.upgrade().map(|h| h.node().clone()) {
-                node.dispatcher().register(
-                    Command::BoundSessionSend,
-                    Arc::new(PushRoute(Arc::downgrade(&index))),
-                )?;
+                let route = Arc::new(SessionRoute(Arc::downgrade(&index)));
+                node.dispatcher()
+                    .register(Command::BoundSessionSend, route.clone())?;
+                node.dispatcher()
+                    .register(Command::BoundSessionReplaced, route)?;
             }
             if let Some(objects) = objects {
                 objects.install_sessions(index.clone());

@@ -69,6 +69,11 @@ pub(crate) struct SessionPeer {
     pub(crate) bindings: super::binding::Bindings,
     /// The last session sequence given to a relayed message.
     pub(crate) session_seq: std::sync::atomic::AtomicU64,
+    /// Bindings that moved to another session, for the lane's callback.
+    replaced: Mutex<Vec<crate::address::ActorRef>>,
+    replaced_notice: tokio::sync::Notify,
+    /// Set once a binding moved away: the session takes no more application packets.
+    closing_replaced: std::sync::atomic::AtomicBool,
 }
 
 impl SessionPeer {
@@ -92,7 +97,37 @@ impl SessionPeer {
             objects,
             bindings: super::binding::Bindings::default(),
             session_seq: std::sync::atomic::AtomicU64::new(0),
+            replaced: Mutex::new(Vec::new()),
+            replaced_notice: tokio::sync::Notify::new(),
+            closing_replaced: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// A binding of this session moved to another session: the lane runs the callback.
+    pub(crate) fn binding_replaced(&self, actor: crate::address::ActorRef) {
+        self.closing_replaced
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.replaced
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(actor);
+        self.replaced_notice.notify_one();
+    }
+
+    /// Waits for a replaced binding's notice.
+    pub(crate) async fn replaced_notice(&self) {
+        self.replaced_notice.notified().await
+    }
+
+    /// The bindings that moved away since the last call.
+    pub(crate) fn take_replaced(&self) -> Vec<crate::address::ActorRef> {
+        std::mem::take(&mut *self.replaced.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Whether a binding moved away (the session is closing).
+    pub(crate) fn is_replaced(&self) -> bool {
+        self.closing_replaced
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The route of this session's binding to `actor`, if bound.

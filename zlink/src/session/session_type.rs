@@ -1,6 +1,7 @@
 //! The session trait: what one client connection runs. `#[zlink::session]` writes it from
 //! an impl block; writing it by hand is equally valid.
 
+use crate::address::ActorRef;
 use crate::call::BoxFuture;
 use crate::handler::PacketKind;
 use crate::{Error, ErrorKind, Result};
@@ -88,6 +89,18 @@ pub trait Session: Send + 'static {
         })
     }
 
+    /// The Actor `actor` this session was bound to was bound by another session: this
+    /// session no longer relays to it or hears its pushes, takes no more packets, and
+    /// closes 100 ms after this returns (tell the client here; do not close).
+    fn on_actor_binding_replaced<'a>(
+        &'a mut self,
+        ctx: &'a SessionContext,
+        actor: ActorRef,
+    ) -> BoxFuture<'a, ()> {
+        let _ = (ctx, actor);
+        Box::pin(async {})
+    }
+
     /// The session ended, for `reason`: its last callback.
     fn on_disconnected<'a>(
         &'a mut self,
@@ -125,6 +138,11 @@ pub(crate) trait DynSession: Send {
         ctx: &'a SessionContext,
         reason: CloseReason,
     ) -> BoxFuture<'a, ()>;
+    fn on_actor_binding_replaced<'a>(
+        &'a mut self,
+        ctx: &'a SessionContext,
+        actor: ActorRef,
+    ) -> BoxFuture<'a, ()>;
 }
 
 impl<S: Session> DynSession for S {
@@ -152,6 +170,13 @@ impl<S: Session> DynSession for S {
         reason: CloseReason,
     ) -> BoxFuture<'a, ()> {
         Session::on_disconnected(self, ctx, reason)
+    }
+    fn on_actor_binding_replaced<'a>(
+        &'a mut self,
+        ctx: &'a SessionContext,
+        actor: ActorRef,
+    ) -> BoxFuture<'a, ()> {
+        Session::on_actor_binding_replaced(self, ctx, actor)
     }
 }
 

@@ -69,6 +69,9 @@ pub enum Command {
     /// One-way notice to the original sender of a relayed message: the object moved, from
     /// the source route to the target route (payload: the notice record).
     MessageFollow = 50,
+    /// One-way from an Actor's owner to the session its binding moved away from (target:
+    /// the Actor ID; payload: the retired binding).
+    BoundSessionReplaced = 51,
 }
 
 impl Command {
@@ -101,6 +104,7 @@ impl Command {
             50 => Command::MessageFollow,
             36 => Command::BoundSessionSend,
             38 => Command::BoundSessionBind,
+            51 => Command::BoundSessionReplaced,
             _ => return None,
         })
     }
@@ -128,6 +132,7 @@ impl Command {
                 | Command::MessageFollow
                 | Command::BoundSessionSend
                 | Command::BoundSessionBind
+                | Command::BoundSessionReplaced
         )
     }
 
@@ -160,6 +165,7 @@ impl Command {
                     | Command::MessageFollow
                     | Command::BoundSessionSend
                     | Command::BoundSessionBind
+                    | Command::BoundSessionReplaced
             )
     }
 

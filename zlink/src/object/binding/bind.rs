@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 use tokio::time::Instant;
 
 use super::owner::SessionKey;
-use super::record::{BindRecord, BindReply, MAX_BIND_RECORD_BYTES};
+use super::record::{BindRecord, BindReply, ReplacedRecord, MAX_BIND_RECORD_BYTES};
 use super::relay::BindingRoute;
 use crate::address::{ActorId, ActorRef, ObjectKey};
 use crate::mesh::{InboundCall, InboundRoute};
@@ -104,7 +104,15 @@ pub(crate) fn bind_here(
             format!("{key} is moving: bind again once it arrived"),
         ));
     }
-    let binding_generation = live.bindings().bind(record.session.clone());
+    let (binding_generation, retired) = live.bindings().bind(record.session.clone());
+    if let Some(retired) = retired {
+        server.tell_replaced(ReplacedRecord {
+            session: retired.session,
+            actor: key.id.to_string(),
+            object_generation: fence.object_generation,
+            binding_generation: retired.generation,
+        });
+    }
     Ok(BindReply {
         binding_generation,
         object_generation: fence.object_generation,
@@ -117,6 +125,35 @@ pub(crate) fn bind_here(
 }
 
 impl ObjectServer {
+    /// Tells the session a bind retired that its binding moved (command 51, one-way, not
+    /// resent): from here, in the background, so the new bind does not wait for the old
+    /// session.
+    fn tell_replaced(&self, replaced: ReplacedRecord) {
+        if replaced.session.rid == self.env.route().rid {
+            if let Some(sessions) = self.local_sessions() {
+                sessions.replaced(replaced);
+            }
+            return;
+        }
+        let out = self.env.owner_link().clone();
+        self.env.tracker().spawn(async move {
+            let Ok(node) = out.node() else { return };
+            let admit_by = Instant::now() + node.settings().send_timeout;
+            let sent = async {
+                let link = out.peer(&replaced.session.rid, admit_by).await?;
+                let command = ObjectCommand::control(
+                    Command::BoundSessionReplaced,
+                    &replaced.actor,
+                    cbor_encode(&replaced)?,
+                );
+                out.send(&link, &command, admit_by).await
+            };
+            if let Err(e) = sent.await {
+                tracing::debug!(actor = %replaced.actor, session_owner = %replaced.session.rid, error = %e, "the replaced binding's session was not told");
+            }
+        });
+    }
+
     /// Binds `session` (of this node) to the Actor `actor` names, at the node it names:
     /// the route every relay then takes.
     pub(crate) async fn bind_session(

@@ -12,7 +12,9 @@ mod relay;
 
 pub(crate) use bind::BindRoute;
 pub(crate) use owner::ActorBindings;
-pub(crate) use record::{PushRecord, MAX_PUSH_RECORD_BYTES};
+pub(crate) use record::{
+    PushRecord, ReplacedRecord, MAX_PUSH_RECORD_BYTES, MAX_REPLACED_RECORD_BYTES,
+};
 pub(crate) use relay::{retired, BindingRoute, Relay, Relayed};
 
 use crate::Result;
@@ -22,4 +24,7 @@ use crate::Result;
 pub(crate) trait LocalSessions: Send + Sync + 'static {
     /// Writes the push to its session, if the binding it names is still current there.
     fn push(&self, push: PushRecord) -> Result<()>;
+
+    /// Tells the session that its binding to an Actor moved to another session.
+    fn replaced(&self, replaced: ReplacedRecord);
 }

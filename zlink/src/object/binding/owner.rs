@@ -32,19 +32,20 @@ pub(crate) struct ActorBindings {
 }
 
 impl ActorBindings {
-    /// Binds the Actor to `session`: the binding's generation. The same session binding
-    /// again keeps its generation (a repeated bind is not a new binding).
-    pub(crate) fn bind(&self, session: SessionKey) -> u64 {
+    /// Binds the Actor to `session`: the binding's generation, and the binding of another
+    /// session it retired. The same session binding again keeps its generation (a
+    /// repeated bind is not a new binding, and retires nothing).
+    pub(crate) fn bind(&self, session: SessionKey) -> (u64, Option<CurrentBinding>) {
         let mut current = self.current.lock_unpoisoned();
         if let Some(existing) = current.as_ref().filter(|c| c.session == session) {
-            return existing.generation;
+            return (existing.generation, None);
         }
         let generation = self.issued.fetch_add(1, Ordering::Relaxed) + 1;
-        *current = Some(CurrentBinding {
+        let retired = current.replace(CurrentBinding {
             generation,
             session,
         });
-        generation
+        (generation, retired)
     }
 
     /// Whether a message relayed under `tail` comes from the current binding.
@@ -76,14 +77,19 @@ mod tests {
     #[test]
     fn a_new_session_gets_a_new_generation_and_retires_the_old_one() {
         let bindings = ActorBindings::default();
-        let first = bindings.bind(session(1));
+        let (first, retired) = bindings.bind(session(1));
+        assert!(retired.is_none());
         assert_eq!(
             bindings.bind(session(1)),
-            first,
+            (first, None),
             "the same session again: same binding"
         );
-        let second = bindings.bind(session(2));
+        let (second, retired) = bindings.bind(session(2));
         assert!(second > first);
+        assert_eq!(
+            retired.map(|r| (r.generation, r.session)),
+            Some((first, session(1)))
+        );
         let tail = |generation| SessionTail {
             binding_generation: generation,
             session_seq: 1,

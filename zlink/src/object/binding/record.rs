@@ -45,6 +45,18 @@ pub(crate) struct PushRecord {
     pub(crate) payload: Vec<u8>,
 }
 
+/// The binding an Actor's new bind retired, to its session's owner (command 51).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ReplacedRecord {
+    pub(crate) session: SessionKey,
+    pub(crate) actor: String,
+    pub(crate) object_generation: u64,
+    pub(crate) binding_generation: u64,
+}
+
+/// Largest 51 record decoded.
+pub(crate) const MAX_REPLACED_RECORD_BYTES: usize = 1024;
+
 /// Largest 38 record decoded.
 pub(crate) const MAX_BIND_RECORD_BYTES: usize = 1024;
 /// Largest 36 record decoded: a STREAM message and its identity.
