@@ -97,6 +97,10 @@ pub struct LoggedIn {
 }
 
 // ANCHOR: gateway
+#[derive(Serialize, Deserialize, zlink::Message)]
+#[message(name = "logout", codec = zlink::Json)]
+pub struct Logout;
+
 /// Told to a client whose player logged in elsewhere.
 #[derive(Serialize, Deserialize, zlink::Message)]
 #[message(name = "replaced", codec = zlink::Json)]
@@ -125,6 +129,15 @@ impl Gateway {
         let bound = ctx.bind(&actor).await?;
         self.player = Some(login.player);
         Ok(LoggedIn { owner: bound.rid })
+    }
+
+    /// The client logs out but keeps its connection.
+    #[handler]
+    async fn logout(&mut self, _logout: Logout, ctx: &SessionContext) -> zlink::Result<()> {
+        match self.player.take() {
+            Some(player) => ctx.notify_disconnected(&player).await,
+            None => Ok(()),
+        }
     }
 
     #[on_actor_binding_replaced]
@@ -387,5 +400,107 @@ async fn an_actor_on_the_gateway_itself_is_bound_relayed_and_pushes_without_the_
     }
     assert_eq!(position.unwrap(), json!([1, 2, 3, 4, 5]));
     assert_eq!(pushes, vec![1, 2, 3, 4, 5]);
+    cluster.shutdown().await;
+}
+
+/// The players node's Entry Spot hooks: which Actors' sessions disconnected.
+#[derive(Clone, Default)]
+struct Disconnects(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+#[zlink::async_trait]
+impl zlink::object::EntryHooks for Disconnects {
+    async fn on_disconnect_actor(&mut self, _ctx: &zlink::object::SpotContext, actor: &ActorRef) {
+        self.0.lock().unwrap().push(actor.id.to_string());
+    }
+}
+
+async fn cluster_with(disconnects: &Disconnects) -> (TestCluster, String) {
+    let heard = disconnects.clone();
+    let cluster = TestCluster::on_tcp_with_redis(2, move |i, node| {
+        if i == 0 {
+            node.stream_listener(
+                StreamListener::new("clients")
+                    .bind("tcp://127.0.0.1:0")
+                    .session(Gateway::default),
+            )
+        } else {
+            let heard = heard.clone();
+            node.actor_type(Player::actor_type(|_| Player::default()).expect("an Actor type"))
+                .entry_hooks(move || heard.clone())
+        }
+    })
+    .await;
+    cluster
+        .node(0)
+        .actors()
+        .ready(Player::STABLE_TYPE, 1)
+        .await
+        .unwrap();
+    let endpoint = cluster.node(0).stream_endpoint("clients").unwrap();
+    (cluster, endpoint.trim_start_matches("tcp://").to_string())
+}
+
+#[tokio::test]
+async fn a_closed_connection_reaches_the_actors_spot_once_per_binding() {
+    let disconnects = Disconnects::default();
+    let (cluster, address) = cluster_with(&disconnects).await;
+    let mut client = StreamClient::tcp(&address).await.unwrap();
+    client
+        .call_json(1, "login", json!({ "player": "gus" }), WAIT)
+        .await
+        .unwrap();
+    drop(client);
+    zlink_testkit::wait_until(WAIT, "the Entry Spot heard the disconnect", || async {
+        !disconnects.0.lock().unwrap().is_empty()
+    })
+    .await;
+    // A later bind and close of another player is its own binding: heard once more.
+    let mut again = StreamClient::tcp(&address).await.unwrap();
+    again
+        .call_json(1, "login", json!({ "player": "hal" }), WAIT)
+        .await
+        .unwrap();
+    drop(again);
+    zlink_testkit::wait_until(WAIT, "the second disconnect", || async {
+        disconnects.0.lock().unwrap().len() == 2
+    })
+    .await;
+    assert_eq!(
+        *disconnects.0.lock().unwrap(),
+        vec!["gus".to_string(), "hal".to_string()]
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn notify_disconnected_keeps_the_connection_and_the_close_after_it_is_not_told_twice() {
+    let disconnects = Disconnects::default();
+    let (cluster, address) = cluster_with(&disconnects).await;
+    let mut client = StreamClient::tcp(&address).await.unwrap();
+    client
+        .call_json(1, "login", json!({ "player": "ivy" }), WAIT)
+        .await
+        .unwrap();
+    client.send_json("logout", json!(null)).await.unwrap();
+    zlink_testkit::wait_until(WAIT, "the logout reached the Spot", || async {
+        disconnects.0.lock().unwrap().len() == 1
+    })
+    .await;
+    // The connection is still open, and the session is bound to nothing now.
+    let unbound = client
+        .call_json(2, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        unbound.error().unwrap().0,
+        ErrorKind::InvalidOperation.code()
+    );
+    drop(client);
+    // Its close tells no one again: the binding ended already.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+    while tokio::time::Instant::now() < deadline {
+        assert_eq!(disconnects.0.lock().unwrap().len(), 1, "told once");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     cluster.shutdown().await;
 }

@@ -131,11 +131,12 @@ pub(crate) fn unmarked_handlers(block: &ItemImpl, kind: &BlockKind) -> TokenStre
             a.path().is_ident("allow") && a.to_token_stream().to_string().contains("deprecated")
         });
         // Marked as a handler or as one of the blocks' other callbacks.
-        const MARKERS: [&str; 12] = [
+        const MARKERS: [&str; 13] = [
             "on_create",
             "on_actor_join",
             "on_joined_actor",
             "on_leave_actor",
+            "on_disconnect_actor",
             "on_initialize",
             "on_timer",
             "on_closing",

@@ -135,7 +135,8 @@ pub fn channel(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   (never moved), `recreate` (a fresh instance on the target) or `preserve` (its state
 ///   moves: the type implements `zlink::object::RelocationState`, and the macro wires it).
 /// - `actors = Type` (optional): the Actor type this Spot takes as members; then the block
-///   may mark `#[on_actor_join]`, `#[on_joined_actor]` and `#[on_leave_actor]` methods.
+///   may mark `#[on_actor_join]`, `#[on_joined_actor]`, `#[on_leave_actor]` and
+///   `#[on_disconnect_actor]` (the session bound to a member disconnected) methods.
 /// - `create = Type` (optional): the type of the Spot's creation arguments (a
 ///   `zlink::Message`). The block may then mark one method
 ///   `#[on_create] async fn name(&mut self, args: Type, ctx: &SpotContext) -> CreateDecision`,

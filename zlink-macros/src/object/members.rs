@@ -1,5 +1,5 @@
 //! A Spot's membership callbacks in its `#[spot]` block: `#[on_actor_join]`,
-//! `#[on_joined_actor]` and `#[on_leave_actor]` methods, forwarded from the generated
+//! `#[on_joined_actor]`, `#[on_leave_actor]` and `#[on_disconnect_actor]` methods, forwarded from the generated
 //! `SpotHandlers`. They belong to a Spot that takes Actors (`actors = Player`).
 
 use proc_macro2::{Span, TokenStream};
@@ -12,9 +12,15 @@ pub(crate) struct MemberHooks {
     join: Option<(Ident, Span)>,
     joined: Option<(Ident, Span)>,
     left: Option<(Ident, Span)>,
+    disconnected: Option<(Ident, Span)>,
 }
 
-const NAMES: [&str; 3] = ["on_actor_join", "on_joined_actor", "on_leave_actor"];
+const NAMES: [&str; 4] = [
+    "on_actor_join",
+    "on_joined_actor",
+    "on_leave_actor",
+    "on_disconnect_actor",
+];
 
 fn hook_name(attr: &Attribute) -> Option<&'static str> {
     let last = attr.path().segments.last()?.ident.to_string();
@@ -40,7 +46,8 @@ impl MemberHooks {
                 let slot = match *name {
                     "on_actor_join" => &mut hooks.join,
                     "on_joined_actor" => &mut hooks.joined,
-                    _ => &mut hooks.left,
+                    "on_leave_actor" => &mut hooks.left,
+                    _ => &mut hooks.disconnected,
                 };
                 if slot.is_some() {
                     let error =
@@ -62,7 +69,7 @@ impl MemberHooks {
 
     /// The first callback marker, if any.
     pub(crate) fn first(&self) -> Option<(&'static str, Span)> {
-        [&self.join, &self.joined, &self.left]
+        [&self.join, &self.joined, &self.left, &self.disconnected]
             .into_iter()
             .zip(NAMES)
             .find_map(|(hook, name)| hook.as_ref().map(|(_, span)| (name, *span)))
@@ -103,6 +110,7 @@ impl MemberHooks {
         };
         let joined = notice(&self.joined, "on_joined_actor");
         let left = notice(&self.left, "on_leave_actor");
-        quote! { #join #joined #left }
+        let disconnected = notice(&self.disconnected, "on_disconnect_actor");
+        quote! { #join #joined #left #disconnected }
     }
 }

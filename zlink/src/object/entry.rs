@@ -43,6 +43,10 @@ pub trait EntryHooks: Send + 'static {
 
     /// An Actor left this Entry Spot for a User Spot.
     async fn on_leave_actor(&mut self, _ctx: &SpotContext, _actor: &ActorRef) {}
+
+    /// The STREAM session bound to an Actor of this Entry Spot disconnected: once per
+    /// binding.
+    async fn on_disconnect_actor(&mut self, _ctx: &SpotContext, _actor: &ActorRef) {}
 }
 
 /// Makes the Entry Spot's hooks when the node starts.
@@ -91,6 +95,9 @@ impl Instance for EntryInstance {
             MemberEvent::Created { actor } => self.hooks.on_create_actor(&ctx, &actor).await,
             MemberEvent::Joined { actor } => self.hooks.on_joined_actor(&ctx, &actor).await,
             MemberEvent::Left { actor } => self.hooks.on_leave_actor(&ctx, &actor).await,
+            MemberEvent::Disconnected { actor } => {
+                self.hooks.on_disconnect_actor(&ctx, &actor).await
+            }
             // An Entry Spot admits every Actor of its node: it has no admission callback.
             MemberEvent::Join { .. } => {}
         }

@@ -153,6 +153,10 @@ pub(crate) enum MemberEvent {
     Left {
         actor: ActorRef,
     },
+    /// The session bound to the Actor disconnected (once per binding).
+    Disconnected {
+        actor: ActorRef,
+    },
 }
 
 fn failed(kind: ErrorKind, why: impl Into<String>) -> JoinOutcome {
@@ -381,6 +385,11 @@ async fn settle_lost_write(
 /// Tells `spot` that `actor` left it (one-way).
 pub(crate) fn notify_left(spot: &LiveObject, actor: ActorRef) -> bool {
     notify(spot, MemberEvent::Left { actor })
+}
+
+/// Tells `spot` that the session bound to `actor` disconnected (one-way).
+pub(crate) fn notify_disconnected(spot: &LiveObject, actor: ActorRef) -> bool {
+    notify(spot, MemberEvent::Disconnected { actor })
 }
 
 /// Runs `on_joined_actor` of `spot` for `actor`, waiting for it (bounded).

@@ -101,6 +101,11 @@ pub trait SpotHandlers: Send + 'static {
 
     /// An Actor left for another Spot (not when it is destroyed). From `#[on_leave_actor]`.
     async fn on_leave_actor(&mut self, _ctx: &SpotContext, _actor: &ActorRef) {}
+
+    /// The STREAM session bound to a member Actor disconnected (its client closed or was
+    /// closed, or the session called `notify_disconnected`): once per binding. From
+    /// `#[on_disconnect_actor]`.
+    async fn on_disconnect_actor(&mut self, _ctx: &SpotContext, _actor: &ActorRef) {}
 }
 
 /// A Spot: state plus handlers that run one at a time (`&mut self`). Two messages to one
@@ -242,6 +247,10 @@ impl Hosted<SpotKind> for Box<dyn Spot> {
                 }
                 MemberEvent::Left { actor } => {
                     self.on_leave_actor(ctx, &actor).await;
+                    JoinDecision::Accept(Bytes::new())
+                }
+                MemberEvent::Disconnected { actor } => {
+                    self.on_disconnect_actor(ctx, &actor).await;
                     JoinDecision::Accept(Bytes::new())
                 }
             }

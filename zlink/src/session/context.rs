@@ -79,6 +79,25 @@ impl SessionContext {
         Ok(bound)
     }
 
+    /// Ends this session's binding to `actor` while the connection stays open: the Actor's
+    /// owner drops it and the Actor's Spot hears `on_disconnect_actor`, once (the same
+    /// notice a closing connection sends for each binding). Not bound: `InvalidOperation`.
+    pub async fn notify_disconnected(&self, actor: &str) -> Result<()> {
+        let route = self.peer.binding(actor).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidOperation,
+                format!("this session is not bound to Actor {actor}"),
+            )
+        })?;
+        if !self.peer.bindings.remove(&route) {
+            return Ok(());
+        }
+        let deadline = tokio::time::Instant::now() + self.handle.node().settings().request_timeout;
+        self.objects()?
+            .disconnect_session(&route, self.peer.id.get(), deadline)
+            .await
+    }
+
     /// The Actors this session is bound to, as bound.
     pub fn bound(&self) -> Vec<ActorRef> {
         self.peer

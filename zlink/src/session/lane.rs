@@ -119,6 +119,41 @@ pub(crate) async fn run_lane(
         .closing()
         .unwrap_or(CloseReason::TransportError);
     session.on_disconnected(&ctx, reason).await;
+    disconnect_bindings(&peer).await;
+}
+
+/// How long a closed session's disconnect notices may take, all together.
+const DISCONNECT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Tells the owner of every Actor still bound to the closed session, over the stored
+/// routes, all at once: one that fails does not stop the others.
+async fn disconnect_bindings(peer: &SessionPeer) {
+    let routes = peer.bindings.all();
+    if routes.is_empty() {
+        return;
+    }
+    let Some(objects) = peer.objects.as_ref().and_then(std::sync::Weak::upgrade) else {
+        return;
+    };
+    let deadline = tokio::time::Instant::now() + DISCONNECT_DEADLINE;
+    let session = peer.id.get();
+    let told = futures::future::join_all(
+        routes
+            .iter()
+            .map(|route| objects.disconnect_session(route, session, deadline)),
+    );
+    let results = match tokio::time::timeout_at(deadline, told).await {
+        Ok(results) => results,
+        Err(_) => {
+            tracing::debug!(session = %peer.id, "disconnect notices ran out of time");
+            return;
+        }
+    };
+    for (route, result) in routes.iter().zip(results) {
+        if let Err(e) = result {
+            tracing::debug!(session = %peer.id, actor = %route.key, error = %e, "disconnect notice not delivered");
+        }
+    }
 }
 
 async fn dispatch(

@@ -48,6 +48,19 @@ impl ActorBindings {
         (generation, retired)
     }
 
+    /// Ends the binding `generation` of `session`, if it is the current one: `true` once,
+    /// so its disconnect is told at most once.
+    pub(crate) fn disconnect(&self, session: &SessionKey, generation: u64) -> bool {
+        let mut current = self.current.lock_unpoisoned();
+        let exact = current
+            .as_ref()
+            .is_some_and(|c| c.generation == generation && &c.session == session);
+        if exact {
+            *current = None;
+        }
+        exact
+    }
+
     /// Whether a message relayed under `tail` comes from the current binding.
     pub(crate) fn admits(&self, tail: &SessionTail) -> bool {
         self.current

@@ -12,6 +12,9 @@ pub(crate) struct BindRecord {
     /// The owner's lifecycle generation the session owner sees (0: unknown).
     pub(crate) node_generation: u64,
     pub(crate) session: SessionKey,
+    /// Set instead for the session's disconnect: the binding generation it ends.
+    #[serde(default)]
+    pub(crate) disconnect: Option<u64>,
 }
 
 /// The bind's reply: the binding and the owner fence relays carry.
