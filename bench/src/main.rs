@@ -10,8 +10,9 @@
 //! - `relocation`: the pause of a live move, the p99 of requests during a host drain
 //!   against the same load with no move, and the cost of a Message Follow hop.
 //!
-//! - `stream`: STREAM sessions: a session handler's echo vs a raw tokio echo with the same
-//!   framing, and the memory of 10,000 idle sessions.
+//! - `stream`: STREAM sessions: a session handler's echo and a bound Actor's echo on
+//!   another node vs a raw tokio echo with the same framing, and the memory of 10,000
+//!   idle sessions.
 //!
 //! Each prints readable lines, then one JSON object as the last line.
 
@@ -64,7 +65,9 @@ usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation |
                  drops the cached route
   stream         STREAM sessions on 127.0.0.1, 64-byte Raw payloads: a session
                  handler's echo vs a raw tokio echo with the same 6-byte prefix and
-                 header (one connection, 64 requests in flight); the RSS growth per
+                 header (one connection, 64 requests in flight); the echo through a
+                 bound Actor on another node (relayed there, answered back), with
+                 p50/p99 one at a time against the raw echo's; the RSS growth per
                  connection of 10,000 idle sessions vs a raw tokio server holding
                  each on a reading task (the clients run in a child process)
   --seconds S    how long each pipelined or publishing run lasts, 1..=60 (default 3)

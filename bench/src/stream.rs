@@ -18,7 +18,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use zlink::session::{SessionContext, StreamLimits, StreamListener};
 
-use crate::stats::Throughput;
+use crate::stats::{Latency, Throughput};
 use crate::BoxError;
 
 /// Requests in flight on the echo connection.
@@ -134,10 +134,160 @@ async fn echo_node(limits: StreamLimits) -> Result<(zlink::Runtime, String), Box
     Ok((runtime, addr))
 }
 
-/// One connection, `WINDOW` requests in flight, for `duration`: answered requests.
-async fn pipelined(addr: &str, payload: &[u8], duration: Duration) -> Result<Throughput, BoxError> {
-    let stream = TcpStream::connect(addr).await?;
+/// The echo Actor the bound echo relays to: it answers the bytes it got.
+#[derive(Default)]
+pub struct EchoActor;
+
+#[zlink::actor(type = "bench-echo", relocation = disable)]
+impl EchoActor {
+    #[handler]
+    async fn echo(
+        &mut self,
+        blob: Blob,
+        _ctx: &zlink::object::ActorContext,
+    ) -> zlink::Result<Blob> {
+        Ok(blob)
+    }
+}
+
+impl zlink::object::Actor for EchoActor {}
+
+/// Binds the echo Actor when the client logs in.
+#[derive(serde::Serialize, serde::Deserialize, zlink::Message)]
+#[message(name = "login", codec = zlink::Json, reply = LoggedIn)]
+pub struct Login;
+
+#[derive(serde::Serialize, serde::Deserialize, zlink::Message)]
+#[message(name = "logged-in", codec = zlink::Json)]
+pub struct LoggedIn;
+
+/// The gateway's session: `login` binds the client's echo Actor (on the other node),
+/// every other packet is relayed to it.
+#[derive(Default)]
+pub struct BoundSession {
+    actor: Option<String>,
+}
+
+#[zlink::session]
+impl BoundSession {
+    #[handler]
+    async fn login(&mut self, _login: Login, ctx: &SessionContext) -> zlink::Result<LoggedIn> {
+        let id = format!("echo-{}", ctx.id().get());
+        let actor = match ctx
+            .handle()
+            .actors()
+            .get_or_create(&id, EchoActor::STABLE_TYPE)
+            .await?
+        {
+            zlink::object::ActorCreation::Created(a)
+            | zlink::object::ActorCreation::Existing(a) => a,
+        };
+        ctx.bind(&actor).await?;
+        self.actor = Some(id);
+        Ok(LoggedIn)
+    }
+
+    #[on_packet]
+    async fn relay_to_actor(
+        &mut self,
+        packet: zlink::session::Packet,
+        ctx: &SessionContext,
+    ) -> zlink::Result<()> {
+        let actor = self
+            .actor
+            .as_deref()
+            .ok_or_else(|| zlink::Error::new(zlink::ErrorKind::InvalidOperation, "log in first"))?;
+        ctx.relay(actor, packet).await
+    }
+}
+
+/// A gateway node and an Actor node sharing one in-memory store: the gateway's address.
+async fn bound_pair() -> Result<(zlink::Runtime, zlink::Runtime, String), BoxError> {
+    let store = <dyn zlink::store::LocationStore>::in_memory();
+    let actors = zlink::Runtime::builder()
+        .mesh_name("bench-bound")
+        .rid("actors")
+        .listen("tcp://127.0.0.1:0")
+        .location_store(store.clone())
+        .actor_type(EchoActor::actor_type(|_| EchoActor)?)
+        .build()?
+        .start()
+        .await?;
+    let gateway = zlink::Runtime::builder()
+        .mesh_name("bench-bound")
+        .rid("gateway")
+        .listen("tcp://127.0.0.1:0")
+        .location_store(store)
+        .stream_listener(
+            StreamListener::new("clients")
+                .bind("tcp://127.0.0.1:0")
+                .session(BoundSession::default),
+        )
+        .build()?
+        .start()
+        .await?;
+    gateway.actors().ready(EchoActor::STABLE_TYPE, 1).await?;
+    let endpoint = gateway
+        .stream_endpoint("clients")
+        .ok_or("the listener has no endpoint")?;
+    let addr = endpoint.trim_start_matches("tcp://").to_string();
+    Ok((gateway, actors, addr))
+}
+
+/// Logs in on `stream` (the bound echo's first packet) and waits for the answer.
+async fn login(stream: &mut TcpStream) -> Result<(), BoxError> {
+    let mut header = vec![0xF2, 2, 1, 0x01];
+    header.extend_from_slice(&u64::MAX.to_be_bytes());
+    header.push(5);
+    header.extend_from_slice(b"login");
+    stream.write_all(&frame(&header, b"null")).await?;
+    let (answer, _) = read_packet(stream).await?;
+    if answer.get(1) != Some(&3) {
+        return Err("the login was refused".into());
+    }
+    Ok(())
+}
+
+/// One request at a time, `count` of them after `warmup`: their round trips.
+async fn sequential(
+    addr: &str,
+    payload: &[u8],
+    bound: bool,
+    warmup: usize,
+    count: usize,
+) -> Result<Vec<Duration>, BoxError> {
+    let mut stream = TcpStream::connect(addr).await?;
     stream.set_nodelay(true)?;
+    if bound {
+        login(&mut stream).await?;
+    }
+    let mut samples = Vec::with_capacity(count);
+    for seq in 1..=(warmup + count) as u64 {
+        let started = Instant::now();
+        stream.write_all(&request(seq, payload)).await?;
+        let (header, _) = read_packet(&mut stream).await?;
+        if header.get(1) != Some(&3) {
+            return Err(format!("not a response: {header:?}").into());
+        }
+        if seq as usize > warmup {
+            samples.push(started.elapsed());
+        }
+    }
+    Ok(samples)
+}
+
+/// One connection, `WINDOW` requests in flight, for `duration`: answered requests.
+async fn pipelined(
+    addr: &str,
+    payload: &[u8],
+    duration: Duration,
+    bound: bool,
+) -> Result<Throughput, BoxError> {
+    let mut stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    if bound {
+        login(&mut stream).await?;
+    }
     let (read, mut write) = stream.into_split();
     let window = Arc::new(Semaphore::new(WINDOW));
     let answered = Arc::new(AtomicU64::new(0));
@@ -305,20 +455,38 @@ pub async fn run(duration: Duration) -> Result<serde_json::Value, BoxError> {
         "stream benchmark: 127.0.0.1, 64-byte payloads, {WINDOW} requests in flight on one connection"
     );
     let (raw_addr, raw_task) = raw_echo_server().await?;
-    let raw = pipelined(&raw_addr, &payload, duration).await?;
+    let raw = pipelined(&raw_addr, &payload, duration, false).await?;
+    let raw_latency = Latency::of(sequential(&raw_addr, &payload, false, 500, 5_000).await?)
+        .ok_or("no samples")?;
     raw_task.abort();
     println!(
         "raw tokio echo (same framing):  {:.0} msgs/s",
         raw.per_second()
     );
     let (node, addr) = echo_node(StreamLimits::default()).await?;
-    let session = pipelined(&addr, &payload, duration).await?;
+    let session = pipelined(&addr, &payload, duration, false).await?;
     println!(
         "zlink session handler echo:     {:.0} msgs/s",
         session.per_second()
     );
     let echo_ratio = session.per_second() / raw.per_second().max(1.0);
     println!("  session / raw: {echo_ratio:.3} (target >= 0.8)");
+    let (gateway, actors, bound_addr) = bound_pair().await?;
+    let bound = pipelined(&bound_addr, &payload, duration, true).await?;
+    let bound_latency = Latency::of(sequential(&bound_addr, &payload, true, 500, 5_000).await?)
+        .ok_or("no samples")?;
+    gateway.shutdown().await;
+    actors.shutdown().await;
+    let bound_ratio = bound.per_second() / raw.per_second().max(1.0);
+    println!(
+        "zlink bound-Actor echo (relay to another node, reply back): {:.0} msgs/s",
+        bound.per_second()
+    );
+    println!("  bound / raw: {bound_ratio:.3} (target >= 0.35)");
+    println!(
+        "  one at a time: raw p50 {:.1} us p99 {:.1} us; bound p50 {:.1} us p99 {:.1} us",
+        raw_latency.p50_us, raw_latency.p99_us, bound_latency.p50_us, bound_latency.p99_us
+    );
 
     node.shutdown().await;
     // Each idle server runs in a process of its own: a heap that served another run
@@ -333,6 +501,12 @@ pub async fn run(duration: Duration) -> Result<serde_json::Value, BoxError> {
         "raw_echo_per_s": raw.per_second().round(),
         "session_echo_per_s": session.per_second().round(),
         "session_echo_vs_raw": crate::round3(echo_ratio),
+        "bound_echo_per_s": bound.per_second().round(),
+        "bound_echo_vs_raw": crate::round3(bound_ratio),
+        "raw_p50_us": crate::round3(raw_latency.p50_us),
+        "raw_p99_us": crate::round3(raw_latency.p99_us),
+        "bound_p50_us": crate::round3(bound_latency.p50_us),
+        "bound_p99_us": crate::round3(bound_latency.p99_us),
         "idle_sessions": IDLE,
         "idle_session_rss_kib": crate::round3(zlink_kib),
         "idle_raw_rss_kib": crate::round3(raw_kib),

@@ -504,3 +504,54 @@ async fn notify_disconnected_keeps_the_connection_and_the_close_after_it_is_not_
     }
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_dead_session_owner_is_not_restored_elsewhere_and_its_actor_push_fails() {
+    let (mut cluster, address) = cluster().await;
+    let mut client = StreamClient::tcp(&address).await.unwrap();
+    client
+        .call_json(1, "login", json!({ "player": "jon" }), WAIT)
+        .await
+        .unwrap();
+    cluster.kill(0).await;
+    // The connection ended with its node: nothing reconnects it anywhere.
+    assert!(
+        client.closed_with(WAIT).await.is_ok(),
+        "the client's connection closed"
+    );
+    // The Actor lives on, and its push finds no session: it fails, and is not re-routed
+    // (the binding ended with the session, or its owner is unreachable).
+    let players = PlayerClient::new(cluster.node(1), "jon");
+    let shout = players.shout(&Shout).await.unwrap_err();
+    assert!(
+        [ErrorKind::Unavailable, ErrorKind::InvalidOperation]
+            .iter()
+            .any(|kind| shout.is(*kind)),
+        "{shout}"
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_dead_actor_owner_fails_the_relay_and_the_connection_stays() {
+    let (mut cluster, address) = cluster().await;
+    let mut client = StreamClient::tcp(&address).await.unwrap();
+    client
+        .call_json(1, "login", json!({ "player": "kim" }), WAIT)
+        .await
+        .unwrap();
+    cluster.kill(1).await;
+    // The relay fails with the owner's absence; no other owner is looked up for it.
+    let failed = client
+        .call_json(2, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(failed.error().unwrap().0, ErrorKind::Unavailable.code());
+    // The client's connection is untouched: the session still answers.
+    let again = client
+        .call_json(3, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(again.kind, kind::ERROR);
+    cluster.shutdown().await;
+}
