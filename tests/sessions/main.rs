@@ -4,6 +4,7 @@
 mod attacks;
 mod basics;
 mod bound_actor;
+mod bound_relocation;
 mod common;
 mod interop;
 mod macro_forms;

@@ -83,7 +83,11 @@ impl ObjectServer {
         let server = Arc::new_cyclic(|me| ObjectServer {
             me: me.clone(),
             sessions: std::sync::OnceLock::new(),
-            relocations: Relocations::new(settings, env.lost_sends().clone()),
+            relocations: Relocations::new(
+                settings,
+                env.lost_sends().clone(),
+                super::binding::session_bound_routes(me.clone()),
+            ),
             env,
             registry: ObjectRegistry::new(
                 settings

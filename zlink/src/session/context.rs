@@ -5,13 +5,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::binding::{HeldRelay, Routing};
 use super::incoming::Packet;
 use super::packet::{WireKind, WirePacket};
 use super::peer::{SessionId, SessionPeer};
 use crate::address::ActorRef;
 use crate::handler::Handle;
 use crate::handler::PacketKind;
-use crate::object::binding::{Relay, Relayed};
 use crate::object::ObjectServer;
 use crate::{Error, ErrorKind, Message, Metadata, Result};
 
@@ -119,13 +119,6 @@ impl SessionContext {
     /// (rebound elsewhere, the Actor re-created or gone): the error comes back, and the
     /// application decides whether to bind again.
     pub async fn relay(&self, actor: &str, mut packet: Packet) -> Result<()> {
-        let route = self.peer.binding(actor).ok_or_else(|| {
-            Error::new(
-                ErrorKind::InvalidOperation,
-                format!("this session is not bound to Actor {actor}: bind it first"),
-            )
-        })?;
-        let objects = self.objects()?;
         let token = packet.take_reply();
         let kind = if token.is_some() {
             PacketKind::Request
@@ -137,38 +130,36 @@ impl SessionContext {
             .session_seq
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
-        let relay = Relay {
-            packet: &packet.name,
+        let relay = HeldRelay {
+            packet: std::mem::take(&mut packet.name),
             kind,
             payload: packet.payload.clone(),
             metadata: std::mem::take(&mut packet.metadata),
             session_seq,
+            codec: packet.codec,
+            token,
             timeout: self.handle.node().settings().request_timeout,
         };
-        let relayed = objects.bound_call(&route, relay).await;
-        let Some(token) = token else {
-            return relayed.map(|_| ());
+        // While the Actor moves, its relays wait here, in order, for its new route.
+        let (route, relay) = match self.peer.bindings.hold_or_route(actor, relay) {
+            Routing::Held => return Ok(()),
+            Routing::Send(route, relay) => (route, relay),
+            Routing::NotBound(relay) => {
+                let error = Error::new(
+                    ErrorKind::InvalidOperation,
+                    format!("this session is not bound to Actor {actor}: bind it first"),
+                );
+                if let Some(token) = relay.token {
+                    let _ = token
+                        .fail(ErrorKind::InvalidOperation, &error.to_string())
+                        .await;
+                    return Ok(());
+                }
+                return Err(error);
+            }
         };
-        let codec = packet.codec;
-        match relayed {
-            Ok(Relayed::Done(reply)) => token.reply_bytes(codec, reply).await,
-            Ok(Relayed::Submitted(submitted)) => {
-                tokio::spawn(async move {
-                    let _ = match submitted.reply().await {
-                        Ok(reply) => token.reply_bytes(codec, reply).await,
-                        Err(e) => {
-                            let (kind, message) = super::lane::error_parts(&e);
-                            token.fail(kind, &message).await
-                        }
-                    };
-                });
-                Ok(())
-            }
-            Err(e) => {
-                let (kind, message) = super::lane::error_parts(&e);
-                token.fail(kind, &message).await
-            }
-        }
+        let objects = self.objects()?;
+        super::binding::submit(&objects, &route, relay).await
     }
 
     fn objects(&self) -> Result<Arc<ObjectServer>> {

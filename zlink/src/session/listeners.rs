@@ -49,8 +49,13 @@ impl StreamListeners {
                 let route = Arc::new(SessionRoute(Arc::downgrade(&index)));
                 node.dispatcher()
                     .register(Command::BoundSessionSend, route.clone())?;
-                node.dispatcher()
-                    .register(Command::BoundSessionReplaced, route)?;
+                for command in [
+                    Command::BoundSessionReplaced,
+                    Command::SessionRelocationSeal,
+                    Command::SessionRelocationRoute,
+                ] {
+                    node.dispatcher().register(command, route.clone())?;
+                }
             }
             if let Some(objects) = objects {
                 objects.install_sessions(index.clone());

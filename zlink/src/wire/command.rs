@@ -55,6 +55,13 @@ pub enum Command {
     /// A session binds to an Actor, to the Actor's owner (target: the Actor ID; payload:
     /// the bind record). The reply carries the binding generation and the owner fence.
     BoundSessionBind = 38,
+    /// Relocation, source to session owner: hold what the session relays to the moving
+    /// Actor (target: the Actor ID; payload: the seal record). The reply means sealed.
+    SessionRelocationSeal = 42,
+    /// Relocation, to the session owner, one-way and never resent: the sealed binding's
+    /// route moves to the target (commit, from the target once it dispatches) or stays
+    /// (abort, from the source); the session submits what it held.
+    SessionRelocationRoute = 44,
     /// A classic fanout event (on a PUB/SUB pair, after the topic frame).
     FanoutEvent = 40,
     /// Create a User Spot on the node chosen by placement (target: the Spot ID; packet: the
@@ -105,6 +112,8 @@ impl Command {
             36 => Command::BoundSessionSend,
             38 => Command::BoundSessionBind,
             51 => Command::BoundSessionReplaced,
+            42 => Command::SessionRelocationSeal,
+            44 => Command::SessionRelocationRoute,
             _ => return None,
         })
     }
@@ -133,6 +142,8 @@ impl Command {
                 | Command::BoundSessionSend
                 | Command::BoundSessionBind
                 | Command::BoundSessionReplaced
+                | Command::SessionRelocationSeal
+                | Command::SessionRelocationRoute
         )
     }
 
@@ -166,6 +177,8 @@ impl Command {
                     | Command::BoundSessionSend
                     | Command::BoundSessionBind
                     | Command::BoundSessionReplaced
+                    | Command::SessionRelocationSeal
+                    | Command::SessionRelocationRoute
             )
     }
 
@@ -185,6 +198,7 @@ impl Command {
                 | Command::RelocationCutover
                 | Command::RelocationBarrier
                 | Command::BoundSessionBind
+                | Command::SessionRelocationSeal
         )
     }
 

@@ -9,13 +9,16 @@ mod owner;
 mod push;
 mod record;
 mod relay;
+mod relocation;
 
 pub(crate) use bind::BindRoute;
 pub(crate) use owner::ActorBindings;
 pub(crate) use record::{
-    PushRecord, ReplacedRecord, MAX_PUSH_RECORD_BYTES, MAX_REPLACED_RECORD_BYTES,
+    PushRecord, RelocationRecord, ReplacedRecord, MAX_PUSH_RECORD_BYTES,
+    MAX_RELOCATION_RECORD_BYTES, MAX_REPLACED_RECORD_BYTES,
 };
 pub(crate) use relay::{retired, BindingRoute, Relay, Relayed};
+pub(crate) use relocation::session_bound_routes;
 
 use crate::Result;
 
@@ -27,4 +30,10 @@ pub(crate) trait LocalSessions: Send + Sync + 'static {
 
     /// Tells the session that its binding to an Actor moved to another session.
     fn replaced(&self, replaced: ReplacedRecord);
+
+    /// Seals a binding for its Actor's move (42): the session holds what it relays.
+    fn seal(&self, seal: RelocationRecord) -> Result<()>;
+
+    /// A sealed binding's route moves on, or stays (44): the session submits what it held.
+    fn route(&self, route: RelocationRecord);
 }

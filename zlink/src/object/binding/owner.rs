@@ -69,6 +69,18 @@ impl ActorBindings {
             .is_some_and(|c| c.generation == tail.binding_generation)
     }
 
+    /// What a move carries: the current binding and the generations issued.
+    pub(crate) fn carry(&self) -> Option<(CurrentBinding, u64)> {
+        let current = self.current.lock_unpoisoned().clone()?;
+        Some((current, self.issued.load(Ordering::Relaxed)))
+    }
+
+    /// On the target of a move: the binding the Actor had on its source.
+    pub(crate) fn restore(&self, binding: CurrentBinding, issued: u64) {
+        self.issued.fetch_max(issued, Ordering::Relaxed);
+        *self.current.lock_unpoisoned() = Some(binding);
+    }
+
     /// The current binding, if any.
     pub(crate) fn current(&self) -> Option<CurrentBinding> {
         self.current.lock_unpoisoned().clone()

@@ -57,6 +57,39 @@ pub(crate) struct ReplacedRecord {
     pub(crate) binding_generation: u64,
 }
 
+/// A move's seal or route change of one binding (commands 42 and 44).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RelocationRecord {
+    pub(crate) relocation_id: String,
+    pub(crate) session: SessionKey,
+    pub(crate) actor: String,
+    pub(crate) object_generation: u64,
+    pub(crate) binding_generation: u64,
+    /// 44 only: the route on the target (commit); `None` on a seal or an abort.
+    pub(crate) target: Option<TargetRoute>,
+}
+
+/// Where a moved Actor runs now, as a binding route names it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct TargetRoute {
+    pub(crate) mesh_name: String,
+    pub(crate) rid: String,
+    pub(crate) node_generation: u64,
+    pub(crate) owner_generation: u64,
+    pub(crate) lease_generation: u64,
+}
+
+/// What a sealed Actor's binding carries to its target.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct CarriedBinding {
+    pub(crate) generation: u64,
+    pub(crate) session: SessionKey,
+    pub(crate) issued: u64,
+}
+
+/// Largest 42/44 record decoded.
+pub(crate) const MAX_RELOCATION_RECORD_BYTES: usize = 2048;
+
 /// Largest 51 record decoded.
 pub(crate) const MAX_REPLACED_RECORD_BYTES: usize = 1024;
 

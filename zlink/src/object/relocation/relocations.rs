@@ -31,14 +31,19 @@ pub(crate) struct Relocations {
 impl Relocations {
     /// The moves of a node started with `settings`; what its relays cannot deliver is
     /// counted in `lost`.
-    pub(crate) fn new(settings: &ObjectSettings, lost: Arc<LostSends>) -> Self {
+    pub(crate) fn new(
+        settings: &ObjectSettings,
+        lost: Arc<LostSends>,
+        sessions: Arc<dyn BoundRoutes>,
+    ) -> Self {
         Relocations {
             departures: Departures::new(lost),
             arrivals: Arrivals::default(),
             permits: RelocationPermits::new(),
             draining: AtomicBool::new(false),
             store: settings.relocation_store.clone(),
-            bound_routes: settings.bound_routes.clone(),
+            // A test's own seam stands in for the sessions'.
+            bound_routes: Some(settings.bound_routes.clone().unwrap_or(sessions)),
             follow_duration: settings.message_follow_duration,
             faults: settings.faults,
         }
@@ -115,7 +120,11 @@ mod tests {
             message_follow_duration: Duration::from_secs(7),
             ..ObjectSettings::default()
         };
-        Relocations::new(&settings, Arc::new(LostSends::default()))
+        Relocations::new(
+            &settings,
+            Arc::new(LostSends::default()),
+            crate::object::binding::session_bound_routes(std::sync::Weak::new()),
+        )
     }
 
     #[test]
@@ -150,6 +159,8 @@ mod tests {
         let moves = relocations(None);
         assert_eq!(moves.follow_duration(), Duration::from_secs(7));
         assert_eq!(moves.departures().relayed(), 0);
-        assert!(moves.bound_routes().is_none());
+        // The sessions' bound routes are always there (they seal nothing without a
+        // binding).
+        assert!(moves.bound_routes().is_some());
     }
 }
