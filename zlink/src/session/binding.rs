@@ -66,12 +66,16 @@ impl SessionIndex {
         let Some(route) = peer.binding(&push.actor) else {
             return Err(stale("the session is not bound to it"));
         };
-        let current = route.binding_generation == push.binding_generation
-            && route.fence.object_generation == push.object_generation
-            && route.fence.owner_generation == push.owner_generation
+        let same_binding = route.binding_generation == push.binding_generation
+            && route.fence.object_generation == push.object_generation;
+        let from_owner = route.fence.owner_generation == push.owner_generation
             && route.fence.lease_generation == push.lease_generation
             && route.owner.node_generation == push.node_generation
             && from.is_none_or(|rid| rid == route.owner.rid);
+        // While the Actor moves, its target dispatches (and pushes) before its route
+        // change (44) has arrived here: the binding and incarnation are the proof then.
+        let moving = peer.bindings.is_sealed(&push.actor);
+        let current = same_binding && (from_owner || moving);
         if !current {
             return Err(stale("an older binding, owner or incarnation"));
         }
@@ -392,6 +396,14 @@ impl Bindings {
                 None
             }
         }
+    }
+
+    /// Whether a move seals the binding of `actor` now.
+    pub(crate) fn is_sealed(&self, actor: &str) -> bool {
+        self.routes
+            .lock_unpoisoned()
+            .get(actor)
+            .is_some_and(|e| e.seal.is_some())
     }
 
     /// Whether `relocation_id` still seals the binding of `actor`.
