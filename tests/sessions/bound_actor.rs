@@ -533,7 +533,7 @@ async fn a_dead_session_owner_is_not_restored_elsewhere_and_its_actor_push_fails
 }
 
 #[tokio::test]
-async fn a_dead_actor_owner_fails_the_relay_and_the_connection_stays() {
+async fn a_session_relay_never_changes_its_actor_a_dead_owner_fails_it_and_the_connection_stays() {
     let (mut cluster, address) = cluster().await;
     let mut client = StreamClient::tcp(&address).await.unwrap();
     client

@@ -4,11 +4,13 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use zlink::object::{Actor, ActorContext, ActorCreation};
-use zlink::session::{Packet, SessionContext, StreamListener};
+use zlink::session::{CloseReason, Packet, SessionContext, StreamLimits, StreamListener};
+use zlink::RuntimeBuilder;
 use zlink_testkit::stream_client::{kind, StreamClient};
 use zlink_testkit::TestCluster;
 
@@ -41,9 +43,26 @@ impl Walker {
         })
         .await
     }
+
+    #[handler]
+    async fn locate(&mut self, _: Locate, ctx: &ActorContext) -> zlink::Result<Located> {
+        Ok(Located {
+            rid: ctx.handle().rid().to_string(),
+        })
+    }
 }
 
 impl Actor for Walker {}
+
+#[derive(Serialize, Deserialize, zlink::Message)]
+#[message(name = "locate", codec = zlink::Json, reply = Located)]
+pub struct Locate;
+
+#[derive(Serialize, Deserialize, zlink::Message)]
+#[message(name = "located", codec = zlink::Json)]
+pub struct Located {
+    pub rid: String,
+}
 
 #[derive(Serialize, Deserialize, zlink::Message)]
 #[message(name = "join", codec = zlink::Json, reply = Joined)]
@@ -253,5 +272,169 @@ async fn moving_one_bound_actor_keeps_the_other_actors_routes_of_the_same_sessio
     }
     assert_eq!(by[&1], to, "a's route switched to its new owner");
     assert_eq!(by[&2], b_at, "b's route is untouched");
+    cluster.shutdown().await;
+}
+
+/// n0 a gateway whose sealed bindings wait `seal_timeout`; n1 and n2 walker nodes, each
+/// built with `fault`.
+async fn walkers(
+    seal_timeout: Duration,
+    fault: fn(RuntimeBuilder) -> RuntimeBuilder,
+) -> (TestCluster, StreamClient) {
+    let cluster = TestCluster::on_tcp_with_redis(3, move |i, node| {
+        if i == 0 {
+            let mut limits = StreamLimits::default();
+            limits.relocation_seal_timeout = seal_timeout;
+            node.stream_listener(
+                StreamListener::new("clients")
+                    .bind("tcp://127.0.0.1:0")
+                    .limits(limits)
+                    .session(Lobby::default),
+            )
+        } else {
+            fault(node.actor_type(Walker::actor_type(|_| Walker).expect("an Actor type")))
+        }
+    })
+    .await;
+    cluster
+        .node(0)
+        .actors()
+        .ready(Walker::STABLE_TYPE, 2)
+        .await
+        .unwrap();
+    let endpoint = cluster.node(0).stream_endpoint("clients").unwrap();
+    let client = StreamClient::tcp(endpoint.trim_start_matches("tcp://"))
+        .await
+        .unwrap();
+    (cluster, client)
+}
+
+fn index_of(rid: &str) -> usize {
+    rid.trim_start_matches('n').parse().expect("n<i>")
+}
+
+fn other_walker_node(rid: &str) -> &'static str {
+    if rid == "n1" {
+        "n2"
+    } else {
+        "n1"
+    }
+}
+
+#[tokio::test]
+async fn command_44_is_one_way_and_never_resent_the_target_does_not_wait_and_a_lost_one_ends_the_session_on_its_seal_timeout(
+) {
+    // Both walker nodes lose every 44 commit they send.
+    let seal_timeout = Duration::from_millis(1500);
+    let (cluster, mut client) =
+        walkers(seal_timeout, RuntimeBuilder::test_drop_session_routes).await;
+    let joined = client
+        .call_json(1, "join", json!({ "walker": "w" }), WAIT)
+        .await
+        .unwrap();
+    let from = joined.value()["owner"].as_str().unwrap().to_string();
+    let to = other_walker_node(&from);
+    client.send_json("step", json!({ "n": 1 })).await.unwrap();
+    assert_eq!(client.next(WAIT).await.unwrap().value()["by"], from);
+    // The move completes although the session owner never hears the new route: the
+    // target does not wait for 44, and serves at once.
+    let moved = cluster
+        .node(index_of(&from))
+        .actors()
+        .relocate("w", Some(to))
+        .await
+        .unwrap();
+    let sealed_at = Instant::now();
+    assert_eq!(moved.rid, to);
+    let located = WalkerClient::new(cluster.node(0), "w")
+        .locate(&Locate)
+        .await
+        .unwrap();
+    assert_eq!(
+        located.rid, to,
+        "the target dispatches while the session is sealed"
+    );
+    // What the session relays now is held by the seal; no route change ever lifts it
+    // (44 is not resent), so the session ends on its seal timeout, and nothing held is
+    // delivered to the Actor by any other path.
+    client.send_json("step", json!({ "n": 2 })).await.unwrap();
+    let mut after = Vec::new();
+    let closing = loop {
+        match client.next(seal_timeout + WAIT).await {
+            Ok(packet) => match packet.closing() {
+                Some(closing) => break closing,
+                None => after.push(packet.value()),
+            },
+            Err(end) => panic!("the session ended without its notice: {end:?}"),
+        }
+    };
+    assert_eq!(closing.0, CloseReason::ServerDrain as u8, "{closing:?}");
+    assert!(
+        sealed_at.elapsed() >= seal_timeout - Duration::from_millis(100),
+        "the session ended on the seal timeout, not before: {:?}",
+        sealed_at.elapsed()
+    );
+    assert!(
+        after.is_empty(),
+        "the held step was not delivered: {after:?}"
+    );
+    assert!(
+        client.closed_with(WAIT).await.is_ok(),
+        "the connection closed"
+    );
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_move_cancelled_before_relay_ready_releases_its_seal_by_44_abort_and_the_held_relays_go_to_the_source(
+) {
+    // Every move out of a walker node loses its relay-ready answer: the source cancels
+    // and keeps the Actor. A seal never released would end the session in 1 s.
+    let (cluster, mut client) = walkers(
+        Duration::from_secs(1),
+        RuntimeBuilder::test_lose_relay_ready,
+    )
+    .await;
+    let joined = client
+        .call_json(1, "join", json!({ "walker": "w" }), WAIT)
+        .await
+        .unwrap();
+    let from = joined.value()["owner"].as_str().unwrap().to_string();
+    let moving = tokio::spawn({
+        let source = cluster.node(index_of(&from)).clone();
+        let to = other_walker_node(&from);
+        async move { source.actors().relocate("w", Some(to)).await }
+    });
+    // Steps go out all through the move, so some are relayed while it seals.
+    let mut sent = 0u64;
+    while !moving.is_finished() && sent < 5_000 {
+        sent += 1;
+        client
+            .send_json("step", json!({ "n": sent }))
+            .await
+            .unwrap();
+        if sent.is_multiple_of(20) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    let cancelled = moving.await.unwrap().unwrap_err();
+    assert!(cancelled.is(zlink::ErrorKind::Unavailable), "{cancelled}");
+    // One more after the cancel: the binding is open again on the source's route.
+    sent += 1;
+    client
+        .send_json("step", json!({ "n": sent }))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < sent as usize {
+        let push = client
+            .next(WAIT)
+            .await
+            .expect("every step's push, the connection open");
+        assert_eq!(push.value()["by"], from, "ran on the source: {push:?}");
+        seen.push(push.value()["n"].as_u64().unwrap());
+    }
+    let expected: Vec<u64> = (1..=sent).collect();
+    assert_eq!(seen, expected, "none lost, duplicated or reordered");
     cluster.shutdown().await;
 }

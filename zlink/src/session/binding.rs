@@ -3,16 +3,14 @@
 //! [`SessionIndex`] finds the session an Actor's push (command 36) is for and writes it
 //! only if every generation the push carries is the binding's.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::bindings::HeldRelay;
 use super::packet::{encode_packet, StreamCodec, WireKind, WirePacket};
 use super::peer::SessionPeer;
-use super::reply::ReplyToken;
-use crate::handler::PacketKind;
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::object::binding::{
     BindingRoute, LocalSessions, PushRecord, RelocationRecord, ReplacedRecord,
@@ -23,7 +21,6 @@ use crate::object::ObjectServer;
 use crate::sync::LockUnpoisoned;
 use crate::wire::cbor_decode_bounded;
 use crate::wire::Command;
-use crate::wire::Metadata;
 use crate::{Error, ErrorKind, Result};
 
 /// Every open session of the node, by number.
@@ -146,10 +143,6 @@ impl LocalSessions for SessionIndex {
     }
 }
 
-/// How long a sealed binding waits for its new route before its session ends
-/// (SessionRelocationSealTimeout).
-const SESSION_RELOCATION_SEAL_TIMEOUT: Duration = Duration::from_secs(10);
-
 impl SessionIndex {
     /// 42: seals the binding for its Actor's move; the session holds what it relays
     /// until 44 says where it goes, or ends after the seal timeout.
@@ -165,8 +158,9 @@ impl SessionIndex {
         }
         let (actor, relocation_id) = (seal.actor, seal.relocation_id);
         let waiting = Arc::downgrade(&peer);
+        let timeout = peer.seal_timeout;
         tokio::spawn(async move {
-            tokio::time::sleep(SESSION_RELOCATION_SEAL_TIMEOUT).await;
+            tokio::time::sleep(timeout).await;
             let Some(peer) = waiting.upgrade() else {
                 return;
             };
@@ -257,184 +251,6 @@ impl InboundRoute for SessionRoute {
             tracing::debug!(%from, error = %e, "malformed session record dropped");
         }
     }
-}
-
-/// A session's bindings: one route per Actor ID, and the relays held while its Actor
-/// moves.
-#[derive(Default)]
-pub(crate) struct Bindings {
-    routes: Mutex<HashMap<Arc<str>, Entry>>,
-}
-
-struct Entry {
-    route: BindingRoute,
-    /// Sealed for a move: its relocation, and what the session relayed since, in order.
-    seal: Option<(String, VecDeque<HeldRelay>)>,
-}
-
-impl Bindings {
-    pub(crate) fn get(&self, actor: &str) -> Option<BindingRoute> {
-        self.routes
-            .lock_unpoisoned()
-            .get(actor)
-            .map(|e| e.route.clone())
-    }
-
-    pub(crate) fn set(&self, route: BindingRoute) {
-        self.routes
-            .lock_unpoisoned()
-            .insert(route.key.id.clone(), Entry { route, seal: None });
-    }
-
-    /// Removes exactly `route`'s binding; `false` when another one is there now.
-    pub(crate) fn remove(&self, route: &BindingRoute) -> bool {
-        let mut routes = self.routes.lock_unpoisoned();
-        match routes.get(&route.key.id) {
-            Some(held) if held.route.binding_generation == route.binding_generation => {
-                routes.remove(&route.key.id);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    pub(crate) fn all(&self) -> Vec<BindingRoute> {
-        self.routes
-            .lock_unpoisoned()
-            .values()
-            .map(|e| e.route.clone())
-            .collect()
-    }
-
-    /// Holds `relay` if its binding is sealed, or gives it back with the route to send
-    /// it on now.
-    pub(crate) fn hold_or_route(&self, actor: &str, relay: HeldRelay) -> Routing {
-        let mut routes = self.routes.lock_unpoisoned();
-        match routes.get_mut(actor) {
-            Some(Entry {
-                seal: Some((_, held)),
-                ..
-            }) => {
-                held.push_back(relay);
-                Routing::Held
-            }
-            Some(entry) => Routing::Send(entry.route.clone(), relay),
-            None => Routing::NotBound(relay),
-        }
-    }
-
-    /// Seals the binding `record` names for its move; `false` when it is not this
-    /// session's current binding, or `from` is not its owner.
-    pub(crate) fn seal(&self, record: &RelocationRecord, from: Option<&str>) -> bool {
-        let mut routes = self.routes.lock_unpoisoned();
-        let Some(entry) = routes.get_mut(record.actor.as_str()) else {
-            return false;
-        };
-        let exact = entry.route.binding_generation == record.binding_generation
-            && entry.route.fence.object_generation == record.object_generation
-            && from.is_none_or(|rid| rid == entry.route.owner.rid);
-        if exact && entry.seal.is_none() {
-            entry.seal = Some((record.relocation_id.clone(), VecDeque::new()));
-        }
-        exact
-    }
-
-    /// Applies a 44 to the binding sealed by its relocation: the new route on a commit,
-    /// the old one kept on an abort. `false` when no such seal is here, or `from` is not
-    /// who may send it (the target on a commit, the owner on an abort).
-    pub(crate) fn reroute(&self, record: &RelocationRecord, from: Option<&str>) -> bool {
-        let mut routes = self.routes.lock_unpoisoned();
-        let Some(entry) = routes.get_mut(record.actor.as_str()) else {
-            return false;
-        };
-        let sealed = matches!(&entry.seal, Some((id, _)) if *id == record.relocation_id)
-            && entry.route.binding_generation == record.binding_generation
-            && entry.route.fence.object_generation == record.object_generation;
-        if !sealed {
-            return false;
-        }
-        match &record.target {
-            Some(target) => {
-                if from.is_some_and(|rid| rid != target.rid) {
-                    return false;
-                }
-                let route = &mut entry.route;
-                route.owner.mesh_name = target.mesh_name.clone();
-                route.owner.rid = target.rid.clone();
-                route.owner.node_generation = target.node_generation;
-                route.fence.owner_generation = target.owner_generation;
-                route.fence.lease_generation = target.lease_generation;
-                route.actor.mesh_name = target.mesh_name.clone();
-                route.actor.rid = target.rid.clone();
-            }
-            None => {
-                if from.is_some_and(|rid| rid != entry.route.owner.rid) {
-                    return false;
-                }
-            }
-        }
-        true
-    }
-
-    /// The next relay held by `relocation_id`'s seal, with the route to send it on; when
-    /// none is left, the seal is lifted (in the same step, so nothing overtakes them).
-    pub(crate) fn next_held(
-        &self,
-        actor: &str,
-        relocation_id: &str,
-    ) -> Option<(BindingRoute, HeldRelay)> {
-        let mut routes = self.routes.lock_unpoisoned();
-        let entry = routes.get_mut(actor)?;
-        let (id, held) = entry.seal.as_mut()?;
-        if id != relocation_id {
-            return None;
-        }
-        match held.pop_front() {
-            Some(relay) => Some((entry.route.clone(), relay)),
-            None => {
-                entry.seal = None;
-                None
-            }
-        }
-    }
-
-    /// Whether a move seals the binding of `actor` now.
-    pub(crate) fn is_sealed(&self, actor: &str) -> bool {
-        self.routes
-            .lock_unpoisoned()
-            .get(actor)
-            .is_some_and(|e| e.seal.is_some())
-    }
-
-    /// Whether `relocation_id` still seals the binding of `actor`.
-    pub(crate) fn sealed_by(&self, actor: &str, relocation_id: &str) -> bool {
-        self.routes
-            .lock_unpoisoned()
-            .get(actor)
-            .is_some_and(|e| matches!(&e.seal, Some((id, _)) if id == relocation_id))
-    }
-}
-
-/// Where a relay goes now.
-pub(crate) enum Routing {
-    /// Its Actor is moving: held until the new route arrives.
-    Held,
-    /// On this route, now.
-    Send(BindingRoute, HeldRelay),
-    /// The session is not bound to that Actor.
-    NotBound(HeldRelay),
-}
-
-/// A relay the session made, as it goes out or waits for a move.
-pub(crate) struct HeldRelay {
-    pub(crate) packet: String,
-    pub(crate) kind: PacketKind,
-    pub(crate) payload: Bytes,
-    pub(crate) metadata: Metadata,
-    pub(crate) session_seq: u64,
-    pub(crate) codec: StreamCodec,
-    pub(crate) token: Option<ReplyToken>,
-    pub(crate) timeout: Duration,
 }
 
 /// Sends `relay` over `route`, in order: returns once the Actor's owner took it; a

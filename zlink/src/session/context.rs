@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::binding::{HeldRelay, Routing};
+use super::bindings::{HeldRelay, Routing};
 use super::incoming::Packet;
 use super::packet::{WireKind, WirePacket};
 use super::peer::{SessionId, SessionPeer};

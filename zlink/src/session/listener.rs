@@ -172,8 +172,7 @@ impl RunningListener {
             &self.name,
             Some(remote),
             stream.local_addr().ok(),
-            self.limits.outbound_bytes,
-            self.limits.send_timeout,
+            &self.limits,
             self.shared.objects.clone(),
         ));
         self.sessions().insert(peer.id, peer.clone());

@@ -11,6 +11,7 @@
 //! connection carries over.
 
 mod binding;
+mod bindings;
 mod connection;
 mod context;
 mod incoming;

@@ -59,6 +59,8 @@ pub(crate) struct SessionPeer {
     pub(crate) local: Option<SocketAddr>,
     pub(crate) outbound: Outbound,
     pub(crate) send_timeout: Duration,
+    /// How long a sealed binding waits for its new route.
+    pub(crate) seal_timeout: Duration,
     /// Request sequences read and not yet answered.
     pending: Mutex<HashMap<u64, Slot>>,
     /// Ends the session's tasks (the socket is dropped with them).
@@ -66,7 +68,7 @@ pub(crate) struct SessionPeer {
     /// The node's object layer, which binds and relays.
     pub(crate) objects: Option<std::sync::Weak<crate::object::ObjectServer>>,
     /// The Actors this session is bound to.
-    pub(crate) bindings: super::binding::Bindings,
+    pub(crate) bindings: super::bindings::Bindings,
     /// The last session sequence given to a relayed message.
     pub(crate) session_seq: std::sync::atomic::AtomicU64,
     /// Bindings that moved to another session, for the lane's callback.
@@ -81,8 +83,7 @@ impl SessionPeer {
         listener: &str,
         remote: Option<SocketAddr>,
         local: Option<SocketAddr>,
-        outbound_bytes: usize,
-        send_timeout: Duration,
+        limits: &super::StreamLimits,
         objects: Option<std::sync::Weak<crate::object::ObjectServer>>,
     ) -> Self {
         SessionPeer {
@@ -90,12 +91,13 @@ impl SessionPeer {
             listener: listener.to_string(),
             remote,
             local,
-            outbound: Outbound::new(outbound_bytes),
-            send_timeout,
+            outbound: Outbound::new(limits.outbound_bytes),
+            send_timeout: limits.send_timeout,
+            seal_timeout: limits.relocation_seal_timeout,
             pending: Mutex::new(HashMap::new()),
             ended: CancellationToken::new(),
             objects,
-            bindings: super::binding::Bindings::default(),
+            bindings: super::bindings::Bindings::default(),
             session_seq: std::sync::atomic::AtomicU64::new(0),
             replaced: Mutex::new(Vec::new()),
             replaced_notice: tokio::sync::Notify::new(),

@@ -103,8 +103,11 @@ mod tests {
             "t",
             None,
             None,
-            1 << 20,
-            Duration::from_secs(1),
+            &crate::session::StreamLimits {
+                outbound_bytes: 1 << 20,
+                send_timeout: Duration::from_secs(1),
+                ..Default::default()
+            },
             None,
         ))
     }

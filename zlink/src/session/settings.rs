@@ -34,6 +34,9 @@ pub struct StreamLimits {
     pub idle_timeout: Duration,
     /// Packets read ahead of the session's lane; then reading waits.
     pub lane_depth: usize,
+    /// How long a binding sealed for its Actor's move waits for the new route (command
+    /// 44) before the session ends (SessionRelocationSealTimeout, seed 000 §3.3).
+    pub relocation_seal_timeout: Duration,
 }
 
 impl Default for StreamLimits {
@@ -47,6 +50,7 @@ impl Default for StreamLimits {
             heartbeat_timeout: Duration::from_secs(30),
             idle_timeout: Duration::ZERO,
             lane_depth: 16,
+            relocation_seal_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -222,6 +226,12 @@ pub(crate) fn validate(listeners: &[StreamListener], violations: &mut Vec<Config
         }
         if limits.lane_depth == 0 {
             problem("lane_depth is 0".into());
+        }
+        if limits.relocation_seal_timeout.is_zero() {
+            problem(
+                "relocation_seal_timeout is 0: every bound Actor's move would end its session"
+                    .into(),
+            );
         }
         if !limits.heartbeat_timeout.is_zero()
             && !limits.heartbeat_interval.is_zero()

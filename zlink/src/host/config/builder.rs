@@ -448,6 +448,15 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Test-only fault: after a bound Actor moved in, the new route this node sends its
+    /// session's owner (command 44) is lost, so that session ends on its seal timeout.
+    /// Only available with the `test-faults` feature.
+    #[cfg(feature = "test-faults")]
+    pub fn test_drop_session_routes(mut self) -> Self {
+        self.faults.drop_session_routes = true;
+        self
+    }
+
     /// Test-only fault: follow notices sent to this node are lost, so its cached routes
     /// to objects that moved expire only with their max age. Only available with the
     /// `test-faults` feature.

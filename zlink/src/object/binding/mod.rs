@@ -13,6 +13,10 @@ mod relocation;
 
 pub(crate) use bind::BindRoute;
 pub(crate) use owner::ActorBindings;
+#[cfg(test)]
+pub(crate) use owner::SessionKey;
+#[cfg(test)]
+pub(crate) use record::TargetRoute;
 pub(crate) use record::{
     PushRecord, RelocationRecord, ReplacedRecord, MAX_PUSH_RECORD_BYTES,
     MAX_RELOCATION_RECORD_BYTES, MAX_REPLACED_RECORD_BYTES,

@@ -133,6 +133,10 @@ impl ObjectServer {
                 .and_then(|live| live.bindings().current())
         });
         let Some(binding) = binding else { return };
+        if target.is_some() && self.relocations.faults().drops_session_routes() {
+            tracing::debug!(actor = %moved.actor, "a moved Actor's route dropped (test fault)");
+            return;
+        }
         let record = relocation_record(moved, &binding, target);
         if binding.session.rid == self.env.route().rid {
             if let Some(sessions) = self.local_sessions() {

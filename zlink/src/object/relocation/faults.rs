@@ -17,6 +17,10 @@ pub(crate) struct RelocationFaults {
     /// Every reply to a request this node relays is lost.
     #[cfg(feature = "test-faults")]
     pub(crate) lose_relayed_replies: bool,
+    /// The new routes (command 44 commits) this node sends to bound sessions' owners
+    /// after a move in are lost.
+    #[cfg(feature = "test-faults")]
+    pub(crate) drop_session_routes: bool,
 }
 
 impl RelocationFaults {
@@ -40,6 +44,14 @@ impl RelocationFaults {
     pub(crate) fn drops_follow_notices(&self) -> bool {
         #[cfg(feature = "test-faults")]
         return self.drop_follow_notices;
+        #[cfg(not(feature = "test-faults"))]
+        false
+    }
+
+    /// Whether a bound session's new route (44 commit) is dropped instead of sent.
+    pub(crate) fn drops_session_routes(&self) -> bool {
+        #[cfg(feature = "test-faults")]
+        return self.drop_session_routes;
         #[cfg(not(feature = "test-faults"))]
         false
     }
