@@ -1,8 +1,10 @@
 """A STREAM client on a plain socket (socket + json), written from the book's wire chapter.
 
 usage: stream_client.py HOST:PORT ROUNDS
+       stream_client.py HOST:PORT bound PLAYER
 
-Runs the scenario of stream_wire.Conversation and prints its summary as JSON.
+Runs the scenario of stream_wire.Conversation (or, with `bound`, of
+stream_wire.BoundConversation) and prints its summary as JSON.
 """
 
 import json
@@ -10,7 +12,7 @@ import socket
 import struct
 import sys
 
-from stream_wire import Conversation
+from stream_wire import BoundConversation, Conversation
 
 
 def read_exact(sock, n):
@@ -25,7 +27,6 @@ def read_exact(sock, n):
 
 def main():
     host, port = sys.argv[1].rsplit(":", 1)
-    rounds = int(sys.argv[2])
     sock = socket.create_connection((host, int(port)), timeout=10)
 
     def receive():
@@ -39,8 +40,14 @@ def main():
             return None
         return header, payload
 
-    summary = Conversation(sock.sendall, receive).run(rounds)
+    summary = scenario(sock.sendall, receive)
     print(json.dumps(summary))
+
+
+def scenario(send, receive):
+    if sys.argv[2] == "bound":
+        return BoundConversation(send, receive).run_bound(sys.argv[3])
+    return Conversation(send, receive).run(int(sys.argv[2]))
 
 
 if __name__ == "__main__":

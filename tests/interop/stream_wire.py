@@ -5,7 +5,9 @@ starting with the marker 0xF2, and the payload.
 """
 
 import json
+import select
 import struct
+import sys
 
 MARKER = 0xF2
 SEND, REQUEST, RESPONSE, ERROR, CONTROL = 1, 2, 3, 4, 5
@@ -132,3 +134,87 @@ class Conversation:
         while self.next() is not None:
             pass
         return {"answers": len(answers), "pushes": len(pushes), "pings": self.pings}
+
+
+def stdin_says_done():
+    """Whether the driving test wrote a line on stdin (it does once its moves are done)."""
+    readable, _, _ = select.select([sys.stdin], [], [], 0)
+    return bool(readable) and sys.stdin.readline() != ""
+
+
+class BoundConversation(Conversation):
+    """The bound-Actor scenario: join a player Actor on another node, then numbered
+    requests ("ask") and one-ways ("tick") in batches until the test says its moves are
+    done, and a last few batches after that.
+
+    Every request must be answered exactly once, to its own sequence, by an Actor that
+    took it exactly once and in order (its `asked` equals the number); every one-way must
+    come back as exactly one push (`ticked`, its `heard` equal to the number), in order. The
+    connection must never close. Returns what it saw, with the owners in the order they
+    answered.
+    """
+
+    BATCH = 8
+
+    def __init__(self, send, receive, done=stdin_says_done):
+        super().__init__(send, receive)
+        self.done = done
+
+    def run_bound(self, player, after_done=5):
+        self.send(encode_json(REQUEST, "join", {"player": player}, seq=1))
+        kind, _codec, seq, _name, payload = self.expect_packet()
+        if kind != RESPONSE or seq != 1:
+            raise RuntimeError("join answered %d %r: %r" % (kind, seq, payload))
+        owners = [json.loads(payload)["owner"]]
+        asked = ticked = 0
+        left_after_done = None
+        while left_after_done is None or left_after_done > 0:
+            if left_after_done is None and self.done():
+                left_after_done = after_done
+            if left_after_done is not None:
+                left_after_done -= 1
+            first = asked + 1
+            for n in range(first, first + self.BATCH):
+                # Request sequences: 1 was the join, so ask n is sequence n + 1.
+                self.send(encode_json(REQUEST, "ask", {"n": n}, seq=n + 1))
+                self.send(encode_json(SEND, "tick", {"n": n}))
+            answered, by = set(), {}
+            while len(answered) < self.BATCH or ticked < first + self.BATCH - 1:
+                kind, _codec, seq, name, payload = self.expect_packet()
+                body = json.loads(payload) if payload else None
+                if kind == RESPONSE:
+                    n = seq - 1
+                    if n in answered or not first <= n < first + self.BATCH:
+                        raise RuntimeError("answer to sequence %r twice or unasked" % seq)
+                    # Answers from two owners around a move may cross on the way; what
+                    # must hold is that the Actor took each request once, in order.
+                    if body["n"] != n or body["asked"] != n:
+                        raise RuntimeError("request %d counted wrong: %r" % (n, body))
+                    answered.add(n)
+                    by[n] = body["by"]
+                elif kind == SEND and name == "ticked":
+                    if body["n"] != ticked + 1 or body["heard"] != body["n"]:
+                        raise RuntimeError("push after %d out of order or counted wrong: %r"
+                                           % (ticked, body))
+                    ticked = body["n"]
+                elif kind == ERROR:
+                    raise RuntimeError("request %r failed: %r" % (seq, body))
+                else:
+                    raise RuntimeError("unexpected packet %d %r: %r" % (kind, name, body))
+            asked = first + self.BATCH - 1
+            for n in sorted(by):
+                if by[n] != owners[-1]:
+                    owners.append(by[n])
+        self.send(encode(CONTROL, CLOSING, bytes([1, 1, 0, 0]), RAW))
+        while self.next() is not None:
+            pass
+        return {"asked": asked, "ticked": ticked, "owners": owners, "pings": self.pings}
+
+    def expect_packet(self):
+        got = self.next()
+        if got is None:
+            raise RuntimeError("the server closed the connection")
+        kind, codec, seq, name, payload = got
+        if kind == CONTROL and name == CLOSING:
+            raise RuntimeError("the server closed the session: %r" % (closing_reason(payload),))
+        return got

@@ -11,7 +11,8 @@ use zlink_testkit::wait_until;
 
 use crate::common::{chat_node, WAIT};
 
-fn python() -> PathBuf {
+/// The interpreter the interop scripts run with.
+pub fn python() -> PathBuf {
     let path = std::env::var_os("ZLINK_INTEROP_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -25,11 +26,16 @@ fn python() -> PathBuf {
     path
 }
 
-/// Runs `script` against `address` for `rounds`; its JSON summary.
-async fn run(script: &str, address: String, rounds: u32) -> serde_json::Value {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+/// The path of interop script `name`.
+pub fn script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("interop")
-        .join(script);
+        .join(name)
+}
+
+/// Runs `script` against `address` for `rounds`; its JSON summary.
+async fn run(script_name: &str, address: String, rounds: u32) -> serde_json::Value {
+    let script = script(script_name);
     let output = tokio::task::spawn_blocking(move || {
         Command::new(python())
             .arg(script)

@@ -7,6 +7,7 @@ mod bound_actor;
 mod bound_relocation;
 mod common;
 mod interop;
+mod interop_bound;
 mod macro_forms;
 mod tls;
 mod websocket;
