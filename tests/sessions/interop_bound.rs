@@ -122,7 +122,7 @@ impl Gate {
     }
 
     #[on_packet]
-    async fn to_pilot(&mut self, packet: Packet, ctx: &SessionContext) -> zlink::Result<()> {
+    async fn relay_to_pilot(&mut self, packet: Packet, ctx: &SessionContext) -> zlink::Result<()> {
         let Some(player) = self.player.clone() else {
             return Err(zlink::Error::new(
                 zlink::ErrorKind::InvalidOperation,
