@@ -7,9 +7,11 @@
 //! - [`greeter`]: the server side, a handler group built from closures;
 //! - [`nodes`]: starting server and client nodes and waiting for what they see;
 //! - [`cli`]: the hand-written flag parser of `mesh-demo`;
-//! - [`setup`]: what every example binary shares: logging, `--help`, CURVE flags.
+//! - [`setup`]: what every example binary shares: logging, `--help`, CURVE flags;
+//! - [`chat`]: the `gateway-chat` binary's pieces: outside clients bound to Actors.
 #![warn(missing_docs)]
 
+pub mod chat;
 pub mod cli;
 pub mod greeter;
 pub mod messages;

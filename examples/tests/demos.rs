@@ -74,3 +74,142 @@ fn rooms_drain_moves_the_walking_players_and_loses_no_step() {
     assert!(out.contains("; 0 moves failed"), "{out}");
     assert!(out.contains("failed calls: 0, lost: 0"), "{out}");
 }
+
+/// The number right after `before` in `text`.
+fn number_after(text: &str, before: &str) -> usize {
+    let at = text
+        .find(before)
+        .unwrap_or_else(|| panic!("{before:?} in:\n{text}"))
+        + before.len();
+    text[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a number after {before:?} in:\n{text}"))
+}
+
+#[test]
+fn gateway_chat_drain_moves_the_players_while_every_client_stays_connected_and_hears_every_line() {
+    let out = run_with(
+        env!("CARGO_BIN_EXE_gateway-chat"),
+        &["--drain", "players-1"],
+    );
+    assert!(
+        out.contains("8 clients: ")
+            && out.contains(" 0 missing, 0 repeated or reordered, 0 disconnected"),
+        "{out}"
+    );
+    let moved = number_after(&out, "moved ");
+    assert!(moved > 0, "placement put players on players-1: {out}");
+    assert_eq!(
+        number_after(
+            &out,
+            "lines heard, 0 missing, 0 repeated or reordered, 0 disconnected\n"
+        ),
+        moved,
+        "every moved player's client saw its player on both nodes: {out}"
+    );
+    assert!(
+        out.contains("(Tcp, lobby)") && out.contains("(WebSocket, arena)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn gateway_chat_refuses_to_drain_a_node_that_runs_no_players() {
+    let output = Command::new(env!("CARGO_BIN_EXE_gateway-chat"))
+        .args(["--drain", "hall"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--drain takes players-1 or players-2"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_bundled_chat_client_talks_through_a_served_gateway_and_survives_a_drain() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let mut server = Killed(
+        Command::new(env!("CARGO_BIN_EXE_gateway-chat"))
+            .args(["--serve", "--port", "0"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut server_out = BufReader::new(server.0.stdout.take().unwrap());
+    let mut line = String::new();
+    let tcp = loop {
+        line.clear();
+        assert!(
+            server_out.read_line(&mut line).unwrap() > 0,
+            "the server ended"
+        );
+        if let Some(rest) = line.strip_prefix("gateway: TCP clients at ") {
+            break rest.split(',').next().unwrap().to_string();
+        }
+    };
+    let mut client = Killed(
+        Command::new(env!("CARGO_BIN_EXE_gateway-chat"))
+            .args(["client", "ann", "lobby", "--addr", &tcp])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut typed = client.0.stdin.take().unwrap();
+    let mut heard = BufReader::new(client.0.stdout.take().unwrap()).lines();
+    let mut until = |wanted: &str| -> String {
+        for line in heard.by_ref() {
+            let line = line.unwrap();
+            if line.contains(wanted) {
+                return line;
+            }
+        }
+        panic!("the client ended before {wanted:?}");
+    };
+    until("join: ");
+    writeln!(typed, "/where").unwrap();
+    let before = until("your player runs on ");
+    let from = before.rsplit(' ').next().unwrap().to_string();
+    writeln!(typed, "hello").unwrap();
+    until("[lobby #1] ann: hello");
+    // Drain the node the player runs on: the client stays connected.
+    let mut commands = server.0.stdin.take().unwrap();
+    writeln!(commands, "drain {from}").unwrap();
+    let drained = loop {
+        line.clear();
+        assert!(
+            server_out.read_line(&mut line).unwrap() > 0,
+            "the server ended"
+        );
+        if line.starts_with("moved ") {
+            break line.clone();
+        }
+    };
+    assert!(
+        drained.contains(&format!("moved 1 players off {from}")),
+        "{drained}"
+    );
+    writeln!(typed, "/where").unwrap();
+    let after = until("your player runs on ");
+    assert!(!after.ends_with(&from), "the player moved: {after}");
+    writeln!(typed, "still here").unwrap();
+    until("[lobby #2] ann: still here");
+    drop(typed);
+    assert!(client.0.wait().unwrap().success());
+}
+
+/// A child process killed when the test ends, passed or not.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

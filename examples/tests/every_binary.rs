@@ -4,11 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const DEMOS: [&str; 4] = [
+const DEMOS: [&str; 5] = [
     env!("CARGO_BIN_EXE_mesh-demo"),
     env!("CARGO_BIN_EXE_rooms"),
     env!("CARGO_BIN_EXE_client-server-demo"),
     env!("CARGO_BIN_EXE_fanout-demo"),
+    env!("CARGO_BIN_EXE_gateway-chat"),
 ];
 const KEYS: &str = env!("CARGO_BIN_EXE_zlink-keys");
 
@@ -125,13 +126,17 @@ fn every_demo_runs_over_curve_with_a_key_from_zlink_keys() {
     let dir = key_dir("demos");
     let public = new_key(&dir, "demo");
     let key = path(&dir, "demo.key");
-    let expected: [(&str, &str); 4] = [
+    let expected: [(&str, &str); 5] = [
         (DEMOS[0], "new requests now go to server-b only"),
         (DEMOS[1], "(not re-created)"),
         (DEMOS[2], "quotes-b answered 6 of 8"),
         (
             DEMOS[3],
             r#"subscribed to tea.:         ["green tea = 280"]"#,
+        ),
+        (
+            DEMOS[4],
+            "0 missing, 0 repeated or reordered, 0 disconnected",
         ),
     ];
     for (bin, line) in expected {

@@ -1,0 +1,170 @@
+//! The gateway chat: outside clients log in to a gateway node over TCP or WebSocket, each
+//! session bound to the client's player Actor on one of two player nodes, and chat in
+//! rooms that live on a hall node. A player node can be drained while the clients stay
+//! connected: their players move to the other node, and no line is lost.
+//!
+//! - [`messages`]: what clients and nodes say;
+//! - [`player`], [`room`]: the player Actor and the room Spot;
+//! - [`gateway`]: the session type of the gateway's listeners;
+//! - [`client`]: a small chat client (the bundled one, and the bots');
+//! - [`bots`]: clients that talk and check what they hear.
+
+pub mod bots;
+pub mod client;
+pub mod gateway;
+pub mod messages;
+pub mod player;
+pub mod room;
+
+use std::time::Duration;
+
+use zlink::session::StreamListener;
+use zlink::store::{LocationStore, RelocationStore};
+use zlink::Runtime;
+
+use crate::setup::Security;
+use gateway::ChatSession;
+use player::Player;
+use room::Room;
+
+/// The mesh's name.
+pub const MESH: &str = "chat";
+/// The two player nodes (`--drain` takes one of them).
+pub const PLAYER_NODES: [&str; 2] = ["players-1", "players-2"];
+
+/// Where the gateway listens for clients.
+#[derive(Debug, Clone)]
+pub struct ClientPorts {
+    /// TCP packets (`127.0.0.1:PORT`; 0 picks a free port).
+    pub tcp: u16,
+    /// WebSocket (`127.0.0.1:PORT`; 0 picks a free port).
+    pub websocket: u16,
+}
+
+/// The four nodes of one process, on the embedded stores.
+pub struct ChatMesh {
+    /// Holds the clients' sessions; serves no objects.
+    pub gateway: Runtime,
+    /// Runs the rooms.
+    pub hall: Runtime,
+    /// Run the players.
+    pub players: [Runtime; 2],
+}
+
+impl ChatMesh {
+    /// Starts the nodes and waits until each can reach what it needs.
+    pub async fn start(ports: &ClientPorts, security: &Security) -> zlink::Result<ChatMesh> {
+        let location = <dyn LocationStore>::in_memory();
+        let relocation = <dyn RelocationStore>::in_memory();
+        let node = |rid: &str, n: usize| {
+            security.node(n).apply(
+                Runtime::builder()
+                    .mesh_name(MESH)
+                    .rid(rid)
+                    .listen("tcp://127.0.0.1:0")
+                    .location_store(location.clone())
+                    .relocation_store(relocation.clone()),
+            )
+        };
+        // ANCHOR: gateway
+        let gateway = node("gateway", 0)
+            .stream_listener(
+                StreamListener::new("tcp-clients")
+                    .bind(format!("tcp://127.0.0.1:{}", ports.tcp))
+                    .session(ChatSession::default),
+            )
+            .stream_listener(
+                StreamListener::new("browsers")
+                    .bind(format!("ws://127.0.0.1:{}", ports.websocket))
+                    .session(ChatSession::default),
+            )
+            .build()?
+            .start()
+            .await?;
+        // ANCHOR_END: gateway
+        let hall = node("hall", 1)
+            .spot_type(Room::spot_type(|_| Room::default())?)
+            .build()?
+            .start()
+            .await?;
+        let mut players = Vec::new();
+        for (n, rid) in PLAYER_NODES.iter().enumerate() {
+            let started = node(rid, 2 + n)
+                .actor_type(Player::actor_type(|_| Player::default())?)
+                .build()?
+                .start()
+                .await?;
+            players.push(started);
+        }
+        let [first, second] = <[Runtime; 2]>::try_from(players)
+            .map_err(|_| zlink::Error::InvalidArgument("two player nodes".into()))?;
+        let mesh = ChatMesh {
+            gateway,
+            hall,
+            players: [first, second],
+        };
+        mesh.ready().await?;
+        Ok(mesh)
+    }
+
+    async fn ready(&self) -> zlink::Result<()> {
+        let wait = Duration::from_secs(10);
+        let ready = async {
+            self.gateway.actors().ready(Player::STABLE_TYPE, 2).await?;
+            for node in &self.players {
+                node.spots().ready(Room::STABLE_TYPE, 1).await?;
+            }
+            self.hall.actors().ready(Player::STABLE_TYPE, 2).await
+        };
+        tokio::time::timeout(wait, ready).await.map_err(|_| {
+            zlink::Error::new(
+                zlink::ErrorKind::DeadlineExceeded,
+                "the chat nodes did not see each other within 10 s",
+            )
+        })?
+    }
+
+    /// The gateway's client addresses: (TCP, WebSocket), as `HOST:PORT`.
+    pub fn addresses(&self) -> (String, String) {
+        let address = |listener: &str| {
+            self.gateway
+                .stream_endpoint(listener)
+                .and_then(|e| e.split_once("://").map(|(_, a)| a.to_string()))
+                .unwrap_or_default()
+        };
+        (address("tcp-clients"), address("browsers"))
+    }
+
+    /// The player node called `rid`.
+    pub fn player_node(&self, rid: &str) -> Option<&Runtime> {
+        self.players.iter().find(|node| node.rid() == rid)
+    }
+
+    /// Moves every player `rid` runs to the other player node, live; a line about it.
+    pub async fn drain(&self, rid: &str) -> zlink::Result<String> {
+        let node = self.player_node(rid).ok_or_else(|| {
+            zlink::Error::InvalidArgument(format!(
+                "--drain takes {} or {}, not {rid:?}",
+                PLAYER_NODES[0], PLAYER_NODES[1]
+            ))
+        })?;
+        let started = tokio::time::Instant::now();
+        let report = node.relocate_all().await?;
+        Ok(format!(
+            "moved {} players off {rid} in {:.1} ms; {} could not move, {} moves failed",
+            report.moved.len(),
+            started.elapsed().as_secs_f64() * 1000.0,
+            report.blocked.len(),
+            report.failed.len()
+        ))
+    }
+
+    /// Stops every node.
+    pub async fn shutdown(self) {
+        self.gateway.shutdown().await;
+        for node in self.players {
+            node.shutdown().await;
+        }
+        self.hall.shutdown().await;
+    }
+}
