@@ -25,6 +25,7 @@ mod raw_cbor;
 mod relocation;
 mod stats;
 mod stream;
+mod stream_moves;
 mod tarpc_echo;
 mod zlink_rpc;
 
@@ -69,7 +70,10 @@ usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation |
                  bound Actor on another node (relayed there, answered back), with
                  p50/p99 one at a time against the raw echo's; the RSS growth per
                  connection of 10,000 idle sessions vs a raw tokio server holding
-                 each on a reading task (the clients run in a child process)
+                 each on a reading task (the clients run in a child process); 100
+                 clients bound to Actors that all move at once under load: client
+                 disconnects, pushes lost, duplicated or reordered, the longest
+                 silence each client saw (p50/p99) vs the second before the moves
   --seconds S    how long each pipelined or publishing run lasts, 1..=60 (default 3)
   --requests N   measured sequential round trips, 100..=1000000 (default 5000)
   --curve        rpc only: also run zlink with ZMTP CURVE on both nodes and report

@@ -6,6 +6,8 @@
 //! - Idle: 10,000 connections opened by a child process (one process's descriptor
 //!   limit would not hold both ends) and held: the node's RSS growth per session,
 //!   against a raw tokio server holding each connection on a task that reads it.
+//! - Moves: 100 clients bound to Actors that all move at once under load
+//!   (`stream_moves`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -35,7 +37,7 @@ fn request(seq: u64, payload: &[u8]) -> Vec<u8> {
     frame(&header, payload)
 }
 
-fn frame(header: &[u8], payload: &[u8]) -> Vec<u8> {
+pub(crate) fn frame(header: &[u8], payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(6 + header.len() + payload.len());
     out.extend_from_slice(&(header.len() as u16).to_be_bytes());
     out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
@@ -45,7 +47,9 @@ fn frame(header: &[u8], payload: &[u8]) -> Vec<u8> {
 }
 
 /// Reads one packet: (header, payload).
-async fn read_packet<R: AsyncReadExt + Unpin>(io: &mut R) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+pub(crate) async fn read_packet<R: AsyncReadExt + Unpin>(
+    io: &mut R,
+) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
     let mut prefix = [0u8; 6];
     io.read_exact(&mut prefix).await?;
     let header_len = usize::from(u16::from_be_bytes([prefix[0], prefix[1]]));
@@ -496,7 +500,8 @@ pub async fn run(duration: Duration) -> Result<serde_json::Value, BoxError> {
     println!("{IDLE} idle connections, RSS growth per connection:");
     println!("  raw tokio (one reading task each): {raw_kib:.2} KiB");
     println!("  zlink sessions:                   {zlink_kib:.2} KiB (target <= 8 KiB)");
-    Ok(serde_json::json!({
+    let moves = crate::stream_moves::run().await?;
+    let mut summary = serde_json::json!({
         "benchmark": "stream",
         "raw_echo_per_s": raw.per_second().round(),
         "session_echo_per_s": session.per_second().round(),
@@ -510,5 +515,9 @@ pub async fn run(duration: Duration) -> Result<serde_json::Value, BoxError> {
         "idle_sessions": IDLE,
         "idle_session_rss_kib": crate::round3(zlink_kib),
         "idle_raw_rss_kib": crate::round3(raw_kib),
-    }))
+    });
+    if let (Some(summary), serde_json::Value::Object(moves)) = (summary.as_object_mut(), moves) {
+        summary.extend(moves);
+    }
+    Ok(summary)
 }
