@@ -113,28 +113,7 @@ impl Lobby {
 #[tokio::test]
 async fn a_bound_actor_relocated_three_times_keeps_its_client_connected_and_loses_nothing() {
     // n0: the gateway; n1 and n2 serve walkers.
-    let cluster = TestCluster::on_tcp_with_redis(3, |i, node| {
-        if i == 0 {
-            node.stream_listener(
-                StreamListener::new("clients")
-                    .bind("tcp://127.0.0.1:0")
-                    .session(Lobby::default),
-            )
-        } else {
-            node.actor_type(Walker::actor_type(|_| Walker).expect("an Actor type"))
-        }
-    })
-    .await;
-    cluster
-        .node(0)
-        .actors()
-        .ready(Walker::STABLE_TYPE, 2)
-        .await
-        .unwrap();
-    let endpoint = cluster.node(0).stream_endpoint("clients").unwrap();
-    let mut client = StreamClient::tcp(endpoint.trim_start_matches("tcp://"))
-        .await
-        .unwrap();
+    let (cluster, mut client) = walkers(DEFAULT_SEAL_TIMEOUT, |node| node).await;
     let joined = client
         .call_json(1, "join", json!({ "walker": "w" }), WAIT)
         .await
@@ -197,24 +176,7 @@ async fn a_bound_actor_relocated_three_times_keeps_its_client_connected_and_lose
 
 #[tokio::test]
 async fn moving_one_bound_actor_keeps_the_other_actors_routes_of_the_same_session() {
-    let cluster = TestCluster::on_tcp_with_redis(3, |i, node| {
-        if i == 0 {
-            node.stream_listener(
-                StreamListener::new("clients")
-                    .bind("tcp://127.0.0.1:0")
-                    .session(Lobby::default),
-            )
-        } else {
-            node.actor_type(Walker::actor_type(|_| Walker).expect("an Actor type"))
-        }
-    })
-    .await;
-    cluster
-        .node(0)
-        .actors()
-        .ready(Walker::STABLE_TYPE, 2)
-        .await
-        .unwrap();
+    let (cluster, mut client) = walkers(DEFAULT_SEAL_TIMEOUT, |node| node).await;
     // Both walkers made on n1, then bound by one session.
     for id in ["a", "b"] {
         cluster
@@ -230,10 +192,6 @@ async fn moving_one_bound_actor_keeps_the_other_actors_routes_of_the_same_sessio
         async move { node.actors().find(&id).await.unwrap().unwrap().rid }
     };
     let (a_at, b_at) = (owner_of("a").await, owner_of("b").await);
-    let endpoint = cluster.node(0).stream_endpoint("clients").unwrap();
-    let mut client = StreamClient::tcp(endpoint.trim_start_matches("tcp://"))
-        .await
-        .unwrap();
     for (seq, id) in [(1, "a"), (2, "b")] {
         let joined = client
             .call_json(seq, "join", json!({ "walker": id }), WAIT)
@@ -274,6 +232,9 @@ async fn moving_one_bound_actor_keeps_the_other_actors_routes_of_the_same_sessio
     assert_eq!(by[&2], b_at, "b's route is untouched");
     cluster.shutdown().await;
 }
+
+/// The listener's own SessionRelocationSealTimeout.
+const DEFAULT_SEAL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// n0 a gateway whose sealed bindings wait `seal_timeout`; n1 and n2 walker nodes, each
 /// built with `fault`.
