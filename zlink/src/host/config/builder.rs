@@ -7,18 +7,18 @@ use std::time::Duration;
 use super::roles::{
     served_objects, validate_client_server, validate_fanout, validate_object_types,
 };
+use super::security::Declared;
 use super::settings::{RuntimeConfig, Settings};
 use super::validate::Validator;
 use crate::channel::client_server::ClientServerRole;
 use crate::channel::fanout::FanoutDeclaration;
 use crate::handler::{DefaultChannel, HandlerGroup};
 use crate::link::{
-    CurveKeypair, CurvePublicKey, LinkLimits, LivenessTimings, Transport, Trust, TrustSet,
-    ZmtpTransport,
+    CurveKeypair, CurvePublicKey, LinkLimits, LivenessTimings, Transport, Trust, ZmtpTransport,
 };
 use crate::mesh::{
-    generate_rid, ChannelRole, DiscoverySettings, MeshSettings, PeerSpec, SecuritySettings,
-    Topology, DEFAULT_WEIGHT, MAX_WEIGHT,
+    generate_rid, ChannelRole, DiscoverySettings, MeshSettings, PeerSpec, Topology, DEFAULT_WEIGHT,
+    MAX_WEIGHT,
 };
 use crate::object::relocation::RelocationFaults;
 use crate::object::ObjectSettings;
@@ -517,7 +517,20 @@ impl RuntimeBuilder {
         for problem in self.limits.violations() {
             v.violation("link_limits", problem);
         }
-        let security = self.security_settings(&mut v, listen.as_deref());
+        let security = super::security::settings(
+            &Declared {
+                store: self.store.is_some(),
+                curve: self.curve.as_ref(),
+                trust: self.trust.as_ref(),
+                trust_keys: &self.trust_keys,
+                allow_plaintext: self.allow_plaintext,
+                peers: &self.peers,
+                client_server: &self.client_server,
+                fanout: &self.fanout,
+            },
+            &mut v,
+            listen.as_deref(),
+        );
         let mut channels = BTreeMap::new();
         let mut channel_servers = BTreeMap::new();
         for (name, declared) in self.channels {
@@ -647,127 +660,6 @@ impl RuntimeBuilder {
                 stream_listeners: self.stream_listeners,
             },
         })
-    }
-
-    /// CURVE keys and trust; plaintext on a non-loopback bind only when allowed.
-    fn security_settings(&self, v: &mut Validator, listen: Option<&str>) -> SecuritySettings {
-        // Only RouteMesh members publish keys: without a mesh and a store there is
-        // nothing to learn them from.
-        let mesh_discovery = self.store.is_some() && listen.is_some();
-        let trust_members = match (&self.trust, self.curve.is_some()) {
-            (Some(Trust::MeshMembers), true) => {
-                if !mesh_discovery {
-                    v.violation(
-                        "trust",
-                        "MeshMembers needs a RouteMesh node (mesh_name, listen) with a Location Store",
-                    );
-                }
-                true
-            }
-            (None, true) => mesh_discovery,
-            (Some(_), false) => {
-                v.violation(
-                    "trust",
-                    "needs CURVE (curve): NULL links authenticate nobody",
-                );
-                false
-            }
-            _ => false,
-        };
-        let mut keys = self.trust_keys.clone();
-        if let Some(Trust::Keys(explicit)) = &self.trust {
-            keys.extend(explicit.iter().copied());
-        }
-        let listens = listen.is_some()
-            || self
-                .client_server
-                .iter()
-                .any(|r| matches!(r, ClientServerRole::Server { .. }))
-            || self
-                .fanout
-                .iter()
-                .any(|r| matches!(r, FanoutDeclaration::Publisher(_)));
-        if self.curve.is_some() && listens && !trust_members && keys.is_empty() {
-            v.violation(
-                "trust",
-                "CURVE listeners would admit no client: give trust keys or Trust::MeshMembers",
-            );
-        }
-        let client_server_peers = self.client_server.iter().flat_map(|role| match role {
-            ClientServerRole::Client {
-                channel, connect, ..
-            } => connect
-                .iter()
-                .map(|p| {
-                    (
-                        format!("ClientServer {channel:?} connect {}", p.endpoint),
-                        p.server_key.is_some(),
-                    )
-                })
-                .collect(),
-            ClientServerRole::Server { .. } => Vec::new(),
-        });
-        let subscriber_peers = self.fanout.iter().flat_map(|role| match role {
-            FanoutDeclaration::Subscriber(spec) => spec
-                .connect
-                .iter()
-                .map(|(endpoint, key)| {
-                    (
-                        format!("fanout {:?} connect {endpoint}", spec.channel),
-                        key.is_some(),
-                    )
-                })
-                .collect(),
-            FanoutDeclaration::Publisher(_) => Vec::new(),
-        });
-        let mesh_peers = self
-            .peers
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (format!("peer[{i}] server key"), p.server_key.is_some()));
-        for (setting, has_key) in mesh_peers
-            .chain(client_server_peers)
-            .chain(subscriber_peers)
-        {
-            match (self.curve.is_some(), has_key) {
-                (false, true) => v.violation(setting, "a server key needs CURVE (curve)"),
-                (true, false) => {
-                    v.violation(setting, "needs the server's CURVE public key with CURVE")
-                }
-                _ => {}
-            }
-        }
-        if self.curve.is_none() && !self.allow_plaintext {
-            let listens = listen
-                .into_iter()
-                .map(|l| ("listen".to_string(), l.to_string()));
-            let others = self.client_server.iter().filter_map(|role| match role {
-                ClientServerRole::Server {
-                    channel, listen, ..
-                } => Some((format!("ClientServer {channel:?} listen"), listen.clone())),
-                ClientServerRole::Client { .. } => None,
-            });
-            let publishers = self.fanout.iter().filter_map(|role| match role {
-                FanoutDeclaration::Publisher(spec) => Some((
-                    format!("fanout {:?} listen", spec.channel),
-                    spec.listen.clone(),
-                )),
-                FanoutDeclaration::Subscriber(_) => None,
-            });
-            for (setting, endpoint) in listens.chain(others).chain(publishers) {
-                // Only TCP crosses a network; an in-process transport (mem://) does not.
-                if endpoint.starts_with("tcp://") && !crate::link::is_loopback(&endpoint) {
-                    v.violation(setting, format!("{endpoint} is not a loopback address: plaintext (NULL) links there need allow_plaintext(), or use curve()"));
-                }
-            }
-        }
-        // A node always admits itself: its ClientServer clients call its own servers.
-        keys.extend(self.curve.as_ref().map(CurveKeypair::public));
-        SecuritySettings {
-            keypair: self.curve.clone(),
-            trust: Arc::new(TrustSet::new(keys)),
-            trust_members,
-        }
     }
 
     fn discovery_settings(&self, v: &mut Validator) -> Option<DiscoverySettings> {

@@ -3,6 +3,7 @@
 
 mod builder;
 mod roles;
+mod security;
 mod settings;
 mod validate;
 
