@@ -664,7 +664,8 @@ async fn forged_follow_barriers_are_answered_and_run_nothing() {
 /// Session binding commands from a hostile peer: a bind (38) with garbage, with a
 /// session of another node, for no Actor and for another incarnation is answered with an
 /// error and registers nothing; a forged relay tail is refused; a forged push (36) to a
-/// node without sessions is dropped. The node keeps serving.
+/// node without sessions and forged member-disconnected notices (52) are dropped. The
+/// node keeps serving.
 #[tokio::test]
 async fn hostile_session_bind_and_push_commands_are_refused_and_the_node_keeps_serving() {
     #[derive(Serialize)]
@@ -736,6 +737,43 @@ async fn hostile_session_bind_and_push_commands_are_refused_and_the_node_keeps_s
     raw.send(&slices(&frames)).await.unwrap();
     let (answered, kind) = reply(&mut raw).await;
     assert_eq!((answered, kind), (9, Some(ErrorKind::ProtocolError as u8)));
+    // Forged member-disconnected notices (52): garbage, oversized, and a well-formed one
+    // for a Spot this node does not run. One-ways: dropped, none answered, the link lives.
+    #[derive(Serialize)]
+    struct Member<'a> {
+        actor: &'a str,
+        object_generation: u64,
+        mesh_name: &'a str,
+        rid: &'a str,
+    }
+    let member = cbor(&Member {
+        actor: "ann",
+        object_generation: 1,
+        mesh_name: "m",
+        rid: "raw",
+    });
+    for (spot, payload) in [
+        ("t1", Bytes::from_static(b"\xff\x00garbage")),
+        ("t1", Bytes::from(vec![0xa0; 4096])),
+        ("nowhere", member),
+    ] {
+        let frames = call(
+            Command::SpotMemberDisconnected,
+            0,
+            spot,
+            "zlink.control",
+            None,
+            payload,
+        );
+        raw.send(&slices(&frames)).await.unwrap();
+    }
+    raw.send(&slices(&frames)).await.unwrap();
+    let (answered, kind) = reply(&mut raw).await;
+    assert_eq!(
+        (answered, kind),
+        (9, Some(ErrorKind::ProtocolError as u8)),
+        "the next reply is the next request's: the notices got none"
+    );
     // Still serving.
     a.spots().get_or_create("t1", "target", "").await.unwrap();
     let pong = TargetClient::new(&a, "t1").ping(&Ping).await;

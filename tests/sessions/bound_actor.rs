@@ -555,3 +555,78 @@ async fn a_session_relay_never_changes_its_actor_a_dead_owner_fails_it_and_the_c
     assert_eq!(again.kind, kind::ERROR);
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_binding_route_is_used_only_within_the_session_owners_lease_admission_and_an_outage_never_extends_it(
+) {
+    let (cluster, address) = cluster().await;
+    let gateway = cluster.node(0);
+    let mut client = StreamClient::tcp(&address).await.unwrap();
+    let logged_in = client
+        .call_json(1, "login", json!({ "player": "lea" }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(logged_in.kind, kind::RESPONSE, "{:?}", logged_in.error());
+    let lease = gateway.discovery().owner_lease().unwrap();
+    let bound_under = lease.token.clone().unwrap();
+
+    // The gateway loses the store: the stored route needs no read, so it still carries
+    // relays, until the gateway's own lease stops admitting work.
+    cluster.store_of(0).set_down(true);
+    let served = client
+        .call_json(2, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(served.kind, kind::RESPONSE, "{:?}", served.error());
+    zlink_testkit::wait_until(WAIT, "the gateway's admission deadline passed", || async {
+        !gateway.discovery().owner_lease().unwrap().admits_new_work()
+    })
+    .await;
+    let refused = client
+        .call_json(3, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        refused.error().map(|e| e.0),
+        Some(ErrorKind::Unavailable.code()),
+        "past the deadline the route carries nothing: {refused:?}"
+    );
+
+    // The outage outlives the lease at the store; back, the gateway claims a new lease,
+    // and that never revives the route taken under the old one.
+    zlink_testkit::wait_until(WAIT, "the gateway's lease expired at the store", || async {
+        matches!(
+            cluster.store().read_lease(&bound_under.owner).await,
+            Ok(None)
+        )
+    })
+    .await;
+    cluster.store_of(0).set_down(false);
+    zlink_testkit::wait_until(WAIT, "the gateway admits work again", || async {
+        gateway.discovery().owner_lease().unwrap().admits_new_work()
+    })
+    .await;
+    let renewed = gateway.discovery().owner_lease().unwrap().token.unwrap();
+    assert_ne!(renewed.generation, bound_under.generation, "a new claim");
+    let stale = client
+        .call_json(4, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        stale.error().map(|e| e.0),
+        Some(ErrorKind::Unavailable.code()),
+        "{stale:?}"
+    );
+    // The connection stayed; binding again (under the new lease) carries relays again.
+    let again = client
+        .call_json(5, "login", json!({ "player": "lea" }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(again.kind, kind::RESPONSE, "{:?}", again.error());
+    let position = client
+        .call_json(6, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(position.kind, kind::RESPONSE, "{:?}", position.error());
+    cluster.shutdown().await;
+}

@@ -5,6 +5,7 @@ mod attacks;
 mod basics;
 mod bound_actor;
 mod bound_relocation;
+mod bound_spot;
 mod common;
 mod interop;
 mod interop_bound;

@@ -11,7 +11,9 @@ use zlink::store::{
 };
 use zlink::{Runtime, RuntimeBuilder};
 
-use crate::{wait_until, LinkFault, MemNetwork, MemoryLocationStore, RedisServer};
+use crate::{
+    wait_until, FaultyLocationStore, LinkFault, MemNetwork, MemoryLocationStore, RedisServer,
+};
 
 /// Owner lease timings short enough for tests: renew 200 ms, TTL 1.5 s, renew timeout
 /// 300 ms, fencing margin 500 ms.
@@ -45,6 +47,8 @@ enum Fabric {
 pub struct TestCluster {
     fabric: Fabric,
     store: Arc<dyn LocationStore>,
+    /// Each node's own way to the shared store, for faults one node alone sees.
+    views: Vec<Arc<FaultyLocationStore>>,
     nodes: Vec<Option<Runtime>>,
 }
 
@@ -68,9 +72,10 @@ impl TestCluster {
         let net = MemNetwork::new();
         let store: Arc<dyn LocationStore> = Arc::new(MemoryLocationStore::new());
         let mut nodes = Vec::with_capacity(count);
-        for i in 0..count {
+        let views = views(&store, count);
+        for (i, view) in views.iter().enumerate() {
             let name = rid(i);
-            let builder = base(&name, &store)
+            let builder = base(&name, view)
                 .listen(format!("mem://{name}:1"))
                 .transport(net.host(&name))
                 .test_liveness(Duration::from_millis(50), Duration::from_millis(300));
@@ -79,6 +84,7 @@ impl TestCluster {
         let cluster = TestCluster {
             fabric: Fabric::Memory(net),
             store,
+            views,
             nodes,
         };
         cluster.wait_connected().await;
@@ -96,13 +102,15 @@ impl TestCluster {
         let store: Arc<dyn LocationStore> =
             Arc::new(RedisLocationStore::new(options).expect("valid Redis options"));
         let mut nodes = Vec::with_capacity(count);
-        for i in 0..count {
-            let builder = base(&rid(i), &store).listen("tcp://127.0.0.1:0");
+        let views = views(&store, count);
+        for (i, view) in views.iter().enumerate() {
+            let builder = base(&rid(i), view).listen("tcp://127.0.0.1:0");
             nodes.push(Some(start(configure(i, builder)).await));
         }
         let cluster = TestCluster {
             fabric: Fabric::Tcp(redis),
             store,
+            views,
             nodes,
         };
         cluster.wait_connected().await;
@@ -150,6 +158,12 @@ impl TestCluster {
     /// The store every node shares.
     pub fn store(&self) -> &Arc<dyn LocationStore> {
         &self.store
+    }
+
+    /// Node `i`'s own way to the shared store: set faults on it (`set_down`, delays) that
+    /// node `i` alone sees, as when one node loses its network to the store.
+    pub fn store_of(&self, i: usize) -> &FaultyLocationStore {
+        &self.views[i]
     }
 
     /// Record reads node `i` made in the Location Store so far (object authority reads:
@@ -202,7 +216,14 @@ fn relocation_store() -> Arc<dyn RelocationStore> {
     STORE.get_or_init(<dyn RelocationStore>::in_memory).clone()
 }
 
-fn base(rid: &str, store: &Arc<dyn LocationStore>) -> RuntimeBuilder {
+/// One fault-free view of `store` per node.
+fn views(store: &Arc<dyn LocationStore>, count: usize) -> Vec<Arc<FaultyLocationStore>> {
+    (0..count)
+        .map(|_| Arc::new(FaultyLocationStore::new(store.clone())))
+        .collect()
+}
+
+fn base(rid: &str, store: &Arc<FaultyLocationStore>) -> RuntimeBuilder {
     Runtime::builder()
         .mesh_name(CLUSTER_MESH)
         .rid(rid)

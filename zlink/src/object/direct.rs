@@ -1,6 +1,7 @@
 //! Direct messages to a Spot or Actor by ID: resolve the owner, then queue on an object
 //! this node owns or send over the mesh with the resolved route fence.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -138,6 +139,18 @@ fn settle(
     }
 }
 
+/// Where messages for `key` go now, for a framework notice that is not a call: the cache,
+/// or one authority read, waiting out a route switch until `deadline`.
+pub(crate) async fn route_of(
+    server: &ObjectServer,
+    key: &ObjectKey,
+    deadline: Instant,
+) -> Result<Arc<ReadyRoute>> {
+    resolve(server, key, Instant::now(), deadline, None)
+        .await
+        .map(|routed| routed.route)
+}
+
 /// The route calls to `id` use now. When it changes to a later owner, this waits until
 /// the follow barrier down the old one was answered (see [`route_switch`](super::route_switch)).
 async fn resolve(
@@ -196,27 +209,15 @@ pub(super) async fn call_remote(
     deadline: Instant,
 ) -> Result<Bytes> {
     let out = &env.owner_link();
-    let node = out.node()?;
     let admit_by = deadline.min(Instant::now() + call.send_timeout);
-    let link = out.peer(&route.owner.rid, admit_by).await.map_err(|e| {
-        Error::new(
-            ErrorKind::Unavailable,
-            format!(
-                "the owner of {} is not reachable {STALE_ROUTE}: {e}",
-                route.key
-            ),
+    let link = out
+        .reach(
+            &route.owner.rid,
+            route.owner.node_generation,
+            admit_by,
+            || format!("the owner of {} {STALE_ROUTE}", route.key),
         )
-    })?;
-    if node
-        .peers()
-        .identity(&route.owner.rid)
-        .is_some_and(|(_, generation)| generation != route.owner.node_generation)
-    {
-        return Err(Error::new(
-            ErrorKind::Unavailable,
-            format!("the owner of {} restarted {STALE_ROUTE}", route.key),
-        ));
-    }
+        .await?;
     let message = ObjectCommand::message(
         &route.key,
         call.kind,

@@ -402,6 +402,16 @@ impl LiveObject {
         Self::admitted(&self.state(), fence, &lease.owner, lease.generation)
     }
 
+    /// [`admits`](Self::admits), for the claim `lease_generation` of `owner`.
+    pub(crate) fn admits_under(
+        &self,
+        fence: &RouteFence,
+        owner: &OwnerId,
+        lease_generation: u64,
+    ) -> bool {
+        Self::admitted(&self.state(), fence, owner, lease_generation)
+    }
+
     /// Under the lease claim `lease_generation` of `owner`.
     fn admitted(
         state: &ObjectState,

@@ -178,6 +178,36 @@ impl OwnerLink {
         self.node()?.calls().peer(rid, admit_by).await
     }
 
+    /// The admitted link to node `rid` in the lifecycle `node_generation` a route names,
+    /// waiting for it until `admit_by`. `Unavailable` when the node cannot be reached, or
+    /// when it restarted since the route was taken: a route never follows a node into its
+    /// next lifecycle. `what` names the far end in those errors ("the owner of actor/p1").
+    pub(crate) async fn reach(
+        &self,
+        rid: &str,
+        node_generation: u64,
+        admit_by: Instant,
+        what: impl FnOnce() -> String,
+    ) -> Result<PeerLink> {
+        let node = self.node()?;
+        let reached = node.calls().peer(rid, admit_by).await;
+        let restarted = node
+            .peers()
+            .identity(rid)
+            .is_some_and(|(_, current)| current != node_generation);
+        match reached {
+            Err(e) => Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("{} is not reachable: {e}", what()),
+            )),
+            Ok(_) if restarted => Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("{} restarted since the route was taken", what()),
+            )),
+            Ok(link) => Ok(link),
+        }
+    }
+
     /// Sends `command` one way on `link`; done once the link's queue took it.
     pub(crate) async fn send(
         &self,

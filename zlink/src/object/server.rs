@@ -124,6 +124,12 @@ impl ObjectServer {
             Command::BoundSessionBind,
             Arc::new(super::binding::BindRoute(Arc::downgrade(&server))),
         )?;
+        node.dispatcher().register(
+            Command::SpotMemberDisconnected,
+            Arc::new(super::binding::MemberDisconnectedRoute(Arc::downgrade(
+                &server,
+            ))),
+        )?;
         server
             .resolver
             .watch(node, server.env.tracker(), server.env.cancel().clone());

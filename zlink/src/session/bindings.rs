@@ -222,6 +222,7 @@ mod tests {
                 lease_generation: 1,
             },
             binding_generation,
+            session_lease: 1,
         }
     }
 

@@ -79,6 +79,10 @@ pub enum Command {
     /// One-way from an Actor's owner to the session its binding moved away from (target:
     /// the Actor ID; payload: the retired binding).
     BoundSessionReplaced = 51,
+    /// One-way from a bound Actor's owner to the node its Spot runs on, when that is
+    /// another node: the session bound to the Actor ended (target: the Spot ID; payload:
+    /// the Actor). Sent once per ended binding, never resent.
+    SpotMemberDisconnected = 52,
 }
 
 impl Command {
@@ -112,6 +116,7 @@ impl Command {
             36 => Command::BoundSessionSend,
             38 => Command::BoundSessionBind,
             51 => Command::BoundSessionReplaced,
+            52 => Command::SpotMemberDisconnected,
             42 => Command::SessionRelocationSeal,
             44 => Command::SessionRelocationRoute,
             _ => return None,
@@ -142,6 +147,7 @@ impl Command {
                 | Command::BoundSessionSend
                 | Command::BoundSessionBind
                 | Command::BoundSessionReplaced
+                | Command::SpotMemberDisconnected
                 | Command::SessionRelocationSeal
                 | Command::SessionRelocationRoute
         )
@@ -177,6 +183,7 @@ impl Command {
                     | Command::BoundSessionSend
                     | Command::BoundSessionBind
                     | Command::BoundSessionReplaced
+                    | Command::SpotMemberDisconnected
                     | Command::SessionRelocationSeal
                     | Command::SessionRelocationRoute
             )

@@ -6,6 +6,7 @@ use std::sync::{Arc, Weak};
 
 use tokio::time::Instant;
 
+use super::disconnect::disconnect_here;
 use super::owner::SessionKey;
 use super::record::{BindRecord, BindReply, ReplacedRecord, MAX_BIND_RECORD_BYTES};
 use super::relay::BindingRoute;
@@ -60,38 +61,6 @@ impl InboundRoute for BindRoute {
             }
         });
         call.answer(result);
-    }
-}
-
-/// Ends `session`'s binding `generation` of the Actor `key`, if it is still the Actor's:
-/// the Actor's Spot on this node hears it once (`on_disconnect_actor`). A binding already
-/// replaced or ended, or an Actor gone, is nothing to do.
-pub(crate) fn disconnect_here(
-    server: &ObjectServer,
-    key: &ObjectKey,
-    session: &SessionKey,
-    generation: u64,
-) {
-    let Some(live) = server.registry.get(key) else {
-        return;
-    };
-    if !live.bindings().disconnect(session, generation) {
-        return;
-    }
-    let Some(spot) = live.membership() else {
-        return;
-    };
-    let Ok(id) = ActorId::new(&key.id) else {
-        return;
-    };
-    let actor = ActorRef::at(id, live.authority().location());
-    match server.registry.get(&ObjectKey::from(&spot)) {
-        Some(spot) => {
-            crate::object::membership::notify_disconnected(&spot, actor);
-        }
-        None => {
-            tracing::debug!(actor = %key, %spot, "the disconnected Actor's Spot runs on another node: not told");
-        }
     }
 }
 
@@ -178,7 +147,14 @@ impl ObjectServer {
             let Ok(node) = out.node() else { return };
             let admit_by = Instant::now() + node.settings().send_timeout;
             let sent = async {
-                let link = out.peer(&replaced.session.rid, admit_by).await?;
+                let link = out
+                    .reach(
+                        &replaced.session.rid,
+                        replaced.session.node_generation,
+                        admit_by,
+                        || format!("the session owner {}", replaced.session.rid),
+                    )
+                    .await?;
                 let command = ObjectCommand::control(
                     Command::BoundSessionReplaced,
                     &replaced.actor,
@@ -192,44 +168,6 @@ impl ObjectServer {
         });
     }
 
-    /// Ends `session`'s binding `route` at the Actor's owner, which tells the Actor's Spot
-    /// once. Sent over the stored route, like a relay.
-    pub(crate) async fn disconnect_session(
-        &self,
-        route: &BindingRoute,
-        session: u64,
-        deadline: Instant,
-    ) -> Result<()> {
-        let here = self.env.route();
-        let key = SessionKey {
-            rid: here.rid.clone(),
-            node_generation: here.node_generation,
-            session,
-        };
-        if route.owner.rid == here.rid {
-            disconnect_here(self, &route.key, &key, route.binding_generation);
-            return Ok(());
-        }
-        let record = BindRecord {
-            actor_generation: route.fence.object_generation,
-            node_generation: route.owner.node_generation,
-            session: key,
-            disconnect: Some(route.binding_generation),
-        };
-        let out = self.env.owner_link();
-        let node = out.node()?;
-        let admit_by = deadline.min(Instant::now() + node.settings().send_timeout);
-        let link = out.peer(&route.owner.rid, admit_by).await?;
-        let command = ObjectCommand::control(
-            Command::BoundSessionBind,
-            &route.key.id,
-            cbor_encode(&record)?,
-        );
-        out.request(&link, &command, deadline, admit_by)
-            .await
-            .map(|_| ())
-    }
-
     /// Binds `session` (of this node) to the Actor `actor` names, at the node it names:
     /// the route every relay then takes.
     pub(crate) async fn bind_session(
@@ -238,6 +176,7 @@ impl ObjectServer {
         session: u64,
         deadline: Instant,
     ) -> Result<BindingRoute> {
+        let session_lease = self.env.admitting_token()?.generation;
         let key = ObjectKey::from(&actor.id);
         let here = self.env.route();
         let mut record = BindRecord {
@@ -291,6 +230,7 @@ impl ObjectServer {
                 lease_generation: reply.lease_generation,
             },
             binding_generation: reply.binding_generation,
+            session_lease,
         })
     }
 }

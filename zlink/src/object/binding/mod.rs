@@ -1,10 +1,12 @@
 //! Sessions bound to Actors (seed 000 §3.1–3.2). On the Actor's owner: the Actor's
 //! current binding ([`ActorBindings`]), the bind it validates once (command 38), the
-//! check every relayed message passes, and the Actor's push to its session (command 36).
+//! check every relayed message passes, the Actor's push to its session (command 36), and
+//! the session's end, which reaches the Actor's Spot wherever it runs (command 52).
 //! On the session owner: the [`BindingRoute`] the bind returned, which every relay uses
 //! as it is, with no Location Store read.
 
 mod bind;
+mod disconnect;
 mod owner;
 mod push;
 mod record;
@@ -12,6 +14,7 @@ mod relay;
 mod relocation;
 
 pub(crate) use bind::BindRoute;
+pub(crate) use disconnect::MemberDisconnectedRoute;
 pub(crate) use owner::ActorBindings;
 #[cfg(test)]
 pub(crate) use owner::SessionKey;

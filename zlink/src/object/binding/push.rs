@@ -37,6 +37,20 @@ impl ObjectServer {
             .ok_or_else(not_bound)?;
         let binding = live.bindings().current().ok_or_else(not_bound)?;
         let fence = route_fence(&live.authority().record.fence);
+        // The Actor's end of the route holds as long as this node owns the Actor under a
+        // lease that still admits work (seed 000 §3.2).
+        if !self
+            .env
+            .lease()
+            .admits_at(Instant::now(), |owner, generation| {
+                live.admits_under(&fence, owner, generation)
+            })
+        {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("this node's owner lease no longer admits {key}'s push: nothing was sent"),
+            ));
+        }
         let here = self.env.route();
         let record = PushRecord {
             session: binding.session.clone(),
@@ -57,30 +71,15 @@ impl ObjectServer {
             return sessions.push(record);
         }
         let out = self.env.owner_link();
-        let node = out.node()?;
-        let admit_by = Instant::now() + node.settings().send_timeout;
+        let admit_by = Instant::now() + out.node()?.settings().send_timeout;
         let link = out
-            .peer(&binding.session.rid, admit_by)
-            .await
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Unavailable,
-                    format!(
-                        "the session owner {} is not reachable: {e}",
-                        binding.session.rid
-                    ),
-                )
-            })?;
-        if node
-            .peers()
-            .identity(&binding.session.rid)
-            .is_some_and(|(_, g)| g != binding.session.node_generation)
-        {
-            return Err(Error::new(
-                ErrorKind::Unavailable,
-                "the session owner restarted: its sessions ended with it",
-            ));
-        }
+            .reach(
+                &binding.session.rid,
+                binding.session.node_generation,
+                admit_by,
+                || format!("the session owner {}", binding.session.rid),
+            )
+            .await?;
         let command =
             ObjectCommand::control(Command::BoundSessionSend, &key.id, cbor_encode(&record)?);
         out.send(&link, &command, admit_by).await

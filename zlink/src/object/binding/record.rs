@@ -57,6 +57,16 @@ pub(crate) struct ReplacedRecord {
     pub(crate) binding_generation: u64,
 }
 
+/// A bound Actor's session ended, to the node the Actor's Spot runs on when that is not
+/// the Actor's (command 52): the Actor, as the Spot's `on_disconnect_actor` names it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct MemberDisconnectedRecord {
+    pub(crate) actor: String,
+    pub(crate) object_generation: u64,
+    pub(crate) mesh_name: String,
+    pub(crate) rid: String,
+}
+
 /// A move's seal or route change of one binding (commands 42 and 44).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct RelocationRecord {
@@ -95,5 +105,7 @@ pub(crate) const MAX_REPLACED_RECORD_BYTES: usize = 1024;
 
 /// Largest 38 record decoded.
 pub(crate) const MAX_BIND_RECORD_BYTES: usize = 1024;
+/// The largest member-disconnected record (command 52).
+pub(crate) const MAX_MEMBER_DISCONNECTED_BYTES: usize = 1024;
 /// Largest 36 record decoded: a STREAM message and its identity.
 pub(crate) const MAX_PUSH_RECORD_BYTES: usize = 64 * 1024 + 1024;

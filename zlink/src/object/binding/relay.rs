@@ -28,6 +28,9 @@ pub(crate) struct BindingRoute {
     pub(crate) owner: OwnerRoute,
     pub(crate) fence: RouteFence,
     pub(crate) binding_generation: u64,
+    /// The generation of this node's own owner lease the bind was made under: the route
+    /// is usable only under that claim, before its admission deadline.
+    pub(crate) session_lease: u64,
 }
 
 /// One message a session relays.
@@ -57,6 +60,7 @@ impl ObjectServer {
         route: &BindingRoute,
         relay: Relay<'_>,
     ) -> Result<Relayed> {
+        self.check_binding_route(route)?;
         let deadline = Instant::now() + relay.timeout;
         let send_timeout = self.env.owner_link().node()?.settings().send_timeout;
         let tail = SessionTail {
@@ -71,27 +75,15 @@ impl ObjectServer {
                 .map(Relayed::Done);
         }
         let out = self.env.owner_link();
-        let node = out.node()?;
         let admit_by = deadline.min(Instant::now() + send_timeout);
-        let link = out.peer(&route.owner.rid, admit_by).await.map_err(|e| {
-            Error::new(
-                ErrorKind::Unavailable,
-                format!("the owner of {} is not reachable: {e}", route.key),
+        let link = out
+            .reach(
+                &route.owner.rid,
+                route.owner.node_generation,
+                admit_by,
+                || format!("the owner of {}", route.key),
             )
-        })?;
-        if node
-            .peers()
-            .identity(&route.owner.rid)
-            .is_some_and(|(_, generation)| generation != route.owner.node_generation)
-        {
-            return Err(Error::new(
-                ErrorKind::Unavailable,
-                format!(
-                    "the owner of {} restarted: the binding ended with it",
-                    route.key
-                ),
-            ));
-        }
+            .await?;
         let message = ObjectCommand::message(
             &route.key,
             relay.kind,
@@ -111,6 +103,27 @@ impl ObjectServer {
                 .await
                 .map(|()| Relayed::Done(Bytes::new())),
         }
+    }
+
+    /// Whether `route` may carry a message now: only under the owner lease this node held
+    /// when it bound, and before that lease's local admission deadline (seed 000 §3.2). A
+    /// Location Store outage stops the renewals, so it ends the route's use instead of
+    /// extending it; a lease claimed anew after a lapse never revives an older route.
+    pub(crate) fn check_binding_route(&self, route: &BindingRoute) -> Result<()> {
+        let admitted = self.env.lease().admits_at(Instant::now(), |_, generation| {
+            generation == route.session_lease
+        });
+        if admitted {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::Unavailable,
+            format!(
+                "the session's route to {} is past this node's owner lease admission deadline \
+                 (the lease lapsed or was claimed anew since the bind): nothing was sent",
+                route.key
+            ),
+        ))
     }
 
     /// The same, to an Actor this node owns: the binding and incarnation are checked here,
