@@ -399,3 +399,65 @@ async fn a_move_cancelled_before_relay_ready_releases_its_seal_by_44_abort_and_t
     assert_eq!(seen, expected, "none lost, duplicated or reordered");
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_relay_under_a_retired_binding_that_meets_a_move_is_refused_by_the_source_and_never_runs()
+{
+    // The walker's node loses every relay-ready answer (its moves cancel) and never tells
+    // a retired session so (51), which therefore keeps relaying under its old binding.
+    let (cluster, mut retired) = walkers(DEFAULT_SEAL_TIMEOUT, |node| {
+        node.test_lose_relay_ready().test_drop_binding_replaced()
+    })
+    .await;
+    let first = retired
+        .call_json(1, "join", json!({ "walker": "w" }), WAIT)
+        .await
+        .unwrap();
+    let from = first.value()["owner"].as_str().unwrap().to_string();
+    let endpoint = cluster.node(0).stream_endpoint("clients").unwrap();
+    let mut current = StreamClient::tcp(endpoint.trim_start_matches("tcp://"))
+        .await
+        .unwrap();
+    let rebound = current
+        .call_json(1, "join", json!({ "walker": "w" }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(rebound.kind, kind::RESPONSE, "{:?}", rebound.error());
+
+    // While the walker is held for its move, the retired session's steps reach the
+    // source: a hold that took them would run them after the cancel, and their pushes
+    // would reach the current session.
+    let moving = tokio::spawn({
+        let source = cluster.node(index_of(&from)).clone();
+        let to = other_walker_node(&from);
+        async move { source.actors().relocate("w", Some(to)).await }
+    });
+    let mut sent = 0u64;
+    while !moving.is_finished() && sent < 5_000 {
+        sent += 1;
+        retired
+            .send_json("step", json!({ "n": sent }))
+            .await
+            .unwrap();
+        if sent.is_multiple_of(20) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    let cancelled = moving.await.unwrap().unwrap_err();
+    assert!(cancelled.is(zlink::ErrorKind::Unavailable), "{cancelled}");
+    assert!(sent > 0, "steps went out during the move");
+
+    // The current session's step, after them all, is the only one that ran.
+    current.send_json("step", json!({ "n": 0 })).await.unwrap();
+    let push = current
+        .next(WAIT)
+        .await
+        .expect("the current session's push");
+    assert_eq!(
+        push.value()["n"],
+        0,
+        "no step of the retired binding ran: {push:?}"
+    );
+    assert_eq!(push.value()["by"], from.as_str());
+    cluster.shutdown().await;
+}

@@ -161,7 +161,20 @@ pub(super) fn prepare(
             Offer::NotDeparting(held) => Some((held.payload, held.metadata, held.reply)),
         }
     };
+    // A session's relay for an Actor that is leaving: its binding is checked here, on the
+    // node that still runs the Actor; past the hand-over it travels on as the move's.
+    let retired_relay = || {
+        session.is_some_and(|tail| {
+            server.registry.get(key).is_some_and(|live| {
+                live.generation() != fence.object_generation || !live.bindings().admits(&tail)
+            })
+        })
+    };
     let (payload, metadata, reply) = if server.relocations.departures().get(key, &fence).is_some() {
+        if retired_relay() {
+            let error = super::binding::retired(key);
+            return Err(Refusal { error, reply });
+        }
         match to_departure(payload, metadata, reply, sender.clone()) {
             None => return Ok(Admitted::Taken { waiting }),
             Some(back) => back,
@@ -183,6 +196,10 @@ pub(super) fn prepare(
         // The object may have begun to leave between the two checks: its departure is
         // made before it stops taking messages, so it is there now and takes this one.
         Err(error) if server.relocations.departures().get(key, &fence).is_some() => {
+            if retired_relay() {
+                let error = super::binding::retired(key);
+                return Err(Refusal { error, reply });
+            }
             return match to_departure(payload, metadata, reply, sender) {
                 None => Ok(Admitted::Taken { waiting }),
                 Some((_, _, reply)) => Err(Refusal { error, reply }),

@@ -457,6 +457,15 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Test-only fault: when a bind on this node retires another session's binding, that
+    /// session is never told (command 51 is lost), so it keeps relaying under the retired
+    /// binding. Only available with the `test-faults` feature.
+    #[cfg(feature = "test-faults")]
+    pub fn test_drop_binding_replaced(mut self) -> Self {
+        self.faults.drop_binding_replaced = true;
+        self
+    }
+
     /// Test-only fault: follow notices sent to this node are lost, so its cached routes
     /// to objects that moved expire only with their max age. Only available with the
     /// `test-faults` feature.

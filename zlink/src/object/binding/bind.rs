@@ -136,6 +136,10 @@ impl ObjectServer {
     /// resent): from here, in the background, so the new bind does not wait for the old
     /// session.
     fn tell_replaced(&self, replaced: ReplacedRecord) {
+        if self.relocations.faults().drops_binding_replaced() {
+            tracing::debug!(actor = %replaced.actor, "a retired binding's notice dropped (test fault)");
+            return;
+        }
         if replaced.session.rid == self.env.route().rid {
             if let Some(sessions) = self.local_sessions() {
                 sessions.replaced(replaced);

@@ -21,6 +21,10 @@ pub(crate) struct RelocationFaults {
     /// after a move in are lost.
     #[cfg(feature = "test-faults")]
     pub(crate) drop_session_routes: bool,
+    /// The notices (command 51) this node's binds send to the sessions whose bindings
+    /// they retired are lost.
+    #[cfg(feature = "test-faults")]
+    pub(crate) drop_binding_replaced: bool,
 }
 
 impl RelocationFaults {
@@ -52,6 +56,14 @@ impl RelocationFaults {
     pub(crate) fn drops_session_routes(&self) -> bool {
         #[cfg(feature = "test-faults")]
         return self.drop_session_routes;
+        #[cfg(not(feature = "test-faults"))]
+        false
+    }
+
+    /// Whether a retired binding's notice (51) is dropped instead of sent.
+    pub(crate) fn drops_binding_replaced(&self) -> bool {
+        #[cfg(feature = "test-faults")]
+        return self.drop_binding_replaced;
         #[cfg(not(feature = "test-faults"))]
         false
     }
