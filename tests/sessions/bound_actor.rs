@@ -165,27 +165,7 @@ impl Gateway {
 
 /// n0: the gateway, with no route cache (any direct call reads the store); n1: players.
 async fn cluster() -> (TestCluster, String) {
-    let cluster = TestCluster::on_tcp_with_redis(2, |i, node| {
-        if i == 0 {
-            node.route_cache_max_age(Duration::ZERO).stream_listener(
-                StreamListener::new("clients")
-                    .bind("tcp://127.0.0.1:0")
-                    .session(Gateway::default),
-            )
-        } else {
-            node.actor_type(Player::actor_type(|_| Player::default()).expect("an Actor type"))
-        }
-    })
-    .await;
-    cluster
-        .node(0)
-        .actors()
-        .ready(Player::STABLE_TYPE, 1)
-        .await
-        .expect("n1 takes players");
-    let endpoint = cluster.node(0).stream_endpoint("clients").expect("bound");
-    let address = endpoint.trim_start_matches("tcp://").to_string();
-    (cluster, address)
+    cluster_with(&Disconnects::default()).await
 }
 
 #[tokio::test]
@@ -414,11 +394,13 @@ impl zlink::object::EntryHooks for Disconnects {
     }
 }
 
+/// [`cluster`], with n1's Entry Spot recording into `disconnects` every session end it
+/// hears.
 async fn cluster_with(disconnects: &Disconnects) -> (TestCluster, String) {
     let heard = disconnects.clone();
     let cluster = TestCluster::on_tcp_with_redis(2, move |i, node| {
         if i == 0 {
-            node.stream_listener(
+            node.route_cache_max_age(Duration::ZERO).stream_listener(
                 StreamListener::new("clients")
                     .bind("tcp://127.0.0.1:0")
                     .session(Gateway::default),
@@ -435,8 +417,8 @@ async fn cluster_with(disconnects: &Disconnects) -> (TestCluster, String) {
         .actors()
         .ready(Player::STABLE_TYPE, 1)
         .await
-        .unwrap();
-    let endpoint = cluster.node(0).stream_endpoint("clients").unwrap();
+        .expect("n1 takes players");
+    let endpoint = cluster.node(0).stream_endpoint("clients").expect("bound");
     (cluster, endpoint.trim_start_matches("tcp://").to_string())
 }
 

@@ -270,6 +270,33 @@ async fn walkers(
     (cluster, client)
 }
 
+/// Moves walker `w` from node `from` to the other walker node while `client` sends
+/// numbered steps 1, 2, … (at most 5,000) until the move ends: how many went out, and
+/// how the move ended.
+async fn steps_during_move(
+    cluster: &TestCluster,
+    from: &str,
+    client: &mut StreamClient,
+) -> (u64, zlink::Result<zlink::object::ActorRef>) {
+    let moving = tokio::spawn({
+        let source = cluster.node(index_of(from)).clone();
+        let to = other_walker_node(from);
+        async move { source.actors().relocate("w", Some(to)).await }
+    });
+    let mut sent = 0u64;
+    while !moving.is_finished() && sent < 5_000 {
+        sent += 1;
+        client
+            .send_json("step", json!({ "n": sent }))
+            .await
+            .unwrap();
+        if sent.is_multiple_of(20) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    (sent, moving.await.expect("the move's task"))
+}
+
 fn index_of(rid: &str) -> usize {
     rid.trim_start_matches('n').parse().expect("n<i>")
 }
@@ -361,24 +388,9 @@ async fn a_move_cancelled_before_relay_ready_releases_its_seal_by_44_abort_and_t
         .await
         .unwrap();
     let from = joined.value()["owner"].as_str().unwrap().to_string();
-    let moving = tokio::spawn({
-        let source = cluster.node(index_of(&from)).clone();
-        let to = other_walker_node(&from);
-        async move { source.actors().relocate("w", Some(to)).await }
-    });
     // Steps go out all through the move, so some are relayed while it seals.
-    let mut sent = 0u64;
-    while !moving.is_finished() && sent < 5_000 {
-        sent += 1;
-        client
-            .send_json("step", json!({ "n": sent }))
-            .await
-            .unwrap();
-        if sent.is_multiple_of(20) {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    }
-    let cancelled = moving.await.unwrap().unwrap_err();
+    let (mut sent, moved) = steps_during_move(&cluster, &from, &mut client).await;
+    let cancelled = moved.unwrap_err();
     assert!(cancelled.is(zlink::ErrorKind::Unavailable), "{cancelled}");
     // One more after the cancel: the binding is open again on the source's route.
     sent += 1;
@@ -427,23 +439,8 @@ async fn a_relay_under_a_retired_binding_that_meets_a_move_is_refused_by_the_sou
     // While the walker is held for its move, the retired session's steps reach the
     // source: a hold that took them would run them after the cancel, and their pushes
     // would reach the current session.
-    let moving = tokio::spawn({
-        let source = cluster.node(index_of(&from)).clone();
-        let to = other_walker_node(&from);
-        async move { source.actors().relocate("w", Some(to)).await }
-    });
-    let mut sent = 0u64;
-    while !moving.is_finished() && sent < 5_000 {
-        sent += 1;
-        retired
-            .send_json("step", json!({ "n": sent }))
-            .await
-            .unwrap();
-        if sent.is_multiple_of(20) {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    }
-    let cancelled = moving.await.unwrap().unwrap_err();
+    let (sent, moved) = steps_during_move(&cluster, &from, &mut retired).await;
+    let cancelled = moved.unwrap_err();
     assert!(cancelled.is(zlink::ErrorKind::Unavailable), "{cancelled}");
     assert!(sent > 0, "steps went out during the move");
 

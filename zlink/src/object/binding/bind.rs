@@ -151,14 +151,7 @@ impl ObjectServer {
             let Ok(node) = out.node() else { return };
             let admit_by = Instant::now() + node.settings().send_timeout;
             let sent = async {
-                let link = out
-                    .reach(
-                        &replaced.session.rid,
-                        replaced.session.node_generation,
-                        admit_by,
-                        || format!("the session owner {}", replaced.session.rid),
-                    )
-                    .await?;
+                let link = replaced.session.reach(&out, admit_by).await?;
                 let command = ObjectCommand::control(
                     Command::BoundSessionReplaced,
                     &replaced.actor,

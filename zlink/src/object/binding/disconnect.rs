@@ -78,14 +78,7 @@ impl ObjectServer {
         };
         let out = self.env.owner_link();
         let admit_by = deadline.min(Instant::now() + out.node()?.settings().send_timeout);
-        let link = out
-            .reach(
-                &route.owner.rid,
-                route.owner.node_generation,
-                admit_by,
-                || format!("the owner of {}", route.key),
-            )
-            .await?;
+        let link = route.reach_owner(out, admit_by).await?;
         let command = ObjectCommand::control(
             Command::BoundSessionBind,
             &route.key.id,

@@ -5,8 +5,13 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use tokio::time::Instant;
+
+use crate::mesh::peer_table::PeerLink;
+use crate::object::owner_link::OwnerLink;
 use crate::sync::LockUnpoisoned;
 use crate::wire::SessionTail;
+use crate::Result;
 
 /// One physical session, named so no other session in the mesh has its name: the session
 /// owner's RID and lifecycle generation, and the session's number there.
@@ -15,6 +20,16 @@ pub(crate) struct SessionKey {
     pub(crate) rid: String,
     pub(crate) node_generation: u64,
     pub(crate) session: u64,
+}
+
+impl SessionKey {
+    /// The link to this session's owner, in the lifecycle the session lives in.
+    pub(crate) async fn reach(&self, out: &OwnerLink, admit_by: Instant) -> Result<PeerLink> {
+        out.reach(&self.rid, self.node_generation, admit_by, || {
+            format!("the session owner {}", self.rid)
+        })
+        .await
+    }
 }
 
 /// The binding an Actor has now.

@@ -72,14 +72,7 @@ impl ObjectServer {
         }
         let out = self.env.owner_link();
         let admit_by = Instant::now() + out.node()?.settings().send_timeout;
-        let link = out
-            .reach(
-                &binding.session.rid,
-                binding.session.node_generation,
-                admit_by,
-                || format!("the session owner {}", binding.session.rid),
-            )
-            .await?;
+        let link = binding.session.reach(out, admit_by).await?;
         let command =
             ObjectCommand::control(Command::BoundSessionSend, &key.id, cbor_encode(&record)?);
         out.send(&link, &command, admit_by).await

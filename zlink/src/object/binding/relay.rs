@@ -11,9 +11,10 @@ use tokio::time::Instant;
 use crate::address::{ActorRef, ObjectKey};
 use crate::handler::PacketKind;
 use crate::mesh::calls::SubmittedRequest;
+use crate::mesh::peer_table::PeerLink;
 use crate::object::authority::OwnerRoute;
 use crate::object::direct::{call_local, ObjectCall};
-use crate::object::owner_link::ObjectCommand;
+use crate::object::owner_link::{ObjectCommand, OwnerLink};
 use crate::object::route_cache::LocalBinding;
 use crate::object::server::ObjectServer;
 use crate::wire::{Metadata, Payload, RouteFence, SessionTail};
@@ -31,6 +32,19 @@ pub(crate) struct BindingRoute {
     /// The generation of this node's own owner lease the bind was made under: the route
     /// is usable only under that claim, before its admission deadline.
     pub(crate) session_lease: u64,
+}
+
+impl BindingRoute {
+    /// The link to the Actor's owner this route names, in the lifecycle it names.
+    pub(crate) async fn reach_owner(&self, out: &OwnerLink, admit_by: Instant) -> Result<PeerLink> {
+        out.reach(
+            &self.owner.rid,
+            self.owner.node_generation,
+            admit_by,
+            || format!("the owner of {}", self.key),
+        )
+        .await
+    }
 }
 
 /// One message a session relays.
@@ -76,14 +90,7 @@ impl ObjectServer {
         }
         let out = self.env.owner_link();
         let admit_by = deadline.min(Instant::now() + send_timeout);
-        let link = out
-            .reach(
-                &route.owner.rid,
-                route.owner.node_generation,
-                admit_by,
-                || format!("the owner of {}", route.key),
-            )
-            .await?;
+        let link = route.reach_owner(out, admit_by).await?;
         let message = ObjectCommand::message(
             &route.key,
             relay.kind,
