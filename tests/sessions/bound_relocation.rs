@@ -76,11 +76,20 @@ pub struct Joined {
     pub owner: String,
 }
 
+#[derive(Serialize, Deserialize, zlink::Message)]
+#[message(name = "rejoin", codec = zlink::Json, reply = Joined)]
+pub struct Rejoin {
+    /// `bind` instead of `bind_or_get`.
+    pub plain: bool,
+}
+
 /// Binds each walker it is asked to join; a packet goes to the walker its `walker`
 /// metadata names (the last joined one without it).
 #[derive(Default)]
 pub struct Lobby {
     walker: Option<String>,
+    /// The reference the last join bound, as it was then.
+    joined: Option<zlink::object::ActorRef>,
 }
 
 #[zlink::session]
@@ -97,6 +106,25 @@ impl Lobby {
         };
         let bound = ctx.bind(&actor).await?;
         self.walker = Some(join.walker);
+        self.joined = Some(actor);
+        Ok(Joined { owner: bound.rid })
+    }
+
+    /// Binds the reference the last join took again, as it was then.
+    #[handler]
+    async fn rejoin(&mut self, rejoin: Rejoin, ctx: &SessionContext) -> zlink::Result<Joined> {
+        let Some(joined) = &self.joined else {
+            return Err(zlink::Error::new(
+                zlink::ErrorKind::InvalidOperation,
+                "join first",
+            ));
+        };
+        let bound = if rejoin.plain {
+            ctx.bind(joined).await?
+        } else {
+            ctx.bind_or_get(joined).await?
+        };
+        assert_eq!(ctx.find(joined.id.as_str()), Some(bound.clone()));
         Ok(Joined { owner: bound.rid })
     }
 
@@ -456,5 +484,46 @@ async fn a_relay_under_a_retired_binding_that_meets_a_move_is_refused_by_the_sou
         "no step of the retired binding ran: {push:?}"
     );
     assert_eq!(push.value()["by"], from.as_str());
+    cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn bind_or_get_returns_the_sessions_binding_of_that_incarnation_wherever_it_moved_without_a_bind(
+) {
+    let (cluster, mut client) = walkers(DEFAULT_SEAL_TIMEOUT, |node| node).await;
+    let joined = client
+        .call_json(1, "join", json!({ "walker": "w" }), WAIT)
+        .await
+        .unwrap();
+    let from = joined.value()["owner"].as_str().unwrap().to_string();
+    let to = other_walker_node(&from);
+    let moved = cluster
+        .node(index_of(&from))
+        .actors()
+        .relocate("w", Some(to))
+        .await
+        .unwrap();
+    assert_eq!(moved.rid, to);
+    // A plain bind of the reference taken before the move goes where it points, to a node
+    // that no longer runs the walker: refused, and the binding stays as it was.
+    let plain = client
+        .call_json(2, "rejoin", json!({ "plain": true }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(plain.kind, kind::ERROR, "{plain:?}");
+    // bind_or_get finds this session's binding of that incarnation, where it is now.
+    let got = client
+        .call_json(3, "rejoin", json!({ "plain": false }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(got.kind, kind::RESPONSE, "{:?}", got.error());
+    assert_eq!(got.value()["owner"], to);
+    client.send_json("step", json!({ "n": 1 })).await.unwrap();
+    let push = client.next(WAIT).await.expect("the step's push");
+    assert_eq!(
+        push.value()["by"],
+        to,
+        "the binding carries relays: {push:?}"
+    );
     cluster.shutdown().await;
 }

@@ -79,6 +79,23 @@ impl SessionContext {
         Ok(bound)
     }
 
+    /// This session's binding of exactly the incarnation `actor` names, if it has one
+    /// (its current location, after any moves), else a [`bind`](Self::bind). A binding of
+    /// another incarnation of the same ID is not returned: that one is bound anew.
+    pub async fn bind_or_get(&self, actor: &ActorRef) -> Result<ActorRef> {
+        match self.find(actor.id.as_str()) {
+            Some(bound) if bound.generation == actor.generation => Ok(bound),
+            _ => self.bind(actor).await,
+        }
+    }
+
+    /// This session's binding to the Actor `actor_id`, as it stands (its location follows
+    /// the Actor's moves); `None` when this session is not bound to it. Only this session's
+    /// bindings are looked at, and nothing is sent.
+    pub fn find(&self, actor_id: &str) -> Option<ActorRef> {
+        self.peer.bindings.get(actor_id).map(|route| route.actor)
+    }
+
     /// Ends this session's binding to `actor` while the connection stays open: the Actor's
     /// owner drops it and the Actor's Spot hears `on_disconnect_actor`, once (the same
     /// notice a closing connection sends for each binding). Not bound: `InvalidOperation`.
