@@ -58,6 +58,8 @@ pub(super) async fn create(
     let id = &key;
     let mut backoff = CREATING_BACKOFF;
     let mut excluded: Vec<String> = Vec::new();
+    // Why each excluded node refused, for the error that ends the tries.
+    let mut refusals: Vec<String> = Vec::new();
     let mut full = 0usize;
     loop {
         if Instant::now() >= deadline {
@@ -122,8 +124,9 @@ pub(super) async fn create(
                         Error::new(
                             ErrorKind::NotFound,
                             format!(
-                                "every Object Server of {:?} type {stable_type:?} refused {id}",
-                                key.kind
+                                "every Object Server of {:?} type {stable_type:?} refused {id} ({})",
+                                key.kind,
+                                refusals.join("; ")
                             ),
                         )
                     });
@@ -157,6 +160,7 @@ pub(super) async fn create(
                             && (e.is(ErrorKind::Unavailable) || e.is(ErrorKind::NotFound)) =>
                     {
                         tracing::debug!(object = %id, target = %target.rid, error = %e, "placement target refused; trying another");
+                        refusals.push(format!("{}: {e}", target.rid));
                         excluded.push(target.rid);
                     }
                     Err(e) => return Err(e),
