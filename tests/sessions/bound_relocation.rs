@@ -142,11 +142,7 @@ impl Lobby {
 async fn a_bound_actor_relocated_three_times_keeps_its_client_connected_and_loses_nothing() {
     // n0: the gateway; n1 and n2 serve walkers.
     let (cluster, mut client) = walkers(DEFAULT_SEAL_TIMEOUT, |node| node).await;
-    let joined = client
-        .call_json(1, "join", json!({ "walker": "w" }), WAIT)
-        .await
-        .unwrap();
-    let mut owner = joined.value()["owner"].as_str().unwrap().to_string();
+    let mut owner = join_walker(&mut client).await;
     // Steps keep flowing while the walker moves n1 <-> n2 three times.
     let steps = 300u64;
     let moving = Arc::new(AtomicBool::new(true));
@@ -325,6 +321,16 @@ async fn steps_during_move(
     (sent, moving.await.expect("the move's task"))
 }
 
+/// Has `client`'s session join walker `w`: the node the walker runs on.
+async fn join_walker(client: &mut StreamClient) -> String {
+    let joined = client
+        .call_json(1, "join", json!({ "walker": "w" }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(joined.kind, kind::RESPONSE, "{:?}", joined.error());
+    joined.value()["owner"].as_str().unwrap().to_string()
+}
+
 fn index_of(rid: &str) -> usize {
     rid.trim_start_matches('n').parse().expect("n<i>")
 }
@@ -344,11 +350,7 @@ async fn command_44_is_one_way_and_never_resent_the_target_does_not_wait_and_a_l
     let seal_timeout = Duration::from_millis(1500);
     let (cluster, mut client) =
         walkers(seal_timeout, RuntimeBuilder::test_drop_session_routes).await;
-    let joined = client
-        .call_json(1, "join", json!({ "walker": "w" }), WAIT)
-        .await
-        .unwrap();
-    let from = joined.value()["owner"].as_str().unwrap().to_string();
+    let from = join_walker(&mut client).await;
     let to = other_walker_node(&from);
     client.send_json("step", json!({ "n": 1 })).await.unwrap();
     assert_eq!(client.next(WAIT).await.unwrap().value()["by"], from);
@@ -411,11 +413,7 @@ async fn a_move_cancelled_before_relay_ready_releases_its_seal_by_44_abort_and_t
         RuntimeBuilder::test_lose_relay_ready,
     )
     .await;
-    let joined = client
-        .call_json(1, "join", json!({ "walker": "w" }), WAIT)
-        .await
-        .unwrap();
-    let from = joined.value()["owner"].as_str().unwrap().to_string();
+    let from = join_walker(&mut client).await;
     // Steps go out all through the move, so some are relayed while it seals.
     let (mut sent, moved) = steps_during_move(&cluster, &from, &mut client).await;
     let cancelled = moved.unwrap_err();
@@ -449,11 +447,7 @@ async fn a_relay_under_a_retired_binding_that_meets_a_move_is_refused_by_the_sou
         node.test_lose_relay_ready().test_drop_binding_replaced()
     })
     .await;
-    let first = retired
-        .call_json(1, "join", json!({ "walker": "w" }), WAIT)
-        .await
-        .unwrap();
-    let from = first.value()["owner"].as_str().unwrap().to_string();
+    let from = join_walker(&mut retired).await;
     let endpoint = cluster.node(0).stream_endpoint("clients").unwrap();
     let mut current = StreamClient::tcp(endpoint.trim_start_matches("tcp://"))
         .await
@@ -491,11 +485,7 @@ async fn a_relay_under_a_retired_binding_that_meets_a_move_is_refused_by_the_sou
 async fn bind_or_get_returns_the_sessions_binding_of_that_incarnation_wherever_it_moved_without_a_bind(
 ) {
     let (cluster, mut client) = walkers(DEFAULT_SEAL_TIMEOUT, |node| node).await;
-    let joined = client
-        .call_json(1, "join", json!({ "walker": "w" }), WAIT)
-        .await
-        .unwrap();
-    let from = joined.value()["owner"].as_str().unwrap().to_string();
+    let from = join_walker(&mut client).await;
     let to = other_walker_node(&from);
     let moved = cluster
         .node(index_of(&from))
