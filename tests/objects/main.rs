@@ -4,6 +4,7 @@
 
 mod actors;
 mod caller_turns;
+mod instance_spots;
 mod lifecycle_in_block;
 mod membership;
 mod object_attacks;

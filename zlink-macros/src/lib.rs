@@ -142,6 +142,11 @@ pub fn channel(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   `#[on_create] async fn name(&mut self, args: Type, ctx: &SpotContext) -> CreateDecision`,
 ///   which decides the creation in place of `Spot::on_create`, and the client's
 ///   `get_or_create` takes `&Type`.
+/// - `instance` (optional flag): an Instance Spot type. Its Spots are never created: a
+///   call with Instance intent to an ID with no Spot activates one, and that call's
+///   message is its first handler call. The client has `XxxClient::instance(&runtime,
+///   "spot-id")` (every call carries the intent) in place of `get_or_create`. It takes no
+///   `actors` or `create`.
 /// - `client = Name` (optional): the client type's name, `XxxClient` by default.
 /// - `crate = "path"` (optional): where to find zlink when it is reached through a
 ///   re-export.
@@ -308,7 +313,7 @@ mod documented_keys {
             (
                 "actor",
                 include_str!("object/args.rs"),
-                &["server", "actors", "create"],
+                &["server", "actors", "create", "instance"],
             ),
             ("session", include_str!("session/args.rs"), &[]),
         ];

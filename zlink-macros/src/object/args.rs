@@ -2,6 +2,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
+use syn::spanned::Spanned;
 use syn::{Ident, LitStr, Path, Type};
 
 use super::ObjectKind;
@@ -30,11 +31,13 @@ pub(crate) struct ObjectArgs {
     pub(crate) actors: Option<Path>,
     /// A Spot's creation arguments (`create = OpenRoom`), when it declares them.
     pub(crate) create: Option<Type>,
+    /// An Instance Spot type (`instance`): its Spots are activated by their first message.
+    pub(crate) instance: Option<proc_macro2::Span>,
     /// The path generated code uses for the runtime crate.
     pub(crate) krate: Path,
 }
 
-const EXPECTED: &str = "expected `type = \"stable-type\"`, `relocation = disable | recreate | preserve`, `actors = ActorType` and `create = ArgsType` (Spots), `client = ClientTypeName` or `crate = \"path\"`";
+const EXPECTED: &str = "expected `type = \"stable-type\"`, `relocation = disable | recreate | preserve`, `actors = ActorType`, `create = ArgsType` and `instance` (Spots), `client = ClientTypeName` or `crate = \"path\"`";
 
 impl ObjectArgs {
     pub(crate) fn parse(tokens: TokenStream, kind: &ObjectKind) -> syn::Result<Self> {
@@ -49,6 +52,7 @@ impl ObjectArgs {
         let mut client: Option<Ident> = None;
         let mut actors: Option<Path> = None;
         let mut create: Option<Type> = None;
+        let mut instance: Option<proc_macro2::Span> = None;
         let mut krate: Option<Path> = None;
         let parser = syn::meta::parser(|meta| {
             match attr_keys::key(&meta).as_str() {
@@ -81,6 +85,15 @@ impl ObjectArgs {
             "create" => Err(meta.error(
                 "`create` belongs to #[spot(...)]: an Actor's creation carries no arguments",
             )),
+            "instance" if *noun == "Spot" => set_once(&mut instance, &meta, |m| {
+                if m.input.peek(syn::Token![=]) {
+                    return Err(m.error("`instance` is a flag: #[spot(type = \"match\", relocation = disable, instance)]"));
+                }
+                Ok(m.path.span())
+            }),
+            "instance" => Err(meta.error(
+                "`instance` belongs to #[spot(...)]: it makes an Instance Spot type, activated by its first message",
+            )),
             "crate" => set_once(&mut krate, &meta, crate_path::parse),
             "server" => Err(meta.error(format!(
                 "`server` belongs to #[channel(server)]; a{} {noun} declares `type` and `relocation`",
@@ -108,6 +121,7 @@ format!("#[{attr}(...)] needs exactly one relocation policy: `relocation = disab
             client,
             actors,
             create,
+            instance,
             krate: krate.unwrap_or_else(crate_path::default_path),
         })
     }

@@ -31,7 +31,10 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
     let id_doc = format!("The {noun} ID this client addresses.");
     let target_of = Ident::new(&noun.to_lowercase(), Span::call_site());
     let methods = spot.handlers.iter().map(|h| method(spot, h));
-    let get_or_create = get_or_create(spot);
+    let get_or_create = match spot.args.instance {
+        Some(_) => instance_constructor(spot),
+        None => get_or_create(spot),
+    };
     quote! {
         #[doc = #type_doc]
         #[derive(::core::clone::Clone)]
@@ -69,6 +72,28 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
             #get_or_create
 
             #(#methods)*
+        }
+    }
+}
+
+/// An Instance Spot client: `instance(handle, id)` gives every call Instance intent.
+fn instance_constructor(spot: &ObjectBlock) -> TokenStream {
+    let krate = &spot.args.krate;
+    let self_ty = spot.self_ty;
+    let (handle, id) = (local("handle"), local("id"));
+    quote! {
+        /// A client of Instance Spot `id` whose every call carries Instance intent: the
+        /// first call to an ID with no Spot activates one of this type (on a node serving
+        /// it), and that call's message is its first handler call. Calls to a Spot that
+        /// exists go to it, as with [`new`](Self::new).
+        pub fn instance(
+            #handle: impl ::core::convert::Into<#krate::Handle>,
+            #id: impl ::core::convert::Into<::std::string::String>,
+        ) -> Self {
+            Self {
+                handle: #handle.into(),
+                target: #krate::__private::ClientTarget::instance_spot(#id.into(), <#self_ty>::STABLE_TYPE),
+            }
         }
     }
 }

@@ -33,6 +33,11 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
             .and_then(|__zlink_type| __zlink_type.takes_actors(<#actors>::STABLE_TYPE))
         }
     });
+    let instance = spot.args.instance.map(|span| {
+        quote_spanned! {span=>
+            .and_then(|__zlink_type| __zlink_type.instance())
+        }
+    });
     let stable_doc =
         format!("The stable type name this {noun} type is registered and created under.");
     let relocation_doc = format!(
@@ -151,6 +156,7 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
             ) -> #krate::Result<#krate::object::#type_struct> {
                 #krate::object::#type_struct::new(Self::STABLE_TYPE, Self::RELOCATION, #factory)
                     #takes_actors
+                    #instance
             }
         }
     }

@@ -92,6 +92,13 @@ pub(super) fn generate(
                 }
             }
 
+            pub fn instance(
+                __zlink_handle: impl ::core::convert::Into<#krate::Handle>,
+                __zlink_id: impl ::core::convert::Into<::std::string::String>,
+            ) -> Self {
+                Self::new(__zlink_handle, __zlink_id)
+            }
+
             pub fn id(&self) -> &str {
                 self.target.id()
             }

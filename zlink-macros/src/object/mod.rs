@@ -23,7 +23,7 @@ use lifecycle::Lifecycle;
 use members::MemberHooks;
 
 /// Names the generated client defines itself; a handler may not take them.
-const CLIENT_OWN_METHODS: [&str; 3] = ["new", "id", "get_or_create"];
+const CLIENT_OWN_METHODS: [&str; 4] = ["new", "id", "get_or_create", "instance"];
 
 /// What differs between `#[spot]` and `#[actor]`: the words and the runtime's names.
 pub(crate) struct ObjectKind {
@@ -150,6 +150,21 @@ fn generate(
             span,
             "#[on_create] takes the Spot's creation arguments: declare their type in the attribute, e.g. #[spot(type = \"room\", relocation = disable, create = OpenRoom)]",
         ));
+    }
+    if let Some(span) = args.instance {
+        let clash = if args.actors.is_some() {
+            Some("takes no Actors (`actors = ...`)")
+        } else if args.create.is_some() || create_hook.span().is_some() {
+            Some("is never created with arguments (`create = ...`, #[on_create]): its first message activates it")
+        } else {
+            None
+        };
+        if let Some(clash) = clash {
+            return Err(syn::Error::new(
+                span,
+                format!("an Instance Spot type {clash}"),
+            ));
+        }
     }
     if let (Some((name, span)), None) = (members.first(), &args.actors) {
         let message = if kind.noun == "Spot" {

@@ -28,6 +28,9 @@ pub(crate) enum ObjectShape {
     EntrySpot,
     /// A Spot the application created.
     UserSpot,
+    /// A Spot its first message created: a Spot-direct call carrying Instance intent to
+    /// an ID that had none (seed 002 §4.3).
+    InstanceSpot,
     /// An Actor.
     Actor,
 }
@@ -99,6 +102,10 @@ pub(crate) struct Authority {
     /// recovery can run the factory again with the same input (seed 002 §4.3).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "serde_bytes")]
     pub(crate) creation_request: Option<Vec<u8>>,
+    /// An Instance Spot's recovery pointer: the Relocation Store reference of the message
+    /// that activated it, from the reservation until that message's handler has run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) activation: Option<String>,
 }
 
 impl Authority {
@@ -154,7 +161,19 @@ pub(crate) mod tests {
             },
             membership: None,
             creation_request: Some(vec![1, 2, 3]),
+            activation: None,
         }
+    }
+
+    #[test]
+    fn an_instance_spots_recovery_pointer_round_trips_and_an_older_record_has_none() {
+        let mut record = sample(AuthorityState::Ready);
+        record.shape = ObjectShape::InstanceSpot;
+        record.activation = Some("zlink:activation:1".into());
+        let bytes = record.encode().unwrap();
+        assert_eq!(Authority::decode(&bytes).unwrap(), record);
+        let plain = sample(AuthorityState::Ready).encode().unwrap();
+        assert_eq!(Authority::decode(&plain).unwrap().activation, None);
     }
 
     #[test]

@@ -58,6 +58,8 @@ pub(crate) struct Draft {
     pub(crate) route: OwnerRoute,
     pub(crate) membership: Option<String>,
     pub(crate) creation_request: Vec<u8>,
+    /// An Instance Spot's recovery pointer (its activating message's reference).
+    pub(crate) activation: Option<String>,
 }
 
 /// The outcome of a Reserve.
@@ -147,6 +149,7 @@ impl AuthorityStore {
                 route: draft.route.clone(),
                 membership: draft.membership.clone(),
                 creation_request: Some(draft.creation_request.clone()),
+                activation: draft.activation.clone(),
             };
             let counter_condition = match counter_version {
                 Some(v) => Condition::Version(key.generations_record(), v),
@@ -234,8 +237,21 @@ impl AuthorityStore {
         )
     }
 
+    /// An Instance Spot's first message has run: its recovery pointer goes, at exactly
+    /// `current`'s version.
+    pub(crate) async fn clear_activation(
+        &self,
+        key: &ObjectKey,
+        current: &Versioned,
+    ) -> StoreResult<Fenced<Versioned>> {
+        self.update(key, current, "a recovery pointer's removal", |record| {
+            record.activation = None;
+        })
+        .await
+    }
+
     /// Creating → Ready: publishes the reservation the caller won, dropping the kept
-    /// creation request.
+    /// creation request (an Instance Spot's recovery pointer stays).
     pub(crate) async fn commit(
         &self,
         key: &ObjectKey,
@@ -347,6 +363,7 @@ mod tests {
             },
             membership: None,
             creation_request: b"req".to_vec(),
+            activation: None,
         }
     }
 

@@ -14,7 +14,7 @@ use super::resolver::Resolution;
 use super::route_cache::{ReadyRoute, Routed};
 use super::route_traffic::Sending;
 use super::server::ObjectServer;
-use crate::address::ObjectKey;
+use crate::address::{ObjectKey, StableType};
 use crate::handler::{ObjectMessage, PacketKind, Started};
 use crate::object::env::ObjectEnv;
 use crate::wire::{Metadata, Payload, RouteFence};
@@ -40,6 +40,8 @@ pub(crate) struct ObjectCall<'a> {
     pub(crate) timeout: Duration,
     /// How long the send path may wait for room.
     pub(crate) send_timeout: Duration,
+    /// Instance intent: a Missing Spot ID is activated as this Instance Spot type.
+    pub(crate) intent: Option<StableType>,
 }
 
 impl<'a> ObjectCall<'a> {
@@ -53,6 +55,7 @@ impl<'a> ObjectCall<'a> {
             kind: message.kind,
             timeout: message.timeout,
             send_timeout: message.send_timeout,
+            intent: message.intent.take(),
         }
     }
 }
@@ -64,10 +67,12 @@ pub(super) fn start<'a>(server: &'a ObjectServer, mut message: ObjectMessage<'a>
     let now = Instant::now();
     let deadline = now + message.timeout;
     let known = match server.resolver.cached(&message.key, now) {
-        // (A route that found its object here leads here: no need to compare node IDs.)
+        // (A route that found its object here leads here: no need to compare node IDs.
+        // A call with Instance intent checks the route's type first.)
         Some(Resolution::Ready(routed))
-            if routed.route.local.is_bound()
-                || routed.route.owner.rid == server.env.route().rid =>
+            if message.intent.is_none()
+                && (routed.route.local.is_bound()
+                    || routed.route.owner.rid == server.env.route().rid) =>
         {
             let Routed { route, sending } = routed;
             let call = ObjectCall::of(&mut message);
@@ -95,14 +100,22 @@ pub(super) fn start<'a>(server: &'a ObjectServer, mut message: ObjectMessage<'a>
 
 /// A call by ID, from where its route stands (`known`: what the cache said at `now`,
 /// if it was asked already).
-async fn resolved_call(
+pub(super) async fn resolved_call(
     server: &ObjectServer,
     call: ObjectCall<'_>,
     now: Instant,
     deadline: Instant,
     known: Option<Option<Resolution>>,
 ) -> Result<Payload> {
-    let Routed { route, sending } = resolve(server, call.key, now, deadline, known).await?;
+    let Routed { route, sending } = match resolve(server, call.key, now, deadline, known).await {
+        Err(e) if e.is(ErrorKind::NotFound) && call.intent.is_some() => {
+            return super::instance_spot::activate(server, call, deadline).await;
+        }
+        routed => routed?,
+    };
+    if let Some(intent) = &call.intent {
+        super::instance_spot::check_intent(&route, intent)?;
+    }
     let request = call.kind == PacketKind::Request;
     let fence = route_fence(&route.fence);
     let result = if route.owner.rid == server.env.route().rid {

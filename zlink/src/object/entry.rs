@@ -203,6 +203,7 @@ impl EntrySpot {
             route: server.env.route().clone(),
             membership: None,
             creation_request: Vec::new(),
+            activation: None,
         };
         let won = match server.env.authority().reserve(&key, draft).await? {
             Reserved::Won(won) => won,

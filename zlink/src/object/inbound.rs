@@ -68,9 +68,15 @@ fn create_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
     call.run(move |_message| {
         Box::pin(async move {
             let request = Bytes::from(request.request);
-            let outcome =
-                super::creation::try_create(&server, &key, &request, &stable_type, wait_until)
-                    .await?;
+            let outcome = super::creation::try_create(
+                &server,
+                &key,
+                &request,
+                &stable_type,
+                wait_until,
+                None,
+            )
+            .await?;
             match outcome {
                 Some(Outcome::Created(location, reply)) => CreateReply::Created {
                     generation: location.generation,

@@ -25,6 +25,7 @@ mod handler_turn;
 mod inbound;
 mod inline_turn;
 mod instance;
+mod instance_spot;
 mod live_object;
 mod lost_sends;
 mod membership;

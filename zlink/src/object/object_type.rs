@@ -72,6 +72,8 @@ pub(crate) struct TypeDef {
     pub(crate) members: Option<StableType>,
     /// How a Spot type runs its member Actors.
     pub(crate) execution: Execution,
+    /// An Instance Spot type: its Spots are activated by their first message.
+    pub(crate) instance: bool,
 }
 
 impl std::fmt::Debug for TypeDef {
@@ -85,6 +87,7 @@ impl std::fmt::Debug for TypeDef {
             .field("max_per_node", &self.max_per_node)
             .field("members", &self.members)
             .field("execution", &self.execution)
+            .field("instance", &self.instance)
             .finish_non_exhaustive()
     }
 }
@@ -127,6 +130,7 @@ impl TypeDef {
             max_per_node: 0,
             members: None,
             execution: Execution::SpotWide,
+            instance: false,
         })
     }
 
@@ -222,6 +226,11 @@ impl<K: Kind> ObjectType<K> {
     /// Its relocation policy.
     pub fn relocation(&self) -> Relocation {
         self.def.relocation
+    }
+
+    /// Whether it is an Instance Spot type.
+    pub(crate) fn is_instance(&self) -> bool {
+        self.def.instance
     }
 }
 

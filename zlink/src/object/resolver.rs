@@ -136,6 +136,7 @@ impl Resolver {
         let route = Arc::new(ReadyRoute {
             key: key.clone(),
             shape: current.record.shape,
+            stable_type: current.record.stable_type.clone(),
             fence: current.record.fence.clone(),
             owner: current.record.route.clone(),
             version: current.version.clone(),

@@ -40,6 +40,8 @@ pub(crate) const ROUTE_CACHE_CAPACITY: usize = 65_536;
 pub(crate) struct ReadyRoute {
     pub(crate) key: ObjectKey,
     pub(crate) shape: ObjectShape,
+    /// The stable type its authority names (what a call with Instance intent checks).
+    pub(crate) stable_type: String,
     pub(crate) fence: OwnerFence,
     pub(crate) owner: OwnerRoute,
     pub(crate) version: StoreVersion,

@@ -66,6 +66,7 @@ async fn barrier(server: &Arc<ObjectServer>, from: &ReadyRoute) -> Result<Payloa
         kind: PacketKind::Request,
         timeout: settings.request_timeout,
         send_timeout: settings.send_timeout,
+        intent: None,
     };
     let fence = route_fence(&from.fence);
     let now = Instant::now();

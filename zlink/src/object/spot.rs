@@ -176,6 +176,9 @@ impl SpotType {
     /// callbacks run, and Actors of that type may join it. The `#[zlink::spot]` macro's
     /// `actors = Player` key calls this.
     pub fn takes_actors(mut self, actor_type: &str) -> Result<Self> {
+        if self.def.instance {
+            return Err(self.no_members_on_instance());
+        }
         let actor_type = StableType::new(actor_type)
             .map_err(|e| crate::Error::InvalidArgument(e.to_string()))?;
         self.def.members = Some(actor_type);
@@ -186,6 +189,9 @@ impl SpotType {
     /// [`Execution::SpotWide`]). [`Execution::PerActor`] needs the `recreate` relocation
     /// policy: such a Spot is a stateless shell.
     pub fn execution(mut self, execution: Execution) -> Result<Self> {
+        if execution == Execution::PerActor && self.def.instance {
+            return Err(self.no_members_on_instance());
+        }
         if execution == Execution::PerActor && self.def.relocation != Relocation::Recreate {
             return Err(crate::Error::InvalidArgument(format!(
                 "Spot type {} runs PerActor, so its Spot is a stateless shell: its relocation policy must be `recreate`",
@@ -194,6 +200,26 @@ impl SpotType {
         }
         self.def.execution = execution;
         Ok(self)
+    }
+
+    /// Makes this an Instance Spot type: its Spots are never created by
+    /// [`Spots::create`](crate::handler::Spots::create); a Spot-direct call with Instance
+    /// intent to an ID that has no Spot activates one on a node serving the type, and that
+    /// call's message is its first handler call. An Instance Spot takes no Actors and runs
+    /// SpotWide. The `#[zlink::spot(instance, ..)]` macro key calls this.
+    pub fn instance(mut self) -> Result<Self> {
+        if self.def.members.is_some() || self.def.execution == Execution::PerActor {
+            return Err(self.no_members_on_instance());
+        }
+        self.def.instance = true;
+        Ok(self)
+    }
+
+    fn no_members_on_instance(&self) -> crate::Error {
+        crate::Error::InvalidArgument(format!(
+            "Spot type {} is an Instance Spot type: it takes no Actors (no `actors =`, no PerActor execution)",
+            self.def.stable_type
+        ))
     }
 }
 

@@ -55,12 +55,23 @@ pub struct ClientTarget {
     id: Arc<str>,
     kind: ObjectKind,
     key: Option<ObjectKey>,
+    /// An Instance Spot client's type: every call carries Instance intent for it.
+    instance: Option<Arc<str>>,
 }
 
 impl ClientTarget {
     /// The target of a Spot client.
     pub fn spot(id: String) -> Self {
         Self::of::<SpotKind>(id)
+    }
+
+    /// The target of an Instance Spot client: every call carries Instance intent for
+    /// `stable_type`.
+    pub fn instance_spot(id: String, stable_type: &str) -> Self {
+        ClientTarget {
+            instance: Some(Arc::from(stable_type)),
+            ..Self::of::<SpotKind>(id)
+        }
     }
 
     /// The target of an Actor client.
@@ -74,6 +85,7 @@ impl ClientTarget {
             id: Arc::from(id),
             kind: K::key_kind(),
             key,
+            instance: None,
         }
     }
 
@@ -84,7 +96,11 @@ impl ClientTarget {
         handle: &'a Handle,
         request: impl Outgoing<R>,
     ) -> Call<'a, Reply<R::Reply>> {
-        Call::of_payload::<R>(handle, self.target(), request.into_payload())
+        self.with_intent(Call::of_payload::<R>(
+            handle,
+            self.target(),
+            request.into_payload(),
+        ))
     }
 
     /// A one-way send to the target through `handle` (what a generated client's send
@@ -94,7 +110,18 @@ impl ClientTarget {
         handle: &'a Handle,
         message: impl Outgoing<M>,
     ) -> Call<'a, OneWay> {
-        Call::of_payload::<M>(handle, self.target(), message.into_payload())
+        self.with_intent(Call::of_payload::<M>(
+            handle,
+            self.target(),
+            message.into_payload(),
+        ))
+    }
+
+    fn with_intent<'a, E: super::Expect>(&self, call: Call<'a, E>) -> Call<'a, E> {
+        match &self.instance {
+            Some(stable_type) => call.instance(stable_type),
+            None => call,
+        }
     }
 
     /// The ID as the client was given it.

@@ -29,7 +29,7 @@ use std::task::{Context, Poll};
 
 use super::ports::{ObjectMessage, ObjectPort, Started};
 use super::Handle;
-use crate::address::ObjectKey;
+use crate::address::{ObjectKey, StableType};
 use crate::call::{BoxFuture, CallOptions};
 use crate::handler::PacketKind;
 use crate::mesh::MeshNode;
@@ -159,6 +159,8 @@ pub struct Call<'a, E: Expect> {
     packet: &'static str,
     payload: Result<Payload>,
     options: CallOptions,
+    /// Instance intent: the Instance Spot type a Missing Spot ID is activated as.
+    intent: Option<Result<StableType>>,
     expect: PhantomData<fn() -> E>,
 }
 
@@ -183,8 +185,30 @@ impl<'a, E: Expect> Call<'a, E> {
             packet: M::PACKET_NAME,
             payload,
             options: CallOptions::default(),
+            intent: None,
             expect: PhantomData,
         }
+    }
+
+    /// Gives the call Instance intent (seed 002 §4.3): when the Spot ID has no Spot, a
+    /// Spot of the Instance Spot type `stable_type` is activated on a node serving it, and
+    /// this call's message is its first handler call. A Spot that exists takes the call as
+    /// any call, if it is an Instance Spot of that type (anything else is
+    /// `TypeMismatch`). An owner that died is `Unavailable`, never a new activation.
+    /// Generated Spot clients made with `Client::instance(handle, id)` set it on every
+    /// call. Set twice, or on a call that is not to a Spot, the call fails
+    /// `InvalidOperation`.
+    pub fn instance(mut self, stable_type: &str) -> Self {
+        let named =
+            StableType::new(stable_type).map_err(|e| crate::Error::InvalidArgument(e.to_string()));
+        self.intent = Some(match self.intent {
+            None => named,
+            Some(_) => Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "a call's Instance intent is set once",
+            )),
+        });
+        self
     }
 
     option_setters!(
@@ -205,11 +229,13 @@ impl<'a, E: Expect> IntoFuture for Call<'a, E> {
             packet,
             payload,
             options,
+            intent,
             ..
         } = self;
         let started = target.and_then(|target| {
             let payload = payload?;
-            start(handle, target, E::KIND, packet, payload, options)
+            let intent = intent.transpose()?;
+            start(handle, target, E::KIND, packet, payload, options, intent)
         });
         CallFuture {
             state: match started {
@@ -230,8 +256,17 @@ fn start<'a>(
     packet: &'static str,
     payload: Payload,
     options: CallOptions,
+    intent: Option<StableType>,
 ) -> Result<State<'a>> {
     let expects_reply = kind == PacketKind::Request;
+    let spot =
+        matches!(&target, Target::Object(key) if key.kind == crate::address::ObjectKind::Spot);
+    if intent.is_some() && !spot {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "Instance intent goes only on a call to a Spot by ID",
+        ));
+    }
     Ok(State::Running(match target {
         Target::Channel(channel) => {
             let node = handle.channels().calling_node(channel)?;
@@ -275,6 +310,7 @@ fn start<'a>(
                     kind,
                     timeout,
                     send_timeout,
+                    intent,
                 }),
             ));
         }

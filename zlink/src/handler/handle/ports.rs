@@ -28,6 +28,8 @@ pub(crate) struct ObjectMessage<'a> {
     pub(crate) timeout: Duration,
     /// How long the send path may wait for room.
     pub(crate) send_timeout: Duration,
+    /// Instance intent: a Missing Spot ID is activated as this Instance Spot type.
+    pub(crate) intent: Option<crate::address::StableType>,
 }
 
 /// How a call to a Spot or Actor went on its way.

@@ -577,12 +577,12 @@ impl RuntimeBuilder {
         let spot_types = self
             .spot_types
             .iter()
-            .map(|t| (t.stable_type(), t.relocation()));
+            .map(|t| (t.stable_type(), t.relocation(), t.is_instance()));
         validate_object_types(&mut v, "Spot", spot_types, has_store, keeps_results);
         let actor_types = self
             .actor_types
             .iter()
-            .map(|t| (t.stable_type(), t.relocation()));
+            .map(|t| (t.stable_type(), t.relocation(), false));
         validate_object_types(&mut v, "Actor", actor_types, has_store, keeps_results);
         if self.placement_weight > MAX_WEIGHT {
             v.violation(

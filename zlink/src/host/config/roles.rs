@@ -173,12 +173,12 @@ pub(super) fn validate_fanout(
 pub(super) fn validate_object_types<'a>(
     v: &mut Validator,
     noun: &str,
-    types: impl Iterator<Item = (&'a StableType, Relocation)>,
+    types: impl Iterator<Item = (&'a StableType, Relocation, bool)>,
     has_store: bool,
     keeps_results: bool,
 ) {
     let mut seen = std::collections::HashSet::new();
-    for (stable_type, relocation) in types {
+    for (stable_type, relocation, instance) in types {
         let owner = format!("{noun} type {:?}", stable_type.as_str());
         if !seen.insert(stable_type.clone()) {
             v.violation(owner.clone(), "registered twice on this node");
@@ -196,6 +196,12 @@ pub(super) fn validate_object_types<'a>(
             Relocation::Recreate => Some("recreate"),
             Relocation::Preserve => Some("preserve"),
         };
+        if instance && !keeps_results {
+            v.violation(
+                owner.clone(),
+                "is an Instance Spot type: it needs a Relocation Store (relocation_store), where the message that activates a Spot is kept until its handler ran",
+            );
+        }
         if let (Some(policy), false) = (moves, keeps_results) {
             v.violation(
                 owner,

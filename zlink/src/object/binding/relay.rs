@@ -157,6 +157,7 @@ impl ObjectServer {
             kind: relay.kind,
             timeout: relay.timeout,
             send_timeout,
+            intent: None,
         };
         let now = Instant::now();
         call_local(

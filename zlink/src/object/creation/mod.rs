@@ -32,6 +32,15 @@ pub use ready::TypePlacement;
 pub(crate) use ready::{placement, ready_nodes, wait_ready};
 pub(crate) use stage::stage;
 
+/// The message that activates an Instance Spot (seed 002 §4.3): its first handler call,
+/// queued before anything else can reach the Spot, and the Relocation Store reference of
+/// the envelope it came in (the recovery pointer the reservation carries).
+pub(crate) struct FirstMessage {
+    pub(crate) job: super::object_job::ObjectJob,
+    pub(crate) bytes: usize,
+    pub(crate) root: String,
+}
+
 /// First pause while another attempt's Creating record settles; doubles up to 500 ms.
 const CREATING_BACKOFF: Duration = Duration::from_millis(20);
 
@@ -132,7 +141,7 @@ pub(super) async fn create(
                     });
                 };
                 let attempt = if target.local {
-                    try_create(server, &key, &request, stable_type, deadline).await
+                    try_create(server, &key, &request, stable_type, deadline, None).await
                 } else {
                     create_remote(
                         &server.env,
@@ -173,7 +182,7 @@ pub(super) async fn create(
 /// A Creating record whose owner lease is gone was left by a crash mid-creation: it
 /// is cancelled, exactly that record (seed 002 §4.3). A live owner is still working:
 /// the caller waits.
-async fn settle_creating(
+pub(super) async fn settle_creating(
     server: &ObjectServer,
     key: &ObjectKey,
     creating: &Versioned,
@@ -227,6 +236,7 @@ pub(super) async fn try_create(
     request: &Bytes,
     stable_type: &str,
     wait_until: Instant,
+    first: Option<FirstMessage>,
 ) -> Result<Option<Outcome>> {
     let attempt = {
         let (server, key, request, stable_type) = (
@@ -239,7 +249,7 @@ pub(super) async fn try_create(
             .env
             .tracker()
             .clone()
-            .spawn(async move { attempt(&server, &key, &request, &stable_type).await })
+            .spawn(async move { attempt(&server, &key, &request, &stable_type, first).await })
     };
     match tokio::time::timeout_at(wait_until, attempt).await {
         Ok(joined) => joined.unwrap_or_else(|_| {
@@ -260,8 +270,22 @@ async fn attempt(
     key: &ObjectKey,
     request: &Bytes,
     stable_type: &str,
+    first: Option<FirstMessage>,
 ) -> Result<Option<Outcome>> {
     let object_type = &server.registry.object_type(key.kind, stable_type)?;
+    // An Instance Spot comes only from its first message; a manager create never makes one.
+    if object_type.instance != first.is_some() {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            match first {
+                None => format!(
+                    "{} is an Instance Spot type: its Spots are activated by a call with Instance intent, never created",
+                    object_type.stable_type
+                ),
+                Some(_) => format!("{} is not an Instance Spot type", object_type.stable_type),
+            },
+        ));
+    }
     if server.is_draining() {
         return Err(Error::new(
             ErrorKind::Unavailable,
@@ -304,12 +328,16 @@ async fn attempt(
         ));
     };
     let draft = Draft {
-        shape: created_shape(key.kind),
+        shape: match first {
+            Some(_) => ObjectShape::InstanceSpot,
+            None => created_shape(key.kind),
+        },
         stable_type: object_type.stable_type.as_str().to_string(),
         owner: token,
         route: server.env.route().clone(),
         membership: membership.as_ref().map(|spot| spot.as_str().to_string()),
         creation_request: request.to_vec(),
+        activation: first.as_ref().map(|first| first.root.clone()),
     };
     let won = match server
         .env
@@ -331,7 +359,8 @@ async fn attempt(
         generation,
         membership,
         deadline,
-        Some(request),
+        // An Instance Spot has no creation request and no `on_create`.
+        first.is_none().then_some(request),
     );
     let staged = tokio::select! {
         staged = tokio::time::timeout_at(deadline, staging) => {
@@ -372,6 +401,20 @@ async fn attempt(
         wait,
         None,
     );
+    // The activating message is the first thing in its queue: nothing reaches the Spot
+    // before the registry has it.
+    if let Some(first) = first {
+        if let Err((refused, job)) = live.try_deliver(first.job, first.bytes) {
+            let e = Error::new(
+                ErrorKind::CapacityExceeded,
+                format!("{key}'s first message does not fit its queue ({refused:?})"),
+            );
+            job.refuse(e.clone());
+            let _ = go.send(false);
+            abort(&server.env, key, &won).await;
+            return Err(e);
+        }
+    }
     server.registry.insert(live.clone());
     let committed = match server.env.authority().commit(key, &won).await {
         Ok(Fenced::Done(ready)) => Ok(ready),

@@ -13,6 +13,7 @@ use super::arrival::{
 };
 use super::record::{MovedState, RestoreRecord, RestoreReply};
 use super::RELOCATION_DEADLINE;
+use crate::object::authority::ObjectShape;
 use crate::address::{ActorId, ObjectKey, ObjectKind, SpotId};
 use crate::object::membership::Execution;
 use crate::object::server::ObjectServer;
@@ -107,14 +108,20 @@ pub(super) async fn arrive_with_members(
         .iter()
         .map(|member| {
             let home = Some(&spot_id);
-            expected_authority(&server.env, ObjectKind::Actor, &member.object, &token, home)
+            expected_authority(&server.env, ObjectShape::Actor, &member.object, &token, home)
         })
         .collect();
     let fences = expected.iter().map(|a| a.fence.clone()).collect();
     let spot_arriving = Arriving {
         relocation_id: &record.relocation_id,
         object: &record.object,
-        expected: expected_authority(&server.env, ObjectKind::Spot, &record.object, &token, None),
+        expected: expected_authority(
+            &server.env,
+            ObjectShape::UserSpot,
+            &record.object,
+            &token,
+            None,
+        ),
         joined: None,
         deadline,
         permit: Some(permit),

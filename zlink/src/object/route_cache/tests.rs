@@ -9,6 +9,7 @@ fn route(id: &str, generation: u64, owner_generation: u64) -> Arc<ReadyRoute> {
     Arc::new(ReadyRoute {
         key: ObjectKey::from(&SpotId::new(id).unwrap()),
         shape: ObjectShape::UserSpot,
+        stable_type: "room".into(),
         fence: OwnerFence {
             object_generation: generation,
             owner_generation,

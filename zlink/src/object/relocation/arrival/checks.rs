@@ -155,11 +155,21 @@ pub(crate) fn arriving_type(
     }
 }
 
+/// What an arriving object of `object_type` is: an Actor, or a User or Instance Spot
+/// (a move never changes it).
+pub(crate) fn arriving_shape(object_type: &TypeDef) -> ObjectShape {
+    match (object_type.kind(), object_type.instance) {
+        (ObjectKind::Actor, _) => ObjectShape::Actor,
+        (ObjectKind::Spot, true) => ObjectShape::InstanceSpot,
+        (ObjectKind::Spot, false) => ObjectShape::UserSpot,
+    }
+}
+
 /// The authority an arriving object will run under here: its source's with AOG + 1 and
 /// this node as the owner.
 pub(crate) fn expected_authority(
     env: &ObjectEnv,
-    kind: ObjectKind,
+    shape: ObjectShape,
     object: &MovedObject,
     token: &crate::store::LeaseToken,
     home: Option<&SpotId>,
@@ -167,10 +177,7 @@ pub(crate) fn expected_authority(
     let source = &object.source_fence;
     Authority {
         state: AuthorityState::Ready,
-        shape: match kind {
-            ObjectKind::Actor => ObjectShape::Actor,
-            ObjectKind::Spot => ObjectShape::UserSpot,
-        },
+        shape,
         stable_type: object.stable_type.clone(),
         fence: OwnerFence {
             object_generation: source.object_generation,
@@ -181,5 +188,6 @@ pub(crate) fn expected_authority(
         route: env.route().clone(),
         membership: home.map(ToString::to_string),
         creation_request: None,
+        activation: None,
     }
 }

@@ -1,0 +1,374 @@
+//! Instance Spots (seed 002 §4.3, reference §2.6 and its rules 14–21), over real TCP and a
+//! real `redis-server`: only a call with Instance intent activates one, its message is the
+//! first handler call, racing first calls make exactly one, and the recovery pointer goes
+//! only after that first handler ran.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::Semaphore;
+use zlink::object::{Spot, SpotContext, SpotCreation};
+use zlink::store::{MemoryRelocationStore, ReadOutcome, RecordKey, RelocationStore};
+use zlink::{ErrorKind, Runtime};
+use zlink_testkit::{wait_until, RedisServer};
+use zlink_tests::*;
+
+const WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The permits of a match node's handler gate: taking them all holds every handler.
+const PERMITS: u32 = 1 << 20;
+
+/// Request: note `by` in the match's log; the reply is the whole log so far.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Log)]
+pub struct Score {
+    pub by: String,
+}
+
+/// One-way: note `by` in the match's log.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Mark {
+    pub by: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Log(pub Vec<String>);
+
+/// An Instance Spot: a match, activated by its first message.
+pub struct Match {
+    log: Vec<String>,
+    /// Each handler takes one permit first: a test holds them back to pause a handler.
+    gate: Arc<Semaphore>,
+}
+
+#[zlink::spot(type = "match", relocation = disable, instance)]
+impl Match {
+    #[handler]
+    async fn score(&mut self, score: Score, _ctx: &SpotContext) -> zlink::Result<Log> {
+        let _turn = self.gate.acquire().await;
+        self.log.push(score.by);
+        Ok(Log(self.log.clone()))
+    }
+
+    #[handler]
+    async fn mark(&mut self, mark: Mark, _ctx: &SpotContext) -> zlink::Result<()> {
+        let _turn = self.gate.acquire().await;
+        self.log.push(mark.by);
+        Ok(())
+    }
+}
+
+impl Spot for Match {}
+
+/// A User Spot type, for the type checks.
+pub struct Lounge;
+
+#[zlink::spot(type = "lounge", relocation = disable)]
+impl Lounge {
+    #[handler]
+    async fn score(&mut self, _score: Score, _ctx: &SpotContext) -> zlink::Result<Log> {
+        Ok(Log(Vec::new()))
+    }
+}
+
+impl Spot for Lounge {}
+
+/// A node serving matches and lounges, with its own Relocation Store (to count roots),
+/// counting the matches it builds; `gate` paces every match handler.
+struct MatchNode {
+    _redis: RedisServer,
+    store: Arc<dyn zlink::store::LocationStore>,
+    roots: Arc<MemoryRelocationStore>,
+    built: Arc<AtomicUsize>,
+    gate: Arc<Semaphore>,
+    rt: Runtime,
+}
+
+async fn match_node() -> MatchNode {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let roots = Arc::new(MemoryRelocationStore::new());
+    let built = Arc::new(AtomicUsize::new(0));
+    let gate = Arc::new(Semaphore::new(PERMITS as usize));
+    let matches = Match::spot_type({
+        let (built, gate) = (built.clone(), gate.clone());
+        move |_| {
+            built.fetch_add(1, Ordering::SeqCst);
+            Match {
+                log: Vec::new(),
+                gate: gate.clone(),
+            }
+        }
+    })
+    .unwrap();
+    let relocation: Arc<dyn RelocationStore> = roots.clone();
+    let rt = start(
+        discovered_node("a", &store, quick_lease())
+            .relocation_store(relocation)
+            .spot_type(matches)
+            .spot_type(Lounge::spot_type(|_| Lounge).unwrap()),
+    )
+    .await;
+    MatchNode {
+        _redis: redis,
+        store,
+        roots,
+        built,
+        gate,
+        rt,
+    }
+}
+
+/// The recovery pointer of Spot `id`'s authority record, read straight from the store
+/// (`None` once it is gone; the record must be there).
+async fn recovery_pointer(
+    store: &Arc<dyn zlink::store::LocationStore>,
+    id: &str,
+) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Stored {
+        #[serde(default)]
+        activation: Option<String>,
+    }
+    let key = RecordKey::new(format!("zla1:s:{}:{id}", id.len()), "authority");
+    match store.read(&key).await.unwrap() {
+        ReadOutcome::Found { value, .. } => {
+            zlink::cbor_decode::<Stored>(&value)
+                .expect("an authority record")
+                .activation
+        }
+        ReadOutcome::Missing => panic!("no authority record for {id}"),
+    }
+}
+
+#[tokio::test]
+async fn a_plain_call_to_a_missing_instance_spot_is_not_found_and_activates_nothing() {
+    let node = match_node().await;
+    let plain = MatchClient::new(&node.rt, "m1")
+        .score(&Score { by: "plain".into() })
+        .await
+        .unwrap_err();
+    assert!(plain.is(ErrorKind::NotFound), "{plain}");
+    assert_eq!(node.rt.spots().find("m1").await.unwrap(), None);
+    assert_eq!(node.built.load(Ordering::SeqCst), 0);
+    assert!(node.roots.is_empty(), "no recovery root was written");
+    node.rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_intent_call_activates_the_spot_and_its_message_is_the_first_handler_call() {
+    let node = match_node().await;
+    let first = MatchClient::instance(&node.rt, "m1")
+        .score(&Score { by: "first".into() })
+        .await
+        .unwrap();
+    assert_eq!(first.0, ["first"], "the activating message ran first, once");
+    let found = node.rt.spots().find("m1").await.unwrap().expect("Ready");
+    assert_eq!(found.rid, "a");
+    // It exists now: plain calls and intent calls reach the same Spot.
+    let plain = MatchClient::new(&node.rt, "m1")
+        .score(&Score { by: "plain".into() })
+        .await
+        .unwrap();
+    assert_eq!(plain.0, ["first", "plain"]);
+    let again = MatchClient::instance(&node.rt, "m1")
+        .score(&Score { by: "again".into() })
+        .await
+        .unwrap();
+    assert_eq!(again.0, ["first", "plain", "again"]);
+    assert_eq!(node.built.load(Ordering::SeqCst), 1, "activated once");
+    node.rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn concurrent_first_intent_requests_activate_one_spot_and_each_handler_runs_once() {
+    let node = match_node().await;
+    let callers = (0..12).map(|i| {
+        let rt = node.rt.clone();
+        async move {
+            MatchClient::instance(&rt, "race")
+                .score(&Score {
+                    by: format!("c{i}"),
+                })
+                .await
+        }
+    });
+    let replies: Vec<Log> = futures::future::join_all(callers)
+        .await
+        .into_iter()
+        .map(|reply| reply.expect("every caller is answered"))
+        .collect();
+    assert_eq!(
+        node.built.load(Ordering::SeqCst),
+        1,
+        "exactly one factory ran"
+    );
+    let longest = replies.iter().map(|r| r.0.len()).max().unwrap();
+    let full = replies.iter().find(|r| r.0.len() == longest).unwrap();
+    let mut handled = full.0.clone();
+    handled.sort();
+    let mut expected: Vec<String> = (0..12).map(|i| format!("c{i}")).collect();
+    expected.sort();
+    assert_eq!(handled, expected, "each caller's message ran exactly once");
+    // The activating message is the first handler call: one reply saw only itself, and
+    // it heads the log.
+    let winners: Vec<&Log> = replies.iter().filter(|r| r.0.len() == 1).collect();
+    assert_eq!(winners.len(), 1, "{replies:?}");
+    assert_eq!(full.0[0], winners[0].0[0]);
+    node.rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_one_way_intent_call_completes_before_its_handler_and_activates_the_spot() {
+    let node = match_node().await;
+    // Every handler waits: the one-way must complete anyway.
+    let permits = node.gate.acquire_many(PERMITS).await.unwrap();
+    tokio::time::timeout(
+        WAIT,
+        MatchClient::instance(&node.rt, "m2").mark(&Mark {
+            by: "one-way".into(),
+        }),
+    )
+    .await
+    .expect("the one-way completes while its handler cannot run")
+    .unwrap();
+    wait_until(WAIT, "m2 is Ready", || async {
+        node.rt.spots().find("m2").await.unwrap().is_some()
+    })
+    .await;
+    drop(permits);
+    let log = MatchClient::new(&node.rt, "m2")
+        .score(&Score { by: "next".into() })
+        .await
+        .unwrap();
+    assert_eq!(
+        log.0,
+        ["one-way", "next"],
+        "the one-way was the first handler call"
+    );
+    node.rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_recovery_pointer_and_its_root_stay_until_the_first_handler_ran() {
+    let node = match_node().await;
+    let permits = node.gate.acquire_many(PERMITS).await.unwrap();
+    let first = tokio::spawn({
+        let rt = node.rt.clone();
+        async move {
+            MatchClient::instance(&rt, "m3")
+                .score(&Score { by: "first".into() })
+                .await
+        }
+    });
+    wait_until(WAIT, "m3 is Ready, its first handler held", || async {
+        node.rt.spots().find("m3").await.unwrap().is_some()
+    })
+    .await;
+    assert!(
+        recovery_pointer(&node.store, "m3").await.is_some(),
+        "Ready, and the first handler has not run: the pointer stays"
+    );
+    assert_eq!(node.roots.len(), 1, "the activating message is kept");
+    drop(permits);
+    assert_eq!(first.await.unwrap().unwrap().0, ["first"]);
+    wait_until(WAIT, "the pointer and its root are gone", || async {
+        recovery_pointer(&node.store, "m3").await.is_none() && node.roots.is_empty()
+    })
+    .await;
+    node.rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_intent_call_to_a_user_spot_or_another_instance_type_is_type_mismatch() {
+    let node = match_node().await;
+    let created = node
+        .rt
+        .spots()
+        .get_or_create("l1", "lounge", "")
+        .await
+        .unwrap();
+    assert!(matches!(created, SpotCreation::Created(..)));
+    let mismatch = MatchClient::instance(&node.rt, "l1")
+        .score(&Score { by: "x".into() })
+        .await
+        .unwrap_err();
+    assert!(mismatch.is(ErrorKind::TypeMismatch), "{mismatch}");
+    // Intent for a type that is not an Instance Spot type activates nothing either.
+    let not_instance = node
+        .rt
+        .spots()
+        .request("l2", &Score { by: "x".into() })
+        .instance("lounge")
+        .await
+        .unwrap_err();
+    assert!(
+        not_instance.is(ErrorKind::InvalidOperation),
+        "{not_instance}"
+    );
+    assert_eq!(node.rt.spots().find("l2").await.unwrap(), None);
+    node.rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_manager_create_of_an_instance_type_is_invalid_operation_and_leaves_nothing() {
+    let node = match_node().await;
+    let refused = node
+        .rt
+        .spots()
+        .get_or_create("m4", "match", "")
+        .await
+        .unwrap_err();
+    assert!(refused.is(ErrorKind::InvalidOperation), "{refused}");
+    assert_eq!(node.rt.spots().find("m4").await.unwrap(), None);
+    assert_eq!(node.built.load(Ordering::SeqCst), 0);
+    node.rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn instance_intent_set_twice_or_on_a_call_that_is_not_to_a_spot_is_invalid_operation() {
+    let node = match_node().await;
+    let twice = node
+        .rt
+        .spots()
+        .request("m5", &Score { by: "x".into() })
+        .instance("match")
+        .instance("match")
+        .await
+        .unwrap_err();
+    assert!(twice.is(ErrorKind::InvalidOperation), "{twice}");
+    let on_actor = node
+        .rt
+        .actors()
+        .request("p1", &Score { by: "x".into() })
+        .instance("match")
+        .await
+        .unwrap_err();
+    assert!(on_actor.is(ErrorKind::InvalidOperation), "{on_actor}");
+    assert_eq!(node.built.load(Ordering::SeqCst), 0);
+    node.rt.shutdown().await;
+}
+
+#[test]
+fn an_instance_spot_type_without_a_relocation_store_is_a_startup_error() {
+    let store: Arc<dyn zlink::store::LocationStore> =
+        Arc::new(zlink::store::MemoryLocationStore::new());
+    let built = Runtime::builder()
+        .rid("a")
+        .mesh_name("m")
+        .location_store(store)
+        .spot_type(
+            Match::spot_type(|_| Match {
+                log: Vec::new(),
+                gate: Arc::new(Semaphore::new(1)),
+            })
+            .unwrap(),
+        )
+        .build();
+    let error = built.err().expect("refused at build").to_string();
+    assert!(
+        error.contains("Instance Spot type") && error.contains("Relocation Store"),
+        "{error}"
+    );
+}
