@@ -372,3 +372,102 @@ fn an_instance_spot_type_without_a_relocation_store_is_a_startup_error() {
         "{error}"
     );
 }
+
+/// A node serving matches (its builds counted in `built`) or nothing, on `store`.
+async fn mesh_node(
+    rid: &str,
+    store: &Arc<dyn zlink::store::LocationStore>,
+    built: Option<&Arc<AtomicUsize>>,
+) -> Runtime {
+    let mut builder = discovered_node(rid, store, quick_lease());
+    if let Some(built) = built {
+        let built = built.clone();
+        builder = builder.spot_type(
+            Match::spot_type(move |_| {
+                built.fetch_add(1, Ordering::SeqCst);
+                Match {
+                    log: Vec::new(),
+                    gate: Arc::new(Semaphore::new(PERMITS as usize)),
+                }
+            })
+            .unwrap(),
+        );
+    }
+    start(builder).await
+}
+
+#[tokio::test]
+async fn racing_first_intent_calls_from_three_nodes_activate_one_spot_on_a_serving_node() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let built = Arc::new(AtomicUsize::new(0));
+    // a serves no matches: its intent calls go to b or c (command 39).
+    let nodes = [
+        mesh_node("a", &store, None).await,
+        mesh_node("b", &store, Some(&built)).await,
+        mesh_node("c", &store, Some(&built)).await,
+    ];
+    wait_until(WAIT, "a sees both match servers", || async {
+        nodes[0].spots().ready_nodes("match").unwrap_or_default() == ["b", "c"]
+    })
+    .await;
+    let callers = nodes.iter().flat_map(|rt| {
+        (0..4).map(move |i| {
+            let rt = rt.clone();
+            async move {
+                MatchClient::instance(&rt, "final")
+                    .score(&Score {
+                        by: format!("{}{i}", rt.rid()),
+                    })
+                    .await
+            }
+        })
+    });
+    let replies: Vec<Log> = futures::future::join_all(callers)
+        .await
+        .into_iter()
+        .map(|reply| reply.expect("every caller is answered"))
+        .collect();
+    assert_eq!(
+        built.load(Ordering::SeqCst),
+        1,
+        "exactly one factory ran in the mesh"
+    );
+    let full = replies.iter().max_by_key(|r| r.0.len()).unwrap();
+    assert_eq!(
+        full.0.len(),
+        12,
+        "each of the 12 messages ran exactly once: {full:?}"
+    );
+    let mut distinct = full.0.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 12);
+    let winners = replies.iter().filter(|r| r.0.len() == 1).count();
+    assert_eq!(winners, 1, "one message was the first handler call");
+    let owner = nodes[0].spots().find("final").await.unwrap().unwrap().rid;
+    assert!(
+        owner == "b" || owner == "c",
+        "activated on a serving node: {owner}"
+    );
+    let [a, b, c] = nodes;
+    stop([c, b, a]).await;
+}
+
+#[tokio::test]
+async fn an_intent_call_for_a_type_no_node_serves_is_not_found_and_activates_nothing() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let a = mesh_node("a", &store, None).await;
+    let missing = MatchClient::instance(&a, "m")
+        .score(&Score { by: "x".into() })
+        .await
+        .unwrap_err();
+    assert!(missing.is(ErrorKind::NotFound), "{missing}");
+    assert!(
+        missing.to_string().contains("no ready node serves"),
+        "{missing}"
+    );
+    assert_eq!(a.spots().find("m").await.unwrap(), None);
+    a.shutdown().await;
+}

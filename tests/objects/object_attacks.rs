@@ -780,3 +780,84 @@ async fn hostile_session_bind_and_push_commands_are_refused_and_the_node_keeps_s
     assert!(pong.is_ok());
     a.shutdown().await;
 }
+
+/// Activation envelopes (command 39) from a hostile peer: garbage, an envelope whose type
+/// is not its head's, another version, an entry-format ID, and a well-formed one for a
+/// type this node does not serve are each answered with an error, and nothing is
+/// activated. The node keeps serving.
+#[tokio::test]
+async fn hostile_activation_envelopes_are_refused_and_nothing_is_activated() {
+    #[derive(Serialize)]
+    struct Envelope<'a> {
+        version: u8,
+        stable_type: &'a str,
+        packet: &'a str,
+        request: bool,
+        metadata: Vec<(String, String)>,
+        #[serde(with = "serde_bytes")]
+        payload: Vec<u8>,
+    }
+    let envelope = |version: u8, stable_type: &'static str| {
+        cbor(&Envelope {
+            version,
+            stable_type,
+            packet: "Ping",
+            request: true,
+            metadata: Vec::new(),
+            payload: Vec::new(),
+        })
+    };
+    let a = object_server().await;
+    let mut raw = admitted_raw(&a.endpoint()).await;
+    let cases = [
+        (
+            1,
+            "m1",
+            "match",
+            Bytes::from_static(b"\xff\x00garbage"),
+            ErrorKind::ProtocolError,
+        ),
+        (
+            2,
+            "m2",
+            "match",
+            envelope(1, "other"),
+            ErrorKind::ProtocolError,
+        ),
+        (
+            3,
+            "m3",
+            "match",
+            envelope(9, "match"),
+            ErrorKind::ProtocolError,
+        ),
+        (
+            4,
+            "zlink-entry-00000000-0000-4000-8000-000000000000",
+            "match",
+            envelope(1, "match"),
+            ErrorKind::InvalidOperation,
+        ),
+        (5, "m5", "match", envelope(1, "match"), ErrorKind::NotFound),
+    ];
+    for (correlation, target, stable_type, payload, expected) in cases {
+        let frames = call(
+            Command::InstanceSpot,
+            correlation,
+            target,
+            stable_type,
+            None,
+            payload,
+        );
+        raw.send(&slices(&frames)).await.unwrap();
+        let (answered, kind) = reply(&mut raw).await;
+        assert_eq!(answered, correlation);
+        assert_eq!(kind, Some(expected as u8), "case {correlation}");
+    }
+    for id in ["m1", "m2", "m3", "m5"] {
+        assert_eq!(a.spots().find(id).await.unwrap(), None, "{id}");
+    }
+    a.spots().get_or_create("t1", "target", "").await.unwrap();
+    assert!(TargetClient::new(&a, "t1").ping(&Ping).await.is_ok());
+    a.shutdown().await;
+}

@@ -16,17 +16,20 @@ use tokio::time::Instant;
 
 use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::Fenced;
-use super::creation::{settle_creating, try_create, FirstMessage};
+use super::creation::{candidates, settle_creating, try_create, FirstMessage};
 use super::direct::{resolved_call, ObjectCall};
 use super::object_job::{ObjectJob, ReplyTo};
-use super::owner_link::node_stopping;
+use super::object_type::TypeDef;
+use super::owner_link::{node_stopping, ObjectCommand};
+use super::placement;
 use super::route_cache::ReadyRoute;
 use super::server::{store_error, ObjectServer};
-use crate::address::{ObjectKey, ObjectKind, Outcome, StableType};
+use crate::address::{ObjectKey, ObjectKind, Outcome, SpotId, StableType};
 use crate::call::BoxFuture;
 use crate::handler::PacketKind;
+use crate::mesh::{InboundCall, InboundRoute};
 use crate::store::PayloadRef;
-use crate::wire::{cbor_encode, Metadata, Payload};
+use crate::wire::{cbor_decode_bounded, cbor_encode, Metadata, Payload};
 use crate::{Error, ErrorKind, Result};
 
 /// How long a recovery root outlives its call's deadline, at most.
@@ -66,8 +69,7 @@ pub(super) fn check_intent(route: &ReadyRoute, intent: &StableType) -> Result<()
 struct Activating {
     key: ObjectKey,
     stable_type: StableType,
-    handler: usize,
-    packet: &'static str,
+    packet: String,
     kind: PacketKind,
     payload: Bytes,
     metadata: Metadata,
@@ -77,9 +79,10 @@ struct Activating {
 }
 
 /// `call` found no Spot, and carries Instance intent: activates one with `call` as its
-/// first message. A request completes with that handler's reply, under the call's one
-/// deadline; a one-way completes once the activation is under way. (A boxed `Send`
-/// future, not an `async fn`: the activation calls back into the direct call path.)
+/// first message, on a node serving the type (this one, or another through command 39).
+/// A request completes with that handler's reply, under the call's one deadline; a
+/// one-way completes once the activation is under way. (A boxed `Send` future, not an
+/// `async fn`: the activation calls back into the direct call path.)
 pub(super) fn activate<'a>(
     server: &'a ObjectServer,
     call: ObjectCall<'a>,
@@ -100,41 +103,17 @@ async fn activate_now(
             "an activation without Instance intent",
         ));
     };
-    let object_type = server
+    // A type this node serves is checked here, before anything goes out.
+    if let Ok(object_type) = server
         .registry
         .object_type(ObjectKind::Spot, intent.as_str())
-        .map_err(|_| {
-            Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "there is no {}, and this node does not serve Instance Spot type {intent} to activate it (an intent call activates on its own node)",
-                    call.key
-                ),
-            )
-        })?;
-    if !object_type.instance {
-        return Err(Error::new(
-            ErrorKind::InvalidOperation,
-            format!("{intent} is not an Instance Spot type"),
-        ));
+    {
+        instance_handler(&object_type, call.packet, call.kind)?;
     }
-    let handler = object_type.handler(call.packet, call.kind).ok_or_else(|| {
-        Error::new(
-            ErrorKind::NotFound,
-            format!(
-                "Spot type {intent} has no {:?} handler for {:?}",
-                call.kind, call.packet
-            ),
-        )
-    })?;
-    server
-        .relocations
-        .required_store("keep an Instance Spot's activating message")?;
     let activating = Activating {
         key: call.key.clone(),
         stable_type: intent,
-        handler,
-        packet: object_type.packet_name(handler).unwrap_or_default(),
+        packet: call.packet.to_string(),
         kind: call.kind,
         payload: call.payload.into_bytes()?,
         metadata: call.metadata,
@@ -143,22 +122,45 @@ async fn activate_now(
         deadline,
     };
     if call.kind == PacketKind::Request {
-        return run(&server, activating).await;
+        return place(&server, activating).await;
     }
     // A one-way is done once its activation is under way; how it ends is only logged.
     let task = server.clone();
     server.env.tracker().spawn(async move {
         let key = activating.key.clone();
-        if let Err(e) = run(&task, activating).await {
+        if let Err(e) = place(&task, activating).await {
             tracing::warn!(object = %key, error = %e, "a one-way that activates an Instance Spot was lost");
         }
     });
     Ok(Payload::default())
 }
 
-/// Activates `activating.key`, or delivers to the Spot another activation made.
-async fn run(server: &Arc<ObjectServer>, activating: Activating) -> Result<Payload> {
+/// The handler of `packet` on the Instance Spot type `object_type`.
+fn instance_handler(object_type: &TypeDef, packet: &str, kind: PacketKind) -> Result<usize> {
+    if !object_type.instance {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("{} is not an Instance Spot type", object_type.stable_type),
+        ));
+    }
+    object_type.handler(packet, kind).ok_or_else(|| {
+        Error::new(
+            ErrorKind::NotFound,
+            format!(
+                "Spot type {} has no {kind:?} handler for {packet:?}",
+                object_type.stable_type
+            ),
+        )
+    })
+}
+
+/// On the caller's node: the message goes to the Spot once one is Ready, and while there
+/// is none, to the node placement picks among those serving the type, which activates it.
+async fn place(server: &Arc<ObjectServer>, activating: Activating) -> Result<Payload> {
     let key = &activating.key;
+    let mut excluded: Vec<String> = Vec::new();
+    let mut refusals: Vec<String> = Vec::new();
+    let mut full = false;
     let mut backoff = SETTLE_BACKOFF;
     loop {
         if Instant::now() >= activating.deadline {
@@ -175,34 +177,228 @@ async fn run(server: &Arc<ObjectServer>, activating: Activating) -> Result<Paylo
             .map_err(store_error)?;
         match current {
             Some(current) if current.record.state == AuthorityState::Ready => {
-                // Another activation won: the message goes to its Spot once, as any call.
-                return resolved_call(
-                    server,
-                    call_of(&activating),
-                    Instant::now(),
-                    activating.deadline,
-                    None,
-                )
-                .await;
+                return deliver(server, &activating).await;
             }
             Some(current) => {
-                if current.record.state == AuthorityState::Creating {
-                    settle_creating(server, key, &current).await?;
-                }
-                let pause = backoff.min(
-                    activating
-                        .deadline
-                        .saturating_duration_since(Instant::now()),
-                );
-                tokio::time::sleep(pause).await;
-                backoff = (backoff * 2).min(Duration::from_millis(200));
+                settle(server, &current, &activating, &mut backoff).await?;
+                continue;
             }
+            None => {}
+        }
+        let candidates = candidates(server, ObjectKind::Spot, activating.stable_type.as_str());
+        let Some(target) = placement::pick(&candidates, &excluded).cloned() else {
+            return Err(if full {
+                Error::new(
+                    ErrorKind::CapacityExceeded,
+                    format!(
+                        "every node serving Instance Spot type {} is at its limit",
+                        activating.stable_type
+                    ),
+                )
+            } else {
+                Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "there is no {key}, and no ready node serves Instance Spot type {} to activate it{}",
+                        activating.stable_type,
+                        if refusals.is_empty() { String::new() } else { format!(" ({})", refusals.join("; ")) }
+                    ),
+                )
+            });
+        };
+        let attempt = if target.local {
+            activate_here(server, &activating).await
+        } else {
+            send_activation(server, &activating, &target.rid).await
+        };
+        match attempt {
+            Err(e) if e.is(ErrorKind::CapacityExceeded) => {
+                full = true;
+                excluded.push(target.rid);
+            }
+            Err(e) if !target.local && e.is(ErrorKind::NotFound) => {
+                refusals.push(format!("{}: {e}", target.rid));
+                excluded.push(target.rid);
+            }
+            result => return result,
+        }
+    }
+}
+
+/// The message as a plain call to the Spot that is Ready now.
+async fn deliver(server: &Arc<ObjectServer>, activating: &Activating) -> Result<Payload> {
+    resolved_call(
+        server,
+        call_of(activating),
+        Instant::now(),
+        activating.deadline,
+        None,
+    )
+    .await
+}
+
+/// Another activation is under way (or the Spot closes): an abandoned Creating record is
+/// cancelled, and the caller waits a little before it reads the authority again.
+async fn settle(
+    server: &Arc<ObjectServer>,
+    current: &super::authority_store::Versioned,
+    activating: &Activating,
+    backoff: &mut Duration,
+) -> Result<()> {
+    if current.record.state == AuthorityState::Creating {
+        settle_creating(server, &activating.key, current).await?;
+    }
+    let pause = (*backoff).min(
+        activating
+            .deadline
+            .saturating_duration_since(Instant::now()),
+    );
+    tokio::time::sleep(pause).await;
+    *backoff = (*backoff * 2).min(Duration::from_millis(200));
+    Ok(())
+}
+
+/// On the node that activates: the Spot is reserved and made here, or the message goes to
+/// the one another activation made.
+async fn activate_here(server: &Arc<ObjectServer>, activating: &Activating) -> Result<Payload> {
+    let mut backoff = SETTLE_BACKOFF;
+    loop {
+        if Instant::now() >= activating.deadline {
+            return Err(Error::new(
+                ErrorKind::DeadlineExceeded,
+                format!(
+                    "{} was not activated within the call's deadline",
+                    activating.key
+                ),
+            ));
+        }
+        let current = server
+            .env
+            .authority()
+            .read(&activating.key)
+            .await
+            .map_err(store_error)?;
+        match current {
+            Some(current) if current.record.state == AuthorityState::Ready => {
+                return deliver(server, activating).await;
+            }
+            Some(current) => settle(server, &current, activating, &mut backoff).await?,
             None => {
-                if let Some(result) = reserve_and_run(server, &activating).await? {
+                if let Some(result) = reserve_and_run(server, activating).await? {
                     return result;
                 }
             }
         }
+    }
+}
+
+/// Command 39 to `rid`, which activates the Spot there (or delivers to the one that is).
+async fn send_activation(
+    server: &Arc<ObjectServer>,
+    activating: &Activating,
+    rid: &str,
+) -> Result<Payload> {
+    let out = server.env.owner_link();
+    let admit_by = activating
+        .deadline
+        .min(Instant::now() + activating.send_timeout);
+    let link = out.peer(rid, admit_by).await.map_err(|e| {
+        Error::new(
+            ErrorKind::Unavailable,
+            format!(
+                "node {rid}, picked to activate {}, is not reachable: {e}",
+                activating.key
+            ),
+        )
+    })?;
+    let envelope = cbor_encode(&envelope_of(activating))?;
+    let command =
+        ObjectCommand::activation(&activating.key, activating.stable_type.as_str(), envelope);
+    out.request(&link, &command, activating.deadline, admit_by)
+        .await
+        .map(Payload::encoded)
+}
+
+/// The record a root and an envelope hold.
+fn envelope_of(activating: &Activating) -> ActivationRoot {
+    ActivationRoot {
+        version: 1,
+        stable_type: activating.stable_type.as_str().to_string(),
+        packet: activating.packet.clone(),
+        request: activating.kind == PacketKind::Request,
+        metadata: activating
+            .metadata
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        payload: activating.payload.to_vec(),
+    }
+}
+
+/// The inbound route of command 39: this node activates the Spot the envelope names (or
+/// delivers to the one that is), and answers with the first message's result.
+pub(crate) struct ActivationRoute(pub(crate) std::sync::Weak<ObjectServer>);
+
+impl InboundRoute for ActivationRoute {
+    fn deliver(&self, call: InboundCall) {
+        let Some(server) = self.0.upgrade() else {
+            return call.answer(Err(node_stopping()));
+        };
+        let message = call.message();
+        let deadline = call
+            .deadline()
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(30));
+        let activating = (|| {
+            let id = SpotId::chosen(message.head.target.as_str())
+                .map_err(|e| Error::new(ErrorKind::InvalidOperation, e.to_string()))?;
+            let envelope: ActivationRoot = cbor_decode_bounded(&message.payload).map_err(|e| {
+                Error::new(
+                    ErrorKind::ProtocolError,
+                    format!("activation envelope: {e}"),
+                )
+            })?;
+            if envelope.version != 1 || envelope.stable_type != message.head.packet.as_str() {
+                return Err(Error::new(
+                    ErrorKind::ProtocolError,
+                    "an activation envelope of another version or type than its head",
+                ));
+            }
+            let stable_type = StableType::new(&envelope.stable_type)
+                .map_err(|e| Error::new(ErrorKind::ProtocolError, e.to_string()))?;
+            let mut metadata = Metadata::new();
+            for (k, v) in envelope.metadata {
+                metadata.insert(k, v)?;
+            }
+            let settings = server.env.owner_link().node()?.settings().clone();
+            Ok(Activating {
+                key: ObjectKey::from(&id),
+                stable_type,
+                packet: envelope.packet,
+                kind: if envelope.request {
+                    PacketKind::Request
+                } else {
+                    PacketKind::Send
+                },
+                payload: Bytes::from(envelope.payload),
+                metadata,
+                timeout: deadline.saturating_duration_since(Instant::now()),
+                send_timeout: settings.send_timeout,
+                deadline,
+            })
+        })();
+        let activating = match activating {
+            Ok(activating) => activating,
+            Err(e) => return call.answer(Err(e)),
+        };
+        call.run(move |_message| {
+            Box::pin(async move {
+                let object_type = server
+                    .registry
+                    .object_type(ObjectKind::Spot, activating.stable_type.as_str())?;
+                instance_handler(&object_type, &activating.packet, activating.kind)?;
+                activate_here(&server, &activating).await?.into_bytes()
+            })
+        });
     }
 }
 
@@ -213,24 +409,17 @@ async fn reserve_and_run(
     activating: &Activating,
 ) -> Result<Option<Result<Payload>>> {
     let key = &activating.key;
+    let object_type = server
+        .registry
+        .object_type(ObjectKind::Spot, activating.stable_type.as_str())?;
+    let handler = instance_handler(&object_type, &activating.packet, activating.kind)?;
     let store = server
         .relocations
         .required_store("keep an Instance Spot's activating message")?
         .clone();
     let root = format!("zlink:activation:{}", super::id_uuid_v4());
     let reference = PayloadRef::new(root.clone()).map_err(store_error)?;
-    let record = ActivationRoot {
-        version: 1,
-        stable_type: activating.stable_type.as_str().to_string(),
-        packet: activating.packet.to_string(),
-        request: activating.kind == PacketKind::Request,
-        metadata: activating
-            .metadata
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        payload: activating.payload.to_vec(),
-    };
+    let record = envelope_of(activating);
     let retention = activating
         .deadline
         .saturating_duration_since(Instant::now())
@@ -248,8 +437,8 @@ async fn reserve_and_run(
             .sum::<usize>();
     let first = FirstMessage {
         job: ObjectJob::Message {
-            handler: activating.handler,
-            packet: activating.packet,
+            handler,
+            packet: object_type.packet_name(handler).unwrap_or_default(),
             payload: Payload::encoded(activating.payload.clone()),
             metadata: activating.metadata.clone(),
             deadline: Some(activating.deadline),
@@ -337,7 +526,7 @@ fn forget_root(
 fn call_of(activating: &Activating) -> ObjectCall<'_> {
     ObjectCall {
         key: &activating.key,
-        packet: activating.packet,
+        packet: &activating.packet,
         payload: Payload::encoded(activating.payload.clone()),
         metadata: activating.metadata.clone(),
         kind: activating.kind,

@@ -110,6 +110,21 @@ impl<'a> ObjectCommand<'a> {
         }
     }
 
+    /// Activating the Instance Spot `key` of `stable_type` on the node placement picked,
+    /// with `envelope` (its first message).
+    pub(crate) fn activation(key: &'a ObjectKey, stable_type: &'a str, envelope: Bytes) -> Self {
+        ObjectCommand {
+            command: Command::InstanceSpot,
+            target: &key.id,
+            packet: stable_type,
+            fence: None,
+            hops: 0,
+            session: None,
+            metadata: &NO_METADATA,
+            payload: envelope,
+        }
+    }
+
     /// Closing a Spot or destroying an Actor through its owner, under `fence`.
     pub(crate) fn close(key: &'a ObjectKey, fence: &OwnerFence, payload: Bytes) -> Self {
         let command = match key.kind {

@@ -125,6 +125,12 @@ impl ObjectServer {
             Arc::new(super::binding::BindRoute(Arc::downgrade(&server))),
         )?;
         node.dispatcher().register(
+            Command::InstanceSpot,
+            Arc::new(super::instance_spot::ActivationRoute(Arc::downgrade(
+                &server,
+            ))),
+        )?;
+        node.dispatcher().register(
             Command::SpotMemberDisconnected,
             Arc::new(super::binding::MemberDisconnectedRoute(Arc::downgrade(
                 &server,

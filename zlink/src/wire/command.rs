@@ -62,6 +62,10 @@ pub enum Command {
     /// route moves to the target (commit, from the target once it dispatches) or stays
     /// (abort, from the source); the session submits what it held.
     SessionRelocationRoute = 44,
+    /// Activate an Instance Spot on the node placement picked (target: the Spot ID;
+    /// packet: its stable type; payload: the activation envelope, the first message). A
+    /// request on the wire; the caller of a one-way does not wait for its answer.
+    InstanceSpot = 39,
     /// A classic fanout event (on a PUB/SUB pair, after the topic frame).
     FanoutEvent = 40,
     /// Create a User Spot on the node chosen by placement (target: the Spot ID; packet: the
@@ -108,6 +112,7 @@ impl Command {
             31 => Command::RelocationRestore,
             32 => Command::RelocationCutover,
             33 => Command::RelocationBarrier,
+            39 => Command::InstanceSpot,
             40 => Command::FanoutEvent,
             47 => Command::SpotCreate,
             48 => Command::SpotClose,
@@ -140,6 +145,7 @@ impl Command {
                 | Command::SpotClose
                 | Command::ActorCreate
                 | Command::ActorDestroy
+                | Command::InstanceSpot
                 | Command::RelocationRestore
                 | Command::RelocationCutover
                 | Command::RelocationBarrier
@@ -176,6 +182,7 @@ impl Command {
                     | Command::ChannelRequest
                     | Command::SpotCreate
                     | Command::ActorCreate
+                    | Command::InstanceSpot
                     | Command::RelocationRestore
                     | Command::RelocationCutover
                     | Command::RelocationBarrier
@@ -201,6 +208,7 @@ impl Command {
                 | Command::ActorRequest
                 | Command::ActorCreate
                 | Command::ActorDestroy
+                | Command::InstanceSpot
                 | Command::RelocationRestore
                 | Command::RelocationCutover
                 | Command::RelocationBarrier

@@ -13,8 +13,8 @@ use super::arrival::{
 };
 use super::record::{MovedState, RestoreRecord, RestoreReply};
 use super::RELOCATION_DEADLINE;
-use crate::object::authority::ObjectShape;
 use crate::address::{ActorId, ObjectKey, ObjectKind, SpotId};
+use crate::object::authority::ObjectShape;
 use crate::object::membership::Execution;
 use crate::object::server::ObjectServer;
 use crate::{Error, ErrorKind, Result};
@@ -108,7 +108,13 @@ pub(super) async fn arrive_with_members(
         .iter()
         .map(|member| {
             let home = Some(&spot_id);
-            expected_authority(&server.env, ObjectShape::Actor, &member.object, &token, home)
+            expected_authority(
+                &server.env,
+                ObjectShape::Actor,
+                &member.object,
+                &token,
+                home,
+            )
         })
         .collect();
     let fences = expected.iter().map(|a| a.fence.clone()).collect();
