@@ -471,3 +471,155 @@ async fn an_intent_call_for_a_type_no_node_serves_is_not_found_and_activates_not
     assert_eq!(a.spots().find("m").await.unwrap(), None);
     a.shutdown().await;
 }
+
+/// A match server `rid` whose factory counts into `built`, with `fault` on its builder.
+async fn faulty_match_node(
+    rid: &str,
+    store: &Arc<dyn zlink::store::LocationStore>,
+    built: &Arc<AtomicUsize>,
+    fault: fn(zlink::RuntimeBuilder) -> zlink::RuntimeBuilder,
+) -> Runtime {
+    let built = built.clone();
+    let matches = Match::spot_type(move |_| {
+        built.fetch_add(1, Ordering::SeqCst);
+        Match {
+            log: Vec::new(),
+            gate: Arc::new(Semaphore::new(PERMITS as usize)),
+        }
+    })
+    .unwrap();
+    start(fault(
+        discovered_node(rid, store, quick_lease()).spot_type(matches),
+    ))
+    .await
+}
+
+#[tokio::test]
+async fn a_crash_after_the_reservation_is_cancelled_and_the_next_intent_call_activates_a_new_generation(
+) {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let built = Arc::new(AtomicUsize::new(0));
+    // a alone serves matches, and its activations stop right after their reservation.
+    let a = faulty_match_node("a", &store, &built, |b| {
+        b.test_hold_activation_after_reserve()
+    })
+    .await;
+    let held = tokio::spawn({
+        let a = a.clone();
+        async move {
+            MatchClient::instance(&a, "m")
+                .score(&Score { by: "lost".into() })
+                .await
+        }
+    });
+    wait_until(WAIT, "a reserved m", || async {
+        matches!(
+            store
+                .read(&RecordKey::new("zla1:s:1:m", "authority"))
+                .await
+                .unwrap(),
+            ReadOutcome::Found { .. }
+        )
+    })
+    .await;
+    assert!(
+        recovery_pointer(&store, "m").await.is_some(),
+        "the reservation names its recovery root"
+    );
+    let b = faulty_match_node("b", &store, &built, |b| b).await;
+    a.crash().await;
+    held.abort();
+    // b's intent call waits out a's lease, cancels exactly that reservation, and
+    // activates the Spot afresh: its message is the first handler call, the crashed
+    // attempt's is never run.
+    let log = MatchClient::instance(&b, "m")
+        .score(&Score { by: "b".into() })
+        .await
+        .unwrap();
+    assert_eq!(log.0, ["b"]);
+    let spot = b.spots().find("m").await.unwrap().unwrap();
+    assert_eq!(spot.rid, "b");
+    assert!(
+        spot.generation >= 2,
+        "the cancelled generation is not reused: {spot:?}"
+    );
+    assert_eq!(
+        built.load(Ordering::SeqCst),
+        1,
+        "a's attempt never built the Spot"
+    );
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_ready_instance_spot_whose_owner_died_is_unavailable_to_intent_calls_and_never_activated_again(
+) {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let built = Arc::new(AtomicUsize::new(0));
+    let a = faulty_match_node("a", &store, &built, |b| b).await;
+    MatchClient::instance(&a, "m")
+        .score(&Score { by: "a".into() })
+        .await
+        .unwrap();
+    let b = faulty_match_node("b", &store, &built, |b| b).await;
+    wait_until(WAIT, "b sees a", || async { peer_rids(&b) == ["a"] }).await;
+    let lease = a.discovery().owner_lease().unwrap().token.unwrap();
+    a.crash().await;
+    // Dead owner, and later a lease gone too: Unavailable, never a new activation.
+    let dead = MatchClient::instance(&b, "m")
+        .score(&Score { by: "b".into() })
+        .await
+        .unwrap_err();
+    assert!(dead.is(ErrorKind::Unavailable), "{dead}");
+    wait_until(WAIT, "a's lease expired", || async {
+        matches!(store.read_lease(&lease.owner).await, Ok(None))
+    })
+    .await;
+    let expired = MatchClient::instance(&b, "m")
+        .score(&Score { by: "b".into() })
+        .await
+        .unwrap_err();
+    assert!(expired.is(ErrorKind::Unavailable), "{expired}");
+    assert_eq!(
+        built.load(Ordering::SeqCst),
+        1,
+        "no second incarnation anywhere"
+    );
+    assert_eq!(
+        b.spots().find("m").await.unwrap().map(|s| s.rid),
+        Some("a".to_string()),
+        "the authority stays the dead owner's"
+    );
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn after_an_explicit_close_a_plain_call_is_not_found_and_an_intent_call_activates_a_new_generation(
+) {
+    let node = match_node().await;
+    MatchClient::instance(&node.rt, "m")
+        .score(&Score { by: "first".into() })
+        .await
+        .unwrap();
+    let first = node.rt.spots().find("m").await.unwrap().unwrap();
+    assert!(node.rt.spots().close(&first).await.unwrap());
+    let plain = MatchClient::new(&node.rt, "m")
+        .score(&Score { by: "plain".into() })
+        .await
+        .unwrap_err();
+    assert!(plain.is(ErrorKind::NotFound), "{plain}");
+    let log = MatchClient::instance(&node.rt, "m")
+        .score(&Score { by: "again".into() })
+        .await
+        .unwrap();
+    assert_eq!(log.0, ["again"], "a new Spot, not the closed one's state");
+    let second = node.rt.spots().find("m").await.unwrap().unwrap();
+    assert!(
+        second.generation > first.generation,
+        "{first:?} then {second:?}"
+    );
+    assert_eq!(node.built.load(Ordering::SeqCst), 2);
+    node.rt.shutdown().await;
+}

@@ -108,7 +108,12 @@ pub(super) async fn resolved_call(
     known: Option<Option<Resolution>>,
 ) -> Result<Payload> {
     let Routed { route, sending } = match resolve(server, call.key, now, deadline, known).await {
-        Err(e) if e.is(ErrorKind::NotFound) && call.intent.is_some() => {
+        // With Instance intent, a Missing ID is activated, and one being activated is
+        // waited for; anything else (a dead owner above all) stays the error it is.
+        Err(e)
+            if call.intent.is_some()
+                && super::instance_spot::activates(server, call.key, &e).await =>
+        {
             return super::instance_spot::activate(server, call, deadline).await;
         }
         routed => routed?,

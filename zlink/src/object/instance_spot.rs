@@ -65,6 +65,22 @@ pub(super) fn check_intent(route: &ReadyRoute, intent: &StableType) -> Result<()
     ))
 }
 
+/// Whether a call with Instance intent that failed to resolve with `error` goes to the
+/// activation: the ID is Missing, or its Spot is being activated. Never for a Ready
+/// Spot whose owner is gone (seed 002 §10 item 10).
+pub(super) async fn activates(server: &ObjectServer, key: &ObjectKey, error: &Error) -> bool {
+    if error.is(ErrorKind::NotFound) {
+        return true;
+    }
+    if !error.is(ErrorKind::Unavailable) {
+        return false;
+    }
+    matches!(
+        server.env.authority().read(key).await,
+        Ok(Some(current)) if current.record.state == AuthorityState::Creating
+    )
+}
+
 /// One activating message, kept whole until a reservation takes it.
 struct Activating {
     key: ObjectKey,

@@ -466,6 +466,15 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Test-only fault: an Instance Spot activation on this node stops right after its
+    /// reservation, as if the process died there (the record stays Creating). Only
+    /// available with the `test-faults` feature.
+    #[cfg(feature = "test-faults")]
+    pub fn test_hold_activation_after_reserve(mut self) -> Self {
+        self.faults.hold_activation_after_reserve = true;
+        self
+    }
+
     /// Test-only fault: follow notices sent to this node are lost, so its cached routes
     /// to objects that moved expire only with their max age. Only available with the
     /// `test-faults` feature.

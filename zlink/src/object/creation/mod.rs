@@ -196,13 +196,7 @@ pub(super) async fn settle_creating(
             .is_creating(key, creating.record.fence.object_generation)
     {
         tracing::info!(object = %key, "cancelling a creation this node abandoned");
-        server
-            .env
-            .authority()
-            .delete(key, creating)
-            .await
-            .map_err(store_error)?;
-        return Ok(());
+        return cancel_creating(server, key, creating).await;
     }
     let owner = creating.record.fence.lease();
     let alive = server
@@ -214,12 +208,31 @@ pub(super) async fn settle_creating(
         .is_some_and(|grant| grant.token == owner);
     if !alive {
         tracing::info!(object = %key, generation = creating.record.fence.object_generation, "cancelling a creation its crashed owner left behind");
-        server
-            .env
-            .authority()
-            .delete(key, creating)
-            .await
-            .map_err(store_error)?;
+        cancel_creating(server, key, creating).await?;
+    }
+    Ok(())
+}
+
+/// Removes exactly the Creating record `creating`, and an Instance Spot's recovery root
+/// with it (the Spot is Missing again; the message it kept is not run).
+async fn cancel_creating(
+    server: &ObjectServer,
+    key: &ObjectKey,
+    creating: &Versioned,
+) -> Result<()> {
+    server
+        .env
+        .authority()
+        .delete(key, creating)
+        .await
+        .map_err(store_error)?;
+    let root = creating.record.activation.as_deref();
+    if let (Some(root), Some(store)) = (root, server.relocations.store()) {
+        if let Ok(reference) = crate::store::PayloadRef::new(root) {
+            if let Err(e) = store.delete(&reference).await {
+                tracing::warn!(object = %key, error = %e, "a cancelled activation's root stays until its retention ends");
+            }
+        }
     }
     Ok(())
 }
@@ -350,6 +363,11 @@ async fn attempt(
         Reserved::Exists(_) => return Ok(None),
     };
     creating.reserved(won.record.fence.object_generation);
+    if first.is_some() && server.relocations.faults().holds_activation_after_reserve() {
+        tracing::debug!(object = %key, "an activation held after its reservation (test fault)");
+        server.env.cancel().cancelled().await;
+        return Err(node_stopping());
+    }
     let generation = won.record.fence.object_generation;
     let handle = server.handle()?;
     let staging = stage(

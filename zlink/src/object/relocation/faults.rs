@@ -25,6 +25,10 @@ pub(crate) struct RelocationFaults {
     /// they retired are lost.
     #[cfg(feature = "test-faults")]
     pub(crate) drop_binding_replaced: bool,
+    /// An Instance Spot's activation stops after its reservation, as if its process died
+    /// there.
+    #[cfg(feature = "test-faults")]
+    pub(crate) hold_activation_after_reserve: bool,
 }
 
 impl RelocationFaults {
@@ -64,6 +68,14 @@ impl RelocationFaults {
     pub(crate) fn drops_binding_replaced(&self) -> bool {
         #[cfg(feature = "test-faults")]
         return self.drop_binding_replaced;
+        #[cfg(not(feature = "test-faults"))]
+        false
+    }
+
+    /// Whether an Instance Spot's activation stops after its reservation.
+    pub(crate) fn holds_activation_after_reserve(&self) -> bool {
+        #[cfg(feature = "test-faults")]
+        return self.hold_activation_after_reserve;
         #[cfg(not(feature = "test-faults"))]
         false
     }
