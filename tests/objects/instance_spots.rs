@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
-use zlink::object::{Spot, SpotContext, SpotCreation};
+use zlink::object::{ClosingReason, Spot, SpotContext, SpotCreation, TimerPolicy, TimerTick};
 use zlink::store::{MemoryRelocationStore, ReadOutcome, RecordKey, RelocationStore};
 use zlink::{ErrorKind, Runtime};
 use zlink_testkit::{wait_until, RedisServer};
@@ -621,5 +621,167 @@ async fn after_an_explicit_close_a_plain_call_is_not_found_and_an_intent_call_ac
         "{first:?} then {second:?}"
     );
     assert_eq!(node.built.load(Ordering::SeqCst), 2);
+    node.rt.shutdown().await;
+}
+
+/// One-way: arms a timer that ticks every 20 ms until `Disarm`.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Arm;
+
+/// One-way: stops the timer.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+pub struct Disarm;
+
+/// An Instance Spot that records how it closed.
+pub struct Round {
+    closings: Arc<std::sync::Mutex<Vec<ClosingReason>>>,
+}
+
+#[zlink::spot(type = "round", relocation = disable, instance)]
+impl Round {
+    #[handler]
+    async fn score(&mut self, score: Score, _ctx: &SpotContext) -> zlink::Result<Log> {
+        Ok(Log(vec![score.by]))
+    }
+
+    #[handler]
+    async fn arm(&mut self, _arm: Arm, ctx: &SpotContext) -> zlink::Result<()> {
+        ctx.start_timer(
+            "beat",
+            std::time::Duration::from_millis(20),
+            TimerPolicy::SkipLateTicks,
+        )
+    }
+
+    #[handler]
+    async fn disarm(&mut self, _disarm: Disarm, ctx: &SpotContext) -> zlink::Result<()> {
+        ctx.cancel_timer("beat");
+        Ok(())
+    }
+
+    #[on_timer]
+    async fn beat(&mut self, _tick: TimerTick, _ctx: &SpotContext) -> zlink::Result<()> {
+        Ok(())
+    }
+
+    #[on_closing]
+    async fn closing(&mut self, reason: ClosingReason, _ctx: &SpotContext) {
+        self.closings.lock().unwrap().push(reason);
+    }
+}
+
+/// A node evicting Instance Spots idle for `idle`, its rounds' closings in `closings`;
+/// it serves lounges (User Spots) too.
+async fn evicting_node(
+    redis: &RedisServer,
+    idle: std::time::Duration,
+    closings: &Arc<std::sync::Mutex<Vec<ClosingReason>>>,
+) -> Runtime {
+    let store = redis_store(redis);
+    let closings = closings.clone();
+    start(
+        discovered_node("a", &store, quick_lease())
+            .instance_spot_idle_timeout(idle)
+            .spot_type(
+                Round::spot_type(move |_| Round {
+                    closings: closings.clone(),
+                })
+                .unwrap(),
+            )
+            .spot_type(Lounge::spot_type(|_| Lounge).unwrap()),
+    )
+    .await
+}
+
+const IDLE: std::time::Duration = std::time::Duration::from_millis(300);
+
+#[tokio::test]
+async fn an_idle_instance_spot_is_evicted_then_plain_calls_are_not_found_and_intent_calls_activate_anew(
+) {
+    let redis = RedisServer::start().expect("redis-server");
+    let closings = Arc::default();
+    let rt = evicting_node(&redis, IDLE, &closings).await;
+    RoundClient::instance(&rt, "r")
+        .score(&Score { by: "first".into() })
+        .await
+        .unwrap();
+    let first = rt.spots().find("r").await.unwrap().unwrap();
+    wait_until(WAIT, "the idle round was evicted", || async {
+        rt.spots().find("r").await.unwrap().is_none()
+    })
+    .await;
+    assert_eq!(*closings.lock().unwrap(), [ClosingReason::IdleEvicted]);
+    let plain = RoundClient::new(&rt, "r")
+        .score(&Score { by: "plain".into() })
+        .await
+        .unwrap_err();
+    assert!(plain.is(ErrorKind::NotFound), "{plain}");
+    let again = RoundClient::instance(&rt, "r")
+        .score(&Score { by: "again".into() })
+        .await
+        .unwrap();
+    assert_eq!(again.0, ["again"]);
+    let second = rt.spots().find("r").await.unwrap().unwrap();
+    assert!(
+        second.generation > first.generation,
+        "{first:?} then {second:?}"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_instance_spot_with_work_or_an_armed_timer_and_user_spots_are_never_evicted() {
+    let redis = RedisServer::start().expect("redis-server");
+    let closings = Arc::default();
+    let rt = evicting_node(&redis, IDLE, &closings).await;
+    // A round called more often than its idle timeout stays.
+    let busy = RoundClient::instance(&rt, "busy");
+    busy.score(&Score { by: "b".into() }).await.unwrap();
+    let calling = tokio::spawn({
+        let busy = busy.clone();
+        async move {
+            loop {
+                tokio::time::sleep(IDLE / 5).await;
+                busy.score(&Score { by: "b".into() }).await.unwrap();
+            }
+        }
+    });
+    // A round with an armed timer stays however quiet its callers are.
+    let ticking = RoundClient::instance(&rt, "ticking");
+    ticking.arm(&Arm).await.unwrap();
+    let lounge = rt.spots().get_or_create("l", "lounge", "").await.unwrap();
+    assert!(matches!(lounge, SpotCreation::Created(..)));
+    tokio::time::sleep(IDLE * 4).await;
+    for id in ["busy", "ticking", "l"] {
+        assert!(
+            rt.spots().find(id).await.unwrap().is_some(),
+            "{id} was evicted"
+        );
+    }
+    assert!(closings.lock().unwrap().is_empty());
+    // Once its timer stops, the quiet round goes; the busy one, once quiet, too.
+    calling.abort();
+    ticking.disarm(&Disarm).await.unwrap();
+    wait_until(WAIT, "both rounds were evicted", || async {
+        rt.spots().find("ticking").await.unwrap().is_none()
+            && rt.spots().find("busy").await.unwrap().is_none()
+    })
+    .await;
+    assert!(
+        rt.spots().find("l").await.unwrap().is_some(),
+        "a User Spot stays"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn idle_eviction_is_off_by_default() {
+    let node = match_node().await;
+    MatchClient::instance(&node.rt, "m")
+        .score(&Score { by: "x".into() })
+        .await
+        .unwrap();
+    tokio::time::sleep(IDLE * 3).await;
+    assert!(node.rt.spots().find("m").await.unwrap().is_some());
     node.rt.shutdown().await;
 }

@@ -116,6 +116,8 @@ pub(crate) struct LiveObject {
     joins: Arc<JoinSlot>,
     /// An Actor's session binding.
     bindings: super::binding::ActorBindings,
+    /// Its timers, once its turn loop runs (what idle eviction asks about).
+    timers: std::sync::OnceLock<std::sync::Weak<super::timer::Timers>>,
     /// Where a queued one-way that never runs is counted.
     lost: Arc<LostSends>,
     /// Set (with a wake of the mailbox) when the object or its node stops: what the turn
@@ -170,6 +172,7 @@ impl LiveObject {
             view_changes: AtomicU64::new(0),
             joins: Arc::new(JoinSlot::default()),
             bindings: super::binding::ActorBindings::default(),
+            timers: std::sync::OnceLock::new(),
             lost: host.lost.clone(),
             stopping: AtomicBool::new(false),
         });
@@ -387,6 +390,25 @@ impl LiveObject {
     }
 
     /// Its ObjectGeneration.
+    /// Lets idle eviction see `timers`, the turn loop's.
+    pub(crate) fn watch_timers(&self, timers: &Arc<super::timer::Timers>) {
+        let _ = self.timers.set(Arc::downgrade(timers));
+    }
+
+    /// `Some(mark)` while the object is idle: nothing queued, running or lent, no timer
+    /// armed. The same mark seen later means no work came in between.
+    pub(crate) fn idle_mark(&self) -> Option<u64> {
+        let armed = self
+            .timers
+            .get()
+            .and_then(std::sync::Weak::upgrade)
+            .is_some_and(|timers| timers.any_armed());
+        if armed {
+            return None;
+        }
+        self.mailbox.idle_mark()
+    }
+
     pub(crate) fn bindings(&self) -> &super::binding::ActorBindings {
         &self.bindings
     }

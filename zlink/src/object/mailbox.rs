@@ -56,6 +56,8 @@ struct State<J, R> {
     handed_over: Option<(J, usize)>,
     /// The loop waits for the lent runner to come back (it has to stop).
     reclaiming: bool,
+    /// Every job admitted or turn lent so far: a mark that moves whenever work comes.
+    work: u64,
 }
 
 impl<J, R> State<J, R> {
@@ -164,6 +166,7 @@ impl<J, R> Mailbox<J, R> {
                 holder: Holder::Loop,
                 handed_over: None,
                 reclaiming: false,
+                work: 0,
             }),
             arrived: Arrival::default(),
             released: Notify::new(),
@@ -197,8 +200,24 @@ impl<J, R> Mailbox<J, R> {
         target.used.jobs += 1;
         target.used.bytes += bytes;
         target.queued.push_back((job, bytes));
+        state.work += 1;
         self.wake_loop(state);
         Ok(())
+    }
+
+    /// `Some(mark)` while the mailbox is idle: open, nothing queued, running, lent or
+    /// handed over, the loop parked. The mark moves with every job admitted and every
+    /// turn lent, so the same mark seen later means no work came in between.
+    pub(crate) fn idle_mark(&self) -> Option<u64> {
+        let state = self.state();
+        let idle = !state.closed
+            && !state.sealed
+            && !state.reclaiming
+            && state.handed_over.is_none()
+            && matches!(state.holder, Holder::Parked(_))
+            && state.lifecycle.used.jobs == 0
+            && state.application.used.jobs == 0;
+        idle.then_some(state.work)
     }
 
     /// Admits a framework notice to `lane` even past its bounds (it still counts): a
@@ -213,6 +232,7 @@ impl<J, R> Mailbox<J, R> {
         target.used.jobs += 1;
         target.used.bytes += JOB_OVERHEAD_BYTES;
         target.queued.push_back((job, JOB_OVERHEAD_BYTES));
+        state.work += 1;
         self.wake_loop(state);
         Ok(())
     }
@@ -415,6 +435,7 @@ impl<J, R> Mailbox<J, R> {
         };
         state.application.used.jobs += 1;
         state.application.used.bytes += bytes;
+        state.work += 1;
         Some(Lent {
             runner,
             room: LentRoom(bytes),

@@ -22,6 +22,7 @@ mod direct;
 mod entry;
 mod env;
 mod handler_turn;
+mod idle_eviction;
 mod inbound;
 mod inline_turn;
 mod instance;

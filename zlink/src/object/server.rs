@@ -139,6 +139,7 @@ impl ObjectServer {
         server
             .resolver
             .watch(node, server.env.tracker(), server.env.cancel().clone());
+        super::idle_eviction::watch(&server, settings.instance_idle_timeout);
         if let Some(entry) = &server.entry {
             entry.claim(&server).await;
         }

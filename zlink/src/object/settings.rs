@@ -31,6 +31,9 @@ pub(crate) struct ObjectSettings {
     pub(crate) bound_routes: Option<Arc<dyn BoundRoutes>>,
     /// The most Spots the node runs (0: no limit).
     pub(crate) max_spots: u32,
+    /// InstanceSpotIdleTimeout: how long an Instance Spot may stay idle before it is
+    /// evicted (0: never).
+    pub(crate) instance_idle_timeout: Duration,
     /// Faults tests inject into moves; nothing outside the `test-faults` feature.
     pub(crate) faults: RelocationFaults,
 }

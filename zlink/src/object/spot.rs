@@ -39,6 +39,9 @@ pub enum ClosingReason {
     /// It moved to another node: this is the last turn of the instance it left behind (a
     /// Spot's; an Actor's instance ends without a hook).
     RelocationOut,
+    /// An Instance Spot idle for the node's InstanceSpotIdleTimeout: it is evicted and its
+    /// state is not kept.
+    IdleEvicted,
 }
 
 /// A Spot's handlers: the packets it takes and the dispatch to them. The

@@ -285,6 +285,11 @@ impl Timers {
         self.running.lock_unpoisoned()
     }
 
+    /// Whether any timer is armed.
+    pub(crate) fn any_armed(&self) -> bool {
+        !self.running().is_empty()
+    }
+
     /// Starts (or restarts, from now) the timer `name`.
     pub(crate) fn start(&self, name: &str, period: Duration, policy: TimerPolicy) -> Result<()> {
         if name.is_empty() || name.len() > 255 {

@@ -72,6 +72,7 @@ impl TurnLoop {
             host.tracker,
             timer_stop.clone(),
         );
+        object.watch_timers(&timers);
         TurnLoop {
             generation: object.generation(),
             object,

@@ -77,6 +77,7 @@ pub struct RuntimeBuilder {
     entry_hooks: Option<Arc<crate::object::EntryHooksFactory>>,
     route_cache_max_age: Duration,
     message_follow_duration: Duration,
+    instance_idle_timeout: Duration,
     faults: RelocationFaults,
     relocation_store: Option<Arc<dyn crate::store::RelocationStore>>,
     bound_routes: Option<Arc<dyn crate::object::relocation::BoundRoutes>>,
@@ -116,6 +117,7 @@ impl Default for RuntimeBuilder {
             entry_hooks: None,
             route_cache_max_age: crate::object::DEFAULT_ROUTE_CACHE_MAX_AGE,
             message_follow_duration: crate::object::MESSAGE_FOLLOW_DURATION,
+            instance_idle_timeout: Duration::ZERO,
             faults: RelocationFaults::default(),
             relocation_store: None,
             bound_routes: None,
@@ -284,6 +286,17 @@ impl RuntimeBuilder {
     /// change applies to moves that start after it.
     pub fn message_follow_duration(mut self, duration: Duration) -> Self {
         self.message_follow_duration = duration;
+        self
+    }
+
+    /// InstanceSpotIdleTimeout: an Instance Spot on this node that stayed idle this long
+    /// (nothing queued or running, no timer armed, its first message done, not moving) is
+    /// evicted: `on_closing(IdleEvicted)` runs and its authority is released, so the next
+    /// call with Instance intent activates a new incarnation and a plain call gets
+    /// `NotFound`. Its state is not kept. Default 0: never evicted. User and Entry Spots
+    /// are never evicted.
+    pub fn instance_spot_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.instance_idle_timeout = timeout;
         self
     }
 
@@ -673,6 +686,7 @@ impl RuntimeBuilder {
                     relocation_store: self.relocation_store,
                     bound_routes: self.bound_routes,
                     max_spots: self.max_spots,
+                    instance_idle_timeout: self.instance_idle_timeout,
                     faults: self.faults,
                 },
                 stream_listeners: self.stream_listeners,
