@@ -785,3 +785,65 @@ async fn idle_eviction_is_off_by_default() {
     assert!(node.rt.spots().find("m").await.unwrap().is_some());
     node.rt.shutdown().await;
 }
+
+/// An Instance Spot that moves by being built afresh on its new node.
+pub struct Heat;
+
+#[zlink::spot(type = "heat", relocation = recreate, instance)]
+impl Heat {
+    #[handler]
+    async fn score(&mut self, score: Score, ctx: &SpotContext) -> zlink::Result<Log> {
+        Ok(Log(vec![score.by, ctx.handle().rid().to_string()]))
+    }
+}
+
+impl Spot for Heat {}
+
+#[tokio::test]
+async fn an_instance_spot_moves_as_one_unit_keeping_its_generation_and_stays_an_instance_spot() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let heat_node = |rid: &'static str| {
+        let store = store.clone();
+        async move {
+            start(
+                discovered_node(rid, &store, quick_lease())
+                    .spot_type(Heat::spot_type(|_| Heat).unwrap()),
+            )
+            .await
+        }
+    };
+    let (a, b) = (heat_node("a").await, heat_node("b").await);
+    wait_until(WAIT, "a and b see each other", || async {
+        peer_rids(&a) == ["b"] && peer_rids(&b) == ["a"]
+    })
+    .await;
+    let first = HeatClient::instance(&a, "h")
+        .score(&Score { by: "first".into() })
+        .await
+        .unwrap();
+    let from = first.0[1].clone();
+    let to = if from == "a" { "b" } else { "a" };
+    let owner = if from == "a" { &a } else { &b };
+    let before = a.spots().find("h").await.unwrap().unwrap();
+    let moved = owner.spots().relocate("h", Some(to)).await.unwrap();
+    assert_eq!(moved.rid, to);
+    assert_eq!(
+        moved.generation, before.generation,
+        "the same incarnation moved"
+    );
+    // Still an Instance Spot of its type: intent calls reach it, from both nodes, and
+    // nothing is activated again.
+    for rt in [&a, &b] {
+        let log = HeatClient::instance(rt, "h")
+            .score(&Score { by: "after".into() })
+            .await
+            .unwrap();
+        assert_eq!(log.0, ["after", to]);
+    }
+    assert_eq!(
+        a.spots().find("h").await.unwrap().unwrap().generation,
+        before.generation
+    );
+    stop([b, a]).await;
+}
