@@ -4,6 +4,7 @@
 mod actors;
 mod channels;
 mod includes;
+mod instance_spots;
 mod location_store;
 mod relocation;
 mod security;

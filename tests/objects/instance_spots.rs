@@ -847,3 +847,54 @@ async fn an_instance_spot_moves_as_one_unit_keeping_its_generation_and_stays_an_
     );
     stop([b, a]).await;
 }
+
+#[tokio::test]
+async fn an_intent_call_on_a_cached_route_to_an_evicted_instance_spot_activates_it_anew() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let built = Arc::new(AtomicUsize::new(0));
+    let server = faulty_match_node("b", &store, &built, |b| {
+        b.instance_spot_idle_timeout(std::time::Duration::from_millis(300))
+    })
+    .await;
+    let caller = mesh_node("a", &store, None).await;
+    wait_until(WAIT, "a sees the match server", || async {
+        caller.spots().ready_nodes("match").unwrap_or_default() == ["b"]
+    })
+    .await;
+    let live = MatchClient::instance(&caller, "m");
+    assert_eq!(
+        live.score(&Score { by: "1".into() }).await.unwrap().0,
+        ["1"]
+    );
+    // A second call caches the route on a.
+    assert_eq!(
+        live.score(&Score { by: "2".into() }).await.unwrap().0,
+        ["1", "2"]
+    );
+    wait_until(WAIT, "the idle match was evicted", || async {
+        server.spots().find("m").await.unwrap().is_none()
+    })
+    .await;
+    // a's cached route leads to a node that no longer owns m: the request activates anew.
+    assert_eq!(
+        live.score(&Score { by: "3".into() }).await.unwrap().0,
+        ["3"]
+    );
+    wait_until(WAIT, "evicted again", || async {
+        server.spots().find("m").await.unwrap().is_none()
+    })
+    .await;
+    // So does a one-way: it is not lost on the stale route.
+    live.mark(&Mark { by: "4".into() }).await.unwrap();
+    wait_until(WAIT, "the one-way activated m", || async {
+        server.spots().find("m").await.unwrap().is_some()
+    })
+    .await;
+    assert_eq!(
+        live.score(&Score { by: "5".into() }).await.unwrap().0,
+        ["4", "5"]
+    );
+    assert_eq!(built.load(Ordering::SeqCst), 3, "three incarnations");
+    stop([caller, server]).await;
+}

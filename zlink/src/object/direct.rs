@@ -94,18 +94,20 @@ pub(super) fn start<'a>(server: &'a ObjectServer, mut message: ObjectMessage<'a>
     };
     Started::Running(Box::pin(async move {
         let call = ObjectCall::of(&mut message);
-        resolved_call(server, call, now, deadline, Some(known)).await
+        resolved_call(server, call, now, deadline, Some(known), true).await
     }))
 }
 
 /// A call by ID, from where its route stands (`known`: what the cache said at `now`,
-/// if it was asked already).
+/// if it was asked already). With `activate_on_stale`, an intent call its route's owner
+/// refused goes through activation once (the activation's own delivery does not).
 pub(super) async fn resolved_call(
     server: &ObjectServer,
     call: ObjectCall<'_>,
     now: Instant,
     deadline: Instant,
     known: Option<Option<Resolution>>,
+    activate_on_stale: bool,
 ) -> Result<Payload> {
     let Routed { route, sending } = match resolve(server, call.key, now, deadline, known).await {
         // With Instance intent, a Missing ID is activated, and one being activated is
@@ -118,10 +120,25 @@ pub(super) async fn resolved_call(
         }
         routed => routed?,
     };
-    if let Some(intent) = &call.intent {
-        super::instance_spot::check_intent(&route, intent)?;
-    }
+    let mut call = call;
+    // An Instance Spot evicted (or moved) behind a cached route refuses as stale; with
+    // intent the call is not lost but activated (or delivered) afresh, so it keeps a copy.
+    let retry = match &call.intent {
+        Some(intent) if !activate_on_stale => {
+            super::instance_spot::check_intent(&route, intent)?;
+            None
+        }
+        Some(intent) => {
+            super::instance_spot::check_intent(&route, intent)?;
+            let bytes = std::mem::take(&mut call.payload).into_bytes()?;
+            call.payload = Payload::encoded(bytes.clone());
+            Some((bytes, call.metadata.clone(), intent.clone()))
+        }
+        None => None,
+    };
     let request = call.kind == PacketKind::Request;
+    let (key, packet, kind) = (call.key, call.packet, call.kind);
+    let (timeout, send_timeout) = (call.timeout, call.send_timeout);
     let fence = route_fence(&route.fence);
     let result = if route.owner.rid == server.env.route().rid {
         call_local(server, call, &route.local, fence, now, deadline).await
@@ -132,7 +149,22 @@ pub(super) async fn resolved_call(
             .map(Payload::encoded)
     };
     settle(server, &route, sending, request, &result);
-    result
+    match (result, retry) {
+        (Err(e), Some((bytes, metadata, intent))) if is_stale_route(&e) => {
+            let again = ObjectCall {
+                key,
+                packet,
+                payload: Payload::encoded(bytes),
+                metadata,
+                kind,
+                timeout,
+                send_timeout,
+                intent: Some(intent),
+            };
+            super::instance_spot::activate(server, again, deadline).await
+        }
+        (result, _) => result,
+    }
 }
 
 /// What a call's end says about its route: what arrived on it, and whether it is stale.

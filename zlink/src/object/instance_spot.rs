@@ -249,6 +249,7 @@ async fn deliver(server: &Arc<ObjectServer>, activating: &Activating) -> Result<
         Instant::now(),
         activating.deadline,
         None,
+        false,
     )
     .await
 }
