@@ -1,10 +1,12 @@
 //! The code shown in the book's "Instance Spots" section: a match Spot activated by its
 //! first message, on a node serving the type, over real TCP and a real `redis-server`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use zlink::object::{ClosingReason, SpotContext};
+use zlink::store::{RedisOptions, RedisRelocationStore};
 use zlink::{ErrorKind, Runtime};
 use zlink_testkit::RedisServer;
 use zlink_tests::{discovered_node, quick_lease, redis_store, start};
@@ -51,6 +53,12 @@ async fn a_match_is_activated_by_its_first_goal_and_evicted_when_idle() -> zlink
     // ANCHOR: serve
     let server: Runtime = start(
         discovered_node("match-server", &store, quick_lease())
+            // Instance Spots need a Relocation Store shared by the mesh: each first
+            // message is written there before the ID is reserved.
+            .relocation_store(Arc::new(RedisRelocationStore::new(RedisOptions::new(
+                &redis.url(),
+                "game-relocation",
+            ))?))
             .spot_type(Match::spot_type(|_| Match::default())?)
             // An idle match goes after 200 ms (default: never).
             .instance_spot_idle_timeout(Duration::from_millis(200)),
