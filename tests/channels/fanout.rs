@@ -378,6 +378,7 @@ async fn publish_publisher(
         channels: vec![],
         curve_key: None,
         spot_types: vec![],
+        instance_spot_types: vec![],
         actor_types: vec![],
         entry_spot: None,
         placement_weight: 0,

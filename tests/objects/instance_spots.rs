@@ -898,3 +898,57 @@ async fn an_intent_call_on_a_cached_route_to_an_evicted_instance_spot_activates_
     assert_eq!(built.load(Ordering::SeqCst), 3, "three incarnations");
     stop([caller, server]).await;
 }
+
+#[tokio::test]
+async fn intent_without_a_type_selects_the_one_instance_type_of_the_mesh_and_fails_with_two_or_none(
+) {
+    let node = match_node().await;
+    // One Instance Spot type in the mesh (the lounge is a User Spot type): it is chosen.
+    let log = node
+        .rt
+        .spots()
+        .request("m6", &Score { by: "sole".into() })
+        .instance_any()
+        .await
+        .unwrap();
+    assert_eq!(log.0, ["sole"]);
+    assert_eq!(node.built.load(Ordering::SeqCst), 1);
+    // A second Instance Spot type appears on a member: the choice is ambiguous.
+    let closings = Arc::default();
+    let b = start(
+        discovered_node("b", &node.store, quick_lease()).spot_type(
+            Round::spot_type(move |_| Round {
+                closings: Arc::clone(&closings),
+            })
+            .unwrap(),
+        ),
+    )
+    .await;
+    wait_until(WAIT, "a sees b serving rounds", || async {
+        node.rt.spots().ready_nodes("round").unwrap_or_default() == ["b"]
+    })
+    .await;
+    let two = node
+        .rt
+        .spots()
+        .request("m7", &Score { by: "two".into() })
+        .instance_any()
+        .await
+        .unwrap_err();
+    assert!(two.is(ErrorKind::InvalidOperation), "{two}");
+    assert!(two.to_string().contains("match, round"), "{two}");
+    assert_eq!(node.rt.spots().find("m7").await.unwrap(), None);
+    // A node in a mesh that serves no Instance Spot type: NotFound, nothing written.
+    let redis = RedisServer::start().expect("redis-server");
+    let alone = mesh_node("c", &redis_store(&redis), None).await;
+    let none = alone
+        .spots()
+        .request("m8", &Score { by: "none".into() })
+        .instance_any()
+        .await
+        .unwrap_err();
+    assert!(none.is(ErrorKind::NotFound), "{none}");
+    assert_eq!(alone.spots().find("m8").await.unwrap(), None);
+    stop([alone, b]).await;
+    node.rt.shutdown().await;
+}

@@ -94,6 +94,8 @@ pub(crate) struct MeshSettings {
 pub(crate) struct ServedObjects {
     /// Stable names of the Spot types served, sorted.
     pub(crate) spot_types: Vec<String>,
+    /// Which of those are Instance Spot types, sorted.
+    pub(crate) instance_spot_types: Vec<String>,
     /// Stable names of the Actor types served, sorted.
     pub(crate) actor_types: Vec<String>,
     /// This lifecycle's Entry Spot, when Actor types are served.

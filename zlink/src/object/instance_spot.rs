@@ -65,6 +65,44 @@ pub(super) fn check_intent(route: &ReadyRoute, intent: &StableType) -> Result<()
     ))
 }
 
+/// The Instance Spot type an intent call that names none is for: the one distinct Instance
+/// Spot type this node and its connected members serve (reference rule 14). Two or more
+/// are `InvalidOperation`, none is `NotFound`.
+pub(crate) fn sole_instance_type(server: &ObjectServer) -> Result<StableType> {
+    let mut types: Vec<StableType> = server.registry.instance_spot_types().cloned().collect();
+    if let Some(node) = server.env.node() {
+        let members = node.discovery().map(|d| d.status().members);
+        for member in members.unwrap_or_default() {
+            if node.peers().link(&member.rid).is_none() {
+                continue;
+            }
+            types.extend(
+                member
+                    .instance_spot_types
+                    .iter()
+                    .filter_map(|name| StableType::new(name).ok()),
+            );
+        }
+    }
+    types.sort();
+    types.dedup();
+    match types.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Error::new(
+            ErrorKind::NotFound,
+            "Instance intent without a type: no ready node of the mesh serves an Instance Spot type",
+        )),
+        several => Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "Instance intent without a type is ambiguous: the mesh serves {} Instance Spot types ({}); name one with `instance(type)`",
+                several.len(),
+                several.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        )),
+    }
+}
+
 /// Whether a call with Instance intent that failed to resolve with `error` goes to the
 /// activation: the ID is Missing, or its Spot is being activated. Never for a Ready
 /// Spot whose owner is gone (seed 002 §10 item 10).

@@ -18,6 +18,10 @@ impl ObjectPort for ObjectServer {
         direct::start(self, message)
     }
 
+    fn sole_instance_type(&self) -> Result<crate::address::StableType> {
+        super::instance_spot::sole_instance_type(self)
+    }
+
     fn create_object<'a>(
         self: Arc<Self>,
         key: ObjectKey,

@@ -119,6 +119,14 @@ impl<L: Registered> ObjectRegistry<L> {
     }
 
     /// Whether this node serves `stable_type` of `kind`.
+    /// The Instance Spot types this node serves.
+    pub(crate) fn instance_spot_types(&self) -> impl Iterator<Item = &StableType> {
+        self.types
+            .values()
+            .filter(|def| def.instance)
+            .map(|def| &def.stable_type)
+    }
+
     pub(crate) fn serves(&self, kind: ObjectKind, stable_type: &str) -> bool {
         StableType::new(stable_type)
             .ok()

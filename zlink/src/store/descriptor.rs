@@ -32,6 +32,9 @@ pub struct MeshDescriptor {
     /// The Spot types the node creates and runs (its Object Server role), sorted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spot_types: Vec<String>,
+    /// Which of `spot_types` are Instance Spot types (activated by an intent call), sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instance_spot_types: Vec<String>,
     /// The Actor types the node creates and runs, sorted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actor_types: Vec<String>,

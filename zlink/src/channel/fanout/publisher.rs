@@ -166,6 +166,7 @@ impl FanoutPublisher {
             channels: Vec::new(),
             curve_key: ad.curve_key.map(|k| k.to_z85()),
             spot_types: Vec::new(),
+            instance_spot_types: Vec::new(),
             actor_types: Vec::new(),
             entry_spot: None,
             placement_weight: 0,

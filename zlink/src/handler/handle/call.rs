@@ -160,7 +160,7 @@ pub struct Call<'a, E: Expect> {
     payload: Result<Payload>,
     options: CallOptions,
     /// Instance intent: the Instance Spot type a Missing Spot ID is activated as.
-    intent: Option<Result<StableType>>,
+    intent: Option<Result<Intent>>,
     expect: PhantomData<fn() -> E>,
 }
 
@@ -198,11 +198,25 @@ impl<'a, E: Expect> Call<'a, E> {
     /// Generated Spot clients made with `Client::instance(handle, id)` set it on every
     /// call. Set twice, or on a call that is not to a Spot, the call fails
     /// `InvalidOperation`.
-    pub fn instance(mut self, stable_type: &str) -> Self {
-        let named =
-            StableType::new(stable_type).map_err(|e| crate::Error::InvalidArgument(e.to_string()));
+    pub fn instance(self, stable_type: &str) -> Self {
+        let named = StableType::new(stable_type)
+            .map(Intent::Named)
+            .map_err(|e| crate::Error::InvalidArgument(e.to_string()));
+        self.with_intent(named)
+    }
+
+    /// Gives the call Instance intent like [`instance`](Self::instance), for the one
+    /// Instance Spot type the mesh serves: the distinct Instance Spot types of this node
+    /// and its connected members, as their descriptors publish them. With two or more the
+    /// call fails `InvalidOperation` (name the type), with none `NotFound`; either way
+    /// nothing is sent.
+    pub fn instance_any(self) -> Self {
+        self.with_intent(Ok(Intent::SoleType))
+    }
+
+    fn with_intent(mut self, intent: Result<Intent>) -> Self {
         self.intent = Some(match self.intent {
-            None => named,
+            None => intent,
             Some(_) => Err(Error::new(
                 ErrorKind::InvalidOperation,
                 "a call's Instance intent is set once",
@@ -247,6 +261,14 @@ impl<'a, E: Expect> IntoFuture for Call<'a, E> {
     }
 }
 
+/// The Instance intent a call was given.
+enum Intent {
+    /// For this Instance Spot type.
+    Named(StableType),
+    /// For the one Instance Spot type the mesh serves.
+    SoleType,
+}
+
 /// What a started call runs: one boxed future through whichever subsystem serves the
 /// target; a call to a Spot or Actor starts at its first poll, and may finish there.
 fn start<'a>(
@@ -256,7 +278,7 @@ fn start<'a>(
     packet: &'static str,
     payload: Payload,
     options: CallOptions,
-    intent: Option<StableType>,
+    intent: Option<Intent>,
 ) -> Result<State<'a>> {
     let expects_reply = kind == PacketKind::Request;
     let spot =
@@ -300,8 +322,14 @@ fn start<'a>(
                     (send, send)
                 }
             };
+            let objects = handle.objects()?.as_ref();
+            let intent = match intent {
+                None => None,
+                Some(Intent::Named(stable_type)) => Some(stable_type),
+                Some(Intent::SoleType) => Some(objects.sole_instance_type()?),
+            };
             return Ok(State::Object(
-                handle.objects()?.as_ref(),
+                objects,
                 Some(ObjectMessage {
                     key,
                     packet,

@@ -46,6 +46,9 @@ pub(crate) trait ObjectPort: Send + Sync + 'static {
     /// result. Called from the caller's poll, with its task's budget spent already.
     fn start_object_call<'a>(&'a self, message: ObjectMessage<'a>) -> Started<'a>;
 
+    /// The one Instance Spot type the mesh serves, for an intent call that names none.
+    fn sole_instance_type(&self) -> Result<crate::address::StableType>;
+
     /// Creates (or with `must_be_new` false, finds or creates) the object `key`.
     fn create_object<'a>(
         self: Arc<Self>,

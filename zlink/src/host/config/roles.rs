@@ -28,6 +28,13 @@ pub(super) fn served_objects(
                 .map(|t| t.stable_type().as_str().to_string())
                 .collect(),
         ),
+        instance_spot_types: sorted(
+            spot_types
+                .iter()
+                .filter(|t| t.def.instance)
+                .map(|t| t.stable_type().as_str().to_string())
+                .collect(),
+        ),
         actor_types: sorted(
             actor_types
                 .iter()

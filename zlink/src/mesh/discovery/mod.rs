@@ -184,6 +184,11 @@ impl Discovery {
             channels,
             curve_key: self.node_settings.security.public_key().map(|k| k.to_z85()),
             spot_types: self.node_settings.served_objects.spot_types.clone(),
+            instance_spot_types: self
+                .node_settings
+                .served_objects
+                .instance_spot_types
+                .clone(),
             actor_types: self.node_settings.served_objects.actor_types.clone(),
             entry_spot: self.node_settings.served_objects.entry_spot.clone(),
             placement_weight: self.node_settings.placement_weight,
