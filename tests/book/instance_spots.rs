@@ -56,7 +56,7 @@ async fn a_match_is_activated_by_its_first_goal_and_evicted_when_idle() -> zlink
             // Instance Spots need a Relocation Store shared by the mesh: each first
             // message is written there before the ID is reserved.
             .relocation_store(Arc::new(RedisRelocationStore::new(RedisOptions::new(
-                &redis.url(),
+                redis.url(),
                 "game-relocation",
             ))?))
             .spot_type(Match::spot_type(|_| Match::default())?)

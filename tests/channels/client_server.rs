@@ -134,6 +134,7 @@ async fn a_server_cannot_start_a_call_to_a_client() {
             packet: zlink::wire::WireName::from_text("Echo"),
             fence: None,
             session: None,
+            topic: None,
         },
         metadata: Default::default(),
         payload: zlink::Message::encode(&Echo { text: "x".into() }).unwrap(),

@@ -77,6 +77,7 @@ fn echo_request(correlation: u64, text: &str) -> Vec<Bytes> {
             packet: WireName::from_text("Echo"),
             fence: None,
             session: None,
+            topic: None,
         },
         metadata: Default::default(),
         payload: zlink::wire::cbor_encode(&Echo { text: text.into() }).expect("encodes"),

@@ -23,6 +23,7 @@ fn request_envelope(payload: Vec<u8>, with_metadata: bool) -> Envelope {
             packet: WireName::from_text("Echo"),
             fence: None,
             session: None,
+            topic: None,
         },
         metadata,
         payload: Bytes::from(payload),
@@ -86,6 +87,7 @@ proptest! {
                 packet: WireName::from_text(&packet),
                 fence: None,
                 session: None,
+                topic: None,
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
@@ -113,6 +115,7 @@ proptest! {
                 packet: WireName::from_text("Join"),
                 fence: Some(RouteFence { object_generation, owner_generation, lease_generation }),
                 session: None,
+                topic: None,
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
@@ -132,6 +135,7 @@ proptest! {
                 packet: WireName::from_text("Say"),
                 fence: Some(RouteFence { object_generation: 2, owner_generation: 3, lease_generation: 4 }),
                 session: None,
+                topic: None,
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
@@ -146,6 +150,70 @@ proptest! {
         frames[0] = Bytes::from(head);
         prop_assert!(Envelope::decode(&frames).is_err());
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_multicast_record_carries_its_channel_topic_and_packet(
+        channel in "[a-z0-9.-]{1,255}",
+        topic in "[a-z0-9./-]{1,255}",
+        packet in "[A-Za-z]{1,64}",
+        payload in proptest::collection::vec(any::<u8>(), 0..256),
+    ) {
+        let env = multicast(&channel, Some(&topic), &packet, Bytes::from(payload));
+        prop_assert_eq!(Envelope::decode(&env.encode()).unwrap(), env);
+    }
+
+    #[test]
+    fn a_multicast_head_cut_padded_or_with_a_lying_topic_length_is_refused(
+        cut in 0usize..40,
+        pad in any::<bool>(),
+        claimed in 0u8..,
+    ) {
+        let mut frames = multicast("rooms", Some("announce"), "News", Bytes::new()).encode();
+        let mut head = frames[0].to_vec();
+        let at = head.len() - "announce".len() - 1;
+        if claimed as usize != "announce".len() {
+            let mut lying = head.clone();
+            lying[at] = claimed;
+            let mut lying_frames = frames.clone();
+            lying_frames[0] = Bytes::from(lying);
+            prop_assert!(Envelope::decode(&lying_frames).is_err());
+        }
+        if pad {
+            head.push(0);
+        } else {
+            head.truncate(head.len().saturating_sub(cut + 1));
+        }
+        frames[0] = Bytes::from(head);
+        prop_assert!(Envelope::decode(&frames).is_err());
+    }
+}
+
+fn multicast(channel: &str, topic: Option<&str>, packet: &str, payload: Bytes) -> Envelope {
+    Envelope::Call(CallMessage {
+        command: Command::LogicalMulticast,
+        head: CallHead {
+            correlation: 0,
+            deadline_ms: 0,
+            hops: 0,
+            target: WireName::from_text(channel),
+            packet: WireName::from_text(packet),
+            fence: None,
+            session: None,
+            topic: topic.map(WireName::from_text),
+        },
+        metadata: Metadata::new(),
+        payload,
+    })
+}
+
+#[test]
+fn a_multicast_record_without_a_topic_or_a_channel_is_refused() {
+    assert!(Envelope::decode(&multicast("rooms", None, "News", Bytes::new()).encode()).is_err());
+    assert!(Envelope::decode(&multicast("", Some("t"), "News", Bytes::new()).encode()).is_err());
 }
 
 #[test]
@@ -165,6 +233,7 @@ fn a_spot_command_without_an_id_or_with_a_zero_fence_is_refused() {
                     lease_generation: 1,
                 }),
                 session: None,
+                topic: None,
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
@@ -312,6 +381,7 @@ fn bound_actor_send(session: Option<zlink::wire::SessionTail>, command: Command)
                 lease_generation: 4,
             }),
             session,
+            topic: None,
         },
         metadata: Metadata::new(),
         payload: Bytes::from_static(b"{}"),

@@ -7,6 +7,7 @@ mod caller_turns;
 mod instance_spots;
 mod lifecycle_in_block;
 mod membership;
+mod multicast;
 mod object_attacks;
 mod relocation;
 mod relocation_failures;

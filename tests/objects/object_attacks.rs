@@ -89,6 +89,7 @@ fn call(
             packet: WireName::from_text(packet),
             fence,
             session: None,
+            topic: None,
         },
         metadata: Metadata::new(),
         payload,

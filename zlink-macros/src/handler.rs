@@ -21,6 +21,60 @@ pub(crate) struct Handler {
     pub(crate) context_by_ref: bool,
     pub(crate) return_span: Span,
     pub(crate) docs: Vec<Attribute>,
+    /// A Spot's `#[subscribe(channel = .., topic = ..)]`: the Logical Multicast topic it
+    /// takes (such a handler is one-way, and no client method calls it).
+    pub(crate) subscription: Option<Subscription>,
+}
+
+/// The `(channel, topic)` of a `#[subscribe]` handler.
+pub(crate) struct Subscription {
+    pub(crate) channel: syn::LitStr,
+    pub(crate) topic: syn::LitStr,
+}
+
+/// Whether an attribute is `#[subscribe(..)]`.
+pub(crate) fn is_subscribe_attr(attr: &Attribute) -> bool {
+    attr.path()
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "subscribe")
+}
+
+impl Subscription {
+    /// Reads `#[subscribe(channel = "..", topic = "..")]`.
+    pub(crate) fn parse(attr: &Attribute) -> syn::Result<Subscription> {
+        const SHAPE: &str = "expected #[subscribe(channel = \"ChannelName\", topic = \"topic\")]";
+        let (mut channel, mut topic) = (None, None);
+        attr.parse_nested_meta(|meta| {
+            let slot = if meta.path.is_ident("channel") {
+                &mut channel
+            } else if meta.path.is_ident("topic") {
+                &mut topic
+            } else {
+                return Err(meta.error(format!("unknown key; {SHAPE}")));
+            };
+            if slot.is_some() {
+                return Err(meta.error("given twice"));
+            }
+            let value: syn::LitStr = meta.value()?.parse()?;
+            if value.value().is_empty() || value.value().len() > 255 {
+                return Err(syn::Error::new_spanned(&value, "must be 1..=255 bytes"));
+            }
+            *slot = Some(value);
+            Ok(())
+        })
+        .map_err(|e| {
+            if matches!(attr.meta, syn::Meta::Path(_)) {
+                syn::Error::new_spanned(attr, SHAPE)
+            } else {
+                e
+            }
+        })?;
+        match (channel, topic) {
+            (Some(channel), Some(topic)) => Ok(Subscription { channel, topic }),
+            _ => Err(syn::Error::new_spanned(attr, SHAPE)),
+        }
+    }
 }
 
 /// Which kind of block the handler is in: it decides the receiver and the context type.
@@ -125,6 +179,7 @@ impl Handler {
             context_by_ref,
             return_span,
             docs,
+            subscription: None,
         })
     }
 }

@@ -8,7 +8,9 @@ use syn::spanned::Spanned;
 use syn::{Ident, ImplItem, ItemImpl, Type};
 
 use crate::checks;
-use crate::handler::{is_handler_attr, Flavor, Handler};
+use crate::handler::{
+    is_handler_attr, is_subscribe_attr, Flavor, Handler, HandlerKind, Subscription,
+};
 
 /// Which attribute the block carries, for messages and handler parsing.
 pub(crate) struct BlockKind {
@@ -43,6 +45,10 @@ pub(crate) fn take_handlers(block: &mut ItemImpl, kind: &BlockKind) -> Vec<syn::
     let mut handlers = Vec::new();
     for item in &mut block.items {
         let ImplItem::Fn(method) = item else { continue };
+        if let Some(index) = method.attrs.iter().position(is_subscribe_attr) {
+            handlers.push(take_subscriber(method, index, kind));
+            continue;
+        }
         let Some(index) = method.attrs.iter().position(is_handler_attr) else {
             continue;
         };
@@ -56,6 +62,35 @@ pub(crate) fn take_handlers(block: &mut ItemImpl, kind: &BlockKind) -> Vec<syn::
         handlers.push(parsed);
     }
     handlers
+}
+
+/// A `#[subscribe(..)]` method: a one-way Spot handler taking a Logical Multicast topic.
+fn take_subscriber(
+    method: &mut syn::ImplItemFn,
+    index: usize,
+    kind: &BlockKind,
+) -> syn::Result<Handler> {
+    let marker = method.attrs.remove(index);
+    method
+        .attrs
+        .retain(|a| !is_subscribe_attr(a) && !is_handler_attr(a));
+    if kind.flavor != Flavor::Spot {
+        return Err(syn::Error::new_spanned(
+            &marker,
+            "#[subscribe] is for Spot handlers: Logical Multicast delivers to Spots",
+        ));
+    }
+    let subscription = Subscription::parse(&marker)?;
+    let plain: syn::Attribute = syn::parse_quote!(#[handler]);
+    let mut handler = Handler::parse(method, &plain, kind.flavor)?;
+    if matches!(handler.kind, HandlerKind::Request) {
+        return Err(syn::Error::new(
+            handler.return_span,
+            "a #[subscribe] handler is one-way: it returns `Result<(), E>` (nobody waits for a multicast event's reply)",
+        ));
+    }
+    handler.subscription = Some(subscription);
+    Ok(handler)
 }
 
 /// The checked handlers, or every error among them, their duplicates and their clashes
@@ -131,7 +166,8 @@ pub(crate) fn unmarked_handlers(block: &ItemImpl, kind: &BlockKind) -> TokenStre
             a.path().is_ident("allow") && a.to_token_stream().to_string().contains("deprecated")
         });
         // Marked as a handler or as one of the blocks' other callbacks.
-        const MARKERS: [&str; 13] = [
+        const MARKERS: [&str; 14] = [
+            "subscribe",
             "on_create",
             "on_actor_join",
             "on_joined_actor",

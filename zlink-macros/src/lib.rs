@@ -162,6 +162,12 @@ pub fn channel(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   `XxxClient::get_or_create(&runtime, "spot-id"[, &args]).await?`: the Spot exists
 ///   afterwards (found, or created by this call), in one call.
 ///
+/// A method marked `#[subscribe(channel = "rooms", topic = "announce")]` in place of
+/// `#[handler]` is a one-way handler that takes the Logical Multicast events of that topic
+/// on that RouteMesh channel (`ctx.publish(..)` or `runtime.multicast().publish(..)`);
+/// the client has no method for it. A node serving the type must be a Server member of
+/// the channel (`RuntimeBuilder::multicast_channel`).
+///
 /// The lifecycle hooks are the `zlink::object::Spot` trait. Either mark them as methods
 /// of the block, `#[on_initialize] async fn name(&mut self, ctx)`,
 /// `#[on_timer] async fn name(&mut self, tick, ctx)` and

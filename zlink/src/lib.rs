@@ -92,8 +92,8 @@ pub use channel::fanout::Fanout;
 pub use error::{ConfigViolation, Error, ErrorKind, Result};
 pub use handler::{
     Actors, BoxFuture, Call, CallFuture, Channels, DefaultChannel, DiscoveryHandle, Expect,
-    FanoutHandle, Handle, HandlerContext, HandlerGroup, Handlers, Nodes, OneWay, Outgoing,
-    PacketKind, Publish, Reply, Spots,
+    FanoutHandle, Handle, HandlerContext, HandlerGroup, Handlers, Multicast, MulticastPublish,
+    Nodes, OneWay, Outgoing, PacketKind, Publish, Reply, Spots,
 };
 pub use host::config::{
     RuntimeBuilder, RuntimeConfig, DEFAULT_DISCOVERY_INTERVAL, DEFAULT_STORE_FAILURE_GRACE,

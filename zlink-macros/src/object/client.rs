@@ -30,7 +30,12 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
     );
     let id_doc = format!("The {noun} ID this client addresses.");
     let target_of = Ident::new(&noun.to_lowercase(), Span::call_site());
-    let methods = spot.handlers.iter().map(|h| method(spot, h));
+    // A subscription handler takes multicast events, not calls.
+    let methods = spot
+        .handlers
+        .iter()
+        .filter(|h| h.subscription.is_none())
+        .map(|h| method(spot, h));
     let get_or_create = match spot.args.instance {
         Some(_) => instance_constructor(spot),
         None => get_or_create(spot),

@@ -38,6 +38,17 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
             .and_then(|__zlink_type| __zlink_type.instance())
         }
     });
+    let subscriptions = spot.handlers.iter().filter_map(|h| {
+        let subscription = h.subscription.as_ref()?;
+        let (channel, topic, message_ty) = (&subscription.channel, &subscription.topic, &h.message);
+        Some(quote_spanned! {channel.span()=>
+            .and_then(|__zlink_type| __zlink_type.subscribe(
+                #channel,
+                #topic,
+                <#message_ty as #krate::Message>::PACKET_NAME,
+            ))
+        })
+    });
     let stable_doc =
         format!("The stable type name this {noun} type is registered and created under.");
     let relocation_doc = format!(
@@ -157,6 +168,7 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
                 #krate::object::#type_struct::new(Self::STABLE_TYPE, Self::RELOCATION, #factory)
                     #takes_actors
                     #instance
+                    #(#subscriptions)*
             }
         }
     }

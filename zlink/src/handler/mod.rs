@@ -17,8 +17,8 @@ pub use group::{BoxFuture, DefaultChannel, HandlerGroup, PacketKind};
 #[doc(hidden)]
 pub use handle::ClientTarget;
 pub use handle::{
-    Actors, Call, CallFuture, Channels, DiscoveryHandle, Expect, FanoutHandle, Handle, Nodes,
-    OneWay, Outgoing, Publish, PublisherStatus, Reply, Spots,
+    Actors, Call, CallFuture, Channels, DiscoveryHandle, Expect, FanoutHandle, Handle, Multicast,
+    MulticastPublish, Nodes, OneWay, Outgoing, Publish, PublisherStatus, Reply, Spots,
 };
 pub(crate) use handle::{
     ClientServerPort, FanoutPort, ObjectMessage, ObjectPort, Started, WeakHandle,

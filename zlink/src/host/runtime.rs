@@ -140,6 +140,11 @@ impl Runtime {
         self.handle.actors()
     }
 
+    /// Logical Multicast: [`Handle::multicast`].
+    pub fn multicast(&self) -> crate::Multicast<'_> {
+        self.handle.multicast()
+    }
+
     /// Fanout: [`Handle::fanout`].
     pub fn fanout(&self) -> FanoutHandle<'_> {
         self.handle.fanout()

@@ -219,6 +219,19 @@ impl Calls {
         }
     }
 
+    /// Queues frames encoded already on `link` (one-way): at once when its queue has
+    /// room, else waiting until `admit_by`.
+    pub(crate) async fn send_frames(
+        &self,
+        link: &PeerLink,
+        frames: Vec<Bytes>,
+        admit_by: Instant,
+    ) -> Result<()> {
+        self.admit(link, frames, admit_by)
+            .await
+            .map_err(|r| self.refused(link, r))
+    }
+
     /// One-way send on `link`: complete when its queue accepts (by `admit_by`).
     pub(crate) async fn send(
         &self,
@@ -247,6 +260,7 @@ impl Calls {
                 fence: call.fence,
                 hops: call.hops,
                 session: call.session,
+                topic: None,
             },
             call.metadata,
             call.payload.clone(),
@@ -349,6 +363,7 @@ impl Calls {
                 fence: call.fence,
                 hops: call.hops,
                 session: call.session,
+                topic: None,
             },
             call.metadata,
             call.payload.clone(),

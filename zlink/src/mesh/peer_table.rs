@@ -413,6 +413,17 @@ impl PeerTable {
         out
     }
 
+    /// The links of the ready peers serving `channel` with weight > 0, at this moment
+    /// (Logical Multicast's targets; weight 0 and draining peers are left out).
+    pub(crate) fn servers(&self, channel: &str) -> Vec<PeerLink> {
+        read(&self.peers)
+            .by_rid
+            .values()
+            .filter(|p| p.ready && p.channels.get(channel).is_some_and(|w| *w > 0))
+            .map(|p| p.link.clone())
+            .collect()
+    }
+
     /// The number of ready peers serving `channel` with weight > 0.
     pub(crate) fn candidates(&self, channel: &str) -> usize {
         read(&self.peers)

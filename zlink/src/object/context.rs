@@ -117,6 +117,19 @@ impl<K: Kind> Context<K> {
         self.generation
     }
 
+    /// Publishes `event` to `topic` on the RouteMesh channel `channel`, for the Spots that
+    /// subscribe to it (see [`Multicast::publish`](crate::Multicast::publish)). Awaiting
+    /// it keeps the turn only until every target had its turn, never until a subscriber
+    /// ran: a Spot may publish to a topic it subscribes to itself.
+    pub fn publish<'a, M: crate::wire::Message>(
+        &'a self,
+        channel: &'a str,
+        topic: &'a str,
+        event: &M,
+    ) -> crate::MulticastPublish<'a> {
+        self.handle.multicast().publish(channel, topic, event)
+    }
+
     /// The handle of the node it runs on, for calls from the handler (an awaited call
     /// keeps the turn). It cannot stop the node.
     pub fn handle(&self) -> &Handle {

@@ -30,6 +30,7 @@ mod instance_spot;
 mod live_object;
 mod lost_sends;
 mod membership;
+mod multicast;
 mod object_job;
 mod object_type;
 mod owner_link;

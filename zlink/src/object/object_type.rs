@@ -74,6 +74,8 @@ pub(crate) struct TypeDef {
     pub(crate) execution: Execution,
     /// An Instance Spot type: its Spots are activated by their first message.
     pub(crate) instance: bool,
+    /// The Logical Multicast topics its Spots take, each with the handler it runs.
+    pub(crate) subscriptions: Vec<super::multicast::Subscription>,
 }
 
 impl std::fmt::Debug for TypeDef {
@@ -88,6 +90,7 @@ impl std::fmt::Debug for TypeDef {
             .field("members", &self.members)
             .field("execution", &self.execution)
             .field("instance", &self.instance)
+            .field("subscriptions", &self.subscriptions)
             .finish_non_exhaustive()
     }
 }
@@ -131,6 +134,7 @@ impl TypeDef {
             members: None,
             execution: Execution::SpotWide,
             instance: false,
+            subscriptions: Vec::new(),
         })
     }
 

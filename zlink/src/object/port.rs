@@ -22,6 +22,28 @@ impl ObjectPort for ObjectServer {
         super::instance_spot::sole_instance_type(self)
     }
 
+    fn publish<'a>(
+        &'a self,
+        channel: &'a str,
+        topic: &'a str,
+        packet: &'a str,
+        payload: Bytes,
+        metadata: crate::wire::Metadata,
+        send_timeout: Duration,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(super::multicast::publish(
+            self,
+            super::multicast::Event {
+                channel,
+                topic,
+                packet,
+                payload,
+                metadata,
+                send_timeout,
+            },
+        ))
+    }
+
     fn create_object<'a>(
         self: Arc<Self>,
         key: ObjectKey,

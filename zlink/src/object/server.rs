@@ -47,6 +47,10 @@ pub(crate) struct ObjectServer {
     pub(super) entry: Option<Arc<EntrySpot>>,
     /// This node's placement weight for new objects.
     pub(super) placement_weight: u32,
+    /// Which of its Spot types take which Logical Multicast events.
+    subscriptions: super::multicast::SubscriptionIndex,
+    /// The publishes running at once.
+    publish_workers: super::multicast::PublishWorkers,
     /// Where pushes to sessions on this node go (the session layer installs it).
     sessions: std::sync::OnceLock<Arc<dyn super::binding::LocalSessions>>,
     /// Itself, for the rare step that outlives the call which began it (a route switch's
@@ -55,6 +59,33 @@ pub(crate) struct ObjectServer {
 }
 
 impl ObjectServer {
+    /// Which of this node's Spot types take which Logical Multicast events.
+    pub(super) fn subscriptions(&self) -> &super::multicast::SubscriptionIndex {
+        &self.subscriptions
+    }
+
+    /// The bounded pool of publishes.
+    pub(super) fn publish_workers(&self) -> &super::multicast::PublishWorkers {
+        &self.publish_workers
+    }
+
+    /// Whether this node is a Server member of `channel` (at any weight).
+    pub(super) fn serves_channel(&self, channel: &str) -> bool {
+        self.env
+            .node()
+            .is_some_and(|node| node.registry().weight(channel).is_some())
+    }
+
+    /// Whether a publish on this node delivers to its own Spots: a Server member of
+    /// `channel` with weight > 0, as its peers would count it (weight 0, draining, takes
+    /// none).
+    pub(super) fn multicast_member(&self, channel: &str) -> bool {
+        self.env
+            .node()
+            .and_then(|node| node.registry().weight(channel))
+            .is_some_and(|weight| weight > 0)
+    }
+
     /// The object layer of `node`, when it has a Location Store (objects keep their
     /// authority there); its inbound routes are registered, and with Actor types its Entry
     /// Spot is claimed.
@@ -103,6 +134,10 @@ impl ObjectServer {
                 .map(|id| Arc::new(EntrySpot::new(id, settings.entry_hooks.as_deref()))),
             resolver,
             placement_weight: node.settings().placement_weight,
+            subscriptions: super::multicast::SubscriptionIndex::new(
+                settings.spot_types.iter().map(|t| &t.def),
+            ),
+            publish_workers: Default::default(),
         });
         // Installed before anything runs, so an Entry Spot's hooks can call objects too.
         handle.install_objects(server.clone());
@@ -129,6 +164,10 @@ impl ObjectServer {
             Arc::new(super::instance_spot::ActivationRoute(Arc::downgrade(
                 &server,
             ))),
+        )?;
+        node.dispatcher().register(
+            Command::LogicalMulticast,
+            Arc::new(super::multicast::MulticastRoute(Arc::downgrade(&server))),
         )?;
         node.dispatcher().register(
             Command::SpotMemberDisconnected,

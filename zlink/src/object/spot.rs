@@ -218,6 +218,26 @@ impl SpotType {
         Ok(self)
     }
 
+    /// Subscribes Spots of this type to Logical Multicast events of `topic` on the
+    /// RouteMesh channel `channel`: an event published there with the packet name
+    /// `packet` runs that one-way handler on every Spot of this type on each receiving
+    /// node. A node serving the type must be a Server member of `channel`
+    /// ([`RuntimeBuilder::multicast_channel`](crate::RuntimeBuilder::multicast_channel)
+    /// or a channel server). The macro's `#[subscribe(channel = "..", topic = "..")]` on a
+    /// handler calls this. Names are 1..=255 bytes; `packet` must be a one-way handler of
+    /// the type, subscribed once per channel and topic.
+    pub fn subscribe(mut self, channel: &str, topic: &str, packet: &str) -> Result<Self> {
+        let subscription = super::multicast::Subscription::new(&self.def, channel, topic, packet)?;
+        if self.def.subscriptions.contains(&subscription) {
+            return Err(crate::Error::InvalidArgument(format!(
+                "Spot type {} subscribes {packet:?} to topic {topic:?} of channel {channel:?} twice",
+                self.def.stable_type
+            )));
+        }
+        self.def.subscriptions.push(subscription);
+        Ok(self)
+    }
+
     fn no_members_on_instance(&self) -> crate::Error {
         crate::Error::InvalidArgument(format!(
             "Spot type {} is an Instance Spot type: it takes no Actors (no `actors =`, no PerActor execution)",

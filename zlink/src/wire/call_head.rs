@@ -15,6 +15,9 @@
 //!         8     ObjectGeneration, u64 big-endian (non-zero)
 //!         8     AuthorityOwnerGeneration, u64 big-endian (non-zero)
 //!         8     OwnerLeaseGeneration, u64 big-endian (non-zero)
+//! then, on Logical Multicast (command 23) only, the topic:
+//!         1     topic length (1..=255)
+//!         ...   topic bytes (UTF-8)
 //! then, on Actor sends and requests with flag 0x02 only, the bound-session tail:
 //!         8     binding generation, u64 big-endian (non-zero)
 //!         8     session sequence, u64 big-endian
@@ -49,6 +52,8 @@ pub struct CallHead {
     /// the binding it was sent under. The owner admits it only while that binding is
     /// current.
     pub session: Option<SessionTail>,
+    /// The topic of a Logical Multicast event (command 23 only, where it is required).
+    pub topic: Option<WireName>,
 }
 
 /// The binding a relayed message was sent under, and its place in the session's order.
@@ -94,7 +99,11 @@ pub(crate) fn encode_call_head(
         fence,
         hops,
         session,
+        topic,
     } = to;
+    let topic = topic
+        .filter(|_| command == Command::LogicalMulticast)
+        .map(|t| &t.as_bytes()[..t.len().min(255)]);
     let session = session.filter(|_| command.takes_session_tail());
     let flags = if session.is_some() {
         flags | super::envelope::FLAG_SESSION_TAIL
@@ -102,7 +111,7 @@ pub(crate) fn encode_call_head(
         flags
     };
     let mut head = BytesMut::with_capacity(
-        CALL_FIXED_LEN + target.len() + packet.len() + FENCE_LEN + SESSION_TAIL_LEN,
+        CALL_FIXED_LEN + target.len() + packet.len() + FENCE_LEN + SESSION_TAIL_LEN + 256,
     );
     head.put_slice(&super::prefix(command, flags));
     head.put_u64(correlation);
@@ -125,6 +134,10 @@ pub(crate) fn encode_call_head(
         head.put_u64(fence.object_generation);
         head.put_u64(fence.owner_generation);
         head.put_u64(fence.lease_generation);
+    }
+    if let Some(topic) = topic {
+        head.put_u8(topic.len() as u8);
+        head.put_slice(topic);
     }
     if let Some(tail) = session {
         head.put_u64(tail.binding_generation);
@@ -167,13 +180,23 @@ pub(crate) fn decode_call_head(
     if has_session && !command.takes_session_tail() {
         return Err(fail("a bound-session tail on a command that takes none"));
     }
-    let tail =
-        if is_object { FENCE_LEN } else { 0 } + if has_session { SESSION_TAIL_LEN } else { 0 };
+    let target_end = CALL_FIXED_LEN + target_len;
+    let packet_end = target_end + packet_len;
+    // Command 23's topic: a length byte and the name, right after the packet name.
+    let topic_len = if command == Command::LogicalMulticast {
+        match head.get(packet_end) {
+            Some(0) | None => return Err(fail("a multicast head without its topic")),
+            Some(len) => 1 + usize::from(*len),
+        }
+    } else {
+        0
+    };
+    let tail = if is_object { FENCE_LEN } else { 0 }
+        + topic_len
+        + if has_session { SESSION_TAIL_LEN } else { 0 };
     if head.len() != CALL_FIXED_LEN + target_len + packet_len + tail {
         return Err(fail("call head length does not match its name lengths"));
     }
-    let target_end = CALL_FIXED_LEN + target_len;
-    let packet_end = target_end + packet_len;
     let target = WireName::new(head.slice(CALL_FIXED_LEN..target_end)).map_err(&fail)?;
     let packet = WireName::new(head.slice(target_end..packet_end)).map_err(&fail)?;
     let fence = if is_object {
@@ -189,6 +212,11 @@ pub(crate) fn decode_call_head(
             return Err(fail("a Spot command's route fence has a zero generation"));
         }
         Some(fence)
+    } else {
+        None
+    };
+    let topic = if topic_len > 0 {
+        Some(WireName::new(head.slice(packet_end + 1..packet_end + topic_len)).map_err(&fail)?)
     } else {
         None
     };
@@ -230,5 +258,6 @@ pub(crate) fn decode_call_head(
         packet,
         fence,
         session,
+        topic,
     })
 }

@@ -62,6 +62,10 @@ pub enum Command {
     /// route moves to the target (commit, from the target once it dispatches) or stays
     /// (abort, from the source); the session submits what it held.
     SessionRelocationRoute = 44,
+    /// Logical Multicast: one event for the Spots of the receiving node that subscribe to
+    /// its topic (target: the ChannelName; packet: the event's packet name; the head ends
+    /// with the topic). A one-way, once per receiving node.
+    LogicalMulticast = 23,
     /// Activate an Instance Spot on the node placement picked (target: the Spot ID;
     /// packet: its stable type; payload: the activation envelope, the first message). A
     /// request on the wire; the caller of a one-way does not wait for its answer.
@@ -106,6 +110,7 @@ impl Command {
             20 => Command::Reply,
             21 => Command::SpotSend,
             22 => Command::SpotRequest,
+            23 => Command::LogicalMulticast,
             24 => Command::ActorSend,
             25 => Command::ActorRequest,
             27 => Command::ActorDestroy,
@@ -141,6 +146,7 @@ impl Command {
                 | Command::ActorSend
                 | Command::ActorRequest
                 | Command::FanoutEvent
+                | Command::LogicalMulticast
                 | Command::SpotCreate
                 | Command::SpotClose
                 | Command::ActorCreate
@@ -180,6 +186,7 @@ impl Command {
                 self,
                 Command::ChannelSend
                     | Command::ChannelRequest
+                    | Command::LogicalMulticast
                     | Command::SpotCreate
                     | Command::ActorCreate
                     | Command::InstanceSpot

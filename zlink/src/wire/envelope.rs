@@ -92,6 +92,8 @@ pub(crate) struct Addressed<'a> {
     pub(crate) hops: u8,
     /// A session's relay: the binding it goes under (Actor sends and requests only).
     pub(crate) session: Option<super::SessionTail>,
+    /// The topic of a Logical Multicast event (command 23 only).
+    pub(crate) topic: Option<&'a str>,
 }
 
 /// Encodes an application command from borrowed parts: the hot path's encoder.
@@ -166,6 +168,7 @@ impl Envelope {
                     fence: call.head.fence,
                     hops: call.head.hops,
                     session: call.head.session,
+                    topic: call.head.topic.as_ref().map(|t| t.as_str()),
                 },
                 &call.metadata,
                 call.payload.clone(),

@@ -28,6 +28,7 @@ pub(crate) fn event(topic: Bytes, packet: &str, metadata: &Metadata, payload: By
             fence: None,
             hops: 0,
             session: None,
+            topic: None,
         },
         metadata,
         payload,

@@ -11,6 +11,7 @@ mod call;
 mod channels;
 mod discovery;
 mod fanout;
+mod multicast;
 mod nodes;
 mod ports;
 mod spots;
@@ -28,6 +29,7 @@ pub use call::{Call, CallFuture, Expect, OneWay, Outgoing, Reply};
 pub use channels::Channels;
 pub use discovery::DiscoveryHandle;
 pub use fanout::{FanoutHandle, Publish, PublisherStatus};
+pub use multicast::{Multicast, MulticastPublish};
 pub use nodes::Nodes;
 pub(crate) use ports::{ClientServerPort, FanoutPort, ObjectMessage, ObjectPort, Started};
 pub use spots::Spots;
@@ -151,6 +153,12 @@ impl Handle {
     /// Fanout: publishing, and what this process's publishers and subscribers see.
     pub fn fanout(&self) -> FanoutHandle<'_> {
         FanoutHandle::new(self)
+    }
+
+    /// Logical Multicast: events to the Spots subscribed to a topic on a RouteMesh
+    /// channel.
+    pub fn multicast(&self) -> Multicast<'_> {
+        Multicast::new(self)
     }
 
     /// What this node knows from the Location Store.

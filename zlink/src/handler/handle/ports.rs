@@ -49,6 +49,18 @@ pub(crate) trait ObjectPort: Send + Sync + 'static {
     /// The one Instance Spot type the mesh serves, for an intent call that names none.
     fn sole_instance_type(&self) -> Result<crate::address::StableType>;
 
+    /// Publishes one Logical Multicast event (see [`Multicast::publish`](super::Multicast::publish)).
+    #[allow(clippy::too_many_arguments)]
+    fn publish<'a>(
+        &'a self,
+        channel: &'a str,
+        topic: &'a str,
+        packet: &'a str,
+        payload: Bytes,
+        metadata: crate::wire::Metadata,
+        send_timeout: Duration,
+    ) -> BoxFuture<'a, Result<()>>;
+
     /// Creates (or with `must_be_new` false, finds or creates) the object `key`.
     fn create_object<'a>(
         self: Arc<Self>,

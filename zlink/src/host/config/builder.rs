@@ -189,6 +189,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Makes this node a Server member of the RouteMesh channel `channel` with weight 100
+    /// and no handlers of its own, for Logical Multicast: a node serving a Spot type that
+    /// subscribes to a topic of `channel` must be a member (this, or a channel server),
+    /// and only members with weight > 0 receive its events.
+    pub fn multicast_channel(self, channel: impl Into<String>) -> Self {
+        self.channel_server(channel, crate::handler::Handlers::new())
+    }
+
     /// Registers `handlers` as the Server of their default ChannelName (the `name` given to
     /// `#[zlink::channel(server, name = "...")]`) with weight 100.
     pub fn serve<G: HandlerGroup + DefaultChannel>(self, handlers: G) -> Self {
@@ -583,6 +591,22 @@ impl RuntimeBuilder {
             }
         }
         validate_client_server(&self.client_server, self.store.is_some(), &mut v, &channels);
+        for spot_type in &self.spot_types {
+            for subscription in &spot_type.def.subscriptions {
+                if !matches!(
+                    channels.get(&subscription.channel),
+                    Some(ChannelRole::Server { .. })
+                ) {
+                    v.violation(
+                        format!("Spot type {}", spot_type.stable_type()),
+                        format!(
+                            "subscribes to topic {:?} of channel {:?}, of which this node is no Server member (multicast_channel or a channel server)",
+                            subscription.topic, subscription.channel
+                        ),
+                    );
+                }
+            }
+        }
         let mut stream_problems = Vec::new();
         crate::session::validate(&self.stream_listeners, &mut stream_problems);
         for problem in stream_problems {

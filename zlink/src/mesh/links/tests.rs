@@ -103,6 +103,7 @@ pub(crate) fn request(channel: &str) -> Frames {
             packet: WireName::new(Bytes::from_static(b"Greet")).expect("valid"),
             fence: None,
             session: None,
+            topic: None,
         },
         metadata: Default::default(),
         payload: Bytes::new(),

@@ -1,0 +1,107 @@
+//! The publishing side: admission within the send timeout, then one record per eligible
+//! remote node and the matching Spots of this node.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use crate::object::server::ObjectServer;
+use crate::wire::{Command, Metadata};
+use crate::{Error, ErrorKind, Result};
+
+/// Publishes running at once on one node (seed: a bounded pool of publish workers).
+const PUBLISH_WORKERS: usize = 256;
+
+/// The bounded pool a publish takes a place in before anything is sent.
+#[derive(Debug)]
+pub(crate) struct PublishWorkers(Semaphore);
+
+impl Default for PublishWorkers {
+    fn default() -> Self {
+        PublishWorkers(Semaphore::new(PUBLISH_WORKERS))
+    }
+}
+
+/// One Logical Multicast event, as its publisher gave it.
+pub(crate) struct Event<'a> {
+    pub(crate) channel: &'a str,
+    pub(crate) topic: &'a str,
+    pub(crate) packet: &'a str,
+    pub(crate) payload: Bytes,
+    pub(crate) metadata: Metadata,
+    /// How long admission may wait: for a worker, then for room on each link.
+    pub(crate) send_timeout: Duration,
+}
+
+/// Publishes `event`: the targets are taken once (every ready remote Server member of the
+/// channel with weight > 0, and this node if it is one), each remote one gets exactly one
+/// record, and this node's matching Spots get the event. Completes once every target had
+/// its turn; a target that fails is skipped, never reported. `DeadlineExceeded` with
+/// nothing sent when no publish worker is free within the send timeout.
+pub(crate) async fn publish(server: &ObjectServer, event: Event<'_>) -> Result<()> {
+    for (what, name) in [("channel", event.channel), ("topic", event.topic)] {
+        if name.is_empty() || name.len() > 255 {
+            return Err(Error::InvalidArgument(format!(
+                "a multicast {what} name must be 1..=255 bytes, got {}",
+                name.len()
+            )));
+        }
+    }
+    let admit_by = Instant::now() + event.send_timeout;
+    let _worker =
+        match tokio::time::timeout_at(admit_by, server.publish_workers().0.acquire()).await {
+            Ok(Ok(worker)) => worker,
+            Ok(Err(_)) => return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping")),
+            Err(_) => {
+                return Err(Error::new(
+                    ErrorKind::DeadlineExceeded,
+                    "no publish worker was free within the send timeout: nothing was sent",
+                ))
+            }
+        };
+    let Some(node) = server.env.node() else {
+        return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
+    };
+    let targets = node.peers().servers(event.channel);
+    if !targets.is_empty() {
+        let frames = crate::wire::encode_call(
+            Command::LogicalMulticast,
+            0,
+            0,
+            crate::wire::Addressed {
+                target: event.channel,
+                packet: event.packet,
+                fence: None,
+                hops: 0,
+                session: None,
+                topic: Some(event.topic),
+            },
+            &event.metadata,
+            event.payload.clone(),
+        );
+        // In order, so each publisher's events reach each node in the order published.
+        for link in &targets {
+            if let Err(e) = node
+                .calls()
+                .send_frames(link, frames.clone(), admit_by)
+                .await
+            {
+                tracing::debug!(channel = event.channel, topic = event.topic, node = %link.rid(), error = %e, "a multicast target was skipped");
+            }
+        }
+    }
+    if server.multicast_member(event.channel) {
+        super::receive::deliver_here(
+            server,
+            event.channel,
+            event.topic,
+            event.packet,
+            &event.payload,
+            &event.metadata,
+            None,
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! The receiving side: command 23 from a peer, and a publish's own node, hand the event
+//! to every matching Spot this node runs, each queue taking the same buffer.
+
+use std::sync::Weak;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use crate::handler::PacketKind;
+use crate::mesh::{InboundCall, InboundRoute};
+use crate::object::admission::{self, Admission, Admitted, Prepared};
+use crate::object::owner_link::route_fence;
+use crate::object::server::ObjectServer;
+use crate::wire::{Metadata, Payload};
+
+/// Command 23 from a peer: delivered here if this node is a Server member of the channel,
+/// whatever its weight now (the publisher chose its targets when it published; a weight
+/// changed since does not take the event back). A one-way: nothing is answered, and what
+/// a Spot's queue refuses is dropped.
+pub(crate) struct MulticastRoute(pub(crate) Weak<ObjectServer>);
+
+impl InboundRoute for MulticastRoute {
+    fn deliver(&self, call: InboundCall) {
+        let Some(server) = self.0.upgrade() else {
+            return;
+        };
+        let message = call.message();
+        let head = &message.head;
+        let Some(topic) = head.topic.as_ref() else {
+            return;
+        };
+        let channel = head.target.as_str();
+        if !server.serves_channel(channel) {
+            tracing::debug!(channel, from = %call.from().rid(), "a multicast for a channel this node does not serve was dropped");
+            return;
+        }
+        deliver_here(
+            &server,
+            channel,
+            topic.as_str(),
+            head.packet.as_str(),
+            &message.payload,
+            &message.metadata,
+            Some(call.from().rid()),
+        );
+    }
+}
+
+/// Queues the event on every Spot this node runs whose type takes it, each with the same
+/// `payload` buffer (no copy, no re-encode). Returns how many queues took it.
+pub(super) fn deliver_here(
+    server: &ObjectServer,
+    channel: &str,
+    topic: &str,
+    packet: &str,
+    payload: &Bytes,
+    metadata: &Metadata,
+    sender: Option<&str>,
+) -> usize {
+    let types = server.subscriptions().types(channel, topic, packet);
+    if types.is_empty() {
+        return 0;
+    }
+    let now = Instant::now();
+    let mut queued = 0;
+    for live in server.registry.all() {
+        if live.is_entry() || !types.contains(&live.object_type.stable_type) {
+            continue;
+        }
+        let fence = route_fence(&live.fence());
+        let prepared = admission::prepare(
+            server,
+            Admission {
+                key: &live.key,
+                packet,
+                payload: Payload::encoded(payload.clone()),
+                metadata: metadata.clone(),
+                kind: PacketKind::Send,
+                fence,
+                now,
+                deadline: None,
+                reply: None,
+                sender: sender.map(str::to_string),
+                hops: 0,
+                bound: None,
+                session: None,
+            },
+        );
+        let Prepared {
+            live, job, bytes, ..
+        } = match prepared {
+            Ok(Admitted::Job(prepared)) => prepared,
+            // Held for a Spot that is moving: it follows the Spot.
+            Ok(Admitted::Taken { .. }) => {
+                queued += 1;
+                continue;
+            }
+            Err(refusal) => {
+                tracing::debug!(spot = %live.key, packet, error = %refusal.error, "a multicast event was not admitted");
+                continue;
+            }
+        };
+        match live.try_deliver(job, bytes) {
+            Ok(()) => queued += 1,
+            Err((crate::object::mailbox::Refused::Full(_), _)) => {
+                tracing::debug!(spot = %live.key, packet, "a multicast event found a full queue");
+            }
+            // Sealed for a move or just handed over: the move's hold takes it.
+            Err((_, job)) => {
+                let sender = sender.map(str::to_string);
+                if admission::to_departure(server, &live, fence, job, bytes, sender, 0).is_none() {
+                    queued += 1;
+                }
+            }
+        }
+    }
+    queued
+}
