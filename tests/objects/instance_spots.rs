@@ -952,3 +952,182 @@ async fn intent_without_a_type_selects_the_one_instance_type_of_the_mesh_and_fai
     stop([alone, b]).await;
     node.rt.shutdown().await;
 }
+
+/// A match server `rid` on `store` and `roots`, its handlers behind `gate`, its builds
+/// counted in `built`.
+async fn gated_match_node(
+    rid: &str,
+    store: &Arc<dyn zlink::store::LocationStore>,
+    roots: &Arc<MemoryRelocationStore>,
+    gate: &Arc<Semaphore>,
+    built: &Arc<AtomicUsize>,
+) -> Runtime {
+    let (gate, built) = (gate.clone(), built.clone());
+    let matches = Match::spot_type(move |_| {
+        built.fetch_add(1, Ordering::SeqCst);
+        Match {
+            log: Vec::new(),
+            gate: gate.clone(),
+        }
+    })
+    .unwrap();
+    let relocation: Arc<dyn RelocationStore> = roots.clone();
+    start(
+        discovered_node(rid, store, quick_lease())
+            .relocation_store(relocation)
+            .spot_type(matches),
+    )
+    .await
+}
+
+/// Seed 002 §10 item 11.
+#[tokio::test]
+async fn a_recovery_pointer_left_in_a_ready_authority_never_selects_another_target_after_its_owner_died(
+) {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let roots = Arc::new(MemoryRelocationStore::new());
+    let gate = Arc::new(Semaphore::new(PERMITS as usize));
+    let (built_b, built_c) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let a = mesh_node("a", &store, None).await;
+    let b = gated_match_node("b", &store, &roots, &gate, &built_b).await;
+    wait_until(WAIT, "a sees b serving matches", || async {
+        a.spots().ready_nodes("match").unwrap_or_default() == ["b"]
+    })
+    .await;
+    // b activates m; its first handler is held, so the Ready authority keeps the pointer.
+    let permits = gate.acquire_many(PERMITS).await.unwrap();
+    let first = tokio::spawn({
+        let a = a.clone();
+        async move {
+            MatchClient::instance(&a, "m")
+                .score(&Score { by: "first".into() })
+                .await
+        }
+    });
+    wait_until(WAIT, "m is Ready on b with its pointer", || async {
+        a.spots().find("m").await.unwrap().is_some()
+            && recovery_pointer(&store, "m").await.is_some()
+    })
+    .await;
+    // Another serving node appears, then b dies with the pointer still in its authority.
+    let c = gated_match_node("c", &store, &roots, &Arc::new(Semaphore::new(8)), &built_c).await;
+    wait_until(WAIT, "a sees c serving matches", || async {
+        a.spots()
+            .ready_nodes("match")
+            .unwrap_or_default()
+            .contains(&"c".to_string())
+    })
+    .await;
+    let lease = b.discovery().owner_lease().unwrap().token.unwrap();
+    b.crash().await;
+    drop(permits);
+    assert!(
+        first.await.unwrap().is_err(),
+        "the held first call has no answer"
+    );
+    let dead = MatchClient::instance(&a, "m")
+        .score(&Score { by: "after".into() })
+        .await
+        .unwrap_err();
+    assert!(dead.is(ErrorKind::Unavailable), "{dead}");
+    wait_until(WAIT, "b's lease expired", || async {
+        matches!(store.read_lease(&lease.owner).await, Ok(None))
+    })
+    .await;
+    let expired = MatchClient::instance(&a, "m")
+        .score(&Score { by: "later".into() })
+        .await
+        .unwrap_err();
+    assert!(expired.is(ErrorKind::Unavailable), "{expired}");
+    assert_eq!(built_c.load(Ordering::SeqCst), 0, "c never activated m");
+    assert_eq!(
+        a.spots().find("m").await.unwrap().map(|s| s.rid),
+        Some("b".into())
+    );
+    assert!(
+        recovery_pointer(&store, "m").await.is_some(),
+        "the pointer is left alone"
+    );
+    stop([c, a]).await;
+}
+
+/// An Actor type, for the recovery rules: Actors never get a recovery pointer.
+pub struct Pawn;
+
+#[zlink::actor(type = "pawn", relocation = disable)]
+impl Pawn {
+    #[handler]
+    async fn score(
+        &mut self,
+        score: Score,
+        _ctx: &zlink::object::ActorContext,
+    ) -> zlink::Result<Log> {
+        Ok(Log(vec![score.by]))
+    }
+}
+
+impl zlink::object::Actor for Pawn {}
+
+/// Seed 002 §10 item 12.
+#[tokio::test]
+async fn activation_recovery_is_never_used_for_actors_user_spots_ready_instance_spots_or_relocation(
+) {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let roots = Arc::new(MemoryRelocationStore::new());
+    let node = |rid: &'static str| {
+        let (store, roots) = (store.clone(), roots.clone());
+        async move {
+            let relocation: Arc<dyn RelocationStore> = roots;
+            start(
+                discovered_node(rid, &store, quick_lease())
+                    .relocation_store(relocation)
+                    .spot_type(Heat::spot_type(|_| Heat).unwrap())
+                    .spot_type(Lounge::spot_type(|_| Lounge).unwrap())
+                    .actor_type(Pawn::actor_type(|_| Pawn).unwrap()),
+            )
+            .await
+        }
+    };
+    let (a, b) = (node("a").await, node("b").await);
+    wait_until(WAIT, "a and b see each other", || async {
+        peer_rids(&a) == ["b"] && peer_rids(&b) == ["a"]
+    })
+    .await;
+    // A User Spot and an Actor: created without a pointer or a kept message.
+    a.spots()
+        .get_or_create("l", "lounge", bytes::Bytes::new())
+        .await
+        .unwrap();
+    a.actors().get_or_create("p", "pawn").await.unwrap();
+    assert_eq!(recovery_pointer(&store, "l").await, None);
+    assert!(roots.is_empty(), "nothing kept for a User Spot or an Actor");
+    // An Instance Spot: the pointer goes after its first handler...
+    HeatClient::instance(&a, "h")
+        .score(&Score { by: "first".into() })
+        .await
+        .unwrap();
+    wait_until(WAIT, "the first activation's pointer went", || async {
+        recovery_pointer(&store, "h").await.is_none() && roots.is_empty()
+    })
+    .await;
+    let before = a.spots().find("h").await.unwrap().unwrap();
+    // ...and a Ready one takes intent calls with none written again.
+    for rt in [&a, &b] {
+        HeatClient::instance(rt, "h")
+            .score(&Score { by: "ready".into() })
+            .await
+            .unwrap();
+        assert_eq!(recovery_pointer(&store, "h").await, None);
+        assert!(roots.is_empty());
+    }
+    // A move is no activation: same incarnation, no pointer, nothing kept.
+    let to = if before.rid == "a" { "b" } else { "a" };
+    let owner = if before.rid == "a" { &a } else { &b };
+    let moved = owner.spots().relocate("h", Some(to)).await.unwrap();
+    assert_eq!(moved.generation, before.generation);
+    assert_eq!(recovery_pointer(&store, "h").await, None);
+    assert!(roots.is_empty(), "a move keeps no activating message");
+    stop([b, a]).await;
+}

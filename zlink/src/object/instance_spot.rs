@@ -524,10 +524,14 @@ async fn reserve_and_run(
     }
     let result = match tokio::time::timeout_at(activating.deadline, answer).await {
         Ok(Ok(result)) => result,
-        Ok(Err(_)) => Err(Error::new(
-            ErrorKind::Unavailable,
-            format!("{key} closed before its first message ran"),
-        )),
+        // Closed (or its node stopped) before the first handler ran: the activation is
+        // incomplete, so its pointer stays for the authority's owner to settle.
+        Ok(Err(_)) => {
+            return Ok(Some(Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("{key} closed before its first message ran"),
+            ))))
+        }
         Err(_) => Err(Error::new(
             ErrorKind::DeadlineExceeded,
             format!("{key}'s first message did not finish within the call's deadline"),
@@ -538,6 +542,11 @@ async fn reserve_and_run(
     let server = server.clone();
     let key = key.clone();
     server.clone().env.tracker().spawn(async move {
+        // A stopping node settles nothing more: its Spots' refusals are no first results,
+        // and the pointer and root stay for the activation's recovery.
+        if server.env.is_stopping() {
+            return;
+        }
         clear_pointer(&server, &key, &root).await;
         let _ = store.delete(&reference).await;
     });
