@@ -6,6 +6,7 @@ mod channels;
 mod includes;
 mod instance_spots;
 mod location_store;
+mod multicast;
 mod relocation;
 mod security;
 mod sessions;
