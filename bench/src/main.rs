@@ -18,6 +18,7 @@
 
 mod drive;
 mod fanout;
+mod instances;
 mod local_actors;
 mod objects;
 mod raw;
@@ -53,8 +54,11 @@ usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation |
                  the same two nodes: sequential latency and pipelined throughput (64
                  callers over 64 Spots vs 64 in flight); a node without a route cache:
                  store reads per call and latency of a miss; get_or_create per second.
-                 The store is a private redis-server when installed. Then the local
-                 comparison below
+                 The store is a private redis-server when installed. Then Instance
+                 Spot cold activation on 3 nodes (one at a time, 100 concurrent distinct
+                 IDs, 50 concurrent calls for one ID: p50/p99, store calls, factory
+                 runs), Logical Multicast to 100 Spots on 3 nodes vs the same deliveries
+                 as direct one-way sends, and the local comparison below
   local          a local Actor's request and one-way send by ID in one process vs
                  kameo's ask and tell (same payload, same mailbox bound): sequential
                  latency, pipelined requests (64 callers, one actor each), sends/s
@@ -466,6 +470,26 @@ async fn objects(plan: RpcPlan) -> Result<(), BoxError> {
         "Spot / channel: throughput {throughput_ratio:.2}, speed at p50 {p50_ratio:.2} (target >= 0.9); a miss adds {:.1} us at p50",
         f.cold_latency.p50_us - f.spot_latency.p50_us
     );
+    let instances = instances::run(plan.duration.min(Duration::from_secs(3))).await?;
+    println!(
+        "Instance Spot cold activation, one first call at a time: p50 {:.1} us, p99 {:.1} us",
+        instances.sequential.p50_us, instances.sequential.p99_us
+    );
+    println!(
+        "  100 concurrent first calls for distinct IDs: p50 {:.1} us, p99 {:.1} us; {:.2} Location Store calls per activation (+2 Relocation Store: the kept first message, put and deleted)",
+        instances.distinct.p50_us, instances.distinct.p99_us, instances.store_calls_per_activation
+    );
+    println!(
+        "  50 concurrent first calls for one ID (from 3 nodes): p50 {:.1} us, p99 {:.1} us; {:.2} factory runs per ID",
+        instances.same_id.p50_us, instances.same_id.p99_us, instances.builds_per_same_id_round
+    );
+    let multicast_ratio = instances.multicast.per_second() / instances.direct.per_second();
+    println!(
+        "Logical Multicast to {} Spots on 3 nodes: {:.0} deliveries/s; the same as direct one-way sends: {:.0}/s; multicast / direct {multicast_ratio:.2} (target >= 1.0)",
+        instances.subscribers,
+        instances.multicast.per_second(),
+        instances.direct.per_second()
+    );
     let local = local_comparison(&plan, &payload).await?;
     let mut summary = serde_json::json!({
         "benchmark": "objects",
@@ -481,6 +505,17 @@ async fn objects(plan: RpcPlan) -> Result<(), BoxError> {
         "miss_added_p50_us": round3(f.cold_latency.p50_us - f.spot_latency.p50_us),
         "store_reads_per_miss": round3(f.reads_per_miss),
         "creations_per_s": f.creations.per_second().round(),
+        "activation_sequential_p50_us": round3(instances.sequential.p50_us),
+        "activation_sequential_p99_us": round3(instances.sequential.p99_us),
+        "activation_distinct_p50_us": round3(instances.distinct.p50_us),
+        "activation_distinct_p99_us": round3(instances.distinct.p99_us),
+        "activation_same_id_p50_us": round3(instances.same_id.p50_us),
+        "activation_same_id_p99_us": round3(instances.same_id.p99_us),
+        "activation_store_calls": round3(instances.store_calls_per_activation),
+        "activation_builds_per_id": round3(instances.builds_per_same_id_round),
+        "multicast_deliveries_per_s": instances.multicast.per_second().round(),
+        "direct_send_deliveries_per_s": instances.direct.per_second().round(),
+        "multicast_vs_direct": round3(multicast_ratio),
     });
     if let (Some(fields), serde_json::Value::Object(local)) = (summary.as_object_mut(), local) {
         fields.extend(local);

@@ -115,15 +115,22 @@ async fn scoreboards_on_every_node_see_every_goal() -> zlink::Result<()> {
     };
     west.multicast().publish("league", "goals", &goal).await?;
     // ANCHOR_END: outside
-    zlink_testkit::wait_until(Duration::from_secs(5), "both boards saw both goals", || async {
-        seen.lock().unwrap().len() == 4
-    })
+    zlink_testkit::wait_until(
+        Duration::from_secs(5),
+        "both boards saw both goals",
+        || async { seen.lock().unwrap().len() == 4 },
+    )
     .await;
     let mut goals = seen.lock().unwrap().clone();
     goals.sort();
     assert_eq!(
         goals,
-        ["final: red", "final: red", "friendly: blue", "friendly: blue"]
+        [
+            "final: red",
+            "final: red",
+            "friendly: blue",
+            "friendly: blue"
+        ]
     );
     west.shutdown().await;
     east.shutdown().await;
