@@ -38,6 +38,35 @@ fn fanout_demo_filters_by_topic() {
 }
 
 #[test]
+fn league_demo_starts_matches_by_their_first_goal_and_every_scoreboard_hears_every_goal() {
+    let out = run(env!("CARGO_BIN_EXE_league"));
+    assert!(
+        out.contains("NotFound (a plain call starts nothing)"),
+        "{out}"
+    );
+    assert!(out.contains("final: red scores; red on arena-"), "{out}");
+    assert!(
+        out.contains("final: red scores; red-blue-red on arena-"),
+        "{out}"
+    );
+    for board in ["board-east", "board-west"] {
+        assert!(
+            out.contains(&format!(
+                "{board} heard 4 goals: final goal 1 for red, final goal 2 for blue, final goal 3 for red, semi-1 goal 1 for blue"
+            )),
+            "{out}"
+        );
+    }
+    assert!(out.contains("final on arena-"), "{out}");
+    assert!(out.contains("was idle: evicted"), "{out}");
+    assert!(
+        out.contains("a new goal in final starts it again: green on arena-"),
+        "{out}"
+    );
+    assert!(out.contains("(generation 1 -> 2)"), "{out}");
+}
+
+#[test]
 fn rooms_demo_places_rooms_and_is_honest_about_a_stopped_server() {
     let out = run(env!("CARGO_BIN_EXE_rooms"));
     // Players are Actors that join a room on their node, talk, and leave.

@@ -4,12 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const DEMOS: [&str; 5] = [
+const DEMOS: [&str; 6] = [
     env!("CARGO_BIN_EXE_mesh-demo"),
     env!("CARGO_BIN_EXE_rooms"),
     env!("CARGO_BIN_EXE_client-server-demo"),
     env!("CARGO_BIN_EXE_fanout-demo"),
     env!("CARGO_BIN_EXE_gateway-chat"),
+    env!("CARGO_BIN_EXE_league"),
 ];
 const KEYS: &str = env!("CARGO_BIN_EXE_zlink-keys");
 
@@ -126,7 +127,7 @@ fn every_demo_runs_over_curve_with_a_key_from_zlink_keys() {
     let dir = key_dir("demos");
     let public = new_key(&dir, "demo");
     let key = path(&dir, "demo.key");
-    let expected: [(&str, &str); 5] = [
+    let expected: [(&str, &str); 6] = [
         (DEMOS[0], "new requests now go to server-b only"),
         (DEMOS[1], "(not re-created)"),
         (DEMOS[2], "quotes-b answered 6 of 8"),
@@ -138,6 +139,7 @@ fn every_demo_runs_over_curve_with_a_key_from_zlink_keys() {
             DEMOS[4],
             "0 missing, 0 repeated or reordered, 0 disconnected",
         ),
+        (DEMOS[5], "board-west heard 4 goals"),
     ];
     for (bin, line) in expected {
         let out = succeeds(bin, &["--curve-key", &key]);
