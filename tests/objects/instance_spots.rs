@@ -1131,3 +1131,69 @@ async fn activation_recovery_is_never_used_for_actors_user_spots_ready_instance_
     assert!(roots.is_empty(), "a move keeps no activating message");
     stop([b, a]).await;
 }
+
+/// Reference §2.7, first crash point.
+#[tokio::test]
+async fn a_crash_after_the_root_and_before_the_reservation_leaves_an_orphan_root_that_blocks_nothing(
+) {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let roots = Arc::new(MemoryRelocationStore::new());
+    let built = Arc::new(AtomicUsize::new(0));
+    let serving = |rid: &'static str, fault: fn(zlink::RuntimeBuilder) -> zlink::RuntimeBuilder| {
+        let (store, roots, built) = (store.clone(), roots.clone(), built.clone());
+        async move {
+            let relocation: Arc<dyn RelocationStore> = roots;
+            let matches = Match::spot_type(move |_| {
+                built.fetch_add(1, Ordering::SeqCst);
+                Match {
+                    log: Vec::new(),
+                    gate: Arc::new(Semaphore::new(PERMITS as usize)),
+                }
+            })
+            .unwrap();
+            start(fault(
+                discovered_node(rid, &store, quick_lease())
+                    .relocation_store(relocation)
+                    .spot_type(matches),
+            ))
+            .await
+        }
+    };
+    let a = serving("a", |b| b.test_hold_activation_after_root()).await;
+    let held = tokio::spawn({
+        let a = a.clone();
+        async move {
+            MatchClient::instance(&a, "m")
+                .score(&Score { by: "lost".into() })
+                .await
+        }
+    });
+    wait_until(WAIT, "a wrote its root", || async { roots.len() == 1 }).await;
+    a.crash().await;
+    held.abort();
+    assert!(
+        matches!(
+            store
+                .read(&RecordKey::new("zla1:s:1:m", "authority"))
+                .await
+                .unwrap(),
+            ReadOutcome::Missing
+        ),
+        "nothing was reserved"
+    );
+    // The ID is Missing: the next intent call activates it at once, and the orphan's
+    // message never runs (its retention removes it).
+    let b = serving("b", |b| b).await;
+    let log = MatchClient::instance(&b, "m")
+        .score(&Score { by: "b".into() })
+        .await
+        .unwrap();
+    assert_eq!(log.0, ["b"]);
+    assert_eq!(built.load(Ordering::SeqCst), 1);
+    wait_until(WAIT, "b's own root is gone, the orphan stays", || async {
+        roots.len() == 1 && recovery_pointer(&store, "m").await.is_none()
+    })
+    .await;
+    b.shutdown().await;
+}

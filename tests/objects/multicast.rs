@@ -561,3 +561,112 @@ async fn hostile_multicast_records_are_dropped_and_the_node_keeps_delivering() {
     assert_eq!(seen_by(&seen, "o"), [7], "only the well-formed event ran");
     b.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_publish_that_cannot_start_within_the_send_timeout_is_deadline_exceeded_and_sends_nothing(
+) {
+    let a = start(
+        node("a")
+            .location_store(<dyn zlink::store::LocationStore>::in_memory())
+            .test_hold_publish_workers(),
+    )
+    .await;
+    let mut raw = raw_member(&a.endpoint(), "raw", 100).await;
+    wait_until(WAIT, "a has the raw peer", || async {
+        peer_rids(&a) == ["raw"]
+    })
+    .await;
+    let started = tokio::time::Instant::now();
+    let late = a
+        .multicast()
+        .publish("rooms", "announce", &News { n: 0 })
+        .timeout(std::time::Duration::from_millis(100))
+        .await
+        .unwrap_err();
+    assert!(late.is(zlink::ErrorKind::DeadlineExceeded), "{late}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(100));
+    assert_eq!(
+        records_before_probe_ack(&mut raw, 41).await,
+        [],
+        "nothing was sent"
+    );
+    a.shutdown().await;
+}
+
+/// A large event, to fill a link that is not read.
+#[derive(Debug, Clone, Serialize, Deserialize, zlink::Message)]
+pub struct Bulk {
+    #[serde(with = "serde_bytes")]
+    pub data: Vec<u8>,
+}
+
+#[tokio::test]
+async fn logical_multicast_with_zero_targets_or_failing_targets_completes_normally() {
+    // Zero targets: a node alone, a member of nothing.
+    let alone =
+        start(node("alone").location_store(<dyn zlink::store::LocationStore>::in_memory())).await;
+    alone
+        .multicast()
+        .publish("rooms", "announce", &News { n: 0 })
+        .await
+        .unwrap();
+    alone.shutdown().await;
+    // A member that stops reading: its link fills, and every publish still completes,
+    // each within its timeout, while a member that reads gets every event.
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let seen = Seen::default();
+    let b = member("b", &store, &seen).await;
+    b.spots()
+        .get_or_create("o", "observer", Bytes::new())
+        .await
+        .unwrap();
+    // A 4 MiB send queue per connection, so the stuck member's fills fast.
+    let a = start(
+        discovered_node("a", &store, quick_lease()).link_limits(zlink::LinkLimits {
+            send_queue_bytes: 4 << 20,
+            ..Default::default()
+        }),
+    )
+    .await;
+    wait_until(WAIT, "a sees b in rooms", || async {
+        a.channels().ready_servers("rooms").unwrap_or(0) == 1
+    })
+    .await;
+    let _stuck = raw_member(&a.endpoint(), "stuck", 100).await;
+    wait_until(WAIT, "a sees the stuck member too", || async {
+        a.channels().ready_servers("rooms").unwrap_or(0) == 2
+    })
+    .await;
+    let bulk = Bulk {
+        data: vec![7; 256 * 1024],
+    };
+    let timeout = std::time::Duration::from_millis(10);
+    let all = tokio::time::Instant::now();
+    for _ in 0..200 {
+        let started = tokio::time::Instant::now();
+        a.multicast()
+            .publish("rooms", "bulk", &bulk)
+            .timeout(timeout)
+            .await
+            .expect("a failing target never fails the publish");
+        assert!(
+            started.elapsed() < timeout * 50,
+            "a stuck member never stalls the publisher"
+        );
+    }
+    assert!(
+        all.elapsed() >= timeout * 20,
+        "the stuck member's queue filled, and publishes waited out their timeout on it"
+    );
+    a.multicast()
+        .publish("rooms", "announce", &News { n: 1 })
+        .timeout(timeout)
+        .await
+        .unwrap();
+    wait_until(WAIT, "the reading member got the event", || async {
+        seen_by(&seen, "o") == [1]
+    })
+    .await;
+    stop([a, b]).await;
+}

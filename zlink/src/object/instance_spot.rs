@@ -483,6 +483,11 @@ async fn reserve_and_run(
         .put(&reference, &cbor_encode(&record)?, retention)
         .await
         .map_err(store_error)?;
+    if server.relocations.faults().holds_activation_after_root() {
+        tracing::debug!(object = %key, "an activation held after its root (test fault)");
+        server.env.cancel().cancelled().await;
+        return Err(node_stopping());
+    }
     let (answered, answer) = oneshot::channel();
     let bytes = activating.payload.len()
         + activating

@@ -137,7 +137,9 @@ impl ObjectServer {
             subscriptions: super::multicast::SubscriptionIndex::new(
                 settings.spot_types.iter().map(|t| &t.def),
             ),
-            publish_workers: Default::default(),
+            publish_workers: super::multicast::PublishWorkers::new(
+                settings.faults.holds_publish_workers(),
+            ),
         });
         // Installed before anything runs, so an Entry Spot's hooks can call objects too.
         handle.install_objects(server.clone());

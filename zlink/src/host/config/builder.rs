@@ -496,6 +496,23 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Test-only fault: an Instance Spot activation on this node stops right after it
+    /// wrote its recovery root, before it reserves the ID, as if the process died there
+    /// (the root is an orphan). Only available with the `test-faults` feature.
+    #[cfg(feature = "test-faults")]
+    pub fn test_hold_activation_after_root(mut self) -> Self {
+        self.faults.hold_activation_after_root = true;
+        self
+    }
+
+    /// Test-only fault: every Logical Multicast publish worker of this node is taken, so
+    /// its publishes cannot start. Only available with the `test-faults` feature.
+    #[cfg(feature = "test-faults")]
+    pub fn test_hold_publish_workers(mut self) -> Self {
+        self.faults.hold_publish_workers = true;
+        self
+    }
+
     /// Test-only fault: follow notices sent to this node are lost, so its cached routes
     /// to objects that moved expire only with their max age. Only available with the
     /// `test-faults` feature.

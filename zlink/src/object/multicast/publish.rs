@@ -18,9 +18,10 @@ const PUBLISH_WORKERS: usize = 256;
 #[derive(Debug)]
 pub(crate) struct PublishWorkers(Semaphore);
 
-impl Default for PublishWorkers {
-    fn default() -> Self {
-        PublishWorkers(Semaphore::new(PUBLISH_WORKERS))
+impl PublishWorkers {
+    /// The pool (none free when a test fault holds them all).
+    pub(crate) fn new(all_taken: bool) -> Self {
+        PublishWorkers(Semaphore::new(if all_taken { 0 } else { PUBLISH_WORKERS }))
     }
 }
 

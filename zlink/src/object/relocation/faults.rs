@@ -29,6 +29,13 @@ pub(crate) struct RelocationFaults {
     /// there.
     #[cfg(feature = "test-faults")]
     pub(crate) hold_activation_after_reserve: bool,
+    /// An Instance Spot's activation stops after its recovery root was written, before
+    /// its reservation, as if its process died there.
+    #[cfg(feature = "test-faults")]
+    pub(crate) hold_activation_after_root: bool,
+    /// Every Logical Multicast publish worker of this node is taken.
+    #[cfg(feature = "test-faults")]
+    pub(crate) hold_publish_workers: bool,
 }
 
 impl RelocationFaults {
@@ -68,6 +75,22 @@ impl RelocationFaults {
     pub(crate) fn drops_binding_replaced(&self) -> bool {
         #[cfg(feature = "test-faults")]
         return self.drop_binding_replaced;
+        #[cfg(not(feature = "test-faults"))]
+        false
+    }
+
+    /// Whether every publish worker is taken (publishes cannot start).
+    pub(crate) fn holds_publish_workers(&self) -> bool {
+        #[cfg(feature = "test-faults")]
+        return self.hold_publish_workers;
+        #[cfg(not(feature = "test-faults"))]
+        false
+    }
+
+    /// Whether an Instance Spot's activation stops after its root, before reserving.
+    pub(crate) fn holds_activation_after_root(&self) -> bool {
+        #[cfg(feature = "test-faults")]
+        return self.hold_activation_after_root;
         #[cfg(not(feature = "test-faults"))]
         false
     }
