@@ -6,10 +6,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use zlink::object::{ClosingReason, SpotContext};
-use zlink::store::{RedisOptions, RedisRelocationStore};
+use zlink::store::{RedisLocationStore, RedisOptions, RedisRelocationStore};
 use zlink::{ErrorKind, Runtime};
 use zlink_testkit::RedisServer;
-use zlink_tests::{discovered_node, quick_lease, redis_store, start};
 
 // ANCHOR: match
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
@@ -49,23 +48,40 @@ impl Match {
 #[tokio::test]
 async fn a_match_is_activated_by_its_first_goal_and_evicted_when_idle() -> zlink::Result<()> {
     let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
     // ANCHOR: serve
-    let server: Runtime = start(
-        discovered_node("match-server", &store, quick_lease())
-            // Instance Spots need a Relocation Store shared by the mesh: each first
-            // message is written there before the ID is reserved.
-            .relocation_store(Arc::new(RedisRelocationStore::new(RedisOptions::new(
-                redis.url(),
-                "game-relocation",
-            ))?))
-            .spot_type(Match::spot_type(|_| Match::default())?)
-            // An idle match goes after 200 ms (default: never).
-            .instance_spot_idle_timeout(Duration::from_millis(200)),
-    )
-    .await;
+    let server: Runtime = Runtime::builder()
+        .mesh_name("game")
+        .rid("match-server")
+        .listen("tcp://127.0.0.1:0")
+        .location_store(Arc::new(RedisLocationStore::new(RedisOptions::new(
+            redis.url(),
+            "game",
+        ))?))
+        // Instance Spots need a Relocation Store shared by the mesh: each first
+        // message is written there before the ID is reserved.
+        .relocation_store(Arc::new(RedisRelocationStore::new(RedisOptions::new(
+            redis.url(),
+            "game-relocation",
+        ))?))
+        .spot_type(Match::spot_type(|_| Match::default())?)
+        // An idle match goes after 200 ms (default: never).
+        .instance_spot_idle_timeout(Duration::from_millis(200))
+        .build()?
+        .start()
+        .await?;
     // ANCHOR_END: serve
-    let caller = start(discovered_node("caller", &store, quick_lease())).await;
+    let caller = Runtime::builder()
+        .mesh_name("game")
+        .rid("caller")
+        .listen("tcp://127.0.0.1:0")
+        .location_store(Arc::new(RedisLocationStore::new(RedisOptions::new(
+            redis.url(),
+            "game",
+        ))?))
+        .discovery_interval(Duration::from_millis(100))
+        .build()?
+        .start()
+        .await?;
     zlink_testkit::wait_until(
         Duration::from_secs(5),
         "the caller sees the server",

@@ -8,9 +8,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use zlink::object::SpotContext;
+use zlink::store::{RedisLocationStore, RedisOptions};
 use zlink::Runtime;
 use zlink_testkit::RedisServer;
-use zlink_tests::{discovered_node, quick_lease, redis_store, start};
 
 // ANCHOR: events
 /// Published by a match whenever a team scores.
@@ -72,23 +72,29 @@ impl zlink::object::Spot for Scoreboard {}
 #[tokio::test]
 async fn scoreboards_on_every_node_see_every_goal() -> zlink::Result<()> {
     let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let league_node = |rid: &'static str| {
-        let (store, seen) = (store.clone(), seen.clone());
+        let (url, seen) = (redis.url(), seen.clone());
         async move {
             let goals = seen.clone();
             // ANCHOR: member
-            let node: Runtime = start(
-                discovered_node(rid, &store, quick_lease())
-                    // Receivers are the Server members of the channel with weight > 0.
-                    .multicast_channel("league")
-                    .spot_type(Match::spot_type(|_| Match)?)
-                    .spot_type(Scoreboard::spot_type(move |_| Scoreboard {
-                        goals: goals.clone(),
-                    })?),
-            )
-            .await;
+            let node = Runtime::builder()
+                .mesh_name("league")
+                .rid(rid)
+                .listen("tcp://127.0.0.1:0")
+                .location_store(Arc::new(RedisLocationStore::new(RedisOptions::new(
+                    url, "league",
+                ))?))
+                // Receivers are the Server members of the channel with weight > 0.
+                .multicast_channel("league")
+                .spot_type(Match::spot_type(|_| Match)?)
+                .spot_type(Scoreboard::spot_type(move |_| Scoreboard {
+                    goals: goals.clone(),
+                })?)
+                .discovery_interval(Duration::from_millis(100))
+                .build()?
+                .start()
+                .await?;
             // ANCHOR_END: member
             Ok::<Runtime, zlink::Error>(node)
         }
