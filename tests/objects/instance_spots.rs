@@ -552,6 +552,31 @@ async fn a_crash_after_the_reservation_is_cancelled_and_the_next_intent_call_act
     b.shutdown().await;
 }
 
+/// An intent call from `caller` to match "m", whose owner (holding `lease`) died, is
+/// `Unavailable`, and still is once that lease expired.
+async fn unavailable_before_and_after_lease_expiry(
+    caller: &Runtime,
+    store: &Arc<dyn zlink::store::LocationStore>,
+    lease: &zlink::store::LeaseToken,
+) {
+    let call = || async {
+        MatchClient::instance(caller, "m")
+            .score(&Score {
+                by: caller.rid().into(),
+            })
+            .await
+            .unwrap_err()
+    };
+    let dead = call().await;
+    assert!(dead.is(ErrorKind::Unavailable), "{dead}");
+    wait_until(WAIT, "the dead owner's lease expired", || async {
+        matches!(store.read_lease(&lease.owner).await, Ok(None))
+    })
+    .await;
+    let expired = call().await;
+    assert!(expired.is(ErrorKind::Unavailable), "{expired}");
+}
+
 #[tokio::test]
 async fn a_ready_instance_spot_whose_owner_died_is_unavailable_to_intent_calls_and_never_activated_again(
 ) {
@@ -568,20 +593,7 @@ async fn a_ready_instance_spot_whose_owner_died_is_unavailable_to_intent_calls_a
     let lease = a.discovery().owner_lease().unwrap().token.unwrap();
     a.crash().await;
     // Dead owner, and later a lease gone too: Unavailable, never a new activation.
-    let dead = MatchClient::instance(&b, "m")
-        .score(&Score { by: "b".into() })
-        .await
-        .unwrap_err();
-    assert!(dead.is(ErrorKind::Unavailable), "{dead}");
-    wait_until(WAIT, "a's lease expired", || async {
-        matches!(store.read_lease(&lease.owner).await, Ok(None))
-    })
-    .await;
-    let expired = MatchClient::instance(&b, "m")
-        .score(&Score { by: "b".into() })
-        .await
-        .unwrap_err();
-    assert!(expired.is(ErrorKind::Unavailable), "{expired}");
+    unavailable_before_and_after_lease_expiry(&b, &store, &lease).await;
     assert_eq!(
         built.load(Ordering::SeqCst),
         1,
@@ -1026,20 +1038,7 @@ async fn a_recovery_pointer_left_in_a_ready_authority_never_selects_another_targ
         first.await.unwrap().is_err(),
         "the held first call has no answer"
     );
-    let dead = MatchClient::instance(&a, "m")
-        .score(&Score { by: "after".into() })
-        .await
-        .unwrap_err();
-    assert!(dead.is(ErrorKind::Unavailable), "{dead}");
-    wait_until(WAIT, "b's lease expired", || async {
-        matches!(store.read_lease(&lease.owner).await, Ok(None))
-    })
-    .await;
-    let expired = MatchClient::instance(&a, "m")
-        .score(&Score { by: "later".into() })
-        .await
-        .unwrap_err();
-    assert!(expired.is(ErrorKind::Unavailable), "{expired}");
+    unavailable_before_and_after_lease_expiry(&a, &store, &lease).await;
     assert_eq!(built_c.load(Ordering::SeqCst), 0, "c never activated m");
     assert_eq!(
         a.spots().find("m").await.unwrap().map(|s| s.rid),

@@ -91,6 +91,23 @@ async fn relocate(nodes: &[Runtime], id: &str, to: &str) {
     .await;
 }
 
+/// Members a, b and c of "rooms" on `redis`, each seeing the other two.
+async fn three_members(redis: &RedisServer, seen: &Seen) -> [Runtime; 3] {
+    let store = redis_store(redis);
+    let nodes = [
+        member("a", &store, seen).await,
+        member("b", &store, seen).await,
+        member("c", &store, seen).await,
+    ];
+    for rt in &nodes {
+        wait_until(WAIT, "every member sees the other two", || async {
+            rt.channels().ready_servers("rooms").unwrap_or(0) == 2
+        })
+        .await;
+    }
+    nodes
+}
+
 fn seen_by(seen: &Seen, id: &str) -> Vec<u32> {
     seen.lock().unwrap().get(id).cloned().unwrap_or_default()
 }
@@ -99,19 +116,8 @@ fn seen_by(seen: &Seen, id: &str) -> Vec<u32> {
 async fn every_subscribed_spot_on_every_member_and_on_the_publishers_node_gets_each_event_once_in_order(
 ) {
     let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
     let seen = Seen::default();
-    let nodes = [
-        member("a", &store, &seen).await,
-        member("b", &store, &seen).await,
-        member("c", &store, &seen).await,
-    ];
-    for rt in &nodes {
-        wait_until(WAIT, "every member sees the other two", || async {
-            rt.channels().ready_servers("rooms").unwrap_or(0) == 2
-        })
-        .await;
-    }
+    let nodes = three_members(&redis, &seen).await;
     let placed = [("o-a", "a"), ("o-b1", "b"), ("o-b2", "b"), ("o-c", "c")];
     for (id, on) in placed {
         observer_on(&nodes, id, on).await;
@@ -175,19 +181,8 @@ async fn every_subscribed_spot_on_every_member_and_on_the_publishers_node_gets_e
 #[tokio::test]
 async fn a_weight_0_member_gets_no_events_and_a_subscriber_that_moves_keeps_receiving() {
     let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
     let seen = Seen::default();
-    let nodes = [
-        member("a", &store, &seen).await,
-        member("b", &store, &seen).await,
-        member("c", &store, &seen).await,
-    ];
-    for rt in &nodes {
-        wait_until(WAIT, "every member sees the other two", || async {
-            rt.channels().ready_servers("rooms").unwrap_or(0) == 2
-        })
-        .await;
-    }
+    let nodes = three_members(&redis, &seen).await;
     observer_on(&nodes, "o-b", "b").await;
     observer_on(&nodes, "o-c", "c").await;
     let publish = |n| {

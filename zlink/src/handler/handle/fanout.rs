@@ -139,19 +139,11 @@ impl<'a> IntoFuture for Publish<'a> {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            if !self.handle.is_running() {
-                return Err(Error::new(
-                    ErrorKind::ShuttingDown,
-                    "the runtime is shutting down",
-                ));
-            }
+            self.handle.ensure_running()?;
             let port = self.handle.fanout_port()?;
             let payload = self.payload?;
             let topic = Bytes::copy_from_slice(self.topic.unwrap_or(self.packet).as_bytes());
-            let timeout = self
-                .options
-                .timeout
-                .unwrap_or(self.handle.node().settings().send_timeout);
+            let timeout = self.handle.send_timeout_or(self.options.timeout);
             port.publish(
                 self.channel,
                 topic,

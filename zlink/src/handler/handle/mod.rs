@@ -196,6 +196,26 @@ impl Handle {
     pub fn is_running(&self) -> bool {
         self.inner.node.is_running()
     }
+
+    /// `ShuttingDown` once the runtime stops: what a publish answers before it starts.
+    pub(crate) fn ensure_running(&self) -> Result<()> {
+        if self.is_running() {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the runtime is shutting down",
+            ))
+        }
+    }
+
+    /// The send timeout a one-way gives, unless its own `timeout` names one.
+    pub(crate) fn send_timeout_or(
+        &self,
+        timeout: Option<std::time::Duration>,
+    ) -> std::time::Duration {
+        timeout.unwrap_or(self.node().settings().send_timeout)
+    }
 }
 
 impl std::fmt::Debug for Handle {

@@ -9,7 +9,7 @@ use super::call::option_setters;
 use super::Handle;
 use crate::call::{BoxFuture, CallOptions};
 use crate::wire::Message;
-use crate::{Error, ErrorKind, Result};
+use crate::Result;
 
 /// Logical Multicast: events to the Spots that subscribe to a topic on a RouteMesh
 /// channel, from [`Handle::multicast`] or [`Runtime::multicast`](crate::Runtime::multicast).
@@ -82,18 +82,10 @@ impl<'a> IntoFuture for MulticastPublish<'a> {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            if !self.handle.is_running() {
-                return Err(Error::new(
-                    ErrorKind::ShuttingDown,
-                    "the runtime is shutting down",
-                ));
-            }
+            self.handle.ensure_running()?;
             let port = self.handle.objects()?;
             let payload = self.payload?;
-            let send_timeout = self
-                .options
-                .timeout
-                .unwrap_or(self.handle.node().settings().send_timeout);
+            let send_timeout = self.handle.send_timeout_or(self.options.timeout);
             port.publish(
                 self.channel,
                 self.topic,
