@@ -303,6 +303,9 @@ async fn multiple_matching_spots_on_one_receiving_node_share_one_immutable_paylo
         seen.iter().all(|p| *p == seen[0]),
         "one buffer for all three Spots: {seen:?}"
     );
+    let (sent, received) = (a.status().multicast, b.status().multicast);
+    assert_eq!((sent.published, sent.records_sent), (1, 1));
+    assert_eq!((received.records_received, received.delivered), (1, 3));
     stop([a, b]).await;
 }
 
@@ -448,6 +451,15 @@ async fn logical_multicast_sends_exactly_one_record_per_eligible_node_whatever_i
         records_before_probe_ack(&mut drained, 13).await,
         [],
         "nothing at weight 0"
+    );
+    let counts = a.status().multicast;
+    assert_eq!(
+        (
+            counts.published,
+            counts.records_sent,
+            counts.targets_skipped
+        ),
+        (2, 4, 0)
     );
     a.shutdown().await;
 }
@@ -653,6 +665,10 @@ async fn logical_multicast_with_zero_targets_or_failing_targets_completes_normal
     assert!(
         all.elapsed() >= timeout * 20,
         "the stuck member's queue filled, and publishes waited out their timeout on it"
+    );
+    assert!(
+        a.status().multicast.targets_skipped > 0,
+        "the stuck member was skipped, silently"
     );
     a.multicast()
         .publish("rooms", "announce", &News { n: 1 })

@@ -57,6 +57,8 @@ pub struct RuntimeStatus {
     /// Messages this node relayed to a moved Spot's or Actor's new owner (Message Follow
     /// detours, and the queue and hold a move carried), since it started.
     pub relayed_by_message_follow: u64,
+    /// What went through its Logical Multicast since it started.
+    pub multicast: crate::object::MulticastCounts,
 }
 
 /// Placement readiness per type, as [`RuntimeStatus::placement`].
@@ -231,6 +233,9 @@ impl RuntimeStatus {
                 .unwrap_or_default(),
             relayed_by_message_follow: objects
                 .map_or(0, |objects| objects.relayed_by_message_follow()),
+            multicast: objects
+                .map(|objects| objects.multicast_counts())
+                .unwrap_or_default(),
             store_operations: node
                 .settings()
                 .discovery

@@ -66,6 +66,7 @@ pub use entry::EntryHooks;
 pub(crate) use entry::EntryHooksFactory;
 pub use lost_sends::LostOneWays;
 pub use membership::{Execution, JoinDecision, JoinOutcome};
+pub use multicast::MulticastCounts;
 pub use object_type::{ActorType, ObjectType, SpotType};
 pub use relocation::{
     BlockedObject, BlockedReason, RelocationReport, RelocationState, MAX_CAPTURED_STATE_BYTES,

@@ -47,10 +47,8 @@ pub(crate) struct ObjectServer {
     pub(super) entry: Option<Arc<EntrySpot>>,
     /// This node's placement weight for new objects.
     pub(super) placement_weight: u32,
-    /// Which of its Spot types take which Logical Multicast events.
-    subscriptions: super::multicast::SubscriptionIndex,
-    /// The publishes running at once.
-    publish_workers: super::multicast::PublishWorkers,
+    /// Logical Multicast: its subscriptions, publish workers and counts.
+    multicast: super::multicast::Multicast,
     /// Where pushes to sessions on this node go (the session layer installs it).
     sessions: std::sync::OnceLock<Arc<dyn super::binding::LocalSessions>>,
     /// Itself, for the rare step that outlives the call which began it (a route switch's
@@ -59,14 +57,14 @@ pub(crate) struct ObjectServer {
 }
 
 impl ObjectServer {
-    /// Which of this node's Spot types take which Logical Multicast events.
-    pub(super) fn subscriptions(&self) -> &super::multicast::SubscriptionIndex {
-        &self.subscriptions
+    /// This node's Logical Multicast.
+    pub(super) fn multicast(&self) -> &super::multicast::Multicast {
+        &self.multicast
     }
 
-    /// The bounded pool of publishes.
-    pub(super) fn publish_workers(&self) -> &super::multicast::PublishWorkers {
-        &self.publish_workers
+    /// What went through this node's Logical Multicast so far.
+    pub(crate) fn multicast_counts(&self) -> super::multicast::MulticastCounts {
+        self.multicast.snapshot()
     }
 
     /// Whether this node is a Server member of `channel` (at any weight).
@@ -134,10 +132,8 @@ impl ObjectServer {
                 .map(|id| Arc::new(EntrySpot::new(id, settings.entry_hooks.as_deref()))),
             resolver,
             placement_weight: node.settings().placement_weight,
-            subscriptions: super::multicast::SubscriptionIndex::new(
+            multicast: super::multicast::Multicast::new(
                 settings.spot_types.iter().map(|t| &t.def),
-            ),
-            publish_workers: super::multicast::PublishWorkers::new(
                 settings.faults.holds_publish_workers(),
             ),
         });

@@ -4,6 +4,10 @@
 //! to every matching Spot it runs.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+use tokio::sync::Semaphore;
 
 use super::object_type::TypeDef;
 use crate::address::StableType;
@@ -13,8 +17,80 @@ use crate::{Error, Result};
 mod publish;
 mod receive;
 
-pub(crate) use publish::{publish, Event, PublishWorkers};
+pub(crate) use publish::{publish, Event};
 pub(crate) use receive::MulticastRoute;
+
+/// Publishes running at once on one node (seed: a bounded pool of publish workers).
+const PUBLISH_WORKERS: usize = 256;
+
+/// A node's Logical Multicast: which of its Spot types take which events, the bounded
+/// pool its publishes start in, and what went through it.
+#[derive(Debug)]
+pub(crate) struct Multicast {
+    subscriptions: SubscriptionIndex,
+    workers: Semaphore,
+    counts: Counts,
+}
+
+impl Multicast {
+    /// The multicast of a node serving `types` (no publish worker free when a test fault
+    /// holds them all).
+    pub(crate) fn new<'a>(
+        types: impl IntoIterator<Item = &'a TypeDef>,
+        workers_taken: bool,
+    ) -> Self {
+        Multicast {
+            subscriptions: SubscriptionIndex::new(types),
+            workers: Semaphore::new(if workers_taken { 0 } else { PUBLISH_WORKERS }),
+            counts: Counts::default(),
+        }
+    }
+
+    /// What went through this node's multicast so far.
+    pub(crate) fn snapshot(&self) -> MulticastCounts {
+        let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let c = &self.counts;
+        MulticastCounts {
+            published: read(&c.published),
+            records_sent: read(&c.records_sent),
+            targets_skipped: read(&c.targets_skipped),
+            records_received: read(&c.records_received),
+            delivered: read(&c.delivered),
+            dropped: read(&c.dropped),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    published: AtomicU64,
+    records_sent: AtomicU64,
+    targets_skipped: AtomicU64,
+    records_received: AtomicU64,
+    delivered: AtomicU64,
+    dropped: AtomicU64,
+}
+
+fn count(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
+}
+
+/// What a node's Logical Multicast did since it started (in the runtime's status).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct MulticastCounts {
+    /// Publishes of this node that started (got past admission).
+    pub published: u64,
+    /// Records (command 23) its publishes queued for remote nodes: one per target node.
+    pub records_sent: u64,
+    /// Remote targets its publishes skipped (unreachable, or no room in time).
+    pub targets_skipped: u64,
+    /// Records it received from publishers elsewhere.
+    pub records_received: u64,
+    /// Events queued on (or held for) subscribed Spots here, one per Spot.
+    pub delivered: u64,
+    /// Events a subscribed Spot here could not take (a full queue, a closing Spot).
+    pub dropped: u64,
+}
 
 /// One topic a Spot type takes: events of `packet` published to `topic` on `channel`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,26 +4,11 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::object::server::ObjectServer;
 use crate::wire::{Command, Metadata};
 use crate::{Error, ErrorKind, Result};
-
-/// Publishes running at once on one node (seed: a bounded pool of publish workers).
-const PUBLISH_WORKERS: usize = 256;
-
-/// The bounded pool a publish takes a place in before anything is sent.
-#[derive(Debug)]
-pub(crate) struct PublishWorkers(Semaphore);
-
-impl PublishWorkers {
-    /// The pool (none free when a test fault holds them all).
-    pub(crate) fn new(all_taken: bool) -> Self {
-        PublishWorkers(Semaphore::new(if all_taken { 0 } else { PUBLISH_WORKERS }))
-    }
-}
 
 /// One Logical Multicast event, as its publisher gave it.
 pub(crate) struct Event<'a> {
@@ -52,7 +37,7 @@ pub(crate) async fn publish(server: &ObjectServer, event: Event<'_>) -> Result<(
     }
     let admit_by = Instant::now() + event.send_timeout;
     let _worker =
-        match tokio::time::timeout_at(admit_by, server.publish_workers().0.acquire()).await {
+        match tokio::time::timeout_at(admit_by, server.multicast().workers.acquire()).await {
             Ok(Ok(worker)) => worker,
             Ok(Err(_)) => return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping")),
             Err(_) => {
@@ -65,6 +50,8 @@ pub(crate) async fn publish(server: &ObjectServer, event: Event<'_>) -> Result<(
     let Some(node) = server.env.node() else {
         return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
     };
+    let multicast = server.multicast();
+    super::count(&multicast.counts.published, 1);
     let targets = node.peers().servers(event.channel);
     if !targets.is_empty() {
         let frames = crate::wire::encode_call(
@@ -84,12 +71,15 @@ pub(crate) async fn publish(server: &ObjectServer, event: Event<'_>) -> Result<(
         );
         // In order, so each publisher's events reach each node in the order published.
         for link in &targets {
-            if let Err(e) = node
+            let sent = node
                 .calls()
                 .send_frames(link, frames.clone(), admit_by)
-                .await
-            {
+                .await;
+            if let Err(e) = sent {
+                super::count(&multicast.counts.targets_skipped, 1);
                 tracing::debug!(channel = event.channel, topic = event.topic, node = %link.rid(), error = %e, "a multicast target was skipped");
+            } else {
+                super::count(&multicast.counts.records_sent, 1);
             }
         }
     }

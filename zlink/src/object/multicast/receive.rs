@@ -34,6 +34,7 @@ impl InboundRoute for MulticastRoute {
             tracing::debug!(channel, from = %call.from().rid(), "a multicast for a channel this node does not serve was dropped");
             return;
         }
+        super::count(&server.multicast().counts.records_received, 1);
         deliver_here(
             &server,
             channel,
@@ -57,12 +58,13 @@ pub(super) fn deliver_here(
     metadata: &Metadata,
     sender: Option<&str>,
 ) -> usize {
-    let types = server.subscriptions().types(channel, topic, packet);
+    let multicast = server.multicast();
+    let types = multicast.subscriptions.types(channel, topic, packet);
     if types.is_empty() {
         return 0;
     }
     let now = Instant::now();
-    let mut queued = 0;
+    let (mut queued, mut dropped) = (0, 0);
     for live in server.registry.all() {
         if live.is_entry() || !types.contains(&live.object_type.stable_type) {
             continue;
@@ -96,6 +98,7 @@ pub(super) fn deliver_here(
                 continue;
             }
             Err(refusal) => {
+                dropped += 1;
                 tracing::debug!(spot = %live.key, packet, error = %refusal.error, "a multicast event was not admitted");
                 continue;
             }
@@ -103,6 +106,7 @@ pub(super) fn deliver_here(
         match live.try_deliver(job, bytes) {
             Ok(()) => queued += 1,
             Err((crate::object::mailbox::Refused::Full(_), _)) => {
+                dropped += 1;
                 tracing::debug!(spot = %live.key, packet, "a multicast event found a full queue");
             }
             // Sealed for a move or just handed over: the move's hold takes it.
@@ -110,9 +114,13 @@ pub(super) fn deliver_here(
                 let sender = sender.map(str::to_string);
                 if admission::to_departure(server, &live, fence, job, bytes, sender, 0).is_none() {
                     queued += 1;
+                } else {
+                    dropped += 1;
                 }
             }
         }
     }
-    queued
+    super::count(&multicast.counts.delivered, queued);
+    super::count(&multicast.counts.dropped, dropped);
+    queued as usize
 }
