@@ -886,3 +886,32 @@ async fn client_server_length_bomb_scenario() {
     assert_eq!(c.channels().client_server_servers(CS).unwrap().len(), 1);
     stop([c, s]).await;
 }
+
+#[tokio::test]
+async fn a_request_with_undefined_flag_bits_is_answered_protocol_error_to_its_correlation() {
+    let a = start(node("a").channel_server(CHANNEL, echo_handlers("a", Default::default()))).await;
+    let mut raw = admitted_raw(&a.endpoint(), "raw").await;
+    for (correlation, flags) in [(41u64, 0x02u8), (42, 0x80), (43, 0xFF)] {
+        let mut frames = echo_request(correlation, "flagged");
+        let mut head = frames[0].to_vec();
+        head[4] = flags;
+        frames[0] = Bytes::from(head);
+        raw.send(&as_slices(&frames)).await.expect("sent");
+        match reply_to(&mut raw, correlation).await {
+            ReplyOutcome::Failed { kind, detail } => {
+                assert_eq!(
+                    kind,
+                    ErrorKind::ProtocolError as u8,
+                    "{flags:#04x}: {detail}"
+                );
+            }
+            other => panic!("flags {flags:#04x} answered {other:?}"),
+        }
+    }
+    // The connection stays usable.
+    raw.send(&as_slices(&echo_request(44, "plain")))
+        .await
+        .expect("sent");
+    assert!(matches!(reply_to(&mut raw, 44).await, ReplyOutcome::Ok(_)));
+    a.shutdown().await;
+}

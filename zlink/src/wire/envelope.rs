@@ -208,7 +208,14 @@ impl Envelope {
         let flags = head[4];
         if command.is_application() {
             if flags & !(FLAG_METADATA | FLAG_SESSION_TAIL) != 0 {
-                return Err(fail(format!("undefined flags {flags:#04x}"), None));
+                // The correlation sits right after the prefix: a request still learns why.
+                let correlation = command
+                    .is_request()
+                    .then(|| head.get(PREFIX_LEN..PREFIX_LEN + 8))
+                    .flatten()
+                    .map(|b| b.iter().fold(0u64, |n, byte| n << 8 | u64::from(*byte)))
+                    .filter(|c| *c != 0);
+                return Err(fail(format!("undefined flags {flags:#04x}"), correlation));
             }
             let head = decode_call_head(command, head).map_err(|(r, c)| fail(r, c))?;
             let correlation = (head.correlation != 0).then_some(head.correlation);
