@@ -915,3 +915,50 @@ async fn a_request_with_undefined_flag_bits_is_answered_protocol_error_to_its_co
     assert!(matches!(reply_to(&mut raw, 44).await, ReplyOutcome::Ok(_)));
     a.shutdown().await;
 }
+
+/// A stranger (ZMTP done, no zlink hello) whose message declares more than the
+/// pre-admission cap (256 KiB) across its frames.
+async fn stranger_declaring_over_the_cap(endpoint: &str) -> RawZmtp {
+    let mut raw = RawZmtp::dealer(endpoint).await.expect("zmtp handshake");
+    let part = vec![0u8; 100 * 1024];
+    let mut bytes = frame(0x01, &part);
+    bytes.extend(frame(0x01, &part));
+    // A third frame's header declaring 100 KiB more, and no body.
+    bytes.push(0x02);
+    bytes.extend_from_slice(&(100u64 * 1024).to_be_bytes());
+    raw.write(&bytes).await.expect("written");
+    raw
+}
+
+#[tokio::test]
+async fn before_admission_a_message_is_judged_by_its_declared_frame_sizes_and_closed_at_the_header()
+{
+    // A long handshake deadline: only the size rule can close the stranger soon.
+    let a = start(limited_server(LinkLimits {
+        handshake_timeout: Duration::from_secs(60),
+        ..LinkLimits::default()
+    }))
+    .await;
+    let mut stranger = stranger_declaring_over_the_cap(&a.endpoint()).await;
+    assert!(
+        stranger.closed_within(Duration::from_secs(2)).await,
+        "closed at the header that declares past the cap, without waiting for its body"
+    );
+    // Within the cap, the same stranger shape is held until its handshake deadline.
+    let mut polite = RawZmtp::dealer(&a.endpoint())
+        .await
+        .expect("zmtp handshake");
+    let part = vec![0u8; 100 * 1024];
+    let mut bytes = frame(0x01, &part);
+    bytes.push(0x02);
+    bytes.extend_from_slice(&(50u64 * 1024).to_be_bytes());
+    polite.write(&bytes).await.expect("written");
+    assert!(
+        !polite.closed_within(Duration::from_millis(300)).await,
+        "a message within the cap waits for its body"
+    );
+    // An admitted peer's messages go by the admitted limit, and the node still serves.
+    let c = client("c", &[&a]).await;
+    assert_eq!(echo_by(&c).await, "a");
+    stop([c, a]).await;
+}

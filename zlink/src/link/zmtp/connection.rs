@@ -33,6 +33,10 @@ const READ_SPARE: usize = 8 * 1024;
 /// record, never a payload. Unadmitted strangers cannot make a listener buffer more.
 const PRE_ADMISSION_MAX: usize = 256 * 1024;
 
+/// Room a frame always has, even when the message being assembled is at its byte budget:
+/// enough for any ZMTP command.
+const COMMAND_ROOM: usize = 512;
+
 /// Messages a writer encodes into one socket write, at most.
 const WRITE_BATCH: usize = 256;
 /// Bytes a writer gathers before writing, at most (one large message may exceed it).
@@ -286,8 +290,11 @@ impl Reader {
             } else {
                 self.max_message.min(PRE_ADMISSION_MAX)
             };
-            self.decoder.max_frame = max + self.overhead;
             self.assembler.set_max_bytes(max);
+            // A frame is judged by its declared size against what the message may still
+            // take, at its header: a peer cannot park a body the message has no room for.
+            // (Commands, such as a PING inside a message, are small: they keep a little room.)
+            self.decoder.max_frame = self.assembler.remaining().max(COMMAND_ROOM) + self.overhead;
             let frame = match self.decoder.decode(&mut self.buf) {
                 Ok(Some(frame)) => frame,
                 Ok(None) => return Ok(()),

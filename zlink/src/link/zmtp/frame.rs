@@ -159,6 +159,12 @@ impl MessageAssembler {
         }
     }
 
+    /// Bytes the message being assembled may still take (all of the budget between
+    /// messages).
+    pub(crate) fn remaining(&self) -> usize {
+        self.max_bytes.saturating_sub(self.bytes)
+    }
+
     /// Changes the byte budget of messages (admission raises it).
     pub(crate) fn set_max_bytes(&mut self, max_bytes: usize) {
         self.max_bytes = max_bytes;
