@@ -16,3 +16,4 @@ mod relocation_order;
 mod spot_timers;
 mod spot_wide_relocation;
 mod spots;
+mod timing;

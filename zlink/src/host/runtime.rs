@@ -140,6 +140,34 @@ impl Runtime {
         self.handle.actors()
     }
 
+    /// RouteCacheMaxAge now: how long a confirmed Spot or Actor route is reused (0: the
+    /// cache is off). `NotConfigured` without a Location Store.
+    pub fn route_cache_max_age(&self) -> crate::Result<std::time::Duration> {
+        Ok(self.handle.objects()?.timing().0)
+    }
+
+    /// MessageFollowDuration now: how long a node relays what still arrives for an
+    /// object that moved away (0: not at all). `NotConfigured` without a Location Store.
+    pub fn message_follow_duration(&self) -> crate::Result<std::time::Duration> {
+        Ok(self.handle.objects()?.timing().1)
+    }
+
+    /// Changes RouteCacheMaxAge while the node runs. It applies to routes cached from
+    /// now on; a route cached already keeps the lifetime it was given. 0 turns the cache
+    /// off for new routes. With both on, it must stay at least 5 s below
+    /// MessageFollowDuration: otherwise `InvalidArgument`, and nothing changes.
+    pub fn set_route_cache_max_age(&self, max_age: std::time::Duration) -> crate::Result<()> {
+        self.handle.objects()?.set_timing(Some(max_age), None)
+    }
+
+    /// Changes MessageFollowDuration while the node runs. It applies to moves that
+    /// start from now on; a move under way, and the follow routes of moves done, keep
+    /// theirs. 0 turns Message Follow off for new moves. With both on, it must stay at
+    /// least 5 s above RouteCacheMaxAge: otherwise `InvalidArgument`, and nothing changes.
+    pub fn set_message_follow_duration(&self, duration: std::time::Duration) -> crate::Result<()> {
+        self.handle.objects()?.set_timing(None, Some(duration))
+    }
+
     /// Logical Multicast: [`Handle::multicast`].
     pub fn multicast(&self) -> crate::Multicast<'_> {
         self.handle.multicast()

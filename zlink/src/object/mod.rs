@@ -72,6 +72,7 @@ pub use relocation::{
     BlockedObject, BlockedReason, RelocationReport, RelocationState, MAX_CAPTURED_STATE_BYTES,
 };
 pub(crate) use route_cache::DEFAULT_ROUTE_CACHE_MAX_AGE;
+pub(crate) use settings::cache_follow_violation;
 
 /// MessageFollowDuration's default: how long a moved object's old owner relays what still
 /// arrives.

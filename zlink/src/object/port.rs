@@ -18,6 +18,14 @@ impl ObjectPort for ObjectServer {
         direct::start(self, message)
     }
 
+    fn timing(&self) -> (Duration, Duration) {
+        ObjectServer::timing(self)
+    }
+
+    fn set_timing(&self, max_age: Option<Duration>, follow: Option<Duration>) -> Result<()> {
+        ObjectServer::set_timing(self, max_age, follow)
+    }
+
     fn sole_instance_type(&self) -> Result<crate::address::StableType> {
         super::instance_spot::sole_instance_type(self)
     }

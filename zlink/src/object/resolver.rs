@@ -57,7 +57,6 @@ pub(super) struct Resolver {
     /// This node's own route: a route naming it is local.
     local: OwnerRoute,
     cache: RouteCache,
-    max_age: Duration,
     /// Whether the last authority read failed: the next success is a store recovery.
     store_failing: AtomicBool,
 }
@@ -77,9 +76,18 @@ impl Resolver {
             lease,
             local,
             cache: RouteCache::new(max_age, lane_memory),
-            max_age,
             store_failing: AtomicBool::new(false),
         }
+    }
+
+    /// RouteCacheMaxAge now.
+    pub(super) fn max_age(&self) -> Duration {
+        self.cache.max_age()
+    }
+
+    /// Changes RouteCacheMaxAge for routes cached from now on.
+    pub(super) fn set_max_age(&self, max_age: Duration) {
+        self.cache.set_max_age(max_age);
     }
 
     /// A message on `route` came back stale.
@@ -166,7 +174,9 @@ impl Resolver {
     fn route_bound(&self, route: &ReadyRoute, now: Instant) -> Bound {
         let status = self.lease.status();
         let cache_until = |deadline: Option<Instant>| match deadline {
-            Some(deadline) if deadline > now => Bound::Until((now + self.max_age).min(deadline)),
+            Some(deadline) if deadline > now => {
+                Bound::Until((now + self.cache.max_age()).min(deadline))
+            }
             _ => Bound::Once,
         };
         if route.owner.rid == self.local.rid {

@@ -326,13 +326,13 @@ impl RouteCache {
         self.shards.iter().map(|shard| shard.0.lock_unpoisoned())
     }
 
-    fn max_age(&self) -> Duration {
+    /// RouteCacheMaxAge now.
+    pub(crate) fn max_age(&self) -> Duration {
         *self.max_age.lock_unpoisoned()
     }
 
     /// Changes RouteCacheMaxAge for entries stored from now on; existing entries keep
     /// their lifetime (seed 000 §2.2).
-    #[cfg_attr(not(test), allow(dead_code))] // a runtime setter comes with the object options
     pub(crate) fn set_max_age(&self, max_age: Duration) {
         *self.max_age.lock_unpoisoned() = max_age;
     }

@@ -24,6 +24,7 @@ use crate::address::{Location, ObjectKey, ObjectKind, Outcome};
 use crate::handler::Handle;
 use crate::mesh::{InboundRoute, Subsystem};
 use crate::store::StoreError;
+use crate::sync::LockUnpoisoned;
 use crate::wire::Command;
 use crate::{Error, Result};
 
@@ -49,6 +50,8 @@ pub(crate) struct ObjectServer {
     pub(super) placement_weight: u32,
     /// Logical Multicast: its subscriptions, publish workers and counts.
     multicast: super::multicast::Multicast,
+    /// Serializes changes of RouteCacheMaxAge and MessageFollowDuration.
+    timing_changes: std::sync::Mutex<()>,
     /// Where pushes to sessions on this node go (the session layer installs it).
     sessions: std::sync::OnceLock<Arc<dyn super::binding::LocalSessions>>,
     /// Itself, for the rare step that outlives the call which began it (a route switch's
@@ -60,6 +63,34 @@ impl ObjectServer {
     /// This node's Logical Multicast.
     pub(super) fn multicast(&self) -> &super::multicast::Multicast {
         &self.multicast
+    }
+
+    /// RouteCacheMaxAge and MessageFollowDuration now.
+    pub(crate) fn timing(&self) -> (Duration, Duration) {
+        (self.resolver.max_age(), self.relocations.follow_duration())
+    }
+
+    /// Changes RouteCacheMaxAge (routes cached from now on) and MessageFollowDuration
+    /// (moves that start from now on), whichever is given, keeping the 5 s gap between
+    /// them; `InvalidArgument` and nothing changed when the pair would not keep it.
+    pub(crate) fn set_timing(
+        &self,
+        max_age: Option<Duration>,
+        follow: Option<Duration>,
+    ) -> Result<()> {
+        let _one_at_a_time = self.timing_changes.lock_unpoisoned();
+        let (current_age, current_follow) = self.timing();
+        let (age, follow) = (
+            max_age.unwrap_or(current_age),
+            follow.unwrap_or(current_follow),
+        );
+        if let Some(problem) = super::cache_follow_violation(age, follow) {
+            return Err(Error::InvalidArgument(problem));
+        }
+        self.resolver.set_max_age(age);
+        self.relocations.set_follow_duration(follow);
+        tracing::info!(route_cache_max_age = ?age, message_follow_duration = ?follow, "object timing changed");
+        Ok(())
     }
 
     /// What went through this node's Logical Multicast so far.
@@ -132,6 +163,7 @@ impl ObjectServer {
                 .map(|id| Arc::new(EntrySpot::new(id, settings.entry_hooks.as_deref()))),
             resolver,
             placement_weight: node.settings().placement_weight,
+            timing_changes: std::sync::Mutex::new(()),
             multicast: super::multicast::Multicast::new(
                 settings.spot_types.iter().map(|t| &t.def),
                 settings.faults.holds_publish_workers(),

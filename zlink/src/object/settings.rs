@@ -37,3 +37,19 @@ pub(crate) struct ObjectSettings {
     /// Faults tests inject into moves; nothing outside the `test-faults` feature.
     pub(crate) faults: RelocationFaults,
 }
+
+/// The gap seed 000 §2.2 keeps between RouteCacheMaxAge and MessageFollowDuration, so a
+/// cached route expires before the detour after a move closes.
+pub(crate) const CACHE_FOLLOW_GAP: Duration = Duration::from_secs(5);
+
+/// Why `max_age` and `follow` may not run together, if they may not: with both on, the
+/// cache must expire at least [`CACHE_FOLLOW_GAP`] before the follow route does.
+pub(crate) fn cache_follow_violation(max_age: Duration, follow: Duration) -> Option<String> {
+    (!max_age.is_zero() && !follow.is_zero() && max_age + CACHE_FOLLOW_GAP > follow).then(|| {
+        format!(
+            "RouteCacheMaxAge must be at most MessageFollowDuration - 5 s ({:?}), got {:?}",
+            follow.saturating_sub(CACHE_FOLLOW_GAP),
+            max_age
+        )
+    })
+}

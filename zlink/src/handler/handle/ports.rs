@@ -46,6 +46,12 @@ pub(crate) trait ObjectPort: Send + Sync + 'static {
     /// result. Called from the caller's poll, with its task's budget spent already.
     fn start_object_call<'a>(&'a self, message: ObjectMessage<'a>) -> Started<'a>;
 
+    /// RouteCacheMaxAge and MessageFollowDuration now.
+    fn timing(&self) -> (Duration, Duration);
+
+    /// Changes either or both (see `Runtime::set_route_cache_max_age`).
+    fn set_timing(&self, max_age: Option<Duration>, follow: Option<Duration>) -> Result<()>;
+
     /// The one Instance Spot type the mesh serves, for an intent call that names none.
     fn sole_instance_type(&self) -> Result<crate::address::StableType>;
 

@@ -653,19 +653,11 @@ impl RuntimeBuilder {
                 format!("must be 0..={}, got {}", MAX_WEIGHT, self.placement_weight),
             );
         }
-        let follow = self.message_follow_duration;
-        if !self.route_cache_max_age.is_zero()
-            && !follow.is_zero()
-            && self.route_cache_max_age + Duration::from_secs(5) > follow
-        {
-            v.violation(
-                "route_cache_max_age",
-                format!(
-                    "must be at most MessageFollowDuration - 5 s ({:?}), got {:?}",
-                    follow.saturating_sub(Duration::from_secs(5)),
-                    self.route_cache_max_age
-                ),
-            );
+        if let Some(problem) = crate::object::cache_follow_violation(
+            self.route_cache_max_age,
+            self.message_follow_duration,
+        ) {
+            v.violation("route_cache_max_age", problem);
         }
         let node_handlers = self.node_handlers.map(|h| {
             v.handler_packets("node handlers", h.as_ref());

@@ -72,6 +72,8 @@ pub(crate) async fn relocate_with_members(
     to: Option<&str>,
     members: &[Arc<str>],
 ) -> Result<(Location, MemberOutcomes)> {
+    // The follow duration of this move is the one in force when it started.
+    let follow = server.relocations.follow_duration();
     let key = &spot.key;
     let members = participants(&server.registry, spot, members)?;
     let preserving = std::iter::once(spot)
@@ -218,7 +220,6 @@ pub(crate) async fn relocate_with_members(
     }
     drop(sealed);
     let deadline = route.deadline;
-    let follow = server.relocations.follow_duration();
     let settled = join_all(
         cutovers
             .into_iter()

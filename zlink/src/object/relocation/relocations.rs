@@ -24,7 +24,8 @@ pub(crate) struct Relocations {
     /// types).
     store: Option<Arc<dyn RelocationStore>>,
     bound_routes: Option<Arc<dyn BoundRoutes>>,
-    follow_duration: Duration,
+    /// MessageFollowDuration, in milliseconds (settable while the node runs).
+    follow_millis: std::sync::atomic::AtomicU64,
     faults: RelocationFaults,
 }
 
@@ -44,7 +45,9 @@ impl Relocations {
             store: settings.relocation_store.clone(),
             // A test's own seam stands in for the sessions'.
             bound_routes: Some(settings.bound_routes.clone().unwrap_or(sessions)),
-            follow_duration: settings.message_follow_duration,
+            follow_millis: std::sync::atomic::AtomicU64::new(
+                settings.message_follow_duration.as_millis() as u64,
+            ),
             faults: settings.faults,
         }
     }
@@ -101,7 +104,18 @@ impl Relocations {
 
     /// MessageFollowDuration: how long a moved object's old route is followed.
     pub(crate) fn follow_duration(&self) -> Duration {
-        self.follow_duration
+        Duration::from_millis(
+            self.follow_millis
+                .load(std::sync::atomic::Ordering::Acquire),
+        )
+    }
+
+    /// Changes MessageFollowDuration for moves that start from now on.
+    pub(crate) fn set_follow_duration(&self, duration: Duration) {
+        self.follow_millis.store(
+            duration.as_millis() as u64,
+            std::sync::atomic::Ordering::Release,
+        );
     }
 
     /// The faults a test injects into this node's moves (none without `test-faults`).

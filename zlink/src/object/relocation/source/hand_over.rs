@@ -45,6 +45,8 @@ pub(crate) async fn hand_over(
     carry: Carry,
     moved: impl FnOnce(),
 ) -> HandOver {
+    // The follow duration of this move is the one in force when it started.
+    let follow = server.relocations.follow_duration();
     let (join, with_spot) = match carry {
         Carry::Alone => (None, None),
         Carry::Join(intent) => (Some(intent), None),
@@ -168,7 +170,7 @@ pub(crate) async fn hand_over(
     drop(relay);
     let committed = committed(server, key, &ready, done, deadline).await;
     drop(permit);
-    finish(server, &departure, server.relocations.follow_duration());
+    finish(server, &departure, follow);
     if !committed {
         return HandOver::Lost(Error::new(
             ErrorKind::Unavailable,
