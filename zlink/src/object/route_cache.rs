@@ -125,6 +125,14 @@ impl ReadyRoute {
         self.generations() < (other.object_generation, other.owner_generation)
     }
 
+    /// Whether `other`, read for the same ID, is a later authority than this route: later
+    /// generations, or the same generations written later (a larger StoreVersion).
+    fn superseded_by(&self, other: &ReadyRoute) -> bool {
+        self.older_than(&other.fence)
+            || (self.generations() == other.generations()
+                && other.version.is_later_than(&self.version) == Some(true))
+    }
+
     fn generations(&self) -> (u64, u64) {
         (self.fence.object_generation, self.fence.owner_generation)
     }
@@ -398,8 +406,9 @@ impl RouteCache {
             lane.route = route;
             return Admitted::Use(lane.routed());
         }
-        if !lane.route.older_than(&route.fence) {
-            // A read that began before this node learnt of a later owner.
+        if !lane.route.superseded_by(&route) {
+            // A read that began before this node learnt of a later owner (or of a later
+            // write of the same one).
             return Admitted::Use(lane.routed());
         }
         if !lane.route.local.is_bound() && lane.traffic.settled() {

@@ -203,9 +203,20 @@ impl RecordKey {
     }
 }
 
-/// An opaque version issued by the store for every write: "unchanged since my read".
+/// A version issued by the store for every write: "unchanged since my read". zlink's
+/// stores issue increasing decimal sequence numbers, so of two versions of one record the
+/// larger is the later write; any other text is compared only for equality.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StoreVersion(pub String);
+
+impl StoreVersion {
+    /// Whether this version is a later write than `other`: `None` when either is not a
+    /// sequence number (then only equality says anything).
+    pub fn is_later_than(&self, other: &StoreVersion) -> Option<bool> {
+        let sequence = |v: &StoreVersion| v.0.parse::<u64>().ok();
+        Some(sequence(self)? > sequence(other)?)
+    }
+}
 
 /// The outcome of reading a record.
 #[derive(Debug, Clone, PartialEq, Eq)]

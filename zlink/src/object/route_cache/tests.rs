@@ -377,3 +377,46 @@ fn a_route_that_leads_here_is_not_counted_and_a_switch_from_it_always_sends_the_
         Admitted::Switch(_)
     ));
 }
+
+/// `route(id, g, o)` written again under `version`, with a renewed lease generation.
+fn rewritten(id: &str, generation: u64, owner_generation: u64, version: &str) -> Arc<ReadyRoute> {
+    let mut again = (*route(id, generation, owner_generation)).clone();
+    again.fence.lease_generation = 5;
+    again.version = StoreVersion(version.into());
+    Arc::new(again)
+}
+
+#[test]
+fn a_larger_store_version_of_the_same_generations_invalidates_and_a_smaller_one_does_not() {
+    let cache = cache();
+    let now = Instant::now();
+    let cached = rewritten("r", 1, 1, "10");
+    used(cache.admit(cached.clone(), now, Some(now + AGE)));
+    // A read that started earlier (an older write) leaves the cached route.
+    let earlier = rewritten("r", 1, 1, "9");
+    let mut older = (*earlier).clone();
+    older.fence.lease_generation = 3;
+    assert_eq!(
+        used(cache.admit(Arc::new(older), now, Some(now + AGE))),
+        cached
+    );
+    // A later write of the same incarnation and owner takes over the entry.
+    let mut later = (*rewritten("r", 1, 1, "11")).clone();
+    later.fence.lease_generation = 6;
+    let later = Arc::new(later);
+    let admitted = cache.admit(later.clone(), now, Some(now + AGE));
+    let now_used = match admitted {
+        Admitted::Use(routed) => routed.route,
+        Admitted::Switch(start) => start.to,
+        _ => panic!("expected the later write to be used"),
+    };
+    assert_eq!(now_used, later);
+}
+
+#[test]
+fn store_versions_compare_as_sequence_numbers_and_other_text_only_for_equality() {
+    let v = |s: &str| StoreVersion(s.into());
+    assert_eq!(v("11").is_later_than(&v("9")), Some(true));
+    assert_eq!(v("9").is_later_than(&v("11")), Some(false));
+    assert_eq!(v("abc").is_later_than(&v("9")), None);
+}
