@@ -46,7 +46,8 @@ pub struct Admission {
     /// Server ChannelNames with their weights, sorted by name.
     #[serde(rename = "chs")]
     pub channels: Vec<(String, u32)>,
-    /// The largest complete message the sender accepts, when it caps them (ClientServer).
+    /// The largest complete message (all frames) the sender accepts. zlink always sends
+    /// it; a peer that omits it has no cap of its own.
     #[serde(rename = "mx", default, skip_serializing_if = "Option::is_none")]
     pub max_message: Option<u64>,
 }

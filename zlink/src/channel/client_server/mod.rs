@@ -99,7 +99,9 @@ impl ClientServerServer {
         self
     }
 
-    /// The largest complete message this server accepts (default 16 MiB; 0 = no cap of its own; the link limit, 16 MiB by default, still applies).
+    /// The largest complete message (all frames) this server accepts (default 16 MiB). It
+    /// replaces the link limit on this role's connections; 0 keeps the link limit
+    /// (`LinkLimits::max_message`). A message over it closes the sender's connection.
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message = bytes;
         self
@@ -138,8 +140,9 @@ impl ClientServerClient {
         self
     }
 
-    /// The largest complete message this client sends (default 16 MiB; 0 = no cap of its own; the link limit, 16 MiB by default, still applies). The
-    /// smaller of this and the server's own limit applies.
+    /// The largest complete message (all frames) this client sends and accepts (default
+    /// 16 MiB; 0 keeps the link limit, `LinkLimits::max_message`). The smaller of this and
+    /// the server's own limit applies to what it sends.
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message = bytes;
         self
