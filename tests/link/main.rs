@@ -5,3 +5,4 @@ mod attacks;
 mod curve;
 mod interop;
 mod wire_decoders;
+mod wire_promises;
