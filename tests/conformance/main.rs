@@ -4,3 +4,4 @@
 //! starts with the seed sentence it checks.
 
 mod seed_000_s5;
+mod seed_002_s10;

@@ -1,0 +1,58 @@
+//! Seed 002 §10: channel and connection, object routing and creation recovery, host
+//! relocation and session failures, store failures.
+
+use std::time::Duration;
+
+use zlink::{PeerSpec, Runtime};
+use zlink_testkit::MemNetwork;
+use zlink_tests::*;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A node on the in-memory network (for a half-open link), with 50 ms probes and a
+/// 300 ms liveness deadline.
+fn mem_node(net: &MemNetwork, host: &str) -> zlink::RuntimeBuilder {
+    Runtime::builder()
+        .mesh_name(MESH)
+        .rid(host)
+        .listen(format!("mem://{host}:1"))
+        .transport(net.host(host))
+        .test_liveness(Duration::from_millis(50), Duration::from_millis(300))
+}
+
+/// Seed 002 §10, channel and connection, item 4.
+#[tokio::test]
+async fn one_peers_liveness_failure_leaves_the_other_ready_peers_and_the_host_ready() {
+    // "A liveness failure of one peer does not turn other ready peers or the host state
+    // into Error."
+    let net = MemNetwork::new();
+    let mut servers = Vec::new();
+    for rid in ["a", "b"] {
+        servers.push(
+            start(
+                mem_node(&net, rid).channel_server(CHANNEL, echo_handlers(rid, Default::default())),
+            )
+            .await,
+        );
+    }
+    let c = start(
+        mem_node(&net, "c")
+            .channel_client(CHANNEL)
+            .peer(PeerSpec::new("mem://a:1"))
+            .peer(PeerSpec::new("mem://b:1")),
+    )
+    .await;
+    let peers = c.nodes().wait_for(WAIT, |p| p.len() == 2).await.unwrap();
+    let b_generation = peers.iter().find(|p| p.rid == "b").unwrap().generation;
+    // a stops answering c (its link half-open): only a is dropped, at its deadline.
+    net.half_open("a", "c");
+    let left = c.nodes().wait_for(WAIT, |p| p.len() == 1).await.unwrap();
+    assert_eq!(left[0].rid, "b", "the other peer stays ready");
+    assert_eq!(left[0].generation, b_generation, "its connection untouched");
+    assert!(c.status().running, "the host stays running");
+    for _ in 0..4 {
+        assert_eq!(echo_by(&c).await, "b", "calls go on to the ready peer");
+    }
+    let [a, b] = <[Runtime; 2]>::try_from(servers).ok().unwrap();
+    stop([c, b, a]).await;
+}
