@@ -56,3 +56,54 @@ async fn one_peers_liveness_failure_leaves_the_other_ready_peers_and_the_host_re
     let [a, b] = <[Runtime; 2]>::try_from(servers).ok().unwrap();
     stop([c, b, a]).await;
 }
+
+/// Seed 002 §10, channel and connection, item 3.
+#[tokio::test]
+async fn an_accepted_request_whose_connection_is_lost_is_not_resubmitted_to_another_ready_peer() {
+    // "When transport acceptance is unclear, or once the operation has already been
+    // accepted, it is not automatically resubmitted to another peer."
+    let net = MemNetwork::new();
+    // a takes (nearly) every selection; b is ready all along.
+    let a = start(mem_node(&net, "a").channel_server_weighted(
+        CHANNEL,
+        echo_handlers("a", Default::default()),
+        10_000,
+    ))
+    .await;
+    let b = start(mem_node(&net, "b").channel_server_weighted(
+        CHANNEL,
+        echo_handlers("b", Default::default()),
+        1,
+    ))
+    .await;
+    let c = start(
+        mem_node(&net, "c")
+            .channel_client(CHANNEL)
+            .peer(PeerSpec::new("mem://a:1"))
+            .peer(PeerSpec::new("mem://b:1")),
+    )
+    .await;
+    c.nodes().wait_for(WAIT, |p| p.len() == 2).await.unwrap();
+    // From now on nothing of a reaches c, while c's requests still reach a: a accepts
+    // the request and runs it, its reply is lost and, at the liveness deadline, the
+    // connection too.
+    net.set_fault("a", "c", zlink_testkit::LinkFault::Drop);
+    let slow = tokio::spawn({
+        let c = c.clone();
+        async move { echo_client(&c).slow(&Slow { millis: 20 }).await }
+    });
+    let outcome = slow.await.unwrap();
+    let error = outcome.expect_err("not answered by anyone else");
+    assert!(error.is(zlink::ErrorKind::Unavailable), "{error}");
+    assert_eq!(
+        c.nodes()
+            .peers()
+            .iter()
+            .map(|p| p.rid.clone())
+            .collect::<Vec<_>>(),
+        ["b"],
+        "b was ready all along"
+    );
+    assert_eq!(echo_by(&c).await, "b", "only the next call goes to b");
+    stop([c, b, a]).await;
+}
