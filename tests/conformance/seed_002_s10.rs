@@ -107,3 +107,53 @@ async fn an_accepted_request_whose_connection_is_lost_is_not_resubmitted_to_anot
     assert_eq!(echo_by(&c).await, "b", "only the next call goes to b");
     stop([c, b, a]).await;
 }
+
+/// Seed 002 §10, channel and connection, item 5.
+#[tokio::test]
+async fn a_reconnect_handshakes_again_and_no_reply_of_the_old_connection_completes_a_call() {
+    // "Reconnect performs the handshake and identity verification again and does not
+    // reuse the previous connection's reply route, Session binding or ready state."
+    let net = MemNetwork::new();
+    let a =
+        start(mem_node(&net, "a").channel_server(CHANNEL, echo_handlers("a", Default::default())))
+            .await;
+    let c = start(
+        mem_node(&net, "c")
+            .channel_client(CHANNEL)
+            .peer(PeerSpec::new("mem://a:1")),
+    )
+    .await;
+    let first = c.nodes().wait_for(WAIT, |p| p.len() == 1).await.unwrap()[0].clone();
+    // Everything from a to c now arrives 600 ms late: the connection misses its 300 ms
+    // liveness deadline, and the request on it loses its reply with it.
+    net.set_fault(
+        "a",
+        "c",
+        zlink_testkit::LinkFault::Delay(Duration::from_millis(600)),
+    );
+    let on_old = echo_client(&c).slow(&Slow { millis: 1 }).await;
+    let error = on_old.expect_err("the old connection's reply completes nothing");
+    assert!(error.is(zlink::ErrorKind::Unavailable), "{error}");
+    net.clear_fault("a", "c");
+    // A new connection, admitted afresh: the late reply still in flight on the old one
+    // never answers a call made on the new one.
+    let again = c.nodes().wait_for(WAIT, |p| p.len() == 1).await.unwrap()[0].clone();
+    assert_eq!(
+        again.generation, first.generation,
+        "the same lifecycle of a, admitted again"
+    );
+    for n in 0..5 {
+        let reply = echo_client(&c)
+            .echo(&zlink_tests::Echo {
+                text: format!("fresh {n}"),
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            reply.text,
+            format!("fresh {n}"),
+            "each call gets its own reply"
+        );
+    }
+    stop([c, a]).await;
+}
