@@ -126,3 +126,72 @@ async fn missing_creating_and_store_failure_are_never_cached_as_negative_results
     assert!(results.iter().all(Result::is_ok));
     stop([caller, server]).await;
 }
+
+/// Seed 000 §5, global ID lookup, item 1.
+#[tokio::test]
+async fn direct_calls_name_only_the_global_id_from_any_node() {
+    // "Spot·Actor direct start methods take only a global ID and do not require an owner
+    // RID, generation or ActorRef·SpotRef as the message target."
+    use zlink_tests::relocating::{mesh, Add, CounterClient};
+    let m = mesh(&["a", "b"], None).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    a.actors().create("p1", "counter").await.unwrap();
+    // The client never saw a ref, an owner or a generation: the ID is the whole address.
+    let counted = CounterClient::new(client, "p1").add(Add(2)).await.unwrap();
+    assert_eq!(counted.total, 2);
+    let by_hand = client.actors().request("p1", &Add(3)).await.unwrap();
+    assert_eq!(by_hand.total, 5);
+    stop(m.nodes).await;
+}
+
+/// Seed 000 §5, global ID lookup, item 2.
+#[tokio::test]
+async fn a_cache_hit_reads_nothing_and_after_a_miss_or_an_invalidation_the_ready_authority_is_read()
+{
+    // "On a cache hit, the Location Store is not read; after a cache miss or invalidation,
+    // the current Ready authority is looked up."
+    use zlink_tests::relocating::{mesh, Add, CounterClient};
+    let m = mesh(&["a", "b"], None).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    a.actors().create("p2", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "p2");
+    let before = record_reads(client);
+    counter.add(Add(1)).await.unwrap();
+    assert_eq!(
+        record_reads(client) - before,
+        1,
+        "a miss reads the authority once"
+    );
+    let before = record_reads(client);
+    for _ in 0..5 {
+        counter.add(Add(1)).await.unwrap();
+    }
+    assert_eq!(record_reads(client) - before, 0, "hits read nothing");
+    // A move invalidates the entry (the follow notice): the next call reads the new
+    // authority and reaches the new owner.
+    let owner = if a.actors().find("p2").await.unwrap().unwrap().rid == "a" {
+        &m.nodes[0]
+    } else {
+        &m.nodes[1]
+    };
+    let to = if owner.rid() == "a" { "b" } else { "a" };
+    let before_move = record_reads(client);
+    owner.actors().relocate("p2", Some(to)).await.unwrap();
+    // The first calls may still ride the old route's Message Follow; once the follow
+    // notice invalidated the entry, one read finds the new owner, and hits follow.
+    wait_until(WAIT, "the client read the new authority", || async {
+        counter.add(Add(0)).await.unwrap().by == to && record_reads(client) > before_move
+    })
+    .await;
+    counter.add(Add(0)).await.unwrap();
+    let before = record_reads(client);
+    for _ in 0..3 {
+        assert_eq!(counter.add(Add(1)).await.unwrap().by, to);
+    }
+    assert_eq!(
+        record_reads(client) - before,
+        0,
+        "the new route is cached again"
+    );
+    stop(m.nodes).await;
+}
