@@ -195,3 +195,71 @@ async fn a_cache_hit_reads_nothing_and_after_a_miss_or_an_invalidation_the_ready
     );
     stop(m.nodes).await;
 }
+
+/// Two servers of the gated type (creations pass at once) and a caller, on `store`.
+async fn gated_mesh(store: &Arc<dyn zlink::store::LocationStore>) -> [Runtime; 3] {
+    let server = |rid: &'static str| {
+        let store = store.clone();
+        async move {
+            let gate = Arc::new(Semaphore::new(Semaphore::MAX_PERMITS));
+            start(
+                discovered_node(rid, &store, quick_lease())
+                    .spot_type(Gated::spot_type(move |_| Gated { gate: gate.clone() }).unwrap()),
+            )
+            .await
+        }
+    };
+    let (a, b) = (server("a").await, server("b").await);
+    let caller = start(discovered_node("caller", store, quick_lease())).await;
+    wait_until(WAIT, "the caller sees both servers", || async {
+        caller.spots().ready_nodes("gated").unwrap_or_default() == ["a", "b"]
+    })
+    .await;
+    [a, b, caller]
+}
+
+/// Seed 000 §5, global ID lookup, item 5.
+#[tokio::test]
+async fn missing_leads_only_to_creation_and_unavailable_only_to_the_callers_error() {
+    // "The resolver returns Missing and Unavailable as distinct tags; Missing is connected
+    // only to the creation coordinator, and Unavailable only to the terminal completion
+    // mapper."
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let [a, b, caller] = gated_mesh(&store).await;
+    // Missing: a call is NotFound, and creation makes the Spot.
+    let missing = GatedClient::new(&caller, "fresh")
+        .ping(&Ping)
+        .await
+        .unwrap_err();
+    assert!(missing.is(ErrorKind::NotFound), "{missing}");
+    let made = caller
+        .spots()
+        .get_or_create("fresh", "gated", Bytes::new())
+        .await
+        .unwrap();
+    assert!(
+        matches!(made, zlink::object::SpotCreation::Created(..)),
+        "{made:?}"
+    );
+    // Unavailable: the owner died. A call fails Unavailable, and creation does not act on
+    // it: the Spot is found, not made again.
+    let owner = caller.spots().find("fresh").await.unwrap().unwrap();
+    let (dead, alive) = if owner.rid == "a" { (a, b) } else { (b, a) };
+    dead.crash().await;
+    let unavailable = GatedClient::new(&caller, "fresh")
+        .ping(&Ping)
+        .await
+        .unwrap_err();
+    assert!(unavailable.is(ErrorKind::Unavailable), "{unavailable}");
+    let again = caller
+        .spots()
+        .get_or_create("fresh", "gated", Bytes::new())
+        .await
+        .unwrap();
+    match again {
+        zlink::object::SpotCreation::Existing(found) => assert_eq!(found, owner),
+        other => panic!("a Spot was made again for an unavailable one: {other:?}"),
+    }
+    stop([caller, alive]).await;
+}
