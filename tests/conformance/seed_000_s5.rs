@@ -263,3 +263,27 @@ async fn missing_leads_only_to_creation_and_unavailable_only_to_the_callers_erro
     }
     stop([caller, alive]).await;
 }
+
+/// Seed 000 §5, movement and Message Follow, item 11.
+#[tokio::test]
+async fn a_failed_operation_is_not_resubmitted_to_the_new_owner_and_the_next_call_looks_it_up() {
+    // "A failed operation is not automatically resubmitted to a fresh owner; only the next
+    // call looks up the current authority again."
+    use zlink_tests::relocating::{mesh, Add, CounterClient};
+    // Message Follow off, so the old route fails rather than being relayed.
+    let m = mesh(&["a", "b"], Some(Duration::ZERO)).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    client.actors().create("c7", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "c7");
+    counter.add(Add(1)).await.unwrap();
+    a.actors().relocate("c7", Some("b")).await.unwrap();
+    let err = counter.add(Add(1)).await.unwrap_err();
+    assert!(err.is(ErrorKind::Unavailable), "{err}");
+    let next = counter.add(Add(1)).await.unwrap();
+    assert_eq!(
+        (next.total, next.by.as_str()),
+        (2, "b"),
+        "the failed call did not run"
+    );
+    stop(m.nodes).await;
+}

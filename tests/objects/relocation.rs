@@ -298,25 +298,6 @@ async fn a_one_way_past_eight_hops_is_lost_and_counted_where_it_was_refused() {
     stop(m.nodes).await;
 }
 
-#[tokio::test]
-async fn with_message_follow_off_the_old_route_is_unavailable_and_not_resubmitted() {
-    let m = mesh(&["a", "b"], Some(Duration::ZERO)).await;
-    let (a, client) = (&m.nodes[0], &m.nodes[2]);
-    client.actors().create("c7", "counter").await.unwrap();
-    let counter = CounterClient::new(client, "c7");
-    counter.add(Add(1)).await.unwrap();
-    a.actors().relocate("c7", Some("b")).await.unwrap();
-    let err = counter.add(Add(1)).await.unwrap_err();
-    assert!(err.is(ErrorKind::Unavailable), "{err}");
-    let next = counter.add(Add(1)).await.unwrap();
-    assert_eq!(
-        (next.total, next.by.as_str()),
-        (2, "b"),
-        "the failed call did not run"
-    );
-    stop(m.nodes).await;
-}
-
 /// Creates Actor `id` of `stable_type` through `client` until placement puts it on node
 /// `rid` (a miss is destroyed and tried again).
 async fn create_on(client: &zlink::Runtime, id: &str, stable_type: &str, rid: &str) {
