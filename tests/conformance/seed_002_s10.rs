@@ -20,6 +20,20 @@ fn mem_node(net: &MemNetwork, host: &str) -> zlink::RuntimeBuilder {
         .test_liveness(Duration::from_millis(50), Duration::from_millis(300))
 }
 
+/// Client "c" of the servers `rids` on the in-memory network, ready with all of them.
+async fn client_of(net: &MemNetwork, rids: &[&str]) -> Runtime {
+    let mut builder = mem_node(net, "c").channel_client(CHANNEL);
+    for rid in rids {
+        builder = builder.peer(PeerSpec::new(format!("mem://{rid}:1")));
+    }
+    let c = start(builder).await;
+    c.nodes()
+        .wait_for(WAIT, |p| p.len() == rids.len())
+        .await
+        .unwrap();
+    c
+}
+
 /// Seed 002 §10, channel and connection, item 4.
 #[tokio::test]
 async fn one_peers_liveness_failure_leaves_the_other_ready_peers_and_the_host_ready() {
@@ -35,14 +49,8 @@ async fn one_peers_liveness_failure_leaves_the_other_ready_peers_and_the_host_re
             .await,
         );
     }
-    let c = start(
-        mem_node(&net, "c")
-            .channel_client(CHANNEL)
-            .peer(PeerSpec::new("mem://a:1"))
-            .peer(PeerSpec::new("mem://b:1")),
-    )
-    .await;
-    let peers = c.nodes().wait_for(WAIT, |p| p.len() == 2).await.unwrap();
+    let c = client_of(&net, &["a", "b"]).await;
+    let peers = c.nodes().peers();
     let b_generation = peers.iter().find(|p| p.rid == "b").unwrap().generation;
     // a stops answering c (its link half-open): only a is dropped, at its deadline.
     net.half_open("a", "c");
@@ -76,14 +84,7 @@ async fn an_accepted_request_whose_connection_is_lost_is_not_resubmitted_to_anot
         1,
     ))
     .await;
-    let c = start(
-        mem_node(&net, "c")
-            .channel_client(CHANNEL)
-            .peer(PeerSpec::new("mem://a:1"))
-            .peer(PeerSpec::new("mem://b:1")),
-    )
-    .await;
-    c.nodes().wait_for(WAIT, |p| p.len() == 2).await.unwrap();
+    let c = client_of(&net, &["a", "b"]).await;
     // From now on nothing of a reaches c, while c's requests still reach a: a accepts
     // the request and runs it, its reply is lost and, at the liveness deadline, the
     // connection too.
@@ -117,13 +118,8 @@ async fn a_reconnect_handshakes_again_and_no_reply_of_the_old_connection_complet
     let a =
         start(mem_node(&net, "a").channel_server(CHANNEL, echo_handlers("a", Default::default())))
             .await;
-    let c = start(
-        mem_node(&net, "c")
-            .channel_client(CHANNEL)
-            .peer(PeerSpec::new("mem://a:1")),
-    )
-    .await;
-    let first = c.nodes().wait_for(WAIT, |p| p.len() == 1).await.unwrap()[0].clone();
+    let c = client_of(&net, &["a"]).await;
+    let first = c.nodes().peers()[0].clone();
     // Everything from a to c now arrives 600 ms late: the connection misses its 300 ms
     // liveness deadline, and the request on it loses its reply with it.
     net.set_fault(

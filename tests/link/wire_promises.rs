@@ -200,37 +200,7 @@ async fn an_update_replaces_the_channels_only_with_a_higher_rev_and_another_gen_
     )))
     .await
     .expect("stale update");
-    let probe = Envelope::control(
-        Command::LivenessProbe,
-        ControlHeader {
-            probe: 9,
-            ..ControlHeader::default()
-        },
-    )
-    .encode();
-    raw.send(&slices(&probe)).await.expect("probe");
-    tokio::time::timeout(WAIT, async {
-        loop {
-            let message: Vec<Bytes> = raw
-                .recv()
-                .await
-                .expect("a message")
-                .into_iter()
-                .map(Bytes::from)
-                .collect();
-            if let Ok(Envelope::Control {
-                command: Command::LivenessAck,
-                header,
-            }) = Envelope::decode(&message)
-            {
-                if header.probe == 9 {
-                    return;
-                }
-            }
-        }
-    })
-    .await
-    .expect("the ack");
+    zlink_tests::raw_peer::envelopes_before_probe_ack(&mut raw, 9).await;
     assert_eq!(weight_seen(), Some(0), "a stale rev changes nothing");
     // Another lifecycle generation in an update closes the connection.
     raw.send(&slices(&control(

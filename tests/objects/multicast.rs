@@ -377,42 +377,21 @@ fn frames(message: Vec<Vec<u8>>) -> Vec<Bytes> {
     message.into_iter().map(Bytes::from).collect()
 }
 
-/// The multicast records `raw` received before the ack of a liveness probe it sends now
-/// (the node answers on the same connection, behind whatever it queued for it before).
+/// The multicast records `raw` received before the ack of a liveness probe it sends now,
+/// as (channel, topic, packet).
 async fn records_before_probe_ack(raw: &mut RawZmtp, probe: u64) -> Vec<(String, String, String)> {
-    let ping = Envelope::control(
-        Command::LivenessProbe,
-        ControlHeader {
-            probe,
-            ..ControlHeader::default()
-        },
-    )
-    .encode();
-    raw.send(&slices(&ping)).await.expect("probe");
-    let mut records = Vec::new();
-    tokio::time::timeout(WAIT, async {
-        loop {
-            let message = frames(raw.recv().await.expect("a message"));
-            match Envelope::decode(&message) {
-                Ok(Envelope::Call(call)) if call.command == Command::LogicalMulticast => {
-                    records.push((
-                        call.head.target.as_str().to_string(),
-                        call.head.topic.expect("a topic").as_str().to_string(),
-                        call.head.packet.as_str().to_string(),
-                    ));
-                }
-                Ok(Envelope::Control { command, header })
-                    if command == Command::LivenessAck && header.probe == probe =>
-                {
-                    return;
-                }
-                _ => {}
-            }
-        }
-    })
-    .await
-    .expect("the probe's ack in time");
-    records
+    zlink_tests::raw_peer::envelopes_before_probe_ack(raw, probe)
+        .await
+        .into_iter()
+        .filter_map(|envelope| match envelope {
+            Envelope::Call(call) if call.command == Command::LogicalMulticast => Some((
+                call.head.target.as_str().to_string(),
+                call.head.topic.expect("a topic").as_str().to_string(),
+                call.head.packet.as_str().to_string(),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 #[tokio::test]

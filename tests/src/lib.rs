@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use zlink::{HandlerContext, PeerSpec, Runtime, RuntimeBuilder};
 
 pub mod contract;
+pub mod raw_peer;
 pub mod relocating;
 
 /// Echo request.
