@@ -153,3 +153,48 @@ async fn a_reconnect_handshakes_again_and_no_reply_of_the_old_connection_complet
     }
     stop([c, a]).await;
 }
+
+/// Seed 002 §10, channel and connection, item 1.
+#[tokio::test]
+async fn select_one_picks_another_ready_server_when_the_chosen_one_never_accepted_the_call() {
+    // "Channel select-one selects another eligible server only until a target accepts
+    // the operation."
+    let net = MemNetwork::new();
+    let a = start(mem_node(&net, "a").channel_server_weighted(
+        CHANNEL,
+        echo_handlers("a", Default::default()),
+        10_000,
+    ))
+    .await;
+    let b = start(mem_node(&net, "b").channel_server_weighted(
+        CHANNEL,
+        echo_handlers("b", Default::default()),
+        1,
+    ))
+    .await;
+    // c probes at the default pace, so only the call itself finds out about a.
+    let c = start(
+        Runtime::builder()
+            .mesh_name(MESH)
+            .rid("c")
+            .listen("mem://c:1")
+            .transport(net.host("c"))
+            .channel_client(CHANNEL)
+            .peer(PeerSpec::new("mem://a:1"))
+            .peer(PeerSpec::new("mem://b:1")),
+    )
+    .await;
+    c.nodes().wait_for(WAIT, |p| p.len() == 2).await.unwrap();
+    assert_eq!(echo_by(&c).await, "a", "a takes the selections");
+    // c's sends to a now fail while a still looks ready: the call was never accepted, so
+    // it goes to b, and the failed link is let go.
+    net.set_fault("c", "a", zlink_testkit::LinkFault::RefuseSends);
+    assert_eq!(
+        echo_by(&c).await,
+        "b",
+        "selected again before any acceptance"
+    );
+    let rids: Vec<String> = c.nodes().peers().into_iter().map(|p| p.rid).collect();
+    assert_eq!(rids, ["b"]);
+    stop([c, b, a]).await;
+}

@@ -18,6 +18,9 @@ pub enum LinkFault {
     Drop,
     /// Messages arrive after this delay, in the order sent.
     Delay(Duration),
+    /// Every send fails as if the connection had just closed, while nothing else has
+    /// told the sender so: the link still looks ready until the failed send is seen.
+    RefuseSends,
 }
 
 #[derive(Default)]
@@ -189,12 +192,18 @@ impl Connection for MemConn {
         if self.closed.load(Ordering::Acquire) {
             return Err(LinkError::Closed);
         }
+        if matches!(
+            self.net.fault(&self.local, &self.remote),
+            Some(LinkFault::RefuseSends)
+        ) {
+            return Err(LinkError::Closed);
+        }
         let peer = lock(&self.peer).upgrade();
         let Some(peer) = peer else {
             return Err(LinkError::Closed);
         };
         match self.net.fault(&self.local, &self.remote) {
-            Some(LinkFault::Drop) => {}
+            Some(LinkFault::Drop) | Some(LinkFault::RefuseSends) => {}
             Some(LinkFault::Delay(d)) => {
                 self.deliver_late(peer, tokio::time::Instant::now() + d, frames)
             }
