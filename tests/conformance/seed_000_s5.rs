@@ -196,6 +196,28 @@ async fn a_cache_hit_reads_nothing_and_after_a_miss_or_an_invalidation_the_ready
     stop(m.nodes).await;
 }
 
+/// Asks Spot `target` (of the gated type) for a pong from a Spot's own handler.
+#[derive(Debug, Serialize, Deserialize, zlink::Message)]
+#[message(reply = Pong)]
+pub struct Ask {
+    pub target: String,
+}
+
+/// A Spot that calls another Spot from its handler: a requester with a logical ID.
+pub struct Asker;
+
+#[zlink::spot(type = "asker", relocation = disable)]
+impl Asker {
+    #[handler]
+    async fn ask(&mut self, ask: Ask, ctx: &SpotContext) -> zlink::Result<Pong> {
+        GatedClient::new(ctx.handle(), ask.target.as_str())
+            .ping(&Ping)
+            .await
+    }
+}
+
+impl Spot for Asker {}
+
 /// Two servers of the gated type (creations pass at once) and a caller, on `store`.
 async fn gated_mesh(store: &Arc<dyn zlink::store::LocationStore>) -> [Runtime; 3] {
     let server = |rid: &'static str| {
@@ -204,7 +226,8 @@ async fn gated_mesh(store: &Arc<dyn zlink::store::LocationStore>) -> [Runtime; 3
             let gate = Arc::new(Semaphore::new(Semaphore::MAX_PERMITS));
             start(
                 discovered_node(rid, &store, quick_lease())
-                    .spot_type(Gated::spot_type(move |_| Gated { gate: gate.clone() }).unwrap()),
+                    .spot_type(Gated::spot_type(move |_| Gated { gate: gate.clone() }).unwrap())
+                    .spot_type(Asker::spot_type(|_| Asker).unwrap()),
             )
             .await
         }
@@ -286,4 +309,59 @@ async fn a_failed_operation_is_not_resubmitted_to_the_new_owner_and_the_next_cal
         "the failed call did not run"
     );
     stop(m.nodes).await;
+}
+
+/// Seed 000 §5, reply, item 16.
+#[tokio::test]
+async fn a_reply_goes_back_on_the_requests_own_route_without_any_store_read() {
+    // "A reply uses the request's reply route and correlation and does not look up the
+    // requester's logical ID in the Location Store."
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let nodes = gated_mesh(&store).await;
+    let caller = &nodes[2];
+    let asker = caller
+        .spots()
+        .get_or_create("asker-1", "asker", Bytes::new())
+        .await
+        .unwrap();
+    let asker_on = caller.spots().find("asker-1").await.unwrap().unwrap().rid;
+    drop(asker);
+    // A gated Spot on the other server: the request crosses the mesh, Spot to Spot.
+    let mut target = None;
+    for n in 0..50 {
+        let id = format!("target-{n}");
+        caller
+            .spots()
+            .get_or_create(&id, "gated", Bytes::new())
+            .await
+            .unwrap();
+        if caller.spots().find(&id).await.unwrap().unwrap().rid != asker_on {
+            target = Some(id);
+            break;
+        }
+    }
+    let target = target.expect("placement put one target on the other server");
+    let target_node = nodes
+        .iter()
+        .find(|rt| rt.rid() != asker_on && rt.rid() != "caller")
+        .unwrap();
+    let asker = AskerClient::new(caller, "asker-1");
+    let question = Ask {
+        target: target.clone(),
+    };
+    asker.ask(&question).await.unwrap();
+    // The target's node answers every request on its reply route: it reads nothing,
+    // not the asker's ID above all.
+    let before = record_reads(target_node);
+    for _ in 0..5 {
+        asker.ask(&question).await.unwrap();
+    }
+    assert_eq!(
+        record_reads(target_node) - before,
+        0,
+        "a reply looks nothing up"
+    );
+    let [a, b, caller] = nodes;
+    stop([caller, b, a]).await;
 }
