@@ -365,3 +365,48 @@ async fn a_reply_goes_back_on_the_requests_own_route_without_any_store_read() {
     let [a, b, caller] = nodes;
     stop([caller, b, a]).await;
 }
+
+/// Seed 000 §5, reply, item 17.
+#[tokio::test]
+async fn application_metadata_never_replaces_the_owner_route_or_the_reply_route() {
+    // "Application metadata does not replace the owner route or the reply route, and
+    // request metadata is not automatically copied to the reply."
+    use zlink_tests::relocating::{mesh_custom, Add};
+    // a loses every reply to what it relays, so a relayed result is read back from the
+    // Relocation Store under the relay's own ID: a forged one would lose it.
+    let m = mesh_custom(&["a", "b"], 0, |rid, _, builder| {
+        if rid == "a" {
+            builder.test_lose_relayed_replies()
+        } else {
+            builder
+        }
+    })
+    .await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    client.actors().create("m1", "counter").await.unwrap();
+    // Metadata that reads like routing: an owner, a reply address, the framework's relay key.
+    let call = |n: u64| {
+        client
+            .actors()
+            .request("m1", &Add(n))
+            .metadata("owner", "b")
+            .and_then(|c| c.metadata("reply-to", "b"))
+            .and_then(|c| c.metadata("rid", "client-elsewhere"))
+            .and_then(|c| c.metadata("zlink.relay", "forged"))
+            .unwrap()
+    };
+    let first = call(1).await.unwrap();
+    assert_eq!(
+        (first.total, first.by.as_str()),
+        (1, "a"),
+        "the owner route decides"
+    );
+    a.actors().relocate("m1", Some("b")).await.unwrap();
+    // On the client's cached route: relayed by a, its reply lost and read back by the
+    // framework's relay ID, answered to this caller once.
+    let relayed = call(1).await.unwrap();
+    assert_eq!((relayed.total, relayed.by.as_str()), (2, "b"));
+    let next = call(1).await.unwrap();
+    assert_eq!(next.total, 3, "each ran exactly once");
+    stop(m.nodes).await;
+}
