@@ -198,3 +198,60 @@ async fn select_one_picks_another_ready_server_when_the_chosen_one_never_accepte
     assert_eq!(rids, ["b"]);
     stop([c, b, a]).await;
 }
+
+/// Seed 002 §10, channel and connection, item 2.
+#[tokio::test]
+async fn node_and_actor_direct_calls_never_go_to_another_target_when_theirs_is_gone() {
+    // "Node direct, Actor·Spot direct and Session binding operations do not change the
+    // specified logical identity to another target."
+    use zlink_tests::relocating::{mesh_custom, Add, CounterClient};
+    // Two servers of the counter type that also answer node-direct echoes, and a client.
+    let m = mesh_custom(&["a", "b"], 0, |rid, _, builder| {
+        builder.node_handlers(echo_handlers(rid, Default::default()))
+    })
+    .await;
+    let client = &m.nodes[2];
+    client.actors().create("p", "counter").await.unwrap();
+    let owner = client.actors().find("p").await.unwrap().unwrap().rid;
+    let echo = |rid: &'static str| {
+        client
+            .nodes()
+            .request(rid, &zlink_tests::Echo { text: "x".into() })
+    };
+    assert_eq!(echo("a").await.unwrap().by, "a");
+    let (dead, alive): (&Runtime, &Runtime) = if owner == "a" {
+        (&m.nodes[0], &m.nodes[1])
+    } else {
+        (&m.nodes[1], &m.nodes[0])
+    };
+    let dead_rid: &'static str = if owner == "a" { "a" } else { "b" };
+    dead.crash().await;
+    // Node direct to the dead node fails; the live node, which answers the same packet,
+    // is not asked instead.
+    let to_dead = echo(dead_rid).await.unwrap_err();
+    assert!(
+        to_dead.is(zlink::ErrorKind::Unavailable) || to_dead.is(zlink::ErrorKind::NotFound),
+        "{to_dead}"
+    );
+    // Actor direct to an Actor whose owner died is Unavailable; it does not run on the
+    // live node, which serves the type too.
+    let lost = CounterClient::new(client, "p")
+        .add(Add(1))
+        .await
+        .unwrap_err();
+    assert!(lost.is(zlink::ErrorKind::Unavailable), "{lost}");
+    assert_eq!(
+        client.actors().find("p").await.unwrap().map(|p| p.rid),
+        Some(owner),
+        "still the dead owner's"
+    );
+    assert_eq!(
+        alive.status().actors_owned,
+        0,
+        "nothing ran or was made on {}",
+        alive.rid()
+    );
+    let mut nodes = m.nodes;
+    nodes.retain(|rt| rt.rid() != dead_rid);
+    stop(nodes).await;
+}
