@@ -410,3 +410,44 @@ async fn application_metadata_never_replaces_the_owner_route_or_the_reply_route(
     assert_eq!(next.total, 3, "each ran exactly once");
     stop(m.nodes).await;
 }
+
+/// Seed 000 §5, global ID lookup, item 7.
+#[tokio::test]
+async fn the_owner_admits_only_the_owner_generation_it_holds_now_and_never_re_addresses_the_message(
+) {
+    // "Target admission validates the authority owner generation and lease fence of the
+    // owner that was found, excludes the ObjectGeneration of direct messages from the
+    // target decision as specified in §2.6, and does not re-address the message to a new
+    // incarnation."
+    use zlink_tests::relocating::{mesh_custom, Add, CounterClient};
+    // No Message Follow, and a caller that never hears of a move: its cached route stays
+    // the one it read.
+    let m = mesh_custom(&["a", "b"], 0, |_, _, builder| {
+        builder.message_follow_duration(Duration::ZERO)
+    })
+    .await;
+    let caller =
+        start(discovered_node("caller", &m.store, quick_lease()).test_drop_follow_notices()).await;
+    wait_until(WAIT, "the caller sees both servers", || async {
+        peer_rids(&caller).len() == 3
+    })
+    .await;
+    let (a, b) = (&m.nodes[0], &m.nodes[1]);
+    caller.actors().create("g7", "counter").await.unwrap();
+    let counter = CounterClient::new(&caller, "g7");
+    assert_eq!(counter.add(Add(1)).await.unwrap().by, "a");
+    // There and back: a owns the same incarnation again, under a later owner generation.
+    a.actors().relocate("g7", Some("b")).await.unwrap();
+    b.actors().relocate("g7", Some("a")).await.unwrap();
+    // The caller's route names a's old owner generation: a refuses it, and nothing ran.
+    let stale = counter.add(Add(1)).await.unwrap_err();
+    assert!(stale.is(ErrorKind::Unavailable), "{stale}");
+    let next = counter.add(Add(1)).await.unwrap();
+    assert_eq!(
+        (next.total, next.by.as_str()),
+        (2, "a"),
+        "the refused call never ran; the next one read the authority again"
+    );
+    caller.shutdown().await;
+    stop(m.nodes).await;
+}
