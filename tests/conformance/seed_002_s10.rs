@@ -20,6 +20,19 @@ fn mem_node(net: &MemNetwork, host: &str) -> zlink::RuntimeBuilder {
         .test_liveness(Duration::from_millis(50), Duration::from_millis(300))
 }
 
+/// Servers a (weight 10000: it takes nearly every selection) and b (weight 1, ready all
+/// along) on the in-memory network.
+async fn weighted_servers(net: &MemNetwork) -> (Runtime, Runtime) {
+    let server = |rid: &str, weight| {
+        start(mem_node(net, rid).channel_server_weighted(
+            CHANNEL,
+            echo_handlers(rid, Default::default()),
+            weight,
+        ))
+    };
+    (server("a", 10_000).await, server("b", 1).await)
+}
+
 /// Client "c" of the servers `rids` on the in-memory network, ready with all of them.
 async fn client_of(net: &MemNetwork, rids: &[&str]) -> Runtime {
     let mut builder = mem_node(net, "c").channel_client(CHANNEL);
@@ -72,18 +85,7 @@ async fn an_accepted_request_whose_connection_is_lost_is_not_resubmitted_to_anot
     // accepted, it is not automatically resubmitted to another peer."
     let net = MemNetwork::new();
     // a takes (nearly) every selection; b is ready all along.
-    let a = start(mem_node(&net, "a").channel_server_weighted(
-        CHANNEL,
-        echo_handlers("a", Default::default()),
-        10_000,
-    ))
-    .await;
-    let b = start(mem_node(&net, "b").channel_server_weighted(
-        CHANNEL,
-        echo_handlers("b", Default::default()),
-        1,
-    ))
-    .await;
+    let (a, b) = weighted_servers(&net).await;
     let c = client_of(&net, &["a", "b"]).await;
     // From now on nothing of a reaches c, while c's requests still reach a: a accepts
     // the request and runs it, its reply is lost and, at the liveness deadline, the
@@ -160,18 +162,7 @@ async fn select_one_picks_another_ready_server_when_the_chosen_one_never_accepte
     // "Channel select-one selects another eligible server only until a target accepts
     // the operation."
     let net = MemNetwork::new();
-    let a = start(mem_node(&net, "a").channel_server_weighted(
-        CHANNEL,
-        echo_handlers("a", Default::default()),
-        10_000,
-    ))
-    .await;
-    let b = start(mem_node(&net, "b").channel_server_weighted(
-        CHANNEL,
-        echo_handlers("b", Default::default()),
-        1,
-    ))
-    .await;
+    let (a, b) = weighted_servers(&net).await;
     // c probes at the default pace, so only the call itself finds out about a.
     let c = start(
         Runtime::builder()

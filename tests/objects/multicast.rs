@@ -68,6 +68,21 @@ async fn member(rid: &str, store: &Arc<dyn zlink::store::LocationStore>, seen: &
     .await
 }
 
+/// Member `rid` running observer `id`.
+async fn member_observing(
+    rid: &str,
+    store: &Arc<dyn zlink::store::LocationStore>,
+    seen: &Seen,
+    id: &str,
+) -> Runtime {
+    let rt = member(rid, store, seen).await;
+    rt.spots()
+        .get_or_create(id, "observer", Bytes::new())
+        .await
+        .unwrap();
+    rt
+}
+
 /// Spot `id` created, then moved to node `to` (by its owner, the one that may move it).
 async fn observer_on(nodes: &[Runtime], id: &str, to: &str) {
     nodes[0]
@@ -499,11 +514,7 @@ async fn hostile_multicast_records_are_dropped_and_the_node_keeps_delivering() {
     let redis = RedisServer::start().expect("redis-server");
     let store = redis_store(&redis);
     let seen = Seen::default();
-    let b = member("b", &store, &seen).await;
-    b.spots()
-        .get_or_create("o", "observer", Bytes::new())
-        .await
-        .unwrap();
+    let b = member_observing("b", &store, &seen, "o").await;
     let mut raw = raw_member(&b.endpoint(), "raw", 100).await;
     let news = |n: u32| zlink::wire::cbor_encode(&News { n }).unwrap();
     let mut truncated = multicast_record(0, "rooms", Some("announce"), "News", news(1));
@@ -602,11 +613,7 @@ async fn logical_multicast_with_zero_targets_or_failing_targets_completes_normal
     let redis = RedisServer::start().expect("redis-server");
     let store = redis_store(&redis);
     let seen = Seen::default();
-    let b = member("b", &store, &seen).await;
-    b.spots()
-        .get_or_create("o", "observer", Bytes::new())
-        .await
-        .unwrap();
+    let b = member_observing("b", &store, &seen, "o").await;
     // A 4 MiB send queue per connection, so the stuck member's fills fast.
     let a = start(
         discovered_node("a", &store, quick_lease()).link_limits(zlink::LinkLimits {
