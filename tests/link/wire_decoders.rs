@@ -193,21 +193,7 @@ proptest! {
 }
 
 fn multicast(channel: &str, topic: Option<&str>, packet: &str, payload: Bytes) -> Envelope {
-    Envelope::Call(CallMessage {
-        command: Command::LogicalMulticast,
-        head: CallHead {
-            correlation: 0,
-            deadline_ms: 0,
-            hops: 0,
-            target: WireName::from_text(channel),
-            packet: WireName::from_text(packet),
-            fence: None,
-            session: None,
-            topic: topic.map(WireName::from_text),
-        },
-        metadata: Metadata::new(),
-        payload,
-    })
+    zlink_tests::raw_peer::multicast_envelope(0, channel, topic, packet, payload)
 }
 
 #[test]

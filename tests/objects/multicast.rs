@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use zlink::object::{Relocation, Spot, SpotContext, SpotHandlers, SpotType};
-use zlink::wire::{Admission, Command, ControlHeader, Envelope, PROTOCOL_MAJOR};
+use zlink::wire::{Command, Envelope};
 use zlink::{PacketKind, Payload, Runtime};
 use zlink_testkit::{wait_until, RawZmtp, RedisServer};
 use zlink_tests::*;
@@ -360,36 +360,11 @@ fn a_subscription_to_a_packet_the_type_has_no_one_way_handler_for_is_refused() {
 
 /// A raw ZMTP peer admitted to `endpoint` as `rid`, serving "rooms" with `weight`.
 async fn raw_member(endpoint: &str, rid: &str, weight: u32) -> RawZmtp {
-    let mut raw = RawZmtp::dealer(endpoint).await.expect("zmtp handshake");
-    let hello = Envelope::control(
-        Command::Hello,
-        ControlHeader {
-            admission: Some(Admission {
-                mesh_name: MESH.into(),
-                rid: rid.into(),
-                generation: 7,
-                revision: 1,
-                protocol: PROTOCOL_MAJOR,
-                endpoint: String::new(),
-                channels: vec![("rooms".into(), weight)],
-                max_message: None,
-            }),
-            ..ControlHeader::default()
-        },
-    )
-    .encode();
-    raw.send(&slices(&hello)).await.expect("hello");
-    let admit = frames(raw.recv().await.expect("admit"));
-    assert_eq!(Envelope::decode(&admit).unwrap().command(), Command::Admit);
-    raw
+    zlink_tests::raw_peer::admitted(endpoint, rid, vec![("rooms".into(), weight)]).await
 }
 
 fn slices(frames: &[Bytes]) -> Vec<&[u8]> {
     frames.iter().map(|f| f.as_ref()).collect()
-}
-
-fn frames(message: Vec<Vec<u8>>) -> Vec<Bytes> {
-    message.into_iter().map(Bytes::from).collect()
 }
 
 /// The multicast records `raw` received before the ack of a liveness probe it sends now,
@@ -490,23 +465,7 @@ fn multicast_record(
     packet: &str,
     payload: Bytes,
 ) -> Vec<Bytes> {
-    use zlink::wire::{CallHead, CallMessage, Metadata, WireName};
-    Envelope::Call(CallMessage {
-        command: Command::LogicalMulticast,
-        head: CallHead {
-            correlation,
-            deadline_ms: 0,
-            hops: 0,
-            target: WireName::from_text(channel),
-            packet: WireName::from_text(packet),
-            fence: None,
-            session: None,
-            topic: topic.map(WireName::from_text),
-        },
-        metadata: Metadata::new(),
-        payload,
-    })
-    .encode()
+    zlink_tests::raw_peer::multicast_envelope(correlation, channel, topic, packet, payload).encode()
 }
 
 #[tokio::test]
