@@ -542,19 +542,17 @@ async fn reserve_and_run(
             format!("{key}'s first message did not finish within the call's deadline"),
         )),
     };
-    // The handler ran (or the caller stopped waiting): the pointer and its root go once
-    // the handler's result is in, never before.
-    let server = server.clone();
-    let key = key.clone();
-    server.clone().env.tracker().spawn(async move {
-        // A stopping node settles nothing more: its Spots' refusals are no first results,
-        // and the pointer and root stay for the activation's recovery.
-        if server.env.is_stopping() {
-            return;
-        }
-        clear_pointer(&server, &key, &root).await;
-        let _ = store.delete(&reference).await;
-    });
+    // The handler ran (or the caller stopped waiting): the pointer goes once the
+    // handler's result is in, never before, and before the caller hears of it, so
+    // nothing the caller does next (a move above all, whose commit is fenced on the
+    // authority it read) races the pointer's removal. A stopping node settles nothing
+    // more: the pointer and root stay for the activation's recovery.
+    if !server.env.is_stopping() {
+        clear_pointer(server, key, &root).await;
+        server.env.tracker().spawn(async move {
+            let _ = store.delete(&reference).await;
+        });
+    }
     Ok(Some(result))
 }
 
