@@ -128,6 +128,7 @@ async fn a_server_cannot_start_a_call_to_a_client() {
         command: zlink::wire::Command::ChannelRequest,
         head: zlink::wire::CallHead {
             correlation: 1,
+            operation: 1,
             deadline_ms: 30_000,
             hops: 0,
             target: zlink::wire::WireName::from_text(CS),

@@ -451,3 +451,212 @@ async fn the_owner_admits_only_the_owner_generation_it_holds_now_and_never_re_ad
     caller.shutdown().await;
     stop(m.nodes).await;
 }
+
+/// The route fence of Actor `id`'s authority record, read straight from the Location
+/// Store, and the RID it names.
+async fn stored_fence(
+    store: &Arc<dyn zlink::store::LocationStore>,
+    id: &str,
+) -> (zlink::wire::RouteFence, String) {
+    #[derive(Deserialize)]
+    struct Stored {
+        fence: StoredFence,
+        route: StoredRoute,
+    }
+    #[derive(Deserialize)]
+    struct StoredFence {
+        object_generation: u64,
+        owner_generation: u64,
+        lease_generation: u64,
+    }
+    #[derive(Deserialize)]
+    struct StoredRoute {
+        rid: String,
+    }
+    let key = zlink::store::RecordKey::new(format!("zla1:a:{}:{id}", id.len()), "authority");
+    let zlink::store::ReadOutcome::Found { value, .. } = store.read(&key).await.unwrap() else {
+        panic!("no authority record for {id}");
+    };
+    let stored: Stored = zlink::cbor_decode(&value).expect("an authority record");
+    let f = stored.fence;
+    (
+        zlink::wire::RouteFence {
+            object_generation: f.object_generation,
+            owner_generation: f.owner_generation,
+            lease_generation: f.lease_generation,
+        },
+        stored.route.rid,
+    )
+}
+
+/// An Actor command for `id` under `fence`, as a node that resolved that route sends it.
+fn actor_command(
+    command: zlink::wire::Command,
+    (correlation, operation): (u64, u64),
+    id: &str,
+    fence: zlink::wire::RouteFence,
+    message: (&str, Bytes),
+) -> Vec<Bytes> {
+    use zlink::wire::{CallHead, CallMessage, Envelope, Metadata, WireName};
+    Envelope::Call(CallMessage {
+        command,
+        head: CallHead {
+            correlation,
+            operation,
+            deadline_ms: if correlation == 0 { 0 } else { 10_000 },
+            hops: 0,
+            target: WireName::from_text(id),
+            packet: WireName::from_text(message.0),
+            fence: Some(fence),
+            session: None,
+            topic: None,
+        },
+        metadata: Metadata::new(),
+        payload: message.1,
+    })
+    .encode()
+}
+
+/// Seed 000 §5, movement and Message Follow, item 8.
+#[tokio::test]
+async fn a_follow_relay_reads_no_store_and_keeps_the_operation_generation_payload_and_reply_route()
+{
+    // "The Message Follow relay uses only committed routes, does not read the Store, and
+    // preserves the operation ID, generation, payload and reply route."
+    use zlink::wire::{Command, Envelope, ReplyOutcome};
+    use zlink_tests::relocating::{mesh, Add, Counted, Log};
+    let m = mesh(&["a", "b"], None).await;
+    let a = &m.nodes[0];
+    let created = a.actors().create("w8", "counter").await.unwrap();
+    let (old_fence, owner) = stored_fence(&m.store, "w8").await;
+    assert_eq!(owner, "a");
+    a.actors().relocate("w8", Some("b")).await.unwrap();
+    let (new_fence, owner) = stored_fence(&m.store, "w8").await;
+    assert_eq!(owner, "b", "the move committed");
+    // A node "p" whose cache still holds the old route sends on it, to a: a request and a
+    // one-way, each under its own operation.
+    let mut p = zlink_tests::raw_peer::admitted(&a.endpoint(), "p", Vec::new()).await;
+    let (request_op, send_op, correlation) = (0xA11CE, 0xB0B, 77);
+    let reads_before = record_reads(a);
+    let request = actor_command(
+        Command::ActorRequest,
+        (correlation, request_op),
+        "w8",
+        old_fence,
+        ("Add", zlink::cbor_encode(&Add(5)).unwrap()),
+    );
+    let send = actor_command(
+        Command::ActorSend,
+        (0, send_op),
+        "w8",
+        old_fence,
+        ("Log", zlink::cbor_encode(&Log(9)).unwrap()),
+    );
+    for frames in [&request, &send] {
+        let slices: Vec<&[u8]> = frames.iter().map(|f| f.as_ref()).collect();
+        p.send(&slices).await.expect("sent");
+    }
+    // The reply comes back on p's own connection, under its correlation and operation.
+    let (mut reply, mut notices) = (None, Vec::new());
+    tokio::time::timeout(WAIT, async {
+        while reply.is_none() || notices.is_empty() {
+            let frames = zlink_tests::raw_peer::next_frames(&mut p).await;
+            match Envelope::decode(&frames) {
+                Ok(Envelope::Reply {
+                    correlation: c,
+                    operation,
+                    outcome: ReplyOutcome::Ok(payload),
+                }) if c == correlation => reply = Some((operation, payload)),
+                Ok(Envelope::Call(call)) if call.command == Command::MessageFollow => {
+                    notices.push(call)
+                }
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("the reply and the follow notice in time");
+    let (echoed, payload) = reply.unwrap();
+    assert_eq!(echoed, request_op, "the reply route kept the operation");
+    let counted: Counted = zlink::cbor_decode(&payload).unwrap();
+    assert_eq!(counted.by, "b", "relayed to the new owner, run there only");
+    assert_eq!(counted.total, 5, "the payload arrived as sent");
+    assert_eq!(
+        counted.generation, created.generation,
+        "the same incarnation"
+    );
+    assert_eq!(
+        counted.operation,
+        Some(request_op),
+        "the new owner's handler saw the sender's operation"
+    );
+    wait_until(WAIT, "the one-way ran on b", || async {
+        !m.seen.logged.lock().unwrap().is_empty()
+    })
+    .await;
+    assert_eq!(
+        m.seen.logged.lock().unwrap().clone(),
+        [("b".to_string(), 9, Some(send_op))],
+        "the one-way ran once, on b, under its sender's operation"
+    );
+    assert_eq!(
+        record_reads(a) - reads_before,
+        0,
+        "the relay read no record"
+    );
+    // Command 50: one notice for p and this pair of routes, naming the operation and the
+    // reply route of the message it followed, and both routes whole.
+    let later = zlink_tests::raw_peer::envelopes_before_probe_ack(&mut p, 5150).await;
+    notices.extend(later.into_iter().filter_map(|e| match e {
+        Envelope::Call(call) if call.command == Command::MessageFollow => Some(call),
+        _ => None,
+    }));
+    assert_eq!(notices.len(), 1, "one notice per sender and route pair");
+    #[derive(Deserialize)]
+    struct Notice {
+        kind: char,
+        id: String,
+        source_fence: NoticeFence,
+        source_route: NoticeRoute,
+        target_fence: NoticeFence,
+        target_route: NoticeRoute,
+        hops: u8,
+        queued_messages: u64,
+        queued_bytes: u64,
+        operation: u64,
+        reply_correlation: u64,
+    }
+    #[derive(Deserialize)]
+    struct NoticeFence {
+        object_generation: u64,
+        owner_generation: u64,
+        lease_generation: u64,
+    }
+    #[derive(Deserialize)]
+    struct NoticeRoute {
+        rid: String,
+    }
+    let notice: Notice = zlink::cbor_decode(&notices[0].payload).unwrap();
+    assert_eq!((notice.kind, notice.id.as_str()), ('a', "w8"));
+    assert_eq!(
+        (notice.operation, notice.reply_correlation),
+        (request_op, correlation)
+    );
+    assert_eq!(notice.hops, 1);
+    assert!(notice.queued_messages >= 1 && notice.queued_bytes > 0);
+    let fence_of = |f: &NoticeFence| zlink::wire::RouteFence {
+        object_generation: f.object_generation,
+        owner_generation: f.owner_generation,
+        lease_generation: f.lease_generation,
+    };
+    assert_eq!(fence_of(&notice.source_fence), old_fence);
+    assert_eq!(fence_of(&notice.target_fence), new_fence);
+    assert_eq!(
+        (
+            notice.source_route.rid.as_str(),
+            notice.target_route.rid.as_str()
+        ),
+        ("a", "b")
+    );
+    stop(m.nodes).await;
+}

@@ -56,7 +56,10 @@ def run(socket, channel, text):
         sys.exit("expected admit, got command %d: %r" % (command_of(answer), parse_control(answer)))
 
     request = cbor2.dumps({"text": text})
-    head = call_head(CHANNEL_REQUEST, "Echo", channel=channel, correlation=1, deadline_ms=5000)
+    operation = random.randint(1, 2**64 - 1)
+    head = call_head(
+        CHANNEL_REQUEST, "Echo", operation, channel=channel, correlation=1, deadline_ms=5000
+    )
     socket.send_multipart([head, request])
     while True:
         frames = socket.recv_multipart()
@@ -66,9 +69,11 @@ def run(socket, channel, text):
             continue
         if command != REPLY:
             continue
-        correlation, kind, detail = parse_reply(frames[0])
+        correlation, echoed, kind, detail = parse_reply(frames[0])
         if correlation != 1:
             sys.exit("reply to another correlation: %d" % correlation)
+        if echoed != operation:
+            sys.exit("reply echoes operation %d, the request's is %d" % (echoed, operation))
         if kind is not None:
             sys.exit("error reply: kind %d, %s" % (kind, detail))
         print(json.dumps(cbor2.loads(frames[-1])))

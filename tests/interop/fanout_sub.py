@@ -36,7 +36,9 @@ def main():
         command = command_of(frames[1])
         if command != FANOUT_EVENT:
             sys.exit("not a fanout event: %d" % command)
-        flags, _, _, _, packet = parse_call(frames[1])
+        flags, _, operation, _, _, packet = parse_call(frames[1])
+        if operation == 0:
+            sys.exit("a fanout event without its operation identity")
         metadata = cbor2.loads(frames[2]) if flags & FLAG_METADATA else {}
         event = {
             "topic": frames[0].decode(),

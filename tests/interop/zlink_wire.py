@@ -5,7 +5,7 @@ import struct
 
 import cbor2
 
-VERSION = 2
+VERSION = 3
 MAGIC = b"\x5a\x4d" + bytes([VERSION])
 HELLO, ADMIT, REJECT, UPDATE, PROBE, ACK = 1, 2, 3, 4, 5, 6
 CHANNEL_SEND, CHANNEL_REQUEST, REPLY, FANOUT_EVENT = 18, 19, 20, 40
@@ -19,13 +19,14 @@ def control(command, header):
     return MAGIC + bytes([command, 0]) + cbor2.dumps(header)
 
 
-def call_head(command, packet, channel="", correlation=0, deadline_ms=0, flags=0):
-    """Frame 0 of an application command: the prefix and the fixed binary call head."""
+def call_head(command, packet, operation, channel="", correlation=0, deadline_ms=0, flags=0):
+    """Frame 0 of an application command: the prefix and the fixed binary call head.
+    `operation` is the sender's non-zero identity of this piece of work."""
     channel, packet = channel.encode(), packet.encode()
     return (
         MAGIC
         + bytes([command, flags])
-        + struct.pack(">QIBBB", correlation, deadline_ms, 0, len(channel), len(packet))
+        + struct.pack(">QQIBBB", correlation, operation, deadline_ms, 0, len(channel), len(packet))
         + channel
         + packet
     )
@@ -44,16 +45,25 @@ def parse_control(frame):
 
 
 def parse_call(frame):
-    """(flags, correlation, deadline_ms, channel, packet) of an application head."""
-    correlation, deadline_ms, _hops, channel_len, packet_len = struct.unpack(">QIBBB", frame[5:20])
-    names = frame[20:]
+    """(flags, correlation, operation, deadline_ms, channel, packet) of an application head."""
+    correlation, operation, deadline_ms, _hops, channel_len, packet_len = struct.unpack(
+        ">QQIBBB", frame[5:28]
+    )
+    names = frame[28:]
     if len(names) != channel_len + packet_len:
         raise ValueError("call head length does not match its names")
-    return frame[4], correlation, deadline_ms, names[:channel_len].decode(), names[channel_len:].decode()
+    return (
+        frame[4],
+        correlation,
+        operation,
+        deadline_ms,
+        names[:channel_len].decode(),
+        names[channel_len:].decode(),
+    )
 
 
 def parse_reply(frame):
-    """(correlation, error kind or None, detail) of a reply head."""
-    correlation, status, detail_len = struct.unpack(">QBH", frame[5:16])
-    detail = frame[16:16 + detail_len].decode()
-    return correlation, None if status == STATUS_OK else status, detail
+    """(correlation, operation, error kind or None, detail) of a reply head."""
+    correlation, operation, status, detail_len = struct.unpack(">QQBH", frame[5:24])
+    detail = frame[24:24 + detail_len].decode()
+    return correlation, operation, None if status == STATUS_OK else status, detail

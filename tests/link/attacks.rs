@@ -67,10 +67,16 @@ async fn admitted_in(endpoint: &str, rid: &str, mesh: &str) -> RawZmtp {
 }
 
 fn echo_request(correlation: u64, text: &str) -> Vec<Bytes> {
+    echo_request_as(correlation, 1, text)
+}
+
+/// An Echo request under `operation`.
+fn echo_request_as(correlation: u64, operation: u64, text: &str) -> Vec<Bytes> {
     Envelope::Call(CallMessage {
         command: Command::ChannelRequest,
         head: CallHead {
             correlation,
+            operation,
             deadline_ms: 30_000,
             hops: 0,
             target: WireName::from_text(CHANNEL),
@@ -651,6 +657,11 @@ async fn zmtp_ping_is_answered_with_pong() {
 /// Reads messages from `raw` until the reply to `correlation` arrives (liveness probes and
 /// other control records are skipped).
 async fn reply_to(raw: &mut RawZmtp, correlation: u64) -> ReplyOutcome {
+    reply_with_operation(raw, correlation).await.1
+}
+
+/// The reply to `correlation`: the operation it echoes, and its outcome.
+async fn reply_with_operation(raw: &mut RawZmtp, correlation: u64) -> (u64, ReplyOutcome) {
     tokio::time::timeout(WAIT, async {
         loop {
             let frames: Vec<Bytes> = raw
@@ -662,11 +673,12 @@ async fn reply_to(raw: &mut RawZmtp, correlation: u64) -> ReplyOutcome {
                 .collect();
             if let Ok(Envelope::Reply {
                 correlation: c,
+                operation,
                 outcome,
             }) = Envelope::decode(&frames)
             {
                 if c == correlation {
-                    return outcome;
+                    return (operation, outcome);
                 }
             }
         }
@@ -913,6 +925,43 @@ async fn a_request_with_undefined_flag_bits_is_answered_protocol_error_to_its_co
         .await
         .expect("sent");
     assert!(matches!(reply_to(&mut raw, 44).await, ReplyOutcome::Ok(_)));
+    a.shutdown().await;
+}
+
+#[tokio::test]
+async fn every_reply_echoes_its_requests_operation_and_a_request_without_one_is_a_protocol_error() {
+    let a = start(node("a").channel_server(CHANNEL, echo_handlers("a", Default::default()))).await;
+    let mut raw = admitted_raw(&a.endpoint(), "raw").await;
+    // Operations are the sender's own: any non-zero value, in any order, comes back.
+    for (correlation, operation) in [(51u64, u64::MAX), (52, 7), (53, 0x5EED)] {
+        raw.send(&as_slices(&echo_request_as(correlation, operation, "op")))
+            .await
+            .expect("sent");
+        let (echoed, outcome) = reply_with_operation(&mut raw, correlation).await;
+        assert_eq!(echoed, operation, "correlation {correlation}");
+        assert!(matches!(outcome, ReplyOutcome::Ok(_)), "{outcome:?}");
+    }
+    // Operation 0 is no operation: the head is malformed, and the correlation it carries
+    // still hears why (with the operation field echoed as it came).
+    let mut frames = echo_request_as(54, 1, "none");
+    let mut head = frames[0].to_vec();
+    head[13..21].copy_from_slice(&0u64.to_be_bytes());
+    frames[0] = Bytes::from(head);
+    raw.send(&as_slices(&frames)).await.expect("sent");
+    match reply_with_operation(&mut raw, 54).await {
+        (0, ReplyOutcome::Failed { kind, detail }) => {
+            assert_eq!(kind, ErrorKind::ProtocolError as u8, "{detail}");
+            assert!(detail.contains("operation"), "{detail}");
+        }
+        other => panic!("operation 0 answered {other:?}"),
+    }
+    raw.send(&as_slices(&echo_request_as(55, 9, "after")))
+        .await
+        .expect("sent");
+    assert!(matches!(
+        reply_with_operation(&mut raw, 55).await,
+        (9, ReplyOutcome::Ok(_))
+    ));
     a.shutdown().await;
 }
 

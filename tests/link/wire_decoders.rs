@@ -17,6 +17,7 @@ fn request_envelope(payload: Vec<u8>, with_metadata: bool) -> Envelope {
         command: Command::ChannelRequest,
         head: CallHead {
             correlation: 42,
+            operation: 1,
             deadline_ms: 30_000,
             hops: 0,
             target: WireName::from_text("echo"),
@@ -71,7 +72,7 @@ proptest! {
             None => ReplyOutcome::Ok(Bytes::from(payload)),
             Some(kind) => ReplyOutcome::Failed { kind, detail },
         };
-        let env = Envelope::Reply { correlation: 9, outcome };
+        let env = Envelope::Reply { correlation: 9, operation: 77, outcome };
         prop_assert_eq!(Envelope::decode(&env.encode()).unwrap(), env);
     }
 
@@ -81,6 +82,7 @@ proptest! {
             command: Command::ChannelSend,
             head: CallHead {
                 correlation: 0,
+                operation: 1,
                 deadline_ms: 0,
                 hops: 0,
                 target: WireName::from_text(&channel),
@@ -109,6 +111,7 @@ proptest! {
             command: if request { Command::SpotRequest } else { Command::SpotSend },
             head: CallHead {
                 correlation: u64::from(request),
+                operation: 1,
                 deadline_ms: 0,
                 hops: 0,
                 target: WireName::from_text(&id),
@@ -129,6 +132,7 @@ proptest! {
             command: Command::SpotSend,
             head: CallHead {
                 correlation: 0,
+                operation: 1,
                 deadline_ms: 0,
                 hops: 0,
                 target: WireName::from_text("room-7"),
@@ -209,6 +213,7 @@ fn a_spot_command_without_an_id_or_with_a_zero_fence_is_refused() {
             command: Command::SpotSend,
             head: CallHead {
                 correlation: 0,
+                operation: 1,
                 deadline_ms: 0,
                 hops: 0,
                 target: WireName::from_text(target),
@@ -254,7 +259,7 @@ fn call_head_name_lengths_must_match_the_frame() {
     let good = request_envelope(vec![1], false).encode();
     // Declares a 200-byte packet name the frame does not hold.
     let mut head = good[0].to_vec();
-    head[19] = 200;
+    head[27] = 200;
     let err = Envelope::decode(&[Bytes::from(head), good[1].clone()]).unwrap_err();
     assert!(err.reason.contains("length"), "{err}");
     assert_eq!(err.correlation, Some(42));
@@ -306,6 +311,7 @@ fn decoder_rejects_bad_prefix_flags_and_frame_counts() {
 fn reply_envelopes_carry_no_metadata_frame() {
     let reply = Envelope::Reply {
         correlation: 7,
+        operation: 1,
         outcome: ReplyOutcome::Ok(Bytes::from_static(b"ok")),
     };
     let frames = reply.encode();
@@ -318,6 +324,7 @@ fn reply_envelopes_carry_no_metadata_frame() {
     // An error reply carrying a payload is malformed; so is an unknown error kind.
     let failed = Envelope::Reply {
         correlation: 7,
+        operation: 1,
         outcome: ReplyOutcome::Failed {
             kind: 4,
             detail: "nope".into(),
@@ -327,7 +334,7 @@ fn reply_envelopes_carry_no_metadata_frame() {
     assert_eq!(failed.len(), 1);
     assert!(Envelope::decode(&[failed[0].clone(), Bytes::from_static(b"x")]).is_err());
     let mut unknown_kind = failed[0].to_vec();
-    unknown_kind[13] = 13;
+    unknown_kind[21] = 13;
     assert!(Envelope::decode(&[Bytes::from(unknown_kind)]).is_err());
 }
 
@@ -357,6 +364,7 @@ fn bound_actor_send(session: Option<zlink::wire::SessionTail>, command: Command)
         command,
         head: CallHead {
             correlation: if command.is_request() { 9 } else { 0 },
+            operation: 1,
             deadline_ms: if command.is_request() { 1_000 } else { 0 },
             hops: 0,
             target: WireName::from_text("player-1"),

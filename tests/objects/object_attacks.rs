@@ -83,6 +83,7 @@ fn call(
         command,
         head: CallHead {
             correlation,
+            operation: 1,
             deadline_ms: 5_000,
             hops: 0,
             target: WireName::from_text(target),
@@ -110,6 +111,7 @@ async fn reply(raw: &mut RawZmtp) -> (u64, Option<u8>) {
         if let Ok(Envelope::Reply {
             correlation,
             outcome,
+            ..
         }) = Envelope::decode(&frames)
         {
             return match outcome {

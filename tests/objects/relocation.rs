@@ -885,6 +885,7 @@ impl Brittle {
             total: self.state.total,
             by: self.node.clone(),
             generation: ctx.generation(),
+            operation: None,
         }
     }
 }

@@ -469,6 +469,7 @@ impl Hoard {
             total: self.log.len() as u64,
             by: self.node.clone(),
             generation: ctx.generation(),
+            operation: None,
         })
     }
 

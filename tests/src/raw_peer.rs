@@ -92,6 +92,7 @@ pub fn multicast_envelope(
         command: Command::LogicalMulticast,
         head: CallHead {
             correlation,
+            operation: 1,
             deadline_ms: 0,
             hops: 0,
             target: WireName::from_text(channel),

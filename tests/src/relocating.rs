@@ -24,6 +24,9 @@ pub struct Counted {
     pub total: u64,
     pub by: String,
     pub generation: u64,
+    /// The operation identity the handler saw (`ctx.operation()`).
+    #[serde(default)]
+    pub operation: Option<u64>,
 }
 
 /// One-way: appends `n` to the Actor's log.
@@ -50,6 +53,9 @@ pub struct History {
 #[derive(Debug, Serialize, Deserialize, zlink::Message)]
 pub struct Beat;
 
+/// One `Log` a counter ran: the node, the number, and the operation its handler saw.
+pub type Logged = (String, u64, Option<u64>);
+
 #[derive(Default, Clone)]
 pub struct Seen {
     /// Last turns of the Spots: (node, reason).
@@ -59,6 +65,8 @@ pub struct Seen {
     pub handled_by: Arc<Mutex<Vec<String>>>,
     /// Counter turns that began to hold.
     pub holding: Arc<AtomicUsize>,
+    /// What the counters' one-way `Log` handlers saw: (node, n, `ctx.operation()`).
+    pub logged: Arc<Mutex<Vec<Logged>>>,
 }
 
 /// What the test objects keep and move: a total, a log in arrival order, ticks taken.
@@ -79,6 +87,7 @@ impl Tape {
             total: self.total,
             by: node.to_string(),
             generation: ctx.generation(),
+            operation: ctx.operation(),
         }
     }
 
@@ -146,8 +155,13 @@ impl Counter {
     }
 
     #[handler]
-    async fn log(&mut self, log: Log, _ctx: &ActorContext) -> zlink::Result<()> {
+    async fn log(&mut self, log: Log, ctx: &ActorContext) -> zlink::Result<()> {
         self.tape.log.push(log.0);
+        self.seen
+            .logged
+            .lock()
+            .unwrap()
+            .push((self.node.clone(), log.0, ctx.operation()));
         Ok(())
     }
 
@@ -318,6 +332,7 @@ impl Anchor {
             total: add.0,
             by: String::new(),
             generation: ctx.generation(),
+            operation: None,
         })
     }
 }

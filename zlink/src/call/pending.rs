@@ -20,6 +20,8 @@ type Completion = oneshot::Sender<Result<Bytes>>;
 
 struct Entry {
     conn: ConnId,
+    /// The request's operation: a reply must echo it.
+    operation: u64,
     deadline: Instant,
     timeout: Duration,
     done: Completion,
@@ -84,12 +86,14 @@ impl PendingTable {
     pub(crate) fn register(
         self: &Arc<Self>,
         conn: ConnId,
+        operation: u64,
         deadline: Instant,
         timeout: Duration,
     ) -> Option<(PendingGuard, oneshot::Receiver<Result<Bytes>>)> {
         let (tx, rx) = oneshot::channel();
         let entry = Entry {
             conn,
+            operation,
             deadline,
             timeout,
             done: tx,
@@ -128,15 +132,23 @@ impl PendingTable {
         ))
     }
 
-    /// Completes a request with what arrived on `conn`. Returns false for a late or foreign
-    /// reply.
-    pub(crate) fn complete(&self, correlation: u64, conn: ConnId, result: Result<Bytes>) -> bool {
+    /// Completes a request with what arrived on `conn` for `(correlation, operation)`.
+    /// Returns false for a late or foreign reply (another connection, or an operation that
+    /// is not the request's).
+    pub(crate) fn complete(
+        &self,
+        (correlation, operation): (u64, u64),
+        conn: ConnId,
+        result: Result<Bytes>,
+    ) -> bool {
         let entry = {
             let mut slots = self.lock();
             let index = (correlation & u64::from(u32::MAX)).wrapping_sub(1) as usize;
             let matches = slots.slots.get(index).is_some_and(|s| {
                 s.generation == (correlation >> 32) as u32
-                    && s.entry.as_ref().is_some_and(|e| e.conn == conn)
+                    && s.entry
+                        .as_ref()
+                        .is_some_and(|e| e.conn == conn && e.operation == operation)
             });
             if !matches {
                 return false;
@@ -264,11 +276,13 @@ mod tests {
         timeout: Duration,
     ) -> (PendingGuard, oneshot::Receiver<Result<Bytes>>) {
         table
-            .register(conn, Instant::now() + timeout, timeout)
+            .register(conn, OP, Instant::now() + timeout, timeout)
             .expect("the table is open")
     }
 
     const LONG: Duration = Duration::from_secs(30);
+    /// The operation every test request carries.
+    const OP: u64 = 9;
 
     #[tokio::test]
     async fn late_reply_after_drop_is_discarded() {
@@ -276,7 +290,7 @@ mod tests {
         let (guard, _rx) = register(&table, 1, LONG);
         let id = guard.correlation;
         drop(guard);
-        assert!(!table.complete(id, 1, Ok(Bytes::new())));
+        assert!(!table.complete((id, OP), 1, Ok(Bytes::new())));
         assert_eq!(table.len(), 0);
     }
 
@@ -293,23 +307,32 @@ mod tests {
             "same slot"
         );
         assert_ne!(stale, second.correlation, "new generation");
-        assert!(!table.complete(stale, 1, Ok(Bytes::new())));
+        assert!(!table.complete((stale, OP), 1, Ok(Bytes::new())));
         assert!(rx.try_recv().is_err(), "the current request is still open");
-        assert!(table.complete(second.correlation, 1, Ok(Bytes::new())));
+        assert!(table.complete((second.correlation, OP), 1, Ok(Bytes::new())));
     }
 
     #[tokio::test]
     async fn reply_from_another_connection_is_ignored() {
         let table = Arc::new(PendingTable::default());
         let (guard, rx) = register(&table, 1, LONG);
-        assert!(!table.complete(guard.correlation, 2, Ok(Bytes::new())));
-        assert!(table.complete(guard.correlation, 1, Ok(Bytes::from_static(b"x"))));
+        assert!(!table.complete((guard.correlation, OP), 2, Ok(Bytes::new())));
+        assert!(table.complete((guard.correlation, OP), 1, Ok(Bytes::from_static(b"x"))));
         assert_eq!(
             rx.await
                 .expect("the waiter gets a result")
                 .expect("the waiter gets a result"),
             Bytes::from_static(b"x")
         );
+    }
+
+    #[tokio::test]
+    async fn a_reply_that_does_not_echo_the_requests_operation_completes_nothing() {
+        let table = Arc::new(PendingTable::default());
+        let (guard, mut rx) = register(&table, 1, LONG);
+        assert!(!table.complete((guard.correlation, OP + 1), 1, Ok(Bytes::new())));
+        assert!(rx.try_recv().is_err(), "the request is still open");
+        assert!(table.complete((guard.correlation, OP), 1, Ok(Bytes::new())));
     }
 
     #[tokio::test]
@@ -352,6 +375,6 @@ mod tests {
             .expect("closed")
             .unwrap_err()
             .is(ErrorKind::ShuttingDown));
-        assert!(table.register(1, Instant::now() + LONG, LONG).is_none());
+        assert!(table.register(1, OP, Instant::now() + LONG, LONG).is_none());
     }
 }

@@ -106,7 +106,7 @@ mod tests {
         let sent = conn.sent();
         assert!(matches!(
             &sent[1],
-            Envelope::Reply { correlation: 9, outcome: ReplyOutcome::Failed { kind, .. } } if *kind == ErrorKind::NotFound.code()
+            Envelope::Reply { correlation: 9, operation: 9, outcome: ReplyOutcome::Failed { kind, .. } } if *kind == ErrorKind::NotFound.code()
         ));
     }
 }

@@ -31,6 +31,8 @@ pub(crate) struct OutboundCall<'a> {
     pub(crate) hops: u8,
     /// A session's relay to its bound Actor: the binding it goes under.
     pub(crate) session: Option<crate::wire::SessionTail>,
+    /// The operation it continues (a relay keeps its sender's); `None` starts a new one.
+    pub(crate) operation: Option<u64>,
     pub(crate) metadata: &'a Metadata,
     pub(crate) payload: Bytes,
 }
@@ -80,6 +82,8 @@ pub(crate) struct Calls {
     pending: Arc<PendingTable>,
     links: Arc<Links>,
     clock: Clock,
+    /// The operation identities of the commands this node starts.
+    operations: crate::wire::OperationIds,
 }
 
 impl Calls {
@@ -99,7 +103,19 @@ impl Calls {
             pending,
             links,
             clock,
+            operations: crate::wire::OperationIds::default(),
         }
+    }
+
+    /// A new operation identity of this node's lifecycle.
+    pub(crate) fn next_operation(&self) -> u64 {
+        self.operations.next()
+    }
+
+    fn operation_of(&self, call: &OutboundCall<'_>) -> u64 {
+        call.operation
+            .filter(|op| *op != 0)
+            .unwrap_or_else(|| self.operations.next())
     }
 
     pub(crate) fn ensure_running(&self) -> Result<()> {
@@ -252,7 +268,7 @@ impl Calls {
     ) -> std::result::Result<(), Refused> {
         let frames = crate::wire::encode_call(
             call.command,
-            0,
+            (0, self.operation_of(call)),
             0,
             crate::wire::Addressed {
                 target: call.target,
@@ -340,9 +356,10 @@ impl Calls {
         timeout: std::time::Duration,
         admit_by: Instant,
     ) -> std::result::Result<SubmittedRequest, Refused> {
+        let operation = self.operation_of(call);
         let (guard, reply) = self
             .pending
-            .register(link.conn().id(), deadline, timeout)
+            .register(link.conn().id(), operation, deadline, timeout)
             .ok_or_else(|| {
                 Refused::Failed(Error::new(
                     ErrorKind::ShuttingDown,
@@ -355,7 +372,7 @@ impl Calls {
         let deadline_ms = remaining.as_millis().clamp(1, u128::from(u32::MAX)) as u32;
         let frames = crate::wire::encode_call(
             call.command,
-            guard.correlation,
+            (guard.correlation, operation),
             deadline_ms,
             crate::wire::Addressed {
                 target: call.target,
@@ -437,6 +454,8 @@ impl Calls {
             packet,
             fence: None,
             session: None,
+            // One operation for every candidate a select-one tries before one accepts.
+            operation: Some(self.next_operation()),
             metadata: &options.metadata,
             payload,
         };
@@ -498,6 +517,8 @@ impl Calls {
             packet,
             fence: None,
             session: None,
+            // One operation for every candidate a select-one tries before one accepts.
+            operation: Some(self.next_operation()),
             metadata: &options.metadata,
             payload,
         };

@@ -28,12 +28,13 @@ pub(crate) trait InboundRoute: Send + Sync + 'static {
     fn deliver(&self, call: InboundCall);
 }
 
-/// Where the reply to one request goes: the connection it came on and its correlation.
-/// A reply never looks a location up.
+/// Where the reply to one request goes: the connection it came on and its correlation,
+/// with the operation the reply echoes. A reply never looks a location up.
 #[derive(Clone)]
 pub(crate) struct ReplyRoute {
     pub(crate) conn: Arc<dyn Connection>,
     pub(crate) correlation: u64,
+    pub(crate) operation: u64,
 }
 
 /// One admitted application message on its way to a handler.
@@ -99,6 +100,7 @@ impl InboundCall {
         let reply = is_request.then(|| ReplyRoute {
             conn: from.conn().clone(),
             correlation: head.correlation,
+            operation: head.operation,
         });
         let deadline = (is_request && head.deadline_ms > 0).then(|| {
             Instant::now() + std::time::Duration::from_millis(u64::from(head.deadline_ms))
@@ -198,6 +200,11 @@ pub(crate) struct PendingReply {
 }
 
 impl PendingReply {
+    /// The correlation the reply goes back under (`None` for a send).
+    pub(crate) fn correlation(&self) -> Option<u64> {
+        self.reply.as_ref().map(|route| route.correlation)
+    }
+
     /// Replies (a request) or logs a failure (a send), once.
     pub(crate) fn finish(mut self, result: Result<Bytes>) {
         self.permit.take();

@@ -115,6 +115,7 @@ impl<K: Kind, O: Hosted<K>> Adapted<K, O> {
             packet: turn.packet,
             deadline: turn.deadline,
             metadata: turn.metadata,
+            operation: turn.operation,
             timers: timers.clone(),
             membership: turn.membership,
             joins: self.joins.clone().filter(|_| turn.may_join),
@@ -145,6 +146,7 @@ impl<K: Kind, O: Hosted<K>> Instance for Adapted<K, O> {
             packet: turn.packet,
             deadline: turn.deadline,
             metadata: turn.metadata,
+            operation: turn.operation,
             timers,
             membership: turn.membership,
             joins,
@@ -298,6 +300,7 @@ mod tests {
             packet: packet.map(TurnName::Packet),
             deadline: None,
             metadata: Metadata::new(),
+            operation: 0,
             membership: None,
             may_join: false,
         }

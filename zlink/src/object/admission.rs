@@ -64,6 +64,8 @@ pub(super) struct Admission<'a> {
     pub(super) sender: Option<String>,
     /// Message Follow relays before it arrived.
     pub(super) hops: u8,
+    /// Its sender's operation identity (0: a call made on this node).
+    pub(super) operation: u64,
     /// The route's binding to the object, for a call made on this node.
     pub(super) bound: Option<&'a LocalBinding>,
     /// A session's relay: the binding it was sent under, which must be the Actor's
@@ -134,6 +136,7 @@ pub(super) fn prepare(
         reply,
         sender,
         hops,
+        operation,
         bound,
         session,
     } = admission;
@@ -155,6 +158,7 @@ pub(super) fn prepare(
             reply,
             sender,
             hops,
+            operation,
         };
         match server.relocations.departures().offer(key, &fence, held) {
             Offer::Taken => None,
@@ -231,6 +235,7 @@ pub(super) fn prepare(
         metadata,
         deadline,
         reply,
+        operation,
     };
     Ok(Admitted::Job(Prepared {
         live,

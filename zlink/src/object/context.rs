@@ -20,6 +20,8 @@ pub struct Context<K: Kind> {
     pub(crate) packet: Option<TurnName>,
     pub(crate) deadline: Option<Instant>,
     pub(crate) metadata: Metadata,
+    /// The message's operation identity (0: none).
+    pub(crate) operation: u64,
     /// The object's timers; `None` while it is being created.
     pub(crate) timers: Option<Arc<Timers>>,
     /// An Actor's Spot (its Entry Spot or the User Spot it joined); `None` for Spots.
@@ -150,6 +152,14 @@ impl<K: Kind> Context<K> {
     /// into the reply.
     pub fn metadata(&self) -> &Metadata {
         &self.metadata
+    }
+
+    /// The operation identity its sender gave the message being handled: the same on the
+    /// owner it reached however many Message Follow relays or moves carried it, so a
+    /// handler can tell a duplicate of work apart. Together with the sender's node it
+    /// names one operation. `None` in hooks and ticks, and for a call made on this node.
+    pub fn operation(&self) -> Option<u64> {
+        (self.operation != 0).then_some(self.operation)
     }
 
     /// Starts the timer `name` (restarting it from now if it runs): every `period` a tick

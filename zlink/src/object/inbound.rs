@@ -154,12 +154,13 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
     } else {
         PacketKind::Send
     };
-    let (packet, payload, mut metadata, deadline, hops) = (
+    let (packet, payload, mut metadata, deadline, hops, operation) = (
         message.head.packet.clone(),
         message.payload.clone(),
         message.metadata.clone(),
         call.deadline(),
         message.head.hops,
+        message.head.operation,
     );
     let sender = call.from().rid().to_string();
     let session = message.head.session;
@@ -198,6 +199,7 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
             reply: Some(reply),
             sender: Some(sender.clone()),
             hops,
+            operation,
             bound: None,
             session,
         },

@@ -121,6 +121,7 @@ pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes:
         metadata,
         deadline,
         reply,
+        operation,
     } = job
     else {
         // (Checked above: only a message gets this far.)
@@ -134,6 +135,7 @@ pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes:
         packet: Some(TurnName::Packet(packet)),
         deadline,
         metadata,
+        operation,
         membership: membership.filter(|_| is_actor),
         may_join: is_actor,
     };

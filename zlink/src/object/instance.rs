@@ -43,6 +43,8 @@ pub(crate) struct TurnInfo {
     pub(crate) packet: Option<TurnName>,
     pub(crate) deadline: Option<Instant>,
     pub(crate) metadata: Metadata,
+    /// The message's operation identity (0: none, or a call made on this node).
+    pub(crate) operation: u64,
     pub(crate) membership: Option<SpotId>,
     /// Whether the turn may register a Join (an Actor's handlers and timer ticks).
     pub(crate) may_join: bool,
@@ -59,6 +61,7 @@ impl TurnInfo {
             packet: self.packet,
             deadline: self.deadline,
             metadata: self.metadata,
+            operation: self.operation,
             timers: None,
             membership: self.membership,
             joins: None,

@@ -503,6 +503,7 @@ async fn reserve_and_run(
             metadata: activating.metadata.clone(),
             deadline: Some(activating.deadline),
             reply: Some(ReplyTo::Local(answered)),
+            operation: 0,
         },
         bytes,
         root: root.clone(),

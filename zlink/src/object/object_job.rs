@@ -57,6 +57,16 @@ impl ReplyTo {
         Some(rx)
     }
 
+    /// The correlation of the remote request this answers (`None`: a caller on this node,
+    /// or a send).
+    pub(crate) fn remote_correlation(&self) -> Option<u64> {
+        match self {
+            ReplyTo::Remote(pending) => pending.correlation(),
+            ReplyTo::Recorded(recorded) => recorded.pending.correlation(),
+            ReplyTo::Caller | ReplyTo::Local(_) => None,
+        }
+    }
+
     /// Delivers the result, once.
     pub(crate) fn send(self, result: Result<Payload>) {
         match self {
@@ -90,6 +100,8 @@ pub(crate) enum ObjectJob {
         metadata: Metadata,
         deadline: Option<Instant>,
         reply: Option<ReplyTo>,
+        /// The sender's operation identity (0: a call made on this node).
+        operation: u64,
     },
     /// A timer's tick; `done` tells the timer the handler finished.
     Tick {

@@ -37,6 +37,8 @@ pub(crate) struct ObjectCommand<'a> {
     fence: Option<RouteFence>,
     hops: u8,
     session: Option<SessionTail>,
+    /// The operation a relay continues; `None`: the node starts a new one.
+    operation: Option<u64>,
     metadata: &'a Metadata,
     payload: Bytes,
 }
@@ -74,6 +76,7 @@ impl<'a> ObjectCommand<'a> {
             fence: Some(fence),
             hops: 0,
             session: None,
+            operation: None,
             metadata,
             payload,
         }
@@ -85,9 +88,11 @@ impl<'a> ObjectCommand<'a> {
         self
     }
 
-    /// The message as Message Follow relays it, `hops` hops from its sender.
-    pub(crate) fn followed(mut self, hops: u8) -> Self {
+    /// The message as Message Follow relays it, `hops` hops from its sender, still the
+    /// sender's `operation`.
+    pub(crate) fn followed(mut self, hops: u8, operation: u64) -> Self {
         self.hops = hops;
+        self.operation = Some(operation);
         self
     }
 
@@ -105,6 +110,7 @@ impl<'a> ObjectCommand<'a> {
             fence: None,
             hops: 0,
             session: None,
+            operation: None,
             metadata: &NO_METADATA,
             payload,
         }
@@ -120,6 +126,7 @@ impl<'a> ObjectCommand<'a> {
             fence: None,
             hops: 0,
             session: None,
+            operation: None,
             metadata: &NO_METADATA,
             payload: envelope,
         }
@@ -138,6 +145,7 @@ impl<'a> ObjectCommand<'a> {
             fence: Some(route_fence(fence)),
             hops: 0,
             session: None,
+            operation: None,
             metadata: &NO_METADATA,
             payload,
         }
@@ -153,6 +161,7 @@ impl<'a> ObjectCommand<'a> {
             fence: None,
             hops: 0,
             session: None,
+            operation: None,
             metadata: &NO_METADATA,
             payload,
         }
@@ -166,6 +175,7 @@ impl<'a> ObjectCommand<'a> {
             fence: self.fence,
             hops: self.hops,
             session: self.session,
+            operation: self.operation,
             metadata: self.metadata,
             payload: self.payload.clone(),
         }
@@ -351,7 +361,7 @@ mod tests {
             &metadata,
             Bytes::new(),
         )
-        .followed(3);
+        .followed(3, 77);
         assert_eq!(
             (relayed.command, relayed.outbound().hops),
             (Command::SpotSend, 3)

@@ -121,6 +121,7 @@ impl TurnLoop {
             packet,
             deadline,
             metadata,
+            operation: 0,
             membership: membership.filter(|_| is_actor),
             may_join: is_actor && joins,
         })
@@ -203,8 +204,9 @@ impl TurnLoop {
                         metadata,
                         deadline,
                         reply,
+                        operation,
                     } => {
-                        let Some(ctx) = self.turn_info_in(
+                        let Some(mut ctx) = self.turn_info_in(
                             Some(TurnName::Packet(packet)),
                             deadline,
                             metadata,
@@ -213,6 +215,7 @@ impl TurnLoop {
                         ) else {
                             return;
                         };
+                        ctx.operation = operation;
                         self.message(gate, held, ctx, handler, payload, reply).await
                     }
                     ObjectJob::Tick {

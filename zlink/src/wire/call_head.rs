@@ -3,14 +3,16 @@
 //!
 //! ```text
 //! offset  size  field
-//!  0      5     prefix 5A 4D 02 <command> <flags>
+//!  0      5     prefix 5A 4D 03 <command> <flags>
 //!  5      8     correlation, u64 big-endian (non-zero on requests, zero otherwise)
-//! 13      4     deadline_ms, u32 big-endian: the request's remaining budget (0 = none)
-//! 17      1     hops: how many times the message was forwarded (0 from its sender)
-//! 18      1     target name length: the ChannelName of channel commands, the Spot ID
+//! 13      8     operation, u64 big-endian: non-zero, unique among the commands its
+//!               sender started in one lifecycle; kept by every relay of the message
+//! 21      4     deadline_ms, u32 big-endian: the request's remaining budget (0 = none)
+//! 25      1     hops: how many times the message was forwarded (0 from its sender)
+//! 26      1     target name length: the ChannelName of channel commands, the Spot ID
 //!               of Spot commands, 0 for node-direct and fanout
-//! 19      1     packet name length (1..=255)
-//! 20      ...   target name bytes, then packet name bytes (UTF-8)
+//! 27      1     packet name length (1..=255)
+//! 28      ...   target name bytes, then packet name bytes (UTF-8)
 //! then, on Spot and Actor commands only, the route fence the sender resolved:
 //!         8     ObjectGeneration, u64 big-endian (non-zero)
 //!         8     AuthorityOwnerGeneration, u64 big-endian (non-zero)
@@ -29,13 +31,17 @@ use bytes::{BufMut, Bytes, BytesMut};
 use super::{Command, WireName, PREFIX_LEN};
 
 /// Bytes before the names.
-pub(crate) const CALL_FIXED_LEN: usize = 20;
+pub(crate) const CALL_FIXED_LEN: usize = 28;
 
 /// The fields of an application command's head.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallHead {
     /// Request/reply correlation: non-zero on requests, zero on sends and events.
     pub correlation: u64,
+    /// The sender's operation identity (non-zero): it names one piece of work, however
+    /// many relays carry it, so duplicates can be told apart. It never replaces the reply
+    /// route: a reply goes back by its connection and correlation.
+    pub operation: u64,
     /// Remaining request budget in milliseconds when sent; 0 = none (sends).
     pub deadline_ms: u32,
     /// Forwarding hops so far.
@@ -89,10 +95,11 @@ const FENCE_LEN: usize = 24;
 pub(crate) fn encode_call_head(
     command: Command,
     flags: u8,
-    correlation: u64,
+    ids: (u64, u64),
     deadline_ms: u32,
     to: super::envelope::Addressed<'_>,
 ) -> Bytes {
+    let (correlation, operation) = ids;
     let super::envelope::Addressed {
         target,
         packet,
@@ -115,6 +122,7 @@ pub(crate) fn encode_call_head(
     );
     head.put_slice(&super::prefix(command, flags));
     head.put_u64(correlation);
+    head.put_u64(operation);
     head.put_u32(deadline_ms);
     head.put_u8(hops);
     // Names are validated to 1..=255 bytes where they enter the program (builder, macros);
@@ -169,12 +177,16 @@ pub(crate) fn decode_call_head(
     let correlation = be_u64(PREFIX_LEN);
     let reported = (correlation != 0).then_some(correlation);
     let fail = |reason: &str| (reason.to_string(), reported);
+    let operation = be_u64(13);
+    if operation == 0 {
+        return Err(fail("operation must be non-zero"));
+    }
     let mut dl = [0u8; 4];
-    dl.copy_from_slice(&head[13..17]);
+    dl.copy_from_slice(&head[21..25]);
     let deadline_ms = u32::from_be_bytes(dl);
-    let hops = head[17];
-    let target_len = usize::from(head[18]);
-    let packet_len = usize::from(head[19]);
+    let hops = head[25];
+    let target_len = usize::from(head[26]);
+    let packet_len = usize::from(head[27]);
     let is_object = command.is_object();
     let has_session = head[4] & super::envelope::FLAG_SESSION_TAIL != 0;
     if has_session && !command.takes_session_tail() {
@@ -252,6 +264,7 @@ pub(crate) fn decode_call_head(
     }
     Ok(CallHead {
         correlation,
+        operation,
         deadline_ms,
         hops,
         target,

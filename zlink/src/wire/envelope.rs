@@ -11,7 +11,7 @@ use super::{
 /// Magic bytes that open frame 0.
 const MAGIC: [u8; 2] = [0x5A, 0x4D];
 /// The wire major version we speak.
-pub const PROTOCOL_MAJOR: u8 = 2;
+pub const PROTOCOL_MAJOR: u8 = 3;
 /// Flag: a metadata frame follows the head.
 pub const FLAG_METADATA: u8 = 0x01;
 /// Flag: the head ends with a bound-session tail (Actor sends and requests only).
@@ -39,6 +39,8 @@ pub enum Envelope {
     Reply {
         /// The request's correlation.
         correlation: u64,
+        /// The request's operation, echoed.
+        operation: u64,
         /// What the request ended with.
         outcome: ReplyOutcome,
     },
@@ -69,6 +71,9 @@ pub struct WireError {
     /// The request correlation, when the head was readable (lets the receiver answer
     /// with a `ProtocolError` reply).
     pub correlation: Option<u64>,
+    /// The operation field as the head carried it (0 when unreadable): the error reply
+    /// echoes it.
+    pub operation: u64,
 }
 
 impl WireError {
@@ -77,9 +82,19 @@ impl WireError {
             reason: reason.into(),
             command: None,
             correlation: None,
+            operation: 0,
         }
     }
 }
+
+/// The big-endian u64 at `at` in `head`, when it is there.
+fn u64_at(head: &[u8], at: usize) -> Option<u64> {
+    let bytes: [u8; 8] = head.get(at..at + 8)?.try_into().ok()?;
+    Some(u64::from_be_bytes(bytes))
+}
+
+/// Where the operation sits in call and reply heads.
+const OPERATION_AT: usize = PREFIX_LEN + 8;
 
 /// Where an application command goes: its target name (ChannelName or Spot ID, empty
 /// otherwise), its packet name, and a Spot command's route fence.
@@ -99,7 +114,7 @@ pub(crate) struct Addressed<'a> {
 /// Encodes an application command from borrowed parts: the hot path's encoder.
 pub(crate) fn encode_call(
     command: Command,
-    correlation: u64,
+    ids: (u64, u64),
     deadline_ms: u32,
     to: Addressed<'_>,
     metadata: &Metadata,
@@ -110,7 +125,7 @@ pub(crate) fn encode_call(
     } else {
         FLAG_METADATA
     };
-    let head = encode_call_head(command, flags, correlation, deadline_ms, to);
+    let head = encode_call_head(command, flags, ids, deadline_ms, to);
     let mut frames = Vec::with_capacity(3);
     frames.push(head);
     if !metadata.is_empty() {
@@ -120,15 +135,12 @@ pub(crate) fn encode_call(
     frames
 }
 
-/// Encodes a terminal reply.
-pub(crate) fn encode_reply(correlation: u64, outcome: &ReplyOutcome) -> Vec<Bytes> {
+/// Encodes a terminal reply to the request `(correlation, operation)`.
+pub(crate) fn encode_reply(ids: (u64, u64), outcome: &ReplyOutcome) -> Vec<Bytes> {
     match outcome {
-        ReplyOutcome::Ok(payload) => vec![
-            encode_reply_head(correlation, STATUS_OK, ""),
-            payload.clone(),
-        ],
+        ReplyOutcome::Ok(payload) => vec![encode_reply_head(ids, STATUS_OK, ""), payload.clone()],
         ReplyOutcome::Failed { kind, detail } => {
-            vec![encode_reply_head(correlation, *kind, detail)]
+            vec![encode_reply_head(ids, *kind, detail)]
         }
     }
 }
@@ -160,7 +172,7 @@ impl Envelope {
             }
             Envelope::Call(call) => encode_call(
                 call.command,
-                call.head.correlation,
+                (call.head.correlation, call.head.operation),
                 call.head.deadline_ms,
                 Addressed {
                     target: call.head.target.as_str(),
@@ -175,8 +187,9 @@ impl Envelope {
             ),
             Envelope::Reply {
                 correlation,
+                operation,
                 outcome,
-            } => encode_reply(*correlation, outcome),
+            } => encode_reply((*correlation, *operation), outcome),
         }
     }
 
@@ -200,10 +213,12 @@ impl Envelope {
         }
         let command = Command::from_code(head[3])
             .ok_or_else(|| WireError::new(format!("unknown command {}", head[3])))?;
+        let operation = u64_at(head, OPERATION_AT).unwrap_or(0);
         let fail = |reason: String, correlation: Option<u64>| WireError {
             reason,
             command: Some(command),
             correlation,
+            operation,
         };
         let flags = head[4];
         if command.is_application() {
@@ -211,9 +226,8 @@ impl Envelope {
                 // The correlation sits right after the prefix: a request still learns why.
                 let correlation = command
                     .is_request()
-                    .then(|| head.get(PREFIX_LEN..PREFIX_LEN + 8))
+                    .then(|| u64_at(head, PREFIX_LEN))
                     .flatten()
-                    .map(|b| b.iter().fold(0u64, |n, byte| n << 8 | u64::from(*byte)))
                     .filter(|c| *c != 0);
                 return Err(fail(format!("undefined flags {flags:#04x}"), correlation));
             }
@@ -248,8 +262,12 @@ impl Envelope {
             ));
         }
         if command == Command::Reply {
-            let (correlation, status, detail) =
-                decode_reply_head(head).map_err(|(r, c)| fail(r, c))?;
+            let super::reply_head::ReplyHead {
+                correlation,
+                operation,
+                status,
+                detail,
+            } = decode_reply_head(head).map_err(|(r, c)| fail(r, c))?;
             let outcome = match (status, &frames[1..]) {
                 (STATUS_OK, [payload]) => ReplyOutcome::Ok(payload.clone()),
                 (STATUS_OK, rest) => {
@@ -268,6 +286,7 @@ impl Envelope {
             };
             return Ok(Envelope::Reply {
                 correlation,
+                operation,
                 outcome,
             });
         }

@@ -1,6 +1,6 @@
 //! The wire: how one zlink message is laid out as ZMTP frames.
 //!
-//! Frame 0 is the envelope head. It opens with the 5-byte prefix `5A 4D 02 <command>
+//! Frame 0 is the envelope head. It opens with the 5-byte prefix `5A 4D 03 <command>
 //! <flags>`. Application commands (sends, requests, fanout events) and replies continue
 //! with a fixed binary head ([`CallHead`], the reply head) so the hot path does no serde
 //! pass; control records (hello, admit, reject, update, liveness) continue with a CBOR map
@@ -18,6 +18,7 @@ mod header;
 mod message;
 mod metadata;
 mod name;
+mod operation;
 mod payload;
 mod reply_head;
 
@@ -29,6 +30,7 @@ pub use envelope::{CallMessage, Envelope, WireError, PROTOCOL_MAJOR};
 pub use envelope::{FLAG_METADATA, FLAG_SESSION_TAIL, MAX_HEAD_BYTES};
 pub use header::{Admission, ControlHeader, RejectReason};
 pub use name::{WireName, MAX_NAME_BYTES};
+pub(crate) use operation::OperationIds;
 pub use payload::Payload;
 pub use reply_head::ReplyOutcome;
 pub use reply_head::MAX_DETAIL_BYTES;

@@ -2,11 +2,13 @@
 //!
 //! ```text
 //! offset  size  field
-//!  0      5     prefix 5A 4D 02 14 00
+//!  0      5     prefix 5A 4D 03 14 00
 //!  5      8     correlation, u64 big-endian (non-zero)
-//! 13      1     status: FF = ok, 0..=12 = the ErrorKind number
-//! 14      2     detail length, u16 big-endian (0 when ok)
-//! 16      ...   detail (UTF-8); nothing after
+//! 13      8     operation, u64 big-endian: the request's, echoed (a reply whose
+//!               operation is not the pending request's completes nothing)
+//! 21      1     status: FF = ok, 0..=12 = the ErrorKind number
+//! 22      2     detail length, u16 big-endian (0 when ok)
+//! 24      ...   detail (UTF-8); nothing after
 //! ```
 //!
 //! An ok reply is followed by exactly one payload frame (possibly empty); an error reply by
@@ -16,7 +18,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use super::{Command, PREFIX_LEN};
 
-pub(crate) const REPLY_FIXED_LEN: usize = 16;
+pub(crate) const REPLY_FIXED_LEN: usize = 24;
 /// Status byte of a successful reply.
 pub(crate) const STATUS_OK: u8 = 0xFF;
 /// Longest error detail a reply carries; longer detail is cut at a character boundary.
@@ -48,19 +50,33 @@ fn cut(detail: &str) -> &str {
 }
 
 /// Writes a reply head.
-pub(crate) fn encode_reply_head(correlation: u64, status: u8, detail: &str) -> Bytes {
+pub(crate) fn encode_reply_head(
+    (correlation, operation): (u64, u64),
+    status: u8,
+    detail: &str,
+) -> Bytes {
     let detail = cut(detail);
     let mut head = BytesMut::with_capacity(REPLY_FIXED_LEN + detail.len());
     head.put_slice(&super::prefix(Command::Reply, 0));
     head.put_u64(correlation);
+    head.put_u64(operation);
     head.put_u8(status);
     head.put_u16(detail.len() as u16);
     head.put_slice(detail.as_bytes());
     head.freeze()
 }
 
-/// Reads a reply head: the correlation, the status byte and the detail.
-pub(crate) fn decode_reply_head(head: &[u8]) -> Result<(u64, u8, String), (String, Option<u64>)> {
+/// A decoded reply head.
+pub(crate) struct ReplyHead {
+    pub(crate) correlation: u64,
+    pub(crate) operation: u64,
+    pub(crate) status: u8,
+    pub(crate) detail: String,
+}
+
+/// Reads a reply head: the correlation, the echoed operation, the status byte and the
+/// detail.
+pub(crate) fn decode_reply_head(head: &[u8]) -> Result<ReplyHead, (String, Option<u64>)> {
     if head.len() < REPLY_FIXED_LEN {
         return Err((
             format!(
@@ -78,8 +94,11 @@ pub(crate) fn decode_reply_head(head: &[u8]) -> Result<(u64, u8, String), (Strin
     if correlation == 0 {
         return Err(fail("correlation must be non-zero"));
     }
-    let status = head[13];
-    let detail_len = usize::from(u16::from_be_bytes([head[14], head[15]]));
+    let mut o = [0u8; 8];
+    o.copy_from_slice(&head[13..21]);
+    let operation = u64::from_be_bytes(o);
+    let status = head[21];
+    let detail_len = usize::from(u16::from_be_bytes([head[22], head[23]]));
     if head.len() != REPLY_FIXED_LEN + detail_len {
         return Err(fail("reply head length does not match its detail length"));
     }
@@ -92,5 +111,10 @@ pub(crate) fn decode_reply_head(head: &[u8]) -> Result<(u64, u8, String), (Strin
     let detail = std::str::from_utf8(&head[REPLY_FIXED_LEN..])
         .map_err(|_| fail("reply detail is not UTF-8"))?
         .to_string();
-    Ok((correlation, status, detail))
+    Ok(ReplyHead {
+        correlation,
+        operation,
+        status,
+        detail,
+    })
 }

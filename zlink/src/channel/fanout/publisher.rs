@@ -40,6 +40,8 @@ pub(crate) struct FanoutPublisher {
     published: Mutex<Option<LeaseToken>>,
     cancel: CancellationToken,
     tasks: TaskTracker,
+    /// The operation identities of the events it publishes.
+    operations: crate::wire::OperationIds,
 }
 
 impl FanoutPublisher {
@@ -81,6 +83,7 @@ impl FanoutPublisher {
             published: Mutex::new(None),
             cancel: CancellationToken::new(),
             tasks: TaskTracker::new(),
+            operations: crate::wire::OperationIds::default(),
         });
         let beacon = publisher.clone();
         publisher.tasks.spawn(async move {
@@ -125,7 +128,7 @@ impl FanoutPublisher {
                 "the topic 01 5A 4C 46 31 is reserved for the fanout liveness beacon".into(),
             ));
         }
-        let record = record::event(topic, packet, metadata, payload);
+        let record = record::event(topic, (packet, self.operations.next()), metadata, payload);
         if !self.no_drop {
             self.listener.publish_dropping(record);
             return Ok(());

@@ -1,8 +1,8 @@
 //! Fanout records on the wire.
 //!
 //! An event is three frames: the topic (its own first frame, so SUB prefix filtering works),
-//! the envelope head (`5A 4D 02 28 <flags>` + the binary call head carrying the packet
-//! name), the metadata frame when flag 0x01 is set, and the payload (the codec's bytes). The liveness beacon is two frames: the reserved topic
+//! the envelope head (`5A 4D 03 28 <flags>` + the binary call head carrying the packet
+//! name and the event's operation identity), the metadata frame when flag 0x01 is set, and the payload (the codec's bytes). The liveness beacon is two frames: the reserved topic
 //! `01 5A 4C 46 31` and `5A 46 01 01`.
 
 use bytes::Bytes;
@@ -15,12 +15,17 @@ pub const BEACON_TOPIC: &[u8] = &[0x01, 0x5A, 0x4C, 0x46, 0x31];
 /// The beacon's only payload.
 pub const BEACON_PAYLOAD: &[u8] = &[0x5A, 0x46, 0x01, 0x01];
 
-/// The record of one event.
-pub(crate) fn event(topic: Bytes, packet: &str, metadata: &Metadata, payload: Bytes) -> Record {
+/// The record of one event, the publisher's `operation`.
+pub(crate) fn event(
+    topic: Bytes,
+    (packet, operation): (&str, u64),
+    metadata: &Metadata,
+    payload: Bytes,
+) -> Record {
     let mut frames = vec![topic];
     frames.extend(crate::wire::encode_call(
         Command::FanoutEvent,
-        0,
+        (0, operation),
         0,
         crate::wire::Addressed {
             target: "",
@@ -84,7 +89,7 @@ mod tests {
     fn events_and_beacons_round_trip_and_impostors_are_refused() {
         let record = event(
             Bytes::from_static(b"prices"),
-            "PriceChanged",
+            ("PriceChanged", 1),
             &Metadata::new(),
             Bytes::from_static(b"\xa0"),
         );
@@ -107,7 +112,7 @@ mod tests {
             .expect("metadata within bounds");
         let with_metadata = event(
             Bytes::from_static(b"prices"),
-            "PriceChanged",
+            ("PriceChanged", 2),
             &metadata,
             Bytes::new(),
         );

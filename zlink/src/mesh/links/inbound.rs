@@ -45,8 +45,9 @@ pub(super) fn on_frames(
     match envelope {
         Envelope::Reply {
             correlation,
+            operation,
             outcome,
-        } => on_reply(links, conn, correlation, outcome),
+        } => on_reply(links, conn, (correlation, operation), outcome),
         Envelope::Call(call) => on_call(links, sender, call),
         Envelope::Control { command, header } => on_control(links, conn, &sender, command, header),
     }
@@ -108,12 +109,16 @@ fn on_oversize(links: &Links, conn: &Arc<dyn Connection>, frames: &Frames, size:
         .cloned()
         .chain(std::iter::once(Bytes::new()))
         .collect();
-    let correlation = match Envelope::decode(&head_only) {
-        Ok(Envelope::Call(call)) if call.command.is_request() => Some(call.head.correlation),
-        Err(e) if e.command.is_some_and(Command::is_request) => e.correlation,
+    let request = match Envelope::decode(&head_only) {
+        Ok(Envelope::Call(call)) if call.command.is_request() => {
+            Some((call.head.correlation, call.head.operation))
+        }
+        Err(e) if e.command.is_some_and(Command::is_request) => {
+            e.correlation.map(|c| (c, e.operation))
+        }
         _ => None,
     };
-    if let (PhaseKind::Ready, Some(correlation)) = (links.phase(conn.id()), correlation) {
+    if let (PhaseKind::Ready, Some((correlation, operation))) = (links.phase(conn.id()), request) {
         let err = Error::new(
             ErrorKind::CapacityExceeded,
             format!("message of {size} bytes exceeds the receiver's cap of {max} bytes"),
@@ -121,6 +126,7 @@ fn on_oversize(links: &Links, conn: &Arc<dyn Connection>, frames: &Frames, size:
         let route = ReplyRoute {
             conn: conn.clone(),
             correlation,
+            operation,
         };
         links.reply(&route, Err(err));
     }
@@ -193,6 +199,7 @@ fn on_malformed(links: &Links, conn: &Arc<dyn Connection>, error: WireError, dia
             let route = ReplyRoute {
                 conn: conn.clone(),
                 correlation,
+                operation: error.operation,
             };
             links.reply(&route, Err(err));
         }
@@ -206,7 +213,12 @@ fn on_malformed(links: &Links, conn: &Arc<dyn Connection>, error: WireError, dia
     }
 }
 
-fn on_reply(links: &Links, conn: &Arc<dyn Connection>, correlation: u64, outcome: ReplyOutcome) {
+fn on_reply(
+    links: &Links,
+    conn: &Arc<dyn Connection>,
+    (correlation, operation): (u64, u64),
+    outcome: ReplyOutcome,
+) {
     let result = match outcome {
         ReplyOutcome::Ok(payload) => Ok(payload),
         ReplyOutcome::Failed { kind, detail } => Err(Error::new(
@@ -214,8 +226,16 @@ fn on_reply(links: &Links, conn: &Arc<dyn Connection>, correlation: u64, outcome
             detail,
         )),
     };
-    if !links.pending().complete(correlation, conn.id(), result) {
-        tracing::debug!(correlation, conn = conn.id(), "late reply discarded");
+    if !links
+        .pending()
+        .complete((correlation, operation), conn.id(), result)
+    {
+        tracing::debug!(
+            correlation,
+            operation,
+            conn = conn.id(),
+            "late or foreign reply discarded"
+        );
     }
 }
 
@@ -228,6 +248,7 @@ fn on_call(links: &Arc<Links>, sender: ReadySender, call: CallMessage) {
             let route = ReplyRoute {
                 conn: sender.link.conn().clone(),
                 correlation: call.head.correlation,
+                operation: call.head.operation,
             };
             links.reply(&route, Err(err));
         }

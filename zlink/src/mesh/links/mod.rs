@@ -244,7 +244,8 @@ impl Links {
     /// Sends the terminal reply for a request on the connection it came from, without
     /// waiting (a peer that stops reading loses the connection after the send timeout).
     pub(crate) fn reply(&self, route: &ReplyRoute, result: Result<Bytes>) {
-        let frames = crate::wire::encode_reply(route.correlation, &reply_outcome(result));
+        let frames =
+            crate::wire::encode_reply((route.correlation, route.operation), &reply_outcome(result));
         self.send_bounded(&route.conn, frames, "reply");
     }
 

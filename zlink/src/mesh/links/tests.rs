@@ -97,6 +97,7 @@ pub(crate) fn request(channel: &str) -> Frames {
         command: Command::ChannelRequest,
         head: CallHead {
             correlation: 9,
+            operation: 9,
             deadline_ms: 1000,
             hops: 0,
             target: WireName::new(Bytes::copy_from_slice(channel.as_bytes())).expect("valid"),

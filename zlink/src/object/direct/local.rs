@@ -100,6 +100,7 @@ pub(super) fn admit_local<'a>(
             reply: request.then_some(ReplyTo::Caller),
             sender: None,
             hops: 0,
+            operation: 0,
             bound: Some(bound),
             session: None,
         },

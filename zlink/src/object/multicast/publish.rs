@@ -56,7 +56,7 @@ pub(crate) async fn publish(server: &ObjectServer, event: Event<'_>) -> Result<(
     if !targets.is_empty() {
         let frames = crate::wire::encode_call(
             Command::LogicalMulticast,
-            0,
+            (0, node.calls().next_operation()),
             0,
             crate::wire::Addressed {
                 target: event.channel,

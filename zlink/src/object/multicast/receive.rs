@@ -84,6 +84,7 @@ pub(super) fn deliver_here(
                 reply: None,
                 sender: sender.map(str::to_string),
                 hops: 0,
+                operation: 0,
                 bound: None,
                 session: None,
             },

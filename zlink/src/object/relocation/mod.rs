@@ -92,6 +92,7 @@ pub(crate) fn job_to_held(object_type: &TypeDef, job: ObjectJob) -> Option<Held>
             metadata,
             deadline,
             reply,
+            operation,
         } => {
             let kind = object_type
                 .packets
@@ -106,6 +107,7 @@ pub(crate) fn job_to_held(object_type: &TypeDef, job: ObjectJob) -> Option<Held>
                 reply,
                 sender: None,
                 hops: 0,
+                operation,
             })
         }
         other => {
@@ -151,6 +153,7 @@ pub(crate) fn held_to_job(
             metadata: held.metadata,
             deadline: held.deadline,
             reply: held.reply,
+            operation: held.operation,
         },
         bytes,
     ))

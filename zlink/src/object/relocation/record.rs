@@ -155,6 +155,14 @@ pub(crate) struct FollowNotice {
     pub(crate) target_route: OwnerRoute,
     /// Relays of the message so far (1..=8).
     pub(crate) hops: u8,
+    /// The relay queue when the message joined it: its messages (this one included) and
+    /// their bytes.
+    pub(crate) queued_messages: u64,
+    pub(crate) queued_bytes: u64,
+    /// The relayed message's operation identity, as its sender gave it (non-zero).
+    pub(crate) operation: u64,
+    /// The correlation its reply goes back under (0: a one-way send).
+    pub(crate) reply_correlation: u64,
 }
 
 fn protocol(what: &str, detail: impl std::fmt::Display) -> Error {
@@ -271,6 +279,15 @@ impl FollowNotice {
         }
         if !matches!(notice.kind, 's' | 'a') {
             return Err(protocol("a follow notice", "an unknown object kind"));
+        }
+        if notice.operation == 0 {
+            return Err(protocol("a follow notice", "a zero operation"));
+        }
+        if notice.queued_messages == 0 {
+            return Err(protocol(
+                "a follow notice",
+                "a relay queue without the message it reports",
+            ));
         }
         Ok(notice)
     }
@@ -450,7 +467,7 @@ mod tests {
     }
 
     #[test]
-    fn a_notice_must_name_a_later_owner_and_stay_within_eight_hops() {
+    fn a_notice_names_a_later_owner_within_eight_hops_the_relayed_operation_and_its_queue() {
         let notice = FollowNotice {
             kind: 'a',
             id: "p".into(),
@@ -459,6 +476,10 @@ mod tests {
             target_fence: fence(2),
             target_route: route(),
             hops: 1,
+            queued_messages: 3,
+            queued_bytes: 120,
+            operation: 41,
+            reply_correlation: 7,
         };
         assert_eq!(
             FollowNotice::decode(&notice.encode().unwrap()).unwrap(),
@@ -479,6 +500,14 @@ mod tests {
             },
             FollowNotice {
                 kind: 'x',
+                ..notice.clone()
+            },
+            FollowNotice {
+                operation: 0,
+                ..notice.clone()
+            },
+            FollowNotice {
+                queued_messages: 0,
                 ..notice.clone()
             },
         ] {

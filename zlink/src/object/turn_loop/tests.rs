@@ -150,6 +150,7 @@ fn request(
         metadata: Metadata::new(),
         deadline: None,
         reply: Some(ReplyTo::Local(tx)),
+        operation: 0,
     };
     assert!(live.try_deliver(job, body.len()).is_ok(), "queued");
     async move { rx.await.map(|reply| reply.and_then(Payload::into_bytes)) }
@@ -216,6 +217,7 @@ async fn a_node_stop_reaches_an_idle_loop_and_refuses_what_is_still_queued() {
         metadata: Metadata::new(),
         deadline: None,
         reply: Some(ReplyTo::Local(tx)),
+        operation: 0,
     };
     assert!(r.live.try_deliver(late, 0).is_err());
 }

@@ -9,7 +9,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::held::Held;
-use super::relay::{Relay, RelayItem};
+use super::relay::{OwedNotice, Relay, RelayItem};
+use super::suppression::{FencedRoute, NoticeKey, NoticeRegistry};
 use crate::address::{ObjectKey, ObjectKind};
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
@@ -25,14 +26,6 @@ use crate::sync::LockUnpoisoned;
 use crate::wire::RouteFence;
 use crate::{Error, ErrorKind};
 
-/// Where the notice to one sender stands (seed 000 §2.5): at most one in flight, and none
-/// again once one was sent, for as long as this route lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum NoticeState {
-    InFlight,
-    SentUntilExpiry,
-}
-
 enum Phase {
     /// The move was cancelled before relay-ready: what was held is back in the object's
     /// queue, which admits again; nothing is taken here any more.
@@ -46,8 +39,15 @@ enum Phase {
         target_fence: OwnerFence,
         target_route: OwnerRoute,
         until: Option<Instant>,
-        notices: HashMap<String, NoticeState>,
     },
+}
+
+/// What waits in a relay's queue: the messages taken and not yet handed to the target,
+/// and their bytes (what a follow notice reports as the queue at the relay).
+#[derive(Default)]
+struct RelayQueue {
+    messages: AtomicU64,
+    bytes: AtomicU64,
 }
 
 /// One object's departure from this node.
@@ -60,6 +60,9 @@ pub(crate) struct Departure {
     source_fence: OwnerFence,
     source_route: OwnerRoute,
     phase: Mutex<Phase>,
+    /// The node's notice suppression registry.
+    notices: Arc<NoticeRegistry>,
+    queue: RelayQueue,
 }
 
 /// The departures of one node, by object and the owner generation they leave from: an
@@ -73,6 +76,7 @@ pub(crate) struct Departures {
     lost: Arc<LostSends>,
     /// Messages relayed to a moved object's new owner, all departures together.
     relayed: Arc<AtomicU64>,
+    notices: Arc<NoticeRegistry>,
 }
 
 /// What became of a message offered to the departures.
@@ -92,6 +96,7 @@ impl Departures {
             count: AtomicUsize::new(0),
             lost,
             relayed: Arc::default(),
+            notices: Arc::default(),
         }
     }
 
@@ -123,6 +128,8 @@ impl Departures {
                 held: VecDeque::new(),
                 bytes: 0,
             }),
+            notices: self.notices.clone(),
+            queue: RelayQueue::default(),
         });
         let mut map = self.map();
         if map.insert(slot, departure.clone()).is_none() {
@@ -141,6 +148,9 @@ impl Departures {
         if map.get(&slot).is_some_and(|d| Arc::ptr_eq(d, departure)) {
             map.remove(&slot);
             self.count.fetch_sub(1, Ordering::Relaxed);
+            drop(map);
+            self.notices
+                .route_ended(&departure.key, &departure.source());
         }
     }
 
@@ -230,36 +240,35 @@ impl Departure {
                 target_fence,
                 target_route,
                 until,
-                notices,
             } => {
                 if until.is_some_and(|until| Instant::now() >= until) {
                     return Err(held);
                 }
+                let size = held.bytes();
                 let notice = match (&held.sender, held.hops) {
-                    (Some(sender), 0) if !notices.contains_key(sender) => {
-                        notices.insert(sender.clone(), NoticeState::InFlight);
-                        Some(RelayItem::Notice {
+                    (Some(sender), 0) => {
+                        let key = NoticeKey {
                             sender: sender.clone(),
-                            notice: FollowNotice {
-                                kind: match self.key.kind {
-                                    ObjectKind::Spot => 's',
-                                    ObjectKind::Actor => 'a',
-                                },
-                                id: self.key.id.to_string(),
-                                source_fence: self.source_fence.clone(),
-                                source_route: self.source_route.clone(),
-                                target_fence: target_fence.clone(),
-                                target_route: target_route.clone(),
-                                hops: held.hops + 1,
+                            object: self.key.clone(),
+                            source: self.source(),
+                            target: FencedRoute {
+                                fence: target_fence.clone(),
+                                route: target_route.clone(),
                             },
+                        };
+                        self.notices.acquire(&key).then(|| {
+                            let notice = self.notice(&key, &held, size);
+                            RelayItem::Notice(Box::new(OwedNotice { key, notice }))
                         })
                     }
                     _ => None,
                 };
+                self.queue.add(size);
                 if let Err(mpsc::error::SendError(RelayItem::Message(held))) =
                     to.send(RelayItem::Message(held))
                 {
                     drop(phase);
+                    self.queue.remove(size);
                     let error = unreachable_target(&self.key);
                     held.refuse(&self.key, error, &self.lost, LostReason::TargetUnreachable);
                     return Ok(());
@@ -317,7 +326,8 @@ impl Departure {
             Phase::Relaying { to, .. } => return to.clone(),
             Phase::Released => VecDeque::new(),
         };
-        for message in saved.into_iter().chain(held) {
+        for mut message in saved.into_iter().chain(held) {
+            self.queue.add(message.bytes());
             let _ = to.send(RelayItem::Message(message));
         }
         let fence = route_fence(&target_fence);
@@ -326,7 +336,6 @@ impl Departure {
             target_fence,
             target_route,
             until: None,
-            notices: HashMap::new(),
         };
         drop(phase);
         let relay = Relay {
@@ -360,14 +369,63 @@ impl Departure {
         }
     }
 
-    pub(super) fn notice_done(&self, sender: &str, sent: bool) {
-        if let Phase::Relaying { notices, .. } = &mut *self.phase() {
-            if sent {
-                notices.insert(sender.to_string(), NoticeState::SentUntilExpiry);
-            } else {
-                notices.remove(sender);
-            }
+    /// The notice of `key` was sent, or failed (then a later message may try again).
+    pub(super) fn notice_done(&self, key: &NoticeKey, sent: bool) {
+        self.notices.finished(key, sent);
+    }
+
+    /// The relay handed one message of `bytes` to the target.
+    pub(super) fn relayed_one(&self, bytes: usize) {
+        self.queue.remove(bytes);
+    }
+
+    /// The route this departure leaves from, whole.
+    fn source(&self) -> FencedRoute {
+        FencedRoute {
+            fence: self.source_fence.clone(),
+            route: self.source_route.clone(),
         }
+    }
+
+    /// The notice for `key` about `held` (of `size` bytes), which joins the relay queue
+    /// behind what waits there now.
+    fn notice(&self, key: &NoticeKey, held: &Held, size: usize) -> FollowNotice {
+        let (messages, bytes) = self.queue.now();
+        FollowNotice {
+            kind: match self.key.kind {
+                ObjectKind::Spot => 's',
+                ObjectKind::Actor => 'a',
+            },
+            id: self.key.id.to_string(),
+            source_fence: key.source.fence.clone(),
+            source_route: key.source.route.clone(),
+            target_fence: key.target.fence.clone(),
+            target_route: key.target.route.clone(),
+            hops: held.hops + 1,
+            queued_messages: messages + 1,
+            queued_bytes: bytes + size as u64,
+            operation: held.operation,
+            reply_correlation: held.reply_correlation(),
+        }
+    }
+}
+
+impl RelayQueue {
+    fn add(&self, bytes: usize) {
+        self.messages.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    fn remove(&self, bytes: usize) {
+        self.messages.fetch_sub(1, Ordering::Relaxed);
+        self.bytes.fetch_sub(bytes as u64, Ordering::Relaxed);
+    }
+
+    fn now(&self) -> (u64, u64) {
+        (
+            self.messages.load(Ordering::Relaxed),
+            self.bytes.load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -435,6 +493,7 @@ mod tests {
             reply: Some(ReplyTo::Local(tx)),
             sender: Some(sender.into()),
             hops: 0,
+            operation: 41,
         };
         (held, rx)
     }
@@ -452,7 +511,6 @@ mod tests {
             target_fence: fence(3, 2),
             target_route: route("b"),
             until,
-            notices: HashMap::new(),
         };
         (departure, from)
     }
@@ -510,9 +568,12 @@ mod tests {
         let notices = |relayed: &mut mpsc::UnboundedReceiver<RelayItem>| {
             let mut to = Vec::new();
             while let Ok(item) = relayed.try_recv() {
-                if let RelayItem::Notice { sender, notice } = item {
+                if let RelayItem::Notice(owed) = item {
+                    let OwedNotice { key, notice } = *owed;
                     assert_eq!(notice.target_route.rid, "b");
-                    to.push(sender);
+                    assert_eq!(notice.operation, 41, "the relayed message's own");
+                    assert!(notice.queued_messages >= 1);
+                    to.push(key);
                 }
             }
             to
@@ -520,19 +581,18 @@ mod tests {
         offer("c");
         offer("c");
         offer("d");
-        assert_eq!(
-            notices(&mut relayed),
-            ["c", "d"],
-            "one each while in flight"
-        );
-        departure.notice_done("c", true);
-        departure.notice_done("d", false);
+        let told = notices(&mut relayed);
+        let senders: Vec<&str> = told.iter().map(|k| k.sender.as_str()).collect();
+        assert_eq!(senders, ["c", "d"], "one each while in flight");
+        departure.notice_done(&told[0], true);
+        departure.notice_done(&told[1], false);
         offer("c");
         offer("d");
-        assert_eq!(
-            notices(&mut relayed),
-            ["d"],
-            "c was told; d's notice failed"
-        );
+        let again = notices(&mut relayed);
+        let senders: Vec<&str> = again.iter().map(|k| k.sender.as_str()).collect();
+        assert_eq!(senders, ["d"], "c was told; d's notice failed");
+        // The route ends: its markers go with it.
+        departures.remove(&departure);
+        assert_eq!(departures.notices.len(), 0);
     }
 }

@@ -23,6 +23,9 @@ pub(crate) struct Held {
     pub(crate) sender: Option<String>,
     /// Relays before it reached this node.
     pub(crate) hops: u8,
+    /// Its sender's operation identity, which every relay keeps (0: a call made on this
+    /// node, named when it first leaves).
+    pub(crate) operation: u64,
 }
 
 impl Held {
@@ -35,6 +38,15 @@ impl Held {
                 .iter()
                 .map(|(k, v)| k.len() + v.len())
                 .sum::<usize>()
+    }
+
+    /// The correlation its reply goes back to its sender under (0: a send, or a caller on
+    /// this node).
+    pub(crate) fn reply_correlation(&self) -> u64 {
+        self.reply
+            .as_ref()
+            .and_then(ReplyTo::remote_correlation)
+            .unwrap_or(0)
     }
 
     /// Ends the message with `error`: a request hears it; a one-way is counted as lost

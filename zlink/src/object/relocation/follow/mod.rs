@@ -23,6 +23,7 @@ mod departures;
 mod held;
 mod notice;
 mod relay;
+mod suppression;
 
 pub(crate) use departures::{Departure, Departures, Offer};
 pub(crate) use held::Held;

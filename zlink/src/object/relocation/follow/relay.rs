@@ -35,10 +35,13 @@ pub(crate) enum RelayItem {
     },
     /// A barrier, then the notice to `sender` once the barrier's reply proves the
     /// relayed messages were admitted on the target.
-    Notice {
-        sender: String,
-        notice: FollowNotice,
-    },
+    Notice(Box<OwedNotice>),
+}
+
+/// A follow notice the registry let out, and the key it answers for.
+pub(crate) struct OwedNotice {
+    pub(crate) key: super::suppression::NoticeKey,
+    pub(crate) notice: FollowNotice,
 }
 
 /// The task that carries one departure's messages to the target, in order.
@@ -96,7 +99,8 @@ impl Relay {
                         let _ = done.send(result);
                     });
                 }
-                RelayItem::Notice { sender, notice } => {
+                RelayItem::Notice(owed) => {
+                    let OwedNotice { key, notice } = *owed;
                     let barrier = self
                         .control(&node, Command::RelocationBarrier, Bytes::new())
                         .await;
@@ -108,9 +112,9 @@ impl Relay {
                             Ok(submitted) => until_stopped(&stop, submitted.reply()).await.is_ok(),
                             Err(_) => false,
                         };
-                        let sent = admitted && send_notice(&owner_link, &sender, &notice).await;
+                        let sent = admitted && send_notice(&owner_link, &key.sender, &notice).await;
                         if let Some(departure) = departure.upgrade() {
-                            departure.notice_done(&sender, sent);
+                            departure.notice_done(&key, sent);
                         }
                     });
                 }
@@ -139,6 +143,10 @@ impl Relay {
 
     async fn relay(&self, node: &Arc<MeshNode>, mut held: Held) {
         self.relayed.fetch_add(1, Ordering::Relaxed);
+        let size = held.bytes();
+        if let Some(departure) = self.departure.upgrade() {
+            departure.relayed_one(size);
+        }
         let settings = node.settings();
         let now = Instant::now();
         let request = held.kind == PacketKind::Request;
@@ -169,7 +177,7 @@ impl Relay {
             &metadata,
             payload,
         )
-        .followed(held.hops + 1);
+        .followed(held.hops + 1, held.operation);
         let admit_by = now + settings.send_timeout;
         if !request {
             let sent = self.owner_link.send(&self.link, &call, admit_by).await;
@@ -258,6 +266,6 @@ fn refuse(item: RelayItem, key: &ObjectKey, lost: &LostSends) {
                 "the node is stopping",
             )));
         }
-        RelayItem::Notice { .. } => {}
+        RelayItem::Notice(_) => {}
     }
 }
