@@ -660,3 +660,175 @@ async fn a_follow_relay_reads_no_store_and_keeps_the_operation_generation_payloa
     );
     stop(m.nodes).await;
 }
+
+/// Seed 000 §5, global ID lookup, item 4.
+#[tokio::test]
+async fn a_cached_route_ends_at_its_max_age_and_at_once_on_a_later_authority_a_stale_result_or_a_store_recovery(
+) {
+    // "The positive cache does not exceed the owner admission deadline or
+    // RouteCacheMaxAge, and is removed immediately on a higher StoreVersion, a stale
+    // result, Store recovery and lease invalidation."
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let gate = Arc::new(Semaphore::new(Semaphore::MAX_PERMITS));
+    let server = start(
+        discovered_node("server", &store, quick_lease())
+            .spot_type(Gated::spot_type(move |_| Gated { gate: gate.clone() }).unwrap()),
+    )
+    .await;
+    let faulty = Arc::new(FaultyLocationStore::new(store.clone()));
+    let caller_store: Arc<dyn zlink::store::LocationStore> = faulty.clone();
+    let caller = start(discovered_node("caller", &caller_store, quick_lease())).await;
+    wait_until(WAIT, "the caller sees the server", || async {
+        peer_rids(&caller) == ["server"]
+    })
+    .await;
+    server
+        .spots()
+        .get_or_create("c4", "gated", Bytes::new())
+        .await
+        .unwrap();
+    let (reads, _) = reads_of(&caller, "c4", 3).await;
+    assert_eq!(reads, 1, "one read, then hits");
+    // RouteCacheMaxAge, set while running, bounds the entries admitted from now on.
+    caller
+        .set_route_cache_max_age(Duration::from_millis(300))
+        .unwrap();
+    // Store recovery: a read fails (the store is down), the next one succeeds, and every
+    // route confirmed before the outage goes.
+    faulty.set_down(true);
+    assert!(GatedClient::new(&caller, "absent")
+        .ping(&Ping)
+        .await
+        .is_err());
+    faulty.set_down(false);
+    let (reads, results) = reads_of(&caller, "absent", 1).await;
+    assert_eq!(reads, 1);
+    assert!(results[0]
+        .as_ref()
+        .is_err_and(|e| e.is(ErrorKind::NotFound)));
+    let (reads, _) = reads_of(&caller, "c4", 2).await;
+    assert_eq!(reads, 1, "the store came back: c4 is read again, once");
+    // That entry came under the new max age: within it a hit, past it a read.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (reads, _) = reads_of(&caller, "c4", 2).await;
+    assert_eq!(reads, 1, "past RouteCacheMaxAge the route is read again");
+    // A stale result: the owner no longer has the Spot (closed behind the caller's back).
+    // The call ends Unavailable, the route goes at once, and the next call reads.
+    let owned = server.spots().find("c4").await.unwrap().unwrap();
+    server.spots().close(&owned).await.unwrap();
+    let stale = GatedClient::new(&caller, "c4").ping(&Ping).await;
+    assert!(
+        stale.as_ref().is_err_and(|e| e.is(ErrorKind::Unavailable)),
+        "{stale:?}"
+    );
+    let (reads, results) = reads_of(&caller, "c4", 1).await;
+    assert_eq!(reads, 1, "the stale route was dropped");
+    assert!(results[0]
+        .as_ref()
+        .is_err_and(|e| e.is(ErrorKind::NotFound)));
+    stop([caller, server]).await;
+
+    // A later authority: b cached the route to a; the object then moved to b. The commit
+    // b wrote is a later authority than its entry, which goes: b's next call reads once
+    // and runs the Actor where it now is, not over the detour.
+    use zlink_tests::relocating::{mesh, Add, CounterClient};
+    let m = mesh(&["a", "b"], None).await;
+    let (a, b) = (&m.nodes[0], &m.nodes[1]);
+    a.actors().create("m4", "counter").await.unwrap();
+    let from_b = CounterClient::new(b, "m4");
+    assert_eq!(from_b.add(Add(1)).await.unwrap().by, "a");
+    let before = record_reads(b);
+    assert_eq!(from_b.add(Add(1)).await.unwrap().by, "a");
+    assert_eq!(record_reads(b) - before, 0, "b's route to a is cached");
+    a.actors().relocate("m4", Some("b")).await.unwrap();
+    let before = record_reads(b);
+    assert_eq!(from_b.add(Add(1)).await.unwrap().by, "b");
+    assert_eq!(
+        record_reads(b) - before,
+        1,
+        "the later authority dropped the entry"
+    );
+    stop(m.nodes).await;
+}
+
+/// Seed 000 §5, global ID lookup, item 6.
+#[tokio::test]
+async fn a_cached_route_never_outlives_the_message_follow_window_of_its_old_owner() {
+    // "The lifetime of the positive route cache does not exceed MessageFollowDuration."
+    use zlink_tests::relocating::{counter_type, Add, CounterClient, Seen};
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let seen = Seen::default();
+    // The old owner follows for 6 s; the client caches for 1 s and loses every notice,
+    // so only the cache age ends its detour.
+    let mut nodes = Vec::new();
+    for (rid, weight) in [("a", 100), ("b", 0)] {
+        let builder = discovered_node(rid, &store, quick_lease())
+            .placement_weight(weight)
+            .route_cache_max_age(Duration::from_secs(1))
+            .message_follow_duration(Duration::from_secs(6))
+            .actor_type(counter_type(rid, &seen));
+        nodes.push(start(builder).await);
+    }
+    let client = start(
+        discovered_node("client", &store, quick_lease())
+            .route_cache_max_age(Duration::from_secs(1))
+            .message_follow_duration(Duration::from_secs(6))
+            .test_drop_follow_notices(),
+    )
+    .await;
+    // The rule holds at run time on every node: a max age within 5 s of the follow
+    // duration is refused and changes nothing; 0 turns either off.
+    let refused = client
+        .set_route_cache_max_age(Duration::from_millis(1001))
+        .unwrap_err();
+    assert!(
+        matches!(refused, zlink::Error::InvalidArgument(_)),
+        "{refused}"
+    );
+    let refused = client
+        .set_message_follow_duration(Duration::from_millis(5999))
+        .unwrap_err();
+    assert!(
+        matches!(refused, zlink::Error::InvalidArgument(_)),
+        "{refused}"
+    );
+    assert_eq!(
+        client.route_cache_max_age().unwrap(),
+        Duration::from_secs(1)
+    );
+    wait_until(WAIT, "the client sees both servers", || async {
+        client
+            .discovery()
+            .status()
+            .is_some_and(|s| s.members.iter().filter(|m| m.entry_spot.is_some()).count() == 2)
+            && peer_rids(&client).len() == 2
+    })
+    .await;
+    client.actors().create("f6", "counter").await.unwrap();
+    let counter = CounterClient::new(&client, "f6");
+    counter.add(Add(1)).await.unwrap();
+    nodes[0].actors().relocate("f6", Some("b")).await.unwrap();
+    let moved_at = tokio::time::Instant::now();
+    let reads = record_reads(&client);
+    // Every call succeeds: first over the detour, and from the read after the cached
+    // route's age ran out, straight to b, long before a stops following.
+    while record_reads(&client) == reads {
+        assert_eq!(counter.add(Add(0)).await.unwrap().by, "b");
+        assert!(
+            moved_at.elapsed() < Duration::from_secs(6),
+            "the cache outlived the follow window"
+        );
+    }
+    let expired_after = moved_at.elapsed();
+    assert!(
+        expired_after <= Duration::from_secs(1) + Duration::from_millis(500),
+        "the cached route ended at its max age, {expired_after:?} after the move"
+    );
+    let before = record_reads(&client);
+    assert_eq!(counter.add(Add(0)).await.unwrap().by, "b");
+    assert_eq!(record_reads(&client) - before, 0, "the new route is cached");
+    nodes.push(client);
+    stop(nodes).await;
+}

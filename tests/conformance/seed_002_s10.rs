@@ -246,3 +246,93 @@ async fn node_and_actor_direct_calls_never_go_to_another_target_when_theirs_is_g
     nodes.retain(|rt| rt.rid() != dead_rid);
     stop(nodes).await;
 }
+
+/// Seed 002 §10, store failures, item 16.
+#[tokio::test]
+async fn while_an_owner_change_result_is_unclear_neither_source_admission_nor_target_dispatch_opens(
+) {
+    // "When a Store result is unclear, source admission and target dispatch are not opened
+    // until the authority has been re-read."
+    use std::sync::Arc;
+    use zlink_testkit::{wait_until, FaultyLocationStore};
+    use zlink_tests::relocating::{mesh_custom, Add, CounterClient};
+    let faulty = Arc::new(std::sync::Mutex::new(None::<Arc<FaultyLocationStore>>));
+    let m = mesh_custom(&["a", "b"], 0, |rid, store, builder| {
+        if rid != "b" {
+            return builder;
+        }
+        let wrapped = Arc::new(FaultyLocationStore::new(store.clone()));
+        *faulty.lock().unwrap() = Some(wrapped.clone());
+        builder.location_store(wrapped)
+    })
+    .await;
+    let b_store = faulty.lock().unwrap().clone().expect("b's store");
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    client.actors().create("u16", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "u16");
+    assert_eq!(counter.add(Add(1)).await.unwrap().by, "a");
+    // b's owner change lands in the store, b hears OutcomeUnknown, and b cannot read the
+    // authority back until the test allows it.
+    b_store.lose_next_apply_and_hold_its_reread();
+    let moving = tokio::spawn({
+        let a = a.clone();
+        async move { a.actors().relocate("u16", Some("b")).await }
+    });
+    let stored_owner = || async {
+        let record = m
+            .store
+            .read(&zlink::store::RecordKey::new("zla1:a:3:u16", "authority"))
+            .await
+            .unwrap();
+        let zlink::store::ReadOutcome::Found { value, .. } = record else {
+            return None;
+        };
+        #[derive(serde::Deserialize)]
+        struct Stored {
+            route: Route,
+        }
+        #[derive(serde::Deserialize)]
+        struct Route {
+            rid: String,
+        }
+        zlink::cbor_decode::<Stored>(&value)
+            .ok()
+            .map(|s| s.route.rid)
+    };
+    wait_until(WAIT, "the change landed in the store", || async {
+        stored_owner().await.as_deref() == Some("b")
+    })
+    .await;
+    let handled = m.seen.handled_by.lock().unwrap().len();
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { CounterClient::new(&client, "u16").add(Add(1)).await }
+    });
+    // The store already names b, but b does not know: for as long as the re-read is held,
+    // the call is neither run by b nor taken back by a.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    if call.is_finished() {
+        panic!(
+            "the call ended while the result was unclear: {:?}",
+            call.await.unwrap()
+        );
+    }
+    assert!(!moving.is_finished(), "the move waits for the re-read");
+    assert_eq!(
+        m.seen.handled_by.lock().unwrap().len(),
+        handled,
+        "no handler ran"
+    );
+    assert_eq!(b_store.take_lost_batches().len(), 1);
+    // The re-read: b learns its change committed, and only then runs the call, once.
+    b_store.set_reads_down(false);
+    assert_eq!(moving.await.unwrap().unwrap().rid, "b");
+    let ran = call.await.unwrap().unwrap();
+    assert_eq!((ran.total, ran.by.as_str()), (2, "b"));
+    assert_eq!(
+        m.seen.handled_by.lock().unwrap()[handled..],
+        ["b".to_string()],
+        "run exactly once, by the new owner"
+    );
+    stop(m.nodes).await;
+}

@@ -22,6 +22,11 @@ struct Faults {
     /// Record batches only (`apply`): object authority changes, not leases or descriptors.
     applies_down: bool,
     lose_next_apply: usize,
+    /// Record reads fail while set.
+    reads_down: bool,
+    /// The next lost `apply` also sets `reads_down`: the change landed, and nothing can
+    /// read back whether it did.
+    refuse_reads_after_lost_apply: bool,
     calls: usize,
     /// The batches whose result was lost (applied, reported `OutcomeUnknown`), oldest first.
     lost_batches: Vec<Batch>,
@@ -91,6 +96,20 @@ impl FaultyLocationStore {
     /// The next `n` `apply` batches are applied, but report `OutcomeUnknown`.
     pub fn lose_result_of_next_apply(&self, n: usize) {
         self.faults().lose_next_apply = n;
+    }
+
+    /// While set, every record `read` fails `Unavailable` (leases and descriptors go on).
+    pub fn set_reads_down(&self, down: bool) {
+        self.faults().reads_down = down;
+    }
+
+    /// The next `apply` is applied but reports `OutcomeUnknown`, and from then on record
+    /// reads fail until [`set_reads_down(false)`](Self::set_reads_down): the caller
+    /// cannot learn the outcome until the test lets it.
+    pub fn lose_next_apply_and_hold_its_reread(&self) {
+        let mut f = self.faults();
+        f.lose_next_apply = 1;
+        f.refuse_reads_after_lost_apply = true;
     }
 
     /// How many calls reached this wrapper.
@@ -199,6 +218,10 @@ impl LocationStore for FaultyLocationStore {
     }
 
     async fn read(&self, key: &RecordKey) -> StoreResult<ReadOutcome> {
+        if self.faults().reads_down {
+            self.faults().calls += 1;
+            return Err(StoreError::Unavailable("injected: reads refused".into()));
+        }
         self.call(false, self.inner.read(key)).await
     }
 
@@ -210,6 +233,9 @@ impl LocationStore for FaultyLocationStore {
             } else if f.lose_next_apply > 0 {
                 f.lose_next_apply -= 1;
                 f.lost_batches.push(batch.clone());
+                if std::mem::take(&mut f.refuse_reads_after_lost_apply) {
+                    f.reads_down = true;
+                }
                 Some(Fault::LoseResult)
             } else {
                 None

@@ -96,26 +96,38 @@ async fn commit_once(
             .await
         {
             Ok(Fenced::Done(version)) => break Ok(version),
-            Ok(Fenced::Moved) => {
-                break match server.env.authority().read(key).await {
-                    Ok(Some(current)) if current.record == arrival.expected => Ok(current.version),
-                    _ => Err(Error::new(
+            // The source version is gone: either an earlier try (its answer lost) wrote
+            // this very change, or someone else changed the authority. Only a read tells;
+            // until one succeeds, dispatch stays closed.
+            Ok(Fenced::Moved) => match server.env.authority().read(key).await {
+                Ok(Some(current)) if current.record == arrival.expected => {
+                    break Ok(current.version)
+                }
+                Ok(_) => {
+                    break Err(Error::new(
                         ErrorKind::Unavailable,
                         format!("{key}'s authority changed before the owner change"),
-                    )),
+                    ))
                 }
-            }
+                Err(e) => {
+                    if !ask_again(&mut pause, arrival.deadline).await {
+                        break Err(Error::new(
+                            ErrorKind::Unavailable,
+                            format!("{key}'s owner change could not be read back: {e}"),
+                        ));
+                    }
+                    tracing::warn!(object = %key, error = %e, "owner change not read back; asked the store again");
+                }
+            },
             // Unknown or unavailable: dispatch stays closed while the store is asked again.
             Err(e) => {
-                if Instant::now() + pause >= arrival.deadline {
+                if !ask_again(&mut pause, arrival.deadline).await {
                     break Err(Error::new(
                         ErrorKind::Unavailable,
                         format!("the store did not take {key}'s owner change: {e}"),
                     ));
                 }
-                tracing::warn!(object = %key, error = %e, "owner change not confirmed; asking the store again");
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(std::time::Duration::from_millis(500));
+                tracing::warn!(object = %key, error = %e, "owner change not confirmed; asked the store again");
             }
         }
     };
@@ -171,6 +183,17 @@ async fn commit_once(
             Err(e)
         }
     }
+}
+
+/// Waits `pause` (doubling it, up to 500 ms) before the store is asked again; `false` when
+/// that would pass `deadline`.
+async fn ask_again(pause: &mut std::time::Duration, deadline: Instant) -> bool {
+    if Instant::now() + *pause >= deadline {
+        return false;
+    }
+    tokio::time::sleep(*pause).await;
+    *pause = (*pause * 2).min(std::time::Duration::from_millis(500));
+    true
 }
 
 /// The arrived Actor is a member of this node's Entry Spot (no callback: a move is not a
