@@ -832,3 +832,61 @@ async fn a_cached_route_never_outlives_the_message_follow_window_of_its_old_owne
     nodes.push(client);
     stop(nodes).await;
 }
+
+/// Seed 000 §5, session bind and relay, item 13.
+#[tokio::test]
+async fn session_relay_disconnect_and_actor_push_use_the_stored_binding_route_without_store_reads()
+{
+    // "Session relay, disconnect and Actor push use the stored binding route without
+    // looking up the Location Store for each message."
+    use serde_json::json;
+    use zlink_testkit::stream_client::{kind, StreamClient};
+    use zlink_tests::bound_sessions::{cluster_with, Disconnects};
+    let disconnects = Disconnects::default();
+    let (cluster, address) = cluster_with(&disconnects).await;
+    let mut client = StreamClient::tcp(&address).await.unwrap();
+    let bound = client
+        .call_json(1, "login", json!({ "player": "ivy" }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        bound.value()["owner"],
+        "n1",
+        "the Actor lives on the other node"
+    );
+    // The gateway has no route cache: any lookup it made would read the store.
+    let reads = cluster.store_reads(0);
+    let owner_reads = cluster.store_reads(1);
+    for n in 1..=10u64 {
+        client.send_json("move", json!({ "n": n })).await.unwrap();
+    }
+    let mut pushes = Vec::new();
+    while pushes.len() < 10 {
+        let packet = client.next(WAIT).await.expect("a push");
+        assert_eq!((packet.kind, packet.name.as_str()), (kind::SEND, "moved"));
+        pushes.push(packet.value()["n"].as_u64().unwrap());
+    }
+    assert_eq!(
+        pushes,
+        (1..=10).collect::<Vec<_>>(),
+        "relayed and pushed, in order"
+    );
+    // The disconnect of the binding reaches the Actor's Spot on n1, once.
+    client.send_json("logout", json!(null)).await.unwrap();
+    wait_until(WAIT, "n1's Entry Spot heard the disconnect", || async {
+        !disconnects.0.lock().unwrap().is_empty()
+    })
+    .await;
+    assert_eq!(disconnects.0.lock().unwrap().clone(), ["ivy"]);
+    assert_eq!(
+        cluster.store_reads(0),
+        reads,
+        "10 relays, 10 pushes and a disconnect: no Location Store read on the gateway"
+    );
+    assert_eq!(
+        cluster.store_reads(1),
+        owner_reads,
+        "nor on the Actor's owner, which pushed"
+    );
+    cluster.shutdown().await;
+}

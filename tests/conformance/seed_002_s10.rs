@@ -336,3 +336,150 @@ async fn while_an_owner_change_result_is_unclear_neither_source_admission_nor_ta
     );
     stop(m.nodes).await;
 }
+
+/// Seed 002 §10, object routing and creation recovery, item 9.
+#[tokio::test]
+async fn a_re_created_actor_never_takes_the_old_binding_the_application_binds_again() {
+    // "Even if an Actor is removed and re-created with the same ActorId, the previous
+    // Session binding is not used again."
+    use serde_json::json;
+    use zlink_testkit::stream_client::{kind, StreamClient};
+    use zlink_tests::bound_sessions::{cluster, Player};
+    let (cluster, address) = cluster().await;
+    let mut client = StreamClient::tcp(&address).await.unwrap();
+    client
+        .call_json(1, "login", json!({ "player": "dee" }), WAIT)
+        .await
+        .unwrap();
+    let gateway = cluster.node(0);
+    let old = gateway
+        .actors()
+        .find("dee")
+        .await
+        .unwrap()
+        .expect("dee runs");
+    assert!(gateway.actors().destroy(&old).await.unwrap());
+    let new = gateway
+        .actors()
+        .create("dee", Player::STABLE_TYPE)
+        .await
+        .unwrap();
+    assert!(new.generation > old.generation);
+    // The old binding names the old incarnation: the new one never takes its relays.
+    let stale = client
+        .call_json(2, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(stale.kind, kind::ERROR);
+    assert_eq!(
+        stale.error().unwrap().0,
+        zlink::ErrorKind::InvalidOperation.code(),
+        "the old binding is refused, not re-addressed"
+    );
+    // Logging in again binds the new incarnation, and relays reach it.
+    client
+        .call_json(3, "login", json!({ "player": "dee" }), WAIT)
+        .await
+        .unwrap();
+    let position = client
+        .call_json(4, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(position.kind, kind::RESPONSE, "{:?}", position.error());
+    assert_eq!(position.value()["moves"], json!([]));
+    cluster.shutdown().await;
+}
+
+/// Seed 002 §10, host relocation and Session failures, item 15.
+#[tokio::test]
+async fn a_dead_session_owners_session_and_binding_are_restored_in_no_other_gateway() {
+    // "After a Session owner process terminates, the Session and binding are not restored
+    // in another process."
+    use serde_json::json;
+    use zlink::session::StreamListener;
+    use zlink::ErrorKind;
+    use zlink_testkit::stream_client::{kind, StreamClient};
+    use zlink_testkit::TestCluster;
+    use zlink_tests::bound_sessions::{Gateway, Player, PlayerClient, Shout};
+    // Two gateways (n0, n1) serving the same sessions, and the players on n2.
+    let mut cluster = TestCluster::on_tcp_with_redis(3, |i, node| {
+        if i < 2 {
+            node.stream_listener(
+                StreamListener::new("clients")
+                    .bind("tcp://127.0.0.1:0")
+                    .session(Gateway::default),
+            )
+        } else {
+            node.actor_type(Player::actor_type(|_| Player::default()).expect("an Actor type"))
+        }
+    })
+    .await;
+    for gateway in [0, 1] {
+        cluster
+            .node(gateway)
+            .actors()
+            .ready(Player::STABLE_TYPE, 1)
+            .await
+            .expect("n2 takes players");
+    }
+    let address = |i: usize| {
+        let endpoint = cluster.node(i).stream_endpoint("clients").expect("bound");
+        endpoint.trim_start_matches("tcp://").to_string()
+    };
+    let (first, second) = (address(0), address(1));
+    let mut client = StreamClient::tcp(&first).await.unwrap();
+    let bound = client
+        .call_json(1, "login", json!({ "player": "zed" }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(bound.value()["owner"], "n2");
+    cluster.kill(0).await;
+    assert!(
+        client.closed_with(WAIT).await.is_ok(),
+        "the session ended with its node"
+    );
+    // The client comes back through the other gateway: a new session with no binding,
+    // nothing of the old one.
+    let mut again = StreamClient::tcp(&second).await.unwrap();
+    let unbound = again
+        .call_json(1, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(unbound.kind, kind::ERROR);
+    assert_eq!(
+        unbound.error().unwrap().0,
+        ErrorKind::InvalidOperation.code(),
+        "the session on n1 has no binding"
+    );
+    // The Actor lives on and its push finds no session anywhere: it fails, and nothing
+    // reaches the client on n1.
+    let shout = PlayerClient::new(cluster.node(2), "zed")
+        .shout(&Shout)
+        .await
+        .unwrap_err();
+    assert!(
+        [ErrorKind::Unavailable, ErrorKind::InvalidOperation]
+            .iter()
+            .any(|k| shout.is(*k)),
+        "{shout}"
+    );
+    assert!(
+        again
+            .next(std::time::Duration::from_millis(300))
+            .await
+            .is_err(),
+        "no push was re-routed to the new session"
+    );
+    // Only an explicit new bind binds again.
+    let rebound = again
+        .call_json(2, "login", json!({ "player": "zed" }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(rebound.kind, kind::RESPONSE, "{:?}", rebound.error());
+    let position = again
+        .call_json(3, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(position.kind, kind::RESPONSE, "{:?}", position.error());
+    cluster.shutdown().await;
+}

@@ -4,169 +4,14 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-use zlink::object::{Actor, ActorContext, ActorCreation, ActorRef};
-use zlink::session::{CloseReason, Packet, SessionContext, StreamListener};
+use zlink::session::{CloseReason, StreamListener};
 use zlink::ErrorKind;
 use zlink_testkit::stream_client::{kind, StreamClient};
 use zlink_testkit::TestCluster;
+use zlink_tests::bound_sessions::*;
 
 use crate::common::WAIT;
-
-#[derive(Serialize, Deserialize, zlink::Message)]
-#[message(name = "move", codec = zlink::Json)]
-pub struct Move {
-    pub n: u64,
-}
-
-#[derive(Serialize, Deserialize, zlink::Message)]
-#[message(name = "moved", codec = zlink::Json)]
-pub struct Moved {
-    pub n: u64,
-    pub by: String,
-}
-
-#[derive(Serialize, Deserialize, zlink::Message)]
-#[message(name = "where", codec = zlink::Json, reply = Position)]
-pub struct Where;
-
-/// Push something now, and answer whether it could.
-#[derive(Serialize, Deserialize, zlink::Message)]
-#[message(name = "shout", codec = zlink::Json, reply = Position)]
-pub struct Shout;
-
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-#[message(name = "position", codec = zlink::Json)]
-pub struct Position {
-    pub moves: Vec<u64>,
-}
-
-// ANCHOR: actor
-/// A player Actor: records its moves and pushes each back to its session.
-#[derive(Default)]
-pub struct Player {
-    moves: Vec<u64>,
-}
-
-#[zlink::actor(type = "player", relocation = disable)]
-impl Player {
-    #[handler]
-    async fn step(&mut self, step: Move, ctx: &ActorContext) -> zlink::Result<()> {
-        self.moves.push(step.n);
-        ctx.push(&Moved {
-            n: step.n,
-            by: ctx.handle().rid().to_string(),
-        })
-        .await
-    }
-
-    #[handler]
-    async fn shout(&mut self, _shout: Shout, ctx: &ActorContext) -> zlink::Result<Position> {
-        ctx.push(&Moved {
-            n: 0,
-            by: ctx.handle().rid().to_string(),
-        })
-        .await?;
-        Ok(Position {
-            moves: self.moves.clone(),
-        })
-    }
-
-    #[handler]
-    async fn locate(&mut self, _where: Where, _ctx: &ActorContext) -> zlink::Result<Position> {
-        Ok(Position {
-            moves: self.moves.clone(),
-        })
-    }
-}
-
-impl Actor for Player {}
-// ANCHOR_END: actor
-
-#[derive(Serialize, Deserialize, zlink::Message)]
-#[message(name = "login", codec = zlink::Json, reply = LoggedIn)]
-pub struct Login {
-    pub player: String,
-}
-
-#[derive(Serialize, Deserialize, zlink::Message)]
-#[message(name = "logged-in", codec = zlink::Json)]
-pub struct LoggedIn {
-    pub owner: String,
-}
-
-// ANCHOR: gateway
-#[derive(Serialize, Deserialize, zlink::Message)]
-#[message(name = "logout", codec = zlink::Json)]
-pub struct Logout;
-
-/// Told to a client whose player logged in elsewhere.
-#[derive(Serialize, Deserialize, zlink::Message)]
-#[message(name = "replaced", codec = zlink::Json)]
-pub struct Replaced {
-    pub player: String,
-}
-
-/// The gateway's session: `login` binds the player, everything else is relayed to it.
-#[derive(Default)]
-pub struct Gateway {
-    player: Option<String>,
-}
-
-#[zlink::session]
-impl Gateway {
-    #[handler]
-    async fn login(&mut self, login: Login, ctx: &SessionContext) -> zlink::Result<LoggedIn> {
-        let actor = match ctx
-            .handle()
-            .actors()
-            .get_or_create(&login.player, Player::STABLE_TYPE)
-            .await?
-        {
-            ActorCreation::Created(actor) | ActorCreation::Existing(actor) => actor,
-        };
-        let bound = ctx.bind(&actor).await?;
-        self.player = Some(login.player);
-        Ok(LoggedIn { owner: bound.rid })
-    }
-
-    /// The client logs out but keeps its connection.
-    #[handler]
-    async fn logout(&mut self, _logout: Logout, ctx: &SessionContext) -> zlink::Result<()> {
-        match self.player.take() {
-            Some(player) => ctx.notify_disconnected(&player).await,
-            None => Ok(()),
-        }
-    }
-
-    #[on_actor_binding_replaced]
-    async fn replaced(&mut self, actor: ActorRef, ctx: &SessionContext) {
-        // Tell the client before the session closes.
-        let _ = ctx
-            .send(&Replaced {
-                player: actor.id.to_string(),
-            })
-            .await;
-    }
-
-    #[on_packet]
-    async fn relay_to_player(&mut self, packet: Packet, ctx: &SessionContext) -> zlink::Result<()> {
-        let Some(player) = &self.player else {
-            return Err(zlink::Error::new(
-                ErrorKind::InvalidOperation,
-                "log in first",
-            ));
-        };
-        ctx.relay(player, packet).await
-    }
-}
-// ANCHOR_END: gateway
-
-/// n0: the gateway, with no route cache (any direct call reads the store); n1: players.
-async fn cluster() -> (TestCluster, String) {
-    cluster_with(&Disconnects::default()).await
-}
 
 #[tokio::test]
 async fn session_relay_and_actor_push_use_the_stored_binding_route_without_store_reads() {
@@ -302,48 +147,6 @@ async fn the_same_session_binding_again_is_idempotent_and_does_not_replace_itsel
 }
 
 #[tokio::test]
-async fn a_re_created_actor_never_takes_the_old_binding_the_application_binds_again() {
-    let (cluster, address) = cluster().await;
-    let mut client = StreamClient::tcp(&address).await.unwrap();
-    client
-        .call_json(1, "login", json!({ "player": "dee" }), WAIT)
-        .await
-        .unwrap();
-    let gateway = cluster.node(0);
-    let old = gateway
-        .actors()
-        .find("dee")
-        .await
-        .unwrap()
-        .expect("dee runs");
-    assert!(gateway.actors().destroy(&old).await.unwrap());
-    let new = gateway
-        .actors()
-        .create("dee", Player::STABLE_TYPE)
-        .await
-        .unwrap();
-    assert!(new.generation > old.generation);
-    // The old binding names the old incarnation: the new one never takes its relays.
-    let stale = client
-        .call_json(2, "where", json!(null), WAIT)
-        .await
-        .unwrap();
-    assert_eq!(stale.kind, kind::ERROR);
-    // Logging in again binds the new incarnation, and relays reach it.
-    client
-        .call_json(3, "login", json!({ "player": "dee" }), WAIT)
-        .await
-        .unwrap();
-    let position = client
-        .call_json(4, "where", json!(null), WAIT)
-        .await
-        .unwrap();
-    assert_eq!(position.kind, kind::RESPONSE, "{:?}", position.error());
-    assert_eq!(position.value()["moves"], json!([]));
-    cluster.shutdown().await;
-}
-
-#[tokio::test]
 async fn an_actor_on_the_gateway_itself_is_bound_relayed_and_pushes_without_the_mesh() {
     // One node serves both the sessions and the players.
     let cluster = TestCluster::on_tcp_with_redis(1, |_, node| {
@@ -381,45 +184,6 @@ async fn an_actor_on_the_gateway_itself_is_bound_relayed_and_pushes_without_the_
     assert_eq!(position.unwrap(), json!([1, 2, 3, 4, 5]));
     assert_eq!(pushes, vec![1, 2, 3, 4, 5]);
     cluster.shutdown().await;
-}
-
-/// The players node's Entry Spot hooks: which Actors' sessions disconnected.
-#[derive(Clone, Default)]
-struct Disconnects(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
-
-#[zlink::async_trait]
-impl zlink::object::EntryHooks for Disconnects {
-    async fn on_disconnect_actor(&mut self, _ctx: &zlink::object::SpotContext, actor: &ActorRef) {
-        self.0.lock().unwrap().push(actor.id.to_string());
-    }
-}
-
-/// [`cluster`], with n1's Entry Spot recording into `disconnects` every session end it
-/// hears.
-async fn cluster_with(disconnects: &Disconnects) -> (TestCluster, String) {
-    let heard = disconnects.clone();
-    let cluster = TestCluster::on_tcp_with_redis(2, move |i, node| {
-        if i == 0 {
-            node.route_cache_max_age(Duration::ZERO).stream_listener(
-                StreamListener::new("clients")
-                    .bind("tcp://127.0.0.1:0")
-                    .session(Gateway::default),
-            )
-        } else {
-            let heard = heard.clone();
-            node.actor_type(Player::actor_type(|_| Player::default()).expect("an Actor type"))
-                .entry_hooks(move || heard.clone())
-        }
-    })
-    .await;
-    cluster
-        .node(0)
-        .actors()
-        .ready(Player::STABLE_TYPE, 1)
-        .await
-        .expect("n1 takes players");
-    let endpoint = cluster.node(0).stream_endpoint("clients").expect("bound");
-    (cluster, endpoint.trim_start_matches("tcp://").to_string())
 }
 
 #[tokio::test]
@@ -484,33 +248,6 @@ async fn notify_disconnected_keeps_the_connection_and_the_close_after_it_is_not_
         assert_eq!(disconnects.0.lock().unwrap().len(), 1, "told once");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    cluster.shutdown().await;
-}
-
-#[tokio::test]
-async fn a_dead_session_owner_is_not_restored_elsewhere_and_its_actor_push_fails() {
-    let (mut cluster, address) = cluster().await;
-    let mut client = StreamClient::tcp(&address).await.unwrap();
-    client
-        .call_json(1, "login", json!({ "player": "jon" }), WAIT)
-        .await
-        .unwrap();
-    cluster.kill(0).await;
-    // The connection ended with its node: nothing reconnects it anywhere.
-    assert!(
-        client.closed_with(WAIT).await.is_ok(),
-        "the client's connection closed"
-    );
-    // The Actor lives on, and its push finds no session: it fails, and is not re-routed
-    // (the binding ended with the session, or its owner is unreachable).
-    let players = PlayerClient::new(cluster.node(1), "jon");
-    let shout = players.shout(&Shout).await.unwrap_err();
-    assert!(
-        [ErrorKind::Unavailable, ErrorKind::InvalidOperation]
-            .iter()
-            .any(|kind| shout.is(*kind)),
-        "{shout}"
-    );
     cluster.shutdown().await;
 }
 

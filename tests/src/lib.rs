@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use zlink::{HandlerContext, PeerSpec, Runtime, RuntimeBuilder};
 
+pub mod bound_sessions;
 pub mod contract;
 pub mod raw_peer;
 pub mod relocating;
