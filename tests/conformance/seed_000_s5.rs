@@ -890,3 +890,72 @@ async fn session_relay_disconnect_and_actor_push_use_the_stored_binding_route_wi
     );
     cluster.shutdown().await;
 }
+
+/// Seed 000 §5, movement and Message Follow, item 9.
+#[tokio::test]
+async fn a_valid_follow_notice_drops_the_senders_route_at_once_and_a_lost_one_leaves_it_to_expire()
+{
+    // "On receiving a valid messageFollow notification, the sending side's cache is
+    // invalidated immediately so that the next lookup uses the new owner. If the
+    // notification is lost, the new owner is looked up after the existing cache lifetime
+    // ends."
+    use zlink_tests::relocating::{mesh, Add, CounterClient};
+    let m = mesh(&["a", "b"], None).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    // A second caller loses every notice; its routes live 1 s.
+    let deaf = start(
+        discovered_node("deaf", &m.store, quick_lease())
+            .route_cache_max_age(Duration::from_secs(1))
+            .test_drop_follow_notices(),
+    )
+    .await;
+    wait_until(WAIT, "deaf sees both servers", || async {
+        let peers = peer_rids(&deaf);
+        ["a", "b"].iter().all(|s| peers.iter().any(|p| p == s))
+    })
+    .await;
+    client.actors().create("n9", "counter").await.unwrap();
+    let (heard, lost) = (
+        CounterClient::new(client, "n9"),
+        CounterClient::new(&deaf, "n9"),
+    );
+    assert_eq!(heard.add(Add(1)).await.unwrap().by, "a");
+    assert_eq!(lost.add(Add(1)).await.unwrap().by, "a");
+    a.actors().relocate("n9", Some("b")).await.unwrap();
+    let moved_at = tokio::time::Instant::now();
+    // The first call on the old route is relayed (no read) and earns the notice; the
+    // next one reads the new owner once, and hits follow.
+    let reads = record_reads(client);
+    assert_eq!(heard.add(Add(1)).await.unwrap().by, "b");
+    assert_eq!(
+        record_reads(client),
+        reads,
+        "the relayed call read no store"
+    );
+    wait_until(WAIT, "the notice dropped the cached route", || async {
+        let before = record_reads(client);
+        heard.add(Add(0)).await.unwrap();
+        record_reads(client) == before + 1
+    })
+    .await;
+    assert!(
+        moved_at.elapsed() < Duration::from_secs(5),
+        "dropped at once, long before its 15 s max age"
+    );
+    let direct = record_reads(client);
+    heard.add(Add(0)).await.unwrap();
+    assert_eq!(record_reads(client), direct, "then b is cached");
+    // Without the notice, deaf keeps the detour until its route's age runs out.
+    let reads = record_reads(&deaf);
+    while record_reads(&deaf) == reads {
+        assert_eq!(lost.add(Add(0)).await.unwrap().by, "b");
+        assert!(moved_at.elapsed() < WAIT, "the cached route never expired");
+    }
+    assert!(
+        moved_at.elapsed() >= Duration::from_millis(500),
+        "the lost notice left the route until its age ran out"
+    );
+    let mut nodes = m.nodes;
+    nodes.push(deaf);
+    stop(nodes).await;
+}

@@ -78,36 +78,6 @@ async fn a_moved_actor_keeps_its_state_generation_queue_and_timers() {
 }
 
 #[tokio::test]
-async fn the_old_route_relays_to_the_new_owner_and_a_notice_drops_the_senders_cache() {
-    let m = mesh(&["a", "b"], None).await;
-    let (a, client) = (&m.nodes[0], &m.nodes[2]);
-    client.actors().create("c2", "counter").await.unwrap();
-    let counter = CounterClient::new(client, "c2");
-    assert_eq!(counter.add(Add(1)).await.unwrap().by, "a");
-    a.actors().relocate("c2", Some("b")).await.unwrap();
-    // The client still holds the route to a: a relays, b answers, and no store is read.
-    let reads = record_reads(client);
-    let relayed = counter.add(Add(1)).await.unwrap();
-    assert_eq!((relayed.total, relayed.by.as_str()), (2, "b"));
-    assert_eq!(
-        record_reads(client),
-        reads,
-        "the relayed call read no store"
-    );
-    // a's notice drops the client's cached route: the next call reads the owner once.
-    wait_until(WAIT, "the notice drops the cached route", || async {
-        let before = record_reads(client);
-        counter.add(Add(0)).await.unwrap();
-        record_reads(client) == before + 1
-    })
-    .await;
-    let direct = record_reads(client);
-    counter.add(Add(0)).await.unwrap();
-    assert_eq!(record_reads(client), direct, "then b is cached");
-    stop(m.nodes).await;
-}
-
-#[tokio::test]
 async fn a_follow_route_refuses_a_message_for_an_earlier_incarnation_as_invalid_operation() {
     let m = mesh(&["a", "b"], None).await;
     let (a, client) = (&m.nodes[0], &m.nodes[2]);
