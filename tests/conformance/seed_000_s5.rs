@@ -959,3 +959,183 @@ async fn a_valid_follow_notice_drops_the_senders_route_at_once_and_a_lost_one_le
     nodes.push(deaf);
     stop(nodes).await;
 }
+
+/// Seed 000 §5, session bind and relay, item 12.
+#[tokio::test]
+async fn bind_or_get_returns_the_sessions_binding_of_that_incarnation_wherever_it_moved_without_a_bind(
+) {
+    // "Bind uses the location of the caller's ActorRef as the initial route, and only a
+    // validated route is stored in the Session owner binding."
+    use serde_json::json;
+    use zlink_testkit::stream_client::kind;
+    use zlink_tests::walking_sessions::*;
+    let (cluster, mut client) = walkers(DEFAULT_SEAL_TIMEOUT, |node| node).await;
+    let from = join_walker(&mut client).await;
+    let to = other_walker_node(&from);
+    let moved = cluster
+        .node(index_of(&from))
+        .actors()
+        .relocate("w", Some(to))
+        .await
+        .unwrap();
+    assert_eq!(moved.rid, to);
+    // A plain bind of the reference taken before the move goes where it points, to a node
+    // that no longer runs the walker: refused, and the binding stays as it was.
+    let plain = client
+        .call_json(2, "rejoin", json!({ "plain": true }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(plain.kind, kind::ERROR, "{plain:?}");
+    // bind_or_get finds this session's binding of that incarnation, where it is now.
+    let got = client
+        .call_json(3, "rejoin", json!({ "plain": false }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(got.kind, kind::RESPONSE, "{:?}", got.error());
+    assert_eq!(got.value()["owner"], to);
+    client.send_json("step", json!({ "n": 1 })).await.unwrap();
+    let push = client.next(WAIT).await.expect("the step's push");
+    assert_eq!(
+        push.value()["by"],
+        to,
+        "the binding carries relays: {push:?}"
+    );
+    cluster.shutdown().await;
+}
+
+/// Seed 000 §5, session bind and relay, item 14.
+#[tokio::test]
+async fn moving_one_bound_actor_keeps_the_other_actors_routes_of_the_same_session() {
+    // "Actor relocation applies command 44 sessionRelocationRoute of the same
+    // ObjectGeneration one-way, changing only that Actor's binding route while keeping the
+    // routes of other Actors not included in the relocation and the physical STREAM
+    // connection."
+    use serde_json::json;
+    use zlink_testkit::stream_client::kind;
+    use zlink_tests::walking_sessions::*;
+    let (cluster, mut client) = walkers(DEFAULT_SEAL_TIMEOUT, |node| node).await;
+    // Both walkers made on n1, then bound by one session.
+    for id in ["a", "b"] {
+        cluster
+            .node(1)
+            .actors()
+            .create(id, Walker::STABLE_TYPE)
+            .await
+            .unwrap();
+    }
+    let owner_of = |id: &str| {
+        let node = cluster.node(0).clone();
+        let id = id.to_string();
+        async move { node.actors().find(&id).await.unwrap().unwrap().rid }
+    };
+    let (a_at, b_at) = (owner_of("a").await, owner_of("b").await);
+    for (seq, id) in [(1, "a"), (2, "b")] {
+        let joined = client
+            .call_json(seq, "join", json!({ "walker": id }), WAIT)
+            .await
+            .unwrap();
+        assert_eq!(joined.kind, kind::RESPONSE);
+    }
+    // Move only `a`, to the other walker node.
+    let a_index = if a_at == "n1" { 1 } else { 2 };
+    let to = if a_at == "n1" { "n2" } else { "n1" };
+    let moved = cluster
+        .node(a_index)
+        .actors()
+        .relocate("a", Some(to))
+        .await
+        .unwrap();
+    assert_eq!(moved.rid, to);
+    let step = |walker: &str, n: u64| {
+        let mut packet = zlink_testkit::stream_client::StreamPacket::json(
+            kind::SEND,
+            "step",
+            &json!({ "n": n }),
+        );
+        packet.metadata.push(("walker".into(), walker.into()));
+        packet
+    };
+    client.write(&step("a", 1)).await.unwrap();
+    client.write(&step("b", 2)).await.unwrap();
+    let mut by = std::collections::BTreeMap::new();
+    while by.len() < 2 {
+        let push = client.next(WAIT).await.unwrap();
+        by.insert(
+            push.value()["n"].as_u64().unwrap(),
+            push.value()["by"].as_str().unwrap().to_string(),
+        );
+    }
+    assert_eq!(by[&1], to, "a's route switched to its new owner");
+    assert_eq!(by[&2], b_at, "b's route is untouched");
+    cluster.shutdown().await;
+}
+
+/// Seed 000 §5, session bind and relay, item 15.
+#[tokio::test]
+async fn command_44_is_one_way_and_never_resent_the_target_does_not_wait_and_a_lost_one_ends_the_session_on_its_seal_timeout(
+) {
+    // "Command 44 has no response and is not resent as a request. Target Actor
+    // processing does not wait for it to be applied, and the source Message Follow route
+    // delivers messages that arrive via the previous route for the duration of
+    // MessageFollowDuration."
+    use serde_json::json;
+    use std::time::Instant;
+    use zlink::session::CloseReason;
+    use zlink::RuntimeBuilder;
+    use zlink_tests::walking_sessions::*;
+    // Both walker nodes lose every 44 commit they send.
+    let seal_timeout = Duration::from_millis(1500);
+    let (cluster, mut client) =
+        walkers(seal_timeout, RuntimeBuilder::test_drop_session_routes).await;
+    let from = join_walker(&mut client).await;
+    let to = other_walker_node(&from);
+    client.send_json("step", json!({ "n": 1 })).await.unwrap();
+    assert_eq!(client.next(WAIT).await.unwrap().value()["by"], from);
+    // The move completes although the session owner never hears the new route: the
+    // target does not wait for 44, and serves at once.
+    let moved = cluster
+        .node(index_of(&from))
+        .actors()
+        .relocate("w", Some(to))
+        .await
+        .unwrap();
+    let sealed_at = Instant::now();
+    assert_eq!(moved.rid, to);
+    let located = WalkerClient::new(cluster.node(0), "w")
+        .locate(&Locate)
+        .await
+        .unwrap();
+    assert_eq!(
+        located.rid, to,
+        "the target dispatches while the session is sealed"
+    );
+    // What the session relays now is held by the seal; no route change ever lifts it
+    // (44 is not resent), so the session ends on its seal timeout, and nothing held is
+    // delivered to the Actor by any other path.
+    client.send_json("step", json!({ "n": 2 })).await.unwrap();
+    let mut after = Vec::new();
+    let closing = loop {
+        match client.next(seal_timeout + WAIT).await {
+            Ok(packet) => match packet.closing() {
+                Some(closing) => break closing,
+                None => after.push(packet.value()),
+            },
+            Err(end) => panic!("the session ended without its notice: {end:?}"),
+        }
+    };
+    assert_eq!(closing.0, CloseReason::ServerDrain as u8, "{closing:?}");
+    assert!(
+        sealed_at.elapsed() >= seal_timeout - Duration::from_millis(100),
+        "the session ended on the seal timeout, not before: {:?}",
+        sealed_at.elapsed()
+    );
+    assert!(
+        after.is_empty(),
+        "the held step was not delivered: {after:?}"
+    );
+    assert!(
+        client.closed_with(WAIT).await.is_ok(),
+        "the connection closed"
+    );
+    cluster.shutdown().await;
+}

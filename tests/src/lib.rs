@@ -11,6 +11,7 @@ pub mod bound_sessions;
 pub mod contract;
 pub mod raw_peer;
 pub mod relocating;
+pub mod walking_sessions;
 
 /// Echo request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, zlink::Message)]
