@@ -1,10 +1,14 @@
 //! Seed 002 §10: channel and connection, object routing and creation recovery, host
 //! relocation and session failures, store failures.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Semaphore;
+use zlink::store::{MemoryRelocationStore, RelocationStore};
 use zlink::{PeerSpec, Runtime};
-use zlink_testkit::MemNetwork;
+use zlink_testkit::{wait_until, MemNetwork, RedisServer};
 use zlink_tests::*;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -594,4 +598,172 @@ async fn a_target_that_dies_before_its_commit_is_not_replaced_and_the_move_is_no
     let mut nodes = m.nodes;
     nodes.push(b2);
     stop(nodes).await;
+}
+
+/// Seed 002 §10, object routing and creation recovery, item 10.
+#[tokio::test]
+async fn a_ready_instance_spot_whose_owner_died_is_unavailable_to_intent_calls_and_never_activated_again(
+) {
+    // "An Instance Spot starts cold activation only when it is Missing. A Ready owner
+    // process termination or an owner lease expiry is not turned into Missing or recovered
+    // through cold activation."
+    use zlink_tests::instance_matches::*;
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let built = Arc::new(AtomicUsize::new(0));
+    let a = faulty_match_node("a", &store, &built, |b| b).await;
+    MatchClient::instance(&a, "m")
+        .score(&Score { by: "a".into() })
+        .await
+        .unwrap();
+    let b = faulty_match_node("b", &store, &built, |b| b).await;
+    wait_until(WAIT, "b sees a", || async { peer_rids(&b) == ["a"] }).await;
+    let lease = a.discovery().owner_lease().unwrap().token.unwrap();
+    a.crash().await;
+    // Dead owner, and later a lease gone too: Unavailable, never a new activation.
+    unavailable_before_and_after_lease_expiry(&b, &store, &lease).await;
+    assert_eq!(
+        built.load(Ordering::SeqCst),
+        1,
+        "no second incarnation anywhere"
+    );
+    assert_eq!(
+        b.spots().find("m").await.unwrap().map(|s| s.rid),
+        Some("a".to_string()),
+        "the authority stays the dead owner's"
+    );
+    b.shutdown().await;
+}
+
+/// Seed 002 §10 item 11.
+/// Seed 002 §10, object routing and creation recovery, item 11.
+#[tokio::test]
+async fn a_recovery_pointer_left_in_a_ready_authority_never_selects_another_target_after_its_owner_died(
+) {
+    // "Even if an activation recovery pointer, which points to the recovery root and replay
+    // cursor of a cold activation, remains in the Ready authority, it is used only to
+    // resume an incomplete operation of the initial cold activation on the same target
+    // node·lifecycle designated by the authority. It is not used as grounds for selecting
+    // another target after a failure of a steady Ready owner."
+    use zlink_tests::instance_matches::*;
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let roots = Arc::new(MemoryRelocationStore::new());
+    let gate = Arc::new(Semaphore::new(PERMITS as usize));
+    let (built_b, built_c) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let a = mesh_node("a", &store, None).await;
+    let b = gated_match_node("b", &store, &roots, &gate, &built_b).await;
+    wait_until(WAIT, "a sees b serving matches", || async {
+        a.spots().ready_nodes("match").unwrap_or_default() == ["b"]
+    })
+    .await;
+    // b activates m; its first handler is held, so the Ready authority keeps the pointer.
+    let permits = gate.acquire_many(PERMITS).await.unwrap();
+    let first = tokio::spawn({
+        let a = a.clone();
+        async move {
+            MatchClient::instance(&a, "m")
+                .score(&Score { by: "first".into() })
+                .await
+        }
+    });
+    wait_until(WAIT, "m is Ready on b with its pointer", || async {
+        a.spots().find("m").await.unwrap().is_some()
+            && recovery_pointer(&store, "m").await.is_some()
+    })
+    .await;
+    // Another serving node appears, then b dies with the pointer still in its authority.
+    let c = gated_match_node("c", &store, &roots, &Arc::new(Semaphore::new(8)), &built_c).await;
+    wait_until(WAIT, "a sees c serving matches", || async {
+        a.spots()
+            .ready_nodes("match")
+            .unwrap_or_default()
+            .contains(&"c".to_string())
+    })
+    .await;
+    let lease = b.discovery().owner_lease().unwrap().token.unwrap();
+    b.crash().await;
+    drop(permits);
+    assert!(
+        first.await.unwrap().is_err(),
+        "the held first call has no answer"
+    );
+    unavailable_before_and_after_lease_expiry(&a, &store, &lease).await;
+    assert_eq!(built_c.load(Ordering::SeqCst), 0, "c never activated m");
+    assert_eq!(
+        a.spots().find("m").await.unwrap().map(|s| s.rid),
+        Some("b".into())
+    );
+    assert!(
+        recovery_pointer(&store, "m").await.is_some(),
+        "the pointer is left alone"
+    );
+    stop([c, a]).await;
+}
+
+/// Seed 002 §10 item 12.
+/// Seed 002 §10, object routing and creation recovery, item 12.
+#[tokio::test]
+async fn activation_recovery_is_never_used_for_actors_user_spots_ready_instance_spots_or_relocation(
+) {
+    // "Instance Spot cold activation recovery is not used for Actors, User Spots, Instance
+    // Spots that are already Ready, or host relocation."
+    use zlink_tests::instance_matches::*;
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let roots = Arc::new(MemoryRelocationStore::new());
+    let node = |rid: &'static str| {
+        let (store, roots) = (store.clone(), roots.clone());
+        async move {
+            let relocation: Arc<dyn RelocationStore> = roots;
+            start(
+                discovered_node(rid, &store, quick_lease())
+                    .relocation_store(relocation)
+                    .spot_type(Heat::spot_type(|_| Heat).unwrap())
+                    .spot_type(Lounge::spot_type(|_| Lounge).unwrap())
+                    .actor_type(Pawn::actor_type(|_| Pawn).unwrap()),
+            )
+            .await
+        }
+    };
+    let (a, b) = (node("a").await, node("b").await);
+    wait_until(WAIT, "a and b see each other", || async {
+        peer_rids(&a) == ["b"] && peer_rids(&b) == ["a"]
+    })
+    .await;
+    // A User Spot and an Actor: created without a pointer or a kept message.
+    a.spots()
+        .get_or_create("l", "lounge", bytes::Bytes::new())
+        .await
+        .unwrap();
+    a.actors().get_or_create("p", "pawn").await.unwrap();
+    assert_eq!(recovery_pointer(&store, "l").await, None);
+    assert!(roots.is_empty(), "nothing kept for a User Spot or an Actor");
+    // An Instance Spot: the pointer goes after its first handler...
+    HeatClient::instance(&a, "h")
+        .score(&Score { by: "first".into() })
+        .await
+        .unwrap();
+    wait_until(WAIT, "the first activation's pointer went", || async {
+        recovery_pointer(&store, "h").await.is_none() && roots.is_empty()
+    })
+    .await;
+    let before = a.spots().find("h").await.unwrap().unwrap();
+    // ...and a Ready one takes intent calls with none written again.
+    for rt in [&a, &b] {
+        HeatClient::instance(rt, "h")
+            .score(&Score { by: "ready".into() })
+            .await
+            .unwrap();
+        assert_eq!(recovery_pointer(&store, "h").await, None);
+        assert!(roots.is_empty());
+    }
+    // A move is no activation: same incarnation, no pointer, nothing kept.
+    let to = if before.rid == "a" { "b" } else { "a" };
+    let owner = if before.rid == "a" { &a } else { &b };
+    let moved = owner.spots().relocate("h", Some(to)).await.unwrap();
+    assert_eq!(moved.generation, before.generation);
+    assert_eq!(recovery_pointer(&store, "h").await, None);
+    assert!(roots.is_empty(), "a move keeps no activating message");
+    stop([b, a]).await;
 }

@@ -6,141 +6,15 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
-use zlink::object::{ClosingReason, Spot, SpotContext, SpotCreation, TimerPolicy, TimerTick};
+use zlink::object::{ClosingReason, SpotCreation};
 use zlink::store::{MemoryRelocationStore, ReadOutcome, RecordKey, RelocationStore};
 use zlink::{ErrorKind, Runtime};
 use zlink_testkit::{wait_until, RedisServer};
+use zlink_tests::instance_matches::*;
 use zlink_tests::*;
 
 const WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// The permits of a match node's handler gate: taking them all holds every handler.
-const PERMITS: u32 = 1 << 20;
-
-/// Request: note `by` in the match's log; the reply is the whole log so far.
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-#[message(reply = Log)]
-pub struct Score {
-    pub by: String,
-}
-
-/// One-way: note `by` in the match's log.
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-pub struct Mark {
-    pub by: String,
-}
-
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-pub struct Log(pub Vec<String>);
-
-/// An Instance Spot: a match, activated by its first message.
-pub struct Match {
-    log: Vec<String>,
-    /// Each handler takes one permit first: a test holds them back to pause a handler.
-    gate: Arc<Semaphore>,
-}
-
-#[zlink::spot(type = "match", relocation = disable, instance)]
-impl Match {
-    #[handler]
-    async fn score(&mut self, score: Score, _ctx: &SpotContext) -> zlink::Result<Log> {
-        let _turn = self.gate.acquire().await;
-        self.log.push(score.by);
-        Ok(Log(self.log.clone()))
-    }
-
-    #[handler]
-    async fn mark(&mut self, mark: Mark, _ctx: &SpotContext) -> zlink::Result<()> {
-        let _turn = self.gate.acquire().await;
-        self.log.push(mark.by);
-        Ok(())
-    }
-}
-
-impl Spot for Match {}
-
-/// A User Spot type, for the type checks.
-pub struct Lounge;
-
-#[zlink::spot(type = "lounge", relocation = disable)]
-impl Lounge {
-    #[handler]
-    async fn score(&mut self, _score: Score, _ctx: &SpotContext) -> zlink::Result<Log> {
-        Ok(Log(Vec::new()))
-    }
-}
-
-impl Spot for Lounge {}
-
-/// A node serving matches and lounges, with its own Relocation Store (to count roots),
-/// counting the matches it builds; `gate` paces every match handler.
-struct MatchNode {
-    _redis: RedisServer,
-    store: Arc<dyn zlink::store::LocationStore>,
-    roots: Arc<MemoryRelocationStore>,
-    built: Arc<AtomicUsize>,
-    gate: Arc<Semaphore>,
-    rt: Runtime,
-}
-
-async fn match_node() -> MatchNode {
-    let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let roots = Arc::new(MemoryRelocationStore::new());
-    let built = Arc::new(AtomicUsize::new(0));
-    let gate = Arc::new(Semaphore::new(PERMITS as usize));
-    let matches = Match::spot_type({
-        let (built, gate) = (built.clone(), gate.clone());
-        move |_| {
-            built.fetch_add(1, Ordering::SeqCst);
-            Match {
-                log: Vec::new(),
-                gate: gate.clone(),
-            }
-        }
-    })
-    .unwrap();
-    let relocation: Arc<dyn RelocationStore> = roots.clone();
-    let rt = start(
-        discovered_node("a", &store, quick_lease())
-            .relocation_store(relocation)
-            .spot_type(matches)
-            .spot_type(Lounge::spot_type(|_| Lounge).unwrap()),
-    )
-    .await;
-    MatchNode {
-        _redis: redis,
-        store,
-        roots,
-        built,
-        gate,
-        rt,
-    }
-}
-
-/// The recovery pointer of Spot `id`'s authority record, read straight from the store
-/// (`None` once it is gone; the record must be there).
-async fn recovery_pointer(
-    store: &Arc<dyn zlink::store::LocationStore>,
-    id: &str,
-) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Stored {
-        #[serde(default)]
-        activation: Option<String>,
-    }
-    let key = RecordKey::new(format!("zla1:s:{}:{id}", id.len()), "authority");
-    match store.read(&key).await.unwrap() {
-        ReadOutcome::Found { value, .. } => {
-            zlink::cbor_decode::<Stored>(&value)
-                .expect("an authority record")
-                .activation
-        }
-        ReadOutcome::Missing => panic!("no authority record for {id}"),
-    }
-}
 
 #[tokio::test]
 async fn a_plain_call_to_a_missing_instance_spot_is_not_found_and_activates_nothing() {
@@ -373,29 +247,6 @@ fn an_instance_spot_type_without_a_relocation_store_is_a_startup_error() {
     );
 }
 
-/// A node serving matches (its builds counted in `built`) or nothing, on `store`.
-async fn mesh_node(
-    rid: &str,
-    store: &Arc<dyn zlink::store::LocationStore>,
-    built: Option<&Arc<AtomicUsize>>,
-) -> Runtime {
-    let mut builder = discovered_node(rid, store, quick_lease());
-    if let Some(built) = built {
-        let built = built.clone();
-        builder = builder.spot_type(
-            Match::spot_type(move |_| {
-                built.fetch_add(1, Ordering::SeqCst);
-                Match {
-                    log: Vec::new(),
-                    gate: Arc::new(Semaphore::new(PERMITS as usize)),
-                }
-            })
-            .unwrap(),
-        );
-    }
-    start(builder).await
-}
-
 #[tokio::test]
 async fn racing_first_intent_calls_from_three_nodes_activate_one_spot_on_a_serving_node() {
     let redis = RedisServer::start().expect("redis-server");
@@ -472,28 +323,6 @@ async fn an_intent_call_for_a_type_no_node_serves_is_not_found_and_activates_not
     a.shutdown().await;
 }
 
-/// A match server `rid` whose factory counts into `built`, with `fault` on its builder.
-async fn faulty_match_node(
-    rid: &str,
-    store: &Arc<dyn zlink::store::LocationStore>,
-    built: &Arc<AtomicUsize>,
-    fault: fn(zlink::RuntimeBuilder) -> zlink::RuntimeBuilder,
-) -> Runtime {
-    let built = built.clone();
-    let matches = Match::spot_type(move |_| {
-        built.fetch_add(1, Ordering::SeqCst);
-        Match {
-            log: Vec::new(),
-            gate: Arc::new(Semaphore::new(PERMITS as usize)),
-        }
-    })
-    .unwrap();
-    start(fault(
-        discovered_node(rid, store, quick_lease()).spot_type(matches),
-    ))
-    .await
-}
-
 #[tokio::test]
 async fn a_crash_after_the_reservation_is_cancelled_and_the_next_intent_call_activates_a_new_generation(
 ) {
@@ -552,61 +381,6 @@ async fn a_crash_after_the_reservation_is_cancelled_and_the_next_intent_call_act
     b.shutdown().await;
 }
 
-/// An intent call from `caller` to match "m", whose owner (holding `lease`) died, is
-/// `Unavailable`, and still is once that lease expired.
-async fn unavailable_before_and_after_lease_expiry(
-    caller: &Runtime,
-    store: &Arc<dyn zlink::store::LocationStore>,
-    lease: &zlink::store::LeaseToken,
-) {
-    let call = || async {
-        MatchClient::instance(caller, "m")
-            .score(&Score {
-                by: caller.rid().into(),
-            })
-            .await
-            .unwrap_err()
-    };
-    let dead = call().await;
-    assert!(dead.is(ErrorKind::Unavailable), "{dead}");
-    wait_until(WAIT, "the dead owner's lease expired", || async {
-        matches!(store.read_lease(&lease.owner).await, Ok(None))
-    })
-    .await;
-    let expired = call().await;
-    assert!(expired.is(ErrorKind::Unavailable), "{expired}");
-}
-
-#[tokio::test]
-async fn a_ready_instance_spot_whose_owner_died_is_unavailable_to_intent_calls_and_never_activated_again(
-) {
-    let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let built = Arc::new(AtomicUsize::new(0));
-    let a = faulty_match_node("a", &store, &built, |b| b).await;
-    MatchClient::instance(&a, "m")
-        .score(&Score { by: "a".into() })
-        .await
-        .unwrap();
-    let b = faulty_match_node("b", &store, &built, |b| b).await;
-    wait_until(WAIT, "b sees a", || async { peer_rids(&b) == ["a"] }).await;
-    let lease = a.discovery().owner_lease().unwrap().token.unwrap();
-    a.crash().await;
-    // Dead owner, and later a lease gone too: Unavailable, never a new activation.
-    unavailable_before_and_after_lease_expiry(&b, &store, &lease).await;
-    assert_eq!(
-        built.load(Ordering::SeqCst),
-        1,
-        "no second incarnation anywhere"
-    );
-    assert_eq!(
-        b.spots().find("m").await.unwrap().map(|s| s.rid),
-        Some("a".to_string()),
-        "the authority stays the dead owner's"
-    );
-    b.shutdown().await;
-}
-
 #[tokio::test]
 async fn after_an_explicit_close_a_plain_call_is_not_found_and_an_intent_call_activates_a_new_generation(
 ) {
@@ -635,77 +409,6 @@ async fn after_an_explicit_close_a_plain_call_is_not_found_and_an_intent_call_ac
     assert_eq!(node.built.load(Ordering::SeqCst), 2);
     node.rt.shutdown().await;
 }
-
-/// One-way: arms a timer that ticks every 20 ms until `Disarm`.
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-pub struct Arm;
-
-/// One-way: stops the timer.
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-pub struct Disarm;
-
-/// An Instance Spot that records how it closed.
-pub struct Round {
-    closings: Arc<std::sync::Mutex<Vec<ClosingReason>>>,
-}
-
-#[zlink::spot(type = "round", relocation = disable, instance)]
-impl Round {
-    #[handler]
-    async fn score(&mut self, score: Score, _ctx: &SpotContext) -> zlink::Result<Log> {
-        Ok(Log(vec![score.by]))
-    }
-
-    #[handler]
-    async fn arm(&mut self, _arm: Arm, ctx: &SpotContext) -> zlink::Result<()> {
-        ctx.start_timer(
-            "beat",
-            std::time::Duration::from_millis(20),
-            TimerPolicy::SkipLateTicks,
-        )
-    }
-
-    #[handler]
-    async fn disarm(&mut self, _disarm: Disarm, ctx: &SpotContext) -> zlink::Result<()> {
-        ctx.cancel_timer("beat");
-        Ok(())
-    }
-
-    #[on_timer]
-    async fn beat(&mut self, _tick: TimerTick, _ctx: &SpotContext) -> zlink::Result<()> {
-        Ok(())
-    }
-
-    #[on_closing]
-    async fn closing(&mut self, reason: ClosingReason, _ctx: &SpotContext) {
-        self.closings.lock().unwrap().push(reason);
-    }
-}
-
-/// A node evicting Instance Spots idle for `idle`, its rounds' closings in `closings`;
-/// it serves lounges (User Spots) too.
-async fn evicting_node(
-    redis: &RedisServer,
-    idle: std::time::Duration,
-    closings: &Arc<std::sync::Mutex<Vec<ClosingReason>>>,
-) -> Runtime {
-    let store = redis_store(redis);
-    let closings = closings.clone();
-    start(
-        discovered_node("a", &store, quick_lease())
-            .instance_spot_idle_timeout(idle)
-            .spot_type(
-                Round::spot_type(move |_| Round {
-                    closings: closings.clone(),
-                })
-                .unwrap(),
-            )
-            .spot_type(Lounge::spot_type(|_| Lounge).unwrap()),
-    )
-    .await
-}
-
-const IDLE: std::time::Duration = std::time::Duration::from_millis(300);
 
 #[tokio::test]
 async fn an_idle_instance_spot_is_evicted_then_plain_calls_are_not_found_and_intent_calls_activate_anew(
@@ -797,19 +500,6 @@ async fn idle_eviction_is_off_by_default() {
     assert!(node.rt.spots().find("m").await.unwrap().is_some());
     node.rt.shutdown().await;
 }
-
-/// An Instance Spot that moves by being built afresh on its new node.
-pub struct Heat;
-
-#[zlink::spot(type = "heat", relocation = recreate, instance)]
-impl Heat {
-    #[handler]
-    async fn score(&mut self, score: Score, ctx: &SpotContext) -> zlink::Result<Log> {
-        Ok(Log(vec![score.by, ctx.handle().rid().to_string()]))
-    }
-}
-
-impl Spot for Heat {}
 
 #[tokio::test]
 async fn an_instance_spot_moves_as_one_unit_keeping_its_generation_and_stays_an_instance_spot() {
@@ -963,172 +653,6 @@ async fn intent_without_a_type_selects_the_one_instance_type_of_the_mesh_and_fai
     assert_eq!(alone.spots().find("m8").await.unwrap(), None);
     stop([alone, b]).await;
     node.rt.shutdown().await;
-}
-
-/// A match server `rid` on `store` and `roots`, its handlers behind `gate`, its builds
-/// counted in `built`.
-async fn gated_match_node(
-    rid: &str,
-    store: &Arc<dyn zlink::store::LocationStore>,
-    roots: &Arc<MemoryRelocationStore>,
-    gate: &Arc<Semaphore>,
-    built: &Arc<AtomicUsize>,
-) -> Runtime {
-    let (gate, built) = (gate.clone(), built.clone());
-    let matches = Match::spot_type(move |_| {
-        built.fetch_add(1, Ordering::SeqCst);
-        Match {
-            log: Vec::new(),
-            gate: gate.clone(),
-        }
-    })
-    .unwrap();
-    let relocation: Arc<dyn RelocationStore> = roots.clone();
-    start(
-        discovered_node(rid, store, quick_lease())
-            .relocation_store(relocation)
-            .spot_type(matches),
-    )
-    .await
-}
-
-/// Seed 002 §10 item 11.
-#[tokio::test]
-async fn a_recovery_pointer_left_in_a_ready_authority_never_selects_another_target_after_its_owner_died(
-) {
-    let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let roots = Arc::new(MemoryRelocationStore::new());
-    let gate = Arc::new(Semaphore::new(PERMITS as usize));
-    let (built_b, built_c) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let a = mesh_node("a", &store, None).await;
-    let b = gated_match_node("b", &store, &roots, &gate, &built_b).await;
-    wait_until(WAIT, "a sees b serving matches", || async {
-        a.spots().ready_nodes("match").unwrap_or_default() == ["b"]
-    })
-    .await;
-    // b activates m; its first handler is held, so the Ready authority keeps the pointer.
-    let permits = gate.acquire_many(PERMITS).await.unwrap();
-    let first = tokio::spawn({
-        let a = a.clone();
-        async move {
-            MatchClient::instance(&a, "m")
-                .score(&Score { by: "first".into() })
-                .await
-        }
-    });
-    wait_until(WAIT, "m is Ready on b with its pointer", || async {
-        a.spots().find("m").await.unwrap().is_some()
-            && recovery_pointer(&store, "m").await.is_some()
-    })
-    .await;
-    // Another serving node appears, then b dies with the pointer still in its authority.
-    let c = gated_match_node("c", &store, &roots, &Arc::new(Semaphore::new(8)), &built_c).await;
-    wait_until(WAIT, "a sees c serving matches", || async {
-        a.spots()
-            .ready_nodes("match")
-            .unwrap_or_default()
-            .contains(&"c".to_string())
-    })
-    .await;
-    let lease = b.discovery().owner_lease().unwrap().token.unwrap();
-    b.crash().await;
-    drop(permits);
-    assert!(
-        first.await.unwrap().is_err(),
-        "the held first call has no answer"
-    );
-    unavailable_before_and_after_lease_expiry(&a, &store, &lease).await;
-    assert_eq!(built_c.load(Ordering::SeqCst), 0, "c never activated m");
-    assert_eq!(
-        a.spots().find("m").await.unwrap().map(|s| s.rid),
-        Some("b".into())
-    );
-    assert!(
-        recovery_pointer(&store, "m").await.is_some(),
-        "the pointer is left alone"
-    );
-    stop([c, a]).await;
-}
-
-/// An Actor type, for the recovery rules: Actors never get a recovery pointer.
-pub struct Pawn;
-
-#[zlink::actor(type = "pawn", relocation = disable)]
-impl Pawn {
-    #[handler]
-    async fn score(
-        &mut self,
-        score: Score,
-        _ctx: &zlink::object::ActorContext,
-    ) -> zlink::Result<Log> {
-        Ok(Log(vec![score.by]))
-    }
-}
-
-impl zlink::object::Actor for Pawn {}
-
-/// Seed 002 §10 item 12.
-#[tokio::test]
-async fn activation_recovery_is_never_used_for_actors_user_spots_ready_instance_spots_or_relocation(
-) {
-    let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let roots = Arc::new(MemoryRelocationStore::new());
-    let node = |rid: &'static str| {
-        let (store, roots) = (store.clone(), roots.clone());
-        async move {
-            let relocation: Arc<dyn RelocationStore> = roots;
-            start(
-                discovered_node(rid, &store, quick_lease())
-                    .relocation_store(relocation)
-                    .spot_type(Heat::spot_type(|_| Heat).unwrap())
-                    .spot_type(Lounge::spot_type(|_| Lounge).unwrap())
-                    .actor_type(Pawn::actor_type(|_| Pawn).unwrap()),
-            )
-            .await
-        }
-    };
-    let (a, b) = (node("a").await, node("b").await);
-    wait_until(WAIT, "a and b see each other", || async {
-        peer_rids(&a) == ["b"] && peer_rids(&b) == ["a"]
-    })
-    .await;
-    // A User Spot and an Actor: created without a pointer or a kept message.
-    a.spots()
-        .get_or_create("l", "lounge", bytes::Bytes::new())
-        .await
-        .unwrap();
-    a.actors().get_or_create("p", "pawn").await.unwrap();
-    assert_eq!(recovery_pointer(&store, "l").await, None);
-    assert!(roots.is_empty(), "nothing kept for a User Spot or an Actor");
-    // An Instance Spot: the pointer goes after its first handler...
-    HeatClient::instance(&a, "h")
-        .score(&Score { by: "first".into() })
-        .await
-        .unwrap();
-    wait_until(WAIT, "the first activation's pointer went", || async {
-        recovery_pointer(&store, "h").await.is_none() && roots.is_empty()
-    })
-    .await;
-    let before = a.spots().find("h").await.unwrap().unwrap();
-    // ...and a Ready one takes intent calls with none written again.
-    for rt in [&a, &b] {
-        HeatClient::instance(rt, "h")
-            .score(&Score { by: "ready".into() })
-            .await
-            .unwrap();
-        assert_eq!(recovery_pointer(&store, "h").await, None);
-        assert!(roots.is_empty());
-    }
-    // A move is no activation: same incarnation, no pointer, nothing kept.
-    let to = if before.rid == "a" { "b" } else { "a" };
-    let owner = if before.rid == "a" { &a } else { &b };
-    let moved = owner.spots().relocate("h", Some(to)).await.unwrap();
-    assert_eq!(moved.generation, before.generation);
-    assert_eq!(recovery_pointer(&store, "h").await, None);
-    assert!(roots.is_empty(), "a move keeps no activating message");
-    stop([b, a]).await;
 }
 
 /// Reference §2.7, first crash point.

@@ -9,6 +9,7 @@ use zlink::{HandlerContext, PeerSpec, Runtime, RuntimeBuilder};
 
 pub mod bound_sessions;
 pub mod contract;
+pub mod instance_matches;
 pub mod raw_peer;
 pub mod relocating;
 pub mod walking_sessions;
