@@ -767,3 +767,118 @@ async fn activation_recovery_is_never_used_for_actors_user_spots_ready_instance_
     assert!(roots.is_empty(), "a move keeps no activating message");
     stop([b, a]).await;
 }
+
+/// Seed 002 §10, object routing and creation recovery, item 6.
+#[tokio::test]
+async fn creation_continues_one_id_and_generation_and_exactly_one_factory_runs() {
+    // "Creation recovery continues only the same object ID and generation, and only one
+    // target runs the factory."
+    use std::sync::atomic::Ordering;
+    use zlink::object::ActorCreation;
+    use zlink_testkit::FaultyLocationStore;
+    use zlink_tests::relocating::{mesh_custom, Add, CounterClient};
+    // The node placement puts new counters on (a) loses the answer of its next change.
+    let faulty = Arc::new(std::sync::Mutex::new(None::<Arc<FaultyLocationStore>>));
+    let m = mesh_custom(&["a", "b"], 0, |rid, store, builder| {
+        if rid != "a" {
+            return builder;
+        }
+        let wrapped = Arc::new(FaultyLocationStore::new(store.clone()));
+        *faulty.lock().unwrap() = Some(wrapped.clone());
+        builder.location_store(wrapped)
+    })
+    .await;
+    let faulty = faulty.lock().unwrap().clone().expect("a's store");
+    let creator = &m.nodes[2];
+    // A lost answer in the middle of a creation: the creation is read back and goes on
+    // with the same ID and generation; its factory runs once.
+    faulty.lose_result_of_next_apply(1);
+    let created = creator.actors().create("r6", "counter").await.unwrap();
+    assert_eq!(created.rid, "a");
+    assert_eq!(
+        faulty.take_lost_batches().len(),
+        1,
+        "the fault hit a creation write"
+    );
+    assert_eq!(m.seen.factories.load(Ordering::SeqCst), 1);
+    let counted = CounterClient::new(creator, "r6").add(Add(1)).await.unwrap();
+    assert_eq!(
+        counted.generation, created.generation,
+        "the same incarnation runs"
+    );
+    // Twelve racing creations of another ID from three nodes: one is Created, every one
+    // names the same generation, one factory runs.
+    let mut racing = Vec::new();
+    for n in 0..12 {
+        let node = [&m.nodes[0], &m.nodes[1], &m.nodes[2]][n % 3].clone();
+        racing.push(tokio::spawn(async move {
+            node.actors().get_or_create("r6b", "counter").await
+        }));
+    }
+    let mut generations = std::collections::BTreeSet::new();
+    let mut made = 0;
+    for race in racing {
+        match race.await.unwrap().unwrap() {
+            ActorCreation::Created(actor) => {
+                made += 1;
+                generations.insert(actor.generation);
+            }
+            ActorCreation::Existing(actor) => {
+                generations.insert(actor.generation);
+            }
+        }
+    }
+    assert_eq!(
+        (made, generations.len()),
+        (1, 1),
+        "one creation, one generation"
+    );
+    assert_eq!(
+        m.seen.factories.load(Ordering::SeqCst),
+        2,
+        "one factory per ID"
+    );
+    stop(m.nodes).await;
+}
+
+/// Seed 002 §10, object routing and creation recovery, item 7.
+#[tokio::test]
+async fn a_direct_message_reaches_the_current_ready_object_whatever_generation_the_caller_resolved()
+{
+    // "Actor·Spot direct messages target the current Ready object of the logical ID, and
+    // do not refuse to run the application handler merely because of an ObjectGeneration
+    // mismatch."
+    use zlink_tests::relocating::{mesh, Add, CounterClient};
+    let m = mesh(&["a", "b"], None).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    let first = client.actors().create("g7", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "g7");
+    assert_eq!(
+        counter.add(Add(1)).await.unwrap().generation,
+        first.generation
+    );
+    // Destroyed and created again on the same owner: the client still holds the route it
+    // resolved for the first generation.
+    assert!(a.actors().destroy(&first).await.unwrap());
+    let second = a.actors().create("g7", "counter").await.unwrap();
+    assert!(second.generation > first.generation);
+    let reads = client
+        .status()
+        .store_operations
+        .map_or(0, |s| s.reads.record.calls);
+    let reached = counter.add(Add(5)).await.unwrap();
+    assert_eq!(
+        (reached.generation, reached.total),
+        (second.generation, 5),
+        "the new incarnation took the message"
+    );
+    assert_eq!(
+        client
+            .status()
+            .store_operations
+            .map_or(0, |s| s.reads.record.calls),
+        reads,
+        "on the route cached for the first generation, with no new lookup"
+    );
+    stop(m.nodes).await;
+}
