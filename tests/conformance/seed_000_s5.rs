@@ -1139,3 +1139,82 @@ async fn command_44_is_one_way_and_never_resent_the_target_does_not_wait_and_a_l
     );
     cluster.shutdown().await;
 }
+
+/// Seed 000 §5, movement and Message Follow, item 10.
+#[tokio::test]
+async fn a_per_actor_spot_moves_its_shell_then_each_member_and_to_spot_and_to_actor_follow_their_own_owners(
+) {
+    // "In a PerActor User Spot relocation, ToSpot uses the Spot authority, and ToActor
+    // uses the per-Actor current owner. The relocation temporary queues of the Spot and of
+    // the Actors are registered independently and switched atomically to the existing
+    // dispatch."
+    use zlink::object::Execution;
+    use zlink_tests::membership_rooms::*;
+    let redis = RedisServer::start().expect("redis-server");
+    let log = Log::default();
+    // a alone: the room and its players start there.
+    let a = node_with_players("a", &redis, Execution::PerActor, &log, 0).await;
+    a.spots().get_or_create("pa", "room", "").await.unwrap();
+    for player in ["m1", "m2"] {
+        a.actors().create(player, "player").await.unwrap();
+        PlayerClient::new(&a, player)
+            .enter(&Enter {
+                spot: "pa".into(),
+                request: String::new(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(spot_of(&a, player).await.as_deref(), Some("pa"));
+    }
+    // b takes one player only: the second member cannot follow.
+    let b = node_with_players("b", &redis, Execution::PerActor, &Log::default(), 1).await;
+    zlink_testkit::wait_until(
+        WAIT,
+        "a sees b's Entry Spot and is connected to b",
+        || async {
+            a.discovery().status().is_some_and(|s| {
+                s.members
+                    .iter()
+                    .any(|m| m.rid == "b" && m.entry_spot.is_some())
+            }) && peer_rids(&a).iter().any(|p| p == "b")
+        },
+    )
+    .await;
+    log.lock().unwrap().clear();
+    let moved = a.spots().relocate("pa", Some("b")).await.unwrap();
+    assert_eq!(moved.rid, "b");
+    // ToSpot follows the Spot's authority; ToActor follows each member's own owner.
+    let owners: Vec<String> = owners_of(&a, &["m1", "m2"]).await;
+    assert_eq!(
+        owners,
+        ["b", "a"],
+        "m1 moved with its Spot; m2 was refused and stays"
+    );
+    assert_eq!(
+        RoomClient::new(&a, "pa")
+            .name(&Name)
+            .await
+            .unwrap()
+            .0
+            .as_deref(),
+        Some("pa")
+    );
+    for player in ["m1", "m2"] {
+        assert_eq!(
+            PlayerClient::new(&a, player)
+                .where_am_i(&Where)
+                .await
+                .unwrap()
+                .0
+                .as_deref(),
+            Some("pa"),
+            "{player} is still a member, wherever it runs"
+        );
+    }
+    assert!(
+        log.lock().unwrap().is_empty(),
+        "a host move calls no membership callback: {:?}",
+        log.lock().unwrap()
+    );
+    stop([a, b]).await;
+}

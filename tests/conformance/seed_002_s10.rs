@@ -882,3 +882,73 @@ async fn a_direct_message_reaches_the_current_ready_object_whatever_generation_t
     );
     stop(m.nodes).await;
 }
+
+/// Seed 002 §10, object routing and creation recovery, item 8.
+#[tokio::test]
+async fn destroy_and_membership_changes_act_only_on_the_incarnation_they_name() {
+    // "Destroy·Close, membership, relocation and creation recovery check that the
+    // ObjectGeneration is the same."
+    use zlink::object::{is_entry_spot_id, Execution};
+    use zlink::ErrorKind;
+    use zlink_tests::membership_rooms::*;
+    let redis = RedisServer::start().expect("redis-server");
+    let log = Log::default();
+    let (a, _) = node_with(&redis, Execution::SpotWide, &log).await;
+    a.spots().get_or_create("r8", "room", "").await.unwrap();
+    // q, a member of the SpotWide room, holds the room's gate with a long turn.
+    a.actors().create("q8", "player").await.unwrap();
+    let q = PlayerClient::new(&a, "q8");
+    q.enter(&Enter {
+        spot: "r8".into(),
+        request: "hi".into(),
+    })
+    .await
+    .unwrap();
+    let holding = tokio::spawn({
+        let q = PlayerClient::new(&a, "q8");
+        async move { q.pause(Pause(1500)).await }
+    });
+    // p's first incarnation asks to join; the room cannot answer while q holds its gate.
+    let first = a.actors().create("p8", "player").await.unwrap();
+    PlayerClient::new(&a, "p8")
+        .enter(&Enter {
+            spot: "r8".into(),
+            request: "hi".into(),
+        })
+        .await
+        .unwrap();
+    // Meanwhile p is destroyed and made again: a new incarnation, in its Entry Spot.
+    assert!(a.actors().destroy(&first).await.unwrap());
+    let second = a.actors().create("p8", "player").await.unwrap();
+    assert!(second.generation > first.generation);
+    // Destroy names its incarnation: the old reference destroys nothing now.
+    let stale = a.actors().destroy(&first).await.unwrap_err();
+    assert!(stale.is(ErrorKind::InvalidOperation), "{stale}");
+    holding.await.unwrap().unwrap();
+    // The room decides the first incarnation's Join once its gate opens; the membership
+    // change names that incarnation, so it fails and moves nothing of the second.
+    wait_until(WAIT, "the old Join ended", || async {
+        log.lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.starts_with("p8 failed"))
+    })
+    .await;
+    let lines = log.lock().unwrap().clone();
+    assert!(
+        lines.contains(&"join p8".to_string()),
+        "the room was asked: {lines:?}"
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l == "joined p8" || l.starts_with("p8 accepted")),
+        "no member was added for either incarnation: {lines:?}"
+    );
+    let spot = spot_of(&a, "p8").await.expect("p8 has a Spot");
+    assert!(
+        is_entry_spot_id(&spot),
+        "the new incarnation stayed put: {spot}"
+    );
+    stop([a]).await;
+}
