@@ -635,7 +635,6 @@ async fn a_ready_instance_spot_whose_owner_died_is_unavailable_to_intent_calls_a
     b.shutdown().await;
 }
 
-/// Seed 002 §10 item 11.
 /// Seed 002 §10, object routing and creation recovery, item 11.
 #[tokio::test]
 async fn a_recovery_pointer_left_in_a_ready_authority_never_selects_another_target_after_its_owner_died(
@@ -701,7 +700,6 @@ async fn a_recovery_pointer_left_in_a_ready_authority_never_selects_another_targ
     stop([c, a]).await;
 }
 
-/// Seed 002 §10 item 12.
 /// Seed 002 §10, object routing and creation recovery, item 12.
 #[tokio::test]
 async fn activation_recovery_is_never_used_for_actors_user_spots_ready_instance_spots_or_relocation(
