@@ -3,6 +3,7 @@
 
 mod actors;
 mod channels;
+mod guarantees;
 mod includes;
 mod instance_spots;
 mod location_store;
