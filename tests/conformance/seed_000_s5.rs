@@ -752,6 +752,26 @@ async fn a_cached_route_ends_at_its_max_age_and_at_once_on_a_later_authority_a_s
     stop(m.nodes).await;
 }
 
+/// Calls `counter` from `caller` (each call answered by the new owner `b`) until one of
+/// them reads the Location Store, failing past `limit` after `since`: when that read came.
+async fn detour_until_read(
+    caller: &Runtime,
+    counter: &zlink_tests::relocating::CounterClient,
+    since: tokio::time::Instant,
+    limit: Duration,
+) -> Duration {
+    use zlink_tests::relocating::Add;
+    let reads = record_reads(caller);
+    while record_reads(caller) == reads {
+        assert_eq!(counter.add(Add(0)).await.unwrap().by, "b");
+        assert!(
+            since.elapsed() < limit,
+            "the cached route outlived {limit:?}"
+        );
+    }
+    since.elapsed()
+}
+
 /// Seed 000 §5, global ID lookup, item 6.
 #[tokio::test]
 async fn a_cached_route_never_outlives_the_message_follow_window_of_its_old_owner() {
@@ -811,17 +831,10 @@ async fn a_cached_route_never_outlives_the_message_follow_window_of_its_old_owne
     counter.add(Add(1)).await.unwrap();
     nodes[0].actors().relocate("f6", Some("b")).await.unwrap();
     let moved_at = tokio::time::Instant::now();
-    let reads = record_reads(&client);
     // Every call succeeds: first over the detour, and from the read after the cached
     // route's age ran out, straight to b, long before a stops following.
-    while record_reads(&client) == reads {
-        assert_eq!(counter.add(Add(0)).await.unwrap().by, "b");
-        assert!(
-            moved_at.elapsed() < Duration::from_secs(6),
-            "the cache outlived the follow window"
-        );
-    }
-    let expired_after = moved_at.elapsed();
+    let expired_after =
+        detour_until_read(&client, &counter, moved_at, Duration::from_secs(6)).await;
     assert!(
         expired_after <= Duration::from_secs(1) + Duration::from_millis(500),
         "the cached route ended at its max age, {expired_after:?} after the move"
@@ -946,13 +959,8 @@ async fn a_valid_follow_notice_drops_the_senders_route_at_once_and_a_lost_one_le
     heard.add(Add(0)).await.unwrap();
     assert_eq!(record_reads(client), direct, "then b is cached");
     // Without the notice, deaf keeps the detour until its route's age runs out.
-    let reads = record_reads(&deaf);
-    while record_reads(&deaf) == reads {
-        assert_eq!(lost.add(Add(0)).await.unwrap().by, "b");
-        assert!(moved_at.elapsed() < WAIT, "the cached route never expired");
-    }
     assert!(
-        moved_at.elapsed() >= Duration::from_millis(500),
+        detour_until_read(&deaf, &lost, moved_at, WAIT).await >= Duration::from_millis(500),
         "the lost notice left the route until its age ran out"
     );
     let mut nodes = m.nodes;

@@ -257,20 +257,8 @@ async fn while_an_owner_change_result_is_unclear_neither_source_admission_nor_ta
 ) {
     // "When a Store result is unclear, source admission and target dispatch are not opened
     // until the authority has been re-read."
-    use std::sync::Arc;
-    use zlink_testkit::{wait_until, FaultyLocationStore};
-    use zlink_tests::relocating::{mesh_custom, Add, CounterClient};
-    let faulty = Arc::new(std::sync::Mutex::new(None::<Arc<FaultyLocationStore>>));
-    let m = mesh_custom(&["a", "b"], 0, |rid, store, builder| {
-        if rid != "b" {
-            return builder;
-        }
-        let wrapped = Arc::new(FaultyLocationStore::new(store.clone()));
-        *faulty.lock().unwrap() = Some(wrapped.clone());
-        builder.location_store(wrapped)
-    })
-    .await;
-    let b_store = faulty.lock().unwrap().clone().expect("b's store");
+    use zlink_tests::relocating::{mesh_with_faulty_store, Add, CounterClient};
+    let (m, b_store) = mesh_with_faulty_store(&["a", "b"], "b").await;
     let (a, client) = (&m.nodes[0], &m.nodes[2]);
     client.actors().create("u16", "counter").await.unwrap();
     let counter = CounterClient::new(client, "u16");
@@ -773,20 +761,9 @@ async fn creation_continues_one_id_and_generation_and_exactly_one_factory_runs()
     // target runs the factory."
     use std::sync::atomic::Ordering;
     use zlink::object::ActorCreation;
-    use zlink_testkit::FaultyLocationStore;
-    use zlink_tests::relocating::{mesh_custom, Add, CounterClient};
+    use zlink_tests::relocating::{mesh_with_faulty_store, Add, CounterClient};
     // The node placement puts new counters on (a) loses the answer of its next change.
-    let faulty = Arc::new(std::sync::Mutex::new(None::<Arc<FaultyLocationStore>>));
-    let m = mesh_custom(&["a", "b"], 0, |rid, store, builder| {
-        if rid != "a" {
-            return builder;
-        }
-        let wrapped = Arc::new(FaultyLocationStore::new(store.clone()));
-        *faulty.lock().unwrap() = Some(wrapped.clone());
-        builder.location_store(wrapped)
-    })
-    .await;
-    let faulty = faulty.lock().unwrap().clone().expect("a's store");
+    let (m, faulty) = mesh_with_faulty_store(&["a", "b"], "a").await;
     let creator = &m.nodes[2];
     // A lost answer in the middle of a creation: the creation is read back and goes on
     // with the same ID and generation; its factory runs once.

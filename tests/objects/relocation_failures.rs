@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use zlink::object::{Actor, ActorContext, RelocationState};
 use zlink::store::{ReadOutcome, RecordKey};
 use zlink::{Bytes, ErrorKind};
-use zlink_testkit::{wait_until, FaultyLocationStore, FaultyRelocationStore, ReadFault};
+use zlink_testkit::{wait_until, FaultyRelocationStore, ReadFault};
 use zlink_tests::relocating::*;
 use zlink_tests::*;
 
@@ -41,17 +41,7 @@ async fn after_relay_ready_a_lost_cutover_still_ends_in_the_targets_commit() {
 
 #[tokio::test]
 async fn an_owner_change_whose_store_result_is_unknown_is_reread_and_dispatch_waits() {
-    let faulty = Arc::new(std::sync::Mutex::new(None::<Arc<FaultyLocationStore>>));
-    let m = mesh_custom(&["a", "b"], 0, |rid, store, builder| {
-        if rid != "b" {
-            return builder;
-        }
-        let wrapped = Arc::new(FaultyLocationStore::new(store.clone()));
-        *faulty.lock().unwrap() = Some(wrapped.clone());
-        builder.location_store(wrapped)
-    })
-    .await;
-    let b_store = faulty.lock().unwrap().clone().expect("b's store");
+    let (m, b_store) = mesh_with_faulty_store(&["a", "b"], "b").await;
     let (a, client) = (&m.nodes[0], &m.nodes[2]);
     client.actors().create("f3", "counter").await.unwrap();
     let counter = CounterClient::new(client, "f3");

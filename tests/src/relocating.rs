@@ -447,6 +447,30 @@ pub async fn mesh_limited(servers: &[&str], follow: Option<Duration>, limit: u32
     .await
 }
 
+/// [`mesh`] where server `faulty` reaches the Location Store through a
+/// [`FaultyLocationStore`](zlink_testkit::FaultyLocationStore), returned with it.
+pub async fn mesh_with_faulty_store(
+    servers: &[&str],
+    faulty: &str,
+) -> (Mesh, Arc<zlink_testkit::FaultyLocationStore>) {
+    let wrapped = Arc::new(Mutex::new(None::<Arc<zlink_testkit::FaultyLocationStore>>));
+    let m = mesh_custom(servers, 0, |rid, store, builder| {
+        if rid != faulty {
+            return builder;
+        }
+        let view = Arc::new(zlink_testkit::FaultyLocationStore::new(store.clone()));
+        *wrapped.lock().unwrap() = Some(view.clone());
+        builder.location_store(view)
+    })
+    .await;
+    let view = wrapped
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("the faulty server started");
+    (m, view)
+}
+
 /// [`mesh_limited`], each server's builder passed through `configure` (with its RID and
 /// the shared store) last.
 pub async fn mesh_custom(
