@@ -714,12 +714,13 @@ async fn a_cached_route_ends_at_its_max_age_and_at_once_on_a_later_authority_a_s
     let (reads, _) = reads_of(&caller, "c4", 2).await;
     assert_eq!(reads, 1, "past RouteCacheMaxAge the route is read again");
     // A stale result: the owner no longer has the Spot (closed behind the caller's back).
-    // The call ends Unavailable, the route goes at once, and the next call reads.
+    // The owner refuses the call (nothing ran), the route goes at once, and the call
+    // ends as what the store says now: there is no c4. The next call reads again.
     let owned = server.spots().find("c4").await.unwrap().unwrap();
     server.spots().close(&owned).await.unwrap();
     let stale = GatedClient::new(&caller, "c4").ping(&Ping).await;
     assert!(
-        stale.as_ref().is_err_and(|e| e.is(ErrorKind::Unavailable)),
+        stale.as_ref().is_err_and(|e| e.is(ErrorKind::NotFound)),
         "{stale:?}"
     );
     let (reads, results) = reads_of(&caller, "c4", 1).await;

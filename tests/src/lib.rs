@@ -10,6 +10,7 @@ use zlink::{HandlerContext, PeerSpec, Runtime, RuntimeBuilder};
 pub mod bound_sessions;
 pub mod contract;
 pub mod instance_matches;
+pub mod instance_races;
 pub mod membership_rooms;
 pub mod raw_peer;
 pub mod relocating;

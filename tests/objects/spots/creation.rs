@@ -68,13 +68,14 @@ async fn a_declined_creation_leaves_nothing_and_close_checks_the_generation() {
         .unwrap();
     assert!(a.spots().close(&first).await.unwrap());
     assert!(!a.spots().close(&first).await.unwrap(), "gone already");
-    // b's cached route is stale now: the call is refused, never sent elsewhere.
+    // b's cached route is stale now: the call is refused, never sent elsewhere, and
+    // ends as the store says r is now: gone.
     let stale = b
         .spots()
         .request("r", &Say("late".into()))
         .await
         .unwrap_err();
-    assert!(stale.is(ErrorKind::Unavailable), "{stale}");
+    assert!(stale.is(ErrorKind::NotFound), "{stale}");
     let missing = b
         .spots()
         .request("r", &Say("later".into()))

@@ -81,6 +81,8 @@ pub(super) async fn close(
             format!("{key} is a member of a User Spot: it leaves it (to its Entry Spot) before it is destroyed"),
         ));
     }
+    // Never in the middle of a move: its owner change is fenced on the version it sealed.
+    let _closing = live.transition()?;
     // A User Spot with member Actors stays (admission and authority kept). Once this
     // passes, no Join lands here until the close is over (or did not go through).
     if !live.close_if_empty() {

@@ -24,7 +24,7 @@ mod local;
 
 pub(super) use local::call_local;
 
-fn is_stale_route(e: &Error) -> bool {
+pub(super) fn is_stale_route(e: &Error) -> bool {
     (e.is(ErrorKind::Unavailable) || e.is(ErrorKind::InvalidOperation))
         && e.to_string().contains(STALE_ROUTE)
 }
@@ -81,12 +81,24 @@ pub(super) fn start<'a>(server: &'a ObjectServer, mut message: ObjectMessage<'a>
             return match local::admit_local(server, call, &route.local, fence, now, deadline) {
                 local::Local::Done(result) => {
                     settle(server, &route, sending, request, &result);
-                    Started::Done(result)
+                    match result {
+                        // The object closed here after the route was cached: what is
+                        // there now, read off the store.
+                        Err(e) if is_gone_here(&e) => Started::Running(Box::pin(async move {
+                            Err(missing_or(server, &message.key, e).await)
+                        })),
+                        result => Started::Done(result),
+                    }
                 }
                 local::Local::Waits(waiting) => Started::Running(Box::pin(async move {
                     let result = waiting.await;
                     settle(server, &route, sending, request, &result);
-                    result
+                    match result {
+                        Err(e) if is_stale_route(&e) => {
+                            Err(missing_or(server, &message.key, e).await)
+                        }
+                        result => result,
+                    }
                 })),
             };
         }
@@ -94,7 +106,15 @@ pub(super) fn start<'a>(server: &'a ObjectServer, mut message: ObjectMessage<'a>
     };
     Started::Running(Box::pin(async move {
         let call = ObjectCall::of(&mut message);
-        resolved_call(server, call, now, deadline, Some(known), true).await
+        // An intent one-way reads the authority, never a cached route: nothing would tell
+        // it that the Spot behind a cached route was evicted, and it would be lost.
+        let known = match (&call.intent, call.kind) {
+            (Some(_), PacketKind::Send) => Some(Some(
+                Box::pin(server.resolver.resolve_fresh(call.key, now)).await,
+            )),
+            _ => Some(known),
+        };
+        resolved_call(server, call, now, deadline, known, true).await
     }))
 }
 
@@ -114,7 +134,8 @@ pub(super) async fn resolved_call(
         // waited for; anything else (a dead owner above all) stays the error it is.
         Err(e)
             if call.intent.is_some()
-                && super::instance_spot::activates(server, call.key, &e).await =>
+                && activate_on_stale
+                && super::instance_spot::activates(&e) =>
         {
             return super::instance_spot::activate(server, call, deadline).await;
         }
@@ -163,7 +184,27 @@ pub(super) async fn resolved_call(
             };
             super::instance_spot::activate(server, again, deadline).await
         }
+        // The owner refused it (nothing ran): when the object is gone, the call says so.
+        (Err(e), None) if is_gone_here(&e) => Err(missing_or(server, key, e).await),
         (result, _) => result,
+    }
+}
+
+/// Whether the owner a route named refused a call because the object is no longer there
+/// (not because the call named an earlier incarnation).
+fn is_gone_here(e: &Error) -> bool {
+    e.is(ErrorKind::Unavailable) && is_stale_route(e)
+}
+
+/// `NotFound` when `key` has no authority any more (its owner closed or evicted it after
+/// this node cached the route), else `refused` as it is.
+async fn missing_or(server: &ObjectServer, key: &ObjectKey, refused: Error) -> Error {
+    match server.env.authority().read(key).await {
+        Ok(None) => Error::new(
+            ErrorKind::NotFound,
+            format!("there is no {key} (it was closed after this node last found it)"),
+        ),
+        _ => refused,
     }
 }
 

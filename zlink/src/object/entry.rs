@@ -252,7 +252,7 @@ impl EntrySpot {
             ready,
             Box::new(instance),
             server.object_host(),
-            wait,
+            wait.into(),
             None,
         );
         server.registry.insert(live);

@@ -18,6 +18,8 @@ use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::Fenced;
 use super::creation::{candidates, settle_creating, try_create, FirstMessage};
 use super::direct::{resolved_call, ObjectCall};
+use super::live_object::LiveObject;
+use super::lost_sends::LostReason;
 use super::object_job::{ObjectJob, ReplyTo};
 use super::object_type::TypeDef;
 use super::owner_link::{node_stopping, ObjectCommand};
@@ -34,6 +36,9 @@ use crate::{Error, ErrorKind, Result};
 
 /// How long a recovery root outlives its call's deadline, at most.
 const ROOT_RETENTION_MARGIN: Duration = Duration::from_secs(300);
+
+/// How many times the recovery pointer's removal is tried when the store fails.
+const POINTER_ATTEMPTS: usize = 4;
 
 /// The first pause while another activation of the same ID settles; doubles up to 200 ms.
 const SETTLE_BACKOFF: Duration = Duration::from_millis(10);
@@ -104,19 +109,13 @@ pub(crate) fn sole_instance_type(server: &ObjectServer) -> Result<StableType> {
 }
 
 /// Whether a call with Instance intent that failed to resolve with `error` goes to the
-/// activation: the ID is Missing, or its Spot is being activated. Never for a Ready
-/// Spot whose owner is gone (seed 002 §10 item 10).
-pub(super) async fn activates(server: &ObjectServer, key: &ObjectKey, error: &Error) -> bool {
-    if error.is(ErrorKind::NotFound) {
-        return true;
-    }
-    if !error.is(ErrorKind::Unavailable) {
-        return false;
-    }
-    matches!(
-        server.env.authority().read(key).await,
-        Ok(Some(current)) if current.record.state == AuthorityState::Creating
-    )
+/// activation path, which reads the authority again and acts on what it finds: nothing
+/// (activate), an activation under way (wait for it, or cancel it when its owner is
+/// gone), a Ready Spot (deliver; a dead owner stays `Unavailable`, seed 002 §10 items 10
+/// and 11, whether or not its first message ran).
+/// Any other error is the call's.
+pub(super) fn activates(error: &Error) -> bool {
+    error.is(ErrorKind::NotFound) || error.is(ErrorKind::Unavailable)
 }
 
 /// One activating message, kept whole until a reservation takes it.
@@ -175,18 +174,24 @@ async fn activate_now(
         send_timeout: call.send_timeout,
         deadline,
     };
-    if call.kind == PacketKind::Request {
-        return place(&server, activating).await;
+    place(&server, activating, call_shape(call.kind)).await
+}
+
+/// How a call waits on its activation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Waits {
+    /// A request: until its handler's reply.
+    ForReply,
+    /// A one-way: until it is delivered to a Ready Spot, or its activation is under way
+    /// (then how the activation ends is only logged, and counted if the message is lost).
+    UntilUnderWay,
+}
+
+fn call_shape(kind: PacketKind) -> Waits {
+    match kind {
+        PacketKind::Request => Waits::ForReply,
+        PacketKind::Send => Waits::UntilUnderWay,
     }
-    // A one-way is done once its activation is under way; how it ends is only logged.
-    let task = server.clone();
-    server.env.tracker().spawn(async move {
-        let key = activating.key.clone();
-        if let Err(e) = place(&task, activating).await {
-            tracing::warn!(object = %key, error = %e, "a one-way that activates an Instance Spot was lost");
-        }
-    });
-    Ok(Payload::default())
 }
 
 /// The handler of `packet` on the Instance Spot type `object_type`.
@@ -209,8 +214,13 @@ fn instance_handler(object_type: &TypeDef, packet: &str, kind: PacketKind) -> Re
 }
 
 /// On the caller's node: the message goes to the Spot once one is Ready, and while there
-/// is none, to the node placement picks among those serving the type, which activates it.
-async fn place(server: &Arc<ObjectServer>, activating: Activating) -> Result<Payload> {
+/// is none, to this node if it serves the type and has room, else to the node placement
+/// picks among those serving it, which activates it.
+async fn place(
+    server: &Arc<ObjectServer>,
+    activating: Activating,
+    waits: Waits,
+) -> Result<Payload> {
     let key = &activating.key;
     let mut excluded: Vec<String> = Vec::new();
     let mut refusals: Vec<String> = Vec::new();
@@ -233,6 +243,8 @@ async fn place(server: &Arc<ObjectServer>, activating: Activating) -> Result<Pay
             Some(current) if current.record.state == AuthorityState::Ready => {
                 return deliver(server, &activating).await;
             }
+            // An activation is under way: a one-way joins it without its caller.
+            Some(_) if waits == Waits::UntilUnderWay => return under_way(server, activating),
             Some(current) => {
                 settle(server, &current, &activating, &mut backoff).await?;
                 continue;
@@ -240,7 +252,7 @@ async fn place(server: &Arc<ObjectServer>, activating: Activating) -> Result<Pay
             None => {}
         }
         let candidates = candidates(server, ObjectKind::Spot, activating.stable_type.as_str());
-        let Some(target) = placement::pick(&candidates, &excluded).cloned() else {
+        let Some(target) = placement::prefer_local(&candidates, &excluded).cloned() else {
             return Err(if full {
                 Error::new(
                     ErrorKind::CapacityExceeded,
@@ -260,6 +272,9 @@ async fn place(server: &Arc<ObjectServer>, activating: Activating) -> Result<Pay
                 )
             });
         };
+        if waits == Waits::UntilUnderWay {
+            return under_way(server, activating);
+        }
         let attempt = if target.local {
             activate_here(server, &activating).await
         } else {
@@ -279,6 +294,34 @@ async fn place(server: &Arc<ObjectServer>, activating: Activating) -> Result<Pay
     }
 }
 
+/// A one-way whose activation is under way completes: the rest (the activation, or the
+/// delivery to the Spot another caller's activation makes) goes on without its caller,
+/// under the node's request timeout rather than the one-way's send timeout. A failure
+/// from here on is logged and counted (`lost_one_ways.activation_failed`).
+fn under_way(server: &Arc<ObjectServer>, mut activating: Activating) -> Result<Payload> {
+    let request_timeout = server.env.owner_link().node()?.settings().request_timeout;
+    activating.timeout = activating.timeout.max(request_timeout);
+    activating.deadline = activating.deadline.max(Instant::now() + request_timeout);
+    let task = server.clone();
+    server.env.tracker().spawn(async move {
+        let (key, packet) = (activating.key.clone(), activating.packet.clone());
+        if let Err(e) = place_in_background(task.clone(), activating).await {
+            task.env
+                .lost_sends()
+                .record(&key, &packet, LostReason::ActivationFailed, &e);
+        }
+    });
+    Ok(Payload::default())
+}
+
+/// A one-way's placement after its caller was answered (boxed: `place` starts it).
+fn place_in_background(
+    server: Arc<ObjectServer>,
+    activating: Activating,
+) -> BoxFuture<'static, Result<Payload>> {
+    Box::pin(async move { place(&server, activating, Waits::ForReply).await })
+}
+
 /// The message as a plain call to the Spot that is Ready now.
 async fn deliver(server: &Arc<ObjectServer>, activating: &Activating) -> Result<Payload> {
     resolved_call(
@@ -292,23 +335,36 @@ async fn deliver(server: &Arc<ObjectServer>, activating: &Activating) -> Result<
     .await
 }
 
-/// Another activation is under way (or the Spot closes): an abandoned Creating record is
-/// cancelled, and the caller waits a little before it reads the authority again.
+/// Another activation is under way (or the Spot closes): one its crashed owner left is
+/// cancelled (and the caller reads again at once); otherwise the caller waits for it, on
+/// this node's notification when the activation runs here, else a little (a bounded,
+/// doubling pause), before it reads the authority again.
 async fn settle(
     server: &Arc<ObjectServer>,
     current: &super::authority_store::Versioned,
     activating: &Activating,
     backoff: &mut Duration,
 ) -> Result<()> {
-    if current.record.state == AuthorityState::Creating {
-        settle_creating(server, &activating.key, current).await?;
+    if settle_creating(server, &activating.key, current).await? {
+        return Ok(());
     }
-    let pause = (*backoff).min(
-        activating
-            .deadline
-            .saturating_duration_since(Instant::now()),
-    );
-    tokio::time::sleep(pause).await;
+    let pause_until = Instant::now()
+        + (*backoff).min(
+            activating
+                .deadline
+                .saturating_duration_since(Instant::now()),
+        );
+    if current.record.state == AuthorityState::Creating
+        && current.record.route == *server.env.route()
+    {
+        // Woken when the activation here ends.
+        server
+            .registry
+            .creation_settled(&activating.key, pause_until)
+            .await;
+    } else {
+        tokio::time::sleep_until(pause_until).await;
+    }
     *backoff = (*backoff * 2).min(Duration::from_millis(200));
     Ok(())
 }
@@ -528,55 +584,65 @@ async fn reserve_and_run(
             return Err(e);
         }
     }
+    // The recovery pointer and its root go right after the first handler ran, in the
+    // Spot's own turn (see `first_message_ran`).
     let result = match tokio::time::timeout_at(activating.deadline, answer).await {
         Ok(Ok(result)) => result,
         // Closed (or its node stopped) before the first handler ran: the activation is
-        // incomplete, so its pointer stays for the authority's owner to settle.
-        Ok(Err(_)) => {
-            return Ok(Some(Err(Error::new(
-                ErrorKind::Unavailable,
-                format!("{key} closed before its first message ran"),
-            ))))
-        }
+        // incomplete, so its pointer stays for the next intent call to settle.
+        Ok(Err(_)) => Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("{key} closed before its first message ran"),
+        )),
         Err(_) => Err(Error::new(
             ErrorKind::DeadlineExceeded,
             format!("{key}'s first message did not finish within the call's deadline"),
         )),
     };
-    // The handler ran (or the caller stopped waiting): the pointer goes once the
-    // handler's result is in, never before, and before the caller hears of it, so
-    // nothing the caller does next (a move above all, whose commit is fenced on the
-    // authority it read) races the pointer's removal. A stopping node settles nothing
-    // more: the pointer and root stay for the activation's recovery.
-    if !server.env.is_stopping() {
-        clear_pointer(server, key, &root).await;
-        server.env.tracker().spawn(async move {
-            let _ = store.delete(&reference).await;
-        });
-    }
     Ok(Some(result))
 }
 
-/// Removes `key`'s recovery pointer `root` once its first handler has run.
-async fn clear_pointer(server: &ObjectServer, key: &ObjectKey, root: &str) {
-    let Some(live) = server.registry.get(key) else {
-        return;
-    };
-    // The first handler's turn is over once the queue took the next job or went idle;
-    // its result went to the caller already.
-    let current = live.authority();
-    if current.record.activation.as_deref() != Some(root) {
+/// The activating message of `live` has run (its handler returned): its recovery pointer
+/// is cleared, then its root removed. Called by the Spot's turn loop between that turn
+/// and the next job, so no move can seal the Spot in between: a move is fenced on the
+/// authority it seals, and that is the one without the pointer. A move that sealed the
+/// Spot before its first message ran carries the message along, and the owner change
+/// drops the pointer (activation recovery never applies to a moved Spot). A store that
+/// fails leaves the pointer (then a dead owner's Spot is activated anew, as before its
+/// first message).
+pub(super) async fn first_message_ran(server: &ObjectServer, live: &LiveObject) {
+    if server.env.is_stopping() {
         return;
     }
-    match server.env.authority().clear_activation(key, &current).await {
-        Ok(Fenced::Done(cleared)) => live.set_authority(cleared),
-        Ok(Fenced::Moved) => {
-            tracing::debug!(object = %key, "the recovery pointer's record changed meanwhile")
+    let key = &live.key;
+    let mut pause = Duration::from_millis(20);
+    for _ in 0..POINTER_ATTEMPTS {
+        let current = live.authority();
+        let Some(root) = current.record.activation.clone() else {
+            return;
+        };
+        match server.env.authority().clear_activation(key, &current).await {
+            Ok(Fenced::Done(cleared)) => {
+                live.set_authority(cleared);
+                if let (Some(store), Ok(reference)) =
+                    (server.relocations.store().cloned(), PayloadRef::new(root))
+                {
+                    forget_root(server, store, reference);
+                }
+                return;
+            }
+            Ok(Fenced::Moved) => {
+                tracing::debug!(object = %key, "the recovery pointer's record changed meanwhile");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(object = %key, error = %e, "an Instance Spot's recovery pointer was not cleared; trying again");
+            }
         }
-        Err(e) => {
-            tracing::warn!(object = %key, error = %e, "an Instance Spot's recovery pointer stays (the store failed)")
-        }
+        tokio::time::sleep(pause).await;
+        pause *= 2;
     }
+    tracing::warn!(object = %key, "an Instance Spot's recovery pointer stays (the store failed)");
 }
 
 /// A root no reservation took is removed in the background.

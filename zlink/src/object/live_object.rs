@@ -59,13 +59,45 @@ pub(crate) struct ObjectHost {
 /// no queued job is left without its answer.
 struct CloseOnExit {
     object: Arc<LiveObject>,
-    kind: ErrorKind,
-    why: &'static str,
+    /// Set once the creation (or the arrival) committed.
+    committed: Arc<AtomicBool>,
 }
 
 impl Drop for CloseOnExit {
     fn drop(&mut self) {
-        self.object.refuse_queued(self.kind, self.why);
+        if self.committed.load(Ordering::Acquire) {
+            self.object.refuse_queued(
+                ErrorKind::ShuttingDown,
+                "the object stopped before the message ran",
+            );
+        } else {
+            self.object.refuse_queued(
+                ErrorKind::Unavailable,
+                "the object's creation did not commit",
+            );
+        }
+    }
+}
+
+/// When a new object's turn loop may run (see [`LiveObject::start`]).
+pub(crate) enum Go {
+    /// Once the owner change (or the Entry Spot's claim) commits: `true`, or `false` (or
+    /// dropped) when it did not, and then nothing ever runs.
+    AfterCommit(oneshot::Receiver<bool>),
+    /// A created object (reference §2.5–2.6): `on_initialize` runs before the Ready commit,
+    /// and reports on `initialized` (an error when the activating message did not fit
+    /// its queue); then the loop waits for `commit`.
+    InitializeFirst {
+        /// An Instance Spot's activating message, queued first.
+        first: Option<(ObjectJob, usize)>,
+        initialized: oneshot::Sender<Result<(), Error>>,
+        commit: oneshot::Receiver<bool>,
+    },
+}
+
+impl From<oneshot::Receiver<bool>> for Go {
+    fn from(commit: oneshot::Receiver<bool>) -> Self {
+        Go::AfterCommit(commit)
     }
 }
 
@@ -123,6 +155,17 @@ pub(crate) struct LiveObject {
     /// Set (with a wake of the mailbox) when the object or its node stops: what the turn
     /// loop checks between turns, instead of polling its stop token.
     stopping: AtomicBool,
+    /// Held by a move or a close while it runs (see [`LiveObject::transition`]).
+    in_transition: Arc<AtomicBool>,
+}
+
+/// A move or a close of one object under way; the next may start once it is dropped.
+pub(crate) struct Transition(Arc<AtomicBool>);
+
+impl Drop for Transition {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 impl Halt for LiveObject {
@@ -133,18 +176,18 @@ impl Halt for LiveObject {
 }
 
 impl LiveObject {
-    /// Makes the object reachable and starts its turn loop. The loop waits for `go`: `true`
-    /// once the creation committed (then `on_initialize` runs, then one message at a
-    /// time until it closes or its node stops), `false` (or dropped) when it did not
-    /// (then whatever was queued is refused and nothing ever runs). Registering before the
-    /// commit means the owner admits messages from the moment the store says Ready.
+    /// Makes the object reachable and starts its turn loop, as `go` says: an object that
+    /// arrived by a move (or the Entry Spot) waits for its commit, then runs; a new one
+    /// runs `on_initialize` first, says so, and then waits for its commit (see [`Go`]).
+    /// Registering before the commit means the owner admits messages from the moment the
+    /// store says Ready; nothing queued runs before the commit is known.
     pub(crate) fn start(
         key: ObjectKey,
         object_type: Arc<TypeDef>,
         authority: Versioned,
         instance: Box<dyn Instance>,
         host: ObjectHost,
-        go: oneshot::Receiver<bool>,
+        go: Go,
         arrived_with: Option<Arrived>,
     ) -> Arc<LiveObject> {
         let mailbox = Mailbox::new(LIFECYCLE_LANE, object_type.queue);
@@ -175,40 +218,86 @@ impl LiveObject {
             timers: std::sync::OnceLock::new(),
             lost: host.lost.clone(),
             stopping: AtomicBool::new(false),
+            in_transition: Arc::new(AtomicBool::new(false)),
         });
         let halting: Arc<dyn Halt> = live.clone();
         if !host.running.add(Arc::downgrade(&halting)) {
             live.halt();
         }
+        let first = match go {
+            Go::AfterCommit(commit) => Err(commit),
+            Go::InitializeFirst {
+                first,
+                initialized,
+                commit,
+            } => match live.queue_first(first) {
+                Ok(()) => Ok((initialized, commit)),
+                Err(e) => {
+                    let _ = initialized.send(Err(e));
+                    return live;
+                }
+            },
+        };
         let object = live.clone();
         let tracker = host.tracker.clone();
         tracker.spawn(async move {
-            let cancel = host.cancel.clone();
-            let committed = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => false,
-                go = go => go.unwrap_or(false),
-            };
             // Whatever way the loop ends, the mailbox closes and every queued job gets its
             // one answer.
-            let closer = if committed {
-                let closer = CloseOnExit {
-                    object: object.clone(),
-                    kind: ErrorKind::ShuttingDown,
-                    why: "the object stopped before the message ran",
-                };
-                TurnLoop::new(object.clone(), instance, host).run().await;
-                closer
-            } else {
-                CloseOnExit {
-                    object: object.clone(),
-                    kind: ErrorKind::Unavailable,
-                    why: "the object's creation did not commit",
-                }
+            let committed = Arc::new(AtomicBool::new(false));
+            let _closer = CloseOnExit {
+                object: object.clone(),
+                committed: committed.clone(),
             };
-            drop(closer);
+            let commit = match first {
+                Err(commit) => {
+                    let cancel = host.cancel.clone();
+                    let go = tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => false,
+                        go = commit => go.unwrap_or(false),
+                    };
+                    if !go {
+                        return;
+                    }
+                    committed.store(true, Ordering::Release);
+                    None
+                }
+                Ok((initialized, commit)) => Some(super::turn_loop::InitializeFirst {
+                    initialized,
+                    commit,
+                    committed,
+                }),
+            };
+            TurnLoop::new(object.clone(), instance, host)
+                .run(commit)
+                .await;
         });
         live
+    }
+
+    /// Queues an Instance Spot's activating message before its loop exists: nothing, not
+    /// even a tick `on_initialize` arms, can come before it. One that does not fit is
+    /// refused, and the object never runs.
+    fn queue_first(&self, first: Option<(ObjectJob, usize)>) -> Result<(), Error> {
+        let Some((job, bytes)) = first else {
+            return Ok(());
+        };
+        let Err((refused, job)) = self.try_deliver(job, bytes) else {
+            return Ok(());
+        };
+        let e = Error::new(
+            ErrorKind::CapacityExceeded,
+            format!(
+                "{}'s first message does not fit its queue ({refused:?})",
+                self.key
+            ),
+        );
+        job.refuse(e.clone());
+        self.refuse_queued(
+            ErrorKind::Unavailable,
+            "the object's creation did not commit",
+        );
+        Err(e)
     }
 
     /// Opens a sealed queue again after a cancelled move: `backlog` ahead, `held` after.
@@ -318,6 +407,27 @@ impl LiveObject {
     /// A close that did not go through: Joins may land again.
     pub(crate) fn reopen(&self) {
         self.state().members.closing = false;
+    }
+
+    /// Starts a move or a close of this object, unless one is under way already
+    /// (`Unavailable`).
+    /// Each ends in one fenced authority write, and a move's owner change is fenced on the
+    /// version it sealed: a close's write in the middle of a move would make that commit
+    /// fail past the point of no return and lose the object. So they take turns.
+    pub(crate) fn transition(&self) -> Result<Transition, Error> {
+        match self
+            .in_transition
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => Ok(Transition(self.in_transition.clone())),
+            Err(_) => Err(Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "{} is being moved or closed already; try again once that ended",
+                    self.key
+                ),
+            )),
+        }
     }
 
     /// Whether this is its node's Entry Spot.

@@ -30,9 +30,12 @@ pub(crate) enum LostReason {
     NoHandler,
     /// The object closed, or the node stopped, before it ran.
     Stopped,
+    /// It was to activate an Instance Spot, and that activation failed (its node died,
+    /// or every node serving the type refused).
+    ActivationFailed,
 }
 
-const REASONS: usize = 7;
+const REASONS: usize = 8;
 
 impl LostReason {
     fn index(self) -> usize {
@@ -58,6 +61,9 @@ pub struct LostOneWays {
     pub no_handler: u64,
     /// The object closed, or the node stopped, before it ran.
     pub stopped: u64,
+    /// It was to activate an Instance Spot, and the activation failed after the one-way
+    /// completed (the node activating it died, or no node could).
+    pub activation_failed: u64,
 }
 
 impl LostOneWays {
@@ -70,6 +76,7 @@ impl LostOneWays {
             + self.other_incarnation
             + self.no_handler
             + self.stopped
+            + self.activation_failed
     }
 }
 
@@ -97,6 +104,7 @@ impl LostSends {
             other_incarnation: n(LostReason::OtherIncarnation),
             no_handler: n(LostReason::NoHandler),
             stopped: n(LostReason::Stopped),
+            activation_failed: n(LostReason::ActivationFailed),
         }
     }
 }

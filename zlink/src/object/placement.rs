@@ -36,6 +36,20 @@ pub(crate) fn pick<'a>(candidates: &'a [Candidate], excluded: &[String]) -> Opti
     None
 }
 
+/// An Instance Spot's placement: the calling node itself when it is a candidate (it
+/// serves the type, is not draining, its lease admits work, its weight is above 0) and
+/// not `excluded` (it refused already, being full); otherwise [`pick`]. The first message
+/// then runs where its caller is, with no hop.
+pub(crate) fn prefer_local<'a>(
+    candidates: &'a [Candidate],
+    excluded: &[String],
+) -> Option<&'a Candidate> {
+    candidates
+        .iter()
+        .find(|c| c.local && c.weight > 0 && !excluded.contains(&c.rid))
+        .or_else(|| pick(candidates, excluded))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,6 +71,21 @@ mod tests {
         }
         assert_eq!(pick(&nodes, &["b".into(), "c".into()]), None);
         assert_eq!(pick(&[], &[]), None);
+    }
+
+    #[test]
+    fn the_calling_node_is_preferred_unless_it_is_excluded_or_weighs_zero() {
+        let mut here = node("here", 1);
+        here.local = true;
+        let nodes = [node("a", 10000), here.clone(), node("b", 10000)];
+        for _ in 0..100 {
+            assert_eq!(prefer_local(&nodes, &[]).unwrap().rid, "here");
+        }
+        let other = prefer_local(&nodes, &["here".to_string()]).unwrap();
+        assert_ne!(other.rid, "here");
+        here.weight = 0;
+        let drained = [node("a", 100), here];
+        assert_eq!(prefer_local(&drained, &[]).unwrap().rid, "a");
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub(crate) struct ObjectRegistry<L: Registered = Arc<LiveObject>> {
     max_spots: u32,
     activations: Semaphore,
     state: Mutex<State<L>>,
+    /// Woken whenever a creation attempt of this node ends (committed or not).
+    settled: tokio::sync::Notify,
 }
 
 struct State<L> {
@@ -86,6 +88,7 @@ impl<L: Registered> ObjectRegistry<L> {
                 .collect(),
             max_spots,
             activations: Semaphore::new(MAX_ACTIVATIONS),
+            settled: tokio::sync::Notify::new(),
             state: Mutex::new(State {
                 live: super::KeyMap::default(),
                 creating: HashMap::new(),
@@ -250,6 +253,28 @@ impl<L: Registered> ObjectRegistry<L> {
         })
     }
 
+    /// Waits until a creation of `key` running on this node ends (or `until` passes):
+    /// at once when none is running. A caller that lost the race for a new ID waits here
+    /// rather than polling the store.
+    pub(crate) async fn creation_settled(&self, key: &ObjectKey, until: tokio::time::Instant) {
+        let settled = self.settled.notified();
+        tokio::pin!(settled);
+        loop {
+            // Registered before the check, so an end between the two is not missed.
+            settled.as_mut().enable();
+            if !self.state().creating.values().any(|c| c.key == *key) {
+                return;
+            }
+            if tokio::time::timeout_at(until, settled.as_mut())
+                .await
+                .is_err()
+            {
+                return;
+            }
+            settled.set(self.settled.notified());
+        }
+    }
+
     /// Whether a creation of this node is working on the Creating record of `generation`
     /// for `key` (or has yet to learn which generation its reservation got).
     pub(crate) fn is_creating(&self, key: &ObjectKey, generation: u64) -> bool {
@@ -278,6 +303,7 @@ impl<L: Registered> Creating<'_, L> {
 impl<L: Registered> Drop for Creating<'_, L> {
     fn drop(&mut self) {
         self.registry.state().creating.remove(&self.attempt);
+        self.registry.settled.notify_waiters();
     }
 }
 

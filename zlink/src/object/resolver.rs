@@ -125,6 +125,12 @@ impl Resolver {
         if let Some(known) = self.cached(key, now) {
             return known;
         }
+        self.resolve_fresh(key, now).await
+    }
+
+    /// Where messages for `key` go at `now`, by one authority read whatever the cache
+    /// holds (the route read is cached as any).
+    pub(super) async fn resolve_fresh(&self, key: &ObjectKey, now: Instant) -> Resolution {
         let id = key;
         let key = key.clone();
         let read = self.authority.read(&key).await;

@@ -43,6 +43,17 @@ enum Step {
     Stopped,
 }
 
+/// A created object's start (reference §2.5–2.6): `on_initialize` runs before its Ready
+/// commit, which the loop then waits for.
+pub(super) struct InitializeFirst {
+    /// Told once `on_initialize` ended (whatever it returned).
+    pub(super) initialized: oneshot::Sender<Result<(), Error>>,
+    /// `true` once the creation committed; `false` (or dropped) when it did not.
+    pub(super) commit: oneshot::Receiver<bool>,
+    /// Set here once committed: what the object's exit answers queued work with.
+    pub(super) committed: Arc<std::sync::atomic::AtomicBool>,
+}
+
 /// The loop of one object and everything its steps share.
 pub(super) struct TurnLoop {
     object: Arc<LiveObject>,
@@ -56,6 +67,9 @@ pub(super) struct TurnLoop {
     timer_stop: CancellationToken,
     cancel: CancellationToken,
     generation: u64,
+    /// An Instance Spot whose activating message has yet to run: the recovery pointer is
+    /// cleared right after that message's turn.
+    pending_pointer: bool,
 }
 
 impl TurnLoop {
@@ -83,6 +97,7 @@ impl TurnLoop {
             timers,
             timer_stop,
             cancel: host.cancel,
+            pending_pointer: false,
         }
     }
 
@@ -132,15 +147,26 @@ impl TurnLoop {
         self.turn_info(None, None, Metadata::new(), false)
     }
 
-    /// Runs the loop until the object closes, moves away or is stopped.
-    pub(super) async fn run(mut self) {
+    /// Runs the loop until the object closes, moves away or is stopped. A new object's
+    /// `on_initialize` runs first; with `first`, before its creation commits (the loop
+    /// then waits for the commit).
+    pub(super) async fn run(mut self, first: Option<InitializeFirst>) {
         if self.hook_info().is_none() {
             return;
         }
         self.instance
             .attach(self.timers.clone(), self.object.joins().clone());
         if !self.initialize().await {
-            return self.stop().await;
+            return match first {
+                None => self.stop().await,
+                // Never Ready: nothing was published, so no `on_closing` either.
+                Some(_) => self.timer_stop.cancel(),
+            };
+        }
+        if let Some(first) = first {
+            if !self.committed(first).await {
+                return;
+            }
         }
         // The turn that just ended: its room goes back as the next one is taken.
         let mut finished = None;
@@ -309,6 +335,28 @@ impl TurnLoop {
         self.stop().await
     }
 
+    /// A created object whose `on_initialize` ended: says so, then waits for the Ready
+    /// commit. `false` when it did not commit (nothing else runs).
+    async fn committed(&mut self, first: InitializeFirst) -> bool {
+        let _ = first.initialized.send(Ok(()));
+        let go = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => false,
+            go = first.commit => go.unwrap_or(false),
+        };
+        if !go {
+            self.timer_stop.cancel();
+            return false;
+        }
+        first
+            .committed
+            .store(true, std::sync::atomic::Ordering::Release);
+        // An Instance Spot's activating message runs first; its recovery pointer is
+        // cleared between that turn and the next job (see `message`).
+        self.pending_pointer = self.object.authority().record.activation.is_some();
+        true
+    }
+
     /// `on_initialize` for a new object; a moved one resumes its timers and completes the
     /// Join that moved it instead. `false` when the object was stopped first.
     async fn initialize(&mut self) -> bool {
@@ -369,6 +417,13 @@ impl TurnLoop {
         )
         .await;
         let ended_normally = result.is_ok();
+        if std::mem::take(&mut self.pending_pointer) {
+            // Before the caller hears its result, and before this loop takes the next job
+            // (a move's seal above all, which is fenced on the authority it reads).
+            if let Some(server) = self.server.upgrade() {
+                super::instance_spot::first_message_ran(&server, &self.object).await;
+            }
+        }
         answer(self.key(), reply, result);
         drop(held);
         Step::Ran(ended_normally)

@@ -11,7 +11,9 @@ use tokio::time::Instant;
 
 use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Draft, Fenced, Reserved, Versioned};
-use super::live_object::LiveObject;
+use super::instance::Instance;
+use super::live_object::{Go, LiveObject};
+use super::object_type::TypeDef;
 use super::owner_link::node_stopping;
 use super::placement;
 use super::server::{store_error, ObjectServer};
@@ -101,7 +103,9 @@ pub(super) async fn create(
                 }
                 match current.record.state {
                     AuthorityState::Ready => return Ok(Outcome::Existing(current.location())),
-                    AuthorityState::Creating => settle_creating(server, &key, &current).await?,
+                    AuthorityState::Creating => {
+                        settle_creating(server, &key, &current).await?;
+                    }
                     AuthorityState::Closing => {}
                 }
                 tokio::time::sleep(backoff.min(deadline.saturating_duration_since(Instant::now())))
@@ -179,24 +183,29 @@ pub(super) async fn create(
     }
 }
 
-/// A Creating record whose owner lease is gone was left by a crash mid-creation: it
-/// is cancelled, exactly that record (seed 002 §4.3). A live owner is still working:
-/// the caller waits.
+/// A Creating record whose owner is gone was left by a crash mid-creation: it is
+/// cancelled, exactly that record (seed 002 §4.3–4.4), and `true` says so. A live owner is
+/// still working: the caller waits (`false`). A Ready record is never settled here, even
+/// one whose recovery pointer remains: that pointer never selects another owner (seed 002
+/// §10 item 11).
 pub(super) async fn settle_creating(
     server: &ObjectServer,
     key: &ObjectKey,
     creating: &Versioned,
-) -> Result<()> {
+) -> Result<bool> {
+    if creating.record.state != AuthorityState::Creating {
+        return Ok(false);
+    }
     // A record this very node lifecycle left, with no attempt of it running any more (its
     // abort failed, say), is cancelled at once.
-    let ours = creating.record.route == *server.env.route();
-    if ours
-        && !server
-            .registry
-            .is_creating(key, creating.record.fence.object_generation)
-    {
+    if creating.record.route == *server.env.route() {
+        let generation = creating.record.fence.object_generation;
+        if server.registry.is_creating(key, generation) {
+            return Ok(false);
+        }
         tracing::info!(object = %key, "cancelling a creation this node abandoned");
-        return cancel_creating(server, key, creating).await;
+        cancel_creating(server, key, creating).await?;
+        return Ok(true);
     }
     let owner = creating.record.fence.lease();
     let alive = server
@@ -206,11 +215,16 @@ pub(super) async fn settle_creating(
         .await
         .map_err(store_error)?
         .is_some_and(|grant| grant.token == owner);
-    if !alive {
-        tracing::info!(object = %key, generation = creating.record.fence.object_generation, "cancelling a creation its crashed owner left behind");
-        cancel_creating(server, key, creating).await?;
+    if alive {
+        return Ok(false);
     }
-    Ok(())
+    tracing::info!(
+        object = %key,
+        generation = creating.record.fence.object_generation,
+        "cancelling a creation its crashed owner left behind"
+    );
+    cancel_creating(server, key, creating).await?;
+    Ok(true)
 }
 
 /// Removes exactly the Creating record `creating`, and an Instance Spot's recovery root
@@ -404,44 +418,90 @@ async fn attempt(
         }
         CreateDecision::Accept(reply) => reply,
     };
-    // Reachable before the commit lands, so the owner admits messages from the moment the
-    // store says Ready; nothing runs until the commit is known.
+    let made = Made {
+        key,
+        object_type,
+        won: &won,
+        instance,
+        first,
+        deadline,
+    };
+    let ready = initialize_then_commit(server, made).await?;
+    Ok(Some(Outcome::Created(ready.location(), reply)))
+}
+
+/// A creation whose factory ran: what its commit needs.
+struct Made<'a> {
+    key: &'a ObjectKey,
+    object_type: &'a Arc<TypeDef>,
+    won: &'a Versioned,
+    instance: Box<dyn Instance>,
+    first: Option<FirstMessage>,
+    deadline: Instant,
+}
+
+/// The factory ran; `on_initialize` runs next, before the Ready commit (reference
+/// §2.5–2.6): a crash until the commit leaves a reservation the next call cancels. Then
+/// the commit, and the object runs. An `on_initialize` past the deadline, or a node that
+/// stops meanwhile, ends the attempt.
+async fn initialize_then_commit(server: &Arc<ObjectServer>, made: Made<'_>) -> Result<Versioned> {
+    let Made {
+        key,
+        object_type,
+        won,
+        instance,
+        first,
+        deadline,
+    } = made;
     let mut ready = won.clone();
     ready.record.state = AuthorityState::Ready;
     ready.record.creation_request = None;
     let (go, wait) = oneshot::channel();
+    let (initialized_tx, initialized) = oneshot::channel();
     let live = LiveObject::start(
         key.clone(),
         object_type.clone(),
         ready,
         instance,
         server.object_host(),
-        wait,
+        Go::InitializeFirst {
+            first: first.map(|first| (first.job, first.bytes)),
+            initialized: initialized_tx,
+            commit: wait,
+        },
         None,
     );
-    // The activating message is the first thing in its queue: nothing reaches the Spot
-    // before the registry has it.
-    if let Some(first) = first {
-        if let Err((refused, job)) = live.try_deliver(first.job, first.bytes) {
-            let e = Error::new(
-                ErrorKind::CapacityExceeded,
-                format!("{key}'s first message does not fit its queue ({refused:?})"),
-            );
-            job.refuse(e.clone());
-            let _ = go.send(false);
-            abort(&server.env, key, &won).await;
-            return Err(e);
+    let initialized = tokio::select! {
+        initialized = tokio::time::timeout_at(deadline, initialized) => match initialized {
+            Ok(Ok(initialized)) => initialized,
+            Ok(Err(_)) => Err(node_stopping()),
+            Err(_) => Err(Error::new(
+                ErrorKind::DeadlineExceeded,
+                format!("the creation of {key} did not finish in time (on_initialize ran on)"),
+            )),
+        },
+        _ = server.env.cancel().cancelled() => Err(node_stopping()),
+    };
+    if let Err(e) = initialized {
+        live.stop();
+        // A stopping node leaves the record Creating, as a crash would: the next call
+        // cancels it once this lease is gone.
+        if !server.env.is_stopping() {
+            abort(&server.env, key, won).await;
         }
+        return Err(e);
     }
+    // Reachable before the commit lands, so the owner admits messages from the moment the
+    // store says Ready; nothing but `on_initialize` ran before the commit is known.
     server.registry.insert(live.clone());
-    let committed = match server.env.authority().commit(key, &won).await {
+    let committed = match server.env.authority().commit(key, won).await {
         Ok(Fenced::Done(ready)) => Ok(ready),
         Ok(Fenced::Moved) => Err(Error::new(
             ErrorKind::Unavailable,
             format!("{key}'s reservation was cancelled before it committed"),
         )),
         // The answer was lost (or not replicated): learn what the store has, never guess.
-        Err(e) => settle_lost_commit(&server.env, key, &won, e).await,
+        Err(e) => settle_lost_commit(&server.env, key, won, e).await,
     };
     match committed {
         Ok(ready) => {
@@ -450,7 +510,7 @@ async fn attempt(
                 super::membership::created_in_entry(server, &live, &ready);
             }
             let _ = go.send(true);
-            Ok(Some(Outcome::Created(ready.location(), reply)))
+            Ok(ready)
         }
         Err(e) => {
             server.registry.remove(&live);

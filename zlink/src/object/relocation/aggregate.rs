@@ -75,6 +75,7 @@ pub(crate) async fn relocate_with_members(
     // The follow duration of this move is the one in force when it started.
     let follow = server.relocations.follow_duration();
     let key = &spot.key;
+    let _moving = spot.transition()?;
     let members = participants(&server.registry, spot, members)?;
     let preserving = std::iter::once(spot)
         .chain(&members)
@@ -189,7 +190,10 @@ pub(crate) async fn relocate_with_members(
         };
         let live = &participant.live;
         let Captured {
-            backlog, departure, ..
+            backlog,
+            departure,
+            authority,
+            ..
         } = captured;
         let relay = relay_to(
             server,
@@ -216,35 +220,33 @@ pub(crate) async fn relocate_with_members(
             &live.key,
             &relocation_id,
         );
-        cutovers.push((live.key.clone(), departure, ready, done));
+        cutovers.push((live.key.clone(), departure, ready, done, authority.version));
     }
     drop(sealed);
     let deadline = route.deadline;
-    let settled = join_all(
-        cutovers
-            .into_iter()
-            .map(|(key, departure, ready, done)| async move {
-                let committed = committed(server, &key, &ready, done, deadline).await;
-                finish(server, &departure, follow);
-                let at = Location {
-                    generation: ready.target_fence.object_generation,
-                    mesh_name: ready.target_route.mesh_name.clone(),
-                    rid: ready.target_route.rid.clone(),
-                };
-                let outcome = if committed {
-                    Ok(at)
-                } else {
-                    Err(Error::new(
-                        ErrorKind::Unavailable,
-                        format!(
-                            "{key} was handed to {}, which did not commit it: it is unavailable",
-                            ready.target_route.rid
-                        ),
-                    ))
-                };
-                (key, outcome)
-            }),
-    )
+    let settled = join_all(cutovers.into_iter().map(
+        |(key, departure, ready, done, sealed_at)| async move {
+            let committed = committed(server, &key, &ready, &sealed_at, done, deadline).await;
+            finish(server, &departure, follow);
+            let at = Location {
+                generation: ready.target_fence.object_generation,
+                mesh_name: ready.target_route.mesh_name.clone(),
+                rid: ready.target_route.rid.clone(),
+            };
+            let outcome = if committed {
+                Ok(at)
+            } else {
+                Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "{key} was handed to {}, which did not commit it: it is unavailable",
+                        ready.target_route.rid
+                    ),
+                ))
+            };
+            (key, outcome)
+        },
+    ))
     .await;
     drop(permit);
     if let Some(e) = failed {

@@ -12,19 +12,22 @@ use crate::address::ObjectKey;
 use crate::object::authority_store::{Fenced, Versioned};
 use crate::object::env::ObjectEnv;
 use crate::object::server::ObjectServer;
+use crate::store::StoreVersion;
 use crate::Result;
 
-/// Whether the target committed: the cutover's answer, or (lost) what the store says.
+/// Whether the target committed: the cutover's answer, or (refused or lost) what the
+/// store says. `sealed_at` is the version the target's owner change is fenced on.
 pub(super) async fn committed(
     server: &ObjectServer,
     key: &ObjectKey,
     ready: &RelayReady,
+    sealed_at: &StoreVersion,
     cutover: oneshot::Receiver<Result<Bytes>>,
     deadline: Instant,
 ) -> bool {
     match tokio::time::timeout_at(deadline, cutover).await {
         Ok(Ok(Ok(_))) => true,
-        _ => confirm_commit(&server.env, key, ready, deadline).await,
+        _ => confirm_commit(&server.env, key, ready, sealed_at, deadline).await,
     }
 }
 
@@ -87,6 +90,7 @@ async fn confirm_commit(
     env: &ObjectEnv,
     key: &ObjectKey,
     ready: &RelayReady,
+    sealed_at: &StoreVersion,
     deadline: Instant,
 ) -> bool {
     // The target commits by itself 1000 ms after relay-ready at the latest.
@@ -94,9 +98,15 @@ async fn confirm_commit(
     let mut pause = std::time::Duration::from_millis(50);
     loop {
         match env.authority().read(key).await {
-            Ok(Some(Versioned { record, .. })) => {
+            Ok(Some(Versioned { record, version })) => {
                 if record.fence == ready.target_fence {
                     return true;
+                }
+                // The record moved on from the sealed version without the target's owner
+                // change: that change, fenced on the sealed version, can never apply now.
+                if version != *sealed_at {
+                    tracing::warn!(object = %key, "the authority changed under a move past relay-ready: the target cannot commit");
+                    return false;
                 }
                 // A target whose lease is gone can no longer commit (it checks its lease
                 // right before the owner change).

@@ -122,7 +122,7 @@ fn start() -> Running {
             heard: heard.clone(),
         }),
         host,
-        wait,
+        wait.into(),
         None,
     );
     go.send(true).unwrap();

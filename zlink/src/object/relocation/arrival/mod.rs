@@ -336,7 +336,7 @@ impl Arriving<'_> {
             },
             instance,
             server.object_host(),
-            wait,
+            wait.into(),
             Some(Arrived {
                 timers: self.object.timers.clone(),
                 joined: self.joined,

@@ -168,7 +168,7 @@ pub(crate) async fn hand_over(
         .moved(key, &authority.record.fence, server.env.route());
     let done = send_cutover(&relay, server.relocations.faults(), key, &relocation_id);
     drop(relay);
-    let committed = committed(server, key, &ready, done, deadline).await;
+    let committed = committed(server, key, &ready, &authority.version, done, deadline).await;
     drop(permit);
     finish(server, &departure, follow);
     if !committed {

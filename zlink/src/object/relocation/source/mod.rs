@@ -179,6 +179,7 @@ async fn seal_and_hand_over(
     carry: Carry,
 ) -> Result<Location> {
     let key = &live.key;
+    let _moving = live.transition()?;
     let route = prepare(server, live, to).await?;
     let (captured_tx, mut captured_rx) = oneshot::channel();
     let (resume_tx, resume_rx) = oneshot::channel();
