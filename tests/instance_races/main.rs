@@ -466,9 +466,37 @@ async fn after_an_eviction_plain_calls_are_not_found_at_once_and_intent_calls_ac
         assert!(plain.is(ErrorKind::NotFound), "{}: {plain}", rt.rid());
     }
     assert_eq!(inits(), 1);
-    // Intent one-ways on the stale routes: one new activation, and each one-way runs.
+    // Plain one-ways: on the evicting node itself, refused at once (NotFound); from
+    // another node, taken by the old owner's connection and counted lost there.
     score(&nodes[0], "e", "first").await.unwrap();
     cache_then_evict(1).await;
+    let not_owner = || nodes[0].status().lost_one_ways.not_owner;
+    let before = not_owner();
+    let here = DuelClient::new(&nodes[0], "e")
+        .mark(&Mark { by: "plain".into() })
+        .await;
+    assert!(here.is_err_and(|e| e.is(ErrorKind::NotFound)));
+    for rt in &nodes[1..] {
+        DuelClient::new(rt, "e")
+            .mark(&Mark { by: "plain".into() })
+            .await
+            .unwrap_or_else(|e| panic!("{}: a plain one-way completes: {e}", rt.rid()));
+    }
+    wait_until(WAIT, "the old owner counted both", || async {
+        not_owner() == before + 2
+    })
+    .await;
+    assert_eq!(inits(), 2);
+    // Intent one-ways on the stale routes: one new activation, and each one-way runs.
+    score(&nodes[0], "e", "first").await.unwrap();
+    cache_then_evict(2).await;
+    let lost = || -> u64 {
+        nodes
+            .iter()
+            .map(|rt| rt.status().lost_one_ways.total())
+            .sum()
+    };
+    let lost_before = lost();
     for rt in &nodes {
         mark(rt, "e", &format!("one-way-{}", rt.rid()))
             .await
@@ -476,17 +504,10 @@ async fn after_an_eviction_plain_calls_are_not_found_at_once_and_intent_calls_ac
     }
     let expected = nodes.clone().map(|rt| format!("one-way-{}", rt.rid()));
     log_holds_each_once(&nodes[2], "e", &expected).await;
-    assert_eq!(inits(), 3, "the one-ways activated e once");
-    for rt in &nodes {
-        assert_eq!(
-            rt.status().lost_one_ways.total(),
-            0,
-            "{} lost none",
-            rt.rid()
-        );
-    }
+    assert_eq!(inits(), 4, "the one-ways activated e once");
+    assert_eq!(lost(), lost_before, "no intent one-way was lost");
     // Intent requests on the stale routes: answered, one new activation.
-    cache_then_evict(2).await;
+    cache_then_evict(3).await;
     let replies = futures::future::join_all(
         nodes
             .iter()
@@ -496,7 +517,7 @@ async fn after_an_eviction_plain_calls_are_not_found_at_once_and_intent_calls_ac
     for reply in replies {
         reply.expect("an intent request on a stale route activates e again");
     }
-    assert_eq!(inits(), 4);
+    assert_eq!(inits(), 5);
     let [a, b, c] = nodes;
     stop([c, b, a]).await;
 }
