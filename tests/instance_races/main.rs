@@ -595,7 +595,8 @@ type Printed = Arc<Mutex<HashMap<String, HashSet<String>>>>;
 /// call cancels (once the dead node's lease expired) and activates anew, with a new
 /// generation; a node killed after its first handler began leaves the ID `Unavailable`.
 /// A child process serving duels (`on_initialize` takes 30 ms) is killed with SIGKILL at
-/// 5, 20, 40, 70 and 200 ms and at a random moment into 10 activations each.
+/// 5, 20, 40, 70 and 200 ms and at a random moment into 10 activations each, started
+/// 6 ms apart.
 #[tokio::test]
 async fn a_crash_during_activation_never_strands_an_id_whose_first_handler_did_not_run() {
     let stores = stores();
@@ -603,15 +604,23 @@ async fn a_crash_during_activation_never_strands_an_id_whose_first_handler_did_n
     let pb = Probe::new(Duration::ZERO, false);
     let mut reactivated = 0;
     let mut unavailable = 0;
-    let kills = [5, 20, 40, 70, 200, rand_below(120)];
+    let kills = [5, 20, 40, 70, 200, rand_below(150)];
     for (round, kill_after) in kills.into_iter().enumerate() {
         let rid = format!("child-{round}");
         let (mut child, printed, lease) = spawn_child(&stores.redis, &rid).await;
         sees_duel_servers(&caller, &[rid.as_str()]).await;
         let ids: Vec<String> = (0..10).map(|i| format!("k{round}-{i}")).collect();
+        // Staggered 6 ms apart, so one kill finds the activations at different stages.
         let firsts: Vec<_> = ids
             .iter()
-            .map(|id| tokio::spawn(score(&caller, id, "first")))
+            .enumerate()
+            .map(|(i, id)| {
+                let call = score(&caller, id, "first");
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(6 * i as u64)).await;
+                    call.await
+                })
+            })
             .collect();
         tokio::time::sleep(Duration::from_millis(kill_after)).await;
         child.start_kill().expect("SIGKILL the child");
@@ -668,7 +677,7 @@ async fn a_crash_during_activation_never_strands_an_id_whose_first_handler_did_n
         b.shutdown().await;
     }
     assert_eq!(reactivated + unavailable, 60);
-    // Killed at 5 ms, nothing is Ready yet; at 200 ms, first handlers have run.
+    // Killed at 5 ms, nothing is Ready yet; at 200 ms, every first handler has run.
     assert!(
         reactivated > 0 && unavailable > 0,
         "both sides of the commit were hit"
