@@ -42,6 +42,11 @@ pub(crate) async fn join_across(
             ),
         )));
     }
+    // A destroy of the Actor waits its turn, as for any move (see `LiveObject::transition`).
+    let _moving = match live.transition() {
+        Ok(moving) => moving,
+        Err(e) => return Some(JoinOutcome::Failed(e)),
+    };
     let route = match prepare(server, live, Some(rid)).await {
         Ok(route) => route,
         // The Spot's node cannot run this Actor type: no compatible node.
