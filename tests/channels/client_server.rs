@@ -533,7 +533,9 @@ async fn a_server_shutting_down_still_answers_the_request_it_accepted() {
     };
     // Let the request reach the handler, then shut the server down within its grace.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    server.shutdown_within(Duration::from_secs(5)).await;
+    server
+        .shutdown_with(zlink::ShutdownOptions::new().grace(Duration::from_secs(5)))
+        .await;
     let reply = call
         .await
         .unwrap()
@@ -587,7 +589,9 @@ async fn shutdown_ends_within_one_grace_however_many_servers_are_busy() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let grace = Duration::from_millis(1500);
     let started = Instant::now();
-    server.shutdown_within(grace).await;
+    server
+        .shutdown_with(zlink::ShutdownOptions::new().grace(grace))
+        .await;
     let took = started.elapsed();
     assert!(
         took < grace + Duration::from_millis(1000),

@@ -58,7 +58,8 @@ async fn peer_killed_mid_request_gives_one_terminal_result_and_no_execution_else
     })
     .await;
     let killed_at = tokio::time::Instant::now();
-    a.shutdown_within(Duration::ZERO).await;
+    a.shutdown_with(zlink::ShutdownOptions::new().grace(Duration::ZERO))
+        .await;
     let err = call.await.unwrap().unwrap_err();
     assert!(
         err.is(ErrorKind::Unavailable) || err.is(ErrorKind::ShuttingDown),
@@ -216,7 +217,8 @@ async fn killed_host_on_the_network_ends_its_requests_unavailable() {
     let err = call.await.unwrap().unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");
     c.shutdown().await;
-    a.shutdown_within(Duration::ZERO).await;
+    a.shutdown_with(zlink::ShutdownOptions::new().grace(Duration::ZERO))
+        .await;
 }
 
 #[tokio::test]

@@ -382,6 +382,7 @@ async fn publish_publisher(
         actor_types: vec![],
         entry_spot: None,
         placement_weight: 0,
+        draining: false,
     }
     .encode()
     .unwrap();

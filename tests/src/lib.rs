@@ -14,6 +14,7 @@ pub mod instance_races;
 pub mod membership_rooms;
 pub mod raw_peer;
 pub mod relocating;
+pub mod restarts;
 pub mod walking_sessions;
 
 /// Echo request.

@@ -147,6 +147,11 @@ pub fn channel(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   message is its first handler call. The client has `XxxClient::instance(&runtime,
 ///   "spot-id")` (every call carries the intent) in place of `get_or_create`. It takes no
 ///   `actors` or `create`.
+/// - `on_owner_lost = unavailable | reclaim` (optional): what a caller does when the
+///   node that owned a Spot of this type died. `unavailable` (the default) ends the call
+///   `Unavailable` until an operator reclaims the ID; `reclaim` lets a `get_or_create` or
+///   an Instance intent call that finds the owner's lease expired reclaim the ID (fenced,
+///   so racing callers make one new incarnation) and create it afresh.
 /// - `client = Name` (optional): the client type's name, `XxxClient` by default.
 /// - `crate = "path"` (optional): where to find zlink when it is reached through a
 ///   re-export.
@@ -185,7 +190,8 @@ pub fn spot(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// `#[actor(type = "player", relocation = recreate)]` marks the block. Keys of
 /// `#[actor(...)]`: `type = "..."` and `relocation` (`disable`, `recreate` or `preserve`)
-/// are required, `client = Name` and `crate = "path"` optional, as for [`macro@spot`].
+/// are required; `on_owner_lost`, `client = Name` and `crate = "path"` are optional, as
+/// for [`macro@spot`].
 /// Each `#[handler]` method is
 /// `async fn name(&mut self, message: M, ctx: &ActorContext)`. The macro generates:
 /// - `impl zlink::object::ActorHandlers` (decode, call, encode);

@@ -468,6 +468,59 @@ pub async fn scans_page_in_id_order_with_liveness_and_a_change_stamp(s: StoreUnd
 }
 
 /// A batch refused by validation (a retention past the limit, too many bytes, too many
+/// A record-key scan lists every record with the name, in any group (150 groups, which a
+/// cluster spreads over its masters), in pages, and no record of another name; a
+/// malformed limit is an argument error.
+pub async fn a_record_key_scan_lists_every_record_of_a_name_across_groups(s: StoreUnderTest) {
+    let store = s.store.as_ref();
+    for i in 0..150 {
+        let group = format!("object-{i}");
+        let batch = Batch {
+            conditions: vec![],
+            mutations: vec![
+                Mutation::Put {
+                    key: RecordKey::new(group.clone(), "authority"),
+                    value: Bytes::from_static(b"a"),
+                    retention: None,
+                },
+                Mutation::Put {
+                    key: RecordKey::new(group, "generations"),
+                    value: Bytes::from_static(b"g"),
+                    retention: None,
+                },
+            ],
+        };
+        store.apply(&batch).await.unwrap();
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let page = store
+            .scan_record_keys("authority", cursor.as_deref(), 40)
+            .await
+            .unwrap();
+        pages += 1;
+        assert!(pages < 1000, "the scan ends");
+        for key in page.keys {
+            assert_eq!(key.name, "authority");
+            seen.insert(key.group);
+        }
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 150, "every record listed");
+    assert!(pages >= 2, "paged");
+    assert!(matches!(
+        store.scan_record_keys("authority", None, 0).await,
+        Err(StoreError::InvalidArgument(_))
+    ));
+    let none = store.scan_record_keys("absent", None, 10).await.unwrap();
+    assert!(none.keys.is_empty());
+}
+
 /// keys) changes nothing, not even the records it would have changed first.
 pub async fn a_rejected_batch_changes_nothing(s: StoreUnderTest) {
     let store = s.store.as_ref();
@@ -676,6 +729,7 @@ macro_rules! location_store_conformance {
             a_lost_result_is_resolved_by_rereading,
             a_rejected_batch_changes_nothing,
             a_dead_descriptor_is_removed_by_the_next_reader,
+            a_record_key_scan_lists_every_record_of_a_name_across_groups,
         );
     };
     (@rules $make:expr; $($rule:ident),* $(,)?) => {

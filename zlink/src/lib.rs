@@ -99,8 +99,8 @@ pub use host::config::{
     RuntimeBuilder, RuntimeConfig, DEFAULT_DISCOVERY_INTERVAL, DEFAULT_STORE_FAILURE_GRACE,
 };
 pub use host::{
-    ClientServerStatus, FanoutStatus, PlacementStatus, Runtime, RuntimeStatus, StoreStatus,
-    TypePlacement,
+    ClientServerStatus, FanoutStatus, PlacementStatus, Runtime, RuntimeStatus, ShutdownOptions,
+    ShutdownOutcome, ShutdownReason, StoreStatus, TypePlacement,
 };
 pub use link::LinkLimits;
 pub use mesh::{generate_rid, DiscoveryStatus, PeerSpec, PeerStatus, DEFAULT_WEIGHT, MAX_WEIGHT};

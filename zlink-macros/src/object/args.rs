@@ -33,11 +33,13 @@ pub(crate) struct ObjectArgs {
     pub(crate) create: Option<Type>,
     /// An Instance Spot type (`instance`): its Spots are activated by their first message.
     pub(crate) instance: Option<proc_macro2::Span>,
+    /// `on_owner_lost = reclaim`: callers reclaim an object whose owner's lease died.
+    pub(crate) reclaim_on_owner_lost: Option<proc_macro2::Span>,
     /// The path generated code uses for the runtime crate.
     pub(crate) krate: Path,
 }
 
-const EXPECTED: &str = "expected `type = \"stable-type\"`, `relocation = disable | recreate | preserve`, `actors = ActorType`, `create = ArgsType` and `instance` (Spots), `client = ClientTypeName` or `crate = \"path\"`";
+const EXPECTED: &str = "expected `type = \"stable-type\"`, `relocation = disable | recreate | preserve`, `actors = ActorType`, `create = ArgsType` and `instance` (Spots), `on_owner_lost = unavailable | reclaim`, `client = ClientTypeName` or `crate = \"path\"`";
 
 impl ObjectArgs {
     pub(crate) fn parse(tokens: TokenStream, kind: &ObjectKind) -> syn::Result<Self> {
@@ -54,6 +56,7 @@ impl ObjectArgs {
         let mut create: Option<Type> = None;
         let mut instance: Option<proc_macro2::Span> = None;
         let mut krate: Option<Path> = None;
+        let mut owner_lost: Option<Option<proc_macro2::Span>> = None;
         let parser = syn::meta::parser(|meta| {
             match attr_keys::key(&meta).as_str() {
             "type" => set_once(&mut stable_type, &meta, |m| {
@@ -94,6 +97,17 @@ impl ObjectArgs {
             "instance" => Err(meta.error(
                 "`instance` belongs to #[spot(...)]: it makes an Instance Spot type, activated by its first message",
             )),
+            "on_owner_lost" => set_once(&mut owner_lost, &meta, |m| {
+                let value: Ident = m.value()?.parse()?;
+                match value.to_string().as_str() {
+                    "unavailable" => Ok(None),
+                    "reclaim" => Ok(Some(value.span())),
+                    _ => Err(syn::Error::new(
+                        value.span(),
+                        "on_owner_lost is `unavailable` (the default: an object whose owner died stays Unavailable until an operator reclaims it) or `reclaim` (a caller that finds its owner's lease expired reclaims it and creates it anew)",
+                    )),
+                }
+            }),
             "crate" => set_once(&mut krate, &meta, crate_path::parse),
             "server" => Err(meta.error(format!(
                 "`server` belongs to #[channel(server)]; a{} {noun} declares `type` and `relocation`",
@@ -122,6 +136,7 @@ format!("#[{attr}(...)] needs exactly one relocation policy: `relocation = disab
             actors,
             create,
             instance,
+            reclaim_on_owner_lost: owner_lost.flatten(),
             krate: krate.unwrap_or_else(crate_path::default_path),
         })
     }

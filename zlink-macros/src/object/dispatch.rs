@@ -38,6 +38,11 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
             .and_then(|__zlink_type| __zlink_type.instance())
         }
     });
+    let owner_lost = spot.args.reclaim_on_owner_lost.map(|span| {
+        quote_spanned! {span=>
+            .map(|__zlink_type| __zlink_type.reclaim_on_owner_lost())
+        }
+    });
     let subscriptions = spot.handlers.iter().filter_map(|h| {
         let subscription = h.subscription.as_ref()?;
         let (channel, topic, message_ty) = (&subscription.channel, &subscription.topic, &h.message);
@@ -168,6 +173,7 @@ pub(crate) fn generate(spot: &ObjectBlock) -> TokenStream {
                 #krate::object::#type_struct::new(Self::STABLE_TYPE, Self::RELOCATION, #factory)
                     #takes_actors
                     #instance
+                    #owner_lost
                     #(#subscriptions)*
             }
         }

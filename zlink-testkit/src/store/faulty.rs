@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use zlink::store::{
     ApplyOutcome, Batch, ClaimOutcome, DescriptorEntry, DescriptorKey, DescriptorPage,
     DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, LocationStore, OwnerId, PublishOutcome,
-    ReadOutcome, RecordKey, StoreError, StoreResult,
+    ReadOutcome, RecordKey, RecordKeyPage, StoreError, StoreResult,
 };
 
 #[derive(Default)]
@@ -214,6 +214,20 @@ impl LocationStore for FaultyLocationStore {
         limit: usize,
     ) -> StoreResult<DescriptorPage> {
         self.call(false, self.inner.scan_descriptors(scope, after, limit))
+            .await
+    }
+
+    async fn scan_record_keys(
+        &self,
+        name: &str,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<RecordKeyPage> {
+        if self.faults().reads_down {
+            self.faults().calls += 1;
+            return Err(StoreError::Unavailable("injected: reads refused".into()));
+        }
+        self.call(false, self.inner.scan_record_keys(name, cursor, limit))
             .await
     }
 

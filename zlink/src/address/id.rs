@@ -235,6 +235,39 @@ impl ObjectKey {
         key
     }
 
+    /// The object whose authority group is `group` ([`authority_group`](Self::authority_group)
+    /// read back); `None` for anything else.
+    pub(crate) fn from_authority_group(group: &str) -> Option<ObjectKey> {
+        let rest = group.strip_prefix("zla1:")?;
+        let (tag, rest) = rest.split_once(':')?;
+        let (length, encoded) = rest.split_once(':')?;
+        let mut bytes = Vec::with_capacity(encoded.len());
+        let mut input = encoded.bytes();
+        while let Some(b) = input.next() {
+            if b == b'%' {
+                let high = (input.next()? as char).to_digit(16)?;
+                let low = (input.next()? as char).to_digit(16)?;
+                bytes.push(u8::try_from(high * 16 + low).ok()?);
+            } else {
+                bytes.push(b);
+            }
+        }
+        let id = String::from_utf8(bytes).ok()?;
+        if id.len() != length.parse::<usize>().ok()? {
+            return None;
+        }
+        let kind = match tag {
+            "a" => ObjectKind::Actor,
+            "s" => ObjectKind::Spot,
+            _ => return None,
+        };
+        let key = ObjectKey {
+            kind,
+            id: Arc::from(id),
+        };
+        (key.authority_group() == group).then_some(key)
+    }
+
     /// The record holding this object's authority.
     pub(crate) fn authority_record(&self) -> RecordKey {
         RecordKey::new(self.authority_group(), "authority")
@@ -290,6 +323,29 @@ mod tests {
         let worst = ObjectKey::from(&SpotId::new(&"%".repeat(255)).unwrap());
         assert_eq!(worst.authority_group().len(), 776);
         assert_eq!(key.authority_record().group, key.generations_record().group);
+    }
+
+    #[test]
+    fn an_authority_group_reads_back_as_its_object_and_nothing_else_does() {
+        for key in [
+            ObjectKey::from(&SpotId::new("room 7/é").unwrap()),
+            ObjectKey::from(&ActorId::new("p%41").unwrap()),
+        ] {
+            assert_eq!(
+                ObjectKey::from_authority_group(&key.authority_group()),
+                Some(key)
+            );
+        }
+        for junk in [
+            "",
+            "zla1:x:1:a",
+            "zla1:a:2:a",
+            "zla1:a:1:%4",
+            "zla1:a:1:%41",
+            "other",
+        ] {
+            assert_eq!(ObjectKey::from_authority_group(junk), None, "{junk:?}");
+        }
     }
 
     #[test]

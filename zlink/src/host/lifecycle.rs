@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::config::Settings;
+use super::shutdown::{ShutdownOutcome, ShutdownReason};
 use crate::channel::client_server::{ClientServerRole, ClientServerRoles};
 use crate::channel::fanout::{FanoutDeclaration, FanoutRoles};
 use crate::handler::{Handle, HandlerGroup, HandlerTable, NodeDirectRoute};
-use crate::mesh::MeshNode;
+use crate::mesh::{MeshNode, Teardown};
 use crate::object::{ObjectServer, ObjectSettings};
 use crate::session::StreamListeners;
 use crate::wire::Command;
@@ -23,6 +24,9 @@ pub(super) struct Started {
     pub(super) fanout: Arc<FanoutRoles>,
     pub(super) objects: Option<Arc<ObjectServer>>,
     pub(super) streams: Arc<StreamListeners>,
+    /// How the shutdown ended, once it has: every caller of `shutdown` hears the first
+    /// one's outcome.
+    pub(super) stopped: tokio::sync::watch::Sender<Option<super::ShutdownOutcome>>,
 }
 
 /// Starts a RouteMesh node and everything the settings declare next to it. On failure
@@ -49,7 +53,7 @@ pub(super) async fn start(settings: Settings) -> Result<(Handle, Started)> {
     let started = match start_parts(&handle, parts).await {
         Ok(started) => started,
         Err(e) => {
-            shutdown(handle.node(), Duration::ZERO).await;
+            shutdown(handle.node(), Duration::ZERO, None).await;
             return Err(e);
         }
     };
@@ -96,6 +100,7 @@ async fn start_parts(handle: &Handle, parts: Parts) -> Result<Started> {
         fanout,
         objects,
         streams,
+        stopped: tokio::sync::watch::Sender::new(None),
     })
 }
 
@@ -136,36 +141,53 @@ async fn join_store(node: &MeshNode) -> Result<()> {
     Ok(())
 }
 
-/// Stops the node: new calls fail `ShuttingDown`; the subsystems drain and stop (reverse
-/// start order); accepted inbound work may finish, all of it within one `grace`; outstanding outbound
-/// requests end `ShuttingDown`; the descriptor is withdrawn and the lease released;
-/// connections and the listener close. Every task has ended when this returns.
-pub(super) async fn shutdown(node: &MeshNode, grace: Duration) {
+/// Stops the node (reference §7.5): it says it is draining; new calls fail
+/// `ShuttingDown`; the subsystems drain and stop in reverse start order (sessions close
+/// with a reason, then each Spot runs `on_closing(HostShutdown)` and every authority the
+/// node still holds is released); accepted inbound work may finish, all of it within one
+/// `grace`; outstanding outbound requests end `ShuttingDown`; the descriptor is withdrawn
+/// and the lease released; connections and the listener close. Every task has ended when
+/// this returns. `None` when another call is (or was) stopping the node: it waited for it.
+pub(super) async fn shutdown(
+    node: &MeshNode,
+    grace: Duration,
+    before: Option<tokio::time::Instant>,
+) -> Option<ShutdownOutcome> {
     if !node.begin_shutdown() {
-        // Someone else is (or was) shutting down: wait for them.
-        return node.wait_closed().await;
+        node.wait_closed().await;
+        return None;
     }
     let rid = node.rid().to_string();
     tracing::info!(rid = %rid, "shutdown started");
+    let started = tokio::time::Instant::now();
     // One grace for the whole node: what one subsystem spends draining, the next one and
     // the node's own work do not get again, so shutdown ends within `grace` (plus the
     // closing steps) however many subsystems run.
-    let grace_ends = tokio::time::Instant::now() + grace;
+    let grace_ends = before.unwrap_or(started + grace);
     let left = || grace_ends.saturating_duration_since(tokio::time::Instant::now());
+    node.set_draining(true).await;
+    let mut outcome = ShutdownOutcome::Stopped;
     for subsystem in node.subsystems_reversed() {
         subsystem.drain(left()).await;
-        subsystem.stop(false).await;
+        if let Teardown::Failed(why) = subsystem.stop(false).await {
+            tracing::warn!(rid = %rid, subsystem = subsystem.name(), why = %why, "subsystem teardown failed");
+            outcome = ShutdownOutcome::ForceStopped(ShutdownReason::TeardownFailed);
+        }
         tracing::debug!(rid = %rid, subsystem = subsystem.name(), "subsystem stopped");
     }
     if !node.drain_work(left()).await {
         tracing::warn!(rid = %rid, "shutdown grace ended with handlers still running");
+        if outcome.is_clean() {
+            outcome = ShutdownOutcome::ForceStopped(ShutdownReason::DeadlineExceeded);
+        }
     }
     node.end_calls();
     node.leave_store().await;
     // Give queued replies of finished handlers a moment to leave before closing.
     tokio::time::sleep(Duration::from_millis(20)).await;
     node.close("shutdown").await;
-    tracing::info!(rid = %rid, "shutdown complete");
+    tracing::info!(rid = %rid, outcome = %outcome, took = ?started.elapsed(), "shutdown complete");
+    Some(outcome)
 }
 
 /// Ends the node as a killed process ends: nothing is withdrawn from the Location Store
@@ -173,7 +195,7 @@ pub(super) async fn shutdown(node: &MeshNode, grace: Duration) {
 pub(super) async fn crash(node: &MeshNode) {
     node.begin_shutdown();
     for subsystem in node.subsystems_reversed() {
-        subsystem.stop(true).await;
+        let _ = subsystem.stop(true).await;
     }
     node.end_calls();
     node.close("crashed").await;

@@ -4,8 +4,10 @@
 pub(crate) mod config;
 mod lifecycle;
 mod runtime;
+mod shutdown;
 mod status;
 
 pub use crate::object::creation::TypePlacement;
 pub use runtime::Runtime;
+pub use shutdown::{ShutdownOptions, ShutdownOutcome, ShutdownReason};
 pub use status::{ClientServerStatus, FanoutStatus, PlacementStatus, RuntimeStatus, StoreStatus};

@@ -5,6 +5,11 @@ use std::time::Duration;
 
 use super::config::{RuntimeBuilder, Settings};
 use super::lifecycle::Started;
+use super::shutdown::{ShutdownOptions, ShutdownOutcome, ShutdownReason};
+
+/// How long a second `shutdown` call waits, after the node closed, for the first one's
+/// outcome.
+const OUTCOME_PATIENCE: Duration = Duration::from_secs(5);
 use crate::handler::{Actors, Channels, DiscoveryHandle, FanoutHandle, Handle, Nodes, Spots};
 use crate::object::RelocationReport;
 use crate::{Error, ErrorKind, Result};
@@ -39,17 +44,92 @@ impl Runtime {
         &self.handle
     }
 
-    /// Stops the node: new calls fail `ShuttingDown`; accepted inbound work may finish for
-    /// the configured grace; outstanding outbound requests end `ShuttingDown`; connections
-    /// and the listener close; every task of the node has ended when this returns.
-    pub async fn shutdown(&self) {
-        self.shutdown_within(self.handle.node().settings().shutdown_grace)
-            .await
+    /// Stops the node, releasing what it owns ([`ShutdownOptions`]' defaults).
+    pub async fn shutdown(&self) -> ShutdownOutcome {
+        self.shutdown_with(ShutdownOptions::new()).await
     }
 
-    /// [`shutdown`](Self::shutdown) with an explicit grace for accepted work.
-    pub async fn shutdown_within(&self, grace: Duration) {
-        super::lifecycle::shutdown(self.handle.node(), grace).await
+    /// Stops the node. In order: it publishes that it is draining (placement passes it
+    /// over); with [`ShutdownOptions::relocate_first`] it moves its objects to other
+    /// serving nodes; new calls fail `ShuttingDown`; its STREAM sessions close; each Spot
+    /// runs `on_closing(HostShutdown)`; every Spot and Actor authority it still holds is
+    /// released, so those IDs read Missing and can be created again anywhere; accepted
+    /// inbound work may finish within the grace; outstanding outbound requests end
+    /// `ShuttingDown`; its descriptor and owner lease are withdrawn; connections and the
+    /// listener close. Every task of the node has ended when this returns.
+    ///
+    /// Concurrent calls share one shutdown; a call after the node stopped returns the
+    /// first one's outcome.
+    pub async fn shutdown_with(&self, options: ShutdownOptions) -> ShutdownOutcome {
+        let grace = options
+            .grace
+            .unwrap_or(self.handle.node().settings().shutdown_grace);
+        let before = tokio::time::Instant::now() + grace;
+        if options.relocate_first && self.is_running() {
+            self.relocate_before_stopping(grace).await;
+        }
+        match super::lifecycle::shutdown(self.handle.node(), grace, Some(before)).await {
+            Some(outcome) => {
+                self.started.stopped.send_replace(Some(outcome));
+                outcome
+            }
+            None => {
+                // Another call stopped it: its outcome, once it records it (a crashed node
+                // records one at once; a shutdown whose caller gave up records none).
+                let mut stopped = self.started.stopped.subscribe();
+                let recorded = tokio::time::timeout(OUTCOME_PATIENCE, async {
+                    stopped
+                        .wait_for(Option::is_some)
+                        .await
+                        .ok()
+                        .and_then(|o| *o)
+                })
+                .await;
+                recorded
+                    .ok()
+                    .flatten()
+                    .unwrap_or(ShutdownOutcome::ForceStopped(
+                        ShutdownReason::TeardownFailed,
+                    ))
+            }
+        }
+    }
+
+    /// The rolling-restart step of a shutdown: moves what can move, within `grace`.
+    async fn relocate_before_stopping(&self, grace: Duration) {
+        let Some(objects) = &self.started.objects else {
+            return;
+        };
+        match tokio::time::timeout(grace, objects.relocate_all()).await {
+            Ok(report) => tracing::info!(
+                rid = %self.rid(),
+                moved = report.moved.len() + report.moved_spots.len(),
+                stayed = report.blocked.len() + report.failed.len(),
+                "relocated before stopping; what stayed is released"
+            ),
+            Err(_) => tracing::warn!(
+                rid = %self.rid(),
+                ?grace,
+                "relocating before stopping took the whole grace; what stayed is released"
+            ),
+        }
+    }
+
+    /// Returns a node that [`relocate_all`](Self::relocate_all) (or an operator's drain)
+    /// left draining to service: it publishes that it serves again, and placement puts new
+    /// objects on it. `ShuttingDown` once it is stopping.
+    pub async fn undrain(&self) -> Result<()> {
+        if !self.is_running() {
+            return Err(Error::new(
+                ErrorKind::ShuttingDown,
+                "the node is stopping: it cannot serve again",
+            ));
+        }
+        if let Some(objects) = &self.started.objects {
+            objects.undrain();
+        }
+        self.handle.node().set_draining(false).await;
+        Ok(())
     }
 
     /// Test-only: ends the node as a killed process ends. Nothing is withdrawn from the
@@ -58,7 +138,27 @@ impl Runtime {
     /// tests of what survives a crash (the testkit's `TestCluster::kill` uses it).
     #[doc(hidden)]
     pub async fn crash(&self) {
-        super::lifecycle::crash(self.handle.node()).await
+        super::lifecycle::crash(self.handle.node()).await;
+        // Nothing was given back: a later shutdown call hears that.
+        let crashed = ShutdownOutcome::ForceStopped(ShutdownReason::TeardownFailed);
+        self.started.stopped.send_if_modified(|outcome| {
+            outcome.get_or_insert(crashed);
+            true
+        });
+    }
+
+    /// Recovery over this node's Location Store: where objects are, what a node owns,
+    /// and the fenced reclaim of a crashed node's objects once its owner lease expired
+    /// (see [`Objects`](crate::object::recovery::Objects)). `NotConfigured` without a
+    /// Location Store.
+    pub fn objects(&self) -> Result<crate::object::recovery::Objects> {
+        let objects = self.started.objects.as_ref().ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotConfigured,
+                "Spots and Actors need a Location Store on this node (location_store)",
+            )
+        })?;
+        Ok(crate::object::recovery::Objects::over(objects.store()))
     }
 
     /// Moves every object this node owns to other nodes, live (a planned maintenance):

@@ -1,7 +1,7 @@
 //! Node identity: RIDs and lifecycle generations, and the admission record a node shows
 //! its peers.
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::ChannelRegistry;
@@ -23,6 +23,8 @@ pub(crate) struct NodeIdentity {
     registry: Arc<ChannelRegistry>,
     max_message: usize,
     state: AtomicU8,
+    /// Published in the descriptor: the node takes no new objects (a drain, a shutdown).
+    draining: AtomicBool,
 }
 
 impl NodeIdentity {
@@ -42,6 +44,7 @@ impl NodeIdentity {
             registry,
             max_message,
             state: AtomicU8::new(RUNNING),
+            draining: AtomicBool::new(false),
         }
     }
 
@@ -77,6 +80,21 @@ impl NodeIdentity {
     /// A new descriptor revision (after a weight change).
     pub(crate) fn bump_revision(&self) {
         self.revision.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Marks the node draining or serving again, with a new descriptor revision; false
+    /// when it was so already.
+    pub(crate) fn set_draining(&self, draining: bool) -> bool {
+        let changed = self.draining.swap(draining, Ordering::AcqRel) != draining;
+        if changed {
+            self.bump_revision();
+        }
+        changed
+    }
+
+    /// Whether the node says it takes no new objects.
+    pub(crate) fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
     }
 
     pub(crate) fn is_running(&self) -> bool {

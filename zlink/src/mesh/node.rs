@@ -239,6 +239,19 @@ impl MeshNode {
         Ok(())
     }
 
+    /// Says in the descriptor that this node takes no new objects (`true`) or serves again;
+    /// waits (bounded by the renew timeout) until the store has it. Peers' placement reads
+    /// it from there.
+    pub(crate) async fn set_draining(&self, draining: bool) {
+        if !self.identity.set_draining(draining) {
+            return;
+        }
+        tracing::info!(rid = %self.rid(), draining, "node serving state changed");
+        if let Some(discovery) = &self.discovery {
+            discovery.publish_now().await;
+        }
+    }
+
     /// Starts shutting down: new calls fail `ShuttingDown`. False when it had begun.
     pub(crate) fn begin_shutdown(&self) -> bool {
         self.identity.begin_shutdown()

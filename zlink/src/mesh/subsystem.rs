@@ -1,10 +1,19 @@
 //! The lifecycle seam: every subsystem a runtime starts next to its node (ClientServer
-//! roles, fanout roles, and later objects and sessions) drains and stops through this
-//! trait, in the order `host` owns (the reverse of the start order).
+//! roles, fanout roles, objects and sessions) drains and stops through this trait, in the
+//! order `host` owns (the reverse of the start order), and says how its teardown went.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
+
+/// How one subsystem's stop ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Teardown {
+    /// Everything it held was given back.
+    Clean,
+    /// Something it held could not be given back (the reason, for the log).
+    Failed(String),
+}
 
 /// One subsystem of a running node.
 #[async_trait]
@@ -17,5 +26,5 @@ pub(crate) trait Subsystem: Send + Sync + 'static {
 
     /// Ends everything it runs; returns once its tasks have ended. `crashed` ends it as a
     /// killed process would (nothing withdrawn from the store).
-    async fn stop(&self, crashed: bool);
+    async fn stop(&self, crashed: bool) -> Teardown;
 }

@@ -106,6 +106,10 @@ pub(crate) struct Authority {
     /// that activated it, from the reservation until that message's handler has run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) activation: Option<String>,
+    /// Its type's failover policy (`on_owner_lost = reclaim`): recorded with the object,
+    /// so a caller that does not serve the type knows it too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) reclaim_on_owner_lost: bool,
 }
 
 impl Authority {
@@ -162,6 +166,7 @@ pub(crate) mod tests {
             membership: None,
             creation_request: Some(vec![1, 2, 3]),
             activation: None,
+            reclaim_on_owner_lost: false,
         }
     }
 

@@ -60,6 +60,8 @@ pub(crate) struct Draft {
     pub(crate) creation_request: Vec<u8>,
     /// An Instance Spot's recovery pointer (its activating message's reference).
     pub(crate) activation: Option<String>,
+    /// The type's `on_owner_lost = reclaim`.
+    pub(crate) reclaim_on_owner_lost: bool,
 }
 
 /// The outcome of a Reserve.
@@ -150,6 +152,7 @@ impl AuthorityStore {
                 membership: draft.membership.clone(),
                 creation_request: Some(draft.creation_request.clone()),
                 activation: draft.activation.clone(),
+                reclaim_on_owner_lost: draft.reclaim_on_owner_lost,
             };
             let counter_condition = match counter_version {
                 Some(v) => Condition::Version(key.generations_record(), v),
@@ -364,6 +367,7 @@ mod tests {
             membership: None,
             creation_request: b"req".to_vec(),
             activation: None,
+            reclaim_on_owner_lost: false,
         }
     }
 

@@ -204,6 +204,7 @@ impl EntrySpot {
             membership: None,
             creation_request: Vec::new(),
             activation: None,
+            reclaim_on_owner_lost: false,
         };
         let won = match server.env.authority().reserve(&key, draft).await? {
             Reserved::Won(won) => won,

@@ -239,6 +239,11 @@ async fn place(
             .read(key)
             .await
             .map_err(store_error)?;
+        if let Some(current) = &current {
+            if super::creation::owner_lost_and_reclaimed(server, key, current).await? {
+                continue;
+            }
+        }
         match current {
             Some(current) if current.record.state == AuthorityState::Ready => {
                 return deliver(server, &activating).await;

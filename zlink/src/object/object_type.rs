@@ -74,6 +74,9 @@ pub(crate) struct TypeDef {
     pub(crate) execution: Execution,
     /// An Instance Spot type: its Spots are activated by their first message.
     pub(crate) instance: bool,
+    /// A caller that finds an object of this type with a dead owner lease reclaims it
+    /// (`on_owner_lost = reclaim`), instead of ending `Unavailable`.
+    pub(crate) reclaim_on_owner_lost: bool,
     /// The Logical Multicast topics its Spots take, each with the handler it runs.
     pub(crate) subscriptions: Vec<super::multicast::Subscription>,
 }
@@ -134,6 +137,7 @@ impl TypeDef {
             members: None,
             execution: Execution::SpotWide,
             instance: false,
+            reclaim_on_owner_lost: false,
             subscriptions: Vec::new(),
         })
     }
@@ -219,6 +223,17 @@ impl<K: Kind> ObjectType<K> {
     /// is full the creation is `CapacityExceeded`.
     pub fn max_per_node(mut self, limit: u32) -> Self {
         self.def.max_per_node = limit;
+        self
+    }
+
+    /// The failover policy `on_owner_lost = reclaim` (the `#[spot]` and `#[actor]` macro
+    /// key calls this). The default is the seed's: an object whose owner died stays
+    /// `Unavailable`, and nothing happens behind an operator's back. With this, a caller
+    /// that finds the owner's lease claim dead (a `get_or_create`, or an Instance intent
+    /// call) reclaims the authority under the same fence `Objects::reclaim` uses and
+    /// creates a new incarnation, whose factory starts it afresh. Racing callers make one.
+    pub fn reclaim_on_owner_lost(mut self) -> Self {
+        self.def.reclaim_on_owner_lost = true;
         self
     }
 

@@ -22,7 +22,7 @@ use super::spot::ClosingReason;
 use super::{closing, creation};
 use crate::address::{Location, ObjectKey, ObjectKind, Outcome};
 use crate::handler::Handle;
-use crate::mesh::{InboundRoute, Subsystem};
+use crate::mesh::{InboundRoute, Subsystem, Teardown};
 use crate::store::StoreError;
 use crate::sync::LockUnpoisoned;
 use crate::wire::Command;
@@ -317,6 +317,16 @@ impl ObjectServer {
         relocation::relocate_all(self).await
     }
 
+    /// The Location Store this node's objects keep their authority in.
+    pub(crate) fn store(&self) -> Arc<dyn crate::store::LocationStore> {
+        self.env.store().clone()
+    }
+
+    /// Takes new objects again after `relocate_all` left the node draining.
+    pub(crate) fn undrain(&self) {
+        self.relocations.end_draining();
+    }
+
     /// Whether this node is relocating everything away (it takes no new objects).
     pub(crate) fn is_draining(&self) -> bool {
         self.relocations.is_draining()
@@ -336,15 +346,65 @@ impl Subsystem for ObjectServer {
 
     async fn drain(&self, _grace: Duration) {}
 
-    async fn stop(&self, crashed: bool) {
+    async fn stop(&self, crashed: bool) -> Teardown {
         if crashed {
             self.env.killed().cancel();
         }
         self.env.stop();
-        // Idle turn loops listen to their mailboxes only: each one is woken to stop.
+        // Idle turn loops listen to their mailboxes only: each one is woken to stop; each
+        // runs `on_closing(HostShutdown)` before it ends.
         self.env.running().stop_all();
         self.env.tracker().close();
         self.env.tracker().wait().await;
+        let teardown = if crashed {
+            Teardown::Clean
+        } else {
+            self.release_owned().await
+        };
         self.registry.clear();
+        teardown
+    }
+}
+
+impl ObjectServer {
+    /// After the last turns: every authority this lifecycle still holds is deleted, so
+    /// nothing it owned stays `Unavailable` (within the lease TTL: past it the lease is
+    /// gone anyway, and what is left is for `reclaim`).
+    async fn release_owned(&self) -> Teardown {
+        let owned: Vec<_> = self
+            .registry
+            .all()
+            .into_iter()
+            .map(|live| (live.key.clone(), live.authority()))
+            .collect();
+        let total = owned.len();
+        let owner = self.env.lease().status().owner;
+        let releaser = super::release::Releaser {
+            authority: self.env.authority(),
+            route: self.env.route(),
+            owner: &owner,
+        };
+        let limit = self.env.lease().settings().ttl;
+        let started = tokio::time::Instant::now();
+        let released = releaser.release_all(owned, limit).await;
+        tracing::info!(
+            rid = %self.env.route().rid,
+            owned = total,
+            released = released.released,
+            held_elsewhere = released.not_ours,
+            failed = released.failed.len(),
+            took = ?started.elapsed(),
+            "released the authorities this node owned"
+        );
+        if released.failed.is_empty() {
+            return Teardown::Clean;
+        }
+        for failure in released.failed.iter().take(8) {
+            tracing::warn!(rid = %self.env.route().rid, failure = %failure, "authority not released");
+        }
+        Teardown::Failed(format!(
+            "{} of {total} authorities were not released",
+            released.failed.len()
+        ))
     }
 }

@@ -10,7 +10,7 @@ use super::binding::{SessionIndex, SessionRoute};
 use super::listener::{RunningListener, SessionShared};
 use super::settings::StreamListener;
 use crate::handler::WeakHandle;
-use crate::mesh::Subsystem;
+use crate::mesh::{Subsystem, Teardown};
 use crate::object::ObjectServer;
 use crate::wire::Command;
 use crate::Result;
@@ -116,7 +116,8 @@ impl Subsystem for StreamListeners {
         futures::future::join_all(self.listeners.iter().map(|l| l.drain(grace))).await;
     }
 
-    async fn stop(&self, _crashed: bool) {
+    async fn stop(&self, _crashed: bool) -> Teardown {
         futures::future::join_all(self.listeners.iter().map(|l| l.stop())).await;
+        Teardown::Clean
     }
 }

@@ -44,6 +44,10 @@ pub struct MeshDescriptor {
     /// The node's placement weight for new Spots (0..=10000; 0 takes none).
     #[serde(default = "default_placement_weight")]
     pub placement_weight: u32,
+    /// Whether the node is draining (relocating everything away, or shutting down): it
+    /// takes no new objects, and placement passes it over.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub draining: bool,
 }
 
 fn default_placement_weight() -> u32 {

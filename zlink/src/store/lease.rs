@@ -201,6 +201,11 @@ impl OwnerLease {
         })
     }
 
+    /// The timings this lease runs with.
+    pub(crate) fn settings(&self) -> &OwnerLeaseSettings {
+        &self.settings
+    }
+
     pub(crate) fn status(&self) -> OwnerLeaseStatus {
         self.status.borrow().clone()
     }

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use super::types::{
     ApplyOutcome, Batch, ClaimOutcome, DescriptorEntry, DescriptorKey, DescriptorPage,
     DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, OwnerId, PublishOutcome, ReadOutcome,
-    RecordKey,
+    RecordKey, RecordKeyPage,
 };
 use super::{MemoryLocationStore, StoreResult};
 
@@ -70,6 +70,19 @@ pub trait LocationStore: Send + Sync + 'static {
     /// Applies a batch atomically: every condition holds and every mutation commits, or
     /// nothing changes.
     async fn apply(&self, batch: &Batch) -> StoreResult<ApplyOutcome>;
+
+    /// Lists the keys of the records named `name` in every group: about `limit`
+    /// (1..=1000) keys a page, from `cursor` (`None` for the first page, then each page's
+    /// `next`). Every record that exists for the whole scan is listed at least once; a key
+    /// may be listed twice, and a record written or deleted during the scan may or may
+    /// not be. It walks the whole store: for operators (what a dead node owned), never for
+    /// a message's path.
+    async fn scan_record_keys(
+        &self,
+        name: &str,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<RecordKeyPage>;
 
     /// The next value (from 1) of a durable counter; fails
     /// [`StoreError::GenerationExhausted`](super::StoreError::GenerationExhausted) at 2^63-1

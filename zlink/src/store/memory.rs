@@ -10,8 +10,8 @@ use std::time::Duration;
 use super::types::{
     check_lease_ttl, check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition,
     DescriptorEntry, DescriptorKey, DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome,
-    LeaseToken, Mutation, OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreVersion,
-    MAX_GENERATION,
+    LeaseToken, Mutation, OwnerId, PublishOutcome, ReadOutcome, RecordKey, RecordKeyPage,
+    StoreVersion, MAX_GENERATION,
 };
 use super::{LocationStore, StoreError, StoreResult};
 use crate::sync::LockUnpoisoned;
@@ -202,6 +202,39 @@ impl LocationStore for MemoryLocationStore {
             .get(&key.scope)
             .and_then(|d| d.get(&key.id))
             .map(|(owner, body)| s.entry(&key.id, owner, body, now)))
+    }
+
+    async fn scan_record_keys(
+        &self,
+        name: &str,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<RecordKeyPage> {
+        check_page_limit(limit)?;
+        RecordKey::new("scan", name).validate()?;
+        let now = Instant::now();
+        let s = self.state();
+        // The cursor is the last group listed: one name, so a group names one record.
+        let mut groups: Vec<&String> = s
+            .records
+            .iter()
+            .filter(|(key, (_, _, expires))| {
+                key.name == name
+                    && expires.is_none_or(|e| e > now)
+                    && cursor.is_none_or(|after| key.group.as_str() > after)
+            })
+            .map(|(key, _)| &key.group)
+            .collect();
+        groups.sort_unstable();
+        let more = groups.len() > limit;
+        groups.truncate(limit);
+        Ok(RecordKeyPage {
+            next: more.then(|| groups.last().map(|g| g.to_string())).flatten(),
+            keys: groups
+                .into_iter()
+                .map(|group| RecordKey::new(group.clone(), name))
+                .collect(),
+        })
     }
 
     async fn scan_descriptors(

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::types::{
     ApplyOutcome, Batch, ClaimOutcome, DescriptorEntry, DescriptorKey, DescriptorPage,
     DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, OwnerId, PublishOutcome, ReadOutcome,
-    RecordKey,
+    RecordKey, RecordKeyPage,
 };
 use super::{LocationStore, StoreResult};
 
@@ -218,6 +218,16 @@ impl LocationStore for MeteredStore {
         limit: usize,
     ) -> StoreResult<DescriptorPage> {
         let call = self.inner.scan_descriptors(scope, after, limit);
+        counted(&self.counters.scan, call).await
+    }
+
+    async fn scan_record_keys(
+        &self,
+        name: &str,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<RecordKeyPage> {
+        let call = self.inner.scan_record_keys(name, cursor, limit);
         counted(&self.counters.scan, call).await
     }
 

@@ -44,6 +44,6 @@ pub use types::{
     check_lease_ttl, check_page_limit, check_retention, check_value, ApplyOutcome, Batch,
     ClaimOutcome, Condition, DescriptorEntry, DescriptorKey, DescriptorKind, DescriptorPage,
     DescriptorScope, LeaseGrant, LeaseOutcome, LeaseToken, Mutation, OwnerId, PublishOutcome,
-    ReadOutcome, RecordKey, StoreVersion, MAX_BATCH_BYTES, MAX_BATCH_KEYS, MAX_GENERATION,
-    MAX_KEY_BYTES, MAX_RETENTION, MAX_SCAN_PAGE, MAX_VALUE_BYTES,
+    ReadOutcome, RecordKey, RecordKeyPage, StoreVersion, MAX_BATCH_BYTES, MAX_BATCH_KEYS,
+    MAX_GENERATION, MAX_KEY_BYTES, MAX_RETENTION, MAX_SCAN_PAGE, MAX_VALUE_BYTES,
 };

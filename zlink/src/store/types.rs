@@ -165,6 +165,15 @@ pub enum PublishOutcome {
     Taken(OwnerId),
 }
 
+/// One page of a record-key scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordKeyPage {
+    /// Keys of records with the scanned name, in no promised order.
+    pub keys: Vec<RecordKey>,
+    /// Where the next page starts, or `None` after the last page.
+    pub next: Option<String>,
+}
+
 /// One page of a descriptor scan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DescriptorPage {

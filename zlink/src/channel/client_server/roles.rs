@@ -13,7 +13,7 @@ use async_trait::async_trait;
 
 use super::ClientServerRole;
 use crate::handler::{ClientServerPort, Handle};
-use crate::mesh::{ChannelRole, MeshNode, MeshSettings, Subsystem, Topology};
+use crate::mesh::{ChannelRole, MeshNode, MeshSettings, Subsystem, Teardown, Topology};
 use crate::{Error, ErrorKind, Result};
 
 /// How long queued replies have to leave at shutdown before the connections close.
@@ -147,7 +147,7 @@ impl Subsystem for ClientServerRoles {
         futures::future::join_all(drains).await;
     }
 
-    async fn stop(&self, crashed: bool) {
+    async fn stop(&self, crashed: bool) -> Teardown {
         for node in self.nodes() {
             node.end_calls();
             if !crashed {
@@ -163,6 +163,7 @@ impl Subsystem for ClientServerRoles {
             node.close(if crashed { "crashed" } else { "shutdown" })
                 .await;
         }
+        Teardown::Clean
     }
 }
 

@@ -173,6 +173,7 @@ impl FanoutPublisher {
             actor_types: Vec::new(),
             entry_spot: None,
             placement_weight: 0,
+            draining: false,
         };
         loop {
             if let (Some(token), Ok(body)) = (ad.lease.admitting_token(), descriptor.encode()) {

@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use crate::call::BoxFuture;
 use crate::handler::{FanoutPort, Handle, PublisherStatus};
-use crate::mesh::Subsystem;
+use crate::mesh::{Subsystem, Teardown};
 use crate::wire::Metadata;
 use crate::{Error, ErrorKind, Result};
 
@@ -148,13 +148,14 @@ impl Subsystem for FanoutRoles {
     async fn drain(&self, _grace: Duration) {}
 
     /// Stops every subscriber and closes every publisher.
-    async fn stop(&self, _crashed: bool) {
+    async fn stop(&self, _crashed: bool) -> Teardown {
         for subscriber in self.subscribers.values() {
             subscriber.close().await;
         }
         for publisher in self.publishers.values() {
             publisher.close().await;
         }
+        Teardown::Clean
     }
 }
 

@@ -124,6 +124,12 @@ impl Discovery {
         self.wake.notify_one();
     }
 
+    /// Publishes the descriptor now if it changed (bounded by the renew timeout), for a
+    /// change others must see before the next step (a shutdown's Draining).
+    pub(crate) async fn publish_now(&self) {
+        publish::publish_descriptor(self).await;
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, DiscoveryState> {
         self.state.lock_unpoisoned()
     }
@@ -192,6 +198,7 @@ impl Discovery {
             actor_types: self.node_settings.served_objects.actor_types.clone(),
             entry_spot: self.node_settings.served_objects.entry_spot.clone(),
             placement_weight: self.node_settings.placement_weight,
+            draining: self.identity.is_draining(),
         }
     }
 

@@ -46,6 +46,24 @@ pub(crate) struct FirstMessage {
 /// First pause while another attempt's Creating record settles; doubles up to 500 ms.
 const CREATING_BACKOFF: Duration = Duration::from_millis(20);
 
+/// Whether `current`'s type reclaims on owner loss, its owner's claim is dead, and it was
+/// released (or changed meanwhile): then the caller reads the authority again.
+pub(crate) async fn owner_lost_and_reclaimed(
+    server: &ObjectServer,
+    key: &ObjectKey,
+    current: &Versioned,
+) -> Result<bool> {
+    let env = &server.env;
+    super::recovery::reclaim::reclaim_if_owner_lost(
+        env.store().as_ref(),
+        env.authority(),
+        key,
+        current,
+    )
+    .await
+    .map_err(store_error)
+}
+
 /// The authority shape of objects in `kind`'s namespace that applications create.
 fn created_shape(kind: ObjectKind) -> ObjectShape {
     match kind {
@@ -87,6 +105,9 @@ pub(super) async fn create(
             .map_err(store_error)?
         {
             Some(current) => {
+                if owner_lost_and_reclaimed(server, &key, &current).await? {
+                    continue;
+                }
                 if current.record.shape != created_shape(key.kind)
                     || current.record.stable_type != name.as_str()
                 {
@@ -365,6 +386,7 @@ async fn attempt(
         membership: membership.as_ref().map(|spot| spot.as_str().to_string()),
         creation_request: request.to_vec(),
         activation: first.as_ref().map(|first| first.root.clone()),
+        reclaim_on_owner_lost: object_type.reclaim_on_owner_lost,
     };
     let won = match server
         .env

@@ -43,6 +43,7 @@ pub(crate) fn candidates(
     let members = node.discovery().map(|d| d.status().members);
     for member in members.unwrap_or_default() {
         if member.rid == server.env.route().rid
+            || member.draining
             || !match kind {
                 ObjectKind::Spot => &member.spot_types,
                 ObjectKind::Actor => &member.actor_types,

@@ -14,7 +14,6 @@ use super::arrival::{
 use super::record::{MovedState, RestoreRecord, RestoreReply};
 use super::RELOCATION_DEADLINE;
 use crate::address::{ActorId, ObjectKey, ObjectKind, SpotId};
-use crate::object::authority::ObjectShape;
 use crate::object::membership::Execution;
 use crate::object::server::ObjectServer;
 use crate::{Error, ErrorKind, Result};
@@ -106,28 +105,17 @@ pub(super) async fn arrive_with_members(
     let expected: Vec<_> = record
         .members
         .iter()
-        .map(|member| {
+        .zip(&members)
+        .map(|(member, (_, member_type))| {
             let home = Some(&spot_id);
-            expected_authority(
-                &server.env,
-                ObjectShape::Actor,
-                &member.object,
-                &token,
-                home,
-            )
+            expected_authority(&server.env, member_type, &member.object, &token, home)
         })
         .collect();
     let fences = expected.iter().map(|a| a.fence.clone()).collect();
     let spot_arriving = Arriving {
         relocation_id: &record.relocation_id,
         object: &record.object,
-        expected: expected_authority(
-            &server.env,
-            ObjectShape::UserSpot,
-            &record.object,
-            &token,
-            None,
-        ),
+        expected: expected_authority(&server.env, &spot_type, &record.object, &token, None),
         joined: None,
         deadline,
         permit: Some(permit),

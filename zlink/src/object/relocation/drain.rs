@@ -71,6 +71,9 @@ impl RelocationReport {
 /// relocated: ready to stop), otherwise it serves again.
 pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport {
     server.relocations.begin_draining();
+    if let Some(node) = server.env.node() {
+        node.set_draining(true).await;
+    }
     let mut report = RelocationReport::default();
     let mut movable = Vec::new();
     let owned: Vec<_> = server
@@ -163,6 +166,9 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport
     }
     if !report.is_complete() {
         server.relocations.end_draining();
+        if let Some(node) = server.env.node() {
+            node.set_draining(false).await;
+        }
     }
     tracing::info!(
         moved = report.moved.len() + report.moved_spots.len(),

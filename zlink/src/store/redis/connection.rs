@@ -114,6 +114,65 @@ impl Connection {
         }
     }
 
+    /// One `SCAN` step for keys matching `pattern`, about `count` keys: on one server from
+    /// `cursor`; on a cluster, `<n>:<cursor>` walks master `n` of the masters sorted by
+    /// address, then the next one. Returns the keys and the next cursor (`None` at the end).
+    pub(super) async fn scan(
+        &self,
+        pattern: &str,
+        cursor: Option<&str>,
+        count: usize,
+    ) -> RedisResult<(Vec<String>, Option<String>)> {
+        let step = |at: u64| {
+            let mut cmd = redis::cmd("SCAN");
+            cmd.arg(at)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(count);
+            cmd
+        };
+        let invalid = || {
+            redis::RedisError::from((redis::ErrorKind::Client, "not a scan cursor of this store"))
+        };
+        match self {
+            Connection::Single(manager) => {
+                let at = cursor.map_or(Ok(0), |c| c.parse().map_err(|_| invalid()))?;
+                let (next, keys): (u64, Vec<String>) =
+                    step(at).query_async(&mut manager.clone()).await?;
+                Ok((keys, (next != 0).then(|| next.to_string())))
+            }
+            Connection::Cluster { client, connection } => {
+                let (index, at) = match cursor {
+                    None => (0, 0),
+                    Some(c) => {
+                        let (n, at) = c.split_once(':').ok_or_else(invalid)?;
+                        (
+                            n.parse().map_err(|_| invalid())?,
+                            at.parse().map_err(|_| invalid())?,
+                        )
+                    }
+                };
+                let mut conn = Self::cluster(client, connection).await?;
+                let masters = masters(&mut conn).await?;
+                let Some((host, port)) = masters.get(index).cloned() else {
+                    return Ok((Vec::new(), None));
+                };
+                let by_address = SingleNodeRoutingInfo::ByAddress { host, port };
+                let reply = conn
+                    .route_command(step(at), RoutingInfo::SingleNode(by_address))
+                    .await?;
+                let (next, keys): (u64, Vec<String>) = redis::from_redis_value(reply)?;
+                let next = match next {
+                    0 if index + 1 < masters.len() => Some(format!("{}:0", index + 1)),
+                    0 => None,
+                    more => Some(format!("{index}:{more}")),
+                };
+                Ok((keys, next))
+            }
+        }
+    }
+
     /// `WAIT replicas timeout` on the connection (or, on a cluster, the master of `key`'s
     /// slot) that just wrote: how many replicas acknowledged every earlier write of it.
     pub(super) async fn wait_for_replicas(
@@ -141,4 +200,30 @@ impl Connection {
             }
         }
     }
+}
+
+/// The cluster's masters that are not failing, as (host, port), sorted.
+async fn masters(conn: &mut ClusterConnection) -> RedisResult<Vec<(String, u16)>> {
+    let mut cmd = redis::cmd("CLUSTER");
+    cmd.arg("NODES");
+    let reply = conn
+        .route_command(cmd, RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random))
+        .await?;
+    let text: String = redis::from_redis_value(reply)?;
+    let mut masters: Vec<(String, u16)> = text
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split(' ');
+            let (_, address, flags) = (fields.next()?, fields.next()?, fields.next()?);
+            let flags: Vec<&str> = flags.split(',').collect();
+            if !flags.contains(&"master") || flags.iter().any(|f| f.starts_with("fail")) {
+                return None;
+            }
+            let (host, port) = address.split(['@', ',']).next()?.rsplit_once(':')?;
+            Some((host.to_string(), port.parse().ok()?))
+        })
+        .filter(|(host, _)| !host.is_empty())
+        .collect();
+    masters.sort();
+    Ok(masters)
 }

@@ -21,6 +21,18 @@ pub(crate) struct Keys {
     prefix: String,
 }
 
+/// `text` with Redis glob's special characters escaped.
+fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn seg(text: &str) -> String {
     format!("{}:{text}", text.len())
 }
@@ -75,6 +87,26 @@ impl Keys {
         format!("{}:rec:{}", self.group(&key.group), key.name)
     }
 
+    /// A `SCAN MATCH` pattern for the records named `name` in every group.
+    pub(crate) fn record_pattern(&self, name: &str) -> String {
+        format!(
+            "{{{}:g:*}}:rec:{}",
+            glob_escape(&self.prefix),
+            glob_escape(name)
+        )
+    }
+
+    /// The group of `key` when it is a record named `name` under this prefix.
+    pub(crate) fn group_of(&self, key: &str, name: &str) -> Option<String> {
+        let rest = key.strip_prefix('{')?.strip_prefix(self.prefix.as_str())?;
+        let rest = rest.strip_prefix(":g:")?;
+        let (length, rest) = rest.split_once(':')?;
+        let length: usize = length.parse().ok()?;
+        let group = rest.get(..length)?;
+        let tail = rest.get(length..)?;
+        (tail.strip_prefix("}:rec:")? == name).then(|| group.to_string())
+    }
+
     pub(crate) fn sequence(&self, group: &str) -> String {
         format!("{}:seq", self.group(group))
     }
@@ -88,6 +120,22 @@ impl Keys {
 mod tests {
     use super::*;
     use crate::store::types::DescriptorKind;
+
+    #[test]
+    fn a_record_key_gives_back_its_group_and_matches_the_scan_pattern() {
+        let keys = Keys::new("p*x");
+        let key = keys.record(&RecordKey::new("a}:rec:b", "authority"));
+        assert_eq!(
+            keys.group_of(&key, "authority").as_deref(),
+            Some("a}:rec:b")
+        );
+        assert_eq!(keys.group_of(&key, "generations"), None);
+        assert_eq!(Keys::new("other").group_of(&key, "authority"), None);
+        assert_eq!(
+            keys.record_pattern("authority"),
+            "{p\\*x:g:*}:rec:authority"
+        );
+    }
 
     fn tag(key: &str) -> &str {
         let start = key.find('{').expect("the key has a hash tag") + 1;

@@ -36,8 +36,8 @@ use self::reply::{bytes, int, item, remaining_ms, status, text, unsigned};
 use super::types::{
     check_lease_ttl, check_page_limit, check_value, ApplyOutcome, Batch, ClaimOutcome, Condition,
     DescriptorEntry, DescriptorKey, DescriptorPage, DescriptorScope, LeaseGrant, LeaseOutcome,
-    LeaseToken, Mutation, OwnerId, PublishOutcome, ReadOutcome, RecordKey, StoreVersion,
-    MAX_GENERATION, MAX_RETENTION,
+    LeaseToken, Mutation, OwnerId, PublishOutcome, ReadOutcome, RecordKey, RecordKeyPage,
+    StoreVersion, MAX_GENERATION, MAX_RETENTION,
 };
 use super::{LocationStore, StoreError, StoreResult};
 
@@ -121,11 +121,11 @@ fn refused_unrun(e: &redis::RedisError) -> bool {
 
 /// Runs one Redis call within `timeout`, classifying a failure by whether the call may
 /// have changed the store.
-async fn run_within(
+async fn run_within<T>(
     timeout: Duration,
     effect: Effect,
-    call: impl Future<Output = redis::RedisResult<Value>>,
-) -> StoreResult<Value> {
+    call: impl Future<Output = redis::RedisResult<T>>,
+) -> StoreResult<T> {
     let failed = |detail: String, sent: bool| match (effect, sent) {
         (Effect::Change, true) => StoreError::OutcomeUnknown(detail),
         _ => StoreError::Unavailable(detail),
@@ -563,6 +563,37 @@ impl LocationStore for RedisLocationStore {
             }),
             other => Err(unexpected(other)),
         }
+    }
+
+    async fn scan_record_keys(
+        &self,
+        name: &str,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<RecordKeyPage> {
+        check_page_limit(limit)?;
+        RecordKey::new("scan", name).validate()?;
+        let pattern = self.keys.record_pattern(name);
+        let scan = async {
+            let mut keys = Vec::new();
+            let mut at = cursor.map(str::to_string);
+            // SCAN may answer a step with no key: walk on until a page fills or it ends.
+            loop {
+                let step = self.reads.scan(&pattern, at.as_deref(), limit);
+                let (found, next) = run_within(self.timeout, Effect::Read, step).await?;
+                keys.extend(
+                    found
+                        .iter()
+                        .filter_map(|key| self.keys.group_of(key, name))
+                        .map(|group| RecordKey::new(group, name)),
+                );
+                at = next;
+                if at.is_none() || keys.len() >= limit {
+                    return Ok(RecordKeyPage { keys, next: at });
+                }
+            }
+        };
+        self.bounded(Effect::Read, scan).await
     }
 
     async fn apply(&self, batch: &Batch) -> StoreResult<ApplyOutcome> {

@@ -169,7 +169,7 @@ pub(crate) fn arriving_shape(object_type: &TypeDef) -> ObjectShape {
 /// this node as the owner.
 pub(crate) fn expected_authority(
     env: &ObjectEnv,
-    shape: ObjectShape,
+    object_type: &TypeDef,
     object: &MovedObject,
     token: &crate::store::LeaseToken,
     home: Option<&SpotId>,
@@ -177,7 +177,7 @@ pub(crate) fn expected_authority(
     let source = &object.source_fence;
     Authority {
         state: AuthorityState::Ready,
-        shape,
+        shape: arriving_shape(object_type),
         stable_type: object.stable_type.clone(),
         fence: OwnerFence {
             object_generation: source.object_generation,
@@ -189,5 +189,6 @@ pub(crate) fn expected_authority(
         membership: home.map(ToString::to_string),
         creation_request: None,
         activation: None,
+        reclaim_on_owner_lost: object_type.reclaim_on_owner_lost,
     }
 }

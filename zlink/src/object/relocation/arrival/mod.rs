@@ -241,8 +241,13 @@ pub(crate) async fn arrive(
         .map(|j| j.spot.clone())
         .or_else(|| with_spot.as_ref().map(|(spot, _)| spot.clone()))
         .or(entry);
-    let shape = checks::arriving_shape(&object_type);
-    let expected = expected_authority(&server.env, shape, &record.object, &token, home.as_ref());
+    let expected = expected_authority(
+        &server.env,
+        &object_type,
+        &record.object,
+        &token,
+        home.as_ref(),
+    );
     let deadline = Instant::now() + RELOCATION_DEADLINE;
     let staged = Staged {
         object: &record.object,
