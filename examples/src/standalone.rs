@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use zlink::PeerSpec;
+use zlink::{PeerSpec, ShutdownOptions};
 use zlink_examples::cli::{ClientArgs, ServerArgs};
 use zlink_examples::greeter::Greeter;
 use zlink_examples::nodes::{
@@ -43,15 +43,13 @@ pub async fn run_server(args: ServerArgs, security: &Security) -> Result<(), Str
         node.endpoint()
     );
     println!("press Ctrl-C to stop");
-    let waited = tokio::signal::ctrl_c().await;
-    println!("stopping...");
-    node.shutdown().await;
+    let outcome = node.shutdown_on_signal(ShutdownOptions::new()).await;
     println!(
-        "server {} stopped after answering {} request(s)",
+        "server {} {outcome} after answering {} request(s)",
         args.rid,
         greeter.answered()
     );
-    waited.map_err(|e| format!("cannot wait for Ctrl-C: {e}"))
+    Ok(())
 }
 
 /// Connects to the servers, sends the requests, prints who answered each, and exits.

@@ -173,7 +173,9 @@ fn mesh_demo_runs_curve_between_processes_with_keys_from_zlink_keys() {
 }
 
 /// `rooms --redis` one node per process: a room server under any RID, and a lobby that
-/// finds it by the type it serves.
+/// finds it by the type it serves. The room server stopped with Ctrl-C and started again
+/// under the same RID serves the same room and player IDs anew (its shutdown released
+/// them), so the lobby's second visit is accepted too.
 #[test]
 fn rooms_runs_one_node_per_process_through_redis_with_any_rid() {
     let redis = RedisServer::start().expect("redis-server");
@@ -198,6 +200,24 @@ fn rooms_runs_one_node_per_process_through_redis_with_any_rid() {
         server_out.contains("room server hall-1 is up"),
         "{server_out}"
     );
+    assert!(
+        server_out.contains("room server hall-1: stopped"),
+        "{server_out}"
+    );
+    let again = spawn(
+        rooms,
+        &["--redis", &url, "--role", "server", "--rid", "hall-1"],
+    );
+    let (ok, out, err) = finished(
+        rooms,
+        &["--redis", &url, "--role", "lobby", "--rid", "visitor"],
+    );
+    assert!(ok, "the lobby failed after the restart:\n{out}\n{err}");
+    assert!(
+        out.contains("arena-1 runs on hall-1; visitor joins it: accepted"),
+        "the same IDs are usable after a Ctrl-C and a restart: {out}"
+    );
+    interrupt(again);
 }
 
 /// A lobby whose Redis is not there says the store is unreachable, not that no server

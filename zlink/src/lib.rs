@@ -98,9 +98,10 @@ pub use handler::{
 pub use host::config::{
     RuntimeBuilder, RuntimeConfig, DEFAULT_DISCOVERY_INTERVAL, DEFAULT_STORE_FAILURE_GRACE,
 };
+pub use host::stop_signal;
 pub use host::{
     ClientServerStatus, FanoutStatus, PlacementStatus, Runtime, RuntimeStatus, ShutdownOptions,
-    ShutdownOutcome, ShutdownReason, StoreStatus, TypePlacement,
+    ShutdownOutcome, ShutdownReason, StopSignal, StoreStatus, TypePlacement,
 };
 pub use link::LinkLimits;
 pub use mesh::{generate_rid, DiscoveryStatus, PeerSpec, PeerStatus, DEFAULT_WEIGHT, MAX_WEIGHT};

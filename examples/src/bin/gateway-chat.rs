@@ -200,7 +200,7 @@ async fn serve(port: u16, security: &Security) -> Result<(), String> {
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => break,
+            _ = zlink::stop_signal() => break,
             line = lines.next_line() => match line {
                 Ok(Some(line)) => match line.trim().split_once(' ') {
                     Some(("drain", rid)) => match mesh.drain(rid.trim()).await {
@@ -212,7 +212,7 @@ async fn serve(port: u16, security: &Security) -> Result<(), String> {
                 },
                 // stdin closed (not a terminal): serve until Ctrl-C.
                 Ok(None) | Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
+                    let _ = zlink::stop_signal().await;
                     break;
                 }
             },

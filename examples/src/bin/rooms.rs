@@ -27,7 +27,7 @@ use zlink::object::{
 use zlink::store::{
     LocationStore, RedisLocationStore, RedisOptions, RedisRelocationStore, RelocationStore,
 };
-use zlink::{Bytes, ErrorKind, Runtime};
+use zlink::{Bytes, ErrorKind, Runtime, ShutdownOptions};
 use zlink_examples::setup::{self, Security};
 
 const USAGE: &str = "\
@@ -688,8 +688,10 @@ async fn one_node(redis: &str, role: &str, rid: &str, security: &Security) -> zl
         "server" => {
             let node = start_node(rid, &store, Serves::RoomsAndPlayers, security).await?;
             println!("room server {rid} is up (Location Store {redis}); press Ctrl-C to stop");
-            let _ = tokio::signal::ctrl_c().await;
-            node.shutdown().await;
+            // Its rooms and players are released as it stops: started again (any RID),
+            // the lobby's get_or_create makes them anew.
+            let outcome = node.shutdown_on_signal(ShutdownOptions::new()).await;
+            println!("room server {rid}: {outcome}");
         }
         _ => {
             let lobby = start_node(rid, &store, Serves::Nothing, security).await?;

@@ -5,9 +5,11 @@ pub(crate) mod config;
 mod lifecycle;
 mod runtime;
 mod shutdown;
+mod signal;
 mod status;
 
 pub use crate::object::creation::TypePlacement;
 pub use runtime::Runtime;
 pub use shutdown::{ShutdownOptions, ShutdownOutcome, ShutdownReason};
+pub use signal::{stop_signal, StopSignal};
 pub use status::{ClientServerStatus, FanoutStatus, PlacementStatus, RuntimeStatus, StoreStatus};

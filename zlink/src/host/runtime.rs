@@ -95,6 +95,20 @@ impl Runtime {
         }
     }
 
+    /// Serves until the process is asked to stop (Ctrl-C, or SIGTERM on Unix), then
+    /// shuts down with `options` and returns how it ended: the one line an
+    /// application's `main` needs. If the signal handlers cannot be installed, it logs
+    /// why (at error) and shuts down at once.
+    pub async fn shutdown_on_signal(&self, options: ShutdownOptions) -> ShutdownOutcome {
+        match super::stop_signal().await {
+            Ok(which) => tracing::info!(rid = %self.rid(), signal = ?which, "asked to stop"),
+            Err(e) => {
+                tracing::error!(rid = %self.rid(), error = %e, "cannot wait for a stop signal; stopping now")
+            }
+        }
+        self.shutdown_with(options).await
+    }
+
     /// The rolling-restart step of a shutdown: moves what can move, within `grace`.
     async fn relocate_before_stopping(&self, grace: Duration) {
         let Some(objects) = &self.started.objects else {

@@ -70,10 +70,7 @@ impl RelocationReport {
 /// takes no new objects meanwhile; when everything moved it stays that way (it is
 /// relocated: ready to stop), otherwise it serves again.
 pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport {
-    server.relocations.begin_draining();
-    if let Some(node) = server.env.node() {
-        node.set_draining(true).await;
-    }
+    set_draining(server, true).await;
     let mut report = RelocationReport::default();
     let mut movable = Vec::new();
     let owned: Vec<_> = server
@@ -165,10 +162,7 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport
         }
     }
     if !report.is_complete() {
-        server.relocations.end_draining();
-        if let Some(node) = server.env.node() {
-            node.set_draining(false).await;
-        }
+        set_draining(server, false).await;
     }
     tracing::info!(
         moved = report.moved.len() + report.moved_spots.len(),
@@ -177,4 +171,17 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport
         "relocated the node's objects"
     );
     report
+}
+
+/// Takes no new objects (`true`) or takes them again, here and in the descriptor peers'
+/// placement reads.
+async fn set_draining(server: &ObjectServer, draining: bool) {
+    if draining {
+        server.relocations.begin_draining();
+    } else {
+        server.relocations.end_draining();
+    }
+    if let Some(node) = server.env.node() {
+        node.set_draining(draining).await;
+    }
 }
