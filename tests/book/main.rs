@@ -9,6 +9,7 @@ mod instance_spots;
 mod location_store;
 mod multicast;
 mod relocation;
+mod restarts;
 mod security;
 mod sessions;
 mod spot_wide;

@@ -325,8 +325,9 @@ impl ChildNode {
     }
 }
 
-/// What a child node runs: node `ZLINK_CHILD_RID` on `ZLINK_CHILD_REDIS` until SIGINT,
-/// then a shutdown whose outcome it prints.
+/// What a child node runs: node `ZLINK_CHILD_RID` on `ZLINK_CHILD_REDIS` until SIGINT or
+/// SIGTERM (`Runtime::shutdown_on_signal`, as an application's `main` does), then prints
+/// the shutdown's outcome.
 pub async fn run_child_player() {
     let url = std::env::var("ZLINK_CHILD_REDIS").expect("ZLINK_CHILD_REDIS");
     let rid = std::env::var("ZLINK_CHILD_RID").expect("ZLINK_CHILD_RID");
@@ -338,9 +339,12 @@ pub async fn run_child_player() {
         .owner_lease()
         .and_then(|lease| lease.token)
         .expect("an owner lease");
+    let stopping = rt.shutdown_on_signal(zlink::ShutdownOptions::new());
+    tokio::pin!(stopping);
+    // Polled once: the signal handlers are installed before the parent may send one.
+    assert!(futures::poll!(&mut stopping).is_pending());
     // On a line of its own: the harness's "test ... " has no line end yet.
     println!("\nlease {} {}", token.owner.0, token.generation);
-    tokio::signal::ctrl_c().await.expect("a SIGINT handler");
-    let outcome = rt.shutdown().await;
+    let outcome = stopping.await;
     println!("\nshutdown {outcome:?}");
 }

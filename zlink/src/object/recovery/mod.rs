@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
-use self::reclaim::{reclaim_one, Reclaim};
+use self::reclaim::{reclaim_one, release_unless_live, Reclaim};
 pub use self::report::{
     LeaseHealth, NodeRecord, ObjectRecord, OwnedPage, ReclaimRefusal, ReclaimReport, RecordState,
     Refused,
@@ -93,18 +93,24 @@ impl Objects {
         let mut cursor: Option<String> = None;
         loop {
             let (owned, next) = self.owned_records(rid, cursor.as_deref()).await?;
-            let outcomes = futures::stream::iter(owned.into_iter().map(|(key, current)| {
-                let this = self.clone();
-                async move {
-                    let outcome =
-                        reclaim_one(this.store.as_ref(), &this.authority, &key, Some(current))
-                            .await;
-                    (key, outcome)
-                }
-            }))
-            .buffer_unordered(RECLAIM_CONCURRENCY)
-            .collect::<Vec<_>>()
-            .await;
+            // One lease read per owner claim on the page, not per record.
+            let mut leases = census::LeaseCache::default();
+            let mut checked = Vec::with_capacity(owned.len());
+            for (key, current) in owned {
+                let lease = leases.health(self.store.as_ref(), &current).await?;
+                checked.push((key, current, lease));
+            }
+            let outcomes =
+                futures::stream::iter(checked.into_iter().map(|(key, current, lease)| {
+                    let authority = self.authority.clone();
+                    async move {
+                        let outcome = release_unless_live(&authority, &key, current, lease).await;
+                        (key, outcome)
+                    }
+                }))
+                .buffer_unordered(RECLAIM_CONCURRENCY)
+                .collect::<Vec<_>>()
+                .await;
             for (key, outcome) in outcomes {
                 add(&mut report, &key, outcome.map_err(Error::from)?);
             }

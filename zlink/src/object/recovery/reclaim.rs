@@ -78,6 +78,18 @@ pub(crate) async fn reclaim_one(
         },
     };
     let lease = lease_health(store, &current).await?;
+    release_unless_live(authority, key, current, lease).await
+}
+
+/// Deletes `current` at exactly its version unless `lease` (its owner claim's health, as
+/// read) is live. A dead claim never lives again, so its health may be read once for
+/// many records.
+pub(crate) async fn release_unless_live(
+    authority: &AuthorityStore,
+    key: &ObjectKey,
+    current: Versioned,
+    lease: LeaseHealth,
+) -> StoreResult<Reclaim> {
     if let LeaseHealth::Live { remaining_ms } = lease {
         return Ok(Reclaim::Refused(ReclaimRefusal::LeaseLive { remaining_ms }));
     }
