@@ -251,6 +251,30 @@ async fn notify_disconnected_keeps_the_connection_and_the_close_after_it_is_not_
     cluster.shutdown().await;
 }
 
+/// Reference §7.5: a node that stops cleanly closes the sessions bound to its Actors
+/// (on other gateways) with a reason, and releases the Actors: the ID reads Missing.
+#[tokio::test]
+async fn a_clean_shutdown_of_the_actors_node_closes_its_bound_sessions_with_a_reason() {
+    let (cluster, address) = cluster().await;
+    let mut client = StreamClient::tcp(&address).await.unwrap();
+    client
+        .call_json(1, "login", json!({ "player": "nia" }), WAIT)
+        .await
+        .unwrap();
+    let outcome = cluster.node(1).shutdown().await;
+    assert_eq!(outcome, zlink::ShutdownOutcome::Stopped);
+    let notice = client.closed_with(WAIT).await.expect("closed in time");
+    assert_eq!(notice.map(|n| n.0), Some(CloseReason::ServerDrain as u8));
+    assert!(cluster
+        .node(0)
+        .actors()
+        .find("nia")
+        .await
+        .unwrap()
+        .is_none());
+    cluster.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_session_relay_never_changes_its_actor_a_dead_owner_fails_it_and_the_connection_stays() {
     let (mut cluster, address) = cluster().await;

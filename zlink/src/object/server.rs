@@ -371,9 +371,30 @@ impl ObjectServer {
     /// nothing it owned stays `Unavailable` (within the lease TTL: past it the lease is
     /// gone anyway, and what is left is for `reclaim`).
     async fn release_owned(&self) -> Teardown {
-        let owned: Vec<_> = self
-            .registry
-            .all()
+        let live = self.registry.all();
+        let ended = live
+            .iter()
+            .filter_map(|live| {
+                Some(super::binding::EndedBinding {
+                    actor: live.key.id.to_string(),
+                    object_generation: live.generation(),
+                    binding: live.bindings().current()?,
+                })
+            })
+            .collect();
+        let notice_limit = self
+            .env
+            .node()
+            .map_or(Duration::ZERO, |node| node.settings().send_timeout);
+        super::binding::tell_bindings_ended(
+            self.env.owner_link(),
+            &self.env.route().rid,
+            self.local_sessions(),
+            ended,
+            notice_limit,
+        )
+        .await;
+        let owned: Vec<_> = live
             .into_iter()
             .map(|live| (live.key.clone(), live.authority()))
             .collect();

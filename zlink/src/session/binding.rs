@@ -11,6 +11,7 @@ use bytes::Bytes;
 use super::bindings::HeldRelay;
 use super::packet::{encode_packet, StreamCodec, WireKind, WirePacket};
 use super::peer::SessionPeer;
+use super::CloseReason;
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::object::binding::{
     BindingRoute, LocalSessions, PushRecord, RelocationRecord, ReplacedRecord,
@@ -119,7 +120,15 @@ impl SessionIndex {
             tracing::debug!(actor = %replaced.actor, session = %peer.id, "a stale binding-replaced notice ignored");
             return;
         }
-        if peer.bindings.remove(&route) {
+        if !peer.bindings.remove(&route) {
+            return;
+        }
+        if replaced.owner_stopped {
+            peer.close(
+                CloseReason::ServerDrain,
+                &format!("the node of Actor {} stopped", replaced.actor),
+            );
+        } else {
             peer.binding_replaced(route.actor);
         }
     }

@@ -118,6 +118,7 @@ pub(crate) fn bind_here(
             actor: key.id.to_string(),
             object_generation: fence.object_generation,
             binding_generation: retired.generation,
+            owner_stopped: false,
         });
     }
     Ok(BindReply {

@@ -7,6 +7,7 @@
 
 mod bind;
 mod disconnect;
+mod ended;
 mod owner;
 mod push;
 mod record;
@@ -15,6 +16,7 @@ mod relocation;
 
 pub(crate) use bind::BindRoute;
 pub(crate) use disconnect::MemberDisconnectedRoute;
+pub(crate) use ended::{tell_bindings_ended, EndedBinding};
 pub(crate) use owner::ActorBindings;
 #[cfg(test)]
 pub(crate) use owner::SessionKey;

@@ -48,13 +48,18 @@ pub(crate) struct PushRecord {
     pub(crate) payload: Vec<u8>,
 }
 
-/// The binding an Actor's new bind retired, to its session's owner (command 51).
+/// The binding an Actor's new bind retired, or that ended because the Actor's node
+/// stopped and released it, to its session's owner (command 51).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ReplacedRecord {
     pub(crate) session: SessionKey,
     pub(crate) actor: String,
     pub(crate) object_generation: u64,
     pub(crate) binding_generation: u64,
+    /// The Actor's node stopped: the binding ended with it (the session closes), rather
+    /// than moved to another session.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) owner_stopped: bool,
 }
 
 /// A bound Actor's session ended, to the node the Actor's Spot runs on when that is not
