@@ -67,7 +67,7 @@ fn league_demo_starts_matches_by_their_first_goal_and_every_scoreboard_hears_eve
 }
 
 #[test]
-fn rooms_demo_places_rooms_and_is_honest_about_a_stopped_server() {
+fn rooms_demo_places_rooms_and_releases_a_stopped_servers_rooms() {
     let out = run(env!("CARGO_BIN_EXE_rooms"));
     // Players are Actors that join a room on their node, talk, and leave.
     assert!(out.contains("ana  created on rooms-east"), "{out}");
@@ -81,8 +81,14 @@ fn rooms_demo_places_rooms_and_is_honest_about_a_stopped_server() {
         "{out}"
     );
     assert!(out.contains("back in an Entry Spot (true)"), "{out}");
-    assert!(out.contains(": Unavailable ("), "{out}");
-    assert!(out.contains("(not re-created)"), "{out}");
+    // A clean stop released rooms-west's rooms: their IDs read Missing, and the next
+    // get_or_create makes a new incarnation elsewhere.
+    assert!(out.contains("rooms-west: stopped"), "{out}");
+    assert!(out.contains("on rooms-west: NotFound ("), "{out}");
+    assert!(
+        out.contains("created anew on rooms-east (generation 2)"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -129,7 +129,7 @@ fn every_demo_runs_over_curve_with_a_key_from_zlink_keys() {
     let key = path(&dir, "demo.key");
     let expected: [(&str, &str); 6] = [
         (DEMOS[0], "new requests now go to server-b only"),
-        (DEMOS[1], "(not re-created)"),
+        (DEMOS[1], "created anew on"),
         (DEMOS[2], "quotes-b answered 6 of 8"),
         (
             DEMOS[3],

@@ -175,7 +175,9 @@ async fn a_drained_node_takes_new_objects_again_after_undrain() {
         let actor = c.actors().create(&format!("n{i}"), "tally").await.unwrap();
         assert_eq!(actor.rid, "b", "a draining node takes no new Actor");
     }
+    assert!(a.status().draining, "a says it is draining");
     a.undrain().await.unwrap();
+    assert!(!a.status().draining);
     wait_until(WAIT, "the gateway sees a serving again", || async {
         c.discovery()
             .status()

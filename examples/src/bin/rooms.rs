@@ -498,8 +498,11 @@ async fn one_process(security: &Security) -> zlink::Result<()> {
     }
 
     println!();
-    println!("Stopping rooms-west (its rooms are not handed over: they stay with it)...");
-    west.shutdown().await;
+    println!(
+        "Stopping rooms-west cleanly (as Ctrl-C does): its rooms close and their IDs are free again..."
+    );
+    let outcome = west.shutdown().await;
+    println!("  rooms-west: {outcome}");
     for (id, host) in &rooms {
         let room = RoomClient::new(&lobby, id.as_str());
         let mut outcome = room.who(&Who).await;
@@ -524,7 +527,10 @@ async fn one_process(security: &Security) -> zlink::Result<()> {
             .get_or_create(room, Room::STABLE_TYPE, "again".to_string())
             .await?;
         let where_now = match again {
-            SpotCreation::Existing(room) => format!("still owned by {} (not re-created)", room.rid),
+            SpotCreation::Created(room, _) => format!(
+                "created anew on {} (generation {}); a crashed server's rooms would stay Unavailable until `zlink-admin reclaim`",
+                room.rid, room.generation
+            ),
             other => format!("{other:?}"),
         };
         println!("  get_or_create({room:?}) -> {where_now}");

@@ -23,6 +23,9 @@ pub struct RuntimeStatus {
     pub endpoint: String,
     /// Whether it still admits new calls.
     pub running: bool,
+    /// Whether it is draining: it takes no new objects (after `relocate_all`, until
+    /// `undrain`, and while it shuts down), and says so in its descriptor.
+    pub draining: bool,
     /// RouteMesh channels it serves, with their current weights, sorted by name.
     pub served: Vec<(String, u32)>,
     /// Ready RouteMesh peers, sorted by RID.
@@ -212,6 +215,7 @@ impl RuntimeStatus {
             mesh_name: node.settings().mesh_name.clone(),
             endpoint: node.endpoint(),
             running: node.is_running(),
+            draining: node.identity().is_draining(),
             served: node.registry().server_weights(),
             peers: node.peer_statuses(),
             open_connections: node.links().open_connections(),
