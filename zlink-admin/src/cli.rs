@@ -70,7 +70,9 @@ pub enum Command {
         all: bool,
     },
     /// Releases a dead owner's objects so they can be created anew. Refused for any
-    /// object whose owner lease is still live. Exits 3 when anything was refused.
+    /// object whose owner lease is still live. Exits 3 when an object was left in place
+    /// (a live lease, or a record that changed meanwhile); an ID already Missing is not
+    /// a refusal.
     Reclaim {
         /// The object's ID (its Spot and its Actor, if any).
         #[arg(required_unless_present = "node", conflicts_with = "node")]

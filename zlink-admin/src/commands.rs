@@ -41,7 +41,13 @@ pub async fn run(objects: &Objects, command: Command, json: bool) -> zlink::Resu
                 }
             };
             print(json, &report, || reclaim_text(&report));
-            if !report.refused.is_empty() {
+            // An ID that is Missing already needs nothing: only a refusal that leaves an
+            // object in place is one.
+            if report
+                .refused
+                .iter()
+                .any(|r| r.reason != ReclaimRefusal::AlreadyMissing)
+            {
                 return Ok(Done::SomethingRefused);
             }
         }
@@ -152,6 +158,7 @@ fn reclaim_text(report: &ReclaimReport) -> String {
                 "refused: its owner's lease is live for {remaining_ms} ms more; stop the owner or wait for the lease to expire"
             ),
             ReclaimRefusal::Changed => "refused: the record changed meanwhile; read it again".to_string(),
+            ReclaimRefusal::Failed { detail } => format!("not reclaimed, the store failed: {detail}; try again"),
             _ => "refused".to_string(),
         };
         out.push_str(&format!("{noun} {}: {why}\n", refused.id));

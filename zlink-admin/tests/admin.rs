@@ -178,14 +178,26 @@ async fn zlink_admin_reclaims_a_killed_nodes_objects_only_after_its_lease_expire
         })
     })
     .await;
+    let one = admin(&url, &["reclaim", "c2", "--json"]).await;
+    assert_eq!(one.status.code(), Some(0), "{}", text(&one));
+    let report = json(&one);
+    assert_eq!(report["released"][0]["id"], "c2", "{report}");
+    assert!(report["refused"].as_array().unwrap().is_empty(), "{report}");
     let reclaimed = admin(&url, &["reclaim", "--node", "victim", "--json"]).await;
     assert_eq!(reclaimed.status.code(), Some(0), "{}", text(&reclaimed));
     let report = json(&reclaimed);
     assert_eq!(
         report["released"].as_array().unwrap().len(),
-        4,
-        "3 Actors and the Entry Spot: {report}"
+        3,
+        "2 Actors and the Entry Spot: {report}"
     );
+    let again = admin(&url, &["reclaim", "c2"]).await;
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "Missing already is nothing to do"
+    );
+    assert!(text(&again).contains("already Missing"), "{}", text(&again));
     let gone = admin(&url, &["where", "c0"]).await;
     assert!(text(&gone).contains("Missing"), "{}", text(&gone));
 

@@ -147,8 +147,8 @@ pub fn channel(args: TokenStream, item: TokenStream) -> TokenStream {
 ///   message is its first handler call. The client has `XxxClient::instance(&runtime,
 ///   "spot-id")` (every call carries the intent) in place of `get_or_create`. It takes no
 ///   `actors` or `create`.
-/// - `on_owner_lost = unavailable | reclaim` (optional): what a caller does when the
-///   node that owned a Spot of this type died. `unavailable` (the default) ends the call
+/// - `on_owner_lost = unavailable | reclaim` (optional, Spots and Actors): what a caller
+///   does when the node that owned an object of this type died. `unavailable` (the default) ends the call
 ///   `Unavailable` until an operator reclaims the ID; `reclaim` lets a `get_or_create` or
 ///   an Instance intent call that finds the owner's lease expired reclaim the ID (fenced,
 ///   so racing callers make one new incarnation) and create it afresh.
@@ -190,8 +190,8 @@ pub fn spot(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// `#[actor(type = "player", relocation = recreate)]` marks the block. Keys of
 /// `#[actor(...)]`: `type = "..."` and `relocation` (`disable`, `recreate` or `preserve`)
-/// are required; `on_owner_lost`, `client = Name` and `crate = "path"` are optional, as
-/// for [`macro@spot`].
+/// are required; `on_owner_lost` (`unavailable` or `reclaim`), `client = Name` and
+/// `crate = "path"` are optional, as for [`macro@spot`].
 /// Each `#[handler]` method is
 /// `async fn name(&mut self, message: M, ctx: &ActorContext)`. The macro generates:
 /// - `impl zlink::object::ActorHandlers` (decode, call, encode);

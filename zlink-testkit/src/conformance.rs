@@ -467,7 +467,6 @@ pub async fn scans_page_in_id_order_with_liveness_and_a_change_stamp(s: StoreUnd
         .is_empty());
 }
 
-/// A batch refused by validation (a retention past the limit, too many bytes, too many
 /// A record-key scan lists every record with the name, in any group (150 groups, which a
 /// cluster spreads over its masters), in pages, and no record of another name; a
 /// malformed limit is an argument error.
@@ -521,6 +520,7 @@ pub async fn a_record_key_scan_lists_every_record_of_a_name_across_groups(s: Sto
     assert!(none.keys.is_empty());
 }
 
+/// A batch refused by validation (a retention past the limit, too many bytes, too many
 /// keys) changes nothing, not even the records it would have changed first.
 pub async fn a_rejected_batch_changes_nothing(s: StoreUnderTest) {
     let store = s.store.as_ref();

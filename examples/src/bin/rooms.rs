@@ -497,14 +497,28 @@ async fn one_process(security: &Security) -> zlink::Result<()> {
         );
     }
 
+    stop_west(&lobby, west, &rooms, west_room).await?;
+    lobby.shutdown().await;
+    east.shutdown().await;
+    Ok(())
+}
+
+/// Stops rooms-west cleanly and shows what the lobby sees of every room afterwards: its
+/// rooms are released, and the next `get_or_create` makes one anew elsewhere.
+async fn stop_west(
+    lobby: &Runtime,
+    west: Runtime,
+    rooms: &[(String, String)],
+    west_room: Option<&str>,
+) -> zlink::Result<()> {
     println!();
     println!(
         "Stopping rooms-west cleanly (as Ctrl-C does): its rooms close and their IDs are free again..."
     );
     let outcome = west.shutdown().await;
     println!("  rooms-west: {outcome}");
-    for (id, host) in &rooms {
-        let room = RoomClient::new(&lobby, id.as_str());
+    for (id, host) in rooms {
+        let room = RoomClient::new(lobby, id.as_str());
         let mut outcome = room.who(&Who).await;
         // The first call after the stop may still be in flight to the stopped node.
         if outcome.is_err() && host != "rooms-west" {
@@ -536,8 +550,6 @@ async fn one_process(security: &Security) -> zlink::Result<()> {
         println!("  get_or_create({room:?}) -> {where_now}");
     }
 
-    lobby.shutdown().await;
-    east.shutdown().await;
     Ok(())
 }
 

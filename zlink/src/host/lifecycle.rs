@@ -27,6 +27,8 @@ pub(super) struct Started {
     /// How the shutdown ended, once it has: every caller of `shutdown` hears the first
     /// one's outcome.
     pub(super) stopped: tokio::sync::watch::Sender<Option<super::ShutdownOutcome>>,
+    /// Set by the first `shutdown` call, which starts the one shutdown.
+    pub(super) stopping: std::sync::atomic::AtomicBool,
 }
 
 /// Starts a RouteMesh node and everything the settings declare next to it. On failure
@@ -101,6 +103,7 @@ async fn start_parts(handle: &Handle, parts: Parts) -> Result<Started> {
         objects,
         streams,
         stopped: tokio::sync::watch::Sender::new(None),
+        stopping: std::sync::atomic::AtomicBool::new(false),
     })
 }
 

@@ -6,10 +6,6 @@ use std::time::Duration;
 use super::config::{RuntimeBuilder, Settings};
 use super::lifecycle::Started;
 use super::shutdown::{ShutdownOptions, ShutdownOutcome, ShutdownReason};
-
-/// How long a second `shutdown` call waits, after the node closed, for the first one's
-/// outcome.
-const OUTCOME_PATIENCE: Duration = Duration::from_secs(5);
 use crate::handler::{Actors, Channels, DiscoveryHandle, FanoutHandle, Handle, Nodes, Spots};
 use crate::object::RelocationReport;
 use crate::{Error, ErrorKind, Result};
@@ -58,9 +54,31 @@ impl Runtime {
     /// `ShuttingDown`; its descriptor and owner lease are withdrawn; connections and the
     /// listener close. Every task of the node has ended when this returns.
     ///
-    /// Concurrent calls share one shutdown; a call after the node stopped returns the
-    /// first one's outcome.
+    /// Concurrent calls share one shutdown, which runs to its end even if its callers
+    /// stop waiting; a call after the node stopped returns the first one's outcome (only
+    /// the first call's `options` count).
     pub async fn shutdown_with(&self, options: ShutdownOptions) -> ShutdownOutcome {
+        let mut stopped = self.started.stopped.subscribe();
+        if !self
+            .started
+            .stopping
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            let runtime = self.clone();
+            tokio::spawn(async move { runtime.stop_once(options).await });
+        }
+        let outcome = stopped
+            .wait_for(Option::is_some)
+            .await
+            .ok()
+            .and_then(|outcome| *outcome);
+        outcome.unwrap_or(ShutdownOutcome::ForceStopped(
+            ShutdownReason::TeardownFailed,
+        ))
+    }
+
+    /// The one shutdown of this node, whose outcome every caller hears.
+    async fn stop_once(&self, options: ShutdownOptions) {
         let grace = options
             .grace
             .unwrap_or(self.handle.node().settings().shutdown_grace);
@@ -68,31 +86,17 @@ impl Runtime {
         if options.relocate_first && self.is_running() {
             self.relocate_before_stopping(grace).await;
         }
-        match super::lifecycle::shutdown(self.handle.node(), grace, Some(before)).await {
-            Some(outcome) => {
-                self.started.stopped.send_replace(Some(outcome));
-                outcome
-            }
-            None => {
-                // Another call stopped it: its outcome, once it records it (a crashed node
-                // records one at once; a shutdown whose caller gave up records none).
-                let mut stopped = self.started.stopped.subscribe();
-                let recorded = tokio::time::timeout(OUTCOME_PATIENCE, async {
-                    stopped
-                        .wait_for(Option::is_some)
-                        .await
-                        .ok()
-                        .and_then(|o| *o)
-                })
-                .await;
-                recorded
-                    .ok()
-                    .flatten()
-                    .unwrap_or(ShutdownOutcome::ForceStopped(
-                        ShutdownReason::TeardownFailed,
-                    ))
-            }
-        }
+        let outcome = super::lifecycle::shutdown(self.handle.node(), grace, Some(before))
+            .await
+            // The node crashed meanwhile (a test's `crash`): nothing was given back.
+            .unwrap_or(ShutdownOutcome::ForceStopped(
+                ShutdownReason::TeardownFailed,
+            ));
+        self.started.stopped.send_if_modified(|recorded| {
+            let first = recorded.is_none();
+            recorded.get_or_insert(outcome);
+            first
+        });
     }
 
     /// Serves until the process is asked to stop (Ctrl-C, or SIGTERM on Unix), then
@@ -114,7 +118,7 @@ impl Runtime {
         let Some(objects) = &self.started.objects else {
             return;
         };
-        match tokio::time::timeout(grace, objects.relocate_all()).await {
+        match tokio::time::timeout(grace, objects.relocate_all(true)).await {
             Ok(report) => tracing::info!(
                 rid = %self.rid(),
                 moved = report.moved.len() + report.moved_spots.len(),
@@ -156,8 +160,9 @@ impl Runtime {
         // Nothing was given back: a later shutdown call hears that.
         let crashed = ShutdownOutcome::ForceStopped(ShutdownReason::TeardownFailed);
         self.started.stopped.send_if_modified(|outcome| {
+            let first = outcome.is_none();
             outcome.get_or_insert(crashed);
-            true
+            first
         });
     }
 
@@ -191,7 +196,7 @@ impl Runtime {
                 "Spots and Actors need a Location Store on this node (location_store)",
             )
         })?;
-        Ok(objects.relocate_all().await)
+        Ok(objects.relocate_all(false).await)
     }
 
     /// [`relocate_all`](Self::relocate_all), then keeps relaying old-route messages for

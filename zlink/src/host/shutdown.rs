@@ -61,9 +61,10 @@ impl ShutdownOutcome {
 pub enum ShutdownReason {
     /// Accepted work was still running when the grace ended; it was cut off.
     DeadlineExceeded,
-    /// Something the node held could not be given back (the Location Store did not take
-    /// an authority's release); the log names it. Those IDs stay `Unavailable` until
-    /// reclaimed (see `objects().reclaim`).
+    /// Something the node held could not be given back: the Location Store did not take
+    /// an authority's release in time (the log names each one), or the node had crashed
+    /// (a test's `crash`). Those IDs stay `Unavailable` until reclaimed (see
+    /// `objects().reclaim`).
     TeardownFailed,
 }
 

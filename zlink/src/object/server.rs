@@ -28,6 +28,10 @@ use crate::sync::LockUnpoisoned;
 use crate::wire::Command;
 use crate::{Error, Result};
 
+/// The longest a clean stop spends releasing the authorities it holds (and at most the
+/// lease TTL): a store that does not answer in that time leaves them to `reclaim`.
+const RELEASE_LIMIT: Duration = Duration::from_secs(5);
+
 /// Turns a store failure into the caller's error.
 pub(super) fn store_error(e: StoreError) -> Error {
     Error::from(e)
@@ -312,9 +316,13 @@ impl ObjectServer {
         }
     }
 
-    /// Moves every movable object this node owns to other nodes.
-    pub(crate) async fn relocate_all(self: &Arc<Self>) -> relocation::RelocationReport {
-        relocation::relocate_all(self).await
+    /// Moves every movable object this node owns to other nodes; unless it is
+    /// `stopping`, it takes new objects again when some stayed.
+    pub(crate) async fn relocate_all(
+        self: &Arc<Self>,
+        stopping: bool,
+    ) -> relocation::RelocationReport {
+        relocation::relocate_all(self, stopping).await
     }
 
     /// The Location Store this node's objects keep their authority in.
@@ -405,7 +413,7 @@ impl ObjectServer {
             route: self.env.route(),
             owner: &owner,
         };
-        let limit = self.env.lease().settings().ttl;
+        let limit = self.env.lease().settings().ttl.min(RELEASE_LIMIT);
         let started = tokio::time::Instant::now();
         let released = releaser.release_all(owned, limit).await;
         tracing::info!(

@@ -71,12 +71,14 @@ pub trait LocationStore: Send + Sync + 'static {
     /// nothing changes.
     async fn apply(&self, batch: &Batch) -> StoreResult<ApplyOutcome>;
 
-    /// Lists the keys of the records named `name` in every group: about `limit`
+    /// Lists the keys of the records named `name` in every group: at most about `limit`
     /// (1..=1000) keys a page, from `cursor` (`None` for the first page, then each page's
-    /// `next`). Every record that exists for the whole scan is listed at least once; a key
-    /// may be listed twice, and a record written or deleted during the scan may or may
-    /// not be. It walks the whole store: for operators (what a dead node owned), never for
-    /// a message's path.
+    /// `next`); a page may hold fewer, or none, and still have a `next`. Every record that
+    /// exists for the whole scan is listed at least once, or the scan fails (a cluster
+    /// whose masters changed between pages): it never ends having skipped one. A key may
+    /// be listed twice, and a record written or deleted during the scan may or may not be.
+    /// It walks the whole store: for operators (what a dead node owned), never for a
+    /// message's path.
     async fn scan_record_keys(
         &self,
         name: &str,

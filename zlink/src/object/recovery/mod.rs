@@ -31,7 +31,7 @@ pub use self::report::{
 };
 use super::authority_store::{AuthorityStore, Versioned};
 use crate::address::{ActorId, ObjectKey, SpotId};
-use crate::store::LocationStore;
+use crate::store::{LocationStore, StoreError};
 use crate::{Error, Result};
 
 /// Reclaims one node runs at once.
@@ -60,11 +60,23 @@ impl Objects {
     }
 
     /// Reclaims the Spot and the Actor with ID `id` (the two namespaces are apart; most
-    /// IDs have one or neither), each only if its owner lease claim is dead.
+    /// IDs have one or neither), each only if its owner lease claim is dead. The one of
+    /// the two that does not exist is reported `AlreadyMissing` only when neither does.
     pub async fn reclaim(&self, id: &str) -> Result<ReclaimReport> {
         let mut report = ReclaimReport::default();
         for key in both_keys(id)? {
             self.reclaim_key(&key, None, &mut report).await?;
+        }
+        let found = report.released.len()
+            + report
+                .refused
+                .iter()
+                .filter(|r| r.reason != ReclaimRefusal::AlreadyMissing)
+                .count();
+        if found > 0 {
+            report
+                .refused
+                .retain(|r| r.reason != ReclaimRefusal::AlreadyMissing);
         }
         Ok(report)
     }
@@ -112,7 +124,12 @@ impl Objects {
                 .collect::<Vec<_>>()
                 .await;
             for (key, outcome) in outcomes {
-                add(&mut report, &key, outcome.map_err(Error::from)?);
+                let outcome = outcome.unwrap_or_else(|e| {
+                    Reclaim::Refused(ReclaimRefusal::Failed {
+                        detail: e.to_string(),
+                    })
+                });
+                add(&mut report, &key, outcome);
             }
             match next {
                 Some(next) => cursor = Some(next),
@@ -192,10 +209,19 @@ impl Objects {
         .await;
         let mut owned = Vec::new();
         for found in read {
-            if let (key, Some(current)) = found? {
-                if current.record.route.rid == rid {
-                    owned.push((key, current));
+            let (key, current) = match found {
+                Ok((key, Some(current))) => (key, current),
+                Ok((_, None)) => continue,
+                // A record no provider wrote (it does not decode) names no node: say so
+                // and go on with the others.
+                Err(StoreError::Protocol(e)) => {
+                    tracing::warn!(error = %e, "an unreadable authority record skipped");
+                    continue;
                 }
+                Err(e) => return Err(e.into()),
+            };
+            if current.record.route.rid == rid {
+                owned.push((key, current));
             }
         }
         owned.sort_by(|a, b| a.0.id.cmp(&b.0.id));

@@ -75,6 +75,12 @@ pub enum ReclaimRefusal {
     /// The record changed while it was being reclaimed (another reclaim, or its owner):
     /// nothing was released; read it again.
     Changed,
+    /// The Location Store failed on this ID (the reclaim of the others went on); try it
+    /// again.
+    Failed {
+        /// What the store said.
+        detail: String,
+    },
 }
 
 /// One ID a reclaim left alone, and why.

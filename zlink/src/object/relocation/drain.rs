@@ -67,9 +67,9 @@ impl RelocationReport {
 }
 
 /// Moves every movable object of `server` to other nodes chosen by placement. The node
-/// takes no new objects meanwhile; when everything moved it stays that way (it is
-/// relocated: ready to stop), otherwise it serves again.
-pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport {
+/// takes no new objects meanwhile; when everything moved, or when it is about to stop
+/// (`stopping`), it stays that way; otherwise it serves again.
+pub(crate) async fn relocate_all(server: &Arc<ObjectServer>, stopping: bool) -> RelocationReport {
     set_draining(server, true).await;
     let mut report = RelocationReport::default();
     let mut movable = Vec::new();
@@ -161,7 +161,7 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>) -> RelocationReport
             (Err(e), _) => report.failed.push((key.id.to_string(), e)),
         }
     }
-    if !report.is_complete() {
+    if !report.is_complete() && !stopping {
         set_draining(server, false).await;
     }
     tracing::info!(

@@ -143,30 +143,34 @@ impl Connection {
                 Ok((keys, (next != 0).then(|| next.to_string())))
             }
             Connection::Cluster { client, connection } => {
+                let mut conn = Self::cluster(client, connection).await?;
+                let masters = slot_masters(&mut conn).await?;
                 let (index, at) = match cursor {
                     None => (0, 0),
                     Some(c) => {
-                        let (n, at) = c.split_once(':').ok_or_else(invalid)?;
-                        (
-                            n.parse().map_err(|_| invalid())?,
-                            at.parse().map_err(|_| invalid())?,
-                        )
+                        let (id, at) = c.split_once(':').ok_or_else(invalid)?;
+                        let index = masters
+                            .iter()
+                            .position(|m| m.id == id)
+                            .ok_or_else(masters_changed)?;
+                        (index, at.parse().map_err(|_| invalid())?)
                     }
                 };
-                let mut conn = Self::cluster(client, connection).await?;
-                let masters = masters(&mut conn).await?;
-                let Some((host, port)) = masters.get(index).cloned() else {
+                let Some(master) = masters.get(index) else {
                     return Ok((Vec::new(), None));
                 };
-                let by_address = SingleNodeRoutingInfo::ByAddress { host, port };
+                let by_address = SingleNodeRoutingInfo::ByAddress {
+                    host: master.host.clone(),
+                    port: master.port,
+                };
                 let reply = conn
                     .route_command(step(at), RoutingInfo::SingleNode(by_address))
                     .await?;
                 let (next, keys): (u64, Vec<String>) = redis::from_redis_value(reply)?;
-                let next = match next {
-                    0 if index + 1 < masters.len() => Some(format!("{}:0", index + 1)),
-                    0 => None,
-                    more => Some(format!("{index}:{more}")),
+                let next = match (next, masters.get(index + 1)) {
+                    (0, Some(following)) => Some(format!("{}:0", following.id)),
+                    (0, None) => None,
+                    (more, _) => Some(format!("{}:{more}", master.id)),
                 };
                 Ok((keys, next))
             }
@@ -202,28 +206,43 @@ impl Connection {
     }
 }
 
-/// The cluster's masters that are not failing, as (host, port), sorted.
-async fn masters(conn: &mut ClusterConnection) -> RedisResult<Vec<(String, u16)>> {
+/// A master that owns slots, as the cluster client knows it.
+struct SlotMaster {
+    id: String,
+    host: String,
+    port: u16,
+}
+
+/// A scan cursor names a master that no longer owns slots: its keys moved, so the scan
+/// could miss some. The caller starts again.
+fn masters_changed() -> redis::RedisError {
+    redis::RedisError::from((
+        redis::ErrorKind::Server(redis::ServerErrorKind::TryAgain),
+        "the cluster's masters changed during the scan; scan again from the start",
+    ))
+}
+
+/// The masters that own slots now (`CLUSTER SLOTS`, the map the client routes by),
+/// sorted by node id: a scan cursor names its master by id, so a failover or a
+/// resharding between two pages is noticed, never silently skipped.
+async fn slot_masters(conn: &mut ClusterConnection) -> RedisResult<Vec<SlotMaster>> {
     let mut cmd = redis::cmd("CLUSTER");
-    cmd.arg("NODES");
+    cmd.arg("SLOTS");
     let reply = conn
         .route_command(cmd, RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random))
         .await?;
-    let text: String = redis::from_redis_value(reply)?;
-    let mut masters: Vec<(String, u16)> = text
-        .lines()
-        .filter_map(|line| {
-            let mut fields = line.split(' ');
-            let (_, address, flags) = (fields.next()?, fields.next()?, fields.next()?);
-            let flags: Vec<&str> = flags.split(',').collect();
-            if !flags.contains(&"master") || flags.iter().any(|f| f.starts_with("fail")) {
-                return None;
-            }
-            let (host, port) = address.split(['@', ',']).next()?.rsplit_once(':')?;
-            Some((host.to_string(), port.parse().ok()?))
-        })
-        .filter(|(host, _)| !host.is_empty())
-        .collect();
-    masters.sort();
-    Ok(masters)
+    let ranges: Vec<Vec<Value>> = redis::from_redis_value(reply)?;
+    let mut masters = std::collections::BTreeMap::new();
+    for range in ranges {
+        let Some(master) = range.into_iter().nth(2) else {
+            continue;
+        };
+        let fields: Vec<Value> = redis::from_redis_value(master)?;
+        let field = |i: usize| fields.get(i).cloned().unwrap_or(Value::Nil);
+        let host: String = redis::from_redis_value(field(0))?;
+        let port: u16 = redis::from_redis_value(field(1))?;
+        let id: String = redis::from_redis_value(field(2))?;
+        masters.insert(id.clone(), SlotMaster { id, host, port });
+    }
+    Ok(masters.into_values().collect())
 }

@@ -43,6 +43,8 @@ use super::{LocationStore, StoreError, StoreResult};
 
 /// How many bytes one scan page may carry.
 const MAX_PAGE_BYTES: usize = 4 * 1024 * 1024;
+/// The most SCAN steps one page of a record-key scan takes.
+const MAX_SCAN_STEPS: usize = 16;
 /// How often a publish retries after finding the key held by a dead lease.
 const PUBLISH_ATTEMPTS: usize = 3;
 
@@ -577,8 +579,11 @@ impl LocationStore for RedisLocationStore {
         let scan = async {
             let mut keys = Vec::new();
             let mut at = cursor.map(str::to_string);
-            // SCAN may answer a step with no key: walk on until a page fills or it ends.
-            loop {
+            // SCAN may answer a step with no key: walk on until a page fills, the walk
+            // ends, or the page took its share of steps (a sparse store answers pages
+            // with few keys, or none, and a `next`, so each page stays within the
+            // operation timeout).
+            for _ in 0..MAX_SCAN_STEPS {
                 let step = self.reads.scan(&pattern, at.as_deref(), limit);
                 let (found, next) = run_within(self.timeout, Effect::Read, step).await?;
                 keys.extend(
@@ -589,9 +594,10 @@ impl LocationStore for RedisLocationStore {
                 );
                 at = next;
                 if at.is_none() || keys.len() >= limit {
-                    return Ok(RecordKeyPage { keys, next: at });
+                    break;
                 }
             }
+            Ok(RecordKeyPage { keys, next: at })
         };
         self.bounded(Effect::Read, scan).await
     }
