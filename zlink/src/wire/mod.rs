@@ -2,9 +2,10 @@
 //!
 //! Frame 0 is the envelope head. It opens with the 5-byte prefix `5A 4D 03 <command>
 //! <flags>`. Application commands (sends, requests, fanout events) and replies continue
-//! with a fixed binary head ([`CallHead`], the reply head) so the hot path does no serde
-//! pass; control records (hello, admit, reject, update, liveness) continue with a CBOR map
-//! ([`ControlHeader`]). When flag [`FLAG_METADATA`] is set on an application command,
+//! with a fixed binary head ([`CallHead`](crate::wire::CallHead), the reply head) so the
+//! hot path does no serde pass; control records (hello, admit, reject, update, liveness)
+//! continue with a CBOR map ([`ControlHeader`](crate::wire::ControlHeader)). When flag
+//! [`FLAG_METADATA`](crate::wire::FLAG_METADATA) is set on an application command,
 //! frame 1 is the metadata frame (a CBOR map of text to text, at most 1024 bytes). Every
 //! application command ends with one payload frame holding the codec's bytes (CBOR by
 //! default); an ok reply ends with one, an error reply with none.

@@ -225,7 +225,7 @@ impl RuntimeBuilder {
     }
 
     /// Registers a STREAM listener for outside clients (TCP or WebSocket), with its
-    /// session type. See [`session`](crate::session).
+    /// session type. See [`session`](mod@crate::session).
     pub fn stream_listener(mut self, listener: crate::session::StreamListener) -> Self {
         self.stream_listeners.push(listener);
         self
