@@ -282,3 +282,41 @@ async fn reclaiming_a_crashed_nodes_thousand_objects() {
     println!("reclaim_node of a crashed node owning 1000 Actors: {took:?}");
     operator.shutdown().await;
 }
+
+/// An ID created again on the node its older incarnation moved away from answers there
+/// at once: the older incarnation's Message Follow route (kept for
+/// MessageFollowDuration, 30 s) is for messages to that incarnation only. (The new one
+/// starts its owner changes at 1 again, so the two routes look alike but for the
+/// generation.) Callers on the node itself and elsewhere.
+#[tokio::test]
+async fn an_id_created_again_where_its_older_incarnation_moved_away_from_answers_at_once() {
+    let redis = RedisServer::start().expect("redis-server");
+    let (store, roots) = redis_stores(&redis.url());
+    let probe = Probe::new(Duration::ZERO, false);
+    let counts = Counts::default();
+    let b = player_node("b", &store, &roots, &probe, &counts).await;
+    let caller = gateway(&redis).await;
+    caller.actors().ready("tally", 1).await.unwrap();
+    let first = b.actors().create("again", "tally").await.unwrap();
+    assert_eq!(first.rid, "b");
+    let a = player_node("a", &store, &roots, &probe, &counts).await;
+    b.actors().ready("tally", 2).await.unwrap();
+    b.actors().relocate("again", Some("a")).await.unwrap();
+    let moved = b.actors().find("again").await.unwrap().unwrap();
+    assert!(a.actors().destroy(&moved).await.unwrap());
+    assert_eq!(a.shutdown().await, ShutdownOutcome::Stopped);
+    let second = b.actors().create("again", "tally").await.unwrap();
+    assert_eq!(second.rid, "b");
+    assert!(second.generation > first.generation);
+    for rt in [&b, &caller] {
+        let answer = tally(rt, "again", 1).await.unwrap();
+        assert_eq!(
+            (answer.by.as_str(), answer.generation),
+            ("b", second.generation),
+            "from {}",
+            rt.rid()
+        );
+    }
+    caller.shutdown().await;
+    b.shutdown().await;
+}

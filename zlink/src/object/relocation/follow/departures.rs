@@ -154,14 +154,20 @@ impl Departures {
         }
     }
 
-    /// Whether `key` is departing (held or followed) on the route `fence`.
+    /// Whether `key` is departing (held or followed) on the route `fence`. A route to a
+    /// newer incarnation than the one that left is not: that incarnation was created
+    /// here after the move (a new one starts its owner changes at 1 again, so its route
+    /// can look like the old one's), and its messages are its own.
     pub(crate) fn get(&self, key: &ObjectKey, fence: &RouteFence) -> Option<Arc<Departure>> {
         if self.count.load(Ordering::Relaxed) == 0 {
             return None;
         }
         let slot = (key.clone(), fence.owner_generation);
         let departure = self.map().get(&slot).cloned()?;
-        (departure.source_fence.lease_generation == fence.lease_generation).then_some(departure)
+        let source = &departure.source_fence;
+        (source.lease_generation == fence.lease_generation
+            && source.object_generation >= fence.object_generation)
+            .then_some(departure)
     }
 
     /// Offers a message that arrived for `key` on the route `fence`. A message resolved
@@ -539,6 +545,24 @@ mod tests {
             Offer::Taken
         ));
         assert!(matches!(relayed.try_recv(), Ok(RelayItem::Message(_))));
+    }
+
+    #[test]
+    fn a_newer_incarnation_created_where_an_older_one_left_is_not_followed() {
+        let departures = Departures::new(Arc::default());
+        let (_departure, mut relayed) = relaying(&departures, None);
+        // Generation 4 was created here after generation 3 moved away, with an owner
+        // generation (1) and lease that the old route shares.
+        let newer = RouteFence {
+            object_generation: 4,
+            ..wire(&fence(3, 1))
+        };
+        assert!(departures.get(&key(), &newer).is_none());
+        let (held, _answer) = request("c");
+        let Offer::NotDeparting(_held) = departures.offer(&key(), &newer, held) else {
+            panic!("the newer incarnation's message must reach it, not the follow route");
+        };
+        assert!(relayed.try_recv().is_err(), "nothing was relayed");
     }
 
     #[test]
