@@ -92,6 +92,21 @@ fn location_store(redis: &RedisServer) -> zlink::Result<Arc<dyn LocationStore>> 
     ))?))
 }
 
+/// Ends `rt` as a killed process ends, and waits until its owner lease expired.
+async fn crash_until_lease_expired(rt: &Runtime, redis: &RedisServer) -> zlink::Result<()> {
+    let lease = rt.discovery().owner_lease().and_then(|l| l.token).unwrap();
+    rt.crash().await;
+    let store = location_store(redis)?;
+    wait_until(WAIT, "the lease expired", || async {
+        store
+            .read_lease(&lease.owner)
+            .await
+            .is_ok_and(|grant| grant.is_none_or(|g| g.token.generation != lease.generation))
+    })
+    .await;
+    Ok(())
+}
+
 // ANCHOR: main
 /// What an application's `main` does once its node runs: serve until Ctrl-C or SIGTERM,
 /// then stop, releasing what the node owns.
@@ -151,16 +166,7 @@ async fn restarts_chapter() -> zlink::Result<()> {
             .is_some_and(|s| s.members.iter().any(|m| m.rid == "b" && !m.draining))
     })
     .await;
-    let lease = a.discovery().owner_lease().and_then(|l| l.token).unwrap();
-    a.crash().await;
-    let store = location_store(&redis)?;
-    wait_until(WAIT, "a's lease expired", || async {
-        store
-            .read_lease(&lease.owner)
-            .await
-            .is_ok_and(|grant| grant.is_none_or(|g| g.token.generation != lease.generation))
-    })
-    .await;
+    crash_until_lease_expired(&a, &redis).await?;
 
     // ANCHOR: reclaim
     // After a crash: release what node "a" owned, once its owner lease has expired.
@@ -195,16 +201,7 @@ async fn on_owner_lost_reclaim_makes_a_new_incarnation_without_an_operator() -> 
     a.actors().create("solo", "visitor").await?;
     let b = visitor_node("b", &redis).await?;
     b.actors().ready("visitor", 2).await?;
-    let lease = a.discovery().owner_lease().and_then(|l| l.token).unwrap();
-    a.crash().await;
-    let store = location_store(&redis)?;
-    wait_until(WAIT, "a's lease expired", || async {
-        store
-            .read_lease(&lease.owner)
-            .await
-            .is_ok_and(|grant| grant.is_none_or(|g| g.token.generation != lease.generation))
-    })
-    .await;
+    crash_until_lease_expired(&a, &redis).await?;
     let again = b.actors().get_or_create("solo", "visitor").await?;
     let ActorCreation::Created(actor) = again else {
         panic!("created anew, got {again:?}")

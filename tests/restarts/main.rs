@@ -8,6 +8,7 @@
 //!
 //! A binary of its own: it runs child processes and waits on owner leases.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zlink::object::ActorCreation;
@@ -200,20 +201,8 @@ async fn a_drained_node_takes_new_objects_again_after_undrain() {
 #[tokio::test]
 async fn a_clean_shutdown_releases_a_thousand_owned_objects() {
     let redis = RedisServer::start().expect("redis-server");
-    let (store, roots) = redis_stores(&redis.url());
-    let probe = Probe::new(Duration::ZERO, false);
-    let holder = player_node("holder", &store, &roots, &probe, &Counts::default()).await;
+    let (_store, holder, ids) = holder_of_a_thousand(&redis).await;
     let reader = gateway(&redis).await;
-    let ids: Vec<String> = (0..1000).map(|i| format!("t{i}")).collect();
-    futures::future::join_all(ids.chunks(100).map(|chunk| {
-        let holder = holder.clone();
-        async move {
-            for id in chunk {
-                holder.actors().create(id, "tally").await.unwrap();
-            }
-        }
-    }))
-    .await;
     assert_eq!(holder.status().actors_owned, 1000);
     let started = Instant::now();
     let outcome = holder.shutdown().await;
@@ -230,15 +219,14 @@ async fn a_clean_shutdown_releases_a_thousand_owned_objects() {
 
 mod recovery;
 
-/// The figure: how long `reclaim_node` takes for a crashed node that owned 1,000 Actors,
-/// once its lease expired; every ID reads Missing after it.
-#[tokio::test]
-async fn reclaiming_a_crashed_nodes_thousand_objects() {
-    let redis = RedisServer::start().expect("redis-server");
+/// A node on `redis` that owns 1,000 tallies (`t0`..`t999`): the store, the node and
+/// the IDs.
+async fn holder_of_a_thousand(
+    redis: &RedisServer,
+) -> (Arc<dyn zlink::store::LocationStore>, Runtime, Vec<String>) {
     let (store, roots) = redis_stores(&redis.url());
     let probe = Probe::new(Duration::ZERO, false);
     let holder = player_node("holder", &store, &roots, &probe, &Counts::default()).await;
-    let operator = gateway(&redis).await;
     let ids: Vec<String> = (0..1000).map(|i| format!("t{i}")).collect();
     futures::future::join_all(ids.chunks(100).map(|chunk| {
         let holder = holder.clone();
@@ -249,20 +237,19 @@ async fn reclaiming_a_crashed_nodes_thousand_objects() {
         }
     }))
     .await;
-    let lease = holder
-        .discovery()
-        .owner_lease()
-        .and_then(|l| l.token)
-        .unwrap();
+    (store, holder, ids)
+}
+
+/// The figure: how long `reclaim_node` takes for a crashed node that owned 1,000 Actors,
+/// once its lease expired; every ID reads Missing after it.
+#[tokio::test]
+async fn reclaiming_a_crashed_nodes_thousand_objects() {
+    let redis = RedisServer::start().expect("redis-server");
+    let (store, holder, ids) = holder_of_a_thousand(&redis).await;
+    let operator = gateway(&redis).await;
+    let lease = lease_of(&holder);
     holder.crash().await;
-    wait_until(WAIT, "the holder's lease expired", || async {
-        store
-            .read_lease(&lease.owner)
-            .await
-            .unwrap()
-            .is_none_or(|g| g.token.generation != lease.generation)
-    })
-    .await;
+    lease_expired(&store, &lease).await;
     let started = Instant::now();
     let report = operator
         .objects()

@@ -13,25 +13,6 @@ use zlink_testkit::{wait_until, FaultyLocationStore, RedisServer};
 use zlink_tests::restarts::*;
 use zlink_tests::{discovered_node, quick_lease, start, WAIT};
 
-/// Waits until the store shows `rt`'s owner lease claim (as it was) expired.
-async fn lease_expired(store: &Arc<dyn LocationStore>, owner: &zlink::store::LeaseToken) {
-    wait_until(WAIT, "the owner lease expired in the store", || async {
-        store
-            .read_lease(&owner.owner)
-            .await
-            .unwrap()
-            .is_none_or(|grant| grant.token.generation != owner.generation)
-    })
-    .await;
-}
-
-fn lease_of(rt: &Runtime) -> zlink::store::LeaseToken {
-    rt.discovery()
-        .owner_lease()
-        .and_then(|lease| lease.token)
-        .expect("an owner lease")
-}
-
 async fn tally_by(rt: &Runtime, id: &str) -> zlink::Result<Tallied> {
     TallierClient::new(rt, id).tally(Tally(1)).await
 }

@@ -348,3 +348,22 @@ pub async fn run_child_player() {
     let outcome = stopping.await;
     println!("\nshutdown {outcome:?}");
 }
+
+/// `rt`'s owner lease claim now.
+pub fn lease_of(rt: &Runtime) -> zlink::store::LeaseToken {
+    rt.discovery()
+        .owner_lease()
+        .and_then(|lease| lease.token)
+        .expect("an owner lease")
+}
+
+/// Waits until `store` shows the lease claim `owner` expired (or replaced).
+pub async fn lease_expired(store: &Arc<dyn LocationStore>, owner: &zlink::store::LeaseToken) {
+    zlink_testkit::wait_until(WAIT, "the owner lease expired in the store", || async {
+        store
+            .read_lease(&owner.owner)
+            .await
+            .is_ok_and(|grant| grant.is_none_or(|g| g.token.generation != owner.generation))
+    })
+    .await;
+}
