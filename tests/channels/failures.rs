@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use zlink::TestFaults;
 
 use zeromq::prelude::*;
 use zlink::{ErrorKind, Handlers, PeerSpec, Runtime};

@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use zlink::TestFaults;
 
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;

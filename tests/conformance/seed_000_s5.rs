@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use zlink::TestFaults;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};

@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use zlink::TestFaults;
 
 use tokio::sync::Semaphore;
 use zlink::store::{MemoryRelocationStore, RelocationStore};

@@ -4,6 +4,7 @@
 
 use std::process::Command as Process;
 use std::time::Duration;
+use zlink::TestFaults;
 
 use bytes::Bytes;
 use tokio::io::AsyncReadExt;
@@ -910,7 +911,7 @@ async fn a_request_with_undefined_flag_bits_is_answered_protocol_error_to_its_co
         frames[0] = Bytes::from(head);
         raw.send(&as_slices(&frames)).await.expect("sent");
         match reply_to(&mut raw, correlation).await {
-            ReplyOutcome::Failed { kind, detail } => {
+            ReplyOutcome::Failed { kind, detail, .. } => {
                 assert_eq!(
                     kind,
                     ErrorKind::ProtocolError as u8,
@@ -949,7 +950,7 @@ async fn every_reply_echoes_its_requests_operation_and_a_request_without_one_is_
     frames[0] = Bytes::from(head);
     raw.send(&as_slices(&frames)).await.expect("sent");
     match reply_with_operation(&mut raw, 54).await {
-        (0, ReplyOutcome::Failed { kind, detail }) => {
+        (0, ReplyOutcome::Failed { kind, detail, .. }) => {
             assert_eq!(kind, ErrorKind::ProtocolError as u8, "{detail}");
             assert!(detail.contains("operation"), "{detail}");
         }

@@ -67,10 +67,10 @@ proptest! {
     }
 
     #[test]
-    fn valid_replies_roundtrip(payload in prop::collection::vec(any::<u8>(), 0..256), kind in prop::option::of(0u8..=12), detail in ".{0,40}") {
+    fn valid_replies_roundtrip(payload in prop::collection::vec(any::<u8>(), 0..256), kind in prop::option::of(0u8..=12), detail in ".{0,40}", refusal in prop::option::of(1u8..=2)) {
         let outcome = match kind {
             None => ReplyOutcome::Ok(Bytes::from(payload)),
-            Some(kind) => ReplyOutcome::Failed { kind, detail },
+            Some(kind) => ReplyOutcome::Failed { kind, detail, refusal },
         };
         let env = Envelope::Reply { correlation: 9, operation: 77, outcome };
         prop_assert_eq!(Envelope::decode(&env.encode()).unwrap(), env);
@@ -328,11 +328,44 @@ fn reply_envelopes_carry_no_metadata_frame() {
         outcome: ReplyOutcome::Failed {
             kind: 4,
             detail: "nope".into(),
+            refusal: None,
         },
     }
     .encode();
     assert_eq!(failed.len(), 1);
     assert!(Envelope::decode(&[failed[0].clone(), Bytes::from_static(b"x")]).is_err());
+    // A refusal byte: flag 01 and exactly one byte after the detail, with a known number,
+    // on an error reply only.
+    let refused = Envelope::Reply {
+        correlation: 7,
+        operation: 1,
+        outcome: ReplyOutcome::Failed {
+            kind: 5,
+            detail: "moved".into(),
+            refusal: Some(zlink::Refusal::StaleRoute.code()),
+        },
+    }
+    .encode();
+    assert_eq!(refused[0][4], 0x01);
+    assert_eq!(*refused[0].last().expect("a byte"), 1);
+    assert!(Envelope::decode(&refused).is_ok());
+    let truncated = Bytes::from(refused[0][..refused[0].len() - 1].to_vec());
+    assert!(
+        Envelope::decode(&[truncated]).is_err(),
+        "flag 01 without its byte"
+    );
+    let mut unknown = refused[0].to_vec();
+    *unknown.last_mut().expect("a byte") = 0xEE;
+    assert!(
+        Envelope::decode(&[Bytes::from(unknown)]).is_err(),
+        "an unknown refusal"
+    );
+    let mut undefined = refused[0].to_vec();
+    undefined[4] = 0x03;
+    assert!(
+        Envelope::decode(&[Bytes::from(undefined)]).is_err(),
+        "flag 02 on a reply"
+    );
     let mut unknown_kind = failed[0].to_vec();
     unknown_kind[21] = 13;
     assert!(Envelope::decode(&[Bytes::from(unknown_kind)]).is_err());

@@ -473,6 +473,15 @@ async fn a_handler_argument_error_reaches_a_local_caller_of_an_actor_as_it_reach
 }
 
 #[tokio::test]
+async fn a_refusal_an_actor_handler_returns_is_not_its_callers_and_the_handler_runs_once() {
+    let redis = RedisServer::start().expect("redis-server");
+    let (a, b) = player_owner_and_caller(&redis_store(&redis)).await;
+    zlink_tests::contract::a_refusal_a_handler_returns_is_not_its_callers(ById::Actor("m"), &a, &b)
+        .await;
+    stop([b, a]).await;
+}
+
+#[tokio::test]
 async fn a_value_reaches_a_local_handler_as_it_is_and_leaves_the_node_encoded() {
     let redis = RedisServer::start().expect("redis-server");
     let (a, b) = player_owner_and_caller(&redis_store(&redis)).await;

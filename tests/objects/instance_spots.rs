@@ -5,6 +5,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use zlink::TestFaults;
 
 use tokio::sync::Semaphore;
 use zlink::object::{ClosingReason, SpotCreation};

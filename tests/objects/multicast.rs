@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use zlink::TestFaults;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};

@@ -6,6 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+use zlink::TestFaults;
 
 use serde::{Deserialize, Serialize};
 use zlink::object::{Actor, ActorContext, RelocationState, MAX_CAPTURED_STATE_BYTES};

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use zlink::TestFaults;
 
 use serde::{Deserialize, Serialize};
 use zlink::object::{Actor, ActorContext, RelocationState};

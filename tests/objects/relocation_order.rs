@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use zlink::TestFaults;
 
 use zlink::Runtime;
 use zlink_testkit::{wait_until, LinkFault, MemNetwork};

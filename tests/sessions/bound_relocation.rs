@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use zlink::TestFaults;
 
 use serde_json::json;
 use zlink::RuntimeBuilder;

@@ -16,6 +16,16 @@ pub struct Inspect {
     pub fail: Option<u8>,
     pub fail_argument: bool,
     pub stall_ms: u64,
+    /// Fail with a stale-route refusal, counting the run under this tag.
+    pub refuse_as_stale: Option<String>,
+}
+
+/// How many times a probe handler refused as stale, by tag.
+static STALE_REFUSALS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn refusals_tagged(tag: &str) -> usize {
+    let runs = STALE_REFUSALS.lock().unwrap_or_else(|p| p.into_inner());
+    runs.iter().filter(|t| *t == tag).count()
 }
 
 /// What the probe handler saw: the metadata, and whether it had a deadline.
@@ -28,6 +38,17 @@ pub struct Inspected {
 /// The body of a probe handler of either kind.
 pub async fn inspected<K: Kind>(inspect: Inspect, ctx: &Context<K>) -> zlink::Result<Inspected> {
     tokio::time::sleep(Duration::from_millis(inspect.stall_ms)).await;
+    if let Some(tag) = inspect.refuse_as_stale {
+        STALE_REFUSALS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(tag);
+        return Err(zlink::Error::refused(
+            ErrorKind::Unavailable,
+            zlink::Refusal::StaleRoute,
+            "a refusal the handler heard on a call of its own",
+        ));
+    }
     if let Some(code) = inspect.fail {
         let kind = ErrorKind::from_code(code).expect("a kind");
         return Err(zlink::Error::new(
@@ -184,4 +205,26 @@ pub async fn an_argument_error_reaches_a_local_caller_as_a_remote_one(
         remote.kind(),
         "{target:?}, local: {local}; remote: {remote}"
     );
+}
+
+/// A handler that fails with a framework refusal it heard on a call of its own (here, one
+/// it makes up) runs once: its caller, on the owner's node or on `other`, hears the error
+/// kind and detail without the refusal, so it does not resolve again and resend work that
+/// already ran.
+pub async fn a_refusal_a_handler_returns_is_not_its_callers(
+    target: ById,
+    owner: &Runtime,
+    other: &Runtime,
+) {
+    for rt in [owner, other] {
+        let tag = format!("{target:?} from {}", rt.rid());
+        let refusing = Inspect {
+            refuse_as_stale: Some(tag.clone()),
+            ..Inspect::default()
+        };
+        let err = target.request(rt, &refusing).await.unwrap_err();
+        assert!(err.is(ErrorKind::Unavailable), "{tag}: {err}");
+        assert_eq!(err.refusal(), None, "{tag}: {err:?}");
+        assert_eq!(refusals_tagged(&tag), 1, "{tag}: the handler ran again");
+    }
 }

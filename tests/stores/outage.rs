@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use zlink::TestFaults;
 
 use zlink::store::LocationStore;
 use zlink::Runtime;

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use zlink::TestFaults;
 
 use zlink::store::{
     LocationStore, OwnerLeaseSettings, RedisLocationStore, RedisOptions, RelocationStore,

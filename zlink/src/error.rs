@@ -71,6 +71,36 @@ impl fmt::Display for ErrorKind {
     }
 }
 
+/// Why the framework itself refused a call, when that reason decides what the caller's
+/// node does next. It travels with the error, over the wire too (a reply head's refusal
+/// byte), so no code has to read an error's text to act on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+#[repr(u8)]
+pub enum Refusal {
+    /// The call reached a node that does not own the object under the route it was sent
+    /// with (moved, closed, restarted or never there): the caller resolves the ID again.
+    StaleRoute = 1,
+    /// The connection the request left on closed before its reply: whether the target
+    /// ran it is unknown.
+    ConnectionLost = 2,
+}
+
+impl Refusal {
+    /// Every refusal, in wire order.
+    pub const ALL: [Refusal; 2] = [Refusal::StaleRoute, Refusal::ConnectionLost];
+
+    /// The wire number of this refusal (never 0).
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The refusal for a wire number, or `None` for a number it does not know.
+    pub fn from_code(code: u8) -> Option<Refusal> {
+        Self::ALL.into_iter().find(|r| r.code() == code)
+    }
+}
+
 /// One configuration problem found by a builder's `build()`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigViolation {
@@ -96,6 +126,8 @@ pub enum Error {
         kind: ErrorKind,
         /// Human-readable detail (never parsed by the framework).
         detail: String,
+        /// Why the framework refused the call, when the caller's node acts on that.
+        refusal: Option<Refusal>,
     },
     /// The caller passed an argument that can never be valid (checked locally, before
     /// anything was sent).
@@ -120,7 +152,49 @@ impl Error {
         Error::Failed {
             kind,
             detail: detail.into(),
+            refusal: None,
         }
+    }
+
+    /// A failure of `kind` for a typed `refusal`.
+    pub fn refused(kind: ErrorKind, refusal: Refusal, detail: impl Into<String>) -> Self {
+        Error::Failed {
+            kind,
+            detail: detail.into(),
+            refusal: Some(refusal),
+        }
+    }
+
+    /// The same error, marked as `refusal` (argument and configuration errors stay as
+    /// they are).
+    pub fn with_refusal(self, refusal: Refusal) -> Self {
+        match self {
+            Error::Failed { kind, detail, .. } => Error::refused(kind, refusal, detail),
+            other => other,
+        }
+    }
+
+    /// Why the framework refused the call, when it says.
+    pub fn refusal(&self) -> Option<Refusal> {
+        match self {
+            Error::Failed { refusal, .. } => *refusal,
+            _ => None,
+        }
+    }
+
+    /// An application handler's error as its caller hears it: a refusal the handler heard
+    /// on a call of its own is dropped (it was about that call, not this one: acting on it
+    /// would resend work that already ran).
+    pub(crate) fn handler_error(self) -> Self {
+        match self {
+            Error::Failed { kind, detail, .. } => Error::new(kind, detail),
+            other => other,
+        }
+    }
+
+    /// Whether this error is the refusal `refusal`.
+    pub fn is_refusal(&self, refusal: Refusal) -> bool {
+        self.refusal() == Some(refusal)
     }
 
     /// The failure kind, or `None` for argument and configuration errors.
@@ -154,6 +228,24 @@ mod tests {
             assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
         }
         assert_eq!(ErrorKind::from_code(13), None);
+    }
+
+    #[test]
+    fn a_refusal_has_a_non_zero_wire_number_and_survives_with_refusal() {
+        for refusal in Refusal::ALL {
+            assert_ne!(refusal.code(), 0);
+            assert_eq!(Refusal::from_code(refusal.code()), Some(refusal));
+        }
+        assert_eq!(Refusal::from_code(0), None);
+        let err = Error::new(ErrorKind::Unavailable, "gone").with_refusal(Refusal::StaleRoute);
+        assert!(err.is_refusal(Refusal::StaleRoute) && err.is(ErrorKind::Unavailable));
+        assert_eq!(err.to_string(), "Unavailable: gone");
+        assert_eq!(
+            Error::InvalidArgument("x".into())
+                .with_refusal(Refusal::StaleRoute)
+                .refusal(),
+            None
+        );
     }
 
     #[test]

@@ -89,12 +89,14 @@ pub use bytes::Bytes;
 pub use call::CallOptions;
 pub use channel::client_server::ClientServer;
 pub use channel::fanout::Fanout;
-pub use error::{ConfigViolation, Error, ErrorKind, Result};
+pub use error::{ConfigViolation, Error, ErrorKind, Refusal, Result};
 pub use handler::{
     Actors, BoxFuture, Call, CallFuture, Channels, DefaultChannel, DiscoveryHandle, Expect,
     FanoutHandle, Handle, HandlerContext, HandlerGroup, Handlers, Multicast, MulticastPublish,
     Nodes, OneWay, Outgoing, PacketKind, Publish, Reply, Spots,
 };
+#[cfg(feature = "test-faults")]
+pub use host::config::TestFaults;
 pub use host::config::{
     RuntimeBuilder, RuntimeConfig, DEFAULT_DISCOVERY_INTERVAL, DEFAULT_STORE_FAILURE_GRACE,
 };

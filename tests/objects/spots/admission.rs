@@ -616,6 +616,16 @@ async fn a_handler_argument_error_reaches_a_local_caller_as_it_reaches_a_remote_
 }
 
 #[tokio::test]
+async fn a_refusal_a_spot_handler_returns_is_not_its_callers_and_the_handler_runs_once() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let (a, b) = probe_owner_and_caller(&store).await;
+    zlink_tests::contract::a_refusal_a_handler_returns_is_not_its_callers(ById::Spot("p"), &a, &b)
+        .await;
+    stop([b, a]).await;
+}
+
+#[tokio::test]
 async fn a_reserved_metadata_key_reaches_a_local_handler_as_it_reaches_a_remote_one() {
     let redis = RedisServer::start().expect("redis-server");
     let store = redis_store(&redis);

@@ -3,8 +3,11 @@
 //! Slots are reused; a correlation id is the slot index (low 32 bits) tagged with the
 //! slot's generation (high 32 bits), so a late reply for a reused slot is told apart from
 //! the current request and discarded. One sweeper task per node ends requests whose
-//! deadline passed: no request arms a timer of its own.
+//! deadline passed: no request arms a timer of its own, and the sweeper finds the expired
+//! ones in a deadline heap rather than by reading every slot.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,7 +17,7 @@ use tokio::time::Instant;
 
 use crate::link::ConnId;
 use crate::sync::LockUnpoisoned;
-use crate::{Error, ErrorKind, Result};
+use crate::{Error, ErrorKind, Refusal, Result};
 
 type Completion = oneshot::Sender<Result<Bytes>>;
 
@@ -38,6 +41,10 @@ struct Slots {
     slots: Vec<Slot>,
     free: Vec<u32>,
     live: usize,
+    /// Every registered request's deadline and correlation, earliest first. A request that
+    /// ended before its deadline stays until it comes up (or the heap is rebuilt), and is
+    /// skipped then: its correlation no longer names a live entry.
+    deadlines: BinaryHeap<Reverse<(Instant, u64)>>,
     /// When the sweeper next wakes (it is woken earlier by a request due before that).
     next_sweep: Option<Instant>,
     closed: bool,
@@ -54,6 +61,20 @@ impl Slots {
         let entry = slot.entry.take()?;
         self.release(index);
         Some(entry)
+    }
+
+    /// Keeps the deadline heap within twice the live requests (plus a little), so
+    /// requests that end early do not pile up in it.
+    fn prune_deadlines(&mut self) {
+        if self.deadlines.len() <= 2 * self.live + 64 {
+            return;
+        }
+        let live = self.slots.iter().enumerate().filter_map(|(index, slot)| {
+            let entry = slot.entry.as_ref()?;
+            let correlation = (u64::from(slot.generation) << 32) | (index as u64 + 1);
+            Some(Reverse((entry.deadline, correlation)))
+        });
+        self.deadlines = live.collect();
     }
 
     fn release(&mut self, index: usize) {
@@ -114,6 +135,8 @@ impl PendingTable {
             let slot = &mut slots.slots[index];
             slot.entry = Some(entry);
             let correlation = (u64::from(slot.generation) << 32) | (index as u64 + 1);
+            slots.deadlines.push(Reverse((deadline, correlation)));
+            slots.prune_deadlines();
             let wake = slots.next_sweep.is_none_or(|at| deadline < at);
             if wake {
                 slots.next_sweep = Some(deadline);
@@ -162,7 +185,13 @@ impl PendingTable {
     pub(crate) fn fail_connection(&self, conn: ConnId) {
         self.fail_where(
             |e| e.conn == conn,
-            |_| Error::new(ErrorKind::Unavailable, CONNECTION_LOST),
+            |_| {
+                Error::refused(
+                    ErrorKind::Unavailable,
+                    Refusal::ConnectionLost,
+                    CONNECTION_LOST,
+                )
+            },
         );
     }
 
@@ -202,20 +231,20 @@ impl PendingTable {
         let mut expired = Vec::new();
         let next = {
             let mut slots = self.lock();
-            let mut next: Option<Instant> = None;
-            for index in 0..slots.slots.len() {
-                let Some(deadline) = slots.slots[index].entry.as_ref().map(|e| e.deadline) else {
-                    continue;
-                };
-                if deadline <= now {
-                    if let Some(entry) = slots.slots[index].entry.take() {
-                        slots.release(index);
-                        expired.push(entry);
-                    }
-                } else {
-                    next = Some(next.map_or(deadline, |n| n.min(deadline)));
+            while let Some(Reverse((deadline, correlation))) = slots.deadlines.peek().copied() {
+                if deadline > now {
+                    break;
+                }
+                slots.deadlines.pop();
+                // A request that already ended has no entry under its correlation.
+                if let Some(entry) = slots.take(correlation) {
+                    expired.push(entry);
                 }
             }
+            let next = slots
+                .deadlines
+                .peek()
+                .map(|Reverse((deadline, _))| *deadline);
             slots.next_sweep = next;
             next
         };
@@ -363,6 +392,49 @@ mod tests {
         assert!(slow.unwrap_err().is(ErrorKind::DeadlineExceeded));
         assert_eq!(start.elapsed(), Duration::from_secs(10));
         assert_eq!(table.len(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requests_that_end_early_neither_pile_up_in_the_deadline_heap_nor_end_a_later_one() {
+        let table = Arc::new(PendingTable::default());
+        for _ in 0..10_000 {
+            let (guard, _rx) = register(&table, 1, Duration::from_millis(100));
+            assert!(table.complete((guard.correlation, OP), 1, Ok(Bytes::new())));
+        }
+        assert!(
+            table.lock().deadlines.len() <= 64 + 2,
+            "{}",
+            table.lock().deadlines.len()
+        );
+        // A slot reused by a request due later is not ended at its earlier tenant's deadline.
+        let (_live, mut live) = register(&table, 1, Duration::from_secs(5));
+        tokio::time::advance(Duration::from_millis(200)).await;
+        assert_eq!(
+            table.sweep(Instant::now()).map(|at| at > Instant::now()),
+            Some(true)
+        );
+        assert!(live.try_recv().is_err(), "still open");
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(table.sweep(Instant::now()), None);
+        assert!(live
+            .await
+            .expect("ended")
+            .unwrap_err()
+            .is(ErrorKind::DeadlineExceeded));
+    }
+
+    #[test]
+    fn a_lost_connection_fails_its_requests_with_a_typed_refusal() {
+        let table = Arc::new(PendingTable::default());
+        let (_g, mut rx) = register(&table, 3, LONG);
+        let (_other, mut other) = register(&table, 4, LONG);
+        table.fail_connection(3);
+        let lost = rx.try_recv().expect("failed").unwrap_err();
+        assert!(lost.is_refusal(Refusal::ConnectionLost), "{lost:?}");
+        assert!(
+            other.try_recv().is_err(),
+            "another connection's request stays"
+        );
     }
 
     #[tokio::test]

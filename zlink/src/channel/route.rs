@@ -78,7 +78,13 @@ impl InboundRoute for ChannelRoute {
                     ..facts
                 },
             );
-            Box::pin(async move { group.handle(ctx, index, message.payload).await })
+            Box::pin(async move {
+                // A refusal the handler heard on its own calls is not this call's.
+                group
+                    .handle(ctx, index, message.payload)
+                    .await
+                    .map_err(crate::Error::handler_error)
+            })
         });
     }
 }

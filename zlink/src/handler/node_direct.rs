@@ -58,7 +58,13 @@ impl InboundRoute for NodeDirectRoute {
                     deadline,
                 },
             );
-            Box::pin(async move { group.handle(ctx, slot.index, message.payload).await })
+            Box::pin(async move {
+                // A refusal the handler heard on its own calls is not this call's.
+                group
+                    .handle(ctx, slot.index, message.payload)
+                    .await
+                    .map_err(crate::Error::handler_error)
+            })
         });
     }
 }

@@ -259,6 +259,7 @@ pub(crate) fn reply_outcome(result: Result<Bytes>) -> ReplyOutcome {
             ReplyOutcome::Failed {
                 kind: kind.code(),
                 detail,
+                refusal: e.refusal().map(crate::Refusal::code),
             }
         }
     }

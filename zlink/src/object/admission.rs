@@ -43,7 +43,7 @@ pub(super) struct Prepared {
 }
 
 /// Why a message was not admitted, with its reply capability so the caller answers.
-pub(super) struct Refusal {
+pub(super) struct NotAdmitted {
     pub(super) error: Error,
     pub(super) reply: Option<ReplyTo>,
 }
@@ -123,7 +123,7 @@ pub(super) fn to_departure(
 pub(super) fn prepare(
     server: &ObjectServer,
     admission: Admission<'_>,
-) -> std::result::Result<Admitted, Refusal> {
+) -> std::result::Result<Admitted, NotAdmitted> {
     let Admission {
         key,
         packet,
@@ -177,7 +177,7 @@ pub(super) fn prepare(
     let (payload, metadata, reply) = if server.relocations.departures().get(key, &fence).is_some() {
         if retired_relay() {
             let error = super::binding::retired(key);
-            return Err(Refusal { error, reply });
+            return Err(NotAdmitted { error, reply });
         }
         match to_departure(payload, metadata, reply, sender.clone()) {
             None => return Ok(Admitted::Taken { waiting }),
@@ -202,26 +202,26 @@ pub(super) fn prepare(
         Err(error) if server.relocations.departures().get(key, &fence).is_some() => {
             if retired_relay() {
                 let error = super::binding::retired(key);
-                return Err(Refusal { error, reply });
+                return Err(NotAdmitted { error, reply });
             }
             return match to_departure(payload, metadata, reply, sender) {
                 None => Ok(Admitted::Taken { waiting }),
-                Some((_, _, reply)) => Err(Refusal { error, reply }),
+                Some((_, _, reply)) => Err(NotAdmitted { error, reply }),
             };
         }
-        Err(error) => return Err(Refusal { error, reply }),
+        Err(error) => return Err(NotAdmitted { error, reply }),
     };
     if let Some(tail) = session {
         if view.generation != fence.object_generation || !live.bindings().admits(&tail) {
             let error = super::binding::retired(key);
-            return Err(Refusal { error, reply });
+            return Err(NotAdmitted { error, reply });
         }
     }
     // Payload plus metadata: both stay in memory until the handler ran.
     let mut payload = payload;
     let payload_bytes = match payload.encoded_len() {
         Ok(bytes) => bytes,
-        Err(error) => return Err(Refusal { error, reply }),
+        Err(error) => return Err(NotAdmitted { error, reply }),
     };
     let bytes = payload_bytes
         + metadata
@@ -258,8 +258,9 @@ fn check_admission(
 ) -> Result<(Arc<LiveObject>, usize, TurnView)> {
     let id = key;
     let stale = || {
-        Error::new(
+        Error::refused(
             ErrorKind::Unavailable,
+            crate::Refusal::StaleRoute,
             format!("this node does not own {id} {STALE_ROUTE}"),
         )
     };

@@ -25,8 +25,7 @@ mod local;
 pub(super) use local::call_local;
 
 pub(super) fn is_stale_route(e: &Error) -> bool {
-    (e.is(ErrorKind::Unavailable) || e.is(ErrorKind::InvalidOperation))
-        && e.to_string().contains(STALE_ROUTE)
+    e.is_refusal(crate::Refusal::StaleRoute)
 }
 
 /// One direct call to a Spot or Actor, as the caller made it.
@@ -308,7 +307,13 @@ pub(super) async fn call_remote(
             admit_by,
             || format!("the owner of {} {STALE_ROUTE}", route.key),
         )
-        .await?;
+        .await
+        // An owner the route names that cannot be reached, or restarted, is a stale route;
+        // a node that is stopping is not.
+        .map_err(|e| match e.is(ErrorKind::Unavailable) {
+            true => e.with_refusal(crate::Refusal::StaleRoute),
+            false => e,
+        })?;
     let message = ObjectCommand::message(
         &route.key,
         call.kind,

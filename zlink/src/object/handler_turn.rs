@@ -47,7 +47,8 @@ pub(super) async fn handler_turn(
         let (mut handled, mut stopped) = (std::pin::pin!(handled), std::pin::pin!(stopped));
         std::future::poll_fn(|cx| {
             if let Poll::Ready(result) = handled.as_mut().poll(cx) {
-                return Poll::Ready(result.and_then(|r| r));
+                // A refusal the handler heard on its own calls is not this call's.
+                return Poll::Ready(result.and_then(|r| r).map_err(Error::handler_error));
             }
             match stopped.as_mut().poll(cx) {
                 Poll::Ready(()) => Poll::Ready(Err(Error::new(

@@ -5,7 +5,7 @@ use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 
-use super::admission::{Admission, Admitted, Prepared, Refusal};
+use super::admission::{Admission, Admitted, NotAdmitted, Prepared};
 use super::lost_sends::LostReason;
 use super::mailbox::Refused;
 use super::object_job::{Recorded, ReplyTo};
@@ -129,8 +129,9 @@ fn close_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
         _ => false,
     };
     if !admitted {
-        return call.answer(Err(Error::new(
+        return call.answer(Err(Error::refused(
             ErrorKind::Unavailable,
+            crate::Refusal::StaleRoute,
             format!(
                 "this node does not own {key} {}",
                 super::admission::STALE_ROUTE
@@ -210,7 +211,7 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
         Ok(Admitted::Job(prepared)) => prepared,
         // Held or relayed for an object leaving this node.
         Ok(Admitted::Taken { .. }) => return,
-        Err(Refusal { error, reply }) => {
+        Err(NotAdmitted { error, reply }) => {
             if kind == PacketKind::Send {
                 let reason = match error.kind() {
                     Some(ErrorKind::NotFound) => LostReason::NoHandler,

@@ -212,7 +212,7 @@ async fn dispatch(
 /// The code and message of an Error packet for `error`.
 pub(crate) fn error_parts(error: &Error) -> (ErrorKind, String) {
     match error {
-        Error::Failed { kind, detail } => (*kind, detail.clone()),
+        Error::Failed { kind, detail, .. } => (*kind, detail.clone()),
         other => (ErrorKind::InvalidOperation, other.to_string()),
     }
 }

@@ -138,10 +138,14 @@ pub(crate) fn encode_call(
 /// Encodes a terminal reply to the request `(correlation, operation)`.
 pub(crate) fn encode_reply(ids: (u64, u64), outcome: &ReplyOutcome) -> Vec<Bytes> {
     match outcome {
-        ReplyOutcome::Ok(payload) => vec![encode_reply_head(ids, STATUS_OK, ""), payload.clone()],
-        ReplyOutcome::Failed { kind, detail } => {
-            vec![encode_reply_head(ids, *kind, detail)]
+        ReplyOutcome::Ok(payload) => {
+            vec![encode_reply_head(ids, STATUS_OK, "", None), payload.clone()]
         }
+        ReplyOutcome::Failed {
+            kind,
+            detail,
+            refusal,
+        } => vec![encode_reply_head(ids, *kind, detail, *refusal)],
     }
 }
 
@@ -255,7 +259,8 @@ impl Envelope {
                 payload: payload.clone(),
             }));
         }
-        if flags != 0 {
+        // A reply's flags are its head's to read: it knows where its correlation is.
+        if flags != 0 && command != Command::Reply {
             return Err(fail(
                 format!("undefined flags {flags:#04x} on {command:?}"),
                 None,
@@ -267,7 +272,8 @@ impl Envelope {
                 operation,
                 status,
                 detail,
-            } = decode_reply_head(head).map_err(|(r, c)| fail(r, c))?;
+                refusal,
+            } = decode_reply_head(head, flags).map_err(|(r, c)| fail(r, c))?;
             let outcome = match (status, &frames[1..]) {
                 (STATUS_OK, [payload]) => ReplyOutcome::Ok(payload.clone()),
                 (STATUS_OK, rest) => {
@@ -276,7 +282,11 @@ impl Envelope {
                         Some(correlation),
                     ))
                 }
-                (kind, []) => ReplyOutcome::Failed { kind, detail },
+                (kind, []) => ReplyOutcome::Failed {
+                    kind,
+                    detail,
+                    refusal,
+                },
                 (_, _) => {
                     return Err(fail(
                         "error reply with a payload frame".into(),

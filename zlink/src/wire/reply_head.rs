@@ -8,11 +8,13 @@
 //!               operation is not the pending request's completes nothing)
 //! 21      1     status: FF = ok, 0..=12 = the ErrorKind number
 //! 22      2     detail length, u16 big-endian (0 when ok)
-//! 24      ...   detail (UTF-8); nothing after
+//! 24      ...   detail (UTF-8)
+//! 24+n    1     refusal, only when the prefix's flags byte is 01: why the framework
+//!               refused (1 = stale route, 2 = connection lost); nothing after
 //! ```
 //!
 //! An ok reply is followed by exactly one payload frame (possibly empty); an error reply by
-//! none.
+//! none. The flags byte is 00, or 01 on an error reply that carries a refusal.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -21,6 +23,8 @@ use super::{Command, PREFIX_LEN};
 pub(crate) const REPLY_FIXED_LEN: usize = 24;
 /// Status byte of a successful reply.
 pub(crate) const STATUS_OK: u8 = 0xFF;
+/// Reply flag: a refusal byte follows the detail.
+pub(crate) const FLAG_REFUSAL: u8 = 0x01;
 /// Longest error detail a reply carries; longer detail is cut at a character boundary.
 pub const MAX_DETAIL_BYTES: usize = 4096;
 
@@ -35,6 +39,8 @@ pub enum ReplyOutcome {
         kind: u8,
         /// What happened.
         detail: String,
+        /// A [`Refusal`](crate::Refusal) number, when the framework refused the call.
+        refusal: Option<u8>,
     },
 }
 
@@ -54,15 +60,20 @@ pub(crate) fn encode_reply_head(
     (correlation, operation): (u64, u64),
     status: u8,
     detail: &str,
+    refusal: Option<u8>,
 ) -> Bytes {
     let detail = cut(detail);
-    let mut head = BytesMut::with_capacity(REPLY_FIXED_LEN + detail.len());
-    head.put_slice(&super::prefix(Command::Reply, 0));
+    let flags = if refusal.is_some() { FLAG_REFUSAL } else { 0 };
+    let mut head = BytesMut::with_capacity(REPLY_FIXED_LEN + detail.len() + 1);
+    head.put_slice(&super::prefix(Command::Reply, flags));
     head.put_u64(correlation);
     head.put_u64(operation);
     head.put_u8(status);
     head.put_u16(detail.len() as u16);
     head.put_slice(detail.as_bytes());
+    if let Some(refusal) = refusal {
+        head.put_u8(refusal);
+    }
     head.freeze()
 }
 
@@ -72,11 +83,15 @@ pub(crate) struct ReplyHead {
     pub(crate) operation: u64,
     pub(crate) status: u8,
     pub(crate) detail: String,
+    pub(crate) refusal: Option<u8>,
 }
 
-/// Reads a reply head: the correlation, the echoed operation, the status byte and the
-/// detail.
-pub(crate) fn decode_reply_head(head: &[u8]) -> Result<ReplyHead, (String, Option<u64>)> {
+/// Reads a reply head with prefix flags `flags`: the correlation, the echoed operation, the
+/// status byte, the detail and the refusal.
+pub(crate) fn decode_reply_head(
+    head: &[u8],
+    flags: u8,
+) -> Result<ReplyHead, (String, Option<u64>)> {
     if head.len() < REPLY_FIXED_LEN {
         return Err((
             format!(
@@ -99,16 +114,27 @@ pub(crate) fn decode_reply_head(head: &[u8]) -> Result<ReplyHead, (String, Optio
     let operation = u64::from_be_bytes(o);
     let status = head[21];
     let detail_len = usize::from(u16::from_be_bytes([head[22], head[23]]));
-    if head.len() != REPLY_FIXED_LEN + detail_len {
+    if flags & !FLAG_REFUSAL != 0 {
+        return Err(fail(&format!("undefined flags {flags:#04x} on Reply")));
+    }
+    let refused = flags & FLAG_REFUSAL != 0;
+    let detail_end = REPLY_FIXED_LEN + detail_len;
+    if head.len() != detail_end + usize::from(refused) {
         return Err(fail("reply head length does not match its detail length"));
     }
     if status != STATUS_OK && status > 12 {
         return Err(fail("unknown error kind"));
     }
-    if status == STATUS_OK && detail_len != 0 {
-        return Err(fail("detail on an ok reply"));
+    if status == STATUS_OK && (detail_len != 0 || refused) {
+        return Err(fail("detail or refusal on an ok reply"));
     }
-    let detail = std::str::from_utf8(&head[REPLY_FIXED_LEN..])
+    let refusal = match refused.then(|| head[detail_end]) {
+        Some(code) if crate::Refusal::from_code(code).is_none() => {
+            return Err(fail(&format!("unknown refusal {code}")))
+        }
+        refusal => refusal,
+    };
+    let detail = std::str::from_utf8(&head[REPLY_FIXED_LEN..detail_end])
         .map_err(|_| fail("reply detail is not UTF-8"))?
         .to_string();
     Ok(ReplyHead {
@@ -116,5 +142,6 @@ pub(crate) fn decode_reply_head(head: &[u8]) -> Result<ReplyHead, (String, Optio
         operation,
         status,
         detail,
+        refusal,
     })
 }

@@ -63,7 +63,7 @@ pub struct RuntimeBuilder {
     send_timeout: Duration,
     request_timeout: Duration,
     shutdown_grace: Duration,
-    liveness: LivenessTimings,
+    pub(super) liveness: LivenessTimings,
     transport: Arc<dyn Transport>,
     store: Option<Arc<dyn LocationStore>>,
     owner_lease: Option<OwnerLeaseSettings>,
@@ -78,7 +78,7 @@ pub struct RuntimeBuilder {
     route_cache_max_age: Duration,
     message_follow_duration: Duration,
     instance_idle_timeout: Duration,
-    faults: RelocationFaults,
+    pub(super) faults: RelocationFaults,
     relocation_store: Option<Arc<dyn crate::store::RelocationStore>>,
     bound_routes: Option<Arc<dyn crate::object::relocation::BoundRoutes>>,
     placement_weight: u32,
@@ -429,96 +429,6 @@ impl RuntimeBuilder {
     /// owner lease.
     pub fn store_failure_grace(mut self, grace: Duration) -> Self {
         self.store_failure_grace = Some(grace);
-        self
-    }
-
-    /// Test-only: shortens the liveness probe interval and deadline (fixed at 5 s / 15 s
-    /// for applications; the testkit's clusters use it). Not part of the application API.
-    #[doc(hidden)]
-    pub fn test_liveness(mut self, probe_interval: Duration, deadline: Duration) -> Self {
-        self.liveness = LivenessTimings {
-            probe_interval,
-            deadline,
-        };
-        self
-    }
-
-    /// Test-only fault: moves out of this node never send their cutover, so each target
-    /// commits on its 1000 ms fallback. Only available with the `test-faults` feature.
-    #[cfg(feature = "test-faults")]
-    pub fn test_drop_relocation_cutover(mut self) -> Self {
-        self.faults.drop_cutover = true;
-        self
-    }
-
-    /// Test-only fault: every relay-ready answer to a move out of this node is treated as
-    /// lost with its connection, although the target did get ready. Only available with
-    /// the `test-faults` feature.
-    #[cfg(feature = "test-faults")]
-    pub fn test_lose_relay_ready(mut self) -> Self {
-        self.faults.lose_relay_ready = true;
-        self
-    }
-
-    /// Test-only fault: every reply to a request this node relays for an object that
-    /// moved away is treated as lost with its connection, so the result is read from the
-    /// Relocation Store. Only available with the `test-faults` feature.
-    #[cfg(feature = "test-faults")]
-    pub fn test_lose_relayed_replies(mut self) -> Self {
-        self.faults.lose_relayed_replies = true;
-        self
-    }
-
-    /// Test-only fault: after a bound Actor moved in, the new route this node sends its
-    /// session's owner (command 44) is lost, so that session ends on its seal timeout.
-    /// Only available with the `test-faults` feature.
-    #[cfg(feature = "test-faults")]
-    pub fn test_drop_session_routes(mut self) -> Self {
-        self.faults.drop_session_routes = true;
-        self
-    }
-
-    /// Test-only fault: when a bind on this node retires another session's binding, that
-    /// session is never told (command 51 is lost), so it keeps relaying under the retired
-    /// binding. Only available with the `test-faults` feature.
-    #[cfg(feature = "test-faults")]
-    pub fn test_drop_binding_replaced(mut self) -> Self {
-        self.faults.drop_binding_replaced = true;
-        self
-    }
-
-    /// Test-only fault: an Instance Spot activation on this node stops right after its
-    /// reservation, as if the process died there (the record stays Creating). Only
-    /// available with the `test-faults` feature.
-    #[cfg(feature = "test-faults")]
-    pub fn test_hold_activation_after_reserve(mut self) -> Self {
-        self.faults.hold_activation_after_reserve = true;
-        self
-    }
-
-    /// Test-only fault: an Instance Spot activation on this node stops right after it
-    /// wrote its recovery root, before it reserves the ID, as if the process died there
-    /// (the root is an orphan). Only available with the `test-faults` feature.
-    #[cfg(feature = "test-faults")]
-    pub fn test_hold_activation_after_root(mut self) -> Self {
-        self.faults.hold_activation_after_root = true;
-        self
-    }
-
-    /// Test-only fault: every Logical Multicast publish worker of this node is taken, so
-    /// its publishes cannot start. Only available with the `test-faults` feature.
-    #[cfg(feature = "test-faults")]
-    pub fn test_hold_publish_workers(mut self) -> Self {
-        self.faults.hold_publish_workers = true;
-        self
-    }
-
-    /// Test-only fault: follow notices sent to this node are lost, so its cached routes
-    /// to objects that moved expire only with their max age. Only available with the
-    /// `test-faults` feature.
-    #[cfg(feature = "test-faults")]
-    pub fn test_drop_follow_notices(mut self) -> Self {
-        self.faults.drop_follow_notices = true;
         self
     }
 

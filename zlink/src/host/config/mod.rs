@@ -5,8 +5,12 @@ mod builder;
 mod roles;
 mod security;
 mod settings;
+#[cfg(feature = "test-faults")]
+mod test_faults;
 mod validate;
 
 pub use builder::{RuntimeBuilder, DEFAULT_DISCOVERY_INTERVAL, DEFAULT_STORE_FAILURE_GRACE};
 pub use settings::RuntimeConfig;
 pub(crate) use settings::Settings;
+#[cfg(feature = "test-faults")]
+pub use test_faults::TestFaults;

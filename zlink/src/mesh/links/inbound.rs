@@ -221,10 +221,20 @@ fn on_reply(
 ) {
     let result = match outcome {
         ReplyOutcome::Ok(payload) => Ok(payload),
-        ReplyOutcome::Failed { kind, detail } => Err(Error::new(
-            ErrorKind::from_code(kind).unwrap_or(ErrorKind::InternalFailure),
+        ReplyOutcome::Failed {
+            kind,
             detail,
-        )),
+            refusal,
+        } => {
+            let error = Error::new(
+                ErrorKind::from_code(kind).unwrap_or(ErrorKind::InternalFailure),
+                detail,
+            );
+            match refusal.and_then(crate::Refusal::from_code) {
+                Some(refusal) => Err(error.with_refusal(refusal)),
+                None => Err(error),
+            }
+        }
     };
     if !links
         .pending()

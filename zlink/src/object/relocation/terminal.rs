@@ -28,7 +28,12 @@ const KEPT_PAST_DEADLINE: Duration = Duration::from_secs(60);
 #[derive(Debug, Serialize, Deserialize)]
 enum Terminal {
     Ok(#[serde(with = "serde_bytes")] Vec<u8>),
-    Failed { kind: u8, detail: String },
+    Failed {
+        kind: u8,
+        detail: String,
+        #[serde(default)]
+        refusal: Option<u8>,
+    },
 }
 
 fn reference(relay_id: &str) -> Result<PayloadRef> {
@@ -82,12 +87,19 @@ impl Recorder {
         let terminal = match &result {
             Ok(bytes) => Terminal::Ok(bytes.to_vec()),
             Err(e) => match crate::mesh::reply_outcome(Err(e.clone())) {
-                crate::wire::ReplyOutcome::Failed { kind, detail } => {
-                    Terminal::Failed { kind, detail }
-                }
+                crate::wire::ReplyOutcome::Failed {
+                    kind,
+                    detail,
+                    refusal,
+                } => Terminal::Failed {
+                    kind,
+                    detail,
+                    refusal,
+                },
                 crate::wire::ReplyOutcome::Ok(_) => Terminal::Failed {
                     kind: ErrorKind::InternalFailure.code(),
                     detail: e.to_string(),
+                    refusal: None,
                 },
             },
         };
@@ -122,10 +134,20 @@ pub(crate) async fn recover(
                 let terminal: Terminal = crate::wire::cbor_decode(&bytes).ok()?;
                 return Some(match terminal {
                     Terminal::Ok(bytes) => Ok(Bytes::from(bytes)),
-                    Terminal::Failed { kind, detail } => Err(Error::new(
-                        ErrorKind::from_code(kind).unwrap_or(ErrorKind::InternalFailure),
+                    Terminal::Failed {
+                        kind,
                         detail,
-                    )),
+                        refusal,
+                    } => {
+                        let error = Error::new(
+                            ErrorKind::from_code(kind).unwrap_or(ErrorKind::InternalFailure),
+                            detail,
+                        );
+                        Err(match refusal.and_then(crate::Refusal::from_code) {
+                            Some(refusal) => error.with_refusal(refusal),
+                            None => error,
+                        })
+                    }
                 });
             }
             Ok(PayloadRead::Missing) => {}

@@ -179,8 +179,9 @@ impl Departures {
             Some(departure)
                 if departure.source_fence.object_generation != fence.object_generation =>
             {
-                let error = Error::new(
+                let error = Error::refused(
                     ErrorKind::InvalidOperation,
+                    crate::Refusal::StaleRoute,
                     format!(
                         "{key} moved as generation {}, and the message was sent to generation {} {}",
                         departure.source_fence.object_generation,
@@ -212,8 +213,9 @@ impl Departure {
     #[allow(clippy::result_large_err)] // handed straight back to the caller, not stored
     fn take(&self, mut held: Held) -> Result<(), Held> {
         if held.hops >= MAX_FOLLOW_HOPS {
-            let error = Error::new(
+            let error = Error::refused(
                 ErrorKind::Unavailable,
+                crate::Refusal::StaleRoute,
                 format!(
                     "{} moved more than {MAX_FOLLOW_HOPS} times within the follow window {}",
                     self.key,

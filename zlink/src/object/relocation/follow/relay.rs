@@ -211,11 +211,11 @@ impl Relay {
                 self.tracker.spawn(async move {
                     let mut result = until_stopped(&stop, submitted.reply()).await;
                     if lose {
-                        result = Err(Error::new(ErrorKind::Unavailable, crate::call::CONNECTION_LOST));
+                        result = Err(Error::refused(ErrorKind::Unavailable, crate::Refusal::ConnectionLost, crate::call::CONNECTION_LOST));
                     }
                     let lost = result
                         .as_ref()
-                        .is_err_and(|e| e.to_string().contains(crate::call::CONNECTION_LOST));
+                        .is_err_and(|e| e.is_refusal(crate::Refusal::ConnectionLost));
                     if let (true, Some((store, id))) = (lost, terminals) {
                         let recovered = tokio::select! {
                             found = crate::object::relocation::terminal::recover(store.as_ref(), &id, deadline) => found,
