@@ -198,7 +198,7 @@ async fn measure(mesh: &Mesh, duration: Duration) -> Result<InstanceFigures, Box
             .await?;
     }
     let multicast = deliver(mesh, subscribers, duration, |n| {
-        let rt = caller.clone();
+        let rt = caller.handle().clone();
         async move {
             rt.multicast().publish(CHANNEL, TOPIC, &Tick(n)).await?;
             Ok(())
@@ -206,7 +206,7 @@ async fn measure(mesh: &Mesh, duration: Duration) -> Result<InstanceFigures, Box
     })
     .await?;
     let direct = deliver(mesh, subscribers, duration, |n| {
-        let (rt, ids) = (caller.clone(), ids.clone());
+        let (rt, ids) = (caller.handle().clone(), ids.clone());
         async move {
             for id in &ids {
                 rt.spots().send(id, &Tick(n)).await?;
@@ -228,7 +228,7 @@ async fn measure(mesh: &Mesh, duration: Duration) -> Result<InstanceFigures, Box
 }
 
 /// One intent call for `id` from `rt`, timed.
-async fn first_call(rt: &Runtime, id: String) -> Result<Duration, BoxError> {
+async fn first_call(rt: &zlink::Handle, id: String) -> Result<Duration, BoxError> {
     let started = Instant::now();
     BenchMatchClient::instance(rt, id.as_str())
         .hit(&Hit)

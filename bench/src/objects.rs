@@ -108,7 +108,7 @@ async fn start() -> Result<Nodes, BoxError> {
 }
 
 fn spot_round_trip(
-    rt: &Runtime,
+    rt: &zlink::Handle,
     id: Arc<str>,
     payload: &Arc<[u8]>,
 ) -> impl std::future::Future<Output = Result<(), BoxError>> + Send + 'static {
@@ -228,7 +228,7 @@ async fn measure(
 /// `count` get-or-creates of fresh IDs, `concurrency` at a time, from a node that places
 /// them on the server.
 async fn create_many(
-    rt: &Runtime,
+    rt: &zlink::Handle,
     count: usize,
     concurrency: usize,
 ) -> Result<Throughput, BoxError> {

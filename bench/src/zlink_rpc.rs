@@ -128,7 +128,7 @@ fn round_trip(
 
 /// `warmup` unmeasured requests, then the time of each of `count` requests, one at a time.
 pub async fn sequential(
-    client: &Runtime,
+    client: &zlink::Handle,
     payload: &[u8],
     warmup: usize,
     count: usize,
@@ -141,7 +141,7 @@ pub async fn sequential(
 /// `window` callers sharing the node, each sending its next request as soon as the
 /// previous one is answered, for `duration`.
 pub async fn pipelined(
-    client: &Runtime,
+    client: &zlink::Handle,
     payload: &[u8],
     window: usize,
     duration: Duration,

@@ -116,7 +116,7 @@ async fn serve(rt: Runtime) {
 }
 // ANCHOR_END: main
 
-async fn visits(rt: &Runtime, id: &str) -> zlink::Result<Seen> {
+async fn visits(rt: &zlink::Handle, id: &str) -> zlink::Result<Seen> {
     VisitorClient::new(rt, id).visit(Visit).await
 }
 

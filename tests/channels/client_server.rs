@@ -28,7 +28,7 @@ fn cs_client(rid: &str, servers: &[&str]) -> zlink::RuntimeBuilder {
     node(rid).client_server(client)
 }
 
-async fn wait_for_servers(client: &Runtime, n: usize) {
+async fn wait_for_servers(client: &zlink::Handle, n: usize) {
     wait_until(
         WAIT,
         &format!("{n} ClientServer server(s) ready"),
@@ -37,7 +37,7 @@ async fn wait_for_servers(client: &Runtime, n: usize) {
     .await;
 }
 
-async fn answered(client: &Runtime) -> String {
+async fn answered(client: &zlink::Handle) -> String {
     echo_client_on(client, CS)
         .echo(&Echo { text: "x".into() })
         .await
@@ -45,7 +45,7 @@ async fn answered(client: &Runtime) -> String {
         .by
 }
 
-fn echo_client_on(rt: &Runtime, channel: &str) -> EchoServiceClient {
+fn echo_client_on(rt: &zlink::Handle, channel: &str) -> EchoServiceClient {
     EchoServiceClient::new(rt, channel)
 }
 

@@ -33,7 +33,7 @@ async fn echo_client_node(
     start(discovered_node(rid, store, lease).channel_client(CHANNEL)).await
 }
 
-async fn wait_for_peers(rt: &zlink::Runtime, rids: &[&str]) {
+async fn wait_for_peers(rt: &zlink::Handle, rids: &[&str]) {
     let want: Vec<String> = rids.iter().map(|r| r.to_string()).collect();
     wait_until(
         WAIT,

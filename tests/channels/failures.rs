@@ -335,20 +335,21 @@ async fn shutdown_finishes_accepted_work_and_refuses_new_calls() {
         count.load(Ordering::SeqCst) == 1
     })
     .await;
-    let a2 = a.clone();
-    let shutting = tokio::spawn(async move { a2.shutdown().await });
-    wait_until(WAIT, "a stops admitting", || async { !a.is_running() }).await;
-    let err = echo_client(&a)
-        .echo(&Echo { text: "x".into() })
-        .await
-        .unwrap_err();
-    assert!(err.is(ErrorKind::ShuttingDown), "{err}");
-    assert_eq!(
-        slow.await.unwrap().unwrap().text,
-        "slow",
-        "accepted work completes"
-    );
-    shutting.await.unwrap();
+    let shutting = a.shutdown();
+    let meanwhile = async {
+        wait_until(WAIT, "a stops admitting", || async { !a.is_running() }).await;
+        let err = echo_client(&a)
+            .echo(&Echo { text: "x".into() })
+            .await
+            .unwrap_err();
+        assert!(err.is(ErrorKind::ShuttingDown), "{err}");
+        assert_eq!(
+            slow.await.unwrap().unwrap().text,
+            "slow",
+            "accepted work completes"
+        );
+    };
+    tokio::join!(shutting, meanwhile);
     c.shutdown().await;
     let err = echo_client(&c)
         .note(&Note("late".into()))

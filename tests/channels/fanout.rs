@@ -73,7 +73,7 @@ async fn subscriber(rid: &str, spec: zlink::fanout::FanoutSubscriberSpec) -> Run
 
 /// Publishes until `seen` shows an arrival: PUB drops what is sent before a subscription
 /// reaches it.
-async fn until_subscribed(publisher: &Runtime, seen: impl Fn() -> bool) {
+async fn until_subscribed(publisher: &zlink::Handle, seen: impl Fn() -> bool) {
     let give_up = Instant::now() + WAIT;
     while !seen() {
         assert!(Instant::now() < give_up, "subscription never took effect");

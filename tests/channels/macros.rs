@@ -117,7 +117,7 @@ impl Mirror {
     }
 }
 
-async fn caller_of(server: &Runtime, channels: &[&str]) -> Runtime {
+async fn caller_of(server: &zlink::Handle, channels: &[&str]) -> Runtime {
     let mut builder =
         node("caller").peer(PeerSpec::new(server.endpoint()).expect_rid(server.rid()));
     for channel in channels {

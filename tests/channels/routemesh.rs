@@ -8,7 +8,7 @@ use zlink::{CallOptions, ErrorKind, Handlers, PeerSpec};
 use zlink_testkit::wait_until;
 use zlink_tests::*;
 
-async fn answered_by(c: &zlink::Runtime, n: usize) -> Vec<String> {
+async fn answered_by(c: &zlink::Handle, n: usize) -> Vec<String> {
     let mut out = Vec::new();
     for i in 0..n {
         let r = echo_client(c)

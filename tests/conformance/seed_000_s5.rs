@@ -1034,7 +1034,7 @@ async fn moving_one_bound_actor_keeps_the_other_actors_routes_of_the_same_sessio
             .unwrap();
     }
     let owner_of = |id: &str| {
-        let node = cluster.node(0).clone();
+        let node = cluster.node(0).handle().clone();
         let id = id.to_string();
         async move { node.actors().find(&id).await.unwrap().unwrap().rid }
     };

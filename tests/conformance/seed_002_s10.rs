@@ -268,7 +268,7 @@ async fn while_an_owner_change_result_is_unclear_neither_source_admission_nor_ta
     // authority back until the test allows it.
     b_store.lose_next_apply_and_hold_its_reread();
     let moving = tokio::spawn({
-        let a = a.clone();
+        let a = a.handle().clone();
         async move { a.actors().relocate("u16", Some("b")).await }
     });
     let stored_owner = || async {
@@ -298,7 +298,7 @@ async fn while_an_owner_change_result_is_unclear_neither_source_admission_nor_ta
     .await;
     let handled = m.seen.handled_by.lock().unwrap().len();
     let call = tokio::spawn({
-        let client = client.clone();
+        let client = client.handle().clone();
         async move { CounterClient::new(&client, "u16").add(Add(1)).await }
     });
     // The store already names b, but b does not know: for as long as the re-read is held,
@@ -503,7 +503,7 @@ async fn an_explicit_failure_before_relay_ready_keeps_the_source_owner_queue_and
         counter.log(Log(n)).await.unwrap();
     }
     let relocating = tokio::spawn({
-        let a = a.clone();
+        let a = a.handle().clone();
         async move { a.actors().relocate("f1", Some("b")).await }
     });
     // Sent while the move is under way: held, then given back in order.
@@ -553,7 +553,7 @@ async fn a_target_that_dies_before_its_commit_is_not_replaced_and_the_move_is_no
     let counter = CounterClient::new(client, "f6");
     counter.add(Add(1)).await.unwrap();
     let moving = tokio::spawn({
-        let a = a.clone();
+        let a = a.handle().clone();
         async move { a.actors().relocate("f6", Some("b")).await }
     });
     wait_until(WAIT, "b holds the arriving Actor", || async {
@@ -786,7 +786,9 @@ async fn creation_continues_one_id_and_generation_and_exactly_one_factory_runs()
     // names the same generation, one factory runs.
     let mut racing = Vec::new();
     for n in 0..12 {
-        let node = [&m.nodes[0], &m.nodes[1], &m.nodes[2]][n % 3].clone();
+        let node = [&m.nodes[0], &m.nodes[1], &m.nodes[2]][n % 3]
+            .handle()
+            .clone();
         racing.push(tokio::spawn(async move {
             node.actors().get_or_create("r6b", "counter").await
         }));

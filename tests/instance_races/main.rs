@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use zlink::store::{LocationStore, OwnerId, RelocationStore};
-use zlink::{ErrorKind, Runtime};
+use zlink::ErrorKind;
 use zlink_testkit::{wait_until, RedisServer};
 use zlink_tests::instance_races::*;
 use zlink_tests::*;
@@ -43,7 +43,7 @@ fn stores() -> Stores {
     }
 }
 
-async fn sees_duel_servers(rt: &Runtime, rids: &[&str]) {
+async fn sees_duel_servers(rt: &zlink::Handle, rids: &[&str]) {
     wait_until(WAIT, "the duel servers are ready", || async {
         let ready = rt.spots().ready_nodes("duel").unwrap_or_default();
         rids.iter().all(|rid| ready.iter().any(|r| r == rid))
@@ -52,7 +52,7 @@ async fn sees_duel_servers(rt: &Runtime, rids: &[&str]) {
 }
 
 fn score(
-    rt: &Runtime,
+    rt: &zlink::Handle,
     id: &str,
     by: &str,
 ) -> impl std::future::Future<Output = zlink::Result<Log>> {
@@ -60,14 +60,18 @@ fn score(
     async move { DuelClient::instance(&rt, &id).score(&Score { by }).await }
 }
 
-fn mark(rt: &Runtime, id: &str, by: &str) -> impl std::future::Future<Output = zlink::Result<()>> {
+fn mark(
+    rt: &zlink::Handle,
+    id: &str,
+    by: &str,
+) -> impl std::future::Future<Output = zlink::Result<()>> {
     let (rt, id, by) = (rt.clone(), id.to_string(), by.to_string());
     async move { DuelClient::instance(&rt, &id).mark(&Mark { by }).await }
 }
 
 /// Waits until duel `id`'s log (read by a plain request from `rt`) holds every one of
 /// `expected`, then checks that it holds each exactly once, and nothing else.
-async fn log_holds_each_once(rt: &Runtime, id: &str, expected: &[String]) -> Vec<String> {
+async fn log_holds_each_once(rt: &zlink::Handle, id: &str, expected: &[String]) -> Vec<String> {
     let deadline = tokio::time::Instant::now() + WAIT;
     let log = loop {
         // A one-way may still be activating the duel: until the deadline, a plain call
@@ -152,9 +156,9 @@ async fn a_move_started_at_any_point_of_an_activation_never_loses_the_spot() {
 }
 
 async fn move_during_activation(
-    a: &Runtime,
-    b: &Runtime,
-    c: &Runtime,
+    a: &zlink::Handle,
+    b: &zlink::Handle,
+    c: &zlink::Handle,
     pa: &Arc<Probe>,
     id: &str,
     point: MovePoint,
@@ -229,9 +233,9 @@ async fn move_during_activation(
 
 /// Intent requests for `id` from the owner, the target and a node serving nothing.
 fn race_calls(
-    a: &Runtime,
-    b: &Runtime,
-    c: &Runtime,
+    a: &zlink::Handle,
+    b: &zlink::Handle,
+    c: &zlink::Handle,
     id: &str,
 ) -> Vec<tokio::task::JoinHandle<zlink::Result<Log>>> {
     [a, b, c]
@@ -438,7 +442,7 @@ async fn after_an_eviction_plain_calls_are_not_found_at_once_and_intent_calls_ac
     }
     let inits = || pa.count("init", "e") + pb.count("init", "e");
     let cache_then_evict = |round: usize| {
-        let nodes = nodes.clone();
+        let nodes = nodes.each_ref().map(|n| n.handle().clone());
         async move {
             // Every node caches the route to the duel, then it is evicted.
             for rt in &nodes {
@@ -502,7 +506,7 @@ async fn after_an_eviction_plain_calls_are_not_found_at_once_and_intent_calls_ac
             .await
             .unwrap();
     }
-    let expected = nodes.clone().map(|rt| format!("one-way-{}", rt.rid()));
+    let expected = nodes.each_ref().map(|rt| format!("one-way-{}", rt.rid()));
     log_holds_each_once(&nodes[2], "e", &expected).await;
     assert_eq!(inits(), 4, "the one-ways activated e once");
     assert_eq!(lost(), lost_before, "no intent one-way was lost");

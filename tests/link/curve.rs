@@ -23,7 +23,7 @@ fn curve_server(
 fn curve_client(
     rid: &str,
     keys: &CurveKeypair,
-    server: &Runtime,
+    server: &zlink::Handle,
     server_keys: &CurveKeypair,
 ) -> zlink::RuntimeBuilder {
     node(rid)
@@ -308,7 +308,7 @@ fn mesh_member_trust_needs_a_mesh_with_a_store() {
 
 /// The error of an echo from `rt` once it names a dial failure with at least `attempts`
 /// attempts (waited for with a deadline).
-async fn echo_error_after(rt: &Runtime, attempts: u64) -> String {
+async fn echo_error_after(rt: &zlink::Handle, attempts: u64) -> String {
     let last = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     wait_until(WAIT, "the dial failure is named", || {
         let (client, last) = (echo_client(rt), last.clone());

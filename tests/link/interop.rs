@@ -82,7 +82,7 @@ struct SeenEvent {
 
 /// Runs the Python SUB against `publisher`'s "prices" endpoint (with `extra` arguments),
 /// publishing until it has seen three `PriceChanged` events, and checks them.
-async fn libzmq_subscriber_receives_prices(publisher: &zlink::Runtime, extra: &[String]) {
+async fn libzmq_subscriber_receives_prices(publisher: &zlink::Handle, extra: &[String]) {
     let endpoint = publisher.fanout().endpoint("prices").unwrap();
     let mut child = Command::new(python())
         .arg(script("fanout_sub.py"))

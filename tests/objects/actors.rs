@@ -183,7 +183,7 @@ async fn actor_server(
 }
 
 /// The Entry Spot `rt` published in its descriptor, as `other` sees it.
-fn entry_spot_of(other: &Runtime, rid: &str) -> Option<String> {
+fn entry_spot_of(other: &zlink::Handle, rid: &str) -> Option<String> {
     other
         .discovery()
         .status()
@@ -238,7 +238,7 @@ async fn only_one_actor_factory_runs_under_a_creation_race_across_3_nodes() {
     ];
     let calls = nodes.iter().flat_map(|rt| {
         (0..4).map(move |_| {
-            let rt = rt.clone();
+            let rt = rt.handle().clone();
             async move { rt.actors().get_or_create("racer", "player").await }
         })
     });

@@ -265,7 +265,7 @@ async fn racing_first_intent_calls_from_three_nodes_activate_one_spot_on_a_servi
     .await;
     let callers = nodes.iter().flat_map(|rt| {
         (0..4).map(move |i| {
-            let rt = rt.clone();
+            let rt = rt.handle().clone();
             async move {
                 MatchClient::instance(&rt, "final")
                     .score(&Score {

@@ -417,7 +417,7 @@ async fn a_per_actor_spot_member_move_under_traffic_keeps_to_spot_and_to_actor_q
     let senders: Vec<_> = plan
         .iter()
         .map(|(rt, to, target, sender)| {
-            let run = send_sequence((*rt).clone(), *to, target, sender, stop_flag.clone());
+            let run = send_sequence(rt.handle().clone(), *to, target, sender, stop_flag.clone());
             (*target, *sender, tokio::spawn(run))
         })
         .collect();

@@ -187,7 +187,7 @@ async fn follow_hops_beyond_eight_are_unavailable() {
     let m = mesh(&["a", "b"], None).await;
     let client = &m.nodes[2];
     let ping_pong = |id: &'static str, moves: usize| {
-        let nodes = m.nodes.clone();
+        let nodes: Vec<_> = m.nodes.iter().map(|n| n.handle().clone()).collect();
         async move {
             for n in 0..moves {
                 let (from, to) = if n % 2 == 0 { (0, "b") } else { (1, "a") };
@@ -271,7 +271,7 @@ async fn a_one_way_past_eight_hops_is_lost_and_counted_where_it_was_refused() {
 
 /// Creates Actor `id` of `stable_type` through `client` until placement puts it on node
 /// `rid` (a miss is destroyed and tried again).
-async fn create_on(client: &zlink::Runtime, id: &str, stable_type: &str, rid: &str) {
+async fn create_on(client: &zlink::Handle, id: &str, stable_type: &str, rid: &str) {
     for _ in 0..100 {
         let made = client.actors().create(id, stable_type).await.unwrap();
         if made.rid == rid {
@@ -327,7 +327,7 @@ async fn relocate_all_moves_every_movable_actor_while_callers_keep_calling() {
     // A caller keeps calling every counter while a relocates them all.
     let stop_calls = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let caller = tokio::spawn({
-        let client = client.clone();
+        let client = client.handle().clone();
         let stop_calls = stop_calls.clone();
         async move {
             let mut calls = 0u64;
@@ -691,7 +691,7 @@ async fn relocate_without_a_target_moves_to_a_node_picked_by_placement() {
     })
     .await;
     let client = &m.nodes[3];
-    let node = |rid: &str| m.nodes.iter().find(|n| n.rid() == rid).unwrap().clone();
+    let node = |rid: &str| m.nodes.iter().find(|n| n.rid() == rid).unwrap();
     let created = client.actors().create("p1", "counter").await.unwrap();
     assert_ne!(created.rid, "b", "placement skips weight 0");
     let counter = CounterClient::new(client, "p1");
@@ -699,7 +699,7 @@ async fn relocate_without_a_target_moves_to_a_node_picked_by_placement() {
     // A caller keeps calling while the Actor is moved again and again.
     let stop_calls = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let caller = tokio::spawn({
-        let (client, stop_calls) = (client.clone(), stop_calls.clone());
+        let (client, stop_calls) = (client.handle().clone(), stop_calls.clone());
         async move {
             let counter = CounterClient::new(&client, "p1");
             let mut answers = Vec::new();

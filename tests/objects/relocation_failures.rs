@@ -62,13 +62,13 @@ async fn an_owner_change_whose_store_result_is_unknown_is_reread_and_dispatch_wa
     other.add(Add(5)).await.unwrap();
     b_store.set_applies_down(true);
     let moving = tokio::spawn({
-        let a = a.clone();
+        let a = a.handle().clone();
         async move { a.actors().relocate("f4", Some("b")).await }
     });
     // Sent during the move: it waits, and nothing runs, while b cannot commit.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let waiting = tokio::spawn({
-        let client = client.clone();
+        let client = client.handle().clone();
         async move { CounterClient::new(&client, "f4").add(Add(1)).await }
     });
     tokio::time::sleep(Duration::from_millis(700)).await;
@@ -120,7 +120,7 @@ async fn a_source_that_dies_after_relay_ready_does_not_stop_the_targets_commit()
     let counter = CounterClient::new(client, "f7");
     counter.add(Add(4)).await.unwrap();
     let moving = tokio::spawn({
-        let a = a.clone();
+        let a = a.handle().clone();
         async move { a.actors().relocate("f7", Some("b")).await }
     });
     wait_until(WAIT, "b holds the arriving Actor", || async {
@@ -211,7 +211,7 @@ async fn a_source_that_dies_before_relay_ready_keeps_the_object_unavailable_and_
     heavy.fill(Fill(2 * 1024 * 1024)).await.unwrap();
     let sealed_record = authority_record(&m.store, "s1").await;
     let moving = tokio::spawn({
-        let a = a.clone();
+        let a = a.handle().clone();
         async move { a.actors().relocate("s1", Some("b")).await }
     });
     wait_until(
@@ -222,7 +222,7 @@ async fn a_source_that_dies_before_relay_ready_keeps_the_object_unavailable_and_
     .await;
     // Sent while a holds s1's ingress: it waits in a's hold.
     let held = tokio::spawn({
-        let client = client.clone();
+        let client = client.handle().clone();
         async move { HeavyClient::new(&client, "s1").weigh(&Weigh).await }
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -420,7 +420,7 @@ async fn a_full_ingress_hold_refuses_requests_unavailable_and_keeps_what_it_held
     let hoard = HoardClient::new(client, "h1");
     hoard.fill(Fill(PAD)).await.unwrap();
     let moving = tokio::spawn({
-        let a = a.clone();
+        let a = a.handle().clone();
         async move { a.actors().relocate("h1", Some("b")).await }
     });
     wait_until(WAIT, "a sealed h1 and waits to place its state", || async {

@@ -173,7 +173,7 @@ fn is_actor(n: usize) -> bool {
     n < ACTORS
 }
 
-async fn count(rt: &Runtime, n: usize, sender: u8, seq: u64) -> zlink::Result<()> {
+async fn count(rt: &zlink::Handle, n: usize, sender: u8, seq: u64) -> zlink::Result<()> {
     let count = Count { sender, seq };
     if is_actor(n) {
         TallyClient::new(rt, object_id(n))
@@ -188,7 +188,7 @@ async fn count(rt: &Runtime, n: usize, sender: u8, seq: u64) -> zlink::Result<()
     }
 }
 
-async fn note(rt: &Runtime, n: usize, sender: u8, seq: u64) -> zlink::Result<()> {
+async fn note(rt: &zlink::Handle, n: usize, sender: u8, seq: u64) -> zlink::Result<()> {
     let note = CountNote { sender, seq };
     if is_actor(n) {
         TallyClient::new(rt, object_id(n)).count_note(&note).await
@@ -199,7 +199,7 @@ async fn note(rt: &Runtime, n: usize, sender: u8, seq: u64) -> zlink::Result<()>
     }
 }
 
-async fn report(rt: &Runtime, n: usize) -> zlink::Result<Tallied> {
+async fn report(rt: &zlink::Handle, n: usize) -> zlink::Result<Tallied> {
     if is_actor(n) {
         TallyClient::new(rt, object_id(n)).report(&Report).await
     } else {
@@ -218,7 +218,7 @@ struct Sent {
 
 /// Calls every object in turn until told to stop: each pass one-ways to some and
 /// requests to the others, numbered per object.
-async fn sender(rt: Runtime, id: u8, stop: Arc<AtomicBool>) -> Sent {
+async fn sender(rt: zlink::Handle, id: u8, stop: Arc<AtomicBool>) -> Sent {
     let mut sent = Sent::default();
     let mut seq = [0u64; OBJECTS];
     let mut pass: usize = 0;
@@ -251,7 +251,7 @@ async fn sender(rt: Runtime, id: u8, stop: Arc<AtomicBool>) -> Sent {
 }
 
 /// Where object `n` runs now.
-async fn owner_of(rt: &Runtime, n: usize) -> Option<String> {
+async fn owner_of(rt: &zlink::Handle, n: usize) -> Option<String> {
     let id = object_id(n);
     if is_actor(n) {
         rt.actors().find(&id).await.ok().flatten().map(|at| at.rid)
@@ -261,7 +261,12 @@ async fn owner_of(rt: &Runtime, n: usize) -> Option<String> {
 }
 
 /// Moves random objects to another node, back to back, until told to stop.
-async fn relocator(nodes: Vec<Runtime>, stop: Arc<AtomicBool>, salt: usize, moves: Arc<AtomicU64>) {
+async fn relocator(
+    nodes: Vec<zlink::Handle>,
+    stop: Arc<AtomicBool>,
+    salt: usize,
+    moves: Arc<AtomicU64>,
+) {
     let mut n = salt;
     while !stop.load(Ordering::Relaxed) {
         n = n.wrapping_mul(31).wrapping_add(17);
@@ -272,7 +277,7 @@ async fn relocator(nodes: Vec<Runtime>, stop: Arc<AtomicBool>, salt: usize, move
         let Some(owner) = nodes.iter().find(|rt| rt.rid() == at) else {
             continue;
         };
-        let others: Vec<&Runtime> = nodes.iter().filter(|rt| rt.rid() != at).collect();
+        let others: Vec<&zlink::Handle> = nodes.iter().filter(|rt| rt.rid() != at).collect();
         let to = others[(n / OBJECTS) % others.len()].rid().to_string();
         let id = object_id(object);
         // Racing another relocator or a move already under way is fine: it is refused.
@@ -340,14 +345,14 @@ async fn relocation_under_load_loses_and_duplicates_nothing() {
     let moves = Arc::new(AtomicU64::new(0));
     let senders: Vec<_> = (0..3 * SENDERS_PER_NODE)
         .map(|i| {
-            let rt = nodes[usize::from(i % 3)].clone();
+            let rt = nodes[usize::from(i % 3)].handle().clone();
             tokio::spawn(sender(rt, i + 1, stop.clone()))
         })
         .collect();
     let relocators: Vec<_> = (0..3)
         .map(|salt| {
             tokio::spawn(relocator(
-                nodes.clone(),
+                nodes.iter().map(|n| n.handle().clone()).collect(),
                 stop.clone(),
                 salt + 1,
                 moves.clone(),

@@ -41,7 +41,7 @@ enum Object {
 }
 
 impl Object {
-    async fn create(&self, on: &Runtime) {
+    async fn create(&self, on: &zlink::Handle) {
         match self {
             Object::Actor(id) => {
                 assert_eq!(on.actors().create(id, "counter").await.unwrap().rid, "a")
@@ -54,7 +54,7 @@ impl Object {
     }
 
     /// One request from `from`; returns the node that ran it.
-    async fn call(&self, from: &Runtime) -> zlink::Result<String> {
+    async fn call(&self, from: &zlink::Handle) -> zlink::Result<String> {
         match self {
             Object::Actor(id) => CounterClient::new(from, *id)
                 .add(Add(1))
@@ -64,7 +64,7 @@ impl Object {
         }
     }
 
-    async fn relocate(&self, on: &Runtime, to: &str) -> zlink::Result<String> {
+    async fn relocate(&self, on: &zlink::Handle, to: &str) -> zlink::Result<String> {
         match self {
             Object::Actor(id) => on.actors().relocate(id, Some(to)).await.map(|r| r.rid),
             Object::Spot(id) => on.spots().relocate(id, Some(to)).await.map(|r| r.rid),
@@ -91,7 +91,7 @@ async fn the_old_owners_caller_learns_of_every_move(object: Object) {
     assert_eq!(object.call(a).await.unwrap(), "a", "cached: a itself");
     let owned = object.owned(a);
     let moving = {
-        let a = a.clone();
+        let a = a.handle().clone();
         tokio::spawn(async move { object.relocate(&a, "b").await })
     };
     wait_until(
@@ -137,7 +137,7 @@ async fn a_lookup_racing_the_commit_is_not_cached(object: Object) {
     assert_eq!(object.call(a).await.unwrap(), "a");
     let owned = object.owned(a);
     let moving = {
-        let a = a.clone();
+        let a = a.handle().clone();
         tokio::spawn(async move { object.relocate(&a, "b").await })
     };
     wait_until(WAIT, "a handed the object over", || async {
@@ -223,7 +223,7 @@ async fn one_sender_relayed_then_direct_is_applied_in_order() {
     let from_b = CounterClient::new(&b, "in-order");
     assert_eq!(from_b.add(Add(0)).await.unwrap().by, "a", "b caches a");
     let moving = {
-        let a = a.clone();
+        let a = a.handle().clone();
         tokio::spawn(async move { a.actors().relocate("in-order", Some("b")).await })
     };
     wait_until(WAIT, "a handed the Actor over", || async {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use zlink::object::{
     Actor, ActorContext, ActorRef, ClosingReason, JoinDecision, RelocationState, Spot, SpotContext,
 };
-use zlink::{Bytes, ErrorKind, Runtime};
+use zlink::{Bytes, ErrorKind};
 use zlink_testkit::wait_until;
 use zlink_tests::relocating::{mesh_custom, Mesh};
 use zlink_tests::*;
@@ -257,7 +257,7 @@ async fn dining(b_serves_guests: bool, b_guests: u32, events: &Events) -> Mesh {
 const GUESTS: [&str; 3] = ["g1", "g2", "g3"];
 
 /// Table `t1` on node `a`, with the three guests seated, each having heard `0..10`.
-async fn seat_everyone(a: &Runtime, client: &Runtime) {
+async fn seat_everyone(a: &zlink::Handle, client: &zlink::Handle) {
     let table = a.spots().get_or_create("t1", "table", "").await.unwrap();
     assert!(
         matches!(&table, zlink::object::SpotCreation::Created(at, _) if at.rid == "a"),
@@ -278,7 +278,7 @@ async fn seat_everyone(a: &Runtime, client: &Runtime) {
     say_to_everyone(client, 0..10).await;
 }
 
-async fn say_to_everyone(client: &Runtime, numbers: std::ops::Range<u64>) {
+async fn say_to_everyone(client: &zlink::Handle, numbers: std::ops::Range<u64>) {
     let table = TableClient::new(client, "t1");
     for n in numbers {
         table.say(Say(n)).await.unwrap();
@@ -289,7 +289,7 @@ async fn say_to_everyone(client: &Runtime, numbers: std::ops::Range<u64>) {
 }
 
 /// Every participant's transcript: the table's first.
-async fn transcripts(client: &Runtime) -> Vec<Transcript> {
+async fn transcripts(client: &zlink::Handle) -> Vec<Transcript> {
     let mut all = vec![TableClient::new(client, "t1").read(&Read).await.unwrap()];
     for guest in GUESTS {
         all.push(GuestClient::new(client, guest).read(&Read).await.unwrap());
@@ -297,7 +297,7 @@ async fn transcripts(client: &Runtime) -> Vec<Transcript> {
     all
 }
 
-async fn owners(rt: &Runtime) -> Vec<String> {
+async fn owners(rt: &zlink::Handle) -> Vec<String> {
     let mut owners = vec![rt.spots().find("t1").await.unwrap().unwrap().rid];
     for guest in GUESTS {
         owners.push(rt.actors().find(guest).await.unwrap().unwrap().rid);
@@ -319,7 +319,7 @@ async fn a_spot_wide_spot_moves_with_every_member_as_one_unit_keeping_state_queu
     events.lock().unwrap().clear();
     // Senders keep talking to the table and every guest while the unit moves.
     let talking = tokio::spawn({
-        let client = client.clone();
+        let client = client.handle().clone();
         async move { say_to_everyone(&client, 10..60).await }
     });
     tokio::time::sleep(Duration::from_millis(5)).await;
@@ -405,7 +405,7 @@ async fn a_member_the_target_cannot_host_cancels_the_whole_unit_and_its_queues_r
     let (a, client) = (&m.nodes[0], &m.nodes[2]);
     seat_everyone(a, client).await;
     let talking = tokio::spawn({
-        let client = client.clone();
+        let client = client.handle().clone();
         async move { say_to_everyone(&client, 10..40).await }
     });
     tokio::time::sleep(Duration::from_millis(5)).await;
@@ -537,7 +537,7 @@ async fn a_unit_moved_back_and_forth_under_load_loses_duplicates_and_reorders_no
     // One sender per participant, numbering from 10 on: what each accepted, in order.
     let mut senders = Vec::new();
     for target in ["t1", "g1", "g2", "g3"] {
-        let (client, stop) = (client.clone(), stop_sending.clone());
+        let (client, stop) = (client.handle().clone(), stop_sending.clone());
         senders.push(tokio::spawn(async move {
             let mut accepted = Vec::new();
             let mut n = 10;

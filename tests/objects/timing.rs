@@ -135,7 +135,7 @@ async fn the_5_s_gap_between_route_cache_max_age_and_message_follow_duration_hol
 }
 
 /// Actor `id` of the counter type, created until placement puts it on node `rid`.
-async fn create_on(client: &zlink::Runtime, id: &str, rid: &str) {
+async fn create_on(client: &zlink::Handle, id: &str, rid: &str) {
     for _ in 0..100 {
         let made = client.actors().create(id, "counter").await.unwrap();
         if made.rid == rid {

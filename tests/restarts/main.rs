@@ -32,7 +32,7 @@ async fn gateway(redis: &RedisServer) -> Runtime {
     start(discovered_node("gateway", &store, quick_lease()).relocation_store(roots)).await
 }
 
-async fn tally(rt: &Runtime, id: &str, n: u64) -> zlink::Result<Tallied> {
+async fn tally(rt: &zlink::Handle, id: &str, n: u64) -> zlink::Result<Tallied> {
     TallierClient::new(rt, id).tally(Tally(n)).await
 }
 

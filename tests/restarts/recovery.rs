@@ -8,12 +8,11 @@ use std::time::Duration;
 use zlink::object::recovery::{ReclaimRefusal, RecordState};
 use zlink::object::ActorCreation;
 use zlink::store::LocationStore;
-use zlink::Runtime;
 use zlink_testkit::{wait_until, FaultyLocationStore, RedisServer};
 use zlink_tests::restarts::*;
 use zlink_tests::{discovered_node, quick_lease, start, WAIT};
 
-async fn tally_by(rt: &Runtime, id: &str) -> zlink::Result<Tallied> {
+async fn tally_by(rt: &zlink::Handle, id: &str) -> zlink::Result<Tallied> {
     TallierClient::new(rt, id).tally(Tally(1)).await
 }
 
@@ -165,7 +164,7 @@ async fn three_nodes_racing_to_reclaim_the_same_dead_objects_make_one_incarnatio
     let mut tasks = Vec::new();
     for racer in &racers {
         for id in &actors {
-            let (racer, id) = (racer.clone(), id.clone());
+            let (racer, id) = (racer.handle().clone(), id.clone());
             tasks.push(tokio::spawn(async move {
                 let created = racer.actors().get_or_create(&id, "phoenix").await;
                 (
@@ -176,7 +175,7 @@ async fn three_nodes_racing_to_reclaim_the_same_dead_objects_make_one_incarnatio
             }));
         }
         for id in &spots {
-            let (racer, id) = (racer.clone(), id.clone());
+            let (racer, id) = (racer.handle().clone(), id.clone());
             tasks.push(tokio::spawn(async move {
                 let answer = BeaconClient::instance(&racer, &id).tally(Tally(1)).await;
                 (id, false, answer.err())

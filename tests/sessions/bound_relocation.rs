@@ -23,7 +23,7 @@ async fn a_bound_actor_relocated_three_times_keeps_its_client_connected_and_lose
     let steps = 300u64;
     let moving = Arc::new(AtomicBool::new(true));
     let mover = {
-        let nodes: Vec<zlink::Runtime> = (1..=2).map(|i| cluster.node(i).clone()).collect();
+        let nodes: Vec<zlink::Handle> = (1..=2).map(|i| cluster.node(i).handle().clone()).collect();
         let moving = moving.clone();
         let first = owner.clone();
         tokio::spawn(async move {

@@ -166,7 +166,7 @@ async fn three_moves_under(script_name: &str, scheme: &str, player: &str) {
         .spawn()
         .expect("python runs");
     // Once the client joined, move its player three times while it talks.
-    let gateway = cluster.node(0).clone();
+    let gateway = cluster.node(0);
     wait_until(WAIT, "the client joined its player", || async {
         gateway.actors().find(player).await.ok().flatten().is_some()
     })

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use zlink::object::{Context, Kind};
-use zlink::{Call, ErrorKind, Reply, Request, Runtime};
+use zlink::{Call, ErrorKind, Reply, Request};
 
 /// What a probe handler should do: fail with an ErrorKind code, fail on its argument, or
 /// sleep this long first.
@@ -82,7 +82,7 @@ impl ById {
     /// A request to the object from `rt`.
     pub fn request<'a, R: Request>(
         self,
-        rt: &'a Runtime,
+        rt: &'a zlink::Handle,
         request: &R,
     ) -> Call<'a, Reply<R::Reply>> {
         match self {
@@ -93,7 +93,7 @@ impl ById {
 }
 
 /// What the probe saw of a plain request from `rt` carrying the traced metadata.
-async fn traced_inspect(target: ById, rt: &Runtime) -> Inspected {
+async fn traced_inspect(target: ById, rt: &zlink::Handle) -> Inspected {
     target
         .request(rt, &Inspect::default())
         .options(traced())
@@ -116,8 +116,8 @@ fn traced() -> zlink::CallOptions {
 /// discarded.
 pub async fn a_local_owner_answers_like_a_remote_one(
     target: ById,
-    owner: &Runtime,
-    other: &Runtime,
+    owner: &zlink::Handle,
+    other: &zlink::Handle,
 ) {
     let sent = vec![
         ("tenant".to_string(), "blue".to_string()),
@@ -191,8 +191,8 @@ pub async fn a_local_owner_answers_like_a_remote_one(
 /// error kind as a caller on `other`.
 pub async fn an_argument_error_reaches_a_local_caller_as_a_remote_one(
     target: ById,
-    owner: &Runtime,
-    other: &Runtime,
+    owner: &zlink::Handle,
+    other: &zlink::Handle,
 ) {
     let refusing = Inspect {
         fail_argument: true,
@@ -213,8 +213,8 @@ pub async fn an_argument_error_reaches_a_local_caller_as_a_remote_one(
 /// already ran.
 pub async fn a_refusal_a_handler_returns_is_not_its_callers(
     target: ById,
-    owner: &Runtime,
-    other: &Runtime,
+    owner: &zlink::Handle,
+    other: &zlink::Handle,
 ) {
     for rt in [owner, other] {
         let tag = format!("{target:?} from {}", rt.rid());

@@ -188,7 +188,7 @@ pub async fn faulty_match_node(
 /// An intent call from `caller` to match "m", whose owner (holding `lease`) died, is
 /// `Unavailable`, and still is once that lease expired.
 pub async fn unavailable_before_and_after_lease_expiry(
-    caller: &Runtime,
+    caller: &zlink::Handle,
     store: &Arc<dyn zlink::store::LocationStore>,
     lease: &zlink::store::LeaseToken,
 ) {

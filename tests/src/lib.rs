@@ -97,7 +97,7 @@ pub fn echo_handlers(name: &str, notes: Arc<AtomicUsize>) -> EchoService {
 }
 
 /// The generated client of [`EchoService`] on [`CHANNEL`], calling through `rt`.
-pub fn echo_client(rt: &Runtime) -> EchoServiceClient {
+pub fn echo_client(rt: &zlink::Handle) -> EchoServiceClient {
     EchoServiceClient::new(rt, CHANNEL)
 }
 
@@ -120,7 +120,7 @@ pub async fn start(builder: RuntimeBuilder) -> Runtime {
 }
 
 /// Sends one [`Echo`] on [`CHANNEL`] and returns which node answered.
-pub async fn echo_by(rt: &Runtime) -> String {
+pub async fn echo_by(rt: &zlink::Handle) -> String {
     echo_client(rt)
         .echo(&Echo { text: "x".into() })
         .await
@@ -221,6 +221,6 @@ pub fn discovered_node(
 }
 
 /// The RIDs of `rt`'s ready peers, sorted.
-pub fn peer_rids(rt: &Runtime) -> Vec<String> {
+pub fn peer_rids(rt: &zlink::Handle) -> Vec<String> {
     rt.nodes().peers().into_iter().map(|p| p.rid).collect()
 }

@@ -474,7 +474,7 @@ pub async fn logged(log: &Log, line: &str) {
     }
 }
 
-pub async fn spot_of(rt: &Runtime, actor: &str) -> Option<String> {
+pub async fn spot_of(rt: &zlink::Handle, actor: &str) -> Option<String> {
     PlayerClient::new(rt, actor)
         .where_am_i(&Where)
         .await
@@ -515,7 +515,7 @@ pub enum To {
 /// third a request, and the last one a request (its answer means everything before it
 /// ran). Returns how many it sent and the node of each answer, in order.
 pub async fn send_sequence(
-    rt: Runtime,
+    rt: zlink::Handle,
     to: To,
     target: &'static str,
     sender: &'static str,
@@ -562,7 +562,7 @@ pub fn switches_once(nodes: &[String], first: &str, then: &str) -> bool {
     switch > 0 && switch < nodes.len() && nodes[switch..].iter().all(|n| n == then)
 }
 
-pub async fn owners_of(rt: &Runtime, actors: &[&str]) -> Vec<String> {
+pub async fn owners_of(rt: &zlink::Handle, actors: &[&str]) -> Vec<String> {
     let mut owners = Vec::new();
     for actor in actors {
         owners.push(rt.actors().find(actor).await.unwrap().unwrap().rid);

@@ -350,7 +350,7 @@ pub async fn run_child_player() {
 }
 
 /// `rt`'s owner lease claim now.
-pub fn lease_of(rt: &Runtime) -> zlink::store::LeaseToken {
+pub fn lease_of(rt: &zlink::Handle) -> zlink::store::LeaseToken {
     rt.discovery()
         .owner_lease()
         .and_then(|lease| lease.token)

@@ -182,7 +182,7 @@ pub async fn steps_during_move(
     client: &mut StreamClient,
 ) -> (u64, zlink::Result<zlink::object::ActorRef>) {
     let moving = tokio::spawn({
-        let source = cluster.node(index_of(from)).clone();
+        let source = cluster.node(index_of(from)).handle().clone();
         let to = other_walker_node(from);
         async move { source.actors().relocate("w", Some(to)).await }
     });

@@ -8,9 +8,9 @@
 //! - **Spots and Actors** ([`object`]): stateful objects with a global ID, created once,
 //!   run one message at a time on their owner and called by ID from any node, movable
 //!   between nodes live. Declare them with [`macro@spot`] and [`macro@actor`]; reach them with
-//!   [`Runtime::spots`] and [`Runtime::actors`] and the generated typed clients.
+//!   [`Handle::spots`] and [`Handle::actors`] and the generated typed clients.
 //! - **Channels**: stateless services called by name, one server picked by weight
-//!   ([`macro@channel`], [`Runtime::channels`]); node-direct calls ([`Runtime::nodes`]);
+//!   ([`macro@channel`], [`Handle::channels`]); node-direct calls ([`Handle::nodes`]);
 //!   ClientServer listeners for outside callers ([`client_server`]) and lossy PUB/SUB
 //!   events ([`fanout`]).
 //!
@@ -69,6 +69,7 @@ mod address;
 mod call;
 mod channel;
 mod error;
+mod handle;
 mod handler;
 mod host;
 #[cfg(test)]
@@ -87,14 +88,15 @@ pub mod wire;
 pub use async_trait::async_trait;
 pub use bytes::Bytes;
 pub use call::CallOptions;
+pub use call::{BoxFuture, PacketKind};
 pub use channel::client_server::ClientServer;
 pub use channel::fanout::Fanout;
 pub use error::{ConfigViolation, Error, ErrorKind, Refusal, Result};
-pub use handler::{
-    Actors, BoxFuture, Call, CallFuture, Channels, DefaultChannel, DiscoveryHandle, Expect,
-    FanoutHandle, Handle, HandlerContext, HandlerGroup, Handlers, Multicast, MulticastPublish,
-    Nodes, OneWay, Outgoing, PacketKind, Publish, Reply, Spots,
+pub use handle::{
+    Actors, Call, CallFuture, Channels, DiscoveryHandle, Expect, FanoutHandle, Handle, Multicast,
+    MulticastPublish, Nodes, OneWay, Outgoing, Publish, Reply, Spots,
 };
+pub use handler::{DefaultChannel, HandlerContext, HandlerGroup, Handlers};
 #[cfg(feature = "test-faults")]
 pub use host::config::TestFaults;
 pub use host::config::{

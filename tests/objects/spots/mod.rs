@@ -199,7 +199,7 @@ async fn weighted_server(
     .await
 }
 
-async fn sees_servers(rt: &Runtime, rids: &[&str]) {
+async fn sees_servers(rt: &zlink::Handle, rids: &[&str]) {
     let want: Vec<String> = rids.iter().map(|r| r.to_string()).collect();
     wait_until(WAIT, &format!("{} sees {want:?}", rt.rid()), || async {
         let members: Vec<String> = rt

@@ -18,7 +18,7 @@ use crate::handler::HandlerGroup;
 pub(crate) fn register_routes(
     node: &crate::mesh::MeshNode,
     servers: &BTreeMap<String, Arc<dyn HandlerGroup>>,
-    handle: crate::handler::WeakHandle,
+    handle: crate::handle::WeakHandle,
 ) -> crate::Result<()> {
     let route = Arc::new(ChannelRoute::new(servers, handle));
     node.dispatcher()

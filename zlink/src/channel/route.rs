@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::handler::{
-    CallFacts, HandlerContext, HandlerGroup, HandlerTable, PacketKind, WeakHandle,
-};
+use crate::call::PacketKind;
+use crate::handle::WeakHandle;
+use crate::handler::{CallFacts, HandlerContext, HandlerGroup, HandlerTable};
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::{Error, ErrorKind};
 
@@ -93,7 +93,7 @@ impl InboundRoute for ChannelRoute {
 mod tests {
     use std::sync::Arc;
 
-    use crate::handler::Handle;
+    use crate::handle::Handle;
     use crate::link::Connection;
     use crate::mesh::links::tests::{arrive, hello, node, request, Recording};
     use crate::wire::{Envelope, ReplyOutcome};

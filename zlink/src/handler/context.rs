@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::handle::Handle;
+use crate::handle::Handle;
 use crate::wire::Metadata;
 
 /// The context of one handler call.

@@ -3,17 +3,8 @@
 use bytes::Bytes;
 
 use super::HandlerContext;
-pub use crate::call::BoxFuture;
+pub use crate::call::{BoxFuture, PacketKind};
 use crate::Result;
-
-/// Whether a packet is handled as a request (with a reply) or a one-way send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PacketKind {
-    /// Request: the handler's result is sent back as the reply.
-    Request,
-    /// One-way send: the handler's result is only logged.
-    Send,
-}
 
 /// A group of handlers serving one ChannelName (or node-direct messages).
 ///

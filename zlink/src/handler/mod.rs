@@ -1,12 +1,11 @@
 //! Handlers: what application code implements to receive messages, and what it sees of
 //! each one ([`HandlerContext`]). Channel servers, node-direct handlers and fanout
 //! subscribers all take a [`HandlerGroup`]. A handler calls further through its context's
-//! [`Handle`].
+//! [`Handle`](crate::Handle).
 
 mod closures;
 mod context;
 mod group;
-mod handle;
 mod node_direct;
 mod table;
 
@@ -14,14 +13,5 @@ pub use closures::Handlers;
 pub(crate) use context::CallFacts;
 pub use context::HandlerContext;
 pub use group::{BoxFuture, DefaultChannel, HandlerGroup, PacketKind};
-#[doc(hidden)]
-pub use handle::ClientTarget;
-pub use handle::{
-    Actors, Call, CallFuture, Channels, DiscoveryHandle, Expect, FanoutHandle, Handle, Multicast,
-    MulticastPublish, Nodes, OneWay, Outgoing, Publish, PublisherStatus, Reply, Spots,
-};
-pub(crate) use handle::{
-    ClientServerPort, FanoutPort, ObjectMessage, ObjectPort, Started, WeakHandle,
-};
 pub(crate) use node_direct::NodeDirectRoute;
 pub(crate) use table::HandlerTable;

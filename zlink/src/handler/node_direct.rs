@@ -1,8 +1,8 @@
 //! Node-direct: the [`InboundRoute`] of node sends and requests (16, 17), which go to this
 //! node's node handlers with the sender's RID in the context.
 
-use super::handle::WeakHandle;
 use super::{CallFacts, HandlerContext, HandlerTable, PacketKind};
+use crate::handle::WeakHandle;
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::{Error, ErrorKind};
 

@@ -6,16 +6,17 @@ use std::time::Duration;
 use super::config::{RuntimeBuilder, Settings};
 use super::lifecycle::Started;
 use super::shutdown::{ShutdownOptions, ShutdownOutcome, ShutdownReason};
-use crate::handler::{Actors, Channels, DiscoveryHandle, FanoutHandle, Handle, Nodes, Spots};
+use crate::handle::Handle;
 use crate::object::RelocationReport;
 use crate::{Error, ErrorKind, Result};
 
-/// A started node, and the right to stop it. Cheap to clone; every clone is the same node.
+/// A started node, and the right to stop it: its one owner (not `Clone`).
 ///
-/// Calls go through its [`Handle`] (or the shortcuts to the handle's parts below). Give
-/// handlers and clients the handle, not the runtime, when they should not stop the node;
-/// a handler's context has one already.
-#[derive(Clone)]
+/// It holds the node's lifecycle (shutdown, drain, relocation of everything, undrain,
+/// recovery and status). Every call goes through its [`Handle`], which a `Runtime`
+/// dereferences to (`rt.spots()` is `rt.handle().spots()`). Give handlers, tasks and
+/// clients a clone of the handle: it can call anything but cannot stop the node. A
+/// handler's context has one already.
 pub struct Runtime {
     handle: Handle,
     started: Arc<Started>,
@@ -64,8 +65,8 @@ impl Runtime {
             .stopping
             .swap(true, std::sync::atomic::Ordering::AcqRel)
         {
-            let runtime = self.clone();
-            tokio::spawn(async move { runtime.stop_once(options).await });
+            let (handle, started) = (self.handle.clone(), self.started.clone());
+            tokio::spawn(async move { stop_once(&handle, &started, options).await });
         }
         let outcome = stopped
             .wait_for(Option::is_some)
@@ -75,28 +76,6 @@ impl Runtime {
         outcome.unwrap_or(ShutdownOutcome::ForceStopped(
             ShutdownReason::TeardownFailed,
         ))
-    }
-
-    /// The one shutdown of this node, whose outcome every caller hears.
-    async fn stop_once(&self, options: ShutdownOptions) {
-        let grace = options
-            .grace
-            .unwrap_or(self.handle.node().settings().shutdown_grace);
-        let before = tokio::time::Instant::now() + grace;
-        if options.relocate_first && self.is_running() {
-            self.relocate_before_stopping(grace).await;
-        }
-        let outcome = super::lifecycle::shutdown(self.handle.node(), grace, Some(before))
-            .await
-            // The node crashed meanwhile (a test's `crash`): nothing was given back.
-            .unwrap_or(ShutdownOutcome::ForceStopped(
-                ShutdownReason::TeardownFailed,
-            ));
-        self.started.stopped.send_if_modified(|recorded| {
-            let first = recorded.is_none();
-            recorded.get_or_insert(outcome);
-            first
-        });
     }
 
     /// Serves until the process is asked to stop (Ctrl-C, or SIGTERM on Unix), then
@@ -111,26 +90,6 @@ impl Runtime {
             }
         }
         self.shutdown_with(options).await
-    }
-
-    /// The rolling-restart step of a shutdown: moves what can move, within `grace`.
-    async fn relocate_before_stopping(&self, grace: Duration) {
-        let Some(objects) = &self.started.objects else {
-            return;
-        };
-        match tokio::time::timeout(grace, objects.relocate_all(true)).await {
-            Ok(report) => tracing::info!(
-                rid = %self.rid(),
-                moved = report.moved.len() + report.moved_spots.len(),
-                stayed = report.blocked.len() + report.failed.len(),
-                "relocated before stopping; what stayed is released"
-            ),
-            Err(_) => tracing::warn!(
-                rid = %self.rid(),
-                ?grace,
-                "relocating before stopping took the whole grace; what stayed is released"
-            ),
-        }
     }
 
     /// Returns a node that [`relocate_all`](Self::relocate_all) (or an operator's drain)
@@ -212,51 +171,16 @@ impl Runtime {
         Ok(report)
     }
 
-    /// Whether the node still admits new calls.
-    pub fn is_running(&self) -> bool {
-        self.handle.is_running()
-    }
-
     /// One snapshot of this runtime's state: identity, peers, channel weights, ClientServer
     /// and fanout roles, and the Location Store's view. Serializable (for example to JSON).
     pub fn status(&self) -> super::RuntimeStatus {
         super::RuntimeStatus::of(&self.handle, &self.started)
     }
 
-    /// This node's RID.
-    pub fn rid(&self) -> &str {
-        self.handle.rid()
-    }
-
-    /// The RouteMesh endpoint peers dial (see [`Handle::endpoint`]).
-    pub fn endpoint(&self) -> String {
-        self.handle.endpoint()
-    }
-
     /// Where the STREAM listener `name` takes clients (`tcp://host:port` or
     /// `ws://host:port`, with the port it bound).
     pub fn stream_endpoint(&self, name: &str) -> Option<String> {
         self.started.streams.endpoint(name)
-    }
-
-    /// Channel calls and roles: [`Handle::channels`].
-    pub fn channels(&self) -> Channels<'_> {
-        self.handle.channels()
-    }
-
-    /// Node-direct calls and the ready peers: [`Handle::nodes`].
-    pub fn nodes(&self) -> Nodes<'_> {
-        self.handle.nodes()
-    }
-
-    /// Spots: [`Handle::spots`].
-    pub fn spots(&self) -> Spots<'_> {
-        self.handle.spots()
-    }
-
-    /// Actors: [`Handle::actors`].
-    pub fn actors(&self) -> Actors<'_> {
-        self.handle.actors()
     }
 
     /// RouteCacheMaxAge now: how long a confirmed Spot or Actor route is reused (0: the
@@ -286,20 +210,56 @@ impl Runtime {
     pub fn set_message_follow_duration(&self, duration: std::time::Duration) -> crate::Result<()> {
         self.handle.objects()?.set_timing(None, Some(duration))
     }
+}
 
-    /// Logical Multicast: [`Handle::multicast`].
-    pub fn multicast(&self) -> crate::Multicast<'_> {
-        self.handle.multicast()
+/// The one shutdown of this node, whose outcome every caller hears.
+async fn stop_once(handle: &Handle, started: &Started, options: ShutdownOptions) {
+    let grace = options
+        .grace
+        .unwrap_or(handle.node().settings().shutdown_grace);
+    let before = tokio::time::Instant::now() + grace;
+    if options.relocate_first && handle.is_running() {
+        relocate_before_stopping(handle, started, grace).await;
     }
+    let outcome = super::lifecycle::shutdown(handle.node(), grace, Some(before))
+        .await
+        // The node crashed meanwhile (a test's `crash`): nothing was given back.
+        .unwrap_or(ShutdownOutcome::ForceStopped(
+            ShutdownReason::TeardownFailed,
+        ));
+    started.stopped.send_if_modified(|recorded| {
+        let first = recorded.is_none();
+        recorded.get_or_insert(outcome);
+        first
+    });
+}
 
-    /// Fanout: [`Handle::fanout`].
-    pub fn fanout(&self) -> FanoutHandle<'_> {
-        self.handle.fanout()
+/// The rolling-restart step of a shutdown: moves what can move, within `grace`.
+async fn relocate_before_stopping(handle: &Handle, started: &Started, grace: Duration) {
+    let Some(objects) = &started.objects else {
+        return;
+    };
+    match tokio::time::timeout(grace, objects.relocate_all(true)).await {
+        Ok(report) => tracing::info!(
+            rid = %handle.rid(),
+            moved = report.moved.len() + report.moved_spots.len(),
+            stayed = report.blocked.len() + report.failed.len(),
+            "relocated before stopping; what stayed is released"
+        ),
+        Err(_) => tracing::warn!(
+            rid = %handle.rid(),
+            ?grace,
+            "relocating before stopping took the whole grace; what stayed is released"
+        ),
     }
+}
 
-    /// The Location Store's view: [`Handle::discovery`].
-    pub fn discovery(&self) -> DiscoveryHandle<'_> {
-        self.handle.discovery()
+impl std::ops::Deref for Runtime {
+    type Target = Handle;
+
+    /// The node's [`Handle`]: every call a node makes.
+    fn deref(&self) -> &Handle {
+        &self.handle
     }
 }
 

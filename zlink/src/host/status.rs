@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::lifecycle::Started;
-use crate::handler::{Handle, PublisherStatus};
+use crate::handle::{Handle, PublisherStatus};
 use crate::mesh::PeerStatus;
 use crate::object::creation::TypePlacement;
 use crate::object::{LostOneWays, ObjectKind};

@@ -12,8 +12,8 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::count_permit::CountPermit;
-use super::links::Links;
 use super::peer_table::PeerLink;
+use super::work::HandlerWork;
 use crate::call::BoxFuture;
 use crate::link::Connection;
 use crate::wire::{CallMessage, Command, ReplyOutcome};
@@ -28,6 +28,15 @@ pub(crate) trait InboundRoute: Send + Sync + 'static {
     fn deliver(&self, call: InboundCall);
 }
 
+/// Where handlers' replies go out, as the dispatcher sees the node's links: replies are
+/// queued without waiting, and handlers run as the node's handler work.
+pub(crate) trait ReplyOut: Send + Sync + 'static {
+    /// Queues the reply to `route` (never waits on the peer).
+    fn reply(&self, route: &ReplyRoute, result: Result<Bytes>);
+    /// The node's handler work: what stops handlers and waits for them at shutdown.
+    fn work(&self) -> &Arc<HandlerWork>;
+}
+
 /// Where the reply to one request goes: the connection it came on and its correlation,
 /// with the operation the reply echoes. A reply never looks a location up.
 #[derive(Clone)]
@@ -39,7 +48,7 @@ pub(crate) struct ReplyRoute {
 
 /// One admitted application message on its way to a handler.
 pub(crate) struct InboundCall {
-    links: Arc<Links>,
+    links: Arc<dyn ReplyOut>,
     from: PeerLink,
     message: CallMessage,
     deadline: Option<Instant>,
@@ -90,7 +99,7 @@ impl Dispatcher {
 
 impl InboundCall {
     pub(crate) fn new(
-        links: Arc<Links>,
+        links: Arc<dyn ReplyOut>,
         from: PeerLink,
         message: CallMessage,
         permit: CountPermit,
@@ -138,7 +147,7 @@ impl InboundCall {
     /// Ends the call without running anything: a request gets `result` as its reply, a
     /// send's failure is logged.
     pub(crate) fn answer(self, result: Result<Bytes>) {
-        finish(&self.links, self.reply.as_ref(), result);
+        finish(&*self.links, self.reply.as_ref(), result);
     }
 
     /// Hands the call's answer to whoever runs its work elsewhere (a Spot's own task): the
@@ -172,7 +181,7 @@ impl InboundCall {
         let mut work = make(message);
         if let Some(result) = poll_once(&mut work) {
             drop(permit);
-            return finish(&links, reply.as_ref(), result);
+            return finish(&*links, reply.as_ref(), result);
         }
         let cancel = links.work().cancel().clone();
         let tracker = links.work().tracker().clone();
@@ -185,7 +194,7 @@ impl InboundCall {
             };
             drop(permit);
             match result {
-                Some(result) => finish(&links, reply.as_ref(), result),
+                Some(result) => finish(&*links, reply.as_ref(), result),
                 None => tracing::debug!(correlation = reply.as_ref().map(|r| r.correlation), "handler cancelled: the caller's deadline passed"),
             }
         });
@@ -194,7 +203,7 @@ impl InboundCall {
 
 /// The answer of one inbound call, carried to the task that runs its work.
 pub(crate) struct PendingReply {
-    links: Arc<Links>,
+    links: Arc<dyn ReplyOut>,
     reply: Option<ReplyRoute>,
     permit: Option<CountPermit>,
 }
@@ -208,7 +217,7 @@ impl PendingReply {
     /// Replies (a request) or logs a failure (a send), once.
     pub(crate) fn finish(mut self, result: Result<Bytes>) {
         self.permit.take();
-        finish(&self.links, self.reply.take().as_ref(), result);
+        finish(&*self.links, self.reply.take().as_ref(), result);
     }
 }
 
@@ -216,7 +225,7 @@ impl Drop for PendingReply {
     fn drop(&mut self) {
         if let Some(reply) = self.reply.take() {
             finish(
-                &self.links,
+                &*self.links,
                 Some(&reply),
                 Err(Error::new(
                     ErrorKind::Unavailable,
@@ -228,7 +237,7 @@ impl Drop for PendingReply {
 }
 
 /// Replies to a request (or logs a send handler's failure).
-fn finish(links: &Links, reply: Option<&ReplyRoute>, result: Result<Bytes>) {
+fn finish(links: &dyn ReplyOut, reply: Option<&ReplyRoute>, result: Result<Bytes>) {
     match reply {
         Some(route) => links.reply(route, result),
         None => {

@@ -14,7 +14,7 @@ use super::spot::{ClosingReason, Relocation};
 use super::timer::TimerTick;
 use crate::address::ActorKind;
 use crate::call::BoxFuture;
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::wire::Payload;
 use crate::Result;
 

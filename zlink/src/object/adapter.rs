@@ -229,7 +229,7 @@ mod tests {
 
     use super::*;
     use crate::address::{ActorId, ActorKind};
-    use crate::handler::Handle;
+    use crate::handle::Handle;
     use crate::object::instance::TurnName;
     use crate::wire::Metadata;
 

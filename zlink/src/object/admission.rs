@@ -13,7 +13,7 @@ use super::route_cache::LocalBinding;
 use super::route_switch::FOLLOW_BARRIER;
 use super::server::ObjectServer;
 use crate::address::ObjectKey;
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::wire::{Metadata, Payload, RouteFence};
 use crate::{Error, ErrorKind, Result};
 

@@ -9,7 +9,7 @@ use super::membership::{JoinRequest, JoinSlot};
 use super::timer::{TimerPolicy, Timers};
 use crate::address::SpotId;
 use crate::address::{ActorKind, Kind, SpotKind};
-use crate::handler::Handle;
+use crate::handle::Handle;
 use crate::wire::Metadata;
 
 /// The context of one turn of a Spot or an Actor.

@@ -14,7 +14,7 @@ use super::authority_store::AuthorityStore;
 use super::lost_sends::LostSends;
 use super::owner_link::{node_stopping, OwnerLink};
 use super::stop_list::StopList;
-use crate::handler::{Handle, WeakHandle};
+use crate::handle::{Handle, WeakHandle};
 use crate::mesh::MeshNode;
 use crate::store::{LeaseToken, LocationStore, OwnerLease};
 use crate::{Error, ErrorKind, Result};

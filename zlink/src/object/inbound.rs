@@ -13,7 +13,7 @@ use super::remote::{decode_generation, CreateReply, CreateRequest};
 use super::server::ObjectServer;
 use crate::address::Outcome;
 use crate::address::{ActorId, ObjectKey, SpotId};
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::wire::{Command, RouteFence};
 use crate::{Error, ErrorKind};

@@ -13,7 +13,7 @@ use super::spot::ClosingReason;
 use super::timer::{TimerTick, Timers};
 use crate::address::{Kind, SpotId};
 use crate::call::BoxFuture;
-use crate::handler::Handle;
+use crate::handle::Handle;
 use crate::wire::{Metadata, Payload};
 use crate::Result;
 

@@ -28,7 +28,7 @@ use super::route_cache::ReadyRoute;
 use super::server::{store_error, ObjectServer};
 use crate::address::{ObjectKey, ObjectKind, Outcome, SpotId, StableType};
 use crate::call::BoxFuture;
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::store::PayloadRef;
 use crate::wire::{cbor_decode_bounded, cbor_encode, Metadata, Payload};

@@ -25,7 +25,7 @@ use tokio::sync::Notify;
 mod arrival;
 mod lane;
 
-use arrival::Arrival;
+use arrival::Wakeup;
 pub(crate) use lane::{
     Lane, LaneLimits, Refused, APPLICATION_LANE, JOB_OVERHEAD_BYTES, LIFECYCLE_LANE,
 };
@@ -84,7 +84,7 @@ impl<J, R> State<J, R> {
 pub(crate) struct Mailbox<J, R = ()> {
     state: Mutex<State<J, R>>,
     /// Wakes the turn loop when a job arrives or the mailbox closes.
-    arrived: Arrival,
+    arrived: Wakeup,
     /// Wakes senders waiting for room.
     released: Notify,
 }
@@ -168,7 +168,7 @@ impl<J, R> Mailbox<J, R> {
                 reclaiming: false,
                 work: 0,
             }),
-            arrived: Arrival::default(),
+            arrived: Wakeup::default(),
             released: Notify::new(),
         })
     }

@@ -12,7 +12,7 @@ use super::membership::Execution;
 use super::spot::{Relocation, Spot};
 use crate::address::{ActorKind, Kind, SpotKind};
 use crate::address::{ObjectKind, StableType};
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::sync::LockUnpoisoned;
 use crate::{Error, Result};
 

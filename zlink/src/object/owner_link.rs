@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::authority::OwnerFence;
 use crate::address::{ObjectKey, ObjectKind};
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::mesh::calls::{OutboundCall, SubmittedRequest};
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;

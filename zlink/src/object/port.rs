@@ -1,4 +1,4 @@
-//! The object layer as a [`Handle`](crate::handler::Handle) reaches it: the
+//! The object layer as a [`Handle`](crate::handle::Handle) reaches it: the
 //! [`ObjectPort`] of one node's [`ObjectServer`].
 
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use super::direct;
 use super::server::ObjectServer;
 use crate::address::{Location, ObjectKey, ObjectKind, Outcome};
 use crate::call::BoxFuture;
-use crate::handler::{ObjectMessage, ObjectPort, Started};
+use crate::handle::{ObjectMessage, ObjectPort, Started};
 use crate::Result;
 
 impl ObjectPort for ObjectServer {

@@ -12,7 +12,9 @@ use tokio_util::task::TaskTracker;
 
 use super::authority::{AuthorityState, OwnerFence, OwnerRoute};
 use super::authority_store::AuthorityStore;
-use super::route_cache::{Admitted, Lookup, ReadyRoute, RouteCache, Routed, Switch, SwitchStart};
+use super::route_cache::{
+    Lookup, ReadyRoute, RouteCache, RouteDecision, Routed, Switch, SwitchStart,
+};
 use crate::address::ObjectKey;
 use crate::mesh::peer_table::PeerEvent;
 use crate::mesh::MeshNode;
@@ -167,9 +169,9 @@ impl Resolver {
             }
         };
         match self.cache.admit(route, now, not_after) {
-            Admitted::Use(routed) => Resolution::Ready(routed),
-            Admitted::Switch(start) => Resolution::Switch(start),
-            Admitted::Wait(switch) => Resolution::Wait(switch),
+            RouteDecision::Use(routed) => Resolution::Ready(routed),
+            RouteDecision::Switch(start) => Resolution::Switch(start),
+            RouteDecision::Wait(switch) => Resolution::Wait(switch),
         }
     }
 

@@ -198,7 +198,7 @@ pub(crate) enum Lookup {
 }
 
 /// What a route just read from the store becomes.
-pub(crate) enum Admitted {
+pub(crate) enum RouteDecision {
     /// Use this one now: the route read, or the later one this node already uses.
     Use(Routed),
     /// A later owner than the lane's: the caller drives the barrier down the old route.
@@ -207,7 +207,7 @@ pub(crate) enum Admitted {
     Wait(Switch),
 }
 
-struct Lane {
+struct IdLane {
     /// The newest route this node handed out for the ID; only a later authority replaces
     /// it.
     route: Arc<ReadyRoute>,
@@ -224,9 +224,9 @@ struct Lane {
     traffic: Arc<RouteTraffic>,
 }
 
-impl Lane {
+impl IdLane {
     fn new(route: Arc<ReadyRoute>, cached_until: Option<Instant>, remember_until: Instant) -> Self {
-        Lane {
+        IdLane {
             route,
             cached_until,
             remember_until,
@@ -295,7 +295,7 @@ pub(crate) struct RouteCache {
 /// Lanes whose keys hash to one shard; a cache line of its own (no false sharing).
 #[repr(align(128))]
 #[derive(Default)]
-struct Shard(Mutex<super::KeyMap<Lane>>);
+struct Shard(Mutex<super::KeyMap<IdLane>>);
 
 /// Shards of a full-size cache (a small one, as in tests, keeps one).
 const SHARDS: usize = 16;
@@ -319,7 +319,7 @@ impl RouteCache {
     }
 
     /// The lanes of the shard `key` is in.
-    fn lanes(&self, key: &ObjectKey) -> std::sync::MutexGuard<'_, super::KeyMap<Lane>> {
+    fn lanes(&self, key: &ObjectKey) -> std::sync::MutexGuard<'_, super::KeyMap<IdLane>> {
         let shard = if self.shards.len() == 1 {
             0
         } else {
@@ -330,7 +330,7 @@ impl RouteCache {
     }
 
     /// Every shard's lanes, one shard at a time.
-    fn each_shard(&self) -> impl Iterator<Item = std::sync::MutexGuard<'_, super::KeyMap<Lane>>> {
+    fn each_shard(&self) -> impl Iterator<Item = std::sync::MutexGuard<'_, super::KeyMap<IdLane>>> {
         self.shards.iter().map(|shard| shard.0.lock_unpoisoned())
     }
 
@@ -374,7 +374,7 @@ impl RouteCache {
         route: Arc<ReadyRoute>,
         now: Instant,
         not_after: Option<Instant>,
-    ) -> Admitted {
+    ) -> RouteDecision {
         let max_age = self.max_age();
         let cache_until = not_after
             .map(|bound| (now + max_age).min(bound))
@@ -383,17 +383,17 @@ impl RouteCache {
         let mut lanes = self.lanes(&route.key);
         let Some(lane) = lanes.get_mut(&route.key) else {
             self.make_room(&mut lanes, now);
-            let lane = Lane::new(route.clone(), cache_until, now + memory);
+            let lane = IdLane::new(route.clone(), cache_until, now + memory);
             let routed = lane.routed();
             lanes.insert(route.key.clone(), lane);
-            return Admitted::Use(routed);
+            return RouteDecision::Use(routed);
         };
         if let Some(switch) = lane.switching() {
-            return Admitted::Wait(switch);
+            return RouteDecision::Wait(switch);
         }
         if lane.forgotten(now) {
-            *lane = Lane::new(route, cache_until, now + memory);
-            return Admitted::Use(lane.routed());
+            *lane = IdLane::new(route, cache_until, now + memory);
+            return RouteDecision::Use(lane.routed());
         }
         if lane.route.same_as(&route) {
             if !lane.moved_away {
@@ -404,17 +404,17 @@ impl RouteCache {
             // were not counted, so the lane must keep sending its barrier on a switch).
             route.local.keep_binding_of(&lane.route.local);
             lane.route = route;
-            return Admitted::Use(lane.routed());
+            return RouteDecision::Use(lane.routed());
         }
         if !lane.route.superseded_by(&route) {
             // A read that began before this node learnt of a later owner (or of a later
             // write of the same one).
-            return Admitted::Use(lane.routed());
+            return RouteDecision::Use(lane.routed());
         }
         if !lane.route.local.is_bound() && lane.traffic.settled() {
             // Nothing sent on the old route can still be on its way: no barrier.
-            *lane = Lane::new(route, cache_until, now + memory);
-            return Admitted::Use(lane.routed());
+            *lane = IdLane::new(route, cache_until, now + memory);
+            return RouteDecision::Use(lane.routed());
         }
         let (done, receiver) = watch::channel(false);
         let from = std::mem::replace(&mut lane.route, route.clone());
@@ -423,7 +423,7 @@ impl RouteCache {
         lane.moved_away = false;
         lane.switch = Some(Switch { done: receiver });
         lane.traffic = Arc::default();
-        Admitted::Switch(SwitchStart {
+        RouteDecision::Switch(SwitchStart {
             from,
             to: route,
             cache_until,
@@ -446,7 +446,7 @@ impl RouteCache {
         let _ = start.done.send(true);
     }
 
-    fn make_room(&self, lanes: &mut super::KeyMap<Lane>, now: Instant) {
+    fn make_room(&self, lanes: &mut super::KeyMap<IdLane>, now: Instant) {
         if lanes.len() < self.capacity {
             return;
         }
@@ -463,7 +463,7 @@ impl RouteCache {
     }
 
     /// Stops caching `key`'s route if `drop` says so; `true` if a live entry went.
-    fn uncache_if(&self, key: &ObjectKey, drop: impl FnOnce(&Lane) -> bool) -> bool {
+    fn uncache_if(&self, key: &ObjectKey, drop: impl FnOnce(&IdLane) -> bool) -> bool {
         let now = Instant::now();
         let mut lanes = self.lanes(key);
         match lanes.get_mut(key) {
@@ -517,7 +517,7 @@ impl RouteCache {
         self.uncache_all(|_| true);
     }
 
-    fn uncache_all(&self, drop: impl Fn(&Lane) -> bool) {
+    fn uncache_all(&self, drop: impl Fn(&IdLane) -> bool) {
         let now = Instant::now();
         let memory = self.memory;
         for mut lanes in self.each_shard() {

@@ -21,7 +21,7 @@ use super::direct::{self, ObjectCall};
 use super::owner_link::{node_stopping, route_fence};
 use super::route_cache::{ReadyRoute, Switch, SwitchStart};
 use super::server::ObjectServer;
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::wire::{Metadata, Payload};
 use crate::Result;
 

@@ -21,7 +21,7 @@ use super::settings::ObjectSettings;
 use super::spot::ClosingReason;
 use super::{closing, creation};
 use crate::address::{Location, ObjectKey, ObjectKind, Outcome};
-use crate::handler::Handle;
+use crate::handle::Handle;
 use crate::mesh::{InboundRoute, Subsystem, Teardown};
 use crate::store::StoreError;
 use crate::sync::LockUnpoisoned;

@@ -14,7 +14,7 @@ use super::timer::TimerTick;
 use crate::address::ActorRef;
 use crate::address::{SpotKind, StableType};
 use crate::call::BoxFuture;
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::wire::Payload;
 use crate::Result;
 
@@ -206,7 +206,7 @@ impl SpotType {
     }
 
     /// Makes this an Instance Spot type: its Spots are never created by
-    /// [`Spots::create`](crate::handler::Spots::create); a Spot-direct call with Instance
+    /// [`Spots::create`](crate::handle::Spots::create); a Spot-direct call with Instance
     /// intent to an ID that has no Spot activates one on a node serving the type, and that
     /// call's message is its first handler call. An Instance Spot takes no Actors and runs
     /// SpotWide. The `#[zlink::spot(instance, ..)]` macro key calls this.

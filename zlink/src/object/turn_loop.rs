@@ -23,7 +23,7 @@ use super::spot::ClosingReason;
 use super::timer::Timers;
 use super::turn_gate::{self, TurnGate};
 use crate::address::{ObjectKey, ObjectKind, SpotId};
-use crate::handler::WeakHandle;
+use crate::handle::WeakHandle;
 use crate::wire::Metadata;
 use crate::{Error, ErrorKind};
 

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::lane::{run_lane, Admitted, LaneEvent};
+use super::lane::{run_lane, AdmittedPacket, LaneEvent};
 use super::packet::{
     decode_packet, encode_packet, CloseReason, ReadError, StreamCodec, WireKind, WirePacket,
     HEARTBEAT_PING, HEARTBEAT_PONG, SESSION_CLOSING,
@@ -21,7 +21,7 @@ use super::session_type::DynSession;
 use super::settings::StreamLimits;
 use super::table::PacketTable;
 use super::transport::{PacketSink, PacketSource};
-use crate::handler::Handle;
+use crate::handle::Handle;
 use crate::ErrorKind;
 
 /// How long a closing session's notice may take to leave before the socket is dropped.
@@ -286,7 +286,7 @@ fn admit(peer: &SessionPeer, packet: WirePacket) -> Option<LaneEvent> {
         }
         _ => None,
     };
-    Some(LaneEvent::Packet(Box::new(Admitted {
+    Some(LaneEvent::Packet(Box::new(AdmittedPacket {
         name: packet.name,
         codec,
         metadata: packet.metadata,

@@ -5,13 +5,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::bindings::{HeldRelay, Routing};
 use super::incoming::Packet;
 use super::packet::{WireKind, WirePacket};
 use super::peer::{SessionId, SessionPeer};
+use super::session_bindings::{HeldRelay, Routing};
 use crate::address::ActorRef;
-use crate::handler::Handle;
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
+use crate::handle::Handle;
 use crate::object::ObjectServer;
 use crate::{Error, ErrorKind, Message, Metadata, Result};
 
@@ -176,7 +176,7 @@ impl SessionContext {
             }
         };
         let objects = self.objects()?;
-        super::binding::submit(&objects, &route, relay).await
+        super::session_index::submit(&objects, &route, relay).await
     }
 
     fn objects(&self) -> Result<Arc<ObjectServer>> {

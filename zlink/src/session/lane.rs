@@ -14,18 +14,19 @@ use super::peer::{AfterHandler, SessionPeer};
 use super::reply::ReplyToken;
 use super::session_type::DynSession;
 use super::table::PacketTable;
-use crate::handler::{Handle, PacketKind};
+use crate::call::PacketKind;
+use crate::handle::Handle;
 use crate::{Error, ErrorKind, Metadata};
 
 /// What the lane runs, in order.
 pub(crate) enum LaneEvent {
     /// An application packet the read loop admitted. Boxed: the channel allocates its
     /// slots up front, and a pointer a slot keeps an idle session small.
-    Packet(Box<Admitted>),
+    Packet(Box<AdmittedPacket>),
 }
 
 /// An application packet the read loop admitted.
-pub(crate) struct Admitted {
+pub(crate) struct AdmittedPacket {
     pub(crate) name: String,
     pub(crate) codec: StreamCodec,
     pub(crate) metadata: Metadata,
@@ -79,7 +80,7 @@ pub(crate) async fn run_lane(
         let Some(event) = event else { break };
         match event {
             LaneEvent::Packet(admitted) => {
-                let Admitted {
+                let AdmittedPacket {
                     name,
                     codec,
                     metadata,

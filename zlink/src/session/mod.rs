@@ -10,20 +10,20 @@
 //! once, with a Response or an Error. A reconnect is a new session: nothing of the old
 //! connection carries over.
 
-mod binding;
-mod bindings;
 mod connection;
 mod context;
 mod incoming;
 mod lane;
-mod listener;
-mod listeners;
 mod outbound;
 pub(crate) mod packet;
 mod peer;
 mod reply;
+mod running_listener;
+mod session_bindings;
+mod session_index;
 mod session_type;
 mod settings;
+mod stream_listeners;
 mod table;
 mod tls;
 mod transport;
@@ -31,14 +31,14 @@ mod websocket;
 
 pub use context::{ClientSend, SessionContext};
 pub use incoming::Packet;
-pub use listeners::StreamListenerStatus;
-pub(crate) use listeners::StreamListeners;
 pub use packet::{CloseReason, Flow, StreamCodec, DEFAULT_MAX_MESSAGE_SIZE, RESERVED_PREFIX};
 pub use peer::SessionId;
 pub use reply::ReplyToken;
 pub use session_type::Session;
 pub(crate) use settings::validate;
 pub use settings::{StreamLimits, StreamListener, DEFAULT_MAX_SESSIONS, DEFAULT_OUTBOUND_BYTES};
+pub use stream_listeners::StreamListenerStatus;
+pub(crate) use stream_listeners::StreamListeners;
 pub use tls::TlsIdentity;
 
 use crate::{Error, ErrorKind, Message, Result};

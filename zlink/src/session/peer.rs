@@ -68,7 +68,7 @@ pub(crate) struct SessionPeer {
     /// The node's object layer, which binds and relays.
     pub(crate) objects: Option<std::sync::Weak<crate::object::ObjectServer>>,
     /// The Actors this session is bound to.
-    pub(crate) bindings: super::bindings::Bindings,
+    pub(crate) bindings: super::session_bindings::Bindings,
     /// The last session sequence given to a relayed message.
     pub(crate) session_seq: std::sync::atomic::AtomicU64,
     /// Bindings that moved to another session, for the lane's callback.
@@ -97,7 +97,7 @@ impl SessionPeer {
             pending: Mutex::new(HashMap::new()),
             ended: CancellationToken::new(),
             objects,
-            bindings: super::bindings::Bindings::default(),
+            bindings: super::session_bindings::Bindings::default(),
             session_seq: std::sync::atomic::AtomicU64::new(0),
             replaced: Mutex::new(Vec::new()),
             replaced_notice: tokio::sync::Notify::new(),

@@ -3,7 +3,7 @@
 
 use crate::address::ActorRef;
 use crate::call::BoxFuture;
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::{Error, ErrorKind, Result};
 
 use super::context::SessionContext;

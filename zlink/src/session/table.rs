@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 
 pub(crate) struct PacketTable {
     by_name: HashMap<&'static str, (usize, PacketKind)>,

@@ -12,7 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::ClientServerRole;
-use crate::handler::{ClientServerPort, Handle};
+use crate::handle::{ClientServerPort, Handle};
 use crate::mesh::{ChannelRole, MeshNode, MeshSettings, Subsystem, Teardown, Topology};
 use crate::{Error, ErrorKind, Result};
 

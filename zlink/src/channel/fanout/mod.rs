@@ -32,7 +32,7 @@ mod subscriber;
 use std::sync::Arc;
 
 pub use self::record::{BEACON_PAYLOAD, BEACON_TOPIC};
-pub use crate::handler::PublisherStatus;
+pub use crate::handle::PublisherStatus;
 pub(crate) use publisher::FanoutPublisher;
 pub(crate) use roles::FanoutRoles;
 pub(crate) use subscriber::FanoutSubscriber;

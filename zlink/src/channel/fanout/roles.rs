@@ -12,7 +12,7 @@ use super::{FanoutDeclaration, FanoutPublisher, FanoutSubscriber};
 use bytes::Bytes;
 
 use crate::call::BoxFuture;
-use crate::handler::{FanoutPort, Handle, PublisherStatus};
+use crate::handle::{FanoutPort, Handle, PublisherStatus};
 use crate::mesh::{Subsystem, Teardown};
 use crate::wire::Metadata;
 use crate::{Error, ErrorKind, Result};

@@ -14,9 +14,9 @@ use tokio_util::task::TaskTracker;
 
 use super::record::{self, Inbound, BEACON_TOPIC};
 use super::FanoutSubscriberSpec;
-use crate::handler::{
-    CallFacts, HandlerContext, HandlerTable, PacketKind, PublisherStatus, WeakHandle,
-};
+use crate::call::PacketKind;
+use crate::handle::{PublisherStatus, WeakHandle};
+use crate::handler::{CallFacts, HandlerContext, HandlerTable};
 use crate::link::reconnect_delay;
 use crate::store::{read_scope, DescriptorKind, DescriptorScope, LocationStore, MeshDescriptor};
 use crate::sync::LockUnpoisoned;

@@ -148,7 +148,7 @@ impl RuntimeBuilder {
     }
 
     /// The endpoint the node's RouteMesh ROUTER listens on, e.g. `tcp://127.0.0.1:0` (port 0
-    /// picks a free port; [`Runtime::endpoint`](crate::Runtime::endpoint) tells which). Required with the MeshName.
+    /// picks a free port; [`Handle::endpoint`](crate::Handle::endpoint) tells which). Required with the MeshName.
     pub fn listen(mut self, endpoint: impl Into<String>) -> Self {
         self.listen = Some(endpoint.into());
         self

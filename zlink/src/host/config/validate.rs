@@ -3,7 +3,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::handler::{HandlerGroup, PacketKind};
+use crate::call::PacketKind;
+use crate::handler::HandlerGroup;
 use crate::mesh::MAX_WEIGHT;
 use crate::{ConfigViolation, Error, Result};
 

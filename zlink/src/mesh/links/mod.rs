@@ -23,7 +23,7 @@ use tokio_util::task::TaskTracker;
 use self::conn_state::{ConnState, HandshakeOutcome, Phase, PhaseKind};
 pub(crate) use self::dialer::DialTarget;
 use super::count_permit::CountPermit;
-use super::dispatch::{reply_outcome, Dispatcher, ReplyRoute};
+use super::dispatch::{reply_outcome, Dispatcher, ReplyOut, ReplyRoute};
 use super::identity::NodeIdentity;
 use super::peer_table::{PeerLink, PeerTable};
 use super::policy::RolePolicy;
@@ -516,3 +516,13 @@ impl Links {
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+impl ReplyOut for Links {
+    fn reply(&self, route: &ReplyRoute, result: Result<Bytes>) {
+        Links::reply(self, route, result)
+    }
+
+    fn work(&self) -> &Arc<HandlerWork> {
+        Links::work(self)
+    }
+}

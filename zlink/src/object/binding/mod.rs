@@ -26,7 +26,7 @@ pub(crate) use record::{
     PushRecord, RelocationRecord, ReplacedRecord, MAX_PUSH_RECORD_BYTES,
     MAX_RELOCATION_RECORD_BYTES, MAX_REPLACED_RECORD_BYTES,
 };
-pub(crate) use relay::{retired, BindingRoute, Relay, Relayed};
+pub(crate) use relay::{retired, BindingRoute, BoundRelay, Relayed};
 pub(crate) use relocation::session_bound_routes;
 
 use crate::Result;

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use crate::address::{ActorRef, ObjectKey};
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::mesh::calls::SubmittedRequest;
 use crate::mesh::peer_table::PeerLink;
 use crate::object::authority::OwnerRoute;
@@ -48,7 +48,7 @@ impl BindingRoute {
 }
 
 /// One message a session relays.
-pub(crate) struct Relay<'a> {
+pub(crate) struct BoundRelay<'a> {
     pub(crate) packet: &'a str,
     pub(crate) kind: PacketKind,
     pub(crate) payload: Bytes,
@@ -72,7 +72,7 @@ impl ObjectServer {
     pub(crate) async fn bound_call(
         &self,
         route: &BindingRoute,
-        relay: Relay<'_>,
+        relay: BoundRelay<'_>,
     ) -> Result<Relayed> {
         self.check_binding_route(route)?;
         let deadline = Instant::now() + relay.timeout;
@@ -138,7 +138,7 @@ impl ObjectServer {
     async fn bound_call_here(
         &self,
         route: &BindingRoute,
-        relay: Relay<'_>,
+        relay: BoundRelay<'_>,
         tail: SessionTail,
         deadline: Instant,
         send_timeout: Duration,

@@ -6,7 +6,7 @@ use futures::FutureExt;
 use tokio::time::Instant;
 
 use crate::address::{ActorId, ObjectKey, SpotId};
-use crate::handler::Handle;
+use crate::handle::Handle;
 use crate::object::adapter::Adapted;
 use crate::object::context::{ActorContext, SpotContext};
 use crate::object::instance::Instance;

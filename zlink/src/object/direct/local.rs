@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::ObjectCall;
 use crate::address::ObjectKey;
 use crate::call::BoxFuture;
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::object::admission::{prepare, to_departure, Admission, Admitted, Prepared};
 use crate::object::env::ObjectEnv;
 use crate::object::inline_turn::{self, Inline};

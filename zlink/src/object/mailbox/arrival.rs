@@ -9,12 +9,12 @@ use futures::task::AtomicWaker;
 /// wait is kept for its next wait, so a job that arrives between its look and its wait
 /// is not missed. (A `Notify` does the same with a lock around its waiter list.)
 #[derive(Default)]
-pub(super) struct Arrival {
+pub(super) struct Wakeup {
     pub(super) noticed: AtomicBool,
     waker: AtomicWaker,
 }
 
-impl Arrival {
+impl Wakeup {
     pub(super) fn notify(&self) {
         self.noticed.store(true, Ordering::Release);
         self.waker.wake();

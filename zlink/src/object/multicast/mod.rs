@@ -11,7 +11,7 @@ use tokio::sync::Semaphore;
 
 use super::object_type::TypeDef;
 use crate::address::StableType;
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::{Error, Result};
 
 mod publish;

@@ -6,7 +6,7 @@ use std::sync::Weak;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::object::admission::{self, Admission, Admitted, Prepared};
 use crate::object::owner_link::route_fence;

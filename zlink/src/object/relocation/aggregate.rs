@@ -503,7 +503,7 @@ async fn reclaim_all(env: &ObjectEnv, sealed: &mut [Sealed<'_>]) -> Vec<Option<R
     readies
 }
 
-/// Relay-ready names one fence per member: the same incarnation, the next owner.
+/// FollowRelay-ready names one fence per member: the same incarnation, the next owner.
 fn check_member_fences(record: &RestoreRecord, ready: &RelayReady) -> Result<()> {
     let matches = ready.members.len() == record.members.len()
         && record

@@ -119,7 +119,7 @@ impl BoundSeal {
         Ok((Some(seal), sealed))
     }
 
-    /// Relay-ready: the routes stay sealed until the target switches them.
+    /// FollowRelay-ready: the routes stay sealed until the target switches them.
     pub(crate) fn handed_over(mut self) {
         self.handed_over = true;
     }

@@ -65,7 +65,7 @@ use super::lost_sends::{LostReason, LostSends};
 use super::object_job::ObjectJob;
 use super::object_type::TypeDef;
 use crate::address::ObjectKey;
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::{Error, ErrorKind};
 
 /// The most times one message is relayed by Message Follow.

@@ -93,7 +93,7 @@ pub(crate) struct JoinIntent {
 /// Target to source, answering a restore.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum RestoreReply {
-    /// Relay-ready.
+    /// FollowRelay-ready.
     Ready(RelayReady),
     /// The Join's target Spot declined the Actor (`on_actor_join` rejected it): nothing
     /// was built; the Actor stays.

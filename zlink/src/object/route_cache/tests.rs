@@ -37,16 +37,16 @@ fn hit(cache: &RouteCache, key: &ObjectKey, now: Instant) -> Option<Arc<ReadyRou
     }
 }
 
-fn used(admitted: Admitted) -> Arc<ReadyRoute> {
+fn used(admitted: RouteDecision) -> Arc<ReadyRoute> {
     match admitted {
-        Admitted::Use(routed) => routed.route,
+        RouteDecision::Use(routed) => routed.route,
         _ => panic!("expected a route to use"),
     }
 }
 
-fn switch(admitted: Admitted) -> SwitchStart {
+fn switch(admitted: RouteDecision) -> SwitchStart {
     match admitted {
-        Admitted::Switch(start) => start,
+        RouteDecision::Switch(start) => start,
         _ => panic!("expected a switch"),
     }
 }
@@ -110,11 +110,11 @@ fn a_later_owner_is_used_only_after_the_barrier_down_the_old_route() {
     assert!(matches!(cache.get(&old.key, now), Lookup::Switching(_)));
     assert!(matches!(
         cache.admit(newer.clone(), now, Some(now + AGE)),
-        Admitted::Wait(_)
+        RouteDecision::Wait(_)
     ));
     assert!(matches!(
         cache.admit(old.clone(), now, Some(now + AGE)),
-        Admitted::Wait(_)
+        RouteDecision::Wait(_)
     ));
     let waiter = start.waiter();
     assert!(!waiter.is_done());
@@ -131,23 +131,23 @@ fn a_later_owner_needs_no_barrier_once_everything_sent_is_known_to_have_arrived(
     let cache = cache();
     let now = Instant::now();
     let old = route("r", 1, 1);
-    let Admitted::Use(first) = cache.admit(old.clone(), now, Some(now + AGE)) else {
+    let RouteDecision::Use(first) = cache.admit(old.clone(), now, Some(now + AGE)) else {
         panic!("a new lane is used at once");
     };
     // A request under way on the old route: a switch needs a barrier.
     cache.stale(&old);
     assert!(matches!(
         cache.admit(route("r", 1, 2), now, Some(now + AGE)),
-        Admitted::Switch(_)
+        RouteDecision::Switch(_)
     ));
     drop(first);
     // Replied: everything sent before it arrived, so the next switch is immediate.
-    let Admitted::Use(request) = cache.admit(route("r", 1, 2), now, Some(now + AGE)) else {
+    let RouteDecision::Use(request) = cache.admit(route("r", 1, 2), now, Some(now + AGE)) else {
         panic!("the lane's own route is used");
     };
     request.sending.replied();
     cache.stale(&route("r", 1, 2));
-    let Admitted::Use(next) = cache.admit(route("r", 1, 3), now, Some(now + AGE)) else {
+    let RouteDecision::Use(next) = cache.admit(route("r", 1, 3), now, Some(now + AGE)) else {
         panic!("no barrier after a replied request");
     };
     assert_eq!(next.route, route("r", 1, 3));
@@ -156,7 +156,7 @@ fn a_later_owner_needs_no_barrier_once_everything_sent_is_known_to_have_arrived(
     cache.stale(&route("r", 1, 3));
     assert!(matches!(
         cache.admit(route("r", 1, 4), now, Some(now + AGE)),
-        Admitted::Switch(_)
+        RouteDecision::Switch(_)
     ));
 }
 
@@ -164,7 +164,7 @@ fn a_later_owner_needs_no_barrier_once_everything_sent_is_known_to_have_arrived(
 fn a_one_way_is_confirmed_by_a_request_replied_after_it() {
     let cache = cache();
     let now = Instant::now();
-    let Admitted::Use(one_way) = cache.admit(route("r", 1, 1), now, Some(now + AGE)) else {
+    let RouteDecision::Use(one_way) = cache.admit(route("r", 1, 1), now, Some(now + AGE)) else {
         panic!("a new lane is used at once");
     };
     drop(one_way);
@@ -175,7 +175,7 @@ fn a_one_way_is_confirmed_by_a_request_replied_after_it() {
     cache.stale(&route("r", 1, 1));
     assert!(matches!(
         cache.admit(route("r", 1, 2), now, Some(now + AGE)),
-        Admitted::Use(_)
+        RouteDecision::Use(_)
     ));
 }
 
@@ -194,7 +194,7 @@ fn a_switch_whose_driver_went_away_releases_its_waiters() {
     );
     assert!(matches!(
         cache.admit(route("r", 2, 1), now, Some(now + AGE)),
-        Admitted::Use(_)
+        RouteDecision::Use(_)
     ));
 }
 
@@ -208,7 +208,7 @@ fn a_forgotten_lane_needs_no_barrier() {
     let later = Instant::now() + MEMORY + Duration::from_millis(1);
     assert!(matches!(
         cache.admit(route("r", 1, 2), later, Some(later + AGE)),
-        Admitted::Use(_)
+        RouteDecision::Use(_)
     ));
 }
 
@@ -352,7 +352,7 @@ fn a_route_that_leads_here_is_not_counted_and_a_switch_from_it_always_sends_the_
     let cache = cache();
     let now = Instant::now();
     let here = route("r", 1, 1);
-    let Admitted::Use(first) = cache.admit(here.clone(), now, Some(now + AGE)) else {
+    let RouteDecision::Use(first) = cache.admit(here.clone(), now, Some(now + AGE)) else {
         panic!("a new lane is used at once");
     };
     // Its first call finds the object on this node: the route is bound.
@@ -374,7 +374,7 @@ fn a_route_that_leads_here_is_not_counted_and_a_switch_from_it_always_sends_the_
     // ... so a later owner is used only after the barrier down it.
     assert!(matches!(
         cache.admit(route("r", 1, 2), now, Some(now + AGE)),
-        Admitted::Switch(_)
+        RouteDecision::Switch(_)
     ));
 }
 
@@ -406,8 +406,8 @@ fn a_larger_store_version_of_the_same_generations_invalidates_and_a_smaller_one_
     let later = Arc::new(later);
     let admitted = cache.admit(later.clone(), now, Some(now + AGE));
     let now_used = match admitted {
-        Admitted::Use(routed) => routed.route,
-        Admitted::Switch(start) => start.to,
+        RouteDecision::Use(routed) => routed.route,
+        RouteDecision::Switch(start) => start.to,
         _ => panic!("expected the later write to be used"),
     };
     assert_eq!(now_used, later);

@@ -24,7 +24,7 @@ pub(crate) async fn build(
     relocations: &Relocations,
     object_type: &TypeDef,
     key: &ObjectKey,
-    handle: &crate::handler::Handle,
+    handle: &crate::handle::Handle,
     staged: Staged<'_>,
 ) -> Result<Box<dyn Instance>> {
     let (mut instance, _) = crate::object::creation::stage(

@@ -18,7 +18,7 @@ use crate::object::server::ObjectServer;
 use crate::object::spot::Relocation;
 use crate::{Error, ErrorKind, Result};
 
-pub(super) enum Admitted {
+pub(super) enum JoinAdmission {
     Yes(Joining),
     Declined(Bytes),
 }
@@ -31,7 +31,7 @@ pub(super) async fn admit_join(
     record: &RestoreRecord,
     intent: &JoinIntent,
     object_type: &TypeDef,
-) -> Result<Admitted> {
+) -> Result<JoinAdmission> {
     let spot = SpotId::new(&intent.spot).map_err(|e| {
         Error::new(
             ErrorKind::ProtocolError,
@@ -77,7 +77,7 @@ pub(super) async fn admit_join(
         .await
         {
             Some(JoinDecision::Accept(reply)) => reply,
-            Some(JoinDecision::Reject(reply)) => return Ok(Admitted::Declined(reply)),
+            Some(JoinDecision::Reject(reply)) => return Ok(JoinAdmission::Declined(reply)),
             None => {
                 return Err(Error::new(
                     ErrorKind::Unavailable,
@@ -92,7 +92,7 @@ pub(super) async fn admit_join(
             format!("Spot {spot} is closing"),
         ));
     }
-    Ok(Admitted::Yes(Joining {
+    Ok(JoinAdmission::Yes(Joining {
         spot,
         target,
         reply,

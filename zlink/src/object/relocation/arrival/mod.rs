@@ -32,7 +32,7 @@ mod checks;
 mod commit;
 
 pub(super) use build::{build, Staged};
-use checks::{admit_join, Admitted};
+use checks::{admit_join, JoinAdmission};
 pub(super) use checks::{arriving_type, check_arriving, expected_authority};
 pub(crate) use commit::commit;
 use commit::commit_by_fallback;
@@ -209,8 +209,8 @@ pub(crate) async fn arrive(
     // A Join's Spot admits the Actor before anything is built for it.
     let joining = match &record.join {
         Some(intent) => match admit_join(server, &key, &record, intent, &object_type).await? {
-            Admitted::Yes(joining) => Some(joining),
-            Admitted::Declined(reply) => {
+            JoinAdmission::Yes(joining) => Some(joining),
+            JoinAdmission::Declined(reply) => {
                 return Ok(RestoreReply::Declined {
                     reply: reply.to_vec(),
                 })

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::held::Held;
-use super::relay::{OwedNotice, Relay, RelayItem};
+use super::relay::{FollowRelay, OwedNotice, RelayItem};
 use super::suppression::{FencedRoute, NoticeKey, NoticeRegistry};
 use crate::address::{ObjectKey, ObjectKind};
 use crate::mesh::peer_table::PeerLink;
@@ -32,7 +32,7 @@ enum Phase {
     Released,
     /// Sealed: what arrives waits here, in order, within the hold's bounds.
     Holding { held: VecDeque<Held>, bytes: usize },
-    /// Relay-ready was accepted: everything goes to the target, in order. `until` is set
+    /// FollowRelay-ready was accepted: everything goes to the target, in order. `until` is set
     /// when the owner change committed (the Message Follow window).
     Relaying {
         to: mpsc::UnboundedSender<RelayItem>,
@@ -315,7 +315,7 @@ impl Departure {
         live.reopen_after_move(backlog, held);
     }
 
-    /// Relay-ready was accepted: `saved` (the captured queue) goes first, then the hold,
+    /// FollowRelay-ready was accepted: `saved` (the captured queue) goes first, then the hold,
     /// then everything that arrives later, all through one relay task to `link`.
     pub(crate) fn start_relay(
         self: &Arc<Self>,
@@ -346,7 +346,7 @@ impl Departure {
             until: None,
         };
         drop(phase);
-        let relay = Relay {
+        let relay = FollowRelay {
             owner_link: OwnerLink::new(Arc::downgrade(node)),
             tracker: tracker.clone(),
             stop: stop.clone(),
@@ -453,7 +453,7 @@ mod tests {
 
     use super::*;
     use crate::address::ActorId;
-    use crate::handler::PacketKind;
+    use crate::call::PacketKind;
     use crate::object::object_job::ReplyTo;
     use crate::wire::Metadata;
     use bytes::Bytes;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use crate::address::ObjectKey;
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::object::lost_sends::{LostReason, LostSends};
 use crate::object::object_job::ReplyTo;
 use crate::wire::{Metadata, Payload};

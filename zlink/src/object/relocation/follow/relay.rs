@@ -14,7 +14,7 @@ use super::departures::Departure;
 use super::held::Held;
 use super::notice::send_notice;
 use crate::address::ObjectKey;
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
 use crate::object::lost_sends::{LostReason, LostSends};
@@ -45,7 +45,7 @@ pub(crate) struct OwedNotice {
 }
 
 /// The task that carries one departure's messages to the target, in order.
-pub(super) struct Relay {
+pub(super) struct FollowRelay {
     pub(super) owner_link: OwnerLink,
     /// The object layer's tasks: replies still to come are waited for on it.
     pub(super) tracker: TaskTracker,
@@ -63,7 +63,7 @@ pub(super) struct Relay {
     pub(super) faults: RelocationFaults,
 }
 
-impl Relay {
+impl FollowRelay {
     pub(super) async fn run(self, mut from: mpsc::UnboundedReceiver<RelayItem>) {
         loop {
             let item = tokio::select! {

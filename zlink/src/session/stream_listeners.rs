@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::binding::{SessionIndex, SessionRoute};
-use super::listener::{RunningListener, SessionShared};
+use super::running_listener::{RunningListener, SessionShared};
+use super::session_index::{SessionIndex, SessionRoute};
 use super::settings::StreamListener;
-use crate::handler::WeakHandle;
+use crate::handle::WeakHandle;
 use crate::mesh::{Subsystem, Teardown};
 use crate::object::ObjectServer;
 use crate::wire::Command;

@@ -1,14 +1,14 @@
 //! [`Actors`]: creating, finding, destroying, moving and messaging Actors by ID.
 
 use super::by_id::{AddressedKind, ById};
-use super::call::{Call, OneWay, Reply};
+use super::call_builder::{Call, OneWay, Reply};
 use super::Handle;
 use crate::address::{ActorCreation, ActorKind, ActorRef, ObjectKey, Outcome};
 use crate::wire::{Message, Request};
 use crate::{Error, ErrorKind, Result};
 
-/// The Actor side of a handle, from [`Handle::actors`] or
-/// [`Runtime::actors`](crate::Runtime::actors).
+/// The Actor side of a handle, from [`Handle::actors`] (a
+/// `Runtime` dereferences to its handle).
 #[derive(Clone, Copy)]
 pub struct Actors<'a> {
     handle: &'a Handle,

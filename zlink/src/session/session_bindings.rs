@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use super::packet::StreamCodec;
 use super::reply::ReplyToken;
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::object::binding::{BindingRoute, RelocationRecord};
 use crate::sync::LockUnpoisoned;
 use crate::wire::Metadata;

@@ -4,15 +4,15 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::call::{Call, OneWay, Reply, Target};
+use super::call_builder::{Call, OneWay, Reply, Target};
 use super::Handle;
 use crate::mesh::peer_table::next_event;
 use crate::mesh::{MeshNode, PeerStatus};
 use crate::wire::{Message, Request, MAX_NAME_BYTES};
 use crate::{Error, ErrorKind, Result};
 
-/// The channel side of a handle, from [`Handle::channels`] or
-/// [`Runtime::channels`](crate::Runtime::channels).
+/// The channel side of a handle, from [`Handle::channels`] (a
+/// `Runtime` dereferences to its handle).
 #[derive(Clone, Copy)]
 pub struct Channels<'a> {
     handle: &'a Handle,

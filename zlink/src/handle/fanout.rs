@@ -5,7 +5,7 @@ use std::future::IntoFuture;
 
 use bytes::Bytes;
 
-use super::call::option_setters;
+use super::call_builder::option_setters;
 use super::Handle;
 use crate::call::{BoxFuture, CallOptions};
 use crate::wire::Message;
@@ -22,8 +22,8 @@ pub struct PublisherStatus {
     pub resubscribed: u64,
 }
 
-/// The fanout side of a handle, from [`Handle::fanout`] or
-/// [`Runtime::fanout`](crate::Runtime::fanout).
+/// The fanout side of a handle, from [`Handle::fanout`] (a
+/// `Runtime` dereferences to its handle).
 #[derive(Clone, Copy)]
 pub struct FanoutHandle<'a> {
     handle: &'a Handle,

@@ -3,13 +3,13 @@
 use bytes::Bytes;
 
 use super::by_id::ById;
-use super::call::{Call, OneWay, Reply};
+use super::call_builder::{Call, OneWay, Reply};
 use super::Handle;
 use crate::address::{uuid_v4, ObjectKey, Outcome, SpotCreation, SpotId, SpotKind, SpotRef};
 use crate::wire::{Message, Request};
 use crate::{Error, Result};
 
-/// The Spot side of a handle, from [`Handle::spots`] or [`Runtime::spots`](crate::Runtime::spots).
+/// The Spot side of a handle, from [`Handle::spots`] (a `Runtime` dereferences to its handle).
 #[derive(Clone, Copy)]
 pub struct Spots<'a> {
     handle: &'a Handle,

@@ -8,16 +8,16 @@ use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
 
-use super::bindings::HeldRelay;
 use super::packet::{encode_packet, StreamCodec, WireKind, WirePacket};
 use super::peer::SessionPeer;
+use super::session_bindings::HeldRelay;
 use super::CloseReason;
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::object::binding::{
     BindingRoute, LocalSessions, PushRecord, RelocationRecord, ReplacedRecord,
     MAX_PUSH_RECORD_BYTES, MAX_RELOCATION_RECORD_BYTES, MAX_REPLACED_RECORD_BYTES,
 };
-use crate::object::binding::{Relay, Relayed};
+use crate::object::binding::{BoundRelay, Relayed};
 use crate::object::ObjectServer;
 use crate::sync::LockUnpoisoned;
 use crate::wire::cbor_decode_bounded;
@@ -282,7 +282,7 @@ pub(crate) async fn submit(
     let relayed = objects
         .bound_call(
             route,
-            Relay {
+            BoundRelay {
                 packet: &packet,
                 kind,
                 payload,

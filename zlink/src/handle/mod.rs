@@ -7,7 +7,7 @@
 
 mod actors;
 mod by_id;
-mod call;
+mod call_builder;
 mod channels;
 mod discovery;
 mod fanout;
@@ -25,7 +25,7 @@ use crate::{Error, ErrorKind, Result};
 pub use actors::Actors;
 #[doc(hidden)]
 pub use by_id::ClientTarget;
-pub use call::{Call, CallFuture, Expect, OneWay, Outgoing, Reply};
+pub use call_builder::{Call, CallFuture, Expect, OneWay, Outgoing, Reply};
 pub use channels::Channels;
 pub use discovery::DiscoveryHandle;
 pub use fanout::{FanoutHandle, Publish, PublisherStatus};

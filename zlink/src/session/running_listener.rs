@@ -22,7 +22,7 @@ use super::settings::{StreamLimits, StreamListener, StreamTransport};
 use super::table::PacketTable;
 use super::tls::TlsIdentity;
 use super::transport::StreamSink;
-use crate::handler::WeakHandle;
+use crate::handle::WeakHandle;
 use crate::link::warn_limit::WarnLimit;
 use crate::{Error, ErrorKind, Result};
 
@@ -260,7 +260,7 @@ async fn refuse(mut stream: TcpStream, detail: String) {
 #[derive(Clone)]
 pub(crate) struct SessionShared {
     pub(crate) objects: Option<std::sync::Weak<crate::object::ObjectServer>>,
-    pub(crate) index: Arc<super::binding::SessionIndex>,
+    pub(crate) index: Arc<super::session_index::SessionIndex>,
 }
 
 /// Connections the kernel completes before the accept loop takes them (capped by the

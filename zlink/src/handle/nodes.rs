@@ -4,15 +4,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::call::{Call, OneWay, Reply, Target};
+use super::call_builder::{Call, OneWay, Reply, Target};
 use super::Handle;
 use crate::mesh::peer_table::next_event;
 use crate::mesh::PeerStatus;
 use crate::wire::{Message, Request};
 use crate::{Error, ErrorKind, Result};
 
-/// The node-direct side of a handle, from [`Handle::nodes`] or
-/// [`Runtime::nodes`](crate::Runtime::nodes).
+/// The node-direct side of a handle, from [`Handle::nodes`] (a
+/// `Runtime` dereferences to its handle).
 #[derive(Clone, Copy)]
 pub struct Nodes<'a> {
     handle: &'a Handle,

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use super::fanout::PublisherStatus;
 use crate::address::{Location, ObjectKey, ObjectKind, Outcome};
 use crate::call::BoxFuture;
-use crate::handler::PacketKind;
+use crate::call::PacketKind;
 use crate::mesh::MeshNode;
 use crate::wire::{Metadata, Payload};
 use crate::Result;

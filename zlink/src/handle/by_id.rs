@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::call::{Call, OneWay, Outgoing, Reply, Target};
+use super::call_builder::{Call, OneWay, Outgoing, Reply, Target};
 use super::Handle;
 use crate::address::{
     ActorId, ActorKind, Kind, ObjectKey, ObjectKind, ObjectRef, SpotId, SpotKind,

@@ -5,14 +5,14 @@ use std::future::IntoFuture;
 
 use bytes::Bytes;
 
-use super::call::option_setters;
+use super::call_builder::option_setters;
 use super::Handle;
 use crate::call::{BoxFuture, CallOptions};
 use crate::wire::Message;
 use crate::Result;
 
 /// Logical Multicast: events to the Spots that subscribe to a topic on a RouteMesh
-/// channel, from [`Handle::multicast`] or [`Runtime::multicast`](crate::Runtime::multicast).
+/// channel, from [`Handle::multicast`] (a `Runtime` dereferences to its handle).
 #[derive(Clone, Copy)]
 pub struct Multicast<'a> {
     handle: &'a Handle,
