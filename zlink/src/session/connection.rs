@@ -12,13 +12,13 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::lane::{run_lane, AdmittedPacket, LaneEvent};
+use super::limits::StreamLimits;
 use super::packet::{
     decode_packet, encode_packet, CloseReason, ReadError, StreamCodec, WireKind, WirePacket,
     HEARTBEAT_PING, HEARTBEAT_PONG, SESSION_CLOSING,
 };
-use super::peer::SessionPeer;
+use super::peer::{answer_error, SessionPeer};
 use super::session_type::DynSession;
-use super::settings::StreamLimits;
 use super::table::PacketTable;
 use super::transport::{PacketSink, PacketSource};
 use crate::handle::Handle;
@@ -299,13 +299,4 @@ fn admit(peer: &SessionPeer, packet: WirePacket) -> Option<LaneEvent> {
 fn control(name: &str) -> Bytes {
     let packet = WirePacket::new(WireKind::Control, StreamCodec::Raw, name, Bytes::new());
     encode_packet(&packet).unwrap_or_default()
-}
-
-/// Queues an Error packet without waiting: a client whose queue is full is not reading.
-pub(crate) fn answer_error(peer: &SessionPeer, seq: Option<u64>, kind: ErrorKind, message: &str) {
-    tracing::debug!(session = %peer.id, request_seq = ?seq, %kind, message, "error to the client");
-    let packet = SessionPeer::error_packet(seq, kind, message);
-    if let Ok(bytes) = encode_packet(&packet) {
-        let _ = peer.outbound.try_push(bytes);
-    }
 }

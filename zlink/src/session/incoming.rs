@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use super::packet::{Flow, StreamCodec};
-use super::reply::ReplyToken;
+use super::peer::ReplyToken;
 use crate::{Error, ErrorKind, Message, Metadata, Result};
 
 /// A Send or Request packet from the client.

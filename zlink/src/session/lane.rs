@@ -6,12 +6,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::connection::answer_error;
 use super::context::SessionContext;
 use super::incoming::Packet;
 use super::packet::{CloseReason, Flow, StreamCodec};
-use super::peer::{AfterHandler, SessionPeer};
-use super::reply::ReplyToken;
+use super::peer::ReplyToken;
+use super::peer::{answer_error, error_parts, AfterHandler, SessionPeer};
 use super::session_type::DynSession;
 use super::table::PacketTable;
 use crate::call::PacketKind;
@@ -207,13 +206,5 @@ async fn dispatch(
                 answer_error(peer, None, kind, &format!("packet {name:?}: {message}"));
             }
         }
-    }
-}
-
-/// The code and message of an Error packet for `error`.
-pub(crate) fn error_parts(error: &Error) -> (ErrorKind, String) {
-    match error {
-        Error::Failed { kind, detail, .. } => (*kind, detail.clone()),
-        other => (ErrorKind::InvalidOperation, other.to_string()),
     }
 }

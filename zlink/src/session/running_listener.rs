@@ -12,13 +12,14 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::connection::Connection;
+use super::limits::StreamLimits;
 use super::packet::{
     encode_packet, CloseReason, ClosingNotice, PacketReader, StreamCodec, WireKind, WirePacket,
     SESSION_CLOSING,
 };
 use super::peer::{SessionId, SessionPeer};
 use super::session_type::SessionFactory;
-use super::settings::{StreamLimits, StreamListener, StreamTransport};
+use super::settings::{StreamListener, StreamTransport};
 use super::table::PacketTable;
 use super::tls::TlsIdentity;
 use super::transport::StreamSink;

@@ -9,26 +9,32 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::packet::StreamCodec;
-use super::reply::ReplyToken;
 use crate::call::PacketKind;
 use crate::object::binding::{BindingRoute, RelocationRecord};
 use crate::sync::LockUnpoisoned;
 use crate::wire::Metadata;
 
 /// A session's bindings: one route per Actor ID, and the relays held while its Actor
-/// moves.
-#[derive(Default)]
-pub(crate) struct Bindings {
-    routes: Mutex<HashMap<Arc<str>, Entry>>,
+/// moves. `R` is how a held request is answered (the session's reply token).
+pub(crate) struct Bindings<R> {
+    routes: Mutex<HashMap<Arc<str>, Entry<R>>>,
 }
 
-struct Entry {
+impl<R> Default for Bindings<R> {
+    fn default() -> Self {
+        Bindings {
+            routes: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+struct Entry<R> {
     route: BindingRoute,
     /// Sealed for a move: its relocation, and what the session relayed since, in order.
-    seal: Option<(String, VecDeque<HeldRelay>)>,
+    seal: Option<(String, VecDeque<HeldRelay<R>>)>,
 }
 
-impl Bindings {
+impl<R> Bindings<R> {
     pub(crate) fn get(&self, actor: &str) -> Option<BindingRoute> {
         self.routes
             .lock_unpoisoned()
@@ -64,7 +70,7 @@ impl Bindings {
 
     /// Holds `relay` if its binding is sealed, or gives it back with the route to send
     /// it on now.
-    pub(crate) fn hold_or_route(&self, actor: &str, relay: HeldRelay) -> Routing {
+    pub(crate) fn hold_or_route(&self, actor: &str, relay: HeldRelay<R>) -> Routing<R> {
         let mut routes = self.routes.lock_unpoisoned();
         match routes.get_mut(actor) {
             Some(Entry {
@@ -138,7 +144,7 @@ impl Bindings {
         &self,
         actor: &str,
         relocation_id: &str,
-    ) -> Option<(BindingRoute, HeldRelay)> {
+    ) -> Option<(BindingRoute, HeldRelay<R>)> {
         let mut routes = self.routes.lock_unpoisoned();
         let entry = routes.get_mut(actor)?;
         let (id, held) = entry.seal.as_mut()?;
@@ -172,24 +178,25 @@ impl Bindings {
 }
 
 /// Where a relay goes now.
-pub(crate) enum Routing {
+pub(crate) enum Routing<R> {
     /// Its Actor is moving: held until the new route arrives.
     Held,
     /// On this route, now.
-    Send(BindingRoute, HeldRelay),
+    Send(BindingRoute, HeldRelay<R>),
     /// The session is not bound to that Actor.
-    NotBound(HeldRelay),
+    NotBound(HeldRelay<R>),
 }
 
-/// A relay the session made, as it goes out or waits for a move.
-pub(crate) struct HeldRelay {
+/// A relay the session made, as it goes out or waits for a move; a request carries how it
+/// is answered (`R`).
+pub(crate) struct HeldRelay<R> {
     pub(crate) packet: String,
     pub(crate) kind: PacketKind,
     pub(crate) payload: Bytes,
     pub(crate) metadata: Metadata,
     pub(crate) session_seq: u64,
     pub(crate) codec: StreamCodec,
-    pub(crate) token: Option<ReplyToken>,
+    pub(crate) token: Option<R>,
     pub(crate) timeout: Duration,
 }
 
@@ -247,7 +254,7 @@ mod tests {
         }
     }
 
-    fn relay(session_seq: u64) -> HeldRelay {
+    fn relay(session_seq: u64) -> HeldRelay<()> {
         HeldRelay {
             packet: "step".into(),
             kind: PacketKind::Send,
@@ -260,8 +267,8 @@ mod tests {
         }
     }
 
-    fn sealed() -> Bindings {
-        let bindings = Bindings::default();
+    fn sealed() -> Bindings<()> {
+        let bindings = Bindings::<()>::default();
         bindings.set(route(2));
         assert!(bindings.seal(&record("r1", None), Some("n1")));
         for seq in 1..=3 {
@@ -273,7 +280,7 @@ mod tests {
         bindings
     }
 
-    fn drain(bindings: &Bindings, relocation_id: &str) -> Vec<(String, u64)> {
+    fn drain(bindings: &Bindings<()>, relocation_id: &str) -> Vec<(String, u64)> {
         std::iter::from_fn(|| bindings.next_held("p", relocation_id))
             .map(|(route, relay)| (route.owner.rid, relay.session_seq))
             .collect()
@@ -281,7 +288,7 @@ mod tests {
 
     #[test]
     fn only_the_actors_owner_seals_its_current_binding() {
-        let bindings = Bindings::default();
+        let bindings = Bindings::<()>::default();
         bindings.set(route(2));
         assert!(
             !bindings.seal(&record("r1", None), Some("n9")),

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, Weak};
 use bytes::Bytes;
 
 use super::packet::{encode_packet, StreamCodec, WireKind, WirePacket};
-use super::peer::SessionPeer;
+use super::peer::{ReplyToken, SessionPeer};
 use super::session_bindings::HeldRelay;
 use super::CloseReason;
 use crate::mesh::{InboundCall, InboundRoute};
@@ -267,7 +267,7 @@ impl InboundRoute for SessionRoute {
 pub(crate) async fn submit(
     objects: &ObjectServer,
     route: &BindingRoute,
-    relay: HeldRelay,
+    relay: HeldRelay<ReplyToken>,
 ) -> Result<()> {
     let HeldRelay {
         packet,
@@ -302,7 +302,7 @@ pub(crate) async fn submit(
                 let _ = match submitted.reply().await {
                     Ok(reply) => token.reply_bytes(codec, reply).await,
                     Err(e) => {
-                        let (kind, message) = super::lane::error_parts(&e);
+                        let (kind, message) = super::peer::error_parts(&e);
                         token.fail(kind, &message).await
                     }
                 };
@@ -310,7 +310,7 @@ pub(crate) async fn submit(
             Ok(())
         }
         Err(e) => {
-            let (kind, message) = super::lane::error_parts(&e);
+            let (kind, message) = super::peer::error_parts(&e);
             token.fail(kind, &message).await
         }
     }
