@@ -102,14 +102,8 @@ async fn read_loop(
     limits: &StreamLimits,
     lane: mpsc::Sender<LaneEvent>,
 ) {
-    let far = Instant::now() + Duration::from_secs(86_400 * 365);
-    let after = |d: Duration| if d.is_zero() { far } else { Instant::now() + d };
-    // One timer per session, woken at the earliest deadline: a packet only moves the
-    // deadlines, it never touches the timer.
-    let mut heard = after(limits.heartbeat_timeout);
-    let mut active = after(limits.idle_timeout);
-    let mut ping_at = after(limits.heartbeat_interval);
-    let check = tokio::time::sleep_until(heard.min(active).min(ping_at));
+    let mut clock = SessionClock::new(limits);
+    let check = tokio::time::sleep_until(clock.next());
     tokio::pin!(check);
     loop {
         let raw = tokio::select! {
@@ -117,44 +111,18 @@ async fn read_loop(
             _ = peer.outbound.closing_started() => return,
             raw = source.next() => raw,
             _ = &mut check => {
-                let now = Instant::now();
-                if heard <= now {
-                    peer.close(
-                        CloseReason::HeartbeatTimeout,
-                        &format!("nothing arrived for {} ms", limits.heartbeat_timeout.as_millis()),
-                    );
+                if !clock.on_timer(peer) {
                     return;
                 }
-                if active <= now {
-                    peer.close(
-                        CloseReason::IdleTimeout,
-                        &format!("no application packet for {} ms", limits.idle_timeout.as_millis()),
-                    );
-                    return;
-                }
-                if ping_at <= now {
-                    ping_at = after(limits.heartbeat_interval);
-                    let _ = peer.outbound.try_push(control(HEARTBEAT_PING));
-                }
-                check.as_mut().reset(heard.min(active).min(ping_at));
+                check.as_mut().reset(clock.next());
                 continue;
             }
         };
         let raw = match raw {
             Ok(raw) => raw,
-            Err(e) => {
-                let reason = match e {
-                    ReadError::Closed => CloseReason::ClientClose,
-                    ReadError::Truncated { .. } | ReadError::Io(_) => CloseReason::TransportError,
-                    ReadError::Oversize { .. }
-                    | ReadError::BadPrefix { .. }
-                    | ReadError::Malformed(_) => CloseReason::ProtocolError,
-                };
-                peer.close(reason, &e.to_string());
-                return;
-            }
+            Err(e) => return peer.close(close_reason(&e), &e.to_string()),
         };
-        heard = after(limits.heartbeat_timeout);
+        clock.heard();
         let packet = match decode_packet(raw.body, raw.header_len) {
             Ok(packet) => packet,
             Err(e) => match e.request_seq {
@@ -176,7 +144,7 @@ async fn read_loop(
                 }
             }
             WireKind::Send | WireKind::Request => {
-                active = after(limits.idle_timeout);
+                clock.active();
                 let Some(event) = admit(peer, packet) else {
                     if peer.outbound.closing().is_some() {
                         return;
@@ -193,7 +161,7 @@ async fn read_loop(
                 if sent.is_err() {
                     return;
                 }
-                heard = after(limits.heartbeat_timeout);
+                clock.heard();
             }
             WireKind::Response | WireKind::Error => {
                 answer_error(
@@ -205,6 +173,87 @@ async fn read_loop(
             }
         }
     }
+}
+
+/// Why a session whose read failed with `e` closes.
+fn close_reason(e: &ReadError) -> CloseReason {
+    match e {
+        ReadError::Closed => CloseReason::ClientClose,
+        ReadError::Truncated { .. } | ReadError::Io(_) => CloseReason::TransportError,
+        ReadError::Oversize { .. } | ReadError::BadPrefix { .. } | ReadError::Malformed(_) => {
+            CloseReason::ProtocolError
+        }
+    }
+}
+
+/// A session's three deadlines: the heartbeat (anything heard), the idle timeout (an
+/// application packet) and the next ping. One timer per session wakes at the earliest: a
+/// packet only moves the deadlines, it never touches the timer.
+struct SessionClock<'a> {
+    limits: &'a StreamLimits,
+    heard: Instant,
+    active: Instant,
+    ping_at: Instant,
+}
+
+impl<'a> SessionClock<'a> {
+    fn new(limits: &'a StreamLimits) -> Self {
+        SessionClock {
+            limits,
+            heard: after(limits.heartbeat_timeout),
+            active: after(limits.idle_timeout),
+            ping_at: after(limits.heartbeat_interval),
+        }
+    }
+
+    fn next(&self) -> Instant {
+        self.heard.min(self.active).min(self.ping_at)
+    }
+
+    fn heard(&mut self) {
+        self.heard = after(self.limits.heartbeat_timeout);
+    }
+
+    fn active(&mut self) {
+        self.active = after(self.limits.idle_timeout);
+    }
+
+    /// The timer fired: closes the session on a passed timeout (`false`), or pings when
+    /// it is time.
+    fn on_timer(&mut self, peer: &SessionPeer) -> bool {
+        let now = Instant::now();
+        if self.heard <= now {
+            let waited = self.limits.heartbeat_timeout.as_millis();
+            peer.close(
+                CloseReason::HeartbeatTimeout,
+                &format!("nothing arrived for {waited} ms"),
+            );
+            return false;
+        }
+        if self.active <= now {
+            let waited = self.limits.idle_timeout.as_millis();
+            peer.close(
+                CloseReason::IdleTimeout,
+                &format!("no application packet for {waited} ms"),
+            );
+            return false;
+        }
+        if self.ping_at <= now {
+            self.ping_at = after(self.limits.heartbeat_interval);
+            let _ = peer.outbound.try_push(control(HEARTBEAT_PING));
+        }
+        true
+    }
+}
+
+/// `d` from now; a zero duration (the timeout is off) is a year away.
+fn after(d: Duration) -> Instant {
+    let d = if d.is_zero() {
+        Duration::from_secs(86_400 * 365)
+    } else {
+        d
+    };
+    Instant::now() + d
 }
 
 /// A control packet; `false` when the session ends with it.

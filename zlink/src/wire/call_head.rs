@@ -154,6 +154,66 @@ pub(crate) fn encode_call_head(
     head.freeze()
 }
 
+fn be_u64_at(head: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&head[at..at + 8]);
+    u64::from_be_bytes(b)
+}
+
+/// An object command's route fence at `at` (the length already checked): no generation
+/// may be zero.
+fn read_fence(head: &[u8], at: usize) -> Result<RouteFence, &'static str> {
+    let fence = RouteFence {
+        object_generation: be_u64_at(head, at),
+        owner_generation: be_u64_at(head, at + 8),
+        lease_generation: be_u64_at(head, at + 16),
+    };
+    if fence.object_generation == 0 || fence.owner_generation == 0 || fence.lease_generation == 0 {
+        return Err("a Spot command's route fence has a zero generation");
+    }
+    Ok(fence)
+}
+
+/// A bound-session tail at `at` (the length already checked).
+fn read_session_tail(head: &[u8], at: usize) -> Result<SessionTail, &'static str> {
+    let tail = SessionTail {
+        binding_generation: be_u64_at(head, at),
+        session_seq: be_u64_at(head, at + 8),
+    };
+    if tail.binding_generation == 0 {
+        return Err("a bound-session tail has a zero binding generation");
+    }
+    Ok(tail)
+}
+
+/// A packet name always; a target exactly on commands that take one; a correlation
+/// exactly on requests.
+fn check_names_and_correlation(
+    command: Command,
+    correlation: u64,
+    target: &WireName,
+    packet: &WireName,
+) -> Result<(), &'static str> {
+    if packet.is_empty() {
+        return Err("packet name missing");
+    }
+    let is_request = command.is_request();
+    if is_request && correlation == 0 {
+        return Err("correlation must be non-zero");
+    }
+    if !is_request && correlation != 0 {
+        return Err("correlation on a one-way command");
+    }
+    if command.has_target() == target.is_empty() {
+        return Err(if command.has_target() {
+            "target name (ChannelName or Spot ID) missing"
+        } else {
+            "target name on a command without a target"
+        });
+    }
+    Ok(())
+}
+
 /// Reads a call head (the prefix already checked). `Err` carries the reason and, when it
 /// was readable, the correlation.
 pub(crate) fn decode_call_head(
@@ -169,11 +229,7 @@ pub(crate) fn decode_call_head(
             None,
         ));
     }
-    let be_u64 = |at: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&head[at..at + 8]);
-        u64::from_be_bytes(b)
-    };
+    let be_u64 = |at: usize| be_u64_at(head, at);
     let correlation = be_u64(PREFIX_LEN);
     let reported = (correlation != 0).then_some(correlation);
     let fail = |reason: &str| (reason.to_string(), reported);
@@ -211,57 +267,20 @@ pub(crate) fn decode_call_head(
     }
     let target = WireName::new(head.slice(CALL_FIXED_LEN..target_end)).map_err(&fail)?;
     let packet = WireName::new(head.slice(target_end..packet_end)).map_err(&fail)?;
-    let fence = if is_object {
-        let fence = RouteFence {
-            object_generation: be_u64(packet_end),
-            owner_generation: be_u64(packet_end + 8),
-            lease_generation: be_u64(packet_end + 16),
-        };
-        if fence.object_generation == 0
-            || fence.owner_generation == 0
-            || fence.lease_generation == 0
-        {
-            return Err(fail("a Spot command's route fence has a zero generation"));
-        }
-        Some(fence)
-    } else {
-        None
+    let fence = match is_object {
+        true => Some(read_fence(head, packet_end).map_err(fail)?),
+        false => None,
     };
     let topic = if topic_len > 0 {
         Some(WireName::new(head.slice(packet_end + 1..packet_end + topic_len)).map_err(&fail)?)
     } else {
         None
     };
-    let session = if has_session {
-        let at = packet_end + FENCE_LEN;
-        let tail = SessionTail {
-            binding_generation: be_u64(at),
-            session_seq: be_u64(at + 8),
-        };
-        if tail.binding_generation == 0 {
-            return Err(fail("a bound-session tail has a zero binding generation"));
-        }
-        Some(tail)
-    } else {
-        None
+    let session = match has_session {
+        true => Some(read_session_tail(head, packet_end + FENCE_LEN).map_err(fail)?),
+        false => None,
     };
-    if packet.is_empty() {
-        return Err(fail("packet name missing"));
-    }
-    let is_request = command.is_request();
-    if is_request && correlation == 0 {
-        return Err(fail("correlation must be non-zero"));
-    }
-    if !is_request && correlation != 0 {
-        return Err(fail("correlation on a one-way command"));
-    }
-    if command.has_target() == target.is_empty() {
-        return Err(fail(if command.has_target() {
-            "target name (ChannelName or Spot ID) missing"
-        } else {
-            "target name on a command without a target"
-        }));
-    }
+    check_names_and_correlation(command, correlation, &target, &packet).map_err(fail)?;
     Ok(CallHead {
         correlation,
         operation,

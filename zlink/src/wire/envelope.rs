@@ -199,106 +199,22 @@ impl Envelope {
 
     /// Decodes frames, checking every bound before allocating.
     pub fn decode(frames: &[Bytes]) -> Result<Envelope, WireError> {
-        let head = frames.first().ok_or_else(|| WireError::new("no frames"))?;
-        if head.len() < PREFIX_LEN {
-            return Err(WireError::new("head shorter than its 5-byte prefix"));
-        }
-        if head.len() > MAX_HEAD_BYTES {
-            return Err(WireError::new(format!(
-                "head of {} bytes exceeds {MAX_HEAD_BYTES}",
-                head.len()
-            )));
-        }
-        if head[..2] != MAGIC {
-            return Err(WireError::new("invalid magic"));
-        }
-        if head[2] != PROTOCOL_MAJOR {
-            return Err(WireError::new(format!("unsupported version {}", head[2])));
-        }
-        let command = Command::from_code(head[3])
-            .ok_or_else(|| WireError::new(format!("unknown command {}", head[3])))?;
+        let (head, command) = check_prefix(frames)?;
         let operation = u64_at(head, OPERATION_AT).unwrap_or(0);
-        let fail = |reason: String, correlation: Option<u64>| WireError {
-            reason,
-            command: Some(command),
-            correlation,
-            operation,
-        };
+        let fail = failing(command, operation);
         let flags = head[4];
         if command.is_application() {
-            if flags & !(FLAG_METADATA | FLAG_SESSION_TAIL) != 0 {
-                // The correlation sits right after the prefix: a request still learns why.
-                let correlation = command
-                    .is_request()
-                    .then(|| u64_at(head, PREFIX_LEN))
-                    .flatten()
-                    .filter(|c| *c != 0);
-                return Err(fail(format!("undefined flags {flags:#04x}"), correlation));
-            }
-            let head = decode_call_head(command, head).map_err(|(r, c)| fail(r, c))?;
-            let correlation = (head.correlation != 0).then_some(head.correlation);
-            let (metadata, rest) = if flags & FLAG_METADATA != 0 {
-                let frame = frames
-                    .get(1)
-                    .ok_or_else(|| fail("metadata frame missing".into(), correlation))?;
-                let metadata = Metadata::decode(frame).map_err(|e| fail(e, correlation))?;
-                (metadata, &frames[2..])
-            } else {
-                (Metadata::default(), &frames[1..])
-            };
-            let [payload] = rest else {
-                return Err(fail(
-                    format!("{} payload frame(s), expected 1", rest.len()),
-                    correlation,
-                ));
-            };
-            return Ok(Envelope::Call(CallMessage {
-                command,
-                head,
-                metadata,
-                payload: payload.clone(),
-            }));
+            return decode_call(command, flags, frames, fail);
         }
-        // A reply's flags are its head's to read: it knows where its correlation is.
-        if flags != 0 && command != Command::Reply {
+        if command == Command::Reply {
+            // A reply's flags are its head's to read: it knows where its correlation is.
+            return decode_reply(flags, frames, fail);
+        }
+        if flags != 0 {
             return Err(fail(
                 format!("undefined flags {flags:#04x} on {command:?}"),
                 None,
             ));
-        }
-        if command == Command::Reply {
-            let super::reply_head::ReplyHead {
-                correlation,
-                operation,
-                status,
-                detail,
-                refusal,
-            } = decode_reply_head(head, flags).map_err(|(r, c)| fail(r, c))?;
-            let outcome = match (status, &frames[1..]) {
-                (STATUS_OK, [payload]) => ReplyOutcome::Ok(payload.clone()),
-                (STATUS_OK, rest) => {
-                    return Err(fail(
-                        format!("ok reply with {} payload frames, expected 1", rest.len()),
-                        Some(correlation),
-                    ))
-                }
-                (kind, []) => ReplyOutcome::Failed {
-                    kind,
-                    detail,
-                    refusal,
-                },
-                (_, _) => {
-                    return Err(fail(
-                        "error reply with a payload frame".into(),
-                        Some(correlation),
-                    ))
-                }
-            };
-            return Ok(Envelope::Reply {
-                correlation,
-                operation,
-                outcome,
-            });
         }
         let header: ControlHeader = cbor_decode_bounded(&head[PREFIX_LEN..])
             .map_err(|e| fail(format!("header: {e}"), None))?;
@@ -311,6 +227,123 @@ impl Envelope {
         validate_control(command, &header).map_err(|e| fail(e, None))?;
         Ok(Envelope::Control { command, header })
     }
+}
+
+/// The head frame and its command, once the prefix is whole and known and the head
+/// within its bound.
+fn check_prefix(frames: &[Bytes]) -> Result<(&Bytes, Command), WireError> {
+    let head = frames.first().ok_or_else(|| WireError::new("no frames"))?;
+    if head.len() < PREFIX_LEN {
+        return Err(WireError::new("head shorter than its 5-byte prefix"));
+    }
+    if head.len() > MAX_HEAD_BYTES {
+        return Err(WireError::new(format!(
+            "head of {} bytes exceeds {MAX_HEAD_BYTES}",
+            head.len()
+        )));
+    }
+    if head[..2] != MAGIC {
+        return Err(WireError::new("invalid magic"));
+    }
+    if head[2] != PROTOCOL_MAJOR {
+        return Err(WireError::new(format!("unsupported version {}", head[2])));
+    }
+    let command = Command::from_code(head[3])
+        .ok_or_else(|| WireError::new(format!("unknown command {}", head[3])))?;
+    Ok((head, command))
+}
+
+/// How a decode of `command` fails: the reason, with the correlation when it was read.
+fn failing(command: Command, operation: u64) -> impl Fn(String, Option<u64>) -> WireError + Copy {
+    move |reason, correlation| WireError {
+        reason,
+        command: Some(command),
+        correlation,
+        operation,
+    }
+}
+
+/// An application command: its call head, the metadata frame when flagged, and exactly
+/// one payload frame.
+fn decode_call(
+    command: Command,
+    flags: u8,
+    frames: &[Bytes],
+    fail: impl Fn(String, Option<u64>) -> WireError + Copy,
+) -> Result<Envelope, WireError> {
+    let head = &frames[0];
+    if flags & !(FLAG_METADATA | FLAG_SESSION_TAIL) != 0 {
+        // The correlation sits right after the prefix: a request still learns why.
+        let correlation = command
+            .is_request()
+            .then(|| u64_at(head, PREFIX_LEN))
+            .flatten()
+            .filter(|c| *c != 0);
+        return Err(fail(format!("undefined flags {flags:#04x}"), correlation));
+    }
+    let head = decode_call_head(command, head).map_err(|(r, c)| fail(r, c))?;
+    let correlation = (head.correlation != 0).then_some(head.correlation);
+    let (metadata, rest) = if flags & FLAG_METADATA != 0 {
+        let frame = frames
+            .get(1)
+            .ok_or_else(|| fail("metadata frame missing".into(), correlation))?;
+        let metadata = Metadata::decode(frame).map_err(|e| fail(e, correlation))?;
+        (metadata, &frames[2..])
+    } else {
+        (Metadata::default(), &frames[1..])
+    };
+    let [payload] = rest else {
+        return Err(fail(
+            format!("{} payload frame(s), expected 1", rest.len()),
+            correlation,
+        ));
+    };
+    Ok(Envelope::Call(CallMessage {
+        command,
+        head,
+        metadata,
+        payload: payload.clone(),
+    }))
+}
+
+/// A terminal reply: its head, then one payload frame when ok and none when failed.
+fn decode_reply(
+    flags: u8,
+    frames: &[Bytes],
+    fail: impl Fn(String, Option<u64>) -> WireError + Copy,
+) -> Result<Envelope, WireError> {
+    let super::reply_head::ReplyHead {
+        correlation,
+        operation,
+        status,
+        detail,
+        refusal,
+    } = decode_reply_head(&frames[0], flags).map_err(|(r, c)| fail(r, c))?;
+    let outcome = match (status, &frames[1..]) {
+        (STATUS_OK, [payload]) => ReplyOutcome::Ok(payload.clone()),
+        (STATUS_OK, rest) => {
+            return Err(fail(
+                format!("ok reply with {} payload frames, expected 1", rest.len()),
+                Some(correlation),
+            ))
+        }
+        (kind, []) => ReplyOutcome::Failed {
+            kind,
+            detail,
+            refusal,
+        },
+        (_, _) => {
+            return Err(fail(
+                "error reply with a payload frame".into(),
+                Some(correlation),
+            ))
+        }
+    };
+    Ok(Envelope::Reply {
+        correlation,
+        operation,
+        outcome,
+    })
 }
 
 fn validate_control(command: Command, h: &ControlHeader) -> Result<(), String> {

@@ -17,8 +17,8 @@ use crate::link::{
     CurveKeypair, CurvePublicKey, LinkLimits, LivenessTimings, Transport, Trust, ZmtpTransport,
 };
 use crate::mesh::{
-    generate_rid, ChannelRole, DiscoverySettings, MeshSettings, PeerSpec, Topology, DEFAULT_WEIGHT,
-    MAX_WEIGHT,
+    generate_rid, ChannelRole, DiscoverySettings, MeshSettings, PeerSpec, SecuritySettings,
+    Topology, DEFAULT_WEIGHT, MAX_WEIGHT,
 };
 use crate::object::relocation::RelocationFaults;
 use crate::object::ObjectSettings;
@@ -434,19 +434,10 @@ impl RuntimeBuilder {
 
     /// Validates everything and reports all violations together as
     /// [`Error::Config`](crate::Error::Config).
-    pub fn build(self) -> Result<RuntimeConfig> {
+    pub fn build(mut self) -> Result<RuntimeConfig> {
         let mut v = Validator::default();
         let discovery = self.discovery_settings(&mut v);
-        // A process with only ClientServer or fanout roles needs no RouteMesh: no MeshName,
-        // no mesh listener.
-        let mesh = !self.channels.is_empty()
-            || !self.spot_types.is_empty()
-            || !self.actor_types.is_empty()
-            || !self.peers.is_empty()
-            || self.node_handlers.is_some()
-            || self.mesh_name.is_some()
-            || self.listen.is_some()
-            || (self.client_server.is_empty() && self.fanout.is_empty());
+        let mesh = self.needs_mesh();
         let mesh_name = v.text("mesh_name", self.mesh_name.as_deref(), mesh);
         let rid = self.rid.clone();
         if let Some(rid) = &rid {
@@ -457,6 +448,64 @@ impl RuntimeBuilder {
         } else {
             None
         };
+        self.validate_peers(&mut v, rid.as_ref());
+        let security = self.security_settings(&mut v, listen.as_deref());
+        let (channels, channel_servers) = channel_roles(std::mem::take(&mut self.channels), &mut v);
+        validate_client_server(&self.client_server, self.store.is_some(), &mut v, &channels);
+        let mut stream_problems = Vec::new();
+        crate::session::validate(&self.stream_listeners, &mut stream_problems);
+        for problem in stream_problems {
+            v.violation(problem.setting, problem.problem);
+        }
+        validate_fanout(
+            &self.fanout,
+            self.store.is_some(),
+            &mut v,
+            &channels,
+            &self.client_server,
+        );
+        self.validate_objects(&mut v, &channels);
+        let node_handlers = self.node_handlers.take().map(|h| {
+            v.handler_packets("node handlers", h.as_ref());
+            crate::handler::HandlerTable::new(h)
+        });
+        self.validate_timings(&mut v);
+        v.finish()?;
+        let rid = rid.unwrap_or_else(|| generate_rid("node"));
+        let mesh = MeshIdentity {
+            mesh,
+            mesh_name: mesh_name.unwrap_or_default(),
+            rid,
+            listen: listen.unwrap_or_default(),
+        };
+        Ok(self.into_config(
+            mesh,
+            discovery,
+            security,
+            channels,
+            Served {
+                channel_servers,
+                node_handlers,
+            },
+        ))
+    }
+
+    /// Whether the node needs a RouteMesh: a process with only ClientServer or fanout
+    /// roles has no MeshName and no mesh listener.
+    fn needs_mesh(&self) -> bool {
+        !self.channels.is_empty()
+            || !self.spot_types.is_empty()
+            || !self.actor_types.is_empty()
+            || !self.peers.is_empty()
+            || self.node_handlers.is_some()
+            || self.mesh_name.is_some()
+            || self.listen.is_some()
+            || (self.client_server.is_empty() && self.fanout.is_empty())
+    }
+
+    /// The advertised host, the configured peers (none may be this node) and the link
+    /// limits.
+    fn validate_peers(&self, v: &mut Validator, rid: Option<&String>) {
         v.advertising(
             "listen",
             self.listen.as_deref(),
@@ -466,7 +515,7 @@ impl RuntimeBuilder {
             v.endpoint(&format!("peer[{i}] endpoint"), Some(&peer.endpoint));
             if let Some(expected) = &peer.expected_rid {
                 v.text(&format!("peer[{i}] expected rid"), Some(expected), true);
-                if Some(expected) == rid.as_ref() {
+                if Some(expected) == rid {
                     v.violation(
                         format!("peer[{i}] expected rid"),
                         "equals this node's own rid",
@@ -483,7 +532,10 @@ impl RuntimeBuilder {
         for problem in self.limits.violations() {
             v.violation("link_limits", problem);
         }
-        let security = super::security::settings(
+    }
+
+    fn security_settings(&self, v: &mut Validator, listen: Option<&str>) -> SecuritySettings {
+        super::security::settings(
             &Declared {
                 store: self.store.is_some(),
                 curve: self.curve.as_ref(),
@@ -494,30 +546,14 @@ impl RuntimeBuilder {
                 client_server: &self.client_server,
                 fanout: &self.fanout,
             },
-            &mut v,
-            listen.as_deref(),
-        );
-        let mut channels = BTreeMap::new();
-        let mut channel_servers = BTreeMap::new();
-        for (name, declared) in self.channels {
-            v.text(&format!("channel {name:?} name"), Some(&name), true);
-            let role = match declared {
-                DeclaredChannel::Server(handlers, weight) => {
-                    v.weight(&name, weight);
-                    v.handler_packets(&format!("channel {name:?}"), handlers.as_ref());
-                    channel_servers.insert(name.clone(), handlers);
-                    ChannelRole::Server { weight }
-                }
-                DeclaredChannel::Client => ChannelRole::Client,
-            };
-            if channels.insert(name.clone(), role).is_some() {
-                v.violation(
-                    format!("channel {name:?}"),
-                    "registered twice: one ChannelName must have exactly one send path",
-                );
-            }
-        }
-        validate_client_server(&self.client_server, self.store.is_some(), &mut v, &channels);
+            v,
+            listen,
+        )
+    }
+
+    /// The Spot and Actor types (stores, relocation policies, multicast subscriptions),
+    /// the placement weight and RouteCacheMaxAge against MessageFollowDuration.
+    fn validate_objects(&self, v: &mut Validator, channels: &BTreeMap<String, ChannelRole>) {
         for spot_type in &self.spot_types {
             for subscription in &spot_type.def.subscriptions {
                 if !matches!(
@@ -534,29 +570,17 @@ impl RuntimeBuilder {
                 }
             }
         }
-        let mut stream_problems = Vec::new();
-        crate::session::validate(&self.stream_listeners, &mut stream_problems);
-        for problem in stream_problems {
-            v.violation(problem.setting, problem.problem);
-        }
-        validate_fanout(
-            &self.fanout,
-            self.store.is_some(),
-            &mut v,
-            &channels,
-            &self.client_server,
-        );
         let (has_store, keeps_results) = (self.store.is_some(), self.relocation_store.is_some());
         let spot_types = self
             .spot_types
             .iter()
             .map(|t| (t.stable_type(), t.relocation(), t.is_instance()));
-        validate_object_types(&mut v, "Spot", spot_types, has_store, keeps_results);
+        validate_object_types(v, "Spot", spot_types, has_store, keeps_results);
         let actor_types = self
             .actor_types
             .iter()
             .map(|t| (t.stable_type(), t.relocation(), false));
-        validate_object_types(&mut v, "Actor", actor_types, has_store, keeps_results);
+        validate_object_types(v, "Actor", actor_types, has_store, keeps_results);
         if self.placement_weight > MAX_WEIGHT {
             v.violation(
                 "placement_weight",
@@ -569,26 +593,35 @@ impl RuntimeBuilder {
         ) {
             v.violation("route_cache_max_age", problem);
         }
-        let node_handlers = self.node_handlers.map(|h| {
-            v.handler_packets("node handlers", h.as_ref());
-            crate::handler::HandlerTable::new(h)
-        });
+    }
+
+    fn validate_timings(&self, v: &mut Validator) {
         v.positive("send_timeout", self.send_timeout);
         v.positive("request_timeout", self.request_timeout);
         v.positive("liveness probe interval", self.liveness.probe_interval);
         if self.liveness.deadline <= self.liveness.probe_interval {
             v.violation("liveness deadline", "must exceed the probe interval");
         }
-        v.finish()?;
-        let rid = rid.unwrap_or_else(|| generate_rid("node"));
-        let entry_spot = (!self.actor_types.is_empty()).then(|| crate::object::SpotId::entry(&rid));
-        Ok(RuntimeConfig {
+    }
+
+    /// The validated builder as the settings every subsystem starts from.
+    fn into_config(
+        self,
+        identity: MeshIdentity,
+        discovery: Option<DiscoverySettings>,
+        security: SecuritySettings,
+        channels: BTreeMap<String, ChannelRole>,
+        served: Served,
+    ) -> RuntimeConfig {
+        let entry_spot =
+            (!self.actor_types.is_empty()).then(|| crate::object::SpotId::entry(&identity.rid));
+        RuntimeConfig {
             settings: Settings {
                 mesh: MeshSettings {
-                    mesh_name: mesh_name.unwrap_or_default(),
-                    rid,
+                    mesh_name: identity.mesh_name,
+                    rid: identity.rid,
                     generation: crate::mesh::generate_generation(),
-                    listen: listen.unwrap_or_default(),
+                    listen: identity.listen,
                     advertise_host: self.advertise_host,
                     peers: self.peers,
                     channels,
@@ -599,7 +632,7 @@ impl RuntimeBuilder {
                     transport: self.transport,
                     discovery,
                     topology: Topology::RouteMesh,
-                    mesh,
+                    mesh: identity.mesh,
                     max_message: self.limits.max_message,
                     limits: self.limits,
                     security,
@@ -615,8 +648,8 @@ impl RuntimeBuilder {
                         .map(|role| role.channel().to_string())
                         .collect(),
                 },
-                channel_servers,
-                node_handlers,
+                channel_servers: served.channel_servers,
+                node_handlers: served.node_handlers,
                 client_server: self.client_server,
                 fanout: self.fanout,
                 objects: ObjectSettings {
@@ -634,7 +667,7 @@ impl RuntimeBuilder {
                 },
                 stream_listeners: self.stream_listeners,
             },
-        })
+        }
     }
 
     fn discovery_settings(&self, v: &mut Validator) -> Option<DiscoverySettings> {
@@ -671,4 +704,51 @@ impl RuntimeBuilder {
             grace,
         })
     }
+}
+
+/// Who this node is on the RouteMesh, once validated.
+struct MeshIdentity {
+    mesh: bool,
+    mesh_name: String,
+    rid: String,
+    listen: String,
+}
+
+/// The handler groups this node serves: per channel, and node-direct.
+struct Served {
+    channel_servers: BTreeMap<String, Arc<dyn HandlerGroup>>,
+    node_handlers: Option<crate::handler::HandlerTable>,
+}
+
+/// Each declared channel's role (a name declared twice is a violation), and the handler
+/// groups of the channels this node serves.
+#[allow(clippy::type_complexity)]
+fn channel_roles(
+    declared: Vec<(String, DeclaredChannel)>,
+    v: &mut Validator,
+) -> (
+    BTreeMap<String, ChannelRole>,
+    BTreeMap<String, Arc<dyn HandlerGroup>>,
+) {
+    let mut channels = BTreeMap::new();
+    let mut channel_servers = BTreeMap::new();
+    for (name, declared) in declared {
+        v.text(&format!("channel {name:?} name"), Some(&name), true);
+        let role = match declared {
+            DeclaredChannel::Server(handlers, weight) => {
+                v.weight(&name, weight);
+                v.handler_packets(&format!("channel {name:?}"), handlers.as_ref());
+                channel_servers.insert(name.clone(), handlers);
+                ChannelRole::Server { weight }
+            }
+            DeclaredChannel::Client => ChannelRole::Client,
+        };
+        if channels.insert(name.clone(), role).is_some() {
+            v.violation(
+                format!("channel {name:?}"),
+                "registered twice: one ChannelName must have exactly one send path",
+            );
+        }
+    }
+    (channels, channel_servers)
 }

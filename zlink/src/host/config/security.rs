@@ -68,6 +68,22 @@ pub(super) fn settings(
             "CURVE listeners would admit no client: give trust keys or Trust::MeshMembers",
         );
     }
+    check_server_keys(d, v);
+    if d.curve.is_none() && !d.allow_plaintext {
+        refuse_remote_plaintext(d, v, listen);
+    }
+    // A node always admits itself: its ClientServer clients call its own servers.
+    keys.extend(d.curve.map(CurveKeypair::public));
+    SecuritySettings {
+        keypair: d.curve.cloned(),
+        trust: Arc::new(TrustSet::new(keys)),
+        trust_members,
+    }
+}
+
+/// Every dialed server (mesh peers, ClientServer servers, fanout publishers) has a CURVE
+/// public key exactly when this node speaks CURVE.
+fn check_server_keys(d: &Declared<'_>, v: &mut Validator) {
     let client_server_peers = d.client_server.iter().flat_map(|role| match role {
         ClientServerRole::Client {
             channel, connect, ..
@@ -110,35 +126,30 @@ pub(super) fn settings(
             _ => {}
         }
     }
-    if d.curve.is_none() && !d.allow_plaintext {
-        let listens = listen
-            .into_iter()
-            .map(|l| ("listen".to_string(), l.to_string()));
-        let others = d.client_server.iter().filter_map(|role| match role {
-            ClientServerRole::Server {
-                channel, listen, ..
-            } => Some((format!("ClientServer {channel:?} listen"), listen.clone())),
-            ClientServerRole::Client { .. } => None,
-        });
-        let publishers = d.fanout.iter().filter_map(|role| match role {
-            FanoutDeclaration::Publisher(spec) => Some((
-                format!("fanout {:?} listen", spec.channel),
-                spec.listen.clone(),
-            )),
-            FanoutDeclaration::Subscriber(_) => None,
-        });
-        for (setting, endpoint) in listens.chain(others).chain(publishers) {
-            // Only TCP crosses a network; an in-process transport (mem://) does not.
-            if endpoint.starts_with("tcp://") && !crate::link::is_loopback(&endpoint) {
-                v.violation(setting, format!("{endpoint} is not a loopback address: plaintext (NULL) links there need allow_plaintext(), or use curve()"));
-            }
+}
+
+/// Without CURVE, every TCP listener must bind loopback unless plaintext is allowed.
+fn refuse_remote_plaintext(d: &Declared<'_>, v: &mut Validator, listen: Option<&str>) {
+    let listens = listen
+        .into_iter()
+        .map(|l| ("listen".to_string(), l.to_string()));
+    let others = d.client_server.iter().filter_map(|role| match role {
+        ClientServerRole::Server {
+            channel, listen, ..
+        } => Some((format!("ClientServer {channel:?} listen"), listen.clone())),
+        ClientServerRole::Client { .. } => None,
+    });
+    let publishers = d.fanout.iter().filter_map(|role| match role {
+        FanoutDeclaration::Publisher(spec) => Some((
+            format!("fanout {:?} listen", spec.channel),
+            spec.listen.clone(),
+        )),
+        FanoutDeclaration::Subscriber(_) => None,
+    });
+    for (setting, endpoint) in listens.chain(others).chain(publishers) {
+        // Only TCP crosses a network; an in-process transport (mem://) does not.
+        if endpoint.starts_with("tcp://") && !crate::link::is_loopback(&endpoint) {
+            v.violation(setting, format!("{endpoint} is not a loopback address: plaintext (NULL) links there need allow_plaintext(), or use curve()"));
         }
-    }
-    // A node always admits itself: its ClientServer clients call its own servers.
-    keys.extend(d.curve.map(CurveKeypair::public));
-    SecuritySettings {
-        keypair: d.curve.cloned(),
-        trust: Arc::new(TrustSet::new(keys)),
-        trust_members,
     }
 }
