@@ -218,12 +218,9 @@ const ACYCLIC_FOLDERS: &[(&str, &[&str])] = &[
 
 /// The children of `object/` still in an import cycle, until the object wing is layered.
 const OBJECT_NOT_YET_LAYERED: &[&str] = &[
-    "actor",
-    "adapter",
     "admission",
     "binding",
     "closing",
-    "context",
     "creation",
     "direct",
     "entry",
@@ -231,13 +228,11 @@ const OBJECT_NOT_YET_LAYERED: &[&str] = &[
     "idle_eviction",
     "inbound",
     "inline_turn",
-    "instance",
     "instance_spot",
+    "joining",
     "live_object",
-    "membership",
     "multicast",
     "object_job",
-    "object_type",
     "registry",
     "relocation",
     "resolver",
@@ -245,8 +240,6 @@ const OBJECT_NOT_YET_LAYERED: &[&str] = &[
     "route_switch",
     "server",
     "settings",
-    "spot",
-    "timer",
     "turn_gate",
     "turn_loop",
 ];

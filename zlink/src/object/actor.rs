@@ -1,19 +1,13 @@
 //! The Actor an application writes: a stateful object with a global ID that belongs to
-//! one Spot at a time, run one turn at a time, and the type registration that creates it.
-
-use std::sync::Arc;
+//! one Spot at a time, run one turn at a time (registered as an [`ActorType`](crate::object::ActorType)).
 
 use async_trait::async_trait;
 
-use super::adapter::Hosted;
 use super::context::ActorContext;
+use super::lifecycle::ClosingReason;
 use super::membership::JoinOutcome;
-use super::object_type::{ActorType, Factory, TypeDef};
-use super::relocation::RelocationState;
-use super::spot::{ClosingReason, Relocation};
+use super::relocation_state::RelocationState;
 use super::timer::TimerTick;
-use crate::address::ActorKind;
-use crate::call::BoxFuture;
 use crate::call::PacketKind;
 use crate::wire::Payload;
 use crate::Result;
@@ -41,7 +35,7 @@ pub trait ActorHandlers: Send + 'static {
         payload: Payload,
     ) -> Result<Payload>;
 
-    /// The state adapter of a type declared [`Relocation::Preserve`]: the macro returns
+    /// The state adapter of a type declared [`Relocation::Preserve`](crate::object::Relocation::Preserve): the macro returns
     /// `Some(self)` for `relocation = preserve` (and fails to compile unless the type
     /// implements [`RelocationState`]). Other types keep the default `None`.
     fn relocation_state(&mut self) -> Option<&mut dyn RelocationState> {
@@ -79,71 +73,4 @@ pub trait Actor: ActorHandlers {
     /// The Actor's last turn: destroyed ([`ClosingReason::Destroyed`]) or its node is
     /// stopping.
     async fn on_closing(&mut self, _ctx: &ActorContext, _reason: ClosingReason) {}
-}
-
-impl ActorType {
-    /// An Actor type named `stable_type` (1..=255 bytes) whose Actors are made by
-    /// `factory` and moved per `relocation`. The `#[zlink::actor]` macro generates
-    /// `Player::actor_type(factory)` calling this. A packet listed twice is an error. A
-    /// node that registers one ([`RuntimeBuilder::actor_type`](crate::RuntimeBuilder::actor_type))
-    /// runs an Entry Spot, the home of its new Actors.
-    pub fn new<A, F>(stable_type: &str, relocation: Relocation, factory: F) -> Result<Self>
-    where
-        A: Actor,
-        F: Fn(&ActorContext) -> A + Send + Sync + 'static,
-    {
-        let factory = Factory::Actor(Arc::new(move |ctx| Box::new(factory(ctx))));
-        TypeDef::new(stable_type, A::packets(), relocation, factory).map(ActorType::of)
-    }
-
-    /// The most Actors of this type one node runs: [`max_per_node`](Self::max_per_node).
-    pub fn max_actors(self, limit: u32) -> Self {
-        self.max_per_node(limit)
-    }
-}
-
-/// An Actor as the turn loop's adapter calls it.
-impl Hosted<ActorKind> for Box<dyn Actor> {
-    const NOUN: &'static str = "Actor";
-
-    fn handle<'a>(
-        &'a mut self,
-        ctx: &'a ActorContext,
-        handler: usize,
-        payload: Payload,
-    ) -> BoxFuture<'a, Result<Payload>> {
-        ActorHandlers::handle(&mut **self, ctx, handler, payload)
-    }
-
-    fn on_initialize<'a>(&'a mut self, ctx: &'a ActorContext) -> BoxFuture<'a, Result<()>> {
-        Actor::on_initialize(&mut **self, ctx)
-    }
-
-    fn on_timer<'a>(
-        &'a mut self,
-        ctx: &'a ActorContext,
-        tick: TimerTick,
-    ) -> BoxFuture<'a, Result<()>> {
-        Actor::on_timer(&mut **self, ctx, tick)
-    }
-
-    fn on_closing<'a>(
-        &'a mut self,
-        ctx: &'a ActorContext,
-        reason: ClosingReason,
-    ) -> BoxFuture<'a, ()> {
-        Actor::on_closing(&mut **self, ctx, reason)
-    }
-
-    fn on_join_completed<'a>(
-        &'a mut self,
-        ctx: &'a ActorContext,
-        outcome: JoinOutcome,
-    ) -> BoxFuture<'a, ()> {
-        Actor::on_join_completed(&mut **self, ctx, outcome)
-    }
-
-    fn relocation_state(&mut self) -> Option<&mut dyn RelocationState> {
-        ActorHandlers::relocation_state(&mut **self)
-    }
 }

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 
 use super::context::Context;
 use super::instance::{Instance, TurnInfo};
+use super::lifecycle::ClosingReason;
 use super::membership::{JoinDecision, JoinOutcome, JoinSlot, MemberEvent};
-use super::relocation::RelocationState;
-use super::spot::ClosingReason;
+use super::relocation_state::RelocationState;
 use super::timer::{TimerTick, Timers};
 use crate::address::Kind;
 use crate::call::BoxFuture;
@@ -230,7 +230,7 @@ mod tests {
     use super::*;
     use crate::address::{ActorId, ActorKind};
     use crate::handle::Handle;
-    use crate::object::instance::TurnName;
+    use crate::object::context::TurnName;
     use crate::wire::Metadata;
 
     /// An Actor-kind object that records what it was called with.
@@ -367,7 +367,7 @@ mod tests {
     fn timers() -> Arc<Timers> {
         use crate::store::{OwnerLease, OwnerLeaseSettings};
         Timers::new(
-            std::sync::Weak::new(),
+            std::sync::Weak::<crate::object::object_job::ObjectMailbox>::new(),
             OwnerLease::new(OwnerLeaseSettings::default()),
             crate::object::authority::OwnerFence {
                 object_generation: 1,

@@ -6,11 +6,11 @@ use tokio::time::Instant;
 
 use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Fenced, Versioned};
+use super::lifecycle::ClosingReason;
 use super::object_job::ObjectJob;
 use super::owner_link::ObjectCommand;
 use super::remote::encode_generation;
 use super::server::{store_error, ObjectServer};
-use super::spot::ClosingReason;
 use crate::address::{ObjectKey, ObjectKind};
 use crate::object::env::ObjectEnv;
 use crate::{Error, ErrorKind, Result};

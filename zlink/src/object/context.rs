@@ -4,13 +4,29 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::instance::TurnName;
 use super::membership::{JoinRequest, JoinSlot};
 use super::timer::{TimerPolicy, Timers};
 use crate::address::SpotId;
 use crate::address::{ActorKind, Kind, SpotKind};
 use crate::handle::Handle;
 use crate::wire::Metadata;
+
+/// What a turn is about: the packet of a handler's message (an interned name of its type),
+/// or the name of a timer whose tick it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TurnName {
+    Packet(&'static str),
+    Timer(Arc<str>),
+}
+
+impl TurnName {
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            TurnName::Packet(name) => name,
+            TurnName::Timer(name) => name,
+        }
+    }
+}
 
 /// The context of one turn of a Spot or an Actor.
 pub struct Context<K: Kind> {

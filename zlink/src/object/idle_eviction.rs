@@ -13,10 +13,10 @@ use tokio::time::Instant;
 
 use super::authority::{AuthorityState, ObjectShape};
 use super::closing;
+use super::lifecycle::ClosingReason;
 use super::live_object::LiveObject;
 use super::owner_link::route_fence;
 use super::server::ObjectServer;
-use super::spot::ClosingReason;
 use crate::address::ObjectKey;
 
 /// The most Instance Spots one sweep looks at; the next sweep goes on after them.

@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use tokio::sync::OwnedMutexGuard;
 
+use super::context::TurnName;
 use super::handler_turn::{answer, handler_turn};
-use super::instance::TurnName;
 use super::instance::{Instance, TurnInfo};
 use super::live_object::{LiveObject, TurnView};
 use super::object_job::{CallerWait, ObjectJob, ReplyTo};

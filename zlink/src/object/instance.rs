@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::context::Context;
+use super::context::{Context, TurnName};
+use super::lifecycle::ClosingReason;
 use super::membership::{JoinDecision, JoinOutcome, JoinSlot, MemberEvent};
-use super::spot::ClosingReason;
 use super::timer::{TimerTick, Timers};
 use crate::address::{Kind, SpotId};
 use crate::call::BoxFuture;
@@ -20,23 +20,6 @@ use crate::Result;
 /// What the turn loop knows of one turn; an adapter adds what stays the same from turn
 /// to turn (the object's typed ID, its timers and its Join slot, given once with
 /// [`Instance::attach`]) to make the application's [`Context`](super::Context).
-/// What a turn is about: the packet of a handler's message (an interned name of its type),
-/// or the name of a timer whose tick it is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum TurnName {
-    Packet(&'static str),
-    Timer(Arc<str>),
-}
-
-impl TurnName {
-    pub(crate) fn as_str(&self) -> &str {
-        match self {
-            TurnName::Packet(name) => name,
-            TurnName::Timer(name) => name,
-        }
-    }
-}
-
 pub(crate) struct TurnInfo {
     pub(crate) handle: Handle,
     pub(crate) generation: u64,

@@ -12,6 +12,7 @@
 //! timers move with it, and messages that still arrive at the old owner follow it.
 
 mod actor;
+mod actor_type;
 mod adapter;
 mod admission;
 pub(crate) mod binding;
@@ -27,6 +28,8 @@ mod inbound;
 mod inline_turn;
 mod instance;
 mod instance_spot;
+mod joining;
+mod lifecycle;
 mod live_object;
 mod lost_sends;
 mod membership;
@@ -40,13 +43,16 @@ pub mod recovery;
 mod registry;
 mod release;
 pub(crate) mod relocation;
+mod relocation_state;
 mod remote;
 mod resolver;
 mod route_switch;
 mod server;
 mod settings;
 mod spot;
+mod spot_type;
 mod stop_list;
+mod subscription;
 mod timer;
 mod turn_gate;
 mod turn_loop;
@@ -70,18 +76,18 @@ pub use lost_sends::LostOneWays;
 pub use membership::{Execution, JoinDecision, JoinOutcome};
 pub use multicast::MulticastCounts;
 pub use object_type::{ActorType, ObjectType, SpotType};
-pub use relocation::{
-    BlockedObject, BlockedReason, RelocationReport, RelocationState, MAX_CAPTURED_STATE_BYTES,
-};
+pub use relocation::{BlockedObject, BlockedReason, RelocationReport};
+pub use relocation_state::{RelocationState, MAX_CAPTURED_STATE_BYTES};
 pub(crate) use route_cache::DEFAULT_ROUTE_CACHE_MAX_AGE;
 pub(crate) use settings::cache_follow_violation;
 
 /// MessageFollowDuration's default: how long a moved object's old owner relays what still
 /// arrives.
 pub(crate) const MESSAGE_FOLLOW_DURATION: std::time::Duration = std::time::Duration::from_secs(30);
+pub use lifecycle::{ClosingReason, CreateDecision, Relocation};
 pub(crate) use server::ObjectServer;
 pub(crate) use settings::ObjectSettings;
-pub use spot::{ClosingReason, CreateDecision, Relocation, Spot, SpotHandlers};
+pub use spot::{Spot, SpotHandlers};
 pub use timer::{TimerPolicy, TimerTick};
 
 /// A map by object: every local call looks one up (the route cache, the registry), so it

@@ -10,11 +10,11 @@ use tokio_util::sync::CancellationToken;
 use super::authority_store::Versioned;
 use super::inline_turn::HandedOver;
 use super::instance::Instance;
-use super::mailbox::Mailbox;
+use super::lifecycle::ClosingReason;
+use super::mailbox::{Lane, Mailbox};
 use super::membership::{JoinDecision, JoinOutcome, MemberEvent};
 use super::relocation::Departure;
-use super::spot::ClosingReason;
-use super::timer::{TimerRecord, TimerTick};
+use super::timer::{TickInbox, TimerRecord, TimerTick};
 use crate::mesh::PendingReply;
 use crate::wire::{Metadata, Payload};
 use crate::{Error, Result};
@@ -187,5 +187,21 @@ impl ObjectJob {
             ObjectJob::Relocate { .. } => {}
             ObjectJob::HandedOver(turn) => turn.refuse(error),
         }
+    }
+}
+
+impl TickInbox for ObjectMailbox {
+    fn admit_tick(
+        &self,
+        tick: TimerTick,
+        done: oneshot::Sender<()>,
+        cancelled: CancellationToken,
+    ) -> bool {
+        let job = ObjectJob::Tick {
+            tick,
+            done,
+            cancelled,
+        };
+        self.admit(Lane::Application, job, 0).is_ok()
     }
 }

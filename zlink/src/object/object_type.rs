@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::actor::Actor;
 use super::context::{ActorContext, SpotContext};
+use super::lifecycle::Relocation;
 use super::mailbox::{LaneLimits, APPLICATION_LANE, JOB_OVERHEAD_BYTES};
 use super::membership::Execution;
-use super::spot::{Relocation, Spot};
+use super::spot::Spot;
 use crate::address::{ActorKind, Kind, SpotKind};
 use crate::address::{ObjectKind, StableType};
 use crate::call::PacketKind;
@@ -78,7 +79,7 @@ pub(crate) struct TypeDef {
     /// (`on_owner_lost = reclaim`), instead of ending `Unavailable`.
     pub(crate) reclaim_on_owner_lost: bool,
     /// The Logical Multicast topics its Spots take, each with the handler it runs.
-    pub(crate) subscriptions: Vec<super::multicast::Subscription>,
+    pub(crate) subscriptions: Vec<super::subscription::Subscription>,
 }
 
 impl std::fmt::Debug for TypeDef {

@@ -1,4 +1,4 @@
-//! What one node sent on one route-lane's route (see [`route_cache`](super::route_cache))
+//! What one node sent on one route-lane's route (see the `route_cache` module)
 //! and has not yet seen arrive: whether a switch to a later owner needs a follow barrier
 //! first.
 

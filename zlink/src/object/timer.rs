@@ -16,8 +16,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::authority::OwnerFence;
-use super::mailbox::Lane;
-use super::object_job::{ObjectJob, ObjectMailbox};
 use crate::store::OwnerLease;
 use crate::sync::LockUnpoisoned;
 use crate::{Error, Result};
@@ -243,9 +241,21 @@ impl Schedule {
     }
 }
 
+/// Where a due tick goes: its object's mailbox, as the timers see it.
+pub(crate) trait TickInbox: Send + Sync + 'static {
+    /// Queues `tick` on the application lane, its turn to fire `done` when it ended and
+    /// to stop with `cancelled`; `false` when the queue is full (the tick is skipped).
+    fn admit_tick(
+        &self,
+        tick: TimerTick,
+        done: oneshot::Sender<()>,
+        cancelled: CancellationToken,
+    ) -> bool;
+}
+
 /// The timers of one Spot.
 pub(crate) struct Timers {
-    mailbox: Weak<ObjectMailbox>,
+    mailbox: Weak<dyn TickInbox>,
     lease: Arc<OwnerLease>,
     /// The Spot's owner fence: a tick runs only while this node's current lease is the one
     /// the Spot's authority names.
@@ -265,7 +275,7 @@ struct Running {
 
 impl Timers {
     pub(crate) fn new(
-        mailbox: Weak<ObjectMailbox>,
+        mailbox: Weak<dyn TickInbox>,
         lease: Arc<OwnerLease>,
         fence: OwnerFence,
         tracker: TaskTracker,
@@ -373,7 +383,7 @@ impl Timers {
 
 async fn run(
     schedule: Arc<Mutex<Schedule>>,
-    mailbox: Weak<ObjectMailbox>,
+    mailbox: Weak<dyn TickInbox>,
     lease: Arc<OwnerLease>,
     fence: OwnerFence,
     cancel: CancellationToken,
@@ -428,7 +438,7 @@ enum Delivery {
 fn deliver(
     schedule: &Schedule,
     due: &DueTick,
-    mailbox: &Weak<ObjectMailbox>,
+    mailbox: &Weak<dyn TickInbox>,
     lease: &OwnerLease,
     fence: &OwnerFence,
     cancel: &CancellationToken,
@@ -445,15 +455,10 @@ fn deliver(
         return Delivery::SpotGone;
     };
     let (done, finished) = oneshot::channel();
-    let job = ObjectJob::Tick {
-        tick: schedule.tick(due),
-        done,
-        cancelled: cancel.clone(),
-    };
     // A full queue drops the tick.
-    match mailbox.admit(Lane::Application, job, 0) {
-        Ok(_) => Delivery::Admitted(finished),
-        Err(_) => Delivery::NotRun,
+    match mailbox.admit_tick(schedule.tick(due), done, cancel.clone()) {
+        true => Delivery::Admitted(finished),
+        false => Delivery::NotRun,
     }
 }
 

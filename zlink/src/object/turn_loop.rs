@@ -10,16 +10,18 @@ use tokio::sync::{oneshot, OwnedMutexGuard};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::context::TurnName;
 use super::handler_turn::{answer, caught, handler_turn};
 use super::inline_turn::HandedOver;
-use super::instance::{Instance, TurnInfo, TurnName, Vacant};
+use super::instance::{Instance, TurnInfo, Vacant};
+use super::joining;
+use super::lifecycle::ClosingReason;
 use super::live_object::{Gate, LiveObject, ObjectHost, TurnView};
 use super::mailbox::{Next, Reclaimed, Turn};
-use super::membership::{self, JoinOutcome, JoinStep, MemberEvent};
+use super::membership::{JoinOutcome, JoinStep, MemberEvent};
 use super::object_job::{Arrived, Captured, ObjectJob, Resume};
 use super::relocation::seal::{self, SealOutcome};
 use super::server::ObjectServer;
-use super::spot::ClosingReason;
 use super::timer::Timers;
 use super::turn_gate::{self, TurnGate};
 use crate::address::{ObjectKey, ObjectKind, SpotId};
@@ -79,8 +81,10 @@ impl TurnLoop {
         host: ObjectHost,
     ) -> Self {
         let timer_stop = host.cancel.child_token();
+        let mailbox = Arc::downgrade(object.mailbox());
+        let inbox: std::sync::Weak<dyn super::timer::TickInbox> = mailbox;
         let timers = Timers::new(
-            Arc::downgrade(object.mailbox()),
+            inbox,
             host.lease,
             object.fence(),
             host.tracker,
@@ -603,7 +607,7 @@ impl TurnLoop {
         let step = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => return Step::Next,
-            step = membership::join(&server, &self.object, join) => step,
+            step = joining::join(&server, &self.object, join) => step,
         };
         let outcome = match step {
             JoinStep::Done(outcome) => outcome,

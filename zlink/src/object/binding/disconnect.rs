@@ -44,7 +44,7 @@ pub(crate) fn disconnect_here(
     let actor = ActorRef::at(id, live.authority().location());
     match server.registry.get(&ObjectKey::from(&spot)) {
         Some(spot) => {
-            crate::object::membership::notify_disconnected(&spot, actor);
+            crate::object::joining::notify_disconnected(&spot, actor);
         }
         None => server.tell_spot_elsewhere(spot, actor),
     }
@@ -107,7 +107,7 @@ impl ObjectServer {
                     // The Spot arrived here meanwhile.
                     return match server.registry.get(&key) {
                         Some(live) => {
-                            crate::object::membership::notify_disconnected(&live, actor);
+                            crate::object::joining::notify_disconnected(&live, actor);
                             Ok(())
                         }
                         None => Err(Error::new(
@@ -179,7 +179,7 @@ impl InboundRoute for MemberDisconnectedRoute {
         match decoded {
             Ok((spot, actor)) => match server.registry.get(&ObjectKey::from(&spot)) {
                 Some(live) => {
-                    crate::object::membership::notify_disconnected(&live, actor);
+                    crate::object::joining::notify_disconnected(&live, actor);
                 }
                 None => {
                     tracing::debug!(%spot, actor = %actor.id, "a member's disconnect for a Spot this node does not run: dropped");

@@ -12,12 +12,12 @@ use tokio::time::Instant;
 use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Draft, Fenced, Reserved, Versioned};
 use super::instance::Instance;
+use super::lifecycle::CreateDecision;
 use super::live_object::{Go, LiveObject};
 use super::object_type::TypeDef;
 use super::owner_link::node_stopping;
 use super::placement;
 use super::server::{store_error, ObjectServer};
-use super::spot::CreateDecision;
 use crate::address::Location;
 use crate::address::Outcome;
 use crate::address::{ObjectKey, ObjectKind, StableType};
@@ -529,7 +529,7 @@ async fn initialize_then_commit(server: &Arc<ObjectServer>, made: Made<'_>) -> R
         Ok(ready) => {
             live.set_authority(ready.clone());
             if key.kind == ObjectKind::Actor {
-                super::membership::created_in_entry(server, &live, &ready);
+                super::joining::created_in_entry(server, &live, &ready);
             }
             let _ = go.send(true);
             Ok(ready)

@@ -10,8 +10,8 @@ use crate::handle::Handle;
 use crate::object::adapter::Adapted;
 use crate::object::context::{ActorContext, SpotContext};
 use crate::object::instance::Instance;
+use crate::object::lifecycle::CreateDecision;
 use crate::object::object_type::{Factory, TypeDef};
-use crate::object::spot::CreateDecision;
 use crate::wire::Metadata;
 use crate::{Error, ErrorKind, Result};
 

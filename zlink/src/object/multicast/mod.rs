@@ -11,8 +11,6 @@ use tokio::sync::Semaphore;
 
 use super::object_type::TypeDef;
 use crate::address::StableType;
-use crate::call::PacketKind;
-use crate::{Error, Result};
 
 mod publish;
 mod receive;
@@ -90,39 +88,6 @@ pub struct MulticastCounts {
     pub delivered: u64,
     /// Events a subscribed Spot here could not take (a full queue, a closing Spot).
     pub dropped: u64,
-}
-
-/// One topic a Spot type takes: events of `packet` published to `topic` on `channel`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Subscription {
-    pub(crate) channel: String,
-    pub(crate) topic: String,
-    pub(crate) packet: String,
-}
-
-impl Subscription {
-    /// Checks the names, and that `packet` is a one-way handler of `def`.
-    pub(crate) fn new(def: &TypeDef, channel: &str, topic: &str, packet: &str) -> Result<Self> {
-        for (what, name) in [("channel", channel), ("topic", topic)] {
-            if name.is_empty() || name.len() > 255 {
-                return Err(Error::InvalidArgument(format!(
-                    "a multicast {what} name must be 1..=255 bytes, got {}",
-                    name.len()
-                )));
-            }
-        }
-        if def.handler(packet, PacketKind::Send).is_none() {
-            return Err(Error::InvalidArgument(format!(
-                "Spot type {} subscribes {packet:?} to topic {topic:?}, but has no one-way handler for it",
-                def.stable_type
-            )));
-        }
-        Ok(Subscription {
-            channel: channel.to_string(),
-            topic: topic.to_string(),
-            packet: packet.to_string(),
-        })
-    }
 }
 
 /// Which Spot types of this node take an event, by `(channel, topic, packet)`. Types are

@@ -28,11 +28,11 @@ use crate::address::Location;
 use crate::address::{ObjectKey, ObjectKind};
 use crate::object::authority::AuthorityState;
 use crate::object::env::ObjectEnv;
+use crate::object::lifecycle::Relocation;
 use crate::object::live_object::LiveObject;
 use crate::object::object_job::{Captured, ObjectJob, Resume};
 use crate::object::registry::ObjectRegistry;
 use crate::object::server::ObjectServer;
-use crate::object::spot::Relocation;
 use crate::{Error, ErrorKind, Result};
 
 /// The captured states of one unit that travel inside its restore, at most (the rest go

@@ -9,10 +9,10 @@ use super::source::{relocate, relocate_spot};
 use crate::address::Location;
 use crate::address::{ActorId, ObjectKey, ObjectKind, SpotId};
 use crate::address::{ActorRef, SpotRef};
+use crate::object::lifecycle::Relocation;
 use crate::object::live_object::LiveObject;
 use crate::object::membership::Execution;
 use crate::object::server::ObjectServer;
-use crate::object::spot::Relocation;
 use crate::Error;
 use crate::Result;
 

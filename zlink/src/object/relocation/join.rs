@@ -13,10 +13,10 @@ use super::record::JoinIntent;
 use super::source::{hand_over, prepare, Carry, HandOver};
 use crate::address::SpotId;
 use crate::object::instance::Instance;
+use crate::object::lifecycle::Relocation;
 use crate::object::live_object::LiveObject;
 use crate::object::membership::JoinOutcome;
 use crate::object::server::ObjectServer;
-use crate::object::spot::Relocation;
 use crate::object::timer::Timers;
 use crate::{Error, ErrorKind};
 

@@ -41,11 +41,11 @@ mod record;
 mod relocations;
 pub(crate) mod seal;
 mod source;
-mod state;
 mod terminal;
 
 use std::time::Duration;
 
+pub(crate) use super::relocation_state::MAX_CAPTURED_STATE_BYTES;
 pub(crate) use arrival::Arrivals;
 pub use bound_routes::{BoundFuture, BoundMove};
 pub use bound_routes::{BoundRoutes, MAX_BOUND_ROUTES_BYTES};
@@ -58,7 +58,6 @@ pub(crate) use join::join_across;
 pub(crate) use permits::RelocationPermits;
 pub(crate) use relocations::Relocations;
 pub(crate) use source::relocate;
-pub use state::{RelocationState, MAX_CAPTURED_STATE_BYTES};
 pub(crate) use terminal::{Recorder, RELAY_ID_KEY};
 
 use super::lost_sends::{LostReason, LostSends};

@@ -8,11 +8,11 @@ use tokio::sync::{oneshot, OwnedMutexGuard};
 use tokio_util::sync::CancellationToken;
 
 use crate::object::instance::Instance;
+use crate::object::lifecycle::Relocation;
 use crate::object::live_object::LiveObject;
 use crate::object::object_job::{Captured, Resume};
 use crate::object::relocation::Departures;
 use crate::object::server::ObjectServer;
-use crate::object::spot::Relocation;
 use crate::object::timer::Timers;
 
 /// How a seal ended for the turn loop.

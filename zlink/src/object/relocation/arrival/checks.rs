@@ -10,12 +10,12 @@ use crate::address::{ActorId, ObjectKey, ObjectKind, SpotId};
 use crate::address::{ActorRef, Location};
 use crate::object::authority::{Authority, AuthorityState, ObjectShape, OwnerFence};
 use crate::object::env::ObjectEnv;
+use crate::object::lifecycle::Relocation;
 use crate::object::membership::JoinDecision;
 use crate::object::object_type::TypeDef;
 use crate::object::registry::ObjectRegistry;
 use crate::object::relocation::record::{JoinIntent, MovedObject, RestoreRecord, RestoreReply};
 use crate::object::server::ObjectServer;
-use crate::object::spot::Relocation;
 use crate::{Error, ErrorKind, Result};
 
 pub(super) enum JoinAdmission {
@@ -69,7 +69,7 @@ pub(super) async fn admit_join(
                 ),
             ));
         }
-        match crate::object::membership::admit(
+        match crate::object::joining::admit(
             &target,
             actor.clone(),
             Bytes::from(intent.request.clone()),

@@ -151,7 +151,7 @@ async fn commit_once(
                     arrival.live.use_gate_of(Some(&joining.target));
                     let mut actor = joining.actor.clone();
                     actor.rid = server.env.route().rid.clone();
-                    crate::object::membership::joined(&joining.target, actor).await;
+                    crate::object::joining::joined(&joining.target, actor).await;
                 }
                 None => match &arrival.shell {
                     Some(shell) => {

@@ -2,9 +2,9 @@
 //! allows it, and a target is chosen.
 
 use crate::address::{ObjectKey, ObjectKind};
+use crate::object::lifecycle::Relocation;
 use crate::object::live_object::LiveObject;
 use crate::object::server::ObjectServer;
-use crate::object::spot::Relocation;
 use crate::{Error, ErrorKind, Result};
 
 /// The record code of `key`'s namespace.

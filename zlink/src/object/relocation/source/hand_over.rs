@@ -21,6 +21,7 @@ use crate::object::owner_link::{ObjectCommand, OwnerLink};
 use crate::object::registry::ObjectRegistry;
 use crate::object::relocation::bound_routes::{BoundMove, BoundSeal};
 use crate::object::relocation::follow::{Departure, RelayItem};
+use crate::object::relocation::job_to_held;
 use crate::object::relocation::ownership::{committed, reclaim, Reclaimed};
 use crate::object::relocation::placed_state::{place_state, StoredState};
 use crate::object::relocation::record::{
@@ -29,7 +30,7 @@ use crate::object::relocation::record::{
 use crate::object::relocation::RelocationFaults;
 use crate::object::relocation::Relocations;
 use crate::object::relocation::INLINE_STATE_BYTES;
-use crate::object::relocation::{job_to_held, MAX_CAPTURED_STATE_BYTES};
+use crate::object::relocation_state::MAX_CAPTURED_STATE_BYTES;
 use crate::object::server::ObjectServer;
 use crate::wire::Command;
 use crate::{Error, ErrorKind, Result};
@@ -321,7 +322,7 @@ pub(super) fn leave_source_spot(
     if joining {
         if let Ok(id) = crate::object::ActorId::new(&live.key.id) {
             let actor = crate::object::ActorRef::at(id, authority.location());
-            crate::object::membership::notify_left(&previous, actor);
+            crate::object::joining::notify_left(&previous, actor);
         }
     }
 }

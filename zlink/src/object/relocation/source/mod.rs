@@ -13,11 +13,11 @@ use crate::address::Location;
 use crate::address::{ObjectKey, ObjectKind};
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
+use crate::object::lifecycle::Relocation;
 use crate::object::live_object::LiveObject;
 use crate::object::membership::Execution;
 use crate::object::object_job::{Captured, ObjectJob, Resume};
 use crate::object::server::ObjectServer;
-use crate::object::spot::Relocation;
 use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind, Result};
 
