@@ -240,7 +240,6 @@ const OBJECT_NOT_YET_LAYERED: &[&str] = &[
     "route_switch",
     "server",
     "settings",
-    "turn_gate",
     "turn_loop",
 ];
 

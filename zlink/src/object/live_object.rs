@@ -20,7 +20,7 @@ use super::object_job::{Arrived, ObjectJob, ObjectMailbox};
 use super::object_type::{Factory, TypeDef};
 use super::server::ObjectServer;
 use super::stop_list::{Halt, StopList};
-use super::turn_gate::TurnGate;
+use super::turn_gate::{Gate, TurnGate};
 use super::turn_loop::TurnLoop;
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::call::PacketKind;
@@ -108,10 +108,6 @@ struct Members {
     actors: HashSet<Arc<str>>,
     closing: bool,
 }
-
-/// The execution gate: one turn at a time among the objects that share it (a SpotWide
-/// Spot and its member Actors); every other object has a gate of its own.
-pub(crate) type Gate = tokio::sync::Mutex<()>;
 
 /// What a running object's owner changes while it runs (never held across an await).
 struct ObjectState {

@@ -9,8 +9,6 @@ use std::cell::Cell;
 use std::future::Future;
 use std::sync::Arc;
 
-use super::live_object::Gate;
-
 thread_local! {
     /// The address of the gate the turn being polled on this thread holds (0: none).
     static HELD: Cell<usize> = const { Cell::new(0) };
@@ -19,6 +17,10 @@ thread_local! {
 fn address(gate: &Arc<Gate>) -> usize {
     Arc::as_ptr(gate) as usize
 }
+
+/// The execution gate: one turn at a time among the objects that share it (a SpotWide
+/// Spot and its member Actors); every other object has a gate of its own.
+pub(crate) type Gate = tokio::sync::Mutex<()>;
 
 /// The gate a turn holds.
 #[derive(Clone)]
