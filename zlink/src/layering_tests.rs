@@ -230,6 +230,7 @@ const OBJECT_NOT_YET_LAYERED: &[&str] = &[
     "inline_turn",
     "instance_spot",
     "joining",
+    "launch",
     "live_object",
     "multicast",
     "object_job",
@@ -239,7 +240,7 @@ const OBJECT_NOT_YET_LAYERED: &[&str] = &[
     "route_cache",
     "route_switch",
     "server",
-    "settings",
+    "turn_host",
     "turn_loop",
 ];
 

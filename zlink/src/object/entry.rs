@@ -17,40 +17,17 @@ use tokio::sync::{oneshot, watch};
 use super::authority::ObjectShape;
 use super::authority_store::{Draft, Fenced, Reserved, Versioned};
 use super::context::SpotContext;
+use super::entry_hooks::{EntryHooks, EntryHooksFactory};
 use super::instance::{Instance, TurnInfo};
 use super::lifecycle::{ClosingReason, Relocation};
-use super::live_object::LiveObject;
 use super::membership::{Execution, JoinDecision, MemberEvent};
 use super::object_type::{Factory, TypeDef};
 use super::server::ObjectServer;
 use super::timer::TimerTick;
-use crate::address::ActorRef;
 use crate::address::{ObjectKey, SpotId};
 use crate::call::BoxFuture;
 use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind, Result};
-
-/// What an application hears from its node's Entry Spot (register with
-/// [`RuntimeBuilder::entry_hooks`](crate::RuntimeBuilder::entry_hooks)). The callbacks run
-/// one at a time on the Entry Spot's lifecycle lane; the defaults do nothing.
-#[async_trait]
-pub trait EntryHooks: Send + 'static {
-    /// A new Actor was created in this Entry Spot (its initial membership).
-    async fn on_create_actor(&mut self, _ctx: &SpotContext, _actor: &ActorRef) {}
-
-    /// An Actor came back to this Entry Spot from a User Spot.
-    async fn on_joined_actor(&mut self, _ctx: &SpotContext, _actor: &ActorRef) {}
-
-    /// An Actor left this Entry Spot for a User Spot.
-    async fn on_leave_actor(&mut self, _ctx: &SpotContext, _actor: &ActorRef) {}
-
-    /// The STREAM session bound to an Actor of this Entry Spot disconnected: once per
-    /// binding.
-    async fn on_disconnect_actor(&mut self, _ctx: &SpotContext, _actor: &ActorRef) {}
-}
-
-/// Makes the Entry Spot's hooks when the node starts.
-pub(crate) type EntryHooksFactory = dyn Fn() -> Box<dyn EntryHooks> + Send + Sync;
 
 /// The hooks an application registered none of.
 struct NoHooks;
@@ -247,7 +224,7 @@ impl EntrySpot {
             hooks,
         };
         let (go, wait) = oneshot::channel();
-        let live = LiveObject::start(
+        let live = crate::object::launch::start(
             key,
             Arc::new(entry_type()?),
             ready,

@@ -17,56 +17,21 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use tokio::sync::OwnedMutexGuard;
-
 use super::context::TurnName;
 use super::handler_turn::{answer, handler_turn};
-use super::instance::{Instance, TurnInfo};
+use super::instance::TurnInfo;
 use super::live_object::{LiveObject, TurnView};
-use super::object_job::{CallerWait, ObjectJob, ReplyTo};
+use super::object_job::{CallerWait, HandedOver, ObjectJob, OwnedTurn, ReplyTo};
 use crate::address::ObjectKind;
-use crate::call::BoxFuture;
 use crate::mesh::poll_once;
 use crate::wire::Payload;
-use crate::{Error, Result};
+use crate::Result;
 
 /// How many turns may run inside one another on one thread.
 pub(crate) const MAX_DEPTH: u8 = 4;
 
 thread_local! {
     static DEPTH: Cell<u8> = const { Cell::new(0) };
-}
-
-/// A handler's turn that owns the instance it runs on, and gives it back with the result.
-pub(crate) type OwnedTurn = BoxFuture<'static, (Box<dyn Instance>, Result<Payload>)>;
-
-/// A turn begun on a caller's task that its object's loop finishes.
-pub(crate) enum HandedOver {
-    /// The handler waits: the loop drives it on, then answers `reply`.
-    Running {
-        turn: OwnedTurn,
-        reply: Option<ReplyTo>,
-        held: Option<OwnedMutexGuard<()>>,
-    },
-    /// The handler ended (its caller has the result) and registered a Join, which runs
-    /// before the next message.
-    Ran {
-        instance: Box<dyn Instance>,
-        ended_normally: bool,
-    },
-}
-
-impl HandedOver {
-    /// A handed-over turn that will not run on (the object closed): its caller hears
-    /// `error`.
-    pub(crate) fn refuse(self, error: Error) {
-        if let HandedOver::Running {
-            reply: Some(reply), ..
-        } = self
-        {
-            reply.send(Err(error));
-        }
-    }
 }
 
 /// How a call fared on the caller's task.

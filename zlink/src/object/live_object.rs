@@ -2,30 +2,25 @@
 //! one turn at a time from the object's mailbox, and the authority it was admitted under.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use std::collections::HashSet;
 
 use super::authority_store::Versioned;
-use super::instance::Instance;
 use super::lost_sends::{LostReason, LostSends};
 use super::mailbox::{Lane, Mailbox, Refused, LIFECYCLE_LANE};
 use super::membership::{Execution, JoinSlot};
 use super::object_job::{Arrived, ObjectJob, ObjectMailbox};
 use super::object_type::{Factory, TypeDef};
-use super::server::ObjectServer;
-use super::stop_list::{Halt, StopList};
+use super::stop_list::Halt;
 use super::turn_gate::{Gate, TurnGate};
-use super::turn_loop::TurnLoop;
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::call::PacketKind;
 use crate::handle::WeakHandle;
-use crate::store::{LeaseToken, OwnerId, OwnerLease};
+use crate::store::{LeaseToken, OwnerId};
 use crate::sync::LockUnpoisoned;
 use crate::wire::RouteFence;
 use crate::{Error, ErrorKind};
@@ -39,67 +34,6 @@ pub(crate) struct TurnView {
     pub(crate) generation: u64,
     /// How many times its gate or Spot had changed when this was read.
     pub(crate) changes: u64,
-}
-
-/// What an object's turn loop runs with: its node's handle (weakly), the owner lease its ticks need,
-/// the task tracker and the token that stops it with its node.
-pub(crate) struct ObjectHost {
-    pub(crate) handle: WeakHandle,
-    /// The object layer, for the Joins an Actor's handlers register.
-    pub(crate) server: Weak<ObjectServer>,
-    pub(crate) lease: Arc<OwnerLease>,
-    pub(crate) tracker: TaskTracker,
-    pub(crate) cancel: CancellationToken,
-    /// Where a queued one-way that never runs is counted.
-    pub(crate) lost: Arc<LostSends>,
-    /// The node's turn loops, which its stop halts.
-    pub(crate) running: Arc<StopList>,
-}
-
-/// Closes an object's mailbox when its turn loop ends for any reason (a panic included), so
-/// no queued job is left without its answer.
-struct CloseOnExit {
-    object: Arc<LiveObject>,
-    /// Set once the creation (or the arrival) committed.
-    committed: Arc<AtomicBool>,
-}
-
-impl Drop for CloseOnExit {
-    fn drop(&mut self) {
-        if self.committed.load(Ordering::Acquire) {
-            self.object.refuse_queued(
-                ErrorKind::ShuttingDown,
-                "the object stopped before the message ran",
-            );
-        } else {
-            self.object.refuse_queued(
-                ErrorKind::Unavailable,
-                "the object's creation did not commit",
-            );
-        }
-    }
-}
-
-/// When a new object's turn loop may run (see [`LiveObject::start`]).
-pub(crate) enum Go {
-    /// Once the owner change (or the Entry Spot's claim) commits: `true`, or `false` (or
-    /// dropped) when it did not, and then nothing ever runs.
-    AfterCommit(oneshot::Receiver<bool>),
-    /// A created object (reference §2.5–2.6): `on_initialize` runs before the Ready commit,
-    /// and reports on `initialized` (an error when the activating message did not fit
-    /// its queue); then the loop waits for `commit`.
-    InitializeFirst {
-        /// An Instance Spot's activating message, queued first.
-        first: Option<(ObjectJob, usize)>,
-        initialized: oneshot::Sender<Result<(), Error>>,
-        commit: oneshot::Receiver<bool>,
-    },
-}
-
-impl From<oneshot::Receiver<bool>> for Go {
-    fn from(commit: oneshot::Receiver<bool>) -> Self {
-        Go::AfterCommit(commit)
-    }
 }
 
 /// A Spot's members on this node.
@@ -144,7 +78,7 @@ pub(crate) struct LiveObject {
     /// The Join an Actor's running handler registered.
     joins: Arc<JoinSlot>,
     /// An Actor's session binding.
-    bindings: super::binding::ActorBindings,
+    bindings: super::actor_binding::ActorBindings,
     /// Its timers, once its turn loop runs (what idle eviction asks about).
     timers: std::sync::OnceLock<std::sync::Weak<super::timer::Timers>>,
     /// Where a queued one-way that never runs is counted.
@@ -173,18 +107,14 @@ impl Halt for LiveObject {
 }
 
 impl LiveObject {
-    /// Makes the object reachable and starts its turn loop, as `go` says: an object that
-    /// arrived by a move (or the Entry Spot) waits for its commit, then runs; a new one
-    /// runs `on_initialize` first, says so, and then waits for its commit (see [`Go`]).
-    /// Registering before the commit means the owner admits messages from the moment the
-    /// store says Ready; nothing queued runs before the commit is known.
-    pub(crate) fn start(
+    /// A new running object of `object_type` under `authority`, with its mailbox, on the
+    /// node `handle` reaches, stopped by `cancel`; a one-way it never runs counts in
+    /// `lost`. (The `launch` module starts its turn loop.)
+    pub(super) fn new(
         key: ObjectKey,
         object_type: Arc<TypeDef>,
         authority: Versioned,
-        instance: Box<dyn Instance>,
-        host: ObjectHost,
-        go: Go,
+        (handle, cancel, lost): (WeakHandle, CancellationToken, Arc<LostSends>),
         arrived_with: Option<Arrived>,
     ) -> Arc<LiveObject> {
         let mailbox = Mailbox::new(LIFECYCLE_LANE, object_type.queue);
@@ -194,13 +124,13 @@ impl LiveObject {
             .as_deref()
             .and_then(|spot| SpotId::new(spot).ok());
         let own_gate = Arc::new(Gate::new(()));
-        let live = Arc::new(LiveObject {
+        Arc::new(LiveObject {
             key,
             object_type,
 
             mailbox,
-            handle: host.handle.clone(),
-            cancel: host.cancel.clone(),
+            handle,
+            cancel,
             state: Mutex::new(ObjectState {
                 authority,
                 gate: own_gate.clone(),
@@ -211,71 +141,18 @@ impl LiveObject {
             own_gate,
             view_changes: AtomicU64::new(0),
             joins: Arc::new(JoinSlot::default()),
-            bindings: super::binding::ActorBindings::default(),
+            bindings: super::actor_binding::ActorBindings::default(),
             timers: std::sync::OnceLock::new(),
-            lost: host.lost.clone(),
+            lost,
             stopping: AtomicBool::new(false),
             in_transition: Arc::new(AtomicBool::new(false)),
-        });
-        let halting: Arc<dyn Halt> = live.clone();
-        if !host.running.add(Arc::downgrade(&halting)) {
-            live.halt();
-        }
-        let first = match go {
-            Go::AfterCommit(commit) => Err(commit),
-            Go::InitializeFirst {
-                first,
-                initialized,
-                commit,
-            } => match live.queue_first(first) {
-                Ok(()) => Ok((initialized, commit)),
-                Err(e) => {
-                    let _ = initialized.send(Err(e));
-                    return live;
-                }
-            },
-        };
-        let object = live.clone();
-        let tracker = host.tracker.clone();
-        tracker.spawn(async move {
-            // Whatever way the loop ends, the mailbox closes and every queued job gets its
-            // one answer.
-            let committed = Arc::new(AtomicBool::new(false));
-            let _closer = CloseOnExit {
-                object: object.clone(),
-                committed: committed.clone(),
-            };
-            let commit = match first {
-                Err(commit) => {
-                    let cancel = host.cancel.clone();
-                    let go = tokio::select! {
-                        biased;
-                        _ = cancel.cancelled() => false,
-                        go = commit => go.unwrap_or(false),
-                    };
-                    if !go {
-                        return;
-                    }
-                    committed.store(true, Ordering::Release);
-                    None
-                }
-                Ok((initialized, commit)) => Some(super::turn_loop::InitializeFirst {
-                    initialized,
-                    commit,
-                    committed,
-                }),
-            };
-            TurnLoop::new(object.clone(), instance, host)
-                .run(commit)
-                .await;
-        });
-        live
+        })
     }
 
     /// Queues an Instance Spot's activating message before its loop exists: nothing, not
     /// even a tick `on_initialize` arms, can come before it. One that does not fit is
     /// refused, and the object never runs.
-    fn queue_first(&self, first: Option<(ObjectJob, usize)>) -> Result<(), Error> {
+    pub(super) fn queue_first(&self, first: Option<(ObjectJob, usize)>) -> Result<(), Error> {
         let Some((job, bytes)) = first else {
             return Ok(());
         };
@@ -516,7 +393,7 @@ impl LiveObject {
         self.mailbox.idle_mark()
     }
 
-    pub(crate) fn bindings(&self) -> &super::binding::ActorBindings {
+    pub(crate) fn bindings(&self) -> &super::actor_binding::ActorBindings {
         &self.bindings
     }
 

@@ -12,15 +12,18 @@
 //! timers move with it, and messages that still arrive at the old owner follow it.
 
 mod actor;
+mod actor_binding;
 mod actor_type;
 mod adapter;
 mod admission;
 pub(crate) mod binding;
+mod bound_routes;
 mod closing;
 mod context;
 pub(crate) mod creation;
 mod direct;
 mod entry;
+mod entry_hooks;
 mod env;
 mod handler_turn;
 mod idle_eviction;
@@ -29,6 +32,7 @@ mod inline_turn;
 mod instance;
 mod instance_spot;
 mod joining;
+mod launch;
 mod lifecycle;
 mod live_object;
 mod lost_sends;
@@ -43,6 +47,7 @@ pub mod recovery;
 mod registry;
 mod release;
 pub(crate) mod relocation;
+mod relocation_faults;
 mod relocation_state;
 mod remote;
 mod resolver;
@@ -55,6 +60,7 @@ mod stop_list;
 mod subscription;
 mod timer;
 mod turn_gate;
+mod turn_host;
 mod turn_loop;
 
 pub(crate) mod authority;
@@ -70,8 +76,8 @@ pub use crate::address::{
 pub(crate) use crate::address::{uuid_v4 as id_uuid_v4, ObjectKind};
 pub use actor::{Actor, ActorHandlers};
 pub use context::{ActorContext, Context, SpotContext};
-pub use entry::EntryHooks;
-pub(crate) use entry::EntryHooksFactory;
+pub use entry_hooks::EntryHooks;
+pub(crate) use entry_hooks::EntryHooksFactory;
 pub use lost_sends::LostOneWays;
 pub use membership::{Execution, JoinDecision, JoinOutcome};
 pub use multicast::MulticastCounts;

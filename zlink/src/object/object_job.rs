@@ -3,18 +3,18 @@
 
 use std::sync::Arc;
 
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, OwnedMutexGuard};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::authority_store::Versioned;
-use super::inline_turn::HandedOver;
 use super::instance::Instance;
 use super::lifecycle::ClosingReason;
 use super::mailbox::{Lane, Mailbox};
 use super::membership::{JoinDecision, JoinOutcome, MemberEvent};
 use super::relocation::Departure;
 use super::timer::{TickInbox, TimerRecord, TimerTick};
+use crate::call::BoxFuture;
 use crate::mesh::PendingReply;
 use crate::wire::{Metadata, Payload};
 use crate::{Error, Result};
@@ -87,6 +87,38 @@ impl ReplyTo {
     }
 }
 
+/// A handler's turn that owns the instance it runs on, and gives it back with the result.
+pub(crate) type OwnedTurn = BoxFuture<'static, (Box<dyn Instance>, Result<Payload>)>;
+
+/// A turn begun on a caller's task that its object's loop finishes.
+pub(crate) enum HandedOver {
+    /// The handler waits: the loop drives it on, then answers `reply`.
+    Running {
+        turn: OwnedTurn,
+        reply: Option<ReplyTo>,
+        held: Option<OwnedMutexGuard<()>>,
+    },
+    /// The handler ended (its caller has the result) and registered a Join, which runs
+    /// before the next message.
+    Ran {
+        instance: Box<dyn Instance>,
+        ended_normally: bool,
+    },
+}
+
+impl HandedOver {
+    /// A handed-over turn that will not run on (the object closed): its caller hears
+    /// `error`.
+    pub(crate) fn refuse(self, error: Error) {
+        if let HandedOver::Running {
+            reply: Some(reply), ..
+        } = self
+        {
+            reply.send(Err(error));
+        }
+    }
+}
+
 /// An object's mailbox: its jobs, and its instance parked there while its loop waits.
 pub(crate) type ObjectMailbox = Mailbox<ObjectJob, Box<dyn Instance>>;
 
@@ -127,7 +159,7 @@ pub(crate) enum ObjectJob {
         resume: oneshot::Receiver<Resume>,
     },
     /// A turn begun on a caller's task that goes on in the loop, ahead of everything
-    /// queued (see [`inline_turn`](super::inline_turn)).
+    /// queued (see the `inline_turn` module).
     HandedOver(HandedOver),
 }
 

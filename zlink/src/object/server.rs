@@ -13,19 +13,27 @@ use bytes::Bytes;
 use super::entry::EntrySpot;
 use super::env::ObjectEnv;
 use super::inbound::ObjectRoute;
+use super::instance::Instance;
 use super::lifecycle::ClosingReason;
+use super::live_object::LiveObject;
 use super::lost_sends::LostOneWays;
+use super::membership::{JoinOutcome, JoinRequest, JoinStep};
+use super::object_job::Captured;
 use super::registry::ObjectRegistry;
 use super::relocation::{self, Relocations};
 use super::resolver::Resolver;
 use super::settings::ObjectSettings;
+use super::timer::Timers;
+use super::turn_host::{JoinAcross, ObjectHost, TurnServices};
 use super::{closing, creation};
 use crate::address::{Location, ObjectKey, ObjectKind, Outcome};
+use crate::call::BoxFuture;
 use crate::handle::Handle;
 use crate::mesh::{InboundRoute, Subsystem, Teardown};
 use crate::store::StoreError;
 use crate::sync::LockUnpoisoned;
 use crate::wire::Command;
+use crate::ErrorKind;
 use crate::{Error, Result};
 
 /// The longest a clean stop spends releasing the authorities it holds (and at most the
@@ -230,10 +238,11 @@ impl ObjectServer {
     }
 
     /// What a Spot or Actor this node starts runs with.
-    pub(super) fn object_host(self: &Arc<Self>) -> super::live_object::ObjectHost {
-        super::live_object::ObjectHost {
+    pub(super) fn object_host(self: &Arc<Self>) -> ObjectHost {
+        let services: std::sync::Weak<dyn TurnServices> = Arc::downgrade(self) as _;
+        ObjectHost {
             handle: self.env.weak_handle().clone(),
-            server: Arc::downgrade(self),
+            services,
             lease: self.env.lease().clone(),
             tracker: self.env.tracker().clone(),
             cancel: self.env.cancel().child_token(),
@@ -435,5 +444,55 @@ impl ObjectServer {
             "{} of {total} authorities were not released",
             released.failed.len()
         ))
+    }
+}
+
+/// The services a turn loop asks of the layer between turns.
+impl TurnServices for ObjectServer {
+    fn first_message_ran<'a>(&'a self, live: &'a LiveObject) -> BoxFuture<'a, ()> {
+        Box::pin(super::instance_spot::first_message_ran(self, live))
+    }
+
+    fn join<'a>(
+        &'a self,
+        actor: &'a Arc<LiveObject>,
+        join: JoinRequest,
+    ) -> BoxFuture<'a, JoinStep> {
+        Box::pin(super::joining::join(self, actor, join))
+    }
+
+    fn join_across<'a>(&'a self, join: JoinAcross<'a>) -> BoxFuture<'a, Option<JoinOutcome>> {
+        Box::pin(async move {
+            // The loop calls through a strong reference: the layer is there.
+            let Some(server) = self.me.upgrade() else {
+                return Some(JoinOutcome::Failed(Error::new(
+                    ErrorKind::ShuttingDown,
+                    "the node is stopping",
+                )));
+            };
+            relocation::join_across(
+                &server,
+                join.live,
+                join.instance,
+                join.timers,
+                join.spot,
+                join.request,
+                join.rid,
+            )
+            .await
+        })
+    }
+
+    fn seal(
+        &self,
+        live: &LiveObject,
+        timers: &Timers,
+        instance: &mut Box<dyn Instance>,
+    ) -> Captured {
+        relocation::seal::seal(live, self, timers, instance)
+    }
+
+    fn unseal(&self, live: &LiveObject, sealed: Captured) {
+        relocation::seal::unseal(live, self.relocations.departures(), sealed)
     }
 }

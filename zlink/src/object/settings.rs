@@ -5,8 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::entry::EntryHooksFactory;
-use super::relocation::{BoundRoutes, RelocationFaults};
+use super::bound_routes::BoundRoutes;
+use super::entry_hooks::EntryHooksFactory;
+use super::relocation_faults::RelocationFaults;
 use super::{ActorType, SpotId, SpotType};
 use crate::store::RelocationStore;
 

@@ -12,18 +12,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::context::TurnName;
 use super::handler_turn::{answer, caught, handler_turn};
-use super::inline_turn::HandedOver;
 use super::instance::{Instance, TurnInfo, Vacant};
-use super::joining;
 use super::lifecycle::ClosingReason;
-use super::live_object::{LiveObject, ObjectHost, TurnView};
+use super::live_object::{LiveObject, TurnView};
 use super::mailbox::{Next, Reclaimed, Turn};
 use super::membership::{JoinOutcome, JoinStep, MemberEvent};
-use super::object_job::{Arrived, Captured, ObjectJob, Resume};
-use super::relocation::seal::{self, SealOutcome};
-use super::server::ObjectServer;
+use super::object_job::{Arrived, Captured, HandedOver, ObjectJob, Resume};
 use super::timer::Timers;
 use super::turn_gate::{self, Gate, TurnGate};
+use super::turn_host::{JoinAcross, ObjectHost, TurnServices};
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::handle::WeakHandle;
 use crate::wire::Metadata;
@@ -45,6 +42,16 @@ enum Step {
     Stopped,
 }
 
+/// How a move's seal ended for the loop.
+enum SealOutcome {
+    /// The move gave up or was cancelled: the object runs on here, in order.
+    Resumed,
+    /// The object lives on elsewhere: the loop ends.
+    Moved,
+    /// The object (or its node) stopped while sealed.
+    Stopped,
+}
+
 /// A created object's start (reference §2.5–2.6): `on_initialize` runs before its Ready
 /// commit, which the loop then waits for.
 pub(super) struct InitializeFirst {
@@ -63,7 +70,7 @@ pub(super) struct TurnLoop {
     instance: Box<dyn Instance>,
     away: bool,
     handle: WeakHandle,
-    server: Weak<ObjectServer>,
+    services: Weak<dyn TurnServices>,
     timers: Arc<Timers>,
     /// Stops the object's timers: at its close, its move or its node's stop.
     timer_stop: CancellationToken,
@@ -97,7 +104,7 @@ impl TurnLoop {
             instance,
             away: false,
             handle: host.handle,
-            server: host.server,
+            services: host.services,
             timers,
             timer_stop,
             cancel: host.cancel,
@@ -424,8 +431,8 @@ impl TurnLoop {
         if std::mem::take(&mut self.pending_pointer) {
             // Before the caller hears its result, and before this loop takes the next job
             // (a move's seal above all, which is fenced on the authority it reads).
-            if let Some(server) = self.server.upgrade() {
-                super::instance_spot::first_message_ran(&server, &self.object).await;
+            if let Some(layer) = self.services.upgrade() {
+                layer.first_message_ran(&self.object).await;
             }
         }
         answer(self.key(), reply, result);
@@ -506,17 +513,7 @@ impl TurnLoop {
         captured: oneshot::Sender<Captured>,
         resume: oneshot::Receiver<Resume>,
     ) -> Step {
-        let outcome = seal::at_turn_boundary(
-            &self.object,
-            &self.server,
-            &self.timers,
-            &mut self.instance,
-            held,
-            captured,
-            resume,
-            &self.cancel,
-        )
-        .await;
+        let outcome = self.seal_and_wait(held, captured, resume).await;
         match outcome {
             SealOutcome::Resumed => Step::Next,
             SealOutcome::Stopped => Step::Stopped,
@@ -532,6 +529,47 @@ impl TurnLoop {
                     "the object moved to another node",
                 )))
             }
+        }
+    }
+
+    /// Seals the object, hands what the seal took to the move, and waits for the move's
+    /// outcome. The object layer is let go before the wait, and the gate is released: a
+    /// sealed object runs nothing, while the others behind its gate (a SpotWide Spot and
+    /// its members) go on, and may be sealed for the same move.
+    async fn seal_and_wait(
+        &mut self,
+        held: Option<OwnedMutexGuard<()>>,
+        captured: oneshot::Sender<Captured>,
+        resume: oneshot::Receiver<Resume>,
+    ) -> SealOutcome {
+        let Some(layer) = self.services.upgrade() else {
+            return SealOutcome::Resumed;
+        };
+        let sealed = layer.seal(&self.object, &self.timers, &mut self.instance);
+        let records = sealed.timers.clone();
+        if let Err(sealed) = captured.send(sealed) {
+            // The move gave up before the seal: nothing changed.
+            layer.unseal(&self.object, sealed);
+            let _ = self.timers.resume(&records);
+            return SealOutcome::Resumed;
+        }
+        drop(layer);
+        drop(held);
+        let resumed = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => None,
+            resumed = resume => Some(resumed),
+        };
+        match resumed {
+            None => SealOutcome::Stopped,
+            Some(Ok(Resume::Cancelled)) => {
+                if let Err(e) = self.timers.resume(&records) {
+                    tracing::warn!(object = %self.object.key, error = %e, "timers did not resume after a cancelled move");
+                }
+                SealOutcome::Resumed
+            }
+            // A move that vanished without an outcome handed nothing over.
+            Some(Ok(Resume::Moved)) | Some(Err(_)) => SealOutcome::Moved,
         }
     }
 
@@ -601,27 +639,26 @@ impl TurnLoop {
         let Some(join) = self.object.joins().take() else {
             return Step::Next;
         };
-        let Some(server) = self.server.upgrade().filter(|_| ended_normally) else {
+        let Some(layer) = self.services.upgrade().filter(|_| ended_normally) else {
             return Step::Next;
         };
         let step = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => return Step::Next,
-            step = joining::join(&server, &self.object, join) => step,
+            step = layer.join(&self.object, join) => step,
         };
         let outcome = match step {
             JoinStep::Done(outcome) => outcome,
             // A Spot on another node: the Join is a move of this Actor.
             JoinStep::Across { spot, request, rid } => {
-                let across = super::relocation::join_across(
-                    &server,
-                    &self.object,
-                    &mut self.instance,
-                    &self.timers,
+                let across = layer.join_across(JoinAcross {
+                    live: &self.object,
+                    instance: &mut self.instance,
+                    timers: &self.timers,
                     spot,
                     request,
-                    &rid,
-                );
+                    rid: &rid,
+                });
                 let cancel = self.cancel.clone();
                 match tokio::select! {
                     biased;
@@ -638,7 +675,7 @@ impl TurnLoop {
                 }
             }
         };
-        drop(server);
+        drop(layer);
         self.complete_join(outcome).await;
         Step::Next
     }

@@ -7,11 +7,11 @@ use std::sync::{Arc, Weak};
 use tokio::time::Instant;
 
 use super::disconnect::disconnect_here;
-use super::owner::SessionKey;
 use super::record::{BindRecord, BindReply, ReplacedRecord, MAX_BIND_RECORD_BYTES};
 use super::relay::BindingRoute;
 use crate::address::{ActorId, ActorRef, ObjectKey};
 use crate::mesh::{InboundCall, InboundRoute};
+use crate::object::actor_binding::SessionKey;
 use crate::object::authority::OwnerRoute;
 use crate::object::owner_link::{route_fence, ObjectCommand};
 use crate::object::server::ObjectServer;

@@ -9,11 +9,11 @@ use std::sync::Weak;
 
 use tokio::time::Instant;
 
-use super::owner::SessionKey;
 use super::record::{BindRecord, MemberDisconnectedRecord, MAX_MEMBER_DISCONNECTED_BYTES};
 use super::relay::BindingRoute;
 use crate::address::{ActorId, ActorRef, ObjectKey, SpotId};
 use crate::mesh::{InboundCall, InboundRoute};
+use crate::object::actor_binding::SessionKey;
 use crate::object::direct::route_of;
 use crate::object::owner_link::ObjectCommand;
 use crate::object::server::ObjectServer;

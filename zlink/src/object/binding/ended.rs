@@ -9,9 +9,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::time::Instant;
 
-use super::owner::CurrentBinding;
 use super::record::ReplacedRecord;
 use super::LocalSessions;
+use crate::object::actor_binding::CurrentBinding;
 use crate::object::owner_link::{ObjectCommand, OwnerLink};
 use crate::wire::{cbor_encode, Command};
 use crate::Result;

@@ -8,18 +8,16 @@
 mod bind;
 mod disconnect;
 mod ended;
-mod owner;
 mod push;
 mod record;
 mod relay;
 mod relocation;
 
+#[cfg(test)]
+pub(crate) use super::actor_binding::SessionKey;
 pub(crate) use bind::BindRoute;
 pub(crate) use disconnect::MemberDisconnectedRoute;
 pub(crate) use ended::{tell_bindings_ended, EndedBinding};
-pub(crate) use owner::ActorBindings;
-#[cfg(test)]
-pub(crate) use owner::SessionKey;
 #[cfg(test)]
 pub(crate) use record::TargetRoute;
 pub(crate) use record::{

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::owner::SessionKey;
+use crate::object::actor_binding::SessionKey;
 
 /// A bind, session owner to Actor owner (command 38).
 #[derive(Debug, Clone, Serialize, Deserialize)]

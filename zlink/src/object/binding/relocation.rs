@@ -8,9 +8,9 @@ use std::sync::{Arc, Weak};
 
 use tokio::time::Instant;
 
-use super::owner::CurrentBinding;
 use super::record::{CarriedBinding, RelocationRecord, TargetRoute};
 use crate::address::{ActorId, ActorRef, ObjectKey};
+use crate::object::actor_binding::CurrentBinding;
 use crate::object::owner_link::ObjectCommand;
 use crate::object::relocation::{BoundFuture, BoundMove, BoundRoutes};
 use crate::object::server::ObjectServer;

@@ -12,8 +12,8 @@ use tokio::time::Instant;
 use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Draft, Fenced, Reserved, Versioned};
 use super::instance::Instance;
+use super::launch::Go;
 use super::lifecycle::CreateDecision;
-use super::live_object::{Go, LiveObject};
 use super::object_type::TypeDef;
 use super::owner_link::node_stopping;
 use super::placement;
@@ -480,7 +480,7 @@ async fn initialize_then_commit(server: &Arc<ObjectServer>, made: Made<'_>) -> R
     ready.record.creation_request = None;
     let (go, wait) = oneshot::channel();
     let (initialized_tx, initialized) = oneshot::channel();
-    let live = LiveObject::start(
+    let live = crate::object::launch::start(
         key.clone(),
         object_type.clone(),
         ready,

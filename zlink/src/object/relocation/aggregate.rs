@@ -11,7 +11,6 @@ use futures::future::join_all;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::bound_routes::BoundSeal;
 use super::ownership::{committed, reclaim, Reclaimed};
 use super::permits::MAX_BYTES_IN_FLIGHT;
 use super::placed_state::{place_state, StoredState};
@@ -27,6 +26,7 @@ use super::{INLINE_STATE_BYTES, MAX_CAPTURED_STATE_BYTES};
 use crate::address::Location;
 use crate::address::{ObjectKey, ObjectKind};
 use crate::object::authority::AuthorityState;
+use crate::object::bound_routes::BoundSeal;
 use crate::object::env::ObjectEnv;
 use crate::object::lifecycle::Relocation;
 use crate::object::live_object::LiveObject;

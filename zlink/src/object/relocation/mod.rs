@@ -28,9 +28,7 @@
 mod aggregate;
 mod aggregate_arrival;
 mod arrival;
-mod bound_routes;
 mod drain;
-mod faults;
 pub(crate) mod follow;
 mod inbound;
 mod join;
@@ -45,13 +43,13 @@ mod terminal;
 
 use std::time::Duration;
 
+pub use super::bound_routes::{BoundFuture, BoundMove};
+pub use super::bound_routes::{BoundRoutes, MAX_BOUND_ROUTES_BYTES};
+pub(crate) use super::relocation_faults::RelocationFaults;
 pub(crate) use super::relocation_state::MAX_CAPTURED_STATE_BYTES;
 pub(crate) use arrival::Arrivals;
-pub use bound_routes::{BoundFuture, BoundMove};
-pub use bound_routes::{BoundRoutes, MAX_BOUND_ROUTES_BYTES};
 pub(crate) use drain::relocate_all;
 pub use drain::{BlockedObject, BlockedReason, RelocationReport};
-pub(crate) use faults::RelocationFaults;
 pub(crate) use follow::{Departure, Departures, Held, Offer};
 pub(crate) use inbound::register_routes;
 pub(crate) use join::join_across;

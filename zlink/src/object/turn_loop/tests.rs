@@ -103,7 +103,7 @@ fn start() -> Running {
     let tracker = TaskTracker::new();
     let host = ObjectHost {
         handle: handle.downgrade(),
-        server: Weak::new(),
+        services: Weak::<crate::object::server::ObjectServer>::new(),
         lease: OwnerLease::new(OwnerLeaseSettings::default()),
         tracker: tracker.clone(),
         cancel: CancellationToken::new(),
@@ -111,7 +111,7 @@ fn start() -> Running {
         running: running.clone(),
     };
     let (go, wait) = oneshot::channel();
-    let live = LiveObject::start(
+    let live = crate::object::launch::start(
         ObjectKey::from(&SpotId::new("s").unwrap()),
         Arc::new(object_type),
         Versioned {

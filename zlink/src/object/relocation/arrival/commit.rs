@@ -9,7 +9,7 @@ use super::Arrival;
 use crate::address::ActorRef;
 use crate::address::{ActorId, ObjectKey, ObjectKind};
 use crate::object::authority_store::{Fenced, Versioned};
-use crate::object::relocation::bound_routes::SwitchOnOpen;
+use crate::object::bound_routes::SwitchOnOpen;
 use crate::object::relocation::CUTOVER_FALLBACK;
 use crate::object::server::ObjectServer;
 use crate::sync::LockUnpoisoned;

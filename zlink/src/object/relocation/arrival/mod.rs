@@ -9,7 +9,6 @@ use bytes::Bytes;
 use tokio::sync::{oneshot, OnceCell};
 use tokio::time::Instant;
 
-use super::bound_routes::SwitchOnOpen;
 use super::permits::Permit;
 use super::record::{MovedObject, MovedState, RelayReady, RestoreRecord, RestoreReply};
 use super::RELOCATION_DEADLINE;
@@ -17,6 +16,7 @@ use crate::address::ActorRef;
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::object::authority::{Authority, OwnerFence};
 use crate::object::authority_store::Versioned;
+use crate::object::bound_routes::SwitchOnOpen;
 use crate::object::instance::Instance;
 use crate::object::live_object::LiveObject;
 use crate::object::membership::JoinOutcome;
@@ -332,7 +332,7 @@ impl Arriving<'_> {
         carried: Carried,
     ) -> Arc<Arrival> {
         let (go, wait) = oneshot::channel();
-        let live = LiveObject::start(
+        let live = crate::object::launch::start(
             key.clone(),
             object_type,
             Versioned {
