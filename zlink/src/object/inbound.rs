@@ -183,7 +183,10 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
     // The Spot's own task answers: no task waits here for the turn.
     let pending = call.into_pending();
     let reply = match recorder {
-        Some(recorder) => ReplyTo::Recorded(Box::new(Recorded { pending, recorder })),
+        Some(recorder) => ReplyTo::Recorded(Box::new(Recorded {
+            pending,
+            recorder: Box::new(recorder),
+        })),
         None => ReplyTo::Remote(pending),
     };
     let prepared = super::admission::prepare(

@@ -39,7 +39,14 @@ pub(crate) enum ReplyTo {
 /// Where a relayed request's result goes, and how it is recorded.
 pub(crate) struct Recorded {
     pub(crate) pending: PendingReply,
-    pub(crate) recorder: super::relocation::Recorder,
+    pub(crate) recorder: Box<dyn ResultRecorder>,
+}
+
+/// Records a relayed request's result where the node that relayed it can read it back if
+/// its connection is lost before the reply (the Relocation Store's terminal records).
+pub(crate) trait ResultRecorder: Send {
+    /// Replies on `pending` with `result` and records it.
+    fn reply_and_record(self: Box<Self>, pending: PendingReply, result: Result<bytes::Bytes>);
 }
 
 /// What a caller on this node waits on for a job that could not finish on its task.

@@ -77,7 +77,7 @@ impl Recorder {
 
     /// Replies with `result` and records it. A record that cannot be written only
     /// matters if the reply is lost too.
-    pub(crate) fn reply_and_record(self, pending: PendingReply, result: Result<Bytes>) {
+    fn record(self, pending: PendingReply, result: Result<Bytes>) {
         let Recorder {
             store,
             reference,
@@ -158,5 +158,11 @@ pub(crate) async fn recover(
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_millis(250));
+    }
+}
+
+impl crate::object::object_job::ResultRecorder for Recorder {
+    fn reply_and_record(self: Box<Self>, pending: PendingReply, result: Result<Bytes>) {
+        self.record(pending, result)
     }
 }
