@@ -17,8 +17,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
 use zlink::store::{LocationStore, OwnerId, RelocationStore};
 use zlink::ErrorKind;
 use zlink_testkit::{wait_until, RedisServer};
@@ -702,35 +700,11 @@ async fn spawn_child(
     redis: &RedisServer,
     rid: &str,
 ) -> (tokio::process::Child, Printed, (OwnerId, u64)) {
-    let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-        .args([
-            "child_duel_node",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("ZLINK_CHILD_REDIS", redis.url())
-        .env("ZLINK_CHILD_RID", rid)
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the child node");
-    let mut lines = BufReader::new(child.stdout.take().expect("its stdout")).lines();
-    let lease = tokio::time::timeout(WAIT, async {
-        while let Some(line) = lines.next_line().await.expect("the child's stdout") {
-            if let Some(lease) = line.strip_prefix("lease ") {
-                let (owner, generation) = lease.split_once(' ').expect("owner and generation");
-                return (
-                    OwnerId(owner.to_string()),
-                    generation.parse().expect("a generation"),
-                );
-            }
-        }
-        panic!("the child ended before it started");
-    })
-    .await
-    .expect("the child node starts");
+    let zlink_tests::restarts::ChildNode {
+        child,
+        mut lines,
+        lease,
+    } = zlink_tests::restarts::ChildNode::spawn("child_duel_node", &redis.url(), rid).await;
     let printed: Printed = Arc::default();
     let into = printed.clone();
     tokio::spawn(async move {

@@ -182,6 +182,37 @@ async fn actor_server(
     .await
 }
 
+/// Player owner "a" (placement weight 100) on `redis`'s store, and the counters its
+/// Players write.
+async fn owner(redis: &RedisServer) -> (Arc<dyn zlink::store::LocationStore>, Counters, Runtime) {
+    let store = redis_store(redis);
+    let counters = Counters::default();
+    let a = actor_server("a", &store, &counters, 100).await;
+    (store, counters, a)
+}
+
+/// What the second node of a test is.
+enum Second {
+    /// A node that serves no Actor type: placement never picks it.
+    Caller,
+    /// A node that serves Players at placement weight 0: it takes no new ones.
+    Drained,
+}
+
+/// Owner "a" as [`owner`] makes it, and node "b" once it sees a's Entry Spot.
+async fn owner_and(redis: &RedisServer, second: Second) -> (Counters, Runtime, Runtime) {
+    let (store, counters, a) = owner(redis).await;
+    let b = match second {
+        Second::Caller => start(discovered_node("b", &store, quick_lease())).await,
+        Second::Drained => actor_server("b", &store, &counters, 0).await,
+    };
+    wait_until(WAIT, "b sees a and its Entry Spot", || async {
+        entry_spot_of(&b, "a").is_some() && peer_rids(&b) == ["a"]
+    })
+    .await;
+    (counters, a, b)
+}
+
 /// The Entry Spot `rt` published in its descriptor, as `other` sees it.
 fn entry_spot_of(other: &zlink::Handle, rid: &str) -> Option<String> {
     other
@@ -197,14 +228,7 @@ fn entry_spot_of(other: &zlink::Handle, rid: &str) -> Option<String> {
 #[tokio::test]
 async fn a_new_actor_starts_in_its_nodes_entry_spot_and_takes_requests_by_id_from_any_node() {
     let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let counters = Counters::default();
-    let a = actor_server("a", &store, &counters, 100).await;
-    let b = start(discovered_node("b", &store, quick_lease())).await;
-    wait_until(WAIT, "b sees a's Actor type", || async {
-        entry_spot_of(&b, "a").is_some() && peer_rids(&b) == ["a"]
-    })
-    .await;
+    let (_, a, b) = owner_and(&redis, Second::Caller).await;
     // b serves no Actor type: placement puts the Actor on a.
     let created = b.actors().get_or_create("p1", "player").await.unwrap();
     let ActorCreation::Created(actor) = created else {
@@ -269,14 +293,7 @@ async fn only_one_actor_factory_runs_under_a_creation_race_across_3_nodes() {
 #[tokio::test]
 async fn two_messages_for_one_actor_never_run_at_the_same_time_and_one_origin_is_fifo() {
     let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let counters = Counters::default();
-    let a = actor_server("a", &store, &counters, 100).await;
-    let b = start(discovered_node("b", &store, quick_lease())).await;
-    wait_until(WAIT, "b sees a", || async {
-        entry_spot_of(&b, "a").is_some() && peer_rids(&b) == ["a"]
-    })
-    .await;
+    let (counters, a, b) = owner_and(&redis, Second::Caller).await;
     b.actors().create("fifo", "player").await.unwrap();
     let client = PlayerClient::new(&b, "fifo");
     for i in 0..100 {
@@ -305,14 +322,7 @@ async fn two_messages_for_one_actor_never_run_at_the_same_time_and_one_origin_is
 #[tokio::test]
 async fn destroy_checks_the_generation_and_a_destroyed_actor_is_gone() {
     let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let counters = Counters::default();
-    let a = actor_server("a", &store, &counters, 100).await;
-    let b = actor_server("b", &store, &counters, 0).await;
-    wait_until(WAIT, "a and b connected", || async {
-        peer_rids(&b) == ["a"] && entry_spot_of(&b, "a").is_some()
-    })
-    .await;
+    let (counters, a, b) = owner_and(&redis, Second::Drained).await;
     let first = b.actors().create("p", "player").await.unwrap();
     assert_eq!(first.rid, "a", "b takes no new Actors (weight 0)");
     let mut stale = first.clone();
@@ -349,14 +359,7 @@ async fn destroy_checks_the_generation_and_a_destroyed_actor_is_gone() {
 #[tokio::test]
 async fn a_dead_actor_owner_gives_unavailable_and_nothing_is_activated_elsewhere() {
     let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let counters = Counters::default();
-    let a = actor_server("a", &store, &counters, 100).await;
-    let b = actor_server("b", &store, &counters, 0).await;
-    wait_until(WAIT, "a and b connected", || async {
-        peer_rids(&b) == ["a"] && entry_spot_of(&b, "a").is_some()
-    })
-    .await;
+    let (counters, a, b) = owner_and(&redis, Second::Drained).await;
     b.actors().create("p", "player").await.unwrap();
     PlayerClient::new(&b, "p").score(Score(1)).await.unwrap();
     a.crash().await;
@@ -378,9 +381,7 @@ async fn a_dead_actor_owner_gives_unavailable_and_nothing_is_activated_elsewhere
 #[tokio::test]
 async fn spots_and_actors_are_separate_id_namespaces() {
     let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let counters = Counters::default();
-    let a = actor_server("a", &store, &counters, 100).await;
+    let (_, _, a) = owner(&redis).await;
     a.actors().create("same", "player").await.unwrap();
     // No Spot named "same" exists, though an Actor does.
     assert_eq!(a.spots().find("same").await.unwrap(), None);
@@ -403,9 +404,7 @@ async fn spots_and_actors_are_separate_id_namespaces() {
 #[tokio::test]
 async fn an_actors_timer_ticks_as_its_turns_and_stops_when_it_is_destroyed() {
     let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let counters = Counters::default();
-    let a = actor_server("a", &store, &counters, 100).await;
+    let (_, counters, a) = owner(&redis).await;
     let actor = a.actors().create("t", "player").await.unwrap();
     PlayerClient::new(&a, "t").tick(Tick(10)).await.unwrap();
     wait_until(WAIT, "ticks run", || async {
@@ -431,9 +430,7 @@ async fn an_actors_timer_ticks_as_its_turns_and_stops_when_it_is_destroyed() {
 #[tokio::test]
 async fn a_local_request_ends_at_its_deadline_and_its_late_reply_is_discarded() {
     let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let counters = Counters::default();
-    let a = actor_server("a", &store, &counters, 100).await;
+    let (_, _, a) = owner(&redis).await;
     a.actors().create("slow", "player").await.unwrap();
     let client = PlayerClient::new(&a, "slow");
     let started = tokio::time::Instant::now();
@@ -454,7 +451,7 @@ async fn a_local_request_ends_at_its_deadline_and_its_late_reply_is_discarded() 
 #[tokio::test]
 async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_one() {
     let redis = RedisServer::start().expect("redis-server");
-    let (a, b) = player_owner_and_caller(&redis_store(&redis)).await;
+    let (a, b) = player_owner_and_caller(&redis).await;
     zlink_tests::contract::a_local_owner_answers_like_a_remote_one(ById::Actor("m"), &a, &b).await;
     stop([b, a]).await;
 }
@@ -462,7 +459,7 @@ async fn a_local_owner_keeps_the_metadata_and_completion_contract_of_a_remote_on
 #[tokio::test]
 async fn a_handler_argument_error_reaches_a_local_caller_of_an_actor_as_it_reaches_a_remote_one() {
     let redis = RedisServer::start().expect("redis-server");
-    let (a, b) = player_owner_and_caller(&redis_store(&redis)).await;
+    let (a, b) = player_owner_and_caller(&redis).await;
     zlink_tests::contract::an_argument_error_reaches_a_local_caller_as_a_remote_one(
         ById::Actor("m"),
         &a,
@@ -475,7 +472,7 @@ async fn a_handler_argument_error_reaches_a_local_caller_of_an_actor_as_it_reach
 #[tokio::test]
 async fn a_refusal_an_actor_handler_returns_is_not_its_callers_and_the_handler_runs_once() {
     let redis = RedisServer::start().expect("redis-server");
-    let (a, b) = player_owner_and_caller(&redis_store(&redis)).await;
+    let (a, b) = player_owner_and_caller(&redis).await;
     zlink_tests::contract::a_refusal_a_handler_returns_is_not_its_callers(ById::Actor("m"), &a, &b)
         .await;
     stop([b, a]).await;
@@ -484,7 +481,7 @@ async fn a_refusal_an_actor_handler_returns_is_not_its_callers_and_the_handler_r
 #[tokio::test]
 async fn a_value_reaches_a_local_handler_as_it_is_and_leaves_the_node_encoded() {
     let redis = RedisServer::start().expect("redis-server");
-    let (a, b) = player_owner_and_caller(&redis_store(&redis)).await;
+    let (a, b) = player_owner_and_caller(&redis).await;
     let carry = || Carry { shown: 1, kept: 7 };
     // On the owner's node a value goes to the handler, and its reply back, as they are.
     let local = PlayerClient::new(&a, "m").carry(carry()).await.unwrap();
@@ -500,16 +497,8 @@ async fn a_value_reaches_a_local_handler_as_it_is_and_leaves_the_node_encoded() 
 }
 
 /// An owner `a` of the Player "m" and a caller `b` on another node.
-async fn player_owner_and_caller(
-    store: &Arc<dyn zlink::store::LocationStore>,
-) -> (Runtime, Runtime) {
-    let counters = Counters::default();
-    let a = actor_server("a", store, &counters, 100).await;
-    let b = start(discovered_node("b", store, quick_lease())).await;
-    wait_until(WAIT, "b sees a", || async {
-        entry_spot_of(&b, "a").is_some() && peer_rids(&b) == ["a"]
-    })
-    .await;
+async fn player_owner_and_caller(redis: &RedisServer) -> (Runtime, Runtime) {
+    let (_, a, b) = owner_and(redis, Second::Caller).await;
     a.actors().create("m", "player").await.unwrap();
     (a, b)
 }

@@ -1,19 +1,15 @@
 //! What an object's turn loop runs: its jobs, where a message's result goes, and what a
 //! move's seal hands over and the loop resumes with.
 
-use std::sync::Arc;
-
 use tokio::sync::{oneshot, OwnedMutexGuard};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::authority_store::Versioned;
 use super::instance::Instance;
 use super::lifecycle::ClosingReason;
 use super::mailbox::{Lane, Mailbox};
 use super::membership::{JoinDecision, JoinOutcome, MemberEvent};
-use super::relocation::Departure;
-use super::timer::{TickInbox, TimerRecord, TimerTick};
+use super::timer::{TickInbox, TimerRecord, TimerTick, Timers};
 use crate::call::BoxFuture;
 use crate::mesh::PendingReply;
 use crate::wire::{Metadata, Payload};
@@ -162,7 +158,7 @@ pub(crate) enum ObjectJob {
     /// The seal of a move, at a turn boundary: the loop holds new arrivals, hands its
     /// backlog, timers and state to `captured`, and waits on `resume` for the outcome.
     Relocate {
-        captured: oneshot::Sender<Captured>,
+        order: Box<dyn SealOrder>,
         resume: oneshot::Receiver<Resume>,
     },
     /// A turn begun on a caller's task that goes on in the loop, ahead of everything
@@ -170,17 +166,18 @@ pub(crate) enum ObjectJob {
     HandedOver(HandedOver),
 }
 
-/// What an object's seal handed to its move.
-pub(crate) struct Captured {
-    /// The authority it was sealed under.
-    pub(crate) authority: Versioned,
-    /// Its queued application work, oldest first, with each job's bytes.
-    pub(crate) backlog: Vec<(ObjectJob, usize)>,
-    pub(crate) timers: Vec<TimerRecord>,
-    /// The application's state (`preserve`), or `None`.
-    pub(crate) state: Option<Result<Vec<u8>>>,
-    /// Where what arrives after the seal waits.
-    pub(crate) departure: Arc<Departure>,
+/// A move's order to seal its object at a turn boundary, as the object's loop takes it
+/// (the move, in `relocation`, writes it).
+pub(crate) trait SealOrder: Send {
+    /// Seals the object: what arrives from now on waits in the move's hold, and its queue,
+    /// timers and (`preserve`) state go to the move. Returns the timers it took, to resume
+    /// if the move is cancelled; `None` when the move gave up before the seal (then
+    /// nothing changed).
+    fn seal(
+        self: Box<Self>,
+        timers: &Timers,
+        instance: &mut Box<dyn Instance>,
+    ) -> Option<Vec<TimerRecord>>;
 }
 
 /// What an object that arrived by a move starts with on its new node.

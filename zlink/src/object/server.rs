@@ -13,17 +13,14 @@ use bytes::Bytes;
 use super::entry::EntrySpot;
 use super::env::ObjectEnv;
 use super::inbound::ObjectRoute;
-use super::instance::Instance;
 use super::lifecycle::ClosingReason;
 use super::live_object::LiveObject;
 use super::lost_sends::LostOneWays;
 use super::membership::{JoinOutcome, JoinRequest, JoinStep};
-use super::object_job::Captured;
 use super::registry::ObjectRegistry;
 use super::relocation::{self, Relocations};
 use super::resolver::Resolver;
 use super::settings::ObjectSettings;
-use super::timer::Timers;
 use super::turn_host::{JoinAcross, ObjectHost, TurnServices};
 use super::{closing, creation};
 use crate::address::{Location, ObjectKey, ObjectKind, Outcome};
@@ -481,18 +478,5 @@ impl TurnServices for ObjectServer {
             )
             .await
         })
-    }
-
-    fn seal(
-        &self,
-        live: &LiveObject,
-        timers: &Timers,
-        instance: &mut Box<dyn Instance>,
-    ) -> Captured {
-        relocation::seal::seal(live, self, timers, instance)
-    }
-
-    fn unseal(&self, live: &LiveObject, sealed: Captured) {
-        relocation::seal::unseal(live, self.relocations.departures(), sealed)
     }
 }

@@ -13,7 +13,6 @@ use super::instance::Instance;
 use super::live_object::LiveObject;
 use super::lost_sends::LostSends;
 use super::membership::{JoinOutcome, JoinRequest, JoinStep};
-use super::object_job::Captured;
 use super::stop_list::StopList;
 use super::timer::Timers;
 use crate::address::SpotId;
@@ -60,16 +59,4 @@ pub(crate) trait TurnServices: Send + Sync + 'static {
     /// Moves the Actor to the node of the Spot it joins; `None` once it moved (the loop
     /// ends), else how the Join ended.
     fn join_across<'a>(&'a self, join: JoinAcross<'a>) -> BoxFuture<'a, Option<JoinOutcome>>;
-
-    /// Seals `live` for a move at this turn boundary: what arrives from now on waits in
-    /// its departure's hold; its queued work, timers and (`preserve`) state are taken out.
-    fn seal(
-        &self,
-        live: &LiveObject,
-        timers: &Timers,
-        instance: &mut Box<dyn Instance>,
-    ) -> Captured;
-
-    /// Undoes a seal the move never took: the object admits again, in order.
-    fn unseal(&self, live: &LiveObject, sealed: Captured);
 }

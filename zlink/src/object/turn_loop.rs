@@ -17,7 +17,7 @@ use super::lifecycle::ClosingReason;
 use super::live_object::{LiveObject, TurnView};
 use super::mailbox::{Next, Reclaimed, Turn};
 use super::membership::{JoinOutcome, JoinStep, MemberEvent};
-use super::object_job::{Arrived, Captured, HandedOver, ObjectJob, Resume};
+use super::object_job::{Arrived, HandedOver, ObjectJob, Resume, SealOrder};
 use super::timer::Timers;
 use super::turn_gate::{self, Gate, TurnGate};
 use super::turn_host::{JoinAcross, ObjectHost, TurnServices};
@@ -263,8 +263,8 @@ impl TurnLoop {
                     ObjectJob::Member { event, done } => {
                         self.member(&gate, held, event, done).await
                     }
-                    ObjectJob::Relocate { captured, resume } => {
-                        self.relocate(held, captured, resume).await
+                    ObjectJob::Relocate { order, resume } => {
+                        self.relocate(held, order, resume).await
                     }
                     ObjectJob::Close { reason, done } => {
                         return self.close(&gate, turn, held, reason, done).await;
@@ -510,10 +510,10 @@ impl TurnLoop {
     async fn relocate(
         &mut self,
         held: Option<OwnedMutexGuard<()>>,
-        captured: oneshot::Sender<Captured>,
+        order: Box<dyn SealOrder>,
         resume: oneshot::Receiver<Resume>,
     ) -> Step {
-        let outcome = self.seal_and_wait(held, captured, resume).await;
+        let outcome = self.seal_and_wait(held, order, resume).await;
         match outcome {
             SealOutcome::Resumed => Step::Next,
             SealOutcome::Stopped => Step::Stopped,
@@ -532,28 +532,19 @@ impl TurnLoop {
         }
     }
 
-    /// Seals the object, hands what the seal took to the move, and waits for the move's
-    /// outcome. The object layer is let go before the wait, and the gate is released: a
+    /// Seals the object by the move's order (which hands what the seal took to the move),
+    /// and waits for the move's outcome. The gate is released before the wait: a
     /// sealed object runs nothing, while the others behind its gate (a SpotWide Spot and
     /// its members) go on, and may be sealed for the same move.
     async fn seal_and_wait(
         &mut self,
         held: Option<OwnedMutexGuard<()>>,
-        captured: oneshot::Sender<Captured>,
+        order: Box<dyn SealOrder>,
         resume: oneshot::Receiver<Resume>,
     ) -> SealOutcome {
-        let Some(layer) = self.services.upgrade() else {
+        let Some(records) = order.seal(&self.timers, &mut self.instance) else {
             return SealOutcome::Resumed;
         };
-        let sealed = layer.seal(&self.object, &self.timers, &mut self.instance);
-        let records = sealed.timers.clone();
-        if let Err(sealed) = captured.send(sealed) {
-            // The move gave up before the seal: nothing changed.
-            layer.unseal(&self.object, sealed);
-            let _ = self.timers.resume(&records);
-            return SealOutcome::Resumed;
-        }
-        drop(layer);
         drop(held);
         let resumed = tokio::select! {
             biased;

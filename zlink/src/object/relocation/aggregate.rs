@@ -18,6 +18,7 @@ use super::record::{
     MemberRestore, MovedState, RelayReady, RestoreRecord, RestoreReply, MAX_AGGREGATE_MEMBERS,
 };
 use super::seal::unseal;
+use super::seal::{Captured, MoveSeal};
 use super::source::{
     await_seal, disabled_type, finish, kind_code, moved_object, prepare_reserving, relay_to,
     restore_on_target, seal_bound_routes, send_cutover, MemberOutcomes,
@@ -30,7 +31,7 @@ use crate::object::bound_routes::BoundSeal;
 use crate::object::env::ObjectEnv;
 use crate::object::lifecycle::Relocation;
 use crate::object::live_object::LiveObject;
-use crate::object::object_job::{Captured, ObjectJob, Resume};
+use crate::object::object_job::Resume;
 use crate::object::registry::ObjectRegistry;
 use crate::object::server::ObjectServer;
 use crate::{Error, ErrorKind, Result};
@@ -324,12 +325,8 @@ async fn seal_all<'a>(
 ) -> Result<Vec<Sealed<'a>>> {
     let mut asked = Vec::with_capacity(1 + members.len());
     for live in std::iter::once(spot.clone()).chain(members) {
-        let (captured_tx, captured_rx) = oneshot::channel();
         let (resume_tx, resume_rx) = oneshot::channel();
-        let job = ObjectJob::Relocate {
-            captured: captured_tx,
-            resume: resume_rx,
-        };
+        let (job, captured_rx) = MoveSeal::job(&live, server.relocations.departures(), resume_rx);
         if live.deliver_notice(job) {
             asked.push((live, captured_rx, resume_tx));
         } else if Arc::ptr_eq(&live, spot) {

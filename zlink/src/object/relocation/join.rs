@@ -58,7 +58,7 @@ pub(crate) async fn join_across(
         }
         Err(e) => return Some(JoinOutcome::Failed(e)),
     };
-    let sealed = super::seal::seal(live, server, timers, instance);
+    let sealed = super::seal::seal(live, server.relocations.departures(), timers, instance);
     let records = sealed.timers.clone();
     let intent = JoinIntent {
         spot: spot.to_string(),

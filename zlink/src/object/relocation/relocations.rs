@@ -15,7 +15,7 @@ use crate::{Error, ErrorKind, Result};
 
 /// The moves of one node.
 pub(crate) struct Relocations {
-    departures: Departures,
+    departures: Arc<Departures>,
     arrivals: Arrivals,
     permits: RelocationPermits,
     /// Relocating everything away: no new object is placed here, and none moves in.
@@ -38,7 +38,7 @@ impl Relocations {
         sessions: Arc<dyn BoundRoutes>,
     ) -> Self {
         Relocations {
-            departures: Departures::new(lost),
+            departures: Arc::new(Departures::new(lost)),
             arrivals: Arrivals::default(),
             permits: RelocationPermits::new(),
             draining: AtomicBool::new(false),
@@ -53,7 +53,7 @@ impl Relocations {
     }
 
     /// Objects leaving this node: their holds, relays and Message Follow routes.
-    pub(crate) fn departures(&self) -> &Departures {
+    pub(crate) fn departures(&self) -> &Arc<Departures> {
         &self.departures
     }
 

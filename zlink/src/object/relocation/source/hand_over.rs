@@ -7,6 +7,7 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::super::seal::Captured;
 use super::checks::kind_code;
 use super::{Carry, HandOver, Route};
 use crate::address::Location;
@@ -17,7 +18,7 @@ use crate::object::authority::AuthorityState;
 use crate::object::authority_store::Versioned;
 use crate::object::bound_routes::{BoundMove, BoundSeal};
 use crate::object::live_object::LiveObject;
-use crate::object::object_job::{Captured, ObjectJob};
+use crate::object::object_job::ObjectJob;
 use crate::object::owner_link::{ObjectCommand, OwnerLink};
 use crate::object::registry::ObjectRegistry;
 use crate::object::relocation::follow::{Departure, RelayItem};

@@ -8,6 +8,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::permits::Permit;
+use super::seal::{Captured, MoveSeal};
 use super::{MAX_CAPTURED_STATE_BYTES, RELOCATION_DEADLINE};
 use crate::address::Location;
 use crate::address::{ObjectKey, ObjectKind};
@@ -16,7 +17,7 @@ use crate::mesh::MeshNode;
 use crate::object::lifecycle::Relocation;
 use crate::object::live_object::LiveObject;
 use crate::object::membership::Execution;
-use crate::object::object_job::{Captured, ObjectJob, Resume};
+use crate::object::object_job::Resume;
 use crate::object::server::ObjectServer;
 use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind, Result};
@@ -181,12 +182,9 @@ async fn seal_and_hand_over(
     let key = &live.key;
     let _moving = live.transition()?;
     let route = prepare(server, live, to).await?;
-    let (captured_tx, mut captured_rx) = oneshot::channel();
     let (resume_tx, resume_rx) = oneshot::channel();
-    if !live.deliver_notice(ObjectJob::Relocate {
-        captured: captured_tx,
-        resume: resume_rx,
-    }) {
+    let (job, mut captured_rx) = MoveSeal::job(live, server.relocations.departures(), resume_rx);
+    if !live.deliver_notice(job) {
         return Err(Error::new(
             ErrorKind::Unavailable,
             format!("{key} is closing"),
