@@ -72,13 +72,47 @@ impl RelocationReport {
 pub(crate) async fn relocate_all(server: &Arc<ObjectServer>, stopping: bool) -> RelocationReport {
     set_draining(server, true).await;
     let mut report = RelocationReport::default();
-    let mut movable = Vec::new();
     let owned: Vec<_> = server
         .registry
         .all()
         .into_iter()
         .filter(|live| !live.is_entry())
         .collect();
+    let movable = movable_objects(&owned, &mut report.blocked);
+    let moves = futures::stream::iter(movable.into_iter().map(|live| {
+        let server = server.clone();
+        async move {
+            let outcome = match live.key.kind {
+                ObjectKind::Actor => relocate(&server, &live.key, None)
+                    .await
+                    .map(|at| (at, Vec::new())),
+                ObjectKind::Spot => relocate_spot(&server, &live, None).await,
+            };
+            (live.key.clone(), outcome)
+        }
+    }))
+    .buffer_unordered(DRAIN_CONCURRENCY)
+    .collect::<Vec<_>>()
+    .await;
+    record_moves(&mut report, moves);
+    if !report.is_complete() && !stopping {
+        set_draining(server, false).await;
+    }
+    tracing::info!(
+        moved = report.moved.len() + report.moved_spots.len(),
+        blocked = report.blocked.len(),
+        failed = report.failed.len(),
+        "relocated the node's objects"
+    );
+    report
+}
+
+/// The objects of `owned` that may move now; the others go to `blocked_out` with why.
+fn movable_objects(
+    owned: &[Arc<LiveObject>],
+    blocked_out: &mut Vec<BlockedObject>,
+) -> Vec<Arc<LiveObject>> {
+    let mut movable = Vec::new();
     // A User Spot takes its members along: a PerActor Spot its shell first, then each
     // member; a SpotWide Spot all of them as one unit, so only if each of them may move.
     let may_move = |live: &LiveObject| live.object_type.relocation != Relocation::Disable;
@@ -101,7 +135,7 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>, stopping: bool) -> 
             .iter()
             .any(|l| l.key == ObjectKey::from(spot) && takes_members(l))
     };
-    for live in &owned {
+    for live in owned {
         let blocked = |reason| BlockedObject {
             id: live.key.id.to_string(),
             is_spot: live.key.kind == ObjectKind::Spot,
@@ -111,34 +145,28 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>, stopping: bool) -> 
             .membership()
             .filter(|spot| !crate::object::is_entry_spot_id(spot.as_str()));
         if live.object_type.relocation == Relocation::Disable {
-            report
-                .blocked
-                .push(blocked(BlockedReason::RelocationDisabled));
+            blocked_out.push(blocked(BlockedReason::RelocationDisabled));
         } else if let Some(spot) = user_spot {
             if !moves_with_members(&spot) {
-                report.blocked.push(blocked(BlockedReason::InUserSpot));
+                blocked_out.push(blocked(BlockedReason::InUserSpot));
             }
         } else if live.key.kind == ObjectKind::Spot && !takes_members(live) {
-            report.blocked.push(blocked(BlockedReason::SpotWithMembers));
+            blocked_out.push(blocked(BlockedReason::SpotWithMembers));
         } else {
             movable.push(live.clone());
         }
     }
-    let moves = futures::stream::iter(movable.into_iter().map(|live| {
-        let server = server.clone();
-        async move {
-            let outcome = match live.key.kind {
-                ObjectKind::Actor => relocate(&server, &live.key, None)
-                    .await
-                    .map(|at| (at, Vec::new())),
-                ObjectKind::Spot => relocate_spot(&server, &live, None).await,
-            };
-            (live.key.clone(), outcome)
-        }
-    }))
-    .buffer_unordered(DRAIN_CONCURRENCY)
-    .collect::<Vec<_>>()
-    .await;
+    movable
+}
+
+/// Each move's outcome in the report: moved Actors and Spots (a Spot's members with it),
+/// or the failure.
+type MoveOutcome = (
+    ObjectKey,
+    Result<(Location, Vec<(Arc<str>, Result<Location>)>)>,
+);
+
+fn record_moves(report: &mut RelocationReport, moves: Vec<MoveOutcome>) {
     let moved_actor = |report: &mut RelocationReport, id: &str, outcome: Result<Location>| match (
         ActorId::new(id),
         outcome,
@@ -149,28 +177,18 @@ pub(crate) async fn relocate_all(server: &Arc<ObjectServer>, stopping: bool) -> 
     };
     for (key, outcome) in moves {
         match (outcome, key.kind) {
-            (Ok((at, _)), ObjectKind::Actor) => moved_actor(&mut report, &key.id, Ok(at)),
+            (Ok((at, _)), ObjectKind::Actor) => moved_actor(report, &key.id, Ok(at)),
             (Ok((at, members)), ObjectKind::Spot) => {
                 if let Ok(id) = SpotId::new(&key.id) {
                     report.moved_spots.push(SpotRef::at(id, at));
                 }
                 for (member, outcome) in members {
-                    moved_actor(&mut report, &member, outcome);
+                    moved_actor(report, &member, outcome);
                 }
             }
             (Err(e), _) => report.failed.push((key.id.to_string(), e)),
         }
     }
-    if !report.is_complete() && !stopping {
-        set_draining(server, false).await;
-    }
-    tracing::info!(
-        moved = report.moved.len() + report.moved_spots.len(),
-        blocked = report.blocked.len(),
-        failed = report.failed.len(),
-        "relocated the node's objects"
-    );
-    report
 }
 
 /// Takes no new objects (`true`) or takes them again, here and in the descriptor peers'
