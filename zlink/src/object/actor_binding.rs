@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use tokio::time::Instant;
 
+use crate::address::ObjectKey;
 use crate::mesh::peer_table::PeerLink;
 use crate::object::owner_link::OwnerLink;
 use crate::sync::LockUnpoisoned;
 use crate::wire::SessionTail;
-use crate::Result;
+use crate::{Error, ErrorKind, Result};
 
 /// One physical session, named so no other session in the mesh has its name: the session
 /// owner's RID and lifecycle generation, and the session's number there.
@@ -100,6 +101,14 @@ impl ActorBindings {
     pub(crate) fn current(&self) -> Option<CurrentBinding> {
         self.current.lock_unpoisoned().clone()
     }
+}
+
+/// What a relay under a binding that is no longer the Actor's current one gets.
+pub(crate) fn retired(key: &ObjectKey) -> Error {
+    Error::new(
+        ErrorKind::InvalidOperation,
+        format!("the session's binding to {key} is not current (rebound, or the Actor was re-created): bind again"),
+    )
 }
 
 #[cfg(test)]

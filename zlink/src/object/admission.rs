@@ -6,20 +6,17 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use super::core::ObjectCore;
+use super::follow::{Held, Offer};
 use super::live_object::{LiveObject, TurnView};
 use super::object_job::{CallerWait, ObjectJob, ReplyTo};
-use super::relocation::{Held, Offer};
+use super::owner_link::STALE_ROUTE;
 use super::route_cache::LocalBinding;
-use super::route_switch::FOLLOW_BARRIER;
-use super::server::ObjectServer;
+use super::route_cache::FOLLOW_BARRIER;
 use crate::address::ObjectKey;
 use crate::call::PacketKind;
 use crate::wire::{Metadata, Payload, RouteFence};
 use crate::{Error, ErrorKind, Result};
-
-/// Marks the refusals that mean "this route is unusable" (the owner no longer owns the
-/// object, or cannot be reached), in the error detail both sides of the wire read.
-pub(super) const STALE_ROUTE: &str = "(stale route)";
 
 /// How a message fared at admission.
 #[allow(clippy::large_enum_variant)] // returned at once to the caller, which takes the job apart
@@ -77,7 +74,7 @@ pub(super) struct Admission<'a> {
 /// move sealed it, or even handed it over, between the admission check and the queue.
 /// `None`: the departure took it.
 pub(super) fn to_departure(
-    server: &ObjectServer,
+    core: &ObjectCore,
     live: &LiveObject,
     fence: RouteFence,
     job: ObjectJob,
@@ -85,31 +82,22 @@ pub(super) fn to_departure(
     sender: Option<String>,
     hops: u8,
 ) -> Option<ObjectJob> {
-    if server
-        .relocations
-        .departures()
-        .get(&live.key, &fence)
-        .is_none()
-    {
+    if core.departures.get(&live.key, &fence).is_none() {
         // Gone already: a cancelled move reopened the queue.
         return live.try_deliver(job, bytes).err().map(|(_, job)| job);
     }
-    let mut held = super::relocation::job_to_held(&live.object_type, job)?;
+    let mut held = super::follow::job_to_held(&live.object_type, job)?;
     held.sender = sender;
     held.hops = hops;
-    match server
-        .relocations
-        .departures()
-        .offer(&live.key, &fence, held)
-    {
+    match core.departures.offer(&live.key, &fence, held) {
         Offer::Taken => None,
         // The move was cancelled: the queue admits again (after what it held).
         Offer::NotDeparting(held) => {
-            let (job, bytes) = super::relocation::held_to_job(
+            let (job, bytes) = super::follow::held_to_job(
                 &live.key,
                 &live.object_type,
                 held,
-                server.env.lost_sends(),
+                core.env.lost_sends(),
             )?;
             live.try_deliver(job, bytes).err().map(|(_, job)| job)
         }
@@ -121,7 +109,7 @@ pub(super) fn to_departure(
 /// with the real reason.
 #[allow(clippy::result_large_err)]
 pub(super) fn prepare(
-    server: &ObjectServer,
+    core: &ObjectCore,
     admission: Admission<'_>,
 ) -> std::result::Result<Admitted, NotAdmitted> {
     let Admission {
@@ -160,7 +148,7 @@ pub(super) fn prepare(
             hops,
             operation,
         };
-        match server.relocations.departures().offer(key, &fence, held) {
+        match core.departures.offer(key, &fence, held) {
             Offer::Taken => None,
             Offer::NotDeparting(held) => Some((held.payload, held.metadata, held.reply)),
         }
@@ -169,14 +157,14 @@ pub(super) fn prepare(
     // node that still runs the Actor; past the hand-over it travels on as the move's.
     let retired_relay = || {
         session.is_some_and(|tail| {
-            server.registry.get(key).is_some_and(|live| {
+            core.registry.get(key).is_some_and(|live| {
                 live.generation() != fence.object_generation || !live.bindings().admits(&tail)
             })
         })
     };
-    let (payload, metadata, reply) = if server.relocations.departures().get(key, &fence).is_some() {
+    let (payload, metadata, reply) = if core.departures.get(key, &fence).is_some() {
         if retired_relay() {
-            let error = super::binding::retired(key);
+            let error = super::actor_binding::retired(key);
             return Err(NotAdmitted { error, reply });
         }
         match to_departure(payload, metadata, reply, sender.clone()) {
@@ -194,14 +182,13 @@ pub(super) fn prepare(
         }
         return Ok(Admitted::Taken { waiting });
     }
-    let (live, handler, view) = match check_admission(server, key, packet, kind, fence, now, bound)
-    {
+    let (live, handler, view) = match check_admission(core, key, packet, kind, fence, now, bound) {
         Ok(checked) => checked,
         // The object may have begun to leave between the two checks: its departure is
         // made before it stops taking messages, so it is there now and takes this one.
-        Err(error) if server.relocations.departures().get(key, &fence).is_some() => {
+        Err(error) if core.departures.get(key, &fence).is_some() => {
             if retired_relay() {
-                let error = super::binding::retired(key);
+                let error = super::actor_binding::retired(key);
                 return Err(NotAdmitted { error, reply });
             }
             return match to_departure(payload, metadata, reply, sender) {
@@ -213,7 +200,7 @@ pub(super) fn prepare(
     };
     if let Some(tail) = session {
         if view.generation != fence.object_generation || !live.bindings().admits(&tail) {
-            let error = super::binding::retired(key);
+            let error = super::actor_binding::retired(key);
             return Err(NotAdmitted { error, reply });
         }
     }
@@ -248,7 +235,7 @@ pub(super) fn prepare(
 
 /// The owned object `key` and the handler position of `packet`, when the fence holds.
 fn check_admission(
-    server: &ObjectServer,
+    core: &ObjectCore,
     key: &ObjectKey,
     packet: &str,
     kind: PacketKind,
@@ -267,7 +254,7 @@ fn check_admission(
     let mut leased = false;
     let mut admitted = |live: &LiveObject| {
         let mut view = None;
-        server.env.lease().admits_at(now, |owner, generation| {
+        core.env.lease().admits_at(now, |owner, generation| {
             leased = true;
             view = live.admits_viewing(&fence, owner, generation);
             view.is_some()
@@ -281,7 +268,7 @@ fn check_admission(
     let (live, view) = match from_binding {
         Some(found) => found,
         None => {
-            let live = server.registry.get(id).ok_or_else(stale)?;
+            let live = core.registry.get(id).ok_or_else(stale)?;
             match admitted(&live) {
                 Some(view) => {
                     if let Some(bound) = bound {

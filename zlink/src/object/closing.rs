@@ -1,34 +1,45 @@
 //! Closing a Spot or destroying an Actor: exactly the incarnation a reference names, on
 //! its owner (here, or through command 48 or 27 on the owning node).
 
+use std::sync::Arc;
+
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Fenced, Versioned};
+use super::core::ObjectCore;
 use super::lifecycle::ClosingReason;
+use super::live_object::LiveObject;
 use super::object_job::ObjectJob;
 use super::owner_link::ObjectCommand;
 use super::remote::encode_generation;
-use super::server::{store_error, ObjectServer};
 use crate::address::{ObjectKey, ObjectKind};
 use crate::object::env::ObjectEnv;
 use crate::{Error, ErrorKind, Result};
 
+/// Closes (a Spot) or destroys (an Actor) exactly the incarnation `generation` of `key`
+/// as its application asked. `false` when it is gone already.
+pub(super) async fn close_as_asked(
+    core: &ObjectCore,
+    key: &ObjectKey,
+    generation: u64,
+) -> Result<bool> {
+    let reason = match key.kind {
+        ObjectKind::Spot => ClosingReason::ExplicitClose,
+        ObjectKind::Actor => ClosingReason::Destroyed,
+    };
+    close(core, key, generation, reason).await
+}
+
 /// Closes exactly the incarnation `generation` of `key`. `false` when it is gone already.
 pub(super) async fn close(
-    server: &ObjectServer,
+    core: &ObjectCore,
     key: &ObjectKey,
     generation: u64,
     reason: ClosingReason,
 ) -> Result<bool> {
-    let Some(current) = server
-        .env
-        .authority()
-        .read(key)
-        .await
-        .map_err(store_error)?
-    else {
+    let Some(current) = core.env.authority().read(key).await.map_err(Error::from)? else {
         return Ok(false);
     };
     if current.record.shape == ObjectShape::EntrySpot {
@@ -37,19 +48,11 @@ pub(super) async fn close(
             format!("{key} is an Entry Spot: it closes with its node"),
         ));
     }
-    if current.record.fence.object_generation != generation {
-        return Err(Error::new(
-            ErrorKind::InvalidOperation,
-            format!(
-                "{key} is generation {}, not {generation}",
-                current.record.fence.object_generation
-            ),
-        ));
+    check_generation(key, &current, generation)?;
+    if current.record.route.rid != core.env.route().rid {
+        return close_remote(&core.env, key, &current, generation).await;
     }
-    if current.record.route.rid != server.env.route().rid {
-        return close_remote(&server.env, key, &current, generation).await;
-    }
-    let live = server
+    let live = core
         .registry
         .get(key)
         .filter(|live| live.generation() == generation);
@@ -57,14 +60,13 @@ pub(super) async fn close(
         // A Closing record this lifecycle owns, whose Spot is gone already (the delete of
         // an earlier close failed): finish the release.
         if current.record.state == AuthorityState::Closing
-            && current.record.route == *server.env.route()
+            && current.record.route == *core.env.route()
         {
-            server
-                .env
+            core.env
                 .authority()
                 .delete(key, &current)
                 .await
-                .map_err(store_error)?;
+                .map_err(Error::from)?;
             return Ok(true);
         }
         return Err(Error::new(
@@ -74,7 +76,7 @@ pub(super) async fn close(
     };
     // An Actor is destroyed only from its Entry Spot (it leaves a User Spot first): the
     // store says where it is, even while a Join is under way.
-    let entry = server.entry.as_ref().map(|e| e.id.as_str());
+    let entry = core.entry_spot().map(|id| id.as_str());
     if key.kind == ObjectKind::Actor && current.record.membership.as_deref() != entry {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
@@ -89,54 +91,74 @@ pub(super) async fn close(
         return Ok(false);
     }
     let reopen = Reopen(Some(&live));
-    let closing = match current.record.state {
-        AuthorityState::Ready => match server
-            .env
-            .authority()
-            .begin_close(key, &current)
-            .await
-            .map_err(store_error)?
-        {
-            Fenced::Done(closing) => closing,
-            // Something changed the record since it was read (a Join's membership write,
-            // another close): say so rather than guess.
-            Fenced::Moved => {
-                return match server
-                    .env
-                    .authority()
-                    .read(key)
-                    .await
-                    .map_err(store_error)?
-                {
-                    None => Ok(false),
-                    Some(now) if now.record.fence.object_generation != generation => {
-                        Err(Error::new(
-                            ErrorKind::InvalidOperation,
-                            format!(
-                                "{key} is generation {}, not {generation}",
-                                now.record.fence.object_generation
-                            ),
-                        ))
-                    }
-                    Some(_) => Err(Error::new(
-                        ErrorKind::Unavailable,
-                        format!("{key} changed while it was being closed; close it again"),
-                    )),
-                }
-            }
-        },
-        AuthorityState::Closing => current,
-        AuthorityState::Creating => return Ok(false),
+    let Some(closing) = begin_closing(core, key, current, generation).await? else {
+        return Ok(false);
     };
     reopen.disarm();
     live.set_authority(closing.clone());
     live.seal();
+    last_turn(core, &live, reason).await;
+    release(core, &live, &closing).await
+}
+
+/// `InvalidOperation` unless `current` is the incarnation `generation` of `key`.
+fn check_generation(key: &ObjectKey, current: &Versioned, generation: u64) -> Result<()> {
+    let found = current.record.fence.object_generation;
+    if found != generation {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("{key} is generation {found}, not {generation}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The Closing record of `key` (written now from `current` when it is Ready); `None`
+/// when there is nothing to close (gone, or still being created).
+async fn begin_closing(
+    core: &ObjectCore,
+    key: &ObjectKey,
+    current: Versioned,
+    generation: u64,
+) -> Result<Option<Versioned>> {
+    match current.record.state {
+        AuthorityState::Closing => return Ok(Some(current)),
+        AuthorityState::Creating => return Ok(None),
+        AuthorityState::Ready => {}
+    }
+    let authority = core.env.authority();
+    match authority
+        .begin_close(key, &current)
+        .await
+        .map_err(Error::from)?
+    {
+        Fenced::Done(closing) => Ok(Some(closing)),
+        // Something changed the record since it was read (a Join's membership write,
+        // another close): say so rather than guess.
+        Fenced::Moved => match authority.read(key).await.map_err(Error::from)? {
+            None => Ok(None),
+            Some(now) => {
+                check_generation(key, &now, generation)?;
+                Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("{key} changed while it was being closed; close it again"),
+                ))
+            }
+        },
+    }
+}
+
+/// Runs `live`'s last turn (`on_closing(reason)`), after its current one; a handler that
+/// never ends does not hold the close forever (the object is sealed and its record
+/// released regardless).
+async fn last_turn(core: &ObjectCore, live: &LiveObject, reason: ClosingReason) {
+    let key = &live.key;
     let (done, closed) = oneshot::channel();
     let close = ObjectJob::Close { reason, done };
     if live.try_deliver(close, 0).is_ok() {
         // The close waits for the current turn; a handler that never ends does not hold
         // the close forever (the Spot is sealed and its record released regardless).
-        let patience = server.env.node().map_or(std::time::Duration::ZERO, |node| {
+        let patience = core.env.node().map_or(std::time::Duration::ZERO, |node| {
             node.settings().request_timeout
         });
         if tokio::time::timeout(patience, closed).await.is_err() {
@@ -146,19 +168,25 @@ pub(super) async fn close(
     } else {
         live.stop();
     }
-    server.registry.remove(&live);
+}
+
+/// `live` leaves the registry and its Spot, and its Closing record is deleted: the ID
+/// reads Missing.
+async fn release(core: &ObjectCore, live: &Arc<LiveObject>, closing: &Versioned) -> Result<bool> {
+    let key = &live.key;
+    core.registry.remove(live);
     if let Some(spot) = live.membership() {
-        if let Some(spot) = server.registry.get(&ObjectKey::from(&spot)) {
+        if let Some(spot) = core.registry.get(&ObjectKey::from(&spot)) {
             spot.remove_member(&key.id);
         }
     }
-    server.resolver.saw_authority(key, &closing.record.fence);
-    match server
+    core.resolver.saw_authority(key, &closing.record.fence);
+    match core
         .env
         .authority()
-        .delete(key, &closing)
+        .delete(key, closing)
         .await
-        .map_err(store_error)?
+        .map_err(Error::from)?
     {
         Fenced::Done(()) | Fenced::Moved => Ok(true),
     }

@@ -7,14 +7,16 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::admission::STALE_ROUTE;
+use super::authority::ObjectShape;
+use super::core::ObjectCore;
 use super::owner_link::ObjectCommand;
+use super::owner_link::STALE_ROUTE;
 use super::owner_link::{node_stopping, route_fence};
 use super::resolver::Resolution;
 use super::route_cache::{ReadyRoute, Routed};
 use super::route_traffic::Sending;
-use super::server::ObjectServer;
 use crate::address::{ObjectKey, StableType};
+use crate::call::BoxFuture;
 use crate::call::PacketKind;
 use crate::handle::{ObjectMessage, Started};
 use crate::object::env::ObjectEnv;
@@ -22,11 +24,24 @@ use crate::wire::{Metadata, Payload, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
 mod local;
+mod switch;
 
 pub(super) use local::call_local;
 
 pub(super) fn is_stale_route(e: &Error) -> bool {
     e.is_refusal(crate::Refusal::StaleRoute)
+}
+
+/// What activates the Instance Spot a call with Instance intent found Missing (or
+/// refused as stale behind a cached route): the layer above the direct path, which
+/// places and creates it, then delivers the call through [`resolved_call`] again.
+pub(crate) trait Activation: Sync {
+    /// Activates `call`'s Spot and delivers `call` to it by `deadline`.
+    fn activate<'a>(
+        &'a self,
+        call: ObjectCall<'a>,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<Payload>>;
 }
 
 /// One direct call to a Spot or Actor, as the caller made it.
@@ -63,7 +78,11 @@ impl<'a> ObjectCall<'a> {
 /// Starts a packet to a Spot or Actor by its ID only. A call whose route is cached and
 /// leads to this node is admitted right here, without a future of its own: its turn runs
 /// on this task when the object is idle (`Done`). Anything else goes on in a future.
-pub(super) fn start<'a>(server: &'a ObjectServer, mut message: ObjectMessage<'a>) -> Started<'a> {
+pub(super) fn start<'a>(
+    server: &'a ObjectCore,
+    activation: &'a dyn Activation,
+    mut message: ObjectMessage<'a>,
+) -> Started<'a> {
     let now = Instant::now();
     let deadline = now + message.timeout;
     let known = match server.resolver.cached(&message.key, now) {
@@ -114,48 +133,46 @@ pub(super) fn start<'a>(server: &'a ObjectServer, mut message: ObjectMessage<'a>
             )),
             _ => Some(known),
         };
-        resolved_call(server, call, now, deadline, known, true).await
+        resolved_call(server, call, now, deadline, known, Some(activation)).await
     }))
 }
 
 /// A call by ID, from where its route stands (`known`: what the cache said at `now`,
-/// if it was asked already). With `activate_on_stale`, an intent call its route's owner
-/// refused goes through activation once (the activation's own delivery does not).
+/// if it was asked already). With an `activation`, an intent call whose Spot is Missing,
+/// or whose route's owner refused it, goes through activation once (the activation's own
+/// delivery passes none).
 pub(super) async fn resolved_call(
-    server: &ObjectServer,
+    server: &ObjectCore,
     call: ObjectCall<'_>,
     now: Instant,
     deadline: Instant,
     known: Option<Option<Resolution>>,
-    activate_on_stale: bool,
+    activation: Option<&dyn Activation>,
 ) -> Result<Payload> {
     let Routed { route, sending } = match resolve(server, call.key, now, deadline, known).await {
         // With Instance intent, a Missing ID is activated, and one being activated is
         // waited for; anything else (a dead owner above all) stays the error it is.
-        Err(e)
-            if call.intent.is_some()
-                && activate_on_stale
-                && super::instance_spot::activates(&e) =>
-        {
-            return super::instance_spot::activate(server, call, deadline).await;
-        }
+        Err(e) if call.intent.is_some() && activates(&e) => match activation {
+            Some(activation) => return activation.activate(call, deadline).await,
+            None => return Err(e),
+        },
         routed => routed?,
     };
     let mut call = call;
     // An Instance Spot evicted (or moved) behind a cached route refuses as stale; with
     // intent the call is not lost but activated (or delivered) afresh, so it keeps a copy.
-    let retry = match &call.intent {
-        Some(intent) if !activate_on_stale => {
-            super::instance_spot::check_intent(&route, intent)?;
+    let retry = match (&call.intent, activation) {
+        (Some(intent), None) => {
+            check_intent(&route, intent)?;
             None
         }
-        Some(intent) => {
-            super::instance_spot::check_intent(&route, intent)?;
+        (Some(intent), Some(activation)) => {
+            check_intent(&route, intent)?;
             let bytes = std::mem::take(&mut call.payload).into_bytes()?;
             call.payload = Payload::encoded(bytes.clone());
-            Some((bytes, call.metadata.clone(), intent.clone()))
+            Some((bytes, call.metadata.clone(), intent.clone(), activation))
         }
-        None => None,
+        (None, _) => None,
     };
     let request = call.kind == PacketKind::Request;
     let (key, packet, kind) = (call.key, call.packet, call.kind);
@@ -171,7 +188,7 @@ pub(super) async fn resolved_call(
     };
     settle(server, &route, sending, request, &result);
     match (result, retry) {
-        (Err(e), Some((bytes, metadata, intent))) if is_stale_route(&e) => {
+        (Err(e), Some((bytes, metadata, intent, activation))) if is_stale_route(&e) => {
             let again = ObjectCall {
                 key,
                 packet,
@@ -182,12 +199,37 @@ pub(super) async fn resolved_call(
                 send_timeout,
                 intent: Some(intent),
             };
-            super::instance_spot::activate(server, again, deadline).await
+            activation.activate(again, deadline).await
         }
         // The owner refused it (nothing ran): when the object is gone, the call says so.
         (Err(e), None) if is_gone_here(&e) => Err(missing_or(server, key, e).await),
         (result, _) => result,
     }
+}
+
+/// A call with Instance intent that found a Spot: it must be an Instance Spot of the
+/// intended type.
+fn check_intent(route: &ReadyRoute, intent: &StableType) -> Result<()> {
+    if route.shape == ObjectShape::InstanceSpot && route.stable_type == intent.as_str() {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::TypeMismatch,
+        format!(
+            "{} is a {:?} of type {:?}; Instance intent for {intent} reaches only an Instance Spot of that type",
+            route.key, route.shape, route.stable_type
+        ),
+    ))
+}
+
+/// Whether a call with Instance intent that failed to resolve with `error` goes to the
+/// activation path, which reads the authority again and acts on what it finds: nothing
+/// (activate), an activation under way (wait for it, or cancel it when its owner is
+/// gone), a Ready Spot (deliver; a dead owner stays `Unavailable`, seed 002 §10 items 10
+/// and 11, whether or not its first message ran).
+/// Any other error is the call's.
+fn activates(error: &Error) -> bool {
+    error.is(ErrorKind::NotFound) || error.is(ErrorKind::Unavailable)
 }
 
 /// Whether the owner a route named refused a call because the object is no longer there
@@ -198,7 +240,7 @@ fn is_gone_here(e: &Error) -> bool {
 
 /// `NotFound` when `key` has no authority any more (its owner closed or evicted it after
 /// this node cached the route), else `refused` as it is.
-async fn missing_or(server: &ObjectServer, key: &ObjectKey, refused: Error) -> Error {
+async fn missing_or(server: &ObjectCore, key: &ObjectKey, refused: Error) -> Error {
     match server.env.authority().read(key).await {
         Ok(None) => Error::new(
             ErrorKind::NotFound,
@@ -210,7 +252,7 @@ async fn missing_or(server: &ObjectServer, key: &ObjectKey, refused: Error) -> E
 
 /// What a call's end says about its route: what arrived on it, and whether it is stale.
 fn settle(
-    server: &ObjectServer,
+    server: &ObjectCore,
     route: &ReadyRoute,
     sending: Sending,
     request: bool,
@@ -233,7 +275,7 @@ fn settle(
 /// Where messages for `key` go now, for a framework notice that is not a call: the cache,
 /// or one authority read, waiting out a route switch until `deadline`.
 pub(crate) async fn route_of(
-    server: &ObjectServer,
+    server: &ObjectCore,
     key: &ObjectKey,
     deadline: Instant,
 ) -> Result<Arc<ReadyRoute>> {
@@ -243,9 +285,9 @@ pub(crate) async fn route_of(
 }
 
 /// The route calls to `id` use now. When it changes to a later owner, this waits until
-/// the follow barrier down the old one was answered (see [`route_switch`](super::route_switch)).
+/// the follow barrier down the old one was answered (see [`switch`]).
 async fn resolve(
-    server: &ObjectServer,
+    server: &ObjectCore,
     id: &ObjectKey,
     mut now: Instant,
     deadline: Instant,
@@ -265,7 +307,7 @@ async fn resolve(
             Resolution::Ready(route) => return Ok(route),
             Resolution::Switch(start) => {
                 let server = server.arc().ok_or_else(node_stopping)?;
-                super::route_switch::begin(&server, start)
+                switch::begin(&server, start)
             }
             Resolution::Wait(switch) => switch,
             Resolution::Missing => {

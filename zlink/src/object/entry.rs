@@ -7,24 +7,21 @@
 //! has a lane of its own, and the application's [`EntryHooks`] hear, on the Entry Spot's
 //! lifecycle lane, which Actors were created in it, joined it and left it.
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
-use super::authority::ObjectShape;
-use super::authority_store::{Draft, Fenced, Reserved, Versioned};
+use super::authority_store::Versioned;
 use super::context::SpotContext;
 use super::entry_hooks::{EntryHooks, EntryHooksFactory};
 use super::instance::{Instance, TurnInfo};
 use super::lifecycle::{ClosingReason, Relocation};
 use super::membership::{Execution, JoinDecision, MemberEvent};
 use super::object_type::{Factory, TypeDef};
-use super::server::ObjectServer;
 use super::timer::TimerTick;
-use crate::address::{ObjectKey, SpotId};
+use crate::address::SpotId;
 use crate::call::BoxFuture;
 use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind, Result};
@@ -136,105 +133,19 @@ impl EntrySpot {
         }
     }
 
-    /// Claims the Entry Spot now, or keeps trying in the background.
-    pub(crate) async fn claim(self: &Arc<Self>, server: &Arc<ObjectServer>) {
-        match self.try_claim(server).await {
-            Ok(()) => return,
-            Err(e) => {
-                tracing::warn!(entry = %self.id, error = %e, "cannot claim the Entry Spot yet; retrying")
-            }
-        }
-        let (entry, weak) = (self.clone(), Arc::downgrade(server));
-        let cancel = server.env.cancel().clone();
-        server.env.tracker().spawn(async move {
-            let mut backoff = Duration::from_millis(100);
-            loop {
-                tokio::select! {
-                    _ = cancel.cancelled() => return,
-                    _ = tokio::time::sleep(backoff) => {}
-                }
-                let Some(server) = weak.upgrade() else { return };
-                match entry.try_claim(&server).await {
-                    Ok(()) => return,
-                    Err(e) => {
-                        tracing::debug!(entry = %entry.id, error = %e, "Entry Spot claim failed")
-                    }
-                }
-                backoff = (backoff * 2).min(Duration::from_secs(2));
-            }
-        });
-    }
-
-    async fn try_claim(&self, server: &Arc<ObjectServer>) -> Result<()> {
-        let key = ObjectKey::from(&self.id);
-        let Some(owner) = server.env.lease().admitting_token() else {
-            return Err(Error::new(
-                ErrorKind::Unavailable,
-                "the owner lease is not held",
-            ));
-        };
-        let draft = Draft {
-            shape: ObjectShape::EntrySpot,
-            stable_type: ENTRY_STABLE_TYPE.to_string(),
-            owner,
-            route: server.env.route().clone(),
-            membership: None,
-            creation_request: Vec::new(),
-            activation: None,
-            reclaim_on_owner_lost: false,
-        };
-        let won = match server.env.authority().reserve(&key, draft).await? {
-            Reserved::Won(won) => won,
-            // A record of our own earlier attempt whose answer was lost: take it over.
-            Reserved::Exists(existing) if existing.record.route == *server.env.route() => existing,
-            Reserved::Exists(_) => {
-                return Err(Error::new(
-                    ErrorKind::AlreadyExists,
-                    format!("Entry Spot ID {} is taken by another node", self.id),
-                ))
-            }
-        };
-        let ready = match won.record.state {
-            super::authority::AuthorityState::Creating => {
-                match server.env.authority().commit(&key, &won).await? {
-                    Fenced::Done(ready) => ready,
-                    Fenced::Moved => {
-                        return Err(Error::new(
-                            ErrorKind::Unavailable,
-                            "the Entry Spot claim was replaced before it committed",
-                        ))
-                    }
-                }
-            }
-            _ => won,
-        };
-        tracing::info!(entry = %self.id, "Entry Spot claimed");
-        self.run(server, key, ready.clone())?;
-        self.claimed.send_replace(Some(ready));
-        Ok(())
-    }
-
-    /// Starts the claimed Entry Spot's turn loop on this node.
-    fn run(&self, server: &Arc<ObjectServer>, key: ObjectKey, ready: Versioned) -> Result<()> {
-        let Some(hooks) = self.hooks.lock_unpoisoned().take() else {
-            return Ok(());
-        };
+    /// What the claimed Entry Spot runs: its registration and its instance, the first
+    /// time it is asked (`None` after).
+    pub(crate) fn take_instance(&self) -> Option<Result<(TypeDef, Box<dyn Instance>)>> {
+        let hooks = self.hooks.lock_unpoisoned().take()?;
         let instance = EntryInstance {
             id: self.id.clone(),
             hooks,
         };
-        let (go, wait) = oneshot::channel();
-        let live = crate::object::launch::start(
-            key,
-            Arc::new(entry_type()?),
-            ready,
-            Box::new(instance),
-            server.object_host(),
-            wait.into(),
-            None,
-        );
-        server.registry.insert(live);
-        let _ = go.send(true);
-        Ok(())
+        Some(entry_type().map(|def| (def, Box::new(instance) as Box<dyn Instance>)))
+    }
+
+    /// The claim landed as `ready`.
+    pub(crate) fn claimed_as(&self, ready: Versioned) {
+        self.claimed.send_replace(Some(ready));
     }
 }

@@ -68,6 +68,20 @@ impl ObjectEnv {
         }
     }
 
+    /// Whether this node is a Server member of `channel` (at any weight).
+    pub(crate) fn serves_channel(&self, channel: &str) -> bool {
+        self.node()
+            .is_some_and(|node| node.registry().weight(channel).is_some())
+    }
+
+    /// Whether this node is a Server member of `channel` with weight > 0, as its peers
+    /// would count it (weight 0, draining, takes none).
+    pub(crate) fn serves_channel_weighted(&self, channel: &str) -> bool {
+        self.node()
+            .and_then(|node| node.registry().weight(channel))
+            .is_some_and(|weight| weight > 0)
+    }
+
     /// The node, while it is alive.
     pub(crate) fn node(&self) -> Option<Arc<MeshNode>> {
         self.node.upgrade()

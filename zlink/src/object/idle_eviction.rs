@@ -13,10 +13,10 @@ use tokio::time::Instant;
 
 use super::authority::{AuthorityState, ObjectShape};
 use super::closing;
+use super::core::ObjectCore;
 use super::lifecycle::ClosingReason;
 use super::live_object::LiveObject;
 use super::owner_link::route_fence;
-use super::server::ObjectServer;
 use crate::address::ObjectKey;
 
 /// The most Instance Spots one sweep looks at; the next sweep goes on after them.
@@ -31,14 +31,14 @@ struct Seen {
 }
 
 /// Starts the sweeper, when `timeout` is above 0.
-pub(super) fn watch(server: &Arc<ObjectServer>, timeout: Duration) {
+pub(super) fn watch(core: &Arc<ObjectCore>, timeout: Duration) {
     if timeout.is_zero() {
         return;
     }
     let every = (timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
-    let weak: Weak<ObjectServer> = Arc::downgrade(server);
-    let cancel = server.env.cancel().clone();
-    server.env.tracker().spawn(async move {
+    let weak: Weak<ObjectCore> = Arc::downgrade(core);
+    let cancel = core.env.cancel().clone();
+    core.env.tracker().spawn(async move {
         let mut seen: HashMap<ObjectKey, Seen> = HashMap::new();
         let mut cursor = 0usize;
         let mut ticker = tokio::time::interval(every);
@@ -47,8 +47,8 @@ pub(super) fn watch(server: &Arc<ObjectServer>, timeout: Duration) {
                 _ = ticker.tick() => {}
                 _ = cancel.cancelled() => return,
             }
-            let Some(server) = weak.upgrade() else { return };
-            cursor = sweep(&server, timeout, &mut seen, cursor).await;
+            let Some(core) = weak.upgrade() else { return };
+            cursor = sweep(&core, timeout, &mut seen, cursor).await;
         }
     });
 }
@@ -56,12 +56,12 @@ pub(super) fn watch(server: &Arc<ObjectServer>, timeout: Duration) {
 /// Looks at up to [`SWEEP_BATCH`] Instance Spots from `cursor` on, and evicts those idle
 /// for `timeout`. Returns where the next sweep starts.
 async fn sweep(
-    server: &Arc<ObjectServer>,
+    core: &Arc<ObjectCore>,
     timeout: Duration,
     seen: &mut HashMap<ObjectKey, Seen>,
     cursor: usize,
 ) -> usize {
-    let mut instances: Vec<Arc<LiveObject>> = server
+    let mut instances: Vec<Arc<LiveObject>> = core
         .registry
         .all()
         .into_iter()
@@ -82,7 +82,7 @@ async fn sweep(
         .cloned()
         .collect();
     for live in &batch {
-        let Some(mark) = idle_mark(server, live) else {
+        let Some(mark) = idle_mark(core, live) else {
             seen.remove(&live.key);
             continue;
         };
@@ -106,7 +106,7 @@ async fn sweep(
         seen.remove(&live.key);
         tracing::info!(object = %live.key, idle_for = ?timeout, "evicting an idle Instance Spot");
         if let Err(e) =
-            closing::close(server, &live.key, generation, ClosingReason::IdleEvicted).await
+            closing::close(core, &live.key, generation, ClosingReason::IdleEvicted).await
         {
             tracing::debug!(object = %live.key, error = %e, "an idle Instance Spot was not evicted");
         }
@@ -115,15 +115,14 @@ async fn sweep(
 }
 
 /// `live`'s work mark when it may be evicted now.
-fn idle_mark(server: &ObjectServer, live: &LiveObject) -> Option<u64> {
+fn idle_mark(core: &ObjectCore, live: &LiveObject) -> Option<u64> {
     let authority = live.authority();
     let record = &authority.record;
     let settled = record.shape == ObjectShape::InstanceSpot
         && record.state == AuthorityState::Ready
         && record.activation.is_none()
-        && server
-            .relocations
-            .departures()
+        && core
+            .departures
             .get(&live.key, &route_fence(&record.fence))
             .is_none();
     settled.then(|| live.idle_mark()).flatten()

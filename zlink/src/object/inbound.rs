@@ -6,11 +6,11 @@ use std::sync::{Arc, Weak};
 use bytes::Bytes;
 
 use super::admission::{Admission, Admitted, NotAdmitted, Prepared};
+use super::core::ObjectCore;
 use super::lost_sends::LostReason;
 use super::mailbox::Refused;
 use super::object_job::{Recorded, ReplyTo};
 use super::remote::{decode_generation, CreateReply, CreateRequest};
-use super::server::ObjectServer;
 use crate::address::Outcome;
 use crate::address::{ActorId, ObjectKey, SpotId};
 use crate::call::PacketKind;
@@ -20,7 +20,7 @@ use crate::{Error, ErrorKind};
 
 /// The inbound route of object commands, held weakly so the node's dispatcher does not
 /// keep the object layer alive after shutdown.
-pub(super) struct ObjectRoute(pub(super) Weak<ObjectServer>);
+pub(super) struct ObjectRoute(pub(super) Weak<ObjectCore>);
 
 impl InboundRoute for ObjectRoute {
     fn deliver(&self, call: InboundCall) {
@@ -35,7 +35,7 @@ impl InboundRoute for ObjectRoute {
 }
 
 /// An admitted object command from a peer.
-fn deliver_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
+fn deliver_inbound(server: &Arc<ObjectCore>, call: InboundCall) {
     match call.message().command {
         Command::SpotCreate | Command::ActorCreate => create_inbound(server, call),
         Command::SpotClose | Command::ActorDestroy => close_inbound(server, call),
@@ -44,7 +44,7 @@ fn deliver_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
 }
 
 /// A creation placed on this node: one attempt, whose outcome goes back.
-fn create_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
+fn create_inbound(server: &Arc<ObjectCore>, call: InboundCall) {
     let message = call.message();
     let target = message.head.target.as_str();
     // The creator's bad ID is a refused operation here, not this node's argument error.
@@ -113,7 +113,7 @@ fn not_addressed() -> Error {
 }
 
 /// A close of a Spot (or destroy of an Actor) this node owns, fenced like a message.
-fn close_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
+fn close_inbound(server: &Arc<ObjectCore>, call: InboundCall) {
     let Some((key, fence)) = addressed(&call) else {
         return call.answer(Err(not_addressed()));
     };
@@ -134,18 +134,22 @@ fn close_inbound(server: &Arc<ObjectServer>, call: InboundCall) {
             crate::Refusal::StaleRoute,
             format!(
                 "this node does not own {key} {}",
-                super::admission::STALE_ROUTE
+                super::owner_link::STALE_ROUTE
             ),
         )));
     }
     let server = server.clone();
     call.run(move |_message| {
-        Box::pin(async move { crate::wire::cbor_encode(&server.close(&key, generation).await?) })
+        Box::pin(async move {
+            crate::wire::cbor_encode(
+                &super::closing::close_as_asked(&server, &key, generation).await?,
+            )
+        })
     });
 }
 
 /// A message for a Spot or Actor this node owns.
-fn message_inbound(server: &ObjectServer, call: InboundCall) {
+fn message_inbound(server: &ObjectCore, call: InboundCall) {
     let Some((key, fence)) = addressed(&call) else {
         return call.answer(Err(not_addressed()));
     };
@@ -167,16 +171,11 @@ fn message_inbound(server: &ObjectServer, call: InboundCall) {
     let session = message.head.session;
     // A request relayed from the object's old owner: its result is recorded as the reply
     // leaves (the framework's key never reaches the handler).
-    let relay_id = metadata.remove(super::relocation::RELAY_ID_KEY);
-    let recorder = match (relay_id, server.relocations.store()) {
+    let relay_id = metadata.remove(super::follow::RELAY_ID_KEY);
+    let recorder = match (relay_id, server.hosting.relocation_store()) {
         (Some(id), Some(store)) if hops > 0 && call.is_request() => {
-            super::relocation::Recorder::new(
-                store.clone(),
-                &id,
-                deadline,
-                server.env.tracker().clone(),
-            )
-            .ok()
+            super::follow::Recorder::new(store.clone(), &id, deadline, server.env.tracker().clone())
+                .ok()
         }
         _ => None,
     };

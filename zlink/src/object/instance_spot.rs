@@ -14,18 +14,17 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::authority::{AuthorityState, ObjectShape};
+use super::authority::AuthorityState;
 use super::authority_store::Fenced;
+use super::core::ObjectCore;
 use super::creation::{candidates, settle_creating, try_create, FirstMessage};
-use super::direct::{resolved_call, ObjectCall};
+use super::direct::{resolved_call, Activation, ObjectCall};
 use super::live_object::LiveObject;
 use super::lost_sends::LostReason;
 use super::object_job::{ObjectJob, ReplyTo};
 use super::object_type::TypeDef;
 use super::owner_link::{node_stopping, ObjectCommand};
 use super::placement;
-use super::route_cache::ReadyRoute;
-use super::server::{store_error, ObjectServer};
 use crate::address::{ObjectKey, ObjectKind, Outcome, SpotId, StableType};
 use crate::call::BoxFuture;
 use crate::call::PacketKind;
@@ -55,25 +54,10 @@ struct ActivationRoot {
     payload: Vec<u8>,
 }
 
-/// A call with Instance intent that found a Spot: it must be an Instance Spot of the
-/// intended type.
-pub(super) fn check_intent(route: &ReadyRoute, intent: &StableType) -> Result<()> {
-    if route.shape == ObjectShape::InstanceSpot && route.stable_type == intent.as_str() {
-        return Ok(());
-    }
-    Err(Error::new(
-        ErrorKind::TypeMismatch,
-        format!(
-            "{} is a {:?} of type {:?}; Instance intent for {intent} reaches only an Instance Spot of that type",
-            route.key, route.shape, route.stable_type
-        ),
-    ))
-}
-
 /// The Instance Spot type an intent call that names none is for: the one distinct Instance
 /// Spot type this node and its connected members serve (reference rule 14). Two or more
 /// are `InvalidOperation`, none is `NotFound`.
-pub(crate) fn sole_instance_type(server: &ObjectServer) -> Result<StableType> {
+pub(crate) fn sole_instance_type(server: &ObjectCore) -> Result<StableType> {
     let mut types: Vec<StableType> = server.registry.instance_spot_types().cloned().collect();
     if let Some(node) = server.env.node() {
         let members = node.discovery().map(|d| d.status().members);
@@ -108,16 +92,6 @@ pub(crate) fn sole_instance_type(server: &ObjectServer) -> Result<StableType> {
     }
 }
 
-/// Whether a call with Instance intent that failed to resolve with `error` goes to the
-/// activation path, which reads the authority again and acts on what it finds: nothing
-/// (activate), an activation under way (wait for it, or cancel it when its owner is
-/// gone), a Ready Spot (deliver; a dead owner stays `Unavailable`, seed 002 §10 items 10
-/// and 11, whether or not its first message ran).
-/// Any other error is the call's.
-pub(super) fn activates(error: &Error) -> bool {
-    error.is(ErrorKind::NotFound) || error.is(ErrorKind::Unavailable)
-}
-
 /// One activating message, kept whole until a reservation takes it.
 struct Activating {
     key: ObjectKey,
@@ -136,16 +110,18 @@ struct Activating {
 /// A request completes with that handler's reply, under the call's one deadline; a
 /// one-way completes once the activation is under way. (A boxed `Send` future, not an
 /// `async fn`: the activation calls back into the direct call path.)
-pub(super) fn activate<'a>(
-    server: &'a ObjectServer,
-    call: ObjectCall<'a>,
-    deadline: Instant,
-) -> BoxFuture<'a, Result<Payload>> {
-    Box::pin(activate_now(server, call, deadline))
+impl Activation for ObjectCore {
+    fn activate<'a>(
+        &'a self,
+        call: ObjectCall<'a>,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<Payload>> {
+        Box::pin(activate_now(self, call, deadline))
+    }
 }
 
 async fn activate_now(
-    server: &ObjectServer,
+    server: &ObjectCore,
     call: ObjectCall<'_>,
     deadline: Instant,
 ) -> Result<Payload> {
@@ -216,11 +192,7 @@ fn instance_handler(object_type: &TypeDef, packet: &str, kind: PacketKind) -> Re
 /// On the caller's node: the message goes to the Spot once one is Ready, and while there
 /// is none, to this node if it serves the type and has room, else to the node placement
 /// picks among those serving it, which activates it.
-async fn place(
-    server: &Arc<ObjectServer>,
-    activating: Activating,
-    waits: Waits,
-) -> Result<Payload> {
+async fn place(server: &Arc<ObjectCore>, activating: Activating, waits: Waits) -> Result<Payload> {
     let key = &activating.key;
     let mut excluded: Vec<String> = Vec::new();
     let mut refusals: Vec<String> = Vec::new();
@@ -238,7 +210,7 @@ async fn place(
             .authority()
             .read(key)
             .await
-            .map_err(store_error)?;
+            .map_err(Error::from)?;
         if let Some(current) = &current {
             if super::creation::owner_lost_and_reclaimed(server, key, current).await? {
                 continue;
@@ -303,7 +275,7 @@ async fn place(
 /// delivery to the Spot another caller's activation makes) goes on without its caller,
 /// under the node's request timeout rather than the one-way's send timeout. A failure
 /// from here on is logged and counted (`lost_one_ways.activation_failed`).
-fn under_way(server: &Arc<ObjectServer>, mut activating: Activating) -> Result<Payload> {
+fn under_way(server: &Arc<ObjectCore>, mut activating: Activating) -> Result<Payload> {
     let request_timeout = server.env.owner_link().node()?.settings().request_timeout;
     activating.timeout = activating.timeout.max(request_timeout);
     activating.deadline = activating.deadline.max(Instant::now() + request_timeout);
@@ -321,21 +293,21 @@ fn under_way(server: &Arc<ObjectServer>, mut activating: Activating) -> Result<P
 
 /// A one-way's placement after its caller was answered (boxed: `place` starts it).
 fn place_in_background(
-    server: Arc<ObjectServer>,
+    server: Arc<ObjectCore>,
     activating: Activating,
 ) -> BoxFuture<'static, Result<Payload>> {
     Box::pin(async move { place(&server, activating, Waits::ForReply).await })
 }
 
 /// The message as a plain call to the Spot that is Ready now.
-async fn deliver(server: &Arc<ObjectServer>, activating: &Activating) -> Result<Payload> {
+async fn deliver(server: &Arc<ObjectCore>, activating: &Activating) -> Result<Payload> {
     resolved_call(
         server,
         call_of(activating),
         Instant::now(),
         activating.deadline,
         None,
-        false,
+        None,
     )
     .await
 }
@@ -345,7 +317,7 @@ async fn deliver(server: &Arc<ObjectServer>, activating: &Activating) -> Result<
 /// this node's notification when the activation runs here, else a little (a bounded,
 /// doubling pause), before it reads the authority again.
 async fn settle(
-    server: &Arc<ObjectServer>,
+    server: &Arc<ObjectCore>,
     current: &super::authority_store::Versioned,
     activating: &Activating,
     backoff: &mut Duration,
@@ -376,7 +348,7 @@ async fn settle(
 
 /// On the node that activates: the Spot is reserved and made here, or the message goes to
 /// the one another activation made.
-async fn activate_here(server: &Arc<ObjectServer>, activating: &Activating) -> Result<Payload> {
+async fn activate_here(server: &Arc<ObjectCore>, activating: &Activating) -> Result<Payload> {
     let mut backoff = SETTLE_BACKOFF;
     loop {
         if Instant::now() >= activating.deadline {
@@ -393,7 +365,7 @@ async fn activate_here(server: &Arc<ObjectServer>, activating: &Activating) -> R
             .authority()
             .read(&activating.key)
             .await
-            .map_err(store_error)?;
+            .map_err(Error::from)?;
         match current {
             Some(current) if current.record.state == AuthorityState::Ready => {
                 return deliver(server, activating).await;
@@ -410,7 +382,7 @@ async fn activate_here(server: &Arc<ObjectServer>, activating: &Activating) -> R
 
 /// Command 39 to `rid`, which activates the Spot there (or delivers to the one that is).
 async fn send_activation(
-    server: &Arc<ObjectServer>,
+    server: &Arc<ObjectCore>,
     activating: &Activating,
     rid: &str,
 ) -> Result<Payload> {
@@ -453,7 +425,7 @@ fn envelope_of(activating: &Activating) -> ActivationRoot {
 
 /// The inbound route of command 39: this node activates the Spot the envelope names (or
 /// delivers to the one that is), and answers with the first message's result.
-pub(crate) struct ActivationRoute(pub(crate) std::sync::Weak<ObjectServer>);
+pub(crate) struct ActivationRoute(pub(crate) std::sync::Weak<ObjectCore>);
 
 impl InboundRoute for ActivationRoute {
     fn deliver(&self, call: InboundCall) {
@@ -521,7 +493,7 @@ impl InboundRoute for ActivationRoute {
 /// One activation attempt here: the root, then the reservation with the message queued
 /// first. `None` when another reservation won (the caller reads the authority again).
 async fn reserve_and_run(
-    server: &Arc<ObjectServer>,
+    server: &Arc<ObjectCore>,
     activating: &Activating,
 ) -> Result<Option<Result<Payload>>> {
     let key = &activating.key;
@@ -530,11 +502,11 @@ async fn reserve_and_run(
         .object_type(ObjectKind::Spot, activating.stable_type.as_str())?;
     let handler = instance_handler(&object_type, &activating.packet, activating.kind)?;
     let store = server
-        .relocations
-        .required_store("keep an Instance Spot's activating message")?
+        .hosting
+        .required_relocation_store("keep an Instance Spot's activating message")?
         .clone();
     let root = format!("zlink:activation:{}", super::id_uuid_v4());
-    let reference = PayloadRef::new(root.clone()).map_err(store_error)?;
+    let reference = PayloadRef::new(root.clone()).map_err(Error::from)?;
     let record = envelope_of(activating);
     let retention = activating
         .deadline
@@ -543,8 +515,8 @@ async fn reserve_and_run(
     store
         .put(&reference, &cbor_encode(&record)?, retention)
         .await
-        .map_err(store_error)?;
-    if server.relocations.faults().holds_activation_after_root() {
+        .map_err(Error::from)?;
+    if server.faults.holds_activation_after_root() {
         tracing::debug!(object = %key, "an activation held after its root (test fault)");
         server.env.cancel().cancelled().await;
         return Err(node_stopping());
@@ -615,7 +587,7 @@ async fn reserve_and_run(
 /// drops the pointer (activation recovery never applies to a moved Spot). A store that
 /// fails leaves the pointer (then a dead owner's Spot is activated anew, as before its
 /// first message).
-pub(super) async fn first_message_ran(server: &ObjectServer, live: &LiveObject) {
+pub(super) async fn first_message_ran(server: &ObjectCore, live: &LiveObject) {
     if server.env.is_stopping() {
         return;
     }
@@ -629,9 +601,10 @@ pub(super) async fn first_message_ran(server: &ObjectServer, live: &LiveObject) 
         match server.env.authority().clear_activation(key, &current).await {
             Ok(Fenced::Done(cleared)) => {
                 live.set_authority(cleared);
-                if let (Some(store), Ok(reference)) =
-                    (server.relocations.store().cloned(), PayloadRef::new(root))
-                {
+                if let (Some(store), Ok(reference)) = (
+                    server.hosting.relocation_store().cloned(),
+                    PayloadRef::new(root),
+                ) {
                     forget_root(server, store, reference);
                 }
                 return;
@@ -652,7 +625,7 @@ pub(super) async fn first_message_ran(server: &ObjectServer, live: &LiveObject) 
 
 /// A root no reservation took is removed in the background.
 fn forget_root(
-    server: &ObjectServer,
+    server: &ObjectCore,
     store: Arc<dyn crate::store::RelocationStore>,
     reference: PayloadRef,
 ) {

@@ -7,7 +7,7 @@
 //! (`on_actor_join`), the Actor's authority records the new membership (fenced on its exact
 //! authority), the target hears `on_joined_actor`, the Spot left hears `on_leave_actor`
 //! (one-way), and the Actor learns the outcome (`on_join_completed`). A Join to a Spot on
-//! another node moves the Actor there ([`relocation`](super::relocation)).
+//! another node moves the Actor there (a relocation).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,12 +16,12 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use super::authority_store::{Fenced, Versioned};
+use super::core::ObjectCore;
 use super::live_object::LiveObject;
 use super::membership::{
     JoinDecision, JoinOutcome, JoinRequest, JoinStep, MemberEvent, JOIN_TIMEOUT,
 };
 use super::object_job::ObjectJob;
-use super::server::{store_error, ObjectServer};
 use crate::address::ActorRef;
 use crate::address::{ObjectKey, SpotId};
 use crate::object::env::ObjectEnv;
@@ -43,25 +43,25 @@ async fn on_spot(spot: &LiveObject, event: MemberEvent) -> Option<JoinDecision> 
 
 /// Runs the Join `join` of `actor` (a Ready Actor this node owns).
 pub(crate) async fn join(
-    server: &ObjectServer,
+    core: &ObjectCore,
     actor: &Arc<LiveObject>,
     join: JoinRequest,
 ) -> JoinStep {
     let JoinRequest { spot, request } = join;
-    let live = server.registry.get(&ObjectKey::from(&spot));
-    let to_entry = server.entry.as_ref().is_some_and(|e| e.id == spot);
+    let live = core.registry.get(&ObjectKey::from(&spot));
+    let to_entry = core.entry_spot() == Some(&spot);
     if live.is_none() && !to_entry && actor.membership().as_ref() != Some(&spot) {
-        return match elsewhere(&server.env, &spot).await {
+        return match elsewhere(&core.env, &spot).await {
             Ok(rid) => JoinStep::Across { spot, request, rid },
             Err(outcome) => JoinStep::Done(outcome),
         };
     }
-    JoinStep::Done(join_here(server, actor, spot, request, live).await)
+    JoinStep::Done(join_here(core, actor, spot, request, live).await)
 }
 
 /// A Join to a Spot of this node (or the Entry Spot).
 async fn join_here(
-    server: &ObjectServer,
+    core: &ObjectCore,
     actor: &Arc<LiveObject>,
     spot: SpotId,
     request: Bytes,
@@ -74,61 +74,22 @@ async fn join_here(
             reply: Bytes::new(),
         };
     }
-    let Some(entry) = server.entry.as_ref() else {
-        return failed(ErrorKind::Unavailable, "this node runs no Entry Spot");
+    let (target, to_entry) = match join_target(core, actor, &spot, live) {
+        Ok(found) => found,
+        Err(outcome) => return outcome,
     };
-    let to_entry = spot == entry.id;
-    let target = match live {
-        Some(target) => Some(target),
-        None if to_entry => None,
-        None => {
-            return failed(
-                ErrorKind::Unavailable,
-                format!("Spot {spot} is not running here"),
-            )
-        }
-    };
-    if let Some(target) = target.as_ref().filter(|_| !to_entry) {
-        if target.object_type.members.as_ref() != Some(&actor.object_type.stable_type) {
-            return failed(
-                ErrorKind::InvalidOperation,
-                format!(
-                    "Spot {spot} (type {}) takes no Actors of type {}",
-                    target.object_type.stable_type, actor.object_type.stable_type
-                ),
-            );
-        }
-    }
     let Ok(actor_id) = crate::address::ActorId::new(&actor.key.id) else {
         return failed(ErrorKind::InternalFailure, "an Actor with an invalid ID");
     };
     let authority = actor.authority();
     let actor_ref = ActorRef::at(actor_id, authority.location());
     // An Entry Spot admits every Actor of its node: no admission callback.
-    let reply = match target.as_ref().filter(|_| !to_entry) {
-        None => Bytes::new(),
-        Some(target) => {
-            let event = MemberEvent::Join {
-                actor: actor_ref.clone(),
-                request,
-            };
-            match on_spot(target, event).await {
-                Some(JoinDecision::Accept(reply)) => reply,
-                Some(JoinDecision::Reject(reply)) => return JoinOutcome::Rejected { reply },
-                None => {
-                    return failed(
-                        ErrorKind::Unavailable,
-                        format!("Spot {spot} did not admit the Join (closing, full or too slow)"),
-                    )
-                }
-            }
-        }
-    };
-    let Some(target) = target else {
-        return failed(
-            ErrorKind::Unavailable,
-            format!("Spot {spot} is not running here"),
-        );
+    let reply = match to_entry {
+        true => Bytes::new(),
+        false => match spot_admission(&target, &spot, actor_ref.clone(), request).await {
+            Ok(reply) => reply,
+            Err(outcome) => return outcome,
+        },
     };
     // The seat is taken before the write: a Spot that began closing takes no one, and a
     // Join cancelled midway gives it back.
@@ -140,42 +101,9 @@ async fn join_here(
         actor: &actor.key.id,
         taken: true,
     };
-    // The membership change is one fenced write on the Actor's exact authority; an answer
-    // that was lost is read back until the store answers, never guessed.
-    let written = match server
-        .env
-        .authority()
-        .set_membership(&actor.key, &authority, spot.as_str())
-        .await
-    {
-        Ok(Fenced::Done(written)) => Ok(written),
-        Ok(Fenced::Moved) => Err(None),
-        Err(lost) => Err(Some(lost)),
-    };
-    let written = match written {
+    let written = match write_membership(core, actor, &authority, &spot).await {
         Ok(written) => written,
-        Err(lost) => {
-            let current = settle_lost_write(&server.env, actor, &authority).await;
-            let landed = current
-                .as_ref()
-                .is_some_and(|current| current.record.membership.as_deref() == Some(spot.as_str()));
-            match current {
-                Some(current) if landed => current,
-                other => {
-                    // Stay where the store says the Actor is, at its current version.
-                    if let Some(current) = other {
-                        actor.set_authority(current);
-                    }
-                    return JoinOutcome::Failed(match lost {
-                        Some(lost) => store_error(lost),
-                        None => Error::new(
-                            ErrorKind::Unavailable,
-                            "the Actor's authority changed during the Join",
-                        ),
-                    });
-                }
-            }
-        }
+        Err(e) => return JoinOutcome::Failed(e),
     };
     // Committed: the node's view follows at once, with no await in between.
     seat.keep();
@@ -183,7 +111,7 @@ async fn join_here(
     actor.set_membership(Some(spot.clone()));
     let previous = source
         .as_ref()
-        .and_then(|s| server.registry.get(&ObjectKey::from(s)));
+        .and_then(|s| core.registry.get(&ObjectKey::from(s)));
     if let Some(previous) = &previous {
         previous.remove_member(&actor.key.id);
     }
@@ -200,6 +128,100 @@ async fn join_here(
         notify(&previous, MemberEvent::Left { actor: actor_ref });
     }
     JoinOutcome::Accepted { spot, reply }
+}
+
+/// The Spot `spot` a Join of `actor` lands in on this node (`live`, or this node's Entry
+/// Spot), and whether it is the Entry Spot; the failed outcome when there is none or it
+/// takes no Actors of `actor`'s type.
+fn join_target(
+    core: &ObjectCore,
+    actor: &LiveObject,
+    spot: &SpotId,
+    live: Option<Arc<LiveObject>>,
+) -> std::result::Result<(Arc<LiveObject>, bool), JoinOutcome> {
+    let Some(entry) = core.entry_spot() else {
+        return Err(failed(
+            ErrorKind::Unavailable,
+            "this node runs no Entry Spot",
+        ));
+    };
+    let to_entry = spot == entry;
+    let not_here = || {
+        failed(
+            ErrorKind::Unavailable,
+            format!("Spot {spot} is not running here"),
+        )
+    };
+    // (The Entry Spot runs here once claimed; until then nobody joins it.)
+    let target = live.ok_or_else(not_here)?;
+    if !to_entry && target.object_type.members.as_ref() != Some(&actor.object_type.stable_type) {
+        return Err(failed(
+            ErrorKind::InvalidOperation,
+            format!(
+                "Spot {spot} (type {}) takes no Actors of type {}",
+                target.object_type.stable_type, actor.object_type.stable_type
+            ),
+        ));
+    }
+    Ok((target, to_entry))
+}
+
+/// The User Spot `target`'s admission of `actor` (`on_actor_join`): its reply, or the
+/// outcome a rejection (or a Spot that could not answer) gives the Join.
+async fn spot_admission(
+    target: &LiveObject,
+    spot: &SpotId,
+    actor: ActorRef,
+    request: Bytes,
+) -> std::result::Result<Bytes, JoinOutcome> {
+    match on_spot(target, MemberEvent::Join { actor, request }).await {
+        Some(JoinDecision::Accept(reply)) => Ok(reply),
+        Some(JoinDecision::Reject(reply)) => Err(JoinOutcome::Rejected { reply }),
+        None => Err(failed(
+            ErrorKind::Unavailable,
+            format!("Spot {spot} did not admit the Join (closing, full or too slow)"),
+        )),
+    }
+}
+
+/// The membership change as one fenced write on `actor`'s exact `authority`; an answer
+/// that was lost is read back until the store answers, never guessed. On failure the
+/// Actor stays where the store says it is, at its current version.
+async fn write_membership(
+    core: &ObjectCore,
+    actor: &LiveObject,
+    authority: &Versioned,
+    spot: &SpotId,
+) -> crate::Result<Versioned> {
+    let lost = match core
+        .env
+        .authority()
+        .set_membership(&actor.key, authority, spot.as_str())
+        .await
+    {
+        Ok(Fenced::Done(written)) => return Ok(written),
+        Ok(Fenced::Moved) => None,
+        Err(lost) => Some(lost),
+    };
+    let current = settle_lost_write(&core.env, actor, authority).await;
+    let landed = current
+        .as_ref()
+        .is_some_and(|current| current.record.membership.as_deref() == Some(spot.as_str()));
+    match current {
+        Some(current) if landed => Ok(current),
+        other => {
+            if let Some(current) = other {
+                actor.set_authority(current);
+            }
+            Err(match lost {
+                Some(lost) => Error::from(lost),
+                None => Error::new(
+                    ErrorKind::Unavailable,
+                    "the Actor's authority changed during the Join",
+                ),
+            })
+        }
+    }
 }
 
 /// A member seat taken on a Spot for a Join under way; given back unless kept.
@@ -299,17 +321,17 @@ async fn elsewhere(env: &ObjectEnv, spot: &SpotId) -> Result<String, JoinOutcome
             ErrorKind::Unavailable,
             format!("Spot {spot} is not running here"),
         )),
-        Err(e) => Err(JoinOutcome::Failed(store_error(e))),
+        Err(e) => Err(JoinOutcome::Failed(Error::from(e))),
     }
 }
 
 /// Tells this node's Entry Spot that `actor` was created in it (one-way, on its lifecycle
 /// lane, ahead of the Actor's first turn).
-pub(crate) fn created_in_entry(server: &ObjectServer, actor: &LiveObject, ready: &Versioned) {
-    let Some(entry) = server.entry.as_ref() else {
+pub(crate) fn created_in_entry(core: &ObjectCore, actor: &LiveObject, ready: &Versioned) {
+    let Some(entry) = core.entry_spot() else {
         return;
     };
-    let Some(entry_spot) = server.registry.get(&ObjectKey::from(&entry.id)) else {
+    let Some(entry_spot) = core.registry.get(&ObjectKey::from(entry)) else {
         return;
     };
     let Ok(id) = crate::address::ActorId::new(&actor.key.id) else {

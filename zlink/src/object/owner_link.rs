@@ -23,6 +23,10 @@ static NO_METADATA: Metadata = Metadata::new();
 /// The packet name the object layer's own control records carry.
 pub(crate) const CONTROL_PACKET: &str = "zlink.relocation";
 
+/// Marks the refusals that mean "this route is unusable" (the owner no longer owns the
+/// object, or cannot be reached), in the error detail both sides of the wire read.
+pub(crate) const STALE_ROUTE: &str = "(stale route)";
+
 /// What the object layer answers once its node is stopping.
 pub(crate) fn node_stopping() -> Error {
     Error::new(ErrorKind::ShuttingDown, "the node is stopping")

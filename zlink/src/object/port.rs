@@ -15,7 +15,7 @@ use crate::Result;
 
 impl ObjectPort for ObjectServer {
     fn start_object_call<'a>(&'a self, message: ObjectMessage<'a>) -> Started<'a> {
-        direct::start(self, message)
+        direct::start(&self.core, &*self.core, message)
     }
 
     fn timing(&self) -> (Duration, Duration) {
@@ -40,7 +40,8 @@ impl ObjectPort for ObjectServer {
         send_timeout: Duration,
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(super::multicast::publish(
-            self,
+            &self.core,
+            &self.multicast,
             super::multicast::Event {
                 channel,
                 topic,
@@ -75,7 +76,7 @@ impl ObjectPort for ObjectServer {
         payload: Bytes,
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            self.push_bound(&key, generation, codec, packet, payload)
+            super::binding::push_bound(&self.bindings, &key, generation, codec, packet, payload)
                 .await
         })
     }

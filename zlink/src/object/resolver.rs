@@ -52,7 +52,7 @@ enum Bound {
 }
 
 /// The resolver of one node.
-pub(super) struct Resolver {
+pub(crate) struct Resolver {
     node: Weak<MeshNode>,
     authority: AuthorityStore,
     lease: Arc<OwnerLease>,

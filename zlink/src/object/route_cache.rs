@@ -35,6 +35,11 @@ pub(crate) const DEFAULT_ROUTE_CACHE_MAX_AGE: Duration = Duration::from_secs(15)
 /// The most lanes one node keeps (spread over its shards); past it, forgotten ones go first, then any not switching.
 pub(crate) const ROUTE_CACHE_CAPACITY: usize = 65_536;
 
+/// The packet name of a follow barrier: what a route switch sends down the old route
+/// before it uses the new one. Packet names beginning with `zlink.` are the framework's:
+/// no Spot or Actor type may declare one.
+pub(crate) const FOLLOW_BARRIER: &str = "zlink.follow-barrier";
+
 /// A Ready owner route with the fences a message is admitted against.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ReadyRoute {

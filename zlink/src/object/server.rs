@@ -10,10 +10,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::entry::EntrySpot;
+use super::binding::{BindingRoute, Bindings, BoundRelay, Relayed};
+use super::core::ObjectCore;
 use super::env::ObjectEnv;
+use super::follow::{Departures, RelayServices};
 use super::inbound::ObjectRoute;
-use super::lifecycle::ClosingReason;
 use super::live_object::LiveObject;
 use super::lost_sends::LostOneWays;
 use super::membership::{JoinOutcome, JoinRequest, JoinStep};
@@ -21,59 +22,45 @@ use super::registry::ObjectRegistry;
 use super::relocation::{self, Relocations};
 use super::resolver::Resolver;
 use super::settings::ObjectSettings;
-use super::turn_host::{JoinAcross, ObjectHost, TurnServices};
+use super::turn_host::{JoinAcross, TurnServices};
 use super::{closing, creation};
-use crate::address::{Location, ObjectKey, ObjectKind, Outcome};
+use crate::address::{ActorRef, Location, ObjectKey, ObjectKind, Outcome};
 use crate::call::BoxFuture;
 use crate::handle::Handle;
 use crate::mesh::{InboundRoute, Subsystem, Teardown};
-use crate::store::StoreError;
 use crate::sync::LockUnpoisoned;
 use crate::wire::Command;
-use crate::ErrorKind;
 use crate::{Error, Result};
 
 /// The longest a clean stop spends releasing the authorities it holds (and at most the
 /// lease TTL): a store that does not answer in that time leaves them to `reclaim`.
 const RELEASE_LIMIT: Duration = Duration::from_secs(5);
 
-/// Turns a store failure into the caller's error.
-pub(super) fn store_error(e: StoreError) -> Error {
-    Error::from(e)
-}
-
 /// The object layer of one node, as components: each owns its state and is reached
 /// through its methods.
 pub(crate) struct ObjectServer {
-    /// The node, its handle and store, the lease and what ends with the node.
-    pub(super) env: ObjectEnv,
-    /// The types it serves, the objects it runs and the creations under way.
-    pub(super) registry: ObjectRegistry,
-    /// Routing: where each ID's owner is (route cache and per-ID lanes).
-    pub(super) resolver: Arc<Resolver>,
+    /// What every message path shares: the environment, the registry, routing and the
+    /// departures.
+    pub(super) core: Arc<ObjectCore>,
     /// Objects leaving and arriving, with Message Follow and the move bounds.
-    pub(crate) relocations: Relocations,
-    /// This node's Entry Spot, when it serves Actor types.
-    pub(super) entry: Option<Arc<EntrySpot>>,
-    /// This node's placement weight for new objects.
-    pub(super) placement_weight: u32,
+    pub(crate) relocations: Arc<Relocations>,
     /// Logical Multicast: its subscriptions, publish workers and counts.
-    multicast: super::multicast::Multicast,
+    pub(super) multicast: Arc<super::multicast::Multicast>,
     /// Serializes changes of RouteCacheMaxAge and MessageFollowDuration.
     timing_changes: std::sync::Mutex<()>,
-    /// Where pushes to sessions on this node go (the session layer installs it).
-    sessions: std::sync::OnceLock<Arc<dyn super::binding::LocalSessions>>,
-    /// Itself, for the rare step that outlives the call which began it (a route switch's
-    /// barrier): a call borrows the server and takes no reference of its own.
-    me: std::sync::Weak<ObjectServer>,
+    /// The sessions bound to its Actors, and where pushes to its own sessions go.
+    pub(super) bindings: Arc<Bindings>,
+}
+
+impl std::ops::Deref for ObjectServer {
+    type Target = ObjectCore;
+
+    fn deref(&self) -> &ObjectCore {
+        &self.core
+    }
 }
 
 impl ObjectServer {
-    /// This node's Logical Multicast.
-    pub(super) fn multicast(&self) -> &super::multicast::Multicast {
-        &self.multicast
-    }
-
     /// RouteCacheMaxAge and MessageFollowDuration now.
     pub(crate) fn timing(&self) -> (Duration, Duration) {
         (self.resolver.max_age(), self.relocations.follow_duration())
@@ -107,23 +94,6 @@ impl ObjectServer {
         self.multicast.snapshot()
     }
 
-    /// Whether this node is a Server member of `channel` (at any weight).
-    pub(super) fn serves_channel(&self, channel: &str) -> bool {
-        self.env
-            .node()
-            .is_some_and(|node| node.registry().weight(channel).is_some())
-    }
-
-    /// Whether a publish on this node delivers to its own Spots: a Server member of
-    /// `channel` with weight > 0, as its peers would count it (weight 0, draining, takes
-    /// none).
-    pub(super) fn multicast_member(&self, channel: &str) -> bool {
-        self.env
-            .node()
-            .and_then(|node| node.registry().weight(channel))
-            .is_some_and(|weight| weight > 0)
-    }
-
     /// The object layer of `node`, when it has a Location Store (objects keep their
     /// authority there); its inbound routes are registered, and with Actor types its Entry
     /// Spot is claimed.
@@ -149,38 +119,52 @@ impl ObjectServer {
                 .message_follow_duration
                 .max(super::relocation::RELOCATION_DEADLINE),
         ));
-        let server = Arc::new_cyclic(|me| ObjectServer {
-            me: me.clone(),
-            sessions: std::sync::OnceLock::new(),
-            relocations: Relocations::new(
+        let registry = ObjectRegistry::new(
+            settings
+                .spot_types
+                .iter()
+                .map(|t| &t.def)
+                .chain(settings.actor_types.iter().map(|t| &t.def)),
+            settings.max_spots,
+        );
+        let departures = Arc::new(Departures::new(
+            env.lost_sends().clone(),
+            RelayServices {
+                tracker: env.tracker().clone(),
+                stop: env.cancel().clone(),
+                terminals: settings.relocation_store.clone(),
+                faults: settings.faults,
+            },
+        ));
+        let server = Arc::new_cyclic(|me| {
+            let core = ObjectCore::new(
+                env,
+                registry,
+                resolver,
+                departures,
                 settings,
-                env.lost_sends().clone(),
-                super::binding::session_bound_routes(me.clone()),
-            ),
-            env,
-            registry: ObjectRegistry::new(
-                settings
-                    .spot_types
-                    .iter()
-                    .map(|t| &t.def)
-                    .chain(settings.actor_types.iter().map(|t| &t.def)),
-                settings.max_spots,
-            ),
-            entry: settings
-                .entry_spot
-                .clone()
-                .map(|id| Arc::new(EntrySpot::new(id, settings.entry_hooks.as_deref()))),
-            resolver,
-            placement_weight: node.settings().placement_weight,
-            timing_changes: std::sync::Mutex::new(()),
-            multicast: super::multicast::Multicast::new(
-                settings.spot_types.iter().map(|t| &t.def),
-                settings.faults.holds_publish_workers(),
-            ),
+                node.settings().placement_weight,
+                me.clone() as std::sync::Weak<dyn TurnServices>,
+            );
+            let bindings = Arc::new(Bindings::new(core.clone()));
+            let relocations = Arc::new(Relocations::new(
+                settings,
+                super::binding::session_bound_routes(Arc::downgrade(&bindings)),
+            ));
+            ObjectServer {
+                core,
+                bindings,
+                relocations,
+                timing_changes: std::sync::Mutex::new(()),
+                multicast: Arc::new(super::multicast::Multicast::new(
+                    settings.spot_types.iter().map(|t| &t.def),
+                    settings.faults.holds_publish_workers(),
+                )),
+            }
         });
         // Installed before anything runs, so an Entry Spot's hooks can call objects too.
         handle.install_objects(server.clone());
-        let route: Arc<dyn InboundRoute> = Arc::new(ObjectRoute(Arc::downgrade(&server)));
+        let route: Arc<dyn InboundRoute> = Arc::new(ObjectRoute(Arc::downgrade(&server.core)));
         for command in [
             Command::SpotSend,
             Command::SpotRequest,
@@ -193,64 +177,75 @@ impl ObjectServer {
         ] {
             node.dispatcher().register(command, route.clone())?;
         }
-        relocation::register_routes(node, &server)?;
+        relocation::register_routes(node, &server.moving())?;
         node.dispatcher().register(
             Command::BoundSessionBind,
-            Arc::new(super::binding::BindRoute(Arc::downgrade(&server))),
+            Arc::new(super::binding::BindRoute(Arc::downgrade(&server.bindings))),
         )?;
         node.dispatcher().register(
             Command::InstanceSpot,
             Arc::new(super::instance_spot::ActivationRoute(Arc::downgrade(
-                &server,
+                &server.core,
             ))),
         )?;
         node.dispatcher().register(
             Command::LogicalMulticast,
-            Arc::new(super::multicast::MulticastRoute(Arc::downgrade(&server))),
+            Arc::new(super::multicast::MulticastRoute {
+                core: Arc::downgrade(&server.core),
+                multicast: server.multicast.clone(),
+            }),
         )?;
         node.dispatcher().register(
             Command::SpotMemberDisconnected,
             Arc::new(super::binding::MemberDisconnectedRoute(Arc::downgrade(
-                &server,
+                &server.bindings,
             ))),
         )?;
         server
             .resolver
             .watch(node, server.env.tracker(), server.env.cancel().clone());
-        super::idle_eviction::watch(&server, settings.instance_idle_timeout);
+        super::idle_eviction::watch(&server.core, settings.instance_idle_timeout);
         if let Some(entry) = &server.entry {
-            entry.claim(&server).await;
+            super::entry_claim::claim(entry, &server.core).await;
         }
         Ok(Some(server))
     }
 
     /// Installs where pushes to this node's own sessions go (once).
     pub(crate) fn install_sessions(&self, sessions: Arc<dyn super::binding::LocalSessions>) {
-        let _ = self.sessions.set(sessions);
+        self.bindings.install_sessions(sessions);
     }
 
-    /// Where pushes to this node's own sessions go, if it runs any.
-    pub(crate) fn local_sessions(&self) -> Option<&Arc<dyn super::binding::LocalSessions>> {
-        self.sessions.get()
+    /// Binds `session` (of this node) to the Actor `actor` names, at the node it names:
+    /// the route every relay then takes.
+    pub(crate) async fn bind_session(
+        &self,
+        actor: &ActorRef,
+        session: u64,
+        deadline: tokio::time::Instant,
+    ) -> Result<BindingRoute> {
+        super::binding::bind_session(&self.bindings, actor, session, deadline).await
     }
 
-    /// What a Spot or Actor this node starts runs with.
-    pub(super) fn object_host(self: &Arc<Self>) -> ObjectHost {
-        let services: std::sync::Weak<dyn TurnServices> = Arc::downgrade(self) as _;
-        ObjectHost {
-            handle: self.env.weak_handle().clone(),
-            services,
-            lease: self.env.lease().clone(),
-            tracker: self.env.tracker().clone(),
-            cancel: self.env.cancel().child_token(),
-            lost: self.env.lost_sends().clone(),
-            running: self.env.running().clone(),
-        }
+    /// Relays `relay` over `route`, in the order of the calls: returns once the owner's
+    /// link (or, on this node, the Actor) took it.
+    pub(crate) async fn bound_call(
+        &self,
+        route: &BindingRoute,
+        relay: BoundRelay<'_>,
+    ) -> Result<Relayed> {
+        super::binding::bound_call(&self.bindings, route, relay).await
     }
 
-    /// The node's handle, while the node is alive.
-    pub(super) fn handle(&self) -> Result<Handle> {
-        self.env.handle()
+    /// Ends `session`'s binding `route` at the Actor's owner, which tells the Actor's Spot
+    /// once.
+    pub(crate) async fn disconnect_session(
+        &self,
+        route: &BindingRoute,
+        session: u64,
+        deadline: tokio::time::Instant,
+    ) -> Result<()> {
+        super::binding::disconnect_session(&self.bindings, route, session, deadline).await
     }
 
     /// Creates the object `key` of `stable_type` unless it exists (`get_or_create`), or
@@ -263,7 +258,7 @@ impl ObjectServer {
         timeout: Duration,
         must_be_new: bool,
     ) -> Result<Outcome> {
-        creation::create(self, key, stable_type, request, timeout, must_be_new).await
+        creation::create(&self.core, key, stable_type, request, timeout, must_be_new).await
     }
 
     /// The object's current Ready incarnation, if any.
@@ -274,11 +269,7 @@ impl ObjectServer {
     /// Closes (a Spot) or destroys (an Actor) exactly the incarnation `generation` of
     /// `key`. `false` when it is gone already.
     pub(crate) async fn close(&self, key: &ObjectKey, generation: u64) -> Result<bool> {
-        let reason = match key.kind {
-            ObjectKind::Spot => ClosingReason::ExplicitClose,
-            ObjectKind::Actor => ClosingReason::Destroyed,
-        };
-        closing::close(self, key, generation, reason).await
+        closing::close_as_asked(&self.core, key, generation).await
     }
 
     /// The one-ways this node accepted and could not deliver, by reason.
@@ -288,12 +279,7 @@ impl ObjectServer {
 
     /// Messages this node relayed to moved objects' new owners so far.
     pub(crate) fn relayed_by_message_follow(&self) -> u64 {
-        self.relocations.departures().relayed()
-    }
-
-    /// The server itself, while it runs.
-    pub(super) fn arc(&self) -> Option<Arc<ObjectServer>> {
-        self.me.upgrade()
+        self.departures.relayed()
     }
 
     /// Moves the object `key`, which this node owns, to `to` or to the node placement
@@ -303,22 +289,14 @@ impl ObjectServer {
         key: &ObjectKey,
         to: Option<&str>,
     ) -> Result<Location> {
-        relocation::relocate(self, key, to).await
+        relocation::relocate(&self.moving(), key, to).await
     }
 
-    /// Runs `work` (a move this node drives) unless the node is killed first: then it
-    /// ends where it was, as a move ends with its process, `ShuttingDown` to its caller.
-    pub(crate) async fn unless_killed<T>(
-        &self,
-        work: impl std::future::Future<Output = Result<T>>,
-    ) -> Result<T> {
-        tokio::select! {
-            biased;
-            _ = self.env.killed().cancelled() => Err(crate::Error::new(
-                crate::ErrorKind::ShuttingDown,
-                "the node stopped during the move",
-            )),
-            done = work => done,
+    /// The core and the moves, as a move works on them.
+    pub(super) fn moving(&self) -> relocation::Moving {
+        relocation::Moving {
+            core: self.core.clone(),
+            relocations: self.relocations.clone(),
         }
     }
 
@@ -328,7 +306,7 @@ impl ObjectServer {
         self: &Arc<Self>,
         stopping: bool,
     ) -> relocation::RelocationReport {
-        relocation::relocate_all(self, stopping).await
+        relocation::relocate_all(&self.moving(), stopping).await
     }
 
     /// The Location Store this node's objects keep their authority in.
@@ -338,12 +316,7 @@ impl ObjectServer {
 
     /// Takes new objects again after `relocate_all` left the node draining.
     pub(crate) fn undrain(&self) {
-        self.relocations.end_draining();
-    }
-
-    /// Whether this node is relocating everything away (it takes no new objects).
-    pub(crate) fn is_draining(&self) -> bool {
-        self.relocations.is_draining()
+        self.hosting.end_draining();
     }
 
     /// The objects of `kind` this node owns now (its Entry Spot aside).
@@ -403,7 +376,7 @@ impl ObjectServer {
         super::binding::tell_bindings_ended(
             self.env.owner_link(),
             &self.env.route().rid,
-            self.local_sessions(),
+            self.bindings.sessions(),
             ended,
             notice_limit,
         )
@@ -460,15 +433,8 @@ impl TurnServices for ObjectServer {
 
     fn join_across<'a>(&'a self, join: JoinAcross<'a>) -> BoxFuture<'a, Option<JoinOutcome>> {
         Box::pin(async move {
-            // The loop calls through a strong reference: the layer is there.
-            let Some(server) = self.me.upgrade() else {
-                return Some(JoinOutcome::Failed(Error::new(
-                    ErrorKind::ShuttingDown,
-                    "the node is stopping",
-                )));
-            };
             relocation::join_across(
-                &server,
+                &self.moving(),
                 join.live,
                 join.instance,
                 join.timers,

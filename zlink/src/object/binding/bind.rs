@@ -2,28 +2,28 @@
 //! lookup first; the Actor's owner validates the incarnation, its own lifecycle, the
 //! authority and its lease once, registers the binding, and replies once.
 
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 
 use tokio::time::Instant;
 
 use super::disconnect::disconnect_here;
 use super::record::{BindRecord, BindReply, ReplacedRecord, MAX_BIND_RECORD_BYTES};
 use super::relay::BindingRoute;
+use super::Bindings;
 use crate::address::{ActorId, ActorRef, ObjectKey};
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::object::actor_binding::SessionKey;
 use crate::object::authority::OwnerRoute;
 use crate::object::owner_link::{route_fence, ObjectCommand};
-use crate::object::server::ObjectServer;
 use crate::wire::{cbor_decode_bounded, cbor_encode, Command, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
 /// The inbound route of command 38.
-pub(crate) struct BindRoute(pub(crate) Weak<ObjectServer>);
+pub(crate) struct BindRoute(pub(crate) Weak<Bindings>);
 
 impl InboundRoute for BindRoute {
     fn deliver(&self, call: InboundCall) {
-        let Some(server) = self.0.upgrade() else {
+        let Some(bindings) = self.0.upgrade() else {
             return call.answer(Err(Error::new(
                 ErrorKind::ShuttingDown,
                 "the node is stopping",
@@ -54,10 +54,10 @@ impl InboundRoute for BindRoute {
             }
             match record.disconnect {
                 Some(generation) => {
-                    disconnect_here(&server, &key, &record.session, generation);
+                    disconnect_here(&bindings, &key, &record.session, generation);
                     Ok(bytes::Bytes::new())
                 }
-                None => bind_here(&server, &key, &record).and_then(|reply| cbor_encode(&reply)),
+                None => bind_here(&bindings, &key, &record).and_then(|reply| cbor_encode(&reply)),
             }
         });
         call.answer(result);
@@ -67,18 +67,19 @@ impl InboundRoute for BindRoute {
 /// Binds the Actor `key` this node owns to `record`'s session, after checking it is the
 /// incarnation, lifecycle and authority the session's ActorRef names.
 pub(crate) fn bind_here(
-    server: &ObjectServer,
+    bindings: &Bindings,
     key: &ObjectKey,
     record: &BindRecord,
 ) -> Result<BindReply> {
-    let route = server.env.route();
+    let route = bindings.core.env.route();
     if record.node_generation != 0 && record.node_generation != route.node_generation {
         return Err(Error::new(
             ErrorKind::Unavailable,
             format!("{key}'s owner restarted since the ActorRef was taken: take a current one"),
         ));
     }
-    let live = server
+    let live = bindings
+        .core
         .registry
         .get(key)
         .ok_or_else(|| Error::new(ErrorKind::NotFound, format!("this node runs no {key}")))?;
@@ -94,7 +95,8 @@ pub(crate) fn bind_here(
     }
     let authority = live.authority();
     let fence = route_fence(&authority.record.fence);
-    let admitted = server
+    let admitted = bindings
+        .core
         .env
         .lease()
         .admitting_token()
@@ -105,7 +107,7 @@ pub(crate) fn bind_here(
             format!("this node does not own {key} now"),
         ));
     }
-    if server.relocations.departures().get(key, &fence).is_some() {
+    if bindings.core.departures.get(key, &fence).is_some() {
         return Err(Error::new(
             ErrorKind::Unavailable,
             format!("{key} is moving: bind again once it arrived"),
@@ -113,13 +115,16 @@ pub(crate) fn bind_here(
     }
     let (binding_generation, retired) = live.bindings().bind(record.session.clone());
     if let Some(retired) = retired {
-        server.tell_replaced(ReplacedRecord {
-            session: retired.session,
-            actor: key.id.to_string(),
-            object_generation: fence.object_generation,
-            binding_generation: retired.generation,
-            owner_stopped: false,
-        });
+        tell_replaced(
+            bindings,
+            ReplacedRecord {
+                session: retired.session,
+                actor: key.id.to_string(),
+                object_generation: fence.object_generation,
+                binding_generation: retired.generation,
+                owner_stopped: false,
+            },
+        );
     }
     Ok(BindReply {
         binding_generation,
@@ -132,103 +137,101 @@ pub(crate) fn bind_here(
     })
 }
 
-impl ObjectServer {
-    /// Tells the session a bind retired that its binding moved (command 51, one-way, not
-    /// resent): from here, in the background, so the new bind does not wait for the old
-    /// session.
-    fn tell_replaced(&self, replaced: ReplacedRecord) {
-        if self.relocations.faults().drops_binding_replaced() {
-            tracing::debug!(actor = %replaced.actor, "a retired binding's notice dropped (test fault)");
-            return;
-        }
-        if replaced.session.rid == self.env.route().rid {
-            if let Some(sessions) = self.local_sessions() {
-                sessions.replaced(replaced);
-            }
-            return;
-        }
-        let out = self.env.owner_link().clone();
-        self.env.tracker().spawn(async move {
-            let Ok(node) = out.node() else { return };
-            let admit_by = Instant::now() + node.settings().send_timeout;
-            let sent = async {
-                let link = replaced.session.reach(&out, admit_by).await?;
-                let command = ObjectCommand::control(
-                    Command::BoundSessionReplaced,
-                    &replaced.actor,
-                    cbor_encode(&replaced)?,
-                );
-                out.send(&link, &command, admit_by).await
-            };
-            if let Err(e) = sent.await {
-                tracing::debug!(actor = %replaced.actor, session_owner = %replaced.session.rid, error = %e, "the replaced binding's session was not told");
-            }
-        });
+/// Tells the session a bind retired that its binding moved (command 51, one-way, not
+/// resent): from here, in the background, so the new bind does not wait for the old
+/// session.
+fn tell_replaced(bindings: &Bindings, replaced: ReplacedRecord) {
+    if bindings.core.faults.drops_binding_replaced() {
+        tracing::debug!(actor = %replaced.actor, "a retired binding's notice dropped (test fault)");
+        return;
     }
+    if replaced.session.rid == bindings.core.env.route().rid {
+        if let Some(sessions) = bindings.sessions() {
+            sessions.replaced(replaced);
+        }
+        return;
+    }
+    let out = bindings.core.env.owner_link().clone();
+    bindings.core.env.tracker().spawn(async move {
+        let Ok(node) = out.node() else { return };
+        let admit_by = Instant::now() + node.settings().send_timeout;
+        let sent = async {
+            let link = replaced.session.reach(&out, admit_by).await?;
+            let command = ObjectCommand::control(
+                Command::BoundSessionReplaced,
+                &replaced.actor,
+                cbor_encode(&replaced)?,
+            );
+            out.send(&link, &command, admit_by).await
+        };
+        if let Err(e) = sent.await {
+            tracing::debug!(actor = %replaced.actor, session_owner = %replaced.session.rid, error = %e, "the replaced binding's session was not told");
+        }
+    });
+}
 
-    /// Binds `session` (of this node) to the Actor `actor` names, at the node it names:
-    /// the route every relay then takes.
-    pub(crate) async fn bind_session(
-        self: &Arc<Self>,
-        actor: &ActorRef,
-        session: u64,
-        deadline: Instant,
-    ) -> Result<BindingRoute> {
-        let session_lease = self.env.admitting_token()?.generation;
-        let key = ObjectKey::from(&actor.id);
-        let here = self.env.route();
-        let mut record = BindRecord {
-            actor_generation: actor.generation,
-            node_generation: 0,
-            session: SessionKey {
-                rid: here.rid.clone(),
-                node_generation: here.node_generation,
-                session,
-            },
-            disconnect: None,
-        };
-        let reply = if actor.rid == here.rid {
-            bind_here(self, &key, &record)?
-        } else {
-            let out = self.env.owner_link();
-            let node = out.node()?;
-            let admit_by = deadline.min(Instant::now() + node.settings().send_timeout);
-            let link = out.peer(&actor.rid, admit_by).await.map_err(|e| {
-                Error::new(
-                    ErrorKind::Unavailable,
-                    format!("{}'s owner {} is not reachable: {e}", actor.id, actor.rid),
-                )
-            })?;
-            record.node_generation = node
-                .peers()
-                .identity(&actor.rid)
-                .map_or(0, |(_, generation)| generation);
-            let command =
-                ObjectCommand::control(Command::BoundSessionBind, &key.id, cbor_encode(&record)?);
-            let bytes = out.request(&link, &command, deadline, admit_by).await?;
-            cbor_decode_bounded::<BindReply>(&bytes)
-                .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("bind reply: {e}")))?
-        };
-        Ok(BindingRoute {
-            actor: ActorRef {
-                id: actor.id.clone(),
-                generation: reply.object_generation,
-                mesh_name: reply.mesh_name.clone(),
-                rid: reply.rid.clone(),
-            },
-            key,
-            owner: OwnerRoute {
-                mesh_name: reply.mesh_name,
-                rid: reply.rid,
-                node_generation: reply.node_generation,
-            },
-            fence: RouteFence {
-                object_generation: reply.object_generation,
-                owner_generation: reply.owner_generation,
-                lease_generation: reply.lease_generation,
-            },
-            binding_generation: reply.binding_generation,
-            session_lease,
-        })
-    }
+/// Binds `session` (of this node) to the Actor `actor` names, at the node it names:
+/// the route every relay then takes.
+pub(crate) async fn bind_session(
+    bindings: &Bindings,
+    actor: &ActorRef,
+    session: u64,
+    deadline: Instant,
+) -> Result<BindingRoute> {
+    let session_lease = bindings.core.env.admitting_token()?.generation;
+    let key = ObjectKey::from(&actor.id);
+    let here = bindings.core.env.route();
+    let mut record = BindRecord {
+        actor_generation: actor.generation,
+        node_generation: 0,
+        session: SessionKey {
+            rid: here.rid.clone(),
+            node_generation: here.node_generation,
+            session,
+        },
+        disconnect: None,
+    };
+    let reply = if actor.rid == here.rid {
+        bind_here(bindings, &key, &record)?
+    } else {
+        let out = bindings.core.env.owner_link();
+        let node = out.node()?;
+        let admit_by = deadline.min(Instant::now() + node.settings().send_timeout);
+        let link = out.peer(&actor.rid, admit_by).await.map_err(|e| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("{}'s owner {} is not reachable: {e}", actor.id, actor.rid),
+            )
+        })?;
+        record.node_generation = node
+            .peers()
+            .identity(&actor.rid)
+            .map_or(0, |(_, generation)| generation);
+        let command =
+            ObjectCommand::control(Command::BoundSessionBind, &key.id, cbor_encode(&record)?);
+        let bytes = out.request(&link, &command, deadline, admit_by).await?;
+        cbor_decode_bounded::<BindReply>(&bytes)
+            .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("bind reply: {e}")))?
+    };
+    Ok(BindingRoute {
+        actor: ActorRef {
+            id: actor.id.clone(),
+            generation: reply.object_generation,
+            mesh_name: reply.mesh_name.clone(),
+            rid: reply.rid.clone(),
+        },
+        key,
+        owner: OwnerRoute {
+            mesh_name: reply.mesh_name,
+            rid: reply.rid,
+            node_generation: reply.node_generation,
+        },
+        fence: RouteFence {
+            object_generation: reply.object_generation,
+            owner_generation: reply.owner_generation,
+            lease_generation: reply.lease_generation,
+        },
+        binding_generation: reply.binding_generation,
+        session_lease,
+    })
 }

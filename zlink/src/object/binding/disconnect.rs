@@ -10,13 +10,13 @@ use std::sync::Weak;
 use tokio::time::Instant;
 
 use super::record::{BindRecord, MemberDisconnectedRecord, MAX_MEMBER_DISCONNECTED_BYTES};
-use super::relay::BindingRoute;
+use super::relay::{check_binding_route, BindingRoute};
+use super::Bindings;
 use crate::address::{ActorId, ActorRef, ObjectKey, SpotId};
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::object::actor_binding::SessionKey;
 use crate::object::direct::route_of;
 use crate::object::owner_link::ObjectCommand;
-use crate::object::server::ObjectServer;
 use crate::wire::{cbor_decode_bounded, cbor_encode, Command};
 use crate::{Error, ErrorKind, Result};
 
@@ -24,12 +24,12 @@ use crate::{Error, ErrorKind, Result};
 /// the Actor's Spot hears it once (`on_disconnect_actor`). A binding already replaced or
 /// ended, or an Actor gone, is nothing to do.
 pub(crate) fn disconnect_here(
-    server: &ObjectServer,
+    bindings: &Bindings,
     key: &ObjectKey,
     session: &SessionKey,
     generation: u64,
 ) {
-    let Some(live) = server.registry.get(key) else {
+    let Some(live) = bindings.core.registry.get(key) else {
         return;
     };
     if !live.bindings().disconnect(session, generation) {
@@ -42,111 +42,109 @@ pub(crate) fn disconnect_here(
         return;
     };
     let actor = ActorRef::at(id, live.authority().location());
-    match server.registry.get(&ObjectKey::from(&spot)) {
+    match bindings.core.registry.get(&ObjectKey::from(&spot)) {
         Some(spot) => {
             crate::object::joining::notify_disconnected(&spot, actor);
         }
-        None => server.tell_spot_elsewhere(spot, actor),
+        None => tell_spot_elsewhere(bindings, spot, actor),
     }
 }
 
-impl ObjectServer {
-    /// Ends `session`'s binding `route` at the Actor's owner, which tells the Actor's Spot
-    /// once. Sent over the stored route, like a relay.
-    pub(crate) async fn disconnect_session(
-        &self,
-        route: &BindingRoute,
-        session: u64,
-        deadline: Instant,
-    ) -> Result<()> {
-        let here = self.env.route();
-        let key = SessionKey {
-            rid: here.rid.clone(),
-            node_generation: here.node_generation,
-            session,
-        };
-        self.check_binding_route(route)?;
-        if route.owner.rid == here.rid {
-            disconnect_here(self, &route.key, &key, route.binding_generation);
-            return Ok(());
-        }
-        let record = BindRecord {
-            actor_generation: route.fence.object_generation,
-            node_generation: route.owner.node_generation,
-            session: key,
-            disconnect: Some(route.binding_generation),
-        };
-        let out = self.env.owner_link();
-        let admit_by = deadline.min(Instant::now() + out.node()?.settings().send_timeout);
-        let link = route.reach_owner(out, admit_by).await?;
-        let command = ObjectCommand::control(
-            Command::BoundSessionBind,
-            &route.key.id,
-            cbor_encode(&record)?,
-        );
-        out.request(&link, &command, deadline, admit_by)
-            .await
-            .map(|_| ())
+/// Ends `session`'s binding `route` at the Actor's owner, which tells the Actor's Spot
+/// once. Sent over the stored route, like a relay.
+pub(crate) async fn disconnect_session(
+    bindings: &Bindings,
+    route: &BindingRoute,
+    session: u64,
+    deadline: Instant,
+) -> Result<()> {
+    let here = bindings.core.env.route();
+    let key = SessionKey {
+        rid: here.rid.clone(),
+        node_generation: here.node_generation,
+        session,
+    };
+    check_binding_route(bindings, route)?;
+    if route.owner.rid == here.rid {
+        disconnect_here(bindings, &route.key, &key, route.binding_generation);
+        return Ok(());
     }
+    let record = BindRecord {
+        actor_generation: route.fence.object_generation,
+        node_generation: route.owner.node_generation,
+        session: key,
+        disconnect: Some(route.binding_generation),
+    };
+    let out = bindings.core.env.owner_link();
+    let admit_by = deadline.min(Instant::now() + out.node()?.settings().send_timeout);
+    let link = route.reach_owner(out, admit_by).await?;
+    let command = ObjectCommand::control(
+        Command::BoundSessionBind,
+        &route.key.id,
+        cbor_encode(&record)?,
+    );
+    out.request(&link, &command, deadline, admit_by)
+        .await
+        .map(|_| ())
+}
 
-    /// Tells `spot`, which runs on another node, that `actor`'s session ended: one
-    /// one-way, in the background, to where the Spot's route says it runs. The binding
-    /// ended here already, so it is never sent twice; a Spot that moved on meanwhile, or
-    /// an unreachable node, loses the notice (logged), as any one-way.
-    fn tell_spot_elsewhere(&self, spot: SpotId, actor: ActorRef) {
-        let Some(server) = self.arc() else { return };
-        self.env.tracker().spawn(async move {
-            let id = actor.id.clone();
-            let sent = async {
-                let out = server.env.owner_link();
-                let admit_by = Instant::now() + out.node()?.settings().send_timeout;
-                let key = ObjectKey::from(&spot);
-                let spot = spot.as_str();
-                let route = route_of(&server, &key, admit_by).await?;
-                if route.owner.rid == server.env.route().rid {
-                    // The Spot arrived here meanwhile.
-                    return match server.registry.get(&key) {
-                        Some(live) => {
-                            crate::object::joining::notify_disconnected(&live, actor);
-                            Ok(())
-                        }
-                        None => Err(Error::new(
-                            ErrorKind::Unavailable,
-                            format!("Spot {spot} is not running here"),
-                        )),
-                    };
-                }
-                let link = out
-                    .reach(&route.owner.rid, route.owner.node_generation, admit_by, || {
-                        format!("the owner of Spot {spot}")
-                    })
-                    .await?;
-                let record = MemberDisconnectedRecord {
-                    actor: actor.id.to_string(),
-                    object_generation: actor.generation,
-                    mesh_name: actor.mesh_name.clone(),
-                    rid: actor.rid.clone(),
+/// Tells `spot`, which runs on another node, that `actor`'s session ended: one
+/// one-way, in the background, to where the Spot's route says it runs. The binding
+/// ended here already, so it is never sent twice; a Spot that moved on meanwhile, or
+/// an unreachable node, loses the notice (logged), as any one-way.
+fn tell_spot_elsewhere(bindings: &Bindings, spot: SpotId, actor: ActorRef) {
+    let core = bindings.core.clone();
+    bindings.core.env.tracker().spawn(async move {
+        let id = actor.id.clone();
+        let sent = async {
+            let out = core.env.owner_link();
+            let admit_by = Instant::now() + out.node()?.settings().send_timeout;
+            let key = ObjectKey::from(&spot);
+            let spot = spot.as_str();
+            let route = route_of(&core, &key, admit_by).await?;
+            if route.owner.rid == core.env.route().rid {
+                // The Spot arrived here meanwhile.
+                return match core.registry.get(&key) {
+                    Some(live) => {
+                        crate::object::joining::notify_disconnected(&live, actor);
+                        Ok(())
+                    }
+                    None => Err(Error::new(
+                        ErrorKind::Unavailable,
+                        format!("Spot {spot} is not running here"),
+                    )),
                 };
-                let command = ObjectCommand::control(
-                    Command::SpotMemberDisconnected,
-                    spot,
-                    cbor_encode(&record)?,
-                );
-                out.send(&link, &command, admit_by).await
-            };
-            if let Err(e) = sent.await {
-                tracing::debug!(actor = %id, error = %e, "the disconnected Actor's Spot on another node was not told");
             }
-        });
-    }
+            let link = out
+                .reach(&route.owner.rid, route.owner.node_generation, admit_by, || {
+                    format!("the owner of Spot {spot}")
+                })
+                .await?;
+            let record = MemberDisconnectedRecord {
+                actor: actor.id.to_string(),
+                object_generation: actor.generation,
+                mesh_name: actor.mesh_name.clone(),
+                rid: actor.rid.clone(),
+            };
+            let command = ObjectCommand::control(
+                Command::SpotMemberDisconnected,
+                spot,
+                cbor_encode(&record)?,
+            );
+            out.send(&link, &command, admit_by).await
+        };
+        if let Err(e) = sent.await {
+            tracing::debug!(actor = %id, error = %e, "the disconnected Actor's Spot on another node was not told");
+        }
+    });
 }
 
 /// The inbound route of command 52: the Spot named runs here and hears the disconnect.
-pub(crate) struct MemberDisconnectedRoute(pub(crate) Weak<ObjectServer>);
+pub(crate) struct MemberDisconnectedRoute(pub(crate) Weak<Bindings>);
 
 impl InboundRoute for MemberDisconnectedRoute {
     fn deliver(&self, call: InboundCall) {
-        let Some(server) = self.0.upgrade() else {
+        let Some(bindings) = self.0.upgrade() else {
             return;
         };
         let message = call.message();
@@ -177,7 +175,7 @@ impl InboundRoute for MemberDisconnectedRoute {
             Ok((spot, actor))
         })();
         match decoded {
-            Ok((spot, actor)) => match server.registry.get(&ObjectKey::from(&spot)) {
+            Ok((spot, actor)) => match bindings.core.registry.get(&ObjectKey::from(&spot)) {
                 Some(live) => {
                     crate::object::joining::notify_disconnected(&live, actor);
                 }

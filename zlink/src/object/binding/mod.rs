@@ -15,19 +15,53 @@ mod relocation;
 
 #[cfg(test)]
 pub(crate) use super::actor_binding::SessionKey;
+pub(crate) use bind::bind_session;
 pub(crate) use bind::BindRoute;
+pub(crate) use disconnect::disconnect_session;
 pub(crate) use disconnect::MemberDisconnectedRoute;
 pub(crate) use ended::{tell_bindings_ended, EndedBinding};
+pub(crate) use push::push_bound;
 #[cfg(test)]
 pub(crate) use record::TargetRoute;
 pub(crate) use record::{
     PushRecord, RelocationRecord, ReplacedRecord, MAX_PUSH_RECORD_BYTES,
     MAX_RELOCATION_RECORD_BYTES, MAX_REPLACED_RECORD_BYTES,
 };
-pub(crate) use relay::{retired, BindingRoute, BoundRelay, Relayed};
+pub(crate) use relay::{bound_call, BindingRoute, BoundRelay, Relayed};
 pub(crate) use relocation::session_bound_routes;
 
+use std::sync::{Arc, OnceLock};
+
+use crate::object::core::ObjectCore;
 use crate::Result;
+
+/// The session bindings of one node's Actors: the core they work on, and where pushes to
+/// this node's own sessions go.
+pub(crate) struct Bindings {
+    pub(crate) core: Arc<ObjectCore>,
+    /// Installed once by the session layer.
+    sessions: OnceLock<Arc<dyn LocalSessions>>,
+}
+
+impl Bindings {
+    /// The bindings of the objects in `core`, with no sessions installed yet.
+    pub(crate) fn new(core: Arc<ObjectCore>) -> Self {
+        Bindings {
+            core,
+            sessions: OnceLock::new(),
+        }
+    }
+
+    /// Installs where pushes to this node's own sessions go (once).
+    pub(crate) fn install_sessions(&self, sessions: Arc<dyn LocalSessions>) {
+        let _ = self.sessions.set(sessions);
+    }
+
+    /// Where pushes to this node's own sessions go, if it runs any.
+    pub(crate) fn sessions(&self) -> Option<&Arc<dyn LocalSessions>> {
+        self.sessions.get()
+    }
+}
 
 /// Where the session owner's side takes a push whose session lives on this node (the
 /// mesh does not carry a node's messages to itself): the session layer installs it.

@@ -6,75 +6,74 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::record::PushRecord;
+use super::Bindings;
 use crate::address::ObjectKey;
 use crate::object::owner_link::{route_fence, ObjectCommand};
-use crate::object::server::ObjectServer;
 use crate::wire::{cbor_encode, Command};
 use crate::{Error, ErrorKind, Result};
 
-impl ObjectServer {
-    /// Pushes `payload` (STREAM codec `codec`, packet `packet`) from the Actor `key`,
-    /// incarnation `generation`, to its bound session; done once the session owner's
-    /// link (or, on this node, the session's queue) took it.
-    pub(crate) async fn push_bound(
-        &self,
-        key: &ObjectKey,
-        generation: u64,
-        codec: u8,
-        packet: &str,
-        payload: Bytes,
-    ) -> Result<()> {
-        let not_bound = || {
-            Error::new(
-                ErrorKind::InvalidOperation,
-                format!("{key} is bound to no session: nothing to push to"),
-            )
-        };
-        let live = self
-            .registry
-            .get(key)
-            .filter(|live| live.generation() == generation)
-            .ok_or_else(not_bound)?;
-        let binding = live.bindings().current().ok_or_else(not_bound)?;
-        let fence = route_fence(&live.authority().record.fence);
-        // The Actor's end of the route holds as long as this node owns the Actor under a
-        // lease that still admits work (seed 000 §3.2).
-        if !self
-            .env
-            .lease()
-            .admits_at(Instant::now(), |owner, generation| {
-                live.admits_under(&fence, owner, generation)
-            })
-        {
-            return Err(Error::new(
-                ErrorKind::Unavailable,
-                format!("this node's owner lease no longer admits {key}'s push: nothing was sent"),
-            ));
-        }
-        let here = self.env.route();
-        let record = PushRecord {
-            session: binding.session.clone(),
-            actor: key.id.to_string(),
-            object_generation: fence.object_generation,
-            owner_generation: fence.owner_generation,
-            lease_generation: fence.lease_generation,
-            node_generation: here.node_generation,
-            binding_generation: binding.generation,
-            codec,
-            packet: packet.to_string(),
-            payload: payload.to_vec(),
-        };
-        if binding.session.rid == here.rid {
-            let sessions = self
-                .local_sessions()
-                .ok_or_else(|| Error::new(ErrorKind::Unavailable, "this node runs no sessions"))?;
-            return sessions.push(record);
-        }
-        let out = self.env.owner_link();
-        let admit_by = Instant::now() + out.node()?.settings().send_timeout;
-        let link = binding.session.reach(out, admit_by).await?;
-        let command =
-            ObjectCommand::control(Command::BoundSessionSend, &key.id, cbor_encode(&record)?);
-        out.send(&link, &command, admit_by).await
+/// Pushes `payload` (STREAM codec `codec`, packet `packet`) from the Actor `key`,
+/// incarnation `generation`, to its bound session; done once the session owner's
+/// link (or, on this node, the session's queue) took it.
+pub(crate) async fn push_bound(
+    bindings: &Bindings,
+    key: &ObjectKey,
+    generation: u64,
+    codec: u8,
+    packet: &str,
+    payload: Bytes,
+) -> Result<()> {
+    let not_bound = || {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            format!("{key} is bound to no session: nothing to push to"),
+        )
+    };
+    let live = bindings
+        .core
+        .registry
+        .get(key)
+        .filter(|live| live.generation() == generation)
+        .ok_or_else(not_bound)?;
+    let binding = live.bindings().current().ok_or_else(not_bound)?;
+    let fence = route_fence(&live.authority().record.fence);
+    // The Actor's end of the route holds as long as this node owns the Actor under a
+    // lease that still admits work (seed 000 §3.2).
+    if !bindings
+        .core
+        .env
+        .lease()
+        .admits_at(Instant::now(), |owner, generation| {
+            live.admits_under(&fence, owner, generation)
+        })
+    {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("this node's owner lease no longer admits {key}'s push: nothing was sent"),
+        ));
     }
+    let here = bindings.core.env.route();
+    let record = PushRecord {
+        session: binding.session.clone(),
+        actor: key.id.to_string(),
+        object_generation: fence.object_generation,
+        owner_generation: fence.owner_generation,
+        lease_generation: fence.lease_generation,
+        node_generation: here.node_generation,
+        binding_generation: binding.generation,
+        codec,
+        packet: packet.to_string(),
+        payload: payload.to_vec(),
+    };
+    if binding.session.rid == here.rid {
+        let sessions = bindings
+            .sessions()
+            .ok_or_else(|| Error::new(ErrorKind::Unavailable, "this node runs no sessions"))?;
+        return sessions.push(record);
+    }
+    let out = bindings.core.env.owner_link();
+    let admit_by = Instant::now() + out.node()?.settings().send_timeout;
+    let link = binding.session.reach(out, admit_by).await?;
+    let command = ObjectCommand::control(Command::BoundSessionSend, &key.id, cbor_encode(&record)?);
+    out.send(&link, &command, admit_by).await
 }

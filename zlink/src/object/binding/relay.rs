@@ -8,15 +8,16 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
+use super::Bindings;
 use crate::address::{ActorRef, ObjectKey};
 use crate::call::PacketKind;
 use crate::mesh::calls::SubmittedRequest;
 use crate::mesh::peer_table::PeerLink;
+use crate::object::actor_binding::retired;
 use crate::object::authority::OwnerRoute;
 use crate::object::direct::{call_local, ObjectCall};
 use crate::object::owner_link::{ObjectCommand, OwnerLink};
 use crate::object::route_cache::LocalBinding;
-use crate::object::server::ObjectServer;
 use crate::wire::{Metadata, Payload, RouteFence, SessionTail};
 use crate::{Error, ErrorKind, Result};
 
@@ -66,117 +67,116 @@ pub(crate) enum Relayed {
     Submitted(SubmittedRequest),
 }
 
-impl ObjectServer {
-    /// Relays `relay` over `route`, in the order of the calls: returns once the owner's
-    /// link (or, on this node, the Actor) took it.
-    pub(crate) async fn bound_call(
-        &self,
-        route: &BindingRoute,
-        relay: BoundRelay<'_>,
-    ) -> Result<Relayed> {
-        self.check_binding_route(route)?;
-        let deadline = Instant::now() + relay.timeout;
-        let send_timeout = self.env.owner_link().node()?.settings().send_timeout;
-        let tail = SessionTail {
-            binding_generation: route.binding_generation,
-            session_seq: relay.session_seq,
-        };
-        if route.owner.rid == self.env.route().rid {
-            // (An Actor here answers within the lane: its queue is this node's.)
-            return self
-                .bound_call_here(route, relay, tail, deadline, send_timeout)
-                .await
-                .map(Relayed::Done);
-        }
-        let out = self.env.owner_link();
-        let admit_by = deadline.min(Instant::now() + send_timeout);
-        let link = route.reach_owner(out, admit_by).await?;
-        let message = ObjectCommand::message(
-            &route.key,
-            relay.kind,
-            relay.packet,
-            route.fence,
-            &relay.metadata,
-            relay.payload,
-        )
-        .bound(tail);
-        match relay.kind {
-            PacketKind::Request => out
-                .submit_request(&link, &message, deadline, admit_by)
-                .await
-                .map(Relayed::Submitted),
-            PacketKind::Send => out
-                .send(&link, &message, admit_by)
-                .await
-                .map(|()| Relayed::Done(Bytes::new())),
-        }
+/// Relays `relay` over `route`, in the order of the calls: returns once the owner's
+/// link (or, on this node, the Actor) took it.
+pub(crate) async fn bound_call(
+    bindings: &Bindings,
+    route: &BindingRoute,
+    relay: BoundRelay<'_>,
+) -> Result<Relayed> {
+    check_binding_route(bindings, route)?;
+    let deadline = Instant::now() + relay.timeout;
+    let send_timeout = bindings
+        .core
+        .env
+        .owner_link()
+        .node()?
+        .settings()
+        .send_timeout;
+    let tail = SessionTail {
+        binding_generation: route.binding_generation,
+        session_seq: relay.session_seq,
+    };
+    if route.owner.rid == bindings.core.env.route().rid {
+        // (An Actor here answers within the lane: its queue is this node's.)
+        return bound_call_here(bindings, route, relay, tail, deadline, send_timeout)
+            .await
+            .map(Relayed::Done);
     }
-
-    /// Whether `route` may carry a message now: only under the owner lease this node held
-    /// when it bound, and before that lease's local admission deadline (seed 000 §3.2). A
-    /// Location Store outage stops the renewals, so it ends the route's use instead of
-    /// extending it; a lease claimed anew after a lapse never revives an older route.
-    pub(crate) fn check_binding_route(&self, route: &BindingRoute) -> Result<()> {
-        let admitted = self.env.lease().admits_at(Instant::now(), |_, generation| {
-            generation == route.session_lease
-        });
-        if admitted {
-            return Ok(());
-        }
-        Err(Error::new(
-            ErrorKind::Unavailable,
-            format!(
-                "the session's route to {} is past this node's owner lease admission deadline \
-                 (the lease lapsed or was claimed anew since the bind): nothing was sent",
-                route.key
-            ),
-        ))
-    }
-
-    /// The same, to an Actor this node owns: the binding and incarnation are checked here,
-    /// then the call goes the local way under the bind's fence.
-    async fn bound_call_here(
-        &self,
-        route: &BindingRoute,
-        relay: BoundRelay<'_>,
-        tail: SessionTail,
-        deadline: Instant,
-        send_timeout: Duration,
-    ) -> Result<Bytes> {
-        let current = self.registry.get(&route.key).filter(|live| {
-            live.generation() == route.fence.object_generation && live.bindings().admits(&tail)
-        });
-        if current.is_none() {
-            return Err(retired(&route.key));
-        }
-        let call = ObjectCall {
-            key: &route.key,
-            packet: relay.packet,
-            payload: Payload::encoded(relay.payload),
-            metadata: relay.metadata,
-            kind: relay.kind,
-            timeout: relay.timeout,
-            send_timeout,
-            intent: None,
-        };
-        let now = Instant::now();
-        call_local(
-            self,
-            call,
-            &LocalBinding::default(),
-            route.fence,
-            now,
-            deadline,
-        )
-        .await?
-        .into_bytes()
+    let out = bindings.core.env.owner_link();
+    let admit_by = deadline.min(Instant::now() + send_timeout);
+    let link = route.reach_owner(out, admit_by).await?;
+    let message = ObjectCommand::message(
+        &route.key,
+        relay.kind,
+        relay.packet,
+        route.fence,
+        &relay.metadata,
+        relay.payload,
+    )
+    .bound(tail);
+    match relay.kind {
+        PacketKind::Request => out
+            .submit_request(&link, &message, deadline, admit_by)
+            .await
+            .map(Relayed::Submitted),
+        PacketKind::Send => out
+            .send(&link, &message, admit_by)
+            .await
+            .map(|()| Relayed::Done(Bytes::new())),
     }
 }
 
-/// What a relay under a binding that is no longer the Actor's current one gets.
-pub(crate) fn retired(key: &ObjectKey) -> Error {
-    Error::new(
-        ErrorKind::InvalidOperation,
-        format!("the session's binding to {key} is not current (rebound, or the Actor was re-created): bind again"),
+/// Whether `route` may carry a message now: only under the owner lease this node held
+/// when it bound, and before that lease's local admission deadline (seed 000 §3.2). A
+/// Location Store outage stops the renewals, so it ends the route's use instead of
+/// extending it; a lease claimed anew after a lapse never revives an older route.
+pub(crate) fn check_binding_route(bindings: &Bindings, route: &BindingRoute) -> Result<()> {
+    let admitted = bindings
+        .core
+        .env
+        .lease()
+        .admits_at(Instant::now(), |_, generation| {
+            generation == route.session_lease
+        });
+    if admitted {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::Unavailable,
+        format!(
+            "the session's route to {} is past this node's owner lease admission deadline \
+             (the lease lapsed or was claimed anew since the bind): nothing was sent",
+            route.key
+        ),
+    ))
+}
+
+/// The same, to an Actor this node owns: the binding and incarnation are checked here,
+/// then the call goes the local way under the bind's fence.
+async fn bound_call_here(
+    bindings: &Bindings,
+    route: &BindingRoute,
+    relay: BoundRelay<'_>,
+    tail: SessionTail,
+    deadline: Instant,
+    send_timeout: Duration,
+) -> Result<Bytes> {
+    let current = bindings.core.registry.get(&route.key).filter(|live| {
+        live.generation() == route.fence.object_generation && live.bindings().admits(&tail)
+    });
+    if current.is_none() {
+        return Err(retired(&route.key));
+    }
+    let call = ObjectCall {
+        key: &route.key,
+        packet: relay.packet,
+        payload: Payload::encoded(relay.payload),
+        metadata: relay.metadata,
+        kind: relay.kind,
+        timeout: relay.timeout,
+        send_timeout,
+        intent: None,
+    };
+    let now = Instant::now();
+    call_local(
+        &bindings.core,
+        call,
+        &LocalBinding::default(),
+        route.fence,
+        now,
+        deadline,
     )
+    .await?
+    .into_bytes()
 }

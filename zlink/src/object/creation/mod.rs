@@ -11,16 +11,16 @@ use tokio::time::Instant;
 
 use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Draft, Fenced, Reserved, Versioned};
+use super::core::ObjectCore;
 use super::instance::Instance;
 use super::launch::Go;
 use super::lifecycle::CreateDecision;
 use super::object_type::TypeDef;
 use super::owner_link::node_stopping;
 use super::placement;
-use super::server::{store_error, ObjectServer};
 use crate::address::Location;
 use crate::address::Outcome;
-use crate::address::{ObjectKey, ObjectKind, StableType};
+use crate::address::{ObjectKey, ObjectKind, SpotId, StableType};
 use crate::object::env::ObjectEnv;
 use crate::{Error, ErrorKind, Result};
 
@@ -49,7 +49,7 @@ const CREATING_BACKOFF: Duration = Duration::from_millis(20);
 /// Whether `current`'s type reclaims on owner loss, its owner's claim is dead, and it was
 /// released (or changed meanwhile): then the caller reads the authority again.
 pub(crate) async fn owner_lost_and_reclaimed(
-    server: &ObjectServer,
+    server: &ObjectCore,
     key: &ObjectKey,
     current: &Versioned,
 ) -> Result<bool> {
@@ -61,7 +61,7 @@ pub(crate) async fn owner_lost_and_reclaimed(
         current,
     )
     .await
-    .map_err(store_error)
+    .map_err(Error::from)
 }
 
 /// The authority shape of objects in `kind`'s namespace that applications create.
@@ -75,7 +75,7 @@ fn created_shape(kind: ObjectKind) -> ObjectShape {
 /// Creates the object `key` of `stable_type` unless it exists (`get_or_create`), or fails
 /// `AlreadyExists` when it does (`create`).
 pub(super) async fn create(
-    server: &Arc<ObjectServer>,
+    server: &Arc<ObjectCore>,
     key: ObjectKey,
     stable_type: &str,
     request: Bytes,
@@ -86,10 +86,7 @@ pub(super) async fn create(
     let deadline = Instant::now() + timeout;
     let id = &key;
     let mut backoff = CREATING_BACKOFF;
-    let mut excluded: Vec<String> = Vec::new();
-    // Why each excluded node refused, for the error that ends the tries.
-    let mut refusals: Vec<String> = Vec::new();
-    let mut full = 0usize;
+    let mut tries = Tries::default();
     loop {
         if Instant::now() >= deadline {
             return Err(Error::new(
@@ -102,7 +99,7 @@ pub(super) async fn create(
             .authority()
             .read(&key)
             .await
-            .map_err(store_error)?
+            .map_err(Error::from)?
         {
             Some(current) => {
                 if owner_lost_and_reclaimed(server, &key, &current).await? {
@@ -135,35 +132,8 @@ pub(super) async fn create(
             }
             None => {
                 let candidates = candidates(server, key.kind, stable_type);
-                let Some(target) = placement::pick(&candidates, &excluded).cloned() else {
-                    return Err(if full > 0 {
-                        Error::new(
-                            ErrorKind::CapacityExceeded,
-                            format!(
-                                "every Object Server of {:?} type {stable_type:?} is at its limit",
-                                key.kind
-                            ),
-                        )
-                    } else if excluded.is_empty() {
-                        Error::new(
-                            ErrorKind::NotFound,
-                            format!(
-                                "no ready Object Server serves {:?} type {stable_type:?} ({}; \
-                                 wait for one with `spots().ready` or `actors().ready`)",
-                                key.kind,
-                                ready::explain(server, key.kind, stable_type, &[])
-                            ),
-                        )
-                    } else {
-                        Error::new(
-                            ErrorKind::NotFound,
-                            format!(
-                                "every Object Server of {:?} type {stable_type:?} refused {id} ({})",
-                                key.kind,
-                                refusals.join("; ")
-                            ),
-                        )
-                    });
+                let Some(target) = placement::pick(&candidates, &tries.excluded).cloned() else {
+                    return Err(tries.exhausted(server, id, stable_type));
                 };
                 let attempt = if target.local {
                     try_create(server, &key, &request, stable_type, deadline, None).await
@@ -182,24 +152,66 @@ pub(super) async fn create(
                 match attempt {
                     Ok(Some(outcome)) => return Ok(outcome),
                     Ok(None) => {}
-                    // A node at its limit refuses before reserving: another may have room.
-                    Err(e) if e.is(ErrorKind::CapacityExceeded) => {
-                        full += 1;
-                        excluded.push(target.rid);
-                    }
-                    // A placed node that cannot take it: another candidate may try (the
-                    // loop reads the authority again first).
-                    Err(e)
-                        if !target.local
-                            && (e.is(ErrorKind::Unavailable) || e.is(ErrorKind::NotFound)) =>
-                    {
-                        tracing::debug!(object = %id, target = %target.rid, error = %e, "placement target refused; trying another");
-                        refusals.push(format!("{}: {e}", target.rid));
-                        excluded.push(target.rid);
-                    }
-                    Err(e) => return Err(e),
+                    Err(e) => tries.refused(id, target, e)?,
                 }
             }
+        }
+    }
+}
+
+/// The placement targets a creation tried, and why they refused.
+#[derive(Default)]
+struct Tries {
+    /// The nodes not to pick again.
+    excluded: Vec<String>,
+    /// Why each excluded node refused, for the error that ends the tries.
+    refusals: Vec<String>,
+    /// How many were at their limit.
+    full: usize,
+}
+
+impl Tries {
+    /// `target` refused `id` with `e`: a node at its limit (it refuses before reserving)
+    /// or a placed node that cannot take it leaves the others to try (the loop reads the
+    /// authority again first); anything else is the creation's error.
+    fn refused(&mut self, id: &ObjectKey, target: placement::Candidate, e: Error) -> Result<()> {
+        if e.is(ErrorKind::CapacityExceeded) {
+            self.full += 1;
+        } else if !target.local && (e.is(ErrorKind::Unavailable) || e.is(ErrorKind::NotFound)) {
+            tracing::debug!(object = %id, target = %target.rid, error = %e, "placement target refused; trying another");
+            self.refusals.push(format!("{}: {e}", target.rid));
+        } else {
+            return Err(e);
+        }
+        self.excluded.push(target.rid);
+        Ok(())
+    }
+
+    /// The error of a creation of `id` that has no candidate left to try.
+    fn exhausted(&self, server: &ObjectCore, id: &ObjectKey, stable_type: &str) -> Error {
+        let kind = id.kind;
+        if self.full > 0 {
+            Error::new(
+                ErrorKind::CapacityExceeded,
+                format!("every Object Server of {kind:?} type {stable_type:?} is at its limit"),
+            )
+        } else if self.excluded.is_empty() {
+            Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "no ready Object Server serves {kind:?} type {stable_type:?} ({}; \
+                     wait for one with `spots().ready` or `actors().ready`)",
+                    ready::explain(server, kind, stable_type, &[])
+                ),
+            )
+        } else {
+            Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "every Object Server of {kind:?} type {stable_type:?} refused {id} ({})",
+                    self.refusals.join("; ")
+                ),
+            )
         }
     }
 }
@@ -210,7 +222,7 @@ pub(super) async fn create(
 /// one whose recovery pointer remains: that pointer never selects another owner (seed 002
 /// §10 item 11).
 pub(super) async fn settle_creating(
-    server: &ObjectServer,
+    server: &ObjectCore,
     key: &ObjectKey,
     creating: &Versioned,
 ) -> Result<bool> {
@@ -234,7 +246,7 @@ pub(super) async fn settle_creating(
         .store()
         .read_lease(&owner.owner)
         .await
-        .map_err(store_error)?
+        .map_err(Error::from)?
         .is_some_and(|grant| grant.token == owner);
     if alive {
         return Ok(false);
@@ -250,19 +262,15 @@ pub(super) async fn settle_creating(
 
 /// Removes exactly the Creating record `creating`, and an Instance Spot's recovery root
 /// with it (the Spot is Missing again; the message it kept is not run).
-async fn cancel_creating(
-    server: &ObjectServer,
-    key: &ObjectKey,
-    creating: &Versioned,
-) -> Result<()> {
+async fn cancel_creating(server: &ObjectCore, key: &ObjectKey, creating: &Versioned) -> Result<()> {
     server
         .env
         .authority()
         .delete(key, creating)
         .await
-        .map_err(store_error)?;
+        .map_err(Error::from)?;
     let root = creating.record.activation.as_deref();
-    if let (Some(root), Some(store)) = (root, server.relocations.store()) {
+    if let (Some(root), Some(store)) = (root, server.hosting.relocation_store()) {
         if let Ok(reference) = crate::store::PayloadRef::new(root) {
             if let Err(e) = store.delete(&reference).await {
                 tracing::warn!(object = %key, error = %e, "a cancelled activation's root stays until its retention ends");
@@ -279,7 +287,7 @@ async fn cancel_creating(
 /// future was dropped) never leaves a half-made record behind; the attempt always ends in
 /// a commit or an abort, within the request timeout. The caller waits until `wait_until`.
 pub(super) async fn try_create(
-    server: &Arc<ObjectServer>,
+    server: &Arc<ObjectCore>,
     key: &ObjectKey,
     request: &Bytes,
     stable_type: &str,
@@ -314,43 +322,14 @@ pub(super) async fn try_create(
 }
 
 async fn attempt(
-    server: &Arc<ObjectServer>,
+    server: &Arc<ObjectCore>,
     key: &ObjectKey,
     request: &Bytes,
     stable_type: &str,
     first: Option<FirstMessage>,
 ) -> Result<Option<Outcome>> {
     let object_type = &server.registry.object_type(key.kind, stable_type)?;
-    // An Instance Spot comes only from its first message; a manager create never makes one.
-    if object_type.instance != first.is_some() {
-        return Err(Error::new(
-            ErrorKind::InvalidOperation,
-            match first {
-                None => format!(
-                    "{} is an Instance Spot type: its Spots are activated by a call with Instance intent, never created",
-                    object_type.stable_type
-                ),
-                Some(_) => format!("{} is not an Instance Spot type", object_type.stable_type),
-            },
-        ));
-    }
-    if server.is_draining() {
-        return Err(Error::new(
-            ErrorKind::Unavailable,
-            "this node is relocating its objects away and takes no new ones",
-        ));
-    }
-    // A new Actor starts in this node's Entry Spot.
-    let membership = match key.kind {
-        ObjectKind::Spot => None,
-        ObjectKind::Actor => Some(
-            server
-                .entry
-                .as_ref()
-                .ok_or_else(|| Error::new(ErrorKind::NotFound, "this node serves no Actor type"))?
-                .ready()?,
-        ),
-    };
+    let membership = creatable(server, key, object_type, first.is_some())?;
     let node = server.env.owner_link().node()?;
     let deadline = Instant::now() + node.settings().request_timeout;
     let too_slow = || {
@@ -368,44 +347,32 @@ async fn attempt(
         }
     };
     let creating = server.registry.begin_creating(key, object_type)?;
-    // Taken after the permit: the token must be current when the reservation is written.
-    let Some(token) = server.env.lease().admitting_token() else {
-        return Err(Error::new(
-            ErrorKind::Unavailable,
-            "this node's owner lease admits no new work (the Location Store is unreachable)",
-        ));
-    };
-    let draft = Draft {
-        shape: match first {
-            Some(_) => ObjectShape::InstanceSpot,
-            None => created_shape(key.kind),
-        },
-        stable_type: object_type.stable_type.as_str().to_string(),
-        owner: token,
-        route: server.env.route().clone(),
-        membership: membership.as_ref().map(|spot| spot.as_str().to_string()),
-        creation_request: request.to_vec(),
-        activation: first.as_ref().map(|first| first.root.clone()),
-        reclaim_on_owner_lost: object_type.reclaim_on_owner_lost,
-    };
+    let draft = draft(
+        server,
+        key,
+        object_type,
+        request,
+        &first,
+        membership.as_ref(),
+    )?;
     let won = match server
         .env
         .authority()
         .reserve(key, draft)
         .await
-        .map_err(store_error)?
+        .map_err(Error::from)?
     {
         Reserved::Won(won) => won,
         Reserved::Exists(_) => return Ok(None),
     };
     creating.reserved(won.record.fence.object_generation);
-    if first.is_some() && server.relocations.faults().holds_activation_after_reserve() {
+    if first.is_some() && server.faults.holds_activation_after_reserve() {
         tracing::debug!(object = %key, "an activation held after its reservation (test fault)");
         server.env.cancel().cancelled().await;
         return Err(node_stopping());
     }
     let generation = won.record.fence.object_generation;
-    let handle = server.handle()?;
+    let handle = server.env.handle()?;
     let staging = stage(
         object_type,
         key,
@@ -452,6 +419,75 @@ async fn attempt(
     Ok(Some(Outcome::Created(ready.location(), reply)))
 }
 
+/// Whether this node may create `key` of `object_type` now (`instance`: from its first
+/// message), and the Entry Spot a new Actor starts in.
+fn creatable(
+    server: &ObjectCore,
+    key: &ObjectKey,
+    object_type: &TypeDef,
+    instance: bool,
+) -> Result<Option<SpotId>> {
+    // An Instance Spot comes only from its first message; a manager create never makes one.
+    if object_type.instance != instance {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            match instance {
+                false => format!(
+                    "{} is an Instance Spot type: its Spots are activated by a call with Instance intent, never created",
+                    object_type.stable_type
+                ),
+                true => format!("{} is not an Instance Spot type", object_type.stable_type),
+            },
+        ));
+    }
+    if server.hosting.is_draining() {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            "this node is relocating its objects away and takes no new ones",
+        ));
+    }
+    match key.kind {
+        ObjectKind::Spot => Ok(None),
+        ObjectKind::Actor => server
+            .entry
+            .as_ref()
+            .ok_or_else(|| Error::new(ErrorKind::NotFound, "this node serves no Actor type"))?
+            .ready()
+            .map(Some),
+    }
+}
+
+/// The reservation of `key` this node writes, under the owner lease's token now (taken
+/// after the activation permit: it must be current when the reservation is written).
+fn draft(
+    server: &ObjectCore,
+    key: &ObjectKey,
+    object_type: &TypeDef,
+    request: &Bytes,
+    first: &Option<FirstMessage>,
+    membership: Option<&SpotId>,
+) -> Result<Draft> {
+    let Some(token) = server.env.lease().admitting_token() else {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            "this node's owner lease admits no new work (the Location Store is unreachable)",
+        ));
+    };
+    Ok(Draft {
+        shape: match first {
+            Some(_) => ObjectShape::InstanceSpot,
+            None => created_shape(key.kind),
+        },
+        stable_type: object_type.stable_type.as_str().to_string(),
+        owner: token,
+        route: server.env.route().clone(),
+        membership: membership.map(|spot| spot.as_str().to_string()),
+        creation_request: request.to_vec(),
+        activation: first.as_ref().map(|first| first.root.clone()),
+        reclaim_on_owner_lost: object_type.reclaim_on_owner_lost,
+    })
+}
+
 /// A creation whose factory ran: what its commit needs.
 struct Made<'a> {
     key: &'a ObjectKey,
@@ -466,7 +502,7 @@ struct Made<'a> {
 /// §2.5–2.6): a crash until the commit leaves a reservation the next call cancels. Then
 /// the commit, and the object runs. An `on_initialize` past the deadline, or a node that
 /// stops meanwhile, ends the attempt.
-async fn initialize_then_commit(server: &Arc<ObjectServer>, made: Made<'_>) -> Result<Versioned> {
+async fn initialize_then_commit(server: &Arc<ObjectCore>, made: Made<'_>) -> Result<Versioned> {
     let Made {
         key,
         object_type,
@@ -562,10 +598,10 @@ async fn settle_lost_commit(
             }
             Ok(Some(current)) if current.version == won.version => {
                 abort(env, key, won).await;
-                return Err(store_error(lost));
+                return Err(Error::from(lost));
             }
             // Someone cancelled the reservation (or it was replaced): it never committed.
-            Ok(_) => return Err(store_error(lost)),
+            Ok(_) => return Err(Error::from(lost)),
             Err(e) => {
                 tracing::warn!(object = %key, error = %e, "cannot learn whether a commit landed; reading again");
             }
@@ -588,7 +624,7 @@ async fn abort(env: &ObjectEnv, key: &ObjectKey, won: &Versioned) {
 
 /// The object's current Ready incarnation, if any.
 pub(super) async fn find(env: &ObjectEnv, key: &ObjectKey) -> Result<Option<Location>> {
-    let current = env.authority().read(key).await.map_err(store_error)?;
+    let current = env.authority().read(key).await.map_err(Error::from)?;
     Ok(current
         .filter(|v| v.record.state == AuthorityState::Ready)
         .map(|v| v.location()))

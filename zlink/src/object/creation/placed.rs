@@ -7,17 +7,17 @@ use tokio::time::Instant;
 use crate::address::Location;
 use crate::address::Outcome;
 use crate::address::{ObjectKey, ObjectKind};
+use crate::object::core::ObjectCore;
 use crate::object::env::ObjectEnv;
 use crate::object::owner_link::ObjectCommand;
 use crate::object::placement;
 use crate::object::remote::{CreateReply, CreateRequest};
-use crate::object::server::ObjectServer;
 use crate::Result;
 
 /// The nodes a new object of `stable_type` may be placed on, with their weights: those
 /// serving the type (an Actor also needs the node's Entry Spot claimed).
 pub(crate) fn candidates(
-    server: &ObjectServer,
+    server: &ObjectCore,
     kind: ObjectKind,
     stable_type: &str,
 ) -> Vec<placement::Candidate> {
@@ -28,7 +28,7 @@ pub(crate) fn candidates(
     };
     if server.registry.serves(kind, stable_type)
         && entry_ready
-        && !server.is_draining()
+        && !server.hosting.is_draining()
         && server.env.lease().admitting_token().is_some()
     {
         candidates.push(placement::Candidate {

@@ -16,8 +16,8 @@ use tokio::time::Instant;
 use super::placed::candidates;
 use crate::address::{ObjectKind, StableType};
 use crate::mesh::peer_table::next_event;
+use crate::object::core::ObjectCore;
 use crate::object::entry::ENTRY_STABLE_TYPE;
-use crate::object::server::ObjectServer;
 use crate::{Error, ErrorKind, Result};
 
 /// The nodes that can take a new object of one type now.
@@ -31,11 +31,7 @@ pub struct TypePlacement {
 }
 
 /// The RIDs placement would pick from for a new `stable_type` of `kind`, sorted.
-pub(crate) fn ready_nodes(
-    server: &ObjectServer,
-    kind: ObjectKind,
-    stable_type: &str,
-) -> Vec<String> {
+pub(crate) fn ready_nodes(server: &ObjectCore, kind: ObjectKind, stable_type: &str) -> Vec<String> {
     let mut nodes: Vec<String> = candidates(server, kind, stable_type)
         .into_iter()
         .filter(|c| c.weight > 0)
@@ -47,7 +43,7 @@ pub(crate) fn ready_nodes(
 }
 
 /// Every type of `kind` this node or a known member serves, with its ready nodes.
-pub(crate) fn placement(server: &ObjectServer, kind: ObjectKind) -> Vec<TypePlacement> {
+pub(crate) fn placement(server: &ObjectCore, kind: ObjectKind) -> Vec<TypePlacement> {
     let mut types: BTreeSet<String> = server
         .registry
         .type_names(kind)
@@ -74,7 +70,7 @@ pub(crate) fn placement(server: &ObjectServer, kind: ObjectKind) -> Vec<TypePlac
 /// Waits until at least `nodes` nodes can take a new `stable_type` of `kind`, or fails
 /// `DeadlineExceeded` at `until` saying what is missing.
 pub(crate) async fn wait_ready(
-    server: &ObjectServer,
+    server: &ObjectCore,
     kind: ObjectKind,
     stable_type: &str,
     nodes: usize,
@@ -140,7 +136,7 @@ async fn changed<T>(receiver: &mut Option<watch::Receiver<T>>) {
 /// Why placement has only `ready` for `stable_type` of `kind`: what this node lacks, which
 /// members serve it without a ready connection, and whether the store can be read.
 pub(crate) fn explain(
-    server: &ObjectServer,
+    server: &ObjectCore,
     kind: ObjectKind,
     stable_type: &str,
     ready: &[String],
@@ -153,7 +149,7 @@ pub(crate) fn explain(
     }
     if server.registry.serves(kind, stable_type) {
         let me = &server.env.route().rid;
-        if server.is_draining() {
+        if server.hosting.is_draining() {
             reasons.push(format!("this node ({me}) is draining"));
         } else if server.env.lease().admitting_token().is_none() {
             reasons.push(format!(

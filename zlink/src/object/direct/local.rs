@@ -11,6 +11,7 @@ use crate::address::ObjectKey;
 use crate::call::BoxFuture;
 use crate::call::PacketKind;
 use crate::object::admission::{prepare, to_departure, Admission, Admitted, Prepared};
+use crate::object::core::ObjectCore;
 use crate::object::env::ObjectEnv;
 use crate::object::inline_turn::{self, Inline};
 use crate::object::live_object::LiveObject;
@@ -18,14 +19,13 @@ use crate::object::mailbox::Refused;
 use crate::object::object_job::{CallerWait, ObjectJob, ReplyTo};
 use crate::object::owner_link::node_stopping;
 use crate::object::route_cache::LocalBinding;
-use crate::object::server::ObjectServer;
 use crate::wire::{Metadata, Payload, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
 /// What a local caller's metadata looks like to the handler: as a remote caller's, the
 /// framework's own relay key never reaches it.
 fn local_metadata(mut metadata: Metadata) -> Metadata {
-    metadata.remove(crate::object::relocation::RELAY_ID_KEY);
+    metadata.remove(crate::object::follow::RELAY_ID_KEY);
     metadata
 }
 
@@ -33,7 +33,7 @@ fn local_metadata(mut metadata: Metadata) -> Metadata {
 /// switch, or as a switch's barrier (a call that finds its route cached goes through
 /// [`admit_local`] straight from [`start`](super::start)).
 pub(in crate::object) async fn call_local(
-    server: &ObjectServer,
+    server: &ObjectCore,
     call: ObjectCall<'_>,
     bound: &LocalBinding,
     fence: RouteFence,
@@ -62,7 +62,7 @@ pub(super) enum Local<'a> {
 /// Admits a local call, without waiting: an idle object runs it on this task, a busy one
 /// queues it.
 pub(super) fn admit_local<'a>(
-    server: &'a ObjectServer,
+    server: &'a ObjectCore,
     call: ObjectCall<'_>,
     bound: &LocalBinding,
     fence: RouteFence,
@@ -172,7 +172,7 @@ pub(super) fn admit_local<'a>(
 /// departure if it has one (`None`: taken there, its caller waits as if it was queued);
 /// otherwise the error its caller gets.
 fn not_queued(
-    server: &ObjectServer,
+    server: &ObjectCore,
     live: &LiveObject,
     fence: RouteFence,
     job: ObjectJob,
@@ -209,8 +209,8 @@ fn not_queued(
 /// A local call's message was relayed by the object's departure: this node's own route
 /// to it is old, as a follow notice tells a remote sender, so it is not used (or cached)
 /// again and the next call reads the new owner.
-fn left_here(server: &ObjectServer, key: &ObjectKey, fence: RouteFence) {
-    if let Some(departure) = server.relocations.departures().get(key, &fence) {
+fn left_here(server: &ObjectCore, key: &ObjectKey, fence: RouteFence) {
+    if let Some(departure) = server.departures.get(key, &fence) {
         if let Some((fence, route)) = departure.relaying_from() {
             server.resolver.moved(key, &fence, &route);
         }

@@ -6,7 +6,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use crate::object::server::ObjectServer;
+use crate::object::core::ObjectCore;
+use crate::object::multicast::Multicast;
 use crate::wire::{Command, Metadata};
 use crate::{Error, ErrorKind, Result};
 
@@ -26,7 +27,11 @@ pub(crate) struct Event<'a> {
 /// record, and this node's matching Spots get the event. Completes once every target had
 /// its turn; a target that fails is skipped, never reported. `DeadlineExceeded` with
 /// nothing sent when no publish worker is free within the send timeout.
-pub(crate) async fn publish(server: &ObjectServer, event: Event<'_>) -> Result<()> {
+pub(crate) async fn publish(
+    core: &ObjectCore,
+    multicast: &Multicast,
+    event: Event<'_>,
+) -> Result<()> {
     for (what, name) in [("channel", event.channel), ("topic", event.topic)] {
         if name.is_empty() || name.len() > 255 {
             return Err(Error::InvalidArgument(format!(
@@ -36,21 +41,19 @@ pub(crate) async fn publish(server: &ObjectServer, event: Event<'_>) -> Result<(
         }
     }
     let admit_by = Instant::now() + event.send_timeout;
-    let _worker =
-        match tokio::time::timeout_at(admit_by, server.multicast().workers.acquire()).await {
-            Ok(Ok(worker)) => worker,
-            Ok(Err(_)) => return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping")),
-            Err(_) => {
-                return Err(Error::new(
-                    ErrorKind::DeadlineExceeded,
-                    "no publish worker was free within the send timeout: nothing was sent",
-                ))
-            }
-        };
-    let Some(node) = server.env.node() else {
+    let _worker = match tokio::time::timeout_at(admit_by, multicast.workers.acquire()).await {
+        Ok(Ok(worker)) => worker,
+        Ok(Err(_)) => return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping")),
+        Err(_) => {
+            return Err(Error::new(
+                ErrorKind::DeadlineExceeded,
+                "no publish worker was free within the send timeout: nothing was sent",
+            ))
+        }
+    };
+    let Some(node) = core.env.node() else {
         return Err(Error::new(ErrorKind::ShuttingDown, "the node is stopping"));
     };
-    let multicast = server.multicast();
     super::count(&multicast.counts.published, 1);
     let targets = node.peers().servers(event.channel);
     if !targets.is_empty() {
@@ -83,16 +86,16 @@ pub(crate) async fn publish(server: &ObjectServer, event: Event<'_>) -> Result<(
             }
         }
     }
-    if server.multicast_member(event.channel) {
-        super::receive::deliver_here(
-            server,
-            event.channel,
-            event.topic,
-            event.packet,
-            &event.payload,
-            &event.metadata,
-            None,
-        );
+    if core.env.serves_channel_weighted(event.channel) {
+        let here = super::receive::Received {
+            channel: event.channel,
+            topic: event.topic,
+            packet: event.packet,
+            payload: &event.payload,
+            metadata: &event.metadata,
+            sender: None,
+        };
+        super::receive::deliver_here(core, multicast, here);
     }
     Ok(())
 }

@@ -33,7 +33,7 @@ use crate::object::lifecycle::Relocation;
 use crate::object::live_object::LiveObject;
 use crate::object::object_job::Resume;
 use crate::object::registry::ObjectRegistry;
-use crate::object::server::ObjectServer;
+use crate::object::relocation::Moving;
 use crate::{Error, ErrorKind, Result};
 
 /// The captured states of one unit that travel inside its restore, at most (the rest go
@@ -43,7 +43,7 @@ const UNIT_INLINE_BYTES: usize = 4 * 1024 * 1024;
 /// One sealed participant. Dropped before it was handed over, it is cancelled: its queue
 /// goes back in order and it runs on here.
 struct Sealed<'a> {
-    server: &'a ObjectServer,
+    server: &'a Moving,
     live: Arc<LiveObject>,
     captured: Option<Captured>,
     resume: Option<oneshot::Sender<Resume>>,
@@ -56,7 +56,7 @@ struct Sealed<'a> {
 impl Drop for Sealed<'_> {
     fn drop(&mut self) {
         if let Some(captured) = self.captured.take() {
-            unseal(&self.live, self.server.relocations.departures(), captured);
+            unseal(&self.live, &self.server.departures, captured);
         }
         if let Some(resume) = self.resume.take() {
             let _ = resume.send(Resume::Cancelled);
@@ -68,7 +68,7 @@ impl Drop for Sealed<'_> {
 /// no more Joins) to `to`, or to the node placement picks. Returns where the Spot runs,
 /// and each member's outcome.
 pub(crate) async fn relocate_with_members(
-    server: &Arc<ObjectServer>,
+    server: &Moving,
     spot: &Arc<LiveObject>,
     to: Option<&str>,
     members: &[Arc<str>],
@@ -86,24 +86,86 @@ pub(crate) async fn relocate_with_members(
         .saturating_mul(MAX_CAPTURED_STATE_BYTES)
         .min(MAX_BYTES_IN_FLIGHT);
     let route = prepare_reserving(server, spot, to, reserve).await?;
-    for member in &members {
-        let stable_type = member.object_type.stable_type.as_str();
-        if !serves(server, &route.target, stable_type) {
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "node {} serves no Actors of type {stable_type}, which {key}'s members are",
-                    route.target
-                ),
-            ));
-        }
-    }
+    check_members_served(server, key, &members, &route.target)?;
     let mut sealed = seal_all(server, spot, members, route.deadline).await?;
     let states = take_states(&mut sealed)?;
     let mut permit = route.permit;
     permit.shrink_to(states.iter().flatten().map(Vec::len).sum());
-
     let relocation_id = crate::object::id_uuid_v4();
+    seal_members_bound_routes(server, &mut sealed, &relocation_id).await?;
+    let (placed, _payloads) = place_unit_states(server, states, &relocation_id).await?;
+    let record = unit_record(spot, &sealed, placed, &relocation_id)?;
+    let restored = restore_unit(
+        &route.node,
+        &route.link,
+        key,
+        &record,
+        route.deadline,
+        server,
+    )
+    .await;
+    let (readies, failed) = match restored {
+        Ok(ready) => {
+            tracing::info!(object = %key, relocation = %relocation_id, members = record.members.len(), target = %route.target, "relay-ready for the Spot and its members: handing over");
+            (readies_of(ready), None)
+        }
+        Err(e) => (reclaim_all(&server.env, &mut sealed).await, Some(e)),
+    };
+    if let Some(e) = &failed {
+        if readies.iter().all(Option::is_none) {
+            return Err(e.clone());
+        }
+    }
+    // Past relay-ready: no way back for any participant with a ready target (the others
+    // are cancelled as they drop).
+    let hand_over = HandOverAll {
+        node: &route.node,
+        link: &route.link,
+        relocation_id: &relocation_id,
+    };
+    let cutovers = hand_over.all(server, &mut sealed, readies);
+    drop(sealed);
+    let settled = join_all(
+        cutovers
+            .into_iter()
+            .map(|cutover| cutover.settle(server, route.deadline, follow)),
+    )
+    .await;
+    drop(permit);
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    unit_outcome(settled)
+}
+
+/// `NotFound` unless the target `rid` serves every member's type.
+fn check_members_served(
+    server: &Moving,
+    key: &ObjectKey,
+    members: &[Arc<LiveObject>],
+    rid: &str,
+) -> Result<()> {
+    for member in members {
+        let stable_type = member.object_type.stable_type.as_str();
+        if !serves(server, rid, stable_type) {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "node {rid} serves no Actors of type {stable_type}, which {key}'s members are"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Seals the routes bound outside each captured participant for the move, keeping what
+/// they carry to the target.
+async fn seal_members_bound_routes(
+    server: &Moving,
+    sealed: &mut [Sealed<'_>],
+    relocation_id: &str,
+) -> Result<()> {
     for participant in sealed.iter_mut() {
         let Some(captured) = participant.captured.as_ref() else {
             continue;
@@ -113,146 +175,183 @@ pub(crate) async fn relocate_with_members(
             &server.relocations,
             live,
             &captured.authority,
-            &relocation_id,
+            relocation_id,
         )
         .await?;
         (participant.bound, participant.bound_carried) = (seal, carried);
     }
+    Ok(())
+}
+
+/// Each participant's captured state as the restore carries it: inline while the unit's
+/// inline budget lasts, else in the Relocation Store. The stored ones are removed once
+/// the move is over here (when the returned payloads drop).
+async fn place_unit_states(
+    server: &Moving,
+    states: Vec<Option<Vec<u8>>>,
+    relocation_id: &str,
+) -> Result<(Vec<Option<MovedState>>, Vec<StoredState>)> {
     let mut placed = Vec::with_capacity(states.len());
     let mut payloads = Vec::new();
     let mut inline_left = UNIT_INLINE_BYTES;
     for (index, state) in states.into_iter().enumerate() {
         let inline_up_to = INLINE_STATE_BYTES.min(inline_left);
         let reference = format!("zlink:state:{relocation_id}:{index}");
-        let state = place_state(&server.relocations, reference, state, inline_up_to).await?;
+        let state = place_state(&server.hosting, reference, state, inline_up_to).await?;
         if let Some(MovedState::Inline(bytes)) = &state {
             inline_left = inline_left.saturating_sub(bytes.len());
         }
-        // A state left in the Relocation Store is removed once the move is over here.
         payloads.extend(StoredState::of(
-            &server.relocations,
+            &server.hosting,
             server.env.tracker(),
             &state,
         ));
         placed.push(state);
     }
-    let record = unit_record(spot, &sealed, placed, &relocation_id)?;
-    let link = route.link.clone();
-    let restored = match restore_on_target(
-        &route.node,
-        &link,
-        key,
-        &record,
-        route.deadline,
-        server.relocations.faults(),
-    )
-    .await
-    {
-        Ok(RestoreReply::Ready(ready)) => check_member_fences(&record, &ready).map(|_| ready),
-        Ok(RestoreReply::Declined { .. }) => Err(Error::new(
+    Ok((placed, payloads))
+}
+
+/// Sends the unit's restore; its relay-ready, with one fence per member in the record's
+/// order.
+async fn restore_unit(
+    node: &Arc<crate::mesh::MeshNode>,
+    link: &crate::mesh::peer_table::PeerLink,
+    key: &ObjectKey,
+    record: &RestoreRecord,
+    deadline: Instant,
+    server: &Moving,
+) -> Result<RelayReady> {
+    match restore_on_target(node, link, key, record, deadline, server.faults).await? {
+        RestoreReply::Ready(ready) => check_member_fences(record, &ready).map(|_| ready),
+        RestoreReply::Declined { .. } => Err(Error::new(
             ErrorKind::ProtocolError,
             "the target declined a Spot's restore",
         )),
-        Err(e) => Err(e),
-    };
-    let (readies, failed) = match restored {
-        Ok(ready) => {
-            tracing::info!(object = %key, relocation = %relocation_id, members = record.members.len(), target = %route.target, "relay-ready for the Spot and its members: handing over");
-            let fences = std::iter::once(ready.target_fence.clone()).chain(ready.members);
-            let readies = fences
-                .map(|target_fence| {
-                    Some(RelayReady {
-                        target_fence,
-                        target_route: ready.target_route.clone(),
-                        members: Vec::new(),
-                    })
-                })
-                .collect();
-            (readies, None)
-        }
-        Err(e) => (reclaim_all(&server.env, &mut sealed).await, Some(e)),
-    };
-    if let Some(e) = &failed {
-        if readies.iter().all(Option::is_none) {
-            return Err(e.clone());
-        }
     }
+}
 
-    // Past relay-ready: no way back for any participant with a ready target (the others
-    // are cancelled as they drop).
-    let node = route.node.clone();
-    let mut cutovers = Vec::with_capacity(sealed.len());
-    for (participant, ready) in sealed.iter_mut().zip(readies) {
-        let Some(ready) = ready else {
-            continue;
-        };
-        let Some(captured) = participant.captured.take() else {
-            continue;
-        };
-        let live = &participant.live;
-        let Captured {
-            backlog,
-            departure,
-            authority,
-            ..
-        } = captured;
-        let relay = relay_to(
-            server,
-            &node,
-            link.clone(),
-            live,
-            &departure,
-            backlog,
-            &ready,
-        );
-        if let Some(resume) = participant.resume.take() {
-            let _ = resume.send(Resume::Moved);
+/// The relay-ready each participant relays to: the Spot's, then one per member.
+fn readies_of(ready: RelayReady) -> Vec<Option<RelayReady>> {
+    std::iter::once(ready.target_fence.clone())
+        .chain(ready.members)
+        .map(|target_fence| {
+            Some(RelayReady {
+                target_fence,
+                target_route: ready.target_route.clone(),
+                members: Vec::new(),
+            })
+        })
+        .collect()
+}
+
+/// Where a unit's participants are handed over: the target's node and link, under one
+/// relocation ID.
+struct HandOverAll<'a> {
+    node: &'a Arc<crate::mesh::MeshNode>,
+    link: &'a crate::mesh::peer_table::PeerLink,
+    relocation_id: &'a str,
+}
+
+/// One participant handed over, until its cutover is answered.
+struct Cutover {
+    key: ObjectKey,
+    departure: Arc<crate::object::follow::Departure>,
+    ready: RelayReady,
+    done: oneshot::Receiver<Result<bytes::Bytes>>,
+    sealed_at: crate::store::StoreVersion,
+}
+
+impl HandOverAll<'_> {
+    /// Hands over every participant with a ready target: its queue relays, it leaves the
+    /// registry, and its cutover goes behind what was relayed.
+    fn all(
+        &self,
+        server: &Moving,
+        sealed: &mut [Sealed<'_>],
+        readies: Vec<Option<RelayReady>>,
+    ) -> Vec<Cutover> {
+        let mut cutovers = Vec::with_capacity(sealed.len());
+        for (participant, ready) in sealed.iter_mut().zip(readies) {
+            let (Some(ready), Some(captured)) = (ready, participant.captured.take()) else {
+                continue;
+            };
+            let live = &participant.live;
+            let Captured {
+                backlog,
+                departure,
+                authority,
+                ..
+            } = captured;
+            let relay = relay_to(
+                self.node,
+                self.link.clone(),
+                live,
+                &departure,
+                backlog,
+                &ready,
+            );
+            if let Some(resume) = participant.resume.take() {
+                let _ = resume.send(Resume::Moved);
+            }
+            if let Some(seal) = participant.bound.take() {
+                seal.handed_over();
+            }
+            server.registry.remove(live);
+            if let Some((fence, from)) = departure.relaying_from() {
+                server.resolver.moved(&live.key, &fence, &from);
+            }
+            let done = send_cutover(&relay, server.faults, &live.key, self.relocation_id);
+            cutovers.push(Cutover {
+                key: live.key.clone(),
+                departure,
+                ready,
+                done,
+                sealed_at: authority.version,
+            });
         }
-        if let Some(seal) = participant.bound.take() {
-            seal.handed_over();
-        }
-        server.registry.remove(live);
-        if let Some((fence, from)) = departure.relaying_from() {
-            server.resolver.moved(&live.key, &fence, &from);
-        }
-        let done = send_cutover(
-            &relay,
-            server.relocations.faults(),
-            &live.key,
-            &relocation_id,
-        );
-        cutovers.push((live.key.clone(), departure, ready, done, authority.version));
+        cutovers
     }
-    drop(sealed);
-    let deadline = route.deadline;
-    let settled = join_all(cutovers.into_iter().map(
-        |(key, departure, ready, done, sealed_at)| async move {
-            let committed = committed(server, &key, &ready, &sealed_at, done, deadline).await;
-            finish(server, &departure, follow);
-            let at = Location {
+}
+
+impl Cutover {
+    /// Where the participant runs once its target committed, by `deadline`; its old
+    /// route is followed for `follow` either way.
+    async fn settle(
+        self,
+        server: &Moving,
+        deadline: Instant,
+        follow: std::time::Duration,
+    ) -> (ObjectKey, Result<Location>) {
+        let Cutover {
+            key,
+            departure,
+            ready,
+            done,
+            sealed_at,
+        } = self;
+        let committed = committed(server, &key, &ready, &sealed_at, done, deadline).await;
+        finish(server, &departure, follow);
+        let outcome = if committed {
+            Ok(Location {
                 generation: ready.target_fence.object_generation,
                 mesh_name: ready.target_route.mesh_name.clone(),
                 rid: ready.target_route.rid.clone(),
-            };
-            let outcome = if committed {
-                Ok(at)
-            } else {
-                Err(Error::new(
-                    ErrorKind::Unavailable,
-                    format!(
-                        "{key} was handed to {}, which did not commit it: it is unavailable",
-                        ready.target_route.rid
-                    ),
-                ))
-            };
-            (key, outcome)
-        },
-    ))
-    .await;
-    drop(permit);
-    if let Some(e) = failed {
-        return Err(e);
+            })
+        } else {
+            Err(Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "{key} was handed to {}, which did not commit it: it is unavailable",
+                    ready.target_route.rid
+                ),
+            ))
+        };
+        (key, outcome)
     }
+}
+
+/// Where the Spot runs (the first outcome) and each member's outcome.
+fn unit_outcome(settled: Vec<(ObjectKey, Result<Location>)>) -> Result<(Location, MemberOutcomes)> {
     let mut settled = settled.into_iter();
     let spot_outcome = settled
         .next()
@@ -308,7 +407,7 @@ fn participants(
 }
 
 /// Whether node `rid` serves Actors of `stable_type`.
-fn serves(server: &ObjectServer, rid: &str, stable_type: &str) -> bool {
+fn serves(server: &Moving, rid: &str, stable_type: &str) -> bool {
     crate::object::creation::candidates(server, ObjectKind::Actor, stable_type)
         .iter()
         .any(|c| c.rid == rid)
@@ -318,7 +417,7 @@ fn serves(server: &ObjectServer, rid: &str, stable_type: &str) -> bool {
 /// each seals between the others' turns). A member that stopped or left the Spot before
 /// its seal was no member at seal time; any other failure cancels every seal.
 async fn seal_all<'a>(
-    server: &'a ObjectServer,
+    server: &'a Moving,
     spot: &Arc<LiveObject>,
     members: Vec<Arc<LiveObject>>,
     deadline: Instant,
@@ -326,7 +425,7 @@ async fn seal_all<'a>(
     let mut asked = Vec::with_capacity(1 + members.len());
     for live in std::iter::once(spot.clone()).chain(members) {
         let (resume_tx, resume_rx) = oneshot::channel();
-        let (job, captured_rx) = MoveSeal::job(&live, server.relocations.departures(), resume_rx);
+        let (job, captured_rx) = MoveSeal::job(&live, &server.departures, resume_rx);
         if live.deliver_notice(job) {
             asked.push((live, captured_rx, resume_tx));
         } else if Arc::ptr_eq(&live, spot) {
@@ -360,7 +459,7 @@ async fn seal_all<'a>(
         let captured = match waited {
             Ok(captured) => captured,
             Err(Some(late)) => {
-                unseal(&live, server.relocations.departures(), late);
+                unseal(&live, &server.departures, late);
                 let _ = resume_tx.send(Resume::Cancelled);
                 continue;
             }

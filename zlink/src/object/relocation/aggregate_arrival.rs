@@ -3,8 +3,6 @@
 //! a failure leaves nothing behind; registered, none dispatches before all of them
 //! settled their owner change.
 
-use std::sync::Arc;
-
 use tokio::time::Instant;
 
 use super::arrival::{
@@ -15,13 +13,13 @@ use super::record::{MovedState, RestoreRecord, RestoreReply};
 use super::RELOCATION_DEADLINE;
 use crate::address::{ActorId, ObjectKey, ObjectKind, SpotId};
 use crate::object::membership::Execution;
-use crate::object::server::ObjectServer;
+use crate::object::relocation::Moving;
 use crate::{Error, ErrorKind, Result};
 
 /// A restore of the SpotWide Spot `key` carrying its members: relay-ready for all of
 /// them (the members' fences in the record's order), or why none arrives.
 pub(super) async fn arrive_with_members(
-    server: &Arc<ObjectServer>,
+    server: &Moving,
     key: ObjectKey,
     record: RestoreRecord,
 ) -> Result<RestoreReply> {
@@ -73,14 +71,14 @@ pub(super) async fn arrive_with_members(
     for (member_key, member_type) in &members {
         slots.push(server.registry.begin_creating(member_key, member_type)?);
     }
-    let handle = server.handle()?;
+    let handle = server.env.handle()?;
     let deadline = Instant::now() + RELOCATION_DEADLINE;
     let spot_staged = Staged {
         object: &record.object,
         membership: None,
         deadline,
     };
-    let spot_instance = build(&server.relocations, &spot_type, &key, &handle, spot_staged).await?;
+    let spot_instance = build(&server.hosting, &spot_type, &key, &handle, spot_staged).await?;
     let mut instances = Vec::with_capacity(members.len());
     for (member, (member_key, member_type)) in record.members.iter().zip(&members) {
         let staged = Staged {
@@ -88,16 +86,7 @@ pub(super) async fn arrive_with_members(
             membership: Some(spot_id.clone()),
             deadline,
         };
-        instances.push(
-            build(
-                &server.relocations,
-                member_type,
-                member_key,
-                &handle,
-                staged,
-            )
-            .await?,
-        );
+        instances.push(build(&server.hosting, member_type, member_key, &handle, staged).await?);
     }
 
     // Everything is built: register the unit.

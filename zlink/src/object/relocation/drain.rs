@@ -12,7 +12,7 @@ use crate::address::{ActorRef, SpotRef};
 use crate::object::lifecycle::Relocation;
 use crate::object::live_object::LiveObject;
 use crate::object::membership::Execution;
-use crate::object::server::ObjectServer;
+use crate::object::relocation::Moving;
 use crate::Error;
 use crate::Result;
 
@@ -69,7 +69,7 @@ impl RelocationReport {
 /// Moves every movable object of `server` to other nodes chosen by placement. The node
 /// takes no new objects meanwhile; when everything moved, or when it is about to stop
 /// (`stopping`), it stays that way; otherwise it serves again.
-pub(crate) async fn relocate_all(server: &Arc<ObjectServer>, stopping: bool) -> RelocationReport {
+pub(crate) async fn relocate_all(server: &Moving, stopping: bool) -> RelocationReport {
     set_draining(server, true).await;
     let mut report = RelocationReport::default();
     let owned: Vec<_> = server
@@ -193,11 +193,11 @@ fn record_moves(report: &mut RelocationReport, moves: Vec<MoveOutcome>) {
 
 /// Takes no new objects (`true`) or takes them again, here and in the descriptor peers'
 /// placement reads.
-async fn set_draining(server: &ObjectServer, draining: bool) {
+async fn set_draining(server: &Moving, draining: bool) {
     if draining {
-        server.relocations.begin_draining();
+        server.hosting.begin_draining();
     } else {
-        server.relocations.end_draining();
+        server.hosting.end_draining();
     }
     if let Some(node) = server.env.node() {
         node.set_draining(draining).await;

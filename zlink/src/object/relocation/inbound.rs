@@ -2,24 +2,24 @@
 //! arriving here, the barrier (33) of a relay, and the follow notice (50) for a route this
 //! node's cache may hold.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use bytes::Bytes;
 
 use super::arrival;
-use super::follow::followed;
 use super::record::{CutoverRecord, RestoreRecord};
 use crate::address::{ActorId, ObjectKey, SpotId};
 use crate::mesh::{InboundCall, InboundRoute, MeshNode};
-use crate::object::server::ObjectServer;
+use crate::object::follow::followed;
+use crate::object::relocation::{Moving, WeakMoving};
 use crate::wire::Command;
 use crate::{Error, ErrorKind, Result};
 
-struct RelocationRoute(Weak<ObjectServer>);
+struct RelocationRoute(WeakMoving);
 
 /// Registers the relocation commands of `server` on `node`.
-pub(crate) fn register_routes(node: &MeshNode, server: &Arc<ObjectServer>) -> Result<()> {
-    let route: Arc<dyn InboundRoute> = Arc::new(RelocationRoute(Arc::downgrade(server)));
+pub(crate) fn register_routes(node: &MeshNode, server: &Moving) -> Result<()> {
+    let route: Arc<dyn InboundRoute> = Arc::new(RelocationRoute(server.downgrade()));
     for command in [
         Command::RelocationRestore,
         Command::RelocationCutover,
@@ -43,7 +43,7 @@ impl InboundRoute for RelocationRoute {
             // Everything sent before it on this connection was admitted already: the
             // reader admits in order, and this answer leaves after it.
             Command::RelocationBarrier => call.answer(Ok(Bytes::new())),
-            Command::MessageFollow => followed(&server, call),
+            Command::MessageFollow => followed(&server.resolver, server.faults, call),
             Command::RelocationRestore => restore(server, call),
             _ => cutover(server, call),
         }
@@ -64,7 +64,7 @@ fn object_key(call: &InboundCall, kind: char) -> Result<ObjectKey> {
     key.map_err(|e| protocol(&format!("a relocation command for a bad ID: {e}")))
 }
 
-fn restore(server: Arc<ObjectServer>, call: InboundCall) {
+fn restore(server: Moving, call: InboundCall) {
     let parsed = RestoreRecord::decode(&call.message().payload)
         .and_then(|record| Ok((object_key(&call, record.kind)?, record)));
     let (key, record) = match parsed {
@@ -76,7 +76,7 @@ fn restore(server: Arc<ObjectServer>, call: InboundCall) {
     });
 }
 
-fn cutover(server: Arc<ObjectServer>, call: InboundCall) {
+fn cutover(server: Moving, call: InboundCall) {
     let parsed = CutoverRecord::decode(&call.message().payload)
         .and_then(|record| Ok((object_key(&call, record.kind)?, record)));
     let (key, record) = match parsed {

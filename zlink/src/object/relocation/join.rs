@@ -16,7 +16,7 @@ use crate::object::instance::Instance;
 use crate::object::lifecycle::Relocation;
 use crate::object::live_object::LiveObject;
 use crate::object::membership::JoinOutcome;
-use crate::object::server::ObjectServer;
+use crate::object::relocation::Moving;
 use crate::object::timer::Timers;
 use crate::{Error, ErrorKind};
 
@@ -24,7 +24,7 @@ use crate::{Error, ErrorKind};
 /// node `rid`. `None` when the Actor moved (its loop here ends); otherwise the outcome
 /// it hears here.
 pub(crate) async fn join_across(
-    server: &Arc<ObjectServer>,
+    server: &Moving,
     live: &Arc<LiveObject>,
     instance: &mut Box<dyn Instance>,
     timers: &Timers,
@@ -58,7 +58,7 @@ pub(crate) async fn join_across(
         }
         Err(e) => return Some(JoinOutcome::Failed(e)),
     };
-    let sealed = super::seal::seal(live, server.relocations.departures(), timers, instance);
+    let sealed = super::seal::seal(live, &server.departures, timers, instance);
     let records = sealed.timers.clone();
     let intent = JoinIntent {
         spot: spot.to_string(),

@@ -29,9 +29,9 @@ mod aggregate;
 mod aggregate_arrival;
 mod arrival;
 mod drain;
-pub(crate) mod follow;
 mod inbound;
 mod join;
+mod moving;
 mod ownership;
 mod permits;
 mod placed_state;
@@ -39,38 +39,25 @@ mod record;
 mod relocations;
 pub(crate) mod seal;
 mod source;
-mod terminal;
 
 use std::time::Duration;
 
 pub use super::bound_routes::{BoundFuture, BoundMove};
 pub use super::bound_routes::{BoundRoutes, MAX_BOUND_ROUTES_BYTES};
+pub(crate) use super::follow::{Departure, Departures};
 pub(crate) use super::relocation_faults::RelocationFaults;
 pub(crate) use super::relocation_state::MAX_CAPTURED_STATE_BYTES;
 pub(crate) use arrival::Arrivals;
 pub(crate) use drain::relocate_all;
 pub use drain::{BlockedObject, BlockedReason, RelocationReport};
-pub(crate) use follow::{Departure, Departures, Held, Offer};
 pub(crate) use inbound::register_routes;
 pub(crate) use join::join_across;
+pub(crate) use moving::{Moving, WeakMoving};
 pub(crate) use permits::RelocationPermits;
 pub(crate) use relocations::Relocations;
 pub(crate) use source::relocate;
-pub(crate) use terminal::{Recorder, RELAY_ID_KEY};
 
-use super::lost_sends::{LostReason, LostSends};
-use super::object_job::ObjectJob;
-use super::object_type::TypeDef;
-use crate::address::ObjectKey;
-use crate::call::PacketKind;
-use crate::{Error, ErrorKind};
-
-/// The most times one message is relayed by Message Follow.
-pub(crate) const MAX_FOLLOW_HOPS: u8 = 8;
-/// The ingress hold of one sealed object: at most this many messages...
-pub(crate) const HOLD_MESSAGES: usize = 1024;
-/// ...and this many bytes.
-pub(crate) const HOLD_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) use super::follow::job_to_held;
 /// A captured state up to this size travels inside the restore; a larger one through the
 /// Relocation Store.
 pub(crate) const INLINE_STATE_BYTES: usize = 1024 * 1024;
@@ -78,80 +65,3 @@ pub(crate) const INLINE_STATE_BYTES: usize = 1024 * 1024;
 pub(crate) const CUTOVER_FALLBACK: Duration = Duration::from_millis(1000);
 /// The longest one move may take, seal to commit.
 pub(crate) const RELOCATION_DEADLINE: Duration = Duration::from_secs(30);
-
-/// A queued job as the relay carries it (a tick is not carried: its timer moves).
-pub(crate) fn job_to_held(object_type: &TypeDef, job: ObjectJob) -> Option<Held> {
-    match job {
-        ObjectJob::Message {
-            handler,
-            packet,
-            payload,
-            metadata,
-            deadline,
-            reply,
-            operation,
-        } => {
-            let kind = object_type
-                .packets
-                .get(handler)
-                .map_or(PacketKind::Send, |(_, kind)| *kind);
-            Some(Held {
-                packet: std::sync::Arc::from(packet),
-                kind,
-                payload,
-                metadata,
-                deadline,
-                reply,
-                sender: None,
-                hops: 0,
-                operation,
-            })
-        }
-        other => {
-            other.refuse(Error::new(ErrorKind::Unavailable, "the object moved"));
-            None
-        }
-    }
-}
-
-/// A held message back as a job of its object (a cancelled move), with its bytes. A
-/// follow barrier is answered: everything held before it is queued ahead of it.
-pub(crate) fn held_to_job(
-    key: &ObjectKey,
-    object_type: &TypeDef,
-    mut held: Held,
-    lost: &LostSends,
-) -> Option<(ObjectJob, usize)> {
-    if &*held.packet == crate::object::route_switch::FOLLOW_BARRIER {
-        if let Some(reply) = held.reply {
-            reply.send(Ok(crate::wire::Payload::default()));
-        }
-        return None;
-    }
-    let Some(handler) = object_type.handler(&held.packet, held.kind) else {
-        let why = format!(
-            "type {} has no handler for {:?}",
-            object_type.stable_type, held.packet
-        );
-        held.refuse(
-            key,
-            Error::new(ErrorKind::NotFound, why),
-            lost,
-            LostReason::NoHandler,
-        );
-        return None;
-    };
-    let bytes = held.bytes();
-    Some((
-        ObjectJob::Message {
-            handler,
-            packet: object_type.packet_name(handler).unwrap_or_default(),
-            payload: held.payload,
-            metadata: held.metadata,
-            deadline: held.deadline,
-            reply: held.reply,
-            operation: held.operation,
-        },
-        bytes,
-    ))
-}

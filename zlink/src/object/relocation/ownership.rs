@@ -11,14 +11,14 @@ use super::CUTOVER_FALLBACK;
 use crate::address::ObjectKey;
 use crate::object::authority_store::{Fenced, Versioned};
 use crate::object::env::ObjectEnv;
-use crate::object::server::ObjectServer;
+use crate::object::relocation::Moving;
 use crate::store::StoreVersion;
 use crate::Result;
 
 /// Whether the target committed: the cutover's answer, or (refused or lost) what the
 /// store says. `sealed_at` is the version the target's owner change is fenced on.
 pub(super) async fn committed(
-    server: &ObjectServer,
+    server: &Moving,
     key: &ObjectKey,
     ready: &RelayReady,
     sealed_at: &StoreVersion,

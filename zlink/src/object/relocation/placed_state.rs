@@ -7,14 +7,14 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::record::MovedState;
-use super::relocations::Relocations;
+use crate::object::hosting::Hosting;
 use crate::store::{PayloadRead, PayloadRef, PutOutcome};
 use crate::{Error, ErrorKind, Result};
 
 /// A captured state placed for the target: inline, or (above `inline_up_to` bytes) put
 /// in the Relocation Store under `reference`.
 pub(super) async fn place_state(
-    relocations: &Relocations,
+    hosting: &Hosting,
     reference: String,
     state: Option<Vec<u8>>,
     inline_up_to: usize,
@@ -22,7 +22,10 @@ pub(super) async fn place_state(
     let Some(state) = state else {
         return Ok(None);
     };
-    let Some(store) = relocations.store().filter(|_| state.len() > inline_up_to) else {
+    let Some(store) = hosting
+        .relocation_store()
+        .filter(|_| state.len() > inline_up_to)
+    else {
         return Ok(Some(MovedState::Inline(state)));
     };
     let payload_ref = PayloadRef::new(reference.clone()).map_err(Error::from)?;
@@ -48,12 +51,12 @@ pub(super) async fn place_state(
 
 /// The captured state's bytes: inline, or read from the Relocation Store (a state that
 /// is not there, or not whole, is lost data: nothing is built).
-pub(super) async fn fetch_state(relocations: &Relocations, state: &MovedState) -> Result<Bytes> {
+pub(super) async fn fetch_state(hosting: &Hosting, state: &MovedState) -> Result<Bytes> {
     let (reference, len) = match state {
         MovedState::Inline(bytes) => return Ok(Bytes::copy_from_slice(bytes)),
         MovedState::Stored { reference, len } => (reference, *len),
     };
-    let store = relocations.required_store("read the moved state from")?;
+    let store = hosting.required_relocation_store("read the moved state from")?;
     let reference = PayloadRef::new(reference.clone()).map_err(Error::from)?;
     match store.read(&reference).await {
         Ok(PayloadRead::Found { bytes, .. }) if bytes.len() as u64 == len => Ok(bytes),
@@ -84,7 +87,7 @@ pub(super) struct StoredState {
 
 impl StoredState {
     pub(super) fn of(
-        relocations: &Relocations,
+        hosting: &Hosting,
         tracker: &tokio_util::task::TaskTracker,
         state: &Option<MovedState>,
     ) -> Option<Self> {
@@ -92,7 +95,7 @@ impl StoredState {
             return None;
         };
         Some(StoredState {
-            store: relocations.store().cloned()?,
+            store: hosting.relocation_store().cloned()?,
             reference: PayloadRef::new(reference.clone()).ok()?,
             tracker: tracker.clone(),
         })

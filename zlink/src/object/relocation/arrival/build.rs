@@ -5,11 +5,11 @@ use futures::FutureExt;
 use tokio::time::Instant;
 
 use crate::address::{ObjectKey, SpotId};
+use crate::object::hosting::Hosting;
 use crate::object::instance::Instance;
 use crate::object::object_type::TypeDef;
 use crate::object::relocation::placed_state::fetch_state;
 use crate::object::relocation::record::MovedObject;
-use crate::object::relocation::Relocations;
 use crate::{Error, ErrorKind, Result};
 
 /// What an arriving instance is built from.
@@ -21,7 +21,7 @@ pub(crate) struct Staged<'a> {
 
 /// The hidden instance: the factory's, with the captured state restored (`preserve`).
 pub(crate) async fn build(
-    relocations: &Relocations,
+    hosting: &Hosting,
     object_type: &TypeDef,
     key: &ObjectKey,
     handle: &crate::handle::Handle,
@@ -38,7 +38,7 @@ pub(crate) async fn build(
     )
     .await?;
     if let Some(state) = &staged.object.state {
-        let state = fetch_state(relocations, state).await?;
+        let state = fetch_state(hosting, state).await?;
         let restored = std::panic::AssertUnwindSafe(async { instance.restore_state(&state) })
             .catch_unwind()
             .await

@@ -15,7 +15,7 @@ use crate::object::membership::JoinDecision;
 use crate::object::object_type::TypeDef;
 use crate::object::registry::ObjectRegistry;
 use crate::object::relocation::record::{JoinIntent, MovedObject, RestoreRecord, RestoreReply};
-use crate::object::server::ObjectServer;
+use crate::object::relocation::Moving;
 use crate::{Error, ErrorKind, Result};
 
 pub(super) enum JoinAdmission {
@@ -26,7 +26,7 @@ pub(super) enum JoinAdmission {
 /// Runs the Join's admission on its Spot here: the Spot must run here and take Actors of
 /// this type; `on_actor_join` decides (an Entry Spot admits every Actor).
 pub(super) async fn admit_join(
-    server: &ObjectServer,
+    server: &Moving,
     key: &ObjectKey,
     record: &RestoreRecord,
     intent: &JoinIntent,
@@ -103,7 +103,7 @@ pub(super) async fn admit_join(
 /// The object of `record` may arrive at all: not here already, nor arriving by another
 /// move, and this node takes objects in. `Some` answers a repeated restore again.
 pub(crate) fn check_arriving(
-    server: &ObjectServer,
+    server: &Moving,
     key: &ObjectKey,
     relocation_id: &str,
 ) -> Result<Option<RestoreReply>> {
@@ -124,7 +124,7 @@ pub(crate) fn check_arriving(
             format!("{key} already runs on this node"),
         ));
     }
-    if server.is_draining() {
+    if server.hosting.is_draining() {
         return Err(Error::new(
             ErrorKind::Unavailable,
             "this node is relocating its objects away and takes none in",

@@ -10,18 +10,14 @@ use crate::address::ActorRef;
 use crate::address::{ActorId, ObjectKey, ObjectKind};
 use crate::object::authority_store::{Fenced, Versioned};
 use crate::object::bound_routes::SwitchOnOpen;
+use crate::object::relocation::Moving;
 use crate::object::relocation::CUTOVER_FALLBACK;
-use crate::object::server::ObjectServer;
 use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind, Result};
 
 /// No cutover within the fallback: the target commits by itself.
-pub(super) fn commit_by_fallback(
-    server: &Arc<ObjectServer>,
-    key: ObjectKey,
-    relocation_id: String,
-) {
-    let weak = Arc::downgrade(server);
+pub(super) fn commit_by_fallback(server: &Moving, key: ObjectKey, relocation_id: String) {
+    let weak = server.downgrade();
     let cancel = server.env.cancel().clone();
     server.env.tracker().spawn(async move {
         tokio::select! {
@@ -43,11 +39,7 @@ pub(super) fn commit_by_fallback(
 
 /// The cutover (or the fallback): commits the owner change once; a second call gets the
 /// first one's outcome.
-pub(crate) async fn commit(
-    server: &Arc<ObjectServer>,
-    key: &ObjectKey,
-    relocation_id: &str,
-) -> Result<()> {
+pub(crate) async fn commit(server: &Moving, key: &ObjectKey, relocation_id: &str) -> Result<()> {
     let Some(arrival) = server
         .relocations
         .arrivals()
@@ -70,11 +62,7 @@ pub(crate) async fn commit(
         .clone()
 }
 
-async fn commit_once(
-    server: &Arc<ObjectServer>,
-    key: &ObjectKey,
-    arrival: &Arc<Arrival>,
-) -> Result<()> {
+async fn commit_once(server: &Moving, key: &ObjectKey, arrival: &Arc<Arrival>) -> Result<()> {
     let mut pause = std::time::Duration::from_millis(20);
     let outcome = loop {
         // The target's lease is read again right before the owner change.
@@ -198,7 +186,7 @@ async fn ask_again(pause: &mut std::time::Duration, deadline: Instant) -> bool {
 
 /// The arrived Actor is a member of this node's Entry Spot (no callback: a move is not a
 /// creation or a join).
-fn join_entry(server: &ObjectServer, key: &ObjectKey) {
+fn join_entry(server: &Moving, key: &ObjectKey) {
     if let Some(entry) = server.entry.as_ref() {
         if let Some(spot) = server.registry.get(&ObjectKey::from(&entry.id)) {
             spot.add_member(&key.id);

@@ -22,7 +22,7 @@ use crate::object::live_object::LiveObject;
 use crate::object::membership::JoinOutcome;
 use crate::object::object_job::Arrived;
 use crate::object::object_type::TypeDef;
-use crate::object::server::ObjectServer;
+use crate::object::relocation::Moving;
 use crate::store::StoreVersion;
 use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind, Result};
@@ -172,7 +172,7 @@ pub(super) fn ready_of(arrival: &Arrival) -> RelayReady {
 
 /// A restore (command 31) from the node `key` leaves: relay-ready, or why not.
 pub(crate) async fn arrive(
-    server: &Arc<ObjectServer>,
+    server: &Moving,
     key: ObjectKey,
     record: RestoreRecord,
 ) -> Result<RestoreReply> {
@@ -255,10 +255,10 @@ pub(crate) async fn arrive(
         deadline,
     };
     let built = build(
-        &server.relocations,
+        &server.hosting,
         &object_type,
         &key,
-        &server.handle()?,
+        &server.env.handle()?,
         staged,
     )
     .await;
@@ -325,7 +325,7 @@ impl Arriving<'_> {
     /// came.
     pub(super) fn start(
         self,
-        server: &Arc<ObjectServer>,
+        server: &Moving,
         key: ObjectKey,
         object_type: Arc<TypeDef>,
         instance: Box<dyn Instance>,

@@ -4,7 +4,7 @@
 use crate::address::{ObjectKey, ObjectKind};
 use crate::object::lifecycle::Relocation;
 use crate::object::live_object::LiveObject;
-use crate::object::server::ObjectServer;
+use crate::object::relocation::Moving;
 use crate::{Error, ErrorKind, Result};
 
 /// The record code of `key`'s namespace.
@@ -59,7 +59,7 @@ pub(crate) fn disabled_type(live: &LiveObject) -> String {
 
 /// The named node, or the one placement picks among the others serving the type.
 pub(crate) fn choose_target(
-    server: &ObjectServer,
+    server: &Moving,
     live: &LiveObject,
     to: Option<&str>,
 ) -> Result<String> {

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::super::seal::Captured;
 use super::checks::kind_code;
-use super::{Carry, HandOver, Route};
+use super::{Carry, HandOver, JoinIntent, Route};
 use crate::address::Location;
 use crate::address::{ObjectKey, ObjectKind};
 use crate::mesh::peer_table::PeerLink;
@@ -17,22 +17,22 @@ use crate::mesh::MeshNode;
 use crate::object::authority::AuthorityState;
 use crate::object::authority_store::Versioned;
 use crate::object::bound_routes::{BoundMove, BoundSeal};
+use crate::object::follow::{Departure, RelayItem};
 use crate::object::live_object::LiveObject;
 use crate::object::object_job::ObjectJob;
 use crate::object::owner_link::{ObjectCommand, OwnerLink};
 use crate::object::registry::ObjectRegistry;
-use crate::object::relocation::follow::{Departure, RelayItem};
 use crate::object::relocation::job_to_held;
 use crate::object::relocation::ownership::{committed, reclaim, Reclaimed};
 use crate::object::relocation::placed_state::{place_state, StoredState};
 use crate::object::relocation::record::{
     CutoverRecord, MovedState, RelayReady, RestoreRecord, RestoreReply,
 };
+use crate::object::relocation::Moving;
 use crate::object::relocation::RelocationFaults;
 use crate::object::relocation::Relocations;
 use crate::object::relocation::INLINE_STATE_BYTES;
 use crate::object::relocation_state::MAX_CAPTURED_STATE_BYTES;
-use crate::object::server::ObjectServer;
 use crate::wire::Command;
 use crate::{Error, ErrorKind, Result};
 
@@ -40,7 +40,7 @@ use crate::{Error, ErrorKind, Result};
 /// over. Before relay-ready a failure puts the object's queue back (it runs on here);
 /// `moved` runs once the object is handed over, before the commit is known.
 pub(crate) async fn hand_over(
-    server: &Arc<ObjectServer>,
+    server: &Moving,
     live: &Arc<LiveObject>,
     route: Route,
     sealed: Captured,
@@ -72,87 +72,38 @@ pub(crate) async fn hand_over(
     let cancel = |backlog, outcome: HandOver| {
         tracing::info!(object = %key, "move cancelled before relay-ready: the object runs on here");
         departure.cancel(live, backlog);
-        server.relocations.departures().remove(&departure);
+        server.departures.remove(&departure);
         outcome
     };
-    let reference = |relocation_id: &str| format!("zlink:state:{relocation_id}");
-    if authority.record.state != AuthorityState::Ready {
-        let closing = Error::new(ErrorKind::Unavailable, format!("{key} is closing"));
-        return cancel(backlog, HandOver::Cancelled(closing));
-    }
-    let state = match state.transpose() {
-        Ok(state) => state,
-        Err(e) => {
-            let failed = Error::new(
-                ErrorKind::InternalFailure,
-                format!("capturing {key}'s state failed: {e}"),
-            );
-            return cancel(backlog, HandOver::Cancelled(failed));
-        }
-    };
-    if state
-        .as_ref()
-        .is_some_and(|s| s.len() > MAX_CAPTURED_STATE_BYTES)
-    {
-        let oversized = Error::new(
-            ErrorKind::CapacityExceeded,
-            format!("{key}'s captured state exceeds {MAX_CAPTURED_STATE_BYTES} bytes"),
-        );
-        return cancel(backlog, HandOver::Cancelled(oversized));
-    }
-    permit.shrink_to(state.as_ref().map_or(0, Vec::len));
-    let joining = join.is_some();
-    let relocation_id = crate::object::id_uuid_v4();
-    // Routes bound to the Actor outside it hold what they send from here on; a move
-    // that does not hand it over releases them.
-    let (bound_seal, bound) =
-        match seal_bound_routes(&server.relocations, live, &authority, &relocation_id).await {
-            Ok(sealed) => sealed,
-            Err(e) => return cancel(backlog, HandOver::Cancelled(e)),
-        };
-    let placed = place_state(
-        &server.relocations,
-        reference(&relocation_id),
-        state,
-        INLINE_STATE_BYTES,
-    );
-    let state = match placed.await {
+    let state = match checked_state(key, &authority, state) {
         Ok(state) => state,
         Err(e) => return cancel(backlog, HandOver::Cancelled(e)),
     };
-    // A state left in the Relocation Store is removed once the target has read it (or
-    // the move is cancelled); its retention bounds it if this node dies first.
-    let _payload = StoredState::of(&server.relocations, server.env.tracker(), &state);
-    let record = RestoreRecord {
-        kind: kind_code(key),
-        relocation_id: relocation_id.clone(),
-        object: moved_object(live, &authority, state, timers, bound),
-        join,
-        with_spot,
-        members: Vec::new(),
+    permit.shrink_to(state.as_ref().map_or(0, Vec::len));
+    let joining = join.is_some();
+    let relocation_id = crate::object::id_uuid_v4();
+    let unit = MoveUnit {
+        live,
+        authority: &authority,
+        relocation_id: &relocation_id,
     };
-    let ready = match restore_on_target(
-        &node,
-        &link,
-        key,
-        &record,
-        deadline,
-        server.relocations.faults(),
-    )
-    .await
+    // Routes bound to the Actor outside it hold what they send from here on; a move
+    // that does not hand it over releases them. A state left in the Relocation Store is
+    // removed once the target has read it (or the move is cancelled); its retention
+    // bounds it if this node dies first.
+    let (record, bound_seal, _payload) = match unit
+        .restore_record(server, state, timers, join, with_spot)
+        .await
     {
-        Ok(RestoreReply::Ready(ready)) => ready,
-        Ok(RestoreReply::Declined { reply }) => {
-            return cancel(backlog, HandOver::Declined(Bytes::from(reply)))
-        }
-        Err(e) => match reclaim(&server.env, key, &authority).await {
-            Reclaimed::Taken(ready) => ready,
-            Reclaimed::Kept(kept) => {
-                live.set_authority(kept);
-                return cancel(backlog, HandOver::Cancelled(e));
-            }
-            Reclaimed::Stopped => return cancel(backlog, HandOver::Cancelled(e)),
-        },
+        Ok(prepared) => prepared,
+        Err(e) => return cancel(backlog, HandOver::Cancelled(e)),
+    };
+    let ready = match unit
+        .restored(server, (&node, &link), &record, deadline)
+        .await
+    {
+        Ok(ready) => ready,
+        Err(outcome) => return cancel(backlog, outcome),
     };
     tracing::info!(object = %key, relocation = %relocation_id, target = %target, "relay-ready: handing over");
     if let Some(seal) = bound_seal {
@@ -160,7 +111,7 @@ pub(crate) async fn hand_over(
     }
 
     // Past relay-ready: no way back. Saved queue, hold, then what follows, in order.
-    let relay = relay_to(server, &node, link, live, &departure, backlog, &ready);
+    let relay = relay_to(&node, link, live, &departure, backlog, &ready);
     moved();
     server.registry.remove(live);
     leave_source_spot(&server.registry, live, &authority, joining);
@@ -168,7 +119,7 @@ pub(crate) async fn hand_over(
     server
         .resolver
         .moved(key, &authority.record.fence, server.env.route());
-    let done = send_cutover(&relay, server.relocations.faults(), key, &relocation_id);
+    let done = send_cutover(&relay, server.faults, key, &relocation_id);
     drop(relay);
     let committed = committed(server, key, &ready, &authority.version, done, deadline).await;
     drop(permit);
@@ -187,10 +138,102 @@ pub(crate) async fn hand_over(
     HandOver::Moved(at)
 }
 
+/// The captured state of `key` a move may carry: none of a closing object, of a capture
+/// that failed, or over [`MAX_CAPTURED_STATE_BYTES`].
+fn checked_state(
+    key: &ObjectKey,
+    authority: &Versioned,
+    state: Option<Result<Vec<u8>>>,
+) -> Result<Option<Vec<u8>>> {
+    if authority.record.state != AuthorityState::Ready {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("{key} is closing"),
+        ));
+    }
+    let state = state.transpose().map_err(|e| {
+        Error::new(
+            ErrorKind::InternalFailure,
+            format!("capturing {key}'s state failed: {e}"),
+        )
+    })?;
+    if state
+        .as_ref()
+        .is_some_and(|s| s.len() > MAX_CAPTURED_STATE_BYTES)
+    {
+        return Err(Error::new(
+            ErrorKind::CapacityExceeded,
+            format!("{key}'s captured state exceeds {MAX_CAPTURED_STATE_BYTES} bytes"),
+        ));
+    }
+    Ok(state)
+}
+
+/// One sealed object on its way out, under one relocation ID.
+struct MoveUnit<'a> {
+    live: &'a LiveObject,
+    authority: &'a Versioned,
+    relocation_id: &'a str,
+}
+
+impl MoveUnit<'_> {
+    /// Its restore: the routes bound outside it sealed for the move (and what they
+    /// carry), its state placed inline or in the Relocation Store (removed when the last
+    /// value returned drops).
+    async fn restore_record(
+        &self,
+        server: &Moving,
+        state: Option<Vec<u8>>,
+        timers: Vec<crate::object::timer::TimerRecord>,
+        join: Option<JoinIntent>,
+        with_spot: Option<String>,
+    ) -> Result<(RestoreRecord, Option<BoundSeal>, Option<StoredState>)> {
+        let (live, authority) = (self.live, self.authority);
+        let (bound_seal, bound) =
+            seal_bound_routes(&server.relocations, live, authority, self.relocation_id).await?;
+        let reference = format!("zlink:state:{}", self.relocation_id);
+        let state = place_state(&server.hosting, reference, state, INLINE_STATE_BYTES).await?;
+        let payload = StoredState::of(&server.hosting, server.env.tracker(), &state);
+        let record = RestoreRecord {
+            kind: kind_code(&live.key),
+            relocation_id: self.relocation_id.to_string(),
+            object: moved_object(live, authority, state, timers, bound),
+            join,
+            with_spot,
+            members: Vec::new(),
+        };
+        Ok((record, bound_seal, payload))
+    }
+
+    /// The target's relay-ready for `record`, sent on `to` by `deadline`. A restore whose
+    /// answer was lost may still have been taken: the authority is re-fenced here before
+    /// the object runs on ([`reclaim`]). The outcome that cancels the move otherwise.
+    async fn restored(
+        &self,
+        server: &Moving,
+        to: (&Arc<MeshNode>, &PeerLink),
+        record: &RestoreRecord,
+        deadline: Instant,
+    ) -> std::result::Result<RelayReady, HandOver> {
+        let key = &self.live.key;
+        match restore_on_target(to.0, to.1, key, record, deadline, server.faults).await {
+            Ok(RestoreReply::Ready(ready)) => Ok(ready),
+            Ok(RestoreReply::Declined { reply }) => Err(HandOver::Declined(Bytes::from(reply))),
+            Err(e) => match reclaim(&server.env, key, self.authority).await {
+                Reclaimed::Taken(ready) => Ok(ready),
+                Reclaimed::Kept(kept) => {
+                    self.live.set_authority(kept);
+                    Err(HandOver::Cancelled(e))
+                }
+                Reclaimed::Stopped => Err(HandOver::Cancelled(e)),
+            },
+        }
+    }
+}
+
 /// Relay-ready was accepted for `live`: its saved queue (`backlog`) goes to the target
 /// first, then its hold, then whatever still arrives, all through one relay.
 pub(crate) fn relay_to(
-    server: &ObjectServer,
     node: &Arc<MeshNode>,
     link: PeerLink,
     live: &LiveObject,
@@ -202,7 +245,12 @@ pub(crate) fn relay_to(
         .into_iter()
         .filter_map(|(job, _)| job_to_held(&live.object_type, job))
         .collect();
-    departure.start_relay(server, node, link, ready, saved)
+    departure.start_relay(
+        node,
+        link,
+        (ready.target_fence.clone(), ready.target_route.clone()),
+        saved,
+    )
 }
 
 /// Sends the cutover of `key` behind everything relayed so far; the answer says the
@@ -329,17 +377,13 @@ pub(super) fn leave_source_spot(
 }
 
 /// The move is over on this node: the old route is followed for `follow` (none at 0).
-pub(crate) fn finish(
-    server: &Arc<ObjectServer>,
-    departure: &Arc<Departure>,
-    follow: std::time::Duration,
-) {
+pub(crate) fn finish(server: &Moving, departure: &Arc<Departure>, follow: std::time::Duration) {
     if follow.is_zero() {
-        server.relocations.departures().remove(departure);
+        server.departures.remove(departure);
         return;
     }
     departure.committed(Instant::now() + follow);
-    let server = Arc::downgrade(server);
+    let server = server.downgrade();
     let departure = departure.clone();
     let until = Instant::now() + follow;
     if let Some(layer) = server.upgrade() {
@@ -350,7 +394,7 @@ pub(crate) fn finish(
                 _ = cancel.cancelled() => {}
             }
             if let Some(layer) = server.upgrade() {
-                layer.relocations.departures().remove(&departure);
+                layer.departures.remove(&departure);
             }
         });
     }

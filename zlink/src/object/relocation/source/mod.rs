@@ -18,7 +18,7 @@ use crate::object::lifecycle::Relocation;
 use crate::object::live_object::LiveObject;
 use crate::object::membership::Execution;
 use crate::object::object_job::Resume;
-use crate::object::server::ObjectServer;
+use crate::object::relocation::Moving;
 use crate::sync::LockUnpoisoned;
 use crate::{Error, ErrorKind, Result};
 
@@ -70,18 +70,14 @@ pub(crate) enum HandOver {
 /// Moves the object `key`, which this node owns, to `to` (a node's RID) or to the node
 /// placement picks among those serving its type. Returns where it runs now.
 pub(crate) async fn relocate(
-    server: &Arc<ObjectServer>,
+    server: &Moving,
     key: &ObjectKey,
     to: Option<&str>,
 ) -> Result<Location> {
     server.unless_killed(relocate_now(server, key, to)).await
 }
 
-async fn relocate_now(
-    server: &Arc<ObjectServer>,
-    key: &ObjectKey,
-    to: Option<&str>,
-) -> Result<Location> {
+async fn relocate_now(server: &Moving, key: &ObjectKey, to: Option<&str>) -> Result<Location> {
     let live = server.registry.get(key).ok_or_else(|| {
         Error::new(
             ErrorKind::NotFound,
@@ -102,7 +98,7 @@ pub(crate) type MemberOutcomes = Vec<(Arc<str>, Result<Location>)>;
 /// unit; a PerActor Spot moves its shell, then each member as its own move. Returns where
 /// the Spot runs, and each member's outcome.
 pub(crate) async fn relocate_spot(
-    server: &Arc<ObjectServer>,
+    server: &Moving,
     live: &Arc<LiveObject>,
     to: Option<&str>,
 ) -> Result<(Location, MemberOutcomes)> {
@@ -112,7 +108,7 @@ pub(crate) async fn relocate_spot(
 }
 
 async fn relocate_spot_now(
-    server: &Arc<ObjectServer>,
+    server: &Moving,
     live: &Arc<LiveObject>,
     to: Option<&str>,
 ) -> Result<(Location, MemberOutcomes)> {
@@ -147,12 +143,7 @@ async fn relocate_spot_now(
 }
 
 /// Moves member `actor` of the PerActor Spot `spot` to node `to`, where the Spot runs now.
-async fn relocate_member(
-    server: &Arc<ObjectServer>,
-    actor: &str,
-    spot: &str,
-    to: &str,
-) -> Result<Location> {
+async fn relocate_member(server: &Moving, actor: &str, spot: &str, to: &str) -> Result<Location> {
     let id =
         crate::object::ActorId::new(actor).map_err(|e| Error::InvalidArgument(e.to_string()))?;
     let key = ObjectKey::from(&id);
@@ -174,7 +165,7 @@ async fn relocate_member(
 
 /// Seals `live` at its next turn boundary and hands it over.
 async fn seal_and_hand_over(
-    server: &Arc<ObjectServer>,
+    server: &Moving,
     live: &Arc<LiveObject>,
     to: Option<&str>,
     carry: Carry,
@@ -183,7 +174,7 @@ async fn seal_and_hand_over(
     let _moving = live.transition()?;
     let route = prepare(server, live, to).await?;
     let (resume_tx, resume_rx) = oneshot::channel();
-    let (job, mut captured_rx) = MoveSeal::job(live, server.relocations.departures(), resume_rx);
+    let (job, mut captured_rx) = MoveSeal::job(live, &server.departures, resume_rx);
     if !live.deliver_notice(job) {
         return Err(Error::new(
             ErrorKind::Unavailable,
@@ -194,7 +185,7 @@ async fn seal_and_hand_over(
         Ok(sealed) => sealed,
         Err((e, late)) => {
             if let Some(late) = late {
-                super::seal::unseal(live, server.relocations.departures(), late);
+                super::seal::unseal(live, &server.departures, late);
                 let _ = resume_tx.send(Resume::Cancelled);
             }
             return Err(e);
@@ -247,11 +238,7 @@ pub(super) async fn await_seal(
 }
 
 /// Checks the target and takes the permits and the connection a move needs.
-pub(crate) async fn prepare(
-    server: &ObjectServer,
-    live: &LiveObject,
-    to: Option<&str>,
-) -> Result<Route> {
+pub(crate) async fn prepare(server: &Moving, live: &LiveObject, to: Option<&str>) -> Result<Route> {
     let reserve = match live.object_type.relocation {
         Relocation::Preserve => MAX_CAPTURED_STATE_BYTES,
         _ => 0,
@@ -261,7 +248,7 @@ pub(crate) async fn prepare(
 
 /// [`prepare`], reserving `reserve` bytes of state in flight.
 pub(super) async fn prepare_reserving(
-    server: &ObjectServer,
+    server: &Moving,
     live: &LiveObject,
     to: Option<&str>,
     reserve: usize,

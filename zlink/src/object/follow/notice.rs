@@ -3,12 +3,13 @@
 
 use tokio::time::Instant;
 
+use super::FollowNotice;
 use crate::address::ObjectKey;
 use crate::address::{ActorId, SpotId};
 use crate::mesh::InboundCall;
 use crate::object::owner_link::{ObjectCommand, OwnerLink};
-use crate::object::relocation::record::FollowNotice;
-use crate::object::server::ObjectServer;
+use crate::object::relocation_faults::RelocationFaults;
+use crate::object::resolver::Resolver;
 use crate::wire::Command;
 
 /// Tells `sender` the object moved (command 50, one way). A lost notice is harmless: the
@@ -31,8 +32,8 @@ pub(super) async fn send_notice(
 
 /// A notice drops this node's cached route only if it is exactly the notice's source route,
 /// and only from the node that owned it: a peer cannot invalidate another's routes.
-pub(crate) fn followed(server: &ObjectServer, call: InboundCall) {
-    if server.relocations.faults().drops_follow_notices() {
+pub(crate) fn followed(resolver: &Resolver, faults: RelocationFaults, call: InboundCall) {
+    if faults.drops_follow_notices() {
         return;
     }
     let notice = match FollowNotice::decode(&call.message().payload) {
@@ -51,9 +52,7 @@ pub(crate) fn followed(server: &ObjectServer, call: InboundCall) {
         _ => ActorId::new(&notice.id).map(|id| ObjectKey::from(&id)).ok(),
     };
     if let Some(key) = key {
-        let dropped = server
-            .resolver
-            .moved(&key, &notice.source_fence, &notice.source_route);
+        let dropped = resolver.moved(&key, &notice.source_fence, &notice.source_route);
         tracing::debug!(object = %key, dropped, "follow notice");
     }
 }

@@ -22,10 +22,21 @@
 mod departures;
 mod held;
 mod notice;
+mod notice_record;
 mod relay;
 mod suppression;
+mod terminal;
 
 pub(crate) use departures::{Departure, Departures, Offer};
-pub(crate) use held::Held;
-pub(super) use notice::followed;
-pub(crate) use relay::RelayItem;
+pub(crate) use held::{held_to_job, job_to_held, Held};
+pub(crate) use notice::followed;
+pub(crate) use notice_record::FollowNotice;
+pub(crate) use relay::{RelayItem, RelayServices};
+pub(crate) use terminal::{Recorder, RELAY_ID_KEY};
+
+/// The most times one message is relayed by Message Follow.
+pub(crate) const MAX_FOLLOW_HOPS: u8 = 8;
+/// The ingress hold of one sealed object: at most this many messages...
+pub(crate) const HOLD_MESSAGES: usize = 1024;
+/// ...and this many bytes.
+pub(crate) const HOLD_BYTES: usize = 16 * 1024 * 1024;

@@ -9,8 +9,10 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::held::Held;
-use super::relay::{FollowRelay, OwedNotice, RelayItem};
+use super::relay::{FollowRelay, OwedNotice, RelayItem, RelayServices};
 use super::suppression::{FencedRoute, NoticeKey, NoticeRegistry};
+use super::FollowNotice;
+use super::{HOLD_BYTES, HOLD_MESSAGES, MAX_FOLLOW_HOPS};
 use crate::address::{ObjectKey, ObjectKind};
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
@@ -19,9 +21,6 @@ use crate::object::live_object::LiveObject;
 use crate::object::lost_sends::{LostReason, LostSends};
 use crate::object::object_job::ObjectJob;
 use crate::object::owner_link::{route_fence, OwnerLink};
-use crate::object::relocation::record::{FollowNotice, RelayReady};
-use crate::object::relocation::{HOLD_BYTES, HOLD_MESSAGES, MAX_FOLLOW_HOPS};
-use crate::object::server::ObjectServer;
 use crate::sync::LockUnpoisoned;
 use crate::wire::RouteFence;
 use crate::{Error, ErrorKind};
@@ -63,6 +62,7 @@ pub(crate) struct Departure {
     /// The node's notice suppression registry.
     notices: Arc<NoticeRegistry>,
     queue: RelayQueue,
+    relays: Arc<RelayServices>,
 }
 
 /// The departures of one node, by object and the owner generation they leave from: an
@@ -77,6 +77,8 @@ pub(crate) struct Departures {
     /// Messages relayed to a moved object's new owner, all departures together.
     relayed: Arc<AtomicU64>,
     notices: Arc<NoticeRegistry>,
+    /// What their relays run with.
+    relays: Arc<RelayServices>,
 }
 
 /// What became of a message offered to the departures.
@@ -89,14 +91,16 @@ pub(crate) enum Offer {
 }
 
 impl Departures {
-    /// The departures of a node that counts its lost one-ways in `lost`.
-    pub(crate) fn new(lost: Arc<LostSends>) -> Self {
+    /// The departures of a node that counts its lost one-ways in `lost` and whose relays
+    /// run with `relays`.
+    pub(crate) fn new(lost: Arc<LostSends>, relays: RelayServices) -> Self {
         Departures {
             map: Mutex::new(HashMap::new()),
             count: AtomicUsize::new(0),
             lost,
             relayed: Arc::default(),
             notices: Arc::default(),
+            relays: Arc::new(relays),
         }
     }
 
@@ -130,6 +134,7 @@ impl Departures {
             }),
             notices: self.notices.clone(),
             queue: RelayQueue::default(),
+            relays: self.relays.clone(),
         });
         let mut map = self.map();
         if map.insert(slot, departure.clone()).is_none() {
@@ -186,7 +191,7 @@ impl Departures {
                         "{key} moved as generation {}, and the message was sent to generation {} {}",
                         departure.source_fence.object_generation,
                         fence.object_generation,
-                        crate::object::admission::STALE_ROUTE
+                        crate::object::owner_link::STALE_ROUTE
                     ),
                 );
                 held.refuse(key, error, &self.lost, LostReason::OtherIncarnation);
@@ -219,7 +224,7 @@ impl Departure {
                 format!(
                     "{} moved more than {MAX_FOLLOW_HOPS} times within the follow window {}",
                     self.key,
-                    crate::object::admission::STALE_ROUTE
+                    crate::object::owner_link::STALE_ROUTE
                 ),
             );
             held.refuse(&self.key, error, &self.lost, LostReason::FollowHops);
@@ -303,30 +308,22 @@ impl Departure {
         };
         let held = held
             .into_iter()
-            .filter_map(|held| {
-                crate::object::relocation::held_to_job(
-                    &live.key,
-                    &live.object_type,
-                    held,
-                    &self.lost,
-                )
-            })
+            .filter_map(|held| super::held_to_job(&live.key, &live.object_type, held, &self.lost))
             .collect();
         live.reopen_after_move(backlog, held);
     }
 
-    /// FollowRelay-ready was accepted: `saved` (the captured queue) goes first, then the hold,
-    /// then everything that arrives later, all through one relay task to `link`.
+    /// Relay-ready was accepted from the target that will own the object under
+    /// `target_fence` at `target_route`: `saved` (the captured queue) goes first, then the
+    /// hold, then everything that arrives later, all through one relay task to `link`.
     pub(crate) fn start_relay(
         self: &Arc<Self>,
-        server: &ObjectServer,
         node: &Arc<MeshNode>,
         link: PeerLink,
-        ready: &RelayReady,
+        (target_fence, target_route): (OwnerFence, OwnerRoute),
         saved: Vec<Held>,
     ) -> mpsc::UnboundedSender<RelayItem> {
-        let (target_fence, target_route) = (ready.target_fence.clone(), ready.target_route.clone());
-        let (tracker, stop) = (server.env.tracker(), server.env.cancel());
+        let relays = &self.relays;
         let (to, from) = mpsc::unbounded_channel();
         let mut phase = self.phase();
         let held = match &mut *phase {
@@ -348,18 +345,18 @@ impl Departure {
         drop(phase);
         let relay = FollowRelay {
             owner_link: OwnerLink::new(Arc::downgrade(node)),
-            tracker: tracker.clone(),
-            stop: stop.clone(),
-            terminals: server.relocations.store().cloned(),
+            tracker: relays.tracker.clone(),
+            stop: relays.stop.clone(),
+            terminals: relays.terminals.clone(),
             link,
             key: self.key.clone(),
             fence,
             departure: Arc::downgrade(self),
             lost: self.lost.clone(),
             relayed: self.relayed.clone(),
-            faults: server.relocations.faults(),
+            faults: relays.faults,
         };
-        tracker.spawn(relay.run(from));
+        relays.tracker.spawn(relay.run(from));
         to
     }
 
@@ -442,7 +439,7 @@ fn unreachable_target(key: &ObjectKey) -> Error {
         ErrorKind::Unavailable,
         format!(
             "{key} moved and its new owner cannot be reached {}",
-            crate::object::admission::STALE_ROUTE
+            crate::object::owner_link::STALE_ROUTE
         ),
     )
 }
@@ -525,7 +522,7 @@ mod tests {
 
     #[test]
     fn a_follow_route_relays_only_the_incarnation_that_moved() {
-        let departures = Departures::new(Arc::default());
+        let departures = Departures::new(Arc::default(), RelayServices::default());
         let (_departure, mut relayed) = relaying(&departures, None);
         // Resolved for generation 2 (an older incarnation on the same owner route).
         let (held, mut answer) = request("c");
@@ -551,7 +548,7 @@ mod tests {
 
     #[test]
     fn a_newer_incarnation_created_where_an_older_one_left_is_not_followed() {
-        let departures = Departures::new(Arc::default());
+        let departures = Departures::new(Arc::default(), RelayServices::default());
         let (_departure, mut relayed) = relaying(&departures, None);
         // Generation 4 was created here after generation 3 moved away, with an owner
         // generation (1) and lease that the old route shares.
@@ -569,7 +566,7 @@ mod tests {
 
     #[test]
     fn an_expired_follow_route_gives_the_message_back_and_is_removed() {
-        let departures = Departures::new(Arc::default());
+        let departures = Departures::new(Arc::default(), RelayServices::default());
         let (_departure, mut relayed) =
             relaying(&departures, Some(Instant::now() - Duration::from_millis(1)));
         let (held, _answer) = request("c");
@@ -582,7 +579,7 @@ mod tests {
 
     #[test]
     fn a_sender_gets_one_notice_per_route_and_another_after_a_failed_one() {
-        let departures = Departures::new(Arc::default());
+        let departures = Departures::new(Arc::default(), RelayServices::default());
         let (departure, mut relayed) = relaying(&departures, None);
         let offer = |sender: &str| {
             let (held, _answer) = request(sender);

@@ -13,14 +13,14 @@ use tokio_util::task::TaskTracker;
 use super::departures::Departure;
 use super::held::Held;
 use super::notice::send_notice;
+use super::FollowNotice;
 use crate::address::ObjectKey;
 use crate::call::PacketKind;
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
 use crate::object::lost_sends::{LostReason, LostSends};
 use crate::object::owner_link::{ObjectCommand, OwnerLink};
-use crate::object::relocation::record::FollowNotice;
-use crate::object::relocation::RelocationFaults;
+use crate::object::relocation_faults::RelocationFaults;
 use crate::wire::{Command, Payload, RouteFence};
 use crate::{Error, ErrorKind};
 
@@ -42,6 +42,18 @@ pub(crate) enum RelayItem {
 pub(crate) struct OwedNotice {
     pub(crate) key: super::suppression::NoticeKey,
     pub(crate) notice: FollowNotice,
+}
+
+/// What every relay of one node runs with.
+#[derive(Clone, Default)]
+pub(crate) struct RelayServices {
+    /// The object layer's tasks: relays run on it.
+    pub(crate) tracker: TaskTracker,
+    /// The object layer stopping: what a relay still has queued is refused.
+    pub(crate) stop: CancellationToken,
+    /// Where the new owner records relayed requests' results.
+    pub(crate) terminals: Option<Arc<dyn crate::store::RelocationStore>>,
+    pub(crate) faults: RelocationFaults,
 }
 
 /// The task that carries one departure's messages to the target, in order.
@@ -153,12 +165,12 @@ impl FollowRelay {
         // A request carries a relay ID: the new owner records its result under it, so a
         // reply lost with the connection can still be delivered.
         let mut metadata = held.metadata.clone();
-        let barrier = &*held.packet == crate::object::route_switch::FOLLOW_BARRIER;
+        let barrier = &*held.packet == crate::object::route_cache::FOLLOW_BARRIER;
         let relay_id = match (&self.terminals, request) {
             (Some(_), true) if !barrier => {
                 let id = crate::object::id_uuid_v4();
                 metadata
-                    .insert(crate::object::relocation::RELAY_ID_KEY, id.clone())
+                    .insert(super::RELAY_ID_KEY, id.clone())
                     .ok()
                     .map(|()| id)
             }
@@ -218,7 +230,7 @@ impl FollowRelay {
                         .is_err_and(|e| e.is_refusal(crate::Refusal::ConnectionLost));
                     if let (true, Some((store, id))) = (lost, terminals) {
                         let recovered = tokio::select! {
-                            found = crate::object::relocation::terminal::recover(store.as_ref(), &id, deadline) => found,
+                            found = super::terminal::recover(store.as_ref(), &id, deadline) => found,
                             _ = stop.cancelled() => None,
                         };
                         if let Some(recorded) = recovered {

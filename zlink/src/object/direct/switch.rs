@@ -1,7 +1,7 @@
 //! Switching one ID's route to a later owner without reordering this node's messages.
 //!
 //! When a store read names a later owner than the route this node last sent on (see the
-//! lane in [`route_cache`](super::route_cache)), a **follow barrier** goes down the old
+//! lane in [`route_cache`](crate::object::route_cache)), a **follow barrier** goes down the old
 //! route first: an object request with no handler, sent the way the earlier messages
 //! went (on the same connection, or into this node's own departure), so it is admitted
 //! behind them. A node where the object is moving holds or relays it in order, like any
@@ -17,20 +17,17 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::direct::{self, ObjectCall};
-use super::owner_link::{node_stopping, route_fence};
-use super::route_cache::{ReadyRoute, Switch, SwitchStart};
-use super::server::ObjectServer;
+use super::ObjectCall;
 use crate::call::PacketKind;
+use crate::object::core::ObjectCore;
+use crate::object::owner_link::{node_stopping, route_fence};
+use crate::object::route_cache::FOLLOW_BARRIER;
+use crate::object::route_cache::{ReadyRoute, Switch, SwitchStart};
 use crate::wire::{Metadata, Payload};
 use crate::Result;
 
-/// The packet name of a follow barrier. Packet names beginning with `zlink.` are the
-/// framework's: no Spot or Actor type may declare one.
-pub(crate) const FOLLOW_BARRIER: &str = "zlink.follow-barrier";
-
 /// Starts the barrier of `start` and returns what calls wait on.
-pub(super) fn begin(server: &Arc<ObjectServer>, start: SwitchStart) -> Switch {
+pub(super) fn begin(server: &Arc<ObjectCore>, start: SwitchStart) -> Switch {
     let waiter = start.waiter();
     let layer = Arc::downgrade(server);
     server.env.tracker().spawn(async move {
@@ -55,7 +52,7 @@ pub(super) fn begin(server: &Arc<ObjectServer>, start: SwitchStart) -> Switch {
 
 /// Sends the barrier down `from`. `Ok` once everything this node sent on it before is
 /// queued on the object (or nothing of it can still be on its way).
-async fn barrier(server: &Arc<ObjectServer>, from: &ReadyRoute) -> Result<Payload> {
+async fn barrier(server: &Arc<ObjectCore>, from: &ReadyRoute) -> Result<Payload> {
     let node = server.env.owner_link().node()?;
     let settings = node.settings();
     let call = ObjectCall {
@@ -75,7 +72,7 @@ async fn barrier(server: &Arc<ObjectServer>, from: &ReadyRoute) -> Result<Payloa
         if from.owner.node_generation != server.env.route().node_generation {
             return Ok(Payload::default());
         }
-        return direct::call_local(server, call, &from.local, fence, now, deadline).await;
+        return super::call_local(server, call, &from.local, fence, now, deadline).await;
     }
     // Only the connection the earlier messages left on keeps them in order. With none
     // now (or a restarted peer), nothing sent from here on that route is still on its way.
@@ -87,7 +84,7 @@ async fn barrier(server: &Arc<ObjectServer>, from: &ReadyRoute) -> Result<Payloa
     if peers.link(&from.owner.rid).is_none() {
         return Ok(Payload::default());
     }
-    direct::call_remote(&server.env, from, call, fence, deadline)
+    super::call_remote(&server.env, from, call, fence, deadline)
         .await
         .map(Payload::encoded)
 }
