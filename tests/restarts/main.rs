@@ -307,3 +307,30 @@ async fn an_id_created_again_where_its_older_incarnation_moved_away_from_answers
     caller.shutdown().await;
     b.shutdown().await;
 }
+
+/// A clean shutdown stops keeping its owner lease before it releases it: no renewal or
+/// claim under way lands after the release, so the RID is free at once and the same RID
+/// starts again right away. Each round stops at another point of the 200 ms renew cycle.
+#[tokio::test]
+async fn a_clean_shutdown_leaves_no_owner_lease_behind_and_its_rid_free_at_once() {
+    let redis = RedisServer::start().expect("redis-server");
+    let (store, _) = redis_stores(&redis.url());
+    for round in 0..12u64 {
+        // Started under the RID the previous round released: refused if it were taken.
+        let rt = start(discovered_node("lone", &store, quick_lease())).await;
+        let lease = lease_of(&rt);
+        tokio::time::sleep(Duration::from_millis(17 * round)).await;
+        assert_eq!(rt.shutdown().await, ShutdownOutcome::Stopped);
+        // Longer than one renew interval: a keep loop left running would have claimed a
+        // lease again by now (absence over a window has no condition to wait for).
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let left = store
+            .read_lease(&lease.owner)
+            .await
+            .expect("the lease read");
+        assert!(
+            left.is_none(),
+            "round {round}: a lease of the stopped node is live: {left:?}"
+        );
+    }
+}

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::core::ObjectCore;
 use super::follow::{Held, Offer};
 use super::live_object::{LiveObject, TurnView};
-use super::object_job::{CallerWait, ObjectJob, ReplyTo};
+use super::object_job::{CallerWait, HandlerMessage, ObjectJob, ReplyTo};
 use super::owner_link::STALE_ROUTE;
 use super::route_cache::LocalBinding;
 use super::route_cache::FOLLOW_BARRIER;
@@ -104,6 +104,79 @@ pub(super) fn to_departure(
     }
 }
 
+/// A message for an object that may be leaving this node, as its departure would hold it.
+struct Leaving<'a> {
+    core: &'a ObjectCore,
+    key: &'a ObjectKey,
+    fence: RouteFence,
+    packet: &'a str,
+    kind: PacketKind,
+    deadline: Option<Instant>,
+    hops: u8,
+    operation: u64,
+    session: Option<crate::wire::SessionTail>,
+}
+
+/// A message's payload, metadata and reply, as they go on or come back.
+type Carried = (Payload, Metadata, Option<ReplyTo>);
+
+impl<'a> Leaving<'a> {
+    /// `admission`'s message, for `core`'s departures.
+    fn of(core: &'a ObjectCore, admission: &Admission<'a>) -> Self {
+        Leaving {
+            core,
+            key: admission.key,
+            fence: admission.fence,
+            packet: admission.packet,
+            kind: admission.kind,
+            deadline: admission.deadline,
+            hops: admission.hops,
+            operation: admission.operation,
+            session: admission.session,
+        }
+    }
+
+    /// An object leaving this node: its hold (or, past relay-ready, its relay) takes the
+    /// message, on the old route only. `None`: it did (a caller on this node then waits on
+    /// the move's answer, in `waiting`); otherwise the message comes back. (Only a message
+    /// for a departing object pays for the move's copy of its names.)
+    fn offer(
+        &self,
+        waiting: &mut Option<CallerWait>,
+        (payload, metadata, mut reply): Carried,
+        sender: Option<String>,
+    ) -> Option<Carried> {
+        if waiting.is_none() {
+            *waiting = ReplyTo::wait_for_caller(&mut reply);
+        }
+        let held = Held {
+            packet: Arc::from(self.packet),
+            kind: self.kind,
+            payload,
+            metadata,
+            deadline: self.deadline,
+            reply,
+            sender,
+            hops: self.hops,
+            operation: self.operation,
+        };
+        match self.core.departures.offer(self.key, &self.fence, held) {
+            Offer::Taken => None,
+            Offer::NotDeparting(held) => Some((held.payload, held.metadata, held.reply)),
+        }
+    }
+
+    /// A session's relay for an Actor that is leaving: its binding is checked here, on the
+    /// node that still runs the Actor; past the hand-over it travels on as the move's.
+    fn retired_relay(&self) -> bool {
+        self.session.is_some_and(|tail| {
+            self.core.registry.get(self.key).is_some_and(|live| {
+                live.generation() != self.fence.object_generation || !live.bindings().admits(&tail)
+            })
+        })
+    }
+}
+
 /// Checks the fence and the handler, and builds the job for an object this node owns.
 /// On refusal the reply capability comes back with the error, so the caller answers
 /// with the real reason.
@@ -112,6 +185,7 @@ pub(super) fn prepare(
     core: &ObjectCore,
     admission: Admission<'_>,
 ) -> std::result::Result<Admitted, NotAdmitted> {
+    let leaving = Leaving::of(core, &admission);
     let Admission {
         key,
         packet,
@@ -123,51 +197,19 @@ pub(super) fn prepare(
         deadline,
         reply,
         sender,
-        hops,
         operation,
         bound,
         session,
+        ..
     } = admission;
-    // An object leaving this node: its hold (or, past relay-ready, its relay) takes the
-    // message, on the old route only. `None`: it did; otherwise the message comes back.
-    // (Only a message for a departing object pays for the move's copy of its names.)
     let mut waiting = None;
-    let mut to_departure = |payload, metadata, mut reply, sender| {
-        // A caller on this node waits on the move's answer.
-        if waiting.is_none() {
-            waiting = ReplyTo::wait_for_caller(&mut reply);
-        }
-        let held = Held {
-            packet: Arc::from(packet),
-            kind,
-            payload,
-            metadata,
-            deadline,
-            reply,
-            sender,
-            hops,
-            operation,
-        };
-        match core.departures.offer(key, &fence, held) {
-            Offer::Taken => None,
-            Offer::NotDeparting(held) => Some((held.payload, held.metadata, held.reply)),
-        }
-    };
-    // A session's relay for an Actor that is leaving: its binding is checked here, on the
-    // node that still runs the Actor; past the hand-over it travels on as the move's.
-    let retired_relay = || {
-        session.is_some_and(|tail| {
-            core.registry.get(key).is_some_and(|live| {
-                live.generation() != fence.object_generation || !live.bindings().admits(&tail)
-            })
-        })
-    };
     let (payload, metadata, reply) = if core.departures.get(key, &fence).is_some() {
-        if retired_relay() {
+        if leaving.retired_relay() {
             let error = super::actor_binding::retired(key);
             return Err(NotAdmitted { error, reply });
         }
-        match to_departure(payload, metadata, reply, sender.clone()) {
+        let carried = (payload, metadata, reply);
+        match leaving.offer(&mut waiting, carried, sender.clone()) {
             None => return Ok(Admitted::Taken { waiting }),
             Some(back) => back,
         }
@@ -187,11 +229,11 @@ pub(super) fn prepare(
         // The object may have begun to leave between the two checks: its departure is
         // made before it stops taking messages, so it is there now and takes this one.
         Err(error) if core.departures.get(key, &fence).is_some() => {
-            if retired_relay() {
+            if leaving.retired_relay() {
                 let error = super::actor_binding::retired(key);
                 return Err(NotAdmitted { error, reply });
             }
-            return match to_departure(payload, metadata, reply, sender) {
+            return match leaving.offer(&mut waiting, (payload, metadata, reply), sender) {
                 None => Ok(Admitted::Taken { waiting }),
                 Some((_, _, reply)) => Err(NotAdmitted { error, reply }),
             };
@@ -204,18 +246,7 @@ pub(super) fn prepare(
             return Err(NotAdmitted { error, reply });
         }
     }
-    // Payload plus metadata: both stay in memory until the handler ran.
-    let mut payload = payload;
-    let payload_bytes = match payload.encoded_len() {
-        Ok(bytes) => bytes,
-        Err(error) => return Err(NotAdmitted { error, reply }),
-    };
-    let bytes = payload_bytes
-        + metadata
-            .iter()
-            .map(|(k, v)| k.len() + v.len())
-            .sum::<usize>();
-    let job = ObjectJob::Message {
+    let mut message = HandlerMessage {
         handler,
         packet: live.object_type.packet_name(handler).unwrap_or_default(),
         payload,
@@ -224,6 +255,15 @@ pub(super) fn prepare(
         reply,
         operation,
     };
+    // Payload plus metadata: both stay in memory until the handler ran.
+    let bytes = match message.bytes() {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            let reply = message.reply;
+            return Err(NotAdmitted { error, reply });
+        }
+    };
+    let job = ObjectJob::Message(message);
     Ok(Admitted::Job(Prepared {
         live,
         view,

@@ -7,9 +7,10 @@ use bytes::Bytes;
 
 use super::admission::{Admission, Admitted, NotAdmitted, Prepared};
 use super::core::ObjectCore;
+use super::live_object::LiveObject;
 use super::lost_sends::LostReason;
 use super::mailbox::Refused;
-use super::object_job::{Recorded, ReplyTo};
+use super::object_job::{ObjectJob, Recorded, ReplyTo};
 use super::remote::{decode_generation, CreateReply, CreateRequest};
 use crate::address::Outcome;
 use crate::address::{ActorId, ObjectKey, SpotId};
@@ -169,25 +170,7 @@ fn message_inbound(server: &ObjectCore, call: InboundCall) {
     );
     let sender = call.from().rid().to_string();
     let session = message.head.session;
-    // A request relayed from the object's old owner: its result is recorded as the reply
-    // leaves (the framework's key never reaches the handler).
-    let relay_id = metadata.remove(super::follow::RELAY_ID_KEY);
-    let recorder = match (relay_id, server.hosting.relocation_store()) {
-        (Some(id), Some(store)) if hops > 0 && call.is_request() => {
-            super::follow::Recorder::new(store.clone(), &id, deadline, server.env.tracker().clone())
-                .ok()
-        }
-        _ => None,
-    };
-    // The Spot's own task answers: no task waits here for the turn.
-    let pending = call.into_pending();
-    let reply = match recorder {
-        Some(recorder) => ReplyTo::Recorded(Box::new(Recorded {
-            pending,
-            recorder: Box::new(recorder),
-        })),
-        None => ReplyTo::Remote(pending),
-    };
+    let reply = reply_of(server, call, &mut metadata);
     let prepared = super::admission::prepare(
         server,
         Admission {
@@ -233,42 +216,97 @@ fn message_inbound(server: &ObjectCore, call: InboundCall) {
     // Read path: never wait for room. A full remote queue is Unavailable to the caller
     // (digest §3.3), which is what a refused job answers.
     if let Err((refused, job)) = live.try_deliver(job, bytes) {
-        let job = match refused {
-            // Sealed for a move, or closed by one that just handed the object over: the
-            // move's hold or relay takes it.
-            Refused::Sealed | Refused::Closed => {
-                match super::admission::to_departure(
-                    server,
-                    &live,
-                    fence,
-                    job,
-                    bytes,
-                    Some(sender),
-                    hops,
-                ) {
-                    Some(job) => job,
-                    None => return,
-                }
-            }
-            _ => job,
-        };
-        let error = Error::new(
-            ErrorKind::Unavailable,
-            match refused {
-                Refused::Full(_) => format!("{key}'s queue is full"),
-                Refused::Sealed | Refused::Closed => format!("{key} is closing"),
-            },
+        let from = (sender, hops);
+        let job = (job, bytes);
+        refused_inbound(
+            server,
+            &live,
+            (&key, fence),
+            packet.as_str(),
+            kind,
+            from,
+            job,
+            refused,
         );
-        if kind == PacketKind::Send {
-            let reason = match refused {
-                Refused::Full(_) => LostReason::Full,
-                Refused::Sealed | Refused::Closed => LostReason::Stopped,
-            };
-            server
-                .env
-                .lost_sends()
-                .record(&key, packet.as_str(), reason, &error);
-        }
-        job.refuse(error);
     }
+}
+
+/// Where the reply to `call` goes: straight back (the Spot's own task answers, so no
+/// task waits here for the turn), or, for a request relayed from the object's old owner,
+/// recorded as it leaves (its relay ID is taken out of `metadata`: the framework's key
+/// never reaches the handler).
+fn reply_of(
+    server: &ObjectCore,
+    call: InboundCall,
+    metadata: &mut crate::wire::Metadata,
+) -> ReplyTo {
+    let relay_id = metadata.remove(super::follow::RELAY_ID_KEY);
+    let relayed = call.message().head.hops > 0 && call.is_request();
+    let recorder = match (relay_id, server.hosting.relocation_store()) {
+        (Some(id), Some(store)) if relayed => super::follow::Recorder::new(
+            store.clone(),
+            &id,
+            call.deadline(),
+            server.env.tracker().clone(),
+        )
+        .ok(),
+        _ => None,
+    };
+    let pending = call.into_pending();
+    match recorder {
+        Some(recorder) => ReplyTo::Recorded(Box::new(Recorded {
+            pending,
+            recorder: Box::new(recorder),
+        })),
+        None => ReplyTo::Remote(pending),
+    }
+}
+
+/// A message `live`'s queue `refused`: a sealed or closed object's departure takes it if
+/// it can; otherwise it is refused `Unavailable` (a one-way counted lost).
+#[allow(clippy::too_many_arguments)]
+fn refused_inbound(
+    server: &ObjectCore,
+    live: &LiveObject,
+    (key, fence): (&ObjectKey, RouteFence),
+    packet: &str,
+    kind: PacketKind,
+    (sender, hops): (String, u8),
+    (job, bytes): (ObjectJob, usize),
+    refused: Refused,
+) {
+    let job = match refused {
+        // Sealed for a move, or closed by one that just handed the object over: the
+        // move's hold or relay takes it.
+        Refused::Sealed | Refused::Closed => {
+            match super::admission::to_departure(
+                server,
+                live,
+                fence,
+                job,
+                bytes,
+                Some(sender),
+                hops,
+            ) {
+                Some(job) => job,
+                None => return,
+            }
+        }
+        _ => job,
+    };
+    let error = Error::new(
+        ErrorKind::Unavailable,
+        match refused {
+            Refused::Full(_) => format!("{key}'s queue is full"),
+            Refused::Sealed | Refused::Closed => format!("{key} is closing"),
+        },
+    );
+    if kind == PacketKind::Send {
+        let reason = match refused {
+            Refused::Full(_) => LostReason::Full,
+            Refused::Sealed | Refused::Closed => LostReason::Stopped,
+        };
+        server.env.lost_sends().record(key, packet, reason, &error);
+    }
+    job.refuse(error);
 }

@@ -21,7 +21,7 @@ use super::context::TurnName;
 use super::handler_turn::{answer, handler_turn};
 use super::instance::TurnInfo;
 use super::live_object::{LiveObject, TurnView};
-use super::object_job::{CallerWait, HandedOver, ObjectJob, OwnedTurn, ReplyTo};
+use super::object_job::{CallerWait, HandedOver, HandlerMessage, ObjectJob, OwnedTurn, ReplyTo};
 use crate::address::ObjectKind;
 use crate::mesh::poll_once;
 use crate::wire::Payload;
@@ -51,7 +51,7 @@ pub(crate) enum Inline {
 /// what its turn starts from, read as the message was admitted.
 pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes: usize) -> Inline {
     let depth = DEPTH.with(Cell::get);
-    let is_message = matches!(job, ObjectJob::Message { .. });
+    let is_message = matches!(job, ObjectJob::Message(_));
     if depth >= MAX_DEPTH || live.is_stopping() || !is_message {
         return Inline::Declined(job);
     }
@@ -79,7 +79,12 @@ pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes:
         live.mailbox().take_back(lent.runner, lent.room);
         return Inline::Declined(job);
     }
-    let ObjectJob::Message {
+    let ObjectJob::Message(message) = job else {
+        // (Checked above: only a message gets this far.)
+        live.mailbox().take_back(lent.runner, lent.room);
+        return Inline::Declined(job);
+    };
+    let HandlerMessage {
         handler,
         packet,
         payload,
@@ -87,12 +92,7 @@ pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes:
         deadline,
         reply,
         operation,
-    } = job
-    else {
-        // (Checked above: only a message gets this far.)
-        live.mailbox().take_back(lent.runner, lent.room);
-        return Inline::Declined(job);
-    };
+    } = message;
     let is_actor = live.key.kind == ObjectKind::Actor;
     let ctx = TurnInfo {
         handle,

@@ -21,7 +21,7 @@ use super::creation::{candidates, settle_creating, try_create, FirstMessage};
 use super::direct::{resolved_call, Activation, ObjectCall};
 use super::live_object::LiveObject;
 use super::lost_sends::LostReason;
-use super::object_job::{ObjectJob, ReplyTo};
+use super::object_job::{HandlerMessage, ObjectJob, ReplyTo};
 use super::object_type::TypeDef;
 use super::owner_link::{node_stopping, ObjectCommand};
 use super::placement;
@@ -529,7 +529,7 @@ async fn reserve_and_run(
             .map(|(k, v)| k.len() + v.len())
             .sum::<usize>();
     let first = FirstMessage {
-        job: ObjectJob::Message {
+        job: ObjectJob::Message(HandlerMessage {
             handler,
             packet: object_type.packet_name(handler).unwrap_or_default(),
             payload: Payload::encoded(activating.payload.clone()),
@@ -537,7 +537,7 @@ async fn reserve_and_run(
             deadline: Some(activating.deadline),
             reply: Some(ReplyTo::Local(answered)),
             operation: 0,
-        },
+        }),
         bytes,
         root: root.clone(),
     };

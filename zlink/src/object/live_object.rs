@@ -314,14 +314,12 @@ impl LiveObject {
     pub(super) fn refuse_queued(&self, kind: ErrorKind, why: &str) {
         for job in self.mailbox.close() {
             let error = Error::new(kind, why);
-            if let ObjectJob::Message {
-                handler, packet, ..
-            } = &job
-            {
+            if let ObjectJob::Message(message) = &job {
+                let (handler, packet) = (message.handler, message.packet);
                 let one_way = self
                     .object_type
                     .packets
-                    .get(*handler)
+                    .get(handler)
                     .is_some_and(|(_, kind)| *kind == PacketKind::Send);
                 if one_way {
                     self.lost
@@ -452,7 +450,7 @@ impl LiveObject {
             ObjectJob::Close { .. } | ObjectJob::Member { .. } | ObjectJob::Relocate { .. } => {
                 Lane::Lifecycle
             }
-            ObjectJob::Message { .. } | ObjectJob::Tick { .. } | ObjectJob::HandedOver(_) => {
+            ObjectJob::Message(_) | ObjectJob::Tick { .. } | ObjectJob::HandedOver(_) => {
                 Lane::Application
             }
         }

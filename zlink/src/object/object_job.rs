@@ -126,18 +126,36 @@ impl HandedOver {
 pub(crate) type ObjectMailbox = Mailbox<ObjectJob, Box<dyn Instance>>;
 
 /// One unit of work for an object's turn loop.
+/// A message for a handler, as its object's queue holds it; a request carries where its
+/// result goes.
+pub(crate) struct HandlerMessage {
+    /// The handler's position in its type's packets.
+    pub(crate) handler: usize,
+    pub(crate) packet: &'static str,
+    pub(crate) payload: Payload,
+    pub(crate) metadata: Metadata,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) reply: Option<ReplyTo>,
+    /// The sender's operation identity (0: a call made on this node).
+    pub(crate) operation: u64,
+}
+
+impl HandlerMessage {
+    /// What it holds in memory until its handler ran: its payload's encoded size and its
+    /// metadata.
+    pub(crate) fn bytes(&mut self) -> Result<usize> {
+        let metadata = self
+            .metadata
+            .iter()
+            .map(|(k, v)| k.len() + v.len())
+            .sum::<usize>();
+        Ok(self.payload.encoded_len()? + metadata)
+    }
+}
+
 pub(crate) enum ObjectJob {
-    /// A message for a handler; a request carries where its result goes.
-    Message {
-        handler: usize,
-        packet: &'static str,
-        payload: Payload,
-        metadata: Metadata,
-        deadline: Option<Instant>,
-        reply: Option<ReplyTo>,
-        /// The sender's operation identity (0: a call made on this node).
-        operation: u64,
-    },
+    /// A message for a handler.
+    Message(HandlerMessage),
     /// A timer's tick; `done` tells the timer the handler finished.
     Tick {
         tick: TimerTick,
@@ -201,7 +219,7 @@ impl ObjectJob {
     /// [`ReplyTo::wait_for_caller`] for a message's reply.
     pub(crate) fn wait_for_caller(&mut self) -> Option<CallerWait> {
         match self {
-            ObjectJob::Message { reply, .. } => ReplyTo::wait_for_caller(reply),
+            ObjectJob::Message(message) => ReplyTo::wait_for_caller(&mut message.reply),
             _ => None,
         }
     }
@@ -209,8 +227,8 @@ impl ObjectJob {
     /// Completes a job that will not run, exactly once, with `error`.
     pub(crate) fn refuse(self, error: Error) {
         match self {
-            ObjectJob::Message { reply, .. } => {
-                if let Some(reply) = reply {
+            ObjectJob::Message(message) => {
+                if let Some(reply) = message.reply {
                     reply.send(Err(error));
                 }
             }

@@ -27,7 +27,7 @@ use super::{closing, creation};
 use crate::address::{ActorRef, Location, ObjectKey, ObjectKind, Outcome};
 use crate::call::BoxFuture;
 use crate::handle::Handle;
-use crate::mesh::{InboundRoute, Subsystem, Teardown};
+use crate::mesh::{InboundRoute, MeshNode, Subsystem, Teardown};
 use crate::sync::LockUnpoisoned;
 use crate::wire::Command;
 use crate::{Error, Result};
@@ -107,6 +107,27 @@ impl ObjectServer {
             return Ok(None);
         };
         let env = ObjectEnv::new(handle, store.clone(), lease.clone());
+        let server = Self::compose(env, settings, lease, node);
+        // Installed before anything runs, so an Entry Spot's hooks can call objects too.
+        handle.install_objects(server.clone());
+        server.register_routes(node)?;
+        server
+            .resolver
+            .watch(node, server.env.tracker(), server.env.cancel().clone());
+        super::idle_eviction::watch(&server.core, settings.instance_idle_timeout);
+        if let Some(entry) = &server.entry {
+            super::entry_claim::claim(entry, &server.core).await;
+        }
+        Ok(Some(server))
+    }
+
+    /// The components of a node's object layer in `env`, started with `settings`.
+    fn compose(
+        env: ObjectEnv,
+        settings: &ObjectSettings,
+        lease: &Arc<crate::store::OwnerLease>,
+        node: &Arc<MeshNode>,
+    ) -> Arc<Self> {
         let resolver = Arc::new(Resolver::new(
             Arc::downgrade(node),
             env.authority().clone(),
@@ -162,8 +183,12 @@ impl ObjectServer {
                 )),
             }
         });
-        // Installed before anything runs, so an Entry Spot's hooks can call objects too.
-        handle.install_objects(server.clone());
+        server
+    }
+
+    /// Registers the inbound routes of the object layer's commands.
+    fn register_routes(&self, node: &Arc<MeshNode>) -> Result<()> {
+        let server = self;
         let route: Arc<dyn InboundRoute> = Arc::new(ObjectRoute(Arc::downgrade(&server.core)));
         for command in [
             Command::SpotSend,
@@ -201,14 +226,7 @@ impl ObjectServer {
                 &server.bindings,
             ))),
         )?;
-        server
-            .resolver
-            .watch(node, server.env.tracker(), server.env.cancel().clone());
-        super::idle_eviction::watch(&server.core, settings.instance_idle_timeout);
-        if let Some(entry) = &server.entry {
-            super::entry_claim::claim(entry, &server.core).await;
-        }
-        Ok(Some(server))
+        Ok(())
     }
 
     /// Installs where pushes to this node's own sessions go (once).

@@ -17,7 +17,7 @@ use super::lifecycle::ClosingReason;
 use super::live_object::{LiveObject, TurnView};
 use super::mailbox::{Next, Reclaimed, Turn};
 use super::membership::{JoinOutcome, JoinStep, MemberEvent};
-use super::object_job::{Arrived, HandedOver, ObjectJob, Resume, SealOrder};
+use super::object_job::{Arrived, HandedOver, HandlerMessage, ObjectJob, Resume, SealOrder};
 use super::timer::Timers;
 use super::turn_gate::{self, Gate, TurnGate};
 use super::turn_host::{JoinAcross, ObjectHost, TurnServices};
@@ -219,41 +219,15 @@ impl TurnLoop {
                     gate, membership, ..
                 } = self.object.turn_view();
                 // An uncontended gate (every object but a busy SpotWide member) is taken at once.
-                let held = match gate.shared() {
-                    None => None,
-                    Some(shared) => match shared.clone().try_lock_owned() {
-                        Ok(held) => Some(held),
-                        Err(_) => tokio::select! {
-                            biased;
-                            _ = self.cancel.cancelled() => {
-                                job.refuse(Error::new(ErrorKind::ShuttingDown, "the object stopped before the message ran"));
-                                return self.stop().await;
-                            }
-                            held = shared.clone().lock_owned() => Some(held),
-                        },
-                    },
+                let Some((job, held)) = take_gate(&self.cancel, &gate, job).await else {
+                    return self.stop().await;
                 };
                 match job {
-                    ObjectJob::Message {
-                        handler,
-                        packet,
-                        payload,
-                        metadata,
-                        deadline,
-                        reply,
-                        operation,
-                    } => {
-                        let Some(mut ctx) = self.turn_info_in(
-                            Some(TurnName::Packet(packet)),
-                            deadline,
-                            metadata,
-                            true,
-                            membership,
-                        ) else {
-                            return;
-                        };
-                        ctx.operation = operation;
-                        self.message(gate, held, ctx, handler, payload, reply).await
+                    ObjectJob::Message(message) => {
+                        match self.message(gate, held, message, membership).await {
+                            Some(step) => step,
+                            None => return,
+                        }
                     }
                     ObjectJob::Tick {
                         tick,
@@ -272,25 +246,34 @@ impl TurnLoop {
                     ObjectJob::HandedOver(handed) => self.resume(handed).await,
                 }
             };
-            let step = match step {
-                Step::Ran(ended_normally) => self.after_handler(ended_normally).await,
-                other => other,
-            };
-            match step {
-                Step::Next | Step::Ran(_) => finished = Some(turn),
-                Step::Stopped => {
+            match self.after_step(step, turn).await {
+                Then::Next(turn) => finished = Some(turn),
+                Then::Stop(turn) => {
                     // Its room goes back once the stop is over, as the loop ends.
                     let _ended = turn;
                     return self.stop().await;
                 }
-                Step::End(refuse) => {
-                    self.timer_stop.cancel();
-                    drop(turn);
-                    if let Some((kind, why)) = refuse {
-                        self.object.refuse_queued(kind, why);
-                    }
-                    return;
+                Then::End => return,
+            }
+        }
+    }
+
+    /// What the loop does after `step` of `turn`.
+    async fn after_step(&mut self, step: Step, turn: LoopTurn) -> Then {
+        let step = match step {
+            Step::Ran(ended_normally) => self.after_handler(ended_normally).await,
+            other => other,
+        };
+        match step {
+            Step::Next | Step::Ran(_) => Then::Next(turn),
+            Step::Stopped => Then::Stop(turn),
+            Step::End(refuse) => {
+                self.timer_stop.cancel();
+                drop(turn);
+                if let Some((kind, why)) = refuse {
+                    self.object.refuse_queued(kind, why);
                 }
+                Then::End
             }
         }
     }
@@ -413,11 +396,26 @@ impl TurnLoop {
         &mut self,
         gate: TurnGate,
         held: Option<OwnedMutexGuard<()>>,
-        ctx: TurnInfo,
-        handler: usize,
-        payload: crate::wire::Payload,
-        reply: Option<super::object_job::ReplyTo>,
-    ) -> Step {
+        message: HandlerMessage,
+        membership: Option<SpotId>,
+    ) -> Option<Step> {
+        let HandlerMessage {
+            handler,
+            packet,
+            payload,
+            metadata,
+            deadline,
+            reply,
+            operation,
+        } = message;
+        let mut ctx = self.turn_info_in(
+            Some(TurnName::Packet(packet)),
+            deadline,
+            metadata,
+            true,
+            membership,
+        )?;
+        ctx.operation = operation;
         let result = handler_turn(
             &mut *self.instance,
             gate,
@@ -437,7 +435,7 @@ impl TurnLoop {
         }
         answer(self.key(), reply, result);
         drop(held);
-        Step::Ran(ended_normally)
+        Some(Step::Ran(ended_normally))
     }
 
     /// A timer tick, unless its timer was cancelled after it was queued.
@@ -690,6 +688,44 @@ impl TurnLoop {
                 _ = completed => {}
             }
         }
+    }
+}
+
+/// A turn of the loop's object, with its instance lent out while it runs.
+type LoopTurn = Turn<ObjectJob, Box<dyn Instance>>;
+
+/// What the loop does after a turn.
+enum Then {
+    /// Takes the next job; the turn's room goes back as it does.
+    Next(LoopTurn),
+    /// Stops the object (its room goes back once the stop is over).
+    Stop(LoopTurn),
+    /// Has ended: closed, moved away, or the node is gone.
+    End,
+}
+
+/// The gate `job`'s turn runs behind, held (`None` for a gate no other object can
+/// take: this loop's turns are serial already). An uncontended gate (every object's
+/// but a busy SpotWide member's) is taken at once. `None` when the object stopped
+/// first: the job is refused, and the loop stops.
+async fn take_gate(
+    cancel: &CancellationToken,
+    gate: &TurnGate,
+    job: ObjectJob,
+) -> Option<(ObjectJob, Option<OwnedMutexGuard<()>>)> {
+    let Some(shared) = gate.shared() else {
+        return Some((job, None));
+    };
+    if let Ok(held) = shared.clone().try_lock_owned() {
+        return Some((job, Some(held)));
+    }
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => {
+            job.refuse(Error::new(ErrorKind::ShuttingDown, "the object stopped before the message ran"));
+            None
+        }
+        held = shared.clone().lock_owned() => Some((job, Some(held))),
     }
 }
 

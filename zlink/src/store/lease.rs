@@ -349,13 +349,13 @@ impl OwnerLease {
         }
     }
 
-    /// Ends the lease at shutdown (best effort, bounded by the renew timeout).
-    pub(crate) async fn release(&self, store: &dyn LocationStore) {
+    /// Ends the lease at shutdown (best effort, by `until`: past its TTL it expires anyway).
+    pub(crate) async fn release(&self, store: &dyn LocationStore, until: tokio::time::Instant) {
         let Some(token) = self.status().token else {
             return;
         };
         self.set(None, None);
-        match tokio::time::timeout(self.settings.renew_timeout, store.release_lease(&token)).await {
+        match tokio::time::timeout_at(until, store.release_lease(&token)).await {
             Ok(Ok(_)) => tracing::info!(owner = %token.owner, "owner lease released"),
             _ => {
                 tracing::warn!(owner = %token.owner, "owner lease release failed; it expires by itself")

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::identity::NodeIdentity;
 use super::links::{DialTarget, Links, Membership};
@@ -81,6 +82,12 @@ pub(crate) struct Discovery {
     policy: RolePolicy,
     node_settings: Arc<MeshSettings>,
     links: Arc<Links>,
+    /// Stops the loops that keep the lease and the descriptor up (a child of the node's
+    /// stop, set when they start; a leave cancels it first).
+    stop: std::sync::OnceLock<CancellationToken>,
+    /// Those loops: a leave waits for them, so none renews, claims or publishes again
+    /// after the release.
+    background: TaskTracker,
 }
 
 impl Discovery {
@@ -103,6 +110,8 @@ impl Discovery {
             policy: links.policy().clone(),
             node_settings,
             links,
+            stop: std::sync::OnceLock::new(),
+            background: TaskTracker::new(),
         });
         let membership: Arc<dyn Membership> = discovery.clone();
         discovery.links.set_membership(Arc::downgrade(&membership));
@@ -222,19 +231,22 @@ impl Discovery {
     /// Runs discovery until `cancel`: publish, read, apply, wait. The node's owner lease
     /// is kept alive alongside when this node holds it.
     pub(crate) fn spawn(self: &Arc<Self>, cancel: CancellationToken) {
+        let cancel = cancel.child_token();
+        let _ = self.stop.set(cancel.clone());
         if self.policy.owns_lease() {
             // One lease per process: ClientServer nodes act under the RouteMesh node's.
             let keep = self
                 .lease
                 .clone()
                 .keep(self.settings.store.clone(), cancel.clone());
-            self.links.spawn_background(keep);
+            self.links
+                .spawn_background(self.background.track_future(keep));
         }
         let me = Arc::downgrade(self);
         let interval = self.settings.interval;
         let mut lease_changes = self.lease.subscribe();
         let wake_up = self.wake.clone();
-        self.links.spawn_background(async move {
+        let rounds = self.background.track_future(async move {
             loop {
                 let Some(discovery) = me.upgrade() else {
                     return;
@@ -250,6 +262,7 @@ impl Discovery {
                 }
             }
         });
+        self.links.spawn_background(rounds);
     }
 
     async fn round(self: &Arc<Self>) {
@@ -270,12 +283,28 @@ impl Discovery {
     /// At shutdown: withdraw the descriptor and release the lease (best effort).
     pub(crate) async fn leave(&self) {
         let store = self.settings.store.as_ref();
-        let published = self.state().published.take();
         let rid = self.identity.rid();
+        // A clean stop gives the store up to the lease TTL for both steps (past it the
+        // lease expires by itself anyway), not one renewal's bound: a store slowed by load
+        // must not leave the RID taken, or the node's restart is refused until then.
+        let until = tokio::time::Instant::now() + self.settings.lease.ttl;
+        // The loops stop first (each after the store call it has under way): a renew or a
+        // claim after the release would keep the RID taken for another TTL.
+        if let Some(stop) = self.stop.get() {
+            stop.cancel();
+        }
+        self.background.close();
+        if tokio::time::timeout_at(until, self.background.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(rid = %rid, "discovery loops did not stop in time");
+        }
+        let published = self.state().published.take();
         if let Some((token, _)) = published {
             let key = self.descriptor_key();
             let withdraw = store.withdraw_descriptor(&token, &key);
-            match tokio::time::timeout(self.settings.lease.renew_timeout, withdraw).await {
+            match tokio::time::timeout_at(until, withdraw).await {
                 Ok(Ok(_)) => tracing::info!(rid = %rid, "descriptor withdrawn"),
                 _ => {
                     tracing::warn!(rid = %rid, "descriptor withdraw failed; it stops counting when the lease expires")
@@ -283,7 +312,7 @@ impl Discovery {
             }
         }
         if self.policy.owns_lease() {
-            self.lease.release(store).await;
+            self.lease.release(store, until).await;
         }
         for (_, (_, cancel)) in self.state().dialers.drain() {
             cancel.cancel();

@@ -2,6 +2,8 @@
 //! caller's task when the object is idle, queued otherwise; its result heard as a remote
 //! caller would hear it.
 
+use std::sync::Arc;
+
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -146,8 +148,19 @@ pub(super) fn admit_local<'a>(
             }
         };
     }
-    // A local send waits for room up to its deadline (a send's whole budget is its send
-    // timeout, counted from the call).
+    queue_send(server, live, job, bytes, fence, deadline)
+}
+
+/// A local send waits for room up to its deadline (a send's whole budget is its send
+/// timeout, counted from the call).
+fn queue_send(
+    server: &ObjectCore,
+    live: Arc<LiveObject>,
+    job: ObjectJob,
+    bytes: usize,
+    fence: RouteFence,
+    deadline: Instant,
+) -> Local<'_> {
     match live.try_deliver(job, bytes) {
         Ok(()) => Local::Done(Ok(Payload::default())),
         Err((Refused::Full(_), job)) => Local::Waits(Box::pin(async move {

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 use crate::address::ObjectKey;
 use crate::call::PacketKind;
 use crate::object::lost_sends::{LostReason, LostSends};
-use crate::object::object_job::{ObjectJob, ReplyTo};
+use crate::object::object_job::{HandlerMessage, ObjectJob, ReplyTo};
 use crate::object::object_type::TypeDef;
 use crate::wire::{Metadata, Payload};
 use crate::{Error, ErrorKind};
@@ -71,29 +71,21 @@ impl Held {
 /// A queued job as the relay carries it (a tick is not carried: its timer moves).
 pub(crate) fn job_to_held(object_type: &TypeDef, job: ObjectJob) -> Option<Held> {
     match job {
-        ObjectJob::Message {
-            handler,
-            packet,
-            payload,
-            metadata,
-            deadline,
-            reply,
-            operation,
-        } => {
+        ObjectJob::Message(message) => {
             let kind = object_type
                 .packets
-                .get(handler)
+                .get(message.handler)
                 .map_or(PacketKind::Send, |(_, kind)| *kind);
             Some(Held {
-                packet: std::sync::Arc::from(packet),
+                packet: std::sync::Arc::from(message.packet),
                 kind,
-                payload,
-                metadata,
-                deadline,
-                reply,
+                payload: message.payload,
+                metadata: message.metadata,
+                deadline: message.deadline,
+                reply: message.reply,
                 sender: None,
                 hops: 0,
-                operation,
+                operation: message.operation,
             })
         }
         other => {
@@ -132,7 +124,7 @@ pub(crate) fn held_to_job(
     };
     let bytes = held.bytes();
     Some((
-        ObjectJob::Message {
+        ObjectJob::Message(HandlerMessage {
             handler,
             packet: object_type.packet_name(handler).unwrap_or_default(),
             payload: held.payload,
@@ -140,7 +132,7 @@ pub(crate) fn held_to_job(
             deadline: held.deadline,
             reply: held.reply,
             operation: held.operation,
-        },
+        }),
         bytes,
     ))
 }

@@ -3,6 +3,8 @@
 //! a failure leaves nothing behind; registered, none dispatches before all of them
 //! settled their owner change.
 
+use std::sync::Arc;
+
 use tokio::time::Instant;
 
 use super::arrival::{
@@ -12,29 +14,19 @@ use super::arrival::{
 use super::record::{MovedState, RestoreRecord, RestoreReply};
 use super::RELOCATION_DEADLINE;
 use crate::address::{ActorId, ObjectKey, ObjectKind, SpotId};
+use crate::object::instance::Instance;
 use crate::object::membership::Execution;
+use crate::object::object_type::TypeDef;
 use crate::object::relocation::Moving;
 use crate::{Error, ErrorKind, Result};
 
-/// A restore of the SpotWide Spot `key` carrying its members: relay-ready for all of
-/// them (the members' fences in the record's order), or why none arrives.
-pub(super) async fn arrive_with_members(
+/// The members a unit's restore carries, each with the type it runs as here: none may be
+/// arriving already, and each must be of the type the Spot takes.
+fn arriving_members(
     server: &Moving,
-    key: ObjectKey,
-    record: RestoreRecord,
-) -> Result<RestoreReply> {
-    let spot_id = SpotId::new(&key.id)
-        .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("a bad Spot ID: {e}")))?;
-    let spot_type = arriving_type(&server.registry, ObjectKind::Spot, &record.object)?;
-    if spot_type.execution != Execution::SpotWide {
-        return Err(Error::new(
-            ErrorKind::InvalidOperation,
-            format!(
-                "type {} does not run its members SpotWide on this node",
-                record.object.stable_type
-            ),
-        ));
-    }
+    spot_type: &TypeDef,
+    record: &RestoreRecord,
+) -> Result<Vec<(ObjectKey, Arc<TypeDef>)>> {
     let mut members = Vec::with_capacity(record.members.len());
     for member in &record.members {
         let id = ActorId::new(&member.id)
@@ -58,6 +50,58 @@ pub(super) async fn arrive_with_members(
         }
         members.push((member_key, member_type));
     }
+    Ok(members)
+}
+
+/// The hidden instances of the Spot `spot` and of its `members` (each restored from the
+/// state it carries), built before anything of the unit is registered.
+async fn build_unit(
+    server: &Moving,
+    spot: (&ObjectKey, &TypeDef),
+    spot_id: &SpotId,
+    members: &[(ObjectKey, Arc<TypeDef>)],
+    record: &RestoreRecord,
+    deadline: Instant,
+) -> Result<(Box<dyn Instance>, Vec<Box<dyn Instance>>)> {
+    let handle = server.env.handle()?;
+    let spot_staged = Staged {
+        object: &record.object,
+        membership: None,
+        deadline,
+    };
+    let spot_instance = build(&server.hosting, spot.1, spot.0, &handle, spot_staged).await?;
+    let mut instances = Vec::with_capacity(members.len());
+    for (member, (member_key, member_type)) in record.members.iter().zip(members) {
+        let staged = Staged {
+            object: &member.object,
+            membership: Some(spot_id.clone()),
+            deadline,
+        };
+        instances.push(build(&server.hosting, member_type, member_key, &handle, staged).await?);
+    }
+    Ok((spot_instance, instances))
+}
+
+/// A restore of the SpotWide Spot `key` carrying its members: relay-ready for all of
+/// them (the members' fences in the record's order), or why none arrives.
+pub(super) async fn arrive_with_members(
+    server: &Moving,
+    key: ObjectKey,
+    record: RestoreRecord,
+) -> Result<RestoreReply> {
+    let spot_id = SpotId::new(&key.id)
+        .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("a bad Spot ID: {e}")))?;
+    let spot_type = arriving_type(&server.registry, ObjectKind::Spot, &record.object)?;
+    if spot_type.execution != Execution::SpotWide {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "type {} does not run its members SpotWide on this node",
+                record.object.stable_type
+            ),
+        ));
+    }
+    let members = arriving_members(server, &spot_type, &record)?;
     let token = server.env.admitting_token()?;
     let bytes = std::iter::once(&record.object.state)
         .chain(record.members.iter().map(|m| &m.object.state))
@@ -71,23 +115,16 @@ pub(super) async fn arrive_with_members(
     for (member_key, member_type) in &members {
         slots.push(server.registry.begin_creating(member_key, member_type)?);
     }
-    let handle = server.env.handle()?;
     let deadline = Instant::now() + RELOCATION_DEADLINE;
-    let spot_staged = Staged {
-        object: &record.object,
-        membership: None,
+    let built = build_unit(
+        server,
+        (&key, &spot_type),
+        &spot_id,
+        &members,
+        &record,
         deadline,
-    };
-    let spot_instance = build(&server.hosting, &spot_type, &key, &handle, spot_staged).await?;
-    let mut instances = Vec::with_capacity(members.len());
-    for (member, (member_key, member_type)) in record.members.iter().zip(&members) {
-        let staged = Staged {
-            object: &member.object,
-            membership: Some(spot_id.clone()),
-            deadline,
-        };
-        instances.push(build(&server.hosting, member_type, member_key, &handle, staged).await?);
-    }
+    );
+    let (spot_instance, instances) = built.await?;
 
     // Everything is built: register the unit.
     let group = ArrivalGroup::new(1 + members.len());

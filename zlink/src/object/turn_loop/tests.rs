@@ -21,6 +21,7 @@ use crate::object::authority::AuthorityState;
 use crate::object::authority_store::Versioned;
 use crate::object::lifecycle::Relocation;
 use crate::object::lost_sends::LostSends;
+use crate::object::object_job::HandlerMessage;
 use crate::object::object_job::ReplyTo;
 use crate::object::object_type::{Factory, TypeDef};
 use crate::object::stop_list::StopList;
@@ -143,7 +144,7 @@ fn request(
 ) -> impl std::future::Future<Output = std::result::Result<Result<Bytes>, oneshot::error::RecvError>>
 {
     let (tx, rx) = oneshot::channel::<Result<Payload>>();
-    let job = ObjectJob::Message {
+    let job = ObjectJob::Message(HandlerMessage {
         handler,
         packet: "Echo",
         payload: Payload::encoded(Bytes::from_static(body)),
@@ -151,7 +152,7 @@ fn request(
         deadline: None,
         reply: Some(ReplyTo::Local(tx)),
         operation: 0,
-    };
+    });
     assert!(live.try_deliver(job, body.len()).is_ok(), "queued");
     async move { rx.await.map(|reply| reply.and_then(Payload::into_bytes)) }
 }
@@ -210,7 +211,7 @@ async fn a_node_stop_reaches_an_idle_loop_and_refuses_what_is_still_queued() {
     );
     // Its mailbox is closed: a late job is refused, nothing runs.
     let (tx, _rx) = oneshot::channel();
-    let late = ObjectJob::Message {
+    let late = ObjectJob::Message(HandlerMessage {
         handler: ECHO,
         packet: "Echo",
         payload: Payload::default(),
@@ -218,7 +219,7 @@ async fn a_node_stop_reaches_an_idle_loop_and_refuses_what_is_still_queued() {
         deadline: None,
         reply: Some(ReplyTo::Local(tx)),
         operation: 0,
-    };
+    });
     assert!(r.live.try_deliver(late, 0).is_err());
 }
 

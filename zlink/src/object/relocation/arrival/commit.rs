@@ -63,8 +63,39 @@ pub(crate) async fn commit(server: &Moving, key: &ObjectKey, relocation_id: &str
 }
 
 async fn commit_once(server: &Moving, key: &ObjectKey, arrival: &Arc<Arrival>) -> Result<()> {
+    let outcome = owner_change(server, key, arrival).await;
+    server.relocations.arrivals().remove(key, arrival);
+    arrival.permit.lock_unpoisoned().take();
+    let go = arrival.go.lock_unpoisoned().take();
+    match outcome {
+        Ok(version) => {
+            committed(server, key, arrival, version).await;
+            arrival.release(go, true, switch_on_open(server, key, arrival));
+            tracing::info!(object = %key, relocation = %arrival.relocation_id, "arrived: owner change committed");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!(object = %key, relocation = %arrival.relocation_id, error = %e, "the arrival did not commit");
+            server.registry.remove(&arrival.live);
+            if let Some(joining) = &arrival.joining {
+                joining.target.remove_member(&key.id);
+            }
+            arrival.release(go, false, None);
+            Err(e)
+        }
+    }
+}
+
+/// The owner change of `arrival`, one CAS at the source's exact version, under this
+/// node's lease read again right before it; an answer that was lost is read back (and
+/// the store asked again) until the arrival's deadline. The new version when it landed.
+async fn owner_change(
+    server: &Moving,
+    key: &ObjectKey,
+    arrival: &Arrival,
+) -> Result<crate::store::StoreVersion> {
     let mut pause = std::time::Duration::from_millis(20);
-    let outcome = loop {
+    loop {
         // The target's lease is read again right before the owner change.
         let leased = server
             .env
@@ -118,58 +149,53 @@ async fn commit_once(server: &Moving, key: &ObjectKey, arrival: &Arc<Arrival>) -
                 tracing::warn!(object = %key, error = %e, "owner change not confirmed; asked the store again");
             }
         }
+    }
+}
+
+/// The owner change of `arrival` committed at `version`: the object runs under it, this
+/// node's cached route to the old owner is dropped, and the Spot it lands in takes it.
+async fn committed(
+    server: &Moving,
+    key: &ObjectKey,
+    arrival: &Arrival,
+    version: crate::store::StoreVersion,
+) {
+    let ready = Versioned {
+        record: arrival.expected.clone(),
+        version,
     };
-    server.relocations.arrivals().remove(key, arrival);
-    arrival.permit.lock_unpoisoned().take();
-    let go = arrival.go.lock_unpoisoned().take();
-    match outcome {
-        Ok(version) => {
-            let ready = Versioned {
-                record: arrival.expected.clone(),
-                version,
-            };
-            arrival.live.set_authority(ready);
-            // This node's own cached route (to the old owner) is stale now; its next
-            // call switches here behind a barrier down that route.
-            server.resolver.saw_authority(key, &arrival.expected.fence);
-            match &arrival.joining {
-                // The Spot joined hears it before the Actor's first turn here.
-                Some(joining) => {
-                    arrival.live.set_membership(Some(joining.spot.clone()));
-                    arrival.live.use_gate_of(Some(&joining.target));
-                    let mut actor = joining.actor.clone();
-                    actor.rid = server.env.route().rid.clone();
-                    crate::object::joining::joined(&joining.target, actor).await;
-                }
-                None => match &arrival.shell {
-                    Some(shell) => {
-                        shell.add_member(&key.id);
-                    }
-                    None if key.kind == ObjectKind::Actor => join_entry(server, key),
-                    None => {}
-                },
-            }
-            let switch = match ActorId::new(&key.id) {
-                Ok(id) if key.kind == ObjectKind::Actor => {
-                    let at = ActorRef::at(id, arrival.live.authority().location());
-                    let hooks = server.relocations.bound_routes();
-                    SwitchOnOpen::of(hooks, at, &arrival.relocation_id, &arrival.bound)
-                }
-                _ => None,
-            };
-            arrival.release(go, true, switch);
-            tracing::info!(object = %key, relocation = %arrival.relocation_id, "arrived: owner change committed");
-            Ok(())
+    arrival.live.set_authority(ready);
+    // This node's own cached route (to the old owner) is stale now; its next call
+    // switches here behind a barrier down that route.
+    server.resolver.saw_authority(key, &arrival.expected.fence);
+    match &arrival.joining {
+        // The Spot joined hears it before the Actor's first turn here.
+        Some(joining) => {
+            arrival.live.set_membership(Some(joining.spot.clone()));
+            arrival.live.use_gate_of(Some(&joining.target));
+            let mut actor = joining.actor.clone();
+            actor.rid = server.env.route().rid.clone();
+            crate::object::joining::joined(&joining.target, actor).await;
         }
-        Err(e) => {
-            tracing::warn!(object = %key, relocation = %arrival.relocation_id, error = %e, "the arrival did not commit");
-            server.registry.remove(&arrival.live);
-            if let Some(joining) = &arrival.joining {
-                joining.target.remove_member(&key.id);
+        None => match &arrival.shell {
+            Some(shell) => {
+                shell.add_member(&key.id);
             }
-            arrival.release(go, false, None);
-            Err(e)
+            None if key.kind == ObjectKind::Actor => join_entry(server, key),
+            None => {}
+        },
+    }
+}
+
+/// The sessions bound to an arrived Actor, switched to it as it opens.
+fn switch_on_open(server: &Moving, key: &ObjectKey, arrival: &Arrival) -> Option<SwitchOnOpen> {
+    match ActorId::new(&key.id) {
+        Ok(id) if key.kind == ObjectKind::Actor => {
+            let at = ActorRef::at(id, arrival.live.authority().location());
+            let hooks = server.relocations.bound_routes();
+            SwitchOnOpen::of(hooks, at, &arrival.relocation_id, &arrival.bound)
         }
+        _ => None,
     }
 }
 

@@ -170,6 +170,41 @@ pub(super) fn ready_of(arrival: &Arrival) -> RelayReady {
     }
 }
 
+/// The Entry Spot an arriving Actor lands in (unless it joins another Spot); a Spot
+/// lands in none, and joins none.
+fn landing_entry(
+    server: &Moving,
+    key: &ObjectKey,
+    record: &RestoreRecord,
+) -> Result<Option<SpotId>> {
+    match key.kind {
+        ObjectKind::Actor => server
+            .entry
+            .as_ref()
+            .ok_or_else(|| Error::new(ErrorKind::Unavailable, "this node has no Entry Spot"))?
+            .ready()
+            .map(Some),
+        ObjectKind::Spot if record.join.is_some() => Err(Error::new(
+            ErrorKind::ProtocolError,
+            "a Spot does not join a Spot",
+        )),
+        ObjectKind::Spot => Ok(None),
+    }
+}
+
+/// The PerActor Spot `spot` whose member follows its shell: the shell arrived here first.
+fn shell_here(server: &Moving, spot: &str) -> Result<(SpotId, Arc<LiveObject>)> {
+    let spot = SpotId::new(spot)
+        .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("a bad Spot ID: {e}")))?;
+    match server.registry.get(&ObjectKey::from(&spot)) {
+        Some(shell) if !shell.is_entry() => Ok((spot, shell)),
+        _ => Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("Spot {spot}, which the Actor moves with, does not run here"),
+        )),
+    }
+}
+
 /// A restore (command 31) from the node `key` leaves: relay-ready, or why not.
 pub(crate) async fn arrive(
     server: &Moving,
@@ -183,23 +218,7 @@ pub(crate) async fn arrive(
         return super::aggregate_arrival::arrive_with_members(server, key, record).await;
     }
     let object_type = arriving_type(&server.registry, key.kind, &record.object)?;
-    // An Actor lands in this node's Entry Spot (or the Spot it joins); a Spot in none.
-    let entry = match key.kind {
-        ObjectKind::Actor => Some(
-            server
-                .entry
-                .as_ref()
-                .ok_or_else(|| Error::new(ErrorKind::Unavailable, "this node has no Entry Spot"))?
-                .ready()?,
-        ),
-        ObjectKind::Spot if record.join.is_some() => {
-            return Err(Error::new(
-                ErrorKind::ProtocolError,
-                "a Spot does not join a Spot",
-            ))
-        }
-        ObjectKind::Spot => None,
-    };
+    let entry = landing_entry(server, &key, &record)?;
     let token = server.env.admitting_token()?;
     let permit = server
         .relocations
@@ -218,22 +237,8 @@ pub(crate) async fn arrive(
         },
         None => None,
     };
-    // A PerActor Spot's member follows its shell, which arrived here first.
     let with_spot = match &record.with_spot {
-        Some(spot) => {
-            let spot = SpotId::new(spot)
-                .map_err(|e| Error::new(ErrorKind::ProtocolError, format!("a bad Spot ID: {e}")))?;
-            let shell = server.registry.get(&ObjectKey::from(&spot));
-            match shell {
-                Some(shell) if !shell.is_entry() => Some((spot, shell)),
-                _ => {
-                    return Err(Error::new(
-                        ErrorKind::Unavailable,
-                        format!("Spot {spot}, which the Actor moves with, does not run here"),
-                    ))
-                }
-            }
-        }
+        Some(spot) => Some(shell_here(server, spot)?),
         None => None,
     };
     let home = joining
