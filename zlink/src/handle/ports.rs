@@ -17,10 +17,11 @@ use crate::mesh::MeshNode;
 use crate::wire::{Metadata, Payload};
 use crate::Result;
 
-/// One message to a Spot or Actor by ID, as the caller made it.
+/// One message to a Spot or Actor by ID, as the caller made it: what the handle hands the
+/// object layer, and what that layer's direct path carries to the owner.
 pub(crate) struct ObjectMessage<'a> {
     pub(crate) key: Cow<'a, ObjectKey>,
-    pub(crate) packet: &'static str,
+    pub(crate) packet: &'a str,
     pub(crate) payload: Payload,
     pub(crate) metadata: Metadata,
     pub(crate) kind: PacketKind,
@@ -30,6 +31,23 @@ pub(crate) struct ObjectMessage<'a> {
     pub(crate) send_timeout: Duration,
     /// Instance intent: a Missing Spot ID is activated as this Instance Spot type.
     pub(crate) intent: Option<crate::address::StableType>,
+}
+
+impl ObjectMessage<'_> {
+    /// The message as a call that borrows its key: its payload, metadata and intent move
+    /// into the call, and the key stays here for what the caller does after it.
+    pub(crate) fn lend(&mut self) -> ObjectMessage<'_> {
+        ObjectMessage {
+            key: Cow::Borrowed(&*self.key),
+            packet: self.packet,
+            payload: std::mem::take(&mut self.payload),
+            metadata: std::mem::take(&mut self.metadata),
+            kind: self.kind,
+            timeout: self.timeout,
+            send_timeout: self.send_timeout,
+            intent: self.intent.take(),
+        }
+    }
 }
 
 /// How a call to a Spot or Actor went on its way.

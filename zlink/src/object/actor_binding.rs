@@ -5,14 +5,11 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use tokio::time::Instant;
-
 use crate::address::ObjectKey;
-use crate::mesh::peer_table::PeerLink;
-use crate::object::owner_link::OwnerLink;
+use crate::object::owner_link::{Destination, FarEnd};
 use crate::sync::LockUnpoisoned;
 use crate::wire::SessionTail;
-use crate::{Error, ErrorKind, Result};
+use crate::{Error, ErrorKind};
 
 /// One physical session, named so no other session in the mesh has its name: the session
 /// owner's RID and lifecycle generation, and the session's number there.
@@ -24,12 +21,13 @@ pub(crate) struct SessionKey {
 }
 
 impl SessionKey {
-    /// The link to this session's owner, in the lifecycle the session lives in.
-    pub(crate) async fn reach(&self, out: &OwnerLink, admit_by: Instant) -> Result<PeerLink> {
-        out.reach(&self.rid, self.node_generation, admit_by, || {
-            format!("the session owner {}", self.rid)
-        })
-        .await
+    /// This session's owner, in the lifecycle the session lives in.
+    pub(crate) fn owner(&self) -> Destination<'_> {
+        Destination::new(
+            &self.rid,
+            self.node_generation,
+            FarEnd::SessionOwner(&self.rid),
+        )
     }
 }
 

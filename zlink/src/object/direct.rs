@@ -2,16 +2,14 @@
 //! this node owns or send over the mesh with the resolved route fence.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::authority::ObjectShape;
 use super::core::ObjectCore;
-use super::owner_link::ObjectCommand;
-use super::owner_link::STALE_ROUTE;
 use super::owner_link::{node_stopping, route_fence};
+use super::owner_link::{Awaiting, Delivered, Destination, FarEnd, ObjectCommand};
 use super::resolver::Resolution;
 use super::route_cache::{ReadyRoute, Routed};
 use super::route_traffic::Sending;
@@ -20,7 +18,7 @@ use crate::call::BoxFuture;
 use crate::call::PacketKind;
 use crate::handle::{ObjectMessage, Started};
 use crate::object::env::ObjectEnv;
-use crate::wire::{Metadata, Payload, RouteFence};
+use crate::wire::{Payload, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
 mod local;
@@ -39,40 +37,9 @@ pub(crate) trait Activation: Sync {
     /// Activates `call`'s Spot and delivers `call` to it by `deadline`.
     fn activate<'a>(
         &'a self,
-        call: ObjectCall<'a>,
+        call: ObjectMessage<'a>,
         deadline: Instant,
     ) -> BoxFuture<'a, Result<Payload>>;
-}
-
-/// One direct call to a Spot or Actor, as the caller made it.
-pub(crate) struct ObjectCall<'a> {
-    pub(crate) key: &'a ObjectKey,
-    pub(crate) packet: &'a str,
-    pub(crate) payload: Payload,
-    pub(crate) metadata: Metadata,
-    pub(crate) kind: PacketKind,
-    /// The whole call's budget: resolve, queue, handler and reply.
-    pub(crate) timeout: Duration,
-    /// How long the send path may wait for room.
-    pub(crate) send_timeout: Duration,
-    /// Instance intent: a Missing Spot ID is activated as this Instance Spot type.
-    pub(crate) intent: Option<StableType>,
-}
-
-impl<'a> ObjectCall<'a> {
-    /// The call `message` makes (its payload and metadata move; the key is borrowed).
-    fn of(message: &'a mut ObjectMessage<'_>) -> Self {
-        ObjectCall {
-            key: &message.key,
-            packet: message.packet,
-            payload: std::mem::take(&mut message.payload),
-            metadata: std::mem::take(&mut message.metadata),
-            kind: message.kind,
-            timeout: message.timeout,
-            send_timeout: message.send_timeout,
-            intent: message.intent.take(),
-        }
-    }
 }
 
 /// Starts a packet to a Spot or Actor by its ID only. A call whose route is cached and
@@ -94,7 +61,7 @@ pub(super) fn start<'a>(
                     || routed.route.owner.rid == server.env.route().rid) =>
         {
             let Routed { route, sending } = routed;
-            let call = ObjectCall::of(&mut message);
+            let call = message.lend();
             let request = call.kind == PacketKind::Request;
             let fence = route_fence(&route.fence);
             return match local::admit_local(server, call, &route.local, fence, now, deadline) {
@@ -124,12 +91,12 @@ pub(super) fn start<'a>(
         known => known,
     };
     Started::Running(Box::pin(async move {
-        let call = ObjectCall::of(&mut message);
+        let call = message.lend();
         // An intent one-way reads the authority, never a cached route: nothing would tell
         // it that the Spot behind a cached route was evicted, and it would be lost.
         let known = match (&call.intent, call.kind) {
             (Some(_), PacketKind::Send) => Some(Some(
-                Box::pin(server.resolver.resolve_fresh(call.key, now)).await,
+                Box::pin(server.resolver.resolve_fresh(&call.key, now)).await,
             )),
             _ => Some(known),
         };
@@ -143,13 +110,13 @@ pub(super) fn start<'a>(
 /// delivery passes none).
 pub(super) async fn resolved_call(
     server: &ObjectCore,
-    call: ObjectCall<'_>,
+    call: ObjectMessage<'_>,
     now: Instant,
     deadline: Instant,
     known: Option<Option<Resolution>>,
     activation: Option<&dyn Activation>,
 ) -> Result<Payload> {
-    let Routed { route, sending } = match resolve(server, call.key, now, deadline, known).await {
+    let Routed { route, sending } = match resolve(server, &call.key, now, deadline, known).await {
         // With Instance intent, a Missing ID is activated, and one being activated is
         // waited for; anything else (a dead owner above all) stays the error it is.
         Err(e) if call.intent.is_some() && activates(&e) => match activation {
@@ -175,7 +142,7 @@ pub(super) async fn resolved_call(
         (None, _) => None,
     };
     let request = call.kind == PacketKind::Request;
-    let (key, packet, kind) = (call.key, call.packet, call.kind);
+    let (key, packet, kind) = (call.key.clone(), call.packet, call.kind);
     let (timeout, send_timeout) = (call.timeout, call.send_timeout);
     let fence = route_fence(&route.fence);
     let result = if route.owner.rid == server.env.route().rid {
@@ -189,7 +156,7 @@ pub(super) async fn resolved_call(
     settle(server, &route, sending, request, &result);
     match (result, retry) {
         (Err(e), Some((bytes, metadata, intent, activation))) if is_stale_route(&e) => {
-            let again = ObjectCall {
+            let again = ObjectMessage {
                 key,
                 packet,
                 payload: Payload::encoded(bytes),
@@ -202,7 +169,7 @@ pub(super) async fn resolved_call(
             activation.activate(again, deadline).await
         }
         // The owner refused it (nothing ran): when the object is gone, the call says so.
-        (Err(e), None) if is_gone_here(&e) => Err(missing_or(server, key, e).await),
+        (Err(e), None) if is_gone_here(&e) => Err(missing_or(server, &key, e).await),
         (result, _) => result,
     }
 }
@@ -337,26 +304,16 @@ async fn resolve(
 pub(super) async fn call_remote(
     env: &ObjectEnv,
     route: &ReadyRoute,
-    call: ObjectCall<'_>,
+    call: ObjectMessage<'_>,
     fence: RouteFence,
     deadline: Instant,
 ) -> Result<Bytes> {
-    let out = &env.owner_link();
     let admit_by = deadline.min(Instant::now() + call.send_timeout);
-    let link = out
-        .reach(
-            &route.owner.rid,
-            route.owner.node_generation,
-            admit_by,
-            || format!("the owner of {} {STALE_ROUTE}", route.key),
-        )
-        .await
-        // An owner the route names that cannot be reached, or restarted, is a stale route;
-        // a node that is stopping is not.
-        .map_err(|e| match e.is(ErrorKind::Unavailable) {
-            true => e.with_refusal(crate::Refusal::StaleRoute),
-            false => e,
-        })?;
+    // An owner the route names that cannot be reached, or restarted, is a stale route; a
+    // node that is stopping is not.
+    let owner = &route.owner;
+    let to = Destination::new(&owner.rid, owner.node_generation, FarEnd::Owner(&route.key))
+        .refused_as(crate::Refusal::StaleRoute);
     let message = ObjectCommand::message(
         &route.key,
         call.kind,
@@ -365,11 +322,16 @@ pub(super) async fn call_remote(
         &call.metadata,
         call.payload.into_bytes()?,
     );
-    match call.kind {
-        PacketKind::Request => out.request(&link, &message, deadline, admit_by).await,
-        PacketKind::Send => out
-            .send(&link, &message, admit_by)
-            .await
-            .map(|()| Bytes::new()),
+    let awaiting = match call.kind {
+        PacketKind::Request => Awaiting::Reply(deadline),
+        PacketKind::Send => Awaiting::Nothing,
+    };
+    match env
+        .owner_link()
+        .deliver(to, &message, awaiting, admit_by)
+        .await?
+    {
+        Delivered::Reply(bytes) => Ok(bytes),
+        Delivered::Sent | Delivered::Submitted(_) => Ok(Bytes::new()),
     }
 }

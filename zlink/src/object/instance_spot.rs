@@ -18,7 +18,7 @@ use super::authority::AuthorityState;
 use super::authority_store::Fenced;
 use super::core::ObjectCore;
 use super::creation::{candidates, settle_creating, try_create, FirstMessage};
-use super::direct::{resolved_call, Activation, ObjectCall};
+use super::direct::{resolved_call, Activation};
 use super::live_object::LiveObject;
 use super::lost_sends::LostReason;
 use super::object_job::{HandlerMessage, ObjectJob, ReplyTo};
@@ -28,6 +28,7 @@ use super::placement;
 use crate::address::{ObjectKey, ObjectKind, Outcome, SpotId, StableType};
 use crate::call::BoxFuture;
 use crate::call::PacketKind;
+use crate::handle::ObjectMessage;
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::store::PayloadRef;
 use crate::wire::{cbor_decode_bounded, cbor_encode, Metadata, Payload};
@@ -113,7 +114,7 @@ struct Activating {
 impl Activation for ObjectCore {
     fn activate<'a>(
         &'a self,
-        call: ObjectCall<'a>,
+        call: ObjectMessage<'a>,
         deadline: Instant,
     ) -> BoxFuture<'a, Result<Payload>> {
         Box::pin(activate_now(self, call, deadline))
@@ -122,7 +123,7 @@ impl Activation for ObjectCore {
 
 async fn activate_now(
     server: &ObjectCore,
-    call: ObjectCall<'_>,
+    call: ObjectMessage<'_>,
     deadline: Instant,
 ) -> Result<Payload> {
     let server = server.arc().ok_or_else(node_stopping)?;
@@ -140,7 +141,7 @@ async fn activate_now(
         instance_handler(&object_type, call.packet, call.kind)?;
     }
     let activating = Activating {
-        key: call.key.clone(),
+        key: call.key.clone().into_owned(),
         stable_type: intent,
         packet: call.packet.to_string(),
         kind: call.kind,
@@ -635,9 +636,9 @@ fn forget_root(
 }
 
 /// The message again, as a plain call to the Spot another activation made.
-fn call_of(activating: &Activating) -> ObjectCall<'_> {
-    ObjectCall {
-        key: &activating.key,
+fn call_of(activating: &Activating) -> ObjectMessage<'_> {
+    ObjectMessage {
+        key: std::borrow::Cow::Borrowed(&activating.key),
         packet: &activating.packet,
         payload: Payload::encoded(activating.payload.clone()),
         metadata: activating.metadata.clone(),

@@ -186,6 +186,75 @@ impl<'a> ObjectCommand<'a> {
     }
 }
 
+/// The far end of an object command, as errors name it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FarEnd<'a> {
+    /// The owner of a Spot or Actor.
+    Owner(&'a ObjectKey),
+    /// The node a session lives on.
+    SessionOwner(&'a str),
+}
+
+impl std::fmt::Display for FarEnd<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FarEnd::Owner(key) => write!(f, "the owner of {key}"),
+            FarEnd::SessionOwner(rid) => write!(f, "the session owner {rid}"),
+        }
+    }
+}
+
+/// Where an object command goes: the node a route names, in the lifecycle it names (a
+/// route never follows a node into its next lifecycle).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Destination<'a> {
+    pub(crate) rid: &'a str,
+    pub(crate) node_generation: u64,
+    pub(crate) far: FarEnd<'a>,
+    /// The refusal an unreachable (or restarted) destination's `Unavailable` carries, for a
+    /// caller that acts on it (a stale route is dropped and resolved again).
+    pub(crate) unreachable: Option<crate::Refusal>,
+}
+
+impl<'a> Destination<'a> {
+    /// The node `rid` in lifecycle `node_generation`, as `far`.
+    pub(crate) fn new(rid: &'a str, node_generation: u64, far: FarEnd<'a>) -> Self {
+        Destination {
+            rid,
+            node_generation,
+            far,
+            unreachable: None,
+        }
+    }
+
+    /// The same, whose unreachability is refused as `refusal`.
+    pub(crate) fn refused_as(mut self, refusal: crate::Refusal) -> Self {
+        self.unreachable = Some(refusal);
+        self
+    }
+}
+
+/// How the sender of an object command waits once the destination's link took it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Awaiting {
+    /// For nothing: a one-way is done once queued.
+    Nothing,
+    /// For the request's one terminal result, by the deadline.
+    Reply(Instant),
+    /// For nothing now: the reply is waited for apart (a session's lane goes on in order).
+    Submitted(Instant),
+}
+
+/// What a delivered object command gave back.
+pub(crate) enum Delivered {
+    /// A one-way, queued.
+    Sent,
+    /// A request's reply.
+    Reply(Bytes),
+    /// A request queued, its reply to be waited for.
+    Submitted(SubmittedRequest),
+}
+
 /// The node's outbound calls, as the object layer uses them.
 #[derive(Clone)]
 pub(crate) struct OwnerLink {
@@ -235,6 +304,57 @@ impl OwnerLink {
             )),
             Ok(link) => Ok(link),
         }
+    }
+
+    /// The one way out: `command` to `to`, queued there by `admit_by`, then waited on as
+    /// `awaiting` says. Direct calls, session relays, pushes and the bindings' notices all
+    /// go out here.
+    pub(crate) async fn deliver(
+        &self,
+        to: Destination<'_>,
+        command: &ObjectCommand<'_>,
+        awaiting: Awaiting,
+        admit_by: Instant,
+    ) -> Result<Delivered> {
+        let link = self.reach_destination(&to, admit_by).await?;
+        match awaiting {
+            Awaiting::Nothing => self
+                .send(&link, command, admit_by)
+                .await
+                .map(|()| Delivered::Sent),
+            Awaiting::Reply(deadline) => self
+                .request(&link, command, deadline, admit_by)
+                .await
+                .map(Delivered::Reply),
+            Awaiting::Submitted(deadline) => self
+                .submit_request(&link, command, deadline, admit_by)
+                .await
+                .map(Delivered::Submitted),
+        }
+    }
+
+    /// The admitted link to `to`, waiting for it until `admit_by`.
+    pub(crate) async fn reach_destination(
+        &self,
+        to: &Destination<'_>,
+        admit_by: Instant,
+    ) -> Result<PeerLink> {
+        let marker = match to.unreachable {
+            Some(crate::Refusal::StaleRoute) => STALE_ROUTE,
+            _ => "",
+        };
+        let reached = self
+            .reach(to.rid, to.node_generation, admit_by, || {
+                match marker.is_empty() {
+                    true => to.far.to_string(),
+                    false => format!("{} {marker}", to.far),
+                }
+            })
+            .await;
+        reached.map_err(|e| match (to.unreachable, e.is(ErrorKind::Unavailable)) {
+            (Some(refusal), true) => e.with_refusal(refusal),
+            _ => e,
+        })
     }
 
     /// Sends `command` one way on `link`; done once the link's queue took it.

@@ -14,7 +14,7 @@ use crate::address::{ActorId, ActorRef, ObjectKey};
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::object::actor_binding::SessionKey;
 use crate::object::authority::OwnerRoute;
-use crate::object::owner_link::{route_fence, ObjectCommand};
+use crate::object::owner_link::{route_fence, Awaiting, ObjectCommand};
 use crate::wire::{cbor_decode_bounded, cbor_encode, Command, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
@@ -156,13 +156,15 @@ fn tell_replaced(bindings: &Bindings, replaced: ReplacedRecord) {
         let Ok(node) = out.node() else { return };
         let admit_by = Instant::now() + node.settings().send_timeout;
         let sent = async {
-            let link = replaced.session.reach(&out, admit_by).await?;
             let command = ObjectCommand::control(
                 Command::BoundSessionReplaced,
                 &replaced.actor,
                 cbor_encode(&replaced)?,
             );
-            out.send(&link, &command, admit_by).await
+            let to = replaced.session.owner();
+            out.deliver(to, &command, Awaiting::Nothing, admit_by)
+                .await
+                .map(|_| ())
         };
         if let Err(e) = sent.await {
             tracing::debug!(actor = %replaced.actor, session_owner = %replaced.session.rid, error = %e, "the replaced binding's session was not told");

@@ -16,7 +16,7 @@ use crate::address::{ActorId, ActorRef, ObjectKey, SpotId};
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::object::actor_binding::SessionKey;
 use crate::object::direct::route_of;
-use crate::object::owner_link::ObjectCommand;
+use crate::object::owner_link::{Awaiting, Destination, FarEnd, ObjectCommand};
 use crate::wire::{cbor_decode_bounded, cbor_encode, Command};
 use crate::{Error, ErrorKind, Result};
 
@@ -77,13 +77,13 @@ pub(crate) async fn disconnect_session(
     };
     let out = bindings.core.env.owner_link();
     let admit_by = deadline.min(Instant::now() + out.node()?.settings().send_timeout);
-    let link = route.reach_owner(out, admit_by).await?;
     let command = ObjectCommand::control(
         Command::BoundSessionBind,
         &route.key.id,
         cbor_encode(&record)?,
     );
-    out.request(&link, &command, deadline, admit_by)
+    let awaiting = Awaiting::Reply(deadline);
+    out.deliver(route.owner(), &command, awaiting, admit_by)
         .await
         .map(|_| ())
 }
@@ -115,11 +115,6 @@ fn tell_spot_elsewhere(bindings: &Bindings, spot: SpotId, actor: ActorRef) {
                     )),
                 };
             }
-            let link = out
-                .reach(&route.owner.rid, route.owner.node_generation, admit_by, || {
-                    format!("the owner of Spot {spot}")
-                })
-                .await?;
             let record = MemberDisconnectedRecord {
                 actor: actor.id.to_string(),
                 object_generation: actor.generation,
@@ -131,7 +126,14 @@ fn tell_spot_elsewhere(bindings: &Bindings, spot: SpotId, actor: ActorRef) {
                 spot,
                 cbor_encode(&record)?,
             );
-            out.send(&link, &command, admit_by).await
+            let to = Destination::new(
+                &route.owner.rid,
+                route.owner.node_generation,
+                FarEnd::Owner(&key),
+            );
+            out.deliver(to, &command, Awaiting::Nothing, admit_by)
+                .await
+                .map(|_| ())
         };
         if let Err(e) = sent.await {
             tracing::debug!(actor = %id, error = %e, "the disconnected Actor's Spot on another node was not told");

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::record::ReplacedRecord;
 use super::LocalSessions;
 use crate::object::actor_binding::CurrentBinding;
-use crate::object::owner_link::{ObjectCommand, OwnerLink};
+use crate::object::owner_link::{Awaiting, ObjectCommand, OwnerLink};
 use crate::wire::{cbor_encode, Command};
 use crate::Result;
 
@@ -67,11 +67,13 @@ pub(crate) async fn tell_bindings_ended(
 }
 
 async fn tell(out: &OwnerLink, record: &ReplacedRecord, deadline: Instant) -> Result<()> {
-    let link = record.session.reach(out, deadline).await?;
     let command = ObjectCommand::control(
         Command::BoundSessionReplaced,
         &record.actor,
         cbor_encode(record)?,
     );
-    out.send(&link, &command, deadline).await
+    let to = record.session.owner();
+    out.deliver(to, &command, Awaiting::Nothing, deadline)
+        .await
+        .map(|_| ())
 }

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use super::record::PushRecord;
 use super::Bindings;
 use crate::address::ObjectKey;
-use crate::object::owner_link::{route_fence, ObjectCommand};
+use crate::object::owner_link::{route_fence, Awaiting, ObjectCommand};
 use crate::wire::{cbor_encode, Command};
 use crate::{Error, ErrorKind, Result};
 
@@ -73,7 +73,9 @@ pub(crate) async fn push_bound(
     }
     let out = bindings.core.env.owner_link();
     let admit_by = Instant::now() + out.node()?.settings().send_timeout;
-    let link = binding.session.reach(out, admit_by).await?;
     let command = ObjectCommand::control(Command::BoundSessionSend, &key.id, cbor_encode(&record)?);
-    out.send(&link, &command, admit_by).await
+    let to = binding.session.owner();
+    out.deliver(to, &command, Awaiting::Nothing, admit_by)
+        .await
+        .map(|_| ())
 }

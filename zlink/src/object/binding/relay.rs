@@ -11,12 +11,12 @@ use tokio::time::Instant;
 use super::Bindings;
 use crate::address::{ActorRef, ObjectKey};
 use crate::call::PacketKind;
+use crate::handle::ObjectMessage;
 use crate::mesh::calls::SubmittedRequest;
-use crate::mesh::peer_table::PeerLink;
 use crate::object::actor_binding::retired;
 use crate::object::authority::OwnerRoute;
-use crate::object::direct::{call_local, ObjectCall};
-use crate::object::owner_link::{ObjectCommand, OwnerLink};
+use crate::object::direct::call_local;
+use crate::object::owner_link::{Awaiting, Delivered, Destination, FarEnd, ObjectCommand};
 use crate::object::route_cache::LocalBinding;
 use crate::wire::{Metadata, Payload, RouteFence, SessionTail};
 use crate::{Error, ErrorKind, Result};
@@ -36,15 +36,13 @@ pub(crate) struct BindingRoute {
 }
 
 impl BindingRoute {
-    /// The link to the Actor's owner this route names, in the lifecycle it names.
-    pub(crate) async fn reach_owner(&self, out: &OwnerLink, admit_by: Instant) -> Result<PeerLink> {
-        out.reach(
+    /// The Actor's owner this route names, in the lifecycle it names.
+    pub(crate) fn owner(&self) -> Destination<'_> {
+        Destination::new(
             &self.owner.rid,
             self.owner.node_generation,
-            admit_by,
-            || format!("the owner of {}", self.key),
+            FarEnd::Owner(&self.key),
         )
-        .await
     }
 }
 
@@ -95,7 +93,6 @@ pub(crate) async fn bound_call(
     }
     let out = bindings.core.env.owner_link();
     let admit_by = deadline.min(Instant::now() + send_timeout);
-    let link = route.reach_owner(out, admit_by).await?;
     let message = ObjectCommand::message(
         &route.key,
         relay.kind,
@@ -105,15 +102,17 @@ pub(crate) async fn bound_call(
         relay.payload,
     )
     .bound(tail);
-    match relay.kind {
-        PacketKind::Request => out
-            .submit_request(&link, &message, deadline, admit_by)
-            .await
-            .map(Relayed::Submitted),
-        PacketKind::Send => out
-            .send(&link, &message, admit_by)
-            .await
-            .map(|()| Relayed::Done(Bytes::new())),
+    let awaiting = match relay.kind {
+        PacketKind::Request => Awaiting::Submitted(deadline),
+        PacketKind::Send => Awaiting::Nothing,
+    };
+    match out
+        .deliver(route.owner(), &message, awaiting, admit_by)
+        .await?
+    {
+        Delivered::Submitted(submitted) => Ok(Relayed::Submitted(submitted)),
+        Delivered::Reply(bytes) => Ok(Relayed::Done(bytes)),
+        Delivered::Sent => Ok(Relayed::Done(Bytes::new())),
     }
 }
 
@@ -158,8 +157,8 @@ async fn bound_call_here(
     if current.is_none() {
         return Err(retired(&route.key));
     }
-    let call = ObjectCall {
-        key: &route.key,
+    let call = ObjectMessage {
+        key: std::borrow::Cow::Borrowed(&route.key),
         packet: relay.packet,
         payload: Payload::encoded(relay.payload),
         metadata: relay.metadata,

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::ObjectCall;
 use crate::address::ObjectKey;
 use crate::call::BoxFuture;
 use crate::call::PacketKind;
+use crate::handle::ObjectMessage;
 use crate::object::admission::{prepare, to_departure, Admission, Admitted, Prepared};
 use crate::object::core::ObjectCore;
 use crate::object::env::ObjectEnv;
@@ -36,7 +36,7 @@ fn local_metadata(mut metadata: Metadata) -> Metadata {
 /// [`admit_local`] straight from [`start`](super::start)).
 pub(in crate::object) async fn call_local(
     server: &ObjectCore,
-    call: ObjectCall<'_>,
+    call: ObjectMessage<'_>,
     bound: &LocalBinding,
     fence: RouteFence,
     now: Instant,
@@ -65,7 +65,7 @@ pub(super) enum Local<'a> {
 /// queues it.
 pub(super) fn admit_local<'a>(
     server: &'a ObjectCore,
-    call: ObjectCall<'_>,
+    call: ObjectMessage<'_>,
     bound: &LocalBinding,
     fence: RouteFence,
     now: Instant,
@@ -86,12 +86,12 @@ pub(super) fn admit_local<'a>(
         })
     };
     // Only a call that waits needs its own copy of the ID.
-    let key = call.key;
+    let key = &*call.key;
     let waits = |rx| Local::Waits(Box::pin(wait_local(&server.env, wait(rx), key.clone())));
     let prepared = prepare(
         server,
         Admission {
-            key: call.key,
+            key,
             packet: call.packet,
             payload: call.payload,
             metadata: local_metadata(call.metadata),
@@ -111,7 +111,7 @@ pub(super) fn admit_local<'a>(
         Ok(Admitted::Job(prepared)) => prepared,
         Ok(Admitted::Taken { waiting }) => {
             // The object is leaving this node: its hold or relay took the message.
-            left_here(server, call.key, fence);
+            left_here(server, key, fence);
             return waits(waiting);
         }
         Err(refusal) => return Local::Done(Err(refusal.error)),
@@ -127,7 +127,7 @@ pub(super) fn admit_local<'a>(
     if request && view.gate.held_here() {
         return Local::Done(Err(Error::new(
             ErrorKind::InvalidOperation,
-            format!("{} shares this handler's execution gate (a SpotWide Spot and its members): a request to it would wait for itself; send it one way instead", call.key),
+            format!("{} shares this handler's execution gate (a SpotWide Spot and its members): a request to it would wait for itself; send it one way instead", key),
         )));
     }
     let mut job = match inline_turn::run(&live, view, job, bytes) {

@@ -17,8 +17,10 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::ObjectCall;
+use std::borrow::Cow;
+
 use crate::call::PacketKind;
+use crate::handle::ObjectMessage;
 use crate::object::core::ObjectCore;
 use crate::object::owner_link::{node_stopping, route_fence};
 use crate::object::route_cache::FOLLOW_BARRIER;
@@ -55,8 +57,8 @@ pub(super) fn begin(server: &Arc<ObjectCore>, start: SwitchStart) -> Switch {
 async fn barrier(server: &Arc<ObjectCore>, from: &ReadyRoute) -> Result<Payload> {
     let node = server.env.owner_link().node()?;
     let settings = node.settings();
-    let call = ObjectCall {
-        key: &from.key,
+    let call = ObjectMessage {
+        key: Cow::Borrowed(&from.key),
         packet: FOLLOW_BARRIER,
         payload: Payload::default(),
         metadata: Metadata::new(),
