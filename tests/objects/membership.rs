@@ -221,23 +221,10 @@ async fn a_join_to_a_spot_on_another_node_moves_the_actor_with_the_callbacks_in_
     b.spots().get_or_create("remote", "room", "").await.unwrap();
     assert_eq!(b.spots().find("remote").await.unwrap().unwrap().rid, "b");
     let (a, _) = node_as("a", 100, &redis, Execution::SpotWide, &log, &entry_log).await;
-    zlink_testkit::wait_until(WAIT, "a and b see each other's Entry Spots", || async {
-        [&a, &b].iter().all(|rt| {
-            rt.discovery()
-                .status()
-                .is_some_and(|s| s.members.iter().any(|m| m.entry_spot.is_some()))
-        })
-    })
-    .await;
-    let created = loop {
-        // Placement picks a or b; the test wants an Actor on a.
-        let made = a.actors().create("p", "player").await.unwrap();
-        if made.rid == "a" {
-            break made;
-        }
-        a.actors().destroy(&made).await.unwrap();
-        entry_log.lock().unwrap().clear();
-    };
+    wait_entry_spots_seen(&[&a, &b], 1).await;
+    // Placement picks a or b; the test wants an Actor on a.
+    let created =
+        actor_created_on(&a, "p", "player", "a", || entry_log.lock().unwrap().clear()).await;
     let p = PlayerClient::new(&a, "p");
     p.enter(&Enter {
         spot: "remote".into(),
@@ -302,22 +289,9 @@ async fn a_cross_node_join_of_an_actor_that_may_not_move_fails_rejected_and_keep
     b.spots().get_or_create("far", "dais", "").await.unwrap();
     assert_eq!(b.spots().find("far").await.unwrap().unwrap().rid, "b");
     let a = pinned_node("a", &redis, &log).await;
-    zlink_testkit::wait_until(WAIT, "a and b see each other's Entry Spots", || async {
-        [&a, &b].iter().all(|rt| {
-            rt.discovery()
-                .status()
-                .is_some_and(|s| s.members.iter().any(|m| m.entry_spot.is_some()))
-        })
-    })
-    .await;
-    let created = loop {
-        // Placement picks a or b; the test wants the Actor on a.
-        let made = a.actors().create("pin", "pinned").await.unwrap();
-        if made.rid == "a" {
-            break made;
-        }
-        a.actors().destroy(&made).await.unwrap();
-    };
+    wait_entry_spots_seen(&[&a, &b], 1).await;
+    // Placement picks a or b; the test wants the Actor on a.
+    let created = actor_created_on(&a, "pin", "pinned", "a", || {}).await;
     let pin = PinnedClient::new(&a, "pin");
     let entry = pin.where_am_i(&Where).await.unwrap().0;
     assert!(entry.as_deref().is_some_and(is_entry_spot_id));

@@ -272,14 +272,7 @@ async fn a_one_way_past_eight_hops_is_lost_and_counted_where_it_was_refused() {
 /// Creates Actor `id` of `stable_type` through `client` until placement puts it on node
 /// `rid` (a miss is destroyed and tried again).
 async fn create_on(client: &zlink::Handle, id: &str, stable_type: &str, rid: &str) {
-    for _ in 0..100 {
-        let made = client.actors().create(id, stable_type).await.unwrap();
-        if made.rid == rid {
-            return;
-        }
-        assert!(client.actors().destroy(&made).await.unwrap());
-    }
-    panic!("placement never put {id} on {rid}");
+    actor_created_on(client, id, stable_type, rid, || {}).await;
 }
 
 #[tokio::test]

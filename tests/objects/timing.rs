@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use zlink::ErrorKind;
 use zlink_tests::relocating::*;
-use zlink_tests::stop;
+use zlink_tests::{actor_created_on, stop};
 
 fn record_reads(rt: &zlink::Runtime) -> u64 {
     rt.status()
@@ -136,12 +136,5 @@ async fn the_5_s_gap_between_route_cache_max_age_and_message_follow_duration_hol
 
 /// Actor `id` of the counter type, created until placement puts it on node `rid`.
 async fn create_on(client: &zlink::Handle, id: &str, rid: &str) {
-    for _ in 0..100 {
-        let made = client.actors().create(id, "counter").await.unwrap();
-        if made.rid == rid {
-            return;
-        }
-        assert!(client.actors().destroy(&made).await.unwrap());
-    }
-    panic!("placement never put {id} on {rid}");
+    actor_created_on(client, id, "counter", rid, || {}).await;
 }

@@ -224,3 +224,40 @@ pub fn discovered_node(
 pub fn peer_rids(rt: &zlink::Handle) -> Vec<String> {
     rt.nodes().peers().into_iter().map(|p| p.rid).collect()
 }
+
+/// How many members `rt` discovered that run an Entry Spot (Object Servers of Actors).
+pub fn entry_spots_seen(rt: &zlink::Handle) -> usize {
+    rt.discovery().status().map_or(0, |s| {
+        s.members.iter().filter(|m| m.entry_spot.is_some()).count()
+    })
+}
+
+/// Waits until each of `nodes` has discovered at least `at_least` other members that run
+/// an Entry Spot.
+pub async fn wait_entry_spots_seen(nodes: &[&zlink::Handle], at_least: usize) {
+    zlink_testkit::wait_until(WAIT, "every node sees the others' Entry Spots", || async {
+        nodes.iter().all(|rt| entry_spots_seen(rt) >= at_least)
+    })
+    .await;
+}
+
+/// Creates the Actor `id` of `stable_type` from `rt` until placement puts it on `rid`
+/// (destroying the ones it put elsewhere, then calling `discarded`), and returns it;
+/// panics after 100 tries.
+pub async fn actor_created_on(
+    rt: &zlink::Handle,
+    id: &str,
+    stable_type: &str,
+    rid: &str,
+    mut discarded: impl FnMut(),
+) -> zlink::object::ActorRef {
+    for _ in 0..100 {
+        let made = rt.actors().create(id, stable_type).await.unwrap();
+        if made.rid == rid {
+            return made;
+        }
+        assert!(rt.actors().destroy(&made).await.unwrap());
+        discarded();
+    }
+    panic!("placement never put {id} on {rid}");
+}
