@@ -136,6 +136,7 @@ async fn a_server_cannot_start_a_call_to_a_client() {
             fence: None,
             session: None,
             topic: None,
+            push: None,
         },
         metadata: Default::default(),
         payload: zlink::Message::encode(&Echo { text: "x".into() }).unwrap(),

@@ -511,6 +511,7 @@ fn actor_command(
             fence: Some(fence),
             session: None,
             topic: None,
+            push: None,
         },
         metadata: Metadata::new(),
         payload: message.1,

@@ -85,6 +85,7 @@ fn echo_request_as(correlation: u64, operation: u64, text: &str) -> Vec<Bytes> {
             fence: None,
             session: None,
             topic: None,
+            push: None,
         },
         metadata: Default::default(),
         payload: zlink::wire::cbor_encode(&Echo { text: text.into() }).expect("encodes"),

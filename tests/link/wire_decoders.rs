@@ -25,6 +25,7 @@ fn request_envelope(payload: Vec<u8>, with_metadata: bool) -> Envelope {
             fence: None,
             session: None,
             topic: None,
+            push: None,
         },
         metadata,
         payload: Bytes::from(payload),
@@ -90,6 +91,7 @@ proptest! {
                 fence: None,
                 session: None,
                 topic: None,
+                push: None,
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
@@ -119,6 +121,7 @@ proptest! {
                 fence: Some(RouteFence { object_generation, owner_generation, lease_generation }),
                 session: None,
                 topic: None,
+                push: None,
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
@@ -140,6 +143,7 @@ proptest! {
                 fence: Some(RouteFence { object_generation: 2, owner_generation: 3, lease_generation: 4 }),
                 session: None,
                 topic: None,
+                push: None,
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
@@ -225,6 +229,7 @@ fn a_spot_command_without_an_id_or_with_a_zero_fence_is_refused() {
                 }),
                 session: None,
                 topic: None,
+                push: None,
             },
             metadata: Metadata::new(),
             payload: Bytes::new(),
@@ -409,6 +414,7 @@ fn bound_actor_send(session: Option<zlink::wire::SessionTail>, command: Command)
             }),
             session,
             topic: None,
+            push: None,
         },
         metadata: Metadata::new(),
         payload: Bytes::from_static(b"{}"),
@@ -474,4 +480,62 @@ fn a_bound_session_tail_is_refused_where_it_does_not_belong_or_is_malformed() {
     request[0] = Bytes::from(head);
     let error = Envelope::decode(&request).unwrap_err();
     assert_eq!(error.correlation, Some(9));
+}
+
+fn push(tail: Option<zlink::wire::PushTail>) -> Envelope {
+    let Envelope::Call(mut call) = bound_actor_send(None, Command::BoundSessionSend) else {
+        unreachable!("a call")
+    };
+    call.head.push = tail;
+    call.payload = Bytes::from_static(b"pushed bytes");
+    Envelope::Call(call)
+}
+
+fn push_tail() -> zlink::wire::PushTail {
+    zlink::wire::PushTail {
+        session: 12,
+        session_node_generation: 3,
+        actor_node_generation: 5,
+        binding_generation: 7,
+        codec: 1,
+    }
+}
+
+#[test]
+fn a_push_carries_its_tail_in_the_binary_head_and_its_payload_as_its_own_frame() {
+    let envelope = push(Some(push_tail()));
+    let frames = envelope.encode();
+    assert_eq!(Envelope::decode(&frames).unwrap(), envelope);
+    // The payload frame is the pushed bytes as they are: no record around them.
+    assert_eq!(frames.last().unwrap(), &Bytes::from_static(b"pushed bytes"));
+    // The head: fixed part, names, the Actor's fence (24) and the push tail (33).
+    assert_eq!(
+        frames[0].len(),
+        28 + "player-1".len() + "move".len() + 24 + 33
+    );
+}
+
+#[test]
+fn a_push_tail_that_is_missing_truncated_or_zero_is_refused() {
+    // The encoder writes zeros for a missing tail: refused.
+    assert!(Envelope::decode(&push(None).encode()).is_err());
+    let good = push(Some(push_tail())).encode();
+    // One byte short, and one byte too many.
+    for cut in [good[0].len() - 1, good[0].len() + 1] {
+        let mut frames = good.clone();
+        let mut head = good[0].to_vec();
+        head.resize(cut, 0);
+        frames[0] = Bytes::from(head);
+        assert!(Envelope::decode(&frames).is_err(), "a head of {cut} bytes");
+    }
+    // Each generation zeroed in turn (session owner, Actor owner, binding).
+    for at in [8, 16, 24] {
+        let mut frames = good.clone();
+        let mut head = good[0].to_vec();
+        let tail = head.len() - 33;
+        head[tail + at..tail + at + 8].fill(0);
+        frames[0] = Bytes::from(head);
+        let error = Envelope::decode(&frames).unwrap_err();
+        assert!(error.to_string().contains("zero generation"), "{error}");
+    }
 }

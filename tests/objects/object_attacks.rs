@@ -91,6 +91,7 @@ fn call(
             fence,
             session: None,
             topic: None,
+            push: None,
         },
         metadata: Metadata::new(),
         payload,

@@ -100,6 +100,7 @@ pub fn multicast_envelope(
             fence: None,
             session: None,
             topic: topic.map(WireName::from_text),
+            push: None,
         },
         metadata: Metadata::new(),
         payload,

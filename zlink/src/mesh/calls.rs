@@ -31,6 +31,8 @@ pub(crate) struct OutboundCall<'a> {
     pub(crate) hops: u8,
     /// A session's relay to its bound Actor: the binding it goes under.
     pub(crate) session: Option<crate::wire::SessionTail>,
+    /// A bound Actor's push (command 36): its session and binding.
+    pub(crate) push: Option<crate::wire::PushTail>,
     /// The operation it continues (a relay keeps its sender's); `None` starts a new one.
     pub(crate) operation: Option<u64>,
     pub(crate) metadata: &'a Metadata,
@@ -277,6 +279,7 @@ impl Calls {
                 hops: call.hops,
                 session: call.session,
                 topic: None,
+                push: call.push,
             },
             call.metadata,
             call.payload.clone(),
@@ -381,6 +384,7 @@ impl Calls {
                 hops: call.hops,
                 session: call.session,
                 topic: None,
+                push: call.push,
             },
             call.metadata,
             call.payload.clone(),
@@ -454,6 +458,7 @@ impl Calls {
             packet,
             fence: None,
             session: None,
+            push: None,
             // One operation for every candidate a select-one tries before one accepts.
             operation: Some(self.next_operation()),
             metadata: &options.metadata,
@@ -517,6 +522,7 @@ impl Calls {
             packet,
             fence: None,
             session: None,
+            push: None,
             // One operation for every candidate a select-one tries before one accepts.
             operation: Some(self.next_operation()),
             metadata: &options.metadata,

@@ -73,6 +73,7 @@ async fn a_subsystem_registers_an_inbound_route_and_receives_its_command() {
             lease_generation: 1,
         }),
         session: None,
+        push: None,
         operation: None,
         metadata: &metadata,
         payload: Bytes::from_static(b"abc"),

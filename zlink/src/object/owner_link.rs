@@ -14,7 +14,7 @@ use crate::call::PacketKind;
 use crate::mesh::calls::{OutboundCall, SubmittedRequest};
 use crate::mesh::peer_table::PeerLink;
 use crate::mesh::MeshNode;
-use crate::wire::{Command, Metadata, RouteFence, SessionTail};
+use crate::wire::{Command, Metadata, PushTail, RouteFence, SessionTail};
 use crate::{Error, ErrorKind, Result};
 
 /// The metadata of a command that carries none.
@@ -41,6 +41,8 @@ pub(crate) struct ObjectCommand<'a> {
     fence: Option<RouteFence>,
     hops: u8,
     session: Option<SessionTail>,
+    /// A bound Actor's push: its session and binding.
+    push: Option<PushTail>,
     /// The operation a relay continues; `None`: the node starts a new one.
     operation: Option<u64>,
     metadata: &'a Metadata,
@@ -80,6 +82,7 @@ impl<'a> ObjectCommand<'a> {
             fence: Some(fence),
             hops: 0,
             session: None,
+            push: None,
             operation: None,
             metadata,
             payload,
@@ -114,6 +117,7 @@ impl<'a> ObjectCommand<'a> {
             fence: None,
             hops: 0,
             session: None,
+            push: None,
             operation: None,
             metadata: &NO_METADATA,
             payload,
@@ -130,9 +134,33 @@ impl<'a> ObjectCommand<'a> {
             fence: None,
             hops: 0,
             session: None,
+            push: None,
             operation: None,
             metadata: &NO_METADATA,
             payload: envelope,
+        }
+    }
+
+    /// A bound Actor `key`'s push of `packet` to its session, under the Actor's `fence`
+    /// and the session and binding `tail` names: the payload goes as its own frame.
+    pub(crate) fn push(
+        key: &'a ObjectKey,
+        packet: &'a str,
+        fence: RouteFence,
+        tail: PushTail,
+        payload: Bytes,
+    ) -> Self {
+        ObjectCommand {
+            command: Command::BoundSessionSend,
+            target: &key.id,
+            packet,
+            fence: Some(fence),
+            hops: 0,
+            session: None,
+            push: Some(tail),
+            operation: None,
+            metadata: &NO_METADATA,
+            payload,
         }
     }
 
@@ -149,6 +177,7 @@ impl<'a> ObjectCommand<'a> {
             fence: Some(route_fence(fence)),
             hops: 0,
             session: None,
+            push: None,
             operation: None,
             metadata: &NO_METADATA,
             payload,
@@ -165,6 +194,7 @@ impl<'a> ObjectCommand<'a> {
             fence: None,
             hops: 0,
             session: None,
+            push: None,
             operation: None,
             metadata: &NO_METADATA,
             payload,
@@ -179,6 +209,7 @@ impl<'a> ObjectCommand<'a> {
             fence: self.fence,
             hops: self.hops,
             session: self.session,
+            push: self.push,
             operation: self.operation,
             metadata: self.metadata,
             payload: self.payload.clone(),

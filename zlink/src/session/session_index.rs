@@ -15,7 +15,7 @@ use super::CloseReason;
 use crate::mesh::{InboundCall, InboundRoute};
 use crate::object::binding::{
     BindingRoute, LocalSessions, PushRecord, RelocationRecord, ReplacedRecord,
-    MAX_PUSH_RECORD_BYTES, MAX_RELOCATION_RECORD_BYTES, MAX_REPLACED_RECORD_BYTES,
+    MAX_PUSH_PAYLOAD_BYTES, MAX_RELOCATION_RECORD_BYTES, MAX_REPLACED_RECORD_BYTES,
 };
 use crate::object::binding::{BoundRelay, Relayed};
 use crate::object::ObjectServer;
@@ -49,7 +49,7 @@ impl SessionIndex {
     /// came from (`None`: this node), which must be the binding's Actor owner.
     fn deliver(&self, push: PushRecord, from: Option<&str>) -> Result<()> {
         let stale = |why: &str| {
-            tracing::debug!(actor = %push.actor, session = push.session.session, why, "push ignored");
+            tracing::debug!(actor = %push.actor, session = push.tail.session, why, "push ignored");
             Error::new(
                 ErrorKind::InvalidOperation,
                 format!(
@@ -59,16 +59,16 @@ impl SessionIndex {
             )
         };
         let peer = self
-            .get(push.session.session)
+            .get(push.tail.session)
             .ok_or_else(|| stale("the session ended"))?;
         let Some(route) = peer.binding(&push.actor) else {
             return Err(stale("the session is not bound to it"));
         };
-        let same_binding = route.binding_generation == push.binding_generation
-            && route.fence.object_generation == push.object_generation;
-        let from_owner = route.fence.owner_generation == push.owner_generation
-            && route.fence.lease_generation == push.lease_generation
-            && route.owner.node_generation == push.node_generation
+        let same_binding = route.binding_generation == push.tail.binding_generation
+            && route.fence.object_generation == push.fence.object_generation;
+        let from_owner = route.fence.owner_generation == push.fence.owner_generation
+            && route.fence.lease_generation == push.fence.lease_generation
+            && route.owner.node_generation == push.tail.actor_node_generation
             && from.is_none_or(|rid| rid == route.owner.rid);
         // While the Actor moves, its target dispatches (and pushes) before its route
         // change (44) has arrived here: the binding and incarnation are the proof then.
@@ -77,17 +77,12 @@ impl SessionIndex {
         if !current {
             return Err(stale("an older binding, owner or incarnation"));
         }
-        let codec = match push.codec {
+        let codec = match push.tail.codec {
             0 => StreamCodec::Raw,
             1 => StreamCodec::Json,
             other => return Err(stale(&format!("codec {other}"))),
         };
-        let packet = WirePacket::new(
-            WireKind::Send,
-            codec,
-            &push.packet,
-            Bytes::from(push.payload),
-        );
+        let packet = WirePacket::new(WireKind::Send, codec, &push.packet, push.payload);
         let bytes = encode_packet(&packet).map_err(Error::InvalidArgument)?;
         if peer.outbound.try_push(bytes.clone()).is_ok() {
             return Ok(());
@@ -225,7 +220,7 @@ impl InboundRoute for SessionRoute {
             Command::SessionRelocationSeal | Command::SessionRelocationRoute => {
                 MAX_RELOCATION_RECORD_BYTES
             }
-            _ => MAX_PUSH_RECORD_BYTES,
+            _ => MAX_PUSH_PAYLOAD_BYTES,
         };
         if message.payload.len() > limit {
             tracing::debug!(%from, command = ?message.command, "session record too large: dropped");
@@ -252,14 +247,35 @@ impl InboundRoute for SessionRoute {
                 cbor_decode_bounded::<RelocationRecord>(&message.payload)
                     .map(|route| index.reroute(route, Some(from)))
             }
-            _ => cbor_decode_bounded::<PushRecord>(&message.payload).map(|push| {
-                let _ = index.deliver(push, Some(from));
-            }),
+            _ => push_of(message)
+                .map(|push| {
+                    let _ = index.deliver(push, Some(from));
+                })
+                .map_err(|e| e.to_string()),
         };
         if let Err(e) = decoded {
             tracing::debug!(%from, error = %e, "malformed session record dropped");
         }
     }
+}
+
+/// A push (command 36) as its call head and payload carry it: the Actor and its fence,
+/// the push tail, the packet, and the payload frame as it came.
+fn push_of(message: &crate::wire::CallMessage) -> Result<PushRecord> {
+    let head = &message.head;
+    let missing = |what: &str| {
+        Error::new(
+            ErrorKind::ProtocolError,
+            format!("a push without its {what}"),
+        )
+    };
+    Ok(PushRecord {
+        actor: head.target.as_str().to_string(),
+        fence: head.fence.ok_or_else(|| missing("route fence"))?,
+        tail: head.push.ok_or_else(|| missing("push tail"))?,
+        packet: head.packet.as_str().to_string(),
+        payload: message.payload.clone(),
+    })
 }
 
 /// Sends `relay` over `route`, in order: returns once the Actor's owner took it; a

@@ -23,6 +23,14 @@
 //! then, on Actor sends and requests with flag 0x02 only, the bound-session tail:
 //!         8     binding generation, u64 big-endian (non-zero)
 //!         8     session sequence, u64 big-endian
+//! then, on a bound Actor's push (command 36) only, whose target is the Actor ID, whose
+//! packet name is the pushed packet's and which carries the Actor's route fence, the push
+//! tail:
+//!         8     session number on the session owner, u64 big-endian
+//!         8     the session owner's lifecycle generation, u64 big-endian (non-zero)
+//!         8     the Actor owner's lifecycle generation, u64 big-endian (non-zero)
+//!         8     binding generation, u64 big-endian (non-zero)
+//!         1     the STREAM codec of the payload
 //! nothing after
 //! ```
 
@@ -60,7 +68,29 @@ pub struct CallHead {
     pub session: Option<SessionTail>,
     /// The topic of a Logical Multicast event (command 23 only, where it is required).
     pub topic: Option<WireName>,
+    /// A bound Actor's push (command 36 only, where it is required): its session and the
+    /// binding it was pushed under.
+    pub push: Option<PushTail>,
 }
+
+/// What a bound Actor's push (command 36) names besides the Actor and its fence: the
+/// session it goes to and every generation the session owner checks it against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PushTail {
+    /// The session's number on its owner.
+    pub session: u64,
+    /// The session owner's lifecycle generation (non-zero).
+    pub session_node_generation: u64,
+    /// The pushing Actor owner's lifecycle generation (non-zero).
+    pub actor_node_generation: u64,
+    /// The binding generation the push was made under (non-zero).
+    pub binding_generation: u64,
+    /// The STREAM codec of the payload.
+    pub codec: u8,
+}
+
+/// Bytes of a push tail.
+const PUSH_TAIL_LEN: usize = 33;
 
 /// The binding a relayed message was sent under, and its place in the session's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,6 +137,7 @@ pub(crate) fn encode_call_head(
         hops,
         session,
         topic,
+        push,
     } = to;
     let topic = topic
         .filter(|_| command == Command::LogicalMulticast)
@@ -118,7 +149,7 @@ pub(crate) fn encode_call_head(
         flags
     };
     let mut head = BytesMut::with_capacity(
-        CALL_FIXED_LEN + target.len() + packet.len() + FENCE_LEN + SESSION_TAIL_LEN + 256,
+        CALL_FIXED_LEN + target.len() + packet.len() + FENCE_LEN + PUSH_TAIL_LEN + 256,
     );
     head.put_slice(&super::prefix(command, flags));
     head.put_u64(correlation);
@@ -133,7 +164,7 @@ pub(crate) fn encode_call_head(
     head.put_u8(packet.len() as u8);
     head.put_slice(target);
     head.put_slice(packet);
-    if command.is_object() {
+    if carries_fence(command) {
         let fence = fence.unwrap_or(RouteFence {
             object_generation: 0,
             owner_generation: 0,
@@ -151,7 +182,46 @@ pub(crate) fn encode_call_head(
         head.put_u64(tail.binding_generation);
         head.put_u64(tail.session_seq);
     }
+    if command == Command::BoundSessionSend {
+        // A push without its tail is written with zeros, which every decoder refuses.
+        let tail = push.unwrap_or(PushTail {
+            session: 0,
+            session_node_generation: 0,
+            actor_node_generation: 0,
+            binding_generation: 0,
+            codec: 0,
+        });
+        head.put_u64(tail.session);
+        head.put_u64(tail.session_node_generation);
+        head.put_u64(tail.actor_node_generation);
+        head.put_u64(tail.binding_generation);
+        head.put_u8(tail.codec);
+    }
     head.freeze()
+}
+
+/// Whether `command`'s head carries a route fence: every Spot and Actor command, and a
+/// bound Actor's push (the fence it runs under).
+fn carries_fence(command: Command) -> bool {
+    command.is_object() || command == Command::BoundSessionSend
+}
+
+/// A push tail at `at` (the length already checked).
+fn read_push_tail(head: &[u8], at: usize) -> Result<PushTail, &'static str> {
+    let tail = PushTail {
+        session: be_u64_at(head, at),
+        session_node_generation: be_u64_at(head, at + 8),
+        actor_node_generation: be_u64_at(head, at + 16),
+        binding_generation: be_u64_at(head, at + 24),
+        codec: head[at + 32],
+    };
+    if tail.session_node_generation == 0
+        || tail.actor_node_generation == 0
+        || tail.binding_generation == 0
+    {
+        return Err("a push tail has a zero generation");
+    }
+    Ok(tail)
 }
 
 fn be_u64_at(head: &[u8], at: usize) -> u64 {
@@ -243,7 +313,8 @@ pub(crate) fn decode_call_head(
     let hops = head[25];
     let target_len = usize::from(head[26]);
     let packet_len = usize::from(head[27]);
-    let is_object = command.is_object();
+    let is_object = carries_fence(command);
+    let is_push = command == Command::BoundSessionSend;
     let has_session = head[4] & super::envelope::FLAG_SESSION_TAIL != 0;
     if has_session && !command.takes_session_tail() {
         return Err(fail("a bound-session tail on a command that takes none"));
@@ -261,7 +332,8 @@ pub(crate) fn decode_call_head(
     };
     let tail = if is_object { FENCE_LEN } else { 0 }
         + topic_len
-        + if has_session { SESSION_TAIL_LEN } else { 0 };
+        + if has_session { SESSION_TAIL_LEN } else { 0 }
+        + if is_push { PUSH_TAIL_LEN } else { 0 };
     if head.len() != CALL_FIXED_LEN + target_len + packet_len + tail {
         return Err(fail("call head length does not match its name lengths"));
     }
@@ -280,6 +352,10 @@ pub(crate) fn decode_call_head(
         true => Some(read_session_tail(head, packet_end + FENCE_LEN).map_err(fail)?),
         false => None,
     };
+    let push = match is_push {
+        true => Some(read_push_tail(head, packet_end + FENCE_LEN).map_err(fail)?),
+        false => None,
+    };
     check_names_and_correlation(command, correlation, &target, &packet).map_err(fail)?;
     Ok(CallHead {
         correlation,
@@ -291,5 +367,6 @@ pub(crate) fn decode_call_head(
         fence,
         session,
         topic,
+        push,
     })
 }

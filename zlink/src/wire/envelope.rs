@@ -109,6 +109,8 @@ pub(crate) struct Addressed<'a> {
     pub(crate) session: Option<super::SessionTail>,
     /// The topic of a Logical Multicast event (command 23 only).
     pub(crate) topic: Option<&'a str>,
+    /// A bound Actor's push (command 36 only): its session and binding.
+    pub(crate) push: Option<super::PushTail>,
 }
 
 /// Encodes an application command from borrowed parts: the hot path's encoder.
@@ -185,6 +187,7 @@ impl Envelope {
                     hops: call.head.hops,
                     session: call.head.session,
                     topic: call.head.topic.as_ref().map(|t| t.as_str()),
+                    push: call.head.push,
                 },
                 &call.metadata,
                 call.payload.clone(),

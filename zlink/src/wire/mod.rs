@@ -23,7 +23,7 @@ mod operation;
 mod payload;
 mod reply_head;
 
-pub use call_head::{CallHead, RouteFence, SessionTail};
+pub use call_head::{CallHead, PushTail, RouteFence, SessionTail};
 pub use codec::{cbor_decode, cbor_encode, Cbor, Codec, Json, Raw};
 pub use command::Command;
 pub(crate) use envelope::{encode_call, encode_reply, prefix, Addressed};

@@ -34,6 +34,7 @@ pub(crate) fn event(
             hops: 0,
             session: None,
             topic: None,
+            push: None,
         },
         metadata,
         payload,

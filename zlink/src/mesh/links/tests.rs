@@ -105,6 +105,7 @@ pub(crate) fn request(channel: &str) -> Frames {
             fence: None,
             session: None,
             topic: None,
+            push: None,
         },
         metadata: Default::default(),
         payload: Bytes::new(),

@@ -24,7 +24,7 @@ pub(crate) use push::push_bound;
 #[cfg(test)]
 pub(crate) use record::TargetRoute;
 pub(crate) use record::{
-    PushRecord, RelocationRecord, ReplacedRecord, MAX_PUSH_RECORD_BYTES,
+    PushRecord, RelocationRecord, ReplacedRecord, MAX_PUSH_PAYLOAD_BYTES,
     MAX_RELOCATION_RECORD_BYTES, MAX_REPLACED_RECORD_BYTES,
 };
 pub(crate) use relay::{bound_call, BindingRoute, BoundRelay, Relayed};

@@ -1,6 +1,7 @@
 //! An Actor's push to the session bound to it (command 36): sent to the session owner
-//! under every generation the Actor runs under now; the session owner writes it only if
-//! they are the binding's.
+//! under every generation the Actor runs under now, in the binary push tail of the call
+//! head with the payload as its own frame; the session owner writes it only if they are
+//! the binding's.
 
 use bytes::Bytes;
 use tokio::time::Instant;
@@ -9,7 +10,7 @@ use super::record::PushRecord;
 use super::Bindings;
 use crate::address::ObjectKey;
 use crate::object::owner_link::{route_fence, Awaiting, ObjectCommand};
-use crate::wire::{cbor_encode, Command};
+use crate::wire::PushTail;
 use crate::{Error, ErrorKind, Result};
 
 /// Pushes `payload` (STREAM codec `codec`, packet `packet`) from the Actor `key`,
@@ -53,27 +54,28 @@ pub(crate) async fn push_bound(
         ));
     }
     let here = bindings.core.env.route();
-    let record = PushRecord {
-        session: binding.session.clone(),
-        actor: key.id.to_string(),
-        object_generation: fence.object_generation,
-        owner_generation: fence.owner_generation,
-        lease_generation: fence.lease_generation,
-        node_generation: here.node_generation,
+    let tail = PushTail {
+        session: binding.session.session,
+        session_node_generation: binding.session.node_generation,
+        actor_node_generation: here.node_generation,
         binding_generation: binding.generation,
         codec,
-        packet: packet.to_string(),
-        payload: payload.to_vec(),
     };
     if binding.session.rid == here.rid {
         let sessions = bindings
             .sessions()
             .ok_or_else(|| Error::new(ErrorKind::Unavailable, "this node runs no sessions"))?;
-        return sessions.push(record);
+        return sessions.push(PushRecord {
+            actor: key.id.to_string(),
+            fence,
+            tail,
+            packet: packet.to_string(),
+            payload,
+        });
     }
     let out = bindings.core.env.owner_link();
     let admit_by = Instant::now() + out.node()?.settings().send_timeout;
-    let command = ObjectCommand::control(Command::BoundSessionSend, &key.id, cbor_encode(&record)?);
+    let command = ObjectCommand::push(key, packet, fence, tail, payload);
     let to = binding.session.owner();
     out.deliver(to, &command, Awaiting::Nothing, admit_by)
         .await

@@ -1,8 +1,10 @@
 //! The records of commands 38 (bind, and its reply) and 36 (push), in CBOR.
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::object::actor_binding::SessionKey;
+use crate::wire::{PushTail, RouteFence};
 
 /// A bind, session owner to Actor owner (command 38).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -29,23 +31,17 @@ pub(crate) struct BindReply {
     pub(crate) node_generation: u64,
 }
 
-/// An Actor's push to its session (command 36): the packet and every generation it was
-/// sent under, which the session owner checks against the binding it stored.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// An Actor's push to its session (command 36), as the session owner checks it against
+/// the binding it stored: the Actor, the fence it runs under, the session and binding its
+/// push tail names (`wire::PushTail`), the packet and its payload, which is never copied
+/// on the way.
+#[derive(Debug, Clone)]
 pub(crate) struct PushRecord {
-    pub(crate) session: SessionKey,
     pub(crate) actor: String,
-    pub(crate) object_generation: u64,
-    pub(crate) owner_generation: u64,
-    pub(crate) lease_generation: u64,
-    /// The Actor owner's lifecycle generation.
-    pub(crate) node_generation: u64,
-    pub(crate) binding_generation: u64,
-    /// The STREAM codec of `payload`.
-    pub(crate) codec: u8,
+    pub(crate) fence: RouteFence,
+    pub(crate) tail: PushTail,
     pub(crate) packet: String,
-    #[serde(with = "serde_bytes")]
-    pub(crate) payload: Vec<u8>,
+    pub(crate) payload: Bytes,
 }
 
 /// The binding an Actor's new bind retired, or that ended because the Actor's node
@@ -112,5 +108,5 @@ pub(crate) const MAX_REPLACED_RECORD_BYTES: usize = 1024;
 pub(crate) const MAX_BIND_RECORD_BYTES: usize = 1024;
 /// The largest member-disconnected record (command 52).
 pub(crate) const MAX_MEMBER_DISCONNECTED_BYTES: usize = 1024;
-/// Largest 36 record decoded: a STREAM message and its identity.
-pub(crate) const MAX_PUSH_RECORD_BYTES: usize = 64 * 1024 + 1024;
+/// Largest payload a push (36) carries: a STREAM message's.
+pub(crate) const MAX_PUSH_PAYLOAD_BYTES: usize = 64 * 1024 + 1024;

@@ -68,6 +68,7 @@ pub(crate) async fn publish(
                 hops: 0,
                 session: None,
                 topic: Some(event.topic),
+                push: None,
             },
             &event.metadata,
             event.payload.clone(),
