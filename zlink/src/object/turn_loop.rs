@@ -193,10 +193,7 @@ impl TurnLoop {
             // parked for a caller's turn while nothing is queued.
             let runner = (!self.away).then(|| self.lend_instance());
             let mut turn = match self.object.mailbox().next_for_loop(finished.take(), runner) {
-                Next::Closed(runner) => {
-                    self.instance_back(runner);
-                    return;
-                }
+                Next::Closed(runner) => return self.instance_back(runner),
                 Next::Wait => {
                     self.object.mailbox().arrival().await;
                     continue;
@@ -214,13 +211,19 @@ impl TurnLoop {
                     job => job,
                 };
                 // One turn at a time among the objects sharing the gate. A gate no other object
-                // can take (an Actor's own) needs no lock: this loop's turns are serial already.
+                // can take (an Actor's own) needs no lock: this loop's turns are serial already;
+                // an uncontended one (every object's but a busy SpotWide member's) is taken at
+                // once, with no future and no move of the job.
                 let TurnView {
                     gate, membership, ..
                 } = self.object.turn_view();
-                // An uncontended gate (every object but a busy SpotWide member) is taken at once.
-                let Some((job, held)) = take_gate(&self.cancel, &gate, job).await else {
-                    return self.stop().await;
+                let held = match gate.shared().map(|shared| shared.clone().try_lock_owned()) {
+                    None => None,
+                    Some(Ok(held)) => Some(held),
+                    Some(Err(_)) => match wait_for_gate(&self.cancel, &gate).await {
+                        Some(held) => Some(held),
+                        None => return self.stop_refusing(job).await,
+                    },
                 };
                 match job {
                     ObjectJob::Message(message) => {
@@ -246,7 +249,8 @@ impl TurnLoop {
                     ObjectJob::HandedOver(handed) => self.resume(handed).await,
                 }
             };
-            match self.after_step(step, turn).await {
+            let step = self.followed_up(step).await;
+            match self.after_step(step, turn) {
                 Then::Next(turn) => finished = Some(turn),
                 Then::Stop(turn) => {
                     // Its room goes back once the stop is over, as the loop ends.
@@ -258,12 +262,17 @@ impl TurnLoop {
         }
     }
 
-    /// What the loop does after `step` of `turn`.
-    async fn after_step(&mut self, step: Step, turn: LoopTurn) -> Then {
-        let step = match step {
+    /// `step`, followed up: after a handler ran, the Join it asked for (Actors only).
+    async fn followed_up(&mut self, step: Step) -> Step {
+        match step {
             Step::Ran(ended_normally) => self.after_handler(ended_normally).await,
             other => other,
-        };
+        }
+    }
+
+    /// What the loop does after `step` of `turn` (a handler's step already followed up).
+    #[inline]
+    fn after_step(&mut self, step: Step, turn: LoopTurn) -> Then {
         match step {
             Step::Next | Step::Ran(_) => Then::Next(turn),
             Step::Stopped => Then::Stop(turn),
@@ -611,6 +620,13 @@ impl TurnLoop {
         }
     }
 
+    /// Stops the object before `job` ran: its caller hears `ShuttingDown`.
+    async fn stop_refusing(self, job: ObjectJob) {
+        let stopped = "the object stopped before the message ran";
+        job.refuse(Error::new(ErrorKind::ShuttingDown, stopped));
+        self.stop().await
+    }
+
     /// The end of a stopped object: `on_closing(HostShutdown)` runs once, bounded.
     async fn stop(mut self) {
         self.timer_stop.cancel();
@@ -704,28 +720,14 @@ enum Then {
     End,
 }
 
-/// The gate `job`'s turn runs behind, held (`None` for a gate no other object can
-/// take: this loop's turns are serial already). An uncontended gate (every object's
-/// but a busy SpotWide member's) is taken at once. `None` when the object stopped
-/// first: the job is refused, and the loop stops.
-async fn take_gate(
-    cancel: &CancellationToken,
-    gate: &TurnGate,
-    job: ObjectJob,
-) -> Option<(ObjectJob, Option<OwnedMutexGuard<()>>)> {
-    let Some(shared) = gate.shared() else {
-        return Some((job, None));
-    };
-    if let Ok(held) = shared.clone().try_lock_owned() {
-        return Some((job, Some(held)));
-    }
+/// The shared `gate`, held once another object's turn behind it ended; `None` when this
+/// object stopped first.
+async fn wait_for_gate(cancel: &CancellationToken, gate: &TurnGate) -> Option<OwnedMutexGuard<()>> {
+    let shared = gate.shared()?;
     tokio::select! {
         biased;
-        _ = cancel.cancelled() => {
-            job.refuse(Error::new(ErrorKind::ShuttingDown, "the object stopped before the message ran"));
-            None
-        }
-        held = shared.clone().lock_owned() => Some((job, Some(held))),
+        _ = cancel.cancelled() => None,
+        held = shared.clone().lock_owned() => Some(held),
     }
 }
 
