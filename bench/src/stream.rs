@@ -138,6 +138,23 @@ async fn echo_node(limits: StreamLimits) -> Result<(zlink::Runtime, String), Box
     Ok((runtime, addr))
 }
 
+/// A one-way the bound echo Actor pushes back to its session, as it came.
+#[derive(zlink::Message)]
+#[message(name = "bounce", codec = zlink::Raw)]
+pub struct Bounce(Bytes);
+
+impl From<Bytes> for Bounce {
+    fn from(bytes: Bytes) -> Self {
+        Bounce(bytes)
+    }
+}
+
+impl AsRef<[u8]> for Bounce {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 /// The echo Actor the bound echo relays to: it answers the bytes it got.
 #[derive(Default)]
 pub struct EchoActor;
@@ -151,6 +168,15 @@ impl EchoActor {
         _ctx: &zlink::object::ActorContext,
     ) -> zlink::Result<Blob> {
         Ok(blob)
+    }
+
+    #[handler]
+    async fn bounce(
+        &mut self,
+        bounce: Bounce,
+        ctx: &zlink::object::ActorContext,
+    ) -> zlink::Result<()> {
+        ctx.push(&bounce).await
     }
 }
 
@@ -250,6 +276,52 @@ async fn login(stream: &mut TcpStream) -> Result<(), BoxError> {
         return Err("the login was refused".into());
     }
     Ok(())
+}
+
+/// One-way `bounce` packets on one bound connection, `WINDOW` in flight, for `duration`:
+/// the pushes that came back (relay to the Actor's node, push back to the session).
+async fn pushed_back(
+    addr: &str,
+    payload: &[u8],
+    duration: Duration,
+) -> Result<Throughput, BoxError> {
+    let mut stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    login(&mut stream).await?;
+    let (read, mut write) = stream.into_split();
+    let window = Arc::new(Semaphore::new(WINDOW));
+    let pushed = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let stop = started + duration;
+    let reader = {
+        let (window, pushed) = (window.clone(), pushed.clone());
+        tokio::spawn(async move {
+            let mut read = BufReader::new(read);
+            while let Ok((header, _)) = read_packet(&mut read).await {
+                // A push is a Send (kind 1) from the server.
+                if header.get(1) == Some(&1) {
+                    pushed.fetch_add(1, Ordering::Relaxed);
+                    window.add_permits(1);
+                }
+            }
+        })
+    };
+    let mut header = vec![0xF2, 1, 0, 0x00];
+    header.push(6);
+    header.extend_from_slice(b"bounce");
+    let packet = frame(&header, payload);
+    while Instant::now() < stop {
+        window.acquire().await?.forget();
+        write.write_all(&packet).await?;
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(5), window.acquire_many(WINDOW as u32)).await;
+    let elapsed = started.elapsed();
+    drop(write);
+    reader.abort();
+    Ok(Throughput {
+        messages: pushed.load(Ordering::Relaxed),
+        elapsed,
+    })
 }
 
 /// One request at a time, `count` of them after `warmup`: their round trips.
@@ -479,6 +551,7 @@ pub async fn run(duration: Duration) -> Result<serde_json::Value, BoxError> {
     let bound = pipelined(&bound_addr, &payload, duration, true).await?;
     let bound_latency = Latency::of(sequential(&bound_addr, &payload, true, 500, 5_000).await?)
         .ok_or("no samples")?;
+    let pushes = pushed_back(&bound_addr, &payload, duration).await?;
     gateway.shutdown().await;
     actors.shutdown().await;
     let bound_ratio = bound.per_second() / raw.per_second().max(1.0);
@@ -487,6 +560,12 @@ pub async fn run(duration: Duration) -> Result<serde_json::Value, BoxError> {
         bound.per_second()
     );
     println!("  bound / raw: {bound_ratio:.3} (target >= 0.35)");
+    let push_ratio = pushes.per_second() / raw.per_second().max(1.0);
+    println!(
+        "zlink bound-Actor push echo (one-way relayed, pushed back): {:.0} msgs/s",
+        pushes.per_second()
+    );
+    println!("  push echo / raw: {push_ratio:.3}");
     println!(
         "  one at a time: raw p50 {:.1} us p99 {:.1} us; bound p50 {:.1} us p99 {:.1} us",
         raw_latency.p50_us, raw_latency.p99_us, bound_latency.p50_us, bound_latency.p99_us
@@ -508,6 +587,8 @@ pub async fn run(duration: Duration) -> Result<serde_json::Value, BoxError> {
         "session_echo_vs_raw": crate::round3(echo_ratio),
         "bound_echo_per_s": bound.per_second().round(),
         "bound_echo_vs_raw": crate::round3(bound_ratio),
+        "push_echo_per_s": pushes.per_second().round(),
+        "push_echo_vs_raw": crate::round3(push_ratio),
         "raw_p50_us": crate::round3(raw_latency.p50_us),
         "raw_p99_us": crate::round3(raw_latency.p99_us),
         "bound_p50_us": crate::round3(bound_latency.p50_us),
