@@ -552,6 +552,9 @@ pub async fn run(duration: Duration) -> Result<serde_json::Value, BoxError> {
     let bound_latency = Latency::of(sequential(&bound_addr, &payload, true, 500, 5_000).await?)
         .ok_or("no samples")?;
     let pushes = pushed_back(&bound_addr, &payload, duration).await?;
+    // Where the push's own copy and codec pass would show: a 16 KiB payload.
+    let large: Vec<u8> = (0..16 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let large_pushes = pushed_back(&bound_addr, &large, duration).await?;
     gateway.shutdown().await;
     actors.shutdown().await;
     let bound_ratio = bound.per_second() / raw.per_second().max(1.0);
@@ -566,6 +569,11 @@ pub async fn run(duration: Duration) -> Result<serde_json::Value, BoxError> {
         pushes.per_second()
     );
     println!("  push echo / raw: {push_ratio:.3}");
+    println!(
+        "  with 16 KiB payloads: {:.0} pushes/s ({:.1} MiB/s)",
+        large_pushes.per_second(),
+        large_pushes.per_second() * 16.0 / 1024.0
+    );
     println!(
         "  one at a time: raw p50 {:.1} us p99 {:.1} us; bound p50 {:.1} us p99 {:.1} us",
         raw_latency.p50_us, raw_latency.p99_us, bound_latency.p50_us, bound_latency.p99_us
@@ -589,6 +597,7 @@ pub async fn run(duration: Duration) -> Result<serde_json::Value, BoxError> {
         "bound_echo_vs_raw": crate::round3(bound_ratio),
         "push_echo_per_s": pushes.per_second().round(),
         "push_echo_vs_raw": crate::round3(push_ratio),
+        "push_echo_16k_per_s": large_pushes.per_second().round(),
         "raw_p50_us": crate::round3(raw_latency.p50_us),
         "raw_p99_us": crate::round3(raw_latency.p99_us),
         "bound_p50_us": crate::round3(bound_latency.p50_us),
