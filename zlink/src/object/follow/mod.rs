@@ -30,7 +30,7 @@ mod terminal;
 pub(crate) use departures::{Departure, Departures, Offer};
 pub(crate) use held::{held_to_job, job_to_held, Held};
 pub(crate) use notice::followed;
-pub(crate) use notice_record::FollowNotice;
+pub(crate) use notice_record::{check_fence, protocol, FollowNotice};
 pub(crate) use relay::{RelayItem, RelayServices};
 pub(crate) use terminal::{Recorder, RELAY_ID_KEY};
 

@@ -30,11 +30,13 @@ pub(crate) struct FollowNotice {
     pub(crate) reply_correlation: u64,
 }
 
-fn protocol(what: &str, detail: impl std::fmt::Display) -> Error {
+/// A malformed record of the object layer: `ProtocolError` naming `what` and why.
+pub(crate) fn protocol(what: &str, detail: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::ProtocolError, format!("{what}: {detail}"))
 }
 
-fn check_fence(what: &str, fence: &OwnerFence) -> Result<()> {
+/// `ProtocolError` for a record's owner fence with a zero generation.
+pub(crate) fn check_fence(what: &str, fence: &OwnerFence) -> Result<()> {
     if fence.object_generation == 0 || fence.owner_generation == 0 || fence.lease_generation == 0 {
         return Err(protocol(what, "a zero generation"));
     }

@@ -5,8 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::object::authority::{OwnerFence, OwnerRoute};
+use crate::object::follow::{check_fence, protocol};
 use crate::object::timer::TimerRecord;
-use crate::{Error, ErrorKind, Result};
+use crate::Result;
 
 /// The most timers one relocating object carries.
 pub(crate) const MAX_TIMERS: usize = 1024;
@@ -141,17 +142,6 @@ pub(crate) struct CutoverRecord {
     pub(crate) relocation_id: String,
 }
 
-fn protocol(what: &str, detail: impl std::fmt::Display) -> Error {
-    Error::new(ErrorKind::ProtocolError, format!("{what}: {detail}"))
-}
-
-fn check_fence(what: &str, fence: &OwnerFence) -> Result<()> {
-    if fence.object_generation == 0 || fence.owner_generation == 0 || fence.lease_generation == 0 {
-        return Err(protocol(what, "a zero generation"));
-    }
-    Ok(())
-}
-
 impl RestoreRecord {
     pub(crate) fn encode(&self) -> Result<bytes::Bytes> {
         crate::wire::cbor_encode(self)
@@ -236,6 +226,7 @@ impl CutoverRecord {
 mod tests {
     use super::*;
     use crate::object::follow::FollowNotice;
+    use crate::ErrorKind;
 
     fn fence(owner_generation: u64) -> OwnerFence {
         OwnerFence {
