@@ -405,15 +405,28 @@ impl Weighed {
 
 #[zlink::actor(type = "heavy", relocation = preserve)]
 impl Heavy {
+    // Building and summing megabytes byte by byte takes a debug build most of a second:
+    // done on the blocking pool, as a handler should do CPU-heavy work, so the node's
+    // workers keep renewing its lease meanwhile (CI saw every lease lost otherwise).
     #[handler]
     async fn fill(&mut self, fill: Fill, _ctx: &ActorContext) -> zlink::Result<Weighed> {
-        self.bytes = (0..fill.0).map(|i| (i % 251) as u8).collect();
-        Ok(Weighed::of(&self.bytes))
+        let (bytes, weighed) = tokio::task::spawn_blocking(move || {
+            let bytes: Vec<u8> = (0..fill.0).map(|i| (i % 251) as u8).collect();
+            let weighed = Weighed::of(&bytes);
+            (bytes, weighed)
+        })
+        .await
+        .expect("the fill ran");
+        self.bytes = bytes;
+        Ok(weighed)
     }
 
     #[handler]
     async fn weigh(&mut self, _weigh: Weigh, _ctx: &ActorContext) -> zlink::Result<Weighed> {
-        Ok(Weighed::of(&self.bytes))
+        let bytes = self.bytes.clone();
+        Ok(tokio::task::spawn_blocking(move || Weighed::of(&bytes))
+            .await
+            .expect("the weighing ran"))
     }
 }
 
