@@ -7,14 +7,17 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::core::ObjectCore;
-use super::follow::{Held, Offer};
+use super::follow::{Departures, Held, Offer};
 use super::live_object::{LiveObject, TurnView};
+use super::lost_sends::LostSends;
 use super::object_job::{CallerWait, HandlerMessage, ObjectJob, ReplyTo};
 use super::owner_link::STALE_ROUTE;
+use super::registry::ObjectRegistry;
 use super::route_cache::LocalBinding;
 use super::route_cache::FOLLOW_BARRIER;
 use crate::address::ObjectKey;
 use crate::call::PacketKind;
+use crate::store::OwnerLease;
 use crate::wire::{Metadata, Payload, RouteFence};
 use crate::{Error, ErrorKind, Result};
 
@@ -74,31 +77,27 @@ pub(super) struct Admission<'a> {
 /// move sealed it, or even handed it over, between the admission check and the queue.
 /// `None`: the departure took it.
 pub(super) fn to_departure(
-    core: &ObjectCore,
+    departures: &Departures,
+    lost_sends: &LostSends,
     live: &LiveObject,
     fence: RouteFence,
-    job: ObjectJob,
-    bytes: usize,
+    (job, bytes): (ObjectJob, usize),
     sender: Option<String>,
     hops: u8,
 ) -> Option<ObjectJob> {
-    if core.departures.get(&live.key, &fence).is_none() {
+    if departures.get(&live.key, &fence).is_none() {
         // Gone already: a cancelled move reopened the queue.
         return live.try_deliver(job, bytes).err().map(|(_, job)| job);
     }
     let mut held = super::follow::job_to_held(&live.object_type, job)?;
     held.sender = sender;
     held.hops = hops;
-    match core.departures.offer(&live.key, &fence, held) {
+    match departures.offer(&live.key, &fence, held) {
         Offer::Taken => None,
         // The move was cancelled: the queue admits again (after what it held).
         Offer::NotDeparting(held) => {
-            let (job, bytes) = super::follow::held_to_job(
-                &live.key,
-                &live.object_type,
-                held,
-                core.env.lost_sends(),
-            )?;
+            let (job, bytes) =
+                super::follow::held_to_job(&live.key, &live.object_type, held, lost_sends)?;
             live.try_deliver(job, bytes).err().map(|(_, job)| job)
         }
     }
@@ -106,7 +105,8 @@ pub(super) fn to_departure(
 
 /// A message for an object that may be leaving this node, as its departure would hold it.
 struct Leaving<'a> {
-    core: &'a ObjectCore,
+    departures: &'a Departures,
+    registry: &'a ObjectRegistry,
     key: &'a ObjectKey,
     fence: RouteFence,
     packet: &'a str,
@@ -124,7 +124,8 @@ impl<'a> Leaving<'a> {
     /// `admission`'s message, for `core`'s departures.
     fn of(core: &'a ObjectCore, admission: &Admission<'a>) -> Self {
         Leaving {
-            core,
+            departures: &core.departures,
+            registry: &core.registry,
             key: admission.key,
             fence: admission.fence,
             packet: admission.packet,
@@ -160,7 +161,7 @@ impl<'a> Leaving<'a> {
             hops: self.hops,
             operation: self.operation,
         };
-        match self.core.departures.offer(self.key, &self.fence, held) {
+        match self.departures.offer(self.key, &self.fence, held) {
             Offer::Taken => None,
             Offer::NotDeparting(held) => Some((held.payload, held.metadata, held.reply)),
         }
@@ -170,7 +171,7 @@ impl<'a> Leaving<'a> {
     /// node that still runs the Actor; past the hand-over it travels on as the move's.
     fn retired_relay(&self) -> bool {
         self.session.is_some_and(|tail| {
-            self.core.registry.get(self.key).is_some_and(|live| {
+            self.registry.get(self.key).is_some_and(|live| {
                 live.generation() != self.fence.object_generation || !live.bindings().admits(&tail)
             })
         })
@@ -224,7 +225,15 @@ pub(super) fn prepare(
         }
         return Ok(Admitted::Taken { waiting });
     }
-    let (live, handler, view) = match check_admission(core, key, packet, kind, fence, now, bound) {
+    let (live, handler, view) = match check_admission(
+        core.env.lease(),
+        &core.registry,
+        key,
+        (packet, kind),
+        fence,
+        now,
+        bound,
+    ) {
         Ok(checked) => checked,
         // The object may have begun to leave between the two checks: its departure is
         // made before it stops taking messages, so it is there now and takes this one.
@@ -275,10 +284,10 @@ pub(super) fn prepare(
 
 /// The owned object `key` and the handler position of `packet`, when the fence holds.
 fn check_admission(
-    core: &ObjectCore,
+    lease: &OwnerLease,
+    registry: &ObjectRegistry,
     key: &ObjectKey,
-    packet: &str,
-    kind: PacketKind,
+    (packet, kind): (&str, PacketKind),
     fence: RouteFence,
     now: Instant,
     bound: Option<&LocalBinding>,
@@ -294,7 +303,7 @@ fn check_admission(
     let mut leased = false;
     let mut admitted = |live: &LiveObject| {
         let mut view = None;
-        core.env.lease().admits_at(now, |owner, generation| {
+        lease.admits_at(now, |owner, generation| {
             leased = true;
             view = live.admits_viewing(&fence, owner, generation);
             view.is_some()
@@ -308,7 +317,7 @@ fn check_admission(
     let (live, view) = match from_binding {
         Some(found) => found,
         None => {
-            let live = core.registry.get(id).ok_or_else(stale)?;
+            let live = registry.get(id).ok_or_else(stale)?;
             match admitted(&live) {
                 Some(view) => {
                     if let Some(bound) = bound {

@@ -13,7 +13,9 @@ use super::lifecycle::ClosingReason;
 use super::live_object::LiveObject;
 use super::object_job::ObjectJob;
 use super::owner_link::ObjectCommand;
+use super::registry::ObjectRegistry;
 use super::remote::encode_generation;
+use super::resolver::Resolver;
 use crate::address::{ObjectKey, ObjectKind};
 use crate::object::env::ObjectEnv;
 use crate::{Error, ErrorKind, Result};
@@ -91,14 +93,14 @@ pub(super) async fn close(
         return Ok(false);
     }
     let reopen = Reopen(Some(&live));
-    let Some(closing) = begin_closing(core, key, current, generation).await? else {
+    let Some(closing) = begin_closing(&core.env, key, current, generation).await? else {
         return Ok(false);
     };
     reopen.disarm();
     live.set_authority(closing.clone());
     live.seal();
-    last_turn(core, &live, reason).await;
-    release(core, &live, &closing).await
+    last_turn(&core.env, &live, reason).await;
+    release(&core.registry, &core.resolver, &core.env, &live, &closing).await
 }
 
 /// `InvalidOperation` unless `current` is the incarnation `generation` of `key`.
@@ -116,7 +118,7 @@ fn check_generation(key: &ObjectKey, current: &Versioned, generation: u64) -> Re
 /// The Closing record of `key` (written now from `current` when it is Ready); `None`
 /// when there is nothing to close (gone, or still being created).
 async fn begin_closing(
-    core: &ObjectCore,
+    env: &ObjectEnv,
     key: &ObjectKey,
     current: Versioned,
     generation: u64,
@@ -126,7 +128,7 @@ async fn begin_closing(
         AuthorityState::Creating => return Ok(None),
         AuthorityState::Ready => {}
     }
-    let authority = core.env.authority();
+    let authority = env.authority();
     match authority
         .begin_close(key, &current)
         .await
@@ -151,14 +153,14 @@ async fn begin_closing(
 /// Runs `live`'s last turn (`on_closing(reason)`), after its current one; a handler that
 /// never ends does not hold the close forever (the object is sealed and its record
 /// released regardless).
-async fn last_turn(core: &ObjectCore, live: &LiveObject, reason: ClosingReason) {
+async fn last_turn(env: &ObjectEnv, live: &LiveObject, reason: ClosingReason) {
     let key = &live.key;
     let (done, closed) = oneshot::channel();
     let close = ObjectJob::Close { reason, done };
     if live.try_deliver(close, 0).is_ok() {
         // The close waits for the current turn; a handler that never ends does not hold
         // the close forever (the Spot is sealed and its record released regardless).
-        let patience = core.env.node().map_or(std::time::Duration::ZERO, |node| {
+        let patience = env.node().map_or(std::time::Duration::ZERO, |node| {
             node.settings().request_timeout
         });
         if tokio::time::timeout(patience, closed).await.is_err() {
@@ -172,17 +174,22 @@ async fn last_turn(core: &ObjectCore, live: &LiveObject, reason: ClosingReason) 
 
 /// `live` leaves the registry and its Spot, and its Closing record is deleted: the ID
 /// reads Missing.
-async fn release(core: &ObjectCore, live: &Arc<LiveObject>, closing: &Versioned) -> Result<bool> {
+async fn release(
+    registry: &ObjectRegistry,
+    resolver: &Resolver,
+    env: &ObjectEnv,
+    live: &Arc<LiveObject>,
+    closing: &Versioned,
+) -> Result<bool> {
     let key = &live.key;
-    core.registry.remove(live);
+    registry.remove(live);
     if let Some(spot) = live.membership() {
-        if let Some(spot) = core.registry.get(&ObjectKey::from(&spot)) {
+        if let Some(spot) = registry.get(&ObjectKey::from(&spot)) {
             spot.remove_member(&key.id);
         }
     }
-    core.resolver.saw_authority(key, &closing.record.fence);
-    match core
-        .env
+    resolver.saw_authority(key, &closing.record.fence);
+    match env
         .authority()
         .delete(key, closing)
         .await

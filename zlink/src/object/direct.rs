@@ -7,10 +7,11 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::authority::ObjectShape;
+use super::authority_store::AuthorityStore;
 use super::core::ObjectCore;
 use super::owner_link::{node_stopping, route_fence};
 use super::owner_link::{Awaiting, Delivered, Destination, FarEnd, ObjectCommand};
-use super::resolver::Resolution;
+use super::resolver::{Resolution, Resolver};
 use super::route_cache::{ReadyRoute, Routed};
 use super::route_traffic::Sending;
 use crate::address::{ObjectKey, StableType};
@@ -66,22 +67,22 @@ pub(super) fn start<'a>(
             let fence = route_fence(&route.fence);
             return match local::admit_local(server, call, &route.local, fence, now, deadline) {
                 local::Local::Done(result) => {
-                    settle(server, &route, sending, request, &result);
+                    settle(&server.resolver, &route, sending, request, &result);
                     match result {
                         // The object closed here after the route was cached: what is
                         // there now, read off the store.
                         Err(e) if is_gone_here(&e) => Started::Running(Box::pin(async move {
-                            Err(missing_or(server, &message.key, e).await)
+                            Err(missing_or(server.env.authority(), &message.key, e).await)
                         })),
                         result => Started::Done(result),
                     }
                 }
                 local::Local::Waits(waiting) => Started::Running(Box::pin(async move {
                     let result = waiting.await;
-                    settle(server, &route, sending, request, &result);
+                    settle(&server.resolver, &route, sending, request, &result);
                     match result {
                         Err(e) if is_stale_route(&e) => {
-                            Err(missing_or(server, &message.key, e).await)
+                            Err(missing_or(server.env.authority(), &message.key, e).await)
                         }
                         result => result,
                     }
@@ -153,7 +154,7 @@ pub(super) async fn resolved_call(
             .await
             .map(Payload::encoded)
     };
-    settle(server, &route, sending, request, &result);
+    settle(&server.resolver, &route, sending, request, &result);
     match (result, retry) {
         (Err(e), Some((bytes, metadata, intent, activation))) if is_stale_route(&e) => {
             let again = ObjectMessage {
@@ -169,7 +170,9 @@ pub(super) async fn resolved_call(
             activation.activate(again, deadline).await
         }
         // The owner refused it (nothing ran): when the object is gone, the call says so.
-        (Err(e), None) if is_gone_here(&e) => Err(missing_or(server, &key, e).await),
+        (Err(e), None) if is_gone_here(&e) => {
+            Err(missing_or(server.env.authority(), &key, e).await)
+        }
         (result, _) => result,
     }
 }
@@ -207,8 +210,8 @@ fn is_gone_here(e: &Error) -> bool {
 
 /// `NotFound` when `key` has no authority any more (its owner closed or evicted it after
 /// this node cached the route), else `refused` as it is.
-async fn missing_or(server: &ObjectCore, key: &ObjectKey, refused: Error) -> Error {
-    match server.env.authority().read(key).await {
+async fn missing_or(authority: &AuthorityStore, key: &ObjectKey, refused: Error) -> Error {
+    match authority.read(key).await {
         Ok(None) => Error::new(
             ErrorKind::NotFound,
             format!("there is no {key} (it was closed after this node last found it)"),
@@ -219,7 +222,7 @@ async fn missing_or(server: &ObjectCore, key: &ObjectKey, refused: Error) -> Err
 
 /// What a call's end says about its route: what arrived on it, and whether it is stale.
 fn settle(
-    server: &ObjectCore,
+    resolver: &Resolver,
     route: &ReadyRoute,
     sending: Sending,
     request: bool,
@@ -235,7 +238,7 @@ fn settle(
     // Only a route the owner refused (or could not be reached on) is dropped; a full
     // queue or a handler's own error says nothing about the route.
     if result.as_ref().is_err_and(is_stale_route) {
-        server.resolver.stale(route);
+        resolver.stale(route);
     }
 }
 

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use super::authority::{AuthorityState, ObjectShape};
 use super::closing;
 use super::core::ObjectCore;
+use super::follow::Departures;
 use super::lifecycle::ClosingReason;
 use super::live_object::LiveObject;
 use super::owner_link::route_fence;
@@ -82,7 +83,7 @@ async fn sweep(
         .cloned()
         .collect();
     for live in &batch {
-        let Some(mark) = idle_mark(core, live) else {
+        let Some(mark) = idle_mark(&core.departures, live) else {
             seen.remove(&live.key);
             continue;
         };
@@ -115,14 +116,13 @@ async fn sweep(
 }
 
 /// `live`'s work mark when it may be evicted now.
-fn idle_mark(core: &ObjectCore, live: &LiveObject) -> Option<u64> {
+fn idle_mark(departures: &Departures, live: &LiveObject) -> Option<u64> {
     let authority = live.authority();
     let record = &authority.record;
     let settled = record.shape == ObjectShape::InstanceSpot
         && record.state == AuthorityState::Ready
         && record.activation.is_none()
-        && core
-            .departures
+        && departures
             .get(&live.key, &route_fence(&record.fence))
             .is_none();
     settled.then(|| live.idle_mark()).flatten()

@@ -4,9 +4,11 @@
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
+use tokio_util::task::TaskTracker;
 
 use super::admission::{Admission, Admitted, NotAdmitted, Prepared};
 use super::core::ObjectCore;
+use super::hosting::Hosting;
 use super::live_object::LiveObject;
 use super::lost_sends::LostReason;
 use super::mailbox::Refused;
@@ -170,7 +172,7 @@ fn message_inbound(server: &ObjectCore, call: InboundCall) {
     );
     let sender = call.from().rid().to_string();
     let session = message.head.session;
-    let reply = reply_of(server, call, &mut metadata);
+    let reply = reply_of(&server.hosting, server.env.tracker(), call, &mut metadata);
     let prepared = super::admission::prepare(
         server,
         Admission {
@@ -236,20 +238,17 @@ fn message_inbound(server: &ObjectCore, call: InboundCall) {
 /// recorded as it leaves (its relay ID is taken out of `metadata`: the framework's key
 /// never reaches the handler).
 fn reply_of(
-    server: &ObjectCore,
+    hosting: &Hosting,
+    tracker: &TaskTracker,
     call: InboundCall,
     metadata: &mut crate::wire::Metadata,
 ) -> ReplyTo {
     let relay_id = metadata.remove(super::follow::RELAY_ID_KEY);
     let relayed = call.message().head.hops > 0 && call.is_request();
-    let recorder = match (relay_id, server.hosting.relocation_store()) {
-        (Some(id), Some(store)) if relayed => super::follow::Recorder::new(
-            store.clone(),
-            &id,
-            call.deadline(),
-            server.env.tracker().clone(),
-        )
-        .ok(),
+    let recorder = match (relay_id, hosting.relocation_store()) {
+        (Some(id), Some(store)) if relayed => {
+            super::follow::Recorder::new(store.clone(), &id, call.deadline(), tracker.clone()).ok()
+        }
         _ => None,
     };
     let pending = call.into_pending();
@@ -280,11 +279,11 @@ fn refused_inbound(
         // move's hold or relay takes it.
         Refused::Sealed | Refused::Closed => {
             match super::admission::to_departure(
-                server,
+                &server.departures,
+                server.env.lost_sends(),
                 live,
                 fence,
-                job,
-                bytes,
+                (job, bytes),
                 Some(sender),
                 hops,
             ) {

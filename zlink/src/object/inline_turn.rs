@@ -17,11 +17,9 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use super::context::TurnName;
 use super::handler_turn::{answer, handler_turn};
-use super::instance::TurnInfo;
 use super::live_object::{LiveObject, TurnView};
-use super::object_job::{CallerWait, HandedOver, HandlerMessage, ObjectJob, OwnedTurn, ReplyTo};
+use super::object_job::{CallerWait, HandedOver, MessageTurn, ObjectJob, OwnedTurn, ReplyTo};
 use crate::address::ObjectKind;
 use crate::mesh::poll_once;
 use crate::wire::Payload;
@@ -84,26 +82,13 @@ pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes:
         live.mailbox().take_back(lent.runner, lent.room);
         return Inline::Declined(job);
     };
-    let HandlerMessage {
-        handler,
-        packet,
-        payload,
-        metadata,
-        deadline,
-        reply,
-        operation,
-    } = message;
     let is_actor = live.key.kind == ObjectKind::Actor;
-    let ctx = TurnInfo {
-        handle,
-        generation,
-        packet: Some(TurnName::Packet(packet)),
-        deadline,
-        metadata,
-        operation,
-        membership: membership.filter(|_| is_actor),
-        may_join: is_actor,
-    };
+    let MessageTurn {
+        ctx,
+        handler,
+        payload,
+        reply,
+    } = message.into_turn(handle, (live.key.kind, generation), membership);
     let object = live.clone();
     let mut instance = lent.runner;
     let mut turn: OwnedTurn = Box::pin(async move {

@@ -11,7 +11,7 @@ use super::context::{Context, TurnName};
 use super::lifecycle::ClosingReason;
 use super::membership::{JoinDecision, JoinOutcome, JoinSlot, MemberEvent};
 use super::timer::{TimerTick, Timers};
-use crate::address::{Kind, SpotId};
+use crate::address::{Kind, ObjectKind, SpotId};
 use crate::call::BoxFuture;
 use crate::handle::Handle;
 use crate::wire::{Metadata, Payload};
@@ -34,6 +34,29 @@ pub(crate) struct TurnInfo {
 }
 
 impl TurnInfo {
+    /// The context of a turn of the incarnation `generation` of an object of `kind`: an
+    /// Actor's turn carries its membership, and may register a Join when `joins`.
+    pub(crate) fn of_object(
+        handle: Handle,
+        (kind, generation): (ObjectKind, u64),
+        packet: Option<TurnName>,
+        (deadline, metadata): (Option<Instant>, Metadata),
+        joins: bool,
+        membership: Option<SpotId>,
+    ) -> TurnInfo {
+        let is_actor = kind == ObjectKind::Actor;
+        TurnInfo {
+            handle,
+            generation,
+            packet,
+            deadline,
+            metadata,
+            operation: 0,
+            membership: membership.filter(|_| is_actor),
+            may_join: is_actor && joins,
+        }
+    }
+
     /// The context of this turn for the object `id`, with no timers and no Join slot
     /// (the Entry Spot's: it starts no timers and joins nothing).
     pub(crate) fn bare_context<K: Kind>(self, id: K::Id) -> Context<K> {

@@ -19,12 +19,15 @@ use super::authority_store::Fenced;
 use super::core::ObjectCore;
 use super::creation::{candidates, settle_creating, try_create, FirstMessage};
 use super::direct::{resolved_call, Activation};
+use super::env::ObjectEnv;
+use super::hosting::Hosting;
 use super::live_object::LiveObject;
 use super::lost_sends::LostReason;
 use super::object_job::{HandlerMessage, ObjectJob, ReplyTo};
 use super::object_type::TypeDef;
-use super::owner_link::{node_stopping, ObjectCommand};
+use super::owner_link::{node_stopping, ObjectCommand, OwnerLink};
 use super::placement;
+use super::registry::ObjectRegistry;
 use crate::address::{ObjectKey, ObjectKind, Outcome, SpotId, StableType};
 use crate::call::BoxFuture;
 use crate::call::PacketKind;
@@ -58,9 +61,9 @@ struct ActivationRoot {
 /// The Instance Spot type an intent call that names none is for: the one distinct Instance
 /// Spot type this node and its connected members serve (reference rule 14). Two or more
 /// are `InvalidOperation`, none is `NotFound`.
-pub(crate) fn sole_instance_type(server: &ObjectCore) -> Result<StableType> {
-    let mut types: Vec<StableType> = server.registry.instance_spot_types().cloned().collect();
-    if let Some(node) = server.env.node() {
+pub(crate) fn sole_instance_type(env: &ObjectEnv, registry: &ObjectRegistry) -> Result<StableType> {
+    let mut types: Vec<StableType> = registry.instance_spot_types().cloned().collect();
+    if let Some(node) = env.node() {
         let members = node.discovery().map(|d| d.status().members);
         for member in members.unwrap_or_default() {
             if node.peers().link(&member.rid).is_none() {
@@ -213,7 +216,7 @@ async fn place(server: &Arc<ObjectCore>, activating: Activating, waits: Waits) -
             .await
             .map_err(Error::from)?;
         if let Some(current) = &current {
-            if super::creation::owner_lost_and_reclaimed(server, key, current).await? {
+            if super::creation::owner_lost_and_reclaimed(&server.env, key, current).await? {
                 continue;
             }
         }
@@ -256,7 +259,7 @@ async fn place(server: &Arc<ObjectCore>, activating: Activating, waits: Waits) -
         let attempt = if target.local {
             activate_here(server, &activating).await
         } else {
-            send_activation(server, &activating, &target.rid).await
+            send_activation(server.env.owner_link(), &activating, &target.rid).await
         };
         match attempt {
             Err(e) if e.is(ErrorKind::CapacityExceeded) => {
@@ -323,7 +326,15 @@ async fn settle(
     activating: &Activating,
     backoff: &mut Duration,
 ) -> Result<()> {
-    if settle_creating(server, &activating.key, current).await? {
+    if settle_creating(
+        &server.env,
+        &server.registry,
+        &server.hosting,
+        &activating.key,
+        current,
+    )
+    .await?
+    {
         return Ok(());
     }
     let pause_until = Instant::now()
@@ -382,12 +393,7 @@ async fn activate_here(server: &Arc<ObjectCore>, activating: &Activating) -> Res
 }
 
 /// Command 39 to `rid`, which activates the Spot there (or delivers to the one that is).
-async fn send_activation(
-    server: &Arc<ObjectCore>,
-    activating: &Activating,
-    rid: &str,
-) -> Result<Payload> {
-    let out = server.env.owner_link();
+async fn send_activation(out: &OwnerLink, activating: &Activating, rid: &str) -> Result<Payload> {
     let admit_by = activating
         .deadline
         .min(Instant::now() + activating.send_timeout);
@@ -554,11 +560,11 @@ async fn reserve_and_run(
     match created {
         Ok(Some(Outcome::Created(..))) => {}
         Ok(Some(Outcome::Existing(_) | Outcome::Rejected(_))) | Ok(None) => {
-            forget_root(server, store, reference);
+            forget_root(&server.env, store, reference);
             return Ok(None);
         }
         Err(e) => {
-            forget_root(server, store, reference);
+            forget_root(&server.env, store, reference);
             return Err(e);
         }
     }
@@ -588,8 +594,8 @@ async fn reserve_and_run(
 /// drops the pointer (activation recovery never applies to a moved Spot). A store that
 /// fails leaves the pointer (then a dead owner's Spot is activated anew, as before its
 /// first message).
-pub(super) async fn first_message_ran(server: &ObjectCore, live: &LiveObject) {
-    if server.env.is_stopping() {
+pub(super) async fn first_message_ran(env: &ObjectEnv, hosting: &Hosting, live: &LiveObject) {
+    if env.is_stopping() {
         return;
     }
     let key = &live.key;
@@ -599,14 +605,13 @@ pub(super) async fn first_message_ran(server: &ObjectCore, live: &LiveObject) {
         let Some(root) = current.record.activation.clone() else {
             return;
         };
-        match server.env.authority().clear_activation(key, &current).await {
+        match env.authority().clear_activation(key, &current).await {
             Ok(Fenced::Done(cleared)) => {
                 live.set_authority(cleared);
-                if let (Some(store), Ok(reference)) = (
-                    server.hosting.relocation_store().cloned(),
-                    PayloadRef::new(root),
-                ) {
-                    forget_root(server, store, reference);
+                if let (Some(store), Ok(reference)) =
+                    (hosting.relocation_store().cloned(), PayloadRef::new(root))
+                {
+                    forget_root(env, store, reference);
                 }
                 return;
             }
@@ -626,11 +631,11 @@ pub(super) async fn first_message_ran(server: &ObjectCore, live: &LiveObject) {
 
 /// A root no reservation took is removed in the background.
 fn forget_root(
-    server: &ObjectCore,
+    env: &ObjectEnv,
     store: Arc<dyn crate::store::RelocationStore>,
     reference: PayloadRef,
 ) {
-    server.env.tracker().spawn(async move {
+    env.tracker().spawn(async move {
         let _ = store.delete(&reference).await;
     });
 }

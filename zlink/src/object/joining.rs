@@ -22,6 +22,7 @@ use super::membership::{
     JoinDecision, JoinOutcome, JoinRequest, JoinStep, MemberEvent, JOIN_TIMEOUT,
 };
 use super::object_job::ObjectJob;
+use super::registry::ObjectRegistry;
 use crate::address::ActorRef;
 use crate::address::{ObjectKey, SpotId};
 use crate::object::env::ObjectEnv;
@@ -74,7 +75,7 @@ async fn join_here(
             reply: Bytes::new(),
         };
     }
-    let (target, to_entry) = match join_target(core, actor, &spot, live) {
+    let (target, to_entry) = match join_target(core.entry_spot(), actor, &spot, live) {
         Ok(found) => found,
         Err(outcome) => return outcome,
     };
@@ -101,7 +102,7 @@ async fn join_here(
         actor: &actor.key.id,
         taken: true,
     };
-    let written = match write_membership(core, actor, &authority, &spot).await {
+    let written = match write_membership(&core.env, actor, &authority, &spot).await {
         Ok(written) => written,
         Err(e) => return JoinOutcome::Failed(e),
     };
@@ -134,12 +135,12 @@ async fn join_here(
 /// Spot), and whether it is the Entry Spot; the failed outcome when there is none or it
 /// takes no Actors of `actor`'s type.
 fn join_target(
-    core: &ObjectCore,
+    entry: Option<&SpotId>,
     actor: &LiveObject,
     spot: &SpotId,
     live: Option<Arc<LiveObject>>,
 ) -> std::result::Result<(Arc<LiveObject>, bool), JoinOutcome> {
-    let Some(entry) = core.entry_spot() else {
+    let Some(entry) = entry else {
         return Err(failed(
             ErrorKind::Unavailable,
             "this node runs no Entry Spot",
@@ -188,13 +189,12 @@ async fn spot_admission(
 /// that was lost is read back until the store answers, never guessed. On failure the
 /// Actor stays where the store says it is, at its current version.
 async fn write_membership(
-    core: &ObjectCore,
+    env: &ObjectEnv,
     actor: &LiveObject,
     authority: &Versioned,
     spot: &SpotId,
 ) -> crate::Result<Versioned> {
-    let lost = match core
-        .env
+    let lost = match env
         .authority()
         .set_membership(&actor.key, authority, spot.as_str())
         .await
@@ -203,7 +203,7 @@ async fn write_membership(
         Ok(Fenced::Moved) => None,
         Err(lost) => Some(lost),
     };
-    let current = settle_lost_write(&core.env, actor, authority).await;
+    let current = settle_lost_write(env, actor, authority).await;
     let landed = current
         .as_ref()
         .is_some_and(|current| current.record.membership.as_deref() == Some(spot.as_str()));
@@ -327,11 +327,16 @@ async fn elsewhere(env: &ObjectEnv, spot: &SpotId) -> Result<String, JoinOutcome
 
 /// Tells this node's Entry Spot that `actor` was created in it (one-way, on its lifecycle
 /// lane, ahead of the Actor's first turn).
-pub(crate) fn created_in_entry(core: &ObjectCore, actor: &LiveObject, ready: &Versioned) {
-    let Some(entry) = core.entry_spot() else {
+pub(crate) fn created_in_entry(
+    registry: &ObjectRegistry,
+    entry: Option<&SpotId>,
+    actor: &LiveObject,
+    ready: &Versioned,
+) {
+    let Some(entry) = entry else {
         return;
     };
-    let Some(entry_spot) = core.registry.get(&ObjectKey::from(entry)) else {
+    let Some(entry_spot) = registry.get(&ObjectKey::from(entry)) else {
         return;
     };
     let Ok(id) = crate::address::ActorId::new(&actor.key.id) else {

@@ -5,12 +5,15 @@ use tokio::sync::{oneshot, OwnedMutexGuard};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::instance::Instance;
+use super::context::TurnName;
+use super::instance::{Instance, TurnInfo};
 use super::lifecycle::ClosingReason;
 use super::mailbox::{Lane, Mailbox};
 use super::membership::{JoinDecision, JoinOutcome, MemberEvent};
 use super::timer::{TickInbox, TimerRecord, TimerTick, Timers};
+use crate::address::{ObjectKind, SpotId};
 use crate::call::BoxFuture;
+use crate::handle::Handle;
 use crate::mesh::PendingReply;
 use crate::wire::{Metadata, Payload};
 use crate::{Error, Result};
@@ -140,7 +143,50 @@ pub(crate) struct HandlerMessage {
     pub(crate) operation: u64,
 }
 
+/// A message taken apart for its turn: the handler's context, what it runs on, and the
+/// reply capability, answered once the turn ended.
+pub(crate) struct MessageTurn {
+    pub(crate) ctx: TurnInfo,
+    pub(crate) handler: usize,
+    pub(crate) payload: Payload,
+    pub(crate) reply: Option<ReplyTo>,
+}
+
 impl HandlerMessage {
+    /// Its turn on the incarnation `generation` of an object of `kind`, a member of
+    /// `membership` (an Actor's handlers may register a Join).
+    pub(crate) fn into_turn(
+        self,
+        handle: Handle,
+        object: (ObjectKind, u64),
+        membership: Option<SpotId>,
+    ) -> MessageTurn {
+        let HandlerMessage {
+            handler,
+            packet,
+            payload,
+            metadata,
+            deadline,
+            reply,
+            operation,
+        } = self;
+        let mut ctx = TurnInfo::of_object(
+            handle,
+            object,
+            Some(TurnName::Packet(packet)),
+            (deadline, metadata),
+            true,
+            membership,
+        );
+        ctx.operation = operation;
+        MessageTurn {
+            ctx,
+            handler,
+            payload,
+            reply,
+        }
+    }
+
     /// What it holds in memory until its handler ran: its payload's encoded size and its
     /// metadata.
     pub(crate) fn bytes(&mut self) -> Result<usize> {

@@ -27,7 +27,7 @@ impl ObjectPort for ObjectServer {
     }
 
     fn sole_instance_type(&self) -> Result<crate::address::StableType> {
-        super::instance_spot::sole_instance_type(self)
+        super::instance_spot::sole_instance_type(&self.env, &self.registry)
     }
 
     fn publish<'a>(

@@ -438,7 +438,11 @@ impl ObjectServer {
 /// The services a turn loop asks of the layer between turns.
 impl TurnServices for ObjectServer {
     fn first_message_ran<'a>(&'a self, live: &'a LiveObject) -> BoxFuture<'a, ()> {
-        Box::pin(super::instance_spot::first_message_ran(self, live))
+        Box::pin(super::instance_spot::first_message_ran(
+            &self.env,
+            &self.hosting,
+            live,
+        ))
     }
 
     fn join<'a>(

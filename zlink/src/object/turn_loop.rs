@@ -140,17 +140,16 @@ impl TurnLoop {
         joins: bool,
         membership: Option<SpotId>,
     ) -> Option<TurnInfo> {
-        let is_actor = self.key().kind == ObjectKind::Actor;
-        self.handle.upgrade().map(|handle| TurnInfo {
+        let object = (self.key().kind, self.generation);
+        let handle = self.handle.upgrade()?;
+        Some(TurnInfo::of_object(
             handle,
-            generation: self.generation,
+            object,
             packet,
-            deadline,
-            metadata,
-            operation: 0,
-            membership: membership.filter(|_| is_actor),
-            may_join: is_actor && joins,
-        })
+            (deadline, metadata),
+            joins,
+            membership,
+        ))
     }
 
     /// The context of a lifecycle hook (no packet, no Join).
@@ -408,32 +407,18 @@ impl TurnLoop {
         message: HandlerMessage,
         membership: Option<SpotId>,
     ) -> Option<Step> {
-        let HandlerMessage {
-            handler,
-            packet,
-            payload,
-            metadata,
-            deadline,
-            reply,
-            operation,
-        } = message;
-        let mut ctx = self.turn_info_in(
-            Some(TurnName::Packet(packet)),
-            deadline,
-            metadata,
-            true,
-            membership,
-        )?;
-        ctx.operation = operation;
+        let handle = self.handle.upgrade()?;
+        let turn = message.into_turn(handle, (self.key().kind, self.generation), membership);
         let result = handler_turn(
             &mut *self.instance,
             gate,
             &self.cancel,
-            ctx,
-            handler,
-            payload,
+            turn.ctx,
+            turn.handler,
+            turn.payload,
         )
         .await;
+        let reply = turn.reply;
         let ended_normally = result.is_ok();
         if std::mem::take(&mut self.pending_pointer) {
             // Before the caller hears its result, and before this loop takes the next job

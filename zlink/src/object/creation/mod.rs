@@ -12,12 +12,15 @@ use tokio::time::Instant;
 use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Draft, Fenced, Reserved, Versioned};
 use super::core::ObjectCore;
+use super::entry::EntrySpot;
+use super::hosting::Hosting;
 use super::instance::Instance;
 use super::launch::Go;
 use super::lifecycle::CreateDecision;
 use super::object_type::TypeDef;
 use super::owner_link::node_stopping;
 use super::placement;
+use super::registry::ObjectRegistry;
 use crate::address::Location;
 use crate::address::Outcome;
 use crate::address::{ObjectKey, ObjectKind, SpotId, StableType};
@@ -49,11 +52,10 @@ const CREATING_BACKOFF: Duration = Duration::from_millis(20);
 /// Whether `current`'s type reclaims on owner loss, its owner's claim is dead, and it was
 /// released (or changed meanwhile): then the caller reads the authority again.
 pub(crate) async fn owner_lost_and_reclaimed(
-    server: &ObjectCore,
+    env: &ObjectEnv,
     key: &ObjectKey,
     current: &Versioned,
 ) -> Result<bool> {
-    let env = &server.env;
     super::recovery::reclaim::reclaim_if_owner_lost(
         env.store().as_ref(),
         env.authority(),
@@ -102,7 +104,7 @@ pub(super) async fn create(
             .map_err(Error::from)?
         {
             Some(current) => {
-                if owner_lost_and_reclaimed(server, &key, &current).await? {
+                if owner_lost_and_reclaimed(&server.env, &key, &current).await? {
                     continue;
                 }
                 if current.record.shape != created_shape(key.kind)
@@ -122,7 +124,14 @@ pub(super) async fn create(
                 match current.record.state {
                     AuthorityState::Ready => return Ok(Outcome::Existing(current.location())),
                     AuthorityState::Creating => {
-                        settle_creating(server, &key, &current).await?;
+                        settle_creating(
+                            &server.env,
+                            &server.registry,
+                            &server.hosting,
+                            &key,
+                            &current,
+                        )
+                        .await?;
                     }
                     AuthorityState::Closing => {}
                 }
@@ -222,7 +231,9 @@ impl Tries {
 /// one whose recovery pointer remains: that pointer never selects another owner (seed 002
 /// §10 item 11).
 pub(super) async fn settle_creating(
-    server: &ObjectCore,
+    env: &ObjectEnv,
+    registry: &ObjectRegistry,
+    hosting: &Hosting,
     key: &ObjectKey,
     creating: &Versioned,
 ) -> Result<bool> {
@@ -231,18 +242,17 @@ pub(super) async fn settle_creating(
     }
     // A record this very node lifecycle left, with no attempt of it running any more (its
     // abort failed, say), is cancelled at once.
-    if creating.record.route == *server.env.route() {
+    if creating.record.route == *env.route() {
         let generation = creating.record.fence.object_generation;
-        if server.registry.is_creating(key, generation) {
+        if registry.is_creating(key, generation) {
             return Ok(false);
         }
         tracing::info!(object = %key, "cancelling a creation this node abandoned");
-        cancel_creating(server, key, creating).await?;
+        cancel_creating(env, hosting, key, creating).await?;
         return Ok(true);
     }
     let owner = creating.record.fence.lease();
-    let alive = server
-        .env
+    let alive = env
         .store()
         .read_lease(&owner.owner)
         .await
@@ -256,21 +266,24 @@ pub(super) async fn settle_creating(
         generation = creating.record.fence.object_generation,
         "cancelling a creation its crashed owner left behind"
     );
-    cancel_creating(server, key, creating).await?;
+    cancel_creating(env, hosting, key, creating).await?;
     Ok(true)
 }
 
 /// Removes exactly the Creating record `creating`, and an Instance Spot's recovery root
 /// with it (the Spot is Missing again; the message it kept is not run).
-async fn cancel_creating(server: &ObjectCore, key: &ObjectKey, creating: &Versioned) -> Result<()> {
-    server
-        .env
-        .authority()
+async fn cancel_creating(
+    env: &ObjectEnv,
+    hosting: &Hosting,
+    key: &ObjectKey,
+    creating: &Versioned,
+) -> Result<()> {
+    env.authority()
         .delete(key, creating)
         .await
         .map_err(Error::from)?;
     let root = creating.record.activation.as_deref();
-    if let (Some(root), Some(store)) = (root, server.hosting.relocation_store()) {
+    if let (Some(root), Some(store)) = (root, hosting.relocation_store()) {
         if let Ok(reference) = crate::store::PayloadRef::new(root) {
             if let Err(e) = store.delete(&reference).await {
                 tracing::warn!(object = %key, error = %e, "a cancelled activation's root stays until its retention ends");
@@ -329,7 +342,13 @@ async fn attempt(
     first: Option<FirstMessage>,
 ) -> Result<Option<Outcome>> {
     let object_type = &server.registry.object_type(key.kind, stable_type)?;
-    let membership = creatable(server, key, object_type, first.is_some())?;
+    let membership = creatable(
+        &server.hosting,
+        server.entry.as_deref(),
+        key,
+        object_type,
+        first.is_some(),
+    )?;
     let node = server.env.owner_link().node()?;
     let deadline = Instant::now() + node.settings().request_timeout;
     let too_slow = || {
@@ -348,22 +367,15 @@ async fn attempt(
     };
     let creating = server.registry.begin_creating(key, object_type)?;
     let draft = draft(
-        server,
+        &server.env,
         key,
         object_type,
         request,
         &first,
         membership.as_ref(),
     )?;
-    let won = match server
-        .env
-        .authority()
-        .reserve(key, draft)
-        .await
-        .map_err(Error::from)?
-    {
-        Reserved::Won(won) => won,
-        Reserved::Exists(_) => return Ok(None),
+    let Some(won) = reserve(&server.env, key, draft).await? else {
+        return Ok(None);
     };
     creating.reserved(won.record.fence.object_generation);
     if first.is_some() && server.faults.holds_activation_after_reserve() {
@@ -422,7 +434,8 @@ async fn attempt(
 /// Whether this node may create `key` of `object_type` now (`instance`: from its first
 /// message), and the Entry Spot a new Actor starts in.
 fn creatable(
-    server: &ObjectCore,
+    hosting: &Hosting,
+    entry: Option<&EntrySpot>,
     key: &ObjectKey,
     object_type: &TypeDef,
     instance: bool,
@@ -440,7 +453,7 @@ fn creatable(
             },
         ));
     }
-    if server.hosting.is_draining() {
+    if hosting.is_draining() {
         return Err(Error::new(
             ErrorKind::Unavailable,
             "this node is relocating its objects away and takes no new ones",
@@ -448,9 +461,7 @@ fn creatable(
     }
     match key.kind {
         ObjectKind::Spot => Ok(None),
-        ObjectKind::Actor => server
-            .entry
-            .as_ref()
+        ObjectKind::Actor => entry
             .ok_or_else(|| Error::new(ErrorKind::NotFound, "this node serves no Actor type"))?
             .ready()
             .map(Some),
@@ -460,14 +471,14 @@ fn creatable(
 /// The reservation of `key` this node writes, under the owner lease's token now (taken
 /// after the activation permit: it must be current when the reservation is written).
 fn draft(
-    server: &ObjectCore,
+    env: &ObjectEnv,
     key: &ObjectKey,
     object_type: &TypeDef,
     request: &Bytes,
     first: &Option<FirstMessage>,
     membership: Option<&SpotId>,
 ) -> Result<Draft> {
-    let Some(token) = server.env.lease().admitting_token() else {
+    let Some(token) = env.lease().admitting_token() else {
         return Err(Error::new(
             ErrorKind::Unavailable,
             "this node's owner lease admits no new work (the Location Store is unreachable)",
@@ -480,12 +491,25 @@ fn draft(
         },
         stable_type: object_type.stable_type.as_str().to_string(),
         owner: token,
-        route: server.env.route().clone(),
+        route: env.route().clone(),
         membership: membership.map(|spot| spot.as_str().to_string()),
         creation_request: request.to_vec(),
         activation: first.as_ref().map(|first| first.root.clone()),
         reclaim_on_owner_lost: object_type.reclaim_on_owner_lost,
     })
+}
+
+/// Writes the reservation `draft` of `key`; `None` when another attempt holds it.
+async fn reserve(env: &ObjectEnv, key: &ObjectKey, draft: Draft) -> Result<Option<Versioned>> {
+    match env
+        .authority()
+        .reserve(key, draft)
+        .await
+        .map_err(Error::from)?
+    {
+        Reserved::Won(won) => Ok(Some(won)),
+        Reserved::Exists(_) => Ok(None),
+    }
 }
 
 /// A creation whose factory ran: what its commit needs.
@@ -565,7 +589,12 @@ async fn initialize_then_commit(server: &Arc<ObjectCore>, made: Made<'_>) -> Res
         Ok(ready) => {
             live.set_authority(ready.clone());
             if key.kind == ObjectKind::Actor {
-                super::joining::created_in_entry(server, &live, &ready);
+                super::joining::created_in_entry(
+                    &server.registry,
+                    server.entry_spot(),
+                    &live,
+                    &ready,
+                );
             }
             let _ = go.send(true);
             Ok(ready)

@@ -15,11 +15,13 @@ use crate::handle::ObjectMessage;
 use crate::object::admission::{prepare, to_departure, Admission, Admitted, Prepared};
 use crate::object::core::ObjectCore;
 use crate::object::env::ObjectEnv;
+use crate::object::follow::Departures;
 use crate::object::inline_turn::{self, Inline};
 use crate::object::live_object::LiveObject;
 use crate::object::mailbox::Refused;
 use crate::object::object_job::{CallerWait, ObjectJob, ReplyTo};
 use crate::object::owner_link::node_stopping;
+use crate::object::resolver::Resolver;
 use crate::object::route_cache::LocalBinding;
 use crate::wire::{Metadata, Payload, RouteFence};
 use crate::{Error, ErrorKind, Result};
@@ -111,7 +113,7 @@ pub(super) fn admit_local<'a>(
         Ok(Admitted::Job(prepared)) => prepared,
         Ok(Admitted::Taken { waiting }) => {
             // The object is leaving this node: its hold or relay took the message.
-            left_here(server, key, fence);
+            left_here(&server.departures, &server.resolver, key, fence);
             return waits(waiting);
         }
         Err(refusal) => return Local::Done(Err(refusal.error)),
@@ -195,10 +197,18 @@ fn not_queued(
 ) -> Option<Error> {
     let id = &live.key;
     if matches!(refused, Refused::Sealed | Refused::Closed) {
-        match to_departure(server, live, fence, job, bytes, None, 0) {
+        match to_departure(
+            &server.departures,
+            server.env.lost_sends(),
+            live,
+            fence,
+            (job, bytes),
+            None,
+            0,
+        ) {
             Some(job) => drop(job),
             None => {
-                left_here(server, id, fence);
+                left_here(&server.departures, &server.resolver, id, fence);
                 return None;
             }
         }
@@ -222,10 +232,10 @@ fn not_queued(
 /// A local call's message was relayed by the object's departure: this node's own route
 /// to it is old, as a follow notice tells a remote sender, so it is not used (or cached)
 /// again and the next call reads the new owner.
-fn left_here(server: &ObjectCore, key: &ObjectKey, fence: RouteFence) {
-    if let Some(departure) = server.departures.get(key, &fence) {
+fn left_here(departures: &Departures, resolver: &Resolver, key: &ObjectKey, fence: RouteFence) {
+    if let Some(departure) = departures.get(key, &fence) {
         if let Some((fence, route)) = departure.relaying_from() {
-            server.resolver.moved(key, &fence, &route);
+            resolver.moved(key, &fence, &route);
         }
     }
 }

@@ -127,7 +127,17 @@ pub(super) fn deliver_here(core: &ObjectCore, multicast: &Multicast, event: Rece
             // Sealed for a move or just handed over: the move's hold takes it.
             Err((_, job)) => {
                 let sender = sender.map(str::to_string);
-                if admission::to_departure(core, &live, fence, job, bytes, sender, 0).is_none() {
+                if admission::to_departure(
+                    &core.departures,
+                    core.env.lost_sends(),
+                    &live,
+                    fence,
+                    (job, bytes),
+                    sender,
+                    0,
+                )
+                .is_none()
+                {
                     queued += 1;
                 } else {
                     dropped += 1;
