@@ -36,6 +36,7 @@ pub(crate) struct TurnInfo {
 impl TurnInfo {
     /// The context of a turn of the incarnation `generation` of an object of `kind`: an
     /// Actor's turn carries its membership, and may register a Join when `joins`.
+    #[inline]
     pub(crate) fn of_object(
         handle: Handle,
         (kind, generation): (ObjectKind, u64),

@@ -155,6 +155,7 @@ pub(crate) struct MessageTurn {
 impl HandlerMessage {
     /// Its turn on the incarnation `generation` of an object of `kind`, a member of
     /// `membership` (an Actor's handlers may register a Join).
+    #[inline]
     pub(crate) fn into_turn(
         self,
         handle: Handle,
