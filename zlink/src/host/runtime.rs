@@ -17,6 +17,20 @@ use crate::{Error, ErrorKind, Result};
 /// dereferences to (`rt.spots()` is `rt.handle().spots()`). Give handlers, tasks and
 /// clients a clone of the handle: it can call anything but cannot stop the node. A
 /// handler's context has one already.
+///
+/// ```compile_fail
+/// // One owner: a second one cannot be made, so only one place can stop the node.
+/// fn second_owner(rt: &zlink::Runtime) -> zlink::Runtime {
+///     rt.clone()
+/// }
+/// ```
+///
+/// ```
+/// // Anyone may hold the handle.
+/// fn caller(rt: &zlink::Runtime) -> zlink::Handle {
+///     rt.handle().clone()
+/// }
+/// ```
 pub struct Runtime {
     handle: Handle,
     started: Arc<Started>,
