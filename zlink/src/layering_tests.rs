@@ -11,8 +11,21 @@ use std::path::{Path, PathBuf};
 
 /// Lowest first. The crate root (`lib.rs`) and the macros' support module stand above all.
 const LAYERS: &[&str] = &[
-    "sync", "error", "wire", "link", "call", "store", "address", "mesh", "handle", "handler",
-    "channel", "object", "session", "host",
+    "sync",
+    "error",
+    "telemetry",
+    "wire",
+    "link",
+    "call",
+    "store",
+    "address",
+    "mesh",
+    "handle",
+    "handler",
+    "channel",
+    "object",
+    "session",
+    "host",
 ];
 const ABOVE_ALL: &[&str] = &["lib", "__private", "layering_tests"];
 

@@ -80,6 +80,7 @@ pub mod object;
 pub mod session;
 pub mod store;
 mod sync;
+pub mod telemetry;
 /// The wire types, for the testkit's hostile peers and the attack tests: not part of the
 /// application API (applications use the re-exports at the crate root).
 #[doc(hidden)]

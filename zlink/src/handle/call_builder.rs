@@ -33,6 +33,7 @@ use crate::address::{ObjectKey, StableType};
 use crate::call::PacketKind;
 use crate::call::{BoxFuture, CallOptions};
 use crate::mesh::MeshNode;
+use crate::telemetry::{CallKind, CallTimer, Surface};
 use crate::wire::{Message, Payload};
 use crate::{Error, ErrorKind, Result};
 
@@ -246,6 +247,20 @@ impl<'a, E: Expect> IntoFuture for Call<'a, E> {
             intent,
             ..
         } = self;
+        let kind = match E::KIND {
+            PacketKind::Request => CallKind::Request,
+            PacketKind::Send => CallKind::Send,
+        };
+        let surface = match &target {
+            Ok(Target::Channel(_)) | Err(_) => Surface::Channel,
+            Ok(Target::Node(_)) => Surface::Node,
+            Ok(Target::Object(_)) if intent.is_some() => Surface::InstanceSpot,
+            Ok(Target::Object(key)) => match key.kind {
+                crate::address::ObjectKind::Spot => Surface::Spot,
+                crate::address::ObjectKind::Actor => Surface::Actor,
+            },
+        };
+        let timer = handle.node().instruments().calls.start(surface, kind);
         let started = target.and_then(|target| {
             let payload = payload?;
             let intent = intent.transpose()?;
@@ -256,6 +271,7 @@ impl<'a, E: Expect> IntoFuture for Call<'a, E> {
                 Ok(started) => started,
                 Err(error) => State::Failed(Some(error)),
             },
+            timer,
             expect: PhantomData,
         }
     }
@@ -349,6 +365,8 @@ fn start<'a>(
 #[must_use = "futures do nothing unless polled"]
 pub struct CallFuture<'a, E: Expect> {
     state: State<'a>,
+    /// Its metrics: ended with its result, or dropped as cancelled.
+    timer: CallTimer<'a>,
     expect: PhantomData<fn() -> E>,
 }
 
@@ -364,34 +382,43 @@ enum State<'a> {
 impl<E: Expect> Future for CallFuture<'_, E> {
     type Output = Result<E::Output>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let state = &mut self.state;
-        if let State::Object(port, message) = state {
-            // A call whose turn runs on this task waits on nothing, so it spends its
-            // task's budget here, as any use of a tokio resource would: a task that only
-            // meets idle objects still steps aside now and then.
-            let Poll::Ready(budget) = tokio::task::coop::poll_proceed(cx) else {
-                return Poll::Pending;
-            };
-            budget.made_progress();
-            let Some(message) = message.take() else {
-                return Poll::Ready(Err(polled_after_completion()));
-            };
-            match port.start_object_call(message) {
-                Started::Done(result) => {
-                    *state = State::Failed(None);
-                    return Poll::Ready(result.and_then(E::finish));
-                }
-                Started::Running(running) => *state = State::Running(running),
-            }
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let polled = poll_state::<E>(&mut this.state, cx);
+        if let Poll::Ready(result) = &polled {
+            this.timer.end(result);
         }
-        match state {
-            State::Running(running) => running.as_mut().poll(cx).map(|r| r.and_then(E::finish)),
-            State::Failed(failed) => {
-                Poll::Ready(Err(failed.take().unwrap_or_else(polled_after_completion)))
+        polled
+    }
+}
+
+/// Drives `state` one step.
+fn poll_state<E: Expect>(state: &mut State<'_>, cx: &mut Context<'_>) -> Poll<Result<E::Output>> {
+    if let State::Object(port, message) = state {
+        // A call whose turn runs on this task waits on nothing, so it spends its
+        // task's budget here, as any use of a tokio resource would: a task that only
+        // meets idle objects still steps aside now and then.
+        let Poll::Ready(budget) = tokio::task::coop::poll_proceed(cx) else {
+            return Poll::Pending;
+        };
+        budget.made_progress();
+        let Some(message) = message.take() else {
+            return Poll::Ready(Err(polled_after_completion()));
+        };
+        match port.start_object_call(message) {
+            Started::Done(result) => {
+                *state = State::Failed(None);
+                return Poll::Ready(result.and_then(E::finish));
             }
-            State::Object(..) => Poll::Ready(Err(polled_after_completion())),
+            Started::Running(running) => *state = State::Running(running),
         }
+    }
+    match state {
+        State::Running(running) => running.as_mut().poll(cx).map(|r| r.and_then(E::finish)),
+        State::Failed(failed) => {
+            Poll::Ready(Err(failed.take().unwrap_or_else(polled_after_completion)))
+        }
+        State::Object(..) => Poll::Ready(Err(polled_after_completion())),
     }
 }
 

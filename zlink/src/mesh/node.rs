@@ -24,6 +24,7 @@ use super::work::HandlerWork;
 use crate::call::PendingTable;
 use crate::store::OwnerLease;
 use crate::sync::LockUnpoisoned;
+use crate::telemetry::Instruments;
 use crate::wire::{Command, ControlHeader};
 
 /// One node: a RouteMesh member, or one ClientServer role.
@@ -41,6 +42,8 @@ pub(crate) struct MeshNode {
     cancel: CancellationToken,
     /// What the runtime started next to this node, in start order.
     subsystems: Mutex<Vec<Arc<dyn Subsystem>>>,
+    /// Its metrics, in the recorder installed when it started.
+    instruments: Instruments,
 }
 
 impl MeshNode {
@@ -95,7 +98,9 @@ impl MeshNode {
             links.clone(),
             services.clock(),
         );
+        let instruments = Instruments::new(&settings.mesh_name, &settings.rid);
         Arc::new(MeshNode {
+            instruments,
             settings,
             identity,
             peers,
@@ -109,6 +114,11 @@ impl MeshNode {
             cancel,
             subsystems: Mutex::new(Vec::new()),
         })
+    }
+
+    /// This node's metrics.
+    pub(crate) fn instruments(&self) -> &Instruments {
+        &self.instruments
     }
 
     pub(crate) fn settings(&self) -> &MeshSettings {

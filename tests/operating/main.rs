@@ -1,0 +1,3 @@
+//! What an operator sees of a running mesh: metrics.
+
+mod metrics;

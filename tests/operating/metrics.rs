@@ -1,0 +1,193 @@
+//! zlink's instruments, read the way Prometheus reads them: through the exporter's text.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use zlink::store::LocationStore;
+use zlink_tests::relocating::{
+    counter_type, ledger_type, Add, CounterClient, LedgerClient, Log, Seen, Show,
+};
+use zlink_tests::*;
+
+/// The process's recorder, installed before the first node starts (as an application does).
+fn exporter() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        PrometheusBuilder::new()
+            .set_buckets(zlink::telemetry::DURATION_BUCKETS_SECONDS)
+            .expect("buckets")
+            .install_recorder()
+            .expect("the one recorder of this test process")
+    })
+}
+
+/// The value of the series `name` whose labels include every one of `labels`; `None` when
+/// there is no such series.
+fn series(name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let text = exporter().render();
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let (key, value) = line.rsplit_once(' ')?;
+            let (metric, rest) = key.split_once('{').unwrap_or((key, "}"));
+            (metric == name).then_some((rest.trim_end_matches('}'), value))
+        })
+        .find(|(rest, _)| {
+            labels
+                .iter()
+                .all(|(k, v)| rest.split(',').any(|l| l == format!("{k}=\"{v}\"")))
+        })
+        .and_then(|(_, value)| value.parse().ok())
+}
+
+/// Every label key zlink's series carry: none of them can hold an ID, a packet or a session.
+const CLOSED_LABELS: &[&str] = &["mesh", "rid", "surface", "kind", "outcome", "le"];
+
+#[tokio::test]
+async fn every_application_call_is_counted_by_surface_kind_and_outcome_under_its_node() {
+    exporter();
+    let server = server("calls-s", 1).await;
+    let client = client("calls-c", &[&server]).await;
+    let echo = echo_client(&client);
+    for i in 0..5 {
+        echo.echo(&Echo {
+            text: format!("{i}"),
+        })
+        .await
+        .unwrap();
+    }
+    for i in 0..3 {
+        echo.note(&Note(format!("{i}"))).await.unwrap();
+    }
+    let late = echo
+        .slow(&Slow { millis: 500 })
+        .timeout(Duration::from_millis(50))
+        .await
+        .unwrap_err();
+    assert!(late.is(zlink::ErrorKind::DeadlineExceeded), "{late}");
+    // A caller that drops its call: counted as cancelled, and no longer in flight.
+    let dropped =
+        tokio::time::timeout(Duration::from_millis(30), echo.slow(&Slow { millis: 300 })).await;
+    assert!(dropped.is_err(), "the slow request was still running");
+
+    let of = |kind: &str, outcome: &str| {
+        series(
+            zlink::telemetry::names::CALLS,
+            &[
+                ("rid", "calls-c"),
+                ("surface", "channel"),
+                ("kind", kind),
+                ("outcome", outcome),
+            ],
+        )
+    };
+    assert_eq!(of("request", "ok"), Some(5.0));
+    assert_eq!(of("send", "ok"), Some(3.0));
+    assert_eq!(of("request", "deadline_exceeded"), Some(1.0));
+    assert_eq!(of("request", "cancelled"), Some(1.0));
+    let duration = |suffix: &str, outcome: &str, extra: &[(&str, &str)]| {
+        let mut labels = vec![
+            ("rid", "calls-c"),
+            ("surface", "channel"),
+            ("outcome", outcome),
+        ];
+        labels.extend_from_slice(extra);
+        series(
+            &format!("{}{suffix}", zlink::telemetry::names::CALL_DURATION),
+            &labels,
+        )
+    };
+    // Only requests are timed; the buckets are the ones set, so nodes aggregate.
+    assert_eq!(duration("_count", "ok", &[]), Some(5.0));
+    assert_eq!(duration("_bucket", "ok", &[("le", "30")]), Some(5.0));
+    assert_eq!(duration("_count", "deadline_exceeded", &[]), Some(1.0));
+    assert_eq!(
+        series(
+            zlink::telemetry::names::CALLS_IN_FLIGHT,
+            &[("rid", "calls-c"), ("surface", "channel")]
+        ),
+        Some(0.0)
+    );
+    // The server made no call of its own: nothing is counted under its name.
+    assert_eq!(
+        series(zlink::telemetry::names::CALLS, &[("rid", "calls-s")]),
+        None
+    );
+    stop([client, server]).await;
+}
+
+#[tokio::test]
+async fn calls_to_spots_and_actors_are_counted_under_their_surface() {
+    exporter();
+    let seen = Seen::default();
+    let rt = start(
+        node("calls-o")
+            .location_store(<dyn LocationStore>::in_memory())
+            .relocation_store(relocation_store())
+            .actor_type(counter_type("calls-o", &seen))
+            .spot_type(ledger_type("calls-o", &seen)),
+    )
+    .await;
+    rt.actors().create("m-a1", "counter").await.unwrap();
+    rt.spots()
+        .get_or_create("m-l1", "ledger", "")
+        .await
+        .unwrap();
+    let counter = CounterClient::new(&rt, "m-a1");
+    for n in 0..4 {
+        counter.add(Add(n)).await.unwrap();
+    }
+    let ledger = LedgerClient::new(&rt, "m-l1");
+    ledger.log(Log(1)).await.unwrap();
+    ledger.log(Log(2)).await.unwrap();
+    let missing = LedgerClient::new(&rt, "m-nobody")
+        .show(&Show)
+        .await
+        .unwrap_err();
+    assert!(missing.is(zlink::ErrorKind::NotFound), "{missing}");
+
+    let of = |surface: &str, kind: &str, outcome: &str| {
+        series(
+            zlink::telemetry::names::CALLS,
+            &[
+                ("rid", "calls-o"),
+                ("surface", surface),
+                ("kind", kind),
+                ("outcome", outcome),
+            ],
+        )
+    };
+    assert_eq!(of("actor", "request", "ok"), Some(4.0));
+    assert_eq!(of("spot", "send", "ok"), Some(2.0));
+    assert_eq!(of("spot", "request", "not_found"), Some(1.0));
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_series_carries_a_label_outside_the_closed_set() {
+    exporter();
+    let server = server("labels-s", 1).await;
+    let client = client("labels-c", &[&server]).await;
+    echo_client(&client)
+        .echo(&Echo { text: "x".into() })
+        .await
+        .unwrap();
+    let text = exporter().render();
+    let zlink_series: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("zlink_"))
+        .collect();
+    assert!(!zlink_series.is_empty());
+    for line in zlink_series {
+        let Some((_, rest)) = line.split_once('{') else {
+            continue;
+        };
+        let labels = rest.split_once('}').map_or("", |(labels, _)| labels);
+        for label in labels.split(',') {
+            let key = label.split_once('=').map_or(label, |(k, _)| k);
+            assert!(CLOSED_LABELS.contains(&key), "{key} in {line}");
+        }
+    }
+    stop([client, server]).await;
+}

@@ -1,0 +1,91 @@
+//! A node's metrics, through the [`metrics`] facade: the application installs the recorder
+//! it wants (Prometheus, StatsD, its own), before it starts its nodes; with none installed
+//! every instrument is a no-op.
+//!
+//! Every name is `zlink_<surface>_<name>`, with its unit in the name, and is listed in
+//! [`names`]. Every instrument carries the labels `mesh` and `rid` of the node that records
+//! it (several nodes may share a process), plus closed labels of its own (`surface`,
+//! `kind`, `outcome`, `reason`): an object ID, a packet name or a session never becomes a
+//! label, so the number of series stays bounded.
+//!
+//! [`describe`] gives each instrument its unit and help text in the installed recorder;
+//! [`DURATION_BUCKETS_SECONDS`] are the histogram bounds the examples and the dashboard give
+//! their Prometheus exporter, so histograms of different nodes aggregate.
+
+mod calls;
+mod labels;
+pub mod names;
+
+pub(crate) use calls::{CallMeter, CallTimer};
+pub use labels::{CallKind, Outcome, Surface};
+
+use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+
+/// Upper bounds, in seconds, of the buckets of every `*_seconds` histogram: 50 µs to 30 s.
+pub const DURATION_BUCKETS_SECONDS: &[f64] = &[
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// Gives every zlink instrument its unit and help text in the recorder installed now
+/// (a node does this when it starts; calling it again does no harm).
+pub fn describe() {
+    describe_gauge!(
+        names::CALLS_IN_FLIGHT,
+        Unit::Count,
+        "Calls this node's application has started and not yet seen end, by surface."
+    );
+    describe_counter!(
+        names::CALLS,
+        Unit::Count,
+        "Calls this node's application made, by surface, kind and outcome (cancelled: the caller dropped the call)."
+    );
+    describe_histogram!(
+        names::CALL_DURATION,
+        Unit::Seconds,
+        "How long a request took from the caller's side, by surface and outcome."
+    );
+}
+
+/// The labels every instrument of one node carries.
+#[derive(Debug, Clone)]
+pub(crate) struct NodeLabels {
+    mesh: metrics::SharedString,
+    rid: metrics::SharedString,
+}
+
+impl NodeLabels {
+    /// The labels of the node `rid` of `mesh`.
+    pub(crate) fn new(mesh: &str, rid: &str) -> Self {
+        NodeLabels {
+            mesh: mesh.to_string().into(),
+            rid: rid.to_string().into(),
+        }
+    }
+
+    /// These labels followed by `more`.
+    pub(crate) fn with(&self, more: &[(&'static str, &'static str)]) -> Vec<metrics::Label> {
+        let mut labels = Vec::with_capacity(2 + more.len());
+        labels.push(metrics::Label::new("mesh", self.mesh.clone()));
+        labels.push(metrics::Label::new("rid", self.rid.clone()));
+        labels.extend(more.iter().map(|(k, v)| metrics::Label::new(*k, *v)));
+        labels
+    }
+}
+
+/// Every instrument of one node.
+pub(crate) struct Instruments {
+    /// The application's outgoing calls.
+    pub(crate) calls: CallMeter,
+}
+
+impl Instruments {
+    /// The instruments of the node `rid` of `mesh`, registered in the recorder installed now.
+    pub(crate) fn new(mesh: &str, rid: &str) -> Self {
+        describe();
+        let labels = NodeLabels::new(mesh, rid);
+        Instruments {
+            calls: CallMeter::new(&labels),
+        }
+    }
+}
