@@ -191,3 +191,52 @@ async fn no_series_carries_a_label_outside_the_closed_set() {
     }
     stop([client, server]).await;
 }
+
+#[tokio::test]
+async fn objects_owned_created_and_moved_are_counted_on_the_nodes_that_did_it() {
+    exporter();
+    let m = zlink_tests::relocating::mesh(&["mo-a", "mo-b"], None).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    let made = client.actors().create("mo-1", "counter").await.unwrap();
+    assert_eq!(made.rid, "mo-a");
+    let owned = |rid: &str| {
+        series(
+            zlink::telemetry::names::OBJECTS_OWNED,
+            &[("rid", rid), ("kind", "actor")],
+        )
+    };
+    assert_eq!(owned("mo-a"), Some(1.0));
+    assert_eq!(
+        series(
+            zlink::telemetry::names::CREATIONS,
+            &[("rid", "mo-a"), ("kind", "actor"), ("outcome", "created")]
+        ),
+        Some(1.0)
+    );
+    let moved = a.actors().relocate("mo-1", Some("mo-b")).await.unwrap();
+    assert_eq!(moved.rid, "mo-b");
+    assert_eq!(owned("mo-a"), Some(0.0));
+    assert_eq!(owned("mo-b"), Some(1.0));
+    let moves = |suffix: &str| {
+        series(
+            &format!("{}{suffix}", zlink::telemetry::names::RELOCATIONS),
+            &[("rid", "mo-a"), ("kind", "actor"), ("outcome", "moved")],
+        )
+    };
+    assert_eq!(moves(""), Some(1.0));
+    assert_eq!(
+        series(
+            &format!("{}_count", zlink::telemetry::names::RELOCATION_DURATION),
+            &[("rid", "mo-a"), ("kind", "actor"), ("outcome", "moved")],
+        ),
+        Some(1.0)
+    );
+    // The target did not start the move: nothing is counted under its name.
+    assert_eq!(
+        series(zlink::telemetry::names::RELOCATIONS, &[("rid", "mo-b")]),
+        None
+    );
+    assert!(client.actors().destroy(&moved).await.unwrap());
+    assert_eq!(owned("mo-b"), Some(0.0));
+    stop(m.nodes).await;
+}

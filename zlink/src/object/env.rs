@@ -17,6 +17,7 @@ use super::stop_list::StopList;
 use crate::handle::{Handle, WeakHandle};
 use crate::mesh::MeshNode;
 use crate::store::{LeaseToken, LocationStore, OwnerLease};
+use crate::telemetry::ObjectMeter;
 use crate::{Error, ErrorKind, Result};
 
 /// The environment of one node's object layer.
@@ -35,6 +36,8 @@ pub(crate) struct ObjectEnv {
     /// Set with `cancel`: what every local call reads (a token's check takes its lock).
     stopping: AtomicBool,
     killed: CancellationToken,
+    /// What the object layer records: owned objects, creations, moves.
+    meter: Arc<ObjectMeter>,
 }
 
 impl ObjectEnv {
@@ -65,6 +68,7 @@ impl ObjectEnv {
             cancel: CancellationToken::new(),
             stopping: AtomicBool::new(false),
             killed: CancellationToken::new(),
+            meter: node.instruments().objects.clone(),
         }
     }
 
@@ -99,6 +103,11 @@ impl ObjectEnv {
     }
 
     /// The way out to other nodes, for every object command this layer sends.
+    /// The object layer's instruments.
+    pub(crate) fn meter(&self) -> &Arc<ObjectMeter> {
+        &self.meter
+    }
+
     pub(crate) fn owner_link(&self) -> &OwnerLink {
         &self.owner_link
     }

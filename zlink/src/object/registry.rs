@@ -12,6 +12,7 @@ use super::live_object::LiveObject;
 use super::object_type::TypeDef;
 use crate::address::{ObjectKey, ObjectKind, StableType};
 use crate::sync::LockUnpoisoned;
+use crate::telemetry::{ObjectLabel, ObjectMeter};
 use crate::{Error, ErrorKind, Result};
 
 /// Creations one node runs at once (factory through commit).
@@ -61,6 +62,8 @@ pub(crate) struct ObjectRegistry<L: Registered = Arc<LiveObject>> {
     state: Mutex<State<L>>,
     /// Woken whenever a creation attempt of this node ends (committed or not).
     settled: tokio::sync::Notify,
+    /// Counts the Spots and Actors registered here.
+    meter: Arc<ObjectMeter>,
 }
 
 struct State<L> {
@@ -78,6 +81,15 @@ struct InCreation {
     generation: Option<u64>,
 }
 
+impl From<ObjectKind> for ObjectLabel {
+    fn from(kind: ObjectKind) -> Self {
+        match kind {
+            ObjectKind::Spot => ObjectLabel::Spot,
+            ObjectKind::Actor => ObjectLabel::Actor,
+        }
+    }
+}
+
 impl<L: Registered> ObjectRegistry<L> {
     /// A registry serving `types`, running at most `max_spots` Spots (0: no limit).
     pub(crate) fn new<'a>(types: impl IntoIterator<Item = &'a TypeDef>, max_spots: u32) -> Self {
@@ -89,12 +101,19 @@ impl<L: Registered> ObjectRegistry<L> {
             max_spots,
             activations: Semaphore::new(MAX_ACTIVATIONS),
             settled: tokio::sync::Notify::new(),
+            meter: Arc::new(ObjectMeter::unregistered()),
             state: Mutex::new(State {
                 live: super::KeyMap::default(),
                 creating: HashMap::new(),
                 next_attempt: 0,
             }),
         }
+    }
+
+    /// This registry, counting what it registers in `meter`.
+    pub(crate) fn metered(mut self, meter: Arc<ObjectMeter>) -> Self {
+        self.meter = meter;
+        self
     }
 
     fn state(&self) -> MutexGuard<'_, State<L>> {
@@ -168,9 +187,11 @@ impl<L: Registered> ObjectRegistry<L> {
     /// Registers an object as running here. An older incarnation still registered under
     /// the ID (its close gave up waiting) is stopped: the authority names the new one.
     pub(crate) fn insert(&self, live: L) {
+        let counted = (!live.is_entry()).then(|| ObjectLabel::from(live.key().kind));
         let previous = self.state().live.insert(live.key().clone(), live);
-        if let Some(previous) = previous {
-            previous.stop_superseded();
+        match previous {
+            Some(previous) => previous.stop_superseded(),
+            None => counted.map_or((), |kind| self.meter.owned(kind, 1)),
         }
     }
 
@@ -179,12 +200,18 @@ impl<L: Registered> ObjectRegistry<L> {
         let mut state = self.state();
         if state.live.get(live.key()).is_some_and(|c| c.same(live)) {
             state.live.remove(live.key());
+            if !live.is_entry() {
+                self.meter.owned(ObjectLabel::from(live.key().kind), -1);
+            }
         }
     }
 
     /// Forgets every object (the node stopped).
     pub(crate) fn clear(&self) {
-        self.state().live.clear();
+        let cleared: Vec<L> = self.state().live.drain().map(|(_, live)| live).collect();
+        for live in cleared.iter().filter(|live| !live.is_entry()) {
+            self.meter.owned(ObjectLabel::from(live.key().kind), -1);
+        }
     }
 
     /// Takes a slot for a new object of `object_type` under this node's limits (for Spots

@@ -147,7 +147,8 @@ impl ObjectServer {
                 .map(|t| &t.def)
                 .chain(settings.actor_types.iter().map(|t| &t.def)),
             settings.max_spots,
-        );
+        )
+        .metered(env.meter().clone());
         let departures = Arc::new(Departures::new(
             env.lost_sends().clone(),
             RelayServices {

@@ -15,9 +15,11 @@
 mod calls;
 mod labels;
 pub mod names;
+mod objects;
 
 pub(crate) use calls::{CallMeter, CallTimer};
 pub use labels::{CallKind, Outcome, Surface};
+pub(crate) use objects::{CreationOutcome, MoveOutcome, ObjectLabel, ObjectMeter};
 
 use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
 
@@ -44,6 +46,26 @@ pub fn describe() {
         names::CALL_DURATION,
         Unit::Seconds,
         "How long a request took from the caller's side, by surface and outcome."
+    );
+    describe_gauge!(
+        names::OBJECTS_OWNED,
+        Unit::Count,
+        "Spots and Actors this node owns, by kind (its Entry Spot aside)."
+    );
+    describe_counter!(
+        names::CREATIONS,
+        Unit::Count,
+        "Creations this node attempted, by kind and outcome."
+    );
+    describe_counter!(
+        names::RELOCATIONS,
+        Unit::Count,
+        "Moves this node started as the source, by kind and outcome."
+    );
+    describe_histogram!(
+        names::RELOCATION_DURATION,
+        Unit::Seconds,
+        "How long a move took from its start to its outcome, by kind and outcome."
     );
 }
 
@@ -77,6 +99,8 @@ impl NodeLabels {
 pub(crate) struct Instruments {
     /// The application's outgoing calls.
     pub(crate) calls: CallMeter,
+    /// The Spots and Actors it owns, creates and moves.
+    pub(crate) objects: std::sync::Arc<ObjectMeter>,
 }
 
 impl Instruments {
@@ -86,6 +110,7 @@ impl Instruments {
         let labels = NodeLabels::new(mesh, rid);
         Instruments {
             calls: CallMeter::new(&labels),
+            objects: std::sync::Arc::new(ObjectMeter::new(&labels)),
         }
     }
 }

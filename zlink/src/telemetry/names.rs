@@ -8,3 +8,13 @@ pub const CALLS: &str = "zlink_calls_total";
 /// Histogram (seconds): a request's time from the caller's side. Labels: `surface`,
 /// `outcome`.
 pub const CALL_DURATION: &str = "zlink_call_duration_seconds";
+/// Gauge: Spots and Actors this node owns (its Entry Spot aside). Labels: `kind`.
+pub const OBJECTS_OWNED: &str = "zlink_objects_owned";
+/// Counter: creations this node attempted. Labels: `kind`, `outcome` (`created`,
+/// `rejected`, `not_created`).
+pub const CREATIONS: &str = "zlink_object_creations_total";
+/// Counter: moves this node started as the source. Labels: `kind`, `outcome` (`moved`,
+/// `cancelled`, `lost`).
+pub const RELOCATIONS: &str = "zlink_relocations_total";
+/// Histogram (seconds): a move from its start to its outcome. Labels: `kind`, `outcome`.
+pub const RELOCATION_DURATION: &str = "zlink_relocation_duration_seconds";

@@ -25,6 +25,7 @@ use crate::address::Location;
 use crate::address::Outcome;
 use crate::address::{ObjectKey, ObjectKind, SpotId, StableType};
 use crate::object::env::ObjectEnv;
+use crate::telemetry::CreationOutcome;
 use crate::{Error, ErrorKind, Result};
 
 mod placed;
@@ -314,11 +315,16 @@ pub(super) async fn try_create(
             request.clone(),
             stable_type.to_string(),
         );
-        server
-            .env
-            .tracker()
-            .clone()
-            .spawn(async move { attempt(&server, &key, &request, &stable_type, first).await })
+        server.env.tracker().clone().spawn(async move {
+            let attempted = attempt(&server, &key, &request, &stable_type, first).await;
+            let outcome = match &attempted {
+                Ok(Some(Outcome::Created(..))) => CreationOutcome::Created,
+                Ok(Some(Outcome::Rejected(_))) => CreationOutcome::Rejected,
+                Ok(Some(Outcome::Existing(_)) | None) | Err(_) => CreationOutcome::NotCreated,
+            };
+            server.env.meter().created(key.kind.into(), outcome);
+            attempted
+        })
     };
     match tokio::time::timeout_at(wait_until, attempt).await {
         Ok(joined) => joined.unwrap_or_else(|_| {

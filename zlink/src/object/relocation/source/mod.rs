@@ -20,6 +20,7 @@ use crate::object::membership::Execution;
 use crate::object::object_job::Resume;
 use crate::object::relocation::Moving;
 use crate::sync::LockUnpoisoned;
+use crate::telemetry::MoveOutcome;
 use crate::{Error, ErrorKind, Result};
 
 mod checks;
@@ -163,13 +164,37 @@ async fn relocate_member(server: &Moving, actor: &str, spot: &str, to: &str) -> 
     seal_and_hand_over(server, &live, Some(to), Carry::WithSpot(spot.to_string())).await
 }
 
-/// Seals `live` at its next turn boundary and hands it over.
+/// Seals `live` at its next turn boundary and hands it over; the move is counted by how
+/// it ended.
 async fn seal_and_hand_over(
     server: &Moving,
     live: &Arc<LiveObject>,
     to: Option<&str>,
     carry: Carry,
 ) -> Result<Location> {
+    let started = std::time::Instant::now();
+    let (moved, outcome) = match seal_then_hand_over(server, live, to, carry).await {
+        Ok(HandOver::Moved(at)) => (Ok(at), MoveOutcome::Moved),
+        Ok(HandOver::Lost(e)) => (Err(e), MoveOutcome::Lost),
+        Ok(HandOver::Cancelled(e)) | Err(e) => (Err(e), MoveOutcome::Cancelled),
+        Ok(HandOver::Declined(_)) => (
+            Err(Error::new(ErrorKind::Rejected, "the target declined")),
+            MoveOutcome::Cancelled,
+        ),
+    };
+    server
+        .env
+        .meter()
+        .moved(live.key.kind.into(), outcome, started);
+    moved
+}
+
+async fn seal_then_hand_over(
+    server: &Moving,
+    live: &Arc<LiveObject>,
+    to: Option<&str>,
+    carry: Carry,
+) -> Result<HandOver> {
     let key = &live.key;
     let _moving = live.transition()?;
     let route = prepare(server, live, to).await?;
@@ -203,11 +228,7 @@ async fn seal_and_hand_over(
     if let Some(resume) = take_resume() {
         let _ = resume.send(Resume::Cancelled);
     }
-    match outcome {
-        HandOver::Moved(at) => Ok(at),
-        HandOver::Lost(e) | HandOver::Cancelled(e) => Err(e),
-        HandOver::Declined(_) => Err(Error::new(ErrorKind::Rejected, "the target declined")),
-    }
+    Ok(outcome)
 }
 
 /// Waits until `deadline` for `live`'s seal. A seal that came too late (after the wait

@@ -1,0 +1,138 @@
+//! Spots and Actors: how many a node owns, the creations it made and the moves it started.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use metrics::{Counter, Gauge, Histogram};
+
+use super::{names, NodeLabels};
+
+/// A Spot or an Actor (the node's Entry Spot is never counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ObjectLabel {
+    Spot,
+    Actor,
+}
+
+impl ObjectLabel {
+    const ALL: [ObjectLabel; 2] = [ObjectLabel::Spot, ObjectLabel::Actor];
+
+    const fn as_str(self) -> &'static str {
+        match self {
+            ObjectLabel::Spot => "spot",
+            ObjectLabel::Actor => "actor",
+        }
+    }
+}
+
+/// How a creation this node attempted ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CreationOutcome {
+    /// Committed: the object runs here.
+    Created,
+    /// Its `on_create` declined it.
+    Rejected,
+    /// Another attempt held the ID, or it failed.
+    NotCreated,
+}
+
+impl CreationOutcome {
+    const fn as_str(self) -> &'static str {
+        match self {
+            CreationOutcome::Created => "created",
+            CreationOutcome::Rejected => "rejected",
+            CreationOutcome::NotCreated => "not_created",
+        }
+    }
+}
+
+/// How a move this node started ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MoveOutcome {
+    /// The target committed: the object runs there.
+    Moved,
+    /// Given up before relay-ready: it runs on here.
+    Cancelled,
+    /// Handed over, but the target did not commit: it is unavailable.
+    Lost,
+}
+
+impl MoveOutcome {
+    const fn as_str(self) -> &'static str {
+        match self {
+            MoveOutcome::Moved => "moved",
+            MoveOutcome::Cancelled => "cancelled",
+            MoveOutcome::Lost => "lost",
+        }
+    }
+}
+
+/// The object instruments of one node.
+pub(crate) struct ObjectMeter {
+    labels: NodeLabels,
+    owned: [Gauge; 2],
+    creations: [[OnceLock<Counter>; 3]; 2],
+    moves: [[OnceLock<Counter>; 3]; 2],
+    move_durations: [[OnceLock<Histogram>; 3]; 2],
+}
+
+impl ObjectMeter {
+    pub(crate) fn new(labels: &NodeLabels) -> Self {
+        ObjectMeter {
+            owned: ObjectLabel::ALL.map(|kind| {
+                metrics::gauge!(
+                    names::OBJECTS_OWNED,
+                    labels.with(&[("kind", kind.as_str())])
+                )
+            }),
+            creations: Default::default(),
+            moves: Default::default(),
+            move_durations: Default::default(),
+            labels: labels.clone(),
+        }
+    }
+
+    /// A meter that records nothing (a registry outside a node).
+    pub(crate) fn unregistered() -> Self {
+        ObjectMeter {
+            owned: [Gauge::noop(), Gauge::noop()],
+            creations: Default::default(),
+            moves: Default::default(),
+            move_durations: Default::default(),
+            labels: NodeLabels::new("", ""),
+        }
+    }
+
+    /// This node owns `by` more (or, negative, fewer) objects of `kind`.
+    pub(crate) fn owned(&self, kind: ObjectLabel, by: i32) {
+        self.owned[kind as usize].increment(f64::from(by));
+    }
+
+    /// A creation of an object of `kind` ended with `outcome`.
+    pub(crate) fn created(&self, kind: ObjectLabel, outcome: CreationOutcome) {
+        self.creations[kind as usize][outcome as usize]
+            .get_or_init(|| {
+                metrics::counter!(
+                    names::CREATIONS,
+                    self.labels
+                        .with(&[("kind", kind.as_str()), ("outcome", outcome.as_str())])
+                )
+            })
+            .increment(1);
+    }
+
+    /// A move of an object of `kind`, started at `started`, ended with `outcome`.
+    pub(crate) fn moved(&self, kind: ObjectLabel, outcome: MoveOutcome, started: Instant) {
+        let labels = || {
+            self.labels
+                .with(&[("kind", kind.as_str()), ("outcome", outcome.as_str())])
+        };
+        let (k, o) = (kind as usize, outcome as usize);
+        self.moves[k][o]
+            .get_or_init(|| metrics::counter!(names::RELOCATIONS, labels()))
+            .increment(1);
+        self.move_durations[k][o]
+            .get_or_init(|| metrics::histogram!(names::RELOCATION_DURATION, labels()))
+            .record(started.elapsed().as_secs_f64());
+    }
+}
