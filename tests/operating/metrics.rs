@@ -42,13 +42,27 @@ fn series(name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 }
 
 /// Every label key zlink's series carry: none of them can hold an ID, a packet or a session.
-const CLOSED_LABELS: &[&str] = &["mesh", "rid", "surface", "kind", "outcome", "le"];
+const CLOSED_LABELS: &[&str] = &["mesh", "rid", "surface", "kind", "outcome", "state", "le"];
 
 #[tokio::test]
 async fn every_application_call_is_counted_by_surface_kind_and_outcome_under_its_node() {
     exporter();
     let server = server("calls-s", 1).await;
     let client = client("calls-c", &[&server]).await;
+    let peers = |rid: &str, state: &str| {
+        series(
+            zlink::telemetry::names::PEERS,
+            &[("rid", rid), ("state", state)],
+        )
+    };
+    assert_eq!(peers("calls-c", "configured"), Some(1.0));
+    assert_eq!(peers("calls-c", "ready"), Some(1.0));
+    // The server names no peer; the client's connection is admitted there too.
+    assert_eq!(peers("calls-s", "configured"), Some(0.0));
+    zlink_testkit::wait_until(WAIT, "the server counts its client ready", || async {
+        peers("calls-s", "ready") == Some(1.0)
+    })
+    .await;
     let echo = echo_client(&client);
     for i in 0..5 {
         echo.echo(&Echo {

@@ -65,7 +65,9 @@ impl MeshNode {
             max_message,
         ));
         let configured = settings.peers.iter().filter_map(|p| p.expected_rid.clone());
-        let peers = Arc::new(PeerTable::new(configured, max_message));
+        let instruments = Instruments::new(&settings.mesh_name, &settings.rid);
+        let peers =
+            Arc::new(PeerTable::new(configured, max_message).metered(instruments.peers.clone()));
         let pending = Arc::new(PendingTable::default());
         let dispatcher = Arc::new(Dispatcher::default());
         let cancel = CancellationToken::new();
@@ -98,7 +100,6 @@ impl MeshNode {
             links.clone(),
             services.clock(),
         );
-        let instruments = Instruments::new(&settings.mesh_name, &settings.rid);
         Arc::new(MeshNode {
             instruments,
             settings,

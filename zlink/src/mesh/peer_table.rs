@@ -14,6 +14,7 @@ use super::key_bindings::KeyBindings;
 use super::select::SmoothWeighted;
 use crate::link::{ConnId, Connection, CurvePublicKey};
 use crate::sync::{LockUnpoisoned, RwLockUnpoisoned};
+use crate::telemetry::PeerMeter;
 use crate::wire::{Admission, RejectReason};
 
 /// What a [`PeerTable`] announces.
@@ -112,6 +113,7 @@ pub(crate) struct PeerTable {
     configured: HashSet<Arc<str>>,
     local_max_message: usize,
     events: broadcast::Sender<PeerEvent>,
+    meter: Arc<PeerMeter>,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -150,7 +152,22 @@ impl PeerTable {
             configured,
             local_max_message,
             events,
+            meter: Arc::new(PeerMeter::unregistered()),
         }
+    }
+
+    /// This table, counting its peers in `meter`.
+    pub(crate) fn metered(mut self, meter: Arc<PeerMeter>) -> Self {
+        meter.counted(self.configured.len(), 0, 0);
+        self.meter = meter;
+        self
+    }
+
+    /// Counts the peers as `peers` has them now.
+    fn count(&self, peers: &Peers) {
+        let ready = peers.by_rid.values().filter(|p| p.ready).count();
+        self.meter
+            .counted(self.configured.len(), peers.by_rid.len(), ready);
     }
 
     /// Typed peer events from now on.
@@ -208,6 +225,7 @@ impl PeerTable {
             };
             peers.by_conn.insert(conn.id(), rid.clone());
             peers.by_rid.insert(rid.clone(), peer);
+            self.count(&peers);
             link
         };
         Ok(link)
@@ -229,6 +247,7 @@ impl PeerTable {
             let channels: Vec<Arc<str>> = peer.channels.keys().cloned().collect();
             peers.known.insert(rid.clone());
             self.rebuild(&peers, channels);
+            self.count(&peers);
             (rid, generation)
         };
         self.announce(PeerEvent::Ready { rid, generation });
@@ -243,6 +262,7 @@ impl PeerTable {
             let peer = peers.by_rid.remove(&rid)?;
             let was_ready = peer.ready;
             self.rebuild(&peers, peer.channels.into_keys());
+            self.count(&peers);
             if peers.known.len() > KEEP_KNOWN_AT_MOST {
                 // A mesh where every start brings a fresh RID would grow the known set
                 // forever: past a bound, only configured and connected RIDs stay.

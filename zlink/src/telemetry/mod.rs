@@ -16,10 +16,12 @@ mod calls;
 mod labels;
 pub mod names;
 mod objects;
+mod peers;
 
 pub(crate) use calls::{CallMeter, CallTimer};
 pub use labels::{CallKind, Outcome, Surface};
 pub(crate) use objects::{CreationOutcome, MoveOutcome, ObjectLabel, ObjectMeter};
+pub(crate) use peers::PeerMeter;
 
 use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
 
@@ -46,6 +48,11 @@ pub fn describe() {
         names::CALL_DURATION,
         Unit::Seconds,
         "How long a request took from the caller's side, by surface and outcome."
+    );
+    describe_gauge!(
+        names::PEERS,
+        Unit::Count,
+        "This node's peers: configured, connected (admitted) and ready."
     );
     describe_gauge!(
         names::OBJECTS_OWNED,
@@ -101,6 +108,8 @@ pub(crate) struct Instruments {
     pub(crate) calls: CallMeter,
     /// The Spots and Actors it owns, creates and moves.
     pub(crate) objects: std::sync::Arc<ObjectMeter>,
+    /// Its peers.
+    pub(crate) peers: std::sync::Arc<PeerMeter>,
 }
 
 impl Instruments {
@@ -111,6 +120,7 @@ impl Instruments {
         Instruments {
             calls: CallMeter::new(&labels),
             objects: std::sync::Arc::new(ObjectMeter::new(&labels)),
+            peers: std::sync::Arc::new(PeerMeter::new(&labels)),
         }
     }
 }

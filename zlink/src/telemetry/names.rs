@@ -18,3 +18,6 @@ pub const CREATIONS: &str = "zlink_object_creations_total";
 pub const RELOCATIONS: &str = "zlink_relocations_total";
 /// Histogram (seconds): a move from its start to its outcome. Labels: `kind`, `outcome`.
 pub const RELOCATION_DURATION: &str = "zlink_relocation_duration_seconds";
+/// Gauge: this node's peers. Labels: `state` (`configured`: named in its settings;
+/// `connected`: admitted on a connection; `ready`: selectable and reachable).
+pub const PEERS: &str = "zlink_mesh_peers";
