@@ -8,6 +8,7 @@ mod includes;
 mod instance_spots;
 mod location_store;
 mod multicast;
+mod operating;
 mod relocation;
 mod restarts;
 mod security;
