@@ -39,7 +39,7 @@ use stats::{Latency, Throughput};
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 const USAGE: &str = "\
-usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation | stream) [--seconds S] [--requests N]
+usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation | stream) [--seconds S] [--requests N] [--metrics]
 
   rpc            raw zeromq DEALER->ROUTER echo vs zlink RouteMesh request_to_channel
                  on 127.0.0.1, 64-byte payloads: sequential latency and pipelined
@@ -82,6 +82,9 @@ usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation |
   --requests N   measured sequential round trips, 100..=1000000 (default 5000)
   --curve        rpc only: also run zlink with ZMTP CURVE on both nodes and report
                  its ratios (to raw and to zlink over NULL, same run)
+  --metrics      install the Prometheus recorder first (zlink's instruments then
+                 record; without it they are no-ops): run with and without to see
+                 what the metrics cost
 
   The last output line is a JSON object with the ratios.";
 
@@ -106,6 +109,8 @@ struct RpcPlan {
     window: usize,
     duration: Duration,
     curve: bool,
+    /// Whether the Prometheus recorder is installed before the run.
+    metrics: bool,
 }
 
 impl Default for RpcPlan {
@@ -117,6 +122,7 @@ impl Default for RpcPlan {
             window: 64,
             duration: Duration::from_secs(3),
             curve: false,
+            metrics: false,
         }
     }
 }
@@ -147,6 +153,10 @@ fn parse_args(args: &[String]) -> Result<(Bench, RpcPlan), String> {
         };
         if flag == "--curve" {
             plan.curve = true;
+            continue;
+        }
+        if flag == "--metrics" {
+            plan.metrics = true;
             continue;
         }
         match flag.as_str() {
@@ -745,6 +755,16 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if plan.metrics {
+        let installed = metrics_exporter_prometheus::PrometheusBuilder::new()
+            .set_buckets(zlink::telemetry::DURATION_BUCKETS_SECONDS)
+            .and_then(|builder| builder.install_recorder());
+        if let Err(e) = installed {
+            eprintln!("zlink-bench: cannot install the Prometheus recorder: {e}");
+            return ExitCode::FAILURE;
+        }
+        println!("metrics: the Prometheus recorder is installed");
+    }
     let run = async move {
         match bench {
             Bench::Fanout => fanout::run(plan.payload_bytes, plan.duration).await,
