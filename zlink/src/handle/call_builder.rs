@@ -247,20 +247,13 @@ impl<'a, E: Expect> IntoFuture for Call<'a, E> {
             intent,
             ..
         } = self;
-        let kind = match E::KIND {
-            PacketKind::Request => CallKind::Request,
-            PacketKind::Send => CallKind::Send,
-        };
-        let surface = match &target {
-            Ok(Target::Channel(_)) | Err(_) => Surface::Channel,
-            Ok(Target::Node(_)) => Surface::Node,
-            Ok(Target::Object(_)) if intent.is_some() => Surface::InstanceSpot,
-            Ok(Target::Object(key)) => match key.kind {
-                crate::address::ObjectKind::Spot => Surface::Spot,
-                crate::address::ObjectKind::Actor => Surface::Actor,
-            },
-        };
-        let timer = handle.node().instruments().calls.start(surface, kind);
+        let timer = handle.node().instruments().calls.as_ref().map(|calls| {
+            let kind = match E::KIND {
+                PacketKind::Request => CallKind::Request,
+                PacketKind::Send => CallKind::Send,
+            };
+            Box::new(calls.start(surface_of(&target, intent.is_some()), kind))
+        });
         let started = target.and_then(|target| {
             let payload = payload?;
             let intent = intent.transpose()?;
@@ -274,6 +267,19 @@ impl<'a, E: Expect> IntoFuture for Call<'a, E> {
             timer,
             expect: PhantomData,
         }
+    }
+}
+
+/// What a call to `target` addresses, for its metrics.
+fn surface_of(target: &Result<Target<'_>>, intent: bool) -> Surface {
+    match target {
+        Ok(Target::Channel(_)) | Err(_) => Surface::Channel,
+        Ok(Target::Node(_)) => Surface::Node,
+        Ok(Target::Object(_)) if intent => Surface::InstanceSpot,
+        Ok(Target::Object(key)) => match key.kind {
+            crate::address::ObjectKind::Spot => Surface::Spot,
+            crate::address::ObjectKind::Actor => Surface::Actor,
+        },
     }
 }
 
@@ -365,8 +371,10 @@ fn start<'a>(
 #[must_use = "futures do nothing unless polled"]
 pub struct CallFuture<'a, E: Expect> {
     state: State<'a>,
-    /// Its metrics: ended with its result, or dropped as cancelled.
-    timer: CallTimer<'a>,
+    /// Its metrics, when a recorder is installed: ended with its result, or dropped as
+    /// cancelled.
+    /// (Boxed: without a recorder the future carries one word for it.)
+    timer: Option<Box<CallTimer<'a>>>,
     expect: PhantomData<fn() -> E>,
 }
 
@@ -385,14 +393,15 @@ impl<E: Expect> Future for CallFuture<'_, E> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let polled = poll_state::<E>(&mut this.state, cx);
-        if let Poll::Ready(result) = &polled {
-            this.timer.end(result);
+        if let (Poll::Ready(result), Some(timer)) = (&polled, &mut this.timer) {
+            timer.end(result);
         }
         polled
     }
 }
 
 /// Drives `state` one step.
+#[inline]
 fn poll_state<E: Expect>(state: &mut State<'_>, cx: &mut Context<'_>) -> Poll<Result<E::Output>> {
     if let State::Object(port, message) = state {
         // A call whose turn runs on this task waits on nothing, so it spends its

@@ -76,6 +76,12 @@ pub fn describe() {
     );
 }
 
+/// Whether a recorder is installed. The facade's stand-in for none is its zero-sized no-op
+/// recorder; a recorder that keeps figures has a size.
+fn recording() -> bool {
+    metrics::with_recorder(|recorder| std::mem::size_of_val(recorder) != 0)
+}
+
 /// The labels every instrument of one node carries.
 #[derive(Debug, Clone)]
 pub(crate) struct NodeLabels {
@@ -104,8 +110,9 @@ impl NodeLabels {
 
 /// Every instrument of one node.
 pub(crate) struct Instruments {
-    /// The application's outgoing calls.
-    pub(crate) calls: CallMeter,
+    /// The application's outgoing calls; `None` when no recorder was installed when the
+    /// node started (then a call reads no clock and touches no instrument).
+    pub(crate) calls: Option<CallMeter>,
     /// The Spots and Actors it owns, creates and moves.
     pub(crate) objects: std::sync::Arc<ObjectMeter>,
     /// Its peers.
@@ -118,9 +125,45 @@ impl Instruments {
         describe();
         let labels = NodeLabels::new(mesh, rid);
         Instruments {
-            calls: CallMeter::new(&labels),
+            calls: recording().then(|| CallMeter::new(&labels)),
             objects: std::sync::Arc::new(ObjectMeter::new(&labels)),
             peers: std::sync::Arc::new(PeerMeter::new(&labels)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString};
+
+    /// A recorder that keeps something (so it has a size), as every real one does.
+    struct Keeping(std::sync::atomic::AtomicU64);
+
+    impl Recorder for Keeping {
+        fn describe_counter(&self, _: KeyName, _: Option<metrics::Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<metrics::Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<metrics::Unit>, _: SharedString) {}
+        fn register_counter(&self, _: &Key, _: &Metadata<'_>) -> Counter {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Counter::noop()
+        }
+        fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+            Gauge::noop()
+        }
+        fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+            Histogram::noop()
+        }
+    }
+
+    #[test]
+    fn calls_are_timed_only_when_a_recorder_is_installed() {
+        // This test process installs no global recorder.
+        assert!(!super::recording());
+        assert!(super::Instruments::new("m", "r").calls.is_none());
+        let keeping = Keeping(std::sync::atomic::AtomicU64::new(0));
+        metrics::with_local_recorder(&keeping, || {
+            assert!(super::recording());
+            assert!(super::Instruments::new("m", "r").calls.is_some());
+        });
     }
 }
