@@ -109,13 +109,17 @@ enum MovePoint {
     DuringFirstHandler,
     /// Right after the first call's reply.
     AfterFirstReply,
+    /// While the first handler runs (held), by an operator's drain of the owner
+    /// (`relocate_all`), which then returns the owner to service (`undrain`).
+    DrainDuringFirstHandler,
 }
 
 /// Seed 002 §5 and the Instance table of §4.4: a planned move moves the same object and
 /// generation, whenever it starts. The duel is activated on `a` (its caller's node),
-/// moved to `b` by its owner at `point`, while intent calls race the move from the owner,
-/// the target and a node serving nothing; every call is answered, and the duel ends
-/// Ready on `b` with every message once, the activating one first.
+/// moved to `b` at `point` (by `relocate` on its owner, or by a drain of the owner),
+/// while intent calls race the move from the owner, the target and a node serving
+/// nothing; every call is answered, and the duel ends Ready on `b` with every message
+/// once, the activating one first.
 #[tokio::test]
 async fn a_move_started_at_any_point_of_an_activation_never_loses_the_spot() {
     let stores = stores();
@@ -133,8 +137,11 @@ async fn a_move_started_at_any_point_of_an_activation_never_loses_the_spot() {
         MovePoint::BeforeFirstHandler,
         MovePoint::DuringFirstHandler,
         MovePoint::AfterFirstReply,
+        MovePoint::DrainDuringFirstHandler,
     ];
     let mut moved = 0;
+    // Moves sealed before the first handler: it then ran on the target.
+    let mut sealed_before_first = 0;
     for round in 0..3 {
         for point in points {
             let id = format!("{point:?}-{round}");
@@ -147,14 +154,22 @@ async fn a_move_started_at_any_point_of_an_activation_never_loses_the_spot() {
                 "{id}: one activation, one on_initialize"
             );
             moved += 1;
+            sealed_before_first += pb.count("first", &id);
         }
     }
-    assert_eq!(moved, 9);
+    assert_eq!(moved, 12);
+    assert!(
+        sealed_before_first >= 1,
+        "no round sealed the duel before its first handler: that point went untested"
+    );
+    println!(
+        "moves: {moved}, of which {sealed_before_first} were sealed before the first handler (it ran on the target)"
+    );
     stop([c, b, a]).await;
 }
 
 async fn move_during_activation(
-    a: &zlink::Handle,
+    a: &zlink::Runtime,
     b: &zlink::Handle,
     c: &zlink::Handle,
     pa: &Arc<Probe>,
@@ -163,7 +178,7 @@ async fn move_during_activation(
 ) {
     let mut stages = pa.stages();
     let held = match point {
-        MovePoint::DuringFirstHandler => {
+        MovePoint::DuringFirstHandler | MovePoint::DrainDuringFirstHandler => {
             Some(pa.gate.clone().acquire_many_owned(PERMITS).await.unwrap())
         }
         _ => None,
@@ -178,7 +193,7 @@ async fn move_during_activation(
             wait_stage(&mut stages, "initialized", id).await;
             // The owner has the Spot from its Ready commit's eve on: the first try that
             // finds it queues the move's seal ahead of the first message.
-            let a = a.clone();
+            let a = a.handle().clone();
             let id = id.to_string();
             tokio::spawn(async move {
                 loop {
@@ -191,13 +206,43 @@ async fn move_during_activation(
         }
         MovePoint::DuringFirstHandler => {
             wait_stage(&mut stages, "first", id).await;
-            let (a, id) = (a.clone(), id.to_string());
+            let (a, id) = (a.handle().clone(), id.to_string());
             let moving = tokio::spawn(async move { a.spots().relocate(&id, Some("b")).await });
             drop(held);
             moving
         }
+        MovePoint::DrainDuringFirstHandler => {
+            wait_stage(&mut stages, "first", id).await;
+            // The drain starts first, and seals the duel behind its held first handler;
+            // the handler goes on a moment later.
+            let release = async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                drop(held);
+            };
+            let (drained, ()) =
+                tokio::join!(tokio::time::timeout(WAIT * 4, a.relocate_all()), release);
+            let report = drained
+                .unwrap_or_else(|_| panic!("{id}: the drain did not end"))
+                .unwrap();
+            assert!(report.is_complete(), "{id}: {report:?}");
+            let moved: Vec<_> = report
+                .moved_spots
+                .iter()
+                .filter(|s| s.id.as_str() == id)
+                .collect();
+            assert_eq!(moved.len(), 1, "{id}: the drain moved it: {report:?}");
+            assert_eq!(moved[0].rid, "b");
+            a.undrain().await.unwrap();
+            settle_racing(racing, id).await;
+            let reply = tokio::time::timeout(WAIT, first).await.unwrap().unwrap();
+            assert_eq!(reply.unwrap().0[0], "first");
+            let expected = ["first", "race-a", "race-b", "race-c"].map(String::from);
+            let log = log_holds_each_once(c, id, &expected).await;
+            assert_eq!(log[0], "first");
+            return;
+        }
         MovePoint::AfterFirstReply => {
-            let (a, id) = (a.clone(), id.to_string());
+            let (a, id) = (a.handle().clone(), id.to_string());
             let reply = tokio::time::timeout(WAIT, first).await.unwrap().unwrap();
             assert_eq!(reply.unwrap().0, ["first"]);
             let racing = race_calls(&a, b, c, &id);
@@ -595,12 +640,17 @@ type Printed = Arc<Mutex<HashMap<String, HashSet<String>>>>;
 /// Seed 002 §4.3–4.4 and reference §2.6–2.7: the factory and `on_initialize` run before the
 /// Ready commit, so a node killed before it leaves a Creating record that the next intent
 /// call cancels (once the dead node's lease expired) and activates anew, with a new
-/// generation; a node killed after its first handler began leaves the ID `Unavailable`.
+/// generation; a node killed after the commit leaves the ID `Unavailable`, before and
+/// after its lease expired: a Ready Spot whose owner died is never activated elsewhere,
+/// even when its first handler had not begun (the recovery pointer it still holds never
+/// selects another node, seed 002 §10 item 11). An ID whose first handler ran is never
+/// activated again.
 /// A child process serving duels (`on_initialize` takes 30 ms) is killed with SIGKILL at
 /// 5, 20, 40, 70 and 200 ms and at a random moment into 10 activations each, started
 /// 6 ms apart.
 #[tokio::test]
-async fn a_crash_during_activation_never_strands_an_id_whose_first_handler_did_not_run() {
+async fn a_crash_before_the_ready_commit_never_strands_an_id_and_one_after_it_leaves_it_unavailable(
+) {
     let stores = stores();
     let caller = duel_node("caller", &stores.store, &stores.roots, None).await;
     let pb = Probe::new(Duration::ZERO, false);
@@ -724,7 +774,7 @@ async fn spawn_child(
 /// The child process of the crash test: a node serving duels on the Redis the parent
 /// names, printing each stage of each activation, until it is killed.
 #[tokio::test]
-#[ignore = "run as a child process by a_crash_during_activation_never_strands_an_id_whose_first_handler_did_not_run"]
+#[ignore = "run as a child process by a_crash_before_the_ready_commit_never_strands_an_id_and_one_after_it_leaves_it_unavailable"]
 async fn child_duel_node() {
     let url = std::env::var("ZLINK_CHILD_REDIS").expect("ZLINK_CHILD_REDIS");
     let rid = std::env::var("ZLINK_CHILD_RID").expect("ZLINK_CHILD_RID");

@@ -721,3 +721,61 @@ async fn a_crash_after_the_root_and_before_the_reservation_leaves_an_orphan_root
     .await;
     b.shutdown().await;
 }
+
+/// Spots, "Completion": a one-way completes once its activation is under way, so an
+/// activation that then fails (here: every node serving the type is at its limit) loses
+/// it, and the calling node logs and counts it (`lost_one_ways.activation_failed`). A
+/// request in the same place hears the failure. Either way the ID is left Missing, never
+/// stranded.
+#[tokio::test]
+async fn a_one_way_whose_activation_fails_is_counted_as_lost_and_leaves_the_id_missing() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let roots: Arc<dyn RelocationStore> = Arc::new(MemoryRelocationStore::new());
+    let gate = Arc::new(Semaphore::new(PERMITS as usize));
+    let one_match = Match::spot_type(move |_| Match {
+        log: Vec::new(),
+        gate: gate.clone(),
+    })
+    .unwrap()
+    .max_spots(1);
+    let server = start(
+        discovered_node("a", &store, quick_lease())
+            .relocation_store(roots.clone())
+            .spot_type(one_match),
+    )
+    .await;
+    let caller = start(discovered_node("c", &store, quick_lease()).relocation_store(roots)).await;
+    wait_until(WAIT, "c sees the match server", || async {
+        caller.spots().ready_nodes("match").unwrap_or_default() == ["a"]
+    })
+    .await;
+    // a is full from here on.
+    MatchClient::instance(&caller, "m0")
+        .score(&Score { by: "c".into() })
+        .await
+        .unwrap();
+    MatchClient::instance(&caller, "m1")
+        .mark(&Mark { by: "c".into() })
+        .await
+        .expect("the one-way completes once its activation is under way");
+    wait_until(WAIT, "the lost one-way is counted", || async {
+        caller.status().lost_one_ways.activation_failed == 1
+    })
+    .await;
+    assert_eq!(caller.status().lost_one_ways.total(), 1);
+    let refused = MatchClient::instance(&caller, "m2")
+        .score(&Score { by: "c".into() })
+        .await
+        .unwrap_err();
+    assert!(refused.is(ErrorKind::CapacityExceeded), "{refused}");
+    for id in ["m1", "m2"] {
+        assert_eq!(
+            caller.spots().find(id).await.unwrap(),
+            None,
+            "{id} is Missing"
+        );
+    }
+    assert_eq!(caller.status().lost_one_ways.activation_failed, 1);
+    stop([caller, server]).await;
+}

@@ -592,8 +592,8 @@ async fn reserve_and_run(
 /// authority it seals, and that is the one without the pointer. A move that sealed the
 /// Spot before its first message ran carries the message along, and the owner change
 /// drops the pointer (activation recovery never applies to a moved Spot). A store that
-/// fails leaves the pointer (then a dead owner's Spot is activated anew, as before its
-/// first message).
+/// fails leaves the pointer; it is harmless: a pointer in a Ready record never selects
+/// another node, so a dead owner's Spot stays `Unavailable` (seed 002 §10 item 11).
 pub(super) async fn first_message_ran(env: &ObjectEnv, hosting: &Hosting, live: &LiveObject) {
     if env.is_stopping() {
         return;
