@@ -94,6 +94,11 @@ async fn a_target_that_dies_after_the_commit_leaves_the_actor_unavailable_with_n
     counter.add(Add(1)).await.unwrap();
     let moved = a.actors().relocate("f5", Some("b")).await.unwrap();
     b.crash().await;
+    assert_eq!(
+        b.shutdown().await,
+        zlink::ShutdownOutcome::ForceStopped(zlink::ShutdownReason::TeardownFailed),
+        "a crashed node gave nothing back: a shutdown after it says so"
+    );
     let err = counter.add(Add(1)).await.unwrap_err();
     assert!(err.is(ErrorKind::Unavailable), "{err}");
     // Past b's lease, the authority still names b: nobody takes the Actor over.
@@ -574,5 +579,58 @@ async fn a_moved_state_missing_from_the_relocation_store_is_data_lost_and_the_so
     assert_eq!(hoard.weigh(&Weigh).await.unwrap().len, PAD as usize);
     let history = hoard.show(&Show).await.unwrap();
     assert_eq!((history.log, history.by.as_str()), (expected, "b"));
+    stop(m.nodes).await;
+}
+
+/// Seed 002 §5 (past relay-ready the object is never moved back) and issue 39: when the
+/// authority changes under a move after the target said it was ready, the target's owner
+/// change, fenced on the sealed version, can never apply. The move reports that about a
+/// second after the hand-over, not at its 30 s deadline, and the Actor is `Unavailable`:
+/// neither node runs it.
+#[tokio::test]
+async fn a_record_changed_past_relay_ready_fails_the_move_within_seconds_not_at_its_deadline() {
+    let (m, b_store) = mesh_with_faulty_store(&["a", "b"], "b").await;
+    let (a, b, client) = (&m.nodes[0], &m.nodes[1], &m.nodes[2]);
+    client.actors().create("f10", "counter").await.unwrap();
+    let counter = CounterClient::new(client, "f10");
+    counter.add(Add(1)).await.unwrap();
+    // b takes the Actor but cannot write its owner change yet.
+    b_store.set_applies_down(true);
+    let started = tokio::time::Instant::now();
+    let moving = tokio::spawn({
+        let a = a.handle().clone();
+        async move { a.actors().relocate("f10", Some("b")).await }
+    });
+    wait_until(WAIT, "b holds the arriving Actor", || async {
+        b.status().actors_owned == 1
+    })
+    .await;
+    // Something else rewrites the record (same bytes, a new version) past relay-ready.
+    let (value, version) = authority_record(&m.store, "f10").await;
+    let key = RecordKey::new("zla1:a:3:f10", "authority");
+    let rewrite = zlink::store::Batch {
+        conditions: vec![zlink::store::Condition::Version(key.clone(), version)],
+        mutations: vec![zlink::store::Mutation::Put {
+            key,
+            value,
+            retention: None,
+        }],
+    };
+    assert!(matches!(
+        m.store.apply(&rewrite).await.unwrap(),
+        zlink::store::ApplyOutcome::Applied(_)
+    ));
+    b_store.set_applies_down(false);
+    let failed = tokio::time::timeout(Duration::from_secs(20), moving)
+        .await
+        .expect("the move reported before its 30 s deadline")
+        .unwrap()
+        .unwrap_err();
+    assert!(failed.is(ErrorKind::Unavailable), "{failed}");
+    let took = started.elapsed();
+    println!("a move whose record changed past relay-ready failed after {took:?}");
+    assert!(took < Duration::from_secs(10), "reported after {took:?}");
+    let err = counter.add(Add(1)).await.unwrap_err();
+    assert!(err.is(ErrorKind::Unavailable), "{err}");
     stop(m.nodes).await;
 }
