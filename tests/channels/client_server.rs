@@ -534,9 +534,14 @@ async fn a_server_shutting_down_still_answers_the_request_it_accepted() {
     };
     // Let the request reach the handler, then shut the server down within its grace.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    server
+    let outcome = server
         .shutdown_with(zlink::ShutdownOptions::new().grace(Duration::from_secs(5)))
         .await;
+    assert_eq!(
+        outcome,
+        zlink::ShutdownOutcome::Stopped,
+        "the accepted work finished within the grace"
+    );
     let reply = call
         .await
         .unwrap()
@@ -590,10 +595,15 @@ async fn shutdown_ends_within_one_grace_however_many_servers_are_busy() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let grace = Duration::from_millis(1500);
     let started = Instant::now();
-    server
+    let outcome = server
         .shutdown_with(zlink::ShutdownOptions::new().grace(grace))
         .await;
     let took = started.elapsed();
+    assert_eq!(
+        outcome,
+        zlink::ShutdownOutcome::ForceStopped(zlink::ShutdownReason::DeadlineExceeded),
+        "handlers outlived the grace: the shutdown says so"
+    );
     assert!(
         took < grace + Duration::from_millis(1000),
         "shutdown took {took:?} with a grace of {grace:?} (one grace per busy server before)"

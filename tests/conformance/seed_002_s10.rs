@@ -389,24 +389,11 @@ async fn a_dead_session_owners_session_and_binding_are_restored_in_no_other_gate
     // "After a Session owner process terminates, the Session and binding are not restored
     // in another process."
     use serde_json::json;
-    use zlink::session::StreamListener;
     use zlink::ErrorKind;
     use zlink_testkit::stream_client::{kind, StreamClient};
-    use zlink_testkit::TestCluster;
-    use zlink_tests::bound_sessions::{Gateway, Player, PlayerClient, Shout};
+    use zlink_tests::bound_sessions::{Player, PlayerClient, Shout};
     // Two gateways (n0, n1) serving the same sessions, and the players on n2.
-    let mut cluster = TestCluster::on_tcp_with_redis(3, |i, node| {
-        if i < 2 {
-            node.stream_listener(
-                StreamListener::new("clients")
-                    .bind("tcp://127.0.0.1:0")
-                    .session(Gateway::default),
-            )
-        } else {
-            node.actor_type(Player::actor_type(|_| Player::default()).expect("an Actor type"))
-        }
-    })
-    .await;
+    let mut cluster = zlink_tests::bound_sessions::gateways_and_players(2, 1).await;
     for gateway in [0, 1] {
         cluster
             .node(gateway)

@@ -1,8 +1,9 @@
 //! A restart never locks users out (reference §7.5, rule 80; seed 002 §4.2–4.4), over real
 //! TCP on 127.0.0.1 and a real `redis-server`, with player nodes in child processes
-//! stopped by SIGINT (Ctrl-C) and started again under the same RID:
+//! stopped by SIGINT (Ctrl-C) or SIGTERM and started again under the same RID:
 //! - a clean shutdown releases every authority it holds, so the same IDs are created anew;
-//! - shutting down with `relocate_first` moves the objects, live, instead;
+//! - shutting down with `relocate_first` moves the objects, live, instead, and releases
+//!   only what may not move;
 //! - a drained node serves again after `undrain`;
 //! - what a shutdown of 1,000 owned objects costs.
 //!
@@ -16,7 +17,7 @@ use zlink::{Runtime, ShutdownOptions, ShutdownOutcome};
 use zlink_testkit::{wait_until, RedisServer};
 use zlink_tests::instance_races::{DuelClient, Probe, Score};
 use zlink_tests::restarts::*;
-use zlink_tests::{discovered_node, quick_lease, start, WAIT};
+use zlink_tests::{actor_created_on, discovered_node, quick_lease, start, WAIT};
 
 const CHILD: &str = "child_player_node";
 
@@ -46,7 +47,7 @@ fn created(outcome: ActorCreation) -> (bool, u64, String) {
 /// Ctrl-C on a player node, then a start under the same RID on the same Redis: every
 /// Actor it owned is created anew by `get_or_create` (a new ObjectGeneration, state from
 /// its factory), every Instance Spot activates anew on its next intent call, and nothing
-/// reads `Unavailable` in between.
+/// reads `Unavailable` in between. SIGTERM stops the second start as cleanly.
 #[tokio::test]
 async fn a_node_stopped_with_ctrl_c_and_started_under_its_rid_again_leaves_every_id_usable() {
     let redis = RedisServer::start().expect("redis-server");
@@ -111,13 +112,26 @@ async fn a_node_stopped_with_ctrl_c_and_started_under_its_rid_again_leaves_every
             .unwrap();
         assert_eq!(log.0, ["again"], "d{d} activated anew");
     }
-    let (said, _) = again.interrupt().await;
+    // The second incarnation is stopped as a service manager stops it: SIGTERM.
+    let (said, status) = again.terminate().await;
     assert_eq!(said, format!("{:?}", ShutdownOutcome::Stopped));
+    assert!(
+        status.success(),
+        "the child exits cleanly on SIGTERM: {status}"
+    );
+    for id in &ids {
+        assert!(
+            gateway.actors().find(id).await.unwrap().is_none(),
+            "{id} reads Missing after SIGTERM too"
+        );
+    }
     gateway.shutdown().await;
 }
 
 /// `relocate_first`: the rolling-restart shutdown moves each Actor, with its state, to
-/// the other serving node, and releases nothing that moved.
+/// the other serving node, and releases nothing that moved. What may not move
+/// (`relocation = disable`) is released, so its ID reads Missing and is created anew
+/// elsewhere.
 #[tokio::test]
 async fn a_shutdown_with_relocate_first_moves_the_objects_live_instead_of_releasing_them() {
     let redis = RedisServer::start().expect("redis-server");
@@ -136,10 +150,27 @@ async fn a_shutdown_with_relocate_first_moves_the_objects_live_instead_of_releas
         }
         tally(&b, &id, 7).await.unwrap();
     }
+    // Two that may not move, on a.
+    for i in 0..2 {
+        actor_created_on(&a, &format!("fixed{i}"), "phoenix", "a", || {}).await;
+    }
     let outcome = a
         .shutdown_with(ShutdownOptions::new().relocate_first())
         .await;
     assert_eq!(outcome, ShutdownOutcome::Stopped);
+    for i in 0..2 {
+        let id = format!("fixed{i}");
+        assert_eq!(
+            b.actors().find(&id).await.unwrap(),
+            None,
+            "{id} could not move: it was released"
+        );
+        let again = b.actors().get_or_create(&id, "phoenix").await.unwrap();
+        assert!(
+            matches!(&again, ActorCreation::Created(actor) if actor.rid == "b"),
+            "{id} created anew on b: {again:?}"
+        );
+    }
     for i in 0..8 {
         let id = format!("r{i}");
         let answer = tally(&b, &id, 1).await.unwrap();

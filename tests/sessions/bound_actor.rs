@@ -373,3 +373,70 @@ async fn a_binding_route_is_used_only_within_the_session_owners_lease_admission_
     assert_eq!(position.kind, kind::RESPONSE, "{:?}", position.error());
     cluster.shutdown().await;
 }
+
+/// Restarts and failures, "What is recovered": a session whose Actor's owner crashed
+/// keeps its connection; once an operator reclaimed the Actor (after the dead owner's
+/// lease expired), the same session logs in again and binds a new incarnation on a
+/// surviving node, whose relays and pushes work as before.
+#[tokio::test]
+async fn a_session_whose_actor_was_reclaimed_after_a_crash_binds_a_new_incarnation() {
+    let mut cluster = gateways_and_players(1, 2).await;
+    let gateway = cluster.node(0).handle().clone();
+    gateway
+        .actors()
+        .ready(Player::STABLE_TYPE, 2)
+        .await
+        .unwrap();
+    let address = cluster.node(0).stream_endpoint("clients").expect("bound");
+    let mut client = StreamClient::tcp(address.trim_start_matches("tcp://"))
+        .await
+        .unwrap();
+    let logged_in = client
+        .call_json(1, "login", json!({ "player": "lee" }), WAIT)
+        .await
+        .unwrap();
+    let owner = logged_in.value()["owner"].as_str().unwrap().to_string();
+    let (dead, survivor) = if owner == "n1" { (1, "n2") } else { (2, "n1") };
+    client.send_json("move", json!({ "n": 1 })).await.unwrap();
+    assert_eq!(client.next(WAIT).await.unwrap().value()["n"], 1);
+    cluster.kill(dead).await;
+    let failed = client
+        .call_json(2, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(failed.error().unwrap().0, ErrorKind::Unavailable.code());
+    let recovery = cluster.node(0).objects().unwrap();
+    zlink_testkit::wait_until(
+        Duration::from_secs(10),
+        "the dead owner's lease expired and lee was reclaimed",
+        || async {
+            let report = recovery.reclaim_actor("lee").await.unwrap();
+            !report.released.is_empty()
+        },
+    )
+    .await;
+    // The same connection, the same session: it binds anew.
+    let again = client
+        .call_json(3, "login", json!({ "player": "lee" }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(again.kind, kind::RESPONSE, "{:?}", again.error());
+    assert_eq!(again.value()["owner"], survivor);
+    client.send_json("move", json!({ "n": 2 })).await.unwrap();
+    let pushed = client.next(WAIT).await.unwrap();
+    assert_eq!(
+        (pushed.value()["n"].as_u64(), pushed.value()["by"].as_str()),
+        (Some(2), Some(survivor)),
+        "the new incarnation pushes to the session"
+    );
+    let position = client
+        .call_json(4, "where", json!(null), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        position.value()["moves"],
+        json!([2]),
+        "a new incarnation: nothing of the dead one's state"
+    );
+    cluster.shutdown().await;
+}

@@ -201,3 +201,20 @@ pub async fn cluster_with(disconnects: &Disconnects) -> (TestCluster, String) {
 pub async fn cluster() -> (TestCluster, String) {
     cluster_with(&Disconnects::default()).await
 }
+
+/// `gateways` nodes (n0..) whose STREAM listener "clients" runs [`Gateway`] sessions,
+/// then `players` nodes serving [`Player`] Actors, on real TCP and Redis.
+pub async fn gateways_and_players(gateways: usize, players: usize) -> TestCluster {
+    TestCluster::on_tcp_with_redis(gateways + players, move |i, node| {
+        if i < gateways {
+            node.stream_listener(
+                StreamListener::new("clients")
+                    .bind("tcp://127.0.0.1:0")
+                    .session(Gateway::default),
+            )
+        } else {
+            node.actor_type(Player::actor_type(|_| Player::default()).expect("an Actor type"))
+        }
+    })
+    .await
+}

@@ -211,7 +211,7 @@ pub fn redis_stores(url: &str) -> (Arc<dyn LocationStore>, Arc<dyn RelocationSto
     )
 }
 
-/// Node `rid` serving tallies and duels (duels watched by `probe`).
+/// Node `rid` serving tallies, phoenixes (which never move) and duels (duels watched by `probe`).
 pub async fn player_node(
     rid: &str,
     store: &Arc<dyn LocationStore>,
@@ -223,6 +223,7 @@ pub async fn player_node(
         discovered_node(rid, store, quick_lease())
             .relocation_store(roots.clone())
             .actor_type(tally_type(rid, counts))
+            .actor_type(phoenix_types(rid, counts).0)
             .spot_type(duel_type(probe)),
     )
     .await
@@ -294,13 +295,22 @@ impl ChildNode {
 
     /// Sends SIGINT (what Ctrl-C sends) and returns the line the child printed after its
     /// shutdown, and its exit status.
-    pub async fn interrupt(mut self) -> (String, std::process::ExitStatus) {
+    pub async fn interrupt(self) -> (String, std::process::ExitStatus) {
+        self.stop_with("INT").await
+    }
+
+    /// Sends SIGTERM (what a service manager or Kubernetes sends), as [`interrupt`](Self::interrupt).
+    pub async fn terminate(self) -> (String, std::process::ExitStatus) {
+        self.stop_with("TERM").await
+    }
+
+    async fn stop_with(mut self, signal: &str) -> (String, std::process::ExitStatus) {
         let pid = self.child.id().expect("the child runs");
         let sent = std::process::Command::new("kill")
-            .args(["-INT", &pid.to_string()])
+            .args([&format!("-{signal}"), &pid.to_string()])
             .status()
-            .expect("kill -INT");
-        assert!(sent.success(), "SIGINT sent");
+            .expect("kill");
+        assert!(sent.success(), "SIG{signal} sent");
         let said = tokio::time::timeout(WAIT, async {
             while let Some(line) = self.lines.next_line().await.expect("the child's stdout") {
                 if let Some(outcome) = line.strip_prefix("shutdown ") {

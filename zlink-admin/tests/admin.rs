@@ -149,6 +149,27 @@ async fn zlink_admin_reclaims_a_killed_nodes_objects_only_after_its_lease_expire
         .find(|n| n["rid"] == "victim")
         .expect("the victim is listed");
     assert_eq!(victim["lease_live"], true, "killed a moment ago: {victim}");
+    assert_eq!(victim["draining"], false, "{victim}");
+    assert!(
+        victim["generation"].as_u64().is_some_and(|g| g > 0),
+        "{victim}"
+    );
+    assert!(
+        victim["endpoint"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("tcp://127.0.0.1:")),
+        "{victim}"
+    );
+    assert_eq!(
+        victim["actor_types"],
+        serde_json::json!(["counter"]),
+        "{victim}"
+    );
+    let listed = text(&admin(&url, &["nodes", "--mesh", MESH]).await);
+    assert!(
+        listed.contains("victim") && listed.contains("live"),
+        "the text form names the node and its lease: {listed}"
+    );
     let located = json(&admin(&url, &["where", "c0", "--json"]).await);
     assert_eq!(located[0]["rid"], "victim");
     assert_eq!(located[0]["state"], "ready");
@@ -161,6 +182,30 @@ async fn zlink_admin_reclaims_a_killed_nodes_objects_only_after_its_lease_expire
         .map(|o| o["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids.len(), 3, "{owned}");
+    // Page by page, following each page's cursor, lists the same objects as --all.
+    let (mut paged, mut cursor) = (Vec::new(), None::<String>);
+    for _ in 0..100 {
+        let mut args = vec!["objects", "--node", "victim", "--json"];
+        if let Some(cursor) = &cursor {
+            args.extend(["--cursor", cursor.as_str()]);
+        }
+        let page = json(&admin(&url, &args).await);
+        paged.extend(page["objects"].as_array().unwrap().iter().cloned());
+        match page["next"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    let ids_of = |objects: &[Value]| {
+        let mut ids: Vec<String> = objects.iter().map(|o| o["id"].to_string()).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(
+        ids_of(&paged),
+        ids_of(owned["objects"].as_array().unwrap()),
+        "pages add up to --all"
+    );
 
     let early = admin(&url, &["reclaim", "--node", "victim"]).await;
     assert_eq!(early.status.code(), Some(3), "{}", text(&early));
@@ -214,4 +259,51 @@ async fn zlink_admin_reclaims_a_killed_nodes_objects_only_after_its_lease_expire
     assert_eq!(actor.rid, "heir");
     heir.shutdown().await;
     gateway.shutdown().await;
+}
+
+#[tokio::test]
+async fn zlink_admin_help_names_every_command_and_the_store_settings() {
+    let help = Command::new(env!("CARGO_BIN_EXE_zlink-admin"))
+        .arg("--help")
+        .output()
+        .await
+        .expect("zlink-admin runs");
+    assert!(help.status.success());
+    let help = text(&help);
+    for word in [
+        "nodes",
+        "where",
+        "objects",
+        "reclaim",
+        "--redis",
+        "--cluster",
+        "--prefix",
+        "--json",
+    ] {
+        assert!(help.contains(word), "--help names {word}: {help}");
+    }
+    let reclaim = Command::new(env!("CARGO_BIN_EXE_zlink-admin"))
+        .args(["reclaim", "--help"])
+        .output()
+        .await
+        .expect("zlink-admin runs");
+    assert!(
+        text(&reclaim).contains("lease is still live") || text(&reclaim).contains("owner lease"),
+        "{}",
+        text(&reclaim)
+    );
+    // A command without its store settings is refused with a clear error, not a panic.
+    let bare = Command::new(env!("CARGO_BIN_EXE_zlink-admin"))
+        .args(["nodes"])
+        .env_remove("ZLINK_REDIS")
+        .env_remove("ZLINK_REDIS_CLUSTER")
+        .output()
+        .await
+        .expect("zlink-admin runs");
+    assert!(!bare.status.success());
+    assert!(
+        String::from_utf8_lossy(&bare.stderr).contains("--redis"),
+        "{}",
+        String::from_utf8_lossy(&bare.stderr)
+    );
 }
