@@ -523,6 +523,7 @@ mod tests {
     #[test]
     fn a_follow_route_relays_only_the_incarnation_that_moved() {
         let departures = Departures::new(Arc::default(), RelayServices::default());
+        assert_eq!(departures.relayed(), 0, "a new node has relayed nothing");
         let (_departure, mut relayed) = relaying(&departures, None);
         // Resolved for generation 2 (an older incarnation on the same owner route).
         let (held, mut answer) = request("c");
