@@ -262,7 +262,14 @@ async fn a_node_stop_ends_a_turn_begun_on_a_callers_task_and_the_actor_hears_it(
         shared.waiting.load(Ordering::SeqCst) == 1
     })
     .await;
-    a.shutdown().await;
+    // The handler never finishes by itself: the shutdown waits out its grace, then stops it.
+    let outcome = a
+        .shutdown_with(zlink::ShutdownOptions::new().grace(std::time::Duration::from_millis(300)))
+        .await;
+    assert_eq!(
+        outcome,
+        zlink::ShutdownOutcome::ForceStopped(zlink::ShutdownReason::DeadlineExceeded)
+    );
     let stopped = waiting.await.unwrap().unwrap_err();
     assert!(stopped.is(ErrorKind::ShuttingDown), "{stopped}");
     assert_eq!(

@@ -1,5 +1,6 @@
-//! Closing a Spot: a close that gives up waiting, the closing reason the Spot hears, and a
-//! shutdown that does not wait for a stuck handler.
+//! Closing a Spot: a close that gives up waiting, the closing reason the Spot hears, a
+//! shutdown that lets accepted handlers finish within its grace, and one that does not wait
+//! past it for a stuck handler.
 
 use super::*;
 
@@ -18,11 +19,52 @@ async fn shutdown_does_not_wait_for_a_handler_that_never_ends() {
         counters.busy.load(Ordering::SeqCst) == 1
     })
     .await;
-    tokio::time::timeout(std::time::Duration::from_secs(10), a.shutdown())
-        .await
-        .expect("shutdown finished");
+    let grace = std::time::Duration::from_millis(500);
+    let outcome = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        a.shutdown_with(zlink::ShutdownOptions::new().grace(grace)),
+    )
+    .await
+    .expect("shutdown finished");
+    assert_eq!(
+        outcome,
+        zlink::ShutdownOutcome::ForceStopped(zlink::ShutdownReason::DeadlineExceeded),
+        "the handler outlived the grace: the shutdown says so"
+    );
     let ended = stuck.await.unwrap().unwrap_err();
     assert!(ended.is(ErrorKind::ShuttingDown), "{ended}");
+}
+
+/// Reference §7.5 step 3: a shutdown lets the Spot handler it finds running finish within
+/// its grace, before `on_closing` and the release; its caller on another node hears the
+/// reply, and the shutdown ends `Stopped`.
+#[tokio::test]
+async fn a_shutdown_lets_accepted_spot_handlers_finish_within_its_grace() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = object_server("a", &store, &counters).await;
+    let b = plain_node("b", &store).await;
+    sees_servers(&b, &["a"]).await;
+    a.spots().get_or_create("s", "room", "").await.unwrap();
+    let call = {
+        let b = b.handle().clone();
+        tokio::spawn(async move { b.spots().request("s", &Say("slow".into())).await })
+    };
+    wait_until(WAIT, "the handler runs", || async {
+        counters.busy.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let outcome = a.shutdown().await;
+    assert_eq!(outcome, zlink::ShutdownOutcome::Stopped);
+    let said = call.await.unwrap().expect("the accepted call is answered");
+    assert_eq!((said.lines, said.by.as_str()), (1, "a"));
+    assert_eq!(
+        b.spots().find("s").await.unwrap(),
+        None,
+        "then released: it reads Missing"
+    );
+    b.shutdown().await;
 }
 
 #[tokio::test]

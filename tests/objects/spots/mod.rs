@@ -79,6 +79,9 @@ impl SpotHandlers for Room {
         if text == "forever" {
             std::future::pending::<()>().await;
         }
+        if text == "slow" {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
         self.lines.push(text);
         self.busy.fetch_sub(1, Ordering::SeqCst);
         Payload::of(Said {
@@ -159,11 +162,33 @@ struct RoomServerAndCaller {
 }
 
 async fn room_server_and_caller() -> RoomServerAndCaller {
+    room_server_and_caller_via(|store| store.clone()).await
+}
+
+/// [`room_server_and_caller`], `b` on a `FaultyLocationStore` over the store, returned too.
+async fn room_server_and_faulty_caller(
+) -> (RoomServerAndCaller, Arc<zlink_testkit::FaultyLocationStore>) {
+    let mut faulty = None;
+    let servers = room_server_and_caller_via(|store| {
+        let view = Arc::new(zlink_testkit::FaultyLocationStore::new(store.clone()));
+        faulty = Some(view.clone());
+        let b_store: Arc<dyn zlink::store::LocationStore> = view;
+        b_store
+    })
+    .await;
+    (servers, faulty.expect("b's store was made"))
+}
+
+/// [`room_server_and_caller`], `b`'s store made by `b_store` from the shared one.
+async fn room_server_and_caller_via<F>(b_store: F) -> RoomServerAndCaller
+where
+    F: FnOnce(&Arc<dyn zlink::store::LocationStore>) -> Arc<dyn zlink::store::LocationStore>,
+{
     let redis = RedisServer::start().expect("redis-server");
     let store = redis_store(&redis);
     let counters = Counters::default();
     let a = object_server("a", &store, &counters).await;
-    let b = plain_node("b", &store).await;
+    let b = plain_node("b", &b_store(&store)).await;
     wait_until(WAIT, "a and b connected", || async {
         peer_rids(&b) == ["a"]
     })
@@ -174,6 +199,24 @@ async fn room_server_and_caller() -> RoomServerAndCaller {
         a,
         b,
     }
+}
+
+/// Room `id` as `rt` creates it: the incarnation and its creation reply (panics `why` if not made).
+async fn created_room(rt: &zlink::Handle, id: &str, why: &str) -> (zlink::object::SpotRef, Bytes) {
+    let SpotCreation::Created(room, reply) = rt
+        .spots()
+        .get_or_create(id, "room", Bytes::new())
+        .await
+        .unwrap()
+    else {
+        panic!("{why}")
+    };
+    (room, reply)
+}
+
+/// What Spot `id` answers to `rt`'s request `Say(text)`.
+async fn say(rt: &zlink::Handle, id: &str, text: &str) -> zlink::Result<Said> {
+    rt.spots().request(id, &Say(text.into())).await
 }
 
 fn record_reads(rt: &Runtime) -> u64 {

@@ -13,7 +13,7 @@ use crate::channel::client_server::{ClientServerRole, ClientServerRoles};
 use crate::channel::fanout::{FanoutDeclaration, FanoutRoles};
 use crate::handle::Handle;
 use crate::handler::{HandlerGroup, HandlerTable, NodeDirectRoute};
-use crate::mesh::{MeshNode, Teardown};
+use crate::mesh::{Drained, MeshNode, Teardown};
 use crate::object::{ObjectServer, ObjectSettings};
 use crate::session::StreamListeners;
 use crate::wire::Command;
@@ -146,12 +146,14 @@ async fn join_store(node: &MeshNode) -> Result<()> {
 }
 
 /// Stops the node (reference §7.5): it says it is draining; new calls fail
-/// `ShuttingDown`; the subsystems drain and stop in reverse start order (sessions close
-/// with a reason, then each Spot runs `on_closing(HostShutdown)` and every authority the
-/// node still holds is released); accepted inbound work may finish, all of it within one
-/// `grace`; outstanding outbound requests end `ShuttingDown`; the descriptor is withdrawn
-/// and the lease released; connections and the listener close. Every task has ended when
-/// this returns. `None` when another call is (or was) stopping the node: it waited for it.
+/// `ShuttingDown`; the subsystems, in reverse start order, each let the work they accepted
+/// finish and then stop (sessions close with a reason; Spots and Actors finish what they
+/// have running or queued, then each Spot runs `on_closing(HostShutdown)` and every
+/// authority the node still holds is released); the node's own accepted work may finish;
+/// all of that within one `grace` (past it: `ForceStopped(DeadlineExceeded)`);
+/// outstanding outbound requests end `ShuttingDown`; the descriptor is withdrawn and the
+/// lease released; connections and the listener close. Every task has ended when this
+/// returns. `None` when another call is (or was) stopping the node: it waited for it.
 pub(super) async fn shutdown(
     node: &MeshNode,
     grace: Duration,
@@ -172,7 +174,9 @@ pub(super) async fn shutdown(
     node.set_draining(true).await;
     let mut outcome = ShutdownOutcome::Stopped;
     for subsystem in node.subsystems_reversed() {
-        subsystem.drain(left()).await;
+        if subsystem.drain(left()).await == Drained::GraceEnded && outcome.is_clean() {
+            outcome = ShutdownOutcome::ForceStopped(ShutdownReason::DeadlineExceeded);
+        }
         if let Teardown::Failed(why) = subsystem.stop(false).await {
             tracing::warn!(rid = %rid, subsystem = subsystem.name(), why = %why, "subsystem teardown failed");
             outcome = ShutdownOutcome::ForceStopped(ShutdownReason::TeardownFailed);

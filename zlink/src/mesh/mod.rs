@@ -37,7 +37,7 @@ pub use peer_table::PeerStatus;
 pub(crate) use security::SecuritySettings;
 pub(crate) use settings::{ChannelRole, DiscoverySettings, MeshSettings, ServedObjects, Topology};
 pub use settings::{PeerSpec, DEFAULT_WEIGHT, MAX_WEIGHT};
-pub(crate) use subsystem::{Subsystem, Teardown};
+pub(crate) use subsystem::{Drained, Subsystem, Teardown};
 
 #[cfg(test)]
 mod seam_tests;

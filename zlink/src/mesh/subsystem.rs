@@ -15,6 +15,15 @@ pub(crate) enum Teardown {
     Failed(String),
 }
 
+/// How a subsystem's drain ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Drained {
+    /// All the work it had accepted finished.
+    Finished,
+    /// The grace ended with accepted work still running (it is stopped with the node).
+    GraceEnded,
+}
+
 /// One subsystem of a running node.
 #[async_trait]
 pub(crate) trait Subsystem: Send + Sync + 'static {
@@ -22,7 +31,7 @@ pub(crate) trait Subsystem: Send + Sync + 'static {
     fn name(&self) -> &'static str;
 
     /// Stops taking new work and lets accepted work finish, for at most `grace`.
-    async fn drain(&self, grace: Duration);
+    async fn drain(&self, grace: Duration) -> Drained;
 
     /// Ends everything it runs; returns once its tasks have ended. `crashed` ends it as a
     /// killed process would (nothing withdrawn from the store).

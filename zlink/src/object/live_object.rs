@@ -377,6 +377,11 @@ impl LiveObject {
         let _ = self.timers.set(Arc::downgrade(timers));
     }
 
+    /// Whether none of its accepted work runs or waits now (its timers may be armed).
+    pub(crate) fn at_rest(&self) -> bool {
+        self.mailbox.at_rest()
+    }
+
     /// `Some(mark)` while the object is idle: nothing queued, running or lent, no timer
     /// armed. The same mark seen later means no work came in between.
     pub(crate) fn idle_mark(&self) -> Option<u64> {

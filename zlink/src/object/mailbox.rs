@@ -205,6 +205,18 @@ impl<J, R> Mailbox<J, R> {
         Ok(())
     }
 
+    /// Whether none of this object's accepted work runs or waits now: nothing queued,
+    /// running or lent (or the mailbox closed, or handed to a move's target). What a
+    /// shutdown's drain waits for.
+    pub(crate) fn at_rest(&self) -> bool {
+        let state = self.state();
+        state.closed
+            || state.handed_over.is_some()
+            || (matches!(state.holder, Holder::Parked(_))
+                && state.lifecycle.used.jobs == 0
+                && state.application.used.jobs == 0)
+    }
+
     /// `Some(mark)` while the mailbox is idle: open, nothing queued, running, lent or
     /// handed over, the loop parked. The mark moves with every job admitted and every
     /// turn lent, so the same mark seen later means no work came in between.

@@ -27,7 +27,7 @@ use super::{closing, creation};
 use crate::address::{ActorRef, Location, ObjectKey, ObjectKind, Outcome};
 use crate::call::BoxFuture;
 use crate::handle::Handle;
-use crate::mesh::{InboundRoute, MeshNode, Subsystem, Teardown};
+use crate::mesh::{Drained, InboundRoute, MeshNode, Subsystem, Teardown};
 use crate::sync::LockUnpoisoned;
 use crate::wire::Command;
 use crate::{Error, Result};
@@ -35,6 +35,9 @@ use crate::{Error, Result};
 /// The longest a clean stop spends releasing the authorities it holds (and at most the
 /// lease TTL): a store that does not answer in that time leaves them to `reclaim`.
 const RELEASE_LIMIT: Duration = Duration::from_secs(5);
+
+/// How often a shutdown's drain looks whether the Spots and Actors finished their work.
+const DRAIN_POLL: Duration = Duration::from_millis(10);
 
 /// The object layer of one node, as components: each owns its state and is reached
 /// through its methods.
@@ -350,7 +353,26 @@ impl Subsystem for ObjectServer {
         "objects"
     }
 
-    async fn drain(&self, _grace: Duration) {}
+    /// Lets every Spot and Actor finish the work it accepted (queued, running or lent),
+    /// for at most `grace`: `on_closing(HostShutdown)` and the release come after it.
+    async fn drain(&self, grace: Duration) -> Drained {
+        let deadline = tokio::time::Instant::now() + grace;
+        let mut busy = self.registry.all();
+        loop {
+            // Once seen at rest, an object's accepted work is done: later arrivals are
+            // not waited for.
+            busy.retain(|live| !live.at_rest());
+            if busy.is_empty() {
+                return Drained::Finished;
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                tracing::warn!(rid = %self.env.route().rid, busy = busy.len(), "shutdown grace ended with Spots or Actors still working");
+                return Drained::GraceEnded;
+            }
+            tokio::time::sleep(DRAIN_POLL.min(deadline - now)).await;
+        }
+    }
 
     async fn stop(&self, crashed: bool) -> Teardown {
         if crashed {

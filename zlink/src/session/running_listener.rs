@@ -25,6 +25,7 @@ use super::tls::TlsIdentity;
 use super::transport::StreamSink;
 use crate::handle::WeakHandle;
 use crate::link::warn_limit::WarnLimit;
+use crate::mesh::Drained;
 use crate::{Error, ErrorKind, Result};
 
 /// How long a refused connection has to take its closing notice.
@@ -216,14 +217,17 @@ impl RunningListener {
 
     /// Stops accepting and closes every session with `ServerDrain`; waits for them at
     /// most `grace`.
-    pub(crate) async fn drain(&self, grace: Duration) {
+    pub(crate) async fn drain(&self, grace: Duration) -> Drained {
         self.stop_accepting.cancel();
         let open: Vec<_> = self.sessions().values().cloned().collect();
         for peer in open {
             peer.close(CloseReason::ServerDrain, "the server is shutting down");
         }
         self.tasks.close();
-        let _ = tokio::time::timeout(grace, self.tasks.wait()).await;
+        match tokio::time::timeout(grace, self.tasks.wait()).await {
+            Ok(()) => Drained::Finished,
+            Err(_) => Drained::GraceEnded,
+        }
     }
 
     /// Ends every session now.

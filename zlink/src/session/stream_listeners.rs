@@ -10,7 +10,7 @@ use super::running_listener::{RunningListener, SessionShared};
 use super::session_index::{SessionIndex, SessionRoute};
 use super::settings::StreamListener;
 use crate::handle::WeakHandle;
-use crate::mesh::{Subsystem, Teardown};
+use crate::mesh::{Drained, Subsystem, Teardown};
 use crate::object::ObjectServer;
 use crate::wire::Command;
 use crate::Result;
@@ -112,8 +112,14 @@ impl Subsystem for StreamListeners {
         "stream listeners"
     }
 
-    async fn drain(&self, grace: Duration) {
-        futures::future::join_all(self.listeners.iter().map(|l| l.drain(grace))).await;
+    async fn drain(&self, grace: Duration) -> Drained {
+        let drained =
+            futures::future::join_all(self.listeners.iter().map(|l| l.drain(grace))).await;
+        if drained.into_iter().all(|d| d == Drained::Finished) {
+            Drained::Finished
+        } else {
+            Drained::GraceEnded
+        }
     }
 
     async fn stop(&self, _crashed: bool) -> Teardown {

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 
 use super::ClientServerRole;
 use crate::handle::{ClientServerPort, Handle};
-use crate::mesh::{ChannelRole, MeshNode, MeshSettings, Subsystem, Teardown, Topology};
+use crate::mesh::{ChannelRole, Drained, MeshNode, MeshSettings, Subsystem, Teardown, Topology};
 use crate::{Error, ErrorKind, Result};
 
 /// How long queued replies have to leave at shutdown before the connections close.
@@ -134,17 +134,24 @@ impl Subsystem for ClientServerRoles {
     }
 
     /// Servers stop admitting and finish accepted work; clients end their calls.
-    async fn drain(&self, grace: Duration) {
+    async fn drain(&self, grace: Duration) -> Drained {
         for node in self.nodes() {
             node.begin_shutdown();
         }
         // Side by side, so k servers end within one grace, not k of them.
         let drains = self.servers.values().map(|node| async move {
-            if !node.drain_work(grace).await {
+            let finished = node.drain_work(grace).await;
+            if !finished {
                 tracing::warn!(rid = %node.rid(), "ClientServer grace ended with handlers still running");
             }
+            finished
         });
-        futures::future::join_all(drains).await;
+        let finished = futures::future::join_all(drains).await;
+        if finished.into_iter().all(|f| f) {
+            Drained::Finished
+        } else {
+            Drained::GraceEnded
+        }
     }
 
     async fn stop(&self, crashed: bool) -> Teardown {

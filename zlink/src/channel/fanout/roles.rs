@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use crate::call::BoxFuture;
 use crate::handle::{FanoutPort, Handle, PublisherStatus};
-use crate::mesh::{Subsystem, Teardown};
+use crate::mesh::{Drained, Subsystem, Teardown};
 use crate::wire::Metadata;
 use crate::{Error, ErrorKind, Result};
 
@@ -145,7 +145,9 @@ impl Subsystem for FanoutRoles {
 
     /// Fanout holds no accepted work: publishing is refused once the runtime stops
     /// serving, and a subscriber's handler call finishes with its feed.
-    async fn drain(&self, _grace: Duration) {}
+    async fn drain(&self, _grace: Duration) -> Drained {
+        Drained::Finished
+    }
 
     /// Stops every subscriber and closes every publisher.
     async fn stop(&self, _crashed: bool) -> Teardown {
