@@ -59,6 +59,20 @@ async fn reads_of(caller: &Runtime, id: &str, calls: usize) -> (u64, Vec<zlink::
     (record_reads(caller) - before, results)
 }
 
+/// Node "caller" on a `FaultyLocationStore` over `store` (returned too), once it sees "server".
+async fn faulty_caller(
+    store: &Arc<dyn zlink::store::LocationStore>,
+) -> (Runtime, Arc<FaultyLocationStore>) {
+    let faulty = Arc::new(FaultyLocationStore::new(store.clone()));
+    let caller_store: Arc<dyn zlink::store::LocationStore> = faulty.clone();
+    let caller = start(discovered_node("caller", &caller_store, quick_lease())).await;
+    wait_until(WAIT, "the caller sees the server", || async {
+        peer_rids(&caller) == ["server"]
+    })
+    .await;
+    (caller, faulty)
+}
+
 /// Seed 000 §5, global ID lookup, item 3.
 #[tokio::test]
 async fn missing_creating_and_store_failure_are_never_cached_as_negative_results() {
@@ -74,13 +88,7 @@ async fn missing_creating_and_store_failure_are_never_cached_as_negative_results
         )
         .await
     };
-    let faulty = Arc::new(FaultyLocationStore::new(store.clone()));
-    let caller_store: Arc<dyn zlink::store::LocationStore> = faulty.clone();
-    let caller = start(discovered_node("caller", &caller_store, quick_lease())).await;
-    wait_until(WAIT, "the caller sees the server", || async {
-        peer_rids(&caller) == ["server"]
-    })
-    .await;
+    let (caller, faulty) = faulty_caller(&store).await;
     // Missing: every call reads again.
     let (reads, results) = reads_of(&caller, "s1", 2).await;
     assert_eq!(reads, 2, "Missing is not cached");
@@ -242,6 +250,21 @@ async fn gated_mesh(store: &Arc<dyn zlink::store::LocationStore>) -> [Runtime; 3
     [a, b, caller]
 }
 
+/// A ping of gated Spot `id` from `caller` fails with `kind`; then `caller` gets or creates `id`.
+async fn ping_fails_then_get_or_create(
+    caller: &Runtime,
+    id: &str,
+    kind: ErrorKind,
+) -> zlink::object::SpotCreation {
+    let failed = GatedClient::new(caller, id).ping(&Ping).await.unwrap_err();
+    assert!(failed.is(kind), "{failed}");
+    caller
+        .spots()
+        .get_or_create(id, "gated", Bytes::new())
+        .await
+        .unwrap()
+}
+
 /// Seed 000 §5, global ID lookup, item 5.
 #[tokio::test]
 async fn missing_leads_only_to_creation_and_unavailable_only_to_the_callers_error() {
@@ -252,16 +275,7 @@ async fn missing_leads_only_to_creation_and_unavailable_only_to_the_callers_erro
     let store = redis_store(&redis);
     let [a, b, caller] = gated_mesh(&store).await;
     // Missing: a call is NotFound, and creation makes the Spot.
-    let missing = GatedClient::new(&caller, "fresh")
-        .ping(&Ping)
-        .await
-        .unwrap_err();
-    assert!(missing.is(ErrorKind::NotFound), "{missing}");
-    let made = caller
-        .spots()
-        .get_or_create("fresh", "gated", Bytes::new())
-        .await
-        .unwrap();
+    let made = ping_fails_then_get_or_create(&caller, "fresh", ErrorKind::NotFound).await;
     assert!(
         matches!(made, zlink::object::SpotCreation::Created(..)),
         "{made:?}"
@@ -271,21 +285,25 @@ async fn missing_leads_only_to_creation_and_unavailable_only_to_the_callers_erro
     let owner = caller.spots().find("fresh").await.unwrap().unwrap();
     let (dead, alive) = if owner.rid == "a" { (a, b) } else { (b, a) };
     dead.crash().await;
-    let unavailable = GatedClient::new(&caller, "fresh")
-        .ping(&Ping)
-        .await
-        .unwrap_err();
-    assert!(unavailable.is(ErrorKind::Unavailable), "{unavailable}");
-    let again = caller
-        .spots()
-        .get_or_create("fresh", "gated", Bytes::new())
-        .await
-        .unwrap();
+    let again = ping_fails_then_get_or_create(&caller, "fresh", ErrorKind::Unavailable).await;
     match again {
         zlink::object::SpotCreation::Existing(found) => assert_eq!(found, owner),
         other => panic!("a Spot was made again for an unavailable one: {other:?}"),
     }
     stop([caller, alive]).await;
+}
+
+/// The next `Add(1)` on `counter` fails `Unavailable`; the one after it runs, total 2, on `by`.
+async fn unavailable_then_the_next_add_runs(
+    counter: &zlink_tests::relocating::CounterClient,
+    by: &str,
+    why: &str,
+) {
+    use zlink_tests::relocating::Add;
+    let failed = counter.add(Add(1)).await.unwrap_err();
+    assert!(failed.is(ErrorKind::Unavailable), "{failed}");
+    let next = counter.add(Add(1)).await.unwrap();
+    assert_eq!((next.total, next.by.as_str()), (2, by), "{why}");
 }
 
 /// Seed 000 §5, movement and Message Follow, item 11.
@@ -301,14 +319,7 @@ async fn a_failed_operation_is_not_resubmitted_to_the_new_owner_and_the_next_cal
     let counter = CounterClient::new(client, "c7");
     counter.add(Add(1)).await.unwrap();
     a.actors().relocate("c7", Some("b")).await.unwrap();
-    let err = counter.add(Add(1)).await.unwrap_err();
-    assert!(err.is(ErrorKind::Unavailable), "{err}");
-    let next = counter.add(Add(1)).await.unwrap();
-    assert_eq!(
-        (next.total, next.by.as_str()),
-        (2, "b"),
-        "the failed call did not run"
-    );
+    unavailable_then_the_next_add_runs(&counter, "b", "the failed call did not run").await;
     stop(m.nodes).await;
 }
 
@@ -441,14 +452,12 @@ async fn the_owner_admits_only_the_owner_generation_it_holds_now_and_never_re_ad
     a.actors().relocate("g7", Some("b")).await.unwrap();
     b.actors().relocate("g7", Some("a")).await.unwrap();
     // The caller's route names a's old owner generation: a refuses it, and nothing ran.
-    let stale = counter.add(Add(1)).await.unwrap_err();
-    assert!(stale.is(ErrorKind::Unavailable), "{stale}");
-    let next = counter.add(Add(1)).await.unwrap();
-    assert_eq!(
-        (next.total, next.by.as_str()),
-        (2, "a"),
-        "the refused call never ran; the next one read the authority again"
-    );
+    unavailable_then_the_next_add_runs(
+        &counter,
+        "a",
+        "the refused call never ran; the next one read the authority again",
+    )
+    .await;
     caller.shutdown().await;
     stop(m.nodes).await;
 }
@@ -678,13 +687,7 @@ async fn a_cached_route_ends_at_its_max_age_and_at_once_on_a_later_authority_a_s
             .spot_type(Gated::spot_type(move |_| Gated { gate: gate.clone() }).unwrap()),
     )
     .await;
-    let faulty = Arc::new(FaultyLocationStore::new(store.clone()));
-    let caller_store: Arc<dyn zlink::store::LocationStore> = faulty.clone();
-    let caller = start(discovered_node("caller", &caller_store, quick_lease())).await;
-    wait_until(WAIT, "the caller sees the server", || async {
-        peer_rids(&caller) == ["server"]
-    })
-    .await;
+    let (caller, faulty) = faulty_caller(&store).await;
     server
         .spots()
         .get_or_create("c4", "gated", Bytes::new())
@@ -775,6 +778,15 @@ async fn detour_until_read(
     since.elapsed()
 }
 
+/// A timing change that was refused: it failed `InvalidArgument`.
+fn refused_as_invalid(change: zlink::Result<()>) {
+    let refused = change.unwrap_err();
+    assert!(
+        matches!(refused, zlink::Error::InvalidArgument(_)),
+        "{refused}"
+    );
+}
+
 /// Seed 000 §5, global ID lookup, item 6.
 #[tokio::test]
 async fn a_cached_route_never_outlives_the_message_follow_window_of_its_old_owner() {
@@ -803,20 +815,8 @@ async fn a_cached_route_never_outlives_the_message_follow_window_of_its_old_owne
     .await;
     // The rule holds at run time on every node: a max age within 5 s of the follow
     // duration is refused and changes nothing; 0 turns either off.
-    let refused = client
-        .set_route_cache_max_age(Duration::from_millis(1001))
-        .unwrap_err();
-    assert!(
-        matches!(refused, zlink::Error::InvalidArgument(_)),
-        "{refused}"
-    );
-    let refused = client
-        .set_message_follow_duration(Duration::from_millis(5999))
-        .unwrap_err();
-    assert!(
-        matches!(refused, zlink::Error::InvalidArgument(_)),
-        "{refused}"
-    );
+    refused_as_invalid(client.set_route_cache_max_age(Duration::from_millis(1001)));
+    refused_as_invalid(client.set_message_follow_duration(Duration::from_millis(5999)));
     assert_eq!(
         client.route_cache_max_age().unwrap(),
         Duration::from_secs(1)
@@ -1168,14 +1168,7 @@ async fn a_per_actor_spot_moves_its_shell_then_each_member_and_to_spot_and_to_ac
     a.spots().get_or_create("pa", "room", "").await.unwrap();
     for player in ["m1", "m2"] {
         a.actors().create(player, "player").await.unwrap();
-        PlayerClient::new(&a, player)
-            .enter(&Enter {
-                spot: "pa".into(),
-                request: String::new(),
-            })
-            .await
-            .unwrap();
-        assert_eq!(spot_of(&a, player).await.as_deref(), Some("pa"));
+        enters(&a, player, "pa", "").await;
     }
     // b takes one player only: the second member cannot follow.
     let b = node_with_players("b", &redis, Execution::PerActor, &Log::default(), 1).await;

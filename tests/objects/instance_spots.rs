@@ -20,10 +20,7 @@ const WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 #[tokio::test]
 async fn a_plain_call_to_a_missing_instance_spot_is_not_found_and_activates_nothing() {
     let node = match_node().await;
-    let plain = MatchClient::new(&node.rt, "m1")
-        .score(&Score { by: "plain".into() })
-        .await
-        .unwrap_err();
+    let plain = plain_score(&node.rt, "m1", "plain").await.unwrap_err();
     assert!(plain.is(ErrorKind::NotFound), "{plain}");
     assert_eq!(node.rt.spots().find("m1").await.unwrap(), None);
     assert_eq!(node.built.load(Ordering::SeqCst), 0);
@@ -34,23 +31,14 @@ async fn a_plain_call_to_a_missing_instance_spot_is_not_found_and_activates_noth
 #[tokio::test]
 async fn an_intent_call_activates_the_spot_and_its_message_is_the_first_handler_call() {
     let node = match_node().await;
-    let first = MatchClient::instance(&node.rt, "m1")
-        .score(&Score { by: "first".into() })
-        .await
-        .unwrap();
+    let first = intent_score(&node.rt, "m1", "first").await.unwrap();
     assert_eq!(first.0, ["first"], "the activating message ran first, once");
     let found = node.rt.spots().find("m1").await.unwrap().expect("Ready");
     assert_eq!(found.rid, "a");
     // It exists now: plain calls and intent calls reach the same Spot.
-    let plain = MatchClient::new(&node.rt, "m1")
-        .score(&Score { by: "plain".into() })
-        .await
-        .unwrap();
+    let plain = plain_score(&node.rt, "m1", "plain").await.unwrap();
     assert_eq!(plain.0, ["first", "plain"]);
-    let again = MatchClient::instance(&node.rt, "m1")
-        .score(&Score { by: "again".into() })
-        .await
-        .unwrap();
+    let again = intent_score(&node.rt, "m1", "again").await.unwrap();
     assert_eq!(again.0, ["first", "plain", "again"]);
     assert_eq!(node.built.load(Ordering::SeqCst), 1, "activated once");
     node.rt.shutdown().await;
@@ -61,13 +49,7 @@ async fn concurrent_first_intent_requests_activate_one_spot_and_each_handler_run
     let node = match_node().await;
     let callers = (0..12).map(|i| {
         let rt = node.rt.clone();
-        async move {
-            MatchClient::instance(&rt, "race")
-                .score(&Score {
-                    by: format!("c{i}"),
-                })
-                .await
-        }
+        async move { intent_score(&rt, "race", &format!("c{i}")).await }
     });
     let replies: Vec<Log> = futures::future::join_all(callers)
         .await
@@ -113,10 +95,7 @@ async fn a_one_way_intent_call_completes_before_its_handler_and_activates_the_sp
     })
     .await;
     drop(permits);
-    let log = MatchClient::new(&node.rt, "m2")
-        .score(&Score { by: "next".into() })
-        .await
-        .unwrap();
+    let log = plain_score(&node.rt, "m2", "next").await.unwrap();
     assert_eq!(
         log.0,
         ["one-way", "next"],
@@ -131,11 +110,7 @@ async fn the_recovery_pointer_and_its_root_stay_until_the_first_handler_ran() {
     let permits = node.gate.acquire_many(PERMITS).await.unwrap();
     let first = tokio::spawn({
         let rt = node.rt.clone();
-        async move {
-            MatchClient::instance(&rt, "m3")
-                .score(&Score { by: "first".into() })
-                .await
-        }
+        async move { intent_score(&rt, "m3", "first").await }
     });
     wait_until(WAIT, "m3 is Ready, its first handler held", || async {
         node.rt.spots().find("m3").await.unwrap().is_some()
@@ -165,10 +140,7 @@ async fn an_intent_call_to_a_user_spot_or_another_instance_type_is_type_mismatch
         .await
         .unwrap();
     assert!(matches!(created, SpotCreation::Created(..)));
-    let mismatch = MatchClient::instance(&node.rt, "l1")
-        .score(&Score { by: "x".into() })
-        .await
-        .unwrap_err();
+    let mismatch = intent_score(&node.rt, "l1", "x").await.unwrap_err();
     assert!(mismatch.is(ErrorKind::TypeMismatch), "{mismatch}");
     // Intent for a type that is not an Instance Spot type activates nothing either.
     let not_instance = node
@@ -266,13 +238,7 @@ async fn racing_first_intent_calls_from_three_nodes_activate_one_spot_on_a_servi
     let callers = nodes.iter().flat_map(|rt| {
         (0..4).map(move |i| {
             let rt = rt.handle().clone();
-            async move {
-                MatchClient::instance(&rt, "final")
-                    .score(&Score {
-                        by: format!("{}{i}", rt.rid()),
-                    })
-                    .await
-            }
+            async move { intent_score(&rt, "final", &format!("{}{i}", rt.rid())).await }
         })
     });
     let replies: Vec<Log> = futures::future::join_all(callers)
@@ -311,10 +277,7 @@ async fn an_intent_call_for_a_type_no_node_serves_is_not_found_and_activates_not
     let redis = RedisServer::start().expect("redis-server");
     let store = redis_store(&redis);
     let a = mesh_node("a", &store, None).await;
-    let missing = MatchClient::instance(&a, "m")
-        .score(&Score { by: "x".into() })
-        .await
-        .unwrap_err();
+    let missing = intent_score(&a, "m", "x").await.unwrap_err();
     assert!(missing.is(ErrorKind::NotFound), "{missing}");
     assert!(
         missing.to_string().contains("no ready node serves"),
@@ -337,11 +300,7 @@ async fn a_crash_after_the_reservation_is_cancelled_and_the_next_intent_call_act
     .await;
     let held = tokio::spawn({
         let a = a.clone();
-        async move {
-            MatchClient::instance(&a, "m")
-                .score(&Score { by: "lost".into() })
-                .await
-        }
+        async move { intent_score(&a, "m", "lost").await }
     });
     wait_until(WAIT, "a reserved m", || async {
         matches!(
@@ -363,10 +322,7 @@ async fn a_crash_after_the_reservation_is_cancelled_and_the_next_intent_call_act
     // b's intent call waits out a's lease, cancels exactly that reservation, and
     // activates the Spot afresh: its message is the first handler call, the crashed
     // attempt's is never run.
-    let log = MatchClient::instance(&b, "m")
-        .score(&Score { by: "b".into() })
-        .await
-        .unwrap();
+    let log = intent_score(&b, "m", "b").await.unwrap();
     assert_eq!(log.0, ["b"]);
     let spot = b.spots().find("m").await.unwrap().unwrap();
     assert_eq!(spot.rid, "b");
@@ -386,21 +342,12 @@ async fn a_crash_after_the_reservation_is_cancelled_and_the_next_intent_call_act
 async fn after_an_explicit_close_a_plain_call_is_not_found_and_an_intent_call_activates_a_new_generation(
 ) {
     let node = match_node().await;
-    MatchClient::instance(&node.rt, "m")
-        .score(&Score { by: "first".into() })
-        .await
-        .unwrap();
+    intent_score(&node.rt, "m", "first").await.unwrap();
     let first = node.rt.spots().find("m").await.unwrap().unwrap();
     assert!(node.rt.spots().close(&first).await.unwrap());
-    let plain = MatchClient::new(&node.rt, "m")
-        .score(&Score { by: "plain".into() })
-        .await
-        .unwrap_err();
+    let plain = plain_score(&node.rt, "m", "plain").await.unwrap_err();
     assert!(plain.is(ErrorKind::NotFound), "{plain}");
-    let log = MatchClient::instance(&node.rt, "m")
-        .score(&Score { by: "again".into() })
-        .await
-        .unwrap();
+    let log = intent_score(&node.rt, "m", "again").await.unwrap();
     assert_eq!(log.0, ["again"], "a new Spot, not the closed one's state");
     let second = node.rt.spots().find("m").await.unwrap().unwrap();
     assert!(
@@ -493,10 +440,7 @@ async fn an_instance_spot_with_work_or_an_armed_timer_and_user_spots_are_never_e
 #[tokio::test]
 async fn idle_eviction_is_off_by_default() {
     let node = match_node().await;
-    MatchClient::instance(&node.rt, "m")
-        .score(&Score { by: "x".into() })
-        .await
-        .unwrap();
+    intent_score(&node.rt, "m", "x").await.unwrap();
     tokio::time::sleep(IDLE * 3).await;
     assert!(node.rt.spots().find("m").await.unwrap().is_some());
     node.rt.shutdown().await;
@@ -687,11 +631,7 @@ async fn a_crash_after_the_root_and_before_the_reservation_leaves_an_orphan_root
     let a = serving("a", |b| b.test_hold_activation_after_root()).await;
     let held = tokio::spawn({
         let a = a.clone();
-        async move {
-            MatchClient::instance(&a, "m")
-                .score(&Score { by: "lost".into() })
-                .await
-        }
+        async move { intent_score(&a, "m", "lost").await }
     });
     wait_until(WAIT, "a wrote its root", || async { roots.len() == 1 }).await;
     a.crash().await;
@@ -709,10 +649,7 @@ async fn a_crash_after_the_root_and_before_the_reservation_leaves_an_orphan_root
     // The ID is Missing: the next intent call activates it at once, and the orphan's
     // message never runs (its retention removes it).
     let b = serving("b", |b| b).await;
-    let log = MatchClient::instance(&b, "m")
-        .score(&Score { by: "b".into() })
-        .await
-        .unwrap();
+    let log = intent_score(&b, "m", "b").await.unwrap();
     assert_eq!(log.0, ["b"]);
     assert_eq!(built.load(Ordering::SeqCst), 1);
     wait_until(WAIT, "b's own root is gone, the orphan stays", || async {
@@ -751,10 +688,7 @@ async fn a_one_way_whose_activation_fails_is_counted_as_lost_and_leaves_the_id_m
     })
     .await;
     // a is full from here on.
-    MatchClient::instance(&caller, "m0")
-        .score(&Score { by: "c".into() })
-        .await
-        .unwrap();
+    intent_score(&caller, "m0", "c").await.unwrap();
     MatchClient::instance(&caller, "m1")
         .mark(&Mark { by: "c".into() })
         .await
@@ -764,10 +698,7 @@ async fn a_one_way_whose_activation_fails_is_counted_as_lost_and_leaves_the_id_m
     })
     .await;
     assert_eq!(caller.status().lost_one_ways.total(), 1);
-    let refused = MatchClient::instance(&caller, "m2")
-        .score(&Score { by: "c".into() })
-        .await
-        .unwrap_err();
+    let refused = intent_score(&caller, "m2", "c").await.unwrap_err();
     assert!(refused.is(ErrorKind::CapacityExceeded), "{refused}");
     for id in ["m1", "m2"] {
         assert_eq!(

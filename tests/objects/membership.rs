@@ -22,14 +22,8 @@ async fn an_actor_joins_a_user_spot_on_its_node_and_leaves_it_with_the_callbacks
     let entry = spot_of(&a, "p").await.unwrap();
     assert!(is_entry_spot_id(&entry));
     let p = PlayerClient::new(&a, "p");
-    p.enter(&Enter {
-        spot: "r".into(),
-        request: "hi".into(),
-    })
-    .await
-    .unwrap();
     // The next message runs after the Join: the Actor is in the room.
-    assert_eq!(spot_of(&a, "p").await.as_deref(), Some("r"));
+    enters(&a, "p", "r", "hi").await;
     p.exit(&Exit).await.unwrap();
     assert_eq!(spot_of(&a, "p").await, Some(entry));
     logged(&log, "left p").await;
@@ -55,10 +49,12 @@ async fn an_actor_joins_a_user_spot_on_its_node_and_leaves_it_with_the_callbacks
 
 #[tokio::test]
 async fn a_declined_or_impossible_join_keeps_the_actor_where_it_was() {
-    let redis = RedisServer::start().expect("redis-server");
-    let log = Log::default();
-    let (a, store) = node_with(&redis, Execution::SpotWide, &log).await;
-    a.spots().get_or_create("r", "room", "").await.unwrap();
+    let RoomNode {
+        _redis,
+        log,
+        a,
+        store,
+    } = node_with_room(Execution::SpotWide).await;
     a.spots().get_or_create("h", "hall", "").await.unwrap();
     a.actors().create("p", "player").await.unwrap();
     let entry = spot_of(&a, "p").await;
@@ -95,20 +91,11 @@ async fn a_declined_or_impossible_join_keeps_the_actor_where_it_was() {
 
 #[tokio::test]
 async fn a_spot_with_member_actors_closes_as_false_and_keeps_its_authority() {
-    let redis = RedisServer::start().expect("redis-server");
-    let log = Log::default();
-    let (a, _) = node_with(&redis, Execution::SpotWide, &log).await;
-    a.spots().get_or_create("r", "room", "").await.unwrap();
+    let RoomNode { _redis, log, a, .. } = node_with_room(Execution::SpotWide).await;
     let room = a.spots().find("r").await.unwrap().unwrap();
     let player = a.actors().create("p", "player").await.unwrap();
     let p = PlayerClient::new(&a, "p");
-    p.enter(&Enter {
-        spot: "r".into(),
-        request: String::new(),
-    })
-    .await
-    .unwrap();
-    assert_eq!(spot_of(&a, "p").await.as_deref(), Some("r"));
+    enters(&a, "p", "r", "").await;
     assert!(!a.spots().close(&room).await.unwrap(), "a member is in it");
     assert_eq!(a.spots().find("r").await.unwrap(), Some(room.clone()));
     let in_room = a.actors().destroy(&player).await.unwrap_err();
@@ -123,20 +110,10 @@ async fn a_spot_with_member_actors_closes_as_false_and_keeps_its_authority() {
 #[tokio::test]
 async fn spot_wide_members_share_one_gate_and_per_actor_members_run_at_the_same_time() {
     for (execution, together) in [(Execution::SpotWide, false), (Execution::PerActor, true)] {
-        let redis = RedisServer::start().expect("redis-server");
-        let log = Log::default();
-        let (a, _) = node_with(&redis, execution, &log).await;
-        a.spots().get_or_create("r", "room", "").await.unwrap();
+        let RoomNode { _redis, a, .. } = node_with_room(execution).await;
         for id in ["p1", "p2"] {
             a.actors().create(id, "player").await.unwrap();
-            PlayerClient::new(&a, id)
-                .enter(&Enter {
-                    spot: "r".into(),
-                    request: String::new(),
-                })
-                .await
-                .unwrap();
-            assert_eq!(spot_of(&a, id).await.as_deref(), Some("r"));
+            enters(&a, id, "r", "").await;
         }
         let (one, two) = (PlayerClient::new(&a, "p1"), PlayerClient::new(&a, "p2"));
         let (m1, m2) = tokio::join!(one.meet(&Meet), two.meet(&Meet));
@@ -148,10 +125,7 @@ async fn spot_wide_members_share_one_gate_and_per_actor_members_run_at_the_same_
 
 #[tokio::test]
 async fn a_request_to_an_object_behind_the_callers_own_gate_is_invalid_operation() {
-    let redis = RedisServer::start().expect("redis-server");
-    let log = Log::default();
-    let (a, _) = node_with(&redis, Execution::SpotWide, &log).await;
-    a.spots().get_or_create("r", "room", "").await.unwrap();
+    let RoomNode { _redis, a, .. } = node_with_room(Execution::SpotWide).await;
     a.spots().get_or_create("r2", "room", "").await.unwrap();
     a.actors().create("p", "player").await.unwrap();
     let p = PlayerClient::new(&a, "p");
@@ -160,13 +134,7 @@ async fn a_request_to_an_object_behind_the_callers_own_gate_is_invalid_operation
         p.ask_room(AskRoom("r".into())).await.unwrap().0.as_deref(),
         Some("r")
     );
-    p.enter(&Enter {
-        spot: "r".into(),
-        request: String::new(),
-    })
-    .await
-    .unwrap();
-    assert_eq!(spot_of(&a, "p").await.as_deref(), Some("r"));
+    enters(&a, "p", "r", "").await;
     // Inside r's gate, a request to r would wait for itself; another room is fine.
     let own = p.ask_room(AskRoom("r".into())).await.unwrap_err();
     assert!(own.is(ErrorKind::InvalidOperation), "{own}");
@@ -179,10 +147,7 @@ async fn a_request_to_an_object_behind_the_callers_own_gate_is_invalid_operation
 
 #[tokio::test]
 async fn a_join_and_a_close_of_one_spot_never_both_succeed() {
-    let redis = RedisServer::start().expect("redis-server");
-    let log = Log::default();
-    let (a, _) = node_with(&redis, Execution::SpotWide, &log).await;
-    a.spots().get_or_create("r", "room", "").await.unwrap();
+    let RoomNode { _redis, log, a, .. } = node_with_room(Execution::SpotWide).await;
     let room = a.spots().find("r").await.unwrap().unwrap();
     a.actors().create("p", "player").await.unwrap();
     let entry = spot_of(&a, "p").await;
@@ -225,15 +190,8 @@ async fn a_join_to_a_spot_on_another_node_moves_the_actor_with_the_callbacks_in_
     // Placement picks a or b; the test wants an Actor on a.
     let created =
         actor_created_on(&a, "p", "player", "a", || entry_log.lock().unwrap().clear()).await;
-    let p = PlayerClient::new(&a, "p");
-    p.enter(&Enter {
-        spot: "remote".into(),
-        request: "hi".into(),
-    })
-    .await
-    .unwrap();
     // The next message runs after the Join: on b, in the room, same incarnation.
-    assert_eq!(spot_of(&a, "p").await.as_deref(), Some("remote"));
+    enters(&a, "p", "remote", "hi").await;
     let moved = a.actors().find("p").await.unwrap().unwrap();
     assert_eq!(
         (moved.rid.as_str(), moved.generation),
@@ -348,14 +306,7 @@ async fn a_per_actor_spot_member_move_under_traffic_keeps_to_spot_and_to_actor_q
     a.spots().get_or_create("pt", "room", "").await.unwrap();
     for player in ["t1", "t2"] {
         a.actors().create(player, "player").await.unwrap();
-        PlayerClient::new(&a, player)
-            .enter(&Enter {
-                spot: "pt".into(),
-                request: String::new(),
-            })
-            .await
-            .unwrap();
-        assert_eq!(spot_of(&a, player).await.as_deref(), Some("pt"));
+        enters(&a, player, "pt", "").await;
     }
     // b takes one player only: t1 follows its Spot there, t2 cannot and stays on a.
     let b = node_recording(

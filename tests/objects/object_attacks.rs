@@ -124,6 +124,41 @@ async fn reply(raw: &mut RawZmtp) -> (u64, Option<u8>) {
     }
 }
 
+/// Sends each case's frames on `raw` in turn; its reply fails with its kind (`None`: succeeds).
+async fn assert_each_answered<K>(raw: &mut RawZmtp, cases: Vec<(Vec<Bytes>, K)>)
+where
+    K: Into<Option<ErrorKind>> + Copy + std::fmt::Debug,
+{
+    for (frames, kind) in cases {
+        raw.send(&slices(&frames)).await.expect("sent");
+        let (correlation, failed) = reply(raw).await;
+        let expected: Option<ErrorKind> = kind.into();
+        assert_eq!(
+            failed,
+            expected.map(ErrorKind::code),
+            "correlation {correlation}: {kind:?}"
+        );
+    }
+}
+
+/// Checks that node `a` still creates and serves target Spot `id` for a well-behaved caller.
+async fn still_serves(a: &zlink::Handle, id: &str) {
+    a.spots().get_or_create(id, "target", "").await.unwrap();
+    a.spots().request(id, &Ping).await.unwrap();
+}
+
+/// A relocation command (no fence, packet `zlink.relocation`) as a peer writes it.
+fn relocation_call(command: Command, correlation: u64, target: &str, payload: Bytes) -> Vec<Bytes> {
+    call(
+        command,
+        correlation,
+        target,
+        "zlink.relocation",
+        None,
+        payload,
+    )
+}
+
 /// A well-formed creation record, written out: the CBOR map
 /// `{"request": h'', "must_be_new": false}`.
 fn create_request() -> Bytes {
@@ -241,18 +276,9 @@ async fn malformed_object_commands_get_an_error_reply_and_the_node_keeps_serving
             ErrorKind::Unavailable,
         ),
     ];
-    for (frames, kind) in cases {
-        raw.send(&slices(&frames)).await.expect("sent");
-        let (correlation, failed) = reply(&mut raw).await;
-        assert_eq!(
-            failed,
-            Some(kind.code()),
-            "correlation {correlation}: {kind:?}"
-        );
-    }
+    assert_each_answered(&mut raw, cases).await;
     // The node still creates and serves Spots for a well-behaved caller.
-    a.spots().get_or_create("fine", "target", "").await.unwrap();
-    a.spots().request("fine", &Ping).await.unwrap();
+    still_serves(&a, "fine").await;
     a.shutdown().await;
 }
 
@@ -282,11 +308,7 @@ async fn a_flood_of_creations_is_answered_and_bounded() {
     }
     // Whatever the per-connection cap refused or the creations did, every request got
     // exactly one answer, and a normal caller is still served.
-    a.spots()
-        .get_or_create("after", "target", "")
-        .await
-        .unwrap();
-    a.spots().request("after", &Ping).await.unwrap();
+    still_serves(&a, "after").await;
     a.shutdown().await;
 }
 
@@ -407,75 +429,52 @@ fn restore(stable_type: &str, generation: u64, timers: usize) -> Bytes {
 async fn hostile_relocation_commands_get_an_error_reply_and_the_node_keeps_serving() {
     let a = object_server().await;
     let mut raw = admitted_raw(&a.endpoint()).await;
-    let packet = "zlink.relocation";
     let cases: Vec<(Vec<Bytes>, Option<ErrorKind>)> = vec![
         // A restore whose record is not CBOR.
         (
-            call(
+            relocation_call(
                 Command::RelocationRestore,
                 1,
                 "p",
-                packet,
-                None,
                 Bytes::from_static(b"\xff\x00"),
             ),
             Some(ErrorKind::ProtocolError),
         ),
         // A restore with zero generations.
         (
-            call(
-                Command::RelocationRestore,
-                2,
-                "p",
-                packet,
-                None,
-                restore("player", 0, 0),
-            ),
+            relocation_call(Command::RelocationRestore, 2, "p", restore("player", 0, 0)),
             Some(ErrorKind::ProtocolError),
         ),
         // A restore carrying more timers than any object may have.
         (
-            call(
+            relocation_call(
                 Command::RelocationRestore,
                 3,
                 "p",
-                packet,
-                None,
                 restore("player", 1, 2000),
             ),
             Some(ErrorKind::ProtocolError),
         ),
         // A restore of an Actor type this node does not serve: nothing is built.
         (
-            call(
-                Command::RelocationRestore,
-                4,
-                "p",
-                packet,
-                None,
-                restore("player", 1, 1),
-            ),
+            relocation_call(Command::RelocationRestore, 4, "p", restore("player", 1, 1)),
             Some(ErrorKind::NotFound),
         ),
         // A cutover that is not CBOR, and one for a move that is not arriving here.
         (
-            call(
+            relocation_call(
                 Command::RelocationCutover,
                 5,
                 "p",
-                packet,
-                None,
                 Bytes::from_static(b"\x01"),
             ),
             Some(ErrorKind::ProtocolError),
         ),
         (
-            call(
+            relocation_call(
                 Command::RelocationCutover,
                 6,
                 "p",
-                packet,
-                None,
                 cbor(&RawCutover {
                     kind: 'a',
                     relocation_id: "r-9".into(),
@@ -485,87 +484,61 @@ async fn hostile_relocation_commands_get_an_error_reply_and_the_node_keeps_servi
         ),
         // Members that do not move with a Spot of their own, or twice in one unit.
         (
-            call(
+            relocation_call(
                 Command::RelocationRestore,
                 9,
                 "p",
-                packet,
-                None,
                 unit_restore('a', "player", &["g1"]),
             ),
             Some(ErrorKind::ProtocolError),
         ),
         (
-            call(
+            relocation_call(
                 Command::RelocationRestore,
                 10,
                 "t",
-                packet,
-                None,
                 unit_restore('s', "target", &["g1", "g1"]),
             ),
             Some(ErrorKind::ProtocolError),
         ),
         // A unit of a Spot type declared disable here: nothing is built.
         (
-            call(
+            relocation_call(
                 Command::RelocationRestore,
                 11,
                 "t",
-                packet,
-                None,
                 unit_restore('s', "target", &["g1", "g2"]),
             ),
             Some(ErrorKind::Rejected),
         ),
         // A barrier is answered at once, and changes nothing.
         (
-            call(
-                Command::RelocationBarrier,
-                7,
-                "p",
-                packet,
-                None,
-                Bytes::new(),
-            ),
+            relocation_call(Command::RelocationBarrier, 7, "p", Bytes::new()),
             None,
         ),
     ];
-    for (frames, kind) in cases {
-        raw.send(&slices(&frames)).await.expect("sent");
-        let (correlation, failed) = reply(&mut raw).await;
-        assert_eq!(
-            failed,
-            kind.map(ErrorKind::code),
-            "correlation {correlation}: {kind:?}"
-        );
-    }
+    assert_each_answered(&mut raw, cases).await;
     // Follow notices are one-way: garbage, and a forged one for a route the peer does not
     // own, are dropped without an answer; the next request is answered in order.
-    raw.send(&slices(&call(
+    raw.send(&slices(&relocation_call(
         Command::MessageFollow,
         0,
         "p",
-        packet,
-        None,
         Bytes::from_static(b"\xff"),
     )))
     .await
     .expect("sent");
-    raw.send(&slices(&call(
+    raw.send(&slices(&relocation_call(
         Command::RelocationBarrier,
         8,
         "p",
-        packet,
-        None,
         Bytes::new(),
     )))
     .await
     .expect("sent");
     assert_eq!(reply(&mut raw).await, (8, None));
     assert_eq!(a.status().actors_owned, 0, "nothing arrived");
-    a.spots().get_or_create("fine", "target", "").await.unwrap();
-    a.spots().request("fine", &Ping).await.unwrap();
+    still_serves(&a, "fine").await;
     a.shutdown().await;
 }
 

@@ -33,6 +33,17 @@ async fn gateway(redis: &RedisServer) -> Runtime {
     start(discovered_node("gateway", &store, quick_lease()).relocation_store(roots)).await
 }
 
+/// Player nodes `a` then `b` on a fresh redis-server (returned, held for the test) and its stores.
+async fn players_a_and_b() -> (RedisServer, Runtime, Runtime) {
+    let redis = RedisServer::start().expect("redis-server");
+    let (store, roots) = redis_stores(&redis.url());
+    let probe = Probe::new(Duration::ZERO, false);
+    let counts = Counts::default();
+    let a = player_node("a", &store, &roots, &probe, &counts).await;
+    let b = player_node("b", &store, &roots, &probe, &counts).await;
+    (redis, a, b)
+}
+
 async fn tally(rt: &zlink::Handle, id: &str, n: u64) -> zlink::Result<Tallied> {
     TallierClient::new(rt, id).tally(Tally(n)).await
 }
@@ -134,12 +145,7 @@ async fn a_node_stopped_with_ctrl_c_and_started_under_its_rid_again_leaves_every
 /// elsewhere.
 #[tokio::test]
 async fn a_shutdown_with_relocate_first_moves_the_objects_live_instead_of_releasing_them() {
-    let redis = RedisServer::start().expect("redis-server");
-    let (store, roots) = redis_stores(&redis.url());
-    let probe = Probe::new(Duration::ZERO, false);
-    let counts = Counts::default();
-    let a = player_node("a", &store, &roots, &probe, &counts).await;
-    let b = player_node("b", &store, &roots, &probe, &counts).await;
+    let (_redis, a, b) = players_a_and_b().await;
     a.actors().ready("tally", 2).await.unwrap();
     for i in 0..8 {
         let id = format!("r{i}");
@@ -187,12 +193,7 @@ async fn a_shutdown_with_relocate_first_moves_the_objects_live_instead_of_releas
 /// until `undrain` returns it to service.
 #[tokio::test]
 async fn a_drained_node_takes_new_objects_again_after_undrain() {
-    let redis = RedisServer::start().expect("redis-server");
-    let (store, roots) = redis_stores(&redis.url());
-    let probe = Probe::new(Duration::ZERO, false);
-    let counts = Counts::default();
-    let a = player_node("a", &store, &roots, &probe, &counts).await;
-    let b = player_node("b", &store, &roots, &probe, &counts).await;
+    let (redis, a, b) = players_a_and_b().await;
     let c = gateway(&redis).await;
     c.actors().ready("tally", 2).await.unwrap();
     let report = a.relocate_all().await.unwrap();

@@ -118,6 +118,20 @@ pub async fn match_node() -> MatchNode {
     }
 }
 
+/// Match `id`'s log after a `Score` by `by` that `rt` sends with Instance intent.
+pub async fn intent_score(rt: &zlink::Handle, id: &str, by: &str) -> zlink::Result<Log> {
+    MatchClient::instance(rt, id)
+        .score(&Score { by: by.into() })
+        .await
+}
+
+/// Match `id`'s log after a `Score` by `by` that `rt` sends as a plain call (no intent).
+pub async fn plain_score(rt: &zlink::Handle, id: &str, by: &str) -> zlink::Result<Log> {
+    MatchClient::new(rt, id)
+        .score(&Score { by: by.into() })
+        .await
+}
+
 /// The recovery pointer of Spot `id`'s authority record, read straight from the store
 /// (`None` once it is gone; the record must be there).
 pub async fn recovery_pointer(
@@ -192,14 +206,7 @@ pub async fn unavailable_before_and_after_lease_expiry(
     store: &Arc<dyn zlink::store::LocationStore>,
     lease: &zlink::store::LeaseToken,
 ) {
-    let call = || async {
-        MatchClient::instance(caller, "m")
-            .score(&Score {
-                by: caller.rid().into(),
-            })
-            .await
-            .unwrap_err()
-    };
+    let call = || async { intent_score(caller, "m", caller.rid()).await.unwrap_err() };
     let dead = call().await;
     assert!(dead.is(ErrorKind::Unavailable), "{dead}");
     wait_until(WAIT, "the dead owner's lease expired", || async {

@@ -372,6 +372,28 @@ pub async fn node_with(
     node_with_entry_log(redis, execution, log, &Log::default()).await
 }
 
+/// A node made by [`node_with_room`]: its redis-server (held for the test), log and store.
+pub struct RoomNode {
+    pub _redis: RedisServer,
+    pub log: Log,
+    pub a: Runtime,
+    pub store: Arc<dyn zlink::store::LocationStore>,
+}
+
+/// Node `a` ([`node_with`], `execution`) on a redis-server and log of its own, room "r" made.
+pub async fn node_with_room(execution: Execution) -> RoomNode {
+    let redis = RedisServer::start().expect("redis-server");
+    let log = Log::default();
+    let (a, store) = node_with(&redis, execution, &log).await;
+    a.spots().get_or_create("r", "room", "").await.unwrap();
+    RoomNode {
+        _redis: redis,
+        log,
+        a,
+        store,
+    }
+}
+
 pub async fn node_with_entry_log(
     redis: &RedisServer,
     execution: Execution,
@@ -480,6 +502,18 @@ pub async fn spot_of(rt: &zlink::Handle, actor: &str) -> Option<String> {
         .await
         .unwrap()
         .0
+}
+
+/// Player `actor` on `rt` enters Spot `spot` with Join `request`; its next message finds it there.
+pub async fn enters(rt: &zlink::Handle, actor: &str, spot: &str, request: &str) {
+    PlayerClient::new(rt, actor)
+        .enter(&Enter {
+            spot: spot.into(),
+            request: request.into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(spot_of(rt, actor).await.as_deref(), Some(spot));
 }
 
 /// A node serving daises and pinned Actors, logging into `log`.
