@@ -40,12 +40,13 @@ async fn shutdown_does_not_wait_for_a_handler_that_never_ends() {
 /// reply, and the shutdown ends `Stopped`.
 #[tokio::test]
 async fn a_shutdown_lets_accepted_spot_handlers_finish_within_its_grace() {
-    let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let counters = Counters::default();
-    let a = object_server("a", &store, &counters).await;
-    let b = plain_node("b", &store).await;
-    sees_servers(&b, &["a"]).await;
+    let RoomServerAndCaller {
+        _redis,
+        counters,
+        a,
+        b,
+        ..
+    } = room_server_and_caller().await;
     a.spots().get_or_create("s", "room", "").await.unwrap();
     let call = {
         let b = b.handle().clone();
