@@ -1,3 +1,4 @@
-//! What an operator sees of a running mesh: metrics.
+//! What an operator sees of a running mesh: metrics and health.
 
+mod health;
 mod metrics;

@@ -2,13 +2,17 @@
 //! shutdown order, and [`Runtime`], the owner of a started node.
 
 pub(crate) mod config;
+mod health;
 mod lifecycle;
+mod operator;
 mod runtime;
 mod shutdown;
 mod signal;
 mod status;
 
 pub use crate::object::creation::TypePlacement;
+pub use health::{Health, HealthCheck};
+pub use operator::Operator;
 pub use runtime::Runtime;
 pub use shutdown::{ShutdownOptions, ShutdownOutcome, ShutdownReason};
 pub use signal::{stop_signal, StopSignal};

@@ -191,6 +191,19 @@ impl Runtime {
         super::RuntimeStatus::of(&self.handle, &self.started)
     }
 
+    /// Whether the node is alive and ready, with every readiness check (see
+    /// [`Operator::health`](super::Operator::health)): what `/alive` and `/ready` probes
+    /// answer.
+    pub fn health(&self) -> super::Health {
+        self.operator().health()
+    }
+
+    /// A cloneable view of this node for operators' tools: its status and health, for
+    /// the node's whole life, without the right to stop it.
+    pub fn operator(&self) -> super::Operator {
+        super::Operator::new(self.handle.clone(), self.started.clone())
+    }
+
     /// Where the STREAM listener `name` takes clients (`tcp://host:port` or
     /// `ws://host:port`, with the port it bound).
     pub fn stream_endpoint(&self, name: &str) -> Option<String> {

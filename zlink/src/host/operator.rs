@@ -1,0 +1,54 @@
+//! [`Operator`]: what an operator's tools hold of a node (a dashboard, a health endpoint,
+//! an admin task): its status and its health, cloneable, without the right to stop it.
+
+use std::sync::Arc;
+
+use super::health::{Health, ServedTypes};
+use super::lifecycle::Started;
+use super::RuntimeStatus;
+use crate::handle::Handle;
+
+/// A node as its operator sees it: [`status`](Self::status) and [`health`](Self::health),
+/// from [`Runtime::operator`](super::Runtime::operator). Clone it into whatever serves
+/// them (an HTTP endpoint, a metrics task); unlike the [`Runtime`](super::Runtime), it
+/// cannot stop the node, and it answers for the node's whole life (after a shutdown:
+/// not alive).
+#[derive(Clone)]
+pub struct Operator {
+    handle: Handle,
+    started: Arc<Started>,
+}
+
+impl Operator {
+    pub(super) fn new(handle: Handle, started: Arc<Started>) -> Self {
+        Operator { handle, started }
+    }
+
+    /// The node's RID.
+    pub fn rid(&self) -> &str {
+        self.handle.rid()
+    }
+
+    /// One snapshot of the node's state, as [`Runtime::status`](super::Runtime::status).
+    pub fn status(&self) -> RuntimeStatus {
+        RuntimeStatus::of(&self.handle, &self.started)
+    }
+
+    /// Whether the node is alive and ready, and every readiness check: it serves (running,
+    /// not draining), its Location Store answers, its owner lease admits new work, each
+    /// ClientServer channel it calls has a ready server and each fanout channel it follows a
+    /// ready publisher, and every Spot and Actor type it serves can be placed on some
+    /// node. A node without a Location Store passes the store, lease and type checks.
+    pub fn health(&self) -> Health {
+        let stopped = self.started.stopped.borrow().is_some();
+        let served = &self.handle.node().settings().served_objects;
+        Health::of(
+            &self.status(),
+            stopped,
+            &ServedTypes {
+                spot_types: &served.spot_types,
+                actor_types: &served.actor_types,
+            },
+        )
+    }
+}
