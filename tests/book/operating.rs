@@ -1,6 +1,6 @@
 //! The code shown in the book's "Operating zlink" chapter: logs through a `tracing`
-//! subscriber, and zlink's metrics through the Prometheus recorder, read back as a scrape
-//! would read them.
+//! subscriber, zlink's metrics through the Prometheus recorder, read back as a scrape
+//! would read them, and health probes served over HTTP.
 
 use std::sync::OnceLock;
 
@@ -59,4 +59,41 @@ async fn the_chapter_s_logs_and_metrics_set_up_as_shown() {
     assert!(line.ends_with(" 1"), "{line}");
     assert!(text.contains("# HELP zlink_calls_total"), "described");
     stop([client, server]).await;
+}
+
+// ANCHOR: probes
+/// Serves `/alive`, `/ready`, `/api/status` and `/metrics` for `rt` on `addr` (keep the
+/// returned value: dropping it stops serving).
+async fn serve_probes(
+    rt: &zlink::Runtime,
+    addr: std::net::SocketAddr,
+) -> std::io::Result<zlink_dashboard::ServedDashboard> {
+    zlink_dashboard::Dashboard::new(rt.operator())
+        .metrics(metrics().clone())
+        .serve(addr)
+        .await
+}
+// ANCHOR_END: probes
+
+#[tokio::test]
+async fn the_chapter_s_health_probes_answer_as_shown() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = server("book-ops-probes", 1).await;
+    let health = server.health();
+    assert!(health.alive && health.ready, "{health:?}");
+    let probes = serve_probes(&server, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("bound");
+    let mut stream = tokio::net::TcpStream::connect(probes.local_addr())
+        .await
+        .unwrap();
+    stream
+        .write_all(b"GET /ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"ready\":true"), "{answer}");
+    stop([server]).await;
 }

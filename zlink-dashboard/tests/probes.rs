@@ -1,0 +1,135 @@
+//! The dashboard's probes and endpoints, over real HTTP on 127.0.0.1, for a node on a real
+//! `redis-server`: what a Kubernetes probe, Prometheus and an operator's `curl` read.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::PrometheusBuilder;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use zlink::store::{LocationStore, RedisLocationStore, RedisOptions};
+use zlink::Runtime;
+use zlink_dashboard::Dashboard;
+use zlink_testkit::{wait_until, RedisServer};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// `GET path` on `addr`: the status code and the body.
+async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
+    let code = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("a status code");
+    (code, body.to_string())
+}
+
+async fn node(url: &str) -> Runtime {
+    let options = RedisOptions::new(url.to_string(), "dashboard-test")
+        .operation_timeout(Duration::from_millis(500));
+    let store: Arc<dyn LocationStore> =
+        Arc::new(RedisLocationStore::new(options).expect("store options"));
+    Runtime::builder()
+        .mesh_name("dashboard-mesh")
+        .rid("a")
+        .listen("tcp://127.0.0.1:0")
+        .location_store(store)
+        .relocation_store(<dyn zlink::store::RelocationStore>::in_memory())
+        .discovery_interval(Duration::from_millis(100))
+        .build()
+        .expect("valid config")
+        .start()
+        .await
+        .expect("start")
+}
+
+/// `/alive` and `/ready` answer as probes do (200, or 503 with the failed check named),
+/// `/api/status` is the node's status, and `/metrics` is the Prometheus text with the
+/// node's series; after the shutdown the node is no longer alive.
+#[tokio::test]
+async fn the_probes_status_and_metrics_answer_over_http() {
+    // Installed before the node starts, as an application does.
+    let recorder = PrometheusBuilder::new()
+        .set_buckets(zlink::telemetry::DURATION_BUCKETS_SECONDS)
+        .expect("buckets")
+        .install_recorder()
+        .expect("this process's recorder");
+    let redis = RedisServer::start().expect("redis-server");
+    let rt = node(&redis.url()).await;
+    let dashboard = Dashboard::new(rt.operator())
+        .metrics(recorder)
+        .serve("127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("bound");
+    let addr = dashboard.local_addr();
+
+    assert_eq!(get(addr, "/alive").await.0, 200);
+    wait_until(WAIT, "/ready says 200", || async {
+        get(addr, "/ready").await.0 == 200
+    })
+    .await;
+    let (_, ready) = get(addr, "/ready").await;
+    let ready: serde_json::Value = serde_json::from_str(&ready).expect("JSON health");
+    assert_eq!(ready["ready"], true);
+    assert_eq!(ready["checks"].as_array().map(Vec::len), Some(5), "{ready}");
+
+    let (code, status) = get(addr, "/api/status").await;
+    assert_eq!(code, 200);
+    let status: serde_json::Value = serde_json::from_str(&status).expect("JSON status");
+    assert_eq!(status["rid"], "a");
+    assert_eq!(status["mesh_name"], "dashboard-mesh");
+
+    let (code, metrics) = get(addr, "/metrics").await;
+    assert_eq!(code, 200);
+    assert!(
+        metrics.contains("zlink_mesh_peers{") && metrics.contains("rid=\"a\""),
+        "{metrics}"
+    );
+
+    // A maintenance drain: alive, not ready, and the check says why.
+    rt.relocate_all().await.unwrap();
+    let (code, body) = get(addr, "/ready").await;
+    assert_eq!(code, 503);
+    assert!(body.contains("draining"), "{body}");
+    assert_eq!(get(addr, "/alive").await.0, 200);
+
+    rt.shutdown().await;
+    assert_eq!(get(addr, "/alive").await.0, 503);
+    assert_eq!(get(addr, "/ready").await.0, 503);
+    dashboard.stop();
+}
+
+/// Without a recorder, `/metrics` says so; an unknown path is 404; garbage is refused
+/// without disturbing the next probe.
+#[tokio::test]
+async fn metrics_without_a_recorder_unknown_paths_and_garbage_are_refused_cleanly() {
+    let redis = RedisServer::start().expect("redis-server");
+    let rt = node(&redis.url()).await;
+    let dashboard = Dashboard::new(rt.operator())
+        .serve("127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("bound");
+    let addr = dashboard.local_addr();
+    let (code, body) = get(addr, "/metrics").await;
+    assert_eq!(code, 404);
+    assert!(body.contains("no Prometheus recorder"), "{body}");
+    assert_eq!(get(addr, "/nowhere").await.0, 404);
+    let mut garbage = tokio::net::TcpStream::connect(addr).await.unwrap();
+    garbage
+        .write_all(b"\x00\x01\x02 not http at all\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(WAIT, garbage.read_to_end(&mut answer)).await;
+    assert_eq!(
+        get(addr, "/alive").await.0,
+        200,
+        "the dashboard still serves"
+    );
+    rt.shutdown().await;
+}
