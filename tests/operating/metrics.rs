@@ -42,7 +42,9 @@ fn series(name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 }
 
 /// Every label key zlink's series carry: none of them can hold an ID, a packet or a session.
-const CLOSED_LABELS: &[&str] = &["mesh", "rid", "surface", "kind", "outcome", "state", "le"];
+const CLOSED_LABELS: &[&str] = &[
+    "mesh", "rid", "surface", "kind", "outcome", "state", "reason", "le",
+];
 
 #[tokio::test]
 async fn every_application_call_is_counted_by_surface_kind_and_outcome_under_its_node() {
@@ -253,4 +255,52 @@ async fn objects_owned_created_and_moved_are_counted_on_the_nodes_that_did_it() 
     assert!(client.actors().destroy(&moved).await.unwrap());
     assert_eq!(owned("mo-b"), Some(0.0));
     stop(m.nodes).await;
+}
+
+/// An accepted one-way that cannot be delivered is counted by its reason on the node that
+/// lost it, next to the `status()` count and the warn line: here an Instance intent
+/// one-way whose activation fails because every node serving the type is full.
+#[tokio::test]
+async fn a_lost_one_way_is_counted_by_reason_on_the_node_that_lost_it() {
+    use zlink_tests::instance_matches::{Mark, Match, MatchClient, Score, PERMITS};
+    exporter();
+    let redis = zlink_testkit::RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let roots = <dyn zlink::store::RelocationStore>::in_memory();
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(PERMITS as usize));
+    let one_match = Match::spot_type(move |_| Match {
+        log: Vec::new(),
+        gate: gate.clone(),
+    })
+    .unwrap()
+    .max_spots(1);
+    let server = start(
+        discovered_node("lost-s", &store, quick_lease())
+            .relocation_store(roots.clone())
+            .spot_type(one_match),
+    )
+    .await;
+    let caller =
+        start(discovered_node("lost-c", &store, quick_lease()).relocation_store(roots)).await;
+    caller.spots().ready("match", 1).await.unwrap();
+    MatchClient::instance(&caller, "full")
+        .score(&Score { by: "c".into() })
+        .await
+        .unwrap();
+    MatchClient::instance(&caller, "lost")
+        .mark(&Mark { by: "c".into() })
+        .await
+        .unwrap();
+    let lost = || {
+        series(
+            zlink::telemetry::names::LOST_ONE_WAYS,
+            &[("rid", "lost-c"), ("reason", "activation_failed")],
+        )
+    };
+    zlink_testkit::wait_until(WAIT, "the lost one-way is counted", || async {
+        lost() == Some(1.0)
+    })
+    .await;
+    assert_eq!(caller.status().lost_one_ways.activation_failed, 1);
+    stop([caller, server]).await;
 }

@@ -62,7 +62,7 @@ impl ObjectEnv {
                 rid: identity.rid().to_string(),
                 node_generation: identity.generation(),
             },
-            lost_sends: Arc::new(LostSends::default()),
+            lost_sends: Arc::new(LostSends::metered(node.instruments().objects.clone())),
             running: Arc::new(StopList::default()),
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),

@@ -6,10 +6,12 @@
 //! full queue or hold, an object that closed); none is ever silent.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::address::ObjectKey;
+use crate::telemetry::ObjectMeter;
 use crate::Error;
 
 /// Why an accepted one-way was not delivered.
@@ -35,11 +37,25 @@ pub(crate) enum LostReason {
     ActivationFailed,
 }
 
-const REASONS: usize = 8;
+const REASONS: usize = crate::telemetry::LOST_REASONS;
 
 impl LostReason {
     fn index(self) -> usize {
         self as usize
+    }
+
+    /// Its `reason` label (`zlink_object_lost_one_ways_total`).
+    const fn label(self) -> &'static str {
+        match self {
+            LostReason::FollowHops => "follow_hops",
+            LostReason::NotOwner => "not_owner",
+            LostReason::Full => "full",
+            LostReason::TargetUnreachable => "target_unreachable",
+            LostReason::OtherIncarnation => "other_incarnation",
+            LostReason::NoHandler => "no_handler",
+            LostReason::Stopped => "stopped",
+            LostReason::ActivationFailed => "activation_failed",
+        }
     }
 }
 
@@ -81,15 +97,30 @@ impl LostOneWays {
 }
 
 /// The counters of one node.
-#[derive(Debug, Default)]
 pub(crate) struct LostSends {
     counts: [AtomicU64; REASONS],
+    meter: Arc<ObjectMeter>,
+}
+
+impl Default for LostSends {
+    fn default() -> Self {
+        LostSends::metered(Arc::new(ObjectMeter::unregistered()))
+    }
 }
 
 impl LostSends {
+    /// Counters that also count into `meter`'s instrument.
+    pub(crate) fn metered(meter: Arc<ObjectMeter>) -> Self {
+        LostSends {
+            counts: Default::default(),
+            meter,
+        }
+    }
+
     /// Counts one lost one-way `packet` for `key`, and logs it.
     pub(crate) fn record(&self, key: &ObjectKey, packet: &str, reason: LostReason, error: &Error) {
         self.counts[reason.index()].fetch_add(1, Ordering::Relaxed);
+        self.meter.lost_one_way(reason.index(), reason.label());
         tracing::warn!(object = %key, packet, reason = ?reason, error = %error, "an accepted one-way message was lost");
     }
 

@@ -20,7 +20,7 @@ mod peers;
 
 pub(crate) use calls::{CallMeter, CallTimer};
 pub use labels::{CallKind, Outcome, Surface};
-pub(crate) use objects::{CreationOutcome, MoveOutcome, ObjectLabel, ObjectMeter};
+pub(crate) use objects::{CreationOutcome, MoveOutcome, ObjectLabel, ObjectMeter, LOST_REASONS};
 pub(crate) use peers::PeerMeter;
 
 use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
@@ -73,6 +73,11 @@ pub fn describe() {
         names::RELOCATION_DURATION,
         Unit::Seconds,
         "How long a move took from its start to its outcome, by kind and outcome."
+    );
+    describe_counter!(
+        names::LOST_ONE_WAYS,
+        Unit::Count,
+        "One-way messages this node accepted and could not deliver, by reason (each is also logged at warn)."
     );
 }
 

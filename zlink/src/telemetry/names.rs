@@ -21,3 +21,7 @@ pub const RELOCATION_DURATION: &str = "zlink_relocation_duration_seconds";
 /// Gauge: this node's peers. Labels: `state` (`configured`: named in its settings;
 /// `connected`: admitted on a connection; `ready`: selectable and reachable).
 pub const PEERS: &str = "zlink_mesh_peers";
+/// Counter: one-way messages this node accepted and could not deliver. Labels: `reason`
+/// (`follow_hops`, `not_owner`, `full`, `target_unreachable`, `other_incarnation`,
+/// `no_handler`, `stopped`, `activation_failed`).
+pub const LOST_ONE_WAYS: &str = "zlink_object_lost_one_ways_total";

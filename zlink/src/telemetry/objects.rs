@@ -67,6 +67,9 @@ impl MoveOutcome {
     }
 }
 
+/// How many reasons a one-way can be lost for (the object layer's closed set).
+pub(crate) const LOST_REASONS: usize = 8;
+
 /// The object instruments of one node.
 pub(crate) struct ObjectMeter {
     labels: NodeLabels,
@@ -74,6 +77,7 @@ pub(crate) struct ObjectMeter {
     creations: [[OnceLock<Counter>; 3]; 2],
     moves: [[OnceLock<Counter>; 3]; 2],
     move_durations: [[OnceLock<Histogram>; 3]; 2],
+    lost: [OnceLock<Counter>; LOST_REASONS],
 }
 
 impl ObjectMeter {
@@ -88,6 +92,7 @@ impl ObjectMeter {
             creations: Default::default(),
             moves: Default::default(),
             move_durations: Default::default(),
+            lost: Default::default(),
             labels: labels.clone(),
         }
     }
@@ -99,6 +104,7 @@ impl ObjectMeter {
             creations: Default::default(),
             moves: Default::default(),
             move_durations: Default::default(),
+            lost: Default::default(),
             labels: NodeLabels::new("", ""),
         }
     }
@@ -134,5 +140,20 @@ impl ObjectMeter {
         self.move_durations[k][o]
             .get_or_init(|| metrics::histogram!(names::RELOCATION_DURATION, labels()))
             .record(started.elapsed().as_secs_f64());
+    }
+
+    /// An accepted one-way was lost, for the `index`-th reason of the object layer's
+    /// closed set, named `reason`.
+    pub(crate) fn lost_one_way(&self, index: usize, reason: &'static str) {
+        if let Some(counter) = self.lost.get(index) {
+            counter
+                .get_or_init(|| {
+                    metrics::counter!(
+                        names::LOST_ONE_WAYS,
+                        self.labels.with(&[("reason", reason)])
+                    )
+                })
+                .increment(1);
+        }
     }
 }
