@@ -43,7 +43,7 @@ fn series(name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 
 /// Every label key zlink's series carry: none of them can hold an ID, a packet or a session.
 const CLOSED_LABELS: &[&str] = &[
-    "mesh", "rid", "surface", "kind", "outcome", "state", "reason", "le",
+    "mesh", "rid", "surface", "kind", "outcome", "state", "reason", "op", "le",
 ];
 
 #[tokio::test]
@@ -303,4 +303,42 @@ async fn a_lost_one_way_is_counted_by_reason_on_the_node_that_lost_it() {
     .await;
     assert_eq!(caller.status().lost_one_ways.activation_failed, 1);
     stop([caller, server]).await;
+}
+
+/// Every Location Store call is counted by operation and outcome, and timed: the owner
+/// lease's renewals while the store answers, failures while it does not.
+#[tokio::test]
+async fn store_calls_are_counted_by_operation_and_outcome_and_timed() {
+    exporter();
+    let redis = zlink_testkit::RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let node = start(discovered_node("store-a", &store, quick_lease())).await;
+    let calls = |op: &str, outcome: &str| {
+        series(
+            zlink::telemetry::names::STORE_OPERATIONS,
+            &[("rid", "store-a"), ("op", op), ("outcome", outcome)],
+        )
+        .unwrap_or(0.0)
+    };
+    zlink_testkit::wait_until(WAIT, "renewals are counted", || async {
+        calls("renew_lease", "ok") >= 2.0
+    })
+    .await;
+    assert!(calls("claim_lease", "ok") >= 1.0);
+    let timed = series(
+        &format!(
+            "{}_count",
+            zlink::telemetry::names::STORE_OPERATION_DURATION
+        ),
+        &[("rid", "store-a"), ("op", "renew_lease")],
+    )
+    .unwrap_or(0.0);
+    assert!(timed >= 2.0, "renewals are timed: {timed}");
+    redis.pause().expect("pause redis");
+    zlink_testkit::wait_until(WAIT, "failed calls are counted", || async {
+        calls("renew_lease", "failed") >= 1.0
+    })
+    .await;
+    redis.resume().expect("resume redis");
+    stop([node]).await;
 }

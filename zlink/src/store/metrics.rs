@@ -15,6 +15,7 @@ use super::types::{
     RecordKey, RecordKeyPage,
 };
 use super::{LocationStore, StoreResult};
+use crate::telemetry::{StoreMeter, StoreOp};
 
 /// Calls of one operation kind, and how many of them failed (unavailable, outcome unknown,
 /// refused arguments, protocol errors). Normal outcomes such as `Conflict` or `Stale` are
@@ -78,6 +79,9 @@ struct Counter {
 /// gave up on (a timeout dropped it) is a failure too.
 struct InFlight<'a> {
     counter: &'a Counter,
+    meter: &'a StoreMeter,
+    op: StoreOp,
+    started: Option<std::time::Instant>,
     succeeded: bool,
 }
 
@@ -86,14 +90,18 @@ impl Drop for InFlight<'_> {
         if !self.succeeded {
             self.counter.failures.fetch_add(1, Ordering::Relaxed);
         }
+        self.meter.ended(self.op, self.started, self.succeeded);
     }
 }
 
 impl Counter {
-    fn start(&self) -> InFlight<'_> {
+    fn start<'a>(&'a self, meter: &'a StoreMeter, op: StoreOp) -> InFlight<'a> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         InFlight {
             counter: self,
+            meter,
+            op,
+            started: meter.start(),
             succeeded: false,
         }
     }
@@ -126,13 +134,22 @@ struct Counters {
 pub(crate) struct MeteredStore {
     inner: Arc<dyn LocationStore>,
     counters: Counters,
+    meter: StoreMeter,
 }
 
 impl MeteredStore {
+    /// Counts `inner`'s calls in the status only.
+    #[cfg(test)]
     pub(crate) fn new(inner: Arc<dyn LocationStore>) -> Self {
+        MeteredStore::metered(inner, StoreMeter::unregistered())
+    }
+
+    /// Counts `inner`'s calls in the status and in `meter`'s instruments.
+    pub(crate) fn metered(inner: Arc<dyn LocationStore>, meter: StoreMeter) -> Self {
         MeteredStore {
             inner,
             counters: Counters::default(),
+            meter,
         }
     }
 
@@ -159,32 +176,58 @@ impl MeteredStore {
     }
 }
 
-async fn counted<T>(
-    counter: &Counter,
-    call: impl std::future::Future<Output = StoreResult<T>>,
-) -> StoreResult<T> {
-    let mut in_flight = counter.start();
-    let result = call.await;
-    in_flight.succeeded = result.is_ok();
-    result
+impl MeteredStore {
+    async fn counted<T>(
+        &self,
+        op: StoreOp,
+        call: impl std::future::Future<Output = StoreResult<T>>,
+    ) -> StoreResult<T> {
+        let counter = self.counters.of(op);
+        let mut in_flight = counter.start(&self.meter, op);
+        let result = call.await;
+        in_flight.succeeded = result.is_ok();
+        result
+    }
+}
+
+impl Counters {
+    fn of(&self, op: StoreOp) -> &Counter {
+        match op {
+            StoreOp::ClaimLease => &self.claim,
+            StoreOp::RenewLease => &self.renew,
+            StoreOp::ReleaseLease => &self.release,
+            StoreOp::ReadLease => &self.read_lease,
+            StoreOp::PublishDescriptor => &self.publish,
+            StoreOp::WithdrawDescriptor => &self.withdraw,
+            StoreOp::ReadDescriptor => &self.read_descriptor,
+            StoreOp::ScanDescriptors | StoreOp::ScanRecordKeys => &self.scan,
+            StoreOp::Read => &self.read,
+            StoreOp::Apply => &self.apply,
+            StoreOp::NextGeneration => &self.next_generation,
+        }
+    }
 }
 
 #[async_trait]
 impl LocationStore for MeteredStore {
     async fn claim_lease(&self, owner: &OwnerId, ttl: Duration) -> StoreResult<ClaimOutcome> {
-        counted(&self.counters.claim, self.inner.claim_lease(owner, ttl)).await
+        self.counted(StoreOp::ClaimLease, self.inner.claim_lease(owner, ttl))
+            .await
     }
 
     async fn renew_lease(&self, token: &LeaseToken, ttl: Duration) -> StoreResult<LeaseOutcome> {
-        counted(&self.counters.renew, self.inner.renew_lease(token, ttl)).await
+        self.counted(StoreOp::RenewLease, self.inner.renew_lease(token, ttl))
+            .await
     }
 
     async fn release_lease(&self, token: &LeaseToken) -> StoreResult<LeaseOutcome> {
-        counted(&self.counters.release, self.inner.release_lease(token)).await
+        self.counted(StoreOp::ReleaseLease, self.inner.release_lease(token))
+            .await
     }
 
     async fn read_lease(&self, owner: &OwnerId) -> StoreResult<Option<LeaseGrant>> {
-        counted(&self.counters.read_lease, self.inner.read_lease(owner)).await
+        self.counted(StoreOp::ReadLease, self.inner.read_lease(owner))
+            .await
     }
 
     async fn publish_descriptor(
@@ -194,7 +237,7 @@ impl LocationStore for MeteredStore {
         body: &[u8],
     ) -> StoreResult<PublishOutcome> {
         let call = self.inner.publish_descriptor(token, key, body);
-        counted(&self.counters.publish, call).await
+        self.counted(StoreOp::PublishDescriptor, call).await
     }
 
     async fn withdraw_descriptor(
@@ -203,12 +246,12 @@ impl LocationStore for MeteredStore {
         key: &DescriptorKey,
     ) -> StoreResult<bool> {
         let call = self.inner.withdraw_descriptor(token, key);
-        counted(&self.counters.withdraw, call).await
+        self.counted(StoreOp::WithdrawDescriptor, call).await
     }
 
     async fn read_descriptor(&self, key: &DescriptorKey) -> StoreResult<Option<DescriptorEntry>> {
         let call = self.inner.read_descriptor(key);
-        counted(&self.counters.read_descriptor, call).await
+        self.counted(StoreOp::ReadDescriptor, call).await
     }
 
     async fn scan_descriptors(
@@ -218,7 +261,7 @@ impl LocationStore for MeteredStore {
         limit: usize,
     ) -> StoreResult<DescriptorPage> {
         let call = self.inner.scan_descriptors(scope, after, limit);
-        counted(&self.counters.scan, call).await
+        self.counted(StoreOp::ScanDescriptors, call).await
     }
 
     async fn scan_record_keys(
@@ -228,20 +271,20 @@ impl LocationStore for MeteredStore {
         limit: usize,
     ) -> StoreResult<RecordKeyPage> {
         let call = self.inner.scan_record_keys(name, cursor, limit);
-        counted(&self.counters.scan, call).await
+        self.counted(StoreOp::ScanRecordKeys, call).await
     }
 
     async fn read(&self, key: &RecordKey) -> StoreResult<ReadOutcome> {
-        counted(&self.counters.read, self.inner.read(key)).await
+        self.counted(StoreOp::Read, self.inner.read(key)).await
     }
 
     async fn apply(&self, batch: &Batch) -> StoreResult<ApplyOutcome> {
-        counted(&self.counters.apply, self.inner.apply(batch)).await
+        self.counted(StoreOp::Apply, self.inner.apply(batch)).await
     }
 
     async fn next_generation(&self, counter: &RecordKey) -> StoreResult<u64> {
         let call = self.inner.next_generation(counter);
-        counted(&self.counters.next_generation, call).await
+        self.counted(StoreOp::NextGeneration, call).await
     }
 }
 
@@ -286,18 +329,21 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_given_up_on_counts_as_failed() {
-        let counter = Counter::default();
-        let never = counted(&counter, std::future::pending::<StoreResult<()>>());
+        let store = MeteredStore::new(Arc::new(MemoryLocationStore::new()));
+        let never = store.counted(StoreOp::Read, std::future::pending::<StoreResult<()>>());
         let given_up = tokio::time::timeout(std::time::Duration::from_millis(5), never).await;
         assert!(given_up.is_err());
         assert_eq!(
-            counter.get(),
+            store.metrics().reads.record,
             OperationCount {
                 calls: 1,
                 failures: 1
             }
         );
-        counted(&counter, async { Ok(()) }).await.unwrap();
-        assert_eq!(counter.get().failures, 1);
+        store
+            .counted(StoreOp::Read, async { Ok(()) })
+            .await
+            .unwrap();
+        assert_eq!(store.metrics().reads.record.failures, 1);
     }
 }

@@ -17,11 +17,13 @@ mod labels;
 pub mod names;
 mod objects;
 mod peers;
+mod store;
 
 pub(crate) use calls::{CallMeter, CallTimer};
 pub use labels::{CallKind, Outcome, Surface};
 pub(crate) use objects::{CreationOutcome, MoveOutcome, ObjectLabel, ObjectMeter, LOST_REASONS};
 pub(crate) use peers::PeerMeter;
+pub(crate) use store::{StoreMeter, StoreOp};
 
 use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
 
@@ -73,6 +75,16 @@ pub fn describe() {
         names::RELOCATION_DURATION,
         Unit::Seconds,
         "How long a move took from its start to its outcome, by kind and outcome."
+    );
+    describe_counter!(
+        names::STORE_OPERATIONS,
+        Unit::Count,
+        "This node's Location Store calls, by operation and outcome (failed: an error, or given up on)."
+    );
+    describe_histogram!(
+        names::STORE_OPERATION_DURATION,
+        Unit::Seconds,
+        "How long a Location Store call took, by operation."
     );
     describe_counter!(
         names::LOST_ONE_WAYS,

@@ -25,3 +25,8 @@ pub const PEERS: &str = "zlink_mesh_peers";
 /// (`follow_hops`, `not_owner`, `full`, `target_unreachable`, `other_incarnation`,
 /// `no_handler`, `stopped`, `activation_failed`).
 pub const LOST_ONE_WAYS: &str = "zlink_object_lost_one_ways_total";
+/// Counter: this node's Location Store calls. Labels: `op` (`read`, `apply`,
+/// `renew_lease`, ...), `outcome` (`ok`, `failed`: an error, or given up on).
+pub const STORE_OPERATIONS: &str = "zlink_store_operations_total";
+/// Histogram (seconds): a Location Store call's time, failed ones included. Labels: `op`.
+pub const STORE_OPERATION_DURATION: &str = "zlink_store_operation_duration_seconds";

@@ -436,13 +436,15 @@ impl RuntimeBuilder {
     /// [`Error::Config`](crate::Error::Config).
     pub fn build(mut self) -> Result<RuntimeConfig> {
         let mut v = Validator::default();
-        let discovery = self.discovery_settings(&mut v);
         let mesh = self.needs_mesh();
         let mesh_name = v.text("mesh_name", self.mesh_name.as_deref(), mesh);
         let rid = self.rid.clone();
         if let Some(rid) = &rid {
             v.text("rid", Some(rid), true);
         }
+        let node_rid = rid.clone().unwrap_or_else(|| generate_rid("node"));
+        let discovery =
+            self.discovery_settings(&mut v, mesh_name.as_deref().unwrap_or_default(), &node_rid);
         let listen = if mesh {
             v.endpoint("listen", self.listen.as_deref())
         } else {
@@ -471,11 +473,10 @@ impl RuntimeBuilder {
         });
         self.validate_timings(&mut v);
         v.finish()?;
-        let rid = rid.unwrap_or_else(|| generate_rid("node"));
         let mesh = MeshIdentity {
             mesh,
             mesh_name: mesh_name.unwrap_or_default(),
-            rid,
+            rid: node_rid,
             listen: listen.unwrap_or_default(),
         };
         Ok(self.into_config(
@@ -670,7 +671,14 @@ impl RuntimeBuilder {
         }
     }
 
-    fn discovery_settings(&self, v: &mut Validator) -> Option<DiscoverySettings> {
+    /// The Location Store settings of node `rid` of `mesh_name` (its store is metered
+    /// under those labels).
+    fn discovery_settings(
+        &self,
+        v: &mut Validator,
+        mesh_name: &str,
+        rid: &str,
+    ) -> Option<DiscoverySettings> {
         let lease = self.owner_lease.unwrap_or_default();
         let interval = self
             .discovery_interval
@@ -695,7 +703,8 @@ impl RuntimeBuilder {
         }
         v.positive("discovery_interval", interval);
         v.positive("store_failure_grace", grace);
-        let metered = Arc::new(MeteredStore::new(store));
+        let meter = crate::telemetry::StoreMeter::new(mesh_name, rid);
+        let metered = Arc::new(MeteredStore::metered(store, meter));
         Some(DiscoverySettings {
             store: metered.clone(),
             metered,
