@@ -306,7 +306,8 @@ async fn a_lost_one_way_is_counted_by_reason_on_the_node_that_lost_it() {
 }
 
 /// Every Location Store call is counted by operation and outcome, and timed: the owner
-/// lease's renewals while the store answers, failures while it does not.
+/// lease's renewals while the store answers, failures while it does not; and how late the
+/// lease keeper woke for each renewal.
 #[tokio::test]
 async fn store_calls_are_counted_by_operation_and_outcome_and_timed() {
     exporter();
@@ -334,6 +335,15 @@ async fn store_calls_are_counted_by_operation_and_outcome_and_timed() {
     )
     .unwrap_or(0.0);
     assert!(timed >= 2.0, "renewals are timed: {timed}");
+    let woke = series(
+        &format!("{}_count", zlink::telemetry::names::LEASE_RENEWAL_LATENESS),
+        &[("rid", "store-a")],
+    )
+    .unwrap_or(0.0);
+    assert!(
+        woke >= 1.0,
+        "the lease keeper's wake-ups are measured: {woke}"
+    );
     redis.pause().expect("pause redis");
     zlink_testkit::wait_until(WAIT, "failed calls are counted", || async {
         calls("renew_lease", "failed") >= 1.0

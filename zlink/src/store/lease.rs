@@ -326,11 +326,13 @@ impl OwnerLease {
     }
 
     /// Keeps the lease until `cancel`: renew every interval, retry sooner after a failure,
-    /// claim a new lease when the old one is gone.
+    /// claim a new lease when the old one is gone. How late each wake-up came is recorded
+    /// in `lateness`, when given.
     pub(crate) async fn keep(
         self: Arc<Self>,
         store: Arc<dyn LocationStore>,
         cancel: CancellationToken,
+        lateness: Option<metrics::Histogram>,
     ) {
         loop {
             let ok = match self.status().token {
@@ -342,9 +344,13 @@ impl OwnerLease {
             } else {
                 self.settings.retry_delay()
             };
+            let due = Instant::now() + delay;
             tokio::select! {
                 _ = cancel.cancelled() => return,
                 _ = tokio::time::sleep(delay) => {}
+            }
+            if let Some(lateness) = &lateness {
+                lateness.record(Instant::now().saturating_duration_since(due).as_secs_f64());
             }
         }
     }

@@ -23,7 +23,7 @@ pub(crate) use calls::{CallMeter, CallTimer};
 pub use labels::{CallKind, Outcome, Surface};
 pub(crate) use objects::{CreationOutcome, MoveOutcome, ObjectLabel, ObjectMeter, LOST_REASONS};
 pub(crate) use peers::PeerMeter;
-pub(crate) use store::{StoreMeter, StoreOp};
+pub(crate) use store::{lease_lateness, StoreMeter, StoreOp};
 
 use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
 
@@ -85,6 +85,11 @@ pub fn describe() {
         names::STORE_OPERATION_DURATION,
         Unit::Seconds,
         "How long a Location Store call took, by operation."
+    );
+    describe_histogram!(
+        names::LEASE_RENEWAL_LATENESS,
+        Unit::Seconds,
+        "How late the owner lease's keeper woke for a renewal, after the interval it slept."
     );
     describe_counter!(
         names::LOST_ONE_WAYS,

@@ -30,3 +30,7 @@ pub const LOST_ONE_WAYS: &str = "zlink_object_lost_one_ways_total";
 pub const STORE_OPERATIONS: &str = "zlink_store_operations_total";
 /// Histogram (seconds): a Location Store call's time, failed ones included. Labels: `op`.
 pub const STORE_OPERATION_DURATION: &str = "zlink_store_operation_duration_seconds";
+/// Histogram (seconds): how late the owner lease's keeper woke for a renewal, after the
+/// interval it slept (a starved runtime shows here before leases are lost). No labels
+/// beyond the node's.
+pub const LEASE_RENEWAL_LATENESS: &str = "zlink_store_lease_renewal_lateness_seconds";

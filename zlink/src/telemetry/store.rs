@@ -46,6 +46,17 @@ impl StoreOp {
     }
 }
 
+/// The owner lease keeper's lateness histogram of node `rid` of `mesh`: `None` when no
+/// recorder is installed (then the keeper reads no extra clock).
+pub(crate) fn lease_lateness(mesh: &str, rid: &str) -> Option<Histogram> {
+    recording().then(|| {
+        metrics::histogram!(
+            names::LEASE_RENEWAL_LATENESS,
+            NodeLabels::new(mesh, rid).with(&[])
+        )
+    })
+}
+
 /// One operation's instruments.
 struct OpInstruments {
     ok: Counter,

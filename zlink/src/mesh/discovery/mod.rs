@@ -235,10 +235,12 @@ impl Discovery {
         let _ = self.stop.set(cancel.clone());
         if self.policy.owns_lease() {
             // One lease per process: ClientServer nodes act under the RouteMesh node's.
-            let keep = self
-                .lease
-                .clone()
-                .keep(self.settings.store.clone(), cancel.clone());
+            let lateness =
+                crate::telemetry::lease_lateness(self.identity.mesh_name(), self.identity.rid());
+            let keep =
+                self.lease
+                    .clone()
+                    .keep(self.settings.store.clone(), cancel.clone(), lateness);
             self.links
                 .spawn_background(self.background.track_future(keep));
         }
