@@ -208,6 +208,8 @@ async fn no_series_carries_a_label_outside_the_closed_set() {
     stop([client, server]).await;
 }
 
+/// Objects owned, created and moved are counted on the node that did it, and a call that
+/// follows a moved Actor is counted as relayed on the node it left.
 #[tokio::test]
 async fn objects_owned_created_and_moved_are_counted_on_the_nodes_that_did_it() {
     exporter();
@@ -229,8 +231,16 @@ async fn objects_owned_created_and_moved_are_counted_on_the_nodes_that_did_it() 
         ),
         Some(1.0)
     );
+    // The client's route to mo-a stays in its cache across the move.
+    let counter = CounterClient::new(client, "mo-1");
+    counter.add(Add(1)).await.unwrap();
     let moved = a.actors().relocate("mo-1", Some("mo-b")).await.unwrap();
     assert_eq!(moved.rid, "mo-b");
+    // Its next call goes to mo-a, which relays it by Message Follow.
+    assert_eq!(counter.add(Add(1)).await.unwrap().total, 2);
+    let relayed = series(zlink::telemetry::names::FOLLOW_RELAYED, &[("rid", "mo-a")]);
+    assert!(relayed >= Some(1.0), "{relayed:?}");
+    assert_eq!(relayed, Some(a.status().relayed_by_message_follow as f64));
     assert_eq!(owned("mo-a"), Some(0.0));
     assert_eq!(owned("mo-b"), Some(1.0));
     let moves = |suffix: &str| {

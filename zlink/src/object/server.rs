@@ -159,6 +159,7 @@ impl ObjectServer {
                 stop: env.cancel().clone(),
                 terminals: settings.relocation_store.clone(),
                 faults: settings.faults,
+                relayed_metric: env.meter().follow_relayed(),
             },
         ));
         let server = Arc::new_cyclic(|me| {

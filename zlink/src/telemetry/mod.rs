@@ -92,6 +92,11 @@ pub fn describe() {
         "How late the owner lease's keeper woke for a renewal, after the interval it slept."
     );
     describe_counter!(
+        names::FOLLOW_RELAYED,
+        Unit::Count,
+        "Messages this node relayed by Message Follow to Spots and Actors that moved away."
+    );
+    describe_counter!(
         names::LOST_ONE_WAYS,
         Unit::Count,
         "One-way messages this node accepted and could not deliver, by reason (each is also logged at warn)."

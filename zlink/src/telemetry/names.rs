@@ -25,6 +25,9 @@ pub const PEERS: &str = "zlink_mesh_peers";
 /// (`follow_hops`, `not_owner`, `full`, `target_unreachable`, `other_incarnation`,
 /// `no_handler`, `stopped`, `activation_failed`).
 pub const LOST_ONE_WAYS: &str = "zlink_object_lost_one_ways_total";
+/// Counter: messages this node relayed by Message Follow to objects that moved away
+/// (the saved queue and hold of a move, and what still arrived on the old route).
+pub const FOLLOW_RELAYED: &str = "zlink_object_follow_relayed_total";
 /// Counter: this node's Location Store calls. Labels: `op` (`read`, `apply`,
 /// `renew_lease`, ...), `outcome` (`ok`, `failed`: an error, or given up on).
 pub const STORE_OPERATIONS: &str = "zlink_store_operations_total";

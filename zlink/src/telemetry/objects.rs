@@ -156,4 +156,9 @@ impl ObjectMeter {
                 .increment(1);
         }
     }
+
+    /// The counter of messages this node relays by Message Follow.
+    pub(crate) fn follow_relayed(&self) -> Counter {
+        metrics::counter!(names::FOLLOW_RELAYED, self.labels.with(&[]))
+    }
 }

@@ -45,7 +45,7 @@ pub(crate) struct OwedNotice {
 }
 
 /// What every relay of one node runs with.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct RelayServices {
     /// The object layer's tasks: relays run on it.
     pub(crate) tracker: TaskTracker,
@@ -54,6 +54,21 @@ pub(crate) struct RelayServices {
     /// Where the new owner records relayed requests' results.
     pub(crate) terminals: Option<Arc<dyn crate::store::RelocationStore>>,
     pub(crate) faults: RelocationFaults,
+    /// Counts every message relayed (`zlink_object_follow_relayed_total`).
+    pub(crate) relayed_metric: metrics::Counter,
+}
+
+impl Default for RelayServices {
+    /// Services that relay nowhere in particular and count into no instrument (tests).
+    fn default() -> Self {
+        RelayServices {
+            tracker: TaskTracker::default(),
+            stop: CancellationToken::default(),
+            terminals: None,
+            faults: RelocationFaults::default(),
+            relayed_metric: metrics::Counter::noop(),
+        }
+    }
 }
 
 /// The task that carries one departure's messages to the target, in order.
@@ -72,6 +87,7 @@ pub(super) struct FollowRelay {
     pub(super) departure: Weak<Departure>,
     pub(super) lost: Arc<LostSends>,
     pub(super) relayed: Arc<AtomicU64>,
+    pub(super) relayed_metric: metrics::Counter,
     pub(super) faults: RelocationFaults,
 }
 
@@ -155,6 +171,7 @@ impl FollowRelay {
 
     async fn relay(&self, node: &Arc<MeshNode>, mut held: Held) {
         self.relayed.fetch_add(1, Ordering::Relaxed);
+        self.relayed_metric.increment(1);
         let size = held.bytes();
         if let Some(departure) = self.departure.upgrade() {
             departure.relayed_one(size);
