@@ -362,3 +362,37 @@ async fn store_calls_are_counted_by_operation_and_outcome_and_timed() {
     redis.resume().expect("resume redis");
     stop([node]).await;
 }
+
+/// STREAM sessions: the gateway counts them open while they are, and by reason once they
+/// end (here: a client that breaks the packet format, closed `protocol_error`).
+#[tokio::test]
+async fn stream_sessions_are_counted_open_and_closed_by_reason() {
+    use zlink_testkit::stream_client::StreamClient;
+    exporter();
+    let cluster = zlink_tests::bound_sessions::gateways_and_players(1, 1).await;
+    let gateway = cluster.node(0).rid().to_string();
+    let address = cluster.node(0).stream_endpoint("clients").expect("bound");
+    let open = || series(zlink::telemetry::names::SESSIONS_OPEN, &[("rid", &gateway)]);
+    let mut client = StreamClient::tcp(address.trim_start_matches("tcp://"))
+        .await
+        .unwrap();
+    client
+        .call_json(1, "login", serde_json::json!({ "player": "ops" }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(open(), Some(1.0));
+    // A length prefix with a header far past any limit.
+    client
+        .write_raw(&zlink_testkit::stream_client::prefix(u16::MAX, u32::MAX))
+        .await
+        .unwrap();
+    zlink_testkit::wait_until(WAIT, "the broken session is counted closed", || async {
+        series(
+            zlink::telemetry::names::SESSIONS_CLOSED,
+            &[("rid", &gateway), ("reason", "protocol_error")],
+        ) == Some(1.0)
+    })
+    .await;
+    assert_eq!(open(), Some(0.0));
+    cluster.shutdown().await;
+}

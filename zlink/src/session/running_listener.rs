@@ -179,6 +179,8 @@ impl RunningListener {
         ));
         self.sessions().insert(peer.id, peer.clone());
         self.shared.index.insert(&peer);
+        let meter = handle.node().instruments().sessions.clone();
+        meter.opened();
         let connection = Connection {
             peer: peer.clone(),
             session: self.factory.make(),
@@ -211,6 +213,12 @@ impl RunningListener {
             }
             listener.sessions().remove(&peer.id);
             listener.shared.index.remove(&peer);
+            // A session that ended without a closing notice lost its connection.
+            let reason = peer
+                .outbound
+                .closing()
+                .unwrap_or(CloseReason::TransportError);
+            meter.closed(reason.index(), reason.label());
         };
         self.tasks.spawn(connection);
     }

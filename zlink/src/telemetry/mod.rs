@@ -17,12 +17,14 @@ mod labels;
 pub mod names;
 mod objects;
 mod peers;
+mod sessions;
 mod store;
 
 pub(crate) use calls::{CallMeter, CallTimer};
 pub use labels::{CallKind, Outcome, Surface};
 pub(crate) use objects::{CreationOutcome, MoveOutcome, ObjectLabel, ObjectMeter, LOST_REASONS};
 pub(crate) use peers::PeerMeter;
+pub(crate) use sessions::SessionMeter;
 pub(crate) use store::{lease_lateness, StoreMeter, StoreOp};
 
 use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
@@ -96,6 +98,16 @@ pub fn describe() {
         Unit::Count,
         "Messages this node relayed by Message Follow to Spots and Actors that moved away."
     );
+    describe_gauge!(
+        names::SESSIONS_OPEN,
+        Unit::Count,
+        "STREAM sessions open on this node's listeners."
+    );
+    describe_counter!(
+        names::SESSIONS_CLOSED,
+        Unit::Count,
+        "STREAM sessions that ended, by reason."
+    );
     describe_counter!(
         names::LOST_ONE_WAYS,
         Unit::Count,
@@ -144,6 +156,8 @@ pub(crate) struct Instruments {
     pub(crate) objects: std::sync::Arc<ObjectMeter>,
     /// Its peers.
     pub(crate) peers: std::sync::Arc<PeerMeter>,
+    /// Its STREAM sessions.
+    pub(crate) sessions: std::sync::Arc<SessionMeter>,
 }
 
 impl Instruments {
@@ -155,6 +169,7 @@ impl Instruments {
             calls: recording().then(|| CallMeter::new(&labels)),
             objects: std::sync::Arc::new(ObjectMeter::new(&labels)),
             peers: std::sync::Arc::new(PeerMeter::new(&labels)),
+            sessions: std::sync::Arc::new(SessionMeter::new(&labels)),
         }
     }
 }

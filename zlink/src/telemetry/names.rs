@@ -28,6 +28,12 @@ pub const LOST_ONE_WAYS: &str = "zlink_object_lost_one_ways_total";
 /// Counter: messages this node relayed by Message Follow to objects that moved away
 /// (the saved queue and hold of a move, and what still arrived on the old route).
 pub const FOLLOW_RELAYED: &str = "zlink_object_follow_relayed_total";
+/// Gauge: STREAM sessions open on this node's listeners.
+pub const SESSIONS_OPEN: &str = "zlink_session_open";
+/// Counter: STREAM sessions that ended. Labels: `reason` (`client_close`,
+/// `idle_timeout`, `heartbeat_timeout`, `server_drain`, `protocol_error`,
+/// `transport_error`).
+pub const SESSIONS_CLOSED: &str = "zlink_session_closed_total";
 /// Counter: this node's Location Store calls. Labels: `op` (`read`, `apply`,
 /// `renew_lease`, ...), `outcome` (`ok`, `failed`: an error, or given up on).
 pub const STORE_OPERATIONS: &str = "zlink_store_operations_total";

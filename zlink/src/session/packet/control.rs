@@ -35,6 +35,23 @@ pub enum CloseReason {
 }
 
 impl CloseReason {
+    /// Its `reason` label (`zlink_session_closed_total`).
+    pub(crate) const fn label(self) -> &'static str {
+        match self {
+            CloseReason::ClientClose => "client_close",
+            CloseReason::IdleTimeout => "idle_timeout",
+            CloseReason::HeartbeatTimeout => "heartbeat_timeout",
+            CloseReason::ServerDrain => "server_drain",
+            CloseReason::ProtocolError => "protocol_error",
+            CloseReason::TransportError => "transport_error",
+        }
+    }
+
+    /// Its place in the closed set of reasons (its wire code less one).
+    pub(crate) const fn index(self) -> usize {
+        self as usize - 1
+    }
+
     #[cfg(test)]
     pub(crate) fn from_code(code: u8) -> Option<CloseReason> {
         Some(match code {

@@ -1,0 +1,48 @@
+//! STREAM sessions: how many a node holds open, and why the closed ones closed.
+
+use std::sync::OnceLock;
+
+use metrics::{Counter, Gauge};
+
+use super::{names, NodeLabels};
+
+/// How many reasons a session can close for (the session layer's closed set).
+const CLOSE_REASONS: usize = 6;
+
+/// The session instruments of one node.
+pub(crate) struct SessionMeter {
+    labels: NodeLabels,
+    open: Gauge,
+    closed: [OnceLock<Counter>; CLOSE_REASONS],
+}
+
+impl SessionMeter {
+    pub(crate) fn new(labels: &NodeLabels) -> Self {
+        SessionMeter {
+            open: metrics::gauge!(names::SESSIONS_OPEN, labels.with(&[])),
+            closed: Default::default(),
+            labels: labels.clone(),
+        }
+    }
+
+    /// A session opened.
+    pub(crate) fn opened(&self) {
+        self.open.increment(1.0);
+    }
+
+    /// A session ended, for the `index`-th reason of the session layer's closed set,
+    /// named `reason`.
+    pub(crate) fn closed(&self, index: usize, reason: &'static str) {
+        self.open.decrement(1.0);
+        if let Some(counter) = self.closed.get(index) {
+            counter
+                .get_or_init(|| {
+                    metrics::counter!(
+                        names::SESSIONS_CLOSED,
+                        self.labels.with(&[("reason", reason)])
+                    )
+                })
+                .increment(1);
+        }
+    }
+}
