@@ -667,26 +667,7 @@ async fn a_crash_after_the_root_and_before_the_reservation_leaves_an_orphan_root
 #[tokio::test]
 async fn a_one_way_whose_activation_fails_is_counted_as_lost_and_leaves_the_id_missing() {
     let redis = RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let roots: Arc<dyn RelocationStore> = Arc::new(MemoryRelocationStore::new());
-    let gate = Arc::new(Semaphore::new(PERMITS as usize));
-    let one_match = Match::spot_type(move |_| Match {
-        log: Vec::new(),
-        gate: gate.clone(),
-    })
-    .unwrap()
-    .max_spots(1);
-    let server = start(
-        discovered_node("a", &store, quick_lease())
-            .relocation_store(roots.clone())
-            .spot_type(one_match),
-    )
-    .await;
-    let caller = start(discovered_node("c", &store, quick_lease()).relocation_store(roots)).await;
-    wait_until(WAIT, "c sees the match server", || async {
-        caller.spots().ready_nodes("match").unwrap_or_default() == ["a"]
-    })
-    .await;
+    let (server, caller) = full_after_one_match(&redis_store(&redis), "a", "c").await;
     // a is full from here on.
     intent_score(&caller, "m0", "c").await.unwrap();
     MatchClient::instance(&caller, "m1")

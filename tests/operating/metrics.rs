@@ -272,27 +272,10 @@ async fn objects_owned_created_and_moved_are_counted_on_the_nodes_that_did_it() 
 /// one-way whose activation fails because every node serving the type is full.
 #[tokio::test]
 async fn a_lost_one_way_is_counted_by_reason_on_the_node_that_lost_it() {
-    use zlink_tests::instance_matches::{Mark, Match, MatchClient, Score, PERMITS};
+    use zlink_tests::instance_matches::{full_after_one_match, Mark, MatchClient, Score};
     exporter();
     let redis = zlink_testkit::RedisServer::start().expect("redis-server");
-    let store = redis_store(&redis);
-    let roots = <dyn zlink::store::RelocationStore>::in_memory();
-    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(PERMITS as usize));
-    let one_match = Match::spot_type(move |_| Match {
-        log: Vec::new(),
-        gate: gate.clone(),
-    })
-    .unwrap()
-    .max_spots(1);
-    let server = start(
-        discovered_node("lost-s", &store, quick_lease())
-            .relocation_store(roots.clone())
-            .spot_type(one_match),
-    )
-    .await;
-    let caller =
-        start(discovered_node("lost-c", &store, quick_lease()).relocation_store(roots)).await;
-    caller.spots().ready("match", 1).await.unwrap();
+    let (server, caller) = full_after_one_match(&redis_store(&redis), "lost-s", "lost-c").await;
     MatchClient::instance(&caller, "full")
         .score(&Score { by: "c".into() })
         .await

@@ -344,3 +344,34 @@ impl Pawn {
 }
 
 impl zlink::object::Actor for Pawn {}
+
+/// A node `server` serving matches, at most one at a time, and a node `caller` serving
+/// nothing, over Redis `store` and one in-memory Relocation Store; returned once the caller
+/// sees the server ready for matches.
+pub async fn full_after_one_match(
+    store: &Arc<dyn zlink::store::LocationStore>,
+    server: &str,
+    caller: &str,
+) -> (Runtime, Runtime) {
+    let roots: Arc<dyn RelocationStore> = Arc::new(MemoryRelocationStore::new());
+    let gate = Arc::new(Semaphore::new(PERMITS as usize));
+    let one_match = Match::spot_type(move |_| Match {
+        log: Vec::new(),
+        gate: gate.clone(),
+    })
+    .expect("a valid Spot type")
+    .max_spots(1);
+    let server = start(
+        discovered_node(server, store, quick_lease())
+            .relocation_store(roots.clone())
+            .spot_type(one_match),
+    )
+    .await;
+    let caller = start(discovered_node(caller, store, quick_lease()).relocation_store(roots)).await;
+    let rid = server.rid().to_string();
+    wait_until(WAIT, "the caller sees the match server", || async {
+        caller.spots().ready_nodes("match").unwrap_or_default() == [rid.clone()]
+    })
+    .await;
+    (server, caller)
+}
