@@ -6,6 +6,7 @@
 //! | `GET /alive` | `200` while the node has not stopped, else `503` (a liveness probe) |
 //! | `GET /ready` | `200` when every readiness check passes, else `503`; the body is the [`zlink::Health`] as JSON (a readiness probe) |
 //! | `GET /api/status` | the node's [`zlink::RuntimeStatus`] as JSON |
+//! | `GET /api/objects?after=CURSOR&limit=N` | one page of the Spots and Actors the node runs ([`zlink::object::HostedObjects`]; `404` on a node without them) |
 //! | `GET /metrics` | the process's metrics in the Prometheus text format, when a [`PrometheusHandle`] was given (`404` otherwise) |
 //!
 //! It binds `127.0.0.1` unless told otherwise: what it shows is for the node's operators.
@@ -22,7 +23,7 @@
 
 use std::net::SocketAddr;
 
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -62,6 +63,7 @@ impl Dashboard {
             .route("/alive", get(alive))
             .route("/ready", get(ready))
             .route("/api/status", get(status))
+            .route("/api/objects", get(objects))
             .route("/metrics", get(metrics))
             .with_state(self)
     }
@@ -127,6 +129,24 @@ async fn ready(State(dashboard): State<Dashboard>) -> Response {
 
 async fn status(State(dashboard): State<Dashboard>) -> Response {
     Json(dashboard.operator.status()).into_response()
+}
+
+/// Which page of `/api/objects`.
+#[derive(serde::Deserialize)]
+struct Page {
+    after: Option<String>,
+    limit: Option<usize>,
+}
+
+async fn objects(State(dashboard): State<Dashboard>, Query(page): Query<Page>) -> Response {
+    let limit = page.limit.unwrap_or(100);
+    match dashboard
+        .operator
+        .hosted_objects(page.after.as_deref(), limit)
+    {
+        Ok(objects) => Json(objects).into_response(),
+        Err(e) => (StatusCode::NOT_FOUND, format!("{e}\n")).into_response(),
+    }
 }
 
 async fn metrics(State(dashboard): State<Dashboard>) -> Response {

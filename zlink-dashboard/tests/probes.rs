@@ -104,8 +104,9 @@ async fn the_probes_status_and_metrics_answer_over_http() {
     dashboard.stop();
 }
 
-/// Without a recorder, `/metrics` says so; an unknown path is 404; garbage is refused
-/// without disturbing the next probe.
+/// Without a recorder, `/metrics` says so; an unknown path is 404; `/api/objects` on a
+/// node that runs no object lists none; garbage is refused without disturbing the next
+/// probe.
 #[tokio::test]
 async fn metrics_without_a_recorder_unknown_paths_and_garbage_are_refused_cleanly() {
     let redis = RedisServer::start().expect("redis-server");
@@ -119,6 +120,9 @@ async fn metrics_without_a_recorder_unknown_paths_and_garbage_are_refused_cleanl
     assert_eq!(code, 404);
     assert!(body.contains("no Prometheus recorder"), "{body}");
     assert_eq!(get(addr, "/nowhere").await.0, 404);
+    let (code, body) = get(addr, "/api/objects").await;
+    assert_eq!(code, 200);
+    assert!(body.contains("\"objects\":[]"), "it runs none: {body}");
     let mut garbage = tokio::net::TcpStream::connect(addr).await.unwrap();
     garbage
         .write_all(b"\x00\x01\x02 not http at all\r\n\r\n")

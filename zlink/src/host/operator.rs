@@ -34,6 +34,25 @@ impl Operator {
         RuntimeStatus::of(&self.handle, &self.started)
     }
 
+    /// One page of the Spots and Actors this node runs now (its Entry Spot aside), after
+    /// the cursor `after` (`None` for the first page, then each page's `next`), at most
+    /// `limit` (1 to [`MAX_HOSTED_PAGE`](crate::object::MAX_HOSTED_PAGE)) per page.
+    /// Read from the node itself, not the Location Store. `NotConfigured` without Spots
+    /// and Actors.
+    pub fn hosted_objects(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> crate::Result<crate::object::HostedObjects> {
+        let objects = self.started.objects.as_ref().ok_or_else(|| {
+            crate::Error::new(
+                crate::ErrorKind::NotConfigured,
+                "Spots and Actors need a Location Store on this node (location_store)",
+            )
+        })?;
+        Ok(objects.hosted(after, limit))
+    }
+
     /// Whether the node is alive and ready, and every readiness check: it serves (running,
     /// not draining), its Location Store answers, its owner lease admits new work, each
     /// ClientServer channel it calls has a ready server and each fanout channel it follows a

@@ -198,6 +198,16 @@ impl Runtime {
         self.operator().health()
     }
 
+    /// One page of the Spots and Actors this node runs now (see
+    /// [`Operator::hosted_objects`](super::Operator::hosted_objects)).
+    pub fn hosted_objects(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<crate::object::HostedObjects> {
+        self.operator().hosted_objects(after, limit)
+    }
+
     /// A cloneable view of this node for operators' tools: its status and health, for
     /// the node's whole life, without the right to stop it.
     pub fn operator(&self) -> super::Operator {

@@ -342,6 +342,11 @@ impl ObjectServer {
         self.hosting.end_draining();
     }
 
+    /// One page of the objects this node runs, after the cursor `after`.
+    pub(crate) fn hosted(&self, after: Option<&str>, limit: usize) -> super::HostedObjects {
+        super::hosted::page(self.registry.all(), after, limit)
+    }
+
     /// The objects of `kind` this node owns now (its Entry Spot aside).
     pub(crate) fn owned(&self, kind: ObjectKind) -> usize {
         self.registry.owned(kind)
