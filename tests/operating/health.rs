@@ -6,15 +6,6 @@ use std::time::Duration;
 use zlink_tests::relocating::{counter_type, Seen};
 use zlink_tests::*;
 
-fn failed(health: &zlink::Health) -> Vec<&'static str> {
-    health
-        .checks
-        .iter()
-        .filter(|c| !c.ok)
-        .map(|c| c.name)
-        .collect()
-}
-
 /// Ready means all of: serving, the store reachable, the lease healthy, and the mesh ready
 /// for the node's channels and object types. Each is taken away in turn, and the probe
 /// says which one failed; an operator view kept after the shutdown reads not alive.
@@ -34,14 +25,14 @@ async fn ready_means_serving_store_lease_and_placeable_types_and_says_which_fail
     a.relocate_all().await.unwrap();
     let draining = a.health();
     assert!(draining.alive && !draining.ready);
-    assert!(failed(&draining).contains(&"serving"), "{draining:?}");
+    assert!(draining.failed().contains(&"serving"), "{draining:?}");
     a.undrain().await.unwrap();
     zlink_testkit::wait_until(WAIT, "ready after undrain", || async { a.health().ready }).await;
 
     // The Location Store stops answering: the store check fails, then the lease's.
     redis.pause().expect("pause redis");
     zlink_testkit::wait_until(WAIT, "the store and the lease fail", || async {
-        let failed = failed(&a.health());
+        let failed = a.health().failed();
         failed.contains(&"store") && failed.contains(&"lease")
     })
     .await;
@@ -72,7 +63,7 @@ async fn a_client_channel_without_a_ready_server_is_not_ready_and_names_the_chan
     .await;
     let health = lonely.health();
     assert!(health.alive && !health.ready);
-    assert_eq!(failed(&health), ["channels"]);
+    assert_eq!(health.failed(), ["channels"]);
     let channels = &health.checks.iter().find(|c| c.name == "channels").unwrap();
     assert!(channels.detail.contains("\"billing\""), "{channels:?}");
     lonely.shutdown().await;

@@ -53,6 +53,16 @@ impl Health {
             checks,
         }
     }
+
+    /// The names of the checks that failed, in order (empty when the node is ready or
+    /// only not alive).
+    pub fn failed(&self) -> Vec<&'static str> {
+        self.checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| c.name)
+            .collect()
+    }
 }
 
 fn check(name: &'static str, failures: Vec<String>, fine: &str) -> HealthCheck {
@@ -214,15 +224,6 @@ mod tests {
         actor_types: &[],
     };
 
-    fn failed(health: &Health) -> Vec<&'static str> {
-        health
-            .checks
-            .iter()
-            .filter(|c| !c.ok)
-            .map(|c| c.name)
-            .collect()
-    }
-
     #[test]
     fn a_serving_node_with_its_store_and_lease_is_alive_and_ready() {
         let served = ["room".to_string()];
@@ -243,7 +244,7 @@ mod tests {
         let mut draining = status();
         draining.draining = true;
         assert_eq!(
-            failed(&Health::of(&draining, false, &NOTHING_SERVED)),
+            Health::of(&draining, false, &NOTHING_SERVED).failed(),
             ["serving"]
         );
 
@@ -253,7 +254,7 @@ mod tests {
             store.lease_admits_new_work = false;
         }
         assert_eq!(
-            failed(&Health::of(&cut_off, false, &NOTHING_SERVED)),
+            Health::of(&cut_off, false, &NOTHING_SERVED).failed(),
             ["store", "lease"]
         );
 
@@ -263,7 +264,7 @@ mod tests {
             servers: Vec::new(),
         });
         let health = Health::of(&lonely, false, &NOTHING_SERVED);
-        assert_eq!(failed(&health), ["channels"]);
+        assert_eq!(health.failed(), ["channels"]);
         assert!(
             health.checks[3].detail.contains("\"billing\""),
             "{health:?}"
@@ -278,7 +279,7 @@ mod tests {
                 actor_types: &[],
             },
         );
-        assert_eq!(failed(&health), ["object_types"]);
+        assert_eq!(health.failed(), ["object_types"]);
         assert!(!health.ready && health.alive);
     }
 
