@@ -1,5 +1,7 @@
-//! What an operator sees of a running mesh: metrics, health and the objects a node runs.
+//! What an operator sees of a running mesh: metrics, health, the objects a node runs and
+//! its status stream.
 
+mod events;
 mod health;
 mod hosted;
 mod metrics;

@@ -349,13 +349,14 @@ async fn store_calls_are_counted_by_operation_and_outcome_and_timed() {
 /// STREAM sessions: the gateway counts them open while they are, and by reason once they
 /// end (here: a client that breaks the packet format, closed `protocol_error`).
 #[tokio::test]
-async fn stream_sessions_are_counted_open_and_closed_by_reason() {
+async fn stream_sessions_are_counted_and_told_open_and_closed_by_reason() {
     use zlink_testkit::stream_client::StreamClient;
     exporter();
     let cluster = zlink_tests::bound_sessions::gateways_and_players(1, 1).await;
     let gateway = cluster.node(0).rid().to_string();
     let address = cluster.node(0).stream_endpoint("clients").expect("bound");
     let open = || series(zlink::telemetry::names::SESSIONS_OPEN, &[("rid", &gateway)]);
+    let mut stream = cluster.node(0).observe();
     let mut client = StreamClient::tcp(address.trim_start_matches("tcp://"))
         .await
         .unwrap();
@@ -377,5 +378,25 @@ async fn stream_sessions_are_counted_open_and_closed_by_reason() {
     })
     .await;
     assert_eq!(open(), Some(0.0));
+    // The status stream told both, naming the listener, the session and the reason.
+    let mut told = Vec::new();
+    while let Some(observed) = stream.try_next() {
+        told.push(observed.event.what);
+    }
+    use zlink::telemetry::Happened;
+    let opened = told.iter().find_map(|e| match e {
+        Happened::SessionOpened { listener, session } => Some((listener.as_str(), *session)),
+        _ => None,
+    });
+    let (listener, session) = opened.unwrap_or_else(|| panic!("{told:#?}"));
+    assert_eq!(listener, "clients");
+    assert!(
+        told.contains(&Happened::SessionClosed {
+            listener: "clients".into(),
+            session,
+            reason: "protocol_error",
+        }),
+        "{told:#?}"
+    );
     cluster.shutdown().await;
 }

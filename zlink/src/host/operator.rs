@@ -53,6 +53,19 @@ impl Operator {
         Ok(objects.hosted(after, limit))
     }
 
+    /// The node's status stream from now on, as [`Runtime::observe`](super::Runtime::observe).
+    pub fn observe(&self) -> crate::telemetry::Observer {
+        self.observe_after(0)
+    }
+
+    /// The node's status stream after the event numbered `sequence` (the last one a
+    /// reader saw, as an SSE client's `Last-Event-ID`): the retained events after it come
+    /// first (the node keeps the last [`RETAINED_EVENTS`](crate::telemetry::RETAINED_EVENTS)
+    /// once observed); older ones are counted lost. `0` is "from now on".
+    pub fn observe_after(&self, sequence: u64) -> crate::telemetry::Observer {
+        self.handle.node().instruments().events.observe(sequence)
+    }
+
     /// Whether the node is alive and ready, and every readiness check: it serves (running,
     /// not draining), its Location Store answers, its owner lease admits new work, each
     /// ClientServer channel it calls has a ready server and each fanout channel it follows a

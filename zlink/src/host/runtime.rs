@@ -150,7 +150,8 @@ impl Runtime {
                 "Spots and Actors need a Location Store on this node (location_store)",
             )
         })?;
-        Ok(crate::object::recovery::Objects::over(objects.store()))
+        Ok(crate::object::recovery::Objects::over(objects.store())
+            .observed_by(self.handle.node().instruments().events.clone()))
     }
 
     /// Moves every object this node owns to other nodes, live (a planned maintenance):
@@ -183,6 +184,15 @@ impl Runtime {
         }
         self.shutdown().await;
         Ok(report)
+    }
+
+    /// This node's status stream from now on: ordered events (host state, peers, objects
+    /// created, moved, arrived, closed and reclaimed, STREAM sessions), each with a
+    /// sequence number. A slow reader never slows the node: what it falls too far behind
+    /// on is skipped and counted ([`Observed::lost`](crate::telemetry::Observed::lost)).
+    /// A node keeps no events until it is first observed.
+    pub fn observe(&self) -> crate::telemetry::Observer {
+        self.operator().observe_after(0)
     }
 
     /// One snapshot of this runtime's state: identity, peers, channel weights, ClientServer

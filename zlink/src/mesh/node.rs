@@ -24,7 +24,7 @@ use super::work::HandlerWork;
 use crate::call::PendingTable;
 use crate::store::OwnerLease;
 use crate::sync::LockUnpoisoned;
-use crate::telemetry::Instruments;
+use crate::telemetry::{Happened, HostState, Instruments};
 use crate::wire::{Command, ControlHeader};
 
 /// One node: a RouteMesh member, or one ClientServer role.
@@ -66,8 +66,10 @@ impl MeshNode {
         ));
         let configured = settings.peers.iter().filter_map(|p| p.expected_rid.clone());
         let instruments = Instruments::new(&settings.mesh_name, &settings.rid);
-        let peers =
-            Arc::new(PeerTable::new(configured, max_message).metered(instruments.peers.clone()));
+        let peers = Arc::new(
+            PeerTable::new(configured, max_message)
+                .metered(instruments.peers.clone(), instruments.events.clone()),
+        );
         let pending = Arc::new(PendingTable::default());
         let dispatcher = Arc::new(Dispatcher::default());
         let cancel = CancellationToken::new();
@@ -258,6 +260,14 @@ impl MeshNode {
             return;
         }
         tracing::info!(rid = %self.rid(), draining, "node serving state changed");
+        let state = if draining {
+            HostState::Draining
+        } else {
+            HostState::Serving
+        };
+        self.instruments
+            .events
+            .emit(|| Happened::HostState { state });
         if let Some(discovery) = &self.discovery {
             discovery.publish_now().await;
         }
@@ -265,7 +275,13 @@ impl MeshNode {
 
     /// Starts shutting down: new calls fail `ShuttingDown`. False when it had begun.
     pub(crate) fn begin_shutdown(&self) -> bool {
-        self.identity.begin_shutdown()
+        let began = self.identity.begin_shutdown();
+        if began {
+            self.instruments.events.emit(|| Happened::HostState {
+                state: HostState::Stopping,
+            });
+        }
+        began
     }
 
     /// Lets accepted handler work finish, for at most `grace`; false when some was still
@@ -292,6 +308,9 @@ impl MeshNode {
         tracker.wait().await;
         self.links.wait_background().await;
         self.identity.mark_stopped();
+        self.instruments.events.emit(|| Happened::HostState {
+            state: HostState::Stopped,
+        });
     }
 
     /// Withdraws the descriptor and releases the lease (best effort).

@@ -14,7 +14,7 @@ use super::key_bindings::KeyBindings;
 use super::select::SmoothWeighted;
 use crate::link::{ConnId, Connection, CurvePublicKey};
 use crate::sync::{LockUnpoisoned, RwLockUnpoisoned};
-use crate::telemetry::PeerMeter;
+use crate::telemetry::{EventHub, Happened, PeerMeter};
 use crate::wire::{Admission, RejectReason};
 
 /// What a [`PeerTable`] announces.
@@ -114,6 +114,8 @@ pub(crate) struct PeerTable {
     local_max_message: usize,
     events: broadcast::Sender<PeerEvent>,
     meter: Arc<PeerMeter>,
+    /// The node's status stream.
+    node_events: Arc<EventHub>,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -153,13 +155,17 @@ impl PeerTable {
             local_max_message,
             events,
             meter: Arc::new(PeerMeter::unregistered()),
+            node_events: Arc::default(),
         }
     }
 
     /// This table, counting its peers in `meter`.
-    pub(crate) fn metered(mut self, meter: Arc<PeerMeter>) -> Self {
+    /// This table, counting its peers in `meter` and telling `node_events` who came and
+    /// went.
+    pub(crate) fn metered(mut self, meter: Arc<PeerMeter>, node_events: Arc<EventHub>) -> Self {
         meter.counted(self.configured.len(), 0, 0);
         self.meter = meter;
+        self.node_events = node_events;
         self
     }
 
@@ -176,6 +182,17 @@ impl PeerTable {
     }
 
     fn announce(&self, event: PeerEvent) {
+        self.node_events.emit(|| match &event {
+            PeerEvent::Ready { rid, .. } => Happened::PeerReady {
+                peer: rid.to_string(),
+            },
+            PeerEvent::WeightsChanged { rid } => Happened::PeerWeightsChanged {
+                peer: rid.to_string(),
+            },
+            PeerEvent::Lost { rid } => Happened::PeerLost {
+                peer: rid.to_string(),
+            },
+        });
         // No subscriber is fine.
         let _ = self.events.send(event);
     }

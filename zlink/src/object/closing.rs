@@ -18,6 +18,7 @@ use super::remote::encode_generation;
 use super::resolver::Resolver;
 use crate::address::{ObjectKey, ObjectKind};
 use crate::object::env::ObjectEnv;
+use crate::telemetry::Happened;
 use crate::{Error, ErrorKind, Result};
 
 /// Closes (a Spot) or destroys (an Actor) exactly the incarnation `generation` of `key`
@@ -183,6 +184,10 @@ async fn release(
 ) -> Result<bool> {
     let key = &live.key;
     registry.remove(live);
+    env.events().emit(|| Happened::ObjectClosed {
+        kind: key.kind.into(),
+        id: key.id.to_string(),
+    });
     if let Some(spot) = live.membership() {
         if let Some(spot) = registry.get(&ObjectKey::from(&spot)) {
             spot.remove_member(&key.id);

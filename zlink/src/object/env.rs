@@ -17,7 +17,7 @@ use super::stop_list::StopList;
 use crate::handle::{Handle, WeakHandle};
 use crate::mesh::MeshNode;
 use crate::store::{LeaseToken, LocationStore, OwnerLease};
-use crate::telemetry::ObjectMeter;
+use crate::telemetry::{EventHub, ObjectMeter};
 use crate::{Error, ErrorKind, Result};
 
 /// The environment of one node's object layer.
@@ -38,6 +38,8 @@ pub(crate) struct ObjectEnv {
     killed: CancellationToken,
     /// What the object layer records: owned objects, creations, moves.
     meter: Arc<ObjectMeter>,
+    /// The node's status stream.
+    events: Arc<EventHub>,
 }
 
 impl ObjectEnv {
@@ -69,6 +71,7 @@ impl ObjectEnv {
             stopping: AtomicBool::new(false),
             killed: CancellationToken::new(),
             meter: node.instruments().objects.clone(),
+            events: node.instruments().events.clone(),
         }
     }
 
@@ -106,6 +109,11 @@ impl ObjectEnv {
     /// The object layer's instruments.
     pub(crate) fn meter(&self) -> &Arc<ObjectMeter> {
         &self.meter
+    }
+
+    /// The node's status stream: what the object layer tells its observers.
+    pub(crate) fn events(&self) -> &Arc<EventHub> {
+        &self.events
     }
 
     pub(crate) fn owner_link(&self) -> &OwnerLink {

@@ -12,7 +12,7 @@ use super::live_object::LiveObject;
 use super::object_type::TypeDef;
 use crate::address::{ObjectKey, ObjectKind, StableType};
 use crate::sync::LockUnpoisoned;
-use crate::telemetry::{ObjectLabel, ObjectMeter};
+use crate::telemetry::{ObjectClass, ObjectMeter};
 use crate::{Error, ErrorKind, Result};
 
 /// Creations one node runs at once (factory through commit).
@@ -81,11 +81,11 @@ struct InCreation {
     generation: Option<u64>,
 }
 
-impl From<ObjectKind> for ObjectLabel {
+impl From<ObjectKind> for ObjectClass {
     fn from(kind: ObjectKind) -> Self {
         match kind {
-            ObjectKind::Spot => ObjectLabel::Spot,
-            ObjectKind::Actor => ObjectLabel::Actor,
+            ObjectKind::Spot => ObjectClass::Spot,
+            ObjectKind::Actor => ObjectClass::Actor,
         }
     }
 }
@@ -187,7 +187,7 @@ impl<L: Registered> ObjectRegistry<L> {
     /// Registers an object as running here. An older incarnation still registered under
     /// the ID (its close gave up waiting) is stopped: the authority names the new one.
     pub(crate) fn insert(&self, live: L) {
-        let counted = (!live.is_entry()).then(|| ObjectLabel::from(live.key().kind));
+        let counted = (!live.is_entry()).then(|| ObjectClass::from(live.key().kind));
         let previous = self.state().live.insert(live.key().clone(), live);
         match previous {
             Some(previous) => previous.stop_superseded(),
@@ -201,7 +201,7 @@ impl<L: Registered> ObjectRegistry<L> {
         if state.live.get(live.key()).is_some_and(|c| c.same(live)) {
             state.live.remove(live.key());
             if !live.is_entry() {
-                self.meter.owned(ObjectLabel::from(live.key().kind), -1);
+                self.meter.owned(ObjectClass::from(live.key().kind), -1);
             }
         }
     }
@@ -210,7 +210,7 @@ impl<L: Registered> ObjectRegistry<L> {
     pub(crate) fn clear(&self) {
         let cleared: Vec<L> = self.state().live.drain().map(|(_, live)| live).collect();
         for live in cleared.iter().filter(|live| !live.is_entry()) {
-            self.meter.owned(ObjectLabel::from(live.key().kind), -1);
+            self.meter.owned(ObjectClass::from(live.key().kind), -1);
         }
     }
 

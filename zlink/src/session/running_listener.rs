@@ -26,6 +26,7 @@ use super::transport::StreamSink;
 use crate::handle::WeakHandle;
 use crate::link::warn_limit::WarnLimit;
 use crate::mesh::Drained;
+use crate::telemetry::Happened;
 use crate::{Error, ErrorKind, Result};
 
 /// How long a refused connection has to take its closing notice.
@@ -180,7 +181,12 @@ impl RunningListener {
         self.sessions().insert(peer.id, peer.clone());
         self.shared.index.insert(&peer);
         let meter = handle.node().instruments().sessions.clone();
+        let events = handle.node().instruments().events.clone();
         meter.opened();
+        events.emit(|| Happened::SessionOpened {
+            listener: self.name.to_string(),
+            session: peer.id.get(),
+        });
         let connection = Connection {
             peer: peer.clone(),
             session: self.factory.make(),
@@ -219,6 +225,11 @@ impl RunningListener {
                 .closing()
                 .unwrap_or(CloseReason::TransportError);
             meter.closed(reason.index(), reason.label());
+            events.emit(|| Happened::SessionClosed {
+                listener: listener.name.to_string(),
+                session: peer.id.get(),
+                reason: reason.label(),
+            });
         };
         self.tasks.spawn(connection);
     }

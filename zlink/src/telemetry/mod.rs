@@ -13,6 +13,7 @@
 //! their Prometheus exporter, so histograms of different nodes aggregate.
 
 mod calls;
+mod events;
 mod labels;
 pub mod names;
 mod objects;
@@ -21,8 +22,13 @@ mod sessions;
 mod store;
 
 pub(crate) use calls::{CallMeter, CallTimer};
+pub(crate) use events::EventHub;
+pub use events::{
+    Happened, HostState, NodeEvent, Observed, Observer, OBSERVER_QUEUE, RETAINED_EVENTS,
+};
 pub use labels::{CallKind, Outcome, Surface};
-pub(crate) use objects::{CreationOutcome, MoveOutcome, ObjectLabel, ObjectMeter, LOST_REASONS};
+pub use objects::ObjectClass;
+pub(crate) use objects::{CreationOutcome, MoveOutcome, ObjectMeter, LOST_REASONS};
 pub(crate) use peers::PeerMeter;
 pub(crate) use sessions::SessionMeter;
 pub(crate) use store::{lease_lateness, StoreMeter, StoreOp};
@@ -158,6 +164,8 @@ pub(crate) struct Instruments {
     pub(crate) peers: std::sync::Arc<PeerMeter>,
     /// Its STREAM sessions.
     pub(crate) sessions: std::sync::Arc<SessionMeter>,
+    /// Its status stream.
+    pub(crate) events: std::sync::Arc<EventHub>,
 }
 
 impl Instruments {
@@ -170,6 +178,7 @@ impl Instruments {
             objects: std::sync::Arc::new(ObjectMeter::new(&labels)),
             peers: std::sync::Arc::new(PeerMeter::new(&labels)),
             sessions: std::sync::Arc::new(SessionMeter::new(&labels)),
+            events: std::sync::Arc::default(),
         }
     }
 }

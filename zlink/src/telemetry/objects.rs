@@ -7,20 +7,24 @@ use metrics::{Counter, Gauge, Histogram};
 
 use super::{names, NodeLabels};
 
-/// A Spot or an Actor (the node's Entry Spot is never counted).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ObjectLabel {
+/// A Spot or an Actor, as the `kind` label and the status stream's events name it (the
+/// node's Entry Spot is never counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObjectClass {
+    /// A Spot.
     Spot,
+    /// An Actor.
     Actor,
 }
 
-impl ObjectLabel {
-    const ALL: [ObjectLabel; 2] = [ObjectLabel::Spot, ObjectLabel::Actor];
+impl ObjectClass {
+    const ALL: [ObjectClass; 2] = [ObjectClass::Spot, ObjectClass::Actor];
 
     const fn as_str(self) -> &'static str {
         match self {
-            ObjectLabel::Spot => "spot",
-            ObjectLabel::Actor => "actor",
+            ObjectClass::Spot => "spot",
+            ObjectClass::Actor => "actor",
         }
     }
 }
@@ -58,7 +62,8 @@ pub(crate) enum MoveOutcome {
 }
 
 impl MoveOutcome {
-    const fn as_str(self) -> &'static str {
+    /// Its label value.
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             MoveOutcome::Moved => "moved",
             MoveOutcome::Cancelled => "cancelled",
@@ -83,7 +88,7 @@ pub(crate) struct ObjectMeter {
 impl ObjectMeter {
     pub(crate) fn new(labels: &NodeLabels) -> Self {
         ObjectMeter {
-            owned: ObjectLabel::ALL.map(|kind| {
+            owned: ObjectClass::ALL.map(|kind| {
                 metrics::gauge!(
                     names::OBJECTS_OWNED,
                     labels.with(&[("kind", kind.as_str())])
@@ -110,12 +115,12 @@ impl ObjectMeter {
     }
 
     /// This node owns `by` more (or, negative, fewer) objects of `kind`.
-    pub(crate) fn owned(&self, kind: ObjectLabel, by: i32) {
+    pub(crate) fn owned(&self, kind: ObjectClass, by: i32) {
         self.owned[kind as usize].increment(f64::from(by));
     }
 
     /// A creation of an object of `kind` ended with `outcome`.
-    pub(crate) fn created(&self, kind: ObjectLabel, outcome: CreationOutcome) {
+    pub(crate) fn created(&self, kind: ObjectClass, outcome: CreationOutcome) {
         self.creations[kind as usize][outcome as usize]
             .get_or_init(|| {
                 metrics::counter!(
@@ -128,7 +133,7 @@ impl ObjectMeter {
     }
 
     /// A move of an object of `kind`, started at `started`, ended with `outcome`.
-    pub(crate) fn moved(&self, kind: ObjectLabel, outcome: MoveOutcome, started: Instant) {
+    pub(crate) fn moved(&self, kind: ObjectClass, outcome: MoveOutcome, started: Instant) {
         let labels = || {
             self.labels
                 .with(&[("kind", kind.as_str()), ("outcome", outcome.as_str())])

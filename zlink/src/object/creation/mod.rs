@@ -25,7 +25,7 @@ use crate::address::Location;
 use crate::address::Outcome;
 use crate::address::{ObjectKey, ObjectKind, SpotId, StableType};
 use crate::object::env::ObjectEnv;
-use crate::telemetry::CreationOutcome;
+use crate::telemetry::{CreationOutcome, Happened};
 use crate::{Error, ErrorKind, Result};
 
 mod placed;
@@ -323,6 +323,13 @@ pub(super) async fn try_create(
                 Ok(Some(Outcome::Existing(_)) | None) | Err(_) => CreationOutcome::NotCreated,
             };
             server.env.meter().created(key.kind.into(), outcome);
+            if let Ok(Some(Outcome::Created(location, _))) = &attempted {
+                server.env.events().emit(|| Happened::ObjectCreated {
+                    kind: key.kind.into(),
+                    id: key.id.to_string(),
+                    generation: location.generation,
+                });
+            }
             attempted
         })
     };

@@ -32,6 +32,7 @@ pub use self::report::{
 use super::authority_store::{AuthorityStore, Versioned};
 use crate::address::{ActorId, ObjectKey, SpotId};
 use crate::store::{LocationStore, StoreError};
+use crate::telemetry::{EventHub, Happened};
 use crate::{Error, Result};
 
 /// Reclaims one node runs at once.
@@ -47,6 +48,8 @@ const SCAN_PAGE: usize = 500;
 pub struct Objects {
     store: Arc<dyn LocationStore>,
     authority: AuthorityStore,
+    /// The status stream of the node these operations run on, if they run on one.
+    events: Option<Arc<EventHub>>,
 }
 
 impl Objects {
@@ -56,6 +59,25 @@ impl Objects {
         Objects {
             authority: AuthorityStore::new(store.clone()),
             store,
+            events: None,
+        }
+    }
+
+    /// These operations, telling the status stream `events` what they reclaimed.
+    pub(crate) fn observed_by(mut self, events: Arc<EventHub>) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    /// Tells the status stream, if any, that a reclaim released and refused what
+    /// `report` lists.
+    fn tell(&self, owner: Option<&str>, report: &ReclaimReport) {
+        if let Some(events) = &self.events {
+            events.emit(|| Happened::ObjectsReclaimed {
+                owner: owner.map(str::to_string),
+                released: report.released.len(),
+                refused: report.refused.len(),
+            });
         }
     }
 
@@ -78,6 +100,7 @@ impl Objects {
                 .refused
                 .retain(|r| r.reason != ReclaimRefusal::AlreadyMissing);
         }
+        self.tell(None, &report);
         Ok(report)
     }
 
@@ -86,6 +109,7 @@ impl Objects {
         let key = ObjectKey::from(&SpotId::new(id).map_err(invalid)?);
         let mut report = ReclaimReport::default();
         self.reclaim_key(&key, None, &mut report).await?;
+        self.tell(None, &report);
         Ok(report)
     }
 
@@ -94,6 +118,7 @@ impl Objects {
         let key = ObjectKey::from(&ActorId::new(id).map_err(invalid)?);
         let mut report = ReclaimReport::default();
         self.reclaim_key(&key, None, &mut report).await?;
+        self.tell(None, &report);
         Ok(report)
     }
 
@@ -142,6 +167,7 @@ impl Objects {
             refused = report.refused.len(),
             "reclaimed a node's objects"
         );
+        self.tell(Some(rid), &report);
         Ok(report)
     }
 

@@ -13,6 +13,7 @@ use crate::object::bound_routes::SwitchOnOpen;
 use crate::object::relocation::Moving;
 use crate::object::relocation::CUTOVER_FALLBACK;
 use crate::sync::LockUnpoisoned;
+use crate::telemetry::Happened;
 use crate::{Error, ErrorKind, Result};
 
 /// No cutover within the fallback: the target commits by itself.
@@ -71,6 +72,11 @@ async fn commit_once(server: &Moving, key: &ObjectKey, arrival: &Arc<Arrival>) -
         Ok(version) => {
             committed(server, key, arrival, version).await;
             arrival.release(go, true, switch_on_open(server, key, arrival));
+            server.env.events().emit(|| Happened::ObjectArrived {
+                kind: key.kind.into(),
+                id: key.id.to_string(),
+                generation: arrival.expected.fence.object_generation,
+            });
             tracing::info!(object = %key, relocation = %arrival.relocation_id, "arrived: owner change committed");
             Ok(())
         }

@@ -20,7 +20,7 @@ use crate::object::membership::Execution;
 use crate::object::object_job::Resume;
 use crate::object::relocation::Moving;
 use crate::sync::LockUnpoisoned;
-use crate::telemetry::MoveOutcome;
+use crate::telemetry::{Happened, MoveOutcome};
 use crate::{Error, ErrorKind, Result};
 
 mod checks;
@@ -173,6 +173,11 @@ async fn seal_and_hand_over(
     carry: Carry,
 ) -> Result<Location> {
     let started = std::time::Instant::now();
+    let kind = live.key.kind.into();
+    server.env.events().emit(|| Happened::RelocationStarted {
+        kind,
+        id: live.key.id.to_string(),
+    });
     let (moved, outcome) = match seal_then_hand_over(server, live, to, carry).await {
         Ok(HandOver::Moved(at)) => (Ok(at), MoveOutcome::Moved),
         Ok(HandOver::Lost(e)) => (Err(e), MoveOutcome::Lost),
@@ -182,10 +187,14 @@ async fn seal_and_hand_over(
             MoveOutcome::Cancelled,
         ),
     };
-    server
-        .env
-        .meter()
-        .moved(live.key.kind.into(), outcome, started);
+    server.env.meter().moved(kind, outcome, started);
+    server.env.events().emit(|| Happened::RelocationEnded {
+        kind,
+        id: live.key.id.to_string(),
+        outcome: outcome.as_str(),
+        to: moved.as_ref().ok().map(|at| at.rid.clone()),
+        millis: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    });
     moved
 }
 
