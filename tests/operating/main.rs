@@ -1,6 +1,7 @@
 //! What an operator sees of a running mesh: metrics, health, the objects a node runs and
 //! its status stream.
 
+mod dashboard_page;
 mod events;
 mod health;
 mod hosted;

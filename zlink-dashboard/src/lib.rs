@@ -3,34 +3,55 @@
 //!
 //! | Path | Answer |
 //! |---|---|
+//! | `GET /` | the dashboard page: nodes, channels, objects and search, calls, sessions, live events, errors, controls |
 //! | `GET /alive` | `200` while the node has not stopped, else `503` (a liveness probe) |
 //! | `GET /ready` | `200` when every readiness check passes, else `503`; the body is the [`zlink::Health`] as JSON (a readiness probe) |
-//! | `GET /api/status` | the node's [`zlink::RuntimeStatus`] as JSON |
-//! | `GET /api/objects?after=CURSOR&limit=N` | one page of the Spots and Actors the node runs ([`zlink::object::HostedObjects`]; `404` on a node without them) |
 //! | `GET /metrics` | the process's metrics in the Prometheus text format, when a [`PrometheusHandle`] was given (`404` otherwise) |
+//! | `GET /api/status` | the node's [`zlink::RuntimeStatus`] as JSON |
+//! | `GET /api/objects?after=CURSOR&limit=N` | one page of the Spots and Actors the node runs ([`zlink::object::HostedObjects`]) |
+//! | `GET /api/where?id=ID` | where the Spot and the Actor `ID` are, from the Location Store |
+//! | `GET /api/nodes` | the mesh's nodes, from the Location Store |
+//! | `GET /api/stream` | Server-Sent Events, one `update` a second at most while someone reads it: status, health, the status stream's events (the SSE `id` is the last event's sequence; `Last-Event-ID` resumes), calls per surface, this process's CPU and memory |
+//! | `POST /api/control/{drain,undrain,relocate,reclaim,disconnect}` | the controls, only when [enabled](Dashboard::controls), each with `Authorization: Bearer TOKEN` (`403` when off, `401` without the token) |
 //!
-//! It binds `127.0.0.1` unless told otherwise: what it shows is for the node's operators.
+//! It binds `127.0.0.1` unless told otherwise, and is read-only unless given the node's
+//! [`Controls`](zlink::Controls) and a token. Nothing is gathered for the page while no
+//! page is open. The listener refuses connections over
+//! [`MAX_CONNECTIONS`] and closes one whose request head takes longer than
+//! [`HEADER_TIMEOUT`] or exceeds [`MAX_HEAD_BYTES`].
 //!
 //! ```no_run
 //! # async fn example(rt: &zlink::Runtime) -> std::io::Result<()> {
 //! let dashboard = zlink_dashboard::Dashboard::new(rt.operator())
 //!     .serve("127.0.0.1:9100".parse().unwrap())
 //!     .await?;
-//! println!("probes on http://{}/ready", dashboard.local_addr());
+//! println!("dashboard on http://{}/", dashboard.local_addr());
 //! # Ok(())
 //! # }
 //! ```
 
+mod api;
+mod controls;
+mod figures;
+mod listener;
+mod probes;
+mod process;
+mod stream;
+
 use std::net::SocketAddr;
 
-use axum::extract::{Query, State};
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::extract::DefaultBodyLimit;
+use axum::response::Html;
+use axum::routing::{get, post};
+use axum::Router;
+pub use listener::{HEADER_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD_BYTES};
 pub use metrics_exporter_prometheus::PrometheusHandle;
+pub use stream::UPDATE_EVERY;
 use tokio::task::JoinHandle;
 use zlink::Operator;
+
+/// The largest body a control takes.
+const MAX_CONTROL_BODY: usize = 16 * 1024;
 
 /// What one node serves to its operators: build it with the node's
 /// [`Operator`](zlink::Runtime::operator), then [`serve`](Self::serve) it (or mount its
@@ -39,32 +60,64 @@ use zlink::Operator;
 pub struct Dashboard {
     operator: Operator,
     metrics: Option<PrometheusHandle>,
+    controls: Option<controls::Unlocked>,
 }
 
 impl Dashboard {
-    /// A dashboard of the node `operator` views.
+    /// A read-only dashboard of the node `operator` views.
     pub fn new(operator: Operator) -> Self {
         Dashboard {
             operator,
             metrics: None,
+            controls: None,
         }
     }
 
     /// Serves `/metrics` from the process's Prometheus recorder (install it before the
-    /// first node starts; see the book's "Operating zlink").
+    /// first node starts; see the book's "Operating zlink"), and shows calls per second
+    /// and p99 per surface on the page.
     pub fn metrics(mut self, handle: PrometheusHandle) -> Self {
         self.metrics = Some(handle);
         self
     }
 
+    /// Enables the controls (drain, undrain, relocate, reclaim, disconnect) for requests
+    /// that carry `Authorization: Bearer <token>`. `InvalidOperation` for a token shorter
+    /// than 16 characters: it is all that stands between the network and the node.
+    pub fn controls(mut self, controls: zlink::Controls, token: &str) -> zlink::Result<Self> {
+        if token.chars().count() < 16 {
+            return Err(zlink::Error::new(
+                zlink::ErrorKind::InvalidOperation,
+                "the dashboard's control token must be at least 16 characters",
+            ));
+        }
+        self.controls = Some(controls::Unlocked {
+            controls,
+            token: token.to_string(),
+        });
+        Ok(self)
+    }
+
     /// The routes, for an axum application of your own.
     pub fn router(self) -> Router {
+        let control = Router::new()
+            .route("/drain", post(controls::drain))
+            .route("/undrain", post(controls::undrain))
+            .route("/relocate", post(controls::relocate))
+            .route("/reclaim", post(controls::reclaim))
+            .route("/disconnect", post(controls::disconnect))
+            .layer(DefaultBodyLimit::max(MAX_CONTROL_BODY));
         Router::new()
-            .route("/alive", get(alive))
-            .route("/ready", get(ready))
-            .route("/api/status", get(status))
-            .route("/api/objects", get(objects))
-            .route("/metrics", get(metrics))
+            .route("/", get(page))
+            .route("/alive", get(probes::alive))
+            .route("/ready", get(probes::ready))
+            .route("/metrics", get(probes::metrics))
+            .route("/api/status", get(api::status))
+            .route("/api/objects", get(api::objects))
+            .route("/api/where", get(api::locate))
+            .route("/api/nodes", get(api::nodes))
+            .route("/api/stream", get(stream::stream))
+            .nest("/api/control", control)
             .with_state(self)
     }
 
@@ -74,13 +127,8 @@ impl Dashboard {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let local_addr = listener.local_addr()?;
         let rid = self.operator.rid().to_string();
-        tracing::info!(rid = %rid, addr = %local_addr, "dashboard serving");
-        let router = self.router();
-        let task = tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router).await {
-                tracing::warn!(rid = %rid, error = %e, "the dashboard stopped serving");
-            }
-        });
+        tracing::info!(rid = %rid, addr = %local_addr, controls = self.controls.is_some(), "dashboard serving");
+        let task = tokio::spawn(listener::serve(listener, self.router(), rid));
         Ok(ServedDashboard { local_addr, task })
     }
 }
@@ -109,57 +157,6 @@ impl Drop for ServedDashboard {
     }
 }
 
-async fn alive(State(dashboard): State<Dashboard>) -> Response {
-    if dashboard.operator.health().alive {
-        (StatusCode::OK, "alive\n").into_response()
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "stopped\n").into_response()
-    }
-}
-
-async fn ready(State(dashboard): State<Dashboard>) -> Response {
-    let health = dashboard.operator.health();
-    let code = if health.ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (code, Json(health)).into_response()
-}
-
-async fn status(State(dashboard): State<Dashboard>) -> Response {
-    Json(dashboard.operator.status()).into_response()
-}
-
-/// Which page of `/api/objects`.
-#[derive(serde::Deserialize)]
-struct Page {
-    after: Option<String>,
-    limit: Option<usize>,
-}
-
-async fn objects(State(dashboard): State<Dashboard>, Query(page): Query<Page>) -> Response {
-    let limit = page.limit.unwrap_or(100);
-    match dashboard
-        .operator
-        .hosted_objects(page.after.as_deref(), limit)
-    {
-        Ok(objects) => Json(objects).into_response(),
-        Err(e) => (StatusCode::NOT_FOUND, format!("{e}\n")).into_response(),
-    }
-}
-
-async fn metrics(State(dashboard): State<Dashboard>) -> Response {
-    match &dashboard.metrics {
-        Some(handle) => (
-            [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-            handle.render(),
-        )
-            .into_response(),
-        None => (
-            StatusCode::NOT_FOUND,
-            "no Prometheus recorder was given to this dashboard\n",
-        )
-            .into_response(),
-    }
+async fn page() -> Html<&'static str> {
+    Html(include_str!("page.html"))
 }

@@ -1,52 +1,13 @@
 //! The dashboard's probes and endpoints, over real HTTP on 127.0.0.1, for a node on a real
 //! `redis-server`: what a Kubernetes probe, Prometheus and an operator's `curl` read.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use metrics_exporter_prometheus::PrometheusBuilder;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use zlink::store::{LocationStore, RedisLocationStore, RedisOptions};
-use zlink::Runtime;
 use zlink_dashboard::Dashboard;
 use zlink_testkit::{wait_until, RedisServer};
 
-const WAIT: Duration = Duration::from_secs(10);
-
-/// `GET path` on `addr`: the status code and the body.
-async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("send");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.expect("read");
-    let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
-    let code = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("a status code");
-    (code, body.to_string())
-}
-
-async fn node(url: &str) -> Runtime {
-    let options = RedisOptions::new(url.to_string(), "dashboard-test")
-        .operation_timeout(Duration::from_millis(500));
-    let store: Arc<dyn LocationStore> =
-        Arc::new(RedisLocationStore::new(options).expect("store options"));
-    Runtime::builder()
-        .mesh_name("dashboard-mesh")
-        .rid("a")
-        .listen("tcp://127.0.0.1:0")
-        .location_store(store)
-        .relocation_store(<dyn zlink::store::RelocationStore>::in_memory())
-        .discovery_interval(Duration::from_millis(100))
-        .build()
-        .expect("valid config")
-        .start()
-        .await
-        .expect("start")
-}
+mod common;
+use common::{get, node, WAIT};
 
 /// `/alive` and `/ready` answer as probes do (200, or 503 with the failed check named),
 /// `/api/status` is the node's status, and `/metrics` is the Prometheus text with the

@@ -105,9 +105,9 @@ pub use host::config::{
 };
 pub use host::stop_signal;
 pub use host::{
-    ClientServerStatus, FanoutStatus, Health, HealthCheck, Operator, PlacementStatus, Runtime,
-    RuntimeStatus, ShutdownOptions, ShutdownOutcome, ShutdownReason, StopSignal, StoreStatus,
-    TypePlacement,
+    ClientServerStatus, Controls, FanoutStatus, Health, HealthCheck, Operator, PlacementStatus,
+    Runtime, RuntimeStatus, ShutdownOptions, ShutdownOutcome, ShutdownReason, StopSignal,
+    StoreStatus, TypePlacement,
 };
 pub use link::LinkLimits;
 pub use mesh::{generate_rid, DiscoveryStatus, PeerSpec, PeerStatus, DEFAULT_WEIGHT, MAX_WEIGHT};

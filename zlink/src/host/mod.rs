@@ -2,6 +2,7 @@
 //! shutdown order, and [`Runtime`], the owner of a started node.
 
 pub(crate) mod config;
+mod controls;
 mod health;
 mod lifecycle;
 mod operator;
@@ -11,6 +12,7 @@ mod signal;
 mod status;
 
 pub use crate::object::creation::TypePlacement;
+pub use controls::Controls;
 pub use health::{Health, HealthCheck};
 pub use operator::Operator;
 pub use runtime::Runtime;

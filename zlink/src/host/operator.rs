@@ -7,6 +7,7 @@ use super::health::{Health, ServedTypes};
 use super::lifecycle::Started;
 use super::RuntimeStatus;
 use crate::handle::Handle;
+use crate::object::recovery::{NodeRecord, ObjectRecord, Objects};
 
 /// A node as its operator sees it: [`status`](Self::status) and [`health`](Self::health),
 /// from [`Runtime::operator`](super::Runtime::operator). Clone it into whatever serves
@@ -44,13 +45,34 @@ impl Operator {
         after: Option<&str>,
         limit: usize,
     ) -> crate::Result<crate::object::HostedObjects> {
-        let objects = self.started.objects.as_ref().ok_or_else(|| {
+        Ok(self.object_server()?.hosted(after, limit))
+    }
+
+    /// Where the Spot and the Actor with ID `id` are, from the Location Store: owner,
+    /// generation, state, lease (an empty list when neither exists). `NotConfigured`
+    /// without Spots and Actors.
+    pub async fn locate(&self, id: &str) -> crate::Result<Vec<ObjectRecord>> {
+        Objects::over(self.object_server()?.store())
+            .locate(id)
+            .await
+    }
+
+    /// The mesh's nodes as the Location Store has them: RID, generation, endpoint, lease,
+    /// draining and the types each serves. `NotConfigured` without Spots and Actors.
+    pub async fn nodes(&self) -> crate::Result<Vec<NodeRecord>> {
+        let mesh = self.handle.node().identity().mesh_name().to_string();
+        Objects::over(self.object_server()?.store())
+            .nodes(&mesh)
+            .await
+    }
+
+    fn object_server(&self) -> crate::Result<&Arc<crate::object::ObjectServer>> {
+        self.started.objects.as_ref().ok_or_else(|| {
             crate::Error::new(
                 crate::ErrorKind::NotConfigured,
                 "Spots and Actors need a Location Store on this node (location_store)",
             )
-        })?;
-        Ok(objects.hosted(after, limit))
+        })
     }
 
     /// The node's status stream from now on, as [`Runtime::observe`](super::Runtime::observe).

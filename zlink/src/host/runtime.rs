@@ -8,7 +8,7 @@ use super::lifecycle::Started;
 use super::shutdown::{ShutdownOptions, ShutdownOutcome, ShutdownReason};
 use crate::handle::Handle;
 use crate::object::RelocationReport;
-use crate::{Error, ErrorKind, Result};
+use crate::Result;
 
 /// A started node, and the right to stop it: its one owner (not `Clone`).
 ///
@@ -110,17 +110,7 @@ impl Runtime {
     /// left draining to service: it publishes that it serves again, and placement puts new
     /// objects on it. `ShuttingDown` once it is stopping.
     pub async fn undrain(&self) -> Result<()> {
-        if !self.is_running() {
-            return Err(Error::new(
-                ErrorKind::ShuttingDown,
-                "the node is stopping: it cannot serve again",
-            ));
-        }
-        if let Some(objects) = &self.started.objects {
-            objects.undrain();
-        }
-        self.handle.node().set_draining(false).await;
-        Ok(())
+        self.controls().undrain().await
     }
 
     /// Test-only: ends the node as a killed process ends. Nothing is withdrawn from the
@@ -144,14 +134,7 @@ impl Runtime {
     /// (see [`Objects`](crate::object::recovery::Objects)). `NotConfigured` without a
     /// Location Store.
     pub fn objects(&self) -> Result<crate::object::recovery::Objects> {
-        let objects = self.started.objects.as_ref().ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotConfigured,
-                "Spots and Actors need a Location Store on this node (location_store)",
-            )
-        })?;
-        Ok(crate::object::recovery::Objects::over(objects.store())
-            .observed_by(self.handle.node().instruments().events.clone()))
+        self.controls().objects()
     }
 
     /// Moves every object this node owns to other nodes, live (a planned maintenance):
@@ -164,13 +147,7 @@ impl Runtime {
     /// arrives on old routes (for MessageFollowDuration) until it is shut down. Otherwise
     /// it serves again. See [`drain`](Self::drain) to move everything and stop.
     pub async fn relocate_all(&self) -> Result<RelocationReport> {
-        let objects = self.started.objects.as_ref().ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotConfigured,
-                "Spots and Actors need a Location Store on this node (location_store)",
-            )
-        })?;
-        Ok(objects.relocate_all(false).await)
+        self.controls().drain().await
     }
 
     /// [`relocate_all`](Self::relocate_all), then keeps relaying old-route messages for
@@ -184,6 +161,12 @@ impl Runtime {
         }
         self.shutdown().await;
         Ok(report)
+    }
+
+    /// What an operator's tools may change on this node (drain, undrain, move one object,
+    /// reclaim, disconnect a session), cloneable, without the right to stop it.
+    pub fn controls(&self) -> super::Controls {
+        super::Controls::new(self.handle.clone(), self.started.clone())
     }
 
     /// This node's status stream from now on: ordered events (host state, peers, objects

@@ -120,6 +120,16 @@ impl RunningListener {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Closes the open session `id` with `ServerDrain`; false when none is open.
+    pub(crate) fn disconnect(&self, id: SessionId) -> bool {
+        let Some(peer) = self.sessions().get(&id).cloned() else {
+            return false;
+        };
+        peer.close(CloseReason::ServerDrain, "disconnected by an operator");
+        tracing::info!(listener = %self.name, session = %id, "session disconnected by an operator");
+        true
+    }
+
     /// Sessions open now.
     pub(crate) fn open_sessions(&self) -> usize {
         self.sessions().len()

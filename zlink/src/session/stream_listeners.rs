@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::peer::SessionId;
 use super::running_listener::{RunningListener, SessionShared};
 use super::session_index::{SessionIndex, SessionRoute};
 use super::settings::StreamListener;
@@ -83,6 +84,13 @@ impl StreamListeners {
     /// Where the listener `name` takes clients.
     pub(crate) fn endpoint(&self, name: &str) -> Option<String> {
         self.find(name).map(|l| l.endpoint.clone())
+    }
+
+    /// Closes session `session` of listener `listener` with `ServerDrain`, as the
+    /// application's own close does; false when no such session is open.
+    pub(crate) fn disconnect(&self, listener: &str, session: u64) -> bool {
+        self.find(listener)
+            .is_some_and(|l| l.disconnect(SessionId(session)))
     }
 
     fn find(&self, name: &str) -> Option<&Arc<RunningListener>> {

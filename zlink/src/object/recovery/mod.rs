@@ -222,11 +222,14 @@ impl Objects {
             .store
             .scan_record_keys("authority", cursor, SCAN_PAGE)
             .await?;
-        let keys = page
+        // Collected first: a lazy iterator held across the awaits below would make this
+        // future not `Send` for every lifetime (what a spawned HTTP handler needs).
+        let keys: Vec<ObjectKey> = page
             .keys
             .iter()
-            .filter_map(|record| ObjectKey::from_authority_group(&record.group));
-        let read = futures::stream::iter(keys.map(|key| {
+            .filter_map(|record| ObjectKey::from_authority_group(&record.group))
+            .collect();
+        let read = futures::stream::iter(keys.into_iter().map(|key| {
             let authority = self.authority.clone();
             async move { authority.read(&key).await.map(|found| (key, found)) }
         }))
