@@ -8,6 +8,7 @@
 //! - [`nodes`]: starting server and client nodes and waiting for what they see;
 //! - [`cli`]: the hand-written flag parser of `mesh-demo`;
 //! - [`setup`]: what every example binary shares: logging, `--help`, CURVE flags;
+//! - [`operate`]: `--metrics` and `--dashboard`, what an operator sees of the nodes;
 //! - [`chat`]: the `gateway-chat` binary's pieces: outside clients bound to Actors.
 #![warn(missing_docs)]
 
@@ -16,4 +17,5 @@ pub mod cli;
 pub mod greeter;
 pub mod messages;
 pub mod nodes;
+pub mod operate;
 pub mod setup;

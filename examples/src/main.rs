@@ -25,6 +25,10 @@ async fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     setup::init_logging();
+    if let Err(e) = zlink_examples::operate::install(common.operate.clone()) {
+        eprintln!("mesh-demo: {e}\n\n{USAGE}\n\n{COMMON_USAGE}");
+        return ExitCode::from(2);
+    }
     let command = match cli::parse(rest) {
         Ok(command) => command,
         Err(e) => {

@@ -56,7 +56,7 @@ pub async fn start_server(
     if let Some(store) = store {
         builder = builder.location_store(store);
     }
-    security.apply(builder).build()?.start().await
+    crate::operate::start(security, builder).await
 }
 // ANCHOR_END: server
 
@@ -79,7 +79,7 @@ pub async fn start_client(
     if let Some(store) = store {
         builder = builder.location_store(store);
     }
-    security.apply(builder).build()?.start().await
+    crate::operate::start(security, builder).await
 }
 // ANCHOR_END: client
 

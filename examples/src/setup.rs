@@ -1,5 +1,7 @@
-//! What every example binary shares: logging that honours `RUST_LOG`, `--help`, and CURVE
-//! from the command line (`--curve-key FILE`, `--trust FILE|KEY`).
+//! What every example binary shares: logging that honours `RUST_LOG`, `--help`, CURVE
+//! from the command line (`--curve-key FILE`, `--trust FILE|KEY`), and what an operator
+//! sees (`--metrics ADDR`, `--dashboard ADDR`, `--dashboard-token TOKEN`; see
+//! [`operate`](crate::operate)).
 //!
 //! Each binary takes these flags out of its arguments first ([`split_common`]) and parses
 //! the rest itself.
@@ -10,6 +12,7 @@ use zlink::security::{CurveKeypair, CurvePublicKey};
 use zlink::RuntimeBuilder;
 
 use crate::cli::UsageError;
+use crate::operate::Operate;
 
 /// The lines every binary's `--help` ends with.
 pub const COMMON_USAGE: &str = "\
@@ -19,6 +22,13 @@ common flags (every example binary):
                        its other nodes get fresh pairs, and all of them trust each other
   --trust FILE|KEY     also admit this public key (a Z85 key, or a .pub or .key file);
                        repeatable
+  --metrics ADDR       serve the process's Prometheus metrics at http://ADDR/metrics,
+                       with /alive and /ready (ADDR: HOST:PORT, or a port on 127.0.0.1);
+                       the process's other nodes take the next ports
+  --dashboard ADDR     serve each node's live dashboard at http://ADDR/ (read-only)
+  --dashboard-token T  turn the dashboard's controls (drain, move, reclaim, disconnect)
+                       on for requests that carry this bearer token (16+ characters;
+                       or ZLINK_DASHBOARD_TOKEN)
   -h, --help           prints this text
 
   RUST_LOG=info (or debug, zlink=debug, ...) shows the framework's own log on stderr;
@@ -35,6 +45,10 @@ pub fn begin(name: &str, usage: &str) -> Result<(Security, Vec<String>), std::pr
         }
         Ok((common, rest)) => {
             init_logging();
+            if let Err(e) = crate::operate::install(common.operate) {
+                eprintln!("{name}: {e}\n\n{usage}\n\n{COMMON_USAGE}");
+                return Err(std::process::ExitCode::from(2));
+            }
             Ok((common.security, rest))
         }
         Err(e) => {
@@ -77,6 +91,8 @@ pub struct Common {
     pub help: bool,
     /// How this process's links are secured.
     pub security: Security,
+    /// What it serves its operators.
+    pub operate: Operate,
 }
 
 /// Takes the common flags out of `args`; returns them and the rest, in order.
@@ -100,11 +116,32 @@ pub fn split_common(
             "--trust" => trust.push(args.next().ok_or_else(|| {
                 UsageError("--trust needs a key file or a Z85 public key".to_string())
             })?),
+            "--metrics" | "--dashboard" => {
+                let value = args
+                    .next()
+                    .ok_or_else(|| UsageError(format!("{arg} needs an address")))?;
+                let addr = Operate::address(&arg, &value)?;
+                match arg.as_str() {
+                    "--metrics" => common.operate.metrics = Some(addr),
+                    _ => common.operate.dashboard = Some(addr),
+                }
+            }
+            "--dashboard-token" => {
+                common.operate.token = Some(
+                    args.next()
+                        .ok_or_else(|| UsageError("--dashboard-token needs a token".to_string()))?,
+                )
+            }
             _ => rest.push(arg),
         }
     }
     if common.help {
         return Ok((common, rest));
+    }
+    if common.operate.token.is_none() {
+        common.operate.token = std::env::var("ZLINK_DASHBOARD_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty() && common.operate.dashboard.is_some());
     }
     if let Some(file) = key_file {
         let keypair = CurveKeypair::from_file(&file)

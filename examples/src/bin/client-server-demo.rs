@@ -62,7 +62,7 @@ async fn server(rid: &str, weight: u32, security: Security) -> zlink::Result<Run
                 .weight(weight),
         );
     // ANCHOR_END: server
-    security.apply(builder).build()?.start().await
+    zlink_examples::operate::start(&security, builder).await
 }
 
 // ANCHOR: client_role
@@ -119,7 +119,7 @@ async fn run(security: &Security) -> zlink::Result<()> {
         .rid("shop")
         .listen("tcp://127.0.0.1:0")
         .client_server(quotes_client([(&ea, key_a), (&eb, key_b)]));
-    let shop = security.node(2).apply(shop).build()?.start().await?;
+    let shop = zlink_examples::operate::start(&security.node(2), shop).await?;
     // Connections are made in the background; wait until both servers are ready so the
     // split follows the weights from the first call.
     shop.channels().ready("quotes", 2).await?;

@@ -69,7 +69,7 @@ async fn node(
         .rid(rid)
         .listen("tcp://127.0.0.1:0")
         .fanout(role);
-    security.apply(builder).build()?.start().await
+    zlink_examples::operate::start(security, builder).await
 }
 
 /// A subscriber connected to `endpoint`, the publisher's (with CURVE, the publisher is

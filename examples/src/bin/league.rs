@@ -143,7 +143,7 @@ async fn arena(
         .spot_type(Scoreboard::spot_type(|_| Scoreboard {
             lines: Arc::default(),
         })?);
-    security.apply(builder).build()?.start().await
+    zlink_examples::operate::start(security, builder).await
 }
 
 async fn league(security: &Security) -> zlink::Result<()> {
@@ -151,18 +151,12 @@ async fn league(security: &Security) -> zlink::Result<()> {
     let relocation = <dyn RelocationStore>::in_memory();
     let east = arena("arena-east", &location, &relocation, &security.node(0)).await?;
     let west = arena("arena-west", &location, &relocation, &security.node(1)).await?;
-    let lobby = security
-        .node(2)
-        .apply(
-            Runtime::builder()
-                .mesh_name(MESH)
-                .rid("lobby")
-                .listen("tcp://127.0.0.1:0")
-                .location_store(location.clone()),
-        )
-        .build()?
-        .start()
-        .await?;
+    let lobby = Runtime::builder()
+        .mesh_name(MESH)
+        .rid("lobby")
+        .listen("tcp://127.0.0.1:0")
+        .location_store(location.clone());
+    let lobby = zlink_examples::operate::start(&security.node(2), lobby).await?;
     lobby.spots().ready("match", 2).await?;
     for rt in [&east, &west] {
         rt.channels().ready(CHANNEL, 1).await?;

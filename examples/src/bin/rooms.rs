@@ -339,7 +339,7 @@ async fn start_node(
             steps: 0,
         })?);
     }
-    security.apply(builder).build()?.start().await
+    zlink_examples::operate::start(security, builder).await
 }
 
 /// Waits until placement on `lobby` can pick among `count` room servers (whatever their

@@ -22,6 +22,7 @@ use zlink::session::StreamListener;
 use zlink::store::{LocationStore, RelocationStore};
 use zlink::Runtime;
 
+use crate::operate;
 use crate::setup::Security;
 use gateway::ChatSession;
 use player::Player;
@@ -56,18 +57,16 @@ impl ChatMesh {
     pub async fn start(ports: &ClientPorts, security: &Security) -> zlink::Result<ChatMesh> {
         let location = <dyn LocationStore>::in_memory();
         let relocation = <dyn RelocationStore>::in_memory();
-        let node = |rid: &str, n: usize| {
-            security.node(n).apply(
-                Runtime::builder()
-                    .mesh_name(MESH)
-                    .rid(rid)
-                    .listen("tcp://127.0.0.1:0")
-                    .location_store(location.clone())
-                    .relocation_store(relocation.clone()),
-            )
+        let node = |rid: &str| {
+            Runtime::builder()
+                .mesh_name(MESH)
+                .rid(rid)
+                .listen("tcp://127.0.0.1:0")
+                .location_store(location.clone())
+                .relocation_store(relocation.clone())
         };
         // ANCHOR: gateway
-        let gateway = node("gateway", 0)
+        let gateway = node("gateway")
             .stream_listener(
                 StreamListener::new("tcp-clients")
                     .bind(format!("tcp://127.0.0.1:{}", ports.tcp))
@@ -77,24 +76,15 @@ impl ChatMesh {
                 StreamListener::new("browsers")
                     .bind(format!("ws://127.0.0.1:{}", ports.websocket))
                     .session(ChatSession::default),
-            )
-            .build()?
-            .start()
-            .await?;
+            );
+        let gateway = operate::start(&security.node(0), gateway).await?;
         // ANCHOR_END: gateway
-        let hall = node("hall", 1)
-            .spot_type(Room::spot_type(|_| Room::default())?)
-            .build()?
-            .start()
-            .await?;
+        let hall = node("hall").spot_type(Room::spot_type(|_| Room::default())?);
+        let hall = operate::start(&security.node(1), hall).await?;
         let mut players = Vec::new();
         for (n, rid) in PLAYER_NODES.iter().enumerate() {
-            let started = node(rid, 2 + n)
-                .actor_type(Player::actor_type(|_| Player::default())?)
-                .build()?
-                .start()
-                .await?;
-            players.push(started);
+            let player = node(rid).actor_type(Player::actor_type(|_| Player::default())?);
+            players.push(operate::start(&security.node(2 + n), player).await?);
         }
         let [first, second] = <[Runtime; 2]>::try_from(players)
             .map_err(|_| zlink::Error::InvalidArgument("two player nodes".into()))?;
