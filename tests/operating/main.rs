@@ -6,3 +6,4 @@ mod events;
 mod health;
 mod hosted;
 mod metrics;
+mod traces;

@@ -136,6 +136,15 @@ pub mod fanout {
     };
 }
 
+/// Trace context across nodes: the W3C `traceparent` and the `flow_id` a message carries
+/// in its metadata, from its caller to the handler that runs it and on into that
+/// handler's calls; how a tracing backend plugs in, and what zlink samples (nothing).
+pub mod trace {
+    pub use crate::wire::trace_context::{
+        current, traced, TraceContext, TracePropagation, FLOW_ID, TRACEPARENT,
+    };
+}
+
 /// Link security: CURVE keys (a node's security identity) and whom a listener admits.
 pub mod security {
     pub use crate::link::{CurveKeypair, CurvePublicKey, KeyError, LinkLimits, Trust};

@@ -34,6 +34,7 @@ use crate::call::PacketKind;
 use crate::call::{BoxFuture, CallOptions};
 use crate::mesh::MeshNode;
 use crate::telemetry::{CallKind, CallTimer, Surface};
+use crate::wire::trace_context::{stamp, TraceContext};
 use crate::wire::{Message, Payload};
 use crate::{Error, ErrorKind, Result};
 
@@ -243,17 +244,29 @@ impl<'a, E: Expect> IntoFuture for Call<'a, E> {
             target,
             packet,
             payload,
-            options,
+            mut options,
             intent,
             ..
         } = self;
+        let surface = surface_of(&target, intent.is_some());
         let timer = handle.node().instruments().calls.as_ref().map(|calls| {
             let kind = match E::KIND {
                 PacketKind::Request => CallKind::Request,
                 PacketKind::Send => CallKind::Send,
             };
-            Box::new(calls.start(surface_of(&target, intent.is_some()), kind))
+            Box::new(calls.start(surface, kind))
         });
+        let span = call_span(handle, surface, packet);
+        let propagation = handle.node().settings().trace_propagation.as_deref();
+        match &span {
+            Some(span) => span.in_scope(|| {
+                stamp(&mut options.metadata, propagation);
+                if let Some(context) = TraceContext::of(&options.metadata) {
+                    span.record("trace_id", context.trace_id().unwrap_or("malformed"));
+                }
+            }),
+            None => stamp(&mut options.metadata, propagation),
+        }
         let started = target.and_then(|target| {
             let payload = payload?;
             let intent = intent.transpose()?;
@@ -265,9 +278,29 @@ impl<'a, E: Expect> IntoFuture for Call<'a, E> {
                 Err(error) => State::Failed(Some(error)),
             },
             timer,
+            span,
             expect: PhantomData,
         }
     }
+}
+
+/// The `zlink.call` span of a call from `handle`'s node, when a subscriber wants it
+/// (boxed: without one the call carries one word for it).
+fn call_span(
+    handle: &Handle,
+    surface: Surface,
+    packet: &'static str,
+) -> Option<Box<tracing::Span>> {
+    let identity = handle.node().identity();
+    let span = tracing::debug_span!(
+        "zlink.call",
+        mesh = identity.mesh_name(),
+        rid = identity.rid(),
+        surface = surface.as_str(),
+        packet,
+        trace_id = tracing::field::Empty,
+    );
+    (!span.is_disabled()).then(|| Box::new(span))
 }
 
 /// What a call to `target` addresses, for its metrics.
@@ -375,6 +408,8 @@ pub struct CallFuture<'a, E: Expect> {
     /// cancelled.
     /// (Boxed: without a recorder the future carries one word for it.)
     timer: Option<Box<CallTimer<'a>>>,
+    /// Its span, when a subscriber wants it.
+    span: Option<Box<tracing::Span>>,
     expect: PhantomData<fn() -> E>,
 }
 
@@ -392,6 +427,7 @@ impl<E: Expect> Future for CallFuture<'_, E> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        let _in_span = this.span.as_ref().map(|span| span.enter());
         let polled = poll_state::<E>(&mut this.state, cx);
         if let (Poll::Ready(result), Some(timer)) = (&polled, &mut this.timer) {
             timer.end(result);

@@ -12,10 +12,13 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::count_permit::CountPermit;
+use super::identity::NodeIdentity;
 use super::peer_table::PeerLink;
+use super::traced::InboundTrace;
 use super::work::HandlerWork;
 use crate::call::BoxFuture;
 use crate::link::Connection;
+use crate::wire::trace_context::TracePropagation;
 use crate::wire::{CallMessage, Command, ReplyOutcome};
 use crate::{Error, ErrorKind, Result};
 
@@ -35,6 +38,10 @@ pub(crate) trait ReplyOut: Send + Sync + 'static {
     fn reply(&self, route: &ReplyRoute, result: Result<Bytes>);
     /// The node's handler work: what stops handlers and waits for them at shutdown.
     fn work(&self) -> &Arc<HandlerWork>;
+    /// The node, as its handlers' spans name it.
+    fn identity(&self) -> &NodeIdentity;
+    /// The application's tracing backend, if it gave one.
+    fn trace_propagation(&self) -> Option<&dyn TracePropagation>;
 }
 
 /// Where the reply to one request goes: the connection it came on and its correlation,
@@ -178,7 +185,18 @@ impl InboundCall {
             permit,
             ..
         } = self;
-        let mut work = make(message);
+        let surface = match message.command {
+            Command::NodeSend | Command::NodeRequest => "node",
+            _ => "channel",
+        };
+        let trace = InboundTrace::of(
+            links.identity(),
+            links.trace_propagation(),
+            surface,
+            message.head.packet.as_str(),
+            &message.metadata,
+        );
+        let mut work = trace.wrap(make(message));
         if let Some(result) = poll_once(&mut work) {
             drop(permit);
             return finish(&*links, reply.as_ref(), result);

@@ -23,6 +23,7 @@ mod select;
 mod services;
 mod settings;
 mod subsystem;
+pub(crate) mod traced;
 mod work;
 
 pub(crate) use channel_registry::ChannelRegistry;

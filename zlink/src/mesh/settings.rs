@@ -65,6 +65,8 @@ pub(crate) struct MeshSettings {
     pub(crate) send_timeout: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) shutdown_grace: Duration,
+    /// The application's tracing backend, whose context messages carry.
+    pub(crate) trace_propagation: Option<Arc<dyn crate::wire::trace_context::TracePropagation>>,
     pub(crate) liveness: LivenessTimings,
     pub(crate) transport: Arc<dyn Transport>,
     pub(crate) discovery: Option<DiscoverySettings>,

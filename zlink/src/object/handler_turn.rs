@@ -7,10 +7,12 @@ use std::task::Poll;
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
+use super::context::TurnName;
 use super::instance::{Instance, TurnInfo};
 use super::object_job::ReplyTo;
 use super::turn_gate::{self, TurnGate};
-use crate::address::ObjectKey;
+use crate::address::{ObjectKey, ObjectKind};
+use crate::mesh::traced::InboundTrace;
 use crate::wire::Payload;
 use crate::{Error, ErrorKind, Result};
 
@@ -33,16 +35,29 @@ pub(super) async fn handler_turn(
     instance: &mut dyn Instance,
     gate: TurnGate,
     cancel: &CancellationToken,
-    ctx: TurnInfo,
+    (kind, ctx): (ObjectKind, TurnInfo),
     handler: usize,
     payload: Payload,
 ) -> Result<Payload> {
+    let trace = {
+        let node = ctx.handle.node();
+        let surface = match kind {
+            ObjectKind::Spot => "spot",
+            ObjectKind::Actor => "actor",
+        };
+        let packet = ctx.packet.as_ref().map_or("", TurnName::as_str);
+        let propagation = node.settings().trace_propagation.as_deref();
+        InboundTrace::of(node.identity(), propagation, surface, packet, &ctx.metadata)
+    };
     // The handler goes first: one that finishes at once never polls the stop token; one
     // that hangs past shutdown is dropped when the token fires. (Not `select!`, which
     // gives up at once when the task's budget is spent: a turn on a caller's task would
     // then go to the loop for nothing.)
     let result = {
-        let handled = turn_gate::scope(gate, caught(instance.handle(ctx, handler, payload)));
+        let handled = turn_gate::scope(
+            gate,
+            caught(trace.run(instance.handle(ctx, handler, payload))),
+        );
         let stopped = cancel.cancelled();
         let (mut handled, mut stopped) = (std::pin::pin!(handled), std::pin::pin!(stopped));
         std::future::poll_fn(|cx| {

@@ -93,7 +93,9 @@ pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes:
     let mut instance = lent.runner;
     let mut turn: OwnedTurn = Box::pin(async move {
         let cancel = object.cancel_token();
-        let result = handler_turn(&mut *instance, gate, cancel, ctx, handler, payload).await;
+        let kind = object.key.kind;
+        let result =
+            handler_turn(&mut *instance, gate, cancel, (kind, ctx), handler, payload).await;
         (instance, result)
     });
     DEPTH.with(|d| d.set(depth + 1));

@@ -15,6 +15,7 @@ use crate::address::{ObjectKind, SpotId};
 use crate::call::BoxFuture;
 use crate::handle::Handle;
 use crate::mesh::PendingReply;
+use crate::wire::trace_context::TraceContext;
 use crate::wire::{Metadata, Payload};
 use crate::{Error, Result};
 
@@ -206,6 +207,8 @@ pub(crate) enum ObjectJob {
     /// A timer's tick; `done` tells the timer the handler finished.
     Tick {
         tick: TimerTick,
+        /// The trace context of the turn that started the timer.
+        trace: Option<Box<TraceContext>>,
         done: oneshot::Sender<()>,
         /// The timer's token: a tick whose timer was cancelled while it waited never runs.
         cancelled: CancellationToken,
@@ -294,12 +297,13 @@ impl ObjectJob {
 impl TickInbox for ObjectMailbox {
     fn admit_tick(
         &self,
-        tick: TimerTick,
+        (tick, trace): (TimerTick, Option<Box<TraceContext>>),
         done: oneshot::Sender<()>,
         cancelled: CancellationToken,
     ) -> bool {
         let job = ObjectJob::Tick {
             tick,
+            trace,
             done,
             cancelled,
         };

@@ -18,6 +18,7 @@ use tokio_util::task::TaskTracker;
 use super::authority::OwnerFence;
 use crate::store::OwnerLease;
 use crate::sync::LockUnpoisoned;
+use crate::wire::trace_context::{current, TraceContext};
 use crate::{Error, Result};
 
 /// What a timer does when its handler falls behind its period.
@@ -67,6 +68,8 @@ pub(crate) struct Schedule {
     delivered: u64,
     /// Ticks skipped since the last delivery: dropped by the policy or not run.
     pending_skips: u64,
+    /// The trace context of the turn that started the timer: its ticks carry it on.
+    trace: Option<Box<TraceContext>>,
 }
 
 /// A tick the schedule handed out, not yet delivered.
@@ -93,6 +96,7 @@ impl Schedule {
             last: 0,
             delivered: 0,
             pending_skips: 0,
+            trace: None,
         }
     }
 
@@ -237,6 +241,8 @@ impl Schedule {
             last,
             delivered: record.delivered,
             pending_skips: record.skipped,
+            // A moved timer's ticks start no trace of their own on the new node.
+            trace: None,
         })
     }
 }
@@ -247,7 +253,7 @@ pub(crate) trait TickInbox: Send + Sync + 'static {
     /// to stop with `cancelled`; `false` when the queue is full (the tick is skipped).
     fn admit_tick(
         &self,
-        tick: TimerTick,
+        tick: (TimerTick, Option<Box<TraceContext>>),
         done: oneshot::Sender<()>,
         cancelled: CancellationToken,
     ) -> bool;
@@ -319,7 +325,9 @@ impl Timers {
             ));
         }
         let name: Arc<str> = Arc::from(name);
-        self.spawn(Schedule::new(name, Instant::now(), period, policy));
+        let mut schedule = Schedule::new(name, Instant::now(), period, policy);
+        schedule.trace = current().map(Box::new);
+        self.spawn(schedule);
         Ok(())
     }
 
@@ -456,7 +464,8 @@ fn deliver(
     };
     let (done, finished) = oneshot::channel();
     // A full queue drops the tick.
-    match mailbox.admit_tick(schedule.tick(due), done, cancel.clone()) {
+    let tick = (schedule.tick(due), schedule.trace.clone());
+    match mailbox.admit_tick(tick, done, cancel.clone()) {
         true => Delivery::Admitted(finished),
         false => Delivery::NotRun,
     }

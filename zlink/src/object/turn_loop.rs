@@ -23,6 +23,8 @@ use super::turn_gate::{self, Gate, TurnGate};
 use super::turn_host::{JoinAcross, ObjectHost, TurnServices};
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::handle::WeakHandle;
+use crate::mesh::traced::InboundTrace;
+use crate::wire::trace_context::TraceContext;
 use crate::wire::Metadata;
 use crate::{Error, ErrorKind};
 
@@ -152,6 +154,18 @@ impl TurnLoop {
         ))
     }
 
+    /// The span and trace context of a turn with `ctx`.
+    fn inbound_trace(&self, ctx: &TurnInfo) -> InboundTrace {
+        let node = ctx.handle.node();
+        let surface = match self.key().kind {
+            ObjectKind::Spot => "spot",
+            ObjectKind::Actor => "actor",
+        };
+        let packet = ctx.packet.as_ref().map_or("", TurnName::as_str);
+        let propagation = node.settings().trace_propagation.as_deref();
+        InboundTrace::of(node.identity(), propagation, surface, packet, &ctx.metadata)
+    }
+
     /// The context of a lifecycle hook (no packet, no Join).
     fn hook_info(&self) -> Option<TurnInfo> {
         self.turn_info(None, None, Metadata::new(), false)
@@ -233,9 +247,10 @@ impl TurnLoop {
                     }
                     ObjectJob::Tick {
                         tick,
+                        trace,
                         done,
                         cancelled,
-                    } => self.tick(&gate, held, tick, done, cancelled).await,
+                    } => self.tick(&gate, held, (tick, trace), done, cancelled).await,
                     ObjectJob::Member { event, done } => {
                         self.member(&gate, held, event, done).await
                     }
@@ -413,7 +428,7 @@ impl TurnLoop {
             &mut *self.instance,
             gate,
             &self.cancel,
-            turn.ctx,
+            (self.object.key.kind, turn.ctx),
             turn.handler,
             turn.payload,
         )
@@ -437,22 +452,25 @@ impl TurnLoop {
         &mut self,
         gate: &TurnGate,
         held: Option<OwnedMutexGuard<()>>,
-        tick: super::timer::TimerTick,
+        (tick, trace): (super::timer::TimerTick, Option<Box<TraceContext>>),
         done: oneshot::Sender<()>,
         cancelled: CancellationToken,
     ) -> Step {
         let mut ended_normally = false;
         if !cancelled.is_cancelled() {
             let name = tick.name.clone();
-            let Some(ctx) = self.turn_info(
-                Some(TurnName::Timer(name.clone())),
-                None,
-                Metadata::new(),
-                true,
-            ) else {
+            // A tick carries on the trace of the turn that started its timer.
+            let metadata = trace.map_or_else(Metadata::new, |t| t.carried());
+            let Some(ctx) =
+                self.turn_info(Some(TurnName::Timer(name.clone())), None, metadata, true)
+            else {
                 return Step::End(None);
             };
-            let ticking = turn_gate::scope(gate.clone(), caught(self.instance.on_timer(ctx, tick)));
+            let inbound = self.inbound_trace(&ctx);
+            let ticking = turn_gate::scope(
+                gate.clone(),
+                caught(inbound.run(self.instance.on_timer(ctx, tick))),
+            );
             let ticked = tokio::select! {
                 biased;
                 ticked = ticking => ticked.and_then(|r| r),

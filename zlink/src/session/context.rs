@@ -147,11 +147,15 @@ impl SessionContext {
             .session_seq
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
+        let mut metadata = std::mem::take(&mut packet.metadata);
+        // The packet's own trace (or the flow it named) goes on to the Actor.
+        let propagation = self.handle.node().settings().trace_propagation.as_deref();
+        crate::wire::trace_context::stamp(&mut metadata, propagation);
         let relay = HeldRelay {
             packet: std::mem::take(&mut packet.name),
             kind,
             payload: packet.payload.clone(),
-            metadata: std::mem::take(&mut packet.metadata),
+            metadata,
             session_seq,
             codec: packet.codec,
             token,

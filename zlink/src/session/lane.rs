@@ -15,6 +15,8 @@ use super::session_type::DynSession;
 use super::table::PacketTable;
 use crate::call::PacketKind;
 use crate::handle::Handle;
+use crate::mesh::traced::InboundTrace;
+use crate::wire::trace_context::{TraceContext, TRACEPARENT};
 use crate::{Error, ErrorKind, Metadata};
 
 /// What the lane runs, in order.
@@ -101,6 +103,7 @@ pub(crate) async fn run_lane(
                     }
                     continue;
                 }
+                let trace = packet_trace(&ctx.handle, &name, &metadata, flow.as_ref());
                 let packet = Packet {
                     name,
                     codec,
@@ -110,7 +113,9 @@ pub(crate) async fn run_lane(
                     request_seq,
                     reply: request_seq.map(|seq| ReplyToken::new(peer.clone(), seq)),
                 };
-                dispatch(&peer, session.as_mut(), &table, &ctx, packet).await;
+                trace
+                    .run(dispatch(&peer, session.as_mut(), &table, &ctx, packet))
+                    .await;
             }
         }
     }
@@ -120,6 +125,30 @@ pub(crate) async fn run_lane(
         .unwrap_or(CloseReason::TransportError);
     session.on_disconnected(&ctx, reason).await;
     disconnect_bindings(&peer).await;
+}
+
+/// The span and trace context of one client packet: the `traceparent` its metadata
+/// carries, or, for a packet that names only a flow, a new trace in the client's flow.
+fn packet_trace(
+    handle: &Handle,
+    name: &str,
+    metadata: &Metadata,
+    flow: Option<&Flow>,
+) -> InboundTrace {
+    let node = handle.node();
+    let propagation = node.settings().trace_propagation.as_deref();
+    let flow_only = match (flow, metadata.get(TRACEPARENT)) {
+        (Some(flow), None) => Some(
+            TraceContext {
+                flow_id: flow.id.clone(),
+                ..TraceContext::new_trace()
+            }
+            .carried(),
+        ),
+        _ => None,
+    };
+    let metadata = flow_only.as_ref().unwrap_or(metadata);
+    InboundTrace::of(node.identity(), propagation, "session", name, metadata)
 }
 
 /// How long a closed session's disconnect notices may take, all together.

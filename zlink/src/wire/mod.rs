@@ -22,6 +22,7 @@ mod name;
 mod operation;
 mod payload;
 mod reply_head;
+pub(crate) mod trace_context;
 
 pub use call_head::{CallHead, PushTail, RouteFence, SessionTail};
 pub use codec::{cbor_decode, cbor_encode, Cbor, Codec, Json, Raw};

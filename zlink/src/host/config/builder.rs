@@ -63,6 +63,7 @@ pub struct RuntimeBuilder {
     send_timeout: Duration,
     request_timeout: Duration,
     shutdown_grace: Duration,
+    trace_propagation: Option<Arc<dyn crate::wire::trace_context::TracePropagation>>,
     pub(super) liveness: LivenessTimings,
     transport: Arc<dyn Transport>,
     store: Option<Arc<dyn LocationStore>>,
@@ -103,6 +104,7 @@ impl Default for RuntimeBuilder {
             send_timeout: Duration::from_secs(1),
             request_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
+            trace_propagation: None,
             liveness: LivenessTimings::default(),
             transport: Arc::new(ZmtpTransport::new()),
             store: None,
@@ -331,6 +333,18 @@ impl RuntimeBuilder {
     /// Default request deadline (default 30 s; must be > 0).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
+        self
+    }
+
+    /// Carries your tracing backend's context (OpenTelemetry, for example) across nodes
+    /// with every message: see [`trace`](crate::trace). Without it, zlink carries only
+    /// the context of a trace started with [`trace::traced`](crate::trace::traced) or
+    /// received in a message.
+    pub fn trace_propagation(
+        mut self,
+        propagation: impl crate::wire::trace_context::TracePropagation,
+    ) -> Self {
+        self.trace_propagation = Some(Arc::new(propagation));
         self
     }
 
@@ -629,6 +643,7 @@ impl RuntimeBuilder {
                     send_timeout: self.send_timeout,
                     request_timeout: self.request_timeout,
                     shutdown_grace: self.shutdown_grace,
+                    trace_propagation: self.trace_propagation,
                     liveness: self.liveness,
                     transport: self.transport,
                     discovery,

@@ -35,6 +35,7 @@ use crate::link::{
     TrySendError,
 };
 use crate::sync::LockUnpoisoned;
+use crate::wire::trace_context::TracePropagation;
 use crate::wire::{Admission, Command, ControlHeader, Envelope};
 use crate::{Error, ErrorKind, Result};
 
@@ -524,5 +525,13 @@ impl ReplyOut for Links {
 
     fn work(&self) -> &Arc<HandlerWork> {
         Links::work(self)
+    }
+
+    fn identity(&self) -> &NodeIdentity {
+        &self.identity
+    }
+
+    fn trace_propagation(&self) -> Option<&dyn TracePropagation> {
+        self.settings.trace_propagation.as_deref()
     }
 }

@@ -9,6 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use super::departures::Departure;
 use super::held::Held;
@@ -21,6 +22,7 @@ use crate::mesh::MeshNode;
 use crate::object::lost_sends::{LostReason, LostSends};
 use crate::object::owner_link::{ObjectCommand, OwnerLink};
 use crate::object::relocation_faults::RelocationFaults;
+use crate::wire::trace_context::TraceContext;
 use crate::wire::{Command, Payload, RouteFence};
 use crate::{Error, ErrorKind};
 
@@ -169,7 +171,29 @@ impl FollowRelay {
             .await
     }
 
-    async fn relay(&self, node: &Arc<MeshNode>, mut held: Held) {
+    /// Relays `held` in a `zlink.follow_relay` span that names this node, the object, the
+    /// packet and the message's trace.
+    async fn relay(&self, node: &Arc<MeshNode>, held: Held) {
+        let identity = node.identity();
+        let span = tracing::debug_span!(
+            "zlink.follow_relay",
+            mesh = identity.mesh_name(),
+            rid = identity.rid(),
+            object = %self.key,
+            packet = &*held.packet,
+            hops = held.hops + 1,
+            to = %self.link.rid(),
+            trace_id = tracing::field::Empty,
+            flow_id = tracing::field::Empty,
+        );
+        if let Some(context) = TraceContext::of(&held.metadata) {
+            span.record("trace_id", context.trace_id().unwrap_or("malformed"));
+            span.record("flow_id", context.flow_id.as_str());
+        }
+        self.relay_in_span(node, held).instrument(span).await
+    }
+
+    async fn relay_in_span(&self, node: &Arc<MeshNode>, mut held: Held) {
         self.relayed.fetch_add(1, Ordering::Relaxed);
         self.relayed_metric.increment(1);
         let size = held.bytes();

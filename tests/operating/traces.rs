@@ -1,0 +1,217 @@
+//! Trace context across nodes, collected in memory from zlink's spans: one request that
+//! crosses three nodes and a relocation is one trace, with one flow.
+
+use std::sync::{Arc, Mutex};
+
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::Subscriber;
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer;
+use zlink::trace::{current, traced};
+use zlink_tests::relocating::{mesh, Add, Beat, CounterClient};
+
+const WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+use zlink_tests::*;
+
+/// One span as the collector saw it: its name and its fields.
+#[derive(Debug, Clone, Default)]
+struct Collected {
+    name: &'static str,
+    fields: std::collections::BTreeMap<&'static str, String>,
+}
+
+/// An in-memory span collector: every span's name and fields, as a tracing backend
+/// would receive them.
+#[derive(Clone, Default)]
+struct Collector {
+    spans: Arc<Mutex<std::collections::HashMap<u64, Collected>>>,
+}
+
+struct Fields<'a>(&'a mut std::collections::BTreeMap<&'static str, String>);
+
+impl Visit for Fields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name(), value.to_string());
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name(), format!("{value:?}"));
+    }
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Collector {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _: Context<'_, S>) {
+        let mut span = Collected {
+            name: attrs.metadata().name(),
+            ..Collected::default()
+        };
+        attrs.record(&mut Fields(&mut span.fields));
+        self.spans.lock().unwrap().insert(id.into_u64(), span);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
+        if let Some(span) = self.spans.lock().unwrap().get_mut(&id.into_u64()) {
+            values.record(&mut Fields(&mut span.fields));
+        }
+    }
+}
+
+impl Collector {
+    /// The spans of trace `trace_id`.
+    fn trace(&self, trace_id: &str) -> Vec<Collected> {
+        self.spans
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|s| s.fields.get("trace_id").map(String::as_str) == Some(trace_id))
+            .cloned()
+            .collect()
+    }
+}
+
+/// A request from the client node to an Actor that moved from `tr-a` to `tr-b`, sent on
+/// the client's stale route: the client's call, `tr-a`'s Message Follow relay and the
+/// handler on `tr-b` are spans of one trace, under one flow, each naming its node.
+#[tokio::test]
+async fn one_request_across_three_nodes_and_a_relocation_is_one_trace_with_one_flow() {
+    let collector = Collector::default();
+    let subscriber = tracing_subscriber::registry().with(
+        collector
+            .clone()
+            .with_filter(tracing_subscriber::filter::LevelFilter::DEBUG),
+    );
+    // This test's tasks all run on its one thread (a current-thread runtime).
+    let _default = tracing::subscriber::set_default(subscriber);
+
+    let m = mesh(&["tr-a", "tr-b"], Some(std::time::Duration::from_secs(30))).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    client.actors().create("tr-1", "counter").await.unwrap();
+    // The client learns the route to tr-a, then the Actor moves to tr-b.
+    CounterClient::new(client, "tr-1")
+        .add(Add(1))
+        .await
+        .unwrap();
+    a.actors().relocate("tr-1", Some("tr-b")).await.unwrap();
+
+    let root = traced(async {
+        let counted = CounterClient::new(client, "tr-1")
+            .add(Add(1))
+            .await
+            .unwrap();
+        assert_eq!(counted.by, "tr-b");
+        current().expect("inside the trace")
+    })
+    .await;
+    let trace_id = root.trace_id().expect("a well-formed trace").to_string();
+
+    let spans = collector.trace(&trace_id);
+    let on = |name: &str, rid: &str| {
+        spans
+            .iter()
+            .any(|s| s.name == name && s.fields.get("rid").map(String::as_str) == Some(rid))
+    };
+    assert!(on("zlink.call", "client"), "{spans:#?}");
+    assert!(on("zlink.follow_relay", "tr-a"), "{spans:#?}");
+    assert!(on("zlink.handle", "tr-b"), "{spans:#?}");
+    let flows: std::collections::BTreeSet<_> = spans
+        .iter()
+        .filter_map(|s| s.fields.get("flow_id"))
+        .collect();
+    assert_eq!(
+        flows.into_iter().collect::<Vec<_>>(),
+        [&root.flow_id],
+        "one flow: {spans:#?}"
+    );
+
+    // A timer started in a traced turn: its ticks run in the same flow, on tr-b (the
+    // handler that started it is one span named "beat", each tick another).
+    traced(async {
+        CounterClient::new(client, "tr-1").beat(Beat).await.unwrap();
+        let flow = current().expect("inside the trace").flow_id;
+        let beats = || {
+            let spans = collector.spans.lock().unwrap();
+            spans
+                .values()
+                .filter(|s| {
+                    s.name == "zlink.handle"
+                        && s.fields.get("packet").map(String::as_str) == Some("beat")
+                        && s.fields.get("rid").map(String::as_str) == Some("tr-b")
+                        && s.fields.get("flow_id") == Some(&flow)
+                })
+                .count()
+        };
+        zlink_testkit::wait_until(WAIT, "a tick in the flow", || {
+            let ticked = beats() >= 2;
+            async move { ticked }
+        })
+        .await;
+    })
+    .await;
+
+    // A call made outside any trace carries none.
+    CounterClient::new(client, "tr-1")
+        .add(Add(1))
+        .await
+        .unwrap();
+    let traced_spans = collector.trace(&trace_id).len();
+    assert_eq!(
+        traced_spans,
+        spans.len(),
+        "nothing joined the finished trace"
+    );
+    stop(m.nodes).await;
+}
+
+/// A STREAM client that names a flow on a packet: the gateway's session span and the
+/// span of the Actor the session relays it to (on another node) are in that flow, and in
+/// one trace.
+#[tokio::test]
+async fn a_stream_clients_flow_reaches_the_actor_its_session_relays_to() {
+    use zlink_testkit::stream_client::{kind, StreamClient, StreamPacket};
+    let collector = Collector::default();
+    let subscriber = tracing_subscriber::registry().with(
+        collector
+            .clone()
+            .with_filter(tracing_subscriber::filter::LevelFilter::DEBUG),
+    );
+    let _default = tracing::subscriber::set_default(subscriber);
+    let cluster = zlink_tests::bound_sessions::gateways_and_players(1, 1).await;
+    let gateway = cluster.node(0).rid().to_string();
+    let players = cluster.node(1).rid().to_string();
+    let address = cluster.node(0).stream_endpoint("clients").expect("bound");
+    let mut client = StreamClient::tcp(address.trim_start_matches("tcp://"))
+        .await
+        .unwrap();
+    client
+        .call_json(1, "login", serde_json::json!({ "player": "flowing" }), WAIT)
+        .await
+        .unwrap();
+    let flow = "0190d2c4-7a1b-7c3d-9e4f-5a6b7c8d9e0f";
+    let mut packet = StreamPacket::json(kind::REQUEST, "where", &serde_json::json!(null));
+    packet.request_seq = Some(2);
+    packet.flow = Some((flow.to_string(), 1));
+    client.write(&packet).await.unwrap();
+    let answer = client.next(WAIT).await.unwrap();
+    assert_eq!(answer.kind, kind::RESPONSE, "{answer:?}");
+
+    let spans: Vec<Collected> = collector
+        .spans
+        .lock()
+        .unwrap()
+        .values()
+        .filter(|s| s.fields.get("flow_id").map(String::as_str) == Some(flow))
+        .cloned()
+        .collect();
+    let on = |surface: &str, rid: &str| {
+        spans.iter().find(|s| {
+            s.name == "zlink.handle"
+                && s.fields.get("surface").map(String::as_str) == Some(surface)
+                && s.fields.get("rid").map(String::as_str) == Some(rid)
+        })
+    };
+    let session = on("session", &gateway).unwrap_or_else(|| panic!("{spans:#?}"));
+    let actor = on("actor", &players).unwrap_or_else(|| panic!("{spans:#?}"));
+    assert_eq!(session.fields.get("trace_id"), actor.fields.get("trace_id"));
+    cluster.shutdown().await;
+}
