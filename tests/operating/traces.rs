@@ -124,6 +124,21 @@ async fn one_request_across_three_nodes_and_a_relocation_is_one_trace_with_one_f
         "one flow: {spans:#?}"
     );
 
+    // The spans of the other steps name their node too: the creation, the move (with its
+    // outcome), store calls and handshakes.
+    {
+        let all = collector.spans.lock().unwrap();
+        let named = |name: &str, field: &str, value: &str| {
+            all.values()
+                .any(|s| s.name == name && s.fields.get(field).map(String::as_str) == Some(value))
+        };
+        assert!(named("zlink.create", "object", "Actor tr-1"));
+        assert!(named("zlink.relocation", "outcome", "moved"));
+        assert!(named("zlink.relocation", "rid", "tr-a"));
+        assert!(named("zlink.store", "rid", "client"));
+        assert!(all.values().any(|s| s.name == "zlink.handshake"));
+    }
+
     // A timer started in a traced turn: its ticks run in the same flow, on tr-b (the
     // handler that started it is one span named "beat", each tick another).
     traced(async {

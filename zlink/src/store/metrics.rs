@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
+use tracing::Instrument;
 
 use super::types::{
     ApplyOutcome, Batch, ClaimOutcome, DescriptorEntry, DescriptorKey, DescriptorPage,
@@ -183,9 +184,20 @@ impl MeteredStore {
         call: impl std::future::Future<Output = StoreResult<T>>,
     ) -> StoreResult<T> {
         let counter = self.counters.of(op);
+        let (mesh, rid) = self.meter.node();
+        let span = tracing::debug_span!(
+            "zlink.store",
+            mesh,
+            rid,
+            op = op.as_str(),
+            failed = tracing::field::Empty
+        );
         let mut in_flight = counter.start(&self.meter, op);
-        let result = call.await;
+        let result = call.instrument(span.clone()).await;
         in_flight.succeeded = result.is_ok();
+        if result.is_err() {
+            span.record("failed", true);
+        }
         result
     }
 }

@@ -28,7 +28,8 @@ pub(crate) enum StoreOp {
 const OPS: usize = 12;
 
 impl StoreOp {
-    const fn as_str(self) -> &'static str {
+    /// Its `op` label.
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             StoreOp::ClaimLease => "claim_lease",
             StoreOp::RenewLease => "renew_lease",
@@ -68,14 +69,23 @@ struct OpInstruments {
 /// when no recorder was installed as the node was built.
 pub(crate) struct StoreMeter {
     labels: Option<NodeLabels>,
+    /// The node, as the store calls' spans name it (recorded or not).
+    node: NodeLabels,
     ops: [OnceLock<OpInstruments>; OPS],
 }
 
 impl StoreMeter {
+    /// The mesh and RID of the node whose calls these are as its
+    /// spans name it.
+    pub(crate) fn node(&self) -> (&str, &str) {
+        (self.node.mesh.as_ref(), self.node.rid.as_ref())
+    }
+
     /// The meter of node `rid` of `mesh`.
     pub(crate) fn new(mesh: &str, rid: &str) -> Self {
         StoreMeter {
             labels: recording().then(|| NodeLabels::new(mesh, rid)),
+            node: NodeLabels::new(mesh, rid),
             ops: Default::default(),
         }
     }
@@ -85,6 +95,7 @@ impl StoreMeter {
     pub(crate) fn unregistered() -> Self {
         StoreMeter {
             labels: None,
+            node: NodeLabels::new("", ""),
             ops: Default::default(),
         }
     }

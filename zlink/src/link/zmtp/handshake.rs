@@ -9,6 +9,7 @@ use super::frame::{put_command, Frame, FrameDecoder, READ_CHUNK};
 use super::greeting::{self, Mechanism, GREETING_LEN};
 use super::properties;
 use crate::link::security::{ClientSecurity, CurvePublicKey, ServerSecurity};
+use tracing::Instrument;
 
 /// The largest handshake command accepted (HELLO is 200 bytes; metadata is short).
 const MAX_HANDSHAKE_FRAME: usize = 8 * 1024;
@@ -189,6 +190,27 @@ async fn send_body(stream: &mut (impl AsyncWrite + Unpin), body: &[u8]) -> std::
 
 /// Runs the whole handshake as `socket_type` speaking ZMTP `3.minor`.
 pub(crate) async fn run<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    side: Side<'_>,
+    socket_type: SocketType,
+    minor: u8,
+) -> Result<Established, HandshakeError> {
+    let span = tracing::debug_span!(
+        "zlink.handshake",
+        side = if matches!(side, Side::Server { .. }) { "server" } else { "client" },
+        socket = ?socket_type,
+        refused = tracing::field::Empty,
+    );
+    let established = run_in_span(stream, side, socket_type, minor)
+        .instrument(span.clone())
+        .await;
+    if let Err(e) = &established {
+        span.record("refused", tracing::field::display(e));
+    }
+    established
+}
+
+async fn run_in_span<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     side: Side<'_>,
     socket_type: SocketType,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::authority::{AuthorityState, ObjectShape};
 use super::authority_store::{Draft, Fenced, Reserved, Versioned};
@@ -315,8 +316,18 @@ pub(super) async fn try_create(
             request.clone(),
             stable_type.to_string(),
         );
+        let route = server.env.route();
+        let span = tracing::debug_span!(
+            "zlink.create",
+            mesh = %route.mesh_name,
+            rid = %route.rid,
+            object = %key,
+            stable_type = %stable_type,
+        );
         server.env.tracker().clone().spawn(async move {
-            let attempted = attempt(&server, &key, &request, &stable_type, first).await;
+            let attempted = attempt(&server, &key, &request, &stable_type, first)
+                .instrument(span)
+                .await;
             let outcome = match &attempted {
                 Ok(Some(Outcome::Created(..))) => CreationOutcome::Created,
                 Ok(Some(Outcome::Rejected(_))) => CreationOutcome::Rejected,

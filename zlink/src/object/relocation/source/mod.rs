@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::permits::Permit;
 use super::seal::{Captured, MoveSeal};
@@ -174,11 +175,23 @@ async fn seal_and_hand_over(
 ) -> Result<Location> {
     let started = std::time::Instant::now();
     let kind = live.key.kind.into();
+    let route = server.env.route();
+    let span = tracing::info_span!(
+        "zlink.relocation",
+        mesh = %route.mesh_name,
+        rid = %route.rid,
+        object = %live.key,
+        to = to.unwrap_or("placement"),
+        outcome = tracing::field::Empty,
+    );
     server.env.events().emit(|| Happened::RelocationStarted {
         kind,
         id: live.key.id.to_string(),
     });
-    let (moved, outcome) = match seal_then_hand_over(server, live, to, carry).await {
+    let handed_over = seal_then_hand_over(server, live, to, carry)
+        .instrument(span.clone())
+        .await;
+    let (moved, outcome) = match handed_over {
         Ok(HandOver::Moved(at)) => (Ok(at), MoveOutcome::Moved),
         Ok(HandOver::Lost(e)) => (Err(e), MoveOutcome::Lost),
         Ok(HandOver::Cancelled(e)) | Err(e) => (Err(e), MoveOutcome::Cancelled),
@@ -188,6 +201,7 @@ async fn seal_and_hand_over(
         ),
     };
     server.env.meter().moved(kind, outcome, started);
+    span.record("outcome", outcome.as_str());
     server.env.events().emit(|| Happened::RelocationEnded {
         kind,
         id: live.key.id.to_string(),
@@ -206,7 +220,9 @@ async fn seal_then_hand_over(
 ) -> Result<HandOver> {
     let key = &live.key;
     let _moving = live.transition()?;
-    let route = prepare(server, live, to).await?;
+    let route = prepare(server, live, to)
+        .instrument(tracing::debug_span!("zlink.relocation.prepare"))
+        .await?;
     let (resume_tx, resume_rx) = oneshot::channel();
     let (job, mut captured_rx) = MoveSeal::job(live, &server.departures, resume_rx);
     if !live.deliver_notice(job) {
@@ -215,7 +231,10 @@ async fn seal_then_hand_over(
             format!("{key} is closing"),
         ));
     }
-    let sealed = match await_seal(live, &mut captured_rx, route.deadline).await {
+    let sealed = match await_seal(live, &mut captured_rx, route.deadline)
+        .instrument(tracing::debug_span!("zlink.relocation.seal"))
+        .await
+    {
         Ok(sealed) => sealed,
         Err((e, late)) => {
             if let Some(late) = late {
@@ -232,6 +251,7 @@ async fn seal_then_hand_over(
             let _ = resume.send(Resume::Moved);
         }
     })
+    .instrument(tracing::debug_span!("zlink.relocation.hand_over"))
     .await;
     // Not handed over: the object's loop runs on.
     if let Some(resume) = take_resume() {
