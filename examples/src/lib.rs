@@ -9,6 +9,7 @@
 //! - [`cli`]: the hand-written flag parser of `mesh-demo`;
 //! - [`setup`]: what every example binary shares: logging, `--help`, CURVE flags;
 //! - [`operate`]: `--metrics` and `--dashboard`, what an operator sees of the nodes;
+//! - [`otlp`]: `--otlp`, the spans exported to an OpenTelemetry collector;
 //! - [`chat`]: the `gateway-chat` binary's pieces: outside clients bound to Actors.
 #![warn(missing_docs)]
 
@@ -18,4 +19,5 @@ pub mod greeter;
 pub mod messages;
 pub mod nodes;
 pub mod operate;
+pub mod otlp;
 pub mod setup;

@@ -24,8 +24,8 @@ async fn main() -> ExitCode {
         println!("{USAGE}\n\n{COMMON_USAGE}");
         return ExitCode::SUCCESS;
     }
-    setup::init_logging();
-    if let Err(e) = zlink_examples::operate::install(common.operate.clone()) {
+    let traced = setup::init_tracing("mesh-demo", common.otlp.as_deref());
+    if let Err(e) = traced.and_then(|()| zlink_examples::operate::install(common.operate.clone())) {
         eprintln!("mesh-demo: {e}\n\n{USAGE}\n\n{COMMON_USAGE}");
         return ExitCode::from(2);
     }

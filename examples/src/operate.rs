@@ -82,9 +82,13 @@ pub fn install(operate: Operate) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// Starts the node `builder` describes, secured by `security`, and serves what the
-/// operator flags ask for it.
+/// Starts the node `builder` describes, secured by `security` (carrying the
+/// OpenTelemetry context with `--otlp`), and serves what the operator flags ask for it.
 pub async fn start(security: &Security, builder: RuntimeBuilder) -> zlink::Result<Runtime> {
+    let builder = match crate::otlp::exporting() {
+        true => builder.trace_propagation(crate::otlp::OtelPropagation),
+        false => builder,
+    };
     let rt = security.apply(builder).build()?.start().await?;
     if let Some(served) = SERVED.get() {
         served.serve(&rt).await;

@@ -26,6 +26,10 @@ common flags (every example binary):
                        with /alive and /ready (ADDR: HOST:PORT, or a port on 127.0.0.1);
                        the process's other nodes take the next ports
   --dashboard ADDR     serve each node's live dashboard at http://ADDR/ (read-only)
+  --otlp URL           export spans to an OpenTelemetry collector over OTLP/HTTP
+                       (e.g. http://127.0.0.1:4318/v1/traces), carrying each trace
+                       across the nodes; ZLINK_OTLP_FILTER picks the spans
+                       (default info,zlink=debug)
   --dashboard-token T  turn the dashboard's controls (drain, move, reclaim, disconnect)
                        on for requests that carry this bearer token (16+ characters;
                        or ZLINK_DASHBOARD_TOKEN)
@@ -44,8 +48,8 @@ pub fn begin(name: &str, usage: &str) -> Result<(Security, Vec<String>), std::pr
             Err(std::process::ExitCode::SUCCESS)
         }
         Ok((common, rest)) => {
-            init_logging();
-            if let Err(e) = crate::operate::install(common.operate) {
+            let traced = init_tracing(name, common.otlp.as_deref());
+            if let Err(e) = traced.and_then(|()| crate::operate::install(common.operate)) {
                 eprintln!("{name}: {e}\n\n{usage}\n\n{COMMON_USAGE}");
                 return Err(std::process::ExitCode::from(2));
             }
@@ -76,12 +80,26 @@ pub fn no_more_args(
 /// Installs the log subscriber: `RUST_LOG` decides what is shown (default `warn`), on
 /// stderr, so the example's own lines on stdout stay readable.
 pub fn init_logging() {
+    // Without an exporter nothing can fail.
+    let _ = init_tracing("zlink-example", None);
+}
+
+/// [`init_logging`], and with `otlp` (a collector's OTLP/HTTP URL) the spans exported
+/// there as service `service` (see [`otlp`](crate::otlp)).
+pub fn init_tracing(service: &str, otlp: Option<&str>) -> Result<(), UsageError> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .init();
+        .with_filter(filter);
+    let export = otlp
+        .map(|url| crate::otlp::layer(url, service))
+        .transpose()?;
+    tracing_subscriber::registry().with(log).with(export).init();
+    Ok(())
 }
 
 /// The flags every binary takes.
@@ -93,6 +111,8 @@ pub struct Common {
     pub security: Security,
     /// What it serves its operators.
     pub operate: Operate,
+    /// `--otlp URL`: where it exports its spans.
+    pub otlp: Option<String>,
 }
 
 /// Takes the common flags out of `args`; returns them and the rest, in order.
@@ -125,6 +145,12 @@ pub fn split_common(
                     "--metrics" => common.operate.metrics = Some(addr),
                     _ => common.operate.dashboard = Some(addr),
                 }
+            }
+            "--otlp" => {
+                common.otlp = Some(
+                    args.next()
+                        .ok_or_else(|| UsageError("--otlp needs a collector's URL".to_string()))?,
+                )
             }
             "--dashboard-token" => {
                 common.operate.token = Some(
