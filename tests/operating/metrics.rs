@@ -43,7 +43,17 @@ fn series(name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 
 /// Every label key zlink's series carry: none of them can hold an ID, a packet or a session.
 const CLOSED_LABELS: &[&str] = &[
-    "mesh", "rid", "surface", "kind", "outcome", "state", "reason", "op", "le",
+    "mesh",
+    "rid",
+    "surface",
+    "kind",
+    "outcome",
+    "state",
+    "reason",
+    "op",
+    "le",
+    "direction",
+    "security",
 ];
 
 #[tokio::test]
@@ -399,4 +409,74 @@ async fn stream_sessions_are_counted_and_told_open_and_closed_by_reason() {
         "{told:#?}"
     );
     cluster.shutdown().await;
+}
+
+/// What a node's turns, Message Follow, route cache, links and channel selection cost:
+/// the time a message waited in the mailbox and the mailbox's depth, a turn of 1 s or
+/// more counted as long, an activation's duration, the follow notice and barrier the
+/// source sent to a caller on an old route, the caller's cache hits and misses, the bytes
+/// and admissions of its links, and a channel call that found no server.
+#[tokio::test]
+async fn turns_follow_notices_route_cache_links_and_selection_failures_are_counted() {
+    use zlink::telemetry::names;
+    use zlink_tests::relocating::{mesh, Hold};
+    exporter();
+    let m = mesh(&["tm-a", "tm-b"], Some(Duration::from_secs(30))).await;
+    let (a, client) = (&m.nodes[0], &m.nodes[2]);
+    client.actors().create("tm-1", "counter").await.unwrap();
+    CounterClient::new(client, "tm-1")
+        .hold(Hold(1_100))
+        .await
+        .unwrap();
+    // Fresh routes in the client's cache (it keeps one for RouteCacheMaxAge).
+    for _ in 0..3 {
+        CounterClient::new(client, "tm-1")
+            .add(Add(1))
+            .await
+            .unwrap();
+    }
+    a.actors().relocate("tm-1", Some("tm-b")).await.unwrap();
+    // On the client's old route: tm-a relays it, then tells the client where it went.
+    CounterClient::new(client, "tm-1")
+        .add(Add(1))
+        .await
+        .unwrap();
+    let on = |name: &str, rid: &str, more: &[(&str, &str)]| {
+        let mut labels = vec![("rid", rid)];
+        labels.extend_from_slice(more);
+        series(name, &labels).unwrap_or(0.0)
+    };
+    zlink_testkit::wait_until(WAIT, "tm-a sent a follow notice", || async {
+        on(names::FOLLOW_NOTICES, "tm-a", &[]) >= 1.0
+    })
+    .await;
+    assert!(on(names::FOLLOW_BARRIERS, "tm-a", &[]) >= 1.0);
+    assert!(on(names::FOLLOW_RELAYED, "tm-a", &[]) >= 1.0);
+    let actor = [("kind", "actor")];
+    assert_eq!(on(names::LONG_TURNS, "tm-a", &actor), 1.0);
+    let waits = format!("{}_count", names::MAILBOX_WAIT);
+    assert!(on(&waits, "tm-a", &actor) >= 4.0, "every message's wait");
+    let depths = format!("{}_count", names::MAILBOX_DEPTH);
+    assert!(on(&depths, "tm-b", &actor) + on(&depths, "tm-a", &actor) >= 1.0);
+    let activations = format!("{}_count", names::ACTIVATION_DURATION);
+    assert_eq!(on(&activations, "tm-a", &actor), 1.0);
+    assert!(on(names::ROUTE_CACHE_LOOKUPS, "client", &[("outcome", "hit")]) >= 2.0);
+    assert!(on(names::ROUTE_CACHE_LOOKUPS, "client", &[("outcome", "miss")]) >= 1.0);
+    assert!(on(names::LINK_BYTES, "client", &[("direction", "sent")]) > 0.0);
+    assert!(on(names::LINK_BYTES, "tm-a", &[("direction", "received")]) > 0.0);
+    assert!(on(names::LINK_ADMISSIONS, "client", &[("security", "null")]) >= 2.0);
+    // A channel nobody in this mesh serves.
+    let failed = echo_client(client.handle())
+        .echo(&Echo { text: "x".into() })
+        .await;
+    assert!(failed.is_err());
+    assert_eq!(
+        on(
+            names::SELECTION_FAILURES,
+            "client",
+            &[("reason", "no_member")]
+        ),
+        1.0
+    );
+    stop(m.nodes).await;
 }

@@ -190,6 +190,7 @@ impl Calls {
             )
         };
         if !self.policy.waits_for_candidates() {
+            self.peers.selection_failed(channel);
             return Err(not_found());
         }
         let until = deadline.min(self.clock.now() + CANDIDATE_WAIT);
@@ -202,6 +203,7 @@ impl Calls {
                 .await
                 .is_err()
             {
+                self.peers.selection_failed(channel);
                 return Err(not_found());
             }
             self.ensure_running()?;
@@ -223,6 +225,7 @@ impl Calls {
                 "message of {size} bytes exceeds the channel's max message size of {cap} bytes"
             ))));
         }
+        self.links.meter.sent(size);
         let frames = match link.conn().try_send(frames) {
             Ok(()) => return Ok(()),
             Err(TrySendError::Closed) => return Err(Refused::Closed),

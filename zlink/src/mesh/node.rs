@@ -83,6 +83,7 @@ impl MeshNode {
             pending: pending.clone(),
             dispatcher: dispatcher.clone(),
             work: work.clone(),
+            meter: instruments.links.clone(),
             cancel: cancel.clone(),
         });
         let discovery = settings

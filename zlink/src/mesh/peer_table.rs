@@ -461,6 +461,16 @@ impl PeerTable {
             .collect()
     }
 
+    /// A call found no server of `channel` to select: counted by why (`no_member`: no
+    /// ready peer serves it; `draining`: those that do are at weight 0 or were tried).
+    pub(crate) fn selection_failed(&self, channel: &str) {
+        let serving = read(&self.peers)
+            .by_rid
+            .values()
+            .any(|p| p.ready && p.channels.contains_key(channel));
+        self.meter.selection_failed(!serving);
+    }
+
     /// The number of ready peers serving `channel` with weight > 0.
     pub(crate) fn candidates(&self, channel: &str) -> usize {
         read(&self.peers)

@@ -263,6 +263,7 @@ pub(super) fn prepare(
         deadline,
         reply,
         operation,
+        queued_at: core.env.turns().map(|_| std::time::Instant::now()),
     };
     // Payload plus metadata: both stay in memory until the handler ran.
     let bytes = match message.bytes() {

@@ -17,7 +17,7 @@ use super::stop_list::StopList;
 use crate::handle::{Handle, WeakHandle};
 use crate::mesh::MeshNode;
 use crate::store::{LeaseToken, LocationStore, OwnerLease};
-use crate::telemetry::{EventHub, ObjectMeter};
+use crate::telemetry::{EventHub, ObjectMeter, TurnMeter};
 use crate::{Error, ErrorKind, Result};
 
 /// The environment of one node's object layer.
@@ -40,6 +40,8 @@ pub(crate) struct ObjectEnv {
     meter: Arc<ObjectMeter>,
     /// The node's status stream.
     events: Arc<EventHub>,
+    /// What turns cost, when a recorder is installed.
+    turns: Option<Arc<TurnMeter>>,
 }
 
 impl ObjectEnv {
@@ -72,6 +74,7 @@ impl ObjectEnv {
             killed: CancellationToken::new(),
             meter: node.instruments().objects.clone(),
             events: node.instruments().events.clone(),
+            turns: node.instruments().turns.clone(),
         }
     }
 
@@ -109,6 +112,11 @@ impl ObjectEnv {
     /// The object layer's instruments.
     pub(crate) fn meter(&self) -> &Arc<ObjectMeter> {
         &self.meter
+    }
+
+    /// What turns cost, when a recorder is installed.
+    pub(crate) fn turns(&self) -> Option<&Arc<TurnMeter>> {
+        self.turns.as_ref()
     }
 
     /// The node's status stream: what the object layer tells its observers.

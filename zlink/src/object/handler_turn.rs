@@ -39,6 +39,10 @@ pub(super) async fn handler_turn(
     handler: usize,
     payload: Payload,
 ) -> Result<Payload> {
+    let timing = ctx.handle.node().instruments().turns.clone();
+    let started = timing.as_ref().map(|_| std::time::Instant::now());
+    // Kept only to name a long turn in its log line.
+    let packet = timing.as_ref().and(ctx.packet.clone());
     let trace = {
         let node = ctx.handle.node();
         let surface = match kind {
@@ -76,6 +80,16 @@ pub(super) async fn handler_turn(
         .await
     };
     instance.end_turn();
+    if let (Some(timing), Some(started)) = (timing, started) {
+        if timing.turn_ended(kind.into(), started) {
+            tracing::warn!(
+                ?kind,
+                packet = packet.as_ref().map_or("", TurnName::as_str),
+                millis = started.elapsed().as_millis() as u64,
+                "a long turn: the handler ran for 1 s or more, and its object took nothing else meanwhile"
+            );
+        }
+    }
     result
 }
 

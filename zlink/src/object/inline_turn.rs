@@ -83,6 +83,10 @@ pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes:
         return Inline::Declined(job);
     };
     let is_actor = live.key.kind == ObjectKind::Actor;
+    if let (Some(turns), Some(queued_at)) = (&handle.node().instruments().turns, message.queued_at)
+    {
+        turns.waited(live.key.kind.into(), queued_at);
+    }
     let MessageTurn {
         ctx,
         handler,

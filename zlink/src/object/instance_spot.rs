@@ -544,6 +544,7 @@ async fn reserve_and_run(
             deadline: Some(activating.deadline),
             reply: Some(ReplyTo::Local(answered)),
             operation: 0,
+            queued_at: None,
         }),
         bytes,
         root: root.clone(),

@@ -42,6 +42,9 @@ impl Drop for CloseOnExit {
 }
 
 /// When a new object's turn loop may run (see [`start`]).
+// One per object start, moved into its loop once: boxing the large variant would only add
+// an allocation.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Go {
     /// Once the owner change (or the Entry Spot's claim) commits: `true`, or `false` (or
     /// dropped) when it did not, and then nothing ever runs.

@@ -205,6 +205,12 @@ impl<J, R> Mailbox<J, R> {
         Ok(())
     }
 
+    /// Jobs waiting in its lanes now (not the one running).
+    pub(crate) fn queued(&self) -> usize {
+        let state = self.state();
+        state.lifecycle.queued.len() + state.application.queued.len()
+    }
+
     /// Whether none of this object's accepted work runs or waits now: nothing queued,
     /// running or lent (or the mailbox closed, or handed to a move's target). What a
     /// shutdown's drain waits for.

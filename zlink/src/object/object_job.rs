@@ -142,6 +142,8 @@ pub(crate) struct HandlerMessage {
     pub(crate) reply: Option<ReplyTo>,
     /// The sender's operation identity (0: a call made on this node).
     pub(crate) operation: u64,
+    /// When it was admitted, when the node times turns (a recorder is installed).
+    pub(crate) queued_at: Option<std::time::Instant>,
 }
 
 /// A message taken apart for its turn: the handler's context, what it runs on, and the
@@ -171,6 +173,7 @@ impl HandlerMessage {
             deadline,
             reply,
             operation,
+            ..
         } = self;
         let mut ctx = TurnInfo::of_object(
             handle,

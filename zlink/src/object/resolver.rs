@@ -19,6 +19,7 @@ use crate::address::ObjectKey;
 use crate::mesh::peer_table::PeerEvent;
 use crate::mesh::MeshNode;
 use crate::store::{OwnerLease, StoreError};
+use crate::telemetry::RouteCacheCounters;
 
 /// What the resolver found for an ID: four closed results, and the two steps of a route
 /// switch.
@@ -61,6 +62,8 @@ pub(crate) struct Resolver {
     cache: RouteCache,
     /// Whether the last authority read failed: the next success is a store recovery.
     store_failing: AtomicBool,
+    /// Lookups of the cache, by outcome.
+    lookups: RouteCacheCounters,
 }
 
 impl Resolver {
@@ -79,7 +82,14 @@ impl Resolver {
             local,
             cache: RouteCache::new(max_age, lane_memory),
             store_failing: AtomicBool::new(false),
+            lookups: RouteCacheCounters::default(),
         }
+    }
+
+    /// This resolver, counting its cache lookups in `lookups`.
+    pub(super) fn metered(mut self, lookups: RouteCacheCounters) -> Self {
+        self.lookups = lookups;
+        self
     }
 
     /// RouteCacheMaxAge now.
@@ -115,11 +125,16 @@ impl Resolver {
     /// Where messages for `key` go at `now` when the cache knows: `None` when it takes an
     /// authority read ([`resolve`](Self::resolve)).
     pub(super) fn cached(&self, key: &ObjectKey, now: Instant) -> Option<Resolution> {
-        match self.cache.get(key, now) {
+        let found = match self.cache.get(key, now) {
             Lookup::Hit(routed) => Some(Resolution::Ready(routed)),
             Lookup::Switching(switch) => Some(Resolution::Wait(switch)),
             Lookup::Miss => None,
+        };
+        match found {
+            Some(_) => self.lookups.hits.increment(1),
+            None => self.lookups.misses.increment(1),
         }
+        found
     }
 
     /// Where messages for `key` go at `now`: the cache, or one authority read.

@@ -131,18 +131,21 @@ impl ObjectServer {
         lease: &Arc<crate::store::OwnerLease>,
         node: &Arc<MeshNode>,
     ) -> Arc<Self> {
-        let resolver = Arc::new(Resolver::new(
-            Arc::downgrade(node),
-            env.authority().clone(),
-            lease.clone(),
-            env.route().clone(),
-            settings.route_cache_max_age,
-            // A message sent on a route may be held through a move, then relayed for
-            // MessageFollowDuration: the lane remembers the route that long.
-            settings
-                .message_follow_duration
-                .max(super::relocation::RELOCATION_DEADLINE),
-        ));
+        let resolver = Arc::new(
+            Resolver::new(
+                Arc::downgrade(node),
+                env.authority().clone(),
+                lease.clone(),
+                env.route().clone(),
+                settings.route_cache_max_age,
+                // A message sent on a route may be held through a move, then relayed for
+                // MessageFollowDuration: the lane remembers the route that long.
+                settings
+                    .message_follow_duration
+                    .max(super::relocation::RELOCATION_DEADLINE),
+            )
+            .metered(env.meter().route_cache()),
+        );
         let registry = ObjectRegistry::new(
             settings
                 .spot_types
@@ -159,7 +162,7 @@ impl ObjectServer {
                 stop: env.cancel().clone(),
                 terminals: settings.relocation_store.clone(),
                 faults: settings.faults,
-                relayed_metric: env.meter().follow_relayed(),
+                counters: env.meter().follow(),
             },
         ));
         let server = Arc::new_cyclic(|me| {

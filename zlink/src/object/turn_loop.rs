@@ -423,6 +423,13 @@ impl TurnLoop {
         membership: Option<SpotId>,
     ) -> Option<Step> {
         let handle = self.handle.upgrade()?;
+        if let Some(turns) = &handle.node().instruments().turns {
+            let kind = self.key().kind.into();
+            turns.depth(kind, self.object.mailbox().queued());
+            if let Some(queued_at) = message.queued_at {
+                turns.waited(kind, queued_at);
+            }
+        }
         let turn = message.into_turn(handle, (self.key().kind, self.generation), membership);
         let result = handler_turn(
             &mut *self.instance,

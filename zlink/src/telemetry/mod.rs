@@ -15,11 +15,13 @@
 mod calls;
 mod events;
 mod labels;
+mod links;
 pub mod names;
 mod objects;
 mod peers;
 mod sessions;
 mod store;
+mod turns;
 
 pub(crate) use calls::{CallMeter, CallTimer};
 pub(crate) use events::EventHub;
@@ -27,11 +29,16 @@ pub use events::{
     Happened, HostState, NodeEvent, Observed, Observer, OBSERVER_QUEUE, RETAINED_EVENTS,
 };
 pub use labels::{CallKind, Outcome, Surface};
+pub(crate) use links::LinkMeter;
 pub use objects::ObjectClass;
-pub(crate) use objects::{CreationOutcome, MoveOutcome, ObjectMeter, LOST_REASONS};
+pub(crate) use objects::{
+    CreationOutcome, FollowCounters, MoveOutcome, ObjectMeter, RouteCacheCounters, LOST_REASONS,
+};
 pub(crate) use peers::PeerMeter;
 pub(crate) use sessions::SessionMeter;
 pub(crate) use store::{lease_lateness, StoreMeter, StoreOp};
+pub(crate) use turns::TurnMeter;
+pub use turns::LONG_TURN;
 
 use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
 
@@ -39,6 +46,13 @@ use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
 pub const DURATION_BUCKETS_SECONDS: &[f64] = &[
     0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
     1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// Upper bounds of the mailbox depth histogram
+/// ([`names::MAILBOX_DEPTH`]): give them to that metric alone (Prometheus:
+/// `set_buckets_for_metric`).
+pub const DEPTH_BUCKETS: &[f64] = &[
+    0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 4096.0,
 ];
 
 /// Gives every zlink instrument its unit and help text in the recorder installed now
@@ -115,6 +129,61 @@ pub fn describe() {
         "STREAM sessions that ended, by reason."
     );
     describe_counter!(
+        names::LINK_BYTES,
+        Unit::Bytes,
+        "Bytes of RouteMesh messages, by direction (received, sent)."
+    );
+    describe_counter!(
+        names::LINK_ADMISSIONS,
+        Unit::Count,
+        "Peers admitted on RouteMesh connections, by security (null, curve): each a completed handshake."
+    );
+    describe_counter!(
+        names::LINK_REFUSALS,
+        Unit::Count,
+        "RouteMesh admissions this node refused, by reason."
+    );
+    describe_counter!(
+        names::SELECTION_FAILURES,
+        Unit::Count,
+        "Channel calls that found no server to select, by reason (no_member: no ready peer serves the channel; draining: all at weight 0 or tried)."
+    );
+    describe_counter!(
+        names::FOLLOW_NOTICES,
+        Unit::Count,
+        "Follow notices this node sent to senders that used a moved object's old route."
+    );
+    describe_counter!(
+        names::FOLLOW_BARRIERS,
+        Unit::Count,
+        "Barriers this node sent ahead of follow notices."
+    );
+    describe_counter!(
+        names::ROUTE_CACHE_LOOKUPS,
+        Unit::Count,
+        "Route cache lookups of this node's callers, by outcome (hit, miss: an authority read follows)."
+    );
+    describe_histogram!(
+        names::MAILBOX_WAIT,
+        Unit::Seconds,
+        "How long a message waited in its Spot's or Actor's mailbox before its turn, by kind."
+    );
+    describe_histogram!(
+        names::MAILBOX_DEPTH,
+        Unit::Count,
+        "Jobs waiting in a Spot's or Actor's mailbox when one of its queued turns started, by kind."
+    );
+    describe_counter!(
+        names::LONG_TURNS,
+        Unit::Count,
+        "Turns that ran for 1 s or more, by kind (each is also logged at warn)."
+    );
+    describe_histogram!(
+        names::ACTIVATION_DURATION,
+        Unit::Seconds,
+        "How long creating (activating) a Spot or Actor took on the node that made it, by kind."
+    );
+    describe_counter!(
         names::LOST_ONE_WAYS,
         Unit::Count,
         "One-way messages this node accepted and could not deliver, by reason (each is also logged at warn)."
@@ -166,6 +235,10 @@ pub(crate) struct Instruments {
     pub(crate) sessions: std::sync::Arc<SessionMeter>,
     /// Its status stream.
     pub(crate) events: std::sync::Arc<EventHub>,
+    /// Its RouteMesh connections.
+    pub(crate) links: std::sync::Arc<LinkMeter>,
+    /// What its objects' turns cost; `None` without a recorder.
+    pub(crate) turns: Option<std::sync::Arc<TurnMeter>>,
 }
 
 impl Instruments {
@@ -179,6 +252,8 @@ impl Instruments {
             peers: std::sync::Arc::new(PeerMeter::new(&labels)),
             sessions: std::sync::Arc::new(SessionMeter::new(&labels)),
             events: std::sync::Arc::default(),
+            links: std::sync::Arc::new(LinkMeter::new(&labels)),
+            turns: recording().then(|| std::sync::Arc::new(TurnMeter::new(&labels))),
         }
     }
 }

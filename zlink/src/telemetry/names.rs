@@ -43,3 +43,29 @@ pub const STORE_OPERATION_DURATION: &str = "zlink_store_operation_duration_secon
 /// interval it slept (a starved runtime shows here before leases are lost). No labels
 /// beyond the node's.
 pub const LEASE_RENEWAL_LATENESS: &str = "zlink_store_lease_renewal_lateness_seconds";
+
+/// How long a message waited in its object's mailbox before its turn (histogram, by
+/// kind; only with a recorder installed).
+pub const MAILBOX_WAIT: &str = "zlink_object_mailbox_wait_seconds";
+/// Jobs waiting in an object's mailbox when one of its turns started from the queue
+/// (histogram, by kind; give it [`DEPTH_BUCKETS`](super::DEPTH_BUCKETS)).
+pub const MAILBOX_DEPTH: &str = "zlink_object_mailbox_depth_messages";
+/// Turns that ran at least [`LONG_TURN`](super::LONG_TURN) (by kind).
+pub const LONG_TURNS: &str = "zlink_object_long_turns_total";
+/// How long creating (activating) a Spot or Actor took on the node that made it (by kind).
+pub const ACTIVATION_DURATION: &str = "zlink_object_activation_duration_seconds";
+/// Follow notices this node sent to senders that used a moved object's old route.
+pub const FOLLOW_NOTICES: &str = "zlink_object_follow_notices_total";
+/// Barriers this node sent ahead of a follow notice.
+pub const FOLLOW_BARRIERS: &str = "zlink_object_follow_barriers_total";
+/// Route cache lookups of this node's callers, by outcome (`hit`, `miss`).
+pub const ROUTE_CACHE_LOOKUPS: &str = "zlink_object_route_cache_lookups_total";
+/// Channel calls that found no server to select, by reason (`no_member`, `draining`).
+pub const SELECTION_FAILURES: &str = "zlink_channel_selection_failures_total";
+/// Bytes of RouteMesh messages, by direction (`received`, `sent`).
+pub const LINK_BYTES: &str = "zlink_link_bytes_total";
+/// Peers admitted on RouteMesh connections, by security (`null`, `curve`): each one a
+/// completed handshake.
+pub const LINK_ADMISSIONS: &str = "zlink_link_admissions_total";
+/// RouteMesh admissions this node refused, by reason.
+pub const LINK_REFUSALS: &str = "zlink_link_refusals_total";

@@ -19,9 +19,9 @@ pub enum ObjectClass {
 }
 
 impl ObjectClass {
-    const ALL: [ObjectClass; 2] = [ObjectClass::Spot, ObjectClass::Actor];
+    pub(crate) const ALL: [ObjectClass; 2] = [ObjectClass::Spot, ObjectClass::Actor];
 
-    const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             ObjectClass::Spot => "spot",
             ObjectClass::Actor => "actor",
@@ -163,7 +163,65 @@ impl ObjectMeter {
     }
 
     /// The counter of messages this node relays by Message Follow.
-    pub(crate) fn follow_relayed(&self) -> Counter {
-        metrics::counter!(names::FOLLOW_RELAYED, self.labels.with(&[]))
+    /// The Message Follow counters of this node.
+    pub(crate) fn follow(&self) -> FollowCounters {
+        FollowCounters {
+            relayed: metrics::counter!(names::FOLLOW_RELAYED, self.labels.with(&[])),
+            notices: metrics::counter!(names::FOLLOW_NOTICES, self.labels.with(&[])),
+            barriers: metrics::counter!(names::FOLLOW_BARRIERS, self.labels.with(&[])),
+        }
+    }
+
+    /// The route cache's hit and miss counters of this node.
+    pub(crate) fn route_cache(&self) -> RouteCacheCounters {
+        let counter = |outcome: &'static str| {
+            metrics::counter!(
+                names::ROUTE_CACHE_LOOKUPS,
+                self.labels.with(&[("outcome", outcome)])
+            )
+        };
+        RouteCacheCounters {
+            hits: counter("hit"),
+            misses: counter("miss"),
+        }
+    }
+}
+
+/// What Message Follow counts on one node.
+#[derive(Clone)]
+pub(crate) struct FollowCounters {
+    /// Messages relayed to a moved object's new owner.
+    pub(crate) relayed: Counter,
+    /// Follow notices sent to senders that used an old route.
+    pub(crate) notices: Counter,
+    /// Barriers sent ahead of a notice, so the sender's next message follows the relayed
+    /// ones.
+    pub(crate) barriers: Counter,
+}
+
+impl Default for FollowCounters {
+    fn default() -> Self {
+        FollowCounters {
+            relayed: Counter::noop(),
+            notices: Counter::noop(),
+            barriers: Counter::noop(),
+        }
+    }
+}
+
+/// Route cache lookups on one node, by outcome.
+pub(crate) struct RouteCacheCounters {
+    /// Found a route (or a switch in progress).
+    pub(crate) hits: Counter,
+    /// Found none: an authority read follows.
+    pub(crate) misses: Counter,
+}
+
+impl Default for RouteCacheCounters {
+    fn default() -> Self {
+        RouteCacheCounters {
+            hits: Counter::noop(),
+            misses: Counter::noop(),
+        }
     }
 }

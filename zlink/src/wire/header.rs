@@ -73,6 +73,21 @@ pub enum RejectReason {
     RuntimeNotServing = 9,
 }
 
+impl RejectReason {
+    /// Its name in snake case (a metric label, a log field).
+    pub fn label(self) -> &'static str {
+        match self {
+            RejectReason::ProtocolVersionUnsupported => "protocol_version_unsupported",
+            RejectReason::TopologyMismatch => "topology_mismatch",
+            RejectReason::IdentityMismatch => "identity_mismatch",
+            RejectReason::LifecycleGenerationStale => "lifecycle_generation_stale",
+            RejectReason::DuplicateConnection => "duplicate_connection",
+            RejectReason::InvalidDescriptor => "invalid_descriptor",
+            RejectReason::RuntimeNotServing => "runtime_not_serving",
+        }
+    }
+}
+
 impl From<RejectReason> for u32 {
     fn from(r: RejectReason) -> u32 {
         r as u32

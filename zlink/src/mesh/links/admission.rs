@@ -75,6 +75,9 @@ pub(super) fn reject(
     detail: &str,
 ) {
     tracing::warn!(conn = conn.id(), ?reason, detail, "admission rejected");
+    links
+        .meter
+        .refused(u32::from(reason) as usize, reason.label());
     let header = ControlHeader {
         reject: Some(reason),
         ..ControlHeader::default()
@@ -204,11 +207,12 @@ fn mark_ready(
         return Err((RejectReason::RuntimeNotServing, "connection closed".into()));
     };
     conn.admitted();
+    links.meter.admitted(conn.peer_key().is_some());
     let rid = link.rid().to_string();
     if let Some(tx) = dialer {
         let _ = tx.send(HandshakeOutcome::Admitted { rid: rid.clone() });
     }
-    tracing::info!(peer = %rid, generation, conn = conn.id(), "peer ready");
+    tracing::info!(rid = %links.identity().rid(), peer = %rid, generation, conn = conn.id(), "peer ready");
     Ok(())
 }
 

@@ -27,6 +27,7 @@ pub(super) fn on_frames(
 ) {
     let max = links.identity().max_message();
     let size: usize = frames.iter().map(Bytes::len).sum();
+    links.meter.received(size);
     if size > max {
         return on_oversize(links, conn, &frames, size);
     }

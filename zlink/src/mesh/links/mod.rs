@@ -35,6 +35,7 @@ use crate::link::{
     TrySendError,
 };
 use crate::sync::LockUnpoisoned;
+use crate::telemetry::LinkMeter;
 use crate::wire::trace_context::TracePropagation;
 use crate::wire::{Admission, Command, ControlHeader, Envelope};
 use crate::{Error, ErrorKind, Result};
@@ -79,6 +80,8 @@ pub(crate) struct Links {
     pending: Arc<PendingTable>,
     dispatcher: Arc<Dispatcher>,
     work: Arc<HandlerWork>,
+    /// Bytes, admissions and refusals of its connections.
+    pub(crate) meter: Arc<LinkMeter>,
     membership: OnceLock<Weak<dyn Membership>>,
     /// Why the dialers that are not connected failed last.
     dial_failures: dialer::DialFailures,
@@ -96,6 +99,7 @@ pub(crate) struct LinkParts {
     pub(crate) pending: Arc<PendingTable>,
     pub(crate) dispatcher: Arc<Dispatcher>,
     pub(crate) work: Arc<HandlerWork>,
+    pub(crate) meter: Arc<LinkMeter>,
     pub(crate) cancel: CancellationToken,
 }
 
@@ -113,6 +117,7 @@ impl Links {
             pending: parts.pending,
             dispatcher: parts.dispatcher,
             work: parts.work,
+            meter: parts.meter,
             membership: OnceLock::new(),
             background: TaskTracker::new(),
             cancel: parts.cancel,
@@ -259,6 +264,7 @@ impl Links {
         frames: Frames,
         what: &'static str,
     ) {
+        self.meter.sent(frames.iter().map(Bytes::len).sum());
         let frames = match conn.try_send(frames) {
             Ok(()) => return,
             Err(TrySendError::Closed) => {

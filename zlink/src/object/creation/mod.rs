@@ -324,10 +324,15 @@ pub(super) async fn try_create(
             object = %key,
             stable_type = %stable_type,
         );
+        let started = std::time::Instant::now();
         server.env.tracker().clone().spawn(async move {
             let attempted = attempt(&server, &key, &request, &stable_type, first)
                 .instrument(span)
                 .await;
+            if let (Ok(Some(Outcome::Created(..))), Some(turns)) = (&attempted, server.env.turns())
+            {
+                turns.activated(key.kind.into(), started);
+            }
             let outcome = match &attempted {
                 Ok(Some(Outcome::Created(..))) => CreationOutcome::Created,
                 Ok(Some(Outcome::Rejected(_))) => CreationOutcome::Rejected,

@@ -354,7 +354,7 @@ impl Departure {
             departure: Arc::downgrade(self),
             lost: self.lost.clone(),
             relayed: self.relayed.clone(),
-            relayed_metric: relays.relayed_metric.clone(),
+            counters: relays.counters.clone(),
             faults: relays.faults,
         };
         relays.tracker.spawn(relay.run(from));

@@ -132,6 +132,7 @@ pub(crate) fn held_to_job(
             deadline: held.deadline,
             reply: held.reply,
             operation: held.operation,
+            queued_at: None,
         }),
         bytes,
     ))

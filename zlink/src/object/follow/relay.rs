@@ -22,6 +22,7 @@ use crate::mesh::MeshNode;
 use crate::object::lost_sends::{LostReason, LostSends};
 use crate::object::owner_link::{ObjectCommand, OwnerLink};
 use crate::object::relocation_faults::RelocationFaults;
+use crate::telemetry::FollowCounters;
 use crate::wire::trace_context::TraceContext;
 use crate::wire::{Command, Payload, RouteFence};
 use crate::{Error, ErrorKind};
@@ -56,8 +57,8 @@ pub(crate) struct RelayServices {
     /// Where the new owner records relayed requests' results.
     pub(crate) terminals: Option<Arc<dyn crate::store::RelocationStore>>,
     pub(crate) faults: RelocationFaults,
-    /// Counts every message relayed (`zlink_object_follow_relayed_total`).
-    pub(crate) relayed_metric: metrics::Counter,
+    /// Counts relays, notices and barriers.
+    pub(crate) counters: FollowCounters,
 }
 
 impl Default for RelayServices {
@@ -68,7 +69,7 @@ impl Default for RelayServices {
             stop: CancellationToken::default(),
             terminals: None,
             faults: RelocationFaults::default(),
-            relayed_metric: metrics::Counter::noop(),
+            counters: FollowCounters::default(),
         }
     }
 }
@@ -89,7 +90,7 @@ pub(super) struct FollowRelay {
     pub(super) departure: Weak<Departure>,
     pub(super) lost: Arc<LostSends>,
     pub(super) relayed: Arc<AtomicU64>,
-    pub(super) relayed_metric: metrics::Counter,
+    pub(super) counters: FollowCounters,
     pub(super) faults: RelocationFaults,
 }
 
@@ -134,6 +135,8 @@ impl FollowRelay {
                     let barrier = self
                         .control(&node, Command::RelocationBarrier, Bytes::new())
                         .await;
+                    self.counters.barriers.increment(1);
+                    let notices = self.counters.notices.clone();
                     let departure = self.departure.clone();
                     let owner_link = self.owner_link.clone();
                     let stop = self.stop.clone();
@@ -143,6 +146,9 @@ impl FollowRelay {
                             Err(_) => false,
                         };
                         let sent = admitted && send_notice(&owner_link, &key.sender, &notice).await;
+                        if sent {
+                            notices.increment(1);
+                        }
                         if let Some(departure) = departure.upgrade() {
                             departure.notice_done(&key, sent);
                         }
@@ -195,7 +201,7 @@ impl FollowRelay {
 
     async fn relay_in_span(&self, node: &Arc<MeshNode>, mut held: Held) {
         self.relayed.fetch_add(1, Ordering::Relaxed);
-        self.relayed_metric.increment(1);
+        self.counters.relayed.increment(1);
         let size = held.bytes();
         if let Some(departure) = self.departure.upgrade() {
             departure.relayed_one(size);

@@ -152,6 +152,7 @@ fn request(
         deadline: None,
         reply: Some(ReplyTo::Local(tx)),
         operation: 0,
+        queued_at: None,
     });
     assert!(live.try_deliver(job, body.len()).is_ok(), "queued");
     async move { rx.await.map(|reply| reply.and_then(Payload::into_bytes)) }
@@ -219,6 +220,7 @@ async fn a_node_stop_reaches_an_idle_loop_and_refuses_what_is_still_queued() {
         deadline: None,
         reply: Some(ReplyTo::Local(tx)),
         operation: 0,
+        queued_at: None,
     });
     assert!(r.live.try_deliver(late, 0).is_err());
 }
