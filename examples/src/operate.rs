@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use zlink::{Runtime, RuntimeBuilder};
 use zlink_dashboard::{Dashboard, ServedDashboard};
 
@@ -65,8 +65,10 @@ pub fn install(operate: Operate) -> Result<(), UsageError> {
         ));
     }
     let recorder = if operate.wanted() {
+        let depth = Matcher::Full(zlink::telemetry::names::MAILBOX_DEPTH.to_string());
         let recorder = PrometheusBuilder::new()
             .set_buckets(zlink::telemetry::DURATION_BUCKETS_SECONDS)
+            .and_then(|b| b.set_buckets_for_metric(depth, zlink::telemetry::DEPTH_BUCKETS))
             .and_then(PrometheusBuilder::install_recorder)
             .map_err(|e| UsageError(format!("the metrics recorder: {e}")))?;
         Some(recorder)

@@ -66,6 +66,7 @@ pub fn exporting() -> bool {
     PROVIDER.get().is_some()
 }
 
+// ANCHOR: propagation
 /// zlink's trace context, as OpenTelemetry's: what an example's nodes carry across the
 /// mesh when `--otlp` is given.
 pub struct OtelPropagation;
@@ -111,3 +112,4 @@ impl zlink::trace::TracePropagation for OtelPropagation {
         let _ = span.set_parent(parent);
     }
 }
+// ANCHOR_END: propagation
