@@ -388,6 +388,17 @@ async fn stream_sessions_are_counted_and_told_open_and_closed_by_reason() {
     })
     .await;
     assert_eq!(open(), Some(0.0));
+    let bytes = |direction: &str| {
+        series(
+            zlink::telemetry::names::SESSION_BYTES,
+            &[("rid", &gateway), ("direction", direction)],
+        )
+        .unwrap_or(0.0)
+    };
+    assert!(
+        bytes("received") > 0.0 && bytes("sent") > 0.0,
+        "the login and its answer"
+    );
     // The status stream told both, naming the listener, the session and the reason.
     let mut told = Vec::new();
     while let Some(observed) = stream.try_next() {
@@ -458,6 +469,16 @@ async fn turns_follow_notices_route_cache_links_and_selection_failures_are_count
     assert!(on(&waits, "tm-a", &actor) >= 4.0, "every message's wait");
     let depths = format!("{}_count", names::MAILBOX_DEPTH);
     assert!(on(&depths, "tm-b", &actor) + on(&depths, "tm-a", &actor) >= 1.0);
+    let pauses = format!("{}_count", names::RELOCATION_PAUSE);
+    assert_eq!(
+        on(&pauses, "tm-a", &actor),
+        1.0,
+        "the move's pause, on its source"
+    );
+    assert!(
+        on(names::RELOCATION_BYTES, "tm-a", &actor) > 0.0,
+        "its state and queue"
+    );
     let activations = format!("{}_count", names::ACTIVATION_DURATION);
     assert_eq!(on(&activations, "tm-a", &actor), 1.0);
     assert!(on(names::ROUTE_CACHE_LOOKUPS, "client", &[("outcome", "hit")]) >= 2.0);

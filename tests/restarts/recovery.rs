@@ -64,7 +64,31 @@ async fn a_partitioned_owner_whose_objects_were_reclaimed_never_runs_them_again(
     lease_expired(&store, &old_lease).await;
     // a stopped admitting a fencing margin before the store expired its lease.
     let ticks_at_expiry = a_counts.ticks();
+    // The reclaim is counted and told, on the node that ran it.
+    let scrape = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .expect("this test binary's one recorder");
+    let mut told = gateway.observe();
     let report = recovery.reclaim_node("a").await.unwrap();
+    let reclaimed = told.try_next().expect("the reclaim was told");
+    assert_eq!(
+        reclaimed.event.what,
+        zlink::telemetry::Happened::ObjectsReclaimed {
+            owner: Some("a".into()),
+            released: report.released.len(),
+            refused: 0,
+        }
+    );
+    let counted = format!(
+        "zlink_object_reclaims_total{{mesh=\"{}\",rid=\"gateway\",outcome=\"released\"}} {}",
+        gateway.status().mesh_name,
+        report.released.len()
+    );
+    assert!(
+        scrape.render().contains(&counted),
+        "{counted} in {}",
+        scrape.render()
+    );
     let mut released: Vec<_> = report
         .released
         .iter()

@@ -73,8 +73,9 @@ impl Controls {
 
     /// Recovery over the node's Location Store, as [`Runtime::objects`](super::Runtime::objects).
     pub fn objects(&self) -> Result<Objects> {
+        let instruments = self.handle.node().instruments();
         Ok(Objects::over(self.object_server()?.store())
-            .observed_by(self.handle.node().instruments().events.clone()))
+            .observed_by(instruments.events.clone(), instruments.objects.clone()))
     }
 
     /// Closes STREAM session `session` of listener `listener` (the client is told the

@@ -22,6 +22,7 @@ use super::session_type::DynSession;
 use super::table::PacketTable;
 use super::transport::{PacketSink, PacketSource};
 use crate::handle::Handle;
+use crate::telemetry::SessionMeter;
 use crate::ErrorKind;
 
 /// How long a closing session's notice may take to leave before the socket is dropped.
@@ -48,10 +49,11 @@ impl Connection {
             limits,
             handle,
         } = self;
-        let writer = tokio::spawn(write_loop(peer.clone(), sink));
+        let meter = handle.node().instruments().sessions.clone();
+        let writer = tokio::spawn(write_loop(peer.clone(), sink, meter.clone()));
         let (lane_tx, lane_rx) = mpsc::channel(limits.lane_depth);
         let lane = tokio::spawn(run_lane(peer.clone(), session, table, handle, lane_rx));
-        read_loop(&peer, source, &limits, lane_tx).await;
+        read_loop(&peer, source, (&limits, &meter), lane_tx).await;
         // Closing has started; the writer ends once the notice is out, or the linger does.
         if tokio::time::timeout(CLOSE_LINGER, peer.ended.cancelled())
             .await
@@ -65,7 +67,7 @@ impl Connection {
     }
 }
 
-async fn write_loop(peer: Arc<SessionPeer>, mut sink: impl PacketSink) {
+async fn write_loop(peer: Arc<SessionPeer>, mut sink: impl PacketSink, meter: Arc<SessionMeter>) {
     let mut batch: Vec<Bytes> = Vec::new();
     loop {
         let more = tokio::select! {
@@ -75,6 +77,7 @@ async fn write_loop(peer: Arc<SessionPeer>, mut sink: impl PacketSink) {
         if !more {
             break;
         }
+        meter.sent(batch.iter().map(Bytes::len).sum());
         let written = tokio::select! {
             _ = peer.ended.cancelled() => break,
             written = sink.write(&batch) => written,
@@ -99,7 +102,7 @@ async fn write_loop(peer: Arc<SessionPeer>, mut sink: impl PacketSink) {
 async fn read_loop(
     peer: &SessionPeer,
     mut source: impl PacketSource,
-    limits: &StreamLimits,
+    (limits, meter): (&StreamLimits, &SessionMeter),
     lane: mpsc::Sender<LaneEvent>,
 ) {
     let mut clock = SessionClock::new(limits);
@@ -123,6 +126,7 @@ async fn read_loop(
             Err(e) => return peer.close(close_reason(&e), &e.to_string()),
         };
         clock.heard();
+        meter.received(raw.body.len());
         let packet = match decode_packet(raw.body, raw.header_len) {
             Ok(packet) => packet,
             Err(e) => match e.request_seq {

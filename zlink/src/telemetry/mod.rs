@@ -129,6 +129,26 @@ pub fn describe() {
         "STREAM sessions that ended, by reason."
     );
     describe_counter!(
+        names::SESSION_BYTES,
+        Unit::Bytes,
+        "Bytes of STREAM sessions' packets, by direction (received, sent)."
+    );
+    describe_counter!(
+        names::RELOCATION_BYTES,
+        Unit::Bytes,
+        "Bytes moves carried (state and queued messages), by kind, counted on the node they left."
+    );
+    describe_histogram!(
+        names::RELOCATION_PAUSE,
+        Unit::Seconds,
+        "The pause a move's callers saw: from the seal until the target took over, by kind."
+    );
+    describe_counter!(
+        names::RECLAIMS,
+        Unit::Count,
+        "Objects this node's reclaims released or left in place (refused), by outcome."
+    );
+    describe_counter!(
         names::LINK_BYTES,
         Unit::Bytes,
         "Bytes of RouteMesh messages, by direction (received, sent)."

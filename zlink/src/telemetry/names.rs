@@ -69,3 +69,11 @@ pub const LINK_BYTES: &str = "zlink_link_bytes_total";
 pub const LINK_ADMISSIONS: &str = "zlink_link_admissions_total";
 /// RouteMesh admissions this node refused, by reason.
 pub const LINK_REFUSALS: &str = "zlink_link_refusals_total";
+/// Bytes of STREAM sessions' packets, by direction (`received`, `sent`).
+pub const SESSION_BYTES: &str = "zlink_session_bytes_total";
+/// Bytes a move carried (state and queue), by kind, on the node it left.
+pub const RELOCATION_BYTES: &str = "zlink_relocation_bytes_total";
+/// The pause a move's callers saw: from the seal until the target took over, by kind.
+pub const RELOCATION_PAUSE: &str = "zlink_relocation_pause_seconds";
+/// Objects this node's reclaims released or left in place, by outcome.
+pub const RECLAIMS: &str = "zlink_object_reclaims_total";

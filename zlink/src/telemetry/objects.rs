@@ -163,6 +163,23 @@ impl ObjectMeter {
     }
 
     /// The counter of messages this node relays by Message Follow.
+    /// A move of a `kind` object carried `bytes` and paused its callers since `sealed_at`.
+    pub(crate) fn carried(&self, kind: ObjectClass, bytes: usize, sealed_at: Instant) {
+        let labels = || self.labels.with(&[("kind", kind.as_str())]);
+        metrics::counter!(names::RELOCATION_BYTES, labels()).increment(bytes as u64);
+        metrics::histogram!(names::RELOCATION_PAUSE, labels())
+            .record(sealed_at.elapsed().as_secs_f64());
+    }
+
+    /// A reclaim released `released` objects and left `refused` in place.
+    pub(crate) fn reclaimed(&self, released: usize, refused: usize) {
+        let counter = |outcome: &'static str| {
+            metrics::counter!(names::RECLAIMS, self.labels.with(&[("outcome", outcome)]))
+        };
+        counter("released").increment(released as u64);
+        counter("refused").increment(refused as u64);
+    }
+
     /// The Message Follow counters of this node.
     pub(crate) fn follow(&self) -> FollowCounters {
         FollowCounters {

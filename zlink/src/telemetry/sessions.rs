@@ -14,6 +14,8 @@ pub(crate) struct SessionMeter {
     labels: NodeLabels,
     open: Gauge,
     closed: [OnceLock<Counter>; CLOSE_REASONS],
+    received: Counter,
+    sent: Counter,
 }
 
 impl SessionMeter {
@@ -21,6 +23,11 @@ impl SessionMeter {
         SessionMeter {
             open: metrics::gauge!(names::SESSIONS_OPEN, labels.with(&[])),
             closed: Default::default(),
+            received: metrics::counter!(
+                names::SESSION_BYTES,
+                labels.with(&[("direction", "received")])
+            ),
+            sent: metrics::counter!(names::SESSION_BYTES, labels.with(&[("direction", "sent")])),
             labels: labels.clone(),
         }
     }
@@ -44,5 +51,15 @@ impl SessionMeter {
                 })
                 .increment(1);
         }
+    }
+
+    /// A packet of `bytes` arrived from a client.
+    pub(crate) fn received(&self, bytes: usize) {
+        self.received.increment(bytes as u64);
+    }
+
+    /// `bytes` were written to a client.
+    pub(crate) fn sent(&self, bytes: usize) {
+        self.sent.increment(bytes as u64);
     }
 }

@@ -32,7 +32,7 @@ pub use self::report::{
 use super::authority_store::{AuthorityStore, Versioned};
 use crate::address::{ActorId, ObjectKey, SpotId};
 use crate::store::{LocationStore, StoreError};
-use crate::telemetry::{EventHub, Happened};
+use crate::telemetry::{EventHub, Happened, ObjectMeter};
 use crate::{Error, Result};
 
 /// Reclaims one node runs at once.
@@ -48,8 +48,9 @@ const SCAN_PAGE: usize = 500;
 pub struct Objects {
     store: Arc<dyn LocationStore>,
     authority: AuthorityStore,
-    /// The status stream of the node these operations run on, if they run on one.
-    events: Option<Arc<EventHub>>,
+    /// The status stream and the instruments of the node these operations run on, if
+    /// they run on one.
+    observed: Option<(Arc<EventHub>, Arc<ObjectMeter>)>,
 }
 
 impl Objects {
@@ -59,20 +60,22 @@ impl Objects {
         Objects {
             authority: AuthorityStore::new(store.clone()),
             store,
-            events: None,
+            observed: None,
         }
     }
 
-    /// These operations, telling the status stream `events` what they reclaimed.
-    pub(crate) fn observed_by(mut self, events: Arc<EventHub>) -> Self {
-        self.events = Some(events);
+    /// These operations, telling the status stream `events` and the instruments `meter`
+    /// what they reclaimed.
+    pub(crate) fn observed_by(mut self, events: Arc<EventHub>, meter: Arc<ObjectMeter>) -> Self {
+        self.observed = Some((events, meter));
         self
     }
 
     /// Tells the status stream, if any, that a reclaim released and refused what
     /// `report` lists.
     fn tell(&self, owner: Option<&str>, report: &ReclaimReport) {
-        if let Some(events) = &self.events {
+        if let Some((events, meter)) = &self.observed {
+            meter.reclaimed(report.released.len(), report.refused.len());
             events.emit(|| Happened::ObjectsReclaimed {
                 owner: owner.map(str::to_string),
                 released: report.released.len(),

@@ -244,6 +244,13 @@ async fn seal_then_hand_over(
             return Err(e);
         }
     };
+    let sealed_at = std::time::Instant::now();
+    let carried = sealed
+        .state
+        .as_ref()
+        .and_then(|state| state.as_ref().ok())
+        .map_or(0, Vec::len)
+        + sealed.backlog.iter().map(|(_, bytes)| bytes).sum::<usize>();
     let resume = std::sync::Mutex::new(Some(resume_tx));
     let take_resume = || resume.lock_unpoisoned().take();
     let outcome = hand_over(server, live, route, sealed, carry, || {
@@ -256,6 +263,12 @@ async fn seal_then_hand_over(
     // Not handed over: the object's loop runs on.
     if let Some(resume) = take_resume() {
         let _ = resume.send(Resume::Cancelled);
+    }
+    if matches!(outcome, HandOver::Moved(_)) {
+        server
+            .env
+            .meter()
+            .carried(key.kind.into(), carried, sealed_at);
     }
     Ok(outcome)
 }
