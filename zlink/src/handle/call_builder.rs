@@ -291,6 +291,9 @@ fn call_span(
     surface: Surface,
     packet: &'static str,
 ) -> Option<Box<tracing::Span>> {
+    if !crate::mesh::traced::spans_wanted() {
+        return None;
+    }
     let identity = handle.node().identity();
     let span = tracing::debug_span!(
         "zlink.call",

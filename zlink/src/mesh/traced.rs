@@ -30,6 +30,13 @@ impl InboundTrace {
         metadata: &Metadata,
     ) -> InboundTrace {
         let context = TraceContext::of(metadata);
+        if context.is_none() && !spans_wanted() {
+            // The common path: no context to carry, no subscriber that takes debug spans.
+            return InboundTrace {
+                context,
+                span: tracing::Span::none(),
+            };
+        }
         let span = tracing::debug_span!(
             "zlink.handle",
             mesh = identity.mesh_name(),
@@ -73,4 +80,10 @@ impl InboundTrace {
             }
         }
     }
+}
+
+/// Whether any subscriber may take zlink's `debug` spans now: one atomic read, so the
+/// message path builds no span at all when none does.
+pub(crate) fn spans_wanted() -> bool {
+    tracing::level_filters::LevelFilter::current() >= tracing::Level::DEBUG
 }

@@ -39,12 +39,12 @@ pub(super) async fn handler_turn(
     handler: usize,
     payload: Payload,
 ) -> Result<Payload> {
-    let timing = ctx.handle.node().instruments().turns.clone();
+    let node = ctx.handle.node();
+    let timing = node.instruments().turns.clone();
     let started = timing.as_ref().map(|_| std::time::Instant::now());
     // Kept only to name a long turn in its log line.
-    let packet = timing.as_ref().and(ctx.packet.clone());
+    let packet = timing.as_ref().and_then(|_| ctx.packet.clone());
     let trace = {
-        let node = ctx.handle.node();
         let surface = match kind {
             ObjectKind::Spot => "spot",
             ObjectKind::Actor => "actor",

@@ -223,10 +223,8 @@ impl TurnLoop {
                     ObjectJob::HandedOver(handed) => break 'step self.resume(handed).await,
                     job => job,
                 };
-                // One turn at a time among the objects sharing the gate. A gate no other object
-                // can take (an Actor's own) needs no lock: this loop's turns are serial already;
-                // an uncontended one (every object's but a busy SpotWide member's) is taken at
-                // once, with no future and no move of the job.
+                // One turn at a time among the objects sharing the gate: an Actor's own needs
+                // no lock; an uncontended shared one is taken at once, with no future.
                 let TurnView {
                     gate, membership, ..
                 } = self.object.turn_view();

@@ -55,159 +55,58 @@ pub const DEPTH_BUCKETS: &[f64] = &[
     0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 4096.0,
 ];
 
+/// What kind of instrument a name is.
+#[derive(Clone, Copy)]
+enum Instrument {
+    Gauge,
+    Counter,
+    Histogram,
+}
+
+/// Every zlink instrument: its kind, name, unit and help text.
+const DESCRIPTIONS: &[(Instrument, &str, Unit, &str)] = &[
+    (Instrument::Gauge, names::CALLS_IN_FLIGHT, Unit::Count, "Calls this node's application has started and not yet seen end, by surface."),
+    (Instrument::Counter, names::CALLS, Unit::Count, "Calls this node's application made, by surface, kind and outcome (cancelled: the caller dropped the call)."),
+    (Instrument::Histogram, names::CALL_DURATION, Unit::Seconds, "How long a request took from the caller's side, by surface and outcome."),
+    (Instrument::Gauge, names::PEERS, Unit::Count, "This node's peers: configured, connected (admitted) and ready."),
+    (Instrument::Gauge, names::OBJECTS_OWNED, Unit::Count, "Spots and Actors this node owns, by kind (its Entry Spot aside)."),
+    (Instrument::Counter, names::CREATIONS, Unit::Count, "Creations this node attempted, by kind and outcome."),
+    (Instrument::Counter, names::RELOCATIONS, Unit::Count, "Moves this node started as the source, by kind and outcome."),
+    (Instrument::Histogram, names::RELOCATION_DURATION, Unit::Seconds, "How long a move took from its start to its outcome, by kind and outcome."),
+    (Instrument::Counter, names::STORE_OPERATIONS, Unit::Count, "This node's Location Store calls, by operation and outcome (failed: an error, or given up on)."),
+    (Instrument::Histogram, names::STORE_OPERATION_DURATION, Unit::Seconds, "How long a Location Store call took, by operation."),
+    (Instrument::Histogram, names::LEASE_RENEWAL_LATENESS, Unit::Seconds, "How late the owner lease's keeper woke for a renewal, after the interval it slept."),
+    (Instrument::Counter, names::FOLLOW_RELAYED, Unit::Count, "Messages this node relayed by Message Follow to Spots and Actors that moved away."),
+    (Instrument::Gauge, names::SESSIONS_OPEN, Unit::Count, "STREAM sessions open on this node's listeners."),
+    (Instrument::Counter, names::SESSIONS_CLOSED, Unit::Count, "STREAM sessions that ended, by reason."),
+    (Instrument::Counter, names::SESSION_BYTES, Unit::Bytes, "Bytes of STREAM sessions' packets, by direction (received, sent)."),
+    (Instrument::Counter, names::RELOCATION_BYTES, Unit::Bytes, "Bytes moves carried (state and queued messages), by kind, counted on the node they left."),
+    (Instrument::Histogram, names::RELOCATION_PAUSE, Unit::Seconds, "The pause a move's callers saw: from the seal until the target took over, by kind."),
+    (Instrument::Counter, names::RECLAIMS, Unit::Count, "Objects this node's reclaims released or left in place (refused), by outcome."),
+    (Instrument::Counter, names::LINK_BYTES, Unit::Bytes, "Bytes of RouteMesh messages, by direction (received, sent)."),
+    (Instrument::Counter, names::LINK_ADMISSIONS, Unit::Count, "Peers admitted on RouteMesh connections, by security (null, curve): each a completed handshake."),
+    (Instrument::Counter, names::LINK_REFUSALS, Unit::Count, "RouteMesh admissions this node refused, by reason."),
+    (Instrument::Counter, names::SELECTION_FAILURES, Unit::Count, "Channel calls that found no server to select, by reason (no_member: no ready peer serves the channel; draining: all at weight 0 or tried)."),
+    (Instrument::Counter, names::FOLLOW_NOTICES, Unit::Count, "Follow notices this node sent to senders that used a moved object's old route."),
+    (Instrument::Counter, names::FOLLOW_BARRIERS, Unit::Count, "Barriers this node sent ahead of follow notices."),
+    (Instrument::Counter, names::ROUTE_CACHE_LOOKUPS, Unit::Count, "Route cache lookups of this node's callers, by outcome (hit, miss: an authority read follows)."),
+    (Instrument::Histogram, names::MAILBOX_WAIT, Unit::Seconds, "How long a message waited in its Spot's or Actor's mailbox before its turn, by kind."),
+    (Instrument::Histogram, names::MAILBOX_DEPTH, Unit::Count, "Jobs waiting in a Spot's or Actor's mailbox when one of its queued turns started, by kind."),
+    (Instrument::Counter, names::LONG_TURNS, Unit::Count, "Turns that ran for 1 s or more, by kind (each is also logged at warn)."),
+    (Instrument::Histogram, names::ACTIVATION_DURATION, Unit::Seconds, "How long creating (activating) a Spot or Actor took on the node that made it, by kind."),
+    (Instrument::Counter, names::LOST_ONE_WAYS, Unit::Count, "One-way messages this node accepted and could not deliver, by reason (each is also logged at warn)."),
+];
+
 /// Gives every zlink instrument its unit and help text in the recorder installed now
 /// (a node does this when it starts; calling it again does no harm).
 pub fn describe() {
-    describe_gauge!(
-        names::CALLS_IN_FLIGHT,
-        Unit::Count,
-        "Calls this node's application has started and not yet seen end, by surface."
-    );
-    describe_counter!(
-        names::CALLS,
-        Unit::Count,
-        "Calls this node's application made, by surface, kind and outcome (cancelled: the caller dropped the call)."
-    );
-    describe_histogram!(
-        names::CALL_DURATION,
-        Unit::Seconds,
-        "How long a request took from the caller's side, by surface and outcome."
-    );
-    describe_gauge!(
-        names::PEERS,
-        Unit::Count,
-        "This node's peers: configured, connected (admitted) and ready."
-    );
-    describe_gauge!(
-        names::OBJECTS_OWNED,
-        Unit::Count,
-        "Spots and Actors this node owns, by kind (its Entry Spot aside)."
-    );
-    describe_counter!(
-        names::CREATIONS,
-        Unit::Count,
-        "Creations this node attempted, by kind and outcome."
-    );
-    describe_counter!(
-        names::RELOCATIONS,
-        Unit::Count,
-        "Moves this node started as the source, by kind and outcome."
-    );
-    describe_histogram!(
-        names::RELOCATION_DURATION,
-        Unit::Seconds,
-        "How long a move took from its start to its outcome, by kind and outcome."
-    );
-    describe_counter!(
-        names::STORE_OPERATIONS,
-        Unit::Count,
-        "This node's Location Store calls, by operation and outcome (failed: an error, or given up on)."
-    );
-    describe_histogram!(
-        names::STORE_OPERATION_DURATION,
-        Unit::Seconds,
-        "How long a Location Store call took, by operation."
-    );
-    describe_histogram!(
-        names::LEASE_RENEWAL_LATENESS,
-        Unit::Seconds,
-        "How late the owner lease's keeper woke for a renewal, after the interval it slept."
-    );
-    describe_counter!(
-        names::FOLLOW_RELAYED,
-        Unit::Count,
-        "Messages this node relayed by Message Follow to Spots and Actors that moved away."
-    );
-    describe_gauge!(
-        names::SESSIONS_OPEN,
-        Unit::Count,
-        "STREAM sessions open on this node's listeners."
-    );
-    describe_counter!(
-        names::SESSIONS_CLOSED,
-        Unit::Count,
-        "STREAM sessions that ended, by reason."
-    );
-    describe_counter!(
-        names::SESSION_BYTES,
-        Unit::Bytes,
-        "Bytes of STREAM sessions' packets, by direction (received, sent)."
-    );
-    describe_counter!(
-        names::RELOCATION_BYTES,
-        Unit::Bytes,
-        "Bytes moves carried (state and queued messages), by kind, counted on the node they left."
-    );
-    describe_histogram!(
-        names::RELOCATION_PAUSE,
-        Unit::Seconds,
-        "The pause a move's callers saw: from the seal until the target took over, by kind."
-    );
-    describe_counter!(
-        names::RECLAIMS,
-        Unit::Count,
-        "Objects this node's reclaims released or left in place (refused), by outcome."
-    );
-    describe_counter!(
-        names::LINK_BYTES,
-        Unit::Bytes,
-        "Bytes of RouteMesh messages, by direction (received, sent)."
-    );
-    describe_counter!(
-        names::LINK_ADMISSIONS,
-        Unit::Count,
-        "Peers admitted on RouteMesh connections, by security (null, curve): each a completed handshake."
-    );
-    describe_counter!(
-        names::LINK_REFUSALS,
-        Unit::Count,
-        "RouteMesh admissions this node refused, by reason."
-    );
-    describe_counter!(
-        names::SELECTION_FAILURES,
-        Unit::Count,
-        "Channel calls that found no server to select, by reason (no_member: no ready peer serves the channel; draining: all at weight 0 or tried)."
-    );
-    describe_counter!(
-        names::FOLLOW_NOTICES,
-        Unit::Count,
-        "Follow notices this node sent to senders that used a moved object's old route."
-    );
-    describe_counter!(
-        names::FOLLOW_BARRIERS,
-        Unit::Count,
-        "Barriers this node sent ahead of follow notices."
-    );
-    describe_counter!(
-        names::ROUTE_CACHE_LOOKUPS,
-        Unit::Count,
-        "Route cache lookups of this node's callers, by outcome (hit, miss: an authority read follows)."
-    );
-    describe_histogram!(
-        names::MAILBOX_WAIT,
-        Unit::Seconds,
-        "How long a message waited in its Spot's or Actor's mailbox before its turn, by kind."
-    );
-    describe_histogram!(
-        names::MAILBOX_DEPTH,
-        Unit::Count,
-        "Jobs waiting in a Spot's or Actor's mailbox when one of its queued turns started, by kind."
-    );
-    describe_counter!(
-        names::LONG_TURNS,
-        Unit::Count,
-        "Turns that ran for 1 s or more, by kind (each is also logged at warn)."
-    );
-    describe_histogram!(
-        names::ACTIVATION_DURATION,
-        Unit::Seconds,
-        "How long creating (activating) a Spot or Actor took on the node that made it, by kind."
-    );
-    describe_counter!(
-        names::LOST_ONE_WAYS,
-        Unit::Count,
-        "One-way messages this node accepted and could not deliver, by reason (each is also logged at warn)."
-    );
+    for &(instrument, name, unit, help) in DESCRIPTIONS {
+        match instrument {
+            Instrument::Gauge => describe_gauge!(name, unit, help),
+            Instrument::Counter => describe_counter!(name, unit, help),
+            Instrument::Histogram => describe_histogram!(name, unit, help),
+        }
+    }
 }
 
 /// Whether a recorder is installed. The facade's stand-in for none is its zero-sized no-op
