@@ -70,20 +70,27 @@ impl InboundTrace {
         }
     }
 
-    /// `work` inside the span and the context, unboxed (work that borrows).
-    pub(crate) fn run<F: Future>(self, work: F) -> impl Future<Output = F::Output> {
+    /// `work` inside the span and the context (work that may borrow): itself on the
+    /// common path, so the future it runs in grows by one word; boxed when traced.
+    pub(crate) fn run<'a, F: Future + Send + 'a>(
+        self,
+        work: F,
+    ) -> Either<F, crate::call::BoxFuture<'a, F::Output>> {
         match (self.context, self.span.is_disabled()) {
             (None, true) => Either::Left(work),
-            (None, false) => Either::Right(Either::Left(work.instrument(self.span))),
+            (None, false) => Either::Right(Box::pin(work.instrument(self.span))),
             (Some(context), _) => {
-                Either::Right(Either::Right(within(context, work).instrument(self.span)))
+                Either::Right(Box::pin(within(context, work).instrument(self.span)))
             }
         }
     }
 }
 
-/// Whether any subscriber may take zlink's `debug` spans now: one atomic read, so the
-/// message path builds no span at all when none does.
+/// Whether any subscriber may take zlink's `debug` spans now: two atomic reads, so the
+/// message path builds no span at all when none does. Without any subscriber set,
+/// tracing's level filter allows everything (and a span would still be built, for the
+/// `log` bridge): that case is ruled out first.
 pub(crate) fn spans_wanted() -> bool {
-    tracing::level_filters::LevelFilter::current() >= tracing::Level::DEBUG
+    tracing::dispatcher::has_been_set()
+        && tracing::level_filters::LevelFilter::current() >= tracing::Level::DEBUG
 }

@@ -40,10 +40,11 @@ pub(super) async fn handler_turn(
     payload: Payload,
 ) -> Result<Payload> {
     let node = ctx.handle.node();
-    let timing = node.instruments().turns.clone();
-    let started = timing.as_ref().map(|_| std::time::Instant::now());
-    // Kept only to name a long turn in its log line.
-    let packet = timing.as_ref().and_then(|_| ctx.packet.clone());
+    // Boxed: the turn's future stays small when no recorder is installed.
+    let timing = node.instruments().turns.clone().map(|meter| {
+        // The packet is kept only to name a long turn in its log line.
+        Box::new((meter, std::time::Instant::now(), ctx.packet.clone()))
+    });
     let trace = {
         let surface = match kind {
             ObjectKind::Spot => "spot",
@@ -80,8 +81,9 @@ pub(super) async fn handler_turn(
         .await
     };
     instance.end_turn();
-    if let (Some(timing), Some(started)) = (timing, started) {
-        if timing.turn_ended(kind.into(), started) {
+    if let Some(timing) = timing {
+        let (meter, started, packet) = *timing;
+        if meter.turn_ended(kind.into(), started) {
             tracing::warn!(
                 ?kind,
                 packet = packet.as_ref().map_or("", TurnName::as_str),
