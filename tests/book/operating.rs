@@ -103,14 +103,12 @@ async fn the_chapter_s_health_probes_answer_as_shown() {
 }
 
 // ANCHOR: trace
-/// Calls the echo channel inside a new trace; returns the flow the call carried.
-async fn traced_echo(client: &zlink::Runtime) -> zlink::Result<String> {
+/// Runs `work` (your calls) inside a new trace; returns the flow its calls carried.
+async fn in_a_new_trace(
+    work: impl std::future::Future<Output = zlink::Result<()>>,
+) -> zlink::Result<String> {
     zlink::trace::traced(async {
-        echo_client(client)
-            .echo(&Echo {
-                text: "traced".into(),
-            })
-            .await?;
+        work.await?;
         let context = zlink::trace::current().expect("inside the trace");
         Ok(context.flow_id)
     })
@@ -122,7 +120,16 @@ async fn traced_echo(client: &zlink::Runtime) -> zlink::Result<String> {
 async fn the_chapter_s_trace_carries_a_flow() {
     let server = server("book-ops-trace-s", 1).await;
     let client = client("book-ops-trace-c", &[&server]).await;
-    let flow = traced_echo(&client).await.unwrap();
+    let echo = echo_client(&client);
+    let flow = in_a_new_trace(async {
+        echo.echo(&Echo {
+            text: "traced".into(),
+        })
+        .await
+        .map(|_| ())
+    })
+    .await
+    .unwrap();
     assert_eq!(flow.len(), 36, "a UUID: {flow}");
     assert!(zlink::trace::current().is_none(), "outside the trace");
     stop([client, server]).await;

@@ -499,5 +499,15 @@ async fn turns_follow_notices_route_cache_links_and_selection_failures_are_count
         ),
         1.0
     );
+    // A node-direct request to a node that serves no such packet: dropped there.
+    let unserved = client
+        .nodes()
+        .request("tm-a", &Echo { text: "x".into() })
+        .await;
+    assert!(unserved.unwrap_err().is(zlink::ErrorKind::NotFound));
+    assert_eq!(
+        on(names::DROPPED_MESSAGES, "tm-a", &[("reason", "no_handler")]),
+        1.0
+    );
     stop(m.nodes).await;
 }

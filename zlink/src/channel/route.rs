@@ -8,6 +8,7 @@ use crate::call::PacketKind;
 use crate::handle::WeakHandle;
 use crate::handler::{CallFacts, HandlerContext, HandlerGroup, HandlerTable};
 use crate::mesh::{InboundCall, InboundRoute};
+use crate::telemetry::Dropped;
 use crate::{Error, ErrorKind};
 
 /// Delivers channel commands (18, 19) to the handler groups of the channels served here.
@@ -49,6 +50,13 @@ impl InboundRoute for ChannelRoute {
         let Some((name, handlers, slot)) = found else {
             let (channel, packet) = (head.target.as_str(), head.packet.as_str());
             tracing::warn!(peer = %call.from().rid(), channel, packet, request = call.is_request(), "no_handler");
+            if let Some(handle) = self.handle.upgrade() {
+                handle
+                    .node()
+                    .instruments()
+                    .links
+                    .dropped(Dropped::NoHandler);
+            }
             let err = Error::new(
                 ErrorKind::NotFound,
                 format!("no handler for {packet} on {channel}"),

@@ -17,6 +17,18 @@ pub(crate) struct LinkMeter {
     sent: Counter,
     admitted: [Counter; 2],
     refused: [OnceLock<Counter>; REFUSAL_REASONS],
+    dropped: [Counter; 3],
+}
+
+/// Why an inbound RouteMesh message was dropped (a request is answered with the error).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Dropped {
+    /// Over the node's message size cap.
+    Oversize = 0,
+    /// It did not decode (a protocol error).
+    Malformed = 1,
+    /// No handler serves its packet.
+    NoHandler = 2,
 }
 
 impl LinkMeter {
@@ -31,7 +43,15 @@ impl LinkMeter {
                 labels.with(&[("security", security)])
             )
         };
+        let dropped = |reason: &'static str| {
+            metrics::counter!(names::DROPPED_MESSAGES, labels.with(&[("reason", reason)]))
+        };
         LinkMeter {
+            dropped: [
+                dropped("oversize"),
+                dropped("malformed"),
+                dropped("no_handler"),
+            ],
             received: bytes("received"),
             sent: bytes("sent"),
             admitted: [admitted("null"), admitted("curve")],
@@ -48,6 +68,11 @@ impl LinkMeter {
     /// `bytes` of one message were queued to a peer.
     pub(crate) fn sent(&self, bytes: usize) {
         self.sent.increment(bytes as u64);
+    }
+
+    /// An inbound message was dropped for `reason`.
+    pub(crate) fn dropped(&self, reason: Dropped) {
+        self.dropped[reason as usize].increment(1);
     }
 
     /// A peer was admitted, over CURVE or not.

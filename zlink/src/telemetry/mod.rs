@@ -29,7 +29,7 @@ pub use events::{
     Happened, HostState, NodeEvent, Observed, Observer, OBSERVER_QUEUE, RETAINED_EVENTS,
 };
 pub use labels::{CallKind, Outcome, Surface};
-pub(crate) use links::LinkMeter;
+pub(crate) use links::{Dropped, LinkMeter};
 pub use objects::ObjectClass;
 pub(crate) use objects::{
     CreationOutcome, FollowCounters, MoveOutcome, ObjectMeter, RouteCacheCounters, LOST_REASONS,
@@ -83,6 +83,7 @@ const DESCRIPTIONS: &[(Instrument, &str, Unit, &str)] = &[
     (Instrument::Counter, names::RELOCATION_BYTES, Unit::Bytes, "Bytes moves carried (state and queued messages), by kind, counted on the node they left."),
     (Instrument::Histogram, names::RELOCATION_PAUSE, Unit::Seconds, "The pause a move's callers saw: from the seal until the target took over, by kind."),
     (Instrument::Counter, names::RECLAIMS, Unit::Count, "Objects this node's reclaims released or left in place (refused), by outcome."),
+    (Instrument::Counter, names::DROPPED_MESSAGES, Unit::Count, "RouteMesh messages this node dropped on arrival, by reason (oversize, malformed, no_handler); a request among them is answered with the error."),
     (Instrument::Counter, names::LINK_BYTES, Unit::Bytes, "Bytes of RouteMesh messages, by direction (received, sent)."),
     (Instrument::Counter, names::LINK_ADMISSIONS, Unit::Count, "Peers admitted on RouteMesh connections, by security (null, curve): each a completed handshake."),
     (Instrument::Counter, names::LINK_REFUSALS, Unit::Count, "RouteMesh admissions this node refused, by reason."),

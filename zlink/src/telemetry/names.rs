@@ -77,3 +77,6 @@ pub const RELOCATION_BYTES: &str = "zlink_relocation_bytes_total";
 pub const RELOCATION_PAUSE: &str = "zlink_relocation_pause_seconds";
 /// Objects this node's reclaims released or left in place, by outcome.
 pub const RECLAIMS: &str = "zlink_object_reclaims_total";
+/// RouteMesh messages dropped on arrival, by reason (`oversize`, `malformed`,
+/// `no_handler`).
+pub const DROPPED_MESSAGES: &str = "zlink_mesh_dropped_messages_total";

@@ -14,6 +14,7 @@ use crate::link::{Connection, Frames};
 use crate::mesh::count_permit::CountPermit;
 use crate::mesh::dispatch::{InboundCall, ReplyRoute};
 use crate::mesh::peer_table::UpdateOutcome;
+use crate::telemetry::Dropped;
 use crate::wire::{
     CallMessage, Command, ControlHeader, Envelope, RejectReason, ReplyOutcome, WireError,
 };
@@ -97,6 +98,7 @@ fn on_control(
 /// reply when its correlation can be read from the head.
 fn on_oversize(links: &Links, conn: &Arc<dyn Connection>, frames: &Frames, size: usize) {
     let max = links.identity().max_message();
+    links.meter.dropped(Dropped::Oversize);
     tracing::warn!(
         conn = conn.id(),
         size,
@@ -191,6 +193,7 @@ fn on_malformed(links: &Links, conn: &Arc<dyn Connection>, error: WireError, dia
     if phase == PhaseKind::Rejected {
         return;
     }
+    links.meter.dropped(Dropped::Malformed);
     tracing::warn!(conn = conn.id(), reason = %error.reason, "protocol_error");
     let admitted = phase == PhaseKind::Ready;
     let is_request = error.command.is_some_and(Command::is_request);
