@@ -1,88 +1,19 @@
 //! Trace context across nodes, collected in memory from zlink's spans: one request that
 //! crosses three nodes and a relocation is one trace, with one flow.
 
-use std::sync::{Arc, Mutex};
-
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::Subscriber;
-use tracing_subscriber::layer::{Context, SubscriberExt};
-use tracing_subscriber::registry::LookupSpan;
-use tracing_subscriber::Layer;
 use zlink::trace::{current, traced};
 use zlink_tests::relocating::{mesh, Add, Beat, CounterClient};
 
 const WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+use zlink_tests::spans::{collector, Collected};
 use zlink_tests::*;
-
-/// One span as the collector saw it: its name and its fields.
-#[derive(Debug, Clone, Default)]
-struct Collected {
-    name: &'static str,
-    fields: std::collections::BTreeMap<&'static str, String>,
-}
-
-/// An in-memory span collector: every span's name and fields, as a tracing backend
-/// would receive them.
-#[derive(Clone, Default)]
-struct Collector {
-    spans: Arc<Mutex<std::collections::HashMap<u64, Collected>>>,
-}
-
-struct Fields<'a>(&'a mut std::collections::BTreeMap<&'static str, String>);
-
-impl Visit for Fields<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name(), value.to_string());
-    }
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name(), format!("{value:?}"));
-    }
-}
-
-impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Collector {
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _: Context<'_, S>) {
-        let mut span = Collected {
-            name: attrs.metadata().name(),
-            ..Collected::default()
-        };
-        attrs.record(&mut Fields(&mut span.fields));
-        self.spans.lock().unwrap().insert(id.into_u64(), span);
-    }
-
-    fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
-        if let Some(span) = self.spans.lock().unwrap().get_mut(&id.into_u64()) {
-            values.record(&mut Fields(&mut span.fields));
-        }
-    }
-}
-
-impl Collector {
-    /// The spans of trace `trace_id`.
-    fn trace(&self, trace_id: &str) -> Vec<Collected> {
-        self.spans
-            .lock()
-            .unwrap()
-            .values()
-            .filter(|s| s.fields.get("trace_id").map(String::as_str) == Some(trace_id))
-            .cloned()
-            .collect()
-    }
-}
 
 /// A request from the client node to an Actor that moved from `tr-a` to `tr-b`, sent on
 /// the client's stale route: the client's call, `tr-a`'s Message Follow relay and the
 /// handler on `tr-b` are spans of one trace, under one flow, each naming its node.
 #[tokio::test]
 async fn one_request_across_three_nodes_and_a_relocation_is_one_trace_with_one_flow() {
-    let collector = Collector::default();
-    let subscriber = tracing_subscriber::registry().with(
-        collector
-            .clone()
-            .with_filter(tracing_subscriber::filter::LevelFilter::DEBUG),
-    );
-    // This test's tasks all run on its one thread (a current-thread runtime).
-    let _default = tracing::subscriber::set_default(subscriber);
+    let collector = collector();
 
     let m = mesh(&["tr-a", "tr-b"], Some(std::time::Duration::from_secs(30))).await;
     let (a, client) = (&m.nodes[0], &m.nodes[2]);
@@ -184,17 +115,31 @@ async fn one_request_across_three_nodes_and_a_relocation_is_one_trace_with_one_f
 #[tokio::test]
 async fn a_stream_clients_flow_reaches_the_actor_its_session_relays_to() {
     use zlink_testkit::stream_client::{kind, StreamClient, StreamPacket};
-    let collector = Collector::default();
-    let subscriber = tracing_subscriber::registry().with(
-        collector
-            .clone()
-            .with_filter(tracing_subscriber::filter::LevelFilter::DEBUG),
-    );
-    let _default = tracing::subscriber::set_default(subscriber);
-    let cluster = zlink_tests::bound_sessions::gateways_and_players(1, 1).await;
-    let gateway = cluster.node(0).rid().to_string();
-    let players = cluster.node(1).rid().to_string();
-    let address = cluster.node(0).stream_endpoint("clients").expect("bound");
+    let collector = collector();
+    use zlink::session::StreamListener;
+    use zlink_tests::bound_sessions::{Gateway, Player};
+    // Nodes of its own (not the testkit cluster's n0, n1, whose series the metrics tests
+    // of this binary read).
+    let redis = zlink_testkit::RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let player_type = Player::actor_type(|_| Player::default()).expect("an Actor type");
+    let players_node =
+        start(discovered_node("flow-players", &store, quick_lease()).actor_type(player_type)).await;
+    let gateway_node = start(
+        discovered_node("flow-gateway", &store, quick_lease()).stream_listener(
+            StreamListener::new("clients")
+                .bind("tcp://127.0.0.1:0")
+                .session(Gateway::default),
+        ),
+    )
+    .await;
+    gateway_node
+        .actors()
+        .ready(Player::STABLE_TYPE, 1)
+        .await
+        .expect("flow-players takes players");
+    let (gateway, players) = ("flow-gateway".to_string(), "flow-players".to_string());
+    let address = gateway_node.stream_endpoint("clients").expect("bound");
     let mut client = StreamClient::tcp(address.trim_start_matches("tcp://"))
         .await
         .unwrap();
@@ -228,5 +173,5 @@ async fn a_stream_clients_flow_reaches_the_actor_its_session_relays_to() {
     let session = on("session", &gateway).unwrap_or_else(|| panic!("{spans:#?}"));
     let actor = on("actor", &players).unwrap_or_else(|| panic!("{spans:#?}"));
     assert_eq!(session.fields.get("trace_id"), actor.fields.get("trace_id"));
-    cluster.shutdown().await;
+    stop(vec![gateway_node, players_node]).await;
 }

@@ -15,6 +15,7 @@ pub mod membership_rooms;
 pub mod raw_peer;
 pub mod relocating;
 pub mod restarts;
+pub mod spans;
 pub mod walking_sessions;
 
 /// Echo request.
