@@ -13,18 +13,7 @@ pub const WAIT: Duration = Duration::from_secs(10);
 
 /// `GET path` on `addr`: the status code and the body.
 pub async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("send");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.expect("read");
-    let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
-    let code = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("a status code");
-    (code, body.to_string())
+    send(addr, "GET", path, &[], "").await
 }
 
 pub async fn node(url: &str) -> Runtime {

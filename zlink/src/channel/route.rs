@@ -8,7 +8,6 @@ use crate::call::PacketKind;
 use crate::handle::WeakHandle;
 use crate::handler::{CallFacts, HandlerContext, HandlerGroup, HandlerTable};
 use crate::mesh::{InboundCall, InboundRoute};
-use crate::telemetry::Dropped;
 use crate::{Error, ErrorKind};
 
 /// Delivers channel commands (18, 19) to the handler groups of the channels served here.
@@ -48,20 +47,8 @@ impl InboundRoute for ChannelRoute {
                 Some((name, handlers, slot))
             });
         let Some((name, handlers, slot)) = found else {
-            let (channel, packet) = (head.target.as_str(), head.packet.as_str());
-            tracing::warn!(peer = %call.from().rid(), channel, packet, request = call.is_request(), "no_handler");
-            if let Some(handle) = self.handle.upgrade() {
-                handle
-                    .node()
-                    .instruments()
-                    .links
-                    .dropped(Dropped::NoHandler);
-            }
-            let err = Error::new(
-                ErrorKind::NotFound,
-                format!("no handler for {packet} on {channel}"),
-            );
-            return call.answer(Err(err));
+            let channel = head.target.as_str().to_string();
+            return call.answer_no_handler(&channel);
         };
         let Some(handle) = self.handle.upgrade() else {
             return call.answer(Err(Error::new(

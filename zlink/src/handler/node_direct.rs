@@ -4,7 +4,6 @@
 use super::{CallFacts, HandlerContext, HandlerTable, PacketKind};
 use crate::handle::WeakHandle;
 use crate::mesh::{InboundCall, InboundRoute};
-use crate::telemetry::Dropped;
 use crate::{Error, ErrorKind};
 
 /// Delivers node-direct commands to the node's handler group.
@@ -33,19 +32,7 @@ impl InboundRoute for NodeDirectRoute {
             .as_ref()
             .and_then(|t| Some((t.group().clone(), t.find(packet, kind)?.clone())));
         let Some((group, slot)) = found else {
-            tracing::warn!(peer = %call.from().rid(), packet, request = call.is_request(), "no_handler for node-direct");
-            if let Some(handle) = self.handle.upgrade() {
-                handle
-                    .node()
-                    .instruments()
-                    .links
-                    .dropped(Dropped::NoHandler);
-            }
-            let err = Error::new(
-                ErrorKind::NotFound,
-                format!("no handler for {packet} on node-direct"),
-            );
-            return call.answer(Err(err));
+            return call.answer_no_handler("node-direct");
         };
         let Some(handle) = self.handle.upgrade() else {
             return call.answer(Err(Error::new(

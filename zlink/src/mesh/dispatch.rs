@@ -18,6 +18,7 @@ use super::traced::InboundTrace;
 use super::work::HandlerWork;
 use crate::call::BoxFuture;
 use crate::link::Connection;
+use crate::telemetry::Dropped;
 use crate::wire::trace_context::TracePropagation;
 use crate::wire::{CallMessage, Command, ReplyOutcome};
 use crate::{Error, ErrorKind, Result};
@@ -42,6 +43,8 @@ pub(crate) trait ReplyOut: Send + Sync + 'static {
     fn identity(&self) -> &NodeIdentity;
     /// The application's tracing backend, if it gave one.
     fn trace_propagation(&self) -> Option<&dyn TracePropagation>;
+    /// Counts an inbound message dropped for `reason`.
+    fn dropped(&self, reason: Dropped);
 }
 
 /// Where the reply to one request goes: the connection it came on and its correlation,
@@ -155,6 +158,26 @@ impl InboundCall {
     /// send's failure is logged.
     pub(crate) fn answer(self, result: Result<Bytes>) {
         finish(&*self.links, self.reply.as_ref(), result);
+    }
+
+    /// Ends a call no handler serves (its packet on `target`, a channel or node-direct):
+    /// logged, counted as dropped, and a request answered `NotFound`.
+    pub(crate) fn answer_no_handler(self, target: &str) {
+        let packet = self.message.head.packet.as_str();
+        tracing::warn!(
+            rid = %self.links.identity().rid(),
+            peer = %self.from.rid(),
+            target,
+            packet,
+            request = self.is_request(),
+            "no_handler"
+        );
+        self.links.dropped(Dropped::NoHandler);
+        let err = Error::new(
+            ErrorKind::NotFound,
+            format!("no handler for {packet} on {target}"),
+        );
+        self.answer(Err(err));
     }
 
     /// Hands the call's answer to whoever runs its work elsewhere (a Spot's own task): the

@@ -540,4 +540,8 @@ impl ReplyOut for Links {
     fn trace_propagation(&self) -> Option<&dyn TracePropagation> {
         self.settings.trace_propagation.as_deref()
     }
+
+    fn dropped(&self, reason: crate::telemetry::Dropped) {
+        self.meter.dropped(reason);
+    }
 }
