@@ -10,5 +10,7 @@ mod common;
 mod interop;
 mod interop_bound;
 mod macro_forms;
+mod promises;
+mod relay_order;
 mod tls;
 mod websocket;

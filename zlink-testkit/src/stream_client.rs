@@ -291,6 +291,7 @@ pub struct StreamClient {
     conn: Conn,
     answer_pings: bool,
     pings_seen: usize,
+    websocket_close: Option<(u16, String)>,
 }
 
 impl StreamClient {
@@ -299,6 +300,7 @@ impl StreamClient {
             conn,
             answer_pings: true,
             pings_seen: 0,
+            websocket_close: None,
         }
     }
 
@@ -346,6 +348,11 @@ impl StreamClient {
     /// Pings the server sent so far.
     pub fn pings_seen(&self) -> usize {
         self.pings_seen
+    }
+
+    /// The code and reason of the WebSocket close frame the server sent, once read.
+    pub fn websocket_close(&self) -> Option<(u16, String)> {
+        self.websocket_close.clone()
     }
 
     /// Writes `bytes` as they are (over WebSocket: as one binary message).
@@ -490,7 +497,11 @@ impl StreamClient {
                         let payload = bytes[6 + header_len..].to_vec();
                         return StreamPacket::decode(header, payload).map_err(ReadEnd::Malformed);
                     }
-                    WsMessage::Close(_) => return Err(ReadEnd::Closed),
+                    WsMessage::Close(frame) => {
+                        self.websocket_close =
+                            frame.map(|f| (u16::from(f.code), f.reason.to_string()));
+                        return Err(ReadEnd::Closed);
+                    }
                     _ => continue,
                 }
             },

@@ -11,22 +11,22 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::lane::{run_lane, AdmittedPacket, LaneEvent};
+use super::client_packets::{control_packet, judge, malformed, Verdict};
+use super::lane::{run_lane, LaneEvent};
 use super::limits::StreamLimits;
-use super::packet::{
-    decode_packet, encode_packet, CloseReason, ReadError, StreamCodec, WireKind, WirePacket,
-    HEARTBEAT_PING, HEARTBEAT_PONG, SESSION_CLOSING,
-};
-use super::peer::{answer_error, SessionPeer};
+use super::packet::{decode_packet, CloseReason, ReadError, WireKind, HEARTBEAT_PING};
+use super::peer::SessionPeer;
 use super::session_type::DynSession;
 use super::table::PacketTable;
 use super::transport::{PacketSink, PacketSource};
 use crate::handle::Handle;
 use crate::telemetry::SessionMeter;
-use crate::ErrorKind;
 
 /// How long a closing session's notice may take to leave before the socket is dropped.
 const CLOSE_LINGER: Duration = Duration::from_secs(1);
+/// How long the packets read before a client's close or violation may take to be
+/// handled before the session closes anyway.
+const LANE_DRAIN: Duration = Duration::from_secs(5);
 /// Largest batch the writer takes at once.
 const WRITE_BATCH: usize = 64 * 1024;
 
@@ -53,7 +53,10 @@ impl Connection {
         let writer = tokio::spawn(write_loop(peer.clone(), sink, meter.clone()));
         let (lane_tx, lane_rx) = mpsc::channel(limits.lane_depth);
         let lane = tokio::spawn(run_lane(peer.clone(), session, table, handle, lane_rx));
-        read_loop(&peer, source, (&limits, &meter), lane_tx).await;
+        if let Some(ending) = read_loop(&peer, source, (&limits, &meter), &lane_tx).await {
+            close_after_lane(&peer, &lane_tx, ending).await;
+        }
+        drop(lane_tx);
         // Closing has started; the writer ends once the notice is out, or the linger does.
         if tokio::time::timeout(CLOSE_LINGER, peer.ended.cancelled())
             .await
@@ -93,29 +96,30 @@ async fn write_loop(peer: Arc<SessionPeer>, mut sink: impl PacketSink, meter: Ar
     }
     tokio::select! {
         _ = peer.ended.cancelled() => {}
-        _ = sink.finish() => {}
+        _ = sink.finish(peer.outbound.closing_notice()) => {}
     }
     peer.ended.cancel();
 }
 
-/// Reads until the session starts closing (for any reason, from any side).
+/// Reads until the session starts closing, or until what the client sent ends it: then
+/// the reason, for the lane to close with once it handled what it holds.
 async fn read_loop(
     peer: &SessionPeer,
     mut source: impl PacketSource,
     (limits, meter): (&StreamLimits, &SessionMeter),
-    lane: mpsc::Sender<LaneEvent>,
-) {
+    lane: &mpsc::Sender<LaneEvent>,
+) -> Option<(CloseReason, String)> {
     let mut clock = SessionClock::new(limits);
     let check = tokio::time::sleep_until(clock.next());
     tokio::pin!(check);
     loop {
         let raw = tokio::select! {
             biased;
-            _ = peer.outbound.closing_started() => return,
+            _ = peer.outbound.closing_started() => return None,
             raw = source.next() => raw,
             _ = &mut check => {
                 if !clock.on_timer(peer) {
-                    return;
+                    return None;
                 }
                 check.as_mut().reset(clock.next());
                 continue;
@@ -123,60 +127,68 @@ async fn read_loop(
         };
         let raw = match raw {
             Ok(raw) => raw,
-            Err(e) => return peer.close(close_reason(&e), &e.to_string()),
+            Err(e) => {
+                let reason = close_reason(&e);
+                if reason == CloseReason::TransportError {
+                    peer.close(reason, &e.to_string());
+                    return None;
+                }
+                return Some((reason, e.to_string()));
+            }
         };
         clock.heard();
         meter.received(raw.body.len());
-        let packet = match decode_packet(raw.body, raw.header_len) {
-            Ok(packet) => packet,
-            Err(e) => match e.request_seq {
-                // The request is known: it is answered, and the session goes on.
-                Some(seq) if !peer.is_pending(seq) => {
-                    answer_error(peer, Some(seq), ErrorKind::ProtocolError, &e.detail);
-                    continue;
+        let verdict = match decode_packet(raw.body, raw.header_len) {
+            Ok(packet) => {
+                if packet.kind != WireKind::Control {
+                    clock.active();
                 }
-                _ => {
-                    peer.close(CloseReason::ProtocolError, &e.detail);
-                    return;
-                }
-            },
+                judge(peer, packet)
+            }
+            Err(e) => malformed(peer, e.request_seq, e.detail),
         };
-        match packet.kind {
-            WireKind::Control => {
-                if !control_packet(peer, &packet) {
-                    return;
-                }
-            }
-            WireKind::Send | WireKind::Request => {
-                clock.active();
-                let Some(event) = admit(peer, packet) else {
-                    if peer.outbound.closing().is_some() {
-                        return;
-                    }
-                    continue;
-                };
-                // A full lane stops reading: the client's own socket is the backpressure.
-                // The wait for it does not count against the client's heartbeat.
-                let sent = tokio::select! {
-                    biased;
-                    _ = peer.outbound.closing_started() => return,
-                    sent = lane.send(event) => sent,
-                };
-                if sent.is_err() {
-                    return;
-                }
-                clock.heard();
-            }
-            WireKind::Response | WireKind::Error => {
-                answer_error(
-                    peer,
-                    None,
-                    ErrorKind::ProtocolError,
-                    "the server sends no requests, so a client sends no Response or Error",
-                );
-            }
+        let event = match verdict {
+            Verdict::Read => continue,
+            Verdict::Close(reason, diagnostic) => return Some((reason, diagnostic)),
+            Verdict::Lane(event) => event,
+        };
+        // A full lane stops reading: the client's own socket is the backpressure.
+        // The wait for it does not count against the client's heartbeat.
+        let sent = tokio::select! {
+            biased;
+            _ = peer.outbound.closing_started() => return None,
+            sent = lane.send(event) => sent,
+        };
+        if sent.is_err() {
+            return None;
         }
+        clock.heard();
     }
+}
+
+/// Closes the session with `reason` once its lane handled the packets read before it,
+/// or after [`LANE_DRAIN`] at the latest.
+async fn close_after_lane(
+    peer: &SessionPeer,
+    lane: &mpsc::Sender<LaneEvent>,
+    (reason, diagnostic): (CloseReason, String),
+) {
+    let deadline = Instant::now() + LANE_DRAIN;
+    let handed = tokio::select! {
+        biased;
+        _ = peer.outbound.closing_started() => return,
+        sent = tokio::time::timeout_at(deadline, lane.send(LaneEvent::Close(reason, diagnostic.clone()))) => {
+            matches!(sent, Ok(Ok(())))
+        }
+    };
+    if handed
+        && tokio::time::timeout_at(deadline, peer.outbound.closing_started())
+            .await
+            .is_ok()
+    {
+        return;
+    }
+    peer.close(reason, &diagnostic);
 }
 
 /// Why a session whose read failed with `e` closes.
@@ -244,7 +256,9 @@ impl<'a> SessionClock<'a> {
         }
         if self.ping_at <= now {
             self.ping_at = after(self.limits.heartbeat_interval);
-            let _ = peer.outbound.try_push(control(HEARTBEAT_PING));
+            let _ = peer
+                .outbound
+                .try_push(control_packet(HEARTBEAT_PING, Bytes::new()));
         }
         true
     }
@@ -258,98 +272,4 @@ fn after(d: Duration) -> Instant {
         d
     };
     Instant::now() + d
-}
-
-/// A control packet; `false` when the session ends with it.
-fn control_packet(peer: &SessionPeer, packet: &WirePacket) -> bool {
-    match packet.name.as_str() {
-        HEARTBEAT_PING => {
-            let _ = peer.outbound.try_push(control(HEARTBEAT_PONG));
-            true
-        }
-        HEARTBEAT_PONG => true,
-        SESSION_CLOSING => {
-            peer.close(CloseReason::ClientClose, "the client closed the session");
-            false
-        }
-        other => {
-            answer_error(
-                peer,
-                None,
-                ErrorKind::ProtocolError,
-                &format!("control packet {other:?} is undefined"),
-            );
-            true
-        }
-    }
-}
-
-/// Checks an application packet before it reaches the lane; `None` when it was answered
-/// (or the session closed) instead.
-fn admit(peer: &SessionPeer, packet: WirePacket) -> Option<LaneEvent> {
-    let seq = packet.request_seq;
-    if packet.kind == WireKind::Request && seq.is_none() {
-        answer_error(
-            peer,
-            None,
-            ErrorKind::ProtocolError,
-            &format!("request {:?} carries no request sequence", packet.name),
-        );
-        return None;
-    }
-    let refuse = |detail: String| {
-        if seq.is_some() && packet.kind == WireKind::Request {
-            answer_error(peer, seq, ErrorKind::ProtocolError, &detail);
-        } else {
-            answer_error(peer, None, ErrorKind::ProtocolError, &detail);
-        }
-        None
-    };
-    if packet.name.starts_with(super::RESERVED_PREFIX) {
-        return refuse(format!(
-            "packet name {:?} starts with the reserved {:?}",
-            packet.name,
-            super::RESERVED_PREFIX
-        ));
-    }
-    if packet.name.is_empty() {
-        return refuse("a Send or Request packet needs a name".into());
-    }
-    let codec = match packet.codec {
-        0 => StreamCodec::Raw,
-        1 => StreamCodec::Json,
-        other => {
-            return refuse(format!(
-                "codec {other} ({}) is not spoken here: send JSON (1) or Raw (0)",
-                StreamCodec::describe(other)
-            ))
-        }
-    };
-    let request_seq = match packet.kind {
-        WireKind::Request => {
-            let seq = seq?;
-            if !peer.open_request(seq) {
-                peer.close(
-                    CloseReason::ProtocolError,
-                    &format!("request sequence {seq} is reused while its request is pending"),
-                );
-                return None;
-            }
-            Some(seq)
-        }
-        _ => None,
-    };
-    Some(LaneEvent::Packet(Box::new(AdmittedPacket {
-        name: packet.name,
-        codec,
-        metadata: packet.metadata,
-        payload: packet.payload,
-        flow: packet.flow,
-        request_seq,
-    })))
-}
-
-fn control(name: &str) -> Bytes {
-    let packet = WirePacket::new(WireKind::Control, StreamCodec::Raw, name, Bytes::new());
-    encode_packet(&packet).unwrap_or_default()
 }

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::answer_order::OrderedReply;
 use super::incoming::Packet;
 use super::packet::{WireKind, WirePacket};
 use super::peer::{SessionId, SessionPeer};
@@ -136,7 +137,10 @@ impl SessionContext {
     /// (rebound elsewhere, the Actor re-created or gone): the error comes back, and the
     /// application decides whether to bind again.
     pub async fn relay(&self, actor: &str, mut packet: Packet) -> Result<()> {
-        let token = packet.take_reply();
+        // The answer's turn is taken now, in lane order, whatever becomes of the relay.
+        let token = packet
+            .take_reply()
+            .map(|token| OrderedReply::new(token, self.peer.answer_lines.take_turn(actor)));
         let kind = if token.is_some() {
             PacketKind::Request
         } else {
@@ -171,9 +175,7 @@ impl SessionContext {
                     format!("this session is not bound to Actor {actor}: bind it first"),
                 );
                 if let Some(token) = relay.token {
-                    let _ = token
-                        .fail(ErrorKind::InvalidOperation, &error.to_string())
-                        .await;
+                    token.answer_in_turn(relay.codec, Err(error)).await;
                     return Ok(());
                 }
                 return Err(error);

@@ -24,6 +24,9 @@ pub(crate) enum LaneEvent {
     /// An application packet the read loop admitted. Boxed: the channel allocates its
     /// slots up front, and a pointer a slot keeps an idle session small.
     Packet(Box<AdmittedPacket>),
+    /// What the client sent ends the session (it closed, or broke the format): the
+    /// packets read before it are handled first, then the session closes.
+    Close(CloseReason, String),
 }
 
 /// An application packet the read loop admitted.
@@ -80,6 +83,7 @@ pub(crate) async fn run_lane(
         };
         let Some(event) = event else { break };
         match event {
+            LaneEvent::Close(reason, diagnostic) => peer.close(reason, &diagnostic),
             LaneEvent::Packet(admitted) => {
                 let AdmittedPacket {
                     name,

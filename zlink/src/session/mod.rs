@@ -10,6 +10,8 @@
 //! once, with a Response or an Error. A reconnect is a new session: nothing of the old
 //! connection carries over.
 
+mod answer_order;
+mod client_packets;
 mod connection;
 mod context;
 mod incoming;

@@ -29,6 +29,8 @@ struct State {
     bytes: usize,
     /// Set once: what ends the session. The closing notice is the queue's last packet.
     closing: Option<CloseReason>,
+    /// The closing notice's diagnostic, once closing.
+    diagnostic: String,
 }
 
 pub(crate) struct Outbound {
@@ -47,6 +49,7 @@ impl Outbound {
                 queue: VecDeque::new(),
                 bytes: 0,
                 closing: None,
+                diagnostic: String::new(),
             }),
             max_bytes,
             writer: Notify::new(),
@@ -108,6 +111,7 @@ impl Outbound {
             return false;
         }
         state.closing = Some(reason);
+        state.diagnostic = diagnostic.to_string();
         let notice = WirePacket::new(
             WireKind::Control,
             StreamCodec::Raw,
@@ -133,6 +137,14 @@ impl Outbound {
     /// What ends the session, once closing started.
     pub(crate) fn closing(&self) -> Option<CloseReason> {
         self.lock().closing
+    }
+
+    /// What ends the session and its diagnostic, once closing started.
+    pub(crate) fn closing_notice(&self) -> Option<(CloseReason, String)> {
+        let state = self.lock();
+        state
+            .closing
+            .map(|reason| (reason, state.diagnostic.clone()))
     }
 
     /// The writer's wait: moves queued packets into `batch` (at least one, unless the

@@ -12,6 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
+use super::answer_order::{AnswerLines, OrderedReply};
 use super::outbound::Outbound;
 use super::packet::{encode_packet, CloseReason, StreamCodec, WireKind, WirePacket};
 use crate::{Error, ErrorKind, Message, Result};
@@ -71,7 +72,9 @@ pub(crate) struct SessionPeer {
     /// The node's object layer, which binds and relays.
     pub(crate) objects: Option<std::sync::Weak<crate::object::ObjectServer>>,
     /// The Actors this session is bound to.
-    pub(crate) bindings: super::session_bindings::Bindings<ReplyToken>,
+    pub(crate) bindings: super::session_bindings::Bindings<OrderedReply>,
+    /// The order in which relayed requests' answers are written, per Actor.
+    pub(crate) answer_lines: AnswerLines,
     /// The last session sequence given to a relayed message.
     pub(crate) session_seq: std::sync::atomic::AtomicU64,
     /// Bindings that moved to another session, for the lane's callback.
@@ -101,6 +104,7 @@ impl SessionPeer {
             ended: CancellationToken::new(),
             objects,
             bindings: super::session_bindings::Bindings::default(),
+            answer_lines: AnswerLines::default(),
             session_seq: std::sync::atomic::AtomicU64::new(0),
             replaced: Mutex::new(Vec::new()),
             replaced_notice: tokio::sync::Notify::new(),
@@ -281,6 +285,11 @@ impl ReplyToken {
             seq,
             answered: false,
         }
+    }
+
+    /// The session the token answers on.
+    pub(crate) fn peer(&self) -> &Arc<SessionPeer> {
+        &self.peer
     }
 
     /// The client's request sequence this token answers.

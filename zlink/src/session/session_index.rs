@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
 
+use super::answer_order::OrderedReply;
 use super::packet::{encode_packet, StreamCodec, WireKind, WirePacket};
-use super::peer::{ReplyToken, SessionPeer};
+use super::peer::SessionPeer;
 use super::session_bindings::HeldRelay;
 use super::CloseReason;
 use crate::mesh::{InboundCall, InboundRoute};
@@ -283,7 +284,7 @@ fn push_of(message: &crate::wire::CallMessage) -> Result<PushRecord> {
 pub(crate) async fn submit(
     objects: &ObjectServer,
     route: &BindingRoute,
-    relay: HeldRelay<ReplyToken>,
+    relay: HeldRelay<OrderedReply>,
 ) -> Result<()> {
     let HeldRelay {
         packet,
@@ -312,22 +313,11 @@ pub(crate) async fn submit(
         return relayed.map(|_| ());
     };
     match relayed {
-        Ok(Relayed::Done(reply)) => token.reply_bytes(codec, reply).await,
+        Ok(Relayed::Done(reply)) => token.answer_in_turn(codec, Ok(reply)).await,
         Ok(Relayed::Submitted(submitted)) => {
-            tokio::spawn(async move {
-                let _ = match submitted.reply().await {
-                    Ok(reply) => token.reply_bytes(codec, reply).await,
-                    Err(e) => {
-                        let (kind, message) = super::peer::error_parts(&e);
-                        token.fail(kind, &message).await
-                    }
-                };
-            });
-            Ok(())
+            tokio::spawn(async move { token.answer(codec, submitted.reply().await).await });
         }
-        Err(e) => {
-            let (kind, message) = super::peer::error_parts(&e);
-            token.fail(kind, &message).await
-        }
+        Err(e) => token.answer_in_turn(codec, Err(e)).await,
     }
+    Ok(())
 }

@@ -7,7 +7,7 @@ use std::future::Future;
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
-use super::packet::{PacketReader, RawPacket, ReadError};
+use super::packet::{CloseReason, PacketReader, RawPacket, ReadError};
 
 /// Where a session reads its client's packets.
 pub(crate) trait PacketSource: Send + 'static {
@@ -18,8 +18,10 @@ pub(crate) trait PacketSource: Send + 'static {
 pub(crate) trait PacketSink: Send + 'static {
     /// Writes the encoded packets, in order.
     fn write(&mut self, batch: &[Bytes]) -> impl Future<Output = std::io::Result<()>> + Send;
-    /// Ends the connection's sending side.
-    fn finish(&mut self) -> impl Future<Output = ()> + Send;
+    /// Ends the connection's sending side, saying why where the transport can (a
+    /// WebSocket close frame).
+    fn finish(&mut self, closing: Option<(CloseReason, String)>)
+        -> impl Future<Output = ()> + Send;
 }
 
 impl<R: AsyncRead + Unpin + Send + 'static> PacketSource for PacketReader<R> {
@@ -60,7 +62,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> PacketSink for StreamSink<W> {
         self.io.flush().await
     }
 
-    async fn finish(&mut self) {
+    async fn finish(&mut self, _closing: Option<(CloseReason, String)>) {
         let _ = self.io.shutdown().await;
     }
 }

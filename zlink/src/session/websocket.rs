@@ -8,7 +8,8 @@ use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
@@ -150,7 +151,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> PacketSink for WsSink<S
             .map_err(|e| std::io::Error::other(e.to_string()))
     }
 
-    async fn finish(&mut self) {
+    async fn finish(&mut self, closing: Option<(CloseReason, String)>) {
+        let frame = closing.map(|(reason, diagnostic)| close_frame(reason, &diagnostic));
+        let _ = self.socket.send(Message::Close(frame)).await;
         let _ = self.socket.close().await;
+    }
+}
+
+/// The close code of a session that ends with `reason`: 4000 plus its number (RFC 6455
+/// leaves 4000..=4999 to applications), so a browser's `CloseEvent.code` says what the
+/// closing notice says.
+pub(crate) fn close_code(reason: CloseReason) -> u16 {
+    4000 + reason as u16
+}
+
+/// The longest reason text a close frame carries (125 bytes less the code).
+const MAX_CLOSE_REASON: usize = 123;
+
+/// A close frame: the reason's code, and its name with the diagnostic, cut at a
+/// character boundary to fit.
+fn close_frame(reason: CloseReason, diagnostic: &str) -> CloseFrame {
+    let mut text = format!("{reason:?}: {diagnostic}");
+    let mut cut = text.len().min(MAX_CLOSE_REASON);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    CloseFrame {
+        code: CloseCode::from(close_code(reason)),
+        reason: text.into(),
     }
 }

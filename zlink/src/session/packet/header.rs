@@ -48,7 +48,11 @@ pub(crate) fn decode_packet(body: Bytes, header_len: usize) -> Result<WirePacket
     let (kind_code, codec, flag_bits) = (fixed[1], fixed[2], fixed[3]);
     let request_seq = if flag_bits & flags::REQUEST_SEQ != 0 {
         let seq = at.take(8).map_err(PacketError::new)?;
-        Some(u64::from_be_bytes(seq.try_into().unwrap_or([0; 8])))
+        match u64::from_be_bytes(seq.try_into().unwrap_or([0; 8])) {
+            // No request to answer: a sequence is never 0.
+            0 => return Err(PacketError::new("a request sequence is never 0")),
+            seq => Some(seq),
+        }
     } else {
         None
     };
@@ -70,9 +74,6 @@ pub(crate) fn decode_packet(body: Bytes, header_len: usize) -> Result<WirePacket
     }
     if flag_bits & flags::COMPRESSED != 0 {
         return Err(fail("compressed packets are not spoken here".into()));
-    }
-    if request_seq == Some(0) {
-        return Err(fail("a request sequence is never 0".into()));
     }
     let name_len = usize::from(at.take(1).map_err(fail)?[0]);
     let name = std::str::from_utf8(at.take(name_len).map_err(fail)?)
