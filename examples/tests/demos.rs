@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+const WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn run(bin: &str) -> String {
     run_with(bin, &[])
 }
@@ -247,4 +249,70 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// `gateway-chat --serve` with TLS and a session cap from the command line: both
+/// endpoints are printed as `tls://` and `wss://`, a TLS client logs in, one client over
+/// the cap is told `ServerDrain`, and Ctrl-C stops it while its stdin is still open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_chat_serves_tls_with_a_session_cap_and_stops_on_ctrl_c_with_stdin_open() {
+    use tokio::io::AsyncBufReadExt;
+    use zlink_testkit::stream_client::StreamClient;
+    let dir = std::env::temp_dir().join(format!("gateway-chat-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = zlink_testkit::stream_client::self_signed_localhost();
+    std::fs::write(dir.join("cert.pem"), &cert).unwrap();
+    std::fs::write(dir.join("key.pem"), &key).unwrap();
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_gateway-chat"))
+        .args([
+            "--serve",
+            "--port",
+            "0",
+            "--max-sessions",
+            "1",
+            "--tls-cert",
+        ])
+        .arg(dir.join("cert.pem"))
+        .arg("--tls-key")
+        .arg(dir.join("key.pem"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let _stdin_kept_open = server.stdin.take();
+    let mut out = tokio::io::BufReader::new(server.stdout.take().unwrap()).lines();
+    let (tls, wss) = loop {
+        let line = out.next_line().await.unwrap().expect("the server runs");
+        if let Some(rest) = line.strip_prefix("gateway: TCP clients at ") {
+            let (tcp, ws) = rest.split_once(", WebSocket clients at ").unwrap();
+            break (tcp.to_string(), ws.to_string());
+        }
+    };
+    assert!(tls.starts_with("tls://127.0.0.1:"), "{tls}");
+    assert!(wss.starts_with("wss://127.0.0.1:"), "{wss}");
+    let address = tls.trim_start_matches("tls://");
+    let mut client = StreamClient::tls(address, &cert).await.unwrap();
+    let welcome = client
+        .call_json(1, "login", serde_json::json!({ "name": "tia" }), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(welcome.value()["player"], "tia", "{welcome:?}");
+    // The cap is one session per listener: the next client is refused.
+    let mut refused = StreamClient::tls(address, &cert).await.unwrap();
+    let notice = refused.closed_with(WAIT).await.unwrap();
+    assert_eq!(notice.map(|n| n.0), Some(4), "ServerDrain");
+    // Ctrl-C, with stdin still open.
+    let pid = server.id().unwrap().to_string();
+    let signalled = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(signalled.success());
+    let status = tokio::time::timeout(std::time::Duration::from_secs(20), server.wait())
+        .await
+        .expect("the server stops within 20 s of Ctrl-C")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -498,3 +498,47 @@ async fn a_websocket_session_closes_with_code_4000_plus_its_reason_and_the_notic
     assert!(reason.starts_with("ServerDrain"), "{reason}");
     stopping.await.unwrap();
 }
+
+#[tokio::test]
+async fn a_client_over_the_cap_is_told_server_drain_in_its_own_transport() {
+    let (cert, key) = zlink_testkit::stream_client::self_signed_localhost();
+    let mut capped = StreamLimits::default();
+    capped.max_sessions = 1;
+    for (scheme, tls) in [("ws", false), ("tcp", true), ("ws", true)] {
+        let identity = tls.then(|| {
+            zlink::session::TlsIdentity::from_pem(cert.as_bytes(), key.as_bytes()).unwrap()
+        });
+        let (runtime, _, address) =
+            crate::common::chat_node_with(scheme, capped.clone(), identity).await;
+        let open = |address: String| {
+            let cert = cert.clone();
+            async move {
+                match (scheme, tls) {
+                    ("ws", false) => StreamClient::websocket(&address).await.unwrap(),
+                    ("ws", true) => StreamClient::websocket_tls(&address, &cert).await.unwrap(),
+                    _ => StreamClient::tls(&address, &cert).await.unwrap(),
+                }
+            }
+        };
+        let mut first = open(address.clone()).await;
+        let echo = first
+            .call_json(1, "echo", json!({ "text": "in" }), WAIT)
+            .await
+            .unwrap();
+        assert_eq!(echo.kind, kind::RESPONSE);
+        let mut refused = open(address.clone()).await;
+        let notice = refused.closed_with(WAIT).await.expect("closed in time");
+        assert_eq!(
+            notice.map(|n| n.0),
+            Some(CloseReason::ServerDrain as u8),
+            "{scheme} (TLS: {tls}): the notice, readable in the client's transport"
+        );
+        if scheme == "ws" {
+            assert_eq!(
+                refused.websocket_close().map(|c| c.0),
+                Some(4000 + CloseReason::ServerDrain as u16)
+            );
+        }
+        runtime.shutdown().await;
+    }
+}

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use zlink::{HandlerContext, PeerSpec, Runtime, RuntimeBuilder};
 
 pub mod bound_sessions;
+pub mod browser;
 pub mod contract;
 pub mod instance_matches;
 pub mod instance_races;

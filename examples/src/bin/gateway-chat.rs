@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use tokio::io::AsyncBufReadExt;
+use zlink::session::TlsIdentity;
 use zlink_examples::chat::bots::{self, BotReport};
 use zlink_examples::chat::client::{self, Transport, ERROR, SEND};
 use zlink_examples::chat::room::RoomClient;
-use zlink_examples::chat::{messages, ChatMesh, ClientPorts, PLAYER_NODES};
+use zlink_examples::chat::{messages, page, ChatMesh, ClientPorts, PLAYER_NODES};
 use zlink_examples::setup::{self, Security};
 
 const USAGE: &str = "\
@@ -24,15 +24,29 @@ usage:
       the bots keep talking; each bot then checks it heard every line of its room once,
       in order, on the connection it opened.
 
-  gateway-chat --serve [--port PORT]
-      The same four nodes until Ctrl-C, clients on 127.0.0.1:PORT (TCP, default 7450)
-      and 127.0.0.1:PORT+1 (WebSocket); --port 0 takes free ports. Type `drain players-1` (or players-2) to move
-      that node's players away while the clients stay connected.
+  gateway-chat --serve [--port PORT] [--tls-cert FILE --tls-key FILE] [--max-sessions N]
+      The same four nodes until Ctrl-C. Clients connect to 127.0.0.1:PORT (TCP, default
+      7450) and ws://127.0.0.1:PORT+1/ (WebSocket); a browser opens the chat page at
+      http://127.0.0.1:PORT+2/. --port 0 takes free ports; every address is printed.
+      With --tls-cert and --tls-key (PEM) both client listeners run inside TLS (tls://
+      and wss://). --max-sessions caps the clients of each listener (default 20000).
+      Type `drain players-1` (or players-2) to move that node's players away while the
+      clients stay connected.
 
   gateway-chat client NAME ROOM [--addr HOST:PORT] [--ws]
       A chat client for --serve: logs in as NAME, joins ROOM, prints what is said there
       (with the node its player runs on), and says each line typed. `/where` asks
-      where its player runs.";
+      where its player runs.
+
+packets (JSON; see the book's Sessions chapter for the framing):
+  client -> gateway  login    request {\"name\": NAME}  -> welcome {\"player\", \"node\"}
+                                  binds the session to the player NAME (log in first)
+  client -> player   join     request {\"room\": ROOM}  -> joined {\"room\", \"members\", \"next_seq\"}
+                     say      one-way {\"text\": TEXT}
+                     where    request null            -> here {\"node\"}
+  player -> client   line     push {\"room\", \"seq\", \"from\", \"text\", \"via\"}
+                                  seq counts the room's lines: a gap or repeat shows
+  gateway -> client  replaced push {\"player\"}: NAME logged in elsewhere; this session ends";
 
 /// How long the bots talk before and after the drain.
 const TALK: Duration = Duration::from_millis(700);
@@ -55,9 +69,9 @@ async fn main() -> ExitCode {
             println!("{}", security.describe());
             demo(drain.as_deref(), &security).await
         }
-        Mode::Serve { port } => {
+        Mode::Serve(options) => {
             println!("{}", security.describe());
-            serve(port, &security).await
+            serve(options, &security).await
         }
         Mode::Client {
             name,
@@ -84,10 +98,7 @@ async fn demo(drain: Option<&str>, security: &Security) -> Result<(), String> {
             ));
         }
     }
-    let ports = ClientPorts {
-        tcp: 0,
-        websocket: 0,
-    };
+    let ports = ClientPorts::default();
     let mesh = ChatMesh::start(&ports, security)
         .await
         .map_err(|e| e.to_string())?;
@@ -176,33 +187,61 @@ fn print_reports(reports: &[BotReport], drain: Option<&str>) {
     }
 }
 
-async fn serve(port: u16, security: &Security) -> Result<(), String> {
-    // Port 0: both listeners take a free port each.
-    let websocket = match port {
-        0 => 0,
+/// What `--serve` takes.
+#[derive(Default)]
+struct ServeOptions {
+    port: u16,
+    tls_cert: Option<String>,
+    tls_key: Option<String>,
+    max_sessions: Option<usize>,
+}
+
+async fn serve(options: ServeOptions, security: &Security) -> Result<(), String> {
+    // Port 0: every listener takes a free port.
+    let next = |n: u16| match options.port {
+        0 => Ok(0),
         port => port
-            .checked_add(1)
-            .ok_or("--port leaves no room for the WebSocket port")?,
+            .checked_add(n)
+            .ok_or_else(|| format!("--port {port} leaves no room for the next ports")),
+    };
+    let tls = match (&options.tls_cert, &options.tls_key) {
+        (Some(cert), Some(key)) => {
+            Some(TlsIdentity::from_pem_files(cert, key).map_err(|e| e.to_string())?)
+        }
+        (None, None) => None,
+        _ => return Err("--tls-cert and --tls-key go together".into()),
     };
     let ports = ClientPorts {
-        tcp: port,
-        websocket,
+        tcp: options.port,
+        websocket: next(1)?,
+        tls,
+        max_sessions: options.max_sessions,
     };
     let mesh = ChatMesh::start(&ports, security)
         .await
         .map_err(|e| e.to_string())?;
-    let (tcp, ws) = mesh.addresses();
-    println!("gateway: TCP clients at {tcp}, WebSocket clients at ws://{ws}/");
+    let (tcp, ws) = mesh.endpoints();
+    let tcp_shown = tcp.strip_prefix("tcp://").unwrap_or(&tcp);
+    println!("gateway: TCP clients at {tcp_shown}, WebSocket clients at {ws}/");
+    let page = page::serve(next(2)?, &format!("{ws}/"))
+        .await
+        .map_err(|e| format!("the chat page's port: {e}"))?;
+    println!("chat page: http://{page}/ (open it in a browser)");
+    if let Some(max) = options.max_sessions {
+        println!("  at most {max} sessions per listener");
+    }
     println!(
-        "  watch: cargo run -p zlink-examples --bin gateway-chat -- client ann lobby --addr {tcp}"
+        "  watch: cargo run -p zlink-examples --bin gateway-chat -- client ann lobby --addr {tcp_shown}"
     );
     println!("  type `drain players-1` or `drain players-2` here; Ctrl-C stops");
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    // Read on a thread of its own: a blocked read of stdin must never keep the process
+    // from stopping on Ctrl-C.
+    let mut lines = console_lines();
     loop {
         tokio::select! {
             _ = zlink::stop_signal() => break,
-            line = lines.next_line() => match line {
-                Ok(Some(line)) => match line.trim().split_once(' ') {
+            line = lines.recv() => match line {
+                Some(line) => match line.trim().split_once(' ') {
                     Some(("drain", rid)) => match mesh.drain(rid.trim()).await {
                         Ok(done) => println!("{done}"),
                         Err(e) => println!("{e}"),
@@ -211,15 +250,32 @@ async fn serve(port: u16, security: &Security) -> Result<(), String> {
                     _ => println!("commands: drain players-1 | drain players-2"),
                 },
                 // stdin closed (not a terminal): serve until Ctrl-C.
-                Ok(None) | Err(_) => {
+                None => {
                     let _ = zlink::stop_signal().await;
                     break;
                 }
             },
         }
     }
+    println!("stopping");
     mesh.shutdown().await;
     Ok(())
+}
+
+/// The lines typed on stdin, read on a plain thread: tokio's stdin reads on its blocking
+/// pool, and a runtime waits for those at exit, so a process whose stdin stays open would
+/// never end.
+fn console_lines() -> tokio::sync::mpsc::Receiver<String> {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            if tx.blocking_send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }
 
 async fn chat_client(
@@ -251,7 +307,7 @@ async fn chat_client(
         println!("{packet}: {}", answer.json());
     }
     let mut next_seq = 100;
-    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut stdin = console_lines();
     for packet in early {
         show(&packet);
     }
@@ -264,20 +320,20 @@ async fn chat_client(
                     return Ok(());
                 }
             },
-            line = stdin.next_line() => match line {
-                Ok(Some(line)) if line.trim() == "/where" => {
+            line = stdin.recv() => match line {
+                Some(line) if line.trim() == "/where" => {
                     next_seq += 1;
                     chat.request(next_seq, "where", &serde_json::json!(null))
                         .await
                         .map_err(|e| e.to_string())?;
                 }
-                Ok(Some(line)) if !line.trim().is_empty() => {
+                Some(line) if !line.trim().is_empty() => {
                     chat.send("say", &serde_json::json!({ "text": line }))
                         .await
                         .map_err(|e| e.to_string())?;
                 }
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => {
+                Some(_) => {}
+                None => {
                     let _ = chat.close().await;
                     return Ok(());
                 }
@@ -314,9 +370,7 @@ enum Mode {
     Demo {
         drain: Option<String>,
     },
-    Serve {
-        port: u16,
-    },
+    Serve(ServeOptions),
     Client {
         name: String,
         room: String,
@@ -338,15 +392,32 @@ impl Mode {
                 })
             }
             Some("--serve") => {
-                let port = match (args.next(), args.next()) {
-                    (None, _) => 7450,
-                    (Some("--port"), Some(port)) => port
-                        .parse()
-                        .map_err(|_| format!("--port takes a port number, not {port:?}"))?,
-                    (Some(other), _) => return Err(format!("unexpected argument {other:?}")),
+                let mut options = ServeOptions {
+                    port: 7450,
+                    ..ServeOptions::default()
                 };
-                no_more(args)?;
-                Ok(Mode::Serve { port })
+                while let Some(flag) = args.next() {
+                    let mut value = || args.next().ok_or(format!("{flag} needs a value"));
+                    match flag {
+                        "--port" => {
+                            let port = value()?;
+                            options.port = port
+                                .parse()
+                                .map_err(|_| format!("--port takes a port number, not {port:?}"))?;
+                        }
+                        "--tls-cert" => options.tls_cert = Some(value()?.to_string()),
+                        "--tls-key" => options.tls_key = Some(value()?.to_string()),
+                        "--max-sessions" => {
+                            let max = value()?;
+                            options.max_sessions =
+                                Some(max.parse().ok().filter(|n| *n > 0).ok_or(format!(
+                                    "--max-sessions takes a number above 0, not {max:?}"
+                                ))?);
+                        }
+                        other => return Err(format!("unexpected argument {other:?}")),
+                    }
+                }
+                Ok(Mode::Serve(options))
             }
             Some("client") => {
                 let name = args.next().ok_or("client needs NAME ROOM")?.to_string();

@@ -7,18 +7,20 @@
 //! - [`player`], [`room`]: the player Actor and the room Spot;
 //! - [`gateway`]: the session type of the gateway's listeners;
 //! - [`client`]: a small chat client (the bundled one, and the bots');
-//! - [`bots`]: clients that talk and check what they hear.
+//! - [`bots`]: clients that talk and check what they hear;
+//! - [`page`]: the chat page a browser opens.
 
 pub mod bots;
 pub mod client;
 pub mod gateway;
 pub mod messages;
+pub mod page;
 pub mod player;
 pub mod room;
 
 use std::time::Duration;
 
-use zlink::session::StreamListener;
+use zlink::session::{StreamListener, TlsIdentity};
 use zlink::store::{LocationStore, RelocationStore};
 use zlink::Runtime;
 
@@ -33,13 +35,31 @@ pub const MESH: &str = "chat";
 /// The two player nodes (`--drain` takes one of them).
 pub const PLAYER_NODES: [&str; 2] = ["players-1", "players-2"];
 
-/// Where the gateway listens for clients.
-#[derive(Debug, Clone)]
+/// Where and how the gateway listens for clients.
+#[derive(Clone, Default)]
 pub struct ClientPorts {
     /// TCP packets (`127.0.0.1:PORT`; 0 picks a free port).
     pub tcp: u16,
     /// WebSocket (`127.0.0.1:PORT`; 0 picks a free port).
     pub websocket: u16,
+    /// Both listeners run inside TLS with this certificate (`tls://`, `wss://`).
+    pub tls: Option<TlsIdentity>,
+    /// Caps each listener's sessions (the listener's default otherwise).
+    pub max_sessions: Option<usize>,
+}
+
+impl ClientPorts {
+    /// One of the gateway's listeners, as these settings have it.
+    fn listener(&self, name: &str, scheme: &str, port: u16) -> StreamListener {
+        let mut listener = StreamListener::new(name).bind(format!("{scheme}://127.0.0.1:{port}"));
+        if let Some(tls) = &self.tls {
+            listener = listener.tls(tls.clone());
+        }
+        if let Some(max) = self.max_sessions {
+            listener = listener.max_sessions(max);
+        }
+        listener
+    }
 }
 
 /// The four nodes of one process, on the embedded stores.
@@ -68,13 +88,13 @@ impl ChatMesh {
         // ANCHOR: gateway
         let gateway = node("gateway")
             .stream_listener(
-                StreamListener::new("tcp-clients")
-                    .bind(format!("tcp://127.0.0.1:{}", ports.tcp))
+                ports
+                    .listener("tcp-clients", "tcp", ports.tcp)
                     .session(ChatSession::default),
             )
             .stream_listener(
-                StreamListener::new("browsers")
-                    .bind(format!("ws://127.0.0.1:{}", ports.websocket))
+                ports
+                    .listener("browsers", "ws", ports.websocket)
                     .session(ChatSession::default),
             );
         let gateway = operate::start(&security.node(0), gateway).await?;
@@ -112,6 +132,13 @@ impl ChatMesh {
                 "the chat nodes did not see each other within 10 s",
             )
         })?
+    }
+
+    /// The gateway's client endpoints: (TCP, WebSocket), as `scheme://HOST:PORT`
+    /// (`tls://` and `wss://` under TLS).
+    pub fn endpoints(&self) -> (String, String) {
+        let endpoint = |listener: &str| self.gateway.stream_endpoint(listener).unwrap_or_default();
+        (endpoint("tcp-clients"), endpoint("browsers"))
     }
 
     /// The gateway's client addresses: (TCP, WebSocket), as `HOST:PORT`.

@@ -29,8 +29,8 @@ use crate::mesh::Drained;
 use crate::telemetry::Happened;
 use crate::{Error, ErrorKind, Result};
 
-/// How long a refused connection has to take its closing notice.
-const REFUSAL_LINGER: Duration = Duration::from_millis(500);
+/// How long a refused connection has for its handshake and its closing notice.
+const REFUSAL_DEADLINE: Duration = Duration::from_secs(2);
 
 /// A running listener.
 pub(crate) struct RunningListener {
@@ -177,7 +177,8 @@ impl RunningListener {
                 "the listener holds its cap of {} sessions",
                 self.limits.max_sessions
             );
-            self.tasks.spawn(refuse(stream, detail));
+            self.tasks
+                .spawn(refuse(stream, self.transport, self.tls.clone(), detail));
             return;
         }
         self.counters.accepted.fetch_add(1, Ordering::Relaxed);
@@ -272,21 +273,49 @@ impl RunningListener {
     }
 }
 
-/// Tells a connection over the cap why, and closes it.
-async fn refuse(mut stream: TcpStream, detail: String) {
-    use tokio::io::AsyncWriteExt;
+/// Tells a connection over the cap why, in its own transport (after the TLS handshake,
+/// after the WebSocket upgrade), and closes it; all within [`REFUSAL_DEADLINE`].
+async fn refuse(
+    stream: TcpStream,
+    transport: StreamTransport,
+    tls: Option<TlsIdentity>,
+    detail: String,
+) {
     let notice = WirePacket::new(
         WireKind::Control,
         StreamCodec::Raw,
         SESSION_CLOSING,
         ClosingNotice::encode(CloseReason::ServerDrain, &detail),
     );
-    if let Ok(bytes) = encode_packet(&notice) {
-        let _ = tokio::time::timeout(REFUSAL_LINGER, async {
-            let _ = stream.write_all(&bytes).await;
+    let Ok(notice) = encode_packet(&notice) else {
+        return;
+    };
+    let _ = tokio::time::timeout(REFUSAL_DEADLINE, async {
+        match tls {
+            None => refuse_on(transport, stream, notice, &detail).await,
+            Some(tls) => {
+                if let Ok(stream) = tls.accept(stream).await {
+                    refuse_on(transport, stream, notice, &detail).await;
+                }
+            }
+        }
+    })
+    .await;
+}
+
+async fn refuse_on<S>(transport: StreamTransport, mut stream: S, notice: bytes::Bytes, detail: &str)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use tokio::io::AsyncWriteExt;
+    match transport {
+        StreamTransport::Tcp => {
+            let _ = stream.write_all(&notice).await;
             let _ = stream.shutdown().await;
-        })
-        .await;
+        }
+        StreamTransport::WebSocket => {
+            super::websocket::refuse(stream, notice, CloseReason::ServerDrain, detail).await;
+        }
     }
 }
 

@@ -70,6 +70,26 @@ where
         .await;
 }
 
+/// Upgrades a connection the listener refuses, tells it why (the closing `notice`, then
+/// a close frame), and closes it.
+pub(crate) async fn refuse<S>(stream: S, notice: Bytes, reason: CloseReason, detail: &str)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let config = WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
+        .max_message_size(Some(READ_BUFFER))
+        .max_frame_size(Some(READ_BUFFER));
+    let upgraded = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await;
+    if let Ok(mut socket) = upgraded {
+        let _ = socket.send(Message::Binary(notice)).await;
+        let _ = socket
+            .send(Message::Close(Some(close_frame(reason, detail))))
+            .await;
+        let _ = socket.close(None).await;
+    }
+}
+
 struct WsSource<S> {
     socket: SplitStream<WebSocketStream<S>>,
     max_message: usize,

@@ -1,0 +1,5 @@
+//! The STREAM client libraries against real gateway nodes: the JavaScript client in
+//! headless Chromium through the gateway chat's page. (Its Node tests run from the
+//! examples crate, which has the example's binary: `examples/tests/js_client.rs`.)
+
+mod chat_page;

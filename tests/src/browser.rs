@@ -1,0 +1,128 @@
+//! A headless Chromium driven through chromedriver (Debian's `chromium` and
+//! `chromium-driver`, always the same version), for the tests of web pages. A browser
+//! that cannot start fails the test; it never skips.
+
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use tokio::process::{Child, Command};
+
+/// How long the browser may take to start.
+const WAIT: Duration = Duration::from_secs(15);
+
+/// A headless Chromium session, and the chromedriver that runs it.
+pub struct Browser {
+    /// The WebDriver session.
+    pub client: Client,
+    _driver: Child,
+}
+
+impl Browser {
+    /// Starts chromedriver and a headless Chromium session; panics (fails the test) when
+    /// either cannot start.
+    pub async fn start() -> Browser {
+        let port = free_port();
+        let driver = Command::new(binary("ZLINK_CHROMEDRIVER", &["/usr/bin/chromedriver"]))
+            .arg(format!("--port={port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("chromedriver starts (Debian: apt-get install chromium chromium-driver)");
+        let url = format!("http://127.0.0.1:{port}");
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert(
+            "goog:chromeOptions".into(),
+            serde_json::json!({
+                "binary": binary("ZLINK_CHROMIUM", &["/usr/lib/chromium/chromium", "/usr/bin/chromium"]),
+                // CI runs as root, where Chromium's sandbox cannot start.
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"],
+            }),
+        );
+        let deadline = Instant::now() + WAIT;
+        let client = loop {
+            let connected = ClientBuilder::new(HttpConnector::new())
+                .capabilities(capabilities.clone())
+                .connect(&url)
+                .await;
+            match connected {
+                Ok(client) => break client,
+                // chromedriver takes a moment to listen.
+                Err(e) if Instant::now() < deadline => {
+                    tracing::debug!(error = %e, "chromedriver not ready yet");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("no headless Chromium session through chromedriver: {e}"),
+            }
+        };
+        Browser {
+            client,
+            _driver: driver,
+        }
+    }
+
+    /// The text of element `#id`.
+    pub async fn text(&self, id: &str) -> String {
+        match self.client.find(Locator::Id(id)).await {
+            Ok(element) => element.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// Waits until the text of `#id` holds every one of `wanted`; returns it.
+    pub async fn wait_text(&self, id: &str, wanted: &[&str], within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            let text = self.text(id).await;
+            if wanted.iter().all(|w| text.contains(w)) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "#{id} never showed {wanted:?} within {within:?}; it shows: {text}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Clicks `#id`.
+    pub async fn click(&self, id: &str) {
+        self.client
+            .find(Locator::Id(id))
+            .await
+            .unwrap_or_else(|e| panic!("#{id}: {e}"))
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("click #{id}: {e}"));
+    }
+
+    /// Types `text` into `#id`, replacing what it held.
+    pub async fn type_into(&self, id: &str, text: &str) {
+        let field = self
+            .client
+            .find(Locator::Id(id))
+            .await
+            .unwrap_or_else(|e| panic!("#{id}: {e}"));
+        field.clear().await.expect("clear");
+        field.send_keys(text).await.expect("type");
+    }
+}
+
+/// The first of `candidates` that exists, unless `variable` names another.
+fn binary(variable: &str, candidates: &[&str]) -> String {
+    std::env::var(variable).unwrap_or_else(|_| {
+        candidates
+            .iter()
+            .find(|path| std::path::Path::new(path).exists())
+            .unwrap_or(&candidates[0])
+            .to_string()
+    })
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
