@@ -8,33 +8,9 @@ use std::sync::OnceLock;
 use metrics_exporter_prometheus::PrometheusHandle;
 use zlink_tests::{client, echo_client, server, stop, Echo};
 
-// ANCHOR: logs
-/// Prints zlink's log lines (and your own) as `RUST_LOG` asks, e.g.
-/// `RUST_LOG=info,zlink=debug`; `info` when it is not set.
-fn init_logs() {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    // `try_init`: a second call (another test, a library) leaves the first in place.
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).try_init();
-}
-// ANCHOR_END: logs
+zlink_book_snippets::snippet!("operating.md", "logs");
 
-// ANCHOR: metrics
-use metrics_exporter_prometheus::PrometheusBuilder;
-
-/// Installs the Prometheus recorder for the whole process, with zlink's histogram
-/// buckets, before the first node starts. Serve `handle.render()` as `/metrics`.
-fn install_metrics() -> PrometheusHandle {
-    use metrics_exporter_prometheus::Matcher;
-    let depth = Matcher::Full(zlink::telemetry::names::MAILBOX_DEPTH.to_string());
-    PrometheusBuilder::new()
-        .set_buckets(zlink::telemetry::DURATION_BUCKETS_SECONDS)
-        .and_then(|b| b.set_buckets_for_metric(depth, zlink::telemetry::DEPTH_BUCKETS))
-        .expect("zlink's buckets are valid")
-        .install_recorder()
-        .expect("no other recorder is installed")
-}
-// ANCHOR_END: metrics
+zlink_book_snippets::snippet!("operating.md", "metrics");
 
 fn metrics() -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
@@ -65,19 +41,7 @@ async fn the_chapter_s_logs_and_metrics_set_up_as_shown() {
     stop([client, server]).await;
 }
 
-// ANCHOR: probes
-/// Serves `/alive`, `/ready`, `/api/status` and `/metrics` for `rt` on `addr` (keep the
-/// returned value: dropping it stops serving).
-async fn serve_probes(
-    rt: &zlink::Runtime,
-    addr: std::net::SocketAddr,
-) -> std::io::Result<zlink_dashboard::ServedDashboard> {
-    zlink_dashboard::Dashboard::new(rt.operator())
-        .metrics(metrics().clone())
-        .serve(addr)
-        .await
-}
-// ANCHOR_END: probes
+zlink_book_snippets::snippet!("operating.md", "probes");
 
 #[tokio::test]
 async fn the_chapter_s_health_probes_answer_as_shown() {
@@ -102,19 +66,7 @@ async fn the_chapter_s_health_probes_answer_as_shown() {
     stop([server]).await;
 }
 
-// ANCHOR: trace
-/// Runs `work` (your calls) inside a new trace; returns the flow its calls carried.
-async fn in_a_new_trace(
-    work: impl std::future::Future<Output = zlink::Result<()>>,
-) -> zlink::Result<String> {
-    zlink::trace::traced(async {
-        work.await?;
-        let context = zlink::trace::current().expect("inside the trace");
-        Ok(context.flow_id)
-    })
-    .await
-}
-// ANCHOR_END: trace
+zlink_book_snippets::snippet!("operating.md", "trace");
 
 #[tokio::test]
 async fn the_chapter_s_trace_carries_a_flow() {
@@ -135,25 +87,7 @@ async fn the_chapter_s_trace_carries_a_flow() {
     stop([client, server]).await;
 }
 
-// ANCHOR: observe
-/// Reads the node's status stream until a move ends; returns what it saw, one line per
-/// event.
-async fn watch_until_a_move_ends(events: &mut zlink::telemetry::Observer) -> Vec<String> {
-    use zlink::telemetry::Happened;
-    let mut seen = Vec::new();
-    while let Some(observed) = events.next().await {
-        if observed.lost > 0 {
-            seen.push(format!("({} events lost so far)", observed.lost));
-        }
-        let event = observed.event;
-        seen.push(format!("#{} {:?}", event.sequence, event.what));
-        if matches!(event.what, Happened::RelocationEnded { .. }) {
-            break;
-        }
-    }
-    seen
-}
-// ANCHOR_END: observe
+zlink_book_snippets::snippet!("operating.md", "observe");
 
 #[tokio::test]
 async fn the_chapter_s_status_stream_tells_a_move() {
@@ -175,25 +109,7 @@ async fn the_chapter_s_status_stream_tells_a_move() {
     stop(m.nodes).await;
 }
 
-// ANCHOR: dashboard
-/// Serves the dashboard of `rt` on `addr`, with its controls for requests that carry
-/// `token` (keep the returned value: dropping it stops serving).
-async fn serve_dashboard(
-    rt: &zlink::Runtime,
-    addr: std::net::SocketAddr,
-    token: &str,
-) -> zlink::Result<zlink_dashboard::ServedDashboard> {
-    let dashboard = zlink_dashboard::Dashboard::new(rt.operator())
-        .metrics(metrics().clone())
-        .controls(rt.controls(), token)?;
-    dashboard.serve(addr).await.map_err(|e| {
-        zlink::Error::new(
-            zlink::ErrorKind::Unavailable,
-            format!("cannot bind {addr}: {e}"),
-        )
-    })
-}
-// ANCHOR_END: dashboard
+zlink_book_snippets::snippet!("operating.md", "dashboard");
 
 /// `request` sent to `addr`; the whole answer.
 async fn http(addr: std::net::SocketAddr, request: &str) -> String {

@@ -3,6 +3,8 @@
 //! per-type `on_owner_lost = reclaim` policy, over real TCP on 127.0.0.1 and a private
 //! `redis-server`.
 
+use zlink::object::Actor;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,23 +25,7 @@ pub struct Seen {
     pub node: String,
 }
 
-// ANCHOR: policy
-use zlink::object::{Actor, ActorContext};
-
-/// A visitor's counter. Its state is cheap to lose: when its node dies, the next
-/// `get_or_create` may start a fresh one instead of waiting for an operator.
-#[zlink::actor(type = "visitor", relocation = preserve, on_owner_lost = reclaim)]
-impl Visitor {
-    #[handler]
-    async fn visit(&mut self, _visit: Visit, _ctx: &ActorContext) -> zlink::Result<Seen> {
-        self.visits += 1;
-        Ok(Seen {
-            visits: self.visits,
-            node: self.node.clone(),
-        })
-    }
-}
-// ANCHOR_END: policy
+zlink_book_snippets::snippet!("restarts.md", "policy");
 
 pub struct Visitor {
     visits: u64,
@@ -107,14 +93,7 @@ async fn crash_until_lease_expired(rt: &Runtime, redis: &RedisServer) -> zlink::
     Ok(())
 }
 
-// ANCHOR: main
-/// What an application's `main` does once its node runs: serve until Ctrl-C or SIGTERM,
-/// then stop, releasing what the node owns.
-async fn serve(rt: Runtime) {
-    let outcome = rt.shutdown_on_signal(zlink::ShutdownOptions::new()).await;
-    println!("{} {outcome}", rt.rid());
-}
-// ANCHOR_END: main
+zlink_book_snippets::snippet!("restarts.md", "main");
 
 async fn visits(rt: &zlink::Handle, id: &str) -> zlink::Result<Seen> {
     VisitorClient::new(rt, id).visit(Visit).await
@@ -133,15 +112,7 @@ async fn restarts_chapter() -> zlink::Result<()> {
         visits(&a, &format!("v{i}")).await?;
     }
 
-    // ANCHOR: rolling
-    // Rolling restart, one node at a time: move what it runs to the others, live,
-    // then stop. Whatever could not move is released, never stranded.
-    let outcome = a
-        .shutdown_with(zlink::ShutdownOptions::new().relocate_first())
-        .await;
-    assert!(outcome.is_clean(), "{outcome}");
-    // ... start the new version of `a` under the same RID ...
-    // ANCHOR_END: rolling
+    zlink_book_snippets::statements!("restarts.md", "rolling");
     for i in 0..4 {
         let seen = visits(&b, &format!("v{i}")).await?;
         assert_eq!((seen.visits, seen.node.as_str()), (2, "b"));
@@ -149,14 +120,7 @@ async fn restarts_chapter() -> zlink::Result<()> {
     let a = visitor_node("a", &redis).await?;
     b.actors().ready("visitor", 2).await?;
 
-    // ANCHOR: undrain
-    // A maintenance drain that turned out to be unneeded: b moves everything to a and
-    // takes no new objects ...
-    let report = b.relocate_all().await?;
-    assert!(report.is_complete(), "{report:?}");
-    // ... until it is returned to service.
-    b.undrain().await?;
-    // ANCHOR_END: undrain
+    zlink_book_snippets::statements!("restarts.md", "undrain");
     assert_eq!(visits(&a, "v0").await?.node, "a");
 
     // b takes new visitors again; then a crashes, holding v0..v3.
@@ -168,20 +132,7 @@ async fn restarts_chapter() -> zlink::Result<()> {
     .await;
     crash_until_lease_expired(&a, &redis).await?;
 
-    // ANCHOR: reclaim
-    // After a crash: release what node "a" owned, once its owner lease has expired.
-    // Anything whose owner lease still lives is refused, with the time it has left.
-    let report = b.objects()?.reclaim_node("a").await?;
-    for object in &report.released {
-        println!("released {} (generation {})", object.id, object.generation);
-    }
-    for refused in &report.refused {
-        println!("left {}: {:?}", refused.id, refused.reason);
-    }
-    // The next create makes a new incarnation, starting from its factory.
-    let again = b.actors().get_or_create("v1", "visitor").await?;
-    assert!(matches!(again, ActorCreation::Created(_)));
-    // ANCHOR_END: reclaim
+    zlink_book_snippets::statements!("restarts.md", "reclaim");
     assert!(report.refused.is_empty(), "{report:?}");
 
     // `visitor` declares on_owner_lost = reclaim: had nobody reclaimed v2, the next

@@ -1,115 +1,14 @@
 //! The code of the Relocation chapter's "Moving a Spot" section: a table Spot whose guests
 //! (Actors) sit at it, moved with them as one unit, state and all.
 
+use bytes::Bytes;
+
 use std::sync::Arc;
 
 use zlink::store::{LocationStore, RelocationStore};
 use zlink::Runtime;
 
-// ANCHOR: table
-use serde::{Deserialize, Serialize};
-use zlink::object::{
-    Actor, ActorContext, ActorRef, JoinDecision, RelocationState, Spot, SpotContext,
-};
-use zlink::Bytes;
-
-/// Something said at the table (one-way).
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-pub struct Say(pub String);
-
-/// Asks the table what was said and who sits at it.
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-#[message(reply = Scene)]
-pub struct Look;
-
-/// What was said, who sits, and which node runs the table.
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-pub struct Scene {
-    pub said: Vec<String>,
-    pub guests: Vec<String>,
-    pub node: String,
-}
-
-/// A table: its guests run one turn at a time with it (`SpotWide`, the default) and move
-/// with it; what was said and who sits are its state, kept across a move (`preserve`).
-pub struct Table {
-    node: String,
-    said: Vec<String>,
-    guests: Vec<String>,
-}
-
-/// What of a table moves with it.
-#[derive(Serialize, Deserialize, zlink::Message)]
-struct TableState {
-    said: Vec<String>,
-    guests: Vec<String>,
-}
-
-impl RelocationState for Table {
-    fn capture(&self) -> zlink::Result<Vec<u8>> {
-        let state = TableState {
-            said: self.said.clone(),
-            guests: self.guests.clone(),
-        };
-        Ok(zlink::Message::encode(&state)?.to_vec())
-    }
-
-    fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
-        let state: TableState = zlink::Message::decode(state)?;
-        (self.said, self.guests) = (state.said, state.guests);
-        Ok(())
-    }
-}
-
-#[zlink::spot(type = "table", relocation = preserve, actors = Guest)]
-impl Table {
-    #[handler]
-    async fn say(&mut self, say: Say, _ctx: &SpotContext) -> zlink::Result<()> {
-        self.said.push(say.0);
-        Ok(())
-    }
-
-    #[handler]
-    async fn look(&mut self, _look: Look, _ctx: &SpotContext) -> zlink::Result<Scene> {
-        Ok(Scene {
-            said: self.said.clone(),
-            guests: self.guests.clone(),
-            node: self.node.clone(),
-        })
-    }
-
-    /// Whoever asks may sit.
-    #[on_actor_join]
-    async fn seat(
-        &mut self,
-        guest: &ActorRef,
-        _request: Bytes,
-        _ctx: &SpotContext,
-    ) -> JoinDecision {
-        self.guests.push(guest.id.to_string());
-        JoinDecision::Accept(Bytes::new())
-    }
-}
-
-impl Spot for Table {}
-
-/// Asks a guest to sit at a table (by its Spot ID).
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-pub struct Sit(pub String);
-
-/// A guest; with nothing of its own to keep, it is made afresh where it moves.
-pub struct Guest;
-
-#[zlink::actor(type = "guest", relocation = recreate)]
-impl Guest {
-    #[handler]
-    async fn sit(&mut self, sit: Sit, ctx: &ActorContext) -> zlink::Result<()> {
-        ctx.join_spot(&sit.0, Bytes::new())
-    }
-}
-
-impl Actor for Guest {}
-// ANCHOR_END: table
+zlink_book_snippets::snippet!("relocation.md", "table");
 
 /// A node that serves tables and guests, on the stores the test's nodes share.
 async fn node(
@@ -181,11 +80,7 @@ async fn a_table_moves_with_its_guests_and_what_was_said() -> zlink::Result<()> 
     .await;
     at_table.say(Say("welcome".into())).await?;
 
-    // ANCHOR: move_unit
-    // The table and every guest seated at it now move to b, as one unit.
-    let moved = a.spots().relocate(&table, Some("b")).await?;
-    assert_eq!(moved.rid, "b");
-    // ANCHOR_END: move_unit
+    zlink_book_snippets::statements!("relocation.md", "move_unit");
 
     let scene = TableClient::new(&a, &table).look(Look).await?;
     assert_eq!(scene.node, "b");

@@ -30,39 +30,7 @@ impl Counter {
 
 impl Spot for Counter {}
 
-// ANCHOR: cluster
-/// Three nodes; only `n0` serves counters, so every counter lives there.
-async fn cluster() -> TestCluster {
-    TestCluster::in_memory(3, |i, node| {
-        if i == 0 {
-            node.spot_type(Counter::spot_type(|_| Counter::default()).expect("a Spot type"))
-        } else {
-            node
-        }
-    })
-    .await
-}
-
-#[tokio::test]
-async fn a_cache_hit_reads_the_store_zero_times() {
-    let cluster = cluster().await;
-    let caller = cluster.node(2);
-    let created = caller
-        .spots()
-        .get_or_create("c", Counter::STABLE_TYPE, "")
-        .await
-        .unwrap();
-    assert!(matches!(created, SpotCreation::Created(ref c, _) if c.rid == "n0"));
-    let counter = CounterClient::new(caller, "c");
-    counter.bump(&Bump).await.unwrap();
-    let reads = cluster.store_reads(2);
-    for _ in 0..10 {
-        counter.bump(&Bump).await.unwrap();
-    }
-    assert_eq!(cluster.store_reads(2), reads, "ten calls, zero store reads");
-    cluster.shutdown().await;
-}
-// ANCHOR_END: cluster
+zlink_book_snippets::snippet!("spots.md", "cluster");
 
 #[tokio::test]
 async fn a_partitioned_owner_is_unavailable_until_the_partition_heals() {

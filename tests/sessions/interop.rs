@@ -1,5 +1,5 @@
-//! Independent STREAM clients in Python, written from the book's wire chapter: one on a
-//! plain socket, one on the `websockets` package. `.ci/run` creates their environment
+//! The repository's Python STREAM client (`clients/python`, asyncio) against real
+//! gateway nodes, over TCP and over WebSocket (the `websockets` package). `.ci/run` creates their environment
 //! (`target/interop-venv`); `ZLINK_INTEROP_PYTHON` points elsewhere.
 
 use std::path::PathBuf;
@@ -82,4 +82,17 @@ async fn a_python_websocket_client_gets_every_answer_once_and_every_push_in_orde
     .await;
     assert_eq!(counters.reasons(), vec![CloseReason::ClientClose]);
     runtime.shutdown().await;
+}
+
+#[test]
+fn the_python_clients_own_tests_pass() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../clients/python");
+    let output = Command::new(python())
+        .args(["-m", "unittest", "discover", "-s", "tests"])
+        .current_dir(dir)
+        .output()
+        .expect("python runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("Ran 7 tests"), "{stderr}");
 }

@@ -5,21 +5,11 @@
 use std::sync::Arc;
 
 use zlink_testkit::conformance::StoreUnderTest;
-use zlink_testkit::{MemoryLocationStore, RedisCluster, RedisServer};
+use zlink_testkit::{RedisCluster, RedisServer};
 
 mod memory {
-    use super::*;
 
-    // ANCHOR: memory
-    async fn fresh() -> StoreUnderTest {
-        StoreUnderTest {
-            store: Arc::new(MemoryLocationStore::new()),
-            guard: None, // a RedisServer, say, kept alive for the test
-        }
-    }
-
-    zlink_testkit::location_store_conformance!(fresh());
-    // ANCHOR_END: memory
+    zlink_book_snippets::statements!("location-store.md", "memory");
 
     #[tokio::test]
     async fn counters_stop_at_the_maximum_without_wrapping() {

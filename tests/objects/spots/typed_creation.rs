@@ -3,44 +3,7 @@
 
 use super::*;
 
-// ANCHOR: typed
-/// Opens a hall with a capacity.
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-pub struct OpenHall {
-    pub capacity: u32,
-}
-
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-#[message(reply = Capacity)]
-pub struct AskCapacity;
-
-#[derive(Debug, Serialize, Deserialize, zlink::Message)]
-pub struct Capacity(pub u32);
-
-#[derive(Default)]
-struct Hall {
-    capacity: u32,
-}
-
-#[zlink::spot(type = "hall", relocation = disable, create = OpenHall)]
-impl Hall {
-    #[on_create]
-    async fn open(&mut self, args: OpenHall, _ctx: &SpotContext) -> CreateDecision {
-        if args.capacity == 0 {
-            return CreateDecision::Reject(Bytes::from_static(b"a hall holds someone"));
-        }
-        self.capacity = args.capacity;
-        CreateDecision::Accept(Bytes::new())
-    }
-
-    #[handler]
-    async fn capacity(&mut self, _ask: AskCapacity, _ctx: &SpotContext) -> zlink::Result<Capacity> {
-        Ok(Capacity(self.capacity))
-    }
-}
-
-impl Spot for Hall {}
-// ANCHOR_END: typed
+zlink_book_snippets::snippet!("spots.md", "typed");
 
 async fn hall_server(rid: &str, store: &Arc<dyn zlink::store::LocationStore>) -> Runtime {
     start(
@@ -64,11 +27,7 @@ async fn typed_creation_arguments_reach_on_create_and_the_client_is_one_call() {
         .await
         .expect("ready");
 
-    // ANCHOR: typed_call
-    let hall = HallClient::get_or_create(&caller, "main", &OpenHall { capacity: 40 })
-        .await
-        .expect("created");
-    // ANCHOR_END: typed_call
+    zlink_book_snippets::statements!("spots.md", "typed_call");
     assert_eq!(hall.capacity(AskCapacity).await.expect("answered").0, 40);
     let again = HallClient::get_or_create(&server, "main", &OpenHall { capacity: 7 })
         .await

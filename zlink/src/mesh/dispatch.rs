@@ -283,7 +283,7 @@ fn finish(links: &dyn ReplyOut, reply: Option<&ReplyRoute>, result: Result<Bytes
         Some(route) => links.reply(route, result),
         None => {
             if let Err(e) = result {
-                tracing::warn!(error = %e, "reply_error: send handler failed");
+                tracing::warn!(error = %e, "send handler failed");
             }
         }
     }

@@ -5,14 +5,20 @@
 //! different Actors are independent: a slow Actor holds up its own answers only.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use super::packet::StreamCodec;
-use super::peer::{error_parts, ReplyToken};
 use crate::Result;
+
+/// What answers one client request once: the session's reply token.
+pub(crate) trait Answer: Send + 'static {
+    /// Answers with the reply, or with the error's kind and message.
+    fn answer(self, codec: StreamCodec, result: Result<Bytes>) -> impl Future<Output = ()> + Send;
+}
 
 /// One session's lines, one per Actor with answers on their way.
 #[derive(Default)]
@@ -32,7 +38,7 @@ impl AnswerLines {
     }
 
     /// The next turn in `actor`'s line.
-    pub(crate) fn take_turn(&self, actor: &str) -> AnswerTurn {
+    pub(crate) fn take_turn(self: &Arc<Self>, actor: &str) -> AnswerTurn {
         let (written_tx, written_rx) = oneshot::channel();
         let mut lines = self.lock();
         let ticket = lines
@@ -48,6 +54,7 @@ impl AnswerLines {
             )
             .map(|line| line.written);
         AnswerTurn {
+            lines: self.clone(),
             actor: actor.to_string(),
             ticket,
             previous,
@@ -66,6 +73,7 @@ impl AnswerLines {
 
 /// One request's place in its Actor's line.
 pub(crate) struct AnswerTurn {
+    lines: Arc<AnswerLines>,
     actor: String,
     ticket: u64,
     /// Resolves (or fails, its sender dropped) once the turn before was written.
@@ -94,13 +102,13 @@ impl AnswerTurn {
 }
 
 /// A relayed request's reply token, with its turn in its Actor's line.
-pub(crate) struct OrderedReply {
-    token: ReplyToken,
+pub(crate) struct OrderedReply<T> {
+    token: T,
     turn: AnswerTurn,
 }
 
-impl OrderedReply {
-    pub(crate) fn new(token: ReplyToken, turn: AnswerTurn) -> Self {
+impl<T: Answer> OrderedReply<T> {
+    pub(crate) fn new(token: T, turn: AnswerTurn) -> Self {
         OrderedReply { token, turn }
     }
 
@@ -118,15 +126,8 @@ impl OrderedReply {
     pub(crate) async fn answer(mut self, codec: StreamCodec, result: Result<Bytes>) {
         self.turn.wait().await;
         let OrderedReply { token, mut turn } = self;
-        let lines = token.peer().clone();
-        let _ = match result {
-            Ok(reply) => token.reply_bytes(codec, reply).await,
-            Err(e) => {
-                let (kind, message) = error_parts(&e);
-                token.fail(kind, &message).await
-            }
-        };
+        token.answer(codec, result).await;
         drop(turn.written.take());
-        lines.answer_lines.finished(&turn);
+        turn.lines.clone().finished(&turn);
     }
 }

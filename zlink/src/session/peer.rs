@@ -12,7 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use super::answer_order::{AnswerLines, OrderedReply};
+use super::answer_order::{Answer, AnswerLines, OrderedReply};
 use super::outbound::Outbound;
 use super::packet::{encode_packet, CloseReason, StreamCodec, WireKind, WirePacket};
 use crate::{Error, ErrorKind, Message, Result};
@@ -72,9 +72,9 @@ pub(crate) struct SessionPeer {
     /// The node's object layer, which binds and relays.
     pub(crate) objects: Option<std::sync::Weak<crate::object::ObjectServer>>,
     /// The Actors this session is bound to.
-    pub(crate) bindings: super::session_bindings::Bindings<OrderedReply>,
+    pub(crate) bindings: super::session_bindings::Bindings<OrderedReply<ReplyToken>>,
     /// The order in which relayed requests' answers are written, per Actor.
-    pub(crate) answer_lines: AnswerLines,
+    pub(crate) answer_lines: Arc<AnswerLines>,
     /// The last session sequence given to a relayed message.
     pub(crate) session_seq: std::sync::atomic::AtomicU64,
     /// Bindings that moved to another session, for the lane's callback.
@@ -104,7 +104,7 @@ impl SessionPeer {
             ended: CancellationToken::new(),
             objects,
             bindings: super::session_bindings::Bindings::default(),
-            answer_lines: AnswerLines::default(),
+            answer_lines: Arc::default(),
             session_seq: std::sync::atomic::AtomicU64::new(0),
             replaced: Mutex::new(Vec::new()),
             replaced_notice: tokio::sync::Notify::new(),
@@ -287,11 +287,6 @@ impl ReplyToken {
         }
     }
 
-    /// The session the token answers on.
-    pub(crate) fn peer(&self) -> &Arc<SessionPeer> {
-        &self.peer
-    }
-
     /// The client's request sequence this token answers.
     pub fn request_seq(&self) -> u64 {
         self.seq
@@ -326,6 +321,18 @@ impl ReplyToken {
         }
         let packet = SessionPeer::error_packet(Some(self.seq), kind, message);
         self.peer.send(&packet, None).await
+    }
+}
+
+impl Answer for ReplyToken {
+    async fn answer(self, codec: StreamCodec, result: Result<Bytes>) {
+        let _ = match result {
+            Ok(reply) => self.reply_bytes(codec, reply).await,
+            Err(e) => {
+                let (kind, message) = error_parts(&e);
+                self.fail(kind, &message).await
+            }
+        };
     }
 }
 

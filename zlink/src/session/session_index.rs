@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use super::answer_order::OrderedReply;
 use super::packet::{encode_packet, StreamCodec, WireKind, WirePacket};
-use super::peer::SessionPeer;
+use super::peer::{ReplyToken, SessionPeer};
 use super::session_bindings::HeldRelay;
 use super::CloseReason;
 use crate::mesh::{InboundCall, InboundRoute};
@@ -284,7 +284,7 @@ fn push_of(message: &crate::wire::CallMessage) -> Result<PushRecord> {
 pub(crate) async fn submit(
     objects: &ObjectServer,
     route: &BindingRoute,
-    relay: HeldRelay<OrderedReply>,
+    relay: HeldRelay<OrderedReply<ReplyToken>>,
 ) -> Result<()> {
     let HeldRelay {
         packet,
