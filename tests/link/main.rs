@@ -4,5 +4,6 @@
 mod attacks;
 mod curve;
 mod interop;
+mod logged_failures;
 mod wire_decoders;
 mod wire_promises;

@@ -94,5 +94,5 @@ fn the_python_clients_own_tests_pass() {
         .expect("python runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
-    assert!(stderr.contains("Ran 7 tests"), "{stderr}");
+    assert!(stderr.contains("Ran 8 tests"), "{stderr}");
 }

@@ -91,5 +91,24 @@ class Client(unittest.TestCase):
         self.assertEqual(error.reason_name, "ServerDrain")
 
 
+class BookSnippets(unittest.TestCase):
+    def test_the_python_the_book_and_readme_show_compiles_and_imports_what_exists(self):
+        import re
+        import zlink_stream
+        here = os.path.dirname(os.path.abspath(__file__))
+        sources = [os.path.join(here, "..", "..", "..", "book", "src", "clients.md"),
+                   os.path.join(here, "..", "README.md")]
+        checked = 0
+        for path in sources:
+            text = open(path, encoding="utf-8").read()
+            for code in re.findall(r"```python\n(.*?)```", text, re.S):
+                compile(code, path, "exec")
+                for names in re.findall(r"from zlink_stream import ([^\n]+)", code):
+                    for name in names.split(","):
+                        self.assertTrue(hasattr(zlink_stream, name.strip()), name)
+                checked += 1
+        self.assertGreaterEqual(checked, 2)
+
+
 if __name__ == "__main__":
     unittest.main()

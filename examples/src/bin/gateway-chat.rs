@@ -29,7 +29,8 @@ usage:
       7450) and ws://127.0.0.1:PORT+1/ (WebSocket); a browser opens the chat page at
       http://127.0.0.1:PORT+2/. --port 0 takes free ports; every address is printed.
       With --tls-cert and --tls-key (PEM) both client listeners run inside TLS (tls://
-      and wss://). --max-sessions caps the clients of each listener (default 20000).
+      and wss://; the bundled client speaks plain TCP only, the JavaScript and Python
+      clients speak TLS). --max-sessions caps the clients of each listener (default 20000).
       Type `drain players-1` (or players-2) to move that node's players away while the
       clients stay connected.
 
@@ -230,9 +231,13 @@ async fn serve(options: ServeOptions, security: &Security) -> Result<(), String>
     if let Some(max) = options.max_sessions {
         println!("  at most {max} sessions per listener");
     }
-    println!(
-        "  watch: cargo run -p zlink-examples --bin gateway-chat -- client ann lobby --addr {tcp_shown}"
-    );
+    if options.tls_cert.is_none() {
+        println!(
+            "  watch: cargo run -p zlink-examples --bin gateway-chat -- client ann lobby --addr {tcp_shown}"
+        );
+    } else {
+        println!("  the page connects over wss://: the browser must trust the certificate");
+    }
     println!("  type `drain players-1` or `drain players-2` here; Ctrl-C stops");
     // Read on a thread of its own: a blocked read of stdin must never keep the process
     // from stopping on Ctrl-C.

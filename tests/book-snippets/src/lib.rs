@@ -106,10 +106,7 @@ fn visible(code: TokenStream) -> TokenStream {
         match &token {
             // An attribute (doc comments are attributes too) keeps the item's start.
             TokenTree::Punct(p) if p.as_char() == '#' => {
-                out.push(token);
-                if let Some(group) = tokens.next() {
-                    out.push(group);
-                }
+                copy_attribute(token, &mut tokens, &mut out);
                 continue;
             }
             TokenTree::Ident(ident) if at_start => {
@@ -147,10 +144,7 @@ fn visible_fields(fields: TokenStream) -> TokenStream {
     while let Some(token) = tokens.next() {
         match &token {
             TokenTree::Punct(p) if p.as_char() == '#' => {
-                out.push(token);
-                if let Some(group) = tokens.next() {
-                    out.push(group);
-                }
+                copy_attribute(token, &mut tokens, &mut out);
                 continue;
             }
             TokenTree::Punct(p) if p.as_char() == ',' => {
@@ -168,6 +162,16 @@ fn visible_fields(fields: TokenStream) -> TokenStream {
         out.push(token);
     }
     out.into_iter().collect()
+}
+
+/// Copies an attribute: its `#` and its bracketed group.
+fn copy_attribute(
+    hash: TokenTree,
+    tokens: &mut impl Iterator<Item = TokenTree>,
+    out: &mut Vec<TokenTree>,
+) {
+    out.push(hash);
+    out.extend(tokens.next());
 }
 
 fn pub_crate() -> [TokenTree; 2] {
