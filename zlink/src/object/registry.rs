@@ -71,6 +71,46 @@ struct State<L> {
     /// The creation attempts running on this node, by attempt number.
     creating: HashMap<u64, InCreation>,
     next_attempt: u64,
+    /// What the limits check, kept as objects come and go.
+    counts: Counts,
+}
+
+/// The objects the creation limits count, running and being created, kept up to date as
+/// they come and go so a creation checks its limits in O(1) however many objects the
+/// node holds.
+#[derive(Default)]
+struct Counts {
+    /// Spots (the Entry Spot aside, once it runs).
+    spots: usize,
+    /// Objects by type.
+    by_type: HashMap<StableType, usize>,
+}
+
+impl Counts {
+    /// Counts one more (`up`) or one fewer object of `stable_type`, a Spot when `spot`.
+    fn step(&mut self, stable_type: &StableType, spot: bool, up: bool) {
+        let step = |n: &mut usize| *n = if up { *n + 1 } else { n.saturating_sub(1) };
+        if spot {
+            step(&mut self.spots);
+        }
+        if up {
+            step(self.by_type.entry(stable_type.clone()).or_default());
+        } else if let Some(n) = self.by_type.get_mut(stable_type) {
+            step(n);
+            if *n == 0 {
+                self.by_type.remove(stable_type);
+            }
+        }
+    }
+
+    fn running<L: Registered>(&mut self, live: &L, up: bool) {
+        let spot = live.key().kind == ObjectKind::Spot && !live.is_entry();
+        self.step(live.stable_type(), spot, up);
+    }
+
+    fn of_type(&self, stable_type: &StableType) -> usize {
+        self.by_type.get(stable_type).copied().unwrap_or(0)
+    }
 }
 
 /// What this node knows of one of its creations in progress.
@@ -106,6 +146,7 @@ impl<L: Registered> ObjectRegistry<L> {
                 live: super::KeyMap::default(),
                 creating: HashMap::new(),
                 next_attempt: 0,
+                counts: Counts::default(),
             }),
         }
     }
@@ -188,7 +229,15 @@ impl<L: Registered> ObjectRegistry<L> {
     /// the ID (its close gave up waiting) is stopped: the authority names the new one.
     pub(crate) fn insert(&self, live: L) {
         let counted = (!live.is_entry()).then(|| ObjectClass::from(live.key().kind));
-        let previous = self.state().live.insert(live.key().clone(), live);
+        let previous = {
+            let mut state = self.state();
+            state.counts.running(&live, true);
+            let previous = state.live.insert(live.key().clone(), live);
+            if let Some(previous) = &previous {
+                state.counts.running(previous, false);
+            }
+            previous
+        };
         match previous {
             Some(previous) => previous.stop_superseded(),
             None => counted.map_or((), |kind| self.meter.owned(kind, 1)),
@@ -200,6 +249,7 @@ impl<L: Registered> ObjectRegistry<L> {
         let mut state = self.state();
         if state.live.get(live.key()).is_some_and(|c| c.same(live)) {
             state.live.remove(live.key());
+            state.counts.running(live, false);
             if !live.is_entry() {
                 self.meter.owned(ObjectClass::from(live.key().kind), -1);
             }
@@ -208,7 +258,14 @@ impl<L: Registered> ObjectRegistry<L> {
 
     /// Forgets every object (the node stopped).
     pub(crate) fn clear(&self) {
-        let cleared: Vec<L> = self.state().live.drain().map(|(_, live)| live).collect();
+        let cleared: Vec<L> = {
+            let mut state = self.state();
+            let cleared: Vec<L> = state.live.drain().map(|(_, live)| live).collect();
+            for live in &cleared {
+                state.counts.running(live, false);
+            }
+            cleared
+        };
         for live in cleared.iter().filter(|live| !live.is_entry()) {
             self.meter.owned(ObjectClass::from(live.key().kind), -1);
         }
@@ -225,37 +282,17 @@ impl<L: Registered> ObjectRegistry<L> {
     ) -> Result<Creating<'_, L>> {
         let mut state = self.state();
         let full = |limit: u32, used: usize| limit > 0 && used >= limit as usize;
-        if key.kind == ObjectKind::Spot {
-            // The Entry Spot is the framework's: it counts against no limit.
-            let spots = state
-                .live
-                .values()
-                .filter(|l| l.key().kind == ObjectKind::Spot && !l.is_entry())
-                .count()
-                + state
-                    .creating
-                    .values()
-                    .filter(|c| c.key.kind == ObjectKind::Spot)
-                    .count();
-            if full(self.max_spots, spots) {
-                return Err(Error::new(
-                    ErrorKind::CapacityExceeded,
-                    format!("this node runs its limit of {} Spots", self.max_spots),
-                ));
-            }
+        let spot = key.kind == ObjectKind::Spot;
+        if spot && full(self.max_spots, state.counts.spots) {
+            return Err(Error::new(
+                ErrorKind::CapacityExceeded,
+                format!("this node runs its limit of {} Spots", self.max_spots),
+            ));
         }
-        let same_type = |t: &StableType| *t == object_type.stable_type;
-        let of_type = state
-            .live
-            .values()
-            .filter(|l| same_type(l.stable_type()))
-            .count()
-            + state
-                .creating
-                .values()
-                .filter(|c| same_type(&c.stable_type))
-                .count();
-        if full(object_type.max_per_node, of_type) {
+        if full(
+            object_type.max_per_node,
+            state.counts.of_type(&object_type.stable_type),
+        ) {
             return Err(Error::new(
                 ErrorKind::CapacityExceeded,
                 format!(
@@ -264,6 +301,7 @@ impl<L: Registered> ObjectRegistry<L> {
                 ),
             ));
         }
+        state.counts.step(&object_type.stable_type, spot, true);
         let attempt = state.next_attempt;
         state.next_attempt += 1;
         state.creating.insert(
@@ -329,7 +367,13 @@ impl<L: Registered> Creating<'_, L> {
 
 impl<L: Registered> Drop for Creating<'_, L> {
     fn drop(&mut self) {
-        self.registry.state().creating.remove(&self.attempt);
+        {
+            let mut state = self.registry.state();
+            if let Some(ended) = state.creating.remove(&self.attempt) {
+                let spot = ended.key.kind == ObjectKind::Spot;
+                state.counts.step(&ended.stable_type, spot, false);
+            }
+        }
         self.registry.settled.notify_waiters();
     }
 }
@@ -445,6 +489,32 @@ mod tests {
         // The node's one Spot slot is taken too, but an Actor counts against neither.
         let actor = ObjectKey::from(&ActorId::new("p1").unwrap());
         assert!(registry.begin_creating(&actor, &player).is_ok());
+    }
+
+    #[test]
+    fn a_slot_comes_back_when_its_object_leaves_its_creation_ends_or_the_node_clears() {
+        let room = spot_type("room", 2);
+        let registry = ObjectRegistry::<Fake>::new([&room], 0);
+        let (a, b) = (spot("a", "room"), spot("b", "room"));
+        registry.insert(a.clone());
+        let creating = registry.begin_creating(&b.key, &room).unwrap();
+        let full = registry.begin_creating(&spot("c", "room").key, &room).err();
+        assert!(full.is_some_and(|e| e.is(ErrorKind::CapacityExceeded)));
+        drop(creating);
+        registry.insert(b.clone());
+        // A newer incarnation of `b` takes its place: still two.
+        registry.insert(spot("b", "room"));
+        assert!(registry
+            .begin_creating(&spot("c", "room").key, &room)
+            .is_err());
+        registry.remove(&a);
+        assert!(registry
+            .begin_creating(&spot("c", "room").key, &room)
+            .is_ok());
+        registry.clear();
+        let (one, two) = (spot("d", "room"), spot("e", "room"));
+        let _first = registry.begin_creating(&one.key, &room).unwrap();
+        assert!(registry.begin_creating(&two.key, &room).is_ok());
     }
 
     #[test]
