@@ -83,7 +83,8 @@ pub(crate) fn start(
     let parts = (host.handle.clone(), host.cancel.clone(), host.lost.clone());
     let live = LiveObject::new(key, object_type, authority, parts, arrived_with);
     let halting: Arc<dyn Halt> = live.clone();
-    if !host.running.add(Arc::downgrade(&halting)) {
+    let listed = host.running.add(Arc::downgrade(&halting));
+    if listed.is_none() {
         live.halt();
     }
     let first = match go {
@@ -103,6 +104,8 @@ pub(crate) fn start(
     let object = live.clone();
     let tracker = host.tracker.clone();
     tracker.spawn(async move {
+        // The loop leaves the node's stop list when it ends, however it ends.
+        let _listed = listed;
         // Whatever way the loop ends, the mailbox closes and every queued job gets its
         // one answer.
         let committed = Arc::new(AtomicBool::new(false));
