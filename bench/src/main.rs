@@ -14,16 +14,23 @@
 //!   another node vs a raw tokio echo with the same framing, and the memory of 10,000
 //!   idle sessions.
 //!
+//! - `scale`: what an idle object costs on a node holding 100,000 and 1,000,000, the
+//!   creation rate as it fills, one-way sends over few and over all IDs, and what a
+//!   closed object leaves, beside kameo and a bare tokio task.
+//!
 //! Each prints readable lines, then one JSON object as the last line.
 
 mod drive;
 mod fanout;
+mod heap;
 mod instances;
 mod local_actors;
 mod objects;
 mod raw;
 mod raw_cbor;
 mod relocation;
+mod scale;
+mod scale_fill;
 mod stats;
 mod stream;
 mod stream_moves;
@@ -35,11 +42,14 @@ use std::time::Duration;
 
 use stats::{Latency, Throughput};
 
+#[global_allocator]
+static ALLOCATOR: heap::CountingAllocator = heap::CountingAllocator;
+
 /// Errors of the benchmark steps.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 const USAGE: &str = "\
-usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation | stream) [--seconds S] [--requests N] [--metrics]
+usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation | stream | scale) [--seconds S] [--requests N] [--objects N] [--metrics]
 
   rpc            raw zeromq DEALER->ROUTER echo vs zlink RouteMesh request_to_channel
                  on 127.0.0.1, 64-byte payloads: sequential latency and pipelined
@@ -78,8 +88,16 @@ usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation |
                  clients bound to Actors that all move at once under load: client
                  disconnects, pushes lost, duplicated or reordered, the longest
                  silence each client saw (p50/p99) vs the second before the moves
+  scale          one node on the embedded store filled with 100,000 and then --objects
+                 idle objects (8-byte state), each contestant in a child process of
+                 its own: zlink Actors, zlink Spots, kameo actors and bare tokio tasks
+                 on a bounded mpsc channel. RSS per idle object, creations per second
+                 in the first and the last tenth, one-way sends per second over 100
+                 IDs and over all of them, and the RSS per object still held once all
+                 are closed (after returning freed pages to the system)
   --seconds S    how long each pipelined or publishing run lasts, 1..=60 (default 3)
   --requests N   measured sequential round trips, 100..=1000000 (default 5000)
+  --objects N    scale only: the larger node size, 1000..=10000000 (default 1000000)
   --curve        rpc only: also run zlink with ZMTP CURVE on both nodes and report
                  its ratios (to raw and to zlink over NULL, same run)
   --metrics      install the Prometheus recorder first (zlink's instruments then
@@ -98,6 +116,7 @@ enum Bench {
     Local,
     Relocation,
     Stream,
+    Scale,
 }
 
 /// What one `rpc` run does.
@@ -111,6 +130,8 @@ struct RpcPlan {
     curve: bool,
     /// Whether the Prometheus recorder is installed before the run.
     metrics: bool,
+    /// `scale`: the larger node size.
+    objects: usize,
 }
 
 impl Default for RpcPlan {
@@ -123,6 +144,7 @@ impl Default for RpcPlan {
             duration: Duration::from_secs(3),
             curve: false,
             metrics: false,
+            objects: 1_000_000,
         }
     }
 }
@@ -137,6 +159,7 @@ fn parse_args(args: &[String]) -> Result<(Bench, RpcPlan), String> {
         "local" => Bench::Local,
         "relocation" => Bench::Relocation,
         "stream" => Bench::Stream,
+        "scale" => Bench::Scale,
         other => return Err(format!("unknown command {other:?}")),
     };
     let mut plan = RpcPlan::default();
@@ -164,6 +187,10 @@ fn parse_args(args: &[String]) -> Result<(Bench, RpcPlan), String> {
             "--requests" => {
                 plan.requests =
                     usize::try_from(value(100, 1_000_000)?).map_err(|e| e.to_string())?
+            }
+            "--objects" => {
+                plan.objects =
+                    usize::try_from(value(1_000, 10_000_000)?).map_err(|e| e.to_string())?
             }
             other => return Err(format!("unknown flag {other:?}")),
         }
@@ -727,11 +754,33 @@ fn idle_clients(addr: &str, count: &str) -> ExitCode {
     }
 }
 
+/// A child process of `scale`: one measurement in a process of its own.
+fn scale_child(args: &[String]) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(_) => return ExitCode::FAILURE,
+    };
+    match runtime.block_on(scale::run_child(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("zlink-bench scale child {args:?}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.as_slice() {
         [flag, addr, count] if flag == "__idle-clients" => return idle_clients(addr, count),
         [flag, kind] if flag == "__idle-server" => return idle_server(kind),
+        [flag, rest @ ..] if flag == "__scale" => {
+            heap::start_counting();
+            return scale_child(rest);
+        }
         _ => {}
     }
     if matches!(args.first().map(String::as_str), Some("-h" | "--help")) {
@@ -771,6 +820,7 @@ fn main() -> ExitCode {
             Bench::Objects => objects(plan).await,
             Bench::Local => local(plan).await,
             Bench::Relocation => relocation(plan).await,
+            Bench::Scale => scale::run(plan.objects).await,
             Bench::Stream => stream::run(plan.duration)
                 .await
                 .map(|summary| println!("{summary}")),

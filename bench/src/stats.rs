@@ -76,6 +76,32 @@ pub fn process_cpu() -> Option<Duration> {
     Some(Duration::from_millis(ticks * 1000 / TICKS_PER_SECOND))
 }
 
+/// The KiB of RSS this process holds now (0 where `/proc/self/status` is unreadable).
+pub fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Hands the allocator's free pages back to the system, so RSS shows what is still held
+/// (glibc keeps freed memory otherwise; elsewhere this does nothing).
+pub fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: malloc_trim only returns free heap pages to the kernel; it takes no
+        // pointer and is safe to call at any time.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
 /// CPU microseconds per message of a phase that used `cpu` for `messages`.
 pub fn cpu_us_per(cpu: Option<Duration>, messages: u64) -> Option<f64> {
     cpu.filter(|_| messages > 0)

@@ -20,6 +20,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use zlink::session::{SessionContext, StreamLimits, StreamListener};
 
+use crate::stats::rss_kib;
 use crate::stats::{Latency, Throughput};
 use crate::BoxError;
 
@@ -400,16 +401,6 @@ async fn pipelined(
         messages: answered.load(Ordering::Relaxed),
         elapsed,
     })
-}
-
-/// The bytes of RSS this process holds now.
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// The child process that opens and holds `count` idle connections to `addr` until its
