@@ -31,6 +31,7 @@ mod raw_cbor;
 mod relocation;
 mod scale;
 mod scale_fill;
+mod scale_routes;
 mod stats;
 mod stream;
 mod stream_moves;

@@ -70,6 +70,16 @@ async fn one_size(objects: usize) -> Result<serde_json::Value, BoxError> {
         print_fill(&figures);
         by_kind.insert(kind.to_string(), figures);
     }
+    let routes = child(&["routes".to_string(), objects.to_string()]).await?;
+    println!(
+        "  route cache x{objects}: {} B of heap per route to another node; sends {}/s from the owner, \
+         {}/s from another node cold, {}/s warm",
+        routes["route_heap_bytes"],
+        routes["owner_first_sends_per_s"],
+        routes["remote_cold_sends_per_s"],
+        routes["remote_warm_sends_per_s"],
+    );
+    by_kind.insert("routes".to_string(), routes);
     let idle = |kind: &str| &by_kind[kind]["idle_bytes_per_object"];
     let sends = |kind: &str, which: &str| &by_kind[kind][which];
     let summary = serde_json::json!({
@@ -108,7 +118,7 @@ pub async fn run_child(args: &[String]) -> Result<(), BoxError> {
     use crate::scale_fill::{measure, BareTasks, KameoActors, ZlinkActors, ZlinkSpots};
     let figures = match kind.as_str() {
         "actor" | "spot" => {
-            let rt = std::sync::Arc::new(crate::scale_fill::embedded_node().await?);
+            let rt = std::sync::Arc::new(crate::scale_fill::embedded_node(objects).await?);
             if kind == "actor" {
                 measure(ZlinkActors(rt), objects).await?
             } else {
@@ -117,6 +127,7 @@ pub async fn run_child(args: &[String]) -> Result<(), BoxError> {
         }
         "kameo" => measure(KameoActors, objects).await?,
         "task" => measure(BareTasks::default(), objects).await?,
+        "routes" => crate::scale_routes::route_bytes(objects).await?,
         other => return Err(format!("unknown scale measurement {other:?}").into()),
     };
     println!("{figures}");

@@ -35,6 +35,7 @@ const BASELINE_MAILBOX: usize = 64;
 pub struct Bump;
 
 /// An Actor with eight bytes of state.
+#[derive(Default)]
 pub struct IdleActor(u64);
 
 #[zlink::actor(type = "scale-actor", relocation = disable)]
@@ -238,7 +239,7 @@ async fn until(mut done: impl FnMut() -> bool) -> Result<(), BoxError> {
 }
 
 /// Runs `each(index)` for every index below `count`, [`CREATORS`] at a time.
-async fn for_each_index<F, Fut>(count: usize, each: F) -> Result<(), BoxError>
+pub async fn for_each_index<F, Fut>(count: usize, each: F) -> Result<(), BoxError>
 where
     F: Fn(usize) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = Result<(), BoxError>> + Send,
@@ -334,11 +335,13 @@ pub async fn measure<C: Contestant>(
 }
 
 /// A node on the embedded store serving both kinds.
-pub async fn embedded_node() -> Result<Runtime, BoxError> {
+pub async fn embedded_node(objects: usize) -> Result<Runtime, BoxError> {
     let rt = Runtime::builder()
         .mesh_name("bench-scale")
         .listen("tcp://127.0.0.1:0")
         .location_store(<dyn zlink::store::LocationStore>::in_memory())
+        // Sized for the node's objects, as the book says to size it.
+        .route_cache_capacity(objects)
         .actor_type(IdleActor::actor_type(|_| IdleActor(0))?)
         .spot_type(IdleSpot::spot_type(|_| IdleSpot(0))?)
         .build()?
@@ -349,7 +352,8 @@ pub async fn embedded_node() -> Result<Runtime, BoxError> {
     Ok(rt)
 }
 
-fn object_id(index: usize) -> String {
+/// The ID of object `index`.
+pub fn object_id(index: usize) -> String {
     format!("o{index}")
 }
 

@@ -196,3 +196,62 @@ async fn a_local_route_that_found_a_closed_incarnation_reaches_the_one_created_a
     assert_eq!(said.lines, 5, "the send reached the new incarnation too");
     stop([b, a]).await;
 }
+
+/// A caller whose route cache holds 8 routes calls 40 Rooms on another node, and one of
+/// them between every other call: every call is answered, a call to a route the cache let
+/// go reads the store once (no scan, no repeat), and the Room in use keeps its route.
+#[tokio::test]
+async fn a_route_cache_smaller_than_the_objects_called_evicts_the_unused_and_a_miss_reads_once() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let counters = Counters::default();
+    let a = object_server("a", &store, &counters).await;
+    let b = start(discovered_node("b", &store, quick_lease()).route_cache_capacity(8)).await;
+    wait_until(WAIT, "a and b connected", || async {
+        peer_rids(&b) == ["a"]
+    })
+    .await;
+    let rooms: Vec<String> = (0..40).map(|i| format!("room-{i}")).collect();
+    for room in rooms.iter().chain(["hot".to_string()].iter()) {
+        a.spots().get_or_create(room, "room", "").await.unwrap();
+    }
+    say(&b, "hot", "first").await.unwrap();
+    say(&b, "hot", "again").await.unwrap();
+    for round in 0..2 {
+        for room in &rooms {
+            let before = record_reads(&b);
+            say(&b, room, "cold").await.unwrap();
+            assert_eq!(
+                record_reads(&b),
+                before + 1,
+                "round {round}: a route the cache does not hold is read once ({room})"
+            );
+            let before = record_reads(&b);
+            say(&b, "hot", "hot").await.unwrap();
+            assert_eq!(
+                record_reads(&b),
+                before,
+                "round {round}: the Room in use keeps its route ({room})"
+            );
+        }
+    }
+    stop([b, a]).await;
+}
+
+#[tokio::test]
+async fn a_route_cache_of_no_routes_is_refused_with_the_way_to_turn_caching_off() {
+    let refused = Runtime::builder()
+        .mesh_name("m")
+        .route_cache_capacity(0)
+        .build()
+        .err()
+        .expect("a route cache of 0 routes is a configuration error");
+    assert!(
+        refused.to_string().contains("route_cache_capacity"),
+        "{refused}"
+    );
+    assert!(
+        refused.to_string().contains("route_cache_max_age"),
+        "{refused}"
+    );
+}

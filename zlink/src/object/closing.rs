@@ -193,7 +193,7 @@ async fn release(
             spot.remove_member(&key.id);
         }
     }
-    resolver.saw_authority(key, &closing.record.fence);
+    resolver.closed_here(key, &closing.record.fence);
     match env
         .authority()
         .delete(key, closing)

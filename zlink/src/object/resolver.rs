@@ -73,14 +73,19 @@ impl Resolver {
         lease: Arc<OwnerLease>,
         local: OwnerRoute,
         max_age: Duration,
+        capacity: usize,
         lane_memory: Duration,
     ) -> Self {
+        let capacity = match capacity {
+            0 => super::route_cache::MIN_ROUTE_CACHE_CAPACITY,
+            capacity => capacity,
+        };
         Resolver {
             node,
             authority,
             lease,
             local,
-            cache: RouteCache::new(max_age, lane_memory),
+            cache: RouteCache::new(max_age, lane_memory, capacity),
             store_failing: AtomicBool::new(false),
             lookups: RouteCacheCounters::default(),
         }
@@ -120,6 +125,12 @@ impl Resolver {
     /// A later authority of `key` was seen.
     pub(super) fn saw_authority(&self, key: &ObjectKey, fence: &OwnerFence) {
         self.cache.saw_authority(key, fence);
+    }
+
+    /// `key`, whose incarnation `fence` ran here, closed for good (not moved): its lane
+    /// goes, unless it already leads to a later authority or is switching.
+    pub(super) fn closed_here(&self, key: &ObjectKey, fence: &OwnerFence) {
+        self.cache.closed_here(key, fence);
     }
 
     /// Where messages for `key` go at `now` when the cache knows: `None` when it takes an

@@ -32,8 +32,30 @@ use crate::sync::LockUnpoisoned;
 
 /// The default RouteCacheMaxAge.
 pub(crate) const DEFAULT_ROUTE_CACHE_MAX_AGE: Duration = Duration::from_secs(15);
-/// The most lanes one node keeps (spread over its shards); past it, forgotten ones go first, then any not switching.
-pub(crate) const ROUTE_CACHE_CAPACITY: usize = 65_536;
+/// The fewest lanes a node's cache is sized for by default, whatever its memory.
+pub(crate) const MIN_ROUTE_CACHE_CAPACITY: usize = 65_536;
+/// The most lanes a node's cache is sized for by default, whatever its memory.
+const MAX_DEFAULT_ROUTE_CACHE_CAPACITY: usize = 16 * 1024 * 1024;
+/// What the default size assumes one lane costs, with its route (`zlink-bench scale`
+/// measures it): generous, so the default never takes more than its share.
+const ASSUMED_LANE_BYTES: u64 = 1024;
+/// The share of the node's memory the default size gives the cache: 1/64.
+const MEMORY_SHARE_DIVISOR: u64 = 64;
+/// The lanes one eviction looks at for one not used lately (each loses its second chance
+/// as it is looked at), and then again for any not switching: never the whole shard.
+const EVICTION_PROBES: usize = 64;
+
+/// The default route cache size for a node with `memory` bytes: 1/64 of it at 1 KiB a
+/// lane, between 65,536 and 16 Mi lanes.
+pub(crate) fn default_route_cache_capacity(memory: Option<u64>) -> usize {
+    let Some(memory) = memory else {
+        return MIN_ROUTE_CACHE_CAPACITY;
+    };
+    let lanes = memory / MEMORY_SHARE_DIVISOR / ASSUMED_LANE_BYTES;
+    usize::try_from(lanes)
+        .unwrap_or(usize::MAX)
+        .clamp(MIN_ROUTE_CACHE_CAPACITY, MAX_DEFAULT_ROUTE_CACHE_CAPACITY)
+}
 
 /// The packet name of a follow barrier: what a route switch sends down the old route
 /// before it uses the new one. Packet names beginning with `zlink.` are the framework's:
@@ -227,6 +249,9 @@ struct IdLane {
     switch: Option<Switch>,
     /// What was sent on `route`.
     traffic: Arc<RouteTraffic>,
+    /// Used again since it came or since the clock hand last passed it: it is spared once
+    /// (CLOCK eviction).
+    referenced: bool,
 }
 
 impl IdLane {
@@ -238,6 +263,7 @@ impl IdLane {
             moved_away: false,
             switch: None,
             traffic: Arc::default(),
+            referenced: false,
         }
     }
 
@@ -284,7 +310,11 @@ impl IdLane {
     }
 }
 
-/// The cache and lanes of one node.
+/// The cache and lanes of one node. Each shard holds at most its share of the size; a
+/// new lane in a full shard evicts one by CLOCK (second chance): the hand walks the
+/// shard's lanes in the order they came, sparing once each lane used since it last
+/// passed, and never a lane whose switch is under way. Eviction looks at a bounded number
+/// of lanes, never the whole shard.
 pub(crate) struct RouteCache {
     max_age: Mutex<Duration>,
     /// How long a lane is remembered after its route stopped being cached.
@@ -300,7 +330,73 @@ pub(crate) struct RouteCache {
 /// Lanes whose keys hash to one shard; a cache line of its own (no false sharing).
 #[repr(align(128))]
 #[derive(Default)]
-struct Shard(Mutex<super::KeyMap<IdLane>>);
+struct Shard(Mutex<ShardLanes>);
+
+/// One shard's lanes, and the order the clock hand walks them in: every key of `lanes`
+/// is in `clock` once.
+#[derive(Default)]
+struct ShardLanes {
+    lanes: super::KeyMap<IdLane>,
+    clock: std::collections::VecDeque<ObjectKey>,
+}
+
+impl ShardLanes {
+    fn get_mut(&mut self, key: &ObjectKey) -> Option<&mut IdLane> {
+        self.lanes.get_mut(key)
+    }
+
+    fn insert(&mut self, key: ObjectKey, lane: IdLane) {
+        if self.lanes.insert(key.clone(), lane).is_none() {
+            self.clock.push_back(key);
+        }
+    }
+
+    /// Drops `key`'s lane before the hand reaches it. Its place on the clock stays until
+    /// the hand or a compaction passes; compactions run once the clock holds twice the
+    /// lanes, so each costs no more than the removals before it.
+    fn remove(&mut self, key: &ObjectKey) {
+        if self.lanes.remove(key).is_none() {
+            return;
+        }
+        if self.clock.len() > 2 * self.lanes.len() + 64 {
+            let mut seen = crate::object::KeyMap::default();
+            let lanes = &self.lanes;
+            self.clock
+                .retain(|key| lanes.contains_key(key) && seen.insert(key.clone(), ()).is_none());
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// Makes room for one more lane if the shard holds `capacity`: evicts the first lane
+    /// the hand finds not used since it last passed and not switching. After
+    /// [`EVICTION_PROBES`] lanes all used lately, the next one not switching goes anyway.
+    fn make_room(&mut self, capacity: usize) {
+        if self.lanes.len() < capacity {
+            return;
+        }
+        let probes = EVICTION_PROBES.min(self.clock.len());
+        for spare_the_used in [true, false] {
+            for _ in 0..probes {
+                let Some(key) = self.clock.pop_front() else {
+                    return;
+                };
+                let Some(lane) = self.lanes.get_mut(&key) else {
+                    continue;
+                };
+                let used = std::mem::take(&mut lane.referenced);
+                if !(spare_the_used && used) && lane.switching().is_none() {
+                    self.lanes.remove(&key);
+                    return;
+                }
+                self.clock.push_back(key);
+            }
+        }
+    }
+}
 
 /// Shards of a full-size cache (a small one, as in tests, keeps one).
 const SHARDS: usize = 16;
@@ -308,11 +404,9 @@ const SHARDS: usize = 16;
 impl RouteCache {
     /// A cache whose entries live at most `max_age` (zero disables caching, not the
     /// lanes), and whose lanes are remembered `memory` after they stop being cached.
-    pub(crate) fn new(max_age: Duration, memory: Duration) -> Self {
-        Self::with_capacity(max_age, memory, ROUTE_CACHE_CAPACITY)
-    }
-
-    fn with_capacity(max_age: Duration, memory: Duration, capacity: usize) -> Self {
+    /// `capacity` lanes at most (a shard passes its share only while every lane the hand
+    /// looks at is switching).
+    pub(crate) fn new(max_age: Duration, memory: Duration, capacity: usize) -> Self {
         let shards = if capacity >= SHARDS * 1024 { SHARDS } else { 1 };
         RouteCache {
             max_age: Mutex::new(max_age),
@@ -324,7 +418,7 @@ impl RouteCache {
     }
 
     /// The lanes of the shard `key` is in.
-    fn lanes(&self, key: &ObjectKey) -> std::sync::MutexGuard<'_, super::KeyMap<IdLane>> {
+    fn lanes(&self, key: &ObjectKey) -> std::sync::MutexGuard<'_, ShardLanes> {
         let shard = if self.shards.len() == 1 {
             0
         } else {
@@ -335,7 +429,7 @@ impl RouteCache {
     }
 
     /// Every shard's lanes, one shard at a time.
-    fn each_shard(&self) -> impl Iterator<Item = std::sync::MutexGuard<'_, super::KeyMap<IdLane>>> {
+    fn each_shard(&self) -> impl Iterator<Item = std::sync::MutexGuard<'_, ShardLanes>> {
         self.shards.iter().map(|shard| shard.0.lock_unpoisoned())
     }
 
@@ -362,7 +456,10 @@ impl RouteCache {
             }
         }
         match lane.cached_until {
-            Some(until) if until > now => Lookup::Hit(lane.routed()),
+            Some(until) if until > now => {
+                lane.referenced = true;
+                Lookup::Hit(lane.routed())
+            }
             Some(_) => {
                 lane.uncache(now, self.memory);
                 Lookup::Miss
@@ -387,12 +484,15 @@ impl RouteCache {
         let memory = self.memory;
         let mut lanes = self.lanes(&route.key);
         let Some(lane) = lanes.get_mut(&route.key) else {
-            self.make_room(&mut lanes, now);
+            lanes.make_room(self.capacity);
+            // Not yet used again: a route read once goes first (a sweep over many IDs
+            // never pushes out the routes in use).
             let lane = IdLane::new(route.clone(), cache_until, now + memory);
             let routed = lane.routed();
             lanes.insert(route.key.clone(), lane);
             return RouteDecision::Use(routed);
         };
+        lane.referenced = true;
         if let Some(switch) = lane.switching() {
             return RouteDecision::Wait(switch);
         }
@@ -451,22 +551,6 @@ impl RouteCache {
         let _ = start.done.send(true);
     }
 
-    fn make_room(&self, lanes: &mut super::KeyMap<IdLane>, now: Instant) {
-        if lanes.len() < self.capacity {
-            return;
-        }
-        lanes.retain(|_, lane| !lane.forgotten(now));
-        if lanes.len() >= self.capacity {
-            let victim = lanes
-                .iter_mut()
-                .find(|(_, lane)| lane.switch.as_ref().is_none_or(Switch::is_done))
-                .map(|(key, _)| key.clone());
-            if let Some(victim) = victim {
-                lanes.remove(&victim);
-            }
-        }
-    }
-
     /// Stops caching `key`'s route if `drop` says so; `true` if a live entry went.
     fn uncache_if(&self, key: &ObjectKey, drop: impl FnOnce(&IdLane) -> bool) -> bool {
         let now = Instant::now();
@@ -475,6 +559,25 @@ impl RouteCache {
             Some(lane) if drop(lane) => lane.uncache(now, self.memory),
             _ => false,
         }
+    }
+
+    /// `key`'s incarnation `fence` closed on this node for good: a lane holding its route
+    /// (or an older one) goes, so a closed object leaves no route behind. A lane already
+    /// on a later authority stays, and one whose switch is under way only stops caching.
+    pub(crate) fn closed_here(&self, key: &ObjectKey, fence: &OwnerFence) {
+        let now = Instant::now();
+        let mut lanes = self.lanes(key);
+        let Some(lane) = lanes.get_mut(key) else {
+            return;
+        };
+        if (fence.object_generation, fence.owner_generation) < lane.route.generations() {
+            return;
+        }
+        if lane.switching().is_some() {
+            lane.uncache(now, self.memory);
+            return;
+        }
+        lanes.remove(key);
     }
 
     /// A later authority of `key` was seen (a read, a reply, a fence refusal): stops
@@ -526,7 +629,7 @@ impl RouteCache {
         let now = Instant::now();
         let memory = self.memory;
         for mut lanes in self.each_shard() {
-            for lane in lanes.values_mut() {
+            for lane in lanes.lanes.values_mut() {
                 if lane.cached_until.is_some() && drop(lane) {
                     lane.uncache(now, memory);
                 }
@@ -541,6 +644,7 @@ impl RouteCache {
         self.each_shard()
             .map(|lanes| {
                 lanes
+                    .lanes
                     .values()
                     .filter(|lane| lane.cached_until.is_some_and(|until| until > now))
                     .count()

@@ -138,6 +138,7 @@ impl ObjectServer {
                 lease.clone(),
                 env.route().clone(),
                 settings.route_cache_max_age,
+                settings.route_cache_capacity,
                 // A message sent on a route may be held through a move, then relayed for
                 // MessageFollowDuration: the lane remembers the route that long.
                 settings

@@ -23,6 +23,8 @@ pub(crate) struct ObjectSettings {
     pub(crate) entry_hooks: Option<Arc<EntryHooksFactory>>,
     /// RouteCacheMaxAge: how long a confirmed route is reused (0 disables).
     pub(crate) route_cache_max_age: Duration,
+    /// The most routes the node's cache keeps (0: the smallest default size).
+    pub(crate) route_cache_capacity: usize,
     /// MessageFollowDuration: how long a moved object's old owner relays what still
     /// arrives on the old route (0: not at all).
     pub(crate) message_follow_duration: Duration,

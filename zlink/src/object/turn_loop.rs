@@ -44,6 +44,14 @@ enum Step {
     Stopped,
 }
 
+/// How a busy period of the loop ended.
+enum Served {
+    /// The mailbox is empty: the loop waits for work.
+    Idle(TurnLoop),
+    /// The loop ends.
+    Ended,
+}
+
 /// How a move's seal ended for the loop.
 enum SealOutcome {
     /// The move gave up or was cancelled: the object runs on here, in order.
@@ -174,24 +182,50 @@ impl TurnLoop {
     /// Runs the loop until the object closes, moves away or is stopped. A new object's
     /// `on_initialize` runs first; with `first`, before its creation commits (the loop
     /// then waits for the commit).
+    ///
+    /// While the object is idle this future holds only the loop's own fields and the
+    /// wait for work: each busy period runs as a future of its own on the heap, allocated
+    /// when work arrives and freed when the mailbox is empty again, so a million idle
+    /// objects do not each keep room for their largest turn.
     pub(super) async fn run(mut self, first: Option<InitializeFirst>) {
         if self.hook_info().is_none() {
             return;
         }
         self.instance
             .attach(self.timers.clone(), self.object.joins().clone());
+        let Some(mut idle) = Box::pin(self.start(first)).await else {
+            return;
+        };
+        loop {
+            match Box::pin(idle.serve()).await {
+                Served::Idle(waiting) => {
+                    waiting.object.mailbox().arrival().await;
+                    idle = waiting;
+                }
+                Served::Ended => return,
+            }
+        }
+    }
+
+    /// `on_initialize`, then (with `first`) the wait for the creation's commit; the loop,
+    /// when the object goes on to serve.
+    async fn start(mut self, first: Option<InitializeFirst>) -> Option<Self> {
         if !self.initialize().await {
-            return match first {
+            match first {
                 None => self.stop().await,
                 // Never Ready: nothing was published, so no `on_closing` either.
                 Some(_) => self.timer_stop.cancel(),
-            };
-        }
-        if let Some(first) = first {
-            if !self.committed(first).await {
-                return;
             }
+            return None;
         }
+        match first {
+            Some(first) => self.committed(first).await.then_some(self),
+            None => Some(self),
+        }
+    }
+
+    /// Takes turns until the mailbox is empty (then [`Served::Idle`]) or the loop ends.
+    async fn serve(mut self) -> Served {
         // The turn that just ended: its room goes back as the next one is taken.
         let mut finished = None;
         loop {
@@ -200,17 +234,18 @@ impl TurnLoop {
             // object, which wakes it.
             if self.object.is_stopping() {
                 drop(finished);
-                return self.stop_when_back().await;
+                self.stop_when_back().await;
+                return Served::Ended;
             }
             // The instance goes with the look: it comes back with a turn to run, or is
             // parked for a caller's turn while nothing is queued.
             let runner = (!self.away).then(|| self.lend_instance());
             let mut turn = match self.object.mailbox().next_for_loop(finished.take(), runner) {
-                Next::Closed(runner) => return self.instance_back(runner),
-                Next::Wait => {
-                    self.object.mailbox().arrival().await;
-                    continue;
+                Next::Closed(runner) => {
+                    self.instance_back(runner);
+                    return Served::Ended;
                 }
+                Next::Wait => return Served::Idle(self),
                 Next::Run(turn, runner) => {
                     self.instance_back(runner);
                     turn
@@ -233,14 +268,17 @@ impl TurnLoop {
                     Some(Ok(held)) => Some(held),
                     Some(Err(_)) => match wait_for_gate(&self.cancel, &gate).await {
                         Some(held) => Some(held),
-                        None => return self.stop_refusing(job).await,
+                        None => {
+                            self.stop_refusing(job).await;
+                            return Served::Ended;
+                        }
                     },
                 };
                 match job {
                     ObjectJob::Message(message) => {
                         match self.message(gate, held, message, membership).await {
                             Some(step) => step,
-                            None => return,
+                            None => return Served::Ended,
                         }
                     }
                     ObjectJob::Tick {
@@ -256,7 +294,8 @@ impl TurnLoop {
                         self.relocate(held, order, resume).await
                     }
                     ObjectJob::Close { reason, done } => {
-                        return self.close(&gate, turn, held, reason, done).await;
+                        self.close(&gate, turn, held, reason, done).await;
+                        return Served::Ended;
                     }
                     ObjectJob::HandedOver(handed) => self.resume(handed).await,
                 }
@@ -267,9 +306,10 @@ impl TurnLoop {
                 Then::Stop(turn) => {
                     // Its room goes back once the stop is over, as the loop ends.
                     let _ended = turn;
-                    return self.stop().await;
+                    self.stop().await;
+                    return Served::Ended;
                 }
-                Then::End => return,
+                Then::End => return Served::Ended,
             }
         }
     }

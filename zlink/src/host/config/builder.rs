@@ -77,6 +77,7 @@ pub struct RuntimeBuilder {
     actor_types: Vec<crate::object::ActorType>,
     entry_hooks: Option<Arc<crate::object::EntryHooksFactory>>,
     route_cache_max_age: Duration,
+    route_cache_capacity: Option<usize>,
     message_follow_duration: Duration,
     instance_idle_timeout: Duration,
     pub(super) faults: RelocationFaults,
@@ -118,6 +119,7 @@ impl Default for RuntimeBuilder {
             actor_types: Vec::new(),
             entry_hooks: None,
             route_cache_max_age: crate::object::DEFAULT_ROUTE_CACHE_MAX_AGE,
+            route_cache_capacity: None,
             message_follow_duration: crate::object::MESSAGE_FOLLOW_DURATION,
             instance_idle_timeout: Duration::ZERO,
             faults: RelocationFaults::default(),
@@ -287,6 +289,18 @@ impl RuntimeBuilder {
     /// the detour after a move closes.
     pub fn route_cache_max_age(mut self, max_age: Duration) -> Self {
         self.route_cache_max_age = max_age;
+        self
+    }
+
+    /// The most object routes this node's route cache keeps. By default 1/64 of the
+    /// node's memory (its cgroup limit, else the machine's) at 1 KiB a route, between
+    /// 65,536 and 16,777,216 (a route to an object on another node holds about 0.9 KiB;
+    /// `zlink-bench scale` measures it). Past it, a
+    /// new route evicts one not used lately, and a call to an evicted route reads the
+    /// Location Store once. Size it to the objects this node calls often: a node that
+    /// sends to more objects than its cache holds reads the store on most sends.
+    pub fn route_cache_capacity(mut self, routes: usize) -> Self {
+        self.route_cache_capacity = Some(routes);
         self
     }
 
@@ -608,6 +622,12 @@ impl RuntimeBuilder {
         ) {
             v.violation("route_cache_max_age", problem);
         }
+        if self.route_cache_capacity == Some(0) {
+            v.violation(
+                "route_cache_capacity",
+                "must be at least 1 (to stop caching routes, set route_cache_max_age to 0)",
+            );
+        }
     }
 
     fn validate_timings(&self, v: &mut Validator) {
@@ -674,6 +694,9 @@ impl RuntimeBuilder {
                     entry_spot,
                     entry_hooks: self.entry_hooks,
                     route_cache_max_age: self.route_cache_max_age,
+                    route_cache_capacity: self.route_cache_capacity.unwrap_or_else(|| {
+                        crate::object::default_route_cache_capacity(super::node_memory::bytes())
+                    }),
                     message_follow_duration: self.message_follow_duration,
                     relocation_store: self.relocation_store,
                     bound_routes: self.bound_routes,

@@ -2,6 +2,7 @@
 //! before any socket is bound), and the composed settings it hands each subsystem.
 
 mod builder;
+mod node_memory;
 mod roles;
 mod security;
 mod settings;

@@ -27,7 +27,7 @@ fn route(id: &str, generation: u64, owner_generation: u64) -> Arc<ReadyRoute> {
 }
 
 fn cache() -> RouteCache {
-    RouteCache::new(AGE, MEMORY)
+    RouteCache::new(AGE, MEMORY, MIN_ROUTE_CACHE_CAPACITY)
 }
 
 fn hit(cache: &RouteCache, key: &ObjectKey, now: Instant) -> Option<Arc<ReadyRoute>> {
@@ -71,7 +71,7 @@ fn an_entry_lives_until_the_earlier_of_max_age_and_its_bound() {
 
 #[test]
 fn max_age_zero_caches_nothing_and_a_change_applies_to_new_entries_only() {
-    let cache = RouteCache::new(Duration::ZERO, MEMORY);
+    let cache = RouteCache::new(Duration::ZERO, MEMORY, MIN_ROUTE_CACHE_CAPACITY);
     let now = Instant::now();
     used(cache.admit(route("r", 1, 1), now, Some(now + AGE)));
     assert_eq!(cache.len(), 0);
@@ -298,7 +298,7 @@ fn each_invalidation_event_drops_exactly_what_it_concerns() {
 
 #[test]
 fn the_cache_is_bounded() {
-    let cache = RouteCache::with_capacity(AGE, MEMORY, 8);
+    let cache = RouteCache::new(AGE, MEMORY, 8);
     let now = Instant::now();
     for i in 0..100 {
         used(cache.admit(route(&format!("r{i}"), 1, 1), now, Some(now + AGE)));
@@ -307,6 +307,95 @@ fn the_cache_is_bounded() {
     assert!(
         hit(&cache, &route("r99", 1, 1).key, now).is_some(),
         "the newest is kept"
+    );
+}
+
+#[test]
+fn a_full_cache_evicts_lanes_not_used_since_the_hand_passed_and_keeps_the_ones_in_use() {
+    let cache = RouteCache::new(AGE, MEMORY, 8);
+    let now = Instant::now();
+    let hot: Vec<_> = (0..4).map(|i| route(&format!("hot{i}"), 1, 1)).collect();
+    for r in &hot {
+        used(cache.admit(r.clone(), now, Some(now + AGE)));
+    }
+    for i in 0..1_000 {
+        for r in &hot {
+            assert!(
+                hit(&cache, &r.key, now).is_some(),
+                "hot route {} evicted at {i}",
+                r.key
+            );
+        }
+        used(cache.admit(route(&format!("cold{i}"), 1, 1), now, Some(now + AGE)));
+        assert!(cache.lanes_len() <= 8, "past its size at {i}");
+    }
+    let shard = cache
+        .each_shard()
+        .next()
+        .map(|lanes| (lanes.len(), lanes.clock.len()));
+    assert_eq!(shard, Some((8, 8)), "every lane is on the clock once");
+}
+
+#[test]
+fn a_lane_whose_switch_is_under_way_is_never_evicted() {
+    let cache = RouteCache::new(AGE, MEMORY, 8);
+    let now = Instant::now();
+    let first = route("moving", 1, 1);
+    first.local.bind_nothing();
+    used(cache.admit(first, now, Some(now + AGE)));
+    let RouteDecision::Switch(start) = cache.admit(route("moving", 1, 2), now, Some(now + AGE))
+    else {
+        panic!("a later owner of a route that led here switches");
+    };
+    for i in 0..100 {
+        used(cache.admit(route(&format!("other{i}"), 1, 1), now, Some(now + AGE)));
+    }
+    assert!(
+        matches!(cache.get(&start.to.key, now), Lookup::Switching(_)),
+        "the switching lane is still there"
+    );
+    cache.switched(start);
+    assert!(hit(&cache, &route("moving", 1, 2).key, now).is_some());
+}
+
+#[test]
+fn a_closed_incarnation_leaves_no_lane_but_a_later_one_stays() {
+    let cache = RouteCache::new(AGE, MEMORY, 8);
+    let now = Instant::now();
+    let closed = route("closing", 1, 1);
+    used(cache.admit(closed.clone(), now, Some(now + AGE)));
+    cache.closed_here(&closed.key, &closed.fence);
+    assert_eq!(cache.lanes_len(), 0, "the closed object's lane is gone");
+    let later = route("closing", 2, 1);
+    used(cache.admit(later.clone(), now, Some(now + AGE)));
+    cache.closed_here(&closed.key, &closed.fence);
+    assert!(
+        hit(&cache, &later.key, now).is_some(),
+        "the next incarnation's route stays"
+    );
+    for round in 0..1_000 {
+        let r = route(&format!("c{round}"), 1, 1);
+        used(cache.admit(r.clone(), now, Some(now + AGE)));
+        cache.closed_here(&r.key, &r.fence);
+    }
+    let clock = cache.each_shard().next().map(|lanes| lanes.clock.len());
+    assert!(
+        clock.is_some_and(|len| len <= 2 + 64 + 1),
+        "the clock is compacted: {clock:?}"
+    );
+}
+
+#[test]
+fn the_default_size_is_a_sixty_fourth_of_the_memory_at_a_kibibyte_a_route() {
+    assert_eq!(default_route_cache_capacity(None), MIN_ROUTE_CACHE_CAPACITY);
+    assert_eq!(
+        default_route_cache_capacity(Some(1 << 30)),
+        MIN_ROUTE_CACHE_CAPACITY
+    );
+    assert_eq!(default_route_cache_capacity(Some(24 << 30)), 393_216);
+    assert_eq!(
+        default_route_cache_capacity(Some(1 << 50)),
+        16 * 1024 * 1024
     );
 }
 
@@ -334,7 +423,10 @@ fn every_shard_of_a_full_size_cache_hears_an_owner_leave() {
     for r in &routes {
         used(cache.admit(r.clone(), now, Some(now + AGE)));
     }
-    let used_shards = cache.each_shard().filter(|lanes| !lanes.is_empty()).count();
+    let used_shards = cache
+        .each_shard()
+        .filter(|lanes| !lanes.lanes.is_empty())
+        .count();
     assert!(
         used_shards > SHARDS / 2,
         "keys spread over the shards ({used_shards})"
