@@ -1,7 +1,8 @@
 //! `zlink-bench`: what zlink costs over raw zeromq, measured side by side in one run.
 //!
 //! - `rpc`: RouteMesh `request_to_channel` vs a raw zeromq DEALER -> ROUTER echo, the same
-//!   echo with CBOR-encoded payloads, and a tarpc echo over TCP;
+//!   echo with CBOR-encoded payloads, a tarpc echo over TCP, and a raw tokio TCP echo
+//!   (the socket limit);
 //! - `clientserver`: ClientServer request/reply vs the same three baselines;
 //! - `fanout`: one publisher to 4 subscribers, zlink fanout vs raw zeromq PUB/SUB;
 //! - `objects`: Spot requests by ID vs channel requests on the same nodes, local Actor
@@ -28,9 +29,12 @@ mod local_actors;
 mod objects;
 mod raw;
 mod raw_cbor;
+mod raw_tcp;
 mod relocation;
 mod scale;
+mod scale_cluster;
 mod scale_fill;
+mod scale_mesh;
 mod scale_routes;
 mod stats;
 mod stream;
@@ -56,8 +60,9 @@ usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation |
                  on 127.0.0.1, 64-byte payloads: sequential latency and pipelined
                  throughput (64 in flight); also two baselines: the raw echo with
                  CBOR-encoded payloads (pipelined throughput: what zlink costs beyond
-                 serialization) and a tarpc echo over TCP with bincode (latency and
-                 pipelined throughput)
+                 serialization), a tarpc echo over TCP with bincode (latency and
+                 pipelined throughput), and a raw tokio TCP echo with a 4-byte length
+                 prefix (the socket limit: latency and pipelined throughput)
   clientserver   the same baselines vs a zlink ClientServer channel
   fanout         one publisher to 4 subscribers, 64-byte events: raw zeromq PUB/SUB
                  vs zlink fanout; delivered events per second per subscriber
@@ -89,13 +94,22 @@ usage: zlink-bench (rpc | clientserver | fanout | objects | local | relocation |
                  clients bound to Actors that all move at once under load: client
                  disconnects, pushes lost, duplicated or reordered, the longest
                  silence each client saw (p50/p99) vs the second before the moves
-  scale          one node on the embedded store filled with 100,000 and then --objects
-                 idle objects (8-byte state), each contestant in a child process of
-                 its own: zlink Actors, zlink Spots, kameo actors and bare tokio tasks
-                 on a bounded mpsc channel. RSS per idle object, creations per second
+  scale          one node filled with 100,000 and then --objects idle objects
+                 (8-byte state), each contestant in a child process of its own:
+                 zlink Actors and Spots on the embedded store, zlink Actors on a
+                 private redis-server, kameo actors and bare tokio tasks on a bounded
+                 mpsc channel. RSS and live heap per idle object, creations per second
                  in the first and the last tenth, one-way sends per second over 100
-                 IDs and over all of them, and the RSS per object still held once all
-                 are closed (after returning freed pages to the system)
+                 IDs and over all of them, what a closed object still holds (RSS once
+                 freed pages went back, and live heap) and how much RSS a refill with
+                 the same IDs adds; then the heap one cached route to another node
+                 holds, at that many routes. Last, 16 nodes as 16 processes over a
+                 private redis-server: the time until every node is ready, one more
+                 node joining (ready, and seen by all), Spot calls per second with 64
+                 Spots per node and every node calling, RSS and connections per node;
+                 and the directory on a 3-master Redis Cluster (a replica each): Spot
+                 creations and cold lookups per second, and what killing a master
+                 costs the lookups (failures, the longest stall, time to healthy)
   --seconds S    how long each pipelined or publishing run lasts, 1..=60 (default 3)
   --requests N   measured sequential round trips, 100..=1000000 (default 5000)
   --objects N    scale only: the larger node size, 1000..=10000000 (default 1000000)
@@ -250,6 +264,23 @@ async fn bench_raw(plan: &RpcPlan, payload: &[u8]) -> Result<Figures, BoxError> 
     outcome
 }
 
+async fn bench_raw_tcp(plan: &RpcPlan, payload: &[u8]) -> Result<Figures, BoxError> {
+    let server = raw_tcp::EchoServer::start().await?;
+    let outcome = async {
+        let samples =
+            raw_tcp::sequential(server.addr(), payload, plan.warmup, plan.requests).await?;
+        let throughput =
+            raw_tcp::pipelined(server.addr(), payload, plan.window, plan.duration).await?;
+        Ok::<_, BoxError>(Figures {
+            latency: latency(samples)?,
+            throughput,
+        })
+    }
+    .await;
+    server.stop();
+    outcome
+}
+
 async fn bench_raw_cbor(plan: &RpcPlan, payload: &[u8]) -> Result<Throughput, BoxError> {
     let server = raw_cbor::start_server().await?;
     let outcome = async {
@@ -357,6 +388,12 @@ async fn rpc(plan: RpcPlan, bench: Bench) -> Result<(), BoxError> {
         plan.payload_bytes,
         tokio::runtime::Handle::current().metrics().num_workers()
     );
+    let socket = bench_raw_tcp(&plan, &payload).await?;
+    report(
+        "raw tokio TCP echo (4-byte length prefix: the socket limit)",
+        &plan,
+        &socket,
+    );
     let raw = bench_raw(&plan, &payload).await?;
     report("raw zeromq (DEALER -> ROUTER echo)", &plan, &raw);
     let raw_cbor = bench_raw_cbor(&plan, &payload).await?;
@@ -399,6 +436,13 @@ async fn rpc(plan: RpcPlan, bench: Bench) -> Result<(), BoxError> {
     let vs_tarpc_p50 = zlink.latency.p50_us / tarpc.latency.p50_us;
     println!("zlink / raw + CBOR: throughput {vs_raw_cbor:.2}");
     println!("zlink / tarpc: throughput {vs_tarpc_throughput:.2}, p50 latency {vs_tarpc_p50:.2}");
+    let vs_socket = zlink.throughput.per_second() / socket.throughput.per_second();
+    let raw_vs_socket = raw.throughput.per_second() / socket.throughput.per_second();
+    let vs_socket_p50 = zlink.latency.p50_us / socket.latency.p50_us;
+    println!(
+        "zlink / raw tokio TCP: throughput {vs_socket:.2}, p50 latency {vs_socket_p50:.2} \
+         (raw zeromq / raw tokio TCP: throughput {raw_vs_socket:.2})"
+    );
     let summary = serde_json::json!({
         "benchmark": name,
         "payload_bytes": plan.payload_bytes,
@@ -421,6 +465,11 @@ async fn rpc(plan: RpcPlan, bench: Bench) -> Result<(), BoxError> {
         "ratio_vs_tarpc_throughput": round3(vs_tarpc_throughput),
         "ratio_vs_tarpc_p50": round3(vs_tarpc_p50),
         "ratio_vs_raw_cbor_throughput": round3(vs_raw_cbor),
+        "socket_pipelined_msgs_per_s": socket.throughput.per_second().round(),
+        "socket_p50_us": round3(socket.latency.p50_us),
+        "ratio_vs_socket_throughput": round3(vs_socket),
+        "ratio_vs_socket_p50": round3(vs_socket_p50),
+        "raw_zeromq_vs_socket_throughput": round3(raw_vs_socket),
     });
     let summary = match (curve, summary) {
         (Some((null, curve)), serde_json::Value::Object(mut fields)) => {

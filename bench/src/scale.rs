@@ -3,13 +3,16 @@
 //! of its own (`zlink-bench __scale KIND N`), so RSS shows one contestant only.
 
 use std::process::Stdio;
+use std::sync::Arc;
 
 use tokio::io::AsyncReadExt;
 
 use crate::BoxError;
 
 /// The contestants of the fill measurement, as the child names them.
-const KINDS: [&str; 4] = ["actor", "spot", "kameo", "task"];
+const KINDS: [&str; 5] = ["actor", "actor-redis", "spot", "kameo", "task"];
+/// How long every node of the mesh calls Spots.
+const MESH_CALL_SECONDS: u64 = 3;
 /// The smaller of the two node sizes measured.
 const SMALL: usize = 100_000;
 
@@ -105,29 +108,83 @@ pub async fn run(max_objects: usize) -> Result<(), BoxError> {
     for objects in sizes {
         report.insert(objects.to_string(), one_size(objects).await?);
     }
+    let mesh = crate::scale_mesh::run(MESH_CALL_SECONDS).await?;
+    println!(
+        "mesh of {} nodes (processes) over redis: all ready {} ms after the first started; \
+         one more node ready in {} ms, seen by all in {} ms; {} Spot calls/s over the mesh; \
+         RSS per node {} KiB mean, {} KiB max; connections per node {} mean, {} max",
+        crate::scale_mesh::NODES,
+        mesh["all_ready_ms"],
+        mesh["join_ready_ms"],
+        mesh["join_seen_by_all_ms"],
+        mesh["spot_calls_per_s"],
+        mesh["rss_kib_mean"],
+        mesh["rss_kib_max"],
+        mesh["connections_mean"],
+        mesh["connections_max"],
+    );
+    report.insert("mesh".into(), mesh);
+    let cluster = child(&["cluster".to_string(), "0".to_string()]).await?;
+    println!(
+        "directory on a 3-master Redis Cluster: {} creations/s, {} cold lookups/s; a master \
+         killed: {} lookups failed, the longest stall {} ms, the cluster healthy again after \
+         {} ms",
+        cluster["creations_per_s"],
+        cluster["cold_lookups_per_s"],
+        cluster["lookups_failed_after_master_kill"],
+        cluster["longest_lookup_stall_ms"],
+        cluster["cluster_healthy_after_ms"],
+    );
+    report.insert("redis_cluster".into(), cluster);
     println!("{}", serde_json::Value::Object(report));
     Ok(())
 }
 
 /// The child side: runs the measurement `args` names and prints its JSON line.
 pub async fn run_child(args: &[String]) -> Result<(), BoxError> {
+    if let [kind, rest @ ..] = args {
+        if kind == "mesh-node" {
+            return crate::scale_mesh::node(rest).await;
+        }
+        if kind == "mesh" && rest.is_empty() {
+            println!("{}", crate::scale_mesh::run(MESH_CALL_SECONDS).await?);
+            return Ok(());
+        }
+    }
     let [kind, objects] = args else {
         return Err(format!("usage: __scale KIND OBJECTS, not {args:?}").into());
     };
     let objects: usize = objects.parse()?;
-    use crate::scale_fill::{measure, BareTasks, KameoActors, ZlinkActors, ZlinkSpots};
+    use crate::scale_fill::{
+        measure, node_on, BareTasks, Cycle, KameoActors, ZlinkActors, ZlinkSpots,
+    };
+    let embedded = <dyn zlink::store::LocationStore>::in_memory;
     let figures = match kind.as_str() {
-        "actor" | "spot" => {
-            let rt = std::sync::Arc::new(crate::scale_fill::embedded_node(objects).await?);
-            if kind == "actor" {
-                measure(ZlinkActors(rt), objects).await?
-            } else {
-                measure(ZlinkSpots(rt), objects).await?
-            }
+        "actor" => {
+            let rt = Arc::new(node_on(embedded(), objects).await?);
+            let kind = "zlink_actor";
+            measure(ZlinkActors { rt, kind }, objects, Cycle::Full).await?
         }
-        "kameo" => measure(KameoActors, objects).await?,
-        "task" => measure(BareTasks::default(), objects).await?,
+        "actor-redis" => {
+            // Held until the figures are out: dropping it stops the server.
+            let redis = zlink_testkit::RedisServer::start()?;
+            let options = zlink::store::RedisOptions::new(redis.url(), "bench-scale");
+            let store = Arc::new(zlink::store::RedisLocationStore::new(options)?);
+            let rt = Arc::new(node_on(store, objects).await?);
+            let kind = "zlink_actor_redis";
+            let figures = measure(ZlinkActors { rt, kind }, objects, Cycle::FillAndSend).await?;
+            println!("{figures}");
+            drop(redis);
+            std::process::exit(0)
+        }
+        "spot" => {
+            let rt = Arc::new(node_on(embedded(), objects).await?);
+            measure(ZlinkSpots(rt), objects, Cycle::Full).await?
+        }
+        "kameo" => measure(KameoActors, objects, Cycle::Full).await?,
+        "task" => measure(BareTasks::default(), objects, Cycle::Full).await?,
         "routes" => crate::scale_routes::route_bytes(objects).await?,
+        "cluster" => crate::scale_cluster::run().await?,
         other => return Err(format!("unknown scale measurement {other:?}").into()),
     };
     println!("{figures}");

@@ -201,15 +201,19 @@ struct Run {
     full: Memory,
     rates: (f64, f64),
     sends: (f64, f64),
-    closed: Memory,
-    refilled: Memory,
+    closed: Option<Memory>,
+    refilled: Option<Memory>,
 }
 
 impl Run {
     fn figures(&self) -> serde_json::Value {
         let idle = self.full.per_object_since(&self.before, self.objects);
-        let left = self.closed.per_object_since(&self.before, self.objects);
-        let refill = self.refilled.per_object_since(&self.full, self.objects);
+        let left = self
+            .closed
+            .map(|closed| closed.per_object_since(&self.before, self.objects));
+        let refill = self
+            .refilled
+            .map(|refilled| refilled.per_object_since(&self.full, self.objects));
         serde_json::json!({
             "kind": self.kind,
             "objects": self.objects,
@@ -219,9 +223,9 @@ impl Run {
             "creation_last_tenth_per_s": self.rates.1.round(),
             "sends_few_ids_per_s": self.sends.0.round(),
             "sends_all_ids_per_s": self.sends.1.round(),
-            "left_bytes_per_closed_object": left.0,
-            "left_heap_bytes_per_closed_object": left.1,
-            "refill_rss_growth_bytes_per_object": refill.0,
+            "left_bytes_per_closed_object": left.map(|left| left.0),
+            "left_heap_bytes_per_closed_object": left.map(|left| left.1),
+            "refill_rss_growth_bytes_per_object": refill.map(|refill| refill.0),
         })
     }
 }
@@ -269,7 +273,7 @@ pub trait Contestant: Clone + Send + Sync + 'static {
     /// What the maker holds of one object.
     type Made: Send + Sync + 'static;
     /// Its name in the figures.
-    const KIND: &'static str;
+    fn kind(&self) -> &'static str;
 
     /// Makes object `index`.
     fn create(&self, index: usize) -> impl Future<Output = Result<Self::Made, BoxError>> + Send;
@@ -288,11 +292,21 @@ pub trait Contestant: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), BoxError>> + Send;
 }
 
+/// How much of the measurement a child runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Cycle {
+    /// Fill, send, close all, fill again.
+    Full,
+    /// Fill and send only (the closing and refilling figures are the embedded node's).
+    FillAndSend,
+}
+
 /// Fills a node with `objects` of `contestant`, sends to them, closes them all, and fills
-/// it again with the same IDs.
+/// it again with the same IDs (as far as `cycle` says).
 pub async fn measure<C: Contestant>(
     contestant: C,
     objects: usize,
+    cycle: Cycle,
 ) -> Result<serde_json::Value, BoxError> {
     let before = Memory::settled().await;
     let maker = contestant.clone();
@@ -311,6 +325,19 @@ pub async fn measure<C: Contestant>(
         })
     };
     let sends = (send(FEW_IDS).await?, send(objects).await?);
+    if cycle == Cycle::FillAndSend {
+        return Ok(Run {
+            kind: contestant.kind(),
+            objects,
+            before,
+            full,
+            rates: (filled.first_tenth_per_s, filled.last_tenth_per_s),
+            sends,
+            closed: None,
+            refilled: None,
+        }
+        .figures());
+    }
     contestant.close_all(made).await?;
     let closed = Memory::settled().await;
     let maker = contestant.clone();
@@ -322,24 +349,27 @@ pub async fn measure<C: Contestant>(
     let refilled_memory = Memory::now();
     drop(refilled);
     Ok(Run {
-        kind: C::KIND,
+        kind: contestant.kind(),
         objects,
         before,
         full,
         rates: (filled.first_tenth_per_s, filled.last_tenth_per_s),
         sends,
-        closed,
-        refilled: refilled_memory,
+        closed: Some(closed),
+        refilled: Some(refilled_memory),
     }
     .figures())
 }
 
-/// A node on the embedded store serving both kinds.
-pub async fn embedded_node(objects: usize) -> Result<Runtime, BoxError> {
+/// A node on `store` serving both kinds.
+pub async fn node_on(
+    store: Arc<dyn zlink::store::LocationStore>,
+    objects: usize,
+) -> Result<Runtime, BoxError> {
     let rt = Runtime::builder()
         .mesh_name("bench-scale")
         .listen("tcp://127.0.0.1:0")
-        .location_store(<dyn zlink::store::LocationStore>::in_memory())
+        .location_store(store)
         // Sized for the node's objects, as the book says to size it.
         .route_cache_capacity(objects)
         .actor_type(IdleActor::actor_type(|_| IdleActor(0))?)
@@ -359,15 +389,22 @@ pub fn object_id(index: usize) -> String {
 
 /// zlink Actors on a node.
 #[derive(Clone)]
-pub struct ZlinkActors(pub Arc<Runtime>);
+pub struct ZlinkActors {
+    pub rt: Arc<Runtime>,
+    /// Its name in the figures (which store the node uses).
+    pub kind: &'static str,
+}
 
 impl Contestant for ZlinkActors {
     type Made = ActorRef;
-    const KIND: &'static str = "zlink_actor";
+
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
 
     async fn create(&self, index: usize) -> Result<ActorRef, BoxError> {
         Ok(self
-            .0
+            .rt
             .handle()
             .actors()
             .create(&object_id(index), IdleActor::STABLE_TYPE)
@@ -376,7 +413,7 @@ impl Contestant for ZlinkActors {
 
     async fn send(&self, _made: &Arc<[ActorRef]>, index: usize) -> Result<(), BoxError> {
         Ok(self
-            .0
+            .rt
             .handle()
             .actors()
             .send(&object_id(index), &Bump)
@@ -384,13 +421,13 @@ impl Contestant for ZlinkActors {
     }
 
     async fn close_all(&self, made: Arc<[ActorRef]>) -> Result<(), BoxError> {
-        let handle = self.0.handle().clone();
+        let handle = self.rt.handle().clone();
         for_each_index(made.len(), move |i| {
             let (handle, made) = (handle.clone(), made.clone());
             async move { Ok(handle.actors().destroy(&made[i]).await.map(|_| ())?) }
         })
         .await?;
-        until(|| self.0.status().actors_owned == 0).await
+        until(|| self.rt.status().actors_owned == 0).await
     }
 }
 
@@ -400,7 +437,10 @@ pub struct ZlinkSpots(pub Arc<Runtime>);
 
 impl Contestant for ZlinkSpots {
     type Made = SpotRef;
-    const KIND: &'static str = "zlink_spot";
+
+    fn kind(&self) -> &'static str {
+        "zlink_spot"
+    }
 
     async fn create(&self, index: usize) -> Result<SpotRef, BoxError> {
         let created = self
@@ -444,7 +484,10 @@ pub struct KameoActors;
 
 impl Contestant for KameoActors {
     type Made = KameoRef<KameoIdle>;
-    const KIND: &'static str = "kameo";
+
+    fn kind(&self) -> &'static str {
+        "kameo"
+    }
 
     async fn create(&self, _index: usize) -> Result<KameoRef<KameoIdle>, BoxError> {
         Ok(KameoIdle::spawn_with_mailbox(
@@ -476,7 +519,10 @@ pub struct BareTasks {
 
 impl Contestant for BareTasks {
     type Made = mpsc::Sender<Bump>;
-    const KIND: &'static str = "tokio_task";
+
+    fn kind(&self) -> &'static str {
+        "tokio_task"
+    }
 
     async fn create(&self, _index: usize) -> Result<mpsc::Sender<Bump>, BoxError> {
         let (sender, mut receiver) = mpsc::channel::<Bump>(BASELINE_MAILBOX);
