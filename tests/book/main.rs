@@ -11,6 +11,7 @@ mod instance_spots;
 mod location_store;
 mod multicast;
 mod operating;
+mod performance;
 mod relocation;
 mod restarts;
 mod room_broadcast;

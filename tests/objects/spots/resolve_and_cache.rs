@@ -235,6 +235,8 @@ async fn a_route_cache_smaller_than_the_objects_called_evicts_the_unused_and_a_m
             );
         }
     }
+    let held = b.status().route_cache;
+    assert_eq!((held.capacity, held.routes), (8, 8), "full, and no fuller");
     stop([b, a]).await;
 }
 
@@ -254,4 +256,25 @@ async fn a_route_cache_of_no_routes_is_refused_with_the_way_to_turn_caching_off(
         refused.to_string().contains("route_cache_max_age"),
         "{refused}"
     );
+}
+
+/// A Spot closed on its owner leaves no route there: the owner's cache lets go of the
+/// closed incarnation's route as it closes, not when the cache runs out of room.
+#[tokio::test]
+async fn a_closed_spot_leaves_no_route_on_its_owner() {
+    let RoomServerAndCaller { _redis, a, b, .. } = room_server_and_caller().await;
+    let (room, _) = created_room(&a, "closing-room", "not created").await;
+    say(&a, "closing-room", "hello").await.unwrap();
+    assert_eq!(
+        a.status().route_cache.routes,
+        1,
+        "the owner's own call took a route"
+    );
+    assert!(a.spots().close(&room).await.unwrap());
+    assert_eq!(
+        a.status().route_cache.routes,
+        0,
+        "the closed Spot's route went with it"
+    );
+    stop([b, a]).await;
 }

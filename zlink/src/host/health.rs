@@ -216,6 +216,7 @@ mod tests {
             lost_one_ways: Default::default(),
             relayed_by_message_follow: 0,
             multicast: Default::default(),
+            route_cache: Default::default(),
         }
     }
 

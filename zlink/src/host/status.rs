@@ -62,6 +62,8 @@ pub struct RuntimeStatus {
     pub relayed_by_message_follow: u64,
     /// What went through its Logical Multicast since it started.
     pub multicast: crate::object::MulticastCounts,
+    /// Its route cache: its size, and the routes it holds.
+    pub route_cache: crate::object::RouteCacheStatus,
 }
 
 /// Placement readiness per type, as [`RuntimeStatus::placement`].
@@ -239,6 +241,9 @@ impl RuntimeStatus {
                 .map_or(0, |objects| objects.relayed_by_message_follow()),
             multicast: objects
                 .map(|objects| objects.multicast_counts())
+                .unwrap_or_default(),
+            route_cache: objects
+                .map(|objects| objects.route_cache())
                 .unwrap_or_default(),
             store_operations: node
                 .settings()

@@ -83,9 +83,12 @@ pub(crate) fn run(live: &Arc<LiveObject>, view: TurnView, job: ObjectJob, bytes:
         return Inline::Declined(job);
     };
     let is_actor = live.key.kind == ObjectKind::Actor;
-    if let (Some(turns), Some(queued_at)) = (&handle.node().instruments().turns, message.queued_at)
-    {
-        turns.waited(live.key.kind.into(), queued_at);
+    if let Some(turns) = &handle.node().instruments().turns {
+        // A turn taken here found the mailbox empty: its depth is 0, as it is recorded.
+        turns.depth(live.key.kind.into(), 0);
+        if let Some(queued_at) = message.queued_at {
+            turns.waited(live.key.kind.into(), queued_at);
+        }
     }
     let MessageTurn {
         ctx,

@@ -89,6 +89,7 @@ pub use multicast::MulticastCounts;
 pub use object_type::{ActorType, ObjectType, SpotType};
 pub use relocation::{BlockedObject, BlockedReason, RelocationReport};
 pub use relocation_state::{RelocationState, MAX_CAPTURED_STATE_BYTES};
+pub use route_cache::RouteCacheStatus;
 pub(crate) use route_cache::{default_route_cache_capacity, DEFAULT_ROUTE_CACHE_MAX_AGE};
 pub(crate) use settings::cache_follow_violation;
 

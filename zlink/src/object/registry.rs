@@ -84,6 +84,9 @@ struct Counts {
     spots: usize,
     /// Objects by type.
     by_type: HashMap<StableType, usize>,
+    /// Running here now, by kind (the Entry Spot aside): what `owned` answers.
+    running_spots: usize,
+    running_actors: usize,
 }
 
 impl Counts {
@@ -106,6 +109,16 @@ impl Counts {
     fn running<L: Registered>(&mut self, live: &L, up: bool) {
         let spot = live.key().kind == ObjectKind::Spot && !live.is_entry();
         self.step(live.stable_type(), spot, up);
+        let running = match live.key().kind {
+            ObjectKind::Spot if live.is_entry() => return,
+            ObjectKind::Spot => &mut self.running_spots,
+            ObjectKind::Actor => &mut self.running_actors,
+        };
+        *running = if up {
+            *running + 1
+        } else {
+            running.saturating_sub(1)
+        };
     }
 
     fn of_type(&self, stable_type: &StableType) -> usize {
@@ -218,11 +231,11 @@ impl<L: Registered> ObjectRegistry<L> {
 
     /// The objects of `kind` running here (the Entry Spot aside).
     pub(crate) fn owned(&self, kind: ObjectKind) -> usize {
-        self.state()
-            .live
-            .values()
-            .filter(|l| l.key().kind == kind && !l.is_entry())
-            .count()
+        let state = self.state();
+        match kind {
+            ObjectKind::Spot => state.counts.running_spots,
+            ObjectKind::Actor => state.counts.running_actors,
+        }
     }
 
     /// Registers an object as running here. An older incarnation still registered under

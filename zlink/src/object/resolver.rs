@@ -97,6 +97,11 @@ impl Resolver {
         self
     }
 
+    /// The route cache's size and what it holds.
+    pub(super) fn cache_status(&self) -> super::RouteCacheStatus {
+        self.cache.status()
+    }
+
     /// RouteCacheMaxAge now.
     pub(super) fn max_age(&self) -> Duration {
         self.cache.max_age()

@@ -62,6 +62,16 @@ pub(crate) fn default_route_cache_capacity(memory: Option<u64>) -> usize {
 /// no Spot or Actor type may declare one.
 pub(crate) const FOLLOW_BARRIER: &str = "zlink.follow-barrier";
 
+/// A node's route cache at one moment (in `RuntimeStatus`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RouteCacheStatus {
+    /// The most routes it keeps (`RuntimeBuilder::route_cache_capacity`).
+    pub capacity: usize,
+    /// The routes it holds now: cached, or remembered for a while after (calls sent on
+    /// them may still be on their way).
+    pub routes: usize,
+}
+
 /// A Ready owner route with the fences a message is admitted against.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ReadyRoute {
@@ -634,6 +644,14 @@ impl RouteCache {
                     lane.uncache(now, memory);
                 }
             }
+        }
+    }
+
+    /// Its size and the routes it holds (one lock per shard, nothing walked).
+    pub(crate) fn status(&self) -> RouteCacheStatus {
+        RouteCacheStatus {
+            capacity: self.capacity * self.shards.len(),
+            routes: self.each_shard().map(|lanes| lanes.lanes.len()).sum(),
         }
     }
 

@@ -351,6 +351,11 @@ impl ObjectServer {
         super::hosted::page(self.registry.all(), after, limit)
     }
 
+    /// This node's route cache.
+    pub(crate) fn route_cache(&self) -> super::RouteCacheStatus {
+        self.resolver.cache_status()
+    }
+
     /// The objects of `kind` this node owns now (its Entry Spot aside).
     pub(crate) fn owned(&self, kind: ObjectKind) -> usize {
         self.registry.owned(kind)
