@@ -765,22 +765,32 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-/// The child process of `stream`'s idle measurement that runs one server.
-fn idle_server(kind: &str) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(_) => return ExitCode::FAILURE,
+/// Runs `work` as a child process's whole life, on a multi-thread runtime or (with
+/// `single`) a current-thread one; `what` names it in its error.
+fn child_process<F>(what: &str, single: bool, work: F) -> ExitCode
+where
+    F: std::future::Future<Output = Result<(), BoxError>>,
+{
+    let mut builder = if single {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
     };
-    match runtime.block_on(stream::idle_server(kind)) {
+    let Ok(runtime) = builder.enable_all().build() else {
+        return ExitCode::FAILURE;
+    };
+    match runtime.block_on(work) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("zlink-bench idle server: {e}");
+            eprintln!("zlink-bench {what}: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// The child process of `stream`'s idle measurement that runs one server.
+fn idle_server(kind: &str) -> ExitCode {
+    child_process("idle server", false, stream::idle_server(kind))
 }
 
 /// The child process of `stream`'s idle measurement that holds the clients.
@@ -788,38 +798,12 @@ fn idle_clients(addr: &str, count: &str) -> ExitCode {
     let Ok(count) = count.parse::<usize>() else {
         return ExitCode::from(2);
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(_) => return ExitCode::FAILURE,
-    };
-    match runtime.block_on(stream::hold_idle_clients(addr, count)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("zlink-bench idle clients: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    child_process("idle clients", true, stream::hold_idle_clients(addr, count))
 }
 
 /// A child process of `scale`: one measurement in a process of its own.
 fn scale_child(args: &[String]) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(_) => return ExitCode::FAILURE,
-    };
-    match runtime.block_on(scale::run_child(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("zlink-bench scale child {args:?}: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    child_process(&format!("scale child {args:?}"), false, scale::run_child(args))
 }
 
 fn main() -> ExitCode {

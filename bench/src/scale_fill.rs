@@ -27,8 +27,9 @@ const SENDERS: usize = 8;
 pub const FEW_IDS: usize = 100;
 /// How long each one-way phase lasts.
 const SEND_PHASE: Duration = Duration::from_secs(2);
-/// The mailbox bound of the baselines (what a zlink object's queue admits by default).
-const BASELINE_MAILBOX: usize = 64;
+/// The mailbox bound of the baselines: what a zlink object's queue admits by default
+/// (tokio's bounded channels allocate as messages come, so the bound costs nothing idle).
+const BASELINE_MAILBOX: usize = 4096;
 
 /// A one-way message an idle object counts.
 #[derive(Debug, serde::Serialize, serde::Deserialize, zlink::Message)]
