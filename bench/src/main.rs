@@ -803,7 +803,11 @@ fn idle_clients(addr: &str, count: &str) -> ExitCode {
 
 /// A child process of `scale`: one measurement in a process of its own.
 fn scale_child(args: &[String]) -> ExitCode {
-    child_process(&format!("scale child {args:?}"), false, scale::run_child(args))
+    child_process(
+        &format!("scale child {args:?}"),
+        false,
+        scale::run_child(args),
+    )
 }
 
 fn main() -> ExitCode {

@@ -41,22 +41,36 @@ pub async fn child(args: &[String]) -> Result<serde_json::Value, BoxError> {
     Ok(serde_json::from_str(last)?)
 }
 
+/// A figure as a whole number, or `-` where the child did not measure it.
+fn n(figure: &serde_json::Value) -> String {
+    figure
+        .as_f64()
+        .map_or_else(|| "-".to_string(), |v| format!("{v:.0}"))
+}
+
 fn print_fill(f: &serde_json::Value) {
+    let closed = match f["left_bytes_per_closed_object"].as_f64() {
+        Some(_) => format!(
+            "per closed object {} B of RSS and {} B of heap still held; refilled, RSS grew {} B \
+             per object",
+            n(&f["left_bytes_per_closed_object"]),
+            n(&f["left_heap_bytes_per_closed_object"]),
+            n(&f["refill_rss_growth_bytes_per_object"]),
+        ),
+        None => "not closed (see the embedded store's figures)".to_string(),
+    };
     println!(
-        "{:>12} x{:>8}: {:>8} B per idle object; creation {:>8}/s first tenth, {:>8}/s last tenth; \
-         one-way {:>9}/s over {} IDs, {:>9}/s over all; per closed object {:>7} B of RSS and {:>6} B \
-         of heap still held; refilled, RSS grew {:>6} B per object",
+        "{:>17} x{}: {} B per idle object ({} B of heap); creation {}/s in the first tenth, \
+         {}/s in the last; one-way {}/s over {} IDs, {}/s over all; {closed}",
         f["kind"].as_str().unwrap_or("?"),
         f["objects"],
-        f["idle_bytes_per_object"],
-        f["creation_first_tenth_per_s"],
-        f["creation_last_tenth_per_s"],
-        f["sends_few_ids_per_s"],
+        n(&f["idle_bytes_per_object"]),
+        n(&f["idle_heap_bytes_per_object"]),
+        n(&f["creation_first_tenth_per_s"]),
+        n(&f["creation_last_tenth_per_s"]),
+        n(&f["sends_few_ids_per_s"]),
         crate::scale_fill::FEW_IDS,
-        f["sends_all_ids_per_s"],
-        f["left_bytes_per_closed_object"],
-        f["left_heap_bytes_per_closed_object"],
-        f["refill_rss_growth_bytes_per_object"],
+        n(&f["sends_all_ids_per_s"]),
     );
 }
 
@@ -77,10 +91,10 @@ async fn one_size(objects: usize) -> Result<serde_json::Value, BoxError> {
     println!(
         "  route cache x{objects}: {} B of heap per route to another node; sends {}/s from the owner, \
          {}/s from another node cold, {}/s warm",
-        routes["route_heap_bytes"],
-        routes["owner_first_sends_per_s"],
-        routes["remote_cold_sends_per_s"],
-        routes["remote_warm_sends_per_s"],
+        n(&routes["route_heap_bytes"]),
+        n(&routes["owner_first_sends_per_s"]),
+        n(&routes["remote_cold_sends_per_s"]),
+        n(&routes["remote_warm_sends_per_s"]),
     );
     by_kind.insert("routes".to_string(), routes);
     let idle = |kind: &str| &by_kind[kind]["idle_bytes_per_object"];
@@ -114,14 +128,14 @@ pub async fn run(max_objects: usize) -> Result<(), BoxError> {
          one more node ready in {} ms, seen by all in {} ms; {} Spot calls/s over the mesh; \
          RSS per node {} KiB mean, {} KiB max; connections per node {} mean, {} max",
         crate::scale_mesh::NODES,
-        mesh["all_ready_ms"],
-        mesh["join_ready_ms"],
-        mesh["join_seen_by_all_ms"],
-        mesh["spot_calls_per_s"],
-        mesh["rss_kib_mean"],
-        mesh["rss_kib_max"],
+        n(&mesh["all_ready_ms"]),
+        n(&mesh["join_ready_ms"]),
+        n(&mesh["join_seen_by_all_ms"]),
+        n(&mesh["spot_calls_per_s"]),
+        n(&mesh["rss_kib_mean"]),
+        n(&mesh["rss_kib_max"]),
         mesh["connections_mean"],
-        mesh["connections_max"],
+        n(&mesh["connections_max"]),
     );
     report.insert("mesh".into(), mesh);
     let cluster = child(&["cluster".to_string(), "0".to_string()]).await?;
@@ -129,11 +143,11 @@ pub async fn run(max_objects: usize) -> Result<(), BoxError> {
         "directory on a 3-master Redis Cluster: {} creations/s, {} cold lookups/s; a master \
          killed: {} lookups failed, the longest stall {} ms, the cluster healthy again after \
          {} ms",
-        cluster["creations_per_s"],
-        cluster["cold_lookups_per_s"],
-        cluster["lookups_failed_after_master_kill"],
-        cluster["longest_lookup_stall_ms"],
-        cluster["cluster_healthy_after_ms"],
+        n(&cluster["creations_per_s"]),
+        n(&cluster["cold_lookups_per_s"]),
+        n(&cluster["lookups_failed_after_master_kill"]),
+        n(&cluster["longest_lookup_stall_ms"]),
+        n(&cluster["cluster_healthy_after_ms"]),
     );
     report.insert("redis_cluster".into(), cluster);
     println!("{}", serde_json::Value::Object(report));
