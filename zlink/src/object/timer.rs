@@ -267,9 +267,39 @@ pub(crate) struct Timers {
     /// the Spot's authority names.
     fence: OwnerFence,
     tracker: TaskTracker,
-    /// The Spot's own token: cancelled when it closes or its node stops.
-    cancel: CancellationToken,
+    /// Stops every timer: at the object's close, its move or its node's stop.
+    stop: TimerStop,
     running: Mutex<HashMap<Arc<str>, Running>>,
+}
+
+/// What stops an object's timers. Its token (a child of the node's) is made when the first
+/// timer starts, not with the object: most objects never start one, and an idle object
+/// holds no token it does not use.
+struct TimerStop {
+    node: CancellationToken,
+    own: std::sync::OnceLock<CancellationToken>,
+    stopped: std::sync::atomic::AtomicBool,
+}
+
+impl TimerStop {
+    /// The token timers stop on, cancelled already once the timers were stopped. (The
+    /// flag is read after the token is set, and set before the token is read, so a stop
+    /// that races the first timer still cancels it.)
+    fn token(&self) -> CancellationToken {
+        let token = self.own.get_or_init(|| self.node.child_token());
+        if self.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+            token.cancel();
+        }
+        token.clone()
+    }
+
+    fn stop(&self) {
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(token) = self.own.get() {
+            token.cancel();
+        }
+    }
 }
 
 /// A running timer: its stop token and its schedule (shared with its task, so the
@@ -285,16 +315,25 @@ impl Timers {
         lease: Arc<OwnerLease>,
         fence: OwnerFence,
         tracker: TaskTracker,
-        cancel: CancellationToken,
+        node: CancellationToken,
     ) -> Arc<Self> {
         Arc::new(Timers {
             mailbox,
             lease,
             fence,
             tracker,
-            cancel,
+            stop: TimerStop {
+                node,
+                own: std::sync::OnceLock::new(),
+                stopped: std::sync::atomic::AtomicBool::new(false),
+            },
             running: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Stops every timer for good: the object closes, moves away or its node stops.
+    pub(crate) fn stop(&self) {
+        self.stop.stop();
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Running>> {
@@ -333,7 +372,7 @@ impl Timers {
 
     fn spawn(&self, schedule: Schedule) {
         let name = schedule.name.clone();
-        let token = self.cancel.child_token();
+        let token = self.stop.token().child_token();
         let schedule = Arc::new(Mutex::new(schedule));
         let running = Running {
             token: token.clone(),

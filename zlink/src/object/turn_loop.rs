@@ -81,9 +81,8 @@ pub(super) struct TurnLoop {
     away: bool,
     handle: WeakHandle,
     services: Weak<dyn TurnServices>,
+    /// Its timers (stopped at its close, its move or its node's stop).
     timers: Arc<Timers>,
-    /// Stops the object's timers: at its close, its move or its node's stop.
-    timer_stop: CancellationToken,
     cancel: CancellationToken,
     generation: u64,
     /// An Instance Spot whose activating message has yet to run: the recovery pointer is
@@ -97,7 +96,6 @@ impl TurnLoop {
         instance: Box<dyn Instance>,
         host: ObjectHost,
     ) -> Self {
-        let timer_stop = host.cancel.child_token();
         let mailbox = Arc::downgrade(object.mailbox());
         let inbox: std::sync::Weak<dyn super::timer::TickInbox> = mailbox;
         let timers = Timers::new(
@@ -105,7 +103,7 @@ impl TurnLoop {
             host.lease,
             object.fence(),
             host.tracker,
-            timer_stop.clone(),
+            host.cancel.clone(),
         );
         object.watch_timers(&timers);
         TurnLoop {
@@ -116,7 +114,6 @@ impl TurnLoop {
             handle: host.handle,
             services: host.services,
             timers,
-            timer_stop,
             cancel: host.cancel,
             pending_pointer: false,
         }
@@ -214,7 +211,7 @@ impl TurnLoop {
             match first {
                 None => self.stop().await,
                 // Never Ready: nothing was published, so no `on_closing` either.
-                Some(_) => self.timer_stop.cancel(),
+                Some(_) => self.timers.stop(),
             }
             return None;
         }
@@ -329,7 +326,7 @@ impl TurnLoop {
             Step::Next | Step::Ran(_) => Then::Next(turn),
             Step::Stopped => Then::Stop(turn),
             Step::End(refuse) => {
-                self.timer_stop.cancel();
+                self.timers.stop();
                 drop(turn);
                 if let Some((kind, why)) = refuse {
                     self.object.refuse_queued(kind, why);
@@ -400,7 +397,7 @@ impl TurnLoop {
             go = first.commit => go.unwrap_or(false),
         };
         if !go {
-            self.timer_stop.cancel();
+            self.timers.stop();
             return false;
         }
         first
@@ -573,7 +570,7 @@ impl TurnLoop {
             SealOutcome::Resumed => Step::Next,
             SealOutcome::Stopped => Step::Stopped,
             SealOutcome::Moved => {
-                self.timer_stop.cancel();
+                self.timers.stop();
                 // The instance a Spot left behind hears its last turn.
                 if self.key().kind == ObjectKind::Spot {
                     self.last_hook(&self.object.gate(), ClosingReason::RelocationOut)
@@ -629,7 +626,7 @@ impl TurnLoop {
         reason: ClosingReason,
         done: oneshot::Sender<()>,
     ) {
-        self.timer_stop.cancel();
+        self.timers.stop();
         if let Some(ctx) = self.hook_info() {
             // A close that gave up waiting stops the hook too.
             let closing =
@@ -677,7 +674,7 @@ impl TurnLoop {
 
     /// The end of a stopped object: `on_closing(HostShutdown)` runs once, bounded.
     async fn stop(mut self) {
-        self.timer_stop.cancel();
+        self.timers.stop();
         let gate = self.object.gate();
         self.last_hook(&gate, ClosingReason::HostShutdown).await;
     }

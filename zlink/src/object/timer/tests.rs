@@ -143,3 +143,41 @@ fn indices_never_go_back_and_delivery_never_outruns_the_schedule() {
         }
     }
 }
+
+fn timer_stop(node: &CancellationToken) -> TimerStop {
+    TimerStop {
+        node: node.clone(),
+        own: std::sync::OnceLock::new(),
+        stopped: std::sync::atomic::AtomicBool::new(false),
+    }
+}
+
+#[test]
+fn the_stop_token_is_made_with_the_first_timer_and_a_timer_started_after_a_stop_is_stopped() {
+    let node = CancellationToken::new();
+    let idle = timer_stop(&node);
+    idle.stop();
+    assert!(
+        idle.own.get().is_none(),
+        "no timer ever started: no token was made"
+    );
+    assert!(
+        idle.token().is_cancelled(),
+        "one started after the stop is stopped at once"
+    );
+
+    let used = timer_stop(&node);
+    let first = used.token();
+    assert!(!first.is_cancelled());
+    used.stop();
+    assert!(first.is_cancelled(), "the stop reaches a running timer");
+    assert!(!node.is_cancelled(), "the node goes on");
+
+    let on_node = timer_stop(&node);
+    let ticking = on_node.token();
+    node.cancel();
+    assert!(
+        ticking.is_cancelled(),
+        "the node's stop reaches every object's timers"
+    );
+}
