@@ -292,13 +292,10 @@ impl RuntimeBuilder {
         self
     }
 
-    /// The most object routes this node's route cache keeps. By default 1/64 of the
-    /// node's memory (its cgroup limit, else the machine's) at 1 KiB a route, between
-    /// 65,536 and 16,777,216 (a route to an object on another node holds about 0.9 KiB;
-    /// `zlink-bench scale` measures it). Past it, a
-    /// new route evicts one not used lately, and a call to an evicted route reads the
-    /// Location Store once. Size it to the objects this node calls often: a node that
-    /// sends to more objects than its cache holds reads the store on most sends.
+    /// The most object routes this node's route cache keeps: by default 1/64 of the node's
+    /// memory (its cgroup limit, else the machine's) at 1 KiB a route, 65,536 to 16 Mi. Past
+    /// it, a new route evicts one not used lately; a call on an evicted route reads the
+    /// Location Store once. Size it to the objects this node calls often.
     pub fn route_cache_capacity(mut self, routes: usize) -> Self {
         self.route_cache_capacity = Some(routes);
         self
