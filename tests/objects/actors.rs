@@ -532,3 +532,35 @@ async fn queued_one_ways_of_a_destroyed_actor_are_counted_lost() {
     assert_eq!(a.status().lost_one_ways.total(), 5);
     stop(m.nodes).await;
 }
+
+/// A node that placement calls ready may still be claiming its Entry Spot (its store
+/// writes fail for a moment here): a creation placed on it from another node waits for
+/// the claim, instead of failing `NotFound` because the only node serving the type
+/// refused it for now.
+#[tokio::test]
+async fn a_creation_placed_on_a_node_still_claiming_its_entry_spot_waits_for_the_claim() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let slow = Arc::new(zlink_testkit::FaultyLocationStore::new(store.clone()));
+    slow.set_applies_down(true);
+    let slow_store: Arc<dyn zlink::store::LocationStore> = slow.clone();
+    let counters = Counters::default();
+    let a = actor_server("a", &slow_store, &counters, 100).await;
+    let b = start(discovered_node("b", &store, quick_lease())).await;
+    wait_until(WAIT, "b sees a ready for Players", || async {
+        b.actors().ready_nodes("player").unwrap_or_default() == ["a"]
+    })
+    .await;
+    let claimed_later = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        slow.set_applies_down(false);
+    });
+    let created = b.actors().get_or_create("early", "player").await;
+    claimed_later.await.unwrap();
+    let created = created.expect("the creation waited for a's Entry Spot");
+    assert!(
+        matches!(created, ActorCreation::Created(ref actor) if actor.rid == "a"),
+        "{created:?}"
+    );
+    stop([a, b]).await;
+}

@@ -50,6 +50,8 @@ pub(crate) struct FirstMessage {
 
 /// First pause while another attempt's Creating record settles; doubles up to 500 ms.
 const CREATING_BACKOFF: Duration = Duration::from_millis(20);
+/// How long a creation keeps trying nodes that refused it as unavailable for now.
+const UNAVAILABLE_PATIENCE: Duration = Duration::from_secs(2);
 
 /// Whether `current`'s type reclaims on owner loss, its owner's claim is dead, and it was
 /// released (or changed meanwhile): then the caller reads the authority again.
@@ -144,6 +146,9 @@ pub(super) async fn create(
             None => {
                 let candidates = candidates(server, key.kind, stable_type);
                 let Some(target) = placement::pick(&candidates, &tries.excluded).cloned() else {
+                    if tries.again_after_unavailable(deadline).await {
+                        continue;
+                    }
                     return Err(tries.exhausted(server, id, stable_type));
                 };
                 let attempt = if target.local {
@@ -175,10 +180,15 @@ pub(super) async fn create(
 struct Tries {
     /// The nodes not to pick again.
     excluded: Vec<String>,
-    /// Why each excluded node refused, for the error that ends the tries.
-    refusals: Vec<String>,
+    /// Why each excluded node refused (its RID, its refusal), for the error that ends
+    /// the tries.
+    refusals: Vec<(String, String)>,
     /// How many were at their limit.
     full: usize,
+    /// The excluded nodes that were unavailable for now (one starting, whose Entry Spot is
+    /// not claimed yet, or one between leases), and when trying them again began.
+    unavailable: Vec<String>,
+    patient_since: Option<Instant>,
 }
 
 impl Tries {
@@ -190,12 +200,37 @@ impl Tries {
             self.full += 1;
         } else if !target.local && (e.is(ErrorKind::Unavailable) || e.is(ErrorKind::NotFound)) {
             tracing::debug!(object = %id, target = %target.rid, error = %e, "placement target refused; trying another");
-            self.refusals.push(format!("{}: {e}", target.rid));
+            self.refusals
+                .push((target.rid.clone(), format!("{}: {e}", target.rid)));
+            if e.is(ErrorKind::Unavailable) {
+                self.unavailable.push(target.rid.clone());
+            }
         } else {
             return Err(e);
         }
         self.excluded.push(target.rid);
         Ok(())
+    }
+
+    /// With no candidate left, the nodes that were only unavailable for now are tried again
+    /// after a pause, for [`UNAVAILABLE_PATIENCE`] at most (and never past `deadline`): a
+    /// node that placement calls ready may still be claiming its Entry Spot. `false` when
+    /// there is none to try again, or the patience is spent.
+    async fn again_after_unavailable(&mut self, deadline: Instant) -> bool {
+        if self.unavailable.is_empty() {
+            return false;
+        }
+        let since = *self.patient_since.get_or_insert_with(Instant::now);
+        let until = deadline.min(since + UNAVAILABLE_PATIENCE);
+        let pause = CREATING_BACKOFF.min(until.saturating_duration_since(Instant::now()));
+        if pause.is_zero() {
+            return false;
+        }
+        tokio::time::sleep(pause).await;
+        let unavailable = std::mem::take(&mut self.unavailable);
+        self.excluded.retain(|rid| !unavailable.contains(rid));
+        self.refusals.retain(|(rid, _)| !unavailable.contains(rid));
+        true
     }
 
     /// The error of a creation of `id` that has no candidate left to try.
@@ -220,7 +255,11 @@ impl Tries {
                 ErrorKind::NotFound,
                 format!(
                     "every Object Server of {kind:?} type {stable_type:?} refused {id} ({})",
-                    self.refusals.join("; ")
+                    self.refusals
+                        .iter()
+                        .map(|(_, refusal)| refusal.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ")
                 ),
             )
         }
