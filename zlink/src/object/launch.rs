@@ -1,7 +1,6 @@
 //! Starting a Spot or Actor on its owner: the running object is made reachable and its
 //! turn loop spawned, as its [`Go`] says.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
@@ -13,33 +12,9 @@ use super::object_job::{Arrived, ObjectJob};
 use super::object_type::TypeDef;
 use super::stop_list::Halt;
 use super::turn_host::ObjectHost;
-use super::turn_loop::{InitializeFirst, TurnLoop};
+use super::turn_loop::{Begin, InitializeFirst, TurnLoop};
 use crate::address::ObjectKey;
-use crate::{Error, ErrorKind};
-
-/// Closes an object's mailbox when its turn loop ends for any reason (a panic included), so
-/// no queued job is left without its answer.
-struct CloseOnExit {
-    object: Arc<LiveObject>,
-    /// Set once the creation (or the arrival) committed.
-    committed: Arc<AtomicBool>,
-}
-
-impl Drop for CloseOnExit {
-    fn drop(&mut self) {
-        if self.committed.load(Ordering::Acquire) {
-            self.object.refuse_queued(
-                ErrorKind::ShuttingDown,
-                "the object stopped before the message ran",
-            );
-        } else {
-            self.object.refuse_queued(
-                ErrorKind::Unavailable,
-                "the object's creation did not commit",
-            );
-        }
-    }
-}
+use crate::Error;
 
 /// When a new object's turn loop may run (see [`start`]).
 // One per object start, moved into its loop once: boxing the large variant would only add
@@ -87,55 +62,26 @@ pub(crate) fn start(
     if listed.is_none() {
         live.halt();
     }
-    let first = match go {
-        Go::AfterCommit(commit) => Err(commit),
+    let begin = match go {
+        Go::AfterCommit(commit) => Begin::AfterCommit(commit),
         Go::InitializeFirst {
             first,
             initialized,
             commit,
         } => match live.queue_first(first) {
-            Ok(()) => Ok((initialized, commit)),
+            Ok(()) => Begin::InitializeFirst(InitializeFirst {
+                initialized,
+                commit,
+            }),
             Err(e) => {
                 let _ = initialized.send(Err(e));
                 return live;
             }
         },
     };
-    let object = live.clone();
+    // The loop leaves the node's stop list when it ends, however it ends.
     let tracker = host.tracker.clone();
-    tracker.spawn(async move {
-        // The loop leaves the node's stop list when it ends, however it ends.
-        let _listed = listed;
-        // Whatever way the loop ends, the mailbox closes and every queued job gets its
-        // one answer.
-        let committed = Arc::new(AtomicBool::new(false));
-        let _closer = CloseOnExit {
-            object: object.clone(),
-            committed: committed.clone(),
-        };
-        let commit = match first {
-            Err(commit) => {
-                let cancel = host.cancel.clone();
-                let go = tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => false,
-                    go = commit => go.unwrap_or(false),
-                };
-                if !go {
-                    return;
-                }
-                committed.store(true, Ordering::Release);
-                None
-            }
-            Ok((initialized, commit)) => Some(InitializeFirst {
-                initialized,
-                commit,
-                committed,
-            }),
-        };
-        TurnLoop::new(object.clone(), instance, host)
-            .run(commit)
-            .await;
-    });
+    let turn_loop = TurnLoop::new(live.clone(), instance, host, listed);
+    tracker.spawn(turn_loop.run(begin));
     live
 }

@@ -1,5 +1,6 @@
-//! A Spot or Actor running on its owner node: its instance, owned by one task that takes
-//! one turn at a time from the object's mailbox, and the authority it was admitted under.
+//! A Spot or Actor running on its owner node: its instance, owned by its turn loop (which
+//! takes one turn at a time from the object's mailbox, and holds no task while idle), and
+//! the authority it was admitted under.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -16,6 +16,9 @@
 //!   node while nothing is queued or running: the turn then runs on the caller's task
 //!   instead of waking the loop. A lent turn that cannot finish at once is **handed over**
 //!   to the loop, ahead of everything queued.
+//! - The turn loop itself is **parked** here while the object is idle: no task waits for
+//!   an idle object. The arrival that gives it work (a job, a handed-over turn, a stop's
+//!   wake, the close) takes it out and [resumes](ParkedLoop::resume) it.
 
 use std::sync::{Arc, Mutex};
 
@@ -30,6 +33,13 @@ pub(crate) use lane::{
     Lane, LaneLimits, Refused, APPLICATION_LANE, JOB_OVERHEAD_BYTES, LIFECYCLE_LANE,
 };
 use lane::{LaneOrder, LaneState};
+
+/// A turn loop parked in its mailbox while there is nothing to run (see
+/// [`Mailbox::park`]).
+pub(crate) trait ParkedLoop: Send {
+    /// Starts the loop again (on a task of its own): work arrived, or it has to stop.
+    fn resume(self: Box<Self>);
+}
 
 /// Where the runner is.
 enum Holder<R> {
@@ -50,10 +60,14 @@ struct State<J, R> {
     /// Senders waiting for room (only they are woken when a job completes).
     room_waiters: usize,
     /// The turn loop found nothing to run and waits (only then does an arrival wake it).
+    /// Cleared by whatever wakes it, under this lock.
     loop_waits: bool,
+    /// The waiting loop, parked here (only while `loop_waits`).
+    parked_loop: Option<Box<dyn ParkedLoop>>,
     holder: Holder<R>,
     /// A lent turn that did not finish on the caller's task: the loop's next turn.
-    handed_over: Option<(J, usize)>,
+    /// (Boxed: a job is large, and an idle object should not keep room for one.)
+    handed_over: Option<Box<(J, usize)>>,
     /// The loop waits for the lent runner to come back (it has to stop).
     reclaiming: bool,
     /// Every job admitted or turn lent so far: a mark that moves whenever work comes.
@@ -163,6 +177,7 @@ impl<J, R> Mailbox<J, R> {
                 closed: false,
                 room_waiters: 0,
                 loop_waits: false,
+                parked_loop: None,
                 holder: Holder::Loop,
                 handed_over: None,
                 reclaiming: false,
@@ -256,12 +271,34 @@ impl<J, R> Mailbox<J, R> {
     }
 
     /// Wakes the turn loop if it waits for work; a busy loop finds the job on its own.
-    fn wake_loop(&self, mut state: std::sync::MutexGuard<'_, State<J, R>>) {
-        let waits = std::mem::take(&mut state.loop_waits);
-        drop(state);
-        if waits {
-            self.arrived.notify();
+    fn wake_loop(&self, state: std::sync::MutexGuard<'_, State<J, R>>) {
+        if state.loop_waits {
+            self.rouse(state);
         }
+    }
+
+    /// Wakes the turn loop, wherever it waits: a parked loop is resumed (outside the
+    /// lock), one still on its task gets a permit for its next wait.
+    fn rouse(&self, mut state: std::sync::MutexGuard<'_, State<J, R>>) {
+        state.loop_waits = false;
+        let parked = state.parked_loop.take();
+        drop(state);
+        match parked {
+            Some(parked) => parked.resume(),
+            None => self.arrived.notify(),
+        }
+    }
+
+    /// Parks the turn loop that found nothing to run ([`Next::Wait`]): it stays here,
+    /// without a task, until work arrives. `Some` (the loop back) when something woke it
+    /// since its look: it runs on.
+    pub(crate) fn park<P: ParkedLoop + 'static>(&self, idle: Box<P>) -> Option<Box<P>> {
+        let mut state = self.state();
+        if !state.loop_waits || state.closed {
+            return Some(idle);
+        }
+        state.parked_loop = Some(idle);
+        None
     }
 
     /// Admits `job`, waiting for room until `deadline` (a send's send timeout).
@@ -412,7 +449,8 @@ impl<J, R> Mailbox<J, R> {
             if state.closed {
                 return Next::Closed(runner);
             }
-            if let Some((job, bytes)) = state.handed_over.take() {
+            if let Some(handed) = state.handed_over.take() {
+                let (job, bytes) = *handed;
                 return Next::Run(mailbox.turn(job, Lane::Application, bytes), runner);
             }
             if matches!(state.holder, Holder::Lent) {
@@ -467,13 +505,11 @@ impl<J, R> Mailbox<J, R> {
         Self::give_back(&mut state, Lane::Application, room.0);
         state.holder = Holder::Parked(runner);
         let wake = (state.loop_waits && !state.nothing_queued()) || state.reclaiming;
-        if wake {
-            state.loop_waits = false;
-        }
         let waiting = state.room_waiters > 0;
-        drop(state);
         if wake {
-            self.arrived.notify();
+            self.rouse(state);
+        } else {
+            drop(state);
         }
         if waiting {
             self.released.notify_waiters();
@@ -485,17 +521,16 @@ impl<J, R> Mailbox<J, R> {
     pub(crate) fn hand_over(&self, job: J, room: LentRoom) {
         let mut state = self.state();
         state.holder = Holder::Loop;
-        state.handed_over = Some((job, room.0));
-        state.loop_waits = false;
-        drop(state);
-        self.arrived.notify();
+        state.handed_over = Some(Box::new((job, room.0)));
+        self.rouse(state);
     }
 
     /// The runner for a loop that has to stop, wherever it is: parked, inside a handed-over
     /// turn, or (lent) soon back.
     pub(crate) fn reclaim(self: &Arc<Self>) -> Reclaimed<J, R> {
         let mut state = self.state();
-        if let Some((job, bytes)) = state.handed_over.take() {
+        if let Some(handed) = state.handed_over.take() {
+            let (job, bytes) = *handed;
             state.reclaiming = false;
             return Reclaimed::HandedOver(self.turn(job, Lane::Application, bytes));
         }
@@ -518,7 +553,7 @@ impl<J, R> Mailbox<J, R> {
 
     /// Wakes the turn loop (or leaves it a permit): a stop for it to notice.
     pub(crate) fn wake(&self) {
-        self.arrived.notify();
+        self.rouse(self.state());
     }
 
     /// Waits until a job arrives, the mailbox closes or [`wake`](Self::wake) is called,
@@ -588,8 +623,7 @@ impl<J, R> Mailbox<J, R> {
             lane.queued.push_back((job, bytes));
         }
         state.sealed = false;
-        drop(state);
-        self.arrived.notify();
+        self.rouse(state);
     }
 
     /// Ends the mailbox: nothing more is admitted or run; queued jobs are returned so
@@ -600,14 +634,13 @@ impl<J, R> Mailbox<J, R> {
         let mut left: Vec<J> = state
             .handed_over
             .take()
-            .map(|(j, _)| j)
+            .map(|handed| handed.0)
             .into_iter()
             .collect();
         left.extend(state.lifecycle.queued.drain(..).map(|(j, _)| j));
         left.extend(state.application.queued.drain(..).map(|(j, _)| j));
-        drop(state);
         // The turn loop may be waiting (a permit wakes it if it is not yet).
-        self.arrived.notify();
+        self.rouse(state);
         self.released.notify_waiters();
         left
     }

@@ -1,23 +1,26 @@
-//! The turn loop of one committed Spot or Actor: one task owns the application's instance
-//! and takes one turn at a time from the object's mailbox, behind the object's gate. Each
+//! The turn loop of one committed Spot or Actor: it owns the application's instance and
+//! takes one turn at a time from the object's mailbox, behind the object's gate. Each
 //! kind of job is one step: a message, a timer tick, a member event, a move's seal, a
 //! close. After an Actor's handler or tick, the Join it registered runs before the next
-//! message.
+//! message. The loop runs on a task only while it has work: an idle object's loop is
+//! parked in its mailbox, and the arrival that gives it work spawns it again.
 
 use std::sync::{Arc, Weak};
 
 use tokio::sync::{oneshot, OwnedMutexGuard};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::context::TurnName;
 use super::handler_turn::{answer, caught, handler_turn};
 use super::instance::{Instance, TurnInfo, Vacant};
 use super::lifecycle::ClosingReason;
 use super::live_object::{LiveObject, TurnView};
-use super::mailbox::{Next, Reclaimed, Turn};
+use super::mailbox::{Next, ParkedLoop, Reclaimed, Turn};
 use super::membership::{JoinOutcome, JoinStep, MemberEvent};
 use super::object_job::{Arrived, HandedOver, HandlerMessage, ObjectJob, Resume, SealOrder};
+use super::stop_list::Listed;
 use super::timer::Timers;
 use super::turn_gate::{self, Gate, TurnGate};
 use super::turn_host::{JoinAcross, ObjectHost, TurnServices};
@@ -47,7 +50,7 @@ enum Step {
 /// How a busy period of the loop ended.
 enum Served {
     /// The mailbox is empty: the loop waits for work.
-    Idle(TurnLoop),
+    Idle(Box<TurnLoop>),
     /// The loop ends.
     Ended,
 }
@@ -62,15 +65,22 @@ enum SealOutcome {
     Stopped,
 }
 
-/// A created object's start (reference §2.5–2.6): `on_initialize` runs before its Ready
-/// commit, which the loop then waits for.
+/// How a loop begins (see `launch::Go`).
+pub(super) enum Begin {
+    /// An object that arrived by a move (or the Entry Spot) runs once its owner change
+    /// commits: `true`, or `false` (or dropped) when it did not, and then nothing runs.
+    AfterCommit(oneshot::Receiver<bool>),
+    /// A created object (reference §2.5–2.6): `on_initialize` runs before its Ready
+    /// commit, which the loop then waits for.
+    InitializeFirst(InitializeFirst),
+}
+
+/// A created object's start: `on_initialize`, then the wait for its commit.
 pub(super) struct InitializeFirst {
     /// Told once `on_initialize` ended (whatever it returned).
     pub(super) initialized: oneshot::Sender<Result<(), Error>>,
     /// `true` once the creation committed; `false` (or dropped) when it did not.
     pub(super) commit: oneshot::Receiver<bool>,
-    /// Set here once committed: what the object's exit answers queued work with.
-    pub(super) committed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The loop of one object and everything its steps share.
@@ -88,13 +98,48 @@ pub(super) struct TurnLoop {
     /// An Instance Spot whose activating message has yet to run: the recovery pointer is
     /// cleared right after that message's turn.
     pending_pointer: bool,
+    /// Its creation (or arrival) committed: what its end answers queued work with.
+    committed: bool,
+    /// Where it runs while it has work.
+    tracker: TaskTracker,
+    runtime: tokio::runtime::Handle,
+    /// Its place on the node's stop list, given up as the loop ends.
+    _listed: Option<Listed>,
+}
+
+/// Whatever way the loop ends (a panic included), the mailbox closes and every queued job
+/// gets its one answer.
+impl Drop for TurnLoop {
+    fn drop(&mut self) {
+        if self.committed {
+            self.object.refuse_queued(
+                ErrorKind::ShuttingDown,
+                "the object stopped before the message ran",
+            );
+        } else {
+            self.object.refuse_queued(
+                ErrorKind::Unavailable,
+                "the object's creation did not commit",
+            );
+        }
+    }
+}
+
+/// An idle loop, parked in its mailbox, goes back to work on a task of its own.
+impl ParkedLoop for TurnLoop {
+    fn resume(self: Box<Self>) {
+        let (tracker, runtime) = (self.tracker.clone(), self.runtime.clone());
+        tracker.spawn_on(self.serve_then_park(), &runtime);
+    }
 }
 
 impl TurnLoop {
+    /// The loop of `object`, on the node's stop list while `listed` lives.
     pub(super) fn new(
         object: Arc<LiveObject>,
         instance: Box<dyn Instance>,
         host: ObjectHost,
+        listed: Option<Listed>,
     ) -> Self {
         let mailbox = Arc::downgrade(object.mailbox());
         let inbox: std::sync::Weak<dyn super::timer::TickInbox> = mailbox;
@@ -102,7 +147,7 @@ impl TurnLoop {
             inbox,
             host.lease,
             object.fence(),
-            host.tracker,
+            host.tracker.clone(),
             host.cancel.clone(),
         );
         object.watch_timers(&timers);
@@ -116,6 +161,10 @@ impl TurnLoop {
             timers,
             cancel: host.cancel,
             pending_pointer: false,
+            committed: false,
+            tracker: host.tracker,
+            runtime: tokio::runtime::Handle::current(),
+            _listed: listed,
         }
     }
 
@@ -176,30 +225,50 @@ impl TurnLoop {
         self.turn_info(None, None, Metadata::new(), false)
     }
 
-    /// Runs the loop until the object closes, moves away or is stopped. A new object's
-    /// `on_initialize` runs first; with `first`, before its creation commits (the loop
-    /// then waits for the commit).
+    /// Runs the loop until the object closes, moves away or is stopped, from `begin`: a
+    /// new object's `on_initialize` runs first, before its creation commits.
     ///
-    /// While the object is idle this future holds only the loop's own fields and the
-    /// wait for work: each busy period runs as a future of its own on the heap, allocated
-    /// when work arrives and freed when the mailbox is empty again, so a million idle
-    /// objects do not each keep room for their largest turn.
-    pub(super) async fn run(mut self, first: Option<InitializeFirst>) {
+    /// While the object is idle no task runs it: the loop is parked in the mailbox, and
+    /// the arrival of work resumes it on a task of its own, so a million idle objects do
+    /// not each keep a task with room for their largest turn.
+    pub(super) async fn run(mut self, begin: Begin) {
+        let first = match begin {
+            Begin::AfterCommit(commit) => {
+                let go = tokio::select! {
+                    biased;
+                    _ = self.cancel.cancelled() => false,
+                    go = commit => go.unwrap_or(false),
+                };
+                if !go {
+                    return;
+                }
+                self.committed = true;
+                None
+            }
+            Begin::InitializeFirst(first) => Some(first),
+        };
         if self.hook_info().is_none() {
             return;
         }
         self.instance
             .attach(self.timers.clone(), self.object.joins().clone());
-        let Some(mut idle) = Box::pin(self.start(first)).await else {
-            return;
-        };
+        if let Some(serving) = Box::pin(self.start(first)).await {
+            Box::new(serving).serve_then_park().await;
+        }
+    }
+
+    /// Busy periods until the loop ends or parks in its mailbox (work that arrived
+    /// between its last look and the park keeps it going).
+    async fn serve_then_park(self: Box<Self>) {
+        let mut serving = self;
         loop {
-            match Box::pin(idle.serve()).await {
-                Served::Idle(waiting) => {
-                    waiting.object.mailbox().arrival().await;
-                    idle = waiting;
-                }
-                Served::Ended => return,
+            let Served::Idle(idle) = serving.serve().await else {
+                return;
+            };
+            let mailbox = idle.object.mailbox().clone();
+            match mailbox.park(idle) {
+                Some(woken) => serving = woken,
+                None => return,
             }
         }
     }
@@ -222,7 +291,7 @@ impl TurnLoop {
     }
 
     /// Takes turns until the mailbox is empty (then [`Served::Idle`]) or the loop ends.
-    async fn serve(mut self) -> Served {
+    async fn serve(mut self: Box<Self>) -> Served {
         // The turn that just ended: its room goes back as the next one is taken.
         let mut finished = None;
         loop {
@@ -252,7 +321,9 @@ impl TurnLoop {
             let step = 'step: {
                 // A turn a caller began holds its gate already.
                 let job = match job {
-                    ObjectJob::HandedOver(handed) => break 'step self.resume(handed).await,
+                    ObjectJob::HandedOver(handed) => {
+                        break 'step self.finish_handed_over(handed).await
+                    }
                     job => job,
                 };
                 // One turn at a time among the objects sharing the gate: an Actor's own needs
@@ -294,7 +365,7 @@ impl TurnLoop {
                         self.close(&gate, turn, held, reason, done).await;
                         return Served::Ended;
                     }
-                    ObjectJob::HandedOver(handed) => self.resume(handed).await,
+                    ObjectJob::HandedOver(handed) => self.finish_handed_over(handed).await,
                 }
             };
             let step = self.followed_up(step).await;
@@ -350,7 +421,7 @@ impl TurnLoop {
     }
 
     /// A turn a caller began on its own task, finished here: its instance comes back.
-    async fn resume(&mut self, handed: HandedOver) -> Step {
+    async fn finish_handed_over(&mut self, handed: HandedOver) -> Step {
         match handed {
             HandedOver::Running { turn, reply, held } => {
                 let (instance, result) = turn.await;
@@ -377,7 +448,7 @@ impl TurnLoop {
                 Reclaimed::Runner(instance) => self.instance_back(Some(instance)),
                 Reclaimed::HandedOver(mut turn) => {
                     if let Some(ObjectJob::HandedOver(handed)) = turn.take_job() {
-                        self.resume(handed).await;
+                        self.finish_handed_over(handed).await;
                     }
                 }
                 Reclaimed::Wait => self.object.mailbox().arrival().await,
@@ -400,9 +471,7 @@ impl TurnLoop {
             self.timers.stop();
             return false;
         }
-        first
-            .committed
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.committed = true;
         // An Instance Spot's activating message runs first; its recovery pointer is
         // cleared between that turn and the next job (see `message`).
         self.pending_pointer = self.object.authority().record.activation.is_some();

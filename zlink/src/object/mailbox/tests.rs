@@ -356,3 +356,92 @@ fn a_close_refuses_a_handed_over_turn_with_the_queue() {
     m.hand_over("handed over", lent.room);
     assert_eq!(m.close(), vec!["handed over"]);
 }
+
+/// A parked loop that counts its resumptions.
+struct Counted(Arc<std::sync::atomic::AtomicUsize>);
+
+impl ParkedLoop for Counted {
+    fn resume(self: Box<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A mailbox whose loop looked, found nothing and parked; and its resumption count.
+fn with_parked_loop() -> (
+    Arc<Mailbox<&'static str>>,
+    Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let m = mailbox();
+    let resumed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    assert!(m.try_next().unwrap().is_none());
+    assert!(
+        m.park(Box::new(Counted(resumed.clone()))).is_none(),
+        "parked"
+    );
+    (m, resumed)
+}
+
+#[test]
+fn an_idle_loop_is_parked_without_a_task_and_each_kind_of_arrival_resumes_it_once() {
+    type Arrival = fn(&Mailbox<&'static str>);
+    let arrivals: [(&str, Arrival); 4] = [
+        ("a job", |m| m.admit(Lane::Application, "job", 1).unwrap()),
+        ("a notice", |m| {
+            m.admit_notice(Lane::Lifecycle, "notice").unwrap()
+        }),
+        ("a stop's wake", |m| m.wake()),
+        ("the close", |m| drop(m.close())),
+    ];
+    for (what, arrive) in arrivals {
+        let (m, resumed) = with_parked_loop();
+        arrive(&m);
+        assert_eq!(resumed.load(Ordering::SeqCst), 1, "{what} resumes the loop");
+        // The loop is out: what arrives next finds it busy and resumes nothing.
+        let _ = m.admit(Lane::Lifecycle, "later", 1);
+        m.wake();
+        assert_eq!(
+            resumed.load(Ordering::SeqCst),
+            1,
+            "{what}: resumed once only"
+        );
+    }
+}
+
+#[test]
+fn a_loop_woken_between_its_look_and_its_park_is_handed_back_to_run_on() {
+    let m = mailbox();
+    let resumed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    assert!(m.try_next().unwrap().is_none());
+    m.admit(Lane::Application, "raced", 1).unwrap();
+    let back = m.park(Box::new(Counted(resumed.clone())));
+    assert!(back.is_some(), "not parked: the job would wait for nobody");
+    assert_eq!(*m.try_next().unwrap().unwrap().job(), "raced");
+    // A closed mailbox never keeps a loop either.
+    let closed = mailbox();
+    assert!(closed.try_next().unwrap().is_none());
+    drop(closed.close());
+    assert!(closed.park(Box::new(Counted(resumed.clone()))).is_some());
+    assert_eq!(resumed.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn a_lent_turn_resumes_a_parked_loop_only_when_work_waits_or_it_is_handed_over() {
+    let m = parked("runner");
+    let resumed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let lent = m.lend(1).expect("idle: lent");
+    assert!(matches!(m.next_for_loop(None, None), Next::Wait));
+    assert!(m.park(Box::new(Counted(resumed.clone()))).is_none());
+    m.take_back(lent.runner, lent.room);
+    assert_eq!(
+        resumed.load(Ordering::SeqCst),
+        0,
+        "nothing queued: it stays parked"
+    );
+    let lent = m.lend(1).expect("idle again");
+    m.hand_over("handed", lent.room);
+    assert_eq!(
+        resumed.load(Ordering::SeqCst),
+        1,
+        "the handed-over turn resumes it"
+    );
+}

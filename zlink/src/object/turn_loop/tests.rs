@@ -249,3 +249,37 @@ async fn stopping_an_object_ends_a_hanging_handler_with_shutting_down() {
         .unwrap_err();
     assert!(refused.is(ErrorKind::ShuttingDown), "{refused}");
 }
+
+/// Waits until no task runs the object: its loop is parked in the mailbox.
+async fn parked(r: &Running) {
+    within("the loop's park", async {
+        while !r.tracker.is_empty() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_idle_object_holds_no_task_and_work_that_arrives_wakes_it_in_order() {
+    let r = start();
+    within("a first turn", request(&r.live, ECHO, b"x"))
+        .await
+        .unwrap()
+        .unwrap();
+    parked(&r).await;
+    for round in 0..3 {
+        let bodies: [&'static [u8]; 3] = [b"1", b"2", b"3"];
+        let replies: Vec<_> = bodies
+            .iter()
+            .map(|body| request(&r.live, ECHO, body))
+            .collect();
+        for (reply, body) in replies.into_iter().zip(bodies) {
+            let answered = within("a reply", reply).await.unwrap().unwrap();
+            assert_eq!(&answered[..], body, "round {round}: in arrival order");
+        }
+        parked(&r).await;
+    }
+    let heard = r.heard.lock().unwrap().clone();
+    assert_eq!(heard.len(), 1 + 1 + 9, "each message ran once: {heard:?}");
+}
