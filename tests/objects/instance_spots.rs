@@ -691,3 +691,36 @@ async fn a_one_way_whose_activation_fails_is_counted_as_lost_and_leaves_the_id_m
     assert_eq!(caller.status().lost_one_ways.activation_failed, 1);
     stop([caller, server]).await;
 }
+
+/// Record reads and batch writes `rt` made on the Location Store so far.
+fn reads_and_batches(rt: &Runtime) -> (u64, u64) {
+    let ops = rt.status().store_operations.expect("store metrics");
+    (ops.reads.record.calls, ops.writes.batch.calls)
+}
+
+#[tokio::test]
+async fn a_cold_activation_reads_its_id_once_and_writes_three_times() {
+    let node = match_node().await;
+    let before = reads_and_batches(&node.rt);
+    intent_score(&node.rt, "rt1", "first").await.unwrap();
+    wait_until(WAIT, "the recovery pointer went", || async {
+        recovery_pointer(&node.store, "rt1").await.is_none() && node.roots.is_empty()
+    })
+    .await;
+    let after = reads_and_batches(&node.rt);
+    assert_eq!(
+        (after.0 - before.0, after.1 - before.1),
+        (1, 3),
+        "one read (Missing), then the reservation, the Ready commit and the pointer's clear"
+    );
+    // An ID used before is reserved past its old generation all the same.
+    let first = node.rt.spots().find("rt1").await.unwrap().unwrap();
+    assert!(node.rt.spots().close(&first).await.unwrap());
+    intent_score(&node.rt, "rt1", "again").await.unwrap();
+    let second = node.rt.spots().find("rt1").await.unwrap().unwrap();
+    assert!(
+        second.generation > first.generation,
+        "{first:?} then {second:?}"
+    );
+    node.rt.shutdown().await;
+}

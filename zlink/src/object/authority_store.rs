@@ -64,6 +64,28 @@ pub(crate) struct Draft {
     pub(crate) reclaim_on_owner_lost: bool,
 }
 
+impl Draft {
+    /// The Creating record this draft reserves as ObjectGeneration `generation`.
+    fn reservation(&self, generation: u64) -> Authority {
+        Authority {
+            state: AuthorityState::Creating,
+            shape: self.shape,
+            stable_type: self.stable_type.clone(),
+            fence: OwnerFence {
+                object_generation: generation,
+                owner_generation: 1,
+                owner: self.owner.owner.0.clone(),
+                lease_generation: self.owner.generation,
+            },
+            route: self.route.clone(),
+            membership: self.membership.clone(),
+            creation_request: Some(self.creation_request.clone()),
+            activation: self.activation.clone(),
+            reclaim_on_owner_lost: self.reclaim_on_owner_lost,
+        }
+    }
+}
+
 /// The outcome of a Reserve.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Reserved {
@@ -126,36 +148,32 @@ impl AuthorityStore {
     /// Missing → Creating, with a new ObjectGeneration (and AOG 1), in one batch conditioned
     /// on the record being absent and the generation counter unchanged: exactly one of
     /// any number of racing attempts wins.
+    ///
+    /// The first attempt reads nothing: it assumes an ID never used (no record, no
+    /// counter), so a new ID is reserved in one round trip. When that condition fails,
+    /// the record and the counter are read (together) and the batch conditioned on what
+    /// they were.
     pub(crate) async fn reserve(&self, key: &ObjectKey, draft: Draft) -> StoreResult<Reserved> {
-        for _ in 0..RESERVE_ATTEMPTS {
-            if let Some(existing) = self.read(key).await? {
-                return Ok(Reserved::Exists(existing));
+        let mut last = (Generations::default(), None);
+        for attempt in 0..=RESERVE_ATTEMPTS {
+            if attempt > 0 {
+                let (existing, generations) =
+                    tokio::join!(self.read(key), self.read_generations(key));
+                if let Some(existing) = existing? {
+                    return Ok(Reserved::Exists(existing));
+                }
+                last = generations?;
             }
-            let (last, counter_version) = self.read_generations(key).await?;
-            if last.object >= MAX_GENERATION {
+            let (generations, counter_version) = &last;
+            if generations.object >= MAX_GENERATION {
                 return Err(StoreError::GenerationExhausted);
             }
             let next = Generations {
-                object: last.object + 1,
+                object: generations.object + 1,
             };
-            let record = Authority {
-                state: AuthorityState::Creating,
-                shape: draft.shape,
-                stable_type: draft.stable_type.clone(),
-                fence: OwnerFence {
-                    object_generation: next.object,
-                    owner_generation: 1,
-                    owner: draft.owner.owner.0.clone(),
-                    lease_generation: draft.owner.generation,
-                },
-                route: draft.route.clone(),
-                membership: draft.membership.clone(),
-                creation_request: Some(draft.creation_request.clone()),
-                activation: draft.activation.clone(),
-                reclaim_on_owner_lost: draft.reclaim_on_owner_lost,
-            };
+            let record = draft.reservation(next.object);
             let counter_condition = match counter_version {
-                Some(v) => Condition::Version(key.generations_record(), v),
+                Some(v) => Condition::Version(key.generations_record(), v.clone()),
                 None => Condition::Missing(key.generations_record()),
             };
             let batch = Batch {

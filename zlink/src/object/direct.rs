@@ -35,11 +35,14 @@ pub(super) fn is_stale_route(e: &Error) -> bool {
 /// refused as stale behind a cached route): the layer above the direct path, which
 /// places and creates it, then delivers the call through [`resolved_call`] again.
 pub(crate) trait Activation: Sync {
-    /// Activates `call`'s Spot and delivers `call` to it by `deadline`.
+    /// Activates `call`'s Spot and delivers `call` to it by `deadline`. `missing`: the
+    /// caller has just read the ID as Missing (the activation need not read it again
+    /// before it reserves).
     fn activate<'a>(
         &'a self,
         call: ObjectMessage<'a>,
         deadline: Instant,
+        missing: bool,
     ) -> BoxFuture<'a, Result<Payload>>;
 }
 
@@ -121,7 +124,10 @@ pub(super) async fn resolved_call(
         // With Instance intent, a Missing ID is activated, and one being activated is
         // waited for; anything else (a dead owner above all) stays the error it is.
         Err(e) if call.intent.is_some() && activates(&e) => match activation {
-            Some(activation) => return activation.activate(call, deadline).await,
+            Some(activation) => {
+                let missing = e.is(ErrorKind::NotFound);
+                return activation.activate(call, deadline, missing).await;
+            }
             None => return Err(e),
         },
         routed => routed?,
@@ -167,7 +173,7 @@ pub(super) async fn resolved_call(
                 send_timeout,
                 intent: Some(intent),
             };
-            activation.activate(again, deadline).await
+            activation.activate(again, deadline, false).await
         }
         // The owner refused it (nothing ran): when the object is gone, the call says so.
         (Err(e), None) if is_gone_here(&e) => {

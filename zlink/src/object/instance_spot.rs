@@ -119,8 +119,9 @@ impl Activation for ObjectCore {
         &'a self,
         call: ObjectMessage<'a>,
         deadline: Instant,
+        missing: bool,
     ) -> BoxFuture<'a, Result<Payload>> {
-        Box::pin(activate_now(self, call, deadline))
+        Box::pin(activate_now(self, call, deadline, missing))
     }
 }
 
@@ -128,6 +129,7 @@ async fn activate_now(
     server: &ObjectCore,
     call: ObjectMessage<'_>,
     deadline: Instant,
+    missing: bool,
 ) -> Result<Payload> {
     let server = server.arc().ok_or_else(node_stopping)?;
     let Some(intent) = call.intent.clone() else {
@@ -154,7 +156,7 @@ async fn activate_now(
         send_timeout: call.send_timeout,
         deadline,
     };
-    place(&server, activating, call_shape(call.kind)).await
+    place(&server, activating, call_shape(call.kind), missing).await
 }
 
 /// How a call waits on its activation.
@@ -195,13 +197,20 @@ fn instance_handler(object_type: &TypeDef, packet: &str, kind: PacketKind) -> Re
 
 /// On the caller's node: the message goes to the Spot once one is Ready, and while there
 /// is none, to this node if it serves the type and has room, else to the node placement
-/// picks among those serving it, which activates it.
-async fn place(server: &Arc<ObjectCore>, activating: Activating, waits: Waits) -> Result<Payload> {
+/// picks among those serving it, which activates it. (`missing`: the caller has just read
+/// the ID as Missing, so the first look is skipped.)
+async fn place(
+    server: &Arc<ObjectCore>,
+    activating: Activating,
+    waits: Waits,
+    missing: bool,
+) -> Result<Payload> {
     let key = &activating.key;
     let mut excluded: Vec<String> = Vec::new();
     let mut refusals: Vec<String> = Vec::new();
     let mut full = false;
     let mut backoff = SETTLE_BACKOFF;
+    let mut known_missing = missing;
     loop {
         if Instant::now() >= activating.deadline {
             return Err(Error::new(
@@ -209,12 +218,15 @@ async fn place(server: &Arc<ObjectCore>, activating: Activating, waits: Waits) -
                 format!("{key} was not activated within the call's deadline"),
             ));
         }
-        let current = server
-            .env
-            .authority()
-            .read(key)
-            .await
-            .map_err(Error::from)?;
+        let current = match std::mem::take(&mut known_missing) {
+            true => None,
+            false => server
+                .env
+                .authority()
+                .read(key)
+                .await
+                .map_err(Error::from)?,
+        };
         if let Some(current) = &current {
             if super::creation::owner_lost_and_reclaimed(&server.env, key, current).await? {
                 continue;
@@ -300,7 +312,7 @@ fn place_in_background(
     server: Arc<ObjectCore>,
     activating: Activating,
 ) -> BoxFuture<'static, Result<Payload>> {
-    Box::pin(async move { place(&server, activating, Waits::ForReply).await })
+    Box::pin(async move { place(&server, activating, Waits::ForReply, false).await })
 }
 
 /// The message as a plain call to the Spot that is Ready now.
@@ -359,9 +371,14 @@ async fn settle(
 }
 
 /// On the node that activates: the Spot is reserved and made here, or the message goes to
-/// the one another activation made.
+/// the one another activation made. The caller found the ID Missing just before, so the
+/// first attempt reserves without reading it again (the reservation is conditioned on its
+/// absence: a Spot made meanwhile makes it lose, and then the authority is read).
 async fn activate_here(server: &Arc<ObjectCore>, activating: &Activating) -> Result<Payload> {
     let mut backoff = SETTLE_BACKOFF;
+    if let Some(result) = reserve_and_run(server, activating).await? {
+        return result;
+    }
     loop {
         if Instant::now() >= activating.deadline {
             return Err(Error::new(

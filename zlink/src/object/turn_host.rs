@@ -49,7 +49,7 @@ pub(crate) struct JoinAcross<'a> {
 /// What a turn loop asks of the object layer it runs in, between turns.
 pub(crate) trait TurnServices: Send + Sync + 'static {
     /// An Instance Spot's activating message ran: its recovery pointer is cleared (before
-    /// the caller hears the result and before the loop takes its next job).
+    /// the loop takes its next job).
     fn first_message_ran<'a>(&'a self, live: &'a LiveObject) -> BoxFuture<'a, ()>;
 
     /// Runs the Join an Actor's handler registered, here or (`JoinStep::Across`) by a move.

@@ -544,16 +544,16 @@ impl TurnLoop {
             turn.payload,
         )
         .await;
-        let reply = turn.reply;
         let ended_normally = result.is_ok();
+        answer(self.key(), turn.reply, result);
         if std::mem::take(&mut self.pending_pointer) {
-            // Before the caller hears its result, and before this loop takes the next job
-            // (a move's seal above all, which is fenced on the authority it reads).
+            // Before this loop takes the next job (a move's seal above all, which is fenced
+            // on the authority it reads). The caller need not wait for it: a pointer left
+            // in a Ready authority never selects another node (seed 002 §10 item 11).
             if let Some(layer) = self.services.upgrade() {
                 layer.first_message_ran(&self.object).await;
             }
         }
-        answer(self.key(), reply, result);
         drop(held);
         Some(Step::Ran(ended_normally))
     }
