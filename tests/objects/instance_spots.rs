@@ -724,3 +724,31 @@ async fn a_cold_activation_reads_its_id_once_and_writes_three_times() {
     );
     node.rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn concurrent_first_calls_on_one_node_wait_for_its_one_activation_instead_of_racing_it() {
+    let node = match_node().await;
+    let before = reads_and_batches(&node.rt);
+    let callers: Vec<String> = (0..20).map(|i| format!("c{i}")).collect();
+    let calls = callers.iter().map(|by| intent_score(&node.rt, "hot1", by));
+    let logs = futures::future::join_all(calls).await;
+    let longest = logs
+        .into_iter()
+        .map(|log| log.unwrap().0.len())
+        .max()
+        .unwrap();
+    assert_eq!(longest, 20, "every call ran once, on one Spot");
+    assert_eq!(node.built.load(Ordering::SeqCst), 1, "one factory run");
+    wait_until(WAIT, "the recovery pointer went", || async {
+        recovery_pointer(&node.store, "hot1").await.is_none() && node.roots.is_empty()
+    })
+    .await;
+    let after = reads_and_batches(&node.rt);
+    assert_eq!(
+        after.1 - before.1,
+        3,
+        "one reservation, its commit and its pointer's clear: the callers behind the first \
+         were woken when it ended, and none raced it through the store"
+    );
+    node.rt.shutdown().await;
+}

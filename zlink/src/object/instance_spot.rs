@@ -515,12 +515,20 @@ impl InboundRoute for ActivationRoute {
 }
 
 /// One activation attempt here: the root, then the reservation with the message queued
-/// first. `None` when another reservation won (the caller reads the authority again).
+/// first. `None` when another reservation won, or when another caller on this node was
+/// activating the same Spot (woken once that ended): the caller reads the authority again.
 async fn reserve_and_run(
     server: &Arc<ObjectCore>,
     activating: &Activating,
 ) -> Result<Option<Result<Payload>>> {
     let key = &activating.key;
+    let Some(leading) = server.registry.lead_activation(key) else {
+        server
+            .registry
+            .creation_settled(key, activating.deadline)
+            .await;
+        return Ok(None);
+    };
     let object_type = server
         .registry
         .object_type(ObjectKind::Spot, activating.stable_type.as_str())?;
@@ -575,6 +583,7 @@ async fn reserve_and_run(
         Some(first),
     )
     .await;
+    drop(leading);
     match created {
         Ok(Some(Outcome::Created(..))) => {}
         Ok(Some(Outcome::Existing(_) | Outcome::Rejected(_))) | Ok(None) => {

@@ -70,6 +70,9 @@ struct State<L> {
     live: super::KeyMap<L>,
     /// The creation attempts running on this node, by attempt number.
     creating: HashMap<u64, InCreation>,
+    /// The Instance Spots one of this node's callers activates (from before its recovery
+    /// root is written until its creation ended).
+    activating: std::collections::HashSet<ObjectKey>,
     next_attempt: u64,
     /// What the limits check, kept as objects come and go.
     counts: Counts,
@@ -158,6 +161,7 @@ impl<L: Registered> ObjectRegistry<L> {
             state: Mutex::new(State {
                 live: super::KeyMap::default(),
                 creating: HashMap::new(),
+                activating: std::collections::HashSet::new(),
                 next_attempt: 0,
                 counts: Counts::default(),
             }),
@@ -340,7 +344,11 @@ impl<L: Registered> ObjectRegistry<L> {
         loop {
             // Registered before the check, so an end between the two is not missed.
             settled.as_mut().enable();
-            if !self.state().creating.values().any(|c| c.key == *key) {
+            let running = {
+                let state = self.state();
+                state.activating.contains(key) || state.creating.values().any(|c| c.key == *key)
+            };
+            if !running {
                 return;
             }
             if tokio::time::timeout_at(until, settled.as_mut())
@@ -351,6 +359,20 @@ impl<L: Registered> ObjectRegistry<L> {
             }
             settled.set(self.settled.notified());
         }
+    }
+
+    /// Marks `key` as activated by one of this node's callers, until the returned mark is
+    /// dropped; `None` when another caller here activates it already (then this one waits
+    /// for it with [`creation_settled`](Self::creation_settled), rather than racing it
+    /// through the store).
+    pub(crate) fn lead_activation(&self, key: &ObjectKey) -> Option<LeadActivation<'_, L>> {
+        self.state()
+            .activating
+            .insert(key.clone())
+            .then(|| LeadActivation {
+                registry: self,
+                key: key.clone(),
+            })
     }
 
     /// Whether a creation of this node is working on the Creating record of `generation`
@@ -387,6 +409,20 @@ impl<L: Registered> Drop for Creating<'_, L> {
                 state.counts.step(&ended.stable_type, spot, false);
             }
         }
+        self.registry.settled.notify_waiters();
+    }
+}
+
+/// One caller's activation of an Instance Spot on this node; the callers behind it are
+/// woken when it is dropped.
+pub(crate) struct LeadActivation<'a, L: Registered = Arc<LiveObject>> {
+    registry: &'a ObjectRegistry<L>,
+    key: ObjectKey,
+}
+
+impl<L: Registered> Drop for LeadActivation<'_, L> {
+    fn drop(&mut self) {
+        self.registry.state().activating.remove(&self.key);
         self.registry.settled.notify_waiters();
     }
 }
