@@ -12,7 +12,8 @@ use super::object_job::{Arrived, ObjectJob};
 use super::object_type::TypeDef;
 use super::stop_list::Halt;
 use super::turn_host::ObjectHost;
-use super::turn_loop::{Begin, InitializeFirst, TurnLoop};
+use super::turn_loop::TurnLoop;
+use super::turn_start::{Begin, InitializeFirst};
 use crate::address::ObjectKey;
 use crate::Error;
 

@@ -56,6 +56,7 @@ mod relocation_faults;
 mod relocation_state;
 mod remote;
 mod resolver;
+mod sealed_wait;
 mod server;
 mod settings;
 mod spot;
@@ -66,6 +67,7 @@ mod timer;
 mod turn_gate;
 mod turn_host;
 mod turn_loop;
+mod turn_start;
 
 pub(crate) mod authority;
 pub(crate) mod authority_store;

@@ -20,10 +20,12 @@ use super::live_object::{LiveObject, TurnView};
 use super::mailbox::{Next, ParkedLoop, Reclaimed, Turn};
 use super::membership::{JoinOutcome, JoinStep, MemberEvent};
 use super::object_job::{Arrived, HandedOver, HandlerMessage, ObjectJob, Resume, SealOrder};
+use super::sealed_wait::{SealOutcome, Sealed};
 use super::stop_list::Listed;
 use super::timer::Timers;
 use super::turn_gate::{self, Gate, TurnGate};
 use super::turn_host::{JoinAcross, ObjectHost, TurnServices};
+use super::turn_start::{Begin, InitializeFirst};
 use crate::address::{ObjectKey, ObjectKind, SpotId};
 use crate::handle::WeakHandle;
 use crate::mesh::traced::InboundTrace;
@@ -53,34 +55,6 @@ enum Served {
     Idle(Box<TurnLoop>),
     /// The loop ends.
     Ended,
-}
-
-/// How a move's seal ended for the loop.
-enum SealOutcome {
-    /// The move gave up or was cancelled: the object runs on here, in order.
-    Resumed,
-    /// The object lives on elsewhere: the loop ends.
-    Moved,
-    /// The object (or its node) stopped while sealed.
-    Stopped,
-}
-
-/// How a loop begins (see `launch::Go`).
-pub(super) enum Begin {
-    /// An object that arrived by a move (or the Entry Spot) runs once its owner change
-    /// commits: `true`, or `false` (or dropped) when it did not, and then nothing runs.
-    AfterCommit(oneshot::Receiver<bool>),
-    /// A created object (reference §2.5–2.6): `on_initialize` runs before its Ready
-    /// commit, which the loop then waits for.
-    InitializeFirst(InitializeFirst),
-}
-
-/// A created object's start: `on_initialize`, then the wait for its commit.
-pub(super) struct InitializeFirst {
-    /// Told once `on_initialize` ended (whatever it returned).
-    pub(super) initialized: oneshot::Sender<Result<(), Error>>,
-    /// `true` once the creation committed; `false` (or dropped) when it did not.
-    pub(super) commit: oneshot::Receiver<bool>,
 }
 
 /// The loop of one object and everything its steps share.
@@ -634,7 +608,13 @@ impl TurnLoop {
         order: Box<dyn SealOrder>,
         resume: oneshot::Receiver<Resume>,
     ) -> Step {
-        let outcome = self.seal_and_wait(held, order, resume).await;
+        let sealed = Sealed {
+            key: &self.object.key,
+            timers: &self.timers,
+            instance: &mut self.instance,
+            cancel: &self.cancel,
+        };
+        let outcome = sealed.wait(held, order, resume).await;
         match outcome {
             SealOutcome::Resumed => Step::Next,
             SealOutcome::Stopped => Step::Stopped,
@@ -650,38 +630,6 @@ impl TurnLoop {
                     "the object moved to another node",
                 )))
             }
-        }
-    }
-
-    /// Seals the object by the move's order (which hands what the seal took to the move),
-    /// and waits for the move's outcome. The gate is released before the wait: a
-    /// sealed object runs nothing, while the others behind its gate (a SpotWide Spot and
-    /// its members) go on, and may be sealed for the same move.
-    async fn seal_and_wait(
-        &mut self,
-        held: Option<OwnedMutexGuard<()>>,
-        order: Box<dyn SealOrder>,
-        resume: oneshot::Receiver<Resume>,
-    ) -> SealOutcome {
-        let Some(records) = order.seal(&self.timers, &mut self.instance) else {
-            return SealOutcome::Resumed;
-        };
-        drop(held);
-        let resumed = tokio::select! {
-            biased;
-            _ = self.cancel.cancelled() => None,
-            resumed = resume => Some(resumed),
-        };
-        match resumed {
-            None => SealOutcome::Stopped,
-            Some(Ok(Resume::Cancelled)) => {
-                if let Err(e) = self.timers.resume(&records) {
-                    tracing::warn!(object = %self.object.key, error = %e, "timers did not resume after a cancelled move");
-                }
-                SealOutcome::Resumed
-            }
-            // A move that vanished without an outcome handed nothing over.
-            Some(Ok(Resume::Moved)) | Some(Err(_)) => SealOutcome::Moved,
         }
     }
 
