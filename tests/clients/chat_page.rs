@@ -153,5 +153,6 @@ async fn the_chat_page_chats_through_a_drain_on_one_session_and_reconnects_when_
     );
     assert_eq!(checked["reason"], "ClientClose", "{checked}");
     assert_eq!(checked["state"], "closed", "{checked}");
+    browser.close().await;
     mesh.shutdown().await;
 }

@@ -105,6 +105,6 @@ async fn the_dashboard_in_chromium_shows_the_mesh_finds_objects_streams_moves_an
         let png = browser.client.screenshot().await.expect("a screenshot");
         std::fs::write(path, png).expect("the screenshot written");
     }
-    let _ = browser.client.close().await;
+    browser.close().await;
     stop(m.nodes).await;
 }

@@ -11,11 +11,25 @@ use tokio::process::{Child, Command};
 /// How long the browser may take to start.
 const WAIT: Duration = Duration::from_secs(15);
 
-/// A headless Chromium session, and the chromedriver that runs it.
+/// A headless Chromium session, and the chromedriver that runs it. Dropping it (a test
+/// that panicked included) kills chromedriver and every Chromium process it started:
+/// they run in a process group of their own.
 pub struct Browser {
     /// The WebDriver session.
     pub client: Client,
-    _driver: Child,
+    driver: Child,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        // Chromium's processes outlive a killed chromedriver: the whole group goes.
+        if let Some(group) = self.driver.id() {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", "--", &format!("-{group}")])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
 }
 
 impl Browser {
@@ -28,6 +42,7 @@ impl Browser {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
+            .process_group(0)
             .spawn()
             .expect("chromedriver starts (Debian: apt-get install chromium chromium-driver)");
         let url = format!("http://127.0.0.1:{port}");
@@ -56,10 +71,12 @@ impl Browser {
                 Err(e) => panic!("no headless Chromium session through chromedriver: {e}"),
             }
         };
-        Browser {
-            client,
-            _driver: driver,
-        }
+        Browser { client, driver }
+    }
+
+    /// Ends the session (Chromium quits), then chromedriver.
+    pub async fn close(self) {
+        let _ = self.client.clone().close().await;
     }
 
     /// The text of element `#id`.
