@@ -8,7 +8,7 @@ use std::sync::Arc;
 use zlink::TestFaults;
 
 use tokio::sync::Semaphore;
-use zlink::object::{ClosingReason, SpotCreation};
+use zlink::object::{ClosingReason, Spot, SpotContext, SpotCreation};
 use zlink::store::{MemoryRelocationStore, ReadOutcome, RecordKey, RelocationStore};
 use zlink::{ErrorKind, Runtime};
 use zlink_testkit::{wait_until, RedisServer};
@@ -751,4 +751,90 @@ async fn concurrent_first_calls_on_one_node_wait_for_its_one_activation_instead_
          were woken when it ended, and none raced it through the store"
     );
     node.rt.shutdown().await;
+}
+
+/// An Instance Spot whose `on_initialize` waits for a permit: its activation stays
+/// Creating until the test gives one.
+pub struct SlowStart {
+    gate: Arc<Semaphore>,
+}
+
+#[zlink::spot(type = "slow-start", relocation = disable, instance)]
+impl SlowStart {
+    #[handler]
+    async fn score(&mut self, score: Score, _ctx: &SpotContext) -> zlink::Result<Log> {
+        Ok(Log(vec![score.by]))
+    }
+}
+
+#[zlink::async_trait]
+impl Spot for SlowStart {
+    async fn on_initialize(&mut self, _ctx: &SpotContext) -> zlink::Result<()> {
+        let _started = self.gate.acquire().await;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_caller_that_lost_the_activation_to_another_node_is_woken_when_it_ends_not_polling() {
+    let redis = RedisServer::start().expect("redis-server");
+    let store = redis_store(&redis);
+    let gate = Arc::new(Semaphore::new(0));
+    let node = |rid: &str| {
+        let gate = gate.clone();
+        let slow = SlowStart::spot_type(move |_| SlowStart { gate: gate.clone() }).unwrap();
+        start(discovered_node(rid, &store, quick_lease()).spot_type(slow))
+    };
+    let (a, b) = (node("a").await, node("b").await);
+    for rt in [&a, &b] {
+        rt.spots().ready(SlowStart::STABLE_TYPE, 2).await.unwrap();
+    }
+    // a activates the Spot and holds in its on_initialize: the record stays Creating.
+    let first = tokio::spawn({
+        let a = a.handle().clone();
+        async move {
+            a.spots()
+                .request("slow1", &Score { by: "a".into() })
+                .instance(SlowStart::STABLE_TYPE)
+                .await
+        }
+    });
+    let record = RecordKey::new("zla1:s:5:slow1", "authority");
+    wait_until(WAIT, "a's activation is under way", || async {
+        matches!(store.read(&record).await, Ok(ReadOutcome::Found { .. }))
+    })
+    .await;
+    let before = reads_and_batches(&b);
+    let second = tokio::spawn({
+        let b = b.handle().clone();
+        async move {
+            b.spots()
+                .request("slow1", &Score { by: "b".into() })
+                .instance(SlowStart::STABLE_TYPE)
+                .await
+        }
+    });
+    // Long enough for a poll (10 ms, doubling) to read the store five times over.
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let waiting = reads_and_batches(&b);
+    assert!(
+        waiting.0 - before.0 <= 2,
+        "b read the Missing-or-Creating ID, then waited on a's answer, not the store: {} reads",
+        waiting.0 - before.0
+    );
+    assert!(!second.is_finished(), "b waits for the Spot a makes");
+    gate.add_permits(PERMITS as usize);
+    assert_eq!(first.await.unwrap().unwrap().0, ["a"]);
+    assert_eq!(
+        tokio::time::timeout(WAIT, second)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+            .0,
+        ["b"],
+        "b's message ran on a's Spot, once"
+    );
+    assert_eq!(b.spots().find("slow1").await.unwrap().unwrap().rid, "a");
+    stop([b, a]).await;
 }

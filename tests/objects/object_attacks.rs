@@ -838,3 +838,50 @@ async fn hostile_activation_envelopes_are_refused_and_nothing_is_activated() {
     assert!(TargetClient::new(&a, "t1").ping(&Ping).await.is_ok());
     a.shutdown().await;
 }
+
+#[tokio::test]
+async fn hostile_creation_settled_waits_are_refused_or_answered_at_once() {
+    let a = object_server().await;
+    let mut raw = admitted_raw(&a.endpoint()).await;
+    let generation = |g: u64| Bytes::copy_from_slice(&g.to_be_bytes());
+    let cases = [
+        // Not an 8-byte generation: garbage, empty, oversized.
+        (
+            1,
+            "m1",
+            Bytes::from_static(b"\xff\x00garbage"),
+            Some(ErrorKind::ProtocolError),
+        ),
+        (2, "m2", Bytes::new(), Some(ErrorKind::ProtocolError)),
+        (
+            3,
+            "m3",
+            Bytes::from(vec![0u8; 4096]),
+            Some(ErrorKind::ProtocolError),
+        ),
+        // Well formed, for IDs no creation of this node works on (one exists, Ready): at
+        // once, with nothing to wait for.
+        (4, "nothing", generation(1), None),
+        (5, "t1", generation(u64::MAX), None),
+    ];
+    a.spots().get_or_create("t1", "target", "").await.unwrap();
+    for (correlation, target, payload, expected) in cases {
+        let frames = call(
+            Command::CreationSettled,
+            correlation,
+            target,
+            "zlink.settled",
+            None,
+            payload,
+        );
+        raw.send(&slices(&frames)).await.unwrap();
+        let (answered, kind) =
+            tokio::time::timeout(std::time::Duration::from_secs(1), reply(&mut raw))
+                .await
+                .expect("answered at once, not held");
+        assert_eq!(answered, correlation);
+        assert_eq!(kind, expected.map(|k| k as u8), "case {correlation}");
+    }
+    assert!(TargetClient::new(&a, "t1").ping(&Ping).await.is_ok());
+    a.shutdown().await;
+}

@@ -28,6 +28,7 @@ use super::object_type::TypeDef;
 use super::owner_link::{node_stopping, ObjectCommand, OwnerLink};
 use super::placement;
 use super::registry::ObjectRegistry;
+use super::settled_notice::creation_settled_on_owner;
 use crate::address::{ObjectKey, ObjectKind, Outcome, SpotId, StableType};
 use crate::call::BoxFuture;
 use crate::call::PacketKind;
@@ -330,8 +331,9 @@ async fn deliver(server: &Arc<ObjectCore>, activating: &Activating) -> Result<Pa
 
 /// Another activation is under way (or the Spot closes): one its crashed owner left is
 /// cancelled (and the caller reads again at once); otherwise the caller waits for it, on
-/// this node's notification when the activation runs here, else a little (a bounded,
-/// doubling pause), before it reads the authority again.
+/// this node's notification when the activation runs here, on its owner's answer (command
+/// 53) when it runs on another node, else a little (a bounded, doubling pause), before it
+/// reads the authority again.
 async fn settle(
     server: &Arc<ObjectCore>,
     current: &super::authority_store::Versioned,
@@ -355,14 +357,21 @@ async fn settle(
                 .deadline
                 .saturating_duration_since(Instant::now()),
         );
-    if current.record.state == AuthorityState::Creating
-        && current.record.route == *server.env.route()
-    {
-        // Woken when the activation here ends.
-        server
-            .registry
-            .creation_settled(&activating.key, pause_until)
-            .await;
+    if current.record.state == AuthorityState::Creating {
+        if current.record.route == *server.env.route() {
+            // Woken when the activation here ends.
+            server
+                .registry
+                .creation_settled(&activating.key, pause_until)
+                .await;
+        } else if creation_settled_on_owner(server, &activating.key, current, activating.deadline)
+            .await
+        {
+            // The owner's creation ended: read again now.
+            return Ok(());
+        } else {
+            tokio::time::sleep_until(pause_until).await;
+        }
     } else {
         tokio::time::sleep_until(pause_until).await;
     }

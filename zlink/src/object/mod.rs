@@ -59,6 +59,7 @@ mod resolver;
 mod sealed_wait;
 mod server;
 mod settings;
+mod settled_notice;
 mod spot;
 mod spot_type;
 mod stop_list;

@@ -141,6 +141,23 @@ impl<'a> ObjectCommand<'a> {
         }
     }
 
+    /// Waits on the node whose creation of `key` (as `generation`, the 8-byte payload) is
+    /// under way, until that creation ended (command 53).
+    pub(crate) fn creation_settled(key: &'a ObjectKey, generation: Bytes) -> Self {
+        ObjectCommand {
+            command: Command::CreationSettled,
+            target: &key.id,
+            packet: "zlink.settled",
+            fence: None,
+            hops: 0,
+            session: None,
+            push: None,
+            operation: None,
+            metadata: &NO_METADATA,
+            payload: generation,
+        }
+    }
+
     /// A bound Actor `key`'s push of `packet` to its session, under the Actor's `fence`
     /// and the session and binding `tail` names: the payload goes as its own frame.
     pub(crate) fn push(

@@ -55,15 +55,13 @@ pub(crate) fn encode_generation(generation: u64) -> bytes::Bytes {
     bytes::Bytes::copy_from_slice(&generation.to_be_bytes())
 }
 
-/// Reads a close record; anything but 8 bytes is a protocol error.
+/// Reads a generation record (a close's, a creation-settled wait's); anything but 8 bytes
+/// is a protocol error.
 pub(crate) fn decode_generation(bytes: &[u8]) -> crate::Result<u64> {
     let raw: [u8; 8] = bytes.try_into().map_err(|_| {
         crate::Error::new(
             crate::ErrorKind::ProtocolError,
-            format!(
-                "a Spot close carries an 8-byte generation, not {} bytes",
-                bytes.len()
-            ),
+            format!("a generation record is 8 bytes, not {}", bytes.len()),
         )
     })?;
     Ok(u64::from_be_bytes(raw))

@@ -223,6 +223,12 @@ impl ObjectServer {
             ))),
         )?;
         node.dispatcher().register(
+            Command::CreationSettled,
+            Arc::new(super::settled_notice::SettledRoute(Arc::downgrade(
+                &server.core,
+            ))),
+        )?;
+        node.dispatcher().register(
             Command::LogicalMulticast,
             Arc::new(super::multicast::MulticastRoute {
                 core: Arc::downgrade(&server.core),

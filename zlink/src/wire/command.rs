@@ -91,6 +91,12 @@ pub enum Command {
     /// another node: the session bound to the Actor ended (target: the Spot ID; payload:
     /// the Actor). Sent once per ended binding, never resent.
     SpotMemberDisconnected = 52,
+    /// To the node whose creation of an object is under way (target: the object ID;
+    /// payload: the ObjectGeneration of its Creating record, 8 bytes): answered once that
+    /// creation ended, or at once (`false`) when none of that generation runs there. A
+    /// caller that lost an Instance Spot's activation race waits on it instead of polling
+    /// the store.
+    CreationSettled = 53,
 }
 
 impl Command {
@@ -127,6 +133,7 @@ impl Command {
             38 => Command::BoundSessionBind,
             51 => Command::BoundSessionReplaced,
             52 => Command::SpotMemberDisconnected,
+            53 => Command::CreationSettled,
             42 => Command::SessionRelocationSeal,
             44 => Command::SessionRelocationRoute,
             _ => return None,
@@ -160,6 +167,7 @@ impl Command {
                 | Command::BoundSessionBind
                 | Command::BoundSessionReplaced
                 | Command::SpotMemberDisconnected
+                | Command::CreationSettled
                 | Command::SessionRelocationSeal
                 | Command::SessionRelocationRoute
         )
@@ -198,6 +206,7 @@ impl Command {
                     | Command::BoundSessionBind
                     | Command::BoundSessionReplaced
                     | Command::SpotMemberDisconnected
+                    | Command::CreationSettled
                     | Command::SessionRelocationSeal
                     | Command::SessionRelocationRoute
             )
@@ -221,6 +230,7 @@ impl Command {
                 | Command::RelocationBarrier
                 | Command::BoundSessionBind
                 | Command::SessionRelocationSeal
+                | Command::CreationSettled
         )
     }
 
