@@ -88,13 +88,13 @@ pub(crate) struct LiveObject {
     /// loop checks between turns, instead of polling its stop token.
     stopping: AtomicBool,
     /// Held by a move or a close while it runs (see [`LiveObject::transition`]).
-    in_transition: Arc<AtomicBool>,
+    in_transition: AtomicBool,
 }
 
 /// A move or a close of one object under way; the next may start once it is dropped.
-pub(crate) struct Transition(Arc<AtomicBool>);
+pub(crate) struct Transition<'a>(&'a AtomicBool);
 
-impl Drop for Transition {
+impl Drop for Transition<'_> {
     fn drop(&mut self) {
         self.0.store(false, Ordering::Release);
     }
@@ -146,7 +146,7 @@ impl LiveObject {
             timers: std::sync::OnceLock::new(),
             lost,
             stopping: AtomicBool::new(false),
-            in_transition: Arc::new(AtomicBool::new(false)),
+            in_transition: AtomicBool::new(false),
         })
     }
 
@@ -289,12 +289,12 @@ impl LiveObject {
     /// Each ends in one fenced authority write, and a move's owner change is fenced on the
     /// version it sealed: a close's write in the middle of a move would make that commit
     /// fail past the point of no return and lose the object. So they take turns.
-    pub(crate) fn transition(&self) -> Result<Transition, Error> {
+    pub(crate) fn transition(&self) -> Result<Transition<'_>, Error> {
         match self
             .in_transition
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
         {
-            Ok(_) => Ok(Transition(self.in_transition.clone())),
+            Ok(_) => Ok(Transition(&self.in_transition)),
             Err(_) => Err(Error::new(
                 ErrorKind::Unavailable,
                 format!(
