@@ -790,30 +790,24 @@ async fn a_caller_that_lost_the_activation_to_another_node_is_woken_when_it_ends
         rt.spots().ready(SlowStart::STABLE_TYPE, 2).await.unwrap();
     }
     // a activates the Spot and holds in its on_initialize: the record stays Creating.
-    let first = tokio::spawn({
-        let a = a.handle().clone();
-        async move {
-            a.spots()
-                .request("slow1", &Score { by: "a".into() })
+    // A first call with Instance intent, from `rt`, on a task of its own.
+    let call_from = |rt: &Runtime, by: &'static str| {
+        let rt = rt.handle().clone();
+        tokio::spawn(async move {
+            rt.spots()
+                .request("slow1", &Score { by: by.into() })
                 .instance(SlowStart::STABLE_TYPE)
                 .await
-        }
-    });
+        })
+    };
+    let first = call_from(&a, "a");
     let record = RecordKey::new("zla1:s:5:slow1", "authority");
     wait_until(WAIT, "a's activation is under way", || async {
         matches!(store.read(&record).await, Ok(ReadOutcome::Found { .. }))
     })
     .await;
     let before = reads_and_batches(&b);
-    let second = tokio::spawn({
-        let b = b.handle().clone();
-        async move {
-            b.spots()
-                .request("slow1", &Score { by: "b".into() })
-                .instance(SlowStart::STABLE_TYPE)
-                .await
-        }
-    });
+    let second = call_from(&b, "b");
     // Long enough for a poll (10 ms, doubling) to read the store five times over.
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     let waiting = reads_and_batches(&b);

@@ -103,17 +103,12 @@ impl<'a> ObjectCommand<'a> {
         self
     }
 
-    /// Creating `key` as `stable_type` on the node placement chose (no fence: nothing
-    /// owns it yet).
-    pub(crate) fn create(key: &'a ObjectKey, stable_type: &'a str, payload: Bytes) -> Self {
-        let command = match key.kind {
-            ObjectKind::Spot => Command::SpotCreate,
-            ObjectKind::Actor => Command::ActorCreate,
-        };
+    /// `command` to `key`'s ID with `packet` and `payload`, unfenced and first-hand.
+    fn unfenced(command: Command, key: &'a ObjectKey, packet: &'a str, payload: Bytes) -> Self {
         ObjectCommand {
             command,
             target: &key.id,
-            packet: stable_type,
+            packet,
             fence: None,
             hops: 0,
             session: None,
@@ -124,37 +119,37 @@ impl<'a> ObjectCommand<'a> {
         }
     }
 
+    /// Creating `key` as `stable_type` on the node placement chose (no fence: nothing
+    /// owns it yet).
+    pub(crate) fn create(key: &'a ObjectKey, stable_type: &'a str, payload: Bytes) -> Self {
+        let command = match key.kind {
+            ObjectKind::Spot => Command::SpotCreate,
+            ObjectKind::Actor => Command::ActorCreate,
+        };
+        Self::unfenced(command, key, stable_type, payload)
+    }
+
     /// Activating the Instance Spot `key` of `stable_type` on the node placement picked,
     /// with `envelope` (its first message).
     pub(crate) fn activation(key: &'a ObjectKey, stable_type: &'a str, envelope: Bytes) -> Self {
-        ObjectCommand {
-            command: Command::InstanceSpot,
-            target: &key.id,
-            packet: stable_type,
-            fence: None,
-            hops: 0,
-            session: None,
-            push: None,
-            operation: None,
-            metadata: &NO_METADATA,
-            payload: envelope,
-        }
+        Self::unfenced(Command::InstanceSpot, key, stable_type, envelope)
     }
 
     /// Waits on the node whose creation of `key` (as `generation`, the 8-byte payload) is
     /// under way, until that creation ended (command 53).
     pub(crate) fn creation_settled(key: &'a ObjectKey, generation: Bytes) -> Self {
-        ObjectCommand {
-            command: Command::CreationSettled,
-            target: &key.id,
-            packet: "zlink.settled",
-            fence: None,
-            hops: 0,
-            session: None,
-            push: None,
-            operation: None,
-            metadata: &NO_METADATA,
-            payload: generation,
+        Self::unfenced(Command::CreationSettled, key, "zlink.settled", generation)
+    }
+
+    /// Closing a Spot or destroying an Actor through its owner, under `fence`.
+    pub(crate) fn close(key: &'a ObjectKey, fence: &OwnerFence, payload: Bytes) -> Self {
+        let command = match key.kind {
+            ObjectKind::Spot => Command::SpotClose,
+            ObjectKind::Actor => Command::ActorDestroy,
+        };
+        Self {
+            fence: Some(route_fence(fence)),
+            ..Self::unfenced(command, key, "close", payload)
         }
     }
 
@@ -175,26 +170,6 @@ impl<'a> ObjectCommand<'a> {
             hops: 0,
             session: None,
             push: Some(tail),
-            operation: None,
-            metadata: &NO_METADATA,
-            payload,
-        }
-    }
-
-    /// Closing a Spot or destroying an Actor through its owner, under `fence`.
-    pub(crate) fn close(key: &'a ObjectKey, fence: &OwnerFence, payload: Bytes) -> Self {
-        let command = match key.kind {
-            ObjectKind::Spot => Command::SpotClose,
-            ObjectKind::Actor => Command::ActorDestroy,
-        };
-        ObjectCommand {
-            command,
-            target: &key.id,
-            packet: "close",
-            fence: Some(route_fence(fence)),
-            hops: 0,
-            session: None,
-            push: None,
             operation: None,
             metadata: &NO_METADATA,
             payload,
