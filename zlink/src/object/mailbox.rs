@@ -563,6 +563,15 @@ impl<J, R> Mailbox<J, R> {
         self.arrived.wait().await;
     }
 
+    /// [`arrival`](Self::arrival), for at most `linger`: whether it came.
+    pub(crate) async fn arrival_within(&self, linger: std::time::Duration) -> bool {
+        let arrived = tokio::time::timeout(linger, self.arrival()).await.is_ok();
+        if !arrived {
+            self.arrived.forget_waiter();
+        }
+        arrived
+    }
+
     /// The next job to run, lifecycle first under the run cap; waits for one. `None` once
     /// the mailbox is closed. (The turn loop does the same, looking at its stop flag
     /// between the look and the wait.)

@@ -56,6 +56,20 @@ impl TurnGate {
         }
     }
 
+    /// The shared gate, held once another object's turn behind it ended; `None` when it
+    /// is not shared, or when `cancel` (this object's stop) fires first.
+    pub(crate) async fn held_unless(
+        &self,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        let shared = self.shared()?;
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => None,
+            held = shared.clone().lock_owned() => Some(held),
+        }
+    }
+
     /// Whether the code running now is a turn behind this gate.
     pub(crate) fn held_here(&self) -> bool {
         HELD.with(Cell::get) == self.address()

@@ -36,6 +36,8 @@ use crate::{Error, ErrorKind};
 /// How long `on_closing` may run when the object is stopped (its node stops, or its close
 /// gave up waiting): a stuck hook never holds a node's shutdown.
 const STOPPING_HOOK_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long a loop whose mailbox ran empty keeps its task before it parks.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// What a step leaves the loop to do.
 enum Step {
@@ -240,6 +242,12 @@ impl TurnLoop {
                 return;
             };
             let mailbox = idle.object.mailbox().clone();
+            // A busy object's next message tends to follow within a moment, and waking
+            // a loop still on its task costs less than starting one.
+            if mailbox.arrival_within(LINGER).await {
+                serving = idle;
+                continue;
+            }
             match mailbox.park(idle) {
                 Some(woken) => serving = woken,
                 None => return,
@@ -308,7 +316,7 @@ impl TurnLoop {
                 let held = match gate.shared().map(|shared| shared.clone().try_lock_owned()) {
                     None => None,
                     Some(Ok(held)) => Some(held),
-                    Some(Err(_)) => match wait_for_gate(&self.cancel, &gate).await {
+                    Some(Err(_)) => match gate.held_unless(&self.cancel).await {
                         Some(held) => Some(held),
                         None => {
                             self.stop_refusing(job).await;
@@ -780,17 +788,6 @@ enum Then {
     Stop(LoopTurn),
     /// Has ended: closed, moved away, or the node is gone.
     End,
-}
-
-/// The shared `gate`, held once another object's turn behind it ended; `None` when this
-/// object stopped first.
-async fn wait_for_gate(cancel: &CancellationToken, gate: &TurnGate) -> Option<OwnedMutexGuard<()>> {
-    let shared = gate.shared()?;
-    tokio::select! {
-        biased;
-        _ = cancel.cancelled() => None,
-        held = shared.clone().lock_owned() => Some(held),
-    }
 }
 
 #[cfg(test)]

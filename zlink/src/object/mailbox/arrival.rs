@@ -20,6 +20,12 @@ impl Wakeup {
         self.waker.wake();
     }
 
+    /// Drops the waiter's waker: a task that stopped waiting is not kept alive by it
+    /// (a waker holds its task's memory).
+    pub(super) fn forget_waiter(&self) {
+        drop(self.waker.take());
+    }
+
     pub(super) async fn wait(&self) {
         std::future::poll_fn(|cx| {
             if self.noticed.swap(false, Ordering::AcqRel) {

@@ -445,3 +445,33 @@ fn a_lent_turn_resumes_a_parked_loop_only_when_work_waits_or_it_is_handed_over()
         "the handed-over turn resumes it"
     );
 }
+
+/// A waker that counts nothing: only its reference count is looked at.
+struct Unwoken;
+
+impl futures::task::ArcWake for Unwoken {
+    fn wake_by_ref(_: &Arc<Self>) {}
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bounded_wait_that_ends_without_an_arrival_keeps_no_waker_of_its_task() {
+    let m = mailbox();
+    let task = Arc::new(Unwoken);
+    let waker = futures::task::waker(task.clone());
+    let mut cx = std::task::Context::from_waker(&waker);
+    use std::future::Future;
+    let mut wait = Box::pin(m.arrival_within(Duration::from_millis(1)));
+    assert!(wait.as_mut().poll(&mut cx).is_pending());
+    tokio::time::advance(Duration::from_millis(2)).await;
+    assert_eq!(wait.as_mut().poll(&mut cx), std::task::Poll::Ready(false));
+    drop(wait);
+    drop(waker);
+    // A waker left in the mailbox would keep the finished task's memory alive.
+    assert_eq!(Arc::strong_count(&task), 1, "no waker of the task is kept");
+    // A wait that an arrival ends says so.
+    m.admit(Lane::Application, "a", 1).unwrap();
+    assert!(m.try_next().unwrap().is_some());
+    let wait = m.arrival_within(Duration::from_millis(1));
+    m.wake();
+    assert!(wait.await, "the wake ended the wait");
+}

@@ -260,6 +260,30 @@ async fn parked(r: &Running) {
     .await;
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_loop_whose_mailbox_ran_empty_keeps_its_task_a_moment_for_the_next_message_then_parks() {
+    let r = start();
+    within("a first turn", request(&r.live, ECHO, b"x"))
+        .await
+        .unwrap()
+        .unwrap();
+    // The reply is out and nothing is queued: the loop still waits on its task.
+    assert_eq!(r.tracker.len(), 1, "the loop lingers on its task");
+    let answered = within("a turn while it lingers", request(&r.live, ECHO, b"y"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&answered[..], b"y");
+    assert_eq!(r.tracker.len(), 1, "the loop lingers again after that turn");
+    tokio::time::sleep(LINGER).await;
+    parked(&r).await;
+    let answered = within("a turn after the park", request(&r.live, ECHO, b"z"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&answered[..], b"z");
+}
+
 #[tokio::test]
 async fn an_idle_object_holds_no_task_and_work_that_arrives_wakes_it_in_order() {
     let r = start();
