@@ -10,7 +10,9 @@
 //! - [`setup`]: what every example binary shares: logging, `--help`, CURVE flags;
 //! - [`operate`]: `--metrics` and `--dashboard`, what an operator sees of the nodes;
 //! - [`otlp`]: `--otlp`, the spans exported to an OpenTelemetry collector;
-//! - [`chat`]: the `gateway-chat` binary's pieces: outside clients bound to Actors.
+//! - [`chat`]: the `gateway-chat` binary's pieces: outside clients bound to Actors;
+//! - [`zone_world`]: the `zone-world` binary's pieces: a zone-sharded world whose players
+//!   keep their connection while the servers move them.
 #![warn(missing_docs)]
 
 pub mod chat;
@@ -21,3 +23,4 @@ pub mod nodes;
 pub mod operate;
 pub mod otlp;
 pub mod setup;
+pub mod zone_world;
