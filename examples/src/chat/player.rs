@@ -17,12 +17,11 @@ pub struct Player {
 
 impl RelocationState for Player {
     fn capture(&self) -> zlink::Result<Vec<u8>> {
-        serde_json::to_vec(self).map_err(|e| zlink::Error::InvalidArgument(e.to_string()))
+        crate::json_state::capture(self)
     }
 
     fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
-        *self = serde_json::from_slice(state)
-            .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))?;
+        *self = crate::json_state::restore(state)?;
         Ok(())
     }
 }

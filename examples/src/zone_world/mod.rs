@@ -4,8 +4,16 @@
 //!
 //! - [`world`]: the grid, the zones, their border bands and the move rules;
 //! - [`snapshots`]: what a zone sees of its neighbours' border bands;
-//! - [`patrol`]: how the 8 bots walk.
+//! - [`patrol`]: how the 8 bots walk;
+//! - [`messages`]: what clients, players and zones say;
+//! - [`zone`]: a zone, a Spot whose members are the players in it;
+//! - [`player`]: a player, an Actor that moves with the zone it enters;
+//! - [`nodes`]: the zone nodes and which zones each owns.
 
+pub mod messages;
+pub mod nodes;
 pub mod patrol;
+pub mod player;
 pub mod snapshots;
 pub mod world;
+pub mod zone;

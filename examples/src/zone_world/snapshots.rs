@@ -26,6 +26,8 @@ pub struct Dot {
 pub struct BandSnapshot {
     /// The zone the players are in.
     pub source: Zone,
+    /// The adjacent zone whose edge the band runs along: the one that shows it.
+    pub toward: Zone,
     /// The source zone's tick when it was taken.
     pub tick: u64,
     /// Who stood in the band.
@@ -78,6 +80,7 @@ mod tests {
     fn snapshot(source: Zone, tick: u64, name: &str) -> BandSnapshot {
         BandSnapshot {
             source,
+            toward: Zone::Ne,
             tick,
             dots: vec![Dot {
                 name: name.into(),

@@ -1,0 +1,204 @@
+//! A player: an Actor that is a member of the zone it stands in. A move inside the zone
+//! is told to the zone; a move into another zone joins that zone, which moves the player to
+//! the zone's node, state, generation and client connection included. Each move is
+//! answered by one [`Ack`] push, in the order the client numbered them.
+
+use serde::{Deserialize, Serialize};
+use zlink::object::{ActorContext, JoinOutcome, RelocationState};
+
+use super::messages::{Ack, Enter, Move, Place, Status, View, Welcome};
+use super::world::{judge, Cell, Refusal, Zone, START};
+
+/// A move into another zone, waiting for that zone to take the player.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct Entering {
+    /// The move's number; `None` for the first entry into the world.
+    seq: Option<u64>,
+    to: Cell,
+    zone: Zone,
+}
+
+/// One player (or bot): where it stands and how often a move took it to another node.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Player {
+    cell: Cell,
+    zone: Option<Zone>,
+    bot: bool,
+    node: String,
+    relocations: u64,
+    entering: Option<Entering>,
+}
+
+impl Default for Player {
+    fn default() -> Self {
+        Player {
+            cell: START,
+            zone: None,
+            bot: false,
+            node: String::new(),
+            relocations: 0,
+            entering: None,
+        }
+    }
+}
+
+impl RelocationState for Player {
+    fn capture(&self) -> zlink::Result<Vec<u8>> {
+        crate::json_state::capture(self)
+    }
+
+    fn restore(&mut self, state: &[u8]) -> zlink::Result<()> {
+        *self = crate::json_state::restore(state)?;
+        Ok(())
+    }
+}
+
+impl Player {
+    fn welcome(&self, ctx: &ActorContext) -> Welcome {
+        Welcome {
+            player: ctx.id().to_string(),
+            cell: self.cell,
+            zone: self.zone.unwrap_or(Zone::Nw),
+            node: ctx.handle().rid().to_string(),
+            generation: ctx.generation(),
+            relocations: self.relocations,
+        }
+    }
+
+    fn place(&self, ctx: &ActorContext, cell: Cell) -> Place {
+        Place {
+            player: ctx.id().to_string(),
+            cell,
+            bot: self.bot,
+        }
+    }
+
+    /// Pushes the outcome of move `seq` to the player's client (a bot has none).
+    async fn ack(
+        &self,
+        ctx: &ActorContext,
+        seq: u64,
+        refused: Option<Refusal>,
+        failed: Option<String>,
+    ) {
+        if self.bot {
+            return;
+        }
+        let ack = Ack {
+            seq,
+            refused,
+            cell: self.cell,
+            zone: self.zone.unwrap_or(Zone::Nw),
+            node: ctx.handle().rid().to_string(),
+            generation: ctx.generation(),
+            relocations: self.relocations,
+            failed,
+        };
+        if let Err(e) = ctx.push(&ack).await {
+            tracing::debug!(player = %ctx.id(), seq, error = %e, "an ack was not pushed");
+        }
+    }
+
+    fn join(&mut self, ctx: &ActorContext, entering: Entering) -> zlink::Result<()> {
+        let request = serde_json::to_vec(&self.place(ctx, entering.to))
+            .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))?;
+        ctx.join_spot(entering.zone.name(), request)?;
+        self.entering = Some(entering);
+        Ok(())
+    }
+}
+
+#[zlink::actor(type = "zw-player", relocation = preserve)]
+impl Player {
+    /// Enters the world at the start cell (once; later calls just say where it is).
+    #[handler]
+    async fn enter(&mut self, enter: Enter, ctx: &ActorContext) -> zlink::Result<Welcome> {
+        if self.zone.is_none() && self.entering.is_none() {
+            self.bot = enter.bot;
+            self.node = ctx.handle().rid().to_string();
+            self.join(
+                ctx,
+                Entering {
+                    seq: None,
+                    to: START,
+                    zone: Zone::Nw,
+                },
+            )?;
+        }
+        Ok(self.welcome(ctx))
+    }
+
+    #[handler]
+    async fn status(&mut self, _status: Status, ctx: &ActorContext) -> zlink::Result<Welcome> {
+        Ok(self.welcome(ctx))
+    }
+
+    #[handler]
+    async fn step(&mut self, step: Move, ctx: &ActorContext) -> zlink::Result<()> {
+        let Some(zone) = self.zone else {
+            self.ack(ctx, step.seq, None, Some("enter the world first".into()))
+                .await;
+            return Ok(());
+        };
+        // Maintenance is the target zone's to judge, when it is asked to take the player.
+        match judge(self.cell, step.dx, step.dy, |_, _| false) {
+            Err(refusal) => self.ack(ctx, step.seq, Some(refusal), None).await,
+            Ok(allowed) if allowed.to_zone == zone => {
+                self.cell = allowed.to;
+                let place = self.place(ctx, allowed.to);
+                // By ID, untyped: the zone names this type as its members', not the other
+                // way round.
+                ctx.handle().spots().send(zone.name(), &place).await?;
+                self.ack(ctx, step.seq, None, None).await;
+            }
+            Ok(allowed) => {
+                let entering = Entering {
+                    seq: Some(step.seq),
+                    to: allowed.to,
+                    zone: allowed.to_zone,
+                };
+                self.join(ctx, entering)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The zone's view, for the player's client.
+    #[handler]
+    async fn view(&mut self, view: View, ctx: &ActorContext) -> zlink::Result<()> {
+        if !self.bot {
+            if let Err(e) = ctx.push(&view).await {
+                tracing::debug!(player = %ctx.id(), error = %e, "a view was not pushed");
+            }
+        }
+        Ok(())
+    }
+
+    #[on_join_completed]
+    async fn entered(&mut self, outcome: JoinOutcome, ctx: &ActorContext) {
+        let Some(entering) = self.entering.take() else {
+            return;
+        };
+        let here = ctx.handle().rid().to_string();
+        let (refused, failed) = match outcome {
+            JoinOutcome::Accepted { .. } => {
+                self.cell = entering.to;
+                self.zone = Some(entering.zone);
+                // The first entry may move a new player to nw's node: not a crossing.
+                if entering.seq.is_some() && self.node != here {
+                    self.relocations += 1;
+                }
+                self.node = here;
+                (None, None)
+            }
+            JoinOutcome::Rejected { reply } => (
+                Some(serde_json::from_slice(&reply).unwrap_or(Refusal::ZoneMaintenance)),
+                None,
+            ),
+            JoinOutcome::Failed(e) => (None, Some(e.to_string())),
+        };
+        if let Some(seq) = entering.seq {
+            self.ack(ctx, seq, refused, failed).await;
+        }
+    }
+}
