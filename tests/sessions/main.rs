@@ -9,6 +9,7 @@ mod bound_spot;
 mod common;
 mod interop;
 mod interop_bound;
+mod join_move_push;
 mod macro_forms;
 mod promises;
 mod relay_order;

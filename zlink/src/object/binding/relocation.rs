@@ -1,7 +1,7 @@
 //! A bound Actor's move, as its binding sees it (seed 000 §3.3): the `BoundRoutes` seam
 //! of the relocation made real. Before the capture the source seals the binding at the
 //! session owner (command 42, answered); on a cancel before relay-ready it releases it
-//! (44 abort, one-way); once the target dispatches, the target sends the new route
+//! (44 abort, one-way); as the target opens its dispatch, it sends the new route
 //! (44 commit, one-way, never resent). The binding itself travels with the Actor.
 
 use std::sync::{Arc, Weak};
@@ -84,7 +84,7 @@ async fn seal_binding(bindings: &Bindings, moving: &BoundMove) -> Result<Vec<u8>
     Ok(cbor_encode(&carried)?.to_vec())
 }
 
-/// On the target, once the Actor dispatches: restores its binding and sends the
+/// On the target, just before the Actor dispatches: restores its binding and sends the
 /// session owner the new route.
 fn switch_binding(bindings: &Bindings, moved: &BoundMove, sealed: &[u8]) {
     if sealed.is_empty() {

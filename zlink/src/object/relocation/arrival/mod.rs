@@ -65,7 +65,8 @@ pub(crate) struct Arrival {
 impl Arrival {
     /// Opens (or, not committed, closes) the object's dispatch: at once when it arrives
     /// alone, with the rest of its unit otherwise.
-    /// `switch` (a committed Actor's bound routes) follows once it dispatches.
+    /// `switch` (a committed Actor's bound routes) is announced just before it dispatches:
+    /// its first turn (`on_join_completed` after a Join) can push to its session.
     fn release(
         &self,
         go: Option<oneshot::Sender<bool>>,
@@ -75,10 +76,11 @@ impl Arrival {
         match (&self.group, go) {
             (Some(group), go) => group.settle(go, committed, switch),
             (None, Some(go)) => {
-                let _ = go.send(committed);
+                // The binding is back before the first turn, so that turn can push.
                 if let (true, Some(switch)) = (committed, switch) {
                     switch.announce();
                 }
+                let _ = go.send(committed);
             }
             (None, None) => {}
         }
@@ -122,10 +124,10 @@ impl ArrivalGroup {
             let opening: Vec<_> = waiting.1.drain(..).collect();
             drop(waiting);
             for (go, switch) in opening {
-                let _ = go.send(true);
                 if let Some(switch) = switch {
                     switch.announce();
                 }
+                let _ = go.send(true);
             }
         }
     }
