@@ -10,6 +10,7 @@
 //! - [`setup`]: what every example binary shares: logging, `--help`, CURVE flags;
 //! - [`operate`]: `--metrics` and `--dashboard`, what an operator sees of the nodes;
 //! - [`otlp`]: `--otlp`, the spans exported to an OpenTelemetry collector;
+//! - [`logged_in`]: the gateways' relay of a logged-in client's packets to its player;
 //! - [`json_state`]: the state an example's object keeps across a move, as JSON;
 //! - [`chat`]: the `gateway-chat` binary's pieces: outside clients bound to Actors;
 //! - [`zone_world`]: the `zone-world` binary's pieces: a zone-sharded world whose players
@@ -20,6 +21,7 @@ pub mod chat;
 pub mod cli;
 pub mod greeter;
 pub mod json_state;
+pub mod logged_in;
 pub mod messages;
 pub mod nodes;
 pub mod operate;

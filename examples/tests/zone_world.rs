@@ -6,12 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zlink::object::ActorCreation;
+use zlink::session::StreamListener;
 use zlink::store::{RedisLocationStore, RedisOptions, RedisRelocationStore};
 use zlink::Runtime;
-use zlink_examples::zone_world::messages::{Enter, Look, Move, Status, View, Welcome};
+use zlink_examples::chat::client::{connect, Incoming, Transport, SEND};
+use zlink_examples::zone_world::gateway::ZoneSession;
+use zlink_examples::zone_world::messages::{Ack, Enter, Look, Move, Status, View, Welcome};
 use zlink_examples::zone_world::nodes::{place_zones, zone_node, OWNERS};
 use zlink_examples::zone_world::player::{Player, PlayerClient};
-use zlink_examples::zone_world::world::{Cell, Zone, START};
+use zlink_examples::zone_world::world::{Cell, Refusal, Zone, START};
 use zlink_examples::zone_world::zone::{Maintenance, ZoneSpot, ZoneSpotClient};
 use zlink_testkit::RedisServer;
 
@@ -19,6 +22,8 @@ const MESH: &str = "zone-world-test";
 
 struct World {
     _redis: RedisServer,
+    /// Calls from outside the zone nodes; it is also the gateway, with a WebSocket
+    /// listener for browsers.
     caller: Runtime,
     zone_nodes: Vec<Runtime>,
     maintenance: Vec<Maintenance>,
@@ -47,7 +52,11 @@ impl World {
             zone_nodes.push(built.build().expect("build").start().await.expect("start"));
             maintenance.push(flag);
         }
+        let browsers = StreamListener::new("browsers")
+            .bind("ws://127.0.0.1:0")
+            .session(ZoneSession::default);
         let caller = node("caller")
+            .stream_listener(browsers)
             .build()
             .expect("build")
             .start()
@@ -92,6 +101,12 @@ impl World {
         let player = PlayerClient::new(&self.caller, name);
         let welcome = player.enter(&Enter { bot: false }).await.expect("entered");
         (player, welcome)
+    }
+
+    /// The gateway's browser listener, as `HOST:PORT`.
+    fn browsers(&self) -> String {
+        let endpoint = self.caller.stream_endpoint("browsers").expect("listening");
+        endpoint.trim_start_matches("ws://").to_string()
     }
 
     async fn shutdown(self) {
@@ -227,5 +242,64 @@ async fn zw_b1_a_player_in_a_border_band_shows_in_the_neighbour_zone_on_the_othe
     // Out of the band (y 40..49 is in it, 35 is not): the next snapshot lacks di.
     walk(&player, 5..=6, (0, -5)).await;
     view_until(&world.caller, Zone::Sw, |view| !shows(view)).await;
+    world.shutdown().await;
+}
+
+/// Reads pushes until the ack of move `last`; every ack, in arrival order.
+async fn acks_until(incoming: &mut tokio::sync::mpsc::Receiver<Incoming>, last: u64) -> Vec<Ack> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut acks = Vec::new();
+    while acks.last().map(|ack: &Ack| ack.seq) != Some(last) {
+        let packet = tokio::time::timeout_at(deadline, incoming.recv())
+            .await
+            .unwrap_or_else(|_| panic!("ack {last} not seen within 10 s: {acks:?}"))
+            .expect("the connection stayed open");
+        if packet.kind == SEND && packet.name == "ack" {
+            acks.push(serde_json::from_slice(&packet.payload).expect("an ack"));
+        }
+    }
+    acks
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zw_b5_a_browser_keeps_its_connection_and_every_ack_in_order_while_its_player_changes_node()
+{
+    let world = World::start().await;
+    let (client, mut incoming) = connect(&world.browsers(), Transport::WebSocket)
+        .await
+        .expect("connected");
+    client
+        .request(1, "login", &serde_json::json!({ "name": "eve" }))
+        .await
+        .expect("login sent");
+    // (25,25) down to (25,45) in nw, then (25,50) in sw: zn-a, then zn-b.
+    for seq in 1..=5 {
+        let step = serde_json::json!({ "seq": seq, "dx": 0, "dy": 5 });
+        client.send("move", &step).await.expect("move sent");
+    }
+    let acks = acks_until(&mut incoming, 5).await;
+    let seqs: Vec<u64> = acks.iter().map(|ack| ack.seq).collect();
+    assert_eq!(
+        seqs,
+        [1, 2, 3, 4, 5],
+        "each move acknowledged once, in order"
+    );
+    assert!(acks
+        .iter()
+        .all(|ack| ack.refused.is_none() && ack.failed.is_none()));
+    let (before, after) = (&acks[3], &acks[4]);
+    assert_eq!((before.zone, before.node.as_str()), (Zone::Nw, "zn-a"));
+    assert_eq!((after.zone, after.node.as_str()), (Zone::Sw, "zn-b"));
+    assert_eq!(after.cell, Cell { x: 25, y: 50 });
+    assert_eq!(after.generation, before.generation, "the same Actor, moved");
+    assert_eq!(after.relocations, before.relocations + 1);
+    // The refusal order reaches the browser too.
+    let far = serde_json::json!({ "seq": 6, "dx": 0, "dy": 6 });
+    client.send("move", &far).await.expect("move sent");
+    let refused = acks_until(&mut incoming, 6).await;
+    assert_eq!(
+        refused.last().and_then(|ack| ack.refused),
+        Some(Refusal::TooFar)
+    );
     world.shutdown().await;
 }

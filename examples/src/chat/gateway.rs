@@ -4,7 +4,6 @@
 
 use zlink::object::{ActorCreation, ActorRef};
 use zlink::session::{CloseReason, Packet, SessionContext};
-use zlink::ErrorKind;
 
 use super::messages::{Login, Replaced, Welcome};
 use super::player::Player;
@@ -37,13 +36,7 @@ impl ChatSession {
 
     #[on_packet]
     async fn relay_to_player(&mut self, packet: Packet, ctx: &SessionContext) -> zlink::Result<()> {
-        match &self.player {
-            Some(player) => ctx.relay(player, packet).await,
-            None => Err(zlink::Error::new(
-                ErrorKind::InvalidOperation,
-                format!("log in before {:?}", packet.name()),
-            )),
-        }
+        crate::logged_in::relay_to_player(self.player.as_deref(), packet, ctx).await
     }
 
     #[on_actor_binding_replaced]

@@ -8,8 +8,10 @@
 //! - [`messages`]: what clients, players and zones say;
 //! - [`zone`]: a zone, a Spot whose members are the players in it;
 //! - [`player`]: a player, an Actor that moves with the zone it enters;
-//! - [`nodes`]: the zone nodes and which zones each owns.
+//! - [`nodes`]: the zone nodes and which zones each owns;
+//! - [`gateway`]: the session type of the gateway's browser listener.
 
+pub mod gateway;
 pub mod messages;
 pub mod nodes;
 pub mod patrol;
