@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::broadcast::Announcement;
 use super::snapshots::{BandSnapshot, Dot};
 use super::world::{Cell, Refusal, Zone};
 
@@ -98,6 +99,8 @@ pub struct View {
     pub here: Vec<Dot>,
     /// Players in the adjacent zones' border bands, as their last snapshots showed them.
     pub near: Vec<Dot>,
+    /// The latest announcements, oldest first.
+    pub news: Vec<Announcement>,
 }
 
 /// Player → zone (one-way): the player stands at `cell` in the zone now. Also the request

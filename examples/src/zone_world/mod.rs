@@ -6,14 +6,20 @@
 //! - [`snapshots`]: what a zone sees of its neighbours' border bands;
 //! - [`patrol`]: how the 8 bots walk;
 //! - [`messages`]: what clients, players and zones say;
+//! - [`broadcast`]: the board of maintenance and announcements every node follows;
+//! - [`desired`]: where maintenance is kept so that it survives restarts;
+//! - [`ops`]: the operators' side: setting maintenance, announcing;
 //! - [`zone`]: a zone, a Spot whose members are the players in it;
 //! - [`player`]: a player, an Actor that moves with the zone it enters;
 //! - [`nodes`]: the zone nodes and which zones each owns;
 //! - [`gateway`]: the session type of the gateway's browser listener.
 
+pub mod broadcast;
+pub mod desired;
 pub mod gateway;
 pub mod messages;
 pub mod nodes;
+pub mod ops;
 pub mod patrol;
 pub mod player;
 pub mod snapshots;

@@ -1,12 +1,15 @@
-//! The zone nodes: two nodes that each own two zones (north and south), serving the zone
-//! and player types, and putting each zone on its owner.
+//! The zone nodes: two nodes that each own two zones (north and south) and a third that
+//! owns none at the start (it takes zones and players when another is drained), all
+//! serving the zone and player types and following the ops node's board.
 
 use zlink::object::{SpotCreation, SpotRef};
 use zlink::{Runtime, RuntimeBuilder};
 
+use super::broadcast::{BoardReader, Bulletin};
+use super::desired::MaintenanceBook;
 use super::player::Player;
 use super::world::Zone;
-use super::zone::{Maintenance, ZoneSpot, CHANNEL};
+use super::zone::{ZoneSpot, CHANNEL};
 
 /// Which node owns which zones: players crossing between north and south move between
 /// nodes; crossing east-west stays on one node.
@@ -14,6 +17,9 @@ pub const OWNERS: [(&str, [Zone; 2]); 2] = [
     ("zn-a", [Zone::Nw, Zone::Ne]),
     ("zn-b", [Zone::Sw, Zone::Se]),
 ];
+
+/// Every zone node: the owners, then the one that owns no zone at the start.
+pub const ZONE_NODES: [&str; 3] = ["zn-a", "zn-b", "zn-c"];
 
 /// The RID of the node that owns `zone`.
 pub fn owner_of(zone: Zone) -> &'static str {
@@ -24,19 +30,36 @@ pub fn owner_of(zone: Zone) -> &'static str {
         .unwrap_or(OWNERS[0].0)
 }
 
-/// `builder` made a zone node: it serves zones (under `maintenance`, this node's flag)
-/// and players, and takes the zones' border bands.
+/// `builder` made zone node `rid`: it serves zones and players, takes the zones' border
+/// bands and follows the board into `bulletin`, which its zones read.
 pub fn zone_node(
     builder: RuntimeBuilder,
-    maintenance: &Maintenance,
+    rid: &str,
+    bulletin: &Bulletin,
 ) -> zlink::Result<RuntimeBuilder> {
-    let maintenance = maintenance.clone();
+    let zones_bulletin = bulletin.clone();
     Ok(builder
+        .rid(rid)
         .multicast_channel(CHANNEL)
+        .fanout(BoardReader::subscriber(rid, bulletin))
         .spot_type(ZoneSpot::spot_type(move |ctx| {
-            ZoneSpot::new(ctx.id().as_str(), maintenance.clone())
+            ZoneSpot::new(ctx.id().as_str(), zones_bulletin.clone())
         })?)
         .actor_type(Player::actor_type(|_| Player::default())?))
+}
+
+/// Zone node `rid` as [`zone_node`] makes it, with a bulletin that starts as `book` says:
+/// a node restarted under maintenance refuses entry from its first turn.
+pub async fn zone_node_from(
+    builder: RuntimeBuilder,
+    rid: &str,
+    book: &MaintenanceBook,
+) -> zlink::Result<(RuntimeBuilder, Bulletin)> {
+    let bulletin = Bulletin::starting(book.is_on(rid).await?);
+    if bulletin.under_maintenance() {
+        tracing::info!(node = %rid, "starting under maintenance");
+    }
+    Ok((zone_node(builder, rid, &bulletin)?, bulletin))
 }
 
 /// Creates each zone (or finds it) and moves it to its owner among `nodes` if it runs

@@ -1,13 +1,19 @@
 //! A player: an Actor that is a member of the zone it stands in. A move inside the zone
 //! is told to the zone; a move into another zone joins that zone, which moves the player to
 //! the zone's node, state, generation and client connection included. Each move is
-//! answered by one [`Ack`] push, in the order the client numbered them.
+//! answered by one [`Ack`] push, in the order the client numbered them: moves that arrive
+//! while the player is entering a zone wait for the entry's outcome.
+
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 use zlink::object::{ActorContext, JoinOutcome, RelocationState};
 
 use super::messages::{Ack, Enter, Move, Place, Status, View, Welcome};
 use super::world::{judge, Cell, Refusal, Zone, START};
+
+/// The most moves a player holds while it enters a zone; more are answered `failed`.
+pub const MAX_WAITING_MOVES: usize = 64;
 
 /// A move into another zone, waiting for that zone to take the player.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -27,6 +33,8 @@ pub struct Player {
     node: String,
     relocations: u64,
     entering: Option<Entering>,
+    /// Moves that arrived while entering, in arrival order.
+    waiting: VecDeque<Move>,
 }
 
 impl Default for Player {
@@ -38,6 +46,7 @@ impl Default for Player {
             node: String::new(),
             relocations: 0,
             entering: None,
+            waiting: VecDeque::new(),
         }
     }
 }
@@ -99,6 +108,49 @@ impl Player {
         }
     }
 
+    /// Makes move `step` (the player is in no zone entry).
+    async fn make(&mut self, step: Move, ctx: &ActorContext) -> zlink::Result<()> {
+        let Some(zone) = self.zone else {
+            self.ack(ctx, step.seq, None, Some("enter the world first".into()))
+                .await;
+            return Ok(());
+        };
+        // Maintenance is the target zone's to judge, when it is asked to take the player.
+        match judge(self.cell, step.dx, step.dy, |_, _| false) {
+            Err(refusal) => self.ack(ctx, step.seq, Some(refusal), None).await,
+            Ok(allowed) if allowed.to_zone == zone => {
+                self.cell = allowed.to;
+                let place = self.place(ctx, allowed.to);
+                // By ID, untyped: the zone names this type as its members', not the other
+                // way round.
+                ctx.handle().spots().send(zone.name(), &place).await?;
+                self.ack(ctx, step.seq, None, None).await;
+            }
+            Ok(allowed) => {
+                let entering = Entering {
+                    seq: Some(step.seq),
+                    to: allowed.to,
+                    zone: allowed.to_zone,
+                };
+                self.join(ctx, entering)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the moves that waited for an entry, until one starts another entry.
+    async fn resume(&mut self, ctx: &ActorContext) {
+        while self.entering.is_none() {
+            let Some(step) = self.waiting.pop_front() else {
+                return;
+            };
+            let seq = step.seq;
+            if let Err(e) = self.make(step, ctx).await {
+                self.ack(ctx, seq, None, Some(e.to_string())).await;
+            }
+        }
+    }
+
     fn join(&mut self, ctx: &ActorContext, entering: Entering) -> zlink::Result<()> {
         let request = serde_json::to_vec(&self.place(ctx, entering.to))
             .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))?;
@@ -135,30 +187,14 @@ impl Player {
 
     #[handler]
     async fn step(&mut self, step: Move, ctx: &ActorContext) -> zlink::Result<()> {
-        let Some(zone) = self.zone else {
-            self.ack(ctx, step.seq, None, Some("enter the world first".into()))
-                .await;
-            return Ok(());
-        };
-        // Maintenance is the target zone's to judge, when it is asked to take the player.
-        match judge(self.cell, step.dx, step.dy, |_, _| false) {
-            Err(refusal) => self.ack(ctx, step.seq, Some(refusal), None).await,
-            Ok(allowed) if allowed.to_zone == zone => {
-                self.cell = allowed.to;
-                let place = self.place(ctx, allowed.to);
-                // By ID, untyped: the zone names this type as its members', not the other
-                // way round.
-                ctx.handle().spots().send(zone.name(), &place).await?;
-                self.ack(ctx, step.seq, None, None).await;
-            }
-            Ok(allowed) => {
-                let entering = Entering {
-                    seq: Some(step.seq),
-                    to: allowed.to,
-                    zone: allowed.to_zone,
-                };
-                self.join(ctx, entering)?;
-            }
+        if self.entering.is_none() {
+            return self.make(step, ctx).await;
+        }
+        if self.waiting.len() == MAX_WAITING_MOVES {
+            let failed = format!("more than {MAX_WAITING_MOVES} moves wait for a zone entry");
+            self.ack(ctx, step.seq, None, Some(failed)).await;
+        } else {
+            self.waiting.push_back(step);
         }
         Ok(())
     }
@@ -200,5 +236,6 @@ impl Player {
         if let Some(seq) = entering.seq {
             self.ack(ctx, seq, refused, failed).await;
         }
+        self.resume(ctx).await;
     }
 }

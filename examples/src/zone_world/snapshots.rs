@@ -2,6 +2,7 @@
 //! tick, forgotten once it is [`EXPIRY_TICKS`] old.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -9,6 +10,16 @@ use super::world::{Cell, Zone};
 
 /// A snapshot is shown while it is younger than this many ticks.
 pub const EXPIRY_TICKS: u64 = 3;
+/// How long a tick is.
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// The world's tick at `now`: the [`TICK`]s since the Unix epoch. Every zone numbers its
+/// ticks by the clock, so the numbers of zones on different nodes (and of a zone started
+/// again after a restart) compare.
+pub fn world_tick(now: SystemTime) -> u64 {
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    (since.as_millis() / TICK.as_millis()) as u64
+}
 
 /// One player or bot as other zones see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,8 +64,7 @@ impl NeighbourView {
         }
     }
 
-    /// Forgets the snapshots that are [`EXPIRY_TICKS`] old or older at tick `now` (each
-    /// source's own tick: the zones tick in step).
+    /// Forgets the snapshots that are [`EXPIRY_TICKS`] old or older at world tick `now`.
     pub fn expire(&mut self, now: u64) {
         self.latest
             .retain(|_, snapshot| now.saturating_sub(snapshot.tick) < EXPIRY_TICKS);
@@ -109,6 +119,12 @@ mod tests {
         assert!(view.offer(snapshot(Zone::Nw, 6, "c")));
         let names: Vec<_> = view.dots().map(|(_, dot)| dot.name.as_str()).collect();
         assert_eq!(names, ["c", "b"]);
+    }
+
+    #[test]
+    fn the_world_tick_counts_tenths_of_a_second_of_the_clock() {
+        let at = |ms| world_tick(UNIX_EPOCH + Duration::from_millis(ms));
+        assert_eq!((at(0), at(99), at(100), at(1_234)), (0, 0, 1, 12));
     }
 
     #[test]

@@ -4,42 +4,22 @@
 //! its players when its node is drained.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use zlink::object::{ActorRef, JoinDecision, RelocationState, SpotContext, TimerPolicy, TimerTick};
 use zlink::Bytes;
 
+use super::broadcast::Bulletin;
 use super::messages::{Band, Look, Place, View};
 use super::player::{Player, PlayerClient};
-use super::snapshots::{BandSnapshot, Dot, NeighbourView};
+use super::snapshots::{world_tick, BandSnapshot, Dot, NeighbourView, TICK};
 use super::world::{Cell, Refusal, Zone};
 
 /// The RouteMesh channel the zones' border bands travel on.
 pub const CHANNEL: &str = "zone-world";
 /// The Logical Multicast topic of the border bands.
 pub const BANDS: &str = "bands";
-/// How often a zone ticks.
-pub const TICK: Duration = Duration::from_millis(100);
-
-/// Whether a zone node is under maintenance: while it is, no player enters its zones from
-/// another node's zone. Each node gives its zones its own flag.
-#[derive(Debug, Clone, Default)]
-pub struct Maintenance(Arc<AtomicBool>);
-
-impl Maintenance {
-    /// Turns maintenance on or off.
-    pub fn set(&self, on: bool) {
-        self.0.store(on, Ordering::Release);
-    }
-
-    /// Whether it is on.
-    pub fn is_on(&self) -> bool {
-        self.0.load(Ordering::Acquire)
-    }
-}
 
 /// Who stands in the zone: what moves with it.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -55,19 +35,19 @@ pub struct ZoneSpot {
     named: bool,
     standing: Standing,
     near: NeighbourView,
-    maintenance: Maintenance,
+    bulletin: Bulletin,
 }
 
 impl ZoneSpot {
-    /// The zone `id` names, on a node whose maintenance flag is `maintenance`.
-    pub fn new(id: &str, maintenance: Maintenance) -> ZoneSpot {
+    /// The zone `id` names, on a node whose board is `bulletin`.
+    pub fn new(id: &str, bulletin: Bulletin) -> ZoneSpot {
         let zone = Zone::from_name(id);
         ZoneSpot {
             zone: zone.unwrap_or(Zone::Nw),
             named: zone.is_some(),
             standing: Standing::default(),
             near: NeighbourView::default(),
-            maintenance,
+            bulletin,
         }
     }
 
@@ -77,6 +57,7 @@ impl ZoneSpot {
             zone: self.zone,
             here: self.dots(|_| true),
             near: self.near.dots().map(|(_, dot)| dot.clone()).collect(),
+            news: self.bulletin.news(),
         }
     }
 
@@ -146,8 +127,9 @@ impl ZoneSpot {
 
     #[on_timer]
     async fn tick(&mut self, _tick: TimerTick, ctx: &SpotContext) -> zlink::Result<()> {
-        self.standing.tick += 1;
-        let tick = self.standing.tick;
+        // By the clock, and never twice the same (a late timer may fire twice in a tick).
+        let tick = world_tick(SystemTime::now()).max(self.standing.tick + 1);
+        self.standing.tick = tick;
         self.near.expire(tick);
         for toward in self.zone.adjacent() {
             let band = BandSnapshot {
@@ -184,7 +166,7 @@ impl ZoneSpot {
         request: Bytes,
         _ctx: &SpotContext,
     ) -> JoinDecision {
-        if self.maintenance.is_on() {
+        if self.bulletin.under_maintenance() {
             return JoinDecision::Reject(refusal(Refusal::ZoneMaintenance));
         }
         match serde_json::from_slice::<Place>(&request) {
