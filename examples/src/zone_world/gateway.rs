@@ -30,7 +30,7 @@ impl ZoneSession {
         ctx.bind(&player).await?;
         self.player = Some(login.name.clone());
         PlayerClient::new(ctx.handle(), login.name.as_str())
-            .enter(&Enter { bot: false })
+            .enter(&Enter { bot: None })
             .await
     }
 

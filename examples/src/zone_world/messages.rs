@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::broadcast::Announcement;
+use super::patrol::{BotPlan, Patrol};
 use super::snapshots::{BandSnapshot, Dot};
 use super::world::{Cell, Refusal, Zone};
 
@@ -31,6 +32,10 @@ pub struct Welcome {
     pub generation: u64,
     /// How often it moved between nodes.
     pub relocations: u64,
+    /// A bot's walk (its heading turns on each refused move); `None` for a player.
+    pub patrol: Option<Patrol>,
+    /// How many acks and views were pushed to its client (never any to a bot).
+    pub pushed: u64,
 }
 
 /// Client → player (one-way): move by (`dx`, `dy`). `seq` numbers the client's moves;
@@ -74,12 +79,13 @@ pub struct Ack {
 #[message(name = "status", codec = zlink::Json, reply = Welcome)]
 pub struct Status;
 
-/// Gateway → player: join the world (the first time: at the start cell, in nw).
+/// Gateway → player: join the world (the first time: a player at the start cell in nw,
+/// a bot where its plan starts).
 #[derive(Debug, Clone, Serialize, Deserialize, zlink::Message)]
 #[message(reply = Welcome)]
 pub struct Enter {
-    /// Whether the player is a bot (never pushed to).
-    pub bot: bool,
+    /// For a bot, its plan: it then walks by itself and is never pushed to.
+    pub bot: Option<BotPlan>,
 }
 
 /// Anyone → zone: what the zone shows now (as its last tick's [`View`]).

@@ -5,6 +5,7 @@
 //! - [`world`]: the grid, the zones, their border bands and the move rules;
 //! - [`snapshots`]: what a zone sees of its neighbours' border bands;
 //! - [`patrol`]: how the 8 bots walk;
+//! - [`bots`]: putting the bots into the world;
 //! - [`messages`]: what clients, players and zones say;
 //! - [`broadcast`]: the board of maintenance and announcements every node follows;
 //! - [`desired`]: where maintenance is kept so that it survives restarts;
@@ -14,6 +15,7 @@
 //! - [`nodes`]: the zone nodes and which zones each owns;
 //! - [`gateway`]: the session type of the gateway's browser listener.
 
+pub mod bots;
 pub mod broadcast;
 pub mod desired;
 pub mod gateway;

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use super::world::{Cell, Zone};
 
 /// How far a bot moves each step, along its axis.
@@ -11,7 +13,7 @@ pub const STEP: i32 = 3;
 pub const EVERY: Duration = Duration::from_millis(500);
 
 /// The axis a bot walks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Axis {
     /// West and east.
     X,
@@ -20,7 +22,7 @@ pub enum Axis {
 }
 
 /// One bot's walk: its axis and which way it goes now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Patrol {
     /// The axis it walks.
     pub axis: Axis,
@@ -44,7 +46,7 @@ impl Patrol {
 }
 
 /// A bot of the world: its name, where it starts and how it walks.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BotPlan {
     /// Its name: `bot-<zone>-x` or `bot-<zone>-y`.
     pub name: String,

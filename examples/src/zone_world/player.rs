@@ -3,13 +3,17 @@
 //! the zone's node, state, generation and client connection included. Each move is
 //! answered by one [`Ack`] push, in the order the client numbered them: moves that arrive
 //! while the player is entering a zone wait for the entry's outcome.
+//!
+//! A bot is a player with a patrol and no client: a timer walks it, a refused move turns
+//! it back, and nothing is ever pushed to it.
 
 use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
-use zlink::object::{ActorContext, JoinOutcome, RelocationState};
+use zlink::object::{ActorContext, JoinOutcome, RelocationState, TimerPolicy, TimerTick};
 
 use super::messages::{Ack, Enter, Move, Place, Status, View, Welcome};
+use super::patrol::{Patrol, EVERY};
 use super::world::{judge, Cell, Refusal, Zone, START};
 
 /// The most moves a player holds while it enters a zone; more are answered `failed`.
@@ -29,12 +33,17 @@ struct Entering {
 pub struct Player {
     cell: Cell,
     zone: Option<Zone>,
-    bot: bool,
+    /// A bot's walk; `None` for a player with a client.
+    patrol: Option<Patrol>,
     node: String,
     relocations: u64,
     entering: Option<Entering>,
     /// Moves that arrived while entering, in arrival order.
     waiting: VecDeque<Move>,
+    /// A bot's own move numbers.
+    walked: u64,
+    /// Pushes to the client (acks and views): none for a bot.
+    pushed: u64,
 }
 
 impl Default for Player {
@@ -42,11 +51,13 @@ impl Default for Player {
         Player {
             cell: START,
             zone: None,
-            bot: false,
+            patrol: None,
             node: String::new(),
             relocations: 0,
             entering: None,
             waiting: VecDeque::new(),
+            walked: 0,
+            pushed: 0,
         }
     }
 }
@@ -71,6 +82,8 @@ impl Player {
             node: ctx.handle().rid().to_string(),
             generation: ctx.generation(),
             relocations: self.relocations,
+            patrol: self.patrol,
+            pushed: self.pushed,
         }
     }
 
@@ -78,19 +91,23 @@ impl Player {
         Place {
             player: ctx.id().to_string(),
             cell,
-            bot: self.bot,
+            bot: self.patrol.is_some(),
         }
     }
 
-    /// Pushes the outcome of move `seq` to the player's client (a bot has none).
-    async fn ack(
-        &self,
+    /// The outcome of move `seq`: pushed to a player's client; a bot turns back when it
+    /// was refused.
+    async fn answer(
+        &mut self,
         ctx: &ActorContext,
         seq: u64,
         refused: Option<Refusal>,
         failed: Option<String>,
     ) {
-        if self.bot {
+        if let Some(patrol) = &mut self.patrol {
+            if refused.is_some() {
+                patrol.reverse();
+            }
             return;
         }
         let ack = Ack {
@@ -103,28 +120,53 @@ impl Player {
             relocations: self.relocations,
             failed,
         };
+        self.pushed += 1;
         if let Err(e) = ctx.push(&ack).await {
             tracing::debug!(player = %ctx.id(), seq, error = %e, "an ack was not pushed");
         }
     }
 
+    fn join(&mut self, ctx: &ActorContext, entering: Entering) -> zlink::Result<()> {
+        let request = serde_json::to_vec(&self.place(ctx, entering.to))
+            .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))?;
+        ctx.join_spot(entering.zone.name(), request)?;
+        self.entering = Some(entering);
+        Ok(())
+    }
+
+    /// Enters the world at `to` (its first entry, or again after a refused one).
+    fn enter_at(&mut self, ctx: &ActorContext, to: Cell) -> zlink::Result<()> {
+        let zone = to
+            .zone()
+            .ok_or_else(|| zlink::Error::InvalidArgument(format!("{to:?} is not on the grid")))?;
+        self.node = ctx.handle().rid().to_string();
+        self.join(
+            ctx,
+            Entering {
+                seq: None,
+                to,
+                zone,
+            },
+        )
+    }
+
     /// Makes move `step` (the player is in no zone entry).
     async fn make(&mut self, step: Move, ctx: &ActorContext) -> zlink::Result<()> {
         let Some(zone) = self.zone else {
-            self.ack(ctx, step.seq, None, Some("enter the world first".into()))
-                .await;
+            let failed = Some("enter the world first".to_string());
+            self.answer(ctx, step.seq, None, failed).await;
             return Ok(());
         };
         // Maintenance is the target zone's to judge, when it is asked to take the player.
         match judge(self.cell, step.dx, step.dy, |_, _| false) {
-            Err(refusal) => self.ack(ctx, step.seq, Some(refusal), None).await,
+            Err(refusal) => self.answer(ctx, step.seq, Some(refusal), None).await,
             Ok(allowed) if allowed.to_zone == zone => {
                 self.cell = allowed.to;
                 let place = self.place(ctx, allowed.to);
                 // By ID, untyped: the zone names this type as its members', not the other
                 // way round.
                 ctx.handle().spots().send(zone.name(), &place).await?;
-                self.ack(ctx, step.seq, None, None).await;
+                self.answer(ctx, step.seq, None, None).await;
             }
             Ok(allowed) => {
                 let entering = Entering {
@@ -146,36 +188,29 @@ impl Player {
             };
             let seq = step.seq;
             if let Err(e) = self.make(step, ctx).await {
-                self.ack(ctx, seq, None, Some(e.to_string())).await;
+                self.answer(ctx, seq, None, Some(e.to_string())).await;
             }
         }
-    }
-
-    fn join(&mut self, ctx: &ActorContext, entering: Entering) -> zlink::Result<()> {
-        let request = serde_json::to_vec(&self.place(ctx, entering.to))
-            .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))?;
-        ctx.join_spot(entering.zone.name(), request)?;
-        self.entering = Some(entering);
-        Ok(())
     }
 }
 
 #[zlink::actor(type = "zw-player", relocation = preserve)]
 impl Player {
-    /// Enters the world at the start cell (once; later calls just say where it is).
+    /// Enters the world (once; later calls just say where it is): a player at the start
+    /// cell, a bot where its plan starts, walking by itself from then on.
     #[handler]
     async fn enter(&mut self, enter: Enter, ctx: &ActorContext) -> zlink::Result<Welcome> {
         if self.zone.is_none() && self.entering.is_none() {
-            self.bot = enter.bot;
-            self.node = ctx.handle().rid().to_string();
-            self.join(
-                ctx,
-                Entering {
-                    seq: None,
-                    to: START,
-                    zone: Zone::Nw,
-                },
-            )?;
+            let to = match enter.bot {
+                Some(plan) => {
+                    self.patrol = Some(plan.patrol);
+                    ctx.start_timer("patrol", EVERY, TimerPolicy::SkipLateTicks)?;
+                    plan.start
+                }
+                None => START,
+            };
+            self.cell = to;
+            self.enter_at(ctx, to)?;
         }
         Ok(self.welcome(ctx))
     }
@@ -192,7 +227,7 @@ impl Player {
         }
         if self.waiting.len() == MAX_WAITING_MOVES {
             let failed = format!("more than {MAX_WAITING_MOVES} moves wait for a zone entry");
-            self.ack(ctx, step.seq, None, Some(failed)).await;
+            self.answer(ctx, step.seq, None, Some(failed)).await;
         } else {
             self.waiting.push_back(step);
         }
@@ -202,12 +237,36 @@ impl Player {
     /// The zone's view, for the player's client.
     #[handler]
     async fn view(&mut self, view: View, ctx: &ActorContext) -> zlink::Result<()> {
-        if !self.bot {
+        if self.patrol.is_none() {
+            self.pushed += 1;
             if let Err(e) = ctx.push(&view).await {
                 tracing::debug!(player = %ctx.id(), error = %e, "a view was not pushed");
             }
         }
         Ok(())
+    }
+
+    /// A bot's walk: one step along its patrol (none while it enters a zone).
+    #[on_timer]
+    async fn walk(&mut self, _tick: TimerTick, ctx: &ActorContext) -> zlink::Result<()> {
+        let Some(patrol) = self.patrol else {
+            return Ok(());
+        };
+        if self.entering.is_some() {
+            return Ok(());
+        }
+        if self.zone.is_none() {
+            // Its first entry was refused (its zone's node under maintenance): again.
+            return self.enter_at(ctx, self.cell);
+        }
+        self.walked += 1;
+        let (dx, dy) = patrol.step();
+        let step = Move {
+            seq: self.walked,
+            dx,
+            dy,
+        };
+        self.make(step, ctx).await
     }
 
     #[on_join_completed]
@@ -220,7 +279,7 @@ impl Player {
             JoinOutcome::Accepted { .. } => {
                 self.cell = entering.to;
                 self.zone = Some(entering.zone);
-                // The first entry may move a new player to nw's node: not a crossing.
+                // The first entry may move a new player to its zone's node: not a crossing.
                 if entering.seq.is_some() && self.node != here {
                     self.relocations += 1;
                 }
@@ -234,7 +293,7 @@ impl Player {
             JoinOutcome::Failed(e) => (None, Some(e.to_string())),
         };
         if let Some(seq) = entering.seq {
-            self.ack(ctx, seq, refused, failed).await;
+            self.answer(ctx, seq, refused, failed).await;
         }
         self.resume(ctx).await;
     }

@@ -8,4 +8,5 @@ mod browser;
 mod c_border_sync;
 mod d_announcements;
 mod e_maintenance;
+mod f_bots;
 mod world;

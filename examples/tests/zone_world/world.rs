@@ -136,7 +136,7 @@ impl World {
             ActorCreation::Created(_) | ActorCreation::Existing(_) => {}
         }
         let player = PlayerClient::new(&self.caller, name);
-        let welcome = player.enter(&Enter { bot: false }).await.expect("entered");
+        let welcome = player.enter(&Enter { bot: None }).await.expect("entered");
         (player, welcome)
     }
 
