@@ -369,8 +369,10 @@ async fn an_idle_instance_spot_is_evicted_then_plain_calls_are_not_found_and_int
         .await
         .unwrap();
     let first = rt.spots().find("r").await.unwrap().unwrap();
+    // `find` reads None from the Closing record on, which the store holds while
+    // on_closing runs: wait for both.
     wait_until(WAIT, "the idle round was evicted", || async {
-        rt.spots().find("r").await.unwrap().is_none()
+        rt.spots().find("r").await.unwrap().is_none() && !closings.lock().unwrap().is_empty()
     })
     .await;
     assert_eq!(*closings.lock().unwrap(), [ClosingReason::IdleEvicted]);

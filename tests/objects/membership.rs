@@ -238,6 +238,45 @@ async fn a_join_to_a_spot_on_another_node_moves_the_actor_with_the_callbacks_in_
     stop([a, b]).await;
 }
 
+/// A Join reaching a Spot whose node drains (it takes no Actor in, and the Spot is
+/// about to move) is not failed: it follows the Spot to the node it moves to. The room
+/// holds its turn so that b drains while the room still runs there.
+#[tokio::test]
+async fn a_join_to_a_spot_whose_node_drains_follows_the_spot_to_its_new_node() {
+    let redis = RedisServer::start().expect("redis-server");
+    let log = Log::default();
+    let (b, _) = node_as("b", 100, &redis, Execution::SpotWide, &log, &Log::default()).await;
+    b.spots().get_or_create("remote", "room", "").await.unwrap();
+    let (a, _) = node_as("a", 100, &redis, Execution::SpotWide, &log, &Log::default()).await;
+    let (c, _) = node_as("c", 100, &redis, Execution::SpotWide, &log, &Log::default()).await;
+    wait_entry_spots_seen(&[&a, &b, &c], 2).await;
+    let created = actor_created_on(&a, "p", "player", "a", || {}).await;
+    let room = RoomClient::new(&b, "remote");
+    let held = tokio::spawn(async move { room.pause(Pause(400)).await });
+    logged(&log, "pausing remote").await;
+    let controls = b.controls();
+    let drain = tokio::spawn(async move { controls.drain().await });
+    zlink_testkit::wait_until(WAIT, "b drains", || async { b.status().draining }).await;
+    // The Join reaches b while it drains; it lands where the room moved.
+    enters(&a, "p", "remote", "hi").await;
+    assert_eq!(
+        held.await.unwrap().unwrap().0,
+        "b",
+        "the room's turn ended on b"
+    );
+    let report = drain.await.unwrap().unwrap();
+    assert!(report.is_complete(), "{report:?}");
+    let room = a.spots().find("remote").await.unwrap().unwrap();
+    assert_ne!(room.rid, "b");
+    let player = a.actors().find("p").await.unwrap().unwrap();
+    assert_eq!(
+        (player.rid.as_str(), player.generation),
+        (room.rid.as_str(), created.generation),
+        "the player runs with its room, the same incarnation"
+    );
+    stop([a, b, c]).await;
+}
+
 #[tokio::test]
 async fn a_cross_node_join_of_an_actor_that_may_not_move_fails_rejected_and_keeps_it_home() {
     let redis = RedisServer::start().expect("redis-server");

@@ -118,6 +118,17 @@ impl Room {
         ))
     }
 
+    /// Holds the room's turn (its moves wait for it), logging `pausing ID` first.
+    #[handler]
+    async fn pause(&mut self, pause: Pause, ctx: &SpotContext) -> zlink::Result<Stamped> {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("pausing {}", ctx.id()));
+        tokio::time::sleep(Duration::from_millis(pause.0)).await;
+        Ok(Stamped(ctx.handle().rid().to_string()))
+    }
+
     #[on_actor_join]
     async fn admit(
         &mut self,

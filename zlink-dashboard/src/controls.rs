@@ -46,7 +46,7 @@ impl IntoResponse for Refusal {
 }
 
 /// The controls, if the request carries the token.
-fn unlock<'a>(
+pub(crate) fn unlock<'a>(
     dashboard: &'a Dashboard,
     headers: &HeaderMap,
 ) -> Result<&'a zlink::Controls, Refusal> {

@@ -13,6 +13,8 @@
 //! | `GET /api/nodes` | the mesh's nodes, from the Location Store |
 //! | `GET /api/stream` | Server-Sent Events, one `update` a second at most while someone reads it: status, health, the status stream's events (the SSE `id` is the last event's sequence; `Last-Event-ID` resumes), calls per surface, this process's CPU and memory |
 //! | `POST /api/control/{drain,undrain,relocate,reclaim,disconnect}` | the controls, only when [enabled](Dashboard::controls), each with `Authorization: Bearer TOKEN` (`403` when off, `401` without the token) |
+//! | `GET /api/panels` | the application's [panels](Panel), shown under the dashboard's sections |
+//! | `/app/{name}/…` | a panel's own routes (its page at `/app/{name}/`); methods other than `GET` and `HEAD` need the controls' token like the controls |
 //!
 //! It binds `127.0.0.1` unless told otherwise, and is read-only unless given the node's
 //! [`Controls`](zlink::Controls) and a token. Nothing is gathered for the page while no
@@ -34,6 +36,7 @@ mod api;
 mod controls;
 mod figures;
 mod listener;
+mod panel;
 mod probes;
 mod process;
 mod stream;
@@ -46,6 +49,7 @@ use axum::routing::{get, post};
 use axum::Router;
 pub use listener::{HEADER_TIMEOUT, MAX_CONNECTIONS, MAX_HEAD_BYTES};
 pub use metrics_exporter_prometheus::PrometheusHandle;
+pub use panel::{Panel, MAX_PANEL_NAME};
 pub use stream::UPDATE_EVERY;
 use tokio::task::JoinHandle;
 use zlink::Operator;
@@ -61,6 +65,7 @@ pub struct Dashboard {
     operator: Operator,
     metrics: Option<PrometheusHandle>,
     controls: Option<controls::Unlocked>,
+    panels: Vec<Panel>,
 }
 
 impl Dashboard {
@@ -70,7 +75,16 @@ impl Dashboard {
             operator,
             metrics: None,
             controls: None,
+            panels: Vec::new(),
         }
+    }
+
+    /// Adds an application's `panel` to the page (see [`Panel`]). A second panel of the
+    /// same name replaces the first.
+    pub fn panel(mut self, panel: Panel) -> Self {
+        self.panels.retain(|kept| kept.name != panel.name);
+        self.panels.push(panel);
+        self
     }
 
     /// Serves `/metrics` from the process's Prometheus recorder (install it before the
@@ -107,6 +121,18 @@ impl Dashboard {
             .route("/reclaim", post(controls::reclaim))
             .route("/disconnect", post(controls::disconnect))
             .layer(DefaultBodyLimit::max(MAX_CONTROL_BODY));
+        let mut panels = Router::new();
+        for panel in &self.panels {
+            let guarded = panel
+                .router
+                .clone()
+                .layer(axum::middleware::from_fn_with_state(
+                    self.clone(),
+                    panel::guard,
+                ))
+                .layer(DefaultBodyLimit::max(MAX_CONTROL_BODY));
+            panels = panels.nest(&format!("/app/{}/", panel.name), guarded);
+        }
         Router::new()
             .route("/", get(page))
             .route("/alive", get(probes::alive))
@@ -117,8 +143,10 @@ impl Dashboard {
             .route("/api/where", get(api::locate))
             .route("/api/nodes", get(api::nodes))
             .route("/api/stream", get(stream::stream))
+            .route("/api/panels", get(panel::list))
             .nest("/api/control", control)
             .with_state(self)
+            .merge(panels)
     }
 
     /// Binds `addr` and serves until the returned [`ServedDashboard`] is dropped or

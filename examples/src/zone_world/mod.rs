@@ -10,6 +10,8 @@
 //! - [`broadcast`]: the board of maintenance and announcements every node follows;
 //! - [`desired`]: where maintenance is kept so that it survives restarts;
 //! - [`ops`]: the operators' side: setting maintenance, announcing;
+//! - [`desk`]: how the ops node drains a zone node;
+//! - [`panel`]: the ops view's Zone World panel on the dashboard;
 //! - [`zone`]: a zone, a Spot whose members are the players in it;
 //! - [`player`]: a player, an Actor that moves with the zone it enters;
 //! - [`nodes`]: the zone nodes and which zones each owns;
@@ -18,10 +20,12 @@
 pub mod bots;
 pub mod broadcast;
 pub mod desired;
+pub mod desk;
 pub mod gateway;
 pub mod messages;
 pub mod nodes;
 pub mod ops;
+pub mod panel;
 pub mod patrol;
 pub mod player;
 pub mod snapshots;

@@ -7,6 +7,7 @@ use zlink::{Runtime, RuntimeBuilder};
 
 use super::broadcast::{BoardReader, Bulletin};
 use super::desired::MaintenanceBook;
+use super::desk::Desk;
 use super::player::Player;
 use super::world::Zone;
 use super::zone::{ZoneSpot, CHANNEL};
@@ -30,36 +31,49 @@ pub fn owner_of(zone: Zone) -> &'static str {
         .unwrap_or(OWNERS[0].0)
 }
 
+/// What a zone node shares with its application around it: the board it follows (its
+/// zones read it) and its desk (open it once the node started).
+#[derive(Clone)]
+pub struct ZoneNodeKit {
+    /// The node's copy of the board.
+    pub bulletin: Bulletin,
+    /// Its desk for the ops node's drains.
+    pub desk: Desk,
+}
+
+impl ZoneNodeKit {
+    /// The kit of zone node `rid`, its bulletin starting as `book` says: a node restarted
+    /// under maintenance refuses entry from its first turn.
+    pub async fn from_book(rid: &str, book: &MaintenanceBook) -> zlink::Result<ZoneNodeKit> {
+        let bulletin = Bulletin::starting(book.is_on(rid).await?);
+        if bulletin.under_maintenance() {
+            tracing::info!(node = %rid, "starting under maintenance");
+        }
+        Ok(ZoneNodeKit {
+            desk: Desk::new(&bulletin),
+            bulletin,
+        })
+    }
+}
+
 /// `builder` made zone node `rid`: it serves zones and players, takes the zones' border
-/// bands and follows the board into `bulletin`, which its zones read.
+/// bands, follows the board into the kit's bulletin, which its zones read, and answers
+/// the ops node at the kit's desk.
 pub fn zone_node(
     builder: RuntimeBuilder,
     rid: &str,
-    bulletin: &Bulletin,
+    kit: &ZoneNodeKit,
 ) -> zlink::Result<RuntimeBuilder> {
-    let zones_bulletin = bulletin.clone();
+    let bulletin = kit.bulletin.clone();
     Ok(builder
         .rid(rid)
         .multicast_channel(CHANNEL)
-        .fanout(BoardReader::subscriber(rid, bulletin))
+        .fanout(BoardReader::subscriber(rid, &kit.bulletin))
+        .node_handlers(kit.desk.clone())
         .spot_type(ZoneSpot::spot_type(move |ctx| {
-            ZoneSpot::new(ctx.id().as_str(), zones_bulletin.clone())
+            ZoneSpot::new(ctx.id().as_str(), bulletin.clone())
         })?)
         .actor_type(Player::actor_type(|_| Player::default())?))
-}
-
-/// Zone node `rid` as [`zone_node`] makes it, with a bulletin that starts as `book` says:
-/// a node restarted under maintenance refuses entry from its first turn.
-pub async fn zone_node_from(
-    builder: RuntimeBuilder,
-    rid: &str,
-    book: &MaintenanceBook,
-) -> zlink::Result<(RuntimeBuilder, Bulletin)> {
-    let bulletin = Bulletin::starting(book.is_on(rid).await?);
-    if bulletin.under_maintenance() {
-        tracing::info!(node = %rid, "starting under maintenance");
-    }
-    Ok((zone_node(builder, rid, &bulletin)?, bulletin))
 }
 
 /// Creates each zone (or finds it) and moves it to its owner among `nodes` if it runs

@@ -30,6 +30,9 @@ struct Standing {
 
 /// One zone.
 pub struct ZoneSpot {
+    /// Players admitted and not yet joined, by name: where each enters. A Join admitted
+    /// may still fail (the player could not move here), so it counts from `on_joined_actor`.
+    admitted: BTreeMap<String, (Cell, bool)>,
     /// The zone its ID names (the Spot fails to start under any other ID).
     zone: Zone,
     named: bool,
@@ -43,6 +46,7 @@ impl ZoneSpot {
     pub fn new(id: &str, bulletin: Bulletin) -> ZoneSpot {
         let zone = Zone::from_name(id);
         ZoneSpot {
+            admitted: BTreeMap::new(),
             zone: zone.unwrap_or(Zone::Nw),
             named: zone.is_some(),
             standing: Standing::default(),
@@ -171,12 +175,18 @@ impl ZoneSpot {
         }
         match serde_json::from_slice::<Place>(&request) {
             Ok(place) if place.cell.zone() == Some(self.zone) => {
-                self.standing
-                    .players
+                self.admitted
                     .insert(actor.id.to_string(), (place.cell, place.bot));
                 JoinDecision::Accept(Bytes::new())
             }
             _ => JoinDecision::Reject(refusal(Refusal::OutOfRange)),
+        }
+    }
+
+    #[on_joined_actor]
+    async fn joined(&mut self, actor: &ActorRef, _ctx: &SpotContext) {
+        if let Some(entered) = self.admitted.remove(actor.id.as_str()) {
+            self.standing.players.insert(actor.id.to_string(), entered);
         }
     }
 

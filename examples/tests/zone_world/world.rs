@@ -14,7 +14,9 @@ use zlink_examples::zone_world::broadcast::Bulletin;
 use zlink_examples::zone_world::desired::MaintenanceBook;
 use zlink_examples::zone_world::gateway::ZoneSession;
 use zlink_examples::zone_world::messages::{Enter, Look, Move, Status, View, Welcome};
-use zlink_examples::zone_world::nodes::{owner_of, place_zones, zone_node_from, ZONE_NODES};
+use zlink_examples::zone_world::nodes::{
+    owner_of, place_zones, zone_node, ZoneNodeKit, ZONE_NODES,
+};
 use zlink_examples::zone_world::ops::Ops;
 use zlink_examples::zone_world::player::{Player, PlayerClient};
 use zlink_examples::zone_world::world::Zone;
@@ -169,13 +171,18 @@ fn node(redis: &RedisServer, rid: &str) -> RuntimeBuilder {
 }
 
 async fn start_zone_node(redis: &RedisServer, rid: &str, book: &MaintenanceBook) -> ZoneNode {
-    let (builder, bulletin) = zone_node_from(node(redis, rid), rid, book)
+    let kit = ZoneNodeKit::from_book(rid, book).await.expect("the book");
+    let builder = zone_node(node(redis, rid), rid, &kit).expect("zone node");
+    let runtime = builder
+        .build()
+        .expect("build")
+        .start()
         .await
-        .expect("zone node");
-    let runtime = builder.build().expect("build").start().await;
+        .expect("start");
+    kit.desk.open(&runtime);
     ZoneNode {
-        runtime: runtime.expect("start"),
-        bulletin,
+        runtime,
+        bulletin: kit.bulletin,
     }
 }
 

@@ -36,6 +36,12 @@ use crate::{Error, Result};
 /// lease TTL): a store that does not answer in that time leaves them to `reclaim`.
 const RELEASE_LIMIT: Duration = Duration::from_secs(5);
 
+/// How long a Join to a Spot on another node keeps following it while the Spot's node
+/// drains (it takes no Actor in, and the Spot is about to move) or the Spot moved on.
+const JOIN_FOLLOW: Duration = Duration::from_secs(2);
+/// The longest pause between two tries of such a Join.
+const JOIN_FOLLOW_PAUSE: Duration = Duration::from_millis(250);
+
 /// How often a shutdown's drain looks whether the Spots and Actors finished their work.
 const DRAIN_POLL: Duration = Duration::from_millis(10);
 
@@ -64,6 +70,47 @@ impl std::ops::Deref for ObjectServer {
 }
 
 impl ObjectServer {
+    /// Moves the Actor to the node of the Spot it joins (see [`relocation::join_across`]).
+    /// A move refused as `Unavailable` (the Spot's node drains and takes no one in, or
+    /// the Spot moved on) is tried again where the Spot runs then, for [`JOIN_FOLLOW`].
+    async fn join_following(&self, join: JoinAcross<'_>) -> Option<JoinOutcome> {
+        let JoinAcross {
+            live,
+            instance,
+            timers,
+            spot,
+            request,
+            rid,
+        } = join;
+        let mut rid = rid.to_string();
+        let deadline = tokio::time::Instant::now() + JOIN_FOLLOW;
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let moving = self.moving();
+            let (to, asked) = (spot.clone(), request.clone());
+            let outcome =
+                relocation::join_across(&moving, live, instance, timers, to, asked, &rid).await?;
+            let JoinOutcome::Failed(e) = &outcome else {
+                return Some(outcome);
+            };
+            if e.kind() != Some(crate::ErrorKind::Unavailable)
+                || tokio::time::Instant::now() + pause > deadline
+            {
+                return Some(outcome);
+            }
+            tracing::debug!(actor = %live.key, spot = %spot, node = %rid, error = %e, "a Join follows its Spot: tried again");
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(JOIN_FOLLOW_PAUSE);
+            let again = JoinRequest {
+                spot: spot.clone(),
+                request: request.clone(),
+            };
+            match super::joining::join(self, live, again).await {
+                JoinStep::Done(outcome) => return Some(outcome),
+                JoinStep::Across { rid: now, .. } => rid = now,
+            }
+        }
+    }
     /// RouteCacheMaxAge and MessageFollowDuration now.
     pub(crate) fn timing(&self) -> (Duration, Duration) {
         (self.resolver.max_age(), self.relocations.follow_duration())
@@ -498,17 +545,6 @@ impl TurnServices for ObjectServer {
     }
 
     fn join_across<'a>(&'a self, join: JoinAcross<'a>) -> BoxFuture<'a, Option<JoinOutcome>> {
-        Box::pin(async move {
-            relocation::join_across(
-                &self.moving(),
-                join.live,
-                join.instance,
-                join.timers,
-                join.spot,
-                join.request,
-                join.rid,
-            )
-            .await
-        })
+        Box::pin(self.join_following(join))
     }
 }
