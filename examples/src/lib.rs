@@ -12,6 +12,7 @@
 //! - [`otlp`]: `--otlp`, the spans exported to an OpenTelemetry collector;
 //! - [`logged_in`]: the gateways' relay of a logged-in client's packets to its player;
 //! - [`json_state`]: the state an example's object keeps across a move, as JSON;
+//! - [`page_server`]: serving an example's browser page with the JavaScript client;
 //! - [`chat`]: the `gateway-chat` binary's pieces: outside clients bound to Actors;
 //! - [`zone_world`]: the `zone-world` binary's pieces: a zone-sharded world whose players
 //!   keep their connection while the servers move them.
@@ -26,5 +27,6 @@ pub mod messages;
 pub mod nodes;
 pub mod operate;
 pub mod otlp;
+pub mod page_server;
 pub mod setup;
 pub mod zone_world;

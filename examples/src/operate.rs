@@ -147,6 +147,12 @@ impl Served {
     }
 }
 
+/// The process's Prometheus recorder, when `--metrics` or `--dashboard` installed one: a
+/// dashboard an example serves itself shows calls per second from it.
+pub fn recorder() -> Option<PrometheusHandle> {
+    SERVED.get().and_then(|served| served.recorder.clone())
+}
+
 /// `addr` for the process's node number `n`: the same port for the first, the next ports
 /// for the others (port 0 stays 0: any free port).
 fn next(addr: SocketAddr, n: u16) -> SocketAddr {

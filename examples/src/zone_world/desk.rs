@@ -66,6 +66,25 @@ pub struct Checkup {
     pub draining: bool,
 }
 
+/// Zone node → the zone node that runs `zone`: move it to node `to` (its owner, which
+/// starts and claims it).
+#[derive(Debug, Clone, Serialize, Deserialize, zlink::Message)]
+#[message(name = "hand-zone", reply = Handed)]
+pub struct HandZone {
+    /// The zone's name.
+    pub zone: String,
+    /// The RID of the node to move it to.
+    pub to: String,
+}
+
+/// Where the zone runs now.
+#[derive(Debug, Clone, Serialize, Deserialize, zlink::Message)]
+#[message(name = "handed")]
+pub struct Handed {
+    /// The RID of the node that runs it.
+    pub node: String,
+}
+
 /// The desk of one zone node: [opened](Desk::open) once the node started.
 #[derive(Clone)]
 pub struct Desk {
@@ -132,6 +151,17 @@ impl Desk {
             latest_news: self.bulletin.news().last().map(|news| news.id),
             draining: self.node()?.1.status().draining,
         })
+    }
+
+    #[handler]
+    async fn hand_zone(&self, hand: HandZone, ctx: &HandlerContext) -> zlink::Result<Handed> {
+        let moved = ctx
+            .handle()
+            .spots()
+            .relocate(&hand.zone, Some(&hand.to))
+            .await?;
+        tracing::info!(zone = %hand.zone, to = %moved.rid, "zone handed to its owner");
+        Ok(Handed { node: moved.rid })
     }
 
     #[handler]

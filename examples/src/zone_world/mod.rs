@@ -15,15 +15,20 @@
 //! - [`zone`]: a zone, a Spot whose members are the players in it;
 //! - [`player`]: a player, an Actor that moves with the zone it enters;
 //! - [`nodes`]: the zone nodes and which zones each owns;
-//! - [`gateway`]: the session type of the gateway's browser listener.
+//! - [`gateway`]: the session type of the gateway's browser listener;
+//! - [`launch`]: starting each role's node (zone, gateway, ops) on the embedded stores or
+//!   on Redis;
+//! - [`one_process`]: the whole world in one process.
 
 pub mod bots;
 pub mod broadcast;
 pub mod desired;
 pub mod desk;
 pub mod gateway;
+pub mod launch;
 pub mod messages;
 pub mod nodes;
+pub mod one_process;
 pub mod ops;
 pub mod panel;
 pub mod patrol;

@@ -3,11 +3,11 @@
 //! serving the zone and player types and following the ops node's board.
 
 use zlink::object::{SpotCreation, SpotRef};
-use zlink::{Runtime, RuntimeBuilder};
+use zlink::{Handle, RuntimeBuilder};
 
 use super::broadcast::{BoardReader, Bulletin};
 use super::desired::MaintenanceBook;
-use super::desk::Desk;
+use super::desk::{Desk, HandZone};
 use super::player::Player;
 use super::world::Zone;
 use super::zone::{ZoneSpot, CHANNEL};
@@ -76,15 +76,14 @@ pub fn zone_node(
         .actor_type(Player::actor_type(|_| Player::default())?))
 }
 
-/// Creates each zone (or finds it) and moves it to its owner among `nodes` if it runs
-/// elsewhere.
-pub async fn place_zones(nodes: &[&Runtime]) -> zlink::Result<Vec<SpotRef>> {
-    let Some(first) = nodes.first() else {
-        return Ok(Vec::new());
-    };
-    let mut placed = Vec::new();
-    for zone in Zone::ALL {
-        let spot = match first
+/// Creates each zone `handle`'s node owns (or finds it) and, when it runs on another
+/// node, asks that node to hand it over (see [`HandZone`]). A zone whose node does not
+/// answer (crashed: reclaim its objects first) is left where it is and named in the error.
+pub async fn claim_zones(handle: &Handle) -> zlink::Result<Vec<SpotRef>> {
+    let me = handle.rid();
+    let mut claimed = Vec::new();
+    for zone in Zone::ALL.into_iter().filter(|zone| owner_of(*zone) == me) {
+        let spot = match handle
             .spots()
             .get_or_create(zone.name(), ZoneSpot::STABLE_TYPE, "")
             .await?
@@ -97,14 +96,31 @@ pub async fn place_zones(nodes: &[&Runtime]) -> zlink::Result<Vec<SpotRef>> {
                 ))
             }
         };
-        let owner = owner_of(zone);
-        let spot = match nodes.iter().find(|node| node.rid() == spot.rid) {
-            Some(runs_it) if spot.rid != owner => {
-                runs_it.spots().relocate(zone.name(), Some(owner)).await?
-            }
-            _ => spot,
+        if spot.rid == me {
+            claimed.push(spot);
+            continue;
+        }
+        let hand = HandZone {
+            zone: zone.name().to_string(),
+            to: me.to_string(),
         };
-        placed.push(spot);
+        let handed = handle
+            .nodes()
+            .request(&spot.rid, &hand)
+            .await
+            .map_err(|e| {
+                zlink::Error::new(
+                    zlink::ErrorKind::Unavailable,
+                    format!(
+                        "zone {} runs on {}, which did not hand it over: {e}",
+                        zone.name(),
+                        spot.rid
+                    ),
+                )
+            })?;
+        tracing::info!(zone = zone.name(), from = %spot.rid, to = %handed.node, "zone claimed");
+        let found = handle.spots().find(zone.name()).await?;
+        claimed.extend(found);
     }
-    Ok(placed)
+    Ok(claimed)
 }

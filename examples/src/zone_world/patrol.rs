@@ -99,6 +99,28 @@ pub fn bots() -> Vec<BotPlan> {
         .collect()
 }
 
+/// `n` bots: the world's 8 ([`bots`]) first, then more (`bot-9`, `bot-10`, …) spread over
+/// the grid, walking along x and y in turn (the load mode's crowd).
+pub fn crowd(n: usize) -> Vec<BotPlan> {
+    let mut plans = bots();
+    plans.truncate(n);
+    for i in plans.len()..n {
+        // Spread by two steps prime to the grid's side: no two of the first 100 share a cell.
+        let start = Cell {
+            x: ((i * 37) % 100) as i32,
+            y: ((i * 61 + i / 100) % 100) as i32,
+        };
+        let axis = if i % 2 == 0 { Axis::X } else { Axis::Y };
+        let direction = if (i / 2) % 2 == 0 { 1 } else { -1 };
+        plans.push(BotPlan {
+            name: format!("bot-{}", i + 1),
+            start,
+            patrol: Patrol { axis, direction },
+        });
+    }
+    plans
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::world::judge;
@@ -116,6 +138,17 @@ mod tests {
             assert_eq!(mine.len(), 2, "{zone:?}");
             assert_ne!(mine[0].patrol.axis, mine[1].patrol.axis);
         }
+    }
+
+    #[test]
+    fn a_crowd_starts_with_the_eight_bots_and_every_bot_starts_on_the_grid_under_its_own_name() {
+        let plans = crowd(1000);
+        assert_eq!(plans.len(), 1000);
+        assert_eq!(plans[..8], bots()[..]);
+        assert!(plans.iter().all(|plan| plan.start.on_grid()));
+        let names: std::collections::BTreeSet<_> = plans.iter().map(|p| &p.name).collect();
+        assert_eq!(names.len(), 1000);
+        assert_eq!(crowd(3).len(), 3);
     }
 
     #[test]

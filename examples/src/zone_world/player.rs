@@ -8,6 +8,7 @@
 //! it back, and nothing is ever pushed to it.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use zlink::object::{ActorContext, JoinOutcome, RelocationState, TimerPolicy, TimerTick};
@@ -16,8 +17,23 @@ use super::messages::{Ack, Enter, Move, Place, Status, View, Welcome};
 use super::patrol::{Patrol, EVERY};
 use super::world::{judge, Cell, Refusal, Zone, START};
 
+/// The timer that takes the player's next step after an entry: it tries the entry again,
+/// or makes the moves that waited for it (a Join is registered from a handler or a tick,
+/// not from the hook that hears how the last one ended).
+const NEXT: &str = "next";
+/// The pause before the moves that waited for an entry are made.
+const RESUME: Duration = Duration::from_millis(1);
+/// The timer that walks a bot.
+const PATROL: &str = "patrol";
+
 /// The most moves a player holds while it enters a zone; more are answered `failed`.
 pub const MAX_WAITING_MOVES: usize = 64;
+
+/// How often an entry that failed `Unavailable` (the player or the zone was being moved
+/// just then) is tried again before its move is answered `failed`.
+pub const ENTRY_TRIES: u32 = 20;
+/// The pause before an entry is tried again.
+pub const ENTRY_RETRY: Duration = Duration::from_millis(100);
 
 /// A move into another zone, waiting for that zone to take the player.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -26,6 +42,8 @@ struct Entering {
     seq: Option<u64>,
     to: Cell,
     zone: Zone,
+    /// How often it was tried.
+    tries: u32,
 }
 
 /// One player (or bot): where it stands and how often a move took it to another node.
@@ -35,7 +53,9 @@ pub struct Player {
     zone: Option<Zone>,
     /// A bot's walk; `None` for a player with a client.
     patrol: Option<Patrol>,
+    /// The node it last ran a turn on.
     node: String,
+    /// How often it ran on another node than before.
     relocations: u64,
     entering: Option<Entering>,
     /// Moves that arrived while entering, in arrival order.
@@ -87,6 +107,18 @@ impl Player {
         }
     }
 
+    /// Counts a move to another node (a crossing, or a drain of its node) once, at the
+    /// player's first turn there.
+    fn notice_node(&mut self, ctx: &ActorContext) {
+        let here = ctx.handle().rid();
+        if self.node != here {
+            if !self.node.is_empty() {
+                self.relocations += 1;
+            }
+            self.node = here.to_string();
+        }
+    }
+
     fn place(&self, ctx: &ActorContext, cell: Cell) -> Place {
         Place {
             player: ctx.id().to_string(),
@@ -130,8 +162,26 @@ impl Player {
         let request = serde_json::to_vec(&self.place(ctx, entering.to))
             .map_err(|e| zlink::Error::InvalidArgument(e.to_string()))?;
         ctx.join_spot(entering.zone.name(), request)?;
-        self.entering = Some(entering);
+        self.entering = Some(Entering {
+            tries: entering.tries + 1,
+            ..entering
+        });
         Ok(())
+    }
+
+    /// Whether an entry that failed with `e` waits to be tried again (the moves behind
+    /// it wait too): `Unavailable` passes, as a move of the player or of the zone ends.
+    fn retries(&mut self, ctx: &ActorContext, entering: Entering, e: &zlink::Error) -> bool {
+        if e.kind() != Some(zlink::ErrorKind::Unavailable) || entering.tries >= ENTRY_TRIES {
+            return false;
+        }
+        match ctx.start_timer(NEXT, ENTRY_RETRY, TimerPolicy::SkipLateTicks) {
+            Ok(()) => {
+                self.entering = Some(entering);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Enters the world at `to` (its first entry, or again after a refused one).
@@ -146,6 +196,7 @@ impl Player {
                 seq: None,
                 to,
                 zone,
+                tries: 0,
             },
         )
     }
@@ -173,11 +224,34 @@ impl Player {
                     seq: Some(step.seq),
                     to: allowed.to,
                     zone: allowed.to_zone,
+                    tries: 0,
                 };
                 self.join(ctx, entering)?;
             }
         }
         Ok(())
+    }
+
+    /// A bot's step along its patrol (none while it enters a zone).
+    async fn walk(&mut self, ctx: &ActorContext) -> zlink::Result<()> {
+        let Some(patrol) = self.patrol else {
+            return Ok(());
+        };
+        if self.entering.is_some() {
+            return Ok(());
+        }
+        if self.zone.is_none() {
+            // Its first entry was refused (its zone's node under maintenance): again.
+            return self.enter_at(ctx, self.cell);
+        }
+        self.walked += 1;
+        let (dx, dy) = patrol.step();
+        let step = Move {
+            seq: self.walked,
+            dx,
+            dy,
+        };
+        self.make(step, ctx).await
     }
 
     /// Makes the moves that waited for an entry, until one starts another entry.
@@ -204,7 +278,7 @@ impl Player {
             let to = match enter.bot {
                 Some(plan) => {
                     self.patrol = Some(plan.patrol);
-                    ctx.start_timer("patrol", EVERY, TimerPolicy::SkipLateTicks)?;
+                    ctx.start_timer(PATROL, EVERY, TimerPolicy::SkipLateTicks)?;
                     plan.start
                 }
                 None => START,
@@ -217,12 +291,14 @@ impl Player {
 
     #[handler]
     async fn status(&mut self, _status: Status, ctx: &ActorContext) -> zlink::Result<Welcome> {
+        self.notice_node(ctx);
         Ok(self.welcome(ctx))
     }
 
     #[handler]
     async fn step(&mut self, step: Move, ctx: &ActorContext) -> zlink::Result<()> {
-        if self.entering.is_none() {
+        self.notice_node(ctx);
+        if self.entering.is_none() && self.waiting.is_empty() {
             return self.make(step, ctx).await;
         }
         if self.waiting.len() == MAX_WAITING_MOVES {
@@ -237,6 +313,7 @@ impl Player {
     /// The zone's view, for the player's client.
     #[handler]
     async fn view(&mut self, view: View, ctx: &ActorContext) -> zlink::Result<()> {
+        self.notice_node(ctx);
         if self.patrol.is_none() {
             self.pushed += 1;
             if let Err(e) = ctx.push(&view).await {
@@ -246,27 +323,21 @@ impl Player {
         Ok(())
     }
 
-    /// A bot's walk: one step along its patrol (none while it enters a zone).
+    /// A bot's walk (one step along its patrol), or an entry tried again.
     #[on_timer]
-    async fn walk(&mut self, _tick: TimerTick, ctx: &ActorContext) -> zlink::Result<()> {
-        let Some(patrol) = self.patrol else {
-            return Ok(());
-        };
-        if self.entering.is_some() {
-            return Ok(());
+    async fn timer(&mut self, tick: TimerTick, ctx: &ActorContext) -> zlink::Result<()> {
+        self.notice_node(ctx);
+        if &*tick.name == NEXT {
+            ctx.cancel_timer(NEXT);
+            return match self.entering.take() {
+                Some(entering) => self.join(ctx, entering),
+                None => {
+                    self.resume(ctx).await;
+                    Ok(())
+                }
+            };
         }
-        if self.zone.is_none() {
-            // Its first entry was refused (its zone's node under maintenance): again.
-            return self.enter_at(ctx, self.cell);
-        }
-        self.walked += 1;
-        let (dx, dy) = patrol.step();
-        let step = Move {
-            seq: self.walked,
-            dx,
-            dy,
-        };
-        self.make(step, ctx).await
+        self.walk(ctx).await
     }
 
     #[on_join_completed]
@@ -274,27 +345,39 @@ impl Player {
         let Some(entering) = self.entering.take() else {
             return;
         };
-        let here = ctx.handle().rid().to_string();
+        // The first entry may move a new player to its zone's node: not a relocation.
+        if entering.seq.is_none() {
+            self.node = ctx.handle().rid().to_string();
+        }
+        self.notice_node(ctx);
         let (refused, failed) = match outcome {
             JoinOutcome::Accepted { .. } => {
                 self.cell = entering.to;
                 self.zone = Some(entering.zone);
-                // The first entry may move a new player to its zone's node: not a crossing.
-                if entering.seq.is_some() && self.node != here {
-                    self.relocations += 1;
-                }
-                self.node = here;
                 (None, None)
             }
             JoinOutcome::Rejected { reply } => (
                 Some(serde_json::from_slice(&reply).unwrap_or(Refusal::ZoneMaintenance)),
                 None,
             ),
+            JoinOutcome::Failed(e) if self.retries(ctx, entering, &e) => return,
             JoinOutcome::Failed(e) => (None, Some(e.to_string())),
         };
-        if let Some(seq) = entering.seq {
-            self.answer(ctx, seq, refused, failed).await;
+        match entering.seq {
+            Some(seq) => self.answer(ctx, seq, refused, failed).await,
+            // The first entry: the client hears where its player stands now.
+            None if self.patrol.is_none() => {
+                self.pushed += 1;
+                if let Err(e) = ctx.push(&self.welcome(ctx)).await {
+                    tracing::debug!(player = %ctx.id(), error = %e, "a welcome was not pushed");
+                }
+            }
+            None => {}
         }
-        self.resume(ctx).await;
+        if !self.waiting.is_empty() {
+            if let Err(e) = ctx.start_timer(NEXT, RESUME, TimerPolicy::SkipLateTicks) {
+                tracing::warn!(player = %ctx.id(), error = %e, "the waiting moves were not resumed");
+            }
+        }
     }
 }

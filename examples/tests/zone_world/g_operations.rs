@@ -44,6 +44,7 @@ async fn play(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zw_g1_a_zone_node_drained_while_20_browsers_play_loses_no_move_and_no_connection() {
+    zlink_testkit::init_tracing();
     let world = World::start().await;
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut playing = Vec::new();

@@ -15,7 +15,7 @@ use zlink_examples::zone_world::desired::MaintenanceBook;
 use zlink_examples::zone_world::gateway::ZoneSession;
 use zlink_examples::zone_world::messages::{Enter, Look, Move, Status, View, Welcome};
 use zlink_examples::zone_world::nodes::{
-    owner_of, place_zones, zone_node, ZoneNodeKit, ZONE_NODES,
+    claim_zones, owner_of, zone_node, ZoneNodeKit, ZONE_NODES,
 };
 use zlink_examples::zone_world::ops::Ops;
 use zlink_examples::zone_world::player::{Player, PlayerClient};
@@ -90,12 +90,16 @@ impl World {
             .chain([&self.caller])
     }
 
-    /// Puts each zone on its owner.
+    /// Each zone node claims its zones: each zone then runs on its owner.
     pub async fn place_zones(&self) {
-        let nodes: Vec<&Runtime> = self.zone_nodes.iter().map(|n| &n.runtime).collect();
-        let zones = place_zones(&nodes).await.expect("zones placed");
-        for (zone, spot) in Zone::ALL.iter().zip(&zones) {
-            assert_eq!(spot.rid, owner_of(*zone));
+        for node in &self.zone_nodes {
+            claim_zones(node.runtime.handle())
+                .await
+                .expect("zones claimed");
+        }
+        for zone in Zone::ALL {
+            let found = self.caller.spots().find(zone.name()).await.expect("find");
+            assert_eq!(found.map(|spot| spot.rid).as_deref(), Some(owner_of(zone)));
         }
     }
 

@@ -305,6 +305,18 @@ impl LiveObject {
         }
     }
 
+    /// Whether a move or a close of the object is under way, or waits for its next
+    /// boundary (a seal or a close in its lifecycle lane).
+    pub(crate) fn move_or_close_waits(&self) -> bool {
+        self.in_transition.load(Ordering::Acquire) || self.boundary_wanted()
+    }
+
+    /// Whether framework work (a move's seal, a close) waits for the object's next
+    /// boundary.
+    pub(crate) fn boundary_wanted(&self) -> bool {
+        self.mailbox.lifecycle_waits()
+    }
+
     /// Whether this is its node's Entry Spot.
     pub(crate) fn is_entry(&self) -> bool {
         matches!(self.object_type.factory, Factory::Entry)

@@ -226,6 +226,11 @@ impl<J, R> Mailbox<J, R> {
         state.lifecycle.queued.len() + state.application.queued.len()
     }
 
+    /// Whether framework work (a move's seal, a close) waits in the lifecycle lane.
+    pub(crate) fn lifecycle_waits(&self) -> bool {
+        !self.state().lifecycle.queued.is_empty()
+    }
+
     /// Whether none of this object's accepted work runs or waits now: nothing queued,
     /// running or lent (or the mailbox closed, or handed to a move's target). What a
     /// shutdown's drain waits for.

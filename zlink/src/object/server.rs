@@ -70,9 +70,25 @@ impl std::ops::Deref for ObjectServer {
 }
 
 impl ObjectServer {
+    /// Waits `pause`, looking every few milliseconds whether a move or close of `live`
+    /// began or waits for the Actor's boundary (its Spot's move seals it, say): `false`
+    /// then.
+    async fn pause_unless_moved(live: &LiveObject, pause: Duration) -> bool {
+        let until = tokio::time::Instant::now() + pause;
+        while tokio::time::Instant::now() < until {
+            if live.move_or_close_waits() {
+                return false;
+            }
+            let step = until.saturating_duration_since(tokio::time::Instant::now());
+            tokio::time::sleep(step.min(Duration::from_millis(5))).await;
+        }
+        !live.move_or_close_waits()
+    }
+
     /// Moves the Actor to the node of the Spot it joins (see [`relocation::join_across`]).
     /// A move refused as `Unavailable` (the Spot's node drains and takes no one in, or
-    /// the Spot moved on) is tried again where the Spot runs then, for [`JOIN_FOLLOW`].
+    /// the Spot moved on) is tried again where the Spot runs then, for [`JOIN_FOLLOW`],
+    /// unless a move or close of the Actor itself begins: that one goes first.
     async fn join_following(&self, join: JoinAcross<'_>) -> Option<JoinOutcome> {
         let JoinAcross {
             live,
@@ -93,13 +109,18 @@ impl ObjectServer {
             let JoinOutcome::Failed(e) = &outcome else {
                 return Some(outcome);
             };
+            // The Actor's own move or close (with its Spot, say) goes first: it needs the
+            // Actor at its boundary, so the Join ends here rather than hold it.
             if e.kind() != Some(crate::ErrorKind::Unavailable)
+                || live.move_or_close_waits()
                 || tokio::time::Instant::now() + pause > deadline
             {
                 return Some(outcome);
             }
             tracing::debug!(actor = %live.key, spot = %spot, node = %rid, error = %e, "a Join follows its Spot: tried again");
-            tokio::time::sleep(pause).await;
+            if !Self::pause_unless_moved(live, pause).await {
+                return Some(outcome);
+            }
             pause = (pause * 2).min(JOIN_FOLLOW_PAUSE);
             let again = JoinRequest {
                 spot: spot.clone(),

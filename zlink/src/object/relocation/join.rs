@@ -20,6 +20,13 @@ use crate::object::relocation::Moving;
 use crate::object::timer::Timers;
 use crate::{Error, ErrorKind};
 
+/// Resolves once a move's seal or a close waits for `live`'s boundary.
+async fn boundary_wanted(live: &LiveObject) {
+    while !live.boundary_wanted() {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
 /// Runs the Join of `live` (at its handler boundary, in its own turn loop) to `spot` on
 /// node `rid`. `None` when the Actor moved (its loop here ends); otherwise the outcome
 /// it hears here.
@@ -47,7 +54,17 @@ pub(crate) async fn join_across(
         Ok(moving) => moving,
         Err(e) => return Some(JoinOutcome::Failed(e)),
     };
-    let route = match prepare(server, live, Some(rid)).await {
+    // Waiting for permits holds the Actor at its boundary: a move of its Spot that took
+    // them first and waits for that boundary goes first (the Join ends Unavailable).
+    let prepared = tokio::select! {
+        biased;
+        route = prepare(server, live, Some(rid)) => route,
+        () = boundary_wanted(live) => Err(Error::new(
+            ErrorKind::Unavailable,
+            format!("{} is being moved or closed with its Spot: the Join to {spot} comes after", live.key),
+        )),
+    };
+    let route = match prepared {
         Ok(route) => route,
         // The Spot's node cannot run this Actor type: no compatible node.
         Err(e) if e.is(ErrorKind::NotFound) => {
