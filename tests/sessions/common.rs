@@ -44,6 +44,13 @@ pub struct Flood {
     pub bytes: usize,
 }
 
+/// Asks the server to close the session, saying `why`.
+#[derive(Serialize, Deserialize, zlink::Message)]
+#[message(name = "leave", codec = zlink::Json)]
+pub struct Leave {
+    pub why: String,
+}
+
 /// What every session of a test's listener reports.
 #[derive(Default)]
 pub struct Counters {
@@ -80,6 +87,12 @@ impl Chat {
             text: echo.text,
             count: self.echoes,
         })
+    }
+
+    #[handler]
+    async fn leave(&mut self, leave: Leave, ctx: &SessionContext) -> zlink::Result<()> {
+        ctx.close_because(&leave.why);
+        Ok(())
     }
 
     #[handler]

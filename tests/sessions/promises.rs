@@ -542,3 +542,28 @@ async fn a_client_over_the_cap_is_told_server_drain_in_its_own_transport() {
         runtime.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn an_application_closes_its_session_telling_the_client_why() {
+    let (runtime, counters, address) = chat_node("ws", StreamLimits::default()).await;
+    let mut client = StreamClient::websocket(&address).await.unwrap();
+    let why = "your player's node stopped answering: log in again";
+    client
+        .send_json("leave", json!({ "why": why }))
+        .await
+        .unwrap();
+    let notice = client.closed_with(WAIT).await.expect("closed").unwrap();
+    assert_eq!(notice, (CloseReason::ServerDrain as u8, why.to_string()));
+    let (code, reason) = client.websocket_close().expect("a close frame with a code");
+    assert_eq!(code, 4000 + CloseReason::ServerDrain as u16);
+    assert!(reason.ends_with(why), "{reason}");
+    zlink_testkit::wait_until(WAIT, "on_disconnected ran", || async {
+        counters.disconnected.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    assert_eq!(
+        *counters.reasons.lock().unwrap(),
+        [CloseReason::ServerDrain]
+    );
+    runtime.shutdown().await;
+}

@@ -5,6 +5,7 @@
 
 use zlink::object::ActorCreation;
 use zlink::session::{CloseReason, Packet, SessionContext};
+use zlink::ErrorKind;
 
 use super::messages::{Enter, Login, Welcome};
 use super::player::{Player, PlayerClient};
@@ -34,9 +35,21 @@ impl ZoneSession {
             .await
     }
 
+    /// A packet for the player. When the player cannot be reached (its node died), the
+    /// session closes telling the client why: it logs in again once the world took the
+    /// player's zone back (a replacement node after a reclaim).
     #[on_packet]
     async fn relay_to_player(&mut self, packet: Packet, ctx: &SessionContext) -> zlink::Result<()> {
-        crate::logged_in::relay_to_player(self.player.as_deref(), packet, ctx).await
+        let relayed = crate::logged_in::relay_to_player(self.player.as_deref(), packet, ctx).await;
+        if let Err(e) = &relayed {
+            if e.kind() == Some(ErrorKind::Unavailable) {
+                tracing::info!(player = ?self.player, error = %e, "closing a session whose player cannot be reached");
+                ctx.close_because(&format!(
+                    "your player cannot be reached ({e}); log in again in a moment"
+                ));
+            }
+        }
+        relayed
     }
 
     #[on_disconnected]

@@ -1,10 +1,13 @@
+#![allow(dead_code)] // Shared by the scenario tests and the processes test: each uses its part.
 //! A browser's side of the game, as the page speaks it: STREAM over WebSocket to the
 //! gateway, JSON payloads.
 
 use std::time::Duration;
 
 use tokio::sync::mpsc::Receiver;
-use zlink_examples::chat::client::{connect, ChatClient, Incoming, Transport, RESPONSE, SEND};
+use zlink_examples::chat::client::{
+    connect, ChatClient, Incoming, Transport, CONTROL, RESPONSE, SEND,
+};
 use zlink_examples::zone_world::messages::{Ack, View, Welcome};
 
 /// How many views a browser keeps while it waits for something else.
@@ -21,9 +24,17 @@ pub struct Browser {
 impl Browser {
     /// Connects to the gateway at `address` and logs in as `name`.
     pub async fn login(address: &str, name: &str) -> (Browser, Welcome) {
+        match Browser::try_login(address, name).await {
+            Ok(logged_in) => logged_in,
+            Err(e) => panic!("{name} could not log in: {e}"),
+        }
+    }
+
+    /// [`login`](Self::login), or the error the gateway answered the login with.
+    pub async fn try_login(address: &str, name: &str) -> Result<(Browser, Welcome), String> {
         let (client, incoming) = connect(address, Transport::WebSocket)
             .await
-            .expect("connected");
+            .map_err(|e| e.to_string())?;
         let mut browser = Browser {
             client,
             incoming,
@@ -34,12 +45,13 @@ impl Browser {
             .client
             .request(1, "login", &login)
             .await
-            .expect("login sent");
-        let welcome = browser
-            .next(|p| p.kind == RESPONSE && p.seq == Some(1))
-            .await;
-        let welcome = serde_json::from_slice(&welcome.payload).expect("a welcome");
-        (browser, welcome)
+            .map_err(|e| e.to_string())?;
+        let answer = browser.next(|p| p.seq == Some(1)).await;
+        if answer.kind != RESPONSE {
+            return Err(String::from_utf8_lossy(&answer.payload).into_owned());
+        }
+        let welcome = serde_json::from_slice(&answer.payload).expect("a welcome");
+        Ok((browser, welcome))
     }
 
     /// Sends move `seq` by (`dx`, `dy`).
@@ -67,6 +79,22 @@ impl Browser {
                 return packet;
             }
         }
+    }
+
+    /// The session's end: the closing notice's reason and diagnostic.
+    pub async fn closed(&mut self) -> (u8, String) {
+        let notice = self
+            .next(|p| p.kind == CONTROL && p.name == "session-closing")
+            .await;
+        let reason = notice.closing_reason().unwrap_or_default();
+        let diagnostic = notice.payload.get(4..).unwrap_or_default();
+        (reason, String::from_utf8_lossy(diagnostic).into_owned())
+    }
+
+    /// The next `welcome` push: where the player stands once it entered the world.
+    pub async fn entered(&mut self) -> Welcome {
+        let packet = self.next(|p| p.kind == SEND && p.name == "welcome").await;
+        serde_json::from_slice(&packet.payload).expect("a welcome")
     }
 
     /// Every ack until the ack of move `last`, in arrival order.

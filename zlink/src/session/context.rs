@@ -201,10 +201,14 @@ impl SessionContext {
     /// Closes the session (reason `ServerDrain`): what is queued for the client is
     /// written, then the closing notice; `on_disconnected` follows.
     pub fn close(&self) {
-        self.peer.close(
-            super::CloseReason::ServerDrain,
-            "the application closed the session",
-        );
+        self.close_because("the application closed the session");
+    }
+
+    /// Closes the session as [`close`](Self::close) does, telling the client why: the
+    /// closing notice's diagnostic (and a WebSocket close frame's text) is `why`, cut to
+    /// its first 512 bytes at a character boundary.
+    pub fn close_because(&self, why: &str) {
+        self.peer.close(super::CloseReason::ServerDrain, why);
     }
 }
 
