@@ -12,6 +12,7 @@ use zlink_examples::zone_world::bots::start_bots;
 use zlink_examples::zone_world::launch::{
     fresh_token, start_gateway, start_ops, start_zone_node, Stores,
 };
+use zlink_examples::zone_world::load::LoadOptions;
 use zlink_examples::zone_world::nodes::{claim_zones, ZONE_NODES};
 use zlink_examples::zone_world::one_process::{OneProcess, Options};
 use zlink_examples::zone_world::patrol::crowd;
@@ -36,6 +37,13 @@ usage:
       browsers on PORT+1, the ops node its dashboard on PORT (default 7482) and puts the
       bots into the world. A zone node stopped with Ctrl-C moves its zones and players to
       the others first. examples/zone-world.sh starts all five on a local redis-server.
+
+  zone-world --load SECONDS [--bots N] [--clients N]
+      Load mode, in one process: N bots (default 1000) walk and N WebSocket clients
+      (default 20) move every 100 ms, half of them across the north-south border; after
+      SECONDS/2 zn-a is drained. Prints moves per second, the ack push p50 and p99, the
+      pause of a border crossing (p50, p99), and the drain's disconnects, lost moves and
+      longest stall. Build with --release for figures.
 
   --ops-token TOKEN (or ZONE_WORLD_OPS_TOKEN): unlocks the ops dashboard's controls
   (maintenance, announcements, drains); 16 characters or more. Without it a fresh one
@@ -63,6 +71,7 @@ async fn main() -> ExitCode {
         }
     };
     let outcome = match (&flags.redis, flags.role.as_deref()) {
+        (None, None) if flags.load.is_some() => load(&flags, &security).await,
         (None, None) => one_process(&flags, &security).await,
         (Some(url), Some(role)) => one_role(url, role, &flags, &security).await,
         _ => Err("--redis and --role go together".to_string()),
@@ -85,6 +94,8 @@ struct Flags {
     port: Option<u16>,
     bots: Option<usize>,
     token: Option<String>,
+    load: Option<u64>,
+    clients: Option<usize>,
 }
 
 impl Flags {
@@ -101,6 +112,8 @@ impl Flags {
                 "--port" => flags.port = Some(value.parse().map_err(|_| number("a port"))?),
                 "--bots" => flags.bots = Some(value.parse().map_err(|_| number("a count"))?),
                 "--ops-token" => flags.token = Some(value.clone()),
+                "--load" => flags.load = Some(value.parse().map_err(|_| number("seconds"))?),
+                "--clients" => flags.clients = Some(value.parse().map_err(|_| number("a count"))?),
                 _ => return Err(format!("unknown flag {flag:?}")),
             }
         }
@@ -139,6 +152,23 @@ async fn one_process(flags: &Flags, security: &Security) -> Result<(), String> {
     println!("  {} bots walk; Ctrl-C stops", options.bots);
     let _ = zlink::stop_signal().await;
     world.shutdown().await;
+    Ok(())
+}
+
+async fn load(flags: &Flags, security: &Security) -> Result<(), String> {
+    let options = LoadOptions {
+        seconds: flags.load.unwrap_or(20).max(2),
+        bots: flags.bots.unwrap_or(1000),
+        clients: flags.clients.unwrap_or(20),
+    };
+    println!(
+        "load: {} bots and {} clients for {} s, zn-a drained halfway...",
+        options.bots, options.clients, options.seconds
+    );
+    let report = zlink_examples::zone_world::load::run(&options, security)
+        .await
+        .map_err(|e| e.to_string())?;
+    println!("{report}");
     Ok(())
 }
 

@@ -36,6 +36,8 @@ pub struct Welcome {
     pub patrol: Option<Patrol>,
     /// How many acks and views were pushed to its client (never any to a bot).
     pub pushed: u64,
+    /// How many steps a bot took by itself.
+    pub walked: u64,
 }
 
 /// Client → player (one-way): move by (`dx`, `dy`). `seq` numbers the client's moves;

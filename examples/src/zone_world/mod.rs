@@ -18,7 +18,8 @@
 //! - [`gateway`]: the session type of the gateway's browser listener;
 //! - [`launch`]: starting each role's node (zone, gateway, ops) on the embedded stores or
 //!   on Redis;
-//! - [`one_process`]: the whole world in one process.
+//! - [`one_process`]: the whole world in one process;
+//! - [`load`]: the load mode's clients and figures.
 
 pub mod bots;
 pub mod broadcast;
@@ -26,6 +27,7 @@ pub mod desired;
 pub mod desk;
 pub mod gateway;
 pub mod launch;
+pub mod load;
 pub mod messages;
 pub mod nodes;
 pub mod one_process;

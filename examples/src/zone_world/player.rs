@@ -104,6 +104,7 @@ impl Player {
             relocations: self.relocations,
             patrol: self.patrol,
             pushed: self.pushed,
+            walked: self.walked,
         }
     }
 
@@ -345,6 +346,7 @@ impl Player {
         let Some(entering) = self.entering.take() else {
             return;
         };
+        tracing::debug!(player = %ctx.id(), seq = ?entering.seq, zone = entering.zone.name(), tries = entering.tries, ?outcome, "entry ended");
         // The first entry may move a new player to its zone's node: not a relocation.
         if entering.seq.is_none() {
             self.node = ctx.handle().rid().to_string();

@@ -95,8 +95,17 @@ impl<R> Bindings<R> {
         let exact = entry.route.binding_generation == record.binding_generation
             && entry.route.fence.object_generation == record.object_generation
             && from.is_none_or(|rid| rid == entry.route.owner.rid);
-        if exact && entry.seal.is_none() {
-            entry.seal = Some((record.relocation_id.clone(), VecDeque::new()));
+        if exact {
+            match &mut entry.seal {
+                None => entry.seal = Some((record.relocation_id.clone(), VecDeque::new())),
+                // The owner moves the Actor again: its last move ended, though its 44 has
+                // not come (or was lost). The new move's 44 lets the held relays go.
+                Some((id, _)) if *id != record.relocation_id => {
+                    tracing::debug!(actor = %record.actor, from = %id, to = %record.relocation_id, "a binding's seal taken over by the Actor's next move");
+                    *id = record.relocation_id.clone();
+                }
+                Some(_) => {}
+            }
         }
         exact
     }
@@ -355,5 +364,23 @@ mod tests {
             bindings.hold_or_route("p", relay(4)),
             Routing::Send(..)
         ));
+    }
+
+    #[test]
+    fn a_seal_by_the_owners_next_move_takes_over_a_seal_whose_abort_never_came() {
+        let bindings = sealed();
+        // r1 was cancelled on n1 and its abort is late; n1 moves the Actor again (r2).
+        assert!(bindings.seal(&record("r2", None), Some("n1")));
+        assert!(bindings.sealed_by("p", "r2"), "r2 holds what r1 held");
+        assert!(
+            !bindings.reroute(&record("r1", None), Some("n1")),
+            "the late abort of r1 changes nothing"
+        );
+        assert!(bindings.reroute(&record("r2", Some("n2")), Some("n2")));
+        assert_eq!(
+            drain(&bindings, "r2"),
+            [("n2".into(), 1), ("n2".into(), 2), ("n2".into(), 3)]
+        );
+        assert!(!bindings.is_sealed("p"));
     }
 }

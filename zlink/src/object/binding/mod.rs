@@ -12,6 +12,7 @@ mod push;
 mod record;
 mod relay;
 mod relocation;
+mod route_notices;
 
 #[cfg(test)]
 pub(crate) use super::actor_binding::SessionKey;
@@ -41,6 +42,8 @@ pub(crate) struct Bindings {
     pub(crate) core: Arc<ObjectCore>,
     /// Installed once by the session layer.
     sessions: OnceLock<Arc<dyn LocalSessions>>,
+    /// The route notices (44) on their way, which a later seal (42) waits for.
+    pub(crate) notices: Arc<route_notices::RouteNotices>,
 }
 
 impl Bindings {
@@ -49,6 +52,7 @@ impl Bindings {
         Bindings {
             core,
             sessions: OnceLock::new(),
+            notices: Arc::default(),
         }
     }
 

@@ -68,6 +68,8 @@ async fn seal_binding(bindings: &Bindings, moving: &BoundMove) -> Result<Vec<u8>
         let node = out.node()?;
         let timeout = node.settings().send_timeout;
         let deadline = Instant::now() + timeout;
+        // The route change of this Actor's last move (or cancelled move) goes first.
+        bindings.notices.settled(&moving.actor, deadline).await;
         let link = out.peer(&binding.session.rid, deadline).await?;
         let command = ObjectCommand::control(
             Command::SessionRelocationSeal,
@@ -145,7 +147,9 @@ fn tell_route(
     }
     let out = bindings.core.env.owner_link().clone();
     let actor = moved.actor.clone();
+    let in_flight = bindings.notices.begin(&actor);
     bindings.core.env.tracker().spawn(async move {
+        let _in_flight = in_flight;
         let Ok(node) = out.node() else { return };
         let admit_by = Instant::now() + node.settings().send_timeout;
         let sent = async {
