@@ -170,3 +170,66 @@ fn rooms_drains_either_room_server_the_plain_run_names() {
         text(&refused.stderr)
     );
 }
+
+const ZONE_WORLD: &str = env!("CARGO_BIN_EXE_zone-world");
+
+/// `zone-world` answers `--help` and a bad flag like the others, and its load mode runs
+/// (small) and finds nothing lost.
+#[test]
+fn zone_world_answers_help_and_its_load_mode_loses_nothing() {
+    let help = succeeds(ZONE_WORLD, &["--help"]);
+    for mode in [
+        "--role zone",
+        "--load SECONDS",
+        "--curve-key FILE",
+        "RUST_LOG",
+    ] {
+        assert!(help.contains(mode), "{mode}: {help}");
+    }
+    let bad = output(ZONE_WORLD, &["--no-such-flag", "x"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+    let lonely = output(ZONE_WORLD, &["--role", "zone"]);
+    assert!(!lonely.status.success(), "--role needs --redis");
+    let load = succeeds(
+        ZONE_WORLD,
+        &["--load", "4", "--bots", "40", "--clients", "4"],
+    );
+    assert!(
+        load.contains("clients: 0 disconnected, 0 acks lost, 0 duplicated or out of order"),
+        "{load}"
+    );
+    assert!(load.contains("border crossing to another node"), "{load}");
+}
+
+/// `zone-world` with no flags starts the whole world, prints the game and ops URLs and
+/// the control token, and stops cleanly on Ctrl-C.
+#[test]
+fn zone_world_prints_its_urls_and_stops_on_ctrl_c() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(ZONE_WORLD)
+        .args(["--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("zone-world starts");
+    let stdout = child.stdout.take().expect("its stdout");
+    let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        seen.push(line.clone());
+        if line.contains("bots walk") {
+            break;
+        }
+    }
+    let all = seen.join("\n");
+    assert!(all.contains("game: http://127.0.0.1:"), "{all}");
+    assert!(all.contains("ops: http://127.0.0.1:"), "{all}");
+    assert!(all.contains("control token: "), "{all}");
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(interrupted.success());
+    let status = child.wait().expect("it exits");
+    assert!(status.success(), "{status}");
+}

@@ -224,7 +224,7 @@ async fn zone_role(stores: &Stores, flags: &Flags, security: &Security) -> Resul
             claimed = claim_zones(node.runtime.handle()) => match claimed {
                 Ok(zones) => {
                     let names: Vec<String> = zones.iter().map(|z| z.id.to_string()).collect();
-                    println!("zone node {rid} runs {names:?}; Ctrl-C moves them to the others and stops");
+                    println!("zone node {rid} runs {names:?}; Ctrl-C moves what it runs to the others and stops");
                     let _ = zlink::stop_signal().await;
                     break;
                 }

@@ -100,6 +100,7 @@ impl BoardReader {
     }
 }
 
+// ANCHOR: board-reader
 #[zlink::channel(server)]
 impl BoardReader {
     #[handler]
@@ -113,6 +114,7 @@ impl BoardReader {
         Ok(())
     }
 }
+// ANCHOR_END: board-reader
 
 #[cfg(test)]
 mod tests {

@@ -18,6 +18,7 @@ pub struct ZoneSession {
 
 #[zlink::session]
 impl ZoneSession {
+    // ANCHOR: login
     #[handler]
     async fn login(&mut self, login: Login, ctx: &SessionContext) -> zlink::Result<Welcome> {
         let player = match ctx
@@ -34,6 +35,7 @@ impl ZoneSession {
             .enter(&Enter { bot: None })
             .await
     }
+    // ANCHOR_END: login
 
     /// A packet for the player. When the player cannot be reached (its node died), the
     /// session closes telling the client why: it logs in again once the world took the

@@ -47,6 +47,7 @@ impl Ops {
         &self.book
     }
 
+    // ANCHOR: set-maintenance
     /// Puts zone node `rid` under maintenance (its zones refuse players entering from
     /// other zones), or takes it out, and tells every node.
     pub async fn set_maintenance(&self, rid: &str, on: bool) -> zlink::Result<Board> {
@@ -54,6 +55,7 @@ impl Ops {
         tracing::info!(node = %rid, maintenance = on, "maintenance set");
         self.publish().await
     }
+    // ANCHOR_END: set-maintenance
 
     /// Announces `text` to every node (and, through the zones, to every player).
     pub async fn announce(&self, text: &str) -> zlink::Result<Announcement> {

@@ -210,6 +210,7 @@ impl Player {
             return Ok(());
         };
         // Maintenance is the target zone's to judge, when it is asked to take the player.
+        // ANCHOR: crossing
         match judge(self.cell, step.dx, step.dy, |_, _| false) {
             Err(refusal) => self.answer(ctx, step.seq, Some(refusal), None).await,
             Ok(allowed) if allowed.to_zone == zone => {
@@ -230,6 +231,7 @@ impl Player {
                 self.join(ctx, entering)?;
             }
         }
+        // ANCHOR_END: crossing
         Ok(())
     }
 
@@ -341,12 +343,12 @@ impl Player {
         self.walk(ctx).await
     }
 
+    // ANCHOR: entered
     #[on_join_completed]
     async fn entered(&mut self, outcome: JoinOutcome, ctx: &ActorContext) {
         let Some(entering) = self.entering.take() else {
             return;
         };
-        tracing::debug!(player = %ctx.id(), seq = ?entering.seq, zone = entering.zone.name(), tries = entering.tries, ?outcome, "entry ended");
         // The first entry may move a new player to its zone's node: not a relocation.
         if entering.seq.is_none() {
             self.node = ctx.handle().rid().to_string();
@@ -382,4 +384,5 @@ impl Player {
             }
         }
     }
+    // ANCHOR_END: entered
 }

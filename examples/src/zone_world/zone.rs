@@ -120,6 +120,7 @@ impl ZoneSpot {
         Ok(self.view())
     }
 
+    // ANCHOR: band-in
     /// A neighbour's border band.
     #[subscribe(channel = "zone-world", topic = "bands")]
     async fn band(&mut self, band: Band, _ctx: &SpotContext) -> zlink::Result<()> {
@@ -128,6 +129,7 @@ impl ZoneSpot {
         }
         Ok(())
     }
+    // ANCHOR_END: band-in
 
     #[on_timer]
     async fn tick(&mut self, _tick: TimerTick, ctx: &SpotContext) -> zlink::Result<()> {
@@ -135,6 +137,7 @@ impl ZoneSpot {
         let tick = world_tick(SystemTime::now()).max(self.standing.tick + 1);
         self.standing.tick = tick;
         self.near.expire(tick);
+        // ANCHOR: band-out
         for toward in self.zone.adjacent() {
             let band = BandSnapshot {
                 source: self.zone,
@@ -146,6 +149,7 @@ impl ZoneSpot {
                 tracing::debug!(zone = self.zone.name(), error = %e, "a border band was not published");
             }
         }
+        // ANCHOR_END: band-out
         let view = self.view();
         for (name, (_, bot)) in &self.standing.players {
             if *bot {
@@ -162,6 +166,7 @@ impl ZoneSpot {
         Ok(())
     }
 
+    // ANCHOR: admission
     /// A player asks to enter: refused while this node is under maintenance.
     #[on_actor_join]
     async fn admit(
@@ -189,6 +194,7 @@ impl ZoneSpot {
             self.standing.players.insert(actor.id.to_string(), entered);
         }
     }
+    // ANCHOR_END: admission
 
     #[on_leave_actor]
     async fn left(&mut self, actor: &ActorRef, _ctx: &SpotContext) {
