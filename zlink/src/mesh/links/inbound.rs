@@ -269,7 +269,11 @@ fn on_call(links: &Arc<Links>, sender: ReadySender, call: CallMessage) {
     };
     if !links.identity().is_running() {
         if !call.command.is_request() {
-            tracing::warn!(peer = %rid, packet = %call.head.packet, "drop: send arrived during shutdown");
+            if links.dropped_while_stopping() {
+                tracing::warn!(peer = %rid, packet = %call.head.packet, "drop: send arrived during shutdown (later ones are logged at debug)");
+            } else {
+                tracing::debug!(peer = %rid, packet = %call.head.packet, "drop: send arrived during shutdown");
+            }
         }
         return refuse(Error::new(
             ErrorKind::ShuttingDown,

@@ -88,6 +88,9 @@ pub(crate) struct Links {
     /// Dialers, liveness, delayed closes and sends waiting for queue room.
     background: TaskTracker,
     cancel: CancellationToken,
+    /// One-way sends dropped because they arrived while this node stops: the first is a
+    /// warning, the rest (every peer keeps sending until it hears) debug lines.
+    dropped_while_stopping: std::sync::atomic::AtomicU64,
 }
 
 /// The parts a [`Links`] works with.
@@ -104,6 +107,14 @@ pub(crate) struct LinkParts {
 }
 
 impl Links {
+    /// Counts a one-way send dropped as it arrived while this node stops; `true` for the
+    /// first (the one worth a warning).
+    pub(crate) fn dropped_while_stopping(&self) -> bool {
+        self.dropped_while_stopping
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            == 0
+    }
+
     pub(crate) fn new(parts: LinkParts) -> Arc<Links> {
         Arc::new_cyclic(|me| Links {
             me: me.clone(),
@@ -121,6 +132,7 @@ impl Links {
             membership: OnceLock::new(),
             background: TaskTracker::new(),
             cancel: parts.cancel,
+            dropped_while_stopping: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
