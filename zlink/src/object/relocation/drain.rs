@@ -1,6 +1,7 @@
 //! The host-level move: every object this node owns goes to other nodes, and the node
 //! takes no new ones while it does (digest §7.5, PlannedMaintenance).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -120,33 +121,20 @@ pub(crate) async fn relocate_all(server: &Moving, stopping: bool) -> RelocationR
 }
 
 /// The objects of `owned` that may move now; the others go to `blocked_out` with why.
+/// Linear in the objects and the members: each Spot's decision is made once, and objects
+/// are found by key (a drain of zones with thousands of members each spent seconds in
+/// nested scans, holding its task, before this).
 fn movable_objects(
     owned: &[Arc<LiveObject>],
     blocked_out: &mut Vec<BlockedObject>,
 ) -> Vec<Arc<LiveObject>> {
+    let by_key: HashMap<&ObjectKey, &Arc<LiveObject>> =
+        owned.iter().map(|live| (&live.key, live)).collect();
+    let mut spots = SpotDecisions {
+        by_key: &by_key,
+        decided: HashMap::new(),
+    };
     let mut movable = Vec::new();
-    // A User Spot takes its members along: a PerActor Spot its shell first, then each
-    // member; a SpotWide Spot all of them as one unit, so only if each of them may move.
-    let may_move = |live: &LiveObject| live.object_type.relocation != Relocation::Disable;
-    let takes_members = |spot: &LiveObject| {
-        may_move(spot)
-            && (spot.object_type.execution == Execution::PerActor
-                || spot.member_ids().iter().all(|id| {
-                    let key = ObjectKey {
-                        kind: ObjectKind::Actor,
-                        id: id.clone(),
-                    };
-                    owned
-                        .iter()
-                        .find(|l| l.key == key)
-                        .is_none_or(|member| may_move(member))
-                }))
-    };
-    let moves_with_members = |spot: &SpotId| {
-        owned
-            .iter()
-            .any(|l| l.key == ObjectKey::from(spot) && takes_members(l))
-    };
     for live in owned {
         let blocked = |reason| BlockedObject {
             id: live.key.id.to_string(),
@@ -159,16 +147,52 @@ fn movable_objects(
         if live.object_type.relocation == Relocation::Disable {
             blocked_out.push(blocked(BlockedReason::RelocationDisabled));
         } else if let Some(spot) = user_spot {
-            if !moves_with_members(&spot) {
+            if !spots.moves_with_members(&ObjectKey::from(&spot)) {
                 blocked_out.push(blocked(BlockedReason::InUserSpot));
             }
-        } else if live.key.kind == ObjectKind::Spot && !takes_members(live) {
+        } else if live.key.kind == ObjectKind::Spot && !spots.moves_with_members(&live.key) {
             blocked_out.push(blocked(BlockedReason::SpotWithMembers));
         } else {
             movable.push(live.clone());
         }
     }
     movable
+}
+
+/// Whether each User Spot of a drain takes its members along, decided once per Spot: a
+/// PerActor Spot its shell first, then each member; a SpotWide Spot all of them as one
+/// unit, so only if each of them may move.
+struct SpotDecisions<'a> {
+    by_key: &'a HashMap<&'a ObjectKey, &'a Arc<LiveObject>>,
+    decided: HashMap<ObjectKey, bool>,
+}
+
+impl SpotDecisions<'_> {
+    /// Whether the Spot `key` (one this node owns) moves, with its members.
+    fn moves_with_members(&mut self, key: &ObjectKey) -> bool {
+        if let Some(decided) = self.decided.get(key) {
+            return *decided;
+        }
+        let decided = self
+            .by_key
+            .get(key)
+            .is_some_and(|spot| self.takes_members(spot));
+        self.decided.insert(key.clone(), decided);
+        decided
+    }
+
+    fn takes_members(&self, spot: &LiveObject) -> bool {
+        let may_move = |live: &LiveObject| live.object_type.relocation != Relocation::Disable;
+        may_move(spot)
+            && (spot.object_type.execution == Execution::PerActor
+                || spot.member_ids().iter().all(|id| {
+                    let key = ObjectKey {
+                        kind: ObjectKind::Actor,
+                        id: id.clone(),
+                    };
+                    self.by_key.get(&key).is_none_or(|member| may_move(member))
+                }))
+    }
 }
 
 /// Each move's outcome in the report: moved Actors and Spots (a Spot's members with it),
