@@ -14,6 +14,11 @@ use common::{get as fetch, node, send};
 
 const TOKEN: &str = "sixteen-or-more-characters";
 
+#[derive(serde::Deserialize)]
+struct Said {
+    text: String,
+}
+
 fn counting_panel(runs: &Arc<AtomicU32>) -> Panel {
     let runs = runs.clone();
     let router = Router::new()
@@ -24,6 +29,10 @@ fn counting_panel(runs: &Arc<AtomicU32>) -> Panel {
                 let runs = runs.clone();
                 async move { runs.fetch_add(1, Ordering::SeqCst).to_string() }
             }),
+        )
+        .route(
+            "/say",
+            axum::routing::post(|axum::Json(said): axum::Json<Said>| async move { said.text }),
         );
     Panel::new("lights", "Lights", router).expect("a panel")
 }
@@ -74,5 +83,13 @@ async fn a_panel_is_listed_its_reads_are_open_and_its_other_methods_need_the_con
     let (code, body) = send(addr, "POST", "/app/lights/press", &auth, "").await;
     assert_eq!((code, body.as_str()), (200, "0"));
     assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // A panel's body is bounded like a control's, and garbage is refused, not run.
+    let (code, body) = send(addr, "POST", "/app/lights/say", &auth, r#"{"text":"hi"}"#).await;
+    assert_eq!((code, body.as_str()), (200, "hi"));
+    let (code, _) = send(addr, "POST", "/app/lights/say", &auth, "\u{0}not json{").await;
+    assert!((400..500).contains(&code), "garbage: {code}");
+    let huge = format!(r#"{{"text":"{}"}}"#, "x".repeat(20 * 1024));
+    let (code, _) = send(addr, "POST", "/app/lights/say", &auth, &huge).await;
+    assert_eq!(code, 413, "over the 16 KiB a control takes");
     rt.shutdown().await;
 }
