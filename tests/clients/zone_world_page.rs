@@ -43,6 +43,23 @@ async fn the_game_page_crosses_a_border_by_keys_and_stays_connected_while_the_op
     browser.wait_text("state", &["connected"], WAIT).await;
     browser.wait_text("pos", &["25,25"], WAIT).await;
     browser.wait_text("node", &["zn-a"], WAIT).await;
+    // The login's answer names the node the player was created on, and may arrive after
+    // the welcome pushed from its zone's node: the page never lets it replace the newer.
+    let shown = browser
+        .client
+        .execute(
+            "return zoneWorld.showPlayer({player: 'smoke', cell: {x: 25, y: 25}, zone: 'nw', \
+             node: 'the-creating-node', generation: 1, relocations: 0, version: 1});",
+            Vec::new(),
+        )
+        .await
+        .expect("the page's showPlayer runs");
+    assert_eq!(
+        shown,
+        serde_json::Value::Bool(false),
+        "an older account is ignored"
+    );
+    assert_eq!(browser.text("node").await, "zn-a");
     let generation = browser.text("generation").await;
     // The bots show on the map's zone: the page draws what the zone's views say.
     // Five presses of 5 cells south: (25,50), in sw, which zn-b runs.

@@ -38,6 +38,11 @@ pub struct Welcome {
     pub pushed: u64,
     /// How many steps a bot took by itself.
     pub walked: u64,
+    /// Numbers the player's accounts of where it stands (welcomes and acks) in the order
+    /// it gave them. A login's reply and the pushes reach the client by different ways
+    /// (the reply through the gateway's request, a push from wherever the player runs
+    /// by then), so a client keeps the account with the highest number.
+    pub version: u64,
 }
 
 /// Client → player (one-way): move by (`dx`, `dy`). `seq` numbers the client's moves;
@@ -74,6 +79,8 @@ pub struct Ack {
     /// Why the move failed when the target zone could not be reached (not a refusal by
     /// the rules: the player stays where it was).
     pub failed: Option<String>,
+    /// The account's number, as [`Welcome::version`] tells.
+    pub version: u64,
 }
 
 /// Client → player: the player's state, as [`Welcome`] gives it.

@@ -64,6 +64,8 @@ pub struct Player {
     walked: u64,
     /// Pushes to the client (acks and views): none for a bot.
     pushed: u64,
+    /// The number of the last account of where it stands (welcome or ack).
+    version: u64,
 }
 
 impl Default for Player {
@@ -78,6 +80,7 @@ impl Default for Player {
             waiting: VecDeque::new(),
             walked: 0,
             pushed: 0,
+            version: 0,
         }
     }
 }
@@ -94,7 +97,8 @@ impl RelocationState for Player {
 }
 
 impl Player {
-    fn welcome(&self, ctx: &ActorContext) -> Welcome {
+    fn welcome(&mut self, ctx: &ActorContext) -> Welcome {
+        self.version += 1;
         Welcome {
             player: ctx.id().to_string(),
             cell: self.cell,
@@ -105,6 +109,7 @@ impl Player {
             patrol: self.patrol,
             pushed: self.pushed,
             walked: self.walked,
+            version: self.version,
         }
     }
 
@@ -143,7 +148,9 @@ impl Player {
             }
             return;
         }
+        self.version += 1;
         let ack = Ack {
+            version: self.version,
             seq,
             refused,
             cell: self.cell,
@@ -372,7 +379,8 @@ impl Player {
             // The first entry: the client hears where its player stands now.
             None if self.patrol.is_none() => {
                 self.pushed += 1;
-                if let Err(e) = ctx.push(&self.welcome(ctx)).await {
+                let welcome = self.welcome(ctx);
+                if let Err(e) = ctx.push(&welcome).await {
                     tracing::debug!(player = %ctx.id(), error = %e, "a welcome was not pushed");
                 }
             }

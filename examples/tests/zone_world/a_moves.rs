@@ -77,3 +77,30 @@ async fn zw_a2_refusal_order_is_out_of_range_then_too_far_then_diagonal_then_mai
     assert!(acks.iter().all(|ack| ack.cell == Cell { x: 45, y: 45 }));
     world.shutdown().await;
 }
+
+/// A login's answer and the player's pushes reach the client by different ways (the
+/// welcome push may come first), so the player numbers its accounts of where it stands
+/// in the order it gave them, and a client keeps the newest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zw_a3_a_players_accounts_of_where_it_stands_are_numbered_in_the_order_it_gave_them() {
+    let world = World::start().await;
+    let (mut browser, answered) = Browser::login(&world.browsers(), "ada").await;
+    let entered = browser.entered().await;
+    assert_eq!((entered.zone, entered.node.as_str()), (Zone::Nw, "zn-a"));
+    assert!(
+        answered.version < entered.version,
+        "the login's answer ({}) is older than the welcome pushed once the player entered ({})",
+        answered.version,
+        entered.version
+    );
+    browser.step(1, 5, 0).await;
+    browser.step(2, 0, 5).await;
+    let acks = browser.acks_until(2).await;
+    let versions: Vec<u64> = acks.iter().map(|ack| ack.version).collect();
+    assert!(
+        entered.version < versions[0] && versions[0] < versions[1],
+        "each ack is newer than the welcome and the ack before: {} then {versions:?}",
+        entered.version
+    );
+    world.shutdown().await;
+}
