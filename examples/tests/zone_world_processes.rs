@@ -126,9 +126,11 @@ async fn observer(redis: &str) -> Runtime {
 }
 
 /// The gateway's WebSocket address, from the line it prints.
+/// The gateway's WebSocket address, once it says players can log in.
 fn browsers(gateway: &mut Process) -> String {
     let line = gateway.line("browsers connect to ws://");
     let (_, after) = line.split_once("ws://").expect("a ws:// endpoint");
+    gateway.line("players can log in");
     after.trim_end_matches([')', '/']).to_string()
 }
 

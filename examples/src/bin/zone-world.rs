@@ -50,12 +50,13 @@ usage:
   is printed.
 
 browser packets (JSON; see the book's Zone World chapter):
-  client -> gateway  login   request {\"name\": NAME} -> welcome {player, cell, zone, node, generation, relocations}
+  client -> gateway  login   request {\"name\": NAME} -> welcome {player, cell, zone, node, generation, relocations, version}
   client -> player   move    one-way {\"seq\": N, \"dx\": DX, \"dy\": DY} (|DX|, |DY| <= 5)
                      status  request null -> welcome
-  player -> client   ack     push {seq, refused, failed, cell, zone, node, generation, relocations}
+  player -> client   ack     push {seq, refused, failed, cell, zone, node, generation, relocations, version}
                      view    push {tick, zone, here, near, news} (every 100 ms)
-                     welcome push (as login's answer) once the player entered the world";
+                     welcome push (as login's answer) once the player entered the world;
+                     the highest version is the newest (the push may come before the answer)";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -186,20 +187,7 @@ async fn one_role(url: &str, role: &str, flags: &Flags, security: &Security) -> 
     let stores = Stores::redis(url).await.map_err(|e| e.to_string())?;
     match role {
         "zone" => zone_role(&stores, flags, security).await,
-        "gateway" => {
-            let port = flags.port.unwrap_or(7480);
-            let next = if port == 0 { 0 } else { port.saturating_add(1) };
-            let gateway = start_gateway(&stores, security, next, port)
-                .await
-                .map_err(|e| e.to_string())?;
-            println!(
-                "game: http://{}/ (browsers connect to {}/)",
-                gateway.page, gateway.stream
-            );
-            let _ = zlink::stop_signal().await;
-            gateway.runtime.shutdown().await;
-            Ok(())
-        }
+        "gateway" => gateway_role(&stores, flags, security).await,
         "ops" => ops_role(&stores, flags, security).await,
         other => Err(format!("--role takes zone, gateway or ops, not {other:?}")),
     }
@@ -240,6 +228,44 @@ async fn zone_role(stores: &Stores, flags: &Flags, security: &Security) -> Resul
         "zone node {rid}: {}",
         node.runtime.shutdown_with(stop).await
     );
+    Ok(())
+}
+
+/// The gateway: serves the page at once, and says when players can log in (a zone node
+/// that hosts them is known; until then a login is refused `NotFound`).
+async fn gateway_role(stores: &Stores, flags: &Flags, security: &Security) -> Result<(), String> {
+    let port = flags.port.unwrap_or(7480);
+    let next = if port == 0 { 0 } else { port.saturating_add(1) };
+    let gateway = start_gateway(stores, security, next, port)
+        .await
+        .map_err(|e| e.to_string())?;
+    println!(
+        "game: http://{}/ (browsers connect to {}/)",
+        gateway.page, gateway.stream
+    );
+    let handle = gateway.runtime.handle().clone();
+    let players_known = async move {
+        loop {
+            match handle.actors().ready(Player::STABLE_TYPE, 1).await {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == Some(zlink::ErrorKind::DeadlineExceeded) => {
+                    tracing::info!(error = %e, "no zone node hosts players yet");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    tokio::select! {
+        _ = zlink::stop_signal() => {}
+        known = players_known => {
+            match known {
+                Ok(()) => println!("players can log in"),
+                Err(e) => eprintln!("players cannot log in: {e}"),
+            }
+            let _ = zlink::stop_signal().await;
+        }
+    }
+    gateway.runtime.shutdown().await;
     Ok(())
 }
 
