@@ -24,6 +24,9 @@ pub struct Ops {
     handle: Handle,
     book: MaintenanceBook,
     news: Arc<Mutex<VecDeque<Announcement>>>,
+    /// Held from reading the board to publishing it, so boards go out in the order they
+    /// were read: a republish that read the board before a change never lands after it.
+    publishing: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Ops {
@@ -39,6 +42,7 @@ impl Ops {
             handle: handle.clone(),
             book,
             news: Arc::default(),
+            publishing: Arc::default(),
         }
     }
 
@@ -101,6 +105,7 @@ impl Ops {
 
     /// Publishes the board now.
     pub async fn publish(&self) -> zlink::Result<Board> {
+        let _in_order = self.publishing.lock().await;
         let board = self.board().await?;
         self.handle.fanout().publish(BROADCAST, &board).await?;
         Ok(board)
