@@ -68,6 +68,8 @@ async fn the_chat_page_chats_through_a_drain_on_one_session_and_reconnects_when_
     browser.click("enter").await;
     browser.wait_text("status", &["connected"], WAIT).await;
     let first_node = browser.wait_text("node", &["players-"], WAIT).await;
+    // The page names the node once logged in and enables its input once in the room.
+    browser.wait_enabled("text", WAIT).await;
     for n in 1..=5 {
         say(&browser, &format!("before {n}")).await;
     }

@@ -89,29 +89,66 @@ impl Browser {
 
     /// Waits until the text of `#id` holds every one of `wanted`; returns it.
     pub async fn wait_text(&self, id: &str, wanted: &[&str], within: Duration) -> String {
+        let holds_all = |text: &str| wanted.iter().all(|w| text.contains(w));
+        self.wait_text_until(id, &format!("{wanted:?}"), holds_all, within)
+            .await
+    }
+
+    /// Waits until the text of `#id` satisfies `done` (which `wanted` describes for the
+    /// failure message); returns it.
+    pub async fn wait_text_until(
+        &self,
+        id: &str,
+        wanted: &str,
+        done: impl Fn(&str) -> bool,
+        within: Duration,
+    ) -> String {
         let deadline = Instant::now() + within;
         loop {
             let text = self.text(id).await;
-            if wanted.iter().all(|w| text.contains(w)) {
+            if done(&text) {
                 return text;
             }
             assert!(
                 Instant::now() < deadline,
-                "#{id} never showed {wanted:?} within {within:?}; it shows: {text}"
+                "#{id} never showed {wanted} within {within:?}; it shows: {text}"
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
-    /// Clicks `#id`.
+    /// Waits until `#id` is enabled (a page enables its inputs once it is ready for them).
+    pub async fn wait_enabled(&self, id: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        let script = format!("return !document.getElementById('{id}')?.disabled;");
+        loop {
+            let enabled = self.client.execute(&script, Vec::new()).await;
+            if matches!(enabled, Ok(serde_json::Value::Bool(true))) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "#{id} never enabled within {within:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Clicks `#id`. A page may rebuild the element between finding and clicking it (a
+    /// panel's periodic refresh): the click is tried again on the new one, for up to 5 s.
     pub async fn click(&self, id: &str) {
-        self.client
-            .find(Locator::Id(id))
-            .await
-            .unwrap_or_else(|e| panic!("#{id}: {e}"))
-            .click()
-            .await
-            .unwrap_or_else(|e| panic!("click #{id}: {e}"));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let clicked = match self.client.find(Locator::Id(id)).await {
+                Ok(element) => element.click().await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            match clicked {
+                Ok(()) => return,
+                Err(e) if Instant::now() >= deadline => panic!("click #{id}: {e}"),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
     }
 
     /// Types `text` into `#id`, replacing what it held.

@@ -2,6 +2,7 @@
 //! A browser's side of the game, as the page speaks it: STREAM over WebSocket to the
 //! gateway, JSON payloads.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use tokio::sync::mpsc::Receiver;
@@ -12,6 +13,8 @@ use zlink_examples::zone_world::messages::{Ack, View, Welcome};
 
 /// How many views a browser keeps while it waits for something else.
 const KEPT_VIEWS: usize = 100;
+/// How many other packets it keeps while it waits for something else.
+const KEPT_PACKETS: usize = 1_000;
 
 /// One connected browser, logged in as a player.
 pub struct Browser {
@@ -19,6 +22,9 @@ pub struct Browser {
     incoming: Receiver<Incoming>,
     /// Views that arrived while acks were awaited, oldest first.
     pub views: Vec<View>,
+    /// Other packets that arrived while something else was awaited, oldest first: a
+    /// push may come before a reply sent earlier (they come by different ways).
+    skipped: VecDeque<Incoming>,
 }
 
 impl Browser {
@@ -39,6 +45,7 @@ impl Browser {
             client,
             incoming,
             views: Vec::new(),
+            skipped: VecDeque::new(),
         };
         let login = serde_json::json!({ "name": name });
         browser
@@ -60,15 +67,22 @@ impl Browser {
         self.client.send("move", &step).await.expect("move sent");
     }
 
-    /// The next packet that satisfies `wanted` within 10 s (views on the way are kept).
+    /// The next packet that satisfies `wanted` within 10 s, skipped ones first (views on
+    /// the way are kept, and so are the other packets it skips).
     async fn next(&mut self, wanted: impl Fn(&Incoming) -> bool) -> Incoming {
+        if let Some(at) = self.skipped.iter().position(&wanted) {
+            if let Some(packet) = self.skipped.remove(at) {
+                return packet;
+            }
+        }
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
             let packet = tokio::time::timeout_at(deadline, self.incoming.recv())
                 .await
                 .expect("the awaited packet arrived within 10 s")
                 .expect("the connection stayed open");
-            if packet.kind == SEND && packet.name == "view" {
+            let is_view = packet.kind == SEND && packet.name == "view";
+            if is_view {
                 let view = serde_json::from_slice(&packet.payload).expect("a view");
                 if self.views.len() == KEPT_VIEWS {
                     self.views.remove(0);
@@ -77,6 +91,12 @@ impl Browser {
             }
             if wanted(&packet) {
                 return packet;
+            }
+            if !is_view {
+                if self.skipped.len() == KEPT_PACKETS {
+                    self.skipped.pop_front();
+                }
+                self.skipped.push_back(packet);
             }
         }
     }

@@ -52,8 +52,10 @@ async fn zw_c2_a_neighbour_that_stops_sending_snapshots_is_forgotten_after_three
     let sw = ZoneSpotClient::new(&world.caller, "sw");
     let stopped = sw.look(&Look).await.expect("look").tick;
     let forgotten = view_until(&world.caller, Zone::Sw, |view| !shows("ike")(view)).await;
+    // Zones tick at their own offsets within a tick: sw's tick read just after nw's last
+    // snapshot may still be the one before it.
     assert!(
-        forgotten.tick <= stopped + EXPIRY_TICKS,
+        forgotten.tick <= stopped + 1 + EXPIRY_TICKS,
         "forgotten at tick {}, {} ticks after nw stopped",
         forgotten.tick,
         forgotten.tick - stopped
