@@ -7,6 +7,7 @@
 //! [metadata u16 len + block] | [correlation u8 len] | [flow 36 B + origin u8]`, then the
 //! payload. Over WebSocket each packet is one binary message.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
@@ -292,6 +293,8 @@ pub struct StreamClient {
     answer_pings: bool,
     pings_seen: usize,
     websocket_close: Option<(u16, String)>,
+    /// Packets [`call_json`](Self::call_json) read before its answer, for [`next`](Self::next).
+    skipped: VecDeque<StreamPacket>,
 }
 
 impl StreamClient {
@@ -301,6 +304,7 @@ impl StreamClient {
             answer_pings: true,
             pings_seen: 0,
             websocket_close: None,
+            skipped: VecDeque::new(),
         }
     }
 
@@ -389,7 +393,8 @@ impl StreamClient {
         self.write(&packet).await
     }
 
-    /// Sends a request and waits for its answer (other packets in between are dropped).
+    /// Sends a request and waits for its answer. Other packets read before it (a push may
+    /// come before the answer) are kept: [`next`](Self::next) returns them first.
     pub async fn call_json(
         &mut self,
         seq: u64,
@@ -403,17 +408,27 @@ impl StreamClient {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let packet = self.next(left).await?;
+            let packet = self.next_read(left).await?;
             if packet.request_seq == Some(seq)
                 && (packet.kind == kind::RESPONSE || packet.kind == kind::ERROR)
             {
                 return Ok(packet);
             }
+            self.skipped.push_back(packet);
         }
     }
 
-    /// The next packet within `timeout` (pings answered and skipped when so set).
+    /// The next packet within `timeout`: those [`call_json`](Self::call_json) kept first,
+    /// then what the server sends (pings answered and skipped when so set).
     pub async fn next(&mut self, timeout: Duration) -> Result<StreamPacket, ReadEnd> {
+        match self.skipped.pop_front() {
+            Some(packet) => Ok(packet),
+            None => self.next_read(timeout).await,
+        }
+    }
+
+    /// The next packet read from the connection within `timeout`.
+    async fn next_read(&mut self, timeout: Duration) -> Result<StreamPacket, ReadEnd> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
